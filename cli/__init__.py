@@ -1,0 +1,1 @@
+"""The `blueprint` command and its offline plan."""

@@ -1,0 +1,388 @@
+"""The offline plan: the real program under Pulumi mocks, recording what `pulumi up` would register.
+
+No Pulumi CLI, cluster or network is involved. A recording resource monitor keeps every
+registration as the engine would receive it (parent, dependencies, provider, options, inputs);
+secret values are replaced by "[secret]" on the way in; outputs only a real provider could know
+are filled with deterministic stand-ins; a StackReference resolves to the upstream stack's own
+planned outputs. The test suite plans through this same module.
+
+The JSON contract is DESIGN.md section 7.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import json
+import logging
+import runpy
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from google.protobuf import empty_pb2, json_format
+from pulumi.runtime import rpc, settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.mocks import MockCallArgs, MockEngine, MockMonitor, MockResourceArgs, Mocks, MockSettings
+from pulumi.runtime.stack import run_in_stack
+
+from stacks.config import NAMESPACE, PROJECT_DIR
+from stacks.outputs import UPSTREAM_STACK
+
+SECRET = "[secret]"
+UNKNOWN = "[unknown]"
+STACK_TYPE = "pulumi:pulumi:Stack"
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+ORGANIZATION = "organization"
+"""The organization of Pulumi's local (DIY) backend."""
+
+
+class ProgramFailed(Exception):
+    """The program raised while being planned; `registered` is what it had registered by then."""
+
+    def __init__(self, cause: BaseException, registered: list[dict[str, Any]]) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.registered = registered
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one stack would register: the DESIGN.md section 7 object, plus the raw stack outputs
+    that a downstream stack's StackReference resolves to (never printed).
+    """
+
+    project: str
+    stack: str
+    resources: list[dict[str, Any]]
+    outputs: dict[str, dict[str, Any]]
+    raw_outputs: dict[str, tuple[Any, bool]] = field(repr=False, default_factory=dict)
+
+    def to_json(self) -> str:
+        document = {"project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs}
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+    def find(self, type_: str, name: str | None = None) -> list[dict[str, Any]]:
+        """Resources of `type_` (and `name`, when given), in plan order."""
+        return [r for r in self.resources if r["type"] == type_ and (name is None or r["name"] == name)]
+
+    def one(self, type_: str, name: str) -> dict[str, Any]:
+        """The single resource of `type_` named `name`."""
+        found = self.find(type_, name)
+        if len(found) != 1:
+            raise LookupError(f"expected one {type_} named {name!r}, found {len(found)}")
+        return found[0]
+
+    def to_tree(self) -> str:
+        """A readable tree of the resources by parent, with the options that change behaviour."""
+        children: dict[str | None, list[dict[str, Any]]] = {}
+        for resource in self.resources:
+            children.setdefault(resource["parent"], []).append(resource)
+        names = {r["urn"]: r["name"] for r in self.resources}
+        lines = [f"{self.project}/{self.stack}: {len(self.resources)} resources"]
+
+        def walk(parent: str | None, indent: str) -> None:
+            kids = children.get(parent, [])
+            for i, resource in enumerate(kids):
+                last = i == len(kids) - 1
+                lines.append(f"{indent}{'└─ ' if last else '├─ '}{resource['type']}  {resource['name']}{_notes(resource, names)}")
+                walk(resource["urn"], indent + ("   " if last else "│  "))
+
+        walk(None, "")
+        lines.append("outputs:")
+        for key, output in self.outputs.items():
+            shown = SECRET if output["secret"] else json.dumps(output.get("value"))
+            lines.append(f"  {key}: {shown}")
+        return "\n".join(lines) + "\n"
+
+
+def _notes(resource: dict[str, Any], names: Mapping[str, str]) -> str:
+    notes = []
+    parent = resource["parent"]
+    deps = [names.get(urn, urn) for urn in resource["dependsOn"] if urn != parent]
+    if deps:
+        notes.append("after " + ", ".join(deps))
+    for flag in ("protect", "retainOnDelete", "deleteBeforeReplace"):
+        if resource[flag]:
+            notes.append(flag)
+    for option in ("replaceOnChanges", "ignoreChanges", "additionalSecretOutputs"):
+        if resource[option]:
+            notes.append(f"{option}={','.join(resource[option])}")
+    if resource["deletedWith"]:
+        notes.append(f"deletedWith={names.get(resource['deletedWith'], resource['deletedWith'])}")
+    return f"  [{'; '.join(notes)}]" if notes else ""
+
+
+def _redact(value: Any) -> Any:
+    """A wire value as plan JSON: secrets as "[secret]", resource references as their URN."""
+    if isinstance(value, dict):
+        sig = value.get(rpc._special_sig_key)
+        if sig == rpc._special_secret_sig:
+            return SECRET
+        if sig == rpc._special_resource_sig:
+            return value.get("urn")
+        return {key: _redact(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_redact(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # protobuf carries every number as a double
+    if value == rpc.UNKNOWN:
+        return UNKNOWN
+    return value
+
+
+def _plain(value: Any) -> tuple[Any, bool]:
+    """A deserialized wire value without its secret wrapper, and whether it had one."""
+    if isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+        return value.get("value"), True
+    return value, False
+
+
+def _stand_in_kubeconfig(inputs: Mapping[str, Any]) -> str:
+    """What `kind get kubeconfig` prints for the cluster these inputs create (fake credentials)."""
+    kind = yaml.safe_load(inputs.get("stdin") or "{}") or {}
+    port = kind.get("networking", {}).get("apiServerPort", 6443)
+    context = f"kind-{(inputs.get('environment') or {}).get('KIND_CLUSTER_NAME', 'kind')}"
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": context,
+                    "cluster": {"server": f"https://127.0.0.1:{int(port)}", "certificate-authority-data": "c3RhbmQtaW4="},
+                }
+            ],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+            "current-context": context,
+            "users": [{"name": context, "user": {"client-certificate-data": "c3RhbmQtaW4=", "client-key-data": "c3RhbmQtaW4="}}],
+        },
+        sort_keys=False,
+    )
+
+
+def _stand_ins(typ: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs that only a real provider could know, for the types the program uses."""
+    if typ == "command:local:Command":
+        create = str(inputs.get("create") or "")
+        return {"stdout": _stand_in_kubeconfig(inputs) if "kind get kubeconfig" in create else "", "stderr": ""}
+    if typ == "kubernetes:helm.sh/v3:Release":
+        return {
+            "status": {
+                "status": "deployed",
+                "name": inputs.get("name"),
+                "namespace": inputs.get("namespace"),
+                "version": inputs.get("version"),
+            }
+        }
+    return {}
+
+
+class _StandInMocks(Mocks):
+    def __init__(self, upstream: Mapping[str, Plan]) -> None:
+        self.upstream = upstream
+
+    def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == STACK_REFERENCE_TYPE:
+            return args.resource_id, self._reference(str(args.inputs.get("name")))
+        return f"{args.name}-id", {**args.inputs, **_stand_ins(args.typ, args.inputs)}
+
+    def _reference(self, name: str) -> dict[str, Any]:
+        stack = name.rsplit("/", 1)[-1]
+        if stack not in self.upstream:
+            raise LookupError(
+                f"StackReference {name!r}: the plan resolves references to upstream stacks only "
+                f"({', '.join(self.upstream) or 'none for this stack'}); see stacks.outputs.UPSTREAM_STACK"
+            )
+        raw = self.upstream[stack].raw_outputs
+        return {
+            "name": name,
+            "outputs": {key: value for key, (value, _) in raw.items()},
+            "secretOutputNames": sorted(key for key, (_, secret) in raw.items() if secret),
+        }
+
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        raise NotImplementedError(f"the offline plan has no stand-in for the invoke {args.token}")
+
+
+def _with_thread_loop(call: Callable[[], Any]) -> Any:
+    """Run a MockMonitor method on an executor thread with an event loop that is closed after it:
+    the method would otherwise leave a new, never-closed loop on every thread it runs on.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return call()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        return call()
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+class _Recorder(MockMonitor):
+    """A mock monitor that keeps every registration as plan JSON."""
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.lock = threading.Lock()  # the SDK calls the monitor from executor threads
+        self.records: dict[str, dict[str, Any]] = {}
+        self.stack_outputs: dict[str, tuple[Any, bool]] = {}
+
+    def _record(self, urn: str, request: Any, *, custom: bool, inputs: Any) -> None:
+        property_deps = {u for deps in getattr(request, "propertyDependencies", {}).values() for u in deps.urns}
+        record = {
+            "urn": urn,
+            "type": request.type,
+            "name": request.name,
+            "custom": custom,
+            "parent": request.parent or None,
+            "dependsOn": sorted(set(request.dependencies) | property_deps),
+            "provider": request.provider or None,
+            "inputs": _redact(json_format.MessageToDict(inputs)),
+            "protect": bool(getattr(request, "protect", False)),
+            "retainOnDelete": bool(getattr(request, "retainOnDelete", False)),
+            "deletedWith": getattr(request, "deletedWith", "") or None,
+            "deleteBeforeReplace": bool(getattr(request, "deleteBeforeReplace", False)),
+            "ignoreChanges": sorted(getattr(request, "ignoreChanges", [])),
+            "replaceOnChanges": sorted(getattr(request, "replaceOnChanges", [])),
+            "additionalSecretOutputs": sorted(getattr(request, "additionalSecretOutputs", [])),
+        }
+        with self.lock:
+            self.records[urn] = record
+
+    def RegisterResource(self, request: Any) -> Any:
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self._record(urn, request, custom=bool(request.custom), inputs=request.object)
+        response = _with_thread_loop(lambda: super(_Recorder, self).RegisterResource(request))
+        secret_keys = [key for key in request.additionalSecretOutputs if key in response.object.fields]
+        if secret_keys:
+            # The engine marks these outputs secret; MockMonitor ignores the option, so do it here.
+            state = json_format.MessageToDict(response.object)
+            for key in secret_keys:
+                state[key] = {rpc._special_sig_key: rpc._special_secret_sig, "value": state[key]}
+            response.object.Clear()
+            response.object.update(state)
+        return response
+
+    def ReadResource(self, request: Any) -> Any:
+        urn = self.make_urn(request.parent, request.type, request.name)
+        self._record(urn, request, custom=True, inputs=request.properties)
+        return _with_thread_loop(lambda: super(_Recorder, self).ReadResource(request))
+
+    def RegisterResourceOutputs(self, request: Any) -> Any:
+        with self.lock:
+            if self.records.get(request.urn, {}).get("type") == STACK_TYPE:
+                outputs = json_format.MessageToDict(request.outputs)
+                self.stack_outputs = {key: _plain(value) for key, value in outputs.items()}
+        return empty_pb2.Empty()
+
+
+def _plan_order(records: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parents, dependencies and providers before the resources that use them; ties by URN."""
+    before: dict[str, set[str]] = {urn: set() for urn in records}
+    for urn, record in records.items():
+        provider = record["provider"].rsplit("::", 1)[0] if record["provider"] else None
+        for earlier in [record["parent"], provider, *record["dependsOn"]]:
+            if earlier in records and earlier != urn:
+                before[urn].add(earlier)
+    after: dict[str, list[str]] = {urn: [] for urn in records}
+    for urn, earlier in before.items():
+        for other in earlier:
+            after[other].append(urn)
+    ready = [urn for urn, earlier in before.items() if not earlier]
+    heapq.heapify(ready)
+    ordered = []
+    while ready:
+        urn = heapq.heappop(ready)
+        ordered.append(records[urn])
+        for later in after[urn]:
+            before[later].discard(urn)
+            if not before[later]:
+                heapq.heappush(ready, later)
+    return ordered
+
+
+def _config_string(value: Any) -> str:
+    """A config value as Pulumi hands it to a program."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return str(value)
+
+
+def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[str, str], list[str]]:
+    """The config `pulumi up -s <stack>` would pass: Pulumi.yaml defaults, then Pulumi.<stack>.yaml,
+    then `overrides` (full keys). Returns the values and the keys that are secret.
+    """
+    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())
+    values = {
+        f"{NAMESPACE}:{key}": _config_string(spec["default"]) for key, spec in project["config"].items() if "default" in spec
+    }
+    secret_keys = []
+    stack_file = PROJECT_DIR / f"Pulumi.{stack}.yaml"
+    if stack_file.exists():
+        for key, value in ((yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}).items():
+            if isinstance(value, dict) and "secure" in value:
+                # Encrypted with the user's passphrase: plan with a stand-in, kept secret.
+                values[key] = f"stand-in-for-{key}"
+                secret_keys.append(key)
+            else:
+                values[key] = _config_string(value)
+    values.update(overrides)
+    return values, secret_keys
+
+
+def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJECT_DIR / "__main__.py") -> Plan:
+    """Plan `stack` offline. Upstream stacks are planned first (with their own config) so that
+    StackReferences resolve to their planned outputs. Raises ProgramFailed when the program raises.
+    """
+    upstream: dict[str, Plan] = {}
+    name = stack
+    while name in UPSTREAM_STACK:
+        name = UPSTREAM_STACK[name]
+        upstream[name] = plan(name)
+    config, secret_keys = stack_config(stack, overrides)
+    return _run(stack, config, secret_keys, program, upstream)
+
+
+def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Path, upstream: Mapping[str, Plan]) -> Plan:
+    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
+    recorder = _Recorder(_StandInMocks(upstream))
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        settings.reset_options(project=project, stack=stack, preview=False, organization=ORGANIZATION)
+        settings.configure(
+            MockSettings(
+                monitor=recorder,
+                monitor_features=set(recorder.GetDeploymentInfo(empty_pb2.Empty()).supportedFeatures),
+                engine=MockEngine(logging.getLogger("blueprint.plan")),
+                project=project,
+                stack=stack,
+                dry_run=False,
+                organization=ORGANIZATION,
+                callbacks=None,
+            )
+        )
+        set_all_config(config, secret_keys)
+
+        def run_program() -> None:
+            runpy.run_path(str(program), run_name="__main__")
+
+        loop.run_until_complete(run_in_stack(run_program))
+    except Exception as error:
+        raise ProgramFailed(error, _plan_order(recorder.records)) from error
+    finally:
+        settings.reset_options()
+        asyncio.set_event_loop(None)
+        loop.close()
+    outputs = {
+        key: {"secret": True} if secret else {"secret": False, "value": _redact(value)}
+        for key, (value, secret) in sorted(recorder.stack_outputs.items())
+    }
+    return Plan(project, stack, _plan_order(recorder.records), outputs, dict(recorder.stack_outputs))

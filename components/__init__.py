@@ -1,0 +1,1 @@
+"""One Pulumi ComponentResource per module."""

@@ -1,0 +1,206 @@
+"""The kind cluster every later phase runs on, and the host data folder its nodes share.
+
+Two `local.Command`s, so that `pulumi preview` shows exactly what will run:
+
+- `<name>-data-folder` creates the data folder before the cluster mounts it, and removes it on
+  destroy when `preserveData` is false (it is deleted after the cluster, which depends on it).
+- `<name>-cluster` runs `kind create cluster --config=-` with the kind config as its stdin and
+  prints the kubeconfig. Only a change of the kind config or of the cluster name replaces it
+  (deleting first: the name is fixed); any other change is an in-place update that reuses the
+  running cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi_command import local
+
+import versions
+
+NODE_DATA_PATH = "/var/lib/blueprint"
+"""Where every node mounts the data folder."""
+REGISTRY_HOSTS_SUBDIR = "containerd/certs.d"
+"""Folder, under the data folder, that containerd reads registry `hosts.toml` files from: later
+phases teach every node to pull from a registry by writing a file on the host, no exec needed."""
+
+NODE_LABEL_KEY = "blueprint/role"
+"""Our own label key: kubelet refuses to set labels under kubernetes.io or k8s.io."""
+GITLAB_NODE_LABEL = "gitlab"
+RUNNER_NODE_LABEL = "runner"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodePorts:
+    """Fixed NodePorts that the host ports map to (30000-32767, the default NodePort range)."""
+
+    gateway_http: int = 30080
+    gateway_https: int = 30443
+    gateway_ssh: int = 30022
+    openbao: int = 30820
+
+
+NODE_PORTS = NodePorts()
+
+
+@dataclass(frozen=True, kw_only=True)
+class KindClusterArgs:
+    cluster_name: str
+    """kind cluster name (a DNS-1123 label)."""
+    gitlab_nodes: int
+    """Workers labelled `NODE_LABEL_KEY=gitlab`."""
+    runner_nodes: int
+    """Workers labelled `NODE_LABEL_KEY=runner`."""
+    data_dir: Path
+    """Absolute host path of the data folder, mounted on every node at NODE_DATA_PATH."""
+    preserve_data: bool
+    """Keep the data folder on destroy."""
+    http_port: int
+    https_port: int
+    ssh_port: int
+    openbao_port: int
+    api_server_port: int
+    node_image: str = versions.KIND_NODE_IMAGE
+
+    def __post_init__(self) -> None:
+        if not self.data_dir.is_absolute():
+            raise ValueError(f"data_dir must be absolute, got {self.data_dir}")
+        if self.gitlab_nodes < 1 or self.runner_nodes < 1:
+            raise ValueError(f"node counts must be >= 1, got {self.gitlab_nodes} and {self.runner_nodes}")
+
+
+def kind_config(args: KindClusterArgs) -> dict[str, Any]:
+    """The kind `Cluster` config (kind.x-k8s.io/v1alpha4) for `args`."""
+
+    def node(role: str, label: str | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"role": role, "image": args.node_image}
+        if label:
+            spec["labels"] = {NODE_LABEL_KEY: label}
+        # A fresh list per node: a shared one would be dumped as a YAML anchor and aliases.
+        spec["extraMounts"] = [{"hostPath": str(args.data_dir), "containerPath": NODE_DATA_PATH}]
+        return spec
+
+    def published(host_port: int, node_port: int) -> dict[str, Any]:
+        return {"containerPort": node_port, "hostPort": host_port, "listenAddress": "127.0.0.1", "protocol": "TCP"}
+
+    control_plane = node("control-plane")
+    # NodePorts answer on every node; the control plane carries the mappings because it always exists.
+    control_plane["extraPortMappings"] = [
+        published(args.http_port, NODE_PORTS.gateway_http),
+        published(args.https_port, NODE_PORTS.gateway_https),
+        published(args.ssh_port, NODE_PORTS.gateway_ssh),
+        published(args.openbao_port, NODE_PORTS.openbao),
+    ]
+    return {
+        "kind": "Cluster",
+        "apiVersion": "kind.x-k8s.io/v1alpha4",
+        "networking": {"apiServerAddress": "127.0.0.1", "apiServerPort": args.api_server_port},
+        # kind v0.31 node images still ship a version-2 containerd config, which containerd 2 migrates;
+        # this is the patch kind documents (site/content/docs/user/private-registries.md). One folder
+        # only: whether containerd splits a ':'-separated config_path is disputed.
+        "containerdConfigPatches": [
+            f'[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "{NODE_DATA_PATH}/{REGISTRY_HOSTS_SUBDIR}"'
+        ],
+        "nodes": [
+            control_plane,
+            *(node("worker", GITLAB_NODE_LABEL) for _ in range(args.gitlab_nodes)),
+            *(node("worker", RUNNER_NODE_LABEL) for _ in range(args.runner_nodes)),
+        ],
+    }
+
+
+CLUSTER_UP_SCRIPT = f"""\
+set -eu
+if ! command -v kind >/dev/null; then
+  echo "blueprint: kind is not on PATH; install kind {versions.KIND_VERSION}:" \
+    "https://kind.sigs.k8s.io/docs/user/quick-start/#installation" >&2
+  exit 127
+fi
+case "$(kind version)" in
+  "kind {versions.KIND_VERSION} "*) ;;
+  *) echo "blueprint: warning: $(kind version) differs from kind {versions.KIND_VERSION}," \
+       "which the pinned node image is built for" >&2 ;;
+esac
+if kind get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER_NAME"; then
+  echo "blueprint: kind cluster $KIND_CLUSTER_NAME already exists; using it" >&2
+else
+  kind create cluster --name "$KIND_CLUSTER_NAME" --config=- >&2
+fi
+kind get kubeconfig --name "$KIND_CLUSTER_NAME"
+"""
+"""Create the cluster unless it runs already (an interrupted `up` may have created it), then print
+the kubeconfig. Creation progress goes to stderr, so stdout is the kubeconfig alone."""
+
+CLUSTER_DOWN_SCRIPT = 'kind delete cluster --name "$KIND_CLUSTER_NAME"'
+
+DATA_FOLDER_UP_SCRIPT = f'mkdir -p "$DATA_DIR/{REGISTRY_HOSTS_SUBDIR}"'
+
+DATA_FOLDER_KEEP_SCRIPT = 'echo "blueprint: preserveData=true, keeping $DATA_DIR" >&2'
+
+DATA_FOLDER_WIPE_SCRIPT = """\
+set -u
+rm -rf -- "$DATA_DIR" 2>/dev/null
+if [ -e "$DATA_DIR" ]; then
+  # What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the host user may
+  # not be able to remove. Root in a one-shot container can, without --privileged; the node image
+  # is already on the machine, so nothing is pulled.
+  echo "blueprint: removing files owned by pod users in $DATA_DIR through a one-shot container" >&2
+  docker run --rm --network none --user 0 --entrypoint rm \\
+    -v "$(dirname -- "$DATA_DIR"):/blueprint-parent" "$NODE_IMAGE" \\
+    -rf -- "/blueprint-parent/$(basename -- "$DATA_DIR")"
+fi
+if [ -e "$DATA_DIR" ]; then
+  echo "blueprint: could not remove $DATA_DIR; remove it by hand: sudo rm -rf '$DATA_DIR'" >&2
+  exit 1
+fi
+"""
+
+
+class KindCluster(pulumi.ComponentResource):
+    """A kind cluster whose nodes all mount one host data folder."""
+
+    kubeconfig: pulumi.Output[str]
+    """Admin kubeconfig, server https://127.0.0.1:<apiServerPort> (secret)."""
+    cluster: local.Command
+    """The command resource that owns the cluster: resources inside the cluster can be
+    `deleted_with` it, since deleting the cluster deletes them."""
+
+    def __init__(self, name: str, args: KindClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:KindCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        data_folder = local.Command(
+            f"{name}-data-folder",
+            create=DATA_FOLDER_UP_SCRIPT,
+            update=DATA_FOLDER_UP_SCRIPT,
+            delete=DATA_FOLDER_KEEP_SCRIPT if args.preserve_data else DATA_FOLDER_WIPE_SCRIPT,
+            environment={"DATA_DIR": str(args.data_dir), "NODE_IMAGE": args.node_image},
+            opts=child,
+        )
+
+        self.cluster = local.Command(
+            f"{name}-cluster",
+            create=CLUSTER_UP_SCRIPT,
+            update=CLUSTER_UP_SCRIPT,
+            delete=CLUSTER_DOWN_SCRIPT,
+            stdin=yaml.safe_dump(kind_config(args), sort_keys=False),
+            environment={"KIND_CLUSTER_NAME": args.cluster_name},
+            # stdout is the kubeconfig: keep it out of the logs.
+            logging=local.Logging.STDERR,
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(
+                    depends_on=[data_folder],
+                    additional_secret_outputs=["stdout"],
+                    replace_on_changes=["stdin", "environment"],
+                    delete_before_replace=True,
+                ),
+            ),
+        )
+
+        self.kubeconfig = pulumi.Output.secret(self.cluster.stdout)
+        self.register_outputs({"kubeconfig": self.kubeconfig})

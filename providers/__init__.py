@@ -1,0 +1,1 @@
+"""Dynamic providers: import-safe, no side effects at import time."""

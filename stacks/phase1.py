@@ -1,0 +1,67 @@
+"""phase1: the kind cluster, its data folder and, optionally, Headlamp."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+
+from components import kind_cluster
+from components.kind_cluster import KindCluster, KindClusterArgs
+from stacks import outputs
+from stacks.config import load_phase1
+
+
+def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
+    config = load_phase1()
+    cluster = KindCluster(
+        "kind",
+        KindClusterArgs(
+            cluster_name=config.cluster_name,
+            gitlab_nodes=config.gitlab_nodes,
+            runner_nodes=config.runner_nodes,
+            data_dir=config.data_dir,
+            preserve_data=config.preserve_data,
+            http_port=config.ports.http,
+            https_port=config.ports.https,
+            ssh_port=config.ports.ssh,
+            openbao_port=config.ports.openbao,
+            api_server_port=config.ports.api_server,
+        ),
+    )
+    if config.headlamp:
+        # Imported here: pulumi_kubernetes' helm module is costly to load, and only Headlamp needs it.
+        import pulumi_kubernetes as k8s
+
+        from components.headlamp import Headlamp, HeadlampArgs
+
+        provider = k8s.Provider("kind-kubernetes", kubeconfig=cluster.kubeconfig)
+        # Deleting the cluster deletes Headlamp: destroy skips the Helm uninstall.
+        Headlamp(
+            "headlamp",
+            HeadlampArgs(),
+            opts=pulumi.ResourceOptions(providers=[provider], deleted_with=cluster.cluster),
+        )
+    return {
+        outputs.KUBECONFIG: cluster.kubeconfig,
+        outputs.CLUSTER_NAME: config.cluster_name,
+        outputs.DATA_DIR: str(config.data_dir),
+        outputs.NODE_DATA_PATH: kind_cluster.NODE_DATA_PATH,
+        outputs.REGISTRY_HOSTS_DIR: str(config.data_dir / kind_cluster.REGISTRY_HOSTS_SUBDIR),
+        outputs.PRESERVE_DATA: config.preserve_data,
+        outputs.DOMAIN: config.domain,
+        outputs.HTTP_PORT: config.ports.http,
+        outputs.HTTPS_PORT: config.ports.https,
+        outputs.SSH_PORT: config.ports.ssh,
+        outputs.OPENBAO_PORT: config.ports.openbao,
+        outputs.API_SERVER_PORT: config.ports.api_server,
+        outputs.GATEWAY_HTTP_NODE_PORT: kind_cluster.NODE_PORTS.gateway_http,
+        outputs.GATEWAY_HTTPS_NODE_PORT: kind_cluster.NODE_PORTS.gateway_https,
+        outputs.GATEWAY_SSH_NODE_PORT: kind_cluster.NODE_PORTS.gateway_ssh,
+        outputs.OPENBAO_NODE_PORT: kind_cluster.NODE_PORTS.openbao,
+        outputs.NODE_LABEL_KEY: kind_cluster.NODE_LABEL_KEY,
+        outputs.GITLAB_NODE_LABEL: kind_cluster.GITLAB_NODE_LABEL,
+        outputs.RUNNER_NODE_LABEL: kind_cluster.RUNNER_NODE_LABEL,
+    }

@@ -1,0 +1,163 @@
+"""The offline plan's contract (DESIGN.md section 7): what `blueprint plan <stack> --json` prints,
+which both users and this test suite rely on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli.main import main
+from cli.plan import SECRET, ProgramFailed, plan
+from stacks import outputs
+from stacks.config import PROJECT_DIR
+from tests.plans import COMMAND, kind_config_of, planned
+
+CONTRACT_FIELDS = [
+    "urn", "type", "name", "custom", "parent", "dependsOn", "provider", "inputs", "protect",
+    "retainOnDelete", "deletedWith", "deleteBeforeReplace", "ignoreChanges", "replaceOnChanges",
+    "additionalSecretOutputs",
+]  # fmt: skip
+
+
+def test_every_resource_carries_exactly_the_contract_fields() -> None:
+    for resource in planned("phase1", headlamp="true").resources:
+        assert list(resource) == CONTRACT_FIELDS, resource["urn"]
+
+
+def test_plan_names_project_and_stack() -> None:
+    document = json.loads(planned("phase1").to_json())
+    assert (document["project"], document["stack"]) == ("blueprint", "phase1")
+    assert list(document) == ["project", "stack", "resources", "outputs"]
+
+
+def test_only_the_stack_root_has_no_parent() -> None:
+    roots = [r["type"] for r in planned("phase1", headlamp="true").resources if r["parent"] is None]
+    assert roots == ["pulumi:pulumi:Stack"]
+
+
+def test_parents_and_dependencies_come_before_their_dependents() -> None:
+    seen: set[str] = set()
+    for resource in planned("phase1", headlamp="true").resources:
+        assert resource["parent"] is None or resource["parent"] in seen, resource["urn"]
+        assert set(resource["dependsOn"]) <= seen, resource["urn"]
+        seen.add(resource["urn"])
+
+
+def test_secret_output_shows_only_that_it_is_secret() -> None:
+    assert planned("phase1").outputs[outputs.KUBECONFIG] == {"secret": True}
+
+
+def test_plain_output_shows_its_value() -> None:
+    assert planned("phase1").outputs[outputs.CLUSTER_NAME] == {"secret": False, "value": "blueprint"}
+
+
+def test_secret_inputs_are_redacted() -> None:
+    provider = planned("phase1", headlamp="true").one("pulumi:providers:kubernetes", "kind-kubernetes")
+    assert provider["inputs"]["kubeconfig"] == SECRET
+
+
+def test_no_secret_value_appears_anywhere_in_the_json() -> None:
+    text = planned("phase1", headlamp="true").to_json()
+    assert "client-key-data" not in text, "the stand-in kubeconfig leaked into the plan"
+
+
+def test_property_dependencies_count_as_dependencies() -> None:
+    result = planned("phase1", headlamp="true")
+    cluster = result.one(COMMAND, "kind-cluster")
+    provider = result.one("pulumi:providers:kubernetes", "kind-kubernetes")
+    assert cluster["urn"] in provider["dependsOn"]
+
+
+def test_resources_name_the_provider_they_are_registered_with() -> None:
+    result = planned("phase1", headlamp="true")
+    provider = result.one("pulumi:providers:kubernetes", "kind-kubernetes")
+    release = result.one("kubernetes:helm.sh/v3:Release", "headlamp-chart")
+    assert release["provider"] == f"{provider['urn']}::kind-kubernetes-id"
+
+
+def test_numbers_keep_their_integer_form() -> None:
+    assert kind_config_of(planned("phase1"))["networking"]["apiServerPort"] == 6443
+    assert planned("phase1").outputs[outputs.HTTPS_PORT]["value"] == 443
+    assert '"value": 443.0' not in planned("phase1").to_json()
+
+
+def test_plans_of_an_unchanged_program_are_identical_within_a_process() -> None:
+    assert plan("phase1").to_json() == plan("phase1").to_json()
+
+
+def test_plans_of_an_unchanged_program_are_byte_identical_across_processes() -> None:
+    def run(seed: str) -> bytes:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        command = [sys.executable, "-m", "cli.main", "plan", "phase1", "--json", "--config", "blueprint:headlamp=true"]
+        return subprocess.run(command, env=env, cwd=PROJECT_DIR, capture_output=True, check=True, timeout=60).stdout
+
+    assert run("1") == run("2")
+
+
+def test_stack_reference_resolves_to_the_upstream_planned_outputs() -> None:
+    result = plan("phase2", program=Path(__file__).parent / "programs" / "reads_phase1.py")
+    assert result.outputs["upstreamClusterName"] == {"secret": False, "value": "blueprint"}
+    assert result.outputs["upstreamServer"] == {"secret": True}, "a value derived from a secret stays secret"
+    assert result.raw_outputs["upstreamServer"] == ("https://127.0.0.1:6443", True)
+
+
+def test_stack_reference_is_recorded_with_the_upstream_name() -> None:
+    result = plan("phase2", program=Path(__file__).parent / "programs" / "reads_phase1.py")
+    [reference] = result.find("pulumi:pulumi:StackReference")
+    assert reference["inputs"]["name"] == "organization/blueprint/phase1"
+
+
+def test_tree_shows_every_resource_and_hides_secrets() -> None:
+    result = planned("phase1", headlamp="true")
+    tree = result.to_tree()
+    for resource in result.resources:
+        assert resource["name"] in tree
+    assert f"kubeconfig: {SECRET}" in tree
+
+
+def test_program_failure_reports_what_was_registered_before_it() -> None:
+    with pytest.raises(ProgramFailed) as failed:
+        plan("nonesuch")
+    assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
+
+
+def test_plan_command_prints_one_json_object_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stack"] == "phase1"
+
+
+def test_plan_command_prints_a_tree_without_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1"]) == 0
+    assert capsys.readouterr().out.startswith("blueprint/phase1: ")
+
+
+def test_config_override_changes_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--json", "--config", "blueprint:gitlabNodes=2"]) == 0
+    cluster = next(r for r in json.loads(capsys.readouterr().out)["resources"] if r["name"] == "kind-cluster")
+    assert len(yaml.safe_load(cluster["inputs"]["stdin"])["nodes"]) == 4
+
+
+def test_several_overrides_after_one_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--json", "--config", "blueprint:gitlabNodes=2", "blueprint:runnerNodes=2"]) == 0
+    cluster = next(r for r in json.loads(capsys.readouterr().out)["resources"] if r["name"] == "kind-cluster")
+    assert len(yaml.safe_load(cluster["inputs"]["stdin"])["nodes"]) == 5
+
+
+def test_bad_config_exits_non_zero_naming_the_key(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--config", "blueprint:gitlabNodes=0"]) == 1
+    captured = capsys.readouterr()
+    assert "blueprint:gitlabNodes" in captured.err
+    assert captured.out == ""
+
+
+def test_override_without_a_full_key_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", "phase1", "--config", "gitlabNodes=2"])
+    assert exited.value.code == 2
+    assert "blueprint:gitlabNodes=2" in capsys.readouterr().err

@@ -1,0 +1,317 @@
+"""The kind cluster and its data folder: what `kind create` gets, what an update or replacement
+does to a running cluster, and what destroy does to the data, for both `preserveData` values.
+
+The recorded `local.Command` scripts are run for real here (with fake `kind` and `docker`
+binaries on PATH), the way pulumi-command runs them: `/bin/sh -c` with the recorded environment
+and stdin.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import versions
+from components.kind_cluster import (
+    GITLAB_NODE_LABEL,
+    NODE_DATA_PATH,
+    NODE_LABEL_KEY,
+    NODE_PORTS,
+    REGISTRY_HOSTS_SUBDIR,
+    RUNNER_NODE_LABEL,
+)
+from stacks import outputs
+from stacks.config import PROJECT_DIR
+from tests.plans import COMMAND, fake_command, kind_config_of, planned, run_script
+
+# Field names kind v0.31.0 accepts (pkg/apis/config/v1alpha4/types.go, json tags); kind decodes
+# its config strictly (pkg/internal/apis/config/encoding/load.go), so any other field fails `kind create`.
+KIND_FIELDS = {
+    "Cluster": {"kind", "apiVersion", "name", "nodes", "networking", "featureGates", "runtimeConfig",
+                "kubeadmConfigPatches", "kubeadmConfigPatchesJSON6902", "containerdConfigPatches",
+                "containerdConfigPatchesJSON6902"},
+    "Node": {"role", "image", "labels", "extraMounts", "extraPortMappings", "kubeadmConfigPatches",
+             "kubeadmConfigPatchesJSON6902"},
+    "Networking": {"ipFamily", "apiServerPort", "apiServerAddress", "podSubnet", "serviceSubnet",
+                   "disableDefaultCNI", "kubeProxyMode", "dnsSearch"},
+    "Mount": {"containerPath", "hostPath", "readOnly", "selinuxRelabel", "propagation"},
+    "PortMapping": {"containerPort", "hostPort", "listenAddress", "protocol"},
+}  # fmt: skip
+
+
+def test_kind_config_uses_only_fields_kind_accepts() -> None:
+    config = kind_config_of(planned("phase1"))
+    assert set(config) <= KIND_FIELDS["Cluster"]
+    assert set(config["networking"]) <= KIND_FIELDS["Networking"]
+    for node in config["nodes"]:
+        assert set(node) <= KIND_FIELDS["Node"]
+        for mount in node.get("extraMounts", []):
+            assert set(mount) <= KIND_FIELDS["Mount"]
+        for mapping in node.get("extraPortMappings", []):
+            assert set(mapping) <= KIND_FIELDS["PortMapping"]
+
+
+def test_default_cluster_has_one_control_plane_three_gitlab_and_one_runner_worker() -> None:
+    nodes = kind_config_of(planned("phase1"))["nodes"]
+    roles = [(node["role"], node.get("labels", {}).get(NODE_LABEL_KEY)) for node in nodes]
+    assert roles == [("control-plane", None)] + [("worker", GITLAB_NODE_LABEL)] * 3 + [("worker", RUNNER_NODE_LABEL)]
+
+
+def test_node_counts_follow_config() -> None:
+    nodes = kind_config_of(planned("phase1", gitlabNodes="2", runnerNodes="2"))["nodes"]
+    labels = [node.get("labels", {}).get(NODE_LABEL_KEY) for node in nodes]
+    assert (labels.count(GITLAB_NODE_LABEL), labels.count(RUNNER_NODE_LABEL), len(nodes)) == (2, 2, 5)
+
+
+def test_node_label_key_is_our_own_never_kubernetes_io() -> None:
+    prefix = NODE_LABEL_KEY.split("/")[0]
+    assert not (prefix.endswith("kubernetes.io"))
+    assert not (prefix.endswith("k8s.io"))
+
+
+def test_every_node_mounts_the_absolute_data_folder_at_one_path() -> None:
+    result = planned("phase1")
+    data_dir = result.outputs[outputs.DATA_DIR]["value"]
+    assert Path(data_dir).is_absolute()
+    for node in kind_config_of(result)["nodes"]:
+        assert node["extraMounts"] == [{"hostPath": data_dir, "containerPath": NODE_DATA_PATH}]
+
+
+def test_relative_data_folder_is_relative_to_the_project_not_the_cwd(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = planned("phase1", dataDir="somewhere/data")
+    assert result.outputs[outputs.DATA_DIR]["value"] == str(PROJECT_DIR / "somewhere" / "data")
+
+
+def test_host_ports_are_bound_to_loopback_and_map_the_fixed_node_ports() -> None:
+    mappings = kind_config_of(planned("phase1", httpPort="8080", httpsPort="8443"))["nodes"][0]["extraPortMappings"]
+    published = {(m["hostPort"], m["containerPort"]) for m in mappings}
+    assert published == {
+        (8080, NODE_PORTS.gateway_http),
+        (8443, NODE_PORTS.gateway_https),
+        (2222, NODE_PORTS.gateway_ssh),
+        (8200, NODE_PORTS.openbao),
+    }
+    assert {m["listenAddress"] for m in mappings} == {"127.0.0.1"}
+
+
+def test_node_ports_are_inside_the_default_node_port_range() -> None:
+    for port in (NODE_PORTS.gateway_http, NODE_PORTS.gateway_https, NODE_PORTS.gateway_ssh, NODE_PORTS.openbao):
+        assert 30000 <= port <= 32767
+
+
+def test_api_server_port_is_pinned_on_loopback() -> None:
+    networking = kind_config_of(planned("phase1", apiServerPort="7443"))["networking"]
+    assert networking == {"apiServerAddress": "127.0.0.1", "apiServerPort": 7443}
+
+
+def test_every_node_runs_the_image_pinned_by_version_and_digest() -> None:
+    images = {node["image"] for node in kind_config_of(planned("phase1"))["nodes"]}
+    assert images == {versions.KIND_NODE_IMAGE}
+    # GitLab 19 is tested on Kubernetes 1.33-1.35.
+    assert re.fullmatch(r"kindest/node:v1\.3[3-5]\.\d+@sha256:[0-9a-f]{64}", versions.KIND_NODE_IMAGE)
+
+
+def test_containerd_reads_registry_hosts_from_the_shared_data_folder() -> None:
+    result = planned("phase1")
+    [patch] = kind_config_of(result)["containerdConfigPatches"]
+    registry = tomllib.loads(patch)["plugins"]["io.containerd.grpc.v1.cri"]["registry"]
+    assert registry["config_path"] == f"{NODE_DATA_PATH}/{REGISTRY_HOSTS_SUBDIR}"
+    host_side = Path(result.outputs[outputs.DATA_DIR]["value"]) / REGISTRY_HOSTS_SUBDIR
+    assert result.outputs[outputs.REGISTRY_HOSTS_DIR]["value"] == str(host_side)
+
+
+def test_cluster_is_created_from_the_kind_config_on_stdin() -> None:
+    command = planned("phase1").one(COMMAND, "kind-cluster")["inputs"]
+    assert 'kind create cluster --name "$KIND_CLUSTER_NAME" --config=-' in command["create"]
+    assert command["environment"] == {"KIND_CLUSTER_NAME": "blueprint"}
+
+
+def test_cluster_delete_is_kind_delete_cluster() -> None:
+    command = planned("phase1", clusterName="lab").one(COMMAND, "kind-cluster")["inputs"]
+    assert command["delete"] == 'kind delete cluster --name "$KIND_CLUSTER_NAME"'
+    assert command["environment"]["KIND_CLUSTER_NAME"] == "lab"
+
+
+def test_only_a_new_kind_config_or_name_replaces_the_cluster_deleting_first() -> None:
+    cluster = planned("phase1").one(COMMAND, "kind-cluster")
+    assert {"stdin", "environment"} <= set(cluster["replaceOnChanges"])
+    assert not {"create", "update", "delete"} & set(cluster["replaceOnChanges"])
+    assert cluster["deleteBeforeReplace"] is True
+
+
+def test_kubeconfig_is_a_secret_output_kept_out_of_logs() -> None:
+    result = planned("phase1")
+    cluster = result.one(COMMAND, "kind-cluster")
+    assert cluster["additionalSecretOutputs"] == ["stdout"]
+    assert cluster["inputs"]["logging"] == "stderr"
+    assert result.outputs[outputs.KUBECONFIG] == {"secret": True}
+
+
+FAKE_KIND = """\
+echo "$*" >> "$KIND_CALLS"
+case "$1 $2" in
+  "version ") echo "kind {version} go1.25 linux/amd64" ;;
+  "get clusters") [ -f "$KIND_RUNNING" ] && cat "$KIND_RUNNING"; true ;;
+  "create cluster") cat > "$KIND_STDIN"; echo "$4" > "$KIND_RUNNING"; echo "Creating cluster" >&2 ;;
+  "get kubeconfig") echo "apiVersion: v1 # kubeconfig of $4" ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_kind(tmp_path: Path) -> dict[str, str]:
+    fake_command(tmp_path / "bin", "kind", FAKE_KIND.format(version=versions.KIND_VERSION))
+    return {
+        "KIND_CALLS": str(tmp_path / "calls"),
+        "KIND_RUNNING": str(tmp_path / "running"),
+        "KIND_STDIN": str(tmp_path / "stdin"),
+        "BIN": str(tmp_path / "bin"),
+    }
+
+
+def test_create_feeds_the_config_to_kind_and_prints_only_the_kubeconfig(fake_kind: dict[str, str]) -> None:
+    cluster = planned("phase1").one(COMMAND, "kind-cluster")
+    done = run_script(cluster, "create", path_prefix=Path(fake_kind["BIN"]), env=fake_kind)
+    assert done.returncode == 0, done.stderr
+    assert Path(fake_kind["KIND_STDIN"]).read_text() == cluster["inputs"]["stdin"]
+    assert done.stdout == "apiVersion: v1 # kubeconfig of blueprint\n"
+
+
+def test_update_reuses_the_running_cluster(fake_kind: dict[str, str]) -> None:
+    Path(fake_kind["KIND_RUNNING"]).write_text("blueprint\n")
+    cluster = planned("phase1").one(COMMAND, "kind-cluster")
+    done = run_script(cluster, "update", path_prefix=Path(fake_kind["BIN"]), env=fake_kind)
+    assert done.returncode == 0, done.stderr
+    assert "create cluster" not in Path(fake_kind["KIND_CALLS"]).read_text()
+    assert done.stdout.startswith("apiVersion: v1")
+
+
+def test_create_without_kind_names_the_missing_tool(tmp_path: Path) -> None:
+    cluster = planned("phase1").one(COMMAND, "kind-cluster")
+    done = run_script(cluster, "create", env={"PATH": "/nonexistent"})
+    assert done.returncode == 127
+    assert f"install kind {versions.KIND_VERSION}" in done.stderr
+
+
+def test_a_different_kind_version_is_warned_about(fake_kind: dict[str, str]) -> None:
+    fake_command(Path(fake_kind["BIN"]), "kind", FAKE_KIND.format(version="v0.99.0"))
+    done = run_script(planned("phase1").one(COMMAND, "kind-cluster"), "create", path_prefix=Path(fake_kind["BIN"]), env=fake_kind)
+    assert done.returncode == 0
+    assert "warning: kind v0.99.0" in done.stderr
+
+
+def test_data_folder_exists_before_the_cluster_mounts_it() -> None:
+    result = planned("phase1")
+    data_folder = result.one(COMMAND, "kind-data-folder")
+    assert data_folder["urn"] in result.one(COMMAND, "kind-cluster")["dependsOn"]
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    """A data folder under a world-traversable parent (not pytest's 0700 tmp), so an unprivileged
+    user can be tested against it."""
+    parent = Path(tempfile.mkdtemp(prefix="blueprint-test-", dir="/tmp"))
+    parent.chmod(0o755)
+    yield parent / "data"
+    for path in parent.rglob("*"):
+        if path.is_dir():
+            path.chmod(0o755)  # undo what a test locked
+    shutil.rmtree(parent)
+
+
+def _fill(folder: Path) -> None:
+    (folder / "containerd" / "certs.d").mkdir(parents=True)
+    (folder / "volumes" / "pg").mkdir(parents=True)
+    (folder / "volumes" / "pg" / "PG_VERSION").write_text("17\n")
+
+
+def test_data_folder_create_makes_the_registry_hosts_folder(data_dir: Path) -> None:
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    assert run_script(command, "create").returncode == 0
+    assert (data_dir / REGISTRY_HOSTS_SUBDIR).is_dir()
+
+
+def test_destroy_with_preserve_data_false_removes_the_data_folder(data_dir: Path) -> None:
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete")
+    assert done.returncode == 0, done.stderr
+    assert not data_dir.exists()
+
+
+def test_destroy_with_preserve_data_true_leaves_the_data_untouched(data_dir: Path) -> None:
+    _fill(data_dir)
+    before = sorted(str(p) for p in data_dir.rglob("*"))
+    command = planned("phase1", dataDir=str(data_dir), preserveData="true").one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete")
+    assert done.returncode == 0, done.stderr
+    assert sorted(str(p) for p in data_dir.rglob("*")) == before
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").read_text() == "17\n"
+
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def locked_data_dir(data_dir: Path) -> tuple[Path, int | None]:
+    """A data folder of an unprivileged user, holding a folder that user cannot empty, as a pod's
+    files (Postgres: UID 26, mode 0700) are for the host user. Returns the folder and the user to
+    run as (None: the current, unprivileged user)."""
+    _fill(data_dir)
+    locked = data_dir / "volumes" / "pg"
+    if os.geteuid() != 0:
+        locked.chmod(0o500)
+        return data_dir, None
+    for path in [data_dir, *data_dir.rglob("*")]:
+        os.chown(path, NOBODY, NOBODY)
+    os.chown(locked, 26, 26)
+    locked.chmod(0o700)
+    return data_dir, NOBODY
+
+
+@pytest.fixture
+def fake_docker_dir() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="blueprint-bin-", dir="/tmp"))
+    folder.chmod(0o777)  # the unprivileged user records its calls here
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_image(
+    locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path
+) -> None:
+    data_dir, user = locked_data_dir
+    calls = fake_docker_dir / "calls"
+    fake_command(fake_docker_dir, "docker", f'echo "$*" > {calls}\n')
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
+    expected = (
+        f"run --rm --network none --user 0 --entrypoint rm -v {data_dir.parent}:/blueprint-parent "
+        f"{versions.KIND_NODE_IMAGE} -rf -- /blueprint-parent/data"
+    )
+    assert calls.read_text().strip() == expected
+
+
+def test_wipe_fails_loudly_when_the_data_folder_survives(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
+    data_dir, user = locked_data_dir
+    fake_command(fake_docker_dir, "docker", "exit 0\n")  # a container that removed nothing
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
+    assert done.returncode == 1
+    assert f"could not remove {data_dir}" in done.stderr
+
+
+def test_preserve_data_change_updates_the_data_folder_in_place() -> None:
+    keep = planned("phase1", preserveData="true").one(COMMAND, "kind-data-folder")
+    wipe = planned("phase1", preserveData="false").one(COMMAND, "kind-data-folder")
+    assert keep["inputs"]["delete"] != wipe["inputs"]["delete"]
+    assert "delete" not in keep["replaceOnChanges"]
+    assert keep["inputs"]["update"] == keep["inputs"]["create"]

@@ -1,0 +1,61 @@
+"""Helpers for tests that read offline plans (the same harness as `blueprint plan`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cli.plan import Plan, plan
+
+COMMAND = "command:local:Command"
+
+
+@cache
+def _cached_plan(stack: str, overrides: tuple[tuple[str, str], ...]) -> Plan:
+    return plan(stack, dict(overrides))
+
+
+def planned(stack: str, **config: str) -> Plan:
+    """The plan of `stack` with `blueprint:<key>=<value>` overrides (cached: plans are pure)."""
+    return _cached_plan(stack, tuple(sorted((f"blueprint:{key}", value) for key, value in config.items())))
+
+
+def kind_config_of(result: Plan) -> dict[str, Any]:
+    """The kind config the cluster command feeds to `kind create cluster --config=-`."""
+    return dict(yaml.safe_load(result.one(COMMAND, "kind-cluster")["inputs"]["stdin"]))
+
+
+def run_script(
+    command: Mapping[str, Any],
+    script_key: str,
+    *,
+    path_prefix: Path | None = None,
+    env: Mapping[str, str] = {},
+    user: int | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run one of a recorded `local.Command`'s scripts as pulumi-command does: `/bin/sh -c`, with
+    the recorded environment on top of ours, and the recorded stdin."""
+    inputs = command["inputs"]
+    environment = {**os.environ, **inputs.get("environment", {}), **env}
+    if path_prefix is not None:
+        environment["PATH"] = f"{path_prefix}:{environment['PATH']}"
+    argv = ["/bin/sh", "-c", inputs[script_key]]
+    if user is not None:
+        argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
+    return subprocess.run(
+        argv, input=inputs.get("stdin", ""), env=environment, capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+def fake_command(folder: Path, name: str, body: str) -> None:
+    """An executable `name` in `folder` running the shell `body`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
