@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 from google.protobuf import empty_pb2, json_format
+from pulumi import RunError
 from pulumi.runtime import rpc, settings
 from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockCallArgs, MockEngine, MockMonitor, MockResourceArgs, Mocks, MockSettings
@@ -232,6 +233,16 @@ class _Recorder(MockMonitor):
         self.records: dict[str, dict[str, Any]] = {}
         self.stack_outputs: dict[str, tuple[Any, bool]] = {}
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN the engine gives: the parent's whole type chain, except the root stack's
+        (MockMonitor keeps only the parent's last type, and the stack's too).
+        """
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != STACK_TYPE:
+                type_ = f"{parent_type}${type_}"
+        return f"urn:pulumi:{settings.get_stack()}::{settings.get_project()}::{type_}::{name}"
+
     def _record(self, urn: str, request: Any, *, custom: bool, inputs: Any) -> None:
         property_deps = {u for deps in getattr(request, "propertyDependencies", {}).values() for u in deps.urns}
         record = {
@@ -345,7 +356,14 @@ def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJE
     name = stack
     while name in UPSTREAM_STACK:
         name = UPSTREAM_STACK[name]
-        upstream[name] = plan(name)
+        try:
+            upstream[name] = plan(name)
+        except ProgramFailed as failed:
+            if not isinstance(failed.cause, RunError):
+                raise
+            # Say which stack failed: the upstream's own message names only itself.
+            cause = RunError(f"{stack} reads the outputs of {name}, which does not plan: {failed.cause}")
+            raise ProgramFailed(cause, []) from failed
     config, secret_keys = stack_config(stack, overrides)
     return _run(stack, config, secret_keys, program, upstream)
 

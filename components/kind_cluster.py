@@ -147,11 +147,12 @@ rm -rf -- "$DATA_DIR" 2>/dev/null
 if [ -e "$DATA_DIR" ]; then
   # What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the host user may
   # not be able to remove. Root in a one-shot container can, without --privileged; the node image
-  # is already on the machine, so nothing is pulled.
+  # is already on the machine, so nothing is pulled. It empties the folder; the host user, who
+  # created the folder, removes the folder itself.
   echo "blueprint: removing files owned by pod users in $DATA_DIR through a one-shot container" >&2
-  docker run --rm --network none --user 0 --entrypoint rm \\
-    -v "$(dirname -- "$DATA_DIR"):/blueprint-parent" "$NODE_IMAGE" \\
-    -rf -- "/blueprint-parent/$(basename -- "$DATA_DIR")"
+  docker run --rm --network none --user 0 -v "$DATA_DIR:/blueprint-data" \\
+    --entrypoint find "$NODE_IMAGE" /blueprint-data -mindepth 1 -delete
+  rm -rf -- "$DATA_DIR"
 fi
 if [ -e "$DATA_DIR" ]; then
   echo "blueprint: could not remove $DATA_DIR; remove it by hand: sudo rm -rf '$DATA_DIR'" >&2

@@ -294,8 +294,8 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
     command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     expected = (
-        f"run --rm --network none --user 0 --entrypoint rm -v {data_dir.parent}:/blueprint-parent "
-        f"{versions.KIND_NODE_IMAGE} -rf -- /blueprint-parent/data"
+        f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data "
+        f"--entrypoint find {versions.KIND_NODE_IMAGE} /blueprint-data -mindepth 1 -delete"
     )
     assert calls.read_text().strip() == expected
 

@@ -35,3 +35,9 @@ def test_dev_stack_runs_the_built_phases_in_one_graph() -> None:
     dev = planned("dev")
     assert [r["name"] for r in dev.find("command:local:Command")] == ["kind-data-folder", "kind-cluster"]
     assert dev.outputs == planned("phase1").outputs
+
+
+def test_a_stack_whose_upstream_does_not_plan_names_both() -> None:
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase3")
+    assert str(failed.value.cause).startswith("phase3 reads the outputs of phase2, which does not plan:")
