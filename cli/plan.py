@@ -263,6 +263,9 @@ class _Recorder(MockMonitor):
             "additionalSecretOutputs": sorted(getattr(request, "additionalSecretOutputs", [])),
         }
         with self.lock:
+            if urn in self.records:
+                # The engine refuses a second registration of one URN; so does the plan.
+                raise ValueError(f"duplicate resource URN {urn}: give the resource a unique name")
             self.records[urn] = record
 
     def RegisterResource(self, request: Any) -> Any:

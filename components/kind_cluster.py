@@ -64,6 +64,8 @@ class KindClusterArgs:
     ssh_port: int
     openbao_port: int
     api_server_port: int
+    owner: str
+    """`<project>/<stack>` of the stack that owns the data folder."""
     node_image: str = versions.KIND_NODE_IMAGE
 
     def __post_init__(self) -> None:
@@ -113,36 +115,72 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
     }
 
 
+OWNER_MARKER = ".blueprint-owner"
+"""File in the data folder naming the `<project>/<stack>` that owns it: destroy only ever wipes a
+folder that names the stack being destroyed."""
+CLUSTER_MARKER = ".blueprint-kind-cluster"
+"""File in the data folder naming the kind cluster blueprint created over it: an existing cluster
+is reused only when it is that one."""
+
 CLUSTER_UP_SCRIPT = f"""\
 set -eu
 if ! command -v kind >/dev/null; then
-  echo "blueprint: kind is not on PATH; install kind {versions.KIND_VERSION}:" \
+  echo "blueprint: kind is not on PATH; install kind {versions.KIND_VERSION}:" \\
     "https://kind.sigs.k8s.io/docs/user/quick-start/#installation" >&2
   exit 127
 fi
 case "$(kind version)" in
   "kind {versions.KIND_VERSION} "*) ;;
-  *) echo "blueprint: warning: $(kind version) differs from kind {versions.KIND_VERSION}," \
+  *) echo "blueprint: warning: $(kind version) differs from kind {versions.KIND_VERSION}," \\
        "which the pinned node image is built for" >&2 ;;
 esac
+marker="$DATA_DIR/{CLUSTER_MARKER}"
 if kind get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER_NAME"; then
-  echo "blueprint: kind cluster $KIND_CLUSTER_NAME already exists; using it" >&2
+  if [ "$(cat "$marker" 2>/dev/null)" != "$KIND_CLUSTER_NAME" ]; then
+    echo "blueprint: a kind cluster named $KIND_CLUSTER_NAME exists, but blueprint did not create it over" \\
+      "$DATA_DIR; delete it (kind delete cluster --name $KIND_CLUSTER_NAME) or set another blueprint:clusterName" >&2
+    exit 1
+  fi
+  echo "blueprint: kind cluster $KIND_CLUSTER_NAME already runs over $DATA_DIR; using it" >&2
 else
   kind create cluster --name "$KIND_CLUSTER_NAME" --config=- >&2
+  printf '%s\\n' "$KIND_CLUSTER_NAME" > "$marker"
 fi
 kind get kubeconfig --name "$KIND_CLUSTER_NAME"
 """
-"""Create the cluster unless it runs already (an interrupted `up` may have created it), then print
-the kubeconfig. Creation progress goes to stderr, so stdout is the kubeconfig alone."""
+"""Create the cluster, or reuse the one this stack created before (an interrupted `up` may have
+left it running), then print the kubeconfig. Progress goes to stderr: stdout is the kubeconfig."""
 
-CLUSTER_DOWN_SCRIPT = 'kind delete cluster --name "$KIND_CLUSTER_NAME"'
+CLUSTER_DOWN_SCRIPT = f'kind delete cluster --name "$KIND_CLUSTER_NAME" && rm -f "$DATA_DIR/{CLUSTER_MARKER}"'
 
-DATA_FOLDER_UP_SCRIPT = f'mkdir -p "$DATA_DIR/{REGISTRY_HOSTS_SUBDIR}"'
+DATA_FOLDER_UP_SCRIPT = f"""\
+set -eu
+marker="$DATA_DIR/{OWNER_MARKER}"
+if [ -f "$marker" ]; then
+  owner=$(cat "$marker")
+  if [ "$owner" != "$BLUEPRINT_OWNER" ]; then
+    echo "blueprint: $DATA_DIR belongs to $owner; give $BLUEPRINT_OWNER its own blueprint:dataDir" >&2
+    exit 1
+  fi
+elif [ -d "$DATA_DIR" ] && [ -n "$(ls -A "$DATA_DIR")" ]; then
+  echo "blueprint: $DATA_DIR holds files blueprint did not write, which a destroy would remove;" \\
+    "set blueprint:dataDir to a new or empty folder" >&2
+  exit 1
+fi
+mkdir -p "$DATA_DIR/{REGISTRY_HOSTS_SUBDIR}"
+printf '%s\\n' "$BLUEPRINT_OWNER" > "$marker"
+"""
+"""Create the data folder and claim it for this stack; refuse a folder that holds anything else."""
 
 DATA_FOLDER_KEEP_SCRIPT = 'echo "blueprint: preserveData=true, keeping $DATA_DIR" >&2'
 
-DATA_FOLDER_WIPE_SCRIPT = """\
+DATA_FOLDER_WIPE_SCRIPT = f"""\
 set -u
+[ -e "$DATA_DIR" ] || exit 0
+if [ "$(cat "$DATA_DIR/{OWNER_MARKER}" 2>/dev/null)" != "$BLUEPRINT_OWNER" ]; then
+  echo "blueprint: not removing $DATA_DIR: its {OWNER_MARKER} does not name $BLUEPRINT_OWNER" >&2
+  exit 1
+fi
 rm -rf -- "$DATA_DIR" 2>/dev/null
 if [ -e "$DATA_DIR" ]; then
   # What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the host user may
@@ -159,6 +197,7 @@ if [ -e "$DATA_DIR" ]; then
   exit 1
 fi
 """
+"""Remove the data folder this stack owns, including what pods wrote as their own users."""
 
 
 class KindCluster(pulumi.ComponentResource):
@@ -179,7 +218,7 @@ class KindCluster(pulumi.ComponentResource):
             create=DATA_FOLDER_UP_SCRIPT,
             update=DATA_FOLDER_UP_SCRIPT,
             delete=DATA_FOLDER_KEEP_SCRIPT if args.preserve_data else DATA_FOLDER_WIPE_SCRIPT,
-            environment={"DATA_DIR": str(args.data_dir), "NODE_IMAGE": args.node_image},
+            environment={"DATA_DIR": str(args.data_dir), "NODE_IMAGE": args.node_image, "BLUEPRINT_OWNER": args.owner},
             opts=child,
         )
 
@@ -189,9 +228,11 @@ class KindCluster(pulumi.ComponentResource):
             update=CLUSTER_UP_SCRIPT,
             delete=CLUSTER_DOWN_SCRIPT,
             stdin=yaml.safe_dump(kind_config(args), sort_keys=False),
-            environment={"KIND_CLUSTER_NAME": args.cluster_name},
-            # stdout is the kubeconfig: keep it out of the logs.
+            environment={"KIND_CLUSTER_NAME": args.cluster_name, "DATA_DIR": str(args.data_dir)},
+            # stdout is the kubeconfig: keep it out of the logs, and out of the environment of the
+            # next update or delete (pulumi-command passes the previous stdout there by default).
             logging=local.Logging.STDERR,
+            add_previous_output_in_env=False,
             opts=pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -83,8 +83,9 @@ def _fix(key: str, example: object) -> str:
 class _Checker:
     """Parses raw config strings, collecting one message per bad key."""
 
-    def __init__(self, raw: Mapping[str, str]) -> None:
+    def __init__(self, raw: Mapping[str, str], secret_keys: Set[str]) -> None:
         self.raw = raw
+        self.secret_keys = secret_keys
         self.errors: list[str] = []
 
     def _value(self, key: str) -> str:
@@ -92,7 +93,8 @@ class _Checker:
         return default_string(key) if value is None else value
 
     def fail(self, key: str, value: str, valid: str, example: object) -> None:
-        self.errors.append(f"{NAMESPACE}:{key} = {value!r} is not valid: {valid}; {_fix(key, example)}")
+        shown = "[secret]" if key in self.secret_keys else repr(value)
+        self.errors.append(f"{NAMESPACE}:{key} = {shown} is not valid: {valid}; {_fix(key, example)}")
 
     def integer(self, key: str, *, minimum: int, maximum: int | None = None) -> int:
         value = self._value(key)
@@ -153,6 +155,8 @@ def data_dir_problem(path: Path, project_dir: Path) -> str | None:
     The data folder is wiped on a `preserveData=false` destroy, so it must never be a folder
     whose removal would take something else with it.
     """
+    if ":" in str(path) or "," in str(path):
+        return "the data folder's path must not contain ':' or ',' (Docker's mount syntax splits on them)"
     if ".git" in path.parts:
         return "the data folder must not be inside a .git folder"
     if path == project_dir or path in project_dir.parents:
@@ -162,9 +166,11 @@ def data_dir_problem(path: Path, project_dir: Path) -> str | None:
     return None
 
 
-def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR) -> Phase1Config:
-    """Phase1's config from raw values (key without namespace -> string), or a ConfigError."""
-    check = _Checker(raw)
+def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret_keys: Set[str] = frozenset()) -> Phase1Config:
+    """Phase1's config from raw values (key without namespace -> string), or a ConfigError.
+    Values of `secret_keys` never appear in an error message.
+    """
+    check = _Checker(raw, secret_keys)
     check.errors.extend(unknown_key_errors(raw))
     cluster_name = check.text("clusterName", _cluster_name_problem)
     gitlab_nodes = check.integer("gitlabNodes", minimum=1)
@@ -227,6 +233,13 @@ def raw_config() -> dict[str, str]:
     return {key[len(prefix) :]: str(value) for key, value in passed.items() if key.startswith(prefix)}
 
 
+def secret_keys() -> frozenset[str]:
+    """The `blueprint:` keys set with `--secret` (without the namespace)."""
+    from pulumi.runtime.config import is_config_secret
+
+    return frozenset(key for key in declared_keys() if is_config_secret(f"{NAMESPACE}:{key}"))
+
+
 def load_phase1() -> Phase1Config:
     """Phase1's config from the running stack."""
-    return parse_phase1(raw_config())
+    return parse_phase1(raw_config(), secret_keys=secret_keys())

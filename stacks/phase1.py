@@ -29,6 +29,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             ssh_port=config.ports.ssh,
             openbao_port=config.ports.openbao,
             api_server_port=config.ports.api_server,
+            owner=f"{pulumi.get_project()}/{pulumi.get_stack()}",
         ),
     )
     if config.headlamp:

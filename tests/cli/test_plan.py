@@ -173,3 +173,9 @@ def test_urns_chain_parent_types_as_the_engine_does_without_the_stack() -> None:
         result.one(COMMAND, "kind-cluster")["urn"]
         == "urn:pulumi:phase1::blueprint::blueprint:index:KindCluster$command:local:Command::kind-cluster"
     )
+
+
+def test_a_duplicate_urn_fails_the_plan_as_it_fails_an_up() -> None:
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1", program=Path(__file__).parent / "programs" / "duplicate_urn.py")
+    assert "duplicate resource URN" in str(failed.value.cause)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import tomllib
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ import pytest
 
 import versions
 from components.kind_cluster import (
+    CLUSTER_MARKER,
     GITLAB_NODE_LABEL,
     NODE_DATA_PATH,
     NODE_LABEL_KEY,
@@ -70,10 +72,11 @@ def test_node_counts_follow_config() -> None:
     assert (labels.count(GITLAB_NODE_LABEL), labels.count(RUNNER_NODE_LABEL), len(nodes)) == (2, 2, 5)
 
 
-def test_node_label_key_is_our_own_never_kubernetes_io() -> None:
+def test_node_labels_are_our_own_never_under_kubernetes_io() -> None:
+    keys = {key for node in kind_config_of(planned("phase1"))["nodes"] for key in node.get("labels", {})}
+    assert keys == {NODE_LABEL_KEY}
     prefix = NODE_LABEL_KEY.split("/")[0]
-    assert not (prefix.endswith("kubernetes.io"))
-    assert not (prefix.endswith("k8s.io"))
+    assert not prefix.endswith(("kubernetes.io", "k8s.io")), "kubelet refuses these label prefixes"
 
 
 def test_every_node_mounts_the_absolute_data_folder_at_one_path() -> None:
@@ -131,12 +134,12 @@ def test_containerd_reads_registry_hosts_from_the_shared_data_folder() -> None:
 def test_cluster_is_created_from_the_kind_config_on_stdin() -> None:
     command = planned("phase1").one(COMMAND, "kind-cluster")["inputs"]
     assert 'kind create cluster --name "$KIND_CLUSTER_NAME" --config=-' in command["create"]
-    assert command["environment"] == {"KIND_CLUSTER_NAME": "blueprint"}
+    assert command["environment"]["KIND_CLUSTER_NAME"] == "blueprint"
 
 
 def test_cluster_delete_is_kind_delete_cluster() -> None:
     command = planned("phase1", clusterName="lab").one(COMMAND, "kind-cluster")["inputs"]
-    assert command["delete"] == 'kind delete cluster --name "$KIND_CLUSTER_NAME"'
+    assert command["delete"].startswith('kind delete cluster --name "$KIND_CLUSTER_NAME" && ')
     assert command["environment"]["KIND_CLUSTER_NAME"] == "lab"
 
 
@@ -152,6 +155,7 @@ def test_kubeconfig_is_a_secret_output_kept_out_of_logs() -> None:
     cluster = result.one(COMMAND, "kind-cluster")
     assert cluster["additionalSecretOutputs"] == ["stdout"]
     assert cluster["inputs"]["logging"] == "stderr"
+    assert cluster["inputs"]["addPreviousOutputInEnv"] is False, "updates and deletes must not get the kubeconfig"
     assert result.outputs[outputs.KUBECONFIG] == {"secret": True}
 
 
@@ -168,30 +172,50 @@ esac
 
 @pytest.fixture
 def fake_kind(tmp_path: Path) -> dict[str, str]:
+    """A fake `kind` on PATH recording its calls, over a data folder of this test."""
     fake_command(tmp_path / "bin", "kind", FAKE_KIND.format(version=versions.KIND_VERSION))
+    (tmp_path / "data").mkdir()
     return {
         "KIND_CALLS": str(tmp_path / "calls"),
         "KIND_RUNNING": str(tmp_path / "running"),
         "KIND_STDIN": str(tmp_path / "stdin"),
         "BIN": str(tmp_path / "bin"),
+        "DATA_DIR": str(tmp_path / "data"),
     }
 
 
+def run_cluster(script: str, fake_kind: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return run_script(planned("phase1").one(COMMAND, "kind-cluster"), script, path_prefix=Path(fake_kind["BIN"]), env=fake_kind)
+
+
 def test_create_feeds_the_config_to_kind_and_prints_only_the_kubeconfig(fake_kind: dict[str, str]) -> None:
-    cluster = planned("phase1").one(COMMAND, "kind-cluster")
-    done = run_script(cluster, "create", path_prefix=Path(fake_kind["BIN"]), env=fake_kind)
+    done = run_cluster("create", fake_kind)
     assert done.returncode == 0, done.stderr
-    assert Path(fake_kind["KIND_STDIN"]).read_text() == cluster["inputs"]["stdin"]
+    assert Path(fake_kind["KIND_STDIN"]).read_text() == planned("phase1").one(COMMAND, "kind-cluster")["inputs"]["stdin"]
     assert done.stdout == "apiVersion: v1 # kubeconfig of blueprint\n"
 
 
-def test_update_reuses_the_running_cluster(fake_kind: dict[str, str]) -> None:
-    Path(fake_kind["KIND_RUNNING"]).write_text("blueprint\n")
-    cluster = planned("phase1").one(COMMAND, "kind-cluster")
-    done = run_script(cluster, "update", path_prefix=Path(fake_kind["BIN"]), env=fake_kind)
+def test_update_reuses_the_cluster_this_stack_created(fake_kind: dict[str, str]) -> None:
+    assert run_cluster("create", fake_kind).returncode == 0
+    done = run_cluster("update", fake_kind)
     assert done.returncode == 0, done.stderr
-    assert "create cluster" not in Path(fake_kind["KIND_CALLS"]).read_text()
+    assert Path(fake_kind["KIND_CALLS"]).read_text().count("create cluster") == 1
     assert done.stdout.startswith("apiVersion: v1")
+
+
+def test_a_cluster_of_that_name_blueprint_did_not_create_is_refused(fake_kind: dict[str, str]) -> None:
+    Path(fake_kind["KIND_RUNNING"]).write_text("blueprint\n")
+    done = run_cluster("create", fake_kind)
+    assert done.returncode == 1
+    assert "blueprint did not create it" in done.stderr
+    assert "create cluster" not in Path(fake_kind["KIND_CALLS"]).read_text()
+
+
+def test_deleting_the_cluster_forgets_it(fake_kind: dict[str, str]) -> None:
+    assert run_cluster("create", fake_kind).returncode == 0
+    assert run_cluster("delete", fake_kind).returncode == 0
+    assert "delete cluster --name blueprint" in Path(fake_kind["KIND_CALLS"]).read_text()
+    assert not (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).exists()
 
 
 def test_create_without_kind_names_the_missing_tool(tmp_path: Path) -> None:
@@ -227,8 +251,10 @@ def data_dir() -> Iterator[Path]:
     shutil.rmtree(parent)
 
 
-def _fill(folder: Path) -> None:
-    (folder / "containerd" / "certs.d").mkdir(parents=True)
+def _fill(folder: Path, **config: str) -> None:
+    """The data folder as an `up` leaves it: created by the data-folder command, then written to."""
+    created = run_script(planned("phase1", dataDir=str(folder), **config).one(COMMAND, "kind-data-folder"), "create")
+    assert created.returncode == 0, created.stderr
     (folder / "volumes" / "pg").mkdir(parents=True)
     (folder / "volumes" / "pg" / "PG_VERSION").write_text("17\n")
 
@@ -237,6 +263,35 @@ def test_data_folder_create_makes_the_registry_hosts_folder(data_dir: Path) -> N
     command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
     assert run_script(command, "create").returncode == 0
     assert (data_dir / REGISTRY_HOSTS_SUBDIR).is_dir()
+
+
+def test_data_folder_can_be_created_again_by_its_own_stack(data_dir: Path) -> None:
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    assert run_script(command, "update").returncode == 0
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+
+
+def test_data_folder_holding_foreign_files_is_refused(data_dir: Path) -> None:
+    data_dir.mkdir()
+    (data_dir / "thesis.tex").write_text("mine")
+    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    assert done.returncode == 1
+    assert "holds files blueprint did not write" in done.stderr
+
+
+def test_data_folder_of_another_stack_is_refused(data_dir: Path) -> None:
+    _fill(data_dir)
+    done = run_script(planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    assert done.returncode == 1
+    assert "belongs to blueprint/phase1; give blueprint/dev its own blueprint:dataDir" in done.stderr
+
+
+def test_wipe_refuses_a_folder_this_stack_does_not_own(data_dir: Path) -> None:
+    _fill(data_dir)
+    done = run_script(planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
+    assert done.returncode == 1
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
 
 
 def test_destroy_with_preserve_data_false_removes_the_data_folder(data_dir: Path) -> None:

@@ -127,3 +127,15 @@ def test_bad_config_stops_the_program_before_any_resource_is_registered() -> Non
         plan("phase1", {"blueprint:gitlabNodes": "0"})
     assert isinstance(failed.value.cause, ConfigError)
     assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
+
+
+@pytest.mark.parametrize("value", ["/srv/a:b", "/srv/a,b"])
+def test_data_folder_path_with_docker_mount_separators_is_refused(value: str) -> None:
+    assert "must not contain ':' or ','" in error_for(dataDir=value)
+
+
+def test_a_secret_value_never_appears_in_an_error() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_phase1({"clusterName": "Hunter2-Secret"}, secret_keys={"clusterName"})
+    assert "Hunter2" not in str(error.value)
+    assert "blueprint:clusterName = [secret]" in str(error.value)

@@ -34,7 +34,13 @@ def test_phase1_exports_every_cross_phase_output() -> None:
 def test_dev_stack_runs_the_built_phases_in_one_graph() -> None:
     dev = planned("dev")
     assert [r["name"] for r in dev.find("command:local:Command")] == ["kind-data-folder", "kind-cluster"]
-    assert dev.outputs == planned("phase1").outputs
+    assert set(dev.outputs) == set(planned("phase1").outputs)
+
+
+def test_dev_stack_has_its_own_cluster_and_data_folder() -> None:
+    dev, phase1 = planned("dev").outputs, planned("phase1").outputs
+    assert dev[outputs.CLUSTER_NAME] != phase1[outputs.CLUSTER_NAME]
+    assert dev[outputs.DATA_DIR] != phase1[outputs.DATA_DIR]
 
 
 def test_a_stack_whose_upstream_does_not_plan_names_both() -> None:
