@@ -3,7 +3,8 @@
 Two `local.Command`s, so that `pulumi preview` shows exactly what will run:
 
 - `<name>-data-folder` creates the data folder before the cluster mounts it, and removes it on
-  destroy when `preserveData` is false (it is deleted after the cluster, which depends on it).
+  destroy when `preserveData` is false (it is deleted after the cluster, which depends on it);
+  see `components/host_folder.py`.
 - `<name>-cluster` runs `kind create cluster --config=-` with the kind config as its stdin and
   prints the kubeconfig. Only a change of the kind config or of the cluster name replaces it
   (deleting first: the name is fixed); any other change is an in-place update that reuses the
@@ -21,6 +22,7 @@ import yaml
 from pulumi_command import local
 
 import versions
+from components.host_folder import HostFolderArgs, host_folder
 
 NODE_DATA_PATH = "/var/lib/blueprint"
 """Where every node mounts the data folder."""
@@ -115,9 +117,6 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
     }
 
 
-OWNER_MARKER = ".blueprint-owner"
-"""File in the data folder naming the `<project>/<stack>` that owns it: destroy only ever wipes a
-folder that names the stack being destroyed."""
 CLUSTER_MARKER = ".blueprint-kind-cluster"
 """File in the data folder naming the kind cluster blueprint created over it: an existing cluster
 is reused only when it is that one."""
@@ -153,52 +152,6 @@ left it running), then print the kubeconfig. Progress goes to stderr: stdout is 
 
 CLUSTER_DOWN_SCRIPT = f'kind delete cluster --name "$KIND_CLUSTER_NAME" && rm -f "$DATA_DIR/{CLUSTER_MARKER}"'
 
-DATA_FOLDER_UP_SCRIPT = f"""\
-set -eu
-marker="$DATA_DIR/{OWNER_MARKER}"
-if [ -f "$marker" ]; then
-  owner=$(cat "$marker")
-  if [ "$owner" != "$BLUEPRINT_OWNER" ]; then
-    echo "blueprint: $DATA_DIR belongs to $owner; give $BLUEPRINT_OWNER its own blueprint:dataDir" >&2
-    exit 1
-  fi
-elif [ -d "$DATA_DIR" ] && [ -n "$(ls -A "$DATA_DIR")" ]; then
-  echo "blueprint: $DATA_DIR holds files blueprint did not write, which a destroy would remove;" \\
-    "set blueprint:dataDir to a new or empty folder" >&2
-  exit 1
-fi
-mkdir -p "$DATA_DIR/{REGISTRY_HOSTS_SUBDIR}"
-printf '%s\\n' "$BLUEPRINT_OWNER" > "$marker"
-"""
-"""Create the data folder and claim it for this stack; refuse a folder that holds anything else."""
-
-DATA_FOLDER_KEEP_SCRIPT = 'echo "blueprint: preserveData=true, keeping $DATA_DIR" >&2'
-
-DATA_FOLDER_WIPE_SCRIPT = f"""\
-set -u
-[ -e "$DATA_DIR" ] || exit 0
-if [ "$(cat "$DATA_DIR/{OWNER_MARKER}" 2>/dev/null)" != "$BLUEPRINT_OWNER" ]; then
-  echo "blueprint: not removing $DATA_DIR: its {OWNER_MARKER} does not name $BLUEPRINT_OWNER" >&2
-  exit 1
-fi
-rm -rf -- "$DATA_DIR" 2>/dev/null
-if [ -e "$DATA_DIR" ]; then
-  # What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the host user may
-  # not be able to remove. Root in a one-shot container can, without --privileged; the node image
-  # is already on the machine, so nothing is pulled. It empties the folder; the host user, who
-  # created the folder, removes the folder itself.
-  echo "blueprint: removing files owned by pod users in $DATA_DIR through a one-shot container" >&2
-  docker run --rm --network none --user 0 -v "$DATA_DIR:/blueprint-data" \\
-    --entrypoint find "$NODE_IMAGE" /blueprint-data -mindepth 1 -delete
-  rm -rf -- "$DATA_DIR"
-fi
-if [ -e "$DATA_DIR" ]; then
-  echo "blueprint: could not remove $DATA_DIR; remove it by hand: sudo rm -rf '$DATA_DIR'" >&2
-  exit 1
-fi
-"""
-"""Remove the data folder this stack owns, including what pods wrote as their own users."""
-
 
 class KindCluster(pulumi.ComponentResource):
     """A kind cluster whose nodes all mount one host data folder."""
@@ -213,12 +166,15 @@ class KindCluster(pulumi.ComponentResource):
         super().__init__("blueprint:index:KindCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        data_folder = local.Command(
+        data_folder = host_folder(
             f"{name}-data-folder",
-            create=DATA_FOLDER_UP_SCRIPT,
-            update=DATA_FOLDER_UP_SCRIPT,
-            delete=DATA_FOLDER_KEEP_SCRIPT if args.preserve_data else DATA_FOLDER_WIPE_SCRIPT,
-            environment={"DATA_DIR": str(args.data_dir), "NODE_IMAGE": args.node_image, "BLUEPRINT_OWNER": args.owner},
+            HostFolderArgs(
+                path=str(args.data_dir),
+                owner=args.owner,
+                preserve=args.preserve_data,
+                wipe_image=args.node_image,
+                subfolders=(REGISTRY_HOSTS_SUBDIR,),
+            ),
             opts=child,
         )
 
