@@ -13,3 +13,41 @@ KIND_NODE_IMAGE = "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e0
 # renovate: datasource=helm registryUrl=https://kubernetes-sigs.github.io/headlamp/ depName=headlamp
 HEADLAMP_CHART_VERSION = "0.45.0"
 HEADLAMP_CHART_REPO = "https://kubernetes-sigs.github.io/headlamp/"
+
+# Envoy Gateway's CRD-only chart: the one source of Gateway API CRDs (experimental channel, which
+# still serves TCPRoute v1alpha2 for GitLab's SSH route) and Envoy Gateway's own CRDs. v1.8.1 is the
+# Envoy Gateway GitLab chart 10.1.x bundles (its CHANGELOG, 10.1.0: "Update Envoy Gateway to v1.8.1");
+# it carries Gateway API v1.5.1 (envoyproxy/gateway charts/gateway-crds-helm at v1.8.1).
+# renovate: datasource=docker depName=docker.io/envoyproxy/gateway-crds-helm
+GATEWAY_CRDS_CHART = "oci://docker.io/envoyproxy/gateway-crds-helm"
+GATEWAY_CRDS_CHART_VERSION = "v1.8.1"
+
+# renovate: datasource=helm registryUrl=https://cloudnative-pg.github.io/charts depName=cloudnative-pg
+CNPG_CHART_VERSION = "0.29.0"
+CNPG_CHART_REPO = "https://cloudnative-pg.github.io/charts"
+# PostgreSQL 17 (GitLab 19's minimum), standard image (contrib extensions included), pinned by digest
+# (cloudnative-pg/artifacts image-catalogs/catalog-standard-trixie.yaml, 2026-08-17).
+# renovate: datasource=docker depName=ghcr.io/cloudnative-pg/postgresql
+POSTGRES_IMAGE = (
+    "ghcr.io/cloudnative-pg/postgresql:17.11-202608170816-standard-trixie"
+    "@sha256:91e0de662d53895a45f1396f4ee1a75daeb0c26fc87853afc9c8f43e01fdaa21"
+)
+
+# The official Valkey chart (Bitnami's free images are gone); GitLab documents Valkey.
+# renovate: datasource=helm registryUrl=https://valkey.io/valkey-helm/ depName=valkey
+VALKEY_CHART_VERSION = "0.11.0"
+VALKEY_CHART_REPO = "https://valkey.io/valkey-helm/"
+VALKEY_IMAGE_TAG = "9.1.1"
+
+# MinIO's community edition is source-only since October 2025 and Docker Hub's copies are gone; these
+# are the last images published on quay.io (minio RELEASE.2025-09-07T16-13-09Z, mc 2025-08-13).
+# renovate: datasource=docker depName=quay.io/minio/minio
+MINIO_IMAGE = "quay.io/minio/minio:RELEASE.2025-09-07T16-13-09Z"
+# renovate: datasource=docker depName=quay.io/minio/mc
+MINIO_CLIENT_IMAGE = "quay.io/minio/mc:RELEASE.2025-08-13T08-35-41Z"
+
+# renovate: datasource=helm registryUrl=https://openbao.github.io/openbao-helm depName=openbao
+OPENBAO_CHART_VERSION = "0.29.2"
+OPENBAO_CHART_REPO = "https://openbao.github.io/openbao-helm"
+# The chart's appVersion. Its default `file` storage is gone in 2.7; blueprint sets postgresql.
+OPENBAO_IMAGE_TAG = "2.6.2"

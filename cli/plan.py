@@ -117,12 +117,23 @@ def _notes(resource: dict[str, Any], names: Mapping[str, str]) -> str:
     return f"  [{'; '.join(notes)}]" if notes else ""
 
 
+def _hidden(value: Any) -> Any:
+    """A secret value with every leaf replaced by "[secret]": a secret map or list keeps its
+    shape (its keys are not secret), so the plan stays checkable against schemas.
+    """
+    if isinstance(value, dict) and value.get(rpc._special_sig_key) is None:
+        return {key: _hidden(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_hidden(item) for item in value]
+    return SECRET
+
+
 def _redact(value: Any) -> Any:
     """A wire value as plan JSON: secrets as "[secret]", resource references as their URN."""
     if isinstance(value, dict):
         sig = value.get(rpc._special_sig_key)
         if sig == rpc._special_secret_sig:
-            return SECRET
+            return _hidden(value.get("value"))
         if sig == rpc._special_resource_sig:
             return value.get("urn")
         return {key: _redact(value[key]) for key in sorted(value)}
@@ -165,7 +176,11 @@ def _stand_in_kubeconfig(inputs: Mapping[str, Any]) -> str:
     )
 
 
-def _stand_ins(typ: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+def _pem(kind: str, name: str) -> str:
+    return f"-----BEGIN {kind}-----\nstand-in for {name}\n-----END {kind}-----\n"
+
+
+def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Outputs that only a real provider could know, for the types the program uses."""
     if typ == "command:local:Command":
         create = str(inputs.get("create") or "")
@@ -179,6 +194,22 @@ def _stand_ins(typ: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
                 "version": inputs.get("version"),
             }
         }
+    if typ == "random:index/randomPassword:RandomPassword":
+        return {"result": f"stand-in-password-{name}", "bcryptHash": f"stand-in-hash-{name}"}
+    if typ == "tls:index/privateKey:PrivateKey":
+        return {
+            "privateKeyPem": _pem("PRIVATE KEY", name),
+            "privateKeyPemPkcs8": _pem("PRIVATE KEY", name),
+            "publicKeyPem": _pem("PUBLIC KEY", name),
+        }
+    if typ == "tls:index/certRequest:CertRequest":
+        return {"certRequestPem": _pem("CERTIFICATE REQUEST", name)}
+    if typ in ("tls:index/selfSignedCert:SelfSignedCert", "tls:index/locallySignedCert:LocallySignedCert"):
+        return {"certPem": _pem("CERTIFICATE", name)}
+    if typ == "pulumi-python:dynamic/blueprint:HostSecret":
+        return {"value": f"stand-in-secret-{name}"}
+    if typ == "pulumi-python:dynamic/openbao:Init":
+        return {"root_token": f"stand-in-token-{name}", "unseal_keys": [f"stand-in-key-{name}"]}
     return {}
 
 
@@ -189,7 +220,7 @@ class _StandInMocks(Mocks):
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == STACK_REFERENCE_TYPE:
             return args.resource_id, self._reference(str(args.inputs.get("name")))
-        return f"{args.name}-id", {**args.inputs, **_stand_ins(args.typ, args.inputs)}
+        return f"{args.name}-id", {**args.inputs, **_stand_ins(args.typ, args.name, args.inputs)}
 
     def _reference(self, name: str) -> dict[str, Any]:
         stack = name.rsplit("/", 1)[-1]
@@ -334,9 +365,7 @@ def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[st
     then `overrides` (full keys). Returns the values and the keys that are secret.
     """
     project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())
-    values = {
-        f"{NAMESPACE}:{key}": _config_string(spec["default"]) for key, spec in project["config"].items() if "default" in spec
-    }
+    values = {f"{NAMESPACE}:{key}": _config_string(spec["default"]) for key, spec in project["config"].items() if "default" in spec}
     secret_keys = []
     stack_file = PROJECT_DIR / f"Pulumi.{stack}.yaml"
     if stack_file.exists():

@@ -32,9 +32,7 @@ def current(props: dict[str, Any]) -> dict[str, Any] | None:
 
     client = _client(str(props["address"]), str(props["token"]))
     try:
-        response = client.secrets.kv.v2.read_secret_version(
-            path=props["path"], mount_point=props["mount"], raise_on_deleted_version=False
-        )
+        response = client.secrets.kv.v2.read_secret_version(path=props["path"], mount_point=props["mount"], raise_on_deleted_version=False)
     except hvac.exceptions.InvalidPath:
         return None
     data = (response.get("data") or {}).get("data")

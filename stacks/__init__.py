@@ -12,13 +12,15 @@ from typing import Any
 
 import pulumi
 
+from stacks import outputs
+
 STACK_PHASES = {
     "phase1": ("phase1",),
     "phase2": ("phase2",),
     "phase3": ("phase3",),
     "dev": ("phase1", "phase2", "phase3"),
 }
-BUILT_PHASES = ("phase1",)
+BUILT_PHASES = ("phase1", "phase2")
 """Phases whose `stacks/<phase>.py` exists; the others are still to be built."""
 
 
@@ -39,10 +41,37 @@ def run(stack: str) -> None:
     if missing:
         pulumi.log.info(f"{stack}: not built yet, so not run: {', '.join(missing)}")
 
-    inputs: dict[str, Any] = {}
+    # Async, so a phase stack can read its upstream's outputs as plain values (they decide which
+    # resources exist, which an Output cannot); pulumi.run exports what the program returns.
+    pulumi.run(lambda: _deploy(stack, [phase for phase in phases if phase in BUILT_PHASES]))
+
+
+async def _deploy(stack: str, phases: list[str]) -> dict[str, Any]:
+    inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
+    exports: dict[str, Any] = {}
     for phase in phases:
-        if phase in BUILT_PHASES:
-            module = importlib.import_module(f"stacks.{phase}")
-            inputs = {**inputs, **module.deploy(inputs)}
-    for key, value in inputs.items():
-        pulumi.export(key, value)
+        module = importlib.import_module(f"stacks.{phase}")
+        produced = module.deploy(inputs)
+        inputs = {**inputs, **produced}
+        exports.update(produced)
+    return exports
+
+
+async def read_upstream(stack: str) -> dict[str, Any]:
+    """The upstream stack's outputs: plain values, and secret Outputs for its secrets."""
+    upstream = outputs.UPSTREAM_STACK[stack]
+    reference = pulumi.StackReference(outputs.upstream_stack_name(pulumi.get_project(), stack))
+    values: dict[str, Any] = {}
+    for key in outputs.EXPORTS[upstream]:
+        details = await reference.get_output_details(key)
+        if details.secret_value is not None:
+            values[key] = pulumi.Output.secret(details.secret_value)
+        elif details.value is not None:
+            values[key] = details.value
+    missing = [key for key in outputs.EXPORTS[upstream] if key not in values]
+    if missing:
+        raise pulumi.RunError(
+            f"stack {stack!r} reads {', '.join(missing)} from stack {upstream!r}, which does not export "
+            f"{'it' if len(missing) == 1 else 'them'}: bring {upstream} up first (`pulumi up -s {upstream}`)"
+        )
+    return values

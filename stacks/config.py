@@ -210,6 +210,26 @@ def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class Phase2Config:
+    """What phase2 takes from its own config (the rest comes from phase1's outputs)."""
+
+    openbao_key_shares: int
+    openbao_key_threshold: int
+
+
+def parse_phase2(raw: Mapping[str, str], secret_keys: Set[str] = frozenset()) -> Phase2Config:
+    """Phase2's config from raw values, or a ConfigError."""
+    check = _Checker(raw, secret_keys)
+    check.errors.extend(unknown_key_errors(raw))
+    shares = check.integer("openbaoKeyShares", minimum=1, maximum=10)
+    threshold = check.integer("openbaoKeyThreshold", minimum=1, maximum=10)
+    if threshold > shares:
+        check.fail("openbaoKeyThreshold", str(threshold), f"at most blueprint:openbaoKeyShares ({shares})", shares)
+    check.done()
+    return Phase2Config(openbao_key_shares=shares, openbao_key_threshold=threshold)
+
+
 def unknown_key_errors(raw: Mapping[str, str]) -> list[str]:
     """Keys Pulumi.yaml does not declare: a typo would otherwise be silently ignored."""
     errors = []
@@ -243,3 +263,8 @@ def secret_keys() -> frozenset[str]:
 def load_phase1() -> Phase1Config:
     """Phase1's config from the running stack."""
     return parse_phase1(raw_config(), secret_keys=secret_keys())
+
+
+def load_phase2() -> Phase2Config:
+    """Phase2's config from the running stack."""
+    return parse_phase2(raw_config(), secret_keys=secret_keys())

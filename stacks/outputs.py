@@ -32,7 +32,35 @@ GITLAB_NODE_LABEL = "gitlabNodeLabel"
 RUNNER_NODE_LABEL = "runnerNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes CI jobs run on."""
 
-PHASE1_SECRETS = (KUBECONFIG,)
+PHASE1 = (
+    KUBECONFIG, CLUSTER_NAME, DATA_DIR, NODE_DATA_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
+    SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
+    OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL,
+)  # fmt: skip
+"""Everything phase1 exports."""
+
+# phase2 -> phase3
+CA_CERT_PEM = "caCertPem"
+"""The platform CA's certificate, PEM (public)."""
+CA_CERT_FILE = "caCertFile"
+"""Host path of the same certificate, for users to trust."""
+OPENBAO_ADDR = "openbaoAddr"
+"""OpenBao's API as the host reaches it."""
+OPENBAO_CLUSTER_ADDR = "openbaoClusterAddr"
+"""OpenBao's API as pods reach it."""
+OPENBAO_ROOT_TOKEN = "openbaoRootToken"
+"""OpenBao's root token (secret)."""
+POSTGRES_HOST = "postgresHost"
+REDIS_HOST = "redisHost"
+MINIO_ENDPOINT = "minioEndpoint"
+
+PHASE2 = (
+    CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ROOT_TOKEN, POSTGRES_HOST, REDIS_HOST,
+    MINIO_ENDPOINT,
+)  # fmt: skip
+"""Everything phase2 exports."""
+
+EXPORTS = {"phase1": PHASE1, "phase2": PHASE2}
 
 UPSTREAM_STACK = {"phase2": "phase1", "phase3": "phase2"}
 """The stack each phase stack reads its inputs from."""

@@ -48,9 +48,7 @@ def run_script(
     argv = ["/bin/sh", "-c", inputs[script_key]]
     if user is not None:
         argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
-    return subprocess.run(
-        argv, input=inputs.get("stdin", ""), env=environment, capture_output=True, text=True, timeout=30, check=False
-    )
+    return subprocess.run(argv, input=inputs.get("stdin", ""), env=environment, capture_output=True, text=True, timeout=30, check=False)
 
 
 def fake_command(folder: Path, name: str, body: str) -> None:

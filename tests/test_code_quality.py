@@ -9,9 +9,7 @@ from stacks.config import PROJECT_DIR
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", *command], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=300, check=False
-    )
+    return subprocess.run([sys.executable, "-m", *command], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_ruff_finds_nothing() -> None:

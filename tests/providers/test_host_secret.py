@@ -38,9 +38,7 @@ def test_an_existing_secret_is_read_back_not_regenerated(tmp_path: Path, provide
 
 
 def test_two_files_hold_two_different_values(tmp_path: Path, provider: HostSecretProvider) -> None:
-    assert (
-        outputs_of(provider.create(props(tmp_path / "a")))["value"] != outputs_of(provider.create(props(tmp_path / "b")))["value"]
-    )
+    assert outputs_of(provider.create(props(tmp_path / "a")))["value"] != outputs_of(provider.create(props(tmp_path / "b")))["value"]
 
 
 def test_refresh_drops_a_secret_whose_file_was_wiped(tmp_path: Path, provider: HostSecretProvider) -> None:

@@ -50,9 +50,7 @@ def test_create_initialises_unseals_and_mounts_kv_v2(bao: BaoServer, keys_file: 
     assert mounts["secret/"]["options"]["version"] == "2"
 
 
-def test_keys_are_kept_in_a_0600_file_matching_the_outputs(
-    bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider
-) -> None:
+def test_keys_are_kept_in_a_0600_file_matching_the_outputs(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
     outs = outputs_of(provider.create(inputs(bao, keys_file)))
     assert stat.S_IMODE(keys_file.stat().st_mode) == 0o600
     assert stat.S_IMODE(keys_file.parent.stat().st_mode) == 0o700
@@ -91,9 +89,7 @@ def test_refresh_unseals_a_sealed_server(bao: BaoServer, keys_file: Path, provid
     assert result.outs["root_token"] == outs["root_token"]
 
 
-def test_an_initialised_server_with_its_keys_file_is_adopted(
-    bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider
-) -> None:
+def test_an_initialised_server_with_its_keys_file_is_adopted(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
     first = outputs_of(provider.create(inputs(bao, keys_file)))
     bao.restart()  # a new cluster over preserved data: sealed, and no Pulumi state
     again = outputs_of(as_engine_loads(OpenBaoInitProvider()).create(inputs(bao, keys_file)))
@@ -114,9 +110,7 @@ def test_an_initialised_server_without_its_keys_is_refused_with_what_to_do(
     assert "preserveData=false" in message
 
 
-def test_keys_of_a_vault_whose_storage_is_gone_are_kept_aside(
-    bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider
-) -> None:
+def test_keys_of_a_vault_whose_storage_is_gone_are_kept_aside(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
     keys_file.parent.mkdir(parents=True)
     keys_file.write_text('{"unseal_keys": ["old"], "root_token": "old"}')
     outs = outputs_of(provider.create(inputs(bao, keys_file)))

@@ -96,9 +96,7 @@ def test_unchanged_inputs_show_no_diff(bao: BaoServer, token: str, path: str, pr
     assert provider.diff(f"secret/{path}", outs, kv(bao, token, path, password="one")).changes is False
 
 
-def test_refresh_reports_a_value_changed_behind_pulumi(
-    bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider
-) -> None:
+def test_refresh_reports_a_value_changed_behind_pulumi(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
     outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
     hvac.Client(url=bao.address, token=token).secrets.kv.v2.create_or_update_secret(path=path, secret={"password": "edited"})
     result = provider.read(f"secret/{path}", outs)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli.plan import ProgramFailed, plan
-from stacks.config import PROJECT_DIR, ConfigError, declared_keys, default_string, parse_phase1
+from stacks.config import PROJECT_DIR, ConfigError, declared_keys, default_string, parse_phase1, parse_phase2
 
 
 def error_for(**raw: str) -> str:
@@ -139,3 +139,15 @@ def test_a_secret_value_never_appears_in_an_error() -> None:
         parse_phase1({"clusterName": "Hunter2-Secret"}, secret_keys={"clusterName"})
     assert "Hunter2" not in str(error.value)
     assert "blueprint:clusterName = [secret]" in str(error.value)
+
+
+def test_openbao_threshold_above_its_shares_is_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_phase2({"openbaoKeyShares": "2", "openbaoKeyThreshold": "3"})
+    assert "blueprint:openbaoKeyThreshold = '3' is not valid: at most blueprint:openbaoKeyShares (2)" in str(error.value)
+
+
+def test_openbao_shares_below_one_are_refused() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_phase2({"openbaoKeyShares": "0"})
+    assert "blueprint:openbaoKeyShares = '0'" in str(error.value)

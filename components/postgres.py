@@ -1,0 +1,243 @@
+"""PostgreSQL 17 for GitLab and OpenBao: the CloudNativePG operator and one `Cluster`.
+
+- Databases `gitlabhq_production` (owner `gitlab`, with GitLab's extensions `pg_trgm`, `btree_gist`
+  and `amcheck`) and `openbao` (owner `openbao`), as `Database` objects with the `retain` reclaim
+  policy, so deleting the object never drops a database.
+- Roles `gitlab` (the bootstrap owner) and `openbao` (a managed role) with generated passwords in
+  `kubernetes.io/basic-auth` Secrets. CloudNativePG sets a role's password from its Secret on
+  every start, so a password generated anew after a destroy is applied to preserved data too
+  (`data-readoption.md` section 1).
+- Re-adoption. A new `Cluster` over an existing PGDATA would move the data aside and run initdb.
+  CloudNativePG adopts instead when, before the Cluster exists, a claim `<cluster>-1` labelled as
+  its own, with the `cnpg.io/nodeSerial` annotation and no owner, is there
+  (`reconcileRestoredCluster`, internal/controller/cluster_restore.go at v1.30.0). Whether data is
+  there is a fact of the data folder at the moment the Cluster is about to be created, not of the
+  program: `<name>-adopt-data` decides it then, and creates that claim with kubectl only when the
+  folder holds a PGDATA and the API holds no Cluster. Its inputs never change, so a second `up`
+  registers the same graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+import yaml
+from pulumi_command import local
+
+import versions
+from components.storage import STORAGE_CLASS, Volume, volume_name
+
+CLUSTER = "pg"
+GITLAB_DATABASE = "gitlabhq_production"
+GITLAB_ROLE = "gitlab"
+OPENBAO_DATABASE = "openbao"
+OPENBAO_ROLE = "openbao"
+GITLAB_EXTENSIONS = ("pg_trgm", "btree_gist", "amcheck")
+"""What GitLab needs in its database (GitLab chart docs, external PostgreSQL)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PostgresArgs:
+    namespace: str = "postgres"
+    operator_namespace: str = "cnpg-system"
+    volume: Volume
+    """The static volume the instance's claim `<cluster>-1` binds to."""
+    data_host_path: str
+    """Host path of that volume's folder: PGDATA is `<data_host_path>/pgdata`."""
+    volume_resource: pulumi.Resource
+    """The PV of `volume`: the Cluster is created after it and deleted before it."""
+    kind_cluster_name: pulumi.Input[str]
+    """For `kind get kubeconfig`, which the adoption step uses (no credentials pass through Pulumi)."""
+
+    def __post_init__(self) -> None:
+        if (self.volume.namespace, self.volume.claim) != (self.namespace, f"{CLUSTER}-1"):
+            raise ValueError(f"the volume must serve {self.namespace}/{CLUSTER}-1, got {self.volume.key}")
+
+
+def cluster_spec(args: PostgresArgs) -> dict[str, Any]:
+    """The CloudNativePG `Cluster` spec: one instance on the static volume."""
+    return {
+        "instances": 1,
+        "imageName": versions.POSTGRES_IMAGE,
+        "storage": {"storageClass": STORAGE_CLASS, "size": args.volume.size},
+        "bootstrap": {"initdb": {"database": GITLAB_DATABASE, "owner": GITLAB_ROLE, "secret": {"name": f"{CLUSTER}-{GITLAB_ROLE}"}}},
+        "managed": {
+            "roles": [
+                {
+                    "name": OPENBAO_ROLE,
+                    "ensure": "present",
+                    "login": True,
+                    "passwordSecret": {"name": f"{CLUSTER}-{OPENBAO_ROLE}"},
+                }
+            ]
+        },
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+    }
+
+
+def database_spec(name: str, owner: str, extensions: tuple[str, ...] = ()) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": name, "owner": owner, "cluster": {"name": CLUSTER}, "databaseReclaimPolicy": "retain"}
+    if extensions:
+        spec["extensions"] = [{"name": extension, "ensure": "present"} for extension in extensions]
+    return spec
+
+
+def adopted_claim(args: PostgresArgs) -> dict[str, Any]:
+    """The claim CloudNativePG takes as its own orphan and restores the instance from, no initdb."""
+    instance = f"{CLUSTER}-1"
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": instance,
+            "namespace": args.namespace,
+            "labels": {
+                "cnpg.io/cluster": CLUSTER,
+                "cnpg.io/instanceName": instance,
+                "cnpg.io/pvcRole": "PG_DATA",
+                "cnpg.io/instanceRole": "primary",
+            },
+            "annotations": {"cnpg.io/nodeSerial": "1", "cnpg.io/pvcStatus": "ready"},
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": STORAGE_CLASS,
+            "volumeName": volume_name(args.volume),
+            "resources": {"requests": {"storage": args.volume.size}},
+        },
+    }
+
+
+ADOPT_SCRIPT = f"""\
+set -eu
+if [ ! -d "$PGDATA_DIR" ]; then
+  echo "blueprint: no PostgreSQL data at $PGDATA_DIR: CloudNativePG initialises a new cluster" >&2
+  exit 0
+fi
+kubeconfig=$(mktemp)
+trap 'rm -f "$kubeconfig"' EXIT
+kind get kubeconfig --name "$KIND_CLUSTER_NAME" > "$kubeconfig"
+if kubectl --kubeconfig "$kubeconfig" -n "$NAMESPACE" get clusters.postgresql.cnpg.io {CLUSTER} >/dev/null 2>&1; then
+  exit 0
+fi
+echo "blueprint: adopting the PostgreSQL data at $PGDATA_DIR (claim {CLUSTER}-1 made before the Cluster)" >&2
+kubectl --kubeconfig "$kubeconfig" apply --server-side --field-manager=blueprint -f -
+"""
+
+
+class Postgres(pulumi.ComponentResource):
+    """The CloudNativePG operator and the `pg` cluster with GitLab's and OpenBao's databases."""
+
+    host: pulumi.Output[str]
+    """In-cluster address of the read-write service."""
+    gitlab_password: pulumi.Output[str]
+    """Password of role `gitlab` (secret)."""
+    openbao_password: pulumi.Output[str]
+    """Password of role `openbao` (secret)."""
+    gitlab_secret: pulumi.Output[str]
+    """Name of the basic-auth Secret of role `gitlab` in the cluster's namespace."""
+    gitlab_database: pulumi.Resource
+    """GitLab's database, reported created once CloudNativePG has applied it (extensions included)."""
+    openbao_database: pulumi.Resource
+    """OpenBao's database, reported created once CloudNativePG has applied it."""
+
+    def __init__(self, name: str, args: PostgresArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:Postgres", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        operator_namespace = k8s.core.v1.Namespace(f"{name}-operator-namespace", metadata={"name": args.operator_namespace}, opts=child)
+        operator = k8s.helm.v3.Release(
+            f"{name}-operator",
+            k8s.helm.v3.ReleaseArgs(
+                name="cnpg",
+                chart="cloudnative-pg",
+                version=versions.CNPG_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.CNPG_CHART_REPO),
+                namespace=operator_namespace.metadata.name,
+                values={"resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}},
+            ),
+            opts=child,
+        )
+        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child)
+
+        def role_secret(role: str) -> tuple[random.RandomPassword, k8s.core.v1.Secret]:
+            password = random.RandomPassword(f"{name}-{role}-password", length=32, special=False, opts=child)
+            secret = k8s.core.v1.Secret(
+                f"{name}-{role}-secret",
+                metadata={
+                    "name": f"{CLUSTER}-{role}",
+                    "namespace": namespace.metadata.name,
+                    "labels": {"cnpg.io/reload": "true"},
+                },
+                type="kubernetes.io/basic-auth",
+                string_data={"username": role, "password": password.result},
+                opts=child,
+            )
+            return password, secret
+
+        gitlab_password, gitlab_secret = role_secret(GITLAB_ROLE)
+        openbao_password, openbao_secret = role_secret(OPENBAO_ROLE)
+
+        adopt = local.Command(
+            f"{name}-adopt-data",
+            create=ADOPT_SCRIPT,
+            delete="true",
+            stdin=yaml.safe_dump(adopted_claim(args), sort_keys=False),
+            environment={
+                "PGDATA_DIR": f"{args.data_host_path}/pgdata",
+                "KIND_CLUSTER_NAME": args.kind_cluster_name,
+                "NAMESPACE": args.namespace,
+            },
+            # A new cluster (a new namespace) decides again; nothing else does.
+            triggers=[namespace.metadata.apply(lambda metadata: metadata.uid)],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, args.volume_resource])),
+        )
+
+        cluster = k8s.apiextensions.CustomResource(
+            f"{name}-cluster",
+            api_version="postgresql.cnpg.io/v1",
+            kind="Cluster",
+            metadata={
+                "name": CLUSTER,
+                "namespace": namespace.metadata.name,
+                # pulumi-kubernetes >= 4.18: report the Cluster created only once CloudNativePG says Ready.
+                "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "900"},
+            },
+            spec=cluster_spec(args),
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(depends_on=[operator, gitlab_secret, openbao_secret, adopt, args.volume_resource])
+            ),
+        )
+
+        def database(database: str, owner: str, extensions: tuple[str, ...] = ()) -> k8s.apiextensions.CustomResource:
+            return k8s.apiextensions.CustomResource(
+                f"{name}-{database.replace('_', '-')}-database",
+                api_version="postgresql.cnpg.io/v1",
+                kind="Database",
+                metadata={
+                    "name": database.replace("_", "-"),
+                    "namespace": namespace.metadata.name,
+                    "annotations": {"pulumi.com/waitFor": "jsonpath={.status.applied}=true"},
+                },
+                spec=database_spec(database, owner, extensions),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[cluster])),
+            )
+
+        self.gitlab_database = database(GITLAB_DATABASE, GITLAB_ROLE, GITLAB_EXTENSIONS)
+        self.openbao_database = database(OPENBAO_DATABASE, OPENBAO_ROLE)
+        self.host = pulumi.Output.concat(CLUSTER, "-rw.", namespace.metadata.name, ".svc.cluster.local")
+        self.gitlab_password = gitlab_password.result
+        self.openbao_password = openbao_password.result
+        self.gitlab_secret = gitlab_secret.metadata.apply(lambda metadata: str(metadata.name))
+        self.register_outputs(
+            {
+                "host": self.host,
+                "gitlab_password": self.gitlab_password,
+                "openbao_password": self.openbao_password,
+                "gitlab_secret": self.gitlab_secret,
+            }
+        )

@@ -1,0 +1,96 @@
+"""Redis for GitLab: one password-protected, persistent Valkey server from the official chart.
+
+Valkey, because Bitnami's free Redis images are gone and GitLab documents Valkey as its external
+Redis. The password is generated (pulumi-random) into the Secret the chart reads; Valkey does not
+store it with the data, so a new password over preserved data is fine. Data lives on a static
+volume (`components/storage.py`) with the append-only file on, so a restart loses nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+import versions
+from components.storage import Volume, as_input, claim_spec
+
+RELEASE = "valkey"
+PASSWORD_KEY = "default-password"
+"""The key GitLab's Valkey example reads (global.redis.auth.key)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RedisArgs:
+    namespace: str = "redis"
+    volume: Volume
+    volume_resource: pulumi.Resource
+    """The PV the data claim binds to."""
+
+    def __post_init__(self) -> None:
+        if self.volume.namespace != self.namespace:
+            raise ValueError(f"the volume must be in namespace {self.namespace}, got {self.volume.key}")
+
+
+def valkey_values(args: RedisArgs, secret_name: str) -> dict[str, Any]:
+    """Values of the valkey chart: standalone, ACL default user from our Secret, our claim, AOF on."""
+    return {
+        "image": {"tag": versions.VALKEY_IMAGE_TAG},
+        "auth": {
+            "enabled": True,
+            "usersExistingSecret": secret_name,
+            "aclUsers": {"default": {"permissions": "~* &* +@all", "passwordKey": PASSWORD_KEY}},
+        },
+        "dataStorage": {"enabled": True, "persistentVolumeClaimName": args.volume.claim},
+        "valkeyConfig": "appendonly yes\n",
+        # One volume, one writer: stop the old pod before the new one mounts the data.
+        "deploymentStrategy": "Recreate",
+        "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+    }
+
+
+class Redis(pulumi.ComponentResource):
+    """Valkey, reachable in the cluster at `host`:6379."""
+
+    host: pulumi.Output[str]
+    password: pulumi.Output[str]
+    """The `default` user's password (secret)."""
+    secret_name: pulumi.Output[str]
+    """The Secret holding the password under PASSWORD_KEY, in the Redis namespace."""
+
+    def __init__(self, name: str, args: RedisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:Redis", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child)
+        password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=child)
+        secret = k8s.core.v1.Secret(
+            f"{name}-auth",
+            metadata={"name": f"{RELEASE}-auth", "namespace": namespace.metadata.name},
+            string_data={PASSWORD_KEY: password.result},
+            opts=child,
+        )
+        claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-data",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.volume.claim, namespace=namespace.metadata.name),
+            spec=as_input(claim_spec(args.volume)),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.volume_resource])),
+        )
+        k8s.helm.v3.Release(
+            f"{name}-chart",
+            k8s.helm.v3.ReleaseArgs(
+                name=RELEASE,
+                chart="valkey",
+                version=versions.VALKEY_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.VALKEY_CHART_REPO),
+                namespace=namespace.metadata.name,
+                values=valkey_values(args, f"{RELEASE}-auth"),
+            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[secret, claim])),
+        )
+        self.host = pulumi.Output.concat(RELEASE, ".", namespace.metadata.name, ".svc.cluster.local")
+        self.password = password.result
+        self.secret_name = secret.metadata.apply(lambda metadata: str(metadata.name))
+        self.register_outputs({"host": self.host, "password": self.password, "secret_name": self.secret_name})

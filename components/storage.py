@@ -1,0 +1,153 @@
+"""Stable storage: every stateful volume of the platform at a fixed host path under the data folder.
+
+The mechanism is **pre-bound static PersistentVolumes**, not a provisioner:
+
+- each volume is a `hostPath` PV at `<node data path>/platform/volumes/<namespace>/<claim>`; every
+  kind node mounts the same host folder there, so the PV needs no node affinity and a pod may run
+  on any node;
+- the PV names the one claim it serves (`claimRef`), so the claim a chart or operator creates under
+  a fixed name (`pg-1`, `repo-data-gitlab-gitaly-0`, ...) binds to it, on this cluster or on a new
+  one over the same folder: a new cluster finds the old data at the old path;
+- the PVs belong to the non-default StorageClass `blueprint-static` (no provisioner), so nothing
+  else lands on them and kind's default `standard` class stays the only default;
+- `Retain`, always: Kubernetes never deletes the data. Whether a `destroy` of phase2 removes it is
+  decided by `preserveData`, through the platform folder this component owns
+  (`components/host_folder.py`), which is created before every PV and removed after them.
+
+Why not kind's local-path provisioner: its directory names are random unless a `pathPattern` is
+set, whose rules changed between the versions kind ships (v0.0.32 and v0.0.34), and its `Delete`
+teardown runs `rm -rf` on the data when a claim goes; static PVs make each path explicit in the plan.
+The folders are created 0777, as local-path creates its own: the pods run as their own users
+(Postgres 26, Gitaly 1000) and kubelet applies no fsGroup to hostPath volumes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.host_folder import HostFolderArgs, host_folder
+
+STORAGE_CLASS = "blueprint-static"
+PLATFORM_SUBDIR = "platform"
+"""The folder, under the data folder, that phase2 owns."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Volume:
+    namespace: str
+    claim: str
+    """Name of the PersistentVolumeClaim that will use the volume."""
+    size: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.claim}"
+
+    @property
+    def folder(self) -> str:
+        """Path relative to the platform folder."""
+        return f"volumes/{self.namespace}/{self.claim}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageArgs:
+    host_path: str
+    """Absolute host path of the platform folder (inside the data folder)."""
+    node_path: str
+    """Where the nodes see the same folder."""
+    owner: str
+    """`<project>/<stack>` that owns the platform folder."""
+    preserve: bool
+    """Keep the data on destroy."""
+    wipe_image: str
+    """An image already on the machine (the kind node image), for removing pod-owned files."""
+    volumes: tuple[Volume, ...]
+
+    def __post_init__(self) -> None:
+        keys = [volume.key for volume in self.volumes]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"two volumes for one claim: {sorted(keys)}")
+
+
+def persistent_volume(args: StorageArgs, volume: Volume) -> dict[str, Any]:
+    """The PV spec that serves exactly `volume`'s claim from its host folder."""
+    return {
+        "capacity": {"storage": volume.size},
+        "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": STORAGE_CLASS,
+        "claimRef": {"namespace": volume.namespace, "name": volume.claim},
+        "hostPath": {"path": f"{args.node_path}/{volume.folder}", "type": "Directory"},
+    }
+
+
+def as_input(spec: dict[str, Any]) -> Any:
+    """A spec built as a plain camelCase dict, passed where the SDK types a TypedDict: the wire
+    format is the same, and the plan shows exactly this dict.
+    """
+    return spec
+
+
+def volume_name(volume: Volume) -> str:
+    return f"blueprint-{volume.namespace}-{volume.claim}"
+
+
+def claim_spec(volume: Volume) -> dict[str, Any]:
+    """The spec of a claim, made by a component itself, that binds to `volume`'s PV."""
+    return {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": STORAGE_CLASS,
+        "volumeName": volume_name(volume),
+        "resources": {"requests": {"storage": volume.size}},
+    }
+
+
+class Storage(pulumi.ComponentResource):
+    """The platform folder, the `blueprint-static` StorageClass and one PV per volume."""
+
+    folder: pulumi.Resource
+    """The command that owns the platform folder: whatever writes under it depends on it."""
+    volumes: dict[str, k8s.core.v1.PersistentVolume]
+    """The PVs by `<namespace>/<claim>`: what uses a volume depends on its PV. Claims name the
+    StorageClass STORAGE_CLASS."""
+
+    def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:Storage", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.folder = host_folder(
+            f"{name}-platform-folder",
+            HostFolderArgs(
+                path=args.host_path,
+                owner=args.owner,
+                preserve=args.preserve,
+                wipe_image=args.wipe_image,
+                subfolders=tuple(volume.folder for volume in args.volumes),
+                subfolder_mode="0777",
+            ),
+            opts=child,
+        )
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-class",
+            metadata={"name": STORAGE_CLASS},
+            provisioner="kubernetes.io/no-provisioner",
+            reclaim_policy="Retain",
+            volume_binding_mode="Immediate",
+            opts=child,
+        )
+        after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.folder, storage_class]))
+        self.volumes = {
+            volume.key: k8s.core.v1.PersistentVolume(
+                f"{name}-{volume.namespace}-{volume.claim}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=volume_name(volume), labels={"blueprint/volume": f"{volume.namespace}.{volume.claim}"}
+                ),
+                spec=as_input(persistent_volume(args, volume)),
+                opts=after_folder,
+            )
+            for volume in args.volumes
+        }
+        self.register_outputs({})

@@ -1,0 +1,122 @@
+"""The platform's own CA and its wildcard certificate, and the Secrets that carry them.
+
+pulumi-tls mints a CA and a certificate for `*.<domain>` and `<domain>`. The certificate and key go
+into one `kubernetes.io/tls` Secret per name the platform's listeners look up: GitLab chart 10.x's
+Gateway listeners take fixed, un-prefixed names in its namespace (`gitlab-on-kind.md` section 2),
+and the old blueprint's names are kept beside them. The CA certificate (public) goes into a Secret
+for `global.certificates.customCAs` and into a file on the host for users to trust.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_tls as tls
+from pulumi_command import local
+
+LISTENER_SECRETS = (
+    "gitlab-wildcard-tls",
+    "gitlab-tls",
+    "registry-tls",
+    "kas-tls",
+    "pages-tls",
+    "minio-tls",
+    "kas-workspaces-tls",
+)
+"""The old blueprint's names and the ones chart 10.x's Gateway listeners reference by default."""
+CA_SECRET = "blueprint-ca"
+CA_SECRET_KEY = "ca.crt"
+
+CA_VALIDITY_HOURS = 10 * 365 * 24
+CERT_VALIDITY_HOURS = 825 * 24
+"""825 days: the longest validity Apple platforms accept for a TLS server certificate."""
+EARLY_RENEWAL_HOURS = 30 * 24
+"""A month before expiry, the next `up` issues a new certificate."""
+
+WRITE_CA_SCRIPT = 'mkdir -p "$(dirname "$CA_FILE")" && cat > "$CA_FILE"'
+
+
+@dataclass(frozen=True, kw_only=True)
+class TlsArgs:
+    domain: str
+    namespace: pulumi.Input[str]
+    """Namespace of the Secrets (GitLab's)."""
+    ca_file: str
+    """Host path the CA certificate is written to."""
+    ca_folder: pulumi.Resource
+    """What creates the folder of `ca_file`."""
+
+
+def dns_names(domain: str) -> list[str]:
+    return [f"*.{domain}", domain]
+
+
+class Tls(pulumi.ComponentResource):
+    """CA, wildcard certificate, listener Secrets, CA Secret and CA file."""
+
+    ca_cert_pem: pulumi.Output[str]
+    """The CA certificate, PEM (public)."""
+    ca_file: pulumi.Output[str]
+    """Where the CA certificate is on the host."""
+
+    def __init__(self, name: str, args: TlsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:Tls", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
+        ca = tls.SelfSignedCert(
+            f"{name}-ca",
+            private_key_pem=ca_key.private_key_pem,
+            is_ca_certificate=True,
+            subject=tls.SelfSignedCertSubjectArgs(common_name=f"blueprint CA ({args.domain})", organization="blueprint"),
+            validity_period_hours=CA_VALIDITY_HOURS,
+            allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
+            opts=child,
+        )
+        key = tls.PrivateKey(f"{name}-wildcard-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
+        request = tls.CertRequest(
+            f"{name}-wildcard-request",
+            private_key_pem=key.private_key_pem,
+            subject=tls.CertRequestSubjectArgs(common_name=f"*.{args.domain}", organization="blueprint"),
+            dns_names=dns_names(args.domain),
+            opts=child,
+        )
+        cert = tls.LocallySignedCert(
+            f"{name}-wildcard",
+            cert_request_pem=request.cert_request_pem,
+            ca_private_key_pem=ca_key.private_key_pem,
+            ca_cert_pem=ca.cert_pem,
+            validity_period_hours=CERT_VALIDITY_HOURS,
+            early_renewal_hours=EARLY_RENEWAL_HOURS,
+            allowed_uses=["digital_signature", "key_encipherment", "server_auth"],
+            opts=child,
+        )
+        # The chain (certificate, then CA) lets clients that do not hold the CA yet still verify it.
+        chain = pulumi.Output.concat(cert.cert_pem, ca.cert_pem)
+        for secret_name in LISTENER_SECRETS:
+            k8s.core.v1.Secret(
+                f"{name}-{secret_name}",
+                metadata={"name": secret_name, "namespace": args.namespace},
+                type="kubernetes.io/tls",
+                string_data={"tls.crt": chain, "tls.key": key.private_key_pem},
+                opts=child,
+            )
+        k8s.core.v1.Secret(
+            f"{name}-ca-secret",
+            metadata={"name": CA_SECRET, "namespace": args.namespace},
+            string_data={CA_SECRET_KEY: ca.cert_pem},
+            opts=child,
+        )
+        local.Command(
+            f"{name}-ca-file",
+            create=WRITE_CA_SCRIPT,
+            update=WRITE_CA_SCRIPT,
+            delete='rm -f "$CA_FILE"',
+            stdin=ca.cert_pem,
+            environment={"CA_FILE": args.ca_file},
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.ca_folder])),
+        )
+        self.ca_cert_pem = ca.cert_pem
+        self.ca_file = pulumi.Output.from_input(args.ca_file)
+        self.register_outputs({"ca_cert_pem": self.ca_cert_pem, "ca_file": self.ca_file})

@@ -1,0 +1,144 @@
+"""PostgreSQL on CloudNativePG: the cluster, roles, databases, and re-adoption of preserved data.
+The adoption step's script is run for real, with fake `kind` and `kubectl` on PATH."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import versions
+from components import postgres as pg
+from tests.plans import COMMAND, fake_command, planned, run_script
+
+CLUSTER = "kubernetes:postgresql.cnpg.io/v1:Cluster"
+DATABASE = "kubernetes:postgresql.cnpg.io/v1:Database"
+SECRET = "kubernetes:core/v1:Secret"
+
+
+def test_operator_chart_is_pinned_from_its_repository() -> None:
+    inputs = planned("phase2").one("kubernetes:helm.sh/v3:Release", "postgres-operator")["inputs"]
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]["repo"]) == (
+        "cloudnative-pg",
+        versions.CNPG_CHART_VERSION,
+        versions.CNPG_CHART_REPO,
+    )
+
+
+def test_cluster_runs_postgresql_17_pinned_by_digest() -> None:
+    spec = planned("phase2").one(CLUSTER, "postgres-cluster")["inputs"]["spec"]
+    assert spec["imageName"].startswith("ghcr.io/cloudnative-pg/postgresql:17.")
+    assert "@sha256:" in spec["imageName"]
+    assert spec["instances"] == 1
+
+
+def test_cluster_bootstraps_gitlabs_database_owned_by_gitlab() -> None:
+    initdb = planned("phase2").one(CLUSTER, "postgres-cluster")["inputs"]["spec"]["bootstrap"]["initdb"]
+    assert (initdb["database"], initdb["owner"], initdb["secret"]["name"]) == ("gitlabhq_production", "gitlab", "pg-gitlab")
+
+
+def test_openbao_role_is_managed_with_its_own_secret() -> None:
+    [role] = planned("phase2").one(CLUSTER, "postgres-cluster")["inputs"]["spec"]["managed"]["roles"]
+    assert (role["name"], role["login"], role["passwordSecret"]["name"]) == ("openbao", True, "pg-openbao")
+
+
+@pytest.mark.parametrize("role", ["gitlab", "openbao"])
+def test_role_secrets_are_basic_auth_with_a_generated_password(role: str) -> None:
+    inputs = planned("phase2").one(SECRET, f"postgres-{role}-secret")["inputs"]
+    assert inputs["type"] == "kubernetes.io/basic-auth"
+    assert inputs["metadata"]["labels"] == {"cnpg.io/reload": "true"}
+    assert inputs["stringData"] == {"password": "[secret]", "username": "[secret]"}
+
+
+def test_gitlabs_database_gets_its_extensions_and_is_never_dropped() -> None:
+    spec = planned("phase2").one(DATABASE, "postgres-gitlabhq-production-database")["inputs"]["spec"]
+    assert (spec["name"], spec["owner"], spec["databaseReclaimPolicy"]) == ("gitlabhq_production", "gitlab", "retain")
+    assert [extension["name"] for extension in spec["extensions"]] == ["pg_trgm", "btree_gist", "amcheck"]
+
+
+def test_openbaos_database_is_owned_by_its_role() -> None:
+    spec = planned("phase2").one(DATABASE, "postgres-openbao-database")["inputs"]["spec"]
+    assert (spec["name"], spec["owner"], spec["cluster"], spec["databaseReclaimPolicy"]) == (
+        "openbao",
+        "openbao",
+        {"name": "pg"},
+        "retain",
+    )
+
+
+def test_cluster_is_awaited_until_ready_and_databases_until_applied() -> None:
+    result = planned("phase2")
+    assert result.one(CLUSTER, "postgres-cluster")["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
+    for database in result.find(DATABASE):
+        assert database["inputs"]["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.applied}=true"
+
+
+def test_the_adoption_step_runs_before_the_cluster_and_after_its_volume() -> None:
+    result = planned("phase2")
+    adopt = result.one(COMMAND, "postgres-adopt-data")
+    assert adopt["urn"] in result.one(CLUSTER, "postgres-cluster")["dependsOn"]
+    assert result.one("kubernetes:core/v1:PersistentVolume", "storage-postgres-pg-1")["urn"] in adopt["dependsOn"]
+
+
+def test_the_adopted_claim_is_what_cloudnativepg_restores_from() -> None:
+    claim = yaml.safe_load(planned("phase2").one(COMMAND, "postgres-adopt-data")["inputs"]["stdin"])
+    assert claim["metadata"]["name"] == "pg-1"
+    assert claim["metadata"]["labels"]["cnpg.io/cluster"] == "pg"
+    assert claim["metadata"]["annotations"]["cnpg.io/nodeSerial"] == "1"
+    assert "ownerReferences" not in claim["metadata"]
+    assert claim["spec"]["volumeName"] == "blueprint-postgres-pg-1"
+
+
+FAKE_KUBECTL = """\
+echo "$*" >> "$CALLS"
+case "$*" in
+  *" get clusters.postgresql.cnpg.io "*) [ -f "$CLUSTER_EXISTS" ] ;;
+  *" apply "*) cat > "$APPLIED" ;;
+esac
+"""
+
+
+@pytest.fixture
+def adoption(tmp_path: Path) -> dict[str, str]:
+    fake_command(tmp_path / "bin", "kubectl", FAKE_KUBECTL)
+    fake_command(tmp_path / "bin", "kind", 'echo "apiVersion: v1 # $*"\n')
+    return {
+        "BIN": str(tmp_path / "bin"),
+        "CALLS": str(tmp_path / "calls"),
+        "APPLIED": str(tmp_path / "applied"),
+        "CLUSTER_EXISTS": str(tmp_path / "cluster-exists"),
+        "PGDATA_DIR": str(tmp_path / "volume" / "pgdata"),
+    }
+
+
+def adopt(env: dict[str, str]) -> str:
+    done = run_script(planned("phase2").one(COMMAND, "postgres-adopt-data"), "create", path_prefix=Path(env["BIN"]), env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def test_an_empty_volume_is_left_to_initdb(adoption: dict[str, str]) -> None:
+    assert "initialises a new cluster" in adopt(adoption)
+    assert not Path(adoption["CALLS"]).exists()
+
+
+def test_preserved_data_without_a_cluster_is_adopted(adoption: dict[str, str]) -> None:
+    Path(adoption["PGDATA_DIR"]).mkdir(parents=True)
+    adopt(adoption)
+    assert yaml.safe_load(Path(adoption["APPLIED"]).read_text())["metadata"]["annotations"]["cnpg.io/nodeSerial"] == "1"
+
+
+def test_a_running_cluster_is_not_adopted_again(adoption: dict[str, str]) -> None:
+    Path(adoption["PGDATA_DIR"]).mkdir(parents=True)
+    Path(adoption["CLUSTER_EXISTS"]).touch()
+    adopt(adoption)
+    assert not Path(adoption["APPLIED"]).exists()
+
+
+def test_passwords_never_appear_in_the_plan() -> None:
+    assert "stand-in-password" not in planned("phase2").to_json()
+
+
+def test_postgres_host_is_the_read_write_service() -> None:
+    assert planned("phase2").outputs["postgresHost"]["value"] == f"{pg.CLUSTER}-rw.postgres.svc.cluster.local"

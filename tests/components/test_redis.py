@@ -1,0 +1,42 @@
+"""Redis: one persistent, password-protected Valkey from the official chart."""
+
+from __future__ import annotations
+
+import versions
+from components.redis import PASSWORD_KEY
+from tests.plans import planned
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def values() -> dict[str, object]:
+    return dict(planned("phase2").one(RELEASE, "redis-chart")["inputs"]["values"])
+
+
+def test_the_official_valkey_chart_and_image_are_pinned() -> None:
+    inputs = planned("phase2").one(RELEASE, "redis-chart")["inputs"]
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]["repo"]) == (
+        "valkey",
+        versions.VALKEY_CHART_VERSION,
+        versions.VALKEY_CHART_REPO,
+    )
+    assert inputs["values"]["image"] == {"tag": versions.VALKEY_IMAGE_TAG}
+
+
+def test_the_default_user_needs_the_password_from_our_secret() -> None:
+    auth = values()["auth"]
+    assert auth == {
+        "enabled": True,
+        "usersExistingSecret": "valkey-auth",
+        "aclUsers": {"default": {"passwordKey": PASSWORD_KEY, "permissions": "~* &* +@all"}},
+    }
+    secret = planned("phase2").one("kubernetes:core/v1:Secret", "redis-auth")["inputs"]
+    assert secret["stringData"] == {PASSWORD_KEY: "[secret]"}
+
+
+def test_data_persists_on_the_static_volume_with_the_append_only_file() -> None:
+    result = planned("phase2")
+    assert values()["dataStorage"] == {"enabled": True, "persistentVolumeClaimName": "valkey-data"}
+    assert "appendonly yes" in str(values()["valkeyConfig"])
+    claim = result.one("kubernetes:core/v1:PersistentVolumeClaim", "redis-data")["inputs"]["spec"]
+    assert claim["volumeName"] == "blueprint-redis-valkey-data"

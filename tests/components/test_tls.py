@@ -1,0 +1,43 @@
+"""TLS: a CA, a wildcard certificate, and the Secrets the platform's listeners look up."""
+
+from __future__ import annotations
+
+from components.tls import CA_SECRET, LISTENER_SECRETS
+from stacks import outputs
+from tests.plans import COMMAND, planned
+
+
+def test_the_wildcard_certificate_covers_the_domain_and_its_subdomains() -> None:
+    request = planned("dev", domain="lab.example.org").one("tls:index/certRequest:CertRequest", "tls-wildcard-request")
+    assert request["inputs"]["dnsNames"] == ["*.lab.example.org", "lab.example.org"]
+
+
+def test_it_is_signed_by_our_ca() -> None:
+    result = planned("phase2")
+    assert result.one("tls:index/selfSignedCert:SelfSignedCert", "tls-ca")["inputs"]["isCaCertificate"] is True
+    cert = result.one("tls:index/locallySignedCert:LocallySignedCert", "tls-wildcard")
+    assert cert["inputs"]["caPrivateKeyPem"] == "[secret]"
+
+
+def test_every_listener_secret_exists_in_gitlabs_namespace() -> None:
+    result = planned("phase2")
+    for name in ("gitlab-wildcard-tls", "registry-tls", "kas-tls", "minio-tls", "gitlab-tls"):
+        assert name in LISTENER_SECRETS
+    for name in LISTENER_SECRETS:
+        inputs = result.one("kubernetes:core/v1:Secret", f"tls-{name}")["inputs"]
+        assert (inputs["type"], inputs["metadata"]["name"], inputs["metadata"]["namespace"]) == (
+            "kubernetes.io/tls",
+            name,
+            "gitlab",
+        )
+        assert inputs["stringData"] == {"tls.crt": "[secret]", "tls.key": "[secret]"}
+
+
+def test_the_ca_is_an_output_a_secret_for_pods_and_a_file_to_trust() -> None:
+    result = planned("phase2")
+    assert result.outputs[outputs.CA_CERT_PEM]["secret"] is False
+    assert "BEGIN CERTIFICATE" in result.outputs[outputs.CA_CERT_PEM]["value"]
+    assert result.one("kubernetes:core/v1:Secret", "tls-ca-secret")["inputs"]["metadata"]["name"] == CA_SECRET
+    ca_file = result.one(COMMAND, "tls-ca-file")["inputs"]
+    assert ca_file["environment"]["CA_FILE"] == result.outputs[outputs.CA_CERT_FILE]["value"]
+    assert "BEGIN CERTIFICATE" in ca_file["stdin"]

@@ -1,0 +1,104 @@
+"""phase2's wiring: phase1's outputs through the StackReference, one explicit Kubernetes provider,
+what runs beside Postgres, and no secret in the plain."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from cli.plan import Plan, ProgramFailed, _run, stack_config
+from stacks import outputs
+from stacks.config import PROJECT_DIR
+from tests.plans import planned
+
+
+def test_phase2_reads_phase1_through_its_stack_reference() -> None:
+    [reference] = planned("phase2").find("pulumi:pulumi:StackReference")
+    assert reference["inputs"]["name"] == "organization/blueprint/phase1"
+
+
+def test_every_kubernetes_resource_uses_the_provider_built_from_phase1s_kubeconfig() -> None:
+    result = planned("phase2")
+    provider = result.one("pulumi:providers:kubernetes", "kubernetes")
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
+    assert provider["inputs"]["deleteUnreachable"] == "true"
+    kubernetes = [r for r in result.resources if r["custom"] and r["type"].startswith("kubernetes:")]
+    assert kubernetes
+    for resource in kubernetes:
+        assert resource["provider"] == f"{provider['urn']}::kubernetes-id", resource["urn"]
+
+
+def test_phase2_exports_what_phase3_reads() -> None:
+    result = planned("phase2")
+    assert set(result.outputs) == set(outputs.PHASE2)
+    assert result.outputs[outputs.OPENBAO_ROOT_TOKEN] == {"secret": True}
+
+
+def ancestors(result: Plan, urn: str) -> set[str]:
+    """Everything `urn` waits for: dependencies, their dependencies, ..."""
+    by_urn = {r["urn"]: r for r in result.resources}
+    seen: set[str] = set()
+    todo = list(by_urn[urn]["dependsOn"])
+    while todo:
+        current = todo.pop()
+        if current not in seen and current in by_urn:
+            seen.add(current)
+            todo.extend(by_urn[current]["dependsOn"])
+    return seen
+
+
+def urns(result: Plan, pairs: Iterable[tuple[str, str]]) -> list[str]:
+    return [result.one(type_, name)["urn"] for type_, name in pairs]
+
+
+@pytest.mark.parametrize(
+    ("type_", "name"),
+    [
+        ("kubernetes:helm.sh/v3:Release", "redis-chart"),
+        ("kubernetes:apps/v1:Deployment", "minio-server"),
+        ("kubernetes:batch/v1:Job", None),
+        ("kubernetes:core/v1:Secret", "tls-gitlab-tls"),
+        ("kubernetes:helm.sh/v4:Chart", "gateway-crds-chart"),
+    ],
+)
+def test_what_does_not_need_postgres_starts_beside_it(type_: str, name: str | None) -> None:
+    result = planned("phase2")
+    [resource] = result.find(type_, name)
+    postgres = urns(
+        result,
+        [
+            ("kubernetes:postgresql.cnpg.io/v1:Cluster", "postgres-cluster"),
+            ("kubernetes:helm.sh/v3:Release", "postgres-operator"),
+        ],
+    )
+    assert not set(postgres) & ancestors(result, resource["urn"]), resource["urn"]
+
+
+def test_no_generated_secret_appears_in_the_plan() -> None:
+    text = planned("phase2").to_json()
+    for stand_in in ("stand-in-password", "stand-in-secret", "stand-in-token", "stand-in-key", "PRIVATE KEY"):
+        assert stand_in not in text
+
+
+def test_a_missing_phase1_output_is_refused_naming_it_and_the_fix() -> None:
+    phase1 = planned("phase1")
+    partial: dict[str, tuple[Any, bool]] = {k: v for k, v in phase1.raw_outputs.items() if k != outputs.KUBECONFIG}
+    upstream = {"phase1": Plan(phase1.project, "phase1", [], {}, partial)}
+    config, secret_keys = stack_config("phase2")
+    with pytest.raises(ProgramFailed) as failed:
+        _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", upstream)
+    message = str(failed.value.cause)
+    assert "reads kubeconfig from stack 'phase1'" in message
+    assert "pulumi up -s phase1" in message
+    assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"]
+
+
+def test_the_dev_stack_plans_the_cluster_and_the_platform_in_one_graph() -> None:
+    dev = planned("dev")
+    assert dev.find("command:local:Command", "kind-cluster")
+    assert dev.find("kubernetes:postgresql.cnpg.io/v1:Cluster", "postgres-cluster")
+    assert not dev.find("pulumi:pulumi:StackReference")
+    cluster = dev.one("command:local:Command", "kind-cluster")["urn"]
+    assert cluster in dev.one("pulumi:providers:kubernetes", "kubernetes")["dependsOn"]
