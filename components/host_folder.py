@@ -38,7 +38,8 @@ mkdir -p "$FOLDER"
 printf '%s\\n' "$OWNER" > "$marker"
 for sub in $SUBFOLDERS; do
   mkdir -p "$FOLDER/$sub"
-  chmod "$SUBFOLDER_MODE" "$FOLDER/$sub"
+  # A pod may have taken the folder over (chown to its own user): then its mode is the pod's business.
+  chmod "$SUBFOLDER_MODE" "$FOLDER/$sub" 2>/dev/null || [ ! -O "$FOLDER/$sub" ]
 done
 """
 """Create the folder and its subfolders and claim them; refuse a folder that holds anything else."""

@@ -149,3 +149,20 @@ def test_preserve_data_change_updates_the_data_folder_in_place() -> None:
     assert keep["inputs"]["delete"] != wipe["inputs"]["delete"]
     assert "delete" not in keep["replaceOnChanges"]
     assert keep["inputs"]["update"] == keep["inputs"]["create"]
+
+
+def test_a_volume_folder_a_pod_took_over_does_not_fail_the_next_up(data_dir: Path) -> None:
+    command = planned("phase2").one(COMMAND, "storage-platform-folder")
+    folder = data_dir / "platform"
+    assert run_script(command, "create", env={"FOLDER": str(folder)}).returncode == 0
+    taken = folder / "volumes" / "redis" / "valkey-data"
+    os.chown(taken, 999, 999)  # what a chart's init container may do
+    done = run_script(command, "update", env={"FOLDER": str(folder)})
+    assert done.returncode == 0, done.stderr
+
+
+def test_volume_folders_are_created_world_writable(data_dir: Path) -> None:
+    command = planned("phase2").one(COMMAND, "storage-platform-folder")
+    folder = data_dir / "platform"
+    assert run_script(command, "create", env={"FOLDER": str(folder)}).returncode == 0
+    assert (folder / "volumes" / "postgres" / "pg-1").stat().st_mode & 0o777 == 0o777
