@@ -51,3 +51,20 @@ OPENBAO_CHART_VERSION = "0.29.2"
 OPENBAO_CHART_REPO = "https://openbao.github.io/openbao-helm"
 # The chart's appVersion. Its default `file` storage is gone in 2.7; blueprint sets postgresql.
 OPENBAO_IMAGE_TAG = "2.6.2"
+
+# GitLab chart 10.1.1 = GitLab 19.1 (CHANGELOG: 10.1.1, 2026-06-23). Since 10.0 it has no bundled
+# PostgreSQL, Redis or MinIO, and ships Envoy Gateway 1.8.1 for the Gateway API.
+# renovate: datasource=helm registryUrl=https://charts.gitlab.io/ depName=gitlab
+GITLAB_CHART_VERSION = "10.1.1"
+GITLAB_CHART_REPO = "https://charts.gitlab.io/"
+# Runner chart 0.90.x ships runner 19.1 (the chart minor follows the runner minor: 0.49 = 15.8, so
+# 19.1 = 0.90; GitLab's chart moved its bundled runner to 0.90.1 in 10.1.2). The old blueprint's
+# 0.71.0 is runner 17.6, which predates GitLab 19's runner API and token handling.
+# renovate: datasource=helm registryUrl=https://charts.gitlab.io/ depName=gitlab-runner
+GITLAB_RUNNER_CHART_VERSION = "0.90.1"
+# The default image of CI jobs that name none.
+# renovate: datasource=docker depName=alpine
+JOB_DEFAULT_IMAGE = "alpine:3.22"
+# Keeps every node's /etc/hosts naming the gateway, so containerd can pull from GitLab's registry.
+# renovate: datasource=docker depName=busybox
+NODE_HOSTS_IMAGE = "busybox:1.37.0"

@@ -207,7 +207,14 @@ def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]
     if typ in ("tls:index/selfSignedCert:SelfSignedCert", "tls:index/locallySignedCert:LocallySignedCert"):
         return {"certPem": _pem("CERTIFICATE", name)}
     if typ == "pulumi-python:dynamic/blueprint:HostSecret":
+        if inputs.get("kind") == "ssh-host-keys":
+            files = [f"ssh_host_{kind}_key{suffix}" for kind in ("rsa", "ecdsa", "ed25519") for suffix in ("", ".pub")]
+            return {"value": json.dumps({file: f"stand-in-secret-{name}-{file}" for file in files})}
+        if inputs.get("kind") == "ca-key":
+            return {"value": _pem("EC PRIVATE KEY", name)}
         return {"value": f"stand-in-secret-{name}"}
+    if typ == "pulumi-python:dynamic/gitlab:AdminToken":
+        return {}
     if typ == "pulumi-python:dynamic/openbao:Init":
         return {"root_token": f"stand-in-token-{name}", "unseal_keys": [f"stand-in-key-{name}"]}
     return {}

@@ -53,12 +53,16 @@ if [ "$(cat "$FOLDER/{OWNER_MARKER}" 2>/dev/null)" != "$OWNER" ]; then
   echo "blueprint: not removing $FOLDER: its {OWNER_MARKER} does not name $OWNER" >&2
   exit 1
 fi
-rm -rf -- "$FOLDER" 2>/dev/null
-if [ -e "$FOLDER" ]; then
+# The owner marker goes last, so a wipe that fails half-way can be run again.
+find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" -delete 2>/dev/null
+if [ -n "$(find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" 2>/dev/null | head -n 1)" ]; then
   echo "blueprint: removing files owned by pod users in $FOLDER through a one-shot container" >&2
   docker run --rm --network none --user 0 -v "$FOLDER:/blueprint-data" \\
-    --entrypoint find "$WIPE_IMAGE" /blueprint-data -mindepth 1 -delete
-  rm -rf -- "$FOLDER"
+    --entrypoint find "$WIPE_IMAGE" /blueprint-data -mindepth 1 ! -path /blueprint-data/{OWNER_MARKER} -delete
+fi
+if [ -z "$(find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" 2>/dev/null | head -n 1)" ]; then
+  rm -f -- "$FOLDER/{OWNER_MARKER}"
+  rmdir -- "$FOLDER"
 fi
 if [ -e "$FOLDER" ]; then
   echo "blueprint: could not remove $FOLDER; remove it by hand: sudo rm -rf '$FOLDER'" >&2

@@ -133,6 +133,10 @@ class Minio(pulumi.ComponentResource):
     """Root user (secret)."""
     secret_key: pulumi.Output[str]
     """Root password (secret)."""
+    host_port: str
+    """In-cluster host:port of the S3 API."""
+    buckets: k8s.batch.v1.Job
+    """Completes once every bucket exists: what uses the buckets waits for this."""
 
     def __init__(self, name: str, args: MinioArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Minio", name, None, opts)
@@ -173,13 +177,14 @@ class Minio(pulumi.ComponentResource):
             opts=child,
         )
         host = f"{NAME}.{args.namespace}.svc.cluster.local"
-        k8s.batch.v1.Job(
+        self.buckets = k8s.batch.v1.Job(
             f"{name}-buckets",
             metadata=k8s.meta.v1.ObjectMetaArgs(namespace=namespace.metadata.name, labels=labels),
             spec=as_input(buckets_job_spec(args, f"{NAME}-root", host)),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[server, service])),
         )
-        self.endpoint = pulumi.Output.concat("http://", host, f":{API_PORT}")
+        self.host_port = f"{host}:{API_PORT}"
+        self.endpoint = pulumi.Output.concat("http://", self.host_port)
         self.access_key = user.value
         self.secret_key = password.value
         self.register_outputs({"endpoint": self.endpoint, "access_key": self.access_key, "secret_key": self.secret_key})

@@ -68,6 +68,8 @@ def openbao_values(args: OpenBaoArgs, storage_secret: str) -> dict[str, Any]:
         "injector": {"enabled": False},
         "server": {
             "image": {"tag": versions.OPENBAO_IMAGE_TAG},
+            # The chart's default, OnDelete, never rolls the pod and makes Helm skip waiting for it.
+            "updateStrategyType": "RollingUpdate",
             "standalone": {"enabled": True, "config": SERVER_CONFIG},
             "dataStorage": {"enabled": False},
             "extraSecretEnvironmentVars": [

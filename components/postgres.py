@@ -121,8 +121,11 @@ fi
 kubeconfig=$(mktemp)
 trap 'rm -f "$kubeconfig"' EXIT
 kind get kubeconfig --name "$KIND_CLUSTER_NAME" > "$kubeconfig"
-if kubectl --kubeconfig "$kubeconfig" -n "$NAMESPACE" get clusters.postgresql.cnpg.io {CLUSTER} >/dev/null 2>&1; then
+if found=$(kubectl --kubeconfig "$kubeconfig" -n "$NAMESPACE" get clusters.postgresql.cnpg.io {CLUSTER} -o name 2>&1); then
   exit 0
+elif ! printf '%s' "$found" | grep -q NotFound; then
+  echo "blueprint: cannot tell whether the Postgres cluster exists: $found" >&2
+  exit 1
 fi
 echo "blueprint: adopting the PostgreSQL data at $PGDATA_DIR (claim {CLUSTER}-1 made before the Cluster)" >&2
 kubectl --kubeconfig "$kubeconfig" apply --server-side --field-manager=blueprint -f -

@@ -60,6 +60,8 @@ class Redis(pulumi.ComponentResource):
     """The `default` user's password (secret)."""
     secret_name: pulumi.Output[str]
     """The Secret holding the password under PASSWORD_KEY, in the Redis namespace."""
+    release: k8s.helm.v3.Release
+    """Ready once Valkey answers: what needs Redis waits for this."""
 
     def __init__(self, name: str, args: RedisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Redis", name, None, opts)
@@ -78,7 +80,7 @@ class Redis(pulumi.ComponentResource):
             spec=as_input(claim_spec(args.volume)),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.volume_resource])),
         )
-        k8s.helm.v3.Release(
+        self.release = k8s.helm.v3.Release(
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(
                 name=RELEASE,

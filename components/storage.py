@@ -85,9 +85,9 @@ def persistent_volume(args: StorageArgs, volume: Volume) -> dict[str, Any]:
     }
 
 
-def as_input(spec: dict[str, Any]) -> Any:
-    """A spec built as a plain camelCase dict, passed where the SDK types a TypedDict: the wire
-    format is the same, and the plan shows exactly this dict.
+def as_input(spec: object) -> Any:
+    """A spec built as plain camelCase dicts and lists, passed where the SDK types a TypedDict:
+    the wire format is the same, and the plan shows exactly this value.
     """
     return spec
 

@@ -1,6 +1,9 @@
 """The platform's own CA and its wildcard certificate, and the Secrets that carry them.
 
-pulumi-tls mints a CA and a certificate for `*.<domain>` and `<domain>`. The certificate and key go
+pulumi-tls mints a CA and a certificate for `*.<domain>` and `<domain>`. The CA's private key is
+generated once into the data folder (`providers/host_secret.py`), like the other secrets that must
+outlive a stack: after a destroy and a new `up` the CA certificate is issued again with the same
+subject and key, so the copy a user already trusts still verifies the new certificates. The certificate and key go
 into one `kubernetes.io/tls` Secret per name the platform's listeners look up: GitLab chart 10.x's
 Gateway listeners take fixed, un-prefixed names in its namespace (`gitlab-on-kind.md` section 2),
 and the old blueprint's names are kept beside them. The CA certificate (public) goes into a Secret
@@ -15,6 +18,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 from pulumi_command import local
+
+from providers.host_secret import HostSecret, HostSecretArgs
 
 LISTENER_SECRETS = (
     "gitlab-wildcard-tls",
@@ -47,6 +52,8 @@ class TlsArgs:
     """Host path the CA certificate is written to."""
     ca_folder: pulumi.Resource
     """What creates the folder of `ca_file`."""
+    ca_key_file: str
+    """Host path of the CA's private key (0600, under the data folder)."""
 
 
 def dns_names(domain: str) -> list[str]:
@@ -59,15 +66,21 @@ class Tls(pulumi.ComponentResource):
     ca_cert_pem: pulumi.Output[str]
     """The CA certificate, PEM (public)."""
     ca_file: pulumi.Output[str]
-    """Where the CA certificate is on the host."""
+    """Where the CA certificate is on the host (written before this output resolves)."""
+    secrets: list[k8s.core.v1.Secret]
+    """The listener Secrets and the CA Secret: what reads them waits for these."""
 
     def __init__(self, name: str, args: TlsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Tls", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        ca_key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
+        ca_key = HostSecret(
+            f"{name}-ca-key",
+            HostSecretArgs(path=args.ca_key_file, kind="ca-key"),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.ca_folder])),
+        )
         ca = tls.SelfSignedCert(
             f"{name}-ca",
-            private_key_pem=ca_key.private_key_pem,
+            private_key_pem=ca_key.value,
             is_ca_certificate=True,
             subject=tls.SelfSignedCertSubjectArgs(common_name=f"blueprint CA ({args.domain})", organization="blueprint"),
             validity_period_hours=CA_VALIDITY_HOURS,
@@ -85,7 +98,7 @@ class Tls(pulumi.ComponentResource):
         cert = tls.LocallySignedCert(
             f"{name}-wildcard",
             cert_request_pem=request.cert_request_pem,
-            ca_private_key_pem=ca_key.private_key_pem,
+            ca_private_key_pem=ca_key.value,
             ca_cert_pem=ca.cert_pem,
             validity_period_hours=CERT_VALIDITY_HOURS,
             early_renewal_hours=EARLY_RENEWAL_HOURS,
@@ -94,7 +107,7 @@ class Tls(pulumi.ComponentResource):
         )
         # The chain (certificate, then CA) lets clients that do not hold the CA yet still verify it.
         chain = pulumi.Output.concat(cert.cert_pem, ca.cert_pem)
-        for secret_name in LISTENER_SECRETS:
+        self.secrets = [
             k8s.core.v1.Secret(
                 f"{name}-{secret_name}",
                 metadata={"name": secret_name, "namespace": args.namespace},
@@ -102,13 +115,16 @@ class Tls(pulumi.ComponentResource):
                 string_data={"tls.crt": chain, "tls.key": key.private_key_pem},
                 opts=child,
             )
-        k8s.core.v1.Secret(
+            for secret_name in LISTENER_SECRETS
+        ]
+        ca_secret = k8s.core.v1.Secret(
             f"{name}-ca-secret",
             metadata={"name": CA_SECRET, "namespace": args.namespace},
             string_data={CA_SECRET_KEY: ca.cert_pem},
             opts=child,
         )
-        local.Command(
+        self.secrets.append(ca_secret)
+        ca_file = local.Command(
             f"{name}-ca-file",
             create=WRITE_CA_SCRIPT,
             update=WRITE_CA_SCRIPT,
@@ -118,5 +134,7 @@ class Tls(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.ca_folder])),
         )
         self.ca_cert_pem = ca.cert_pem
-        self.ca_file = pulumi.Output.from_input(args.ca_file)
+        # Resolves once the file is written: what reads the file (the token seeding, the GitLab
+        # provider) depends on the command through this output.
+        self.ca_file = ca_file.stdout.apply(lambda _: args.ca_file)
         self.register_outputs({"ca_cert_pem": self.ca_cert_pem, "ca_file": self.ca_file})

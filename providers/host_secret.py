@@ -24,21 +24,91 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = ("path", "length", "provider_version")
+INPUTS = ("path", "kind", "length", "provider_version")
 ALPHABET = string.ascii_letters + string.digits
 """Letters and digits: safe in URLs, YAML, INI files and shell words alike."""
 
 
-def generate(length: int) -> str:
+def generate_password(length: int) -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(length))
 
 
-def ensure(path: Path, length: int) -> str:
+def generate_gitlab_rails_secrets(_length: int) -> str:
+    """GitLab's `secrets.yml`, every field its shared-secrets job would generate (chart 10.x
+    templates/shared-secrets/_generate_secrets.sh.tpl): 128 hex digits per key base, an RSA-2048
+    OpenID Connect signing key, and the Active Record encryption keys (lists) and salt.
+    """
+    import yaml
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
+    production = {
+        "secret_key_base": secrets.token_hex(64),
+        "otp_key_base": secrets.token_hex(64),
+        "db_key_base": secrets.token_hex(64),
+        "encrypted_settings_key_base": secrets.token_hex(64),
+        "openid_connect_signing_key": signing_key.decode(),
+        "active_record_encryption_primary_key": [generate_password(32)],
+        "active_record_encryption_deterministic_key": [generate_password(32)],
+        "active_record_encryption_key_derivation_salt": generate_password(32),
+    }
+    return yaml.safe_dump({"production": production}, sort_keys=False)
+
+
+def generate_ssh_host_keys(_length: int) -> str:
+    """SSH host keys for gitlab-shell, as JSON {file name: content}: the files the chart's
+    `global.shell.hostKeys.secret` holds (ssh_host_<type>_key and .pub).
+    """
+    import json
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+
+    keys: dict[str, PrivateKeyTypes] = {
+        "rsa": rsa.generate_private_key(public_exponent=65537, key_size=3072),
+        "ecdsa": ec.generate_private_key(ec.SECP256R1()),
+        "ed25519": ed25519.Ed25519PrivateKey.generate(),
+    }
+    files = {}
+    for kind, key in keys.items():
+        files[f"ssh_host_{kind}_key"] = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        ).decode()
+        public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        files[f"ssh_host_{kind}_key.pub"] = public.decode() + "\n"
+    return json.dumps(files, sort_keys=True)
+
+
+def generate_ca_key(_length: int) -> str:
+    """An ECDSA P-256 private key, PEM (SEC1), for the platform CA."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return (
+        ec.generate_private_key(ec.SECP256R1())
+        .private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption())
+        .decode()
+    )
+
+
+GENERATORS = {
+    "ca-key": generate_ca_key,
+    "password": generate_password,
+    "gitlab-rails-secrets": generate_gitlab_rails_secrets,
+    "ssh-host-keys": generate_ssh_host_keys,
+}
+
+
+def ensure(path: Path, kind: str, length: int) -> str:
     """The value in `path`, generated and written (0600, atomically) when the file is missing."""
     if path.exists():
         return path.read_text().strip()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    value = generate(length)
+    value = GENERATORS[kind](length)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(descriptor, "w") as handle:
@@ -60,6 +130,8 @@ class HostSecretProvider(ResourceProvider):
         length = news.get("length")
         if not isinstance(length, int | float) or int(length) < 16:
             failures.append(CheckFailure("length", f"expected an integer >= 16, got {length!r}"))
+        if news.get("kind", "password") not in GENERATORS:
+            failures.append(CheckFailure("kind", f"expected one of {sorted(GENERATORS)}, got {news.get('kind')!r}"))
         return CheckResult(news, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -67,7 +139,7 @@ class HostSecretProvider(ResourceProvider):
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
     def _outs(self, props: dict[str, Any]) -> dict[str, Any]:
-        value = ensure(Path(str(props["path"])), int(props["length"]))
+        value = ensure(Path(str(props["path"])), str(props.get("kind") or "password"), int(props["length"]))
         return {**{key: props.get(key) for key in INPUTS}, "value": value}
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -90,16 +162,20 @@ class HostSecretProvider(ResourceProvider):
 class HostSecretArgs:
     path: pulumi.Input[str]
     """Absolute path of the 0600 file under the data folder."""
+    kind: str = "password"
+    """What to generate: "password" (letters and digits), "gitlab-rails-secrets" (secrets.yml),
+    "ssh-host-keys" (JSON of key files), "ca-key" (an ECDSA P-256 key, PEM)."""
     length: int = 40
+    """The password's length."""
 
 
 class HostSecret(pulumi.dynamic.Resource, module="blueprint", name="HostSecret"):
-    """A random letters-and-digits value kept in a file under the data folder."""
+    """A generated secret kept in a file under the data folder."""
 
     value: pulumi.Output[str]
     """The value (secret)."""
 
     def __init__(self, name: str, args: HostSecretArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        props = {"path": args.path, "length": args.length, "provider_version": PROVIDER_VERSION, "value": None}
+        props = {"path": args.path, "kind": args.kind, "length": args.length, "provider_version": PROVIDER_VERSION, "value": None}
         secret = pulumi.ResourceOptions(additional_secret_outputs=["value"])
         super().__init__(HostSecretProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

@@ -8,6 +8,7 @@ secret lives in OpenBao's storage, which `preserveData` keeps or wipes with the 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,8 +44,19 @@ def write(props: dict[str, Any]) -> dict[str, Any]:
     """Store `data` at `mount`/`path` unless it is there already; return the outputs."""
     data = {key: str(value) for key, value in dict(props["data"]).items()}
     if current(props) != data:
+        import hvac.exceptions
+
         client = _client(str(props["address"]), str(props["token"]))
-        client.secrets.kv.v2.create_or_update_secret(path=props["path"], secret=data, mount_point=props["mount"])
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.secrets.kv.v2.create_or_update_secret(path=props["path"], secret=data, mount_point=props["mount"])
+                break
+            except hvac.exceptions.InvalidRequest as error:
+                # A KV v2 mount answers this for a moment after it is enabled.
+                if "Upgrading from non-versioned to versioned data" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(1)
     return {key: props.get(key) for key in INPUTS}
 
 

@@ -54,9 +54,20 @@ POSTGRES_HOST = "postgresHost"
 REDIS_HOST = "redisHost"
 MINIO_ENDPOINT = "minioEndpoint"
 
+GITLAB_URL = "gitlabUrl"
+REGISTRY_HOST = "registryHost"
+ADMIN_TOKEN = "adminToken"
+"""root's personal access token (secret): phase3's GitLab provider uses it."""
+GITLAB_ROOT_PASSWORD = "gitlabRootPassword"
+"""The initial root password (secret)."""
+APPS_NAMESPACE = "appsNamespace"
+"""Where CI deploys the apps."""
+DEPLOY_TOKEN_SECRET = "deployTokenSecret"
+"""The Secret, in APPS_NAMESPACE, holding the token of the account CI deploys with."""
+
 PHASE2 = (
     CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ROOT_TOKEN, POSTGRES_HOST, REDIS_HOST,
-    MINIO_ENDPOINT,
+    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN, GITLAB_ROOT_PASSWORD, APPS_NAMESPACE, DEPLOY_TOKEN_SECRET,
 )  # fmt: skip
 """Everything phase2 exports."""
 

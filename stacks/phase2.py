@@ -1,8 +1,9 @@
-"""phase2, part 1: the data and secrets half of the platform, on the phase1 cluster.
+"""phase2: the platform on the phase1 cluster.
 
 Gateway API CRDs, stable storage, Postgres, Redis, MinIO, OpenBao (initialised, unsealed, holding
-every generated credential) and TLS. What does not need Postgres (TLS, Redis, MinIO, the CRDs)
-starts beside it; OpenBao waits for its database, and the KV writes for OpenBao.
+every generated credential), TLS, then GitLab, its admin token and its Runner. The slowest chain
+is Postgres -> GitLab -> token -> runner; everything else starts beside it: TLS, Redis, MinIO and
+the CRDs beside Postgres, OpenBao beside GitLab, cluster DNS and node registry access at once.
 """
 
 from __future__ import annotations
@@ -11,17 +12,28 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
+import pulumi_gitlab as gitlab
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
 import versions
+from components import gitlab as gl
+from components import kind_cluster
 from components import postgres as pg
+from components import tls as tls_component
+from components.ci_access import CiAccess, CiAccessArgs
+from components.cluster_dns import ClusterDns, ClusterDnsArgs
 from components.gateway_crds import GatewayCrds, GatewayCrdsArgs
+from components.gitlab import GitLab, GitLabArgs
 from components.minio import Minio, MinioArgs
+from components.node_registry import NodeRegistry, NodeRegistryArgs
 from components.openbao import OpenBao, OpenBaoArgs
 from components.postgres import Postgres, PostgresArgs
 from components.redis import Redis, RedisArgs
+from components.runner import Runner, RunnerArgs
 from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume
 from components.tls import Tls, TlsArgs
+from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 from stacks import outputs
 from stacks.config import load_phase2
@@ -44,8 +56,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     node_folder = f"{inputs[outputs.NODE_DATA_PATH]}/{PLATFORM_SUBDIR}"
     secrets_folder = f"{host_folder}/secrets"
 
-    # Explicit, never ambient. delete_unreachable: phase2 can still be destroyed once the cluster is gone.
-    provider = k8s.Provider("kubernetes", kubeconfig=inputs[outputs.KUBECONFIG], delete_unreachable=True)
+    # Explicit, never ambient. To destroy phase2 after its cluster is gone, set
+    # PULUMI_K8S_DELETE_UNREACHABLE=true for that one command: always on, a stopped Docker would
+    # make a destroy forget resources that still exist.
+    provider = k8s.Provider("kubernetes", kubeconfig=inputs[outputs.KUBECONFIG])
     on_cluster = pulumi.ResourceOptions(providers=[provider])
 
     storage = Storage(
@@ -60,7 +74,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         ),
         opts=on_cluster,
     )
-    GatewayCrds("gateway-crds", GatewayCrdsArgs(), opts=on_cluster)
+    gateway_crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(), opts=on_cluster)
 
     gitlab_namespace = k8s.core.v1.Namespace("gitlab-namespace", metadata={"name": GITALY_VOLUME.namespace}, opts=on_cluster)
     tls = Tls(
@@ -70,6 +84,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             namespace=gitlab_namespace.metadata.name,
             ca_file=f"{host_folder}/ca.crt",
             ca_folder=storage.folder,
+            ca_key_file=f"{secrets_folder}/platform-ca.key",
         ),
         opts=on_cluster,
     )
@@ -112,11 +127,106 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         opts=on_cluster,
     )
 
+    domain = str(inputs[outputs.DOMAIN])
+    gitlab_host, registry_host = f"gitlab.{domain}", f"registry.{domain}"
+    gitlab_nodes = {str(inputs[outputs.NODE_LABEL_KEY]): str(inputs[outputs.GITLAB_NODE_LABEL])}
+    envoy = f"{gl.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
+    platform_names = (gitlab_host, registry_host, f"kas.{domain}")
+    ClusterDns("cluster-dns", ClusterDnsArgs(names=platform_names, target=envoy), opts=on_cluster)
+    NodeRegistry(
+        "node-registry",
+        NodeRegistryArgs(
+            registry_host=registry_host,
+            names=platform_names,
+            target=envoy,
+            hosts_dir_host=str(inputs[outputs.REGISTRY_HOSTS_DIR]),
+            hosts_dir_node=f"{inputs[outputs.NODE_DATA_PATH]}/{kind_cluster.REGISTRY_HOSTS_SUBDIR}",
+            ca_pem=tls.ca_cert_pem,
+        ),
+        opts=on_cluster,
+    )
+    gitlab_release = GitLab(
+        "gitlab",
+        GitLabArgs(
+            namespace=gitlab_namespace.metadata.name,
+            domain=domain,
+            ssh_port=int(inputs[outputs.SSH_PORT]),
+            node_ports=(
+                int(inputs[outputs.GATEWAY_HTTP_NODE_PORT]),
+                int(inputs[outputs.GATEWAY_HTTPS_NODE_PORT]),
+                int(inputs[outputs.GATEWAY_SSH_NODE_PORT]),
+            ),
+            node_selector=gitlab_nodes,
+            postgres_host=postgres.host,
+            postgres_database=pg.GITLAB_DATABASE,
+            postgres_user=pg.GITLAB_ROLE,
+            postgres_password=postgres.gitlab_password,
+            redis_host=redis.host,
+            redis_password=redis.password,
+            s3_endpoint=minio.endpoint,
+            s3_access_key=minio.access_key,
+            s3_secret_key=minio.secret_key,
+            ca_secret=tls_component.CA_SECRET,
+            gitaly_volume=GITALY_VOLUME,
+            secrets_path=secrets_folder,
+            secrets_folder=storage.folder,
+            depends_on=(
+                gateway_crds.chart,
+                postgres.gitlab_database,
+                redis.release,
+                minio.buckets,
+                *tls.secrets,
+                storage.volumes[GITALY_VOLUME.key],
+            ),
+        ),
+        opts=on_cluster,
+    )
+
+    admin_token_value = pulumi.Output.concat("glpat-", random.RandomPassword("gitlab-admin-token-value", length=40, special=False).result)
+    admin_token = GitLabToken(
+        "gitlab-admin-token",
+        GitLabTokenArgs(
+            gitlab_url=f"https://{gitlab_host}",
+            ca_file=tls.ca_file,
+            token=admin_token_value,
+            kind_cluster_name=inputs[outputs.CLUSTER_NAME],
+            namespace=gitlab_namespace.metadata.name,
+            toolbox=gl.TOOLBOX,
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[gitlab_release.release]),
+    )
+    # The provider waits for the seeded token, so everything created through it does too.
+    gitlab_provider = gitlab.Provider(
+        "gitlab",
+        base_url=f"https://{gitlab_host}/api/v4/",
+        token=admin_token_value,
+        cacert_file=tls.ca_file,
+        early_auth_check=False,  # GitLab does not exist yet when the first preview runs
+        opts=pulumi.ResourceOptions(depends_on=[admin_token]),
+    )
+    Runner(
+        "runner",
+        RunnerArgs(
+            gitlab_url=f"https://{gitlab_host}",
+            gitlab_host=gitlab_host,
+            ca_pem=tls.ca_cert_pem,
+            node_label_key=str(inputs[outputs.NODE_LABEL_KEY]),
+            node_label=str(inputs[outputs.RUNNER_NODE_LABEL]),
+            s3_host=minio.host_port,
+            s3_access_key=minio.access_key,
+            s3_secret_key=minio.secret_key,
+        ),
+        opts=pulumi.ResourceOptions(providers=[provider, gitlab_provider]),
+    )
+    ci_access = CiAccess("ci-access", CiAccessArgs(), opts=on_cluster)
+
     credentials: dict[str, dict[str, pulumi.Input[str]]] = {
         "postgres/gitlab": {"username": pg.GITLAB_ROLE, "password": postgres.gitlab_password, "host": postgres.host},
         "postgres/openbao": {"username": pg.OPENBAO_ROLE, "password": postgres.openbao_password, "host": postgres.host},
         "redis": {"password": redis.password, "host": redis.host},
         "minio": {"accessKey": minio.access_key, "secretKey": minio.secret_key, "endpoint": minio.endpoint},
+        "gitlab/root": {"username": "root", "password": gitlab_release.root_password, "url": f"https://{gitlab_host}"},
+        "gitlab/bootstrap/admin_token": {"token": admin_token_value},
     }
     for path, data in credentials.items():
         OpenBaoKv(
@@ -134,4 +244,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.POSTGRES_HOST: postgres.host,
         outputs.REDIS_HOST: redis.host,
         outputs.MINIO_ENDPOINT: minio.endpoint,
+        outputs.GITLAB_URL: gitlab_release.url,
+        outputs.REGISTRY_HOST: gitlab_release.registry_host,
+        outputs.ADMIN_TOKEN: pulumi.Output.secret(admin_token_value),
+        outputs.GITLAB_ROOT_PASSWORD: gitlab_release.root_password,
+        outputs.APPS_NAMESPACE: ci_access.namespace,
+        outputs.DEPLOY_TOKEN_SECRET: ci_access.token_secret,
     }

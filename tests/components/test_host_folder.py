@@ -128,8 +128,8 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
     command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     expected = (
-        f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data "
-        f"--entrypoint find {versions.KIND_NODE_IMAGE} /blueprint-data -mindepth 1 -delete"
+        f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE} "
+        "/blueprint-data -mindepth 1 ! -path /blueprint-data/.blueprint-owner -delete"
     )
     assert calls.read_text().strip() == expected
 
@@ -141,6 +141,16 @@ def test_wipe_fails_loudly_when_the_data_folder_survives(locked_data_dir: tuple[
     done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     assert done.returncode == 1
     assert f"could not remove {data_dir}" in done.stderr
+
+
+def test_a_wipe_that_failed_half_way_can_be_run_again(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
+    data_dir, user = locked_data_dir
+    fake_command(fake_docker_dir, "docker", "exit 1\n")  # Docker is down
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
+    assert (data_dir / ".blueprint-owner").exists(), "the marker must outlive a failed wipe"
+    again = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
+    assert "does not name" not in again.stderr
 
 
 def test_preserve_data_change_updates_the_data_folder_in_place() -> None:

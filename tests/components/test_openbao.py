@@ -76,7 +76,7 @@ def test_every_generated_credential_is_written_to_the_vault_after_init() -> None
     result = planned("phase2")
     init = result.one(INIT, "openbao-init")
     writes = {r["inputs"]["path"]: r for r in result.find("pulumi-python:dynamic/openbao:KvSecret")}
-    assert set(writes) == {"postgres/gitlab", "postgres/openbao", "redis", "minio"}
+    assert set(writes) == {"postgres/gitlab", "postgres/openbao", "redis", "minio", "gitlab/root", "gitlab/bootstrap/admin_token"}
     for write in writes.values():
         assert init["urn"] in write["dependsOn"]
         assert write["inputs"]["token"] == "[secret]"

@@ -93,7 +93,9 @@ def test_the_adopted_claim_is_what_cloudnativepg_restores_from() -> None:
 FAKE_KUBECTL = """\
 echo "$*" >> "$CALLS"
 case "$*" in
-  *" get clusters.postgresql.cnpg.io "*) [ -f "$CLUSTER_EXISTS" ] ;;
+  *" get clusters.postgresql.cnpg.io "*)
+    [ -f "$CLUSTER_EXISTS" ] && exit 0
+    echo 'Error from server (NotFound): clusters.postgresql.cnpg.io "pg" not found' >&2; exit 1 ;;
   *" apply "*) cat > "$APPLIED" ;;
 esac
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.host_folder import KEEP_SCRIPT, WIPE_SCRIPT
 from components.storage import STORAGE_CLASS
 from stacks import outputs
 from stacks.phase2 import VOLUMES
@@ -56,10 +57,9 @@ def test_the_platform_folder_is_owned_by_the_phase2_stack() -> None:
 
 def test_destroy_keeps_the_platform_data_when_preserve_data_is_true() -> None:
     delete = planned("dev", preserveData="true").one(COMMAND, "storage-platform-folder")["inputs"]["delete"]
-    assert "keeping" in delete
-    assert "rm -rf" not in delete
+    assert delete == KEEP_SCRIPT
 
 
 def test_destroy_removes_the_platform_data_when_preserve_data_is_false() -> None:
     delete = planned("dev", preserveData="false").one(COMMAND, "storage-platform-folder")["inputs"]["delete"]
-    assert 'rm -rf -- "$FOLDER"' in delete
+    assert delete == WIPE_SCRIPT

@@ -41,3 +41,11 @@ def test_the_ca_is_an_output_a_secret_for_pods_and_a_file_to_trust() -> None:
     ca_file = result.one(COMMAND, "tls-ca-file")["inputs"]
     assert ca_file["environment"]["CA_FILE"] == result.outputs[outputs.CA_CERT_FILE]["value"]
     assert "BEGIN CERTIFICATE" in ca_file["stdin"]
+
+
+def test_the_ca_key_outlives_the_stack_in_the_data_folder() -> None:
+    result = planned("phase2")
+    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
+    key = result.one("pulumi-python:dynamic/blueprint:HostSecret", "tls-ca-key")
+    assert (key["inputs"]["kind"], key["inputs"]["path"]) == ("ca-key", f"{data_dir}/platform/secrets/platform-ca.key")
+    assert result.one("tls:index/selfSignedCert:SelfSignedCert", "tls-ca")["inputs"]["privateKeyPem"] == "[secret]"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import re
 import stat
 from pathlib import Path
 
 import pytest
+import yaml
 
 from providers.host_secret import PROVIDER_VERSION, HostSecretProvider
 from tests.providers.engine import as_engine_loads, outputs_of
@@ -16,8 +19,8 @@ def provider() -> HostSecretProvider:
     return as_engine_loads(HostSecretProvider())
 
 
-def props(path: Path, length: float = 40.0) -> dict[str, object]:
-    return {"path": str(path), "length": length, "provider_version": PROVIDER_VERSION}
+def props(path: Path, length: float = 40.0, kind: str = "password") -> dict[str, object]:
+    return {"path": str(path), "kind": kind, "length": length, "provider_version": PROVIDER_VERSION}
 
 
 def test_a_new_secret_is_generated_into_a_0600_file(tmp_path: Path, provider: HostSecretProvider) -> None:
@@ -58,3 +61,37 @@ def test_delete_leaves_the_file(tmp_path: Path, provider: HostSecretProvider) ->
 def test_check_refuses_a_short_or_relative_secret(provider: HostSecretProvider) -> None:
     failures = provider.check({}, {"path": "relative", "length": 8.0}).failures
     assert sorted(failure.property for failure in failures) == ["length", "path"]
+
+
+def test_gitlab_rails_secrets_have_every_field_in_gitlabs_format(tmp_path: Path, provider: HostSecretProvider) -> None:
+    text = outputs_of(provider.create(props(tmp_path / "rails", kind="gitlab-rails-secrets")))["value"]
+    production = yaml.safe_load(text)["production"]
+    for key in ("secret_key_base", "otp_key_base", "db_key_base", "encrypted_settings_key_base"):
+        assert re.fullmatch(r"[0-9a-f]{128}", production[key]), key
+    assert production["openid_connect_signing_key"].startswith("-----BEGIN RSA PRIVATE KEY-----")
+    for key in ("active_record_encryption_primary_key", "active_record_encryption_deterministic_key"):
+        [value] = production[key]
+        assert re.fullmatch(r"[A-Za-z0-9]{32}", value), key
+    assert re.fullmatch(r"[A-Za-z0-9]{32}", production["active_record_encryption_key_derivation_salt"])
+
+
+def test_ssh_host_keys_are_openssh_key_pairs(tmp_path: Path, provider: HostSecretProvider) -> None:
+    files = json.loads(outputs_of(provider.create(props(tmp_path / "keys", kind="ssh-host-keys")))["value"])
+    assert set(files) == {f"ssh_host_{kind}_key{suffix}" for kind in ("rsa", "ecdsa", "ed25519") for suffix in ("", ".pub")}
+    assert files["ssh_host_ed25519_key"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    assert files["ssh_host_ed25519_key.pub"].startswith("ssh-ed25519 ")
+
+
+def test_check_refuses_an_unknown_kind(provider: HostSecretProvider) -> None:
+    failures = provider.check({}, {"path": "/secret", "length": 40.0, "kind": "rot13"}).failures
+    assert [failure.property for failure in failures] == ["kind"]
+
+
+def test_the_ca_key_is_an_ecdsa_p256_pem(tmp_path: Path, provider: HostSecretProvider) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    pem = outputs_of(provider.create(props(tmp_path / "ca.key", kind="ca-key")))["value"]
+    key = load_pem_private_key(pem.encode(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)
+    assert key.curve.name == "secp256r1"

@@ -1,0 +1,340 @@
+"""GitLab 19 (chart 10.1.1) on the external data tier, behind its bundled Envoy Gateway.
+
+Chart facts, from the chart's own values.yaml, templates and docs (`platform-stack.md` section 1,
+`gitlab-on-kind.md`; mirror nobidev/gitlab-charts):
+
+- 10.x has no bundled PostgreSQL, Redis or MinIO: `global.psql`, `global.redis` and consolidated
+  object storage are required, each credential named by Secret. Object storage wants three
+  formats: a Fog connection for Rails, the registry's S3 driver config, and an s3cmd INI for the
+  toolbox's backups; the builders below make each from plain strings.
+- The bundled runner, cert-manager, Prometheus and GitLab's own OpenBao (an Ultimate feature,
+  unrelated to ours) are off. Gateway API CRDs come from `components/gateway_crds.py`: the
+  release skips its own, and the bundled Envoy Gateway's copy of the Gateway API safe-upgrade
+  policy, which the CRD chart already installs.
+- Envoy's Service is a NodePort on exactly the NodePorts phase1 maps from the host, with
+  `externalTrafficPolicy: Cluster` (the mapped node runs no Envoy) and a fixed name, so
+  in-cluster DNS can point `*.<domain>` at it (`components/cluster_dns.py`).
+- The rails secret and the SSH host keys are generated once into the data folder
+  (`providers/host_secret.py`): a GitLab whose rails secret changes cannot read its own database,
+  and clients would see new host keys. The chart's shared-secrets job fills in the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+import yaml
+
+import versions
+from components.minio import BUCKETS
+from components.storage import STORAGE_CLASS, Volume
+from providers.host_secret import HostSecret, HostSecretArgs
+
+RELEASE = "gitlab"
+ENVOY_SERVICE = "gitlab-envoy"
+"""Fixed name of the Envoy Service (EnvoyProxy `envoyService.name`)."""
+TOOLBOX = f"{RELEASE}-toolbox"
+"""The toolbox Deployment and its container is `toolbox`: `gitlab-rails runner` runs there."""
+REGION = "us-east-1"
+"""MinIO ignores the region, but the S3 clients want one."""
+
+PSQL_SECRET = "gitlab-postgres"
+REDIS_SECRET = "gitlab-redis"
+OBJECT_STORE_SECRET = "gitlab-object-storage"
+REGISTRY_STORAGE_SECRET = "gitlab-registry-storage"
+BACKUP_STORAGE_SECRET = "gitlab-backup-storage"
+ROOT_PASSWORD_SECRET = "gitlab-initial-root-password"
+RAILS_SECRET = "gitlab-rails-secret"
+HOST_KEYS_SECRET = "gitlab-shell-host-keys"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitLabArgs:
+    namespace: pulumi.Input[str]
+    domain: str
+    ssh_port: int
+    """Host port of SSH: what clone URLs show."""
+    node_ports: tuple[int, int, int]
+    """NodePorts of HTTP, HTTPS and SSH that phase1 maps from the host."""
+    node_selector: dict[str, str]
+    """Where GitLab's pods run (the nodes phase1 labels for GitLab)."""
+    postgres_host: pulumi.Input[str]
+    postgres_database: str
+    postgres_user: str
+    postgres_password: pulumi.Input[str]
+    redis_host: pulumi.Input[str]
+    redis_password: pulumi.Input[str]
+    s3_endpoint: pulumi.Input[str]
+    """MinIO's in-cluster endpoint, http://host:port."""
+    s3_access_key: pulumi.Input[str]
+    s3_secret_key: pulumi.Input[str]
+    ca_secret: str
+    """Secret (in the namespace) with our CA, for `global.certificates.customCAs`."""
+    gitaly_volume: Volume
+    secrets_path: str
+    """Host folder (under the data folder) for the secrets that must survive a destroy."""
+    secrets_folder: pulumi.Resource
+    """What creates that folder."""
+    depends_on: tuple[pulumi.Resource, ...] = ()
+    """What the release waits for: the CRDs, the databases, the buckets, the TLS Secrets, Gitaly's PV."""
+
+
+def fog_connection(*, endpoint: str, access_key: str, secret_key: str) -> str:
+    """Rails' object storage connection (chart examples/objectstorage/rails.minio.yaml)."""
+    return yaml.safe_dump(
+        {
+            "provider": "AWS",
+            "region": REGION,
+            "aws_access_key_id": access_key,
+            "aws_secret_access_key": secret_key,
+            "aws_signature_version": 4,
+            "endpoint": endpoint,
+            "path_style": True,
+        },
+        sort_keys=False,
+    )
+
+
+def registry_storage(*, endpoint: str, access_key: str, secret_key: str, bucket: str = "registry") -> str:
+    """The registry's S3 storage driver config (chart examples/objectstorage/registry.minio.yaml)."""
+    return yaml.safe_dump(
+        {
+            "s3": {
+                "v4auth": True,
+                "regionendpoint": endpoint,
+                "pathstyle": True,
+                "region": REGION,
+                "bucket": bucket,
+                "accesskey": access_key,
+                "secretkey": secret_key,
+                "secure": endpoint.startswith("https://"),
+            }
+        },
+        sort_keys=False,
+    )
+
+
+def backup_storage(*, endpoint: str, access_key: str, secret_key: str) -> str:
+    """The toolbox's s3cmd config for backups (chart doc/installation/migration/bundled_chart_migration.md)."""
+    host = endpoint.split("://", 1)[-1].rstrip("/")
+    https = "True" if endpoint.startswith("https://") else "False"
+    return (
+        "[default]\n"
+        f"access_key = {access_key}\n"
+        f"secret_key = {secret_key}\n"
+        f"host_base = {host}\n"
+        f"host_bucket = {host}\n"
+        f"use_https = {https}\n"
+        "bucket_location = us-east-1\n"
+    )
+
+
+def _check_buckets(names: dict[str, str]) -> dict[str, str]:
+    missing = sorted(set(names.values()) - set(BUCKETS))
+    if missing:
+        raise ValueError(f"GitLab would use buckets MinIO does not create: {missing}")
+    return names
+
+
+BUCKET_OF = _check_buckets(
+    {
+        "lfs": "git-lfs",
+        "artifacts": "gitlab-artifacts",
+        "uploads": "gitlab-uploads",
+        "packages": "gitlab-packages",
+        "externalDiffs": "gitlab-mr-diffs",
+        "terraformState": "gitlab-terraform-state",
+        "ciSecureFiles": "gitlab-ci-secure-files",
+        "dependencyProxy": "gitlab-dependency-proxy",
+    }
+)
+"""Every object type, on, in the bucket MinIO creates for it."""
+
+
+def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
+    """Envoy Gateway's EnvoyProxy spec: a NodePort Service on phase1's NodePorts (Service ports
+    equal the Gateway's listener ports 80, 443 and 22, so the patch merges on them).
+    """
+    http, https, ssh = args.node_ports
+    return {
+        "provider": {
+            "type": "Kubernetes",
+            "kubernetes": {
+                "envoyService": {
+                    "name": ENVOY_SERVICE,
+                    "type": "NodePort",
+                    "externalTrafficPolicy": "Cluster",
+                    "patch": {
+                        "type": "StrategicMerge",
+                        "value": {
+                            "spec": {
+                                "ports": [
+                                    {"port": 80, "nodePort": http},
+                                    {"port": 443, "nodePort": https},
+                                    {"port": 22, "nodePort": ssh},
+                                ]
+                            }
+                        },
+                    },
+                },
+                "envoyDeployment": {"pod": {"nodeSelector": args.node_selector}},
+            },
+        }
+    }
+
+
+def _one_replica(memory: str, cpu: str = "100m") -> dict[str, Any]:
+    return {"minReplicas": 1, "maxReplicas": 1, "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+
+
+def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> dict[str, Any]:
+    """The chart's values. Every credential is a Secret's name: the values hold no secret."""
+    app_config: dict[str, Any] = {
+        "object_store": {"enabled": True, "proxy_download": True, "connection": {"secret": OBJECT_STORE_SECRET, "key": "connection"}},
+        **{kind: {"enabled": True, "bucket": bucket} for kind, bucket in BUCKET_OF.items()},
+        "backups": {"bucket": "gitlab-backups", "tmpBucket": "tmp"},
+    }
+    return {
+        "global": {
+            "edition": "ce",
+            "hosts": {"domain": args.domain, "https": True},
+            "shell": {"port": args.ssh_port, "hostKeys": {"secret": HOST_KEYS_SECRET}},
+            "initialRootPassword": {"secret": ROOT_PASSWORD_SECRET, "key": "password"},
+            "railsSecrets": {"secret": RAILS_SECRET},
+            "psql": {
+                "host": postgres_host,
+                "port": 5432,
+                "database": args.postgres_database,
+                "username": args.postgres_user,
+                "password": {"secret": PSQL_SECRET, "key": "password"},
+            },
+            "redis": {"host": redis_host, "port": 6379, "auth": {"enabled": True, "secret": REDIS_SECRET, "key": "password"}},
+            "minio": {"enabled": False},
+            "appConfig": app_config,
+            "registry": {"bucket": "registry"},
+            "gatewayApi": {"enabled": True, "installEnvoy": True, "configureCertmanager": False},
+            "openbao": {"enabled": False},
+            "certificates": {"customCAs": [{"secret": args.ca_secret}]},
+            "nodeSelector": args.node_selector,
+        },
+        "installCertmanager": False,
+        "prometheus": {"install": False},
+        "gitlab-runner": {"install": False},
+        "postgresql": {"install": False},
+        "redis": {"install": False},
+        "gatewayApiResources": {"envoy": {"proxySpec": envoy_proxy_spec(args)}},
+        "envoy-gateway": {
+            # The CRD chart installs this policy; a second copy from this release would collide with it.
+            "crds": {"gatewayAPI": {"safeUpgradePolicy": {"enabled": False}}},
+            "deployment": {"pod": {"nodeSelector": args.node_selector}},
+            "certgen": {"job": {"nodeSelector": args.node_selector}},
+        },
+        "gitlab": {
+            "webservice": {**_one_replica("2.5Gi", "300m"), "workhorse": {"resources": {"requests": {"cpu": "50m", "memory": "100Mi"}}}},
+            "sidekiq": _one_replica("1.5Gi", "200m"),
+            "gitlab-shell": _one_replica("64Mi", "20m"),
+            "kas": _one_replica("128Mi", "20m"),
+            "toolbox": {"backups": {"objectStorage": {"config": {"secret": BACKUP_STORAGE_SECRET, "key": "config"}}}},
+            "gitaly": {
+                "persistence": {"storageClass": STORAGE_CLASS, "size": args.gitaly_volume.size, "matchLabels": {}},
+                "resources": {"requests": {"cpu": "100m", "memory": "400Mi"}},
+            },
+        },
+        "registry": {
+            "storage": {"secret": REGISTRY_STORAGE_SECRET, "key": "config", "redirect": {"disable": True}},
+            "hpa": {"minReplicas": 1, "maxReplicas": 1},
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+        },
+    }
+
+
+class GitLab(pulumi.ComponentResource):
+    """GitLab at https://gitlab.<domain>, its registry at registry.<domain>."""
+
+    url: pulumi.Output[str]
+    registry_host: pulumi.Output[str]
+    root_password: pulumi.Output[str]
+    """The initial root password (secret)."""
+    release: k8s.helm.v3.Release
+    """What waits for GitLab waits for this (Helm waits for every pod and hook)."""
+
+    def __init__(self, name: str, args: GitLabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:GitLab", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+
+        def secret(suffix: str, secret_name: str, data: dict[str, pulumi.Input[str]]) -> k8s.core.v1.Secret:
+            return k8s.core.v1.Secret(
+                f"{name}-{suffix}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=args.namespace),
+                string_data=data,
+                opts=child,
+            )
+
+        root_password = random.RandomPassword(f"{name}-root-password", length=32, special=False, opts=child)
+        after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
+        rails = HostSecret(
+            f"{name}-rails-secrets",
+            HostSecretArgs(path=f"{args.secrets_path}/gitlab-rails-secrets.yml", kind="gitlab-rails-secrets"),
+            opts=after_folder,
+        )
+        host_keys = HostSecret(
+            f"{name}-ssh-host-keys",
+            HostSecretArgs(path=f"{args.secrets_path}/gitlab-ssh-host-keys.json", kind="ssh-host-keys"),
+            opts=after_folder,
+        )
+        s3 = pulumi.Output.all(args.s3_endpoint, args.s3_access_key, args.s3_secret_key)
+        secrets = [
+            secret("postgres-password", PSQL_SECRET, {"password": args.postgres_password}),
+            secret("redis-password", REDIS_SECRET, {"password": args.redis_password}),
+            secret(
+                "object-storage",
+                OBJECT_STORE_SECRET,
+                {"connection": s3.apply(lambda v: fog_connection(endpoint=v[0], access_key=v[1], secret_key=v[2]))},
+            ),
+            secret(
+                "registry-storage",
+                REGISTRY_STORAGE_SECRET,
+                {"config": s3.apply(lambda v: registry_storage(endpoint=v[0], access_key=v[1], secret_key=v[2]))},
+            ),
+            secret(
+                "backup-storage",
+                BACKUP_STORAGE_SECRET,
+                {"config": s3.apply(lambda v: backup_storage(endpoint=v[0], access_key=v[1], secret_key=v[2]))},
+            ),
+            secret("root-password-secret", ROOT_PASSWORD_SECRET, {"password": root_password.result}),
+            secret("rails-secret", RAILS_SECRET, {"secrets.yml": rails.value}),
+            k8s.core.v1.Secret(
+                f"{name}-shell-host-keys",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=HOST_KEYS_SECRET, namespace=args.namespace),
+                string_data=host_keys.value.apply(json.loads),
+                opts=child,
+            ),
+        ]
+        values = pulumi.Output.all(args.postgres_host, args.redis_host).apply(
+            lambda hosts: gitlab_values(args, postgres_host=hosts[0], redis_host=hosts[1])
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-chart",
+            k8s.helm.v3.ReleaseArgs(
+                name=RELEASE,
+                chart="gitlab",
+                version=versions.GITLAB_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.GITLAB_CHART_REPO),
+                namespace=args.namespace,
+                values=values,
+                # Gateway API CRDs have one source in the cluster (components/gateway_crds.py).
+                skip_crds=True,
+                # GitLab's first install runs migrations and seeds the database: allow 30 minutes.
+                timeout=1800,
+            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on])),
+        )
+        self.url = pulumi.Output.from_input(f"https://gitlab.{args.domain}")
+        self.registry_host = pulumi.Output.from_input(f"registry.{args.domain}")
+        self.root_password = root_password.result
+        self.register_outputs({"url": self.url, "registry_host": self.registry_host, "root_password": self.root_password})

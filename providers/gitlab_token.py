@@ -1,0 +1,193 @@
+"""GitLab's first admin token: a personal access token of `root` whose value Pulumi generates.
+
+Creating a token through the API needs a token, so the first one is seeded inside GitLab: a Ruby
+script run by `gitlab-rails runner` in the toolbox pod (kubectl exec, the script on stdin so the
+value never reaches a command line). The script is idempotent: it does nothing when the value is
+an active token already, and otherwise replaces any stale row with a new token of that value.
+
+`diff` asks GitLab whether it still accepts the token (`GET /personal_access_tokens/self`) and
+reports a change when it does not (expired, revoked, a new GitLab over wiped data), so the next
+`up` seeds it again; `read` (refresh) drops a token GitLab refuses. The kubeconfig comes from
+`kind get kubeconfig` at the moment of use: no credential passes through the inputs but the token.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+PROVIDER_VERSION = "1"
+"""Bump when the provider's behaviour changes (it is pickled by reference)."""
+
+INPUTS = (
+    "gitlab_url", "ca_file", "token", "kind_cluster_name", "namespace", "toolbox", "scopes", "expires_days", "wait_seconds",
+    "provider_version",
+)  # fmt: skip
+SEED_SCRIPT = """\
+value = STDIN_TOKEN
+token = PersonalAccessToken.find_by_token(value)
+if token&.active?
+  puts "exists"
+else
+  token&.destroy!
+  user = User.find_by_username!("root")
+  token = user.personal_access_tokens.build(name: "blueprint", scopes: SCOPES, expires_at: EXPIRES_DAYS.days.from_now)
+  token.set_token(value)
+  token.save!
+  puts "created"
+end
+"""
+
+
+class GitLabTokenError(Exception):
+    """The token could not be seeded or GitLab cannot be reached; the message says what to do."""
+
+
+def seed_script(token: str, scopes: list[str], expires_days: int) -> str:
+    """The Ruby seed script with its values inlined as JSON literals (valid Ruby, no escaping issues)."""
+    return (
+        SEED_SCRIPT.replace("STDIN_TOKEN", json.dumps(token))
+        .replace("SCOPES", json.dumps(scopes))
+        .replace("EXPIRES_DAYS", str(int(expires_days)))
+    )
+
+
+def _scrub(text: str, token: str) -> str:
+    return text.replace(token, "[secret]")
+
+
+def seed(props: dict[str, Any]) -> str:
+    """Run the seed script in the toolbox; returns what it printed ("created" or "exists")."""
+    token = str(props["token"])
+    script = seed_script(token, list(props["scopes"]), int(props["expires_days"]))
+    with tempfile.NamedTemporaryFile("w", prefix="blueprint-kubeconfig-") as kubeconfig:
+        got = subprocess.run(
+            ["kind", "get", "kubeconfig", "--name", str(props["kind_cluster_name"])],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if got.returncode != 0:
+            raise GitLabTokenError(f"kind get kubeconfig --name {props['kind_cluster_name']} failed: {got.stderr.strip()[-500:]}")
+        kubeconfig.write(got.stdout)
+        kubeconfig.flush()
+        command = [
+            "kubectl", "--kubeconfig", kubeconfig.name, "-n", str(props["namespace"]), "exec", "-i",
+            f"deploy/{props['toolbox']}", "-c", "toolbox", "--", "gitlab-rails", "runner", "-",
+        ]  # fmt: skip
+        done = subprocess.run(command, input=script, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        raise GitLabTokenError(
+            f"seeding the admin token through {props['namespace']}/{props['toolbox']} failed "
+            f"(exit {done.returncode}): {_scrub(done.stderr.strip()[-800:], token)}"
+        )
+    return _scrub(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "", token)
+
+
+def accepted(props: dict[str, Any]) -> bool | None:
+    """Whether GitLab accepts the token: True, False (401/403), or None when GitLab does not answer."""
+    import requests
+
+    try:
+        response = requests.get(
+            f"{str(props['gitlab_url']).rstrip('/')}/api/v4/personal_access_tokens/self",
+            headers={"PRIVATE-TOKEN": str(props["token"])},
+            verify=str(props["ca_file"]),
+            timeout=10,
+        )
+    except requests.RequestException:
+        return None
+    if response.status_code == 200:
+        return True
+    if response.status_code in (401, 403):
+        return False
+    return None
+
+
+def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> None:
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        verdict = accepted(props)
+        if verdict:
+            return
+        if time.monotonic() >= deadline:
+            host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+            raise GitLabTokenError(
+                f"{props['gitlab_url']} did not accept the seeded admin token within {wait_seconds:.0f}s "
+                f"({'refused' if verdict is False else 'no answer'}). If the laptop cannot reach {host}, add "
+                f"'127.0.0.1 {host}' to /etc/hosts; the CA it must trust is {props['ca_file']}."
+            )
+        time.sleep(min(5.0, max(0.1, deadline - time.monotonic())))
+
+
+def converge(props: dict[str, Any]) -> dict[str, Any]:
+    if accepted(props) is not True:
+        seed(props)
+        wait_until_accepted(props, float(props.get("wait_seconds") or 300))
+    return {key: props.get(key) for key in INPUTS}
+
+
+class GitLabTokenProvider(ResourceProvider):
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = [key for key in INPUTS if olds.get(key) != news.get(key)]
+        if not changed and accepted(news) is False:
+            changed = ["token"]  # GitLab no longer accepts it: seed it again
+        return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_="root/blueprint", outs=converge(props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=converge(news))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        if accepted(props) is False:
+            return ReadResult(None, {})  # refused: refresh drops it, the next `up` seeds it again
+        return ReadResult(id_, props)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        """Nothing: the token lives in GitLab's database, which `preserveData` keeps or wipes."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitLabTokenArgs:
+    gitlab_url: str
+    ca_file: pulumi.Input[str]
+    """The CA that signs GitLab's certificate (a file on the host)."""
+    token: pulumi.Input[str]
+    """The token's value (secret), generated by the program."""
+    kind_cluster_name: pulumi.Input[str]
+    namespace: pulumi.Input[str]
+    toolbox: str
+    scopes: tuple[str, ...] = ("api", "create_runner")
+    expires_days: int = 364
+    """GitLab refuses tokens that live longer than 365 days."""
+    wait_seconds: int = 300
+    """How long to wait for GitLab to accept the seeded token."""
+
+
+class GitLabToken(pulumi.dynamic.Resource, module="gitlab", name="AdminToken"):
+    """`root`'s personal access token, seeded and kept valid."""
+
+    def __init__(self, name: str, args: GitLabTokenArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        props = {
+            "gitlab_url": args.gitlab_url,
+            "ca_file": args.ca_file,
+            "token": pulumi.Output.secret(args.token),
+            "kind_cluster_name": args.kind_cluster_name,
+            "namespace": args.namespace,
+            "toolbox": args.toolbox,
+            "scopes": list(args.scopes),
+            "expires_days": args.expires_days,
+            "wait_seconds": args.wait_seconds,
+            "provider_version": PROVIDER_VERSION,
+        }
+        super().__init__(GitLabTokenProvider(), name, props, opts)

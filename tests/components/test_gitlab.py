@@ -1,0 +1,174 @@
+"""GitLab's release: the external data tier by Secret name, every bundled part off, Envoy on the
+host-mapped NodePorts, placement on the GitLab nodes, and the three object storage formats."""
+
+from __future__ import annotations
+
+import configparser
+from typing import Any
+
+import pytest
+import yaml
+
+import versions
+from components import gitlab as gl
+from components.minio import BUCKETS
+from stacks import outputs
+from tests.plans import planned
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+S3 = {"endpoint": "http://minio.minio.svc.cluster.local:9000", "access_key": "AKIA", "secret_key": "SECRET"}
+
+
+def values() -> dict[str, Any]:
+    return dict(planned("phase2").one(RELEASE, "gitlab-chart")["inputs"]["values"])
+
+
+def test_fog_connection_has_the_keys_of_the_charts_minio_example() -> None:
+    # examples/objectstorage/rails.minio.yaml: provider, region, keys, signature version, endpoint, path_style
+    connection = yaml.safe_load(gl.fog_connection(**S3))
+    assert connection == {
+        "provider": "AWS",
+        "region": "us-east-1",
+        "aws_access_key_id": "AKIA",
+        "aws_secret_access_key": "SECRET",
+        "aws_signature_version": 4,
+        "endpoint": "http://minio.minio.svc.cluster.local:9000",
+        "path_style": True,
+    }
+
+
+def test_registry_storage_has_the_keys_of_the_charts_minio_example() -> None:
+    # examples/objectstorage/registry.minio.yaml: s3 with v4auth, regionendpoint, pathstyle, region, bucket, keys
+    s3 = yaml.safe_load(gl.registry_storage(**S3))["s3"]
+    assert {key: s3[key] for key in ("v4auth", "regionendpoint", "pathstyle", "bucket", "accesskey", "secretkey")} == {
+        "v4auth": True,
+        "regionendpoint": "http://minio.minio.svc.cluster.local:9000",
+        "pathstyle": True,
+        "bucket": "registry",
+        "accesskey": "AKIA",
+        "secretkey": "SECRET",
+    }
+    assert s3["secure"] is False
+
+
+def test_backup_storage_is_an_s3cmd_ini_without_https() -> None:
+    # doc/installation/migration/bundled_chart_migration.md: [default] access_key, secret_key, host_base, host_bucket, use_https
+    parser = configparser.ConfigParser()
+    parser.read_string(gl.backup_storage(**S3))
+    section = parser["default"]
+    assert (section["access_key"], section["secret_key"]) == ("AKIA", "SECRET")
+    assert section["host_base"] == section["host_bucket"] == "minio.minio.svc.cluster.local:9000"
+    assert section["use_https"] == "False"
+
+
+def test_chart_is_pinned_waits_long_and_skips_its_crds() -> None:
+    inputs = planned("phase2").one(RELEASE, "gitlab-chart")["inputs"]
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]["repo"]) == ("gitlab", "10.1.1", versions.GITLAB_CHART_REPO)
+    assert inputs["timeout"] >= 900
+    assert inputs["skipCrds"] is True
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("installCertmanager",), False),
+        (("global", "gatewayApi", "configureCertmanager"), False),
+        (("prometheus", "install"), False),
+        (("gitlab-runner", "install"), False),
+        (("global", "openbao", "enabled"), False),
+        (("global", "minio", "enabled"), False),
+        (("postgresql", "install"), False),
+        (("redis", "install"), False),
+        (("envoy-gateway", "crds", "gatewayAPI", "safeUpgradePolicy", "enabled"), False),
+    ],
+)
+def test_every_bundled_part_is_off(path: tuple[str, ...], value: bool) -> None:
+    node: Any = values()
+    for key in path:
+        node = node[key]
+    assert node is value
+
+
+def test_postgres_and_redis_are_the_external_ones_by_secret_name() -> None:
+    global_ = values()["global"]
+    assert global_["psql"] == {
+        "host": "pg-rw.postgres.svc.cluster.local",
+        "port": 5432,
+        "database": "gitlabhq_production",
+        "username": "gitlab",
+        "password": {"secret": gl.PSQL_SECRET, "key": "password"},
+    }
+    assert global_["redis"]["host"] == "valkey.redis.svc.cluster.local"
+    assert global_["redis"]["auth"] == {"enabled": True, "secret": gl.REDIS_SECRET, "key": "password"}
+
+
+def test_object_storage_is_consolidated_on_buckets_minio_creates() -> None:
+    app_config = values()["global"]["appConfig"]
+    assert app_config["object_store"]["connection"] == {"secret": gl.OBJECT_STORE_SECRET, "key": "connection"}
+    used = {app_config[kind]["bucket"] for kind in gl.BUCKET_OF} | {app_config["backups"]["bucket"], app_config["backups"]["tmpBucket"]}
+    assert used <= set(BUCKETS)
+    assert values()["registry"]["storage"] == {"secret": gl.REGISTRY_STORAGE_SECRET, "key": "config", "redirect": {"disable": True}}
+
+
+def test_envoy_is_a_node_port_on_the_ports_phase1_maps() -> None:
+    phase1 = planned("phase1").outputs
+    service = values()["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
+    assert (service["type"], service["externalTrafficPolicy"], service["name"]) == ("NodePort", "Cluster", gl.ENVOY_SERVICE)
+    ports = {port["port"]: port["nodePort"] for port in service["patch"]["value"]["spec"]["ports"]}
+    assert ports == {
+        80: phase1[outputs.GATEWAY_HTTP_NODE_PORT]["value"],
+        443: phase1[outputs.GATEWAY_HTTPS_NODE_PORT]["value"],
+        22: phase1[outputs.GATEWAY_SSH_NODE_PORT]["value"],
+    }
+
+
+def test_gitlab_pods_run_on_the_nodes_labelled_for_gitlab() -> None:
+    phase1 = planned("phase1").outputs
+    selector = {phase1[outputs.NODE_LABEL_KEY]["value"]: phase1[outputs.GITLAB_NODE_LABEL]["value"]}
+    assert values()["global"]["nodeSelector"] == selector
+    assert values()["envoy-gateway"]["deployment"]["pod"]["nodeSelector"] == selector
+    assert (
+        values()["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyDeployment"]["pod"]["nodeSelector"]
+        == selector
+    )
+
+
+def test_hosts_https_ssh_port_and_ca() -> None:
+    global_ = values()["global"]
+    assert global_["hosts"] == {"domain": "local.example.net", "https": True}
+    assert global_["shell"]["port"] == planned("phase1").outputs[outputs.SSH_PORT]["value"]
+    assert global_["certificates"]["customCAs"] == [{"secret": "blueprint-ca"}]
+
+
+def test_gitaly_lands_on_its_static_volume() -> None:
+    persistence = values()["gitlab"]["gitaly"]["persistence"]
+    assert persistence == {"storageClass": "blueprint-static", "size": "20Gi", "matchLabels": {}}
+
+
+def test_rails_secrets_and_host_keys_survive_a_destroy() -> None:
+    result = planned("phase2")
+    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
+    rails = result.one("pulumi-python:dynamic/blueprint:HostSecret", "gitlab-rails-secrets")["inputs"]
+    assert (rails["kind"], rails["path"]) == ("gitlab-rails-secrets", f"{data_dir}/platform/secrets/gitlab-rails-secrets.yml")
+    assert values()["global"]["railsSecrets"] == {"secret": gl.RAILS_SECRET}
+    assert result.one("kubernetes:core/v1:Secret", "gitlab-rails-secret")["inputs"]["stringData"] == {"secrets.yml": "[secret]"}
+
+
+def test_the_values_hold_no_secret() -> None:
+    text = str(values())
+    assert "stand-in" not in text
+    assert "PRIVATE KEY" not in text
+
+
+def test_gitlab_waits_for_what_it_reads() -> None:
+    result = planned("phase2")
+    depends = set(result.one(RELEASE, "gitlab-chart")["dependsOn"])
+    for type_, name in [
+        ("kubernetes:postgresql.cnpg.io/v1:Database", "postgres-gitlabhq-production-database"),
+        (RELEASE, "redis-chart"),
+        ("kubernetes:batch/v1:Job", "minio-buckets"),
+        ("kubernetes:core/v1:Secret", "tls-gitlab-tls"),
+        ("kubernetes:helm.sh/v4:Chart", "gateway-crds-chart"),
+        ("kubernetes:core/v1:PersistentVolume", "storage-gitlab-repo-data-gitlab-gitaly-0"),
+    ]:
+        assert result.one(type_, name)["urn"] in depends, name

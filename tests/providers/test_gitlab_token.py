@@ -1,0 +1,125 @@
+"""The admin token provider, loaded as the engine loads it, against fake `kind`/`kubectl` (which
+record how the seed script reaches the toolbox) and a local stand-in for GitLab's token API."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from providers.gitlab_token import PROVIDER_VERSION, GitLabTokenError, GitLabTokenProvider, seed_script
+from tests.plans import fake_command
+from tests.providers.engine import as_engine_loads, free_port
+
+TOKEN = "glpat-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+
+
+class TokenApi(http.server.BaseHTTPRequestHandler):
+    """GET /api/v4/personal_access_tokens/self: 200 for the accepted token, 401 for any other."""
+
+    accepted: set[str] = set()
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        ok = self.path == "/api/v4/personal_access_tokens/self" and self.headers.get("PRIVATE-TOKEN") in self.accepted
+        self.send_response(200 if ok else 401)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *_: Any) -> None:
+        return
+
+
+@pytest.fixture
+def gitlab() -> Iterator[type[TokenApi]]:
+    handler = type("Api", (TokenApi,), {"accepted": set()})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    handler.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+    yield handler
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Fake kind and kubectl on PATH; kubectl records its argv and stdin."""
+    fake_command(tmp_path / "bin", "kind", 'echo "apiVersion: v1"\n')
+    fake_command(tmp_path / "bin", "kubectl", f'echo "$*" > {tmp_path}/argv\ncat > {tmp_path}/stdin\necho created\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    return tmp_path
+
+
+def props(gitlab: type[TokenApi], **extra: Any) -> dict[str, Any]:
+    return {
+        "gitlab_url": gitlab.url,  # type: ignore[attr-defined]
+        "ca_file": "/nonexistent/ca.crt",
+        "token": TOKEN,
+        "kind_cluster_name": "blueprint",
+        "namespace": "gitlab",
+        "toolbox": "gitlab-toolbox",
+        "scopes": ["api", "create_runner"],
+        "expires_days": 364.0,
+        "wait_seconds": 2.0,
+        "provider_version": PROVIDER_VERSION,
+        **extra,
+    }
+
+
+@pytest.fixture
+def provider() -> GitLabTokenProvider:
+    return as_engine_loads(GitLabTokenProvider())
+
+
+def test_the_seed_script_reaches_the_toolbox_on_stdin_never_in_argv(
+    gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("providers.gitlab_token.wait_until_accepted", lambda *_: None)
+    provider.create(props(gitlab))
+    argv = (tools / "argv").read_text()
+    assert "-n gitlab exec -i deploy/gitlab-toolbox -c toolbox -- gitlab-rails runner -" in argv
+    assert TOKEN not in argv
+    assert f'value = "{TOKEN}"' in (tools / "stdin").read_text()
+
+
+def test_an_accepted_token_is_not_seeded_again(gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider) -> None:
+    gitlab.accepted.add(TOKEN)
+    provider.create(props(gitlab))
+    assert not (tools / "argv").exists()
+
+
+def test_a_token_gitlab_refuses_shows_as_a_change(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
+    assert provider.diff("root/blueprint", props(gitlab), props(gitlab)).changes is True
+    gitlab.accepted.add(TOKEN)
+    assert provider.diff("root/blueprint", props(gitlab), props(gitlab)).changes is False
+
+
+def test_refresh_drops_a_token_gitlab_refuses(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
+    assert provider.read("root/blueprint", props(gitlab)).id is None
+
+
+def test_a_token_that_never_works_fails_naming_the_hosts_line(gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider) -> None:
+    with pytest.raises(GitLabTokenError) as failed:
+        provider.create(props(gitlab))
+    assert "did not accept the seeded admin token within 2s (refused)" in str(failed.value)
+    assert "add '127.0.0.1 127.0.0.1' to /etc/hosts" in str(failed.value)
+
+
+def test_a_failed_seed_never_shows_the_token(gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider) -> None:
+    fake_command(tools / "bin", "kubectl", f'echo "undefined method for {TOKEN}" >&2\nexit 1\n')
+    with pytest.raises(GitLabTokenError) as failed:
+        provider.create(props(gitlab))
+    assert TOKEN not in str(failed.value)
+    assert "[secret]" in str(failed.value)
+
+
+def test_the_seed_script_is_idempotent_ruby() -> None:
+    script = seed_script(TOKEN, ["api", "create_runner"], 364)
+    assert "PersonalAccessToken.find_by_token(value)" in script
+    assert "if token&.active?" in script
+    assert 'scopes: ["api", "create_runner"], expires_at: 364.days.from_now' in script
