@@ -102,3 +102,51 @@ def test_the_dev_stack_plans_the_cluster_and_the_platform_in_one_graph() -> None
     assert not dev.find("pulumi:pulumi:StackReference")
     cluster = dev.one("command:local:Command", "kind-cluster")["urn"]
     assert cluster in dev.one("pulumi:providers:kubernetes", "kubernetes")["dependsOn"]
+
+
+STEP_SECONDS = {
+    ("kubernetes:helm.sh/v3:Release", "gitlab-chart"): 600,
+    ("kubernetes:postgresql.cnpg.io/v1:Cluster", "postgres-cluster"): 90,
+}
+"""Rough step times: GitLab's first install, a CloudNativePG cluster; other releases 45 s, the
+rest 5 s (issue 4's figures)."""
+
+
+def step_seconds(resource: dict[str, Any]) -> int:
+    if (resource["type"], resource["name"]) in STEP_SECONDS:
+        return STEP_SECONDS[(resource["type"], resource["name"])]
+    return 45 if resource["type"] == "kubernetes:helm.sh/v3:Release" else 5
+
+
+def longest_chain(result: Plan) -> tuple[int, list[str]]:
+    """The chain of dependencies (explicit, property and provider) that takes longest."""
+    best: dict[str, tuple[int, list[str]]] = {}
+    for resource in result.resources:  # plan order: what a resource waits for comes first
+        waits = [*resource["dependsOn"], *([resource["provider"].rsplit("::", 1)[0]] if resource["provider"] else [])]
+        before = max((best[urn] for urn in waits if urn in best), default=(0, []))
+        best[resource["urn"]] = (before[0] + step_seconds(resource), [*before[1], resource["name"]])
+    return max(best.values())
+
+
+def test_the_longest_chain_is_postgres_then_gitlab_then_token_then_runner() -> None:
+    seconds, chain = longest_chain(planned("phase2"))
+    assert chain.index("postgres-cluster") < chain.index("gitlab-chart") < chain.index("gitlab-admin-token")
+    assert chain.index("gitlab-admin-token") < chain.index("runner-registration") < chain.index("runner-chart")
+    assert chain[-1] == "runner-chart"
+    assert seconds < 1000, f"{seconds}s along {chain}"
+
+
+@pytest.mark.parametrize(
+    ("type_", "name"),
+    [
+        ("kubernetes:helm.sh/v3:Release", "openbao-chart"),
+        ("kubernetes:apps/v1:DaemonSet", "node-registry-node-hosts"),
+        ("command:local:Command", "node-registry-hosts-toml"),
+        ("kubernetes:core/v1:ConfigMapPatch", "cluster-dns-corefile"),
+        ("kubernetes:core/v1:Secret", "ci-access-token"),
+    ],
+)
+def test_what_can_start_beside_gitlab_does_not_wait_for_it(type_: str, name: str) -> None:
+    result = planned("phase2")
+    gitlab = result.one("kubernetes:helm.sh/v3:Release", "gitlab-chart")["urn"]
+    assert gitlab not in ancestors(result, result.one(type_, name)["urn"])
