@@ -150,3 +150,11 @@ def test_what_can_start_beside_gitlab_does_not_wait_for_it(type_: str, name: str
     result = planned("phase2")
     gitlab = result.one("kubernetes:helm.sh/v3:Release", "gitlab-chart")["urn"]
     assert gitlab not in ancestors(result, result.one(type_, name)["urn"])
+
+
+def test_the_admin_token_is_seeded_once_gitlab_is_up() -> None:
+    result = planned("phase2")
+    token = result.one("pulumi-python:dynamic/gitlab:AdminToken", "gitlab-admin-token")
+    assert result.one("kubernetes:helm.sh/v3:Release", "gitlab-chart")["urn"] in token["dependsOn"]
+    assert token["inputs"]["token"] == "[secret]"
+    assert result.outputs[outputs.ADMIN_TOKEN] == {"secret": True}
