@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
-from components.storage import Volume, as_input, claim_spec
+from components.storage import Volume, as_input, bound_claim
 from providers.host_secret import HostSecret, HostSecretArgs
 
 NAME = "minio"
@@ -151,12 +151,7 @@ class Minio(pulumi.ComponentResource):
             string_data={"MINIO_ROOT_USER": user.value, "MINIO_ROOT_PASSWORD": password.value},
             opts=child,
         )
-        claim = k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-data",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.volume.claim, namespace=namespace.metadata.name),
-            spec=as_input(claim_spec(args.volume)),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.volume_resource])),
-        )
+        claim = bound_claim(f"{name}-data", args.volume, args.volume_resource, namespace.metadata.name, child)
         labels = {"app.kubernetes.io/name": NAME}
         server = k8s.apps.v1.Deployment(
             f"{name}-server",

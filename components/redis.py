@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 import versions
-from components.storage import Volume, as_input, claim_spec
+from components.storage import Volume, bound_claim
 
 RELEASE = "valkey"
 PASSWORD_KEY = "default-password"
@@ -74,12 +74,7 @@ class Redis(pulumi.ComponentResource):
             string_data={PASSWORD_KEY: password.result},
             opts=child,
         )
-        claim = k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-data",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.volume.claim, namespace=namespace.metadata.name),
-            spec=as_input(claim_spec(args.volume)),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.volume_resource])),
-        )
+        claim = bound_claim(f"{name}-data", args.volume, args.volume_resource, namespace.metadata.name, child)
         self.release = k8s.helm.v3.Release(
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(

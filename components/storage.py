@@ -96,14 +96,23 @@ def volume_name(volume: Volume) -> str:
     return f"blueprint-{volume.namespace}-{volume.claim}"
 
 
-def claim_spec(volume: Volume) -> dict[str, Any]:
-    """The spec of a claim, made by a component itself, that binds to `volume`'s PV."""
-    return {
-        "accessModes": ["ReadWriteOnce"],
-        "storageClassName": STORAGE_CLASS,
-        "volumeName": volume_name(volume),
-        "resources": {"requests": {"storage": volume.size}},
-    }
+def bound_claim(
+    name: str, volume: Volume, volume_resource: pulumi.Resource, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> k8s.core.v1.PersistentVolumeClaim:
+    """A claim, made by a component itself, that binds to `volume`'s PV (and waits for it)."""
+    return k8s.core.v1.PersistentVolumeClaim(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=volume.claim, namespace=namespace),
+        spec=as_input(
+            {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": STORAGE_CLASS,
+                "volumeName": volume_name(volume),
+                "resources": {"requests": {"storage": volume.size}},
+            }
+        ),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[volume_resource])),
+    )
 
 
 class Storage(pulumi.ComponentResource):
