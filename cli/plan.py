@@ -12,6 +12,7 @@ The JSON contract is DESIGN.md section 7.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import heapq
 import json
 import logging
@@ -176,6 +177,13 @@ def _stand_in_kubeconfig(inputs: Mapping[str, Any]) -> str:
     )
 
 
+def _stand_in_id(typ: str, name: str) -> str:
+    """GitLab's ids are numbers (programs pass them on as ints); other ids are `<name>-id`."""
+    if typ.startswith("gitlab:index/"):
+        return str(int(hashlib.sha256(name.encode()).hexdigest()[:6], 16))
+    return f"{name}-id"
+
+
 def _pem(kind: str, name: str) -> str:
     return f"-----BEGIN {kind}-----\nstand-in for {name}\n-----END {kind}-----\n"
 
@@ -215,6 +223,12 @@ def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]
         return {"value": f"stand-in-secret-{name}"}
     if typ == "pulumi-python:dynamic/gitlab:AdminToken":
         return {}
+    if typ == "pulumi-python:dynamic/gitlab:ProjectSync":
+        # A commit id that follows the files, as the real one does.
+        digest = hashlib.sha1(json.dumps(inputs.get("files") or {}, sort_keys=True).encode(), usedforsecurity=False)
+        return {"commit": digest.hexdigest(), "changed": []}
+    if typ == "pulumi-python:dynamic/gitlab:SmokePipeline":
+        return {"pipeline_id": 1, "status": "success", "web_url": f"https://gitlab.example/{name}/-/pipelines/1"}
     if typ == "pulumi-python:dynamic/openbao:Init":
         return {"root_token": f"stand-in-token-{name}", "unseal_keys": [f"stand-in-key-{name}"]}
     return {}
@@ -227,7 +241,7 @@ class _StandInMocks(Mocks):
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == STACK_REFERENCE_TYPE:
             return args.resource_id, self._reference(str(args.inputs.get("name")))
-        return f"{args.name}-id", {**args.inputs, **_stand_ins(args.typ, args.name, args.inputs)}
+        return _stand_in_id(args.typ, args.name), {**args.inputs, **_stand_ins(args.typ, args.name, args.inputs)}
 
     def _reference(self, name: str) -> dict[str, Any]:
         stack = name.rsplit("/", 1)[-1]

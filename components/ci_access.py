@@ -1,8 +1,9 @@
 """What CI deploys with: a namespace for the apps and a ServiceAccount whose rights end there.
 
 The old blueprint handed jobs the cluster-admin kubeconfig. Here the account `ci-deployer` may
-manage the usual application objects in the apps namespace only, and its token lives in a
-`kubernetes.io/service-account-token` Secret that phase3 reads to build the jobs' kubeconfig.
+manage the usual application objects in the apps namespace only. Its kubeconfig, for pods (server
+`https://kubernetes.default.svc`), carries a token of a year (`kubectl create token`) and the
+cluster's CA; it is made when the namespace is, so a new cluster gets a new one.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi_command import local
 
 from components.storage import as_input
 
 DEPLOYER = "ci-deployer"
-TOKEN_SECRET = f"{DEPLOYER}-token"
+TOKEN_HOURS = 8760
 DEPLOY_RULES = [
     {"apiGroups": [""], "resources": ["pods", "pods/log", "services", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
@@ -30,15 +32,48 @@ DEPLOY_RULES = [
 
 @dataclass(frozen=True, kw_only=True)
 class CiAccessArgs:
+    kind_cluster_name: pulumi.Input[str]
+    """For `kind get kubeconfig`, which the token step uses (no credential passes through Pulumi)."""
     namespace: str = "apps"
 
 
+KUBECONFIG_SCRIPT = f"""\
+set -eu
+admin=$(mktemp)
+trap 'rm -f "$admin"' EXIT
+kind get kubeconfig --name "$KIND_CLUSTER_NAME" > "$admin"
+token=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" create token {DEPLOYER} --duration={TOKEN_HOURS}h)
+ca=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" get configmap kube-root-ca.crt -o jsonpath='{{.data.ca\\.crt}}' | base64 | tr -d '\\n')
+cat <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: platform
+  cluster:
+    server: https://kubernetes.default.svc
+    certificate-authority-data: $ca
+users:
+- name: {DEPLOYER}
+  user:
+    token: $token
+contexts:
+- name: {DEPLOYER}
+  context:
+    cluster: platform
+    user: {DEPLOYER}
+    namespace: $NAMESPACE
+current-context: {DEPLOYER}
+KUBECONFIG
+"""
+"""Print the deployer's kubeconfig; nothing else goes to stdout."""
+
+
 class CiAccess(pulumi.ComponentResource):
-    """The apps namespace, the deployer account, its Role and its token Secret."""
+    """The apps namespace, the deployer account, its Role and its kubeconfig."""
 
     namespace: pulumi.Output[str]
-    token_secret: pulumi.Output[str]
-    """Name of the Secret (in `namespace`) whose `token`, `ca.crt` and `namespace` CI uses."""
+    kubeconfig: pulumi.Output[str]
+    """The deployer's kubeconfig (secret)."""
 
     def __init__(self, name: str, args: CiAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:CiAccess", name, None, opts)
@@ -53,23 +88,22 @@ class CiAccess(pulumi.ComponentResource):
             rules=as_input(DEPLOY_RULES),
             opts=child,
         )
-        k8s.rbac.v1.RoleBinding(
+        binding = k8s.rbac.v1.RoleBinding(
             f"{name}-binding",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=DEPLOYER, namespace=namespace.metadata.name),
             role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=DEPLOYER),
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=DEPLOYER, namespace=args.namespace)],
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[account, role])),
         )
-        token = k8s.core.v1.Secret(
-            f"{name}-token",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=TOKEN_SECRET,
-                namespace=namespace.metadata.name,
-                annotations={"kubernetes.io/service-account.name": DEPLOYER},
-            ),
-            type="kubernetes.io/service-account-token",
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[account])),
+        token = local.Command(
+            f"{name}-kubeconfig",
+            create=KUBECONFIG_SCRIPT,
+            environment={"KIND_CLUSTER_NAME": args.kind_cluster_name, "NAMESPACE": args.namespace},
+            logging=local.Logging.STDERR,
+            add_previous_output_in_env=False,
+            triggers=[namespace.metadata.apply(lambda metadata: metadata.uid)],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[binding], additional_secret_outputs=["stdout"])),
         )
         self.namespace = namespace.metadata.apply(lambda metadata: str(metadata.name))
-        self.token_secret = token.metadata.apply(lambda metadata: str(metadata.name))
-        self.register_outputs({"namespace": self.namespace, "token_secret": self.token_secret})
+        self.kubeconfig = pulumi.Output.secret(token.stdout)
+        self.register_outputs({"namespace": self.namespace, "kubeconfig": self.kubeconfig})

@@ -176,7 +176,7 @@ def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
                                 "ports": [
                                     {"port": 80, "nodePort": http},
                                     {"port": 443, "nodePort": https},
-                                    {"port": 22, "nodePort": ssh},
+                                    {"port": args.ssh_port, "nodePort": ssh},
                                 ]
                             }
                         },

@@ -64,11 +64,13 @@ class NodeRegistryArgs:
 
 def hosts_toml(args: NodeRegistryArgs) -> str:
     """Containerd's hosts.toml for the registry (containerd docs/hosts.md)."""
+    ca = f"{args.hosts_dir_node}/{args.registry_host}/ca.crt"
     return (
-        f'server = "https://{args.registry_host}"\n\n'
+        f'server = "https://{args.registry_host}"\n'
+        f'ca = "{ca}"  # for the fallback to `server` too, so an error there is not a misleading x509 one\n\n'
         f'[host."https://{args.registry_host}"]\n'
         f'  capabilities = ["pull", "resolve"]\n'
-        f'  ca = "{args.hosts_dir_node}/{args.registry_host}/ca.crt"\n'
+        f'  ca = "{ca}"\n'
     )
 
 

@@ -20,8 +20,6 @@ STACK_PHASES = {
     "phase3": ("phase3",),
     "dev": ("phase1", "phase2", "phase3"),
 }
-BUILT_PHASES = ("phase1", "phase2")
-"""Phases whose `stacks/<phase>.py` exists; the others are still to be built."""
 
 
 def run(stack: str) -> None:
@@ -31,22 +29,12 @@ def run(stack: str) -> None:
             f"unknown stack {stack!r}: blueprint's stacks are {', '.join(STACK_PHASES)}; "
             f"select one with `pulumi stack select --create phase1`"
         )
-    phases = STACK_PHASES[stack]
-    missing = [phase for phase in phases if phase not in BUILT_PHASES]
-    if len(phases) == 1 and missing:
-        raise pulumi.RunError(
-            f"stack {stack!r} runs {missing[0]}, which this version of blueprint does not build yet; "
-            f"built so far: {', '.join(BUILT_PHASES)}"
-        )
-    if missing:
-        pulumi.log.info(f"{stack}: not built yet, so not run: {', '.join(missing)}")
-
     # Async, so a phase stack can read its upstream's outputs as plain values (they decide which
     # resources exist, which an Output cannot); pulumi.run exports what the program returns.
-    pulumi.run(lambda: _deploy(stack, [phase for phase in phases if phase in BUILT_PHASES]))
+    pulumi.run(lambda: _deploy(stack, STACK_PHASES[stack]))
 
 
-async def _deploy(stack: str, phases: list[str]) -> dict[str, Any]:
+async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
     exports: dict[str, Any] = {}
     for phase in phases:

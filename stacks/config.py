@@ -230,6 +230,22 @@ def parse_phase2(raw: Mapping[str, str], secret_keys: Set[str] = frozenset()) ->
     return Phase2Config(openbao_key_shares=shares, openbao_key_threshold=threshold)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Phase3Config:
+    """What phase3 takes from its own config."""
+
+    pipeline_timeout: int
+
+
+def parse_phase3(raw: Mapping[str, str], secret_keys: Set[str] = frozenset()) -> Phase3Config:
+    """Phase3's config from raw values, or a ConfigError."""
+    check = _Checker(raw, secret_keys)
+    check.errors.extend(unknown_key_errors(raw))
+    timeout = check.integer("pipelineTimeout", minimum=60, maximum=7200)
+    check.done()
+    return Phase3Config(pipeline_timeout=timeout)
+
+
 def unknown_key_errors(raw: Mapping[str, str]) -> list[str]:
     """Keys Pulumi.yaml does not declare: a typo would otherwise be silently ignored."""
     errors = []
@@ -268,3 +284,8 @@ def load_phase1() -> Phase1Config:
 def load_phase2() -> Phase2Config:
     """Phase2's config from the running stack."""
     return parse_phase2(raw_config(), secret_keys=secret_keys())
+
+
+def load_phase3() -> Phase3Config:
+    """Phase3's config from the running stack."""
+    return parse_phase3(raw_config(), secret_keys=secret_keys())

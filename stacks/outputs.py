@@ -62,16 +62,24 @@ GITLAB_ROOT_PASSWORD = "gitlabRootPassword"
 """The initial root password (secret)."""
 APPS_NAMESPACE = "appsNamespace"
 """Where CI deploys the apps."""
-DEPLOY_TOKEN_SECRET = "deployTokenSecret"
-"""The Secret, in APPS_NAMESPACE, holding the token of the account CI deploys with."""
+DEPLOY_KUBECONFIG = "deployKubeconfig"
+"""A kubeconfig for the account CI deploys with, limited to APPS_NAMESPACE (secret)."""
 
 PHASE2 = (
     CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ROOT_TOKEN, POSTGRES_HOST, REDIS_HOST,
-    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN, GITLAB_ROOT_PASSWORD, APPS_NAMESPACE, DEPLOY_TOKEN_SECRET,
+    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN, GITLAB_ROOT_PASSWORD, APPS_NAMESPACE, DEPLOY_KUBECONFIG,
 )  # fmt: skip
 """Everything phase2 exports."""
 
-EXPORTS = {"phase1": PHASE1, "phase2": PHASE2}
+APP_URLS = "appUrls"
+"""Where each app that has a host answers."""
+PIPELINES = "pipelines"
+"""Each deploying project's last green smoke pipeline."""
+
+PHASE3 = (APP_URLS, PIPELINES)
+"""Everything phase3 exports."""
+
+EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
 
 UPSTREAM_STACK = {"phase2": "phase1", "phase3": "phase2"}
 """The stack each phase stack reads its inputs from."""

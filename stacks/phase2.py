@@ -218,7 +218,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(providers=[provider, gitlab_provider]),
     )
-    ci_access = CiAccess("ci-access", CiAccessArgs(), opts=on_cluster)
+    ci_access = CiAccess("ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME]), opts=on_cluster)
 
     credentials: dict[str, dict[str, pulumi.Input[str]]] = {
         "postgres/gitlab": {"username": pg.GITLAB_ROLE, "password": postgres.gitlab_password, "host": postgres.host},
@@ -249,5 +249,5 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.ADMIN_TOKEN: pulumi.Output.secret(admin_token_value),
         outputs.GITLAB_ROOT_PASSWORD: gitlab_release.root_password,
         outputs.APPS_NAMESPACE: ci_access.namespace,
-        outputs.DEPLOY_TOKEN_SECRET: ci_access.token_secret,
+        outputs.DEPLOY_KUBECONFIG: ci_access.kubeconfig,
     }

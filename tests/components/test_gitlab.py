@@ -118,7 +118,7 @@ def test_envoy_is_a_node_port_on_the_ports_phase1_maps() -> None:
     assert ports == {
         80: phase1[outputs.GATEWAY_HTTP_NODE_PORT]["value"],
         443: phase1[outputs.GATEWAY_HTTPS_NODE_PORT]["value"],
-        22: phase1[outputs.GATEWAY_SSH_NODE_PORT]["value"],
+        phase1[outputs.SSH_PORT]["value"]: phase1[outputs.GATEWAY_SSH_NODE_PORT]["value"],  # the SSH listener is on global.shell.port
     }
 
 

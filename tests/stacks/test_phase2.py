@@ -143,7 +143,7 @@ def test_the_longest_chain_is_postgres_then_gitlab_then_token_then_runner() -> N
         ("kubernetes:apps/v1:DaemonSet", "node-registry-node-hosts"),
         ("command:local:Command", "node-registry-hosts-toml"),
         ("kubernetes:core/v1:ConfigMapPatch", "cluster-dns-corefile"),
-        ("kubernetes:core/v1:Secret", "ci-access-token"),
+        ("command:local:Command", "ci-access-kubeconfig"),
     ],
 )
 def test_what_can_start_beside_gitlab_does_not_wait_for_it(type_: str, name: str) -> None:

@@ -1,0 +1,13 @@
+{{/* Selector labels: stable for the release's life, because a Deployment's selector cannot change.
+The component keeps the master's Service off the replica's pods, which share the name "redis". */}}
+{{- define "redis.selectorLabels" -}}
+app.kubernetes.io/name: redis
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: master
+{{- end }}
+
+{{- define "redis.labels" -}}
+{{ include "redis.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}

@@ -1,0 +1,197 @@
+"""The apps on GitLab: the `blueprint-apps` group, one project per manifest entry, their CI/CD
+variables, their sources (one commit per change) and, for each deploying project, a smoke
+pipeline that must go green.
+
+Every project's `.gitlab-ci.yml` is rendered here from the manifest (`render_ci`): it includes
+`shared-code`'s `templates/pipeline.yml`, so a change to the templates reaches every project, and
+the file a project holds is visible in the plan. CI deploys with the kubeconfig of an account
+limited to the apps namespace (a file variable of the group), never the cluster-admin one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gitlab as gitlab
+import yaml
+
+from providers.gitlab_pipeline import SmokePipeline, SmokePipelineArgs
+from providers.gitlab_sync import GitLabSync, GitLabSyncArgs
+from stacks.apps_manifest import SHARED_CODE, AppProject
+
+GROUP = "blueprint-apps"
+PIPELINE_TEMPLATE = "templates/pipeline.yml"
+SHARED_CODE_PIPELINE = "templates/shared-code.yml"
+IGNORED = {".gitlab-ci.yml", "__pycache__", ".pytest_cache", ".DS_Store"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitLabProjectsArgs:
+    projects: tuple[AppProject, ...]
+    gitlab_url: str
+    token: pulumi.Input[str]
+    """The admin token (secret), for the sync and the pipelines."""
+    ca_file: pulumi.Input[str]
+    domain: str
+    registry_host: str
+    deploy_kubeconfig: pulumi.Input[str]
+    """A kubeconfig for the apps namespace only (secret)."""
+    pipeline_timeout: int = 600
+
+
+def render_ci(project: AppProject) -> str:
+    """The project's `.gitlab-ci.yml`."""
+    header = "# Rendered by blueprint from apps/apps_manifest.yaml: change apps/shared-code/templates/, not this file.\n"
+    if project.name == SHARED_CODE:
+        document = {"include": [{"local": SHARED_CODE_PIPELINE}]}
+    else:
+        document = {"include": [{"project": f"{GROUP}/{SHARED_CODE}", "ref": "main", "file": PIPELINE_TEMPLATE}]}
+    return header + yaml.safe_dump(document, sort_keys=False)
+
+
+def project_files(project: AppProject) -> dict[str, str]:
+    """Everything the project's branch holds: apps/<name>/ (text files) and its .gitlab-ci.yml."""
+    files = {}
+    for path in sorted(project.folder.rglob("*")):
+        relative = path.relative_to(project.folder)
+        if path.is_file() and not IGNORED & set(relative.parts) and path.suffix != ".pyc":
+            try:
+                files[relative.as_posix()] = path.read_text()
+            except UnicodeDecodeError as error:
+                raise pulumi.RunError(f"{path}: only text files can be synced to GitLab ({error})") from error
+    files[".gitlab-ci.yml"] = render_ci(project)
+    return files
+
+
+def _push_order(projects: tuple[AppProject, ...]) -> list[str]:
+    """Manifest order, except that a project comes after what it needs (shared-code first)."""
+    order: list[str] = []
+    by_name = {project.name: project for project in projects}
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in order:
+            return
+        if name in path:
+            raise pulumi.RunError(f"apps/apps_manifest.yaml: `needs` goes round in a circle: {' -> '.join((*path, name))}")
+        for need in by_name[name].needs:
+            visit(need, (*path, name))
+        order.append(name)
+
+    for project in projects:
+        visit(project.name, ())
+    return order
+
+
+def variables(project: AppProject, args: GitLabProjectsArgs) -> dict[str, str]:
+    """The project's CI/CD variables (plain: nothing here is a secret)."""
+    values = {}
+    if project.build:
+        values["CI_REGISTRY_IMAGE"] = f"{args.registry_host}/{GROUP}/{project.name}"
+    if project.chart:
+        values["CI_HELM_CHART_DIR"] = project.chart
+    if project.host:
+        values["APP_HOST"] = f"{project.host}.{args.domain}"
+    return values
+
+
+class GitLabProjects(pulumi.ComponentResource):
+    """The group, its projects, and what makes each project build and deploy itself."""
+
+    group_id: pulumi.Output[str]
+    pipelines: dict[str, pulumi.Output[str]]
+    """Web URL of each deploying project's last green smoke pipeline."""
+
+    def __init__(self, name: str, args: GitLabProjectsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:GitLabProjects", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        group = gitlab.Group(
+            f"{name}-group",
+            name=GROUP,
+            path=GROUP,
+            visibility_level="internal",
+            description="Apps that blueprint builds and deploys.",
+            opts=child,
+        )
+        for key, value, variable_type in (
+            ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, "file"),
+            ("BLUEPRINT_DOMAIN", args.domain, "env_var"),
+        ):
+            gitlab.GroupVariable(
+                f"{name}-{key.lower().replace('_', '-')}",
+                group=group.id,
+                key=key,
+                value=value,
+                variable_type=variable_type,
+                protected=False,
+                opts=child,
+            )
+        self.pipelines = {}
+        previous: pulumi.Resource | None = None
+        shared_code: pulumi.Resource | None = None
+        smoke: dict[str, SmokePipeline] = {}
+        syncs: dict[str, tuple[AppProject, gitlab.Project, list[pulumi.Resource]]] = {}
+        for project in args.projects:
+            prefix = f"{name}-{project.name}"
+            repository = gitlab.Project(
+                prefix,
+                name=project.name,
+                path=project.name,
+                namespace_id=group.id.apply(int),
+                visibility_level="internal",
+                default_branch="main",
+                initialize_with_readme=False,
+                # Projects are made in manifest order: shared-code, whose templates the others include, first.
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
+            )
+            previous = repository
+            setting: list[pulumi.Resource] = [
+                gitlab.ProjectVariable(
+                    f"{prefix}-{key.lower().replace('_', '-')}", project=repository.id, key=key, value=value, protected=False, opts=child
+                )
+                for key, value in variables(project, args).items()
+            ]
+            if project.build:
+                # GitLab hands a deploy token of this name to jobs as CI_DEPLOY_USER/PASSWORD: the
+                # cluster pulls the image with it, after the job's own token has expired.
+                setting.append(
+                    gitlab.ProjectDeployToken(
+                        f"{prefix}-deploy-token", project=repository.id, name="gitlab-deploy-token", scopes=["read_registry"], opts=child
+                    )
+                )
+            syncs[project.name] = (project, repository, setting)
+        # Sources go in dependency order: the templates first, then each project once what it needs is green.
+        for project_name in _push_order(args.projects):
+            project, repository, setting = syncs[project_name]
+            prefix = f"{name}-{project.name}"
+            waits = [*setting, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
+            sync = GitLabSync(
+                f"{prefix}-sync",
+                GitLabSyncArgs(
+                    gitlab_url=args.gitlab_url,
+                    token=args.token,
+                    ca_file=args.ca_file,
+                    project=repository.id,
+                    files=project_files(project),
+                ),
+                # The first pipeline must see the variables, the templates, and what it needs running.
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=waits)),
+            )
+            if project.name == SHARED_CODE:
+                shared_code = sync
+            if project.deploy:
+                smoke[project.name] = SmokePipeline(
+                    f"{prefix}-pipeline",
+                    SmokePipelineArgs(
+                        gitlab_url=args.gitlab_url,
+                        token=args.token,
+                        ca_file=args.ca_file,
+                        project=repository.id,
+                        sha=sync.commit,
+                        timeout_seconds=args.pipeline_timeout,
+                    ),
+                    opts=child,
+                )
+                self.pipelines[project.name] = smoke[project.name].web_url
+        self.group_id = group.id
+        self.register_outputs({"group_id": self.group_id})

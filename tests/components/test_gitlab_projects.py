@@ -1,0 +1,122 @@
+"""The apps on GitLab: group, projects in manifest order, variables, the rendered CI files (valid
+against GitLab's CI schema), and what an edit to one file changes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.plan import plan
+from components.gitlab_projects import project_files, render_ci
+from stacks.apps_manifest import APPS_DIR, load_manifest
+from tests.plans import planned
+
+SYNC = "pulumi-python:dynamic/gitlab:ProjectSync"
+PIPELINE = "pulumi-python:dynamic/gitlab:SmokePipeline"
+
+
+def test_the_group_is_internal() -> None:
+    group = planned("phase3").one("gitlab:index/group:Group", "apps-group")["inputs"]
+    assert (group["path"], group["visibilityLevel"]) == ("blueprint-apps", "internal")
+
+
+def test_projects_are_created_in_manifest_order() -> None:
+    result = planned("phase3")
+    names = [project.name for project in load_manifest()]
+    urns = [result.one("gitlab:index/project:Project", f"apps-{name}")["urn"] for name in names]
+    for before, after in zip(urns, urns[1:], strict=False):
+        assert before in next(r for r in result.resources if r["urn"] == after)["dependsOn"]
+
+
+def test_the_deploy_credential_is_a_secret_file_variable_of_the_group() -> None:
+    variable = planned("phase3").one("gitlab:index/groupVariable:GroupVariable", "apps-deploy-kubeconfig")["inputs"]
+    assert (variable["key"], variable["variableType"], variable["value"]) == ("DEPLOY_KUBECONFIG", "file", "[secret]")
+
+
+def test_each_project_gets_its_chart_and_image_variables() -> None:
+    result = planned("phase3")
+    chart = result.one("gitlab:index/projectVariable:ProjectVariable", "apps-guestbook-ci-helm-chart-dir")["inputs"]
+    assert (chart["key"], chart["value"]) == ("CI_HELM_CHART_DIR", "chart")
+    image = result.one("gitlab:index/projectVariable:ProjectVariable", "apps-guestbook-ci-registry-image")["inputs"]
+    assert image["value"] == "registry.local.example.net/blueprint-apps/guestbook"
+
+
+def test_the_plan_shows_each_projects_rendered_ci_file() -> None:
+    files = planned("phase3").one(SYNC, "apps-guestbook-sync")["inputs"]["files"]
+    assert files[".gitlab-ci.yml"] == render_ci(next(p for p in load_manifest() if p.name == "guestbook"))
+    assert "blueprint-apps/shared-code" in files[".gitlab-ci.yml"]
+
+
+def test_a_project_holds_exactly_its_folder_and_its_ci_file() -> None:
+    guestbook = next(p for p in load_manifest() if p.name == "guestbook")
+    expected = {path.relative_to(APPS_DIR / "guestbook").as_posix() for path in (APPS_DIR / "guestbook").rglob("*") if path.is_file()}
+    expected = {path for path in expected if "__pycache__" not in path}
+    assert set(project_files(guestbook)) == expected | {".gitlab-ci.yml"}
+
+
+def test_a_deploying_project_waits_for_what_it_needs_before_its_push() -> None:
+    result = planned("phase3")
+    sync = result.one(SYNC, "apps-guestbook-sync")
+    for need in ("redis", "redis-slave"):
+        assert result.one(PIPELINE, f"apps-{need}-pipeline")["urn"] in sync["dependsOn"]
+    assert result.one(SYNC, "apps-shared-code-sync")["urn"] in sync["dependsOn"]
+
+
+def test_each_deploying_project_has_a_smoke_pipeline_on_its_synced_commit() -> None:
+    result = planned("phase3")
+    assert {r["name"] for r in result.find(PIPELINE)} == {"apps-guestbook-pipeline", "apps-redis-pipeline", "apps-redis-slave-pipeline"}
+    pipeline = result.one(PIPELINE, "apps-guestbook-pipeline")
+    assert result.one(SYNC, "apps-guestbook-sync")["urn"] in pipeline["dependsOn"]
+    assert pipeline["inputs"]["timeout_seconds"] == 600
+
+
+def check_ci_schema(paths: list[Path]) -> subprocess.CompletedProcess[str]:
+    tool = Path(sys.executable).parent / "check-jsonschema"
+    return subprocess.run(
+        [str(tool), "--builtin-schema", "vendor.gitlab-ci", *map(str, paths)], capture_output=True, text=True, check=False
+    )
+
+
+def test_every_rendered_ci_file_and_the_templates_are_valid_gitlab_ci(tmp_path: Path) -> None:
+    paths = []
+    for project in load_manifest():
+        path = tmp_path / f"{project.name}.gitlab-ci.yml"
+        path.write_text(render_ci(project))
+        paths.append(path)
+    paths += sorted((APPS_DIR / "shared-code" / "templates").glob("*.yml"))
+    done = check_ci_schema(paths)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture
+def project_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "project"
+    shutil.copytree(Path(__file__).resolve().parents[2], copy, ignore=shutil.ignore_patterns(".venv", ".git", "infra", "*cache*"))
+    return copy
+
+
+def test_editing_one_app_file_changes_at_most_its_sync_and_its_pipeline(project_copy: Path) -> None:
+    def phase3_inputs() -> dict[str, str]:
+        code = (
+            "import json; from cli.plan import plan;"
+            "print(json.dumps({r['name']: json.dumps(r['inputs'], sort_keys=True) for r in plan('phase3').resources}))"
+        )
+        done = subprocess.run([sys.executable, "-c", code], cwd=project_copy, capture_output=True, text=True, check=True, timeout=120,
+                              env={"PYTHONPATH": str(project_copy), "PATH": "/usr/bin:/bin"})  # fmt: skip
+        return dict(json.loads(done.stdout))
+
+    before = phase3_inputs()
+    app = project_copy / "apps" / "guestbook" / "app.py"
+    app.write_text(app.read_text() + "\n# an edit\n")
+    after = phase3_inputs()
+    changed = sorted(name for name in before if before[name] != after.get(name))
+    assert changed == ["apps-guestbook-pipeline", "apps-guestbook-sync"]
+
+
+def test_the_plan_harness_sees_the_real_manifest() -> None:
+    assert plan("phase3").find(SYNC)
