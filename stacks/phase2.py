@@ -244,8 +244,9 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.POSTGRES_HOST: postgres.host,
         outputs.REDIS_HOST: redis.host,
         outputs.MINIO_ENDPOINT: minio.endpoint,
-        outputs.GITLAB_URL: gitlab_release.url,
-        outputs.REGISTRY_HOST: gitlab_release.registry_host,
+        # Plain strings, not the component's Outputs: phase3 derives names from them in `dev` too.
+        outputs.GITLAB_URL: f"https://{gitlab_host}",
+        outputs.REGISTRY_HOST: registry_host,
         outputs.ADMIN_TOKEN: pulumi.Output.secret(admin_token_value),
         outputs.GITLAB_ROOT_PASSWORD: gitlab_release.root_password,
         outputs.APPS_NAMESPACE: ci_access.namespace,

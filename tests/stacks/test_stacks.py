@@ -47,3 +47,10 @@ def test_a_stack_whose_upstream_does_not_plan_names_both(monkeypatch: pytest.Mon
         plan("phase2")
     assert str(failed.value.cause).startswith("phase2 reads the outputs of phase1, which does not plan:")
     assert "blueprint:gitlabNodes" in str(failed.value.cause)
+
+
+def test_dev_wires_phase2_into_phase3_like_the_stack_reference_does() -> None:
+    dev, phase3 = planned("dev"), planned("phase3")
+    sync = "pulumi-python:dynamic/gitlab:ProjectSync"
+    assert dev.one(sync, "apps-guestbook-sync")["inputs"]["gitlab_url"] == phase3.one(sync, "apps-guestbook-sync")["inputs"]["gitlab_url"]
+    assert "__str__" not in dev.to_json(), "a phase read an Output as text"
