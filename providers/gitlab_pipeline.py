@@ -48,8 +48,10 @@ def failure_message(project: str, pipeline: dict[str, Any], failed_jobs: list[di
     return f"the smoke pipeline of {project} ended {pipeline['status']}: {jobs or 'no job failed'} (pipeline {pipeline['web_url']})"
 
 
-def wait(props: dict[str, Any], poll_seconds: float = 5.0) -> dict[str, Any]:
-    deadline = time.monotonic() + float(props.get("timeout_seconds") or 600)
+def wait(props: dict[str, Any]) -> dict[str, Any]:
+    timeout = float(props.get("timeout_seconds") or 600)
+    deadline = time.monotonic() + timeout
+    poll_seconds = min(5.0, max(0.2, timeout / 20))
     pipeline: dict[str, Any] | None = None
     while True:
         if pipeline is None:

@@ -1,0 +1,84 @@
+"""The smoke pipeline: waits for the commit's pipeline, fails with the failed job's name and URL,
+and starts nothing itself."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from providers.gitlab_pipeline import PROVIDER_VERSION, PipelineFailed, SmokePipelineProvider, failure_message
+from tests.providers.engine import as_engine_loads, outputs_of
+from tests.providers.gitlab_stub import TOKEN, Repository, gitlab_stub
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def repository() -> Repository:
+    return Repository()
+
+
+@pytest.fixture
+def gitlab(repository: Repository) -> Iterator[str]:
+    with gitlab_stub(repository) as url:
+        yield url
+
+
+def props(gitlab: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "gitlab_url": gitlab,
+        "token": TOKEN,
+        "ca_file": "/nonexistent/ca.crt",
+        "project": "42",
+        "sha": SHA,
+        "timeout_seconds": 5.0,
+        "provider_version": PROVIDER_VERSION,
+        **extra,
+    }
+
+
+def pipeline(status: str, pipeline_id: int = 7, sha: str = SHA) -> dict[str, Any]:
+    return {"id": pipeline_id, "sha": sha, "status": status, "web_url": f"https://gitlab/p/-/pipelines/{pipeline_id}"}
+
+
+@pytest.fixture
+def provider() -> SmokePipelineProvider:
+    return as_engine_loads(SmokePipelineProvider())
+
+
+def test_a_green_pipeline_is_recorded(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+    repository.pipelines.append(pipeline("success"))
+    outs = outputs_of(provider.create(props(gitlab)))
+    assert (outs["status"], outs["web_url"]) == ("success", "https://gitlab/p/-/pipelines/7")
+
+
+def test_a_failed_pipeline_names_the_failed_job_and_its_url(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+    repository.pipelines.append(pipeline("failed"))
+    repository.jobs[7] = [{"name": "build-image", "stage": "build", "web_url": "https://gitlab/p/-/jobs/99"}]
+    with pytest.raises(PipelineFailed) as failed:
+        provider.create(props(gitlab))
+    assert "job 'build-image' (stage build) failed: https://gitlab/p/-/jobs/99" in str(failed.value)
+    assert "https://gitlab/p/-/pipelines/7" in str(failed.value)
+
+
+def test_a_pipeline_that_never_finishes_fails_at_the_limit_with_its_url(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+) -> None:
+    repository.pipelines.append(pipeline("running"))
+    with pytest.raises(PipelineFailed, match=r"did not finish within 1.0s \(running\): https://gitlab/p/-/pipelines/7"):
+        provider.create(props(gitlab, timeout_seconds=1.0))
+
+
+def test_the_same_commit_again_is_no_change_so_no_new_pipeline(provider: SmokePipelineProvider) -> None:
+    olds = props("http://x")
+    assert provider.diff("42@sha", olds, props("http://x")).changes is False
+    assert provider.diff("42@sha", olds, props("http://x", sha="f" * 40)).changes is True
+
+
+def test_the_failure_message_lists_every_failed_job() -> None:
+    message = failure_message(
+        "guestbook", pipeline("failed"), [{"name": "a", "stage": "s", "web_url": "u1"}, {"name": "b", "stage": "t", "web_url": "u2"}]
+    )
+    assert "job 'a' (stage s) failed: u1; job 'b' (stage t) failed: u2" in message

@@ -1,0 +1,108 @@
+"""One commit per project per change: the diff logic as pure functions, and the provider (loaded
+as the engine loads it) against a local stub of the Commits API."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from providers.gitlab_sync import PROVIDER_VERSION, GitLabSyncError, GitLabSyncProvider, blob_id, commit_actions
+from tests.providers.engine import as_engine_loads, outputs_of
+from tests.providers.gitlab_stub import TOKEN, Repository, gitlab_stub
+
+
+def test_blob_ids_are_gits(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("hello\n")
+    git = subprocess.run(["git", "hash-object", str(tmp_path / "file")], capture_output=True, text=True, check=True)
+    assert blob_id("hello\n") == git.stdout.strip()
+
+
+def test_new_changed_and_removed_files_become_create_update_delete() -> None:
+    current = {"same": blob_id("a"), "changed": blob_id("old"), "gone": blob_id("x")}
+    actions = commit_actions({"same": "a", "changed": "new", "added": "n"}, current)
+    assert actions == [
+        {"action": "create", "file_path": "added", "content": "n"},
+        {"action": "update", "file_path": "changed", "content": "new"},
+        {"action": "delete", "file_path": "gone"},
+    ]
+
+
+def test_unchanged_files_make_no_action() -> None:
+    assert commit_actions({"a": "1", "b": "2"}, {"a": blob_id("1"), "b": blob_id("2")}) == []
+
+
+@pytest.fixture
+def repository() -> Repository:
+    return Repository()
+
+
+@pytest.fixture
+def gitlab(repository: Repository) -> Iterator[str]:
+    with gitlab_stub(repository) as url:
+        yield url
+
+
+def props(gitlab: str, files: dict[str, str]) -> dict[str, Any]:
+    return {
+        "gitlab_url": gitlab,
+        "token": TOKEN,
+        "ca_file": "/nonexistent/ca.crt",
+        "project": "42",
+        "branch": "main",
+        "files": files,
+        "message": "blueprint: sync from apps/",
+        "provider_version": PROVIDER_VERSION,
+    }
+
+
+@pytest.fixture
+def provider() -> GitLabSyncProvider:
+    return as_engine_loads(GitLabSyncProvider())
+
+
+def test_the_first_sync_is_one_commit_with_every_file(gitlab: str, repository: Repository, provider: GitLabSyncProvider) -> None:
+    outs = outputs_of(provider.create(props(gitlab, {"app.py": "print()\n", "chart/Chart.yaml": "name: x\n", ".gitlab-ci.yml": "x: 1\n"})))
+    assert len(repository.commits) == 1
+    assert [action["action"] for action in repository.commits[0]["actions"]] == ["create", "create", "create"]
+    assert outs["commit"] == repository.head()
+
+
+def test_one_edit_is_one_commit_of_one_action(gitlab: str, repository: Repository, provider: GitLabSyncProvider) -> None:
+    files = {"a": "1", "b": "2", "c": "3"}
+    old = outputs_of(provider.create(props(gitlab, files)))
+    new = outputs_of(provider.update("42@main", old, props(gitlab, {**files, "b": "changed"})))
+    assert len(repository.commits) == 2
+    assert repository.commits[1]["actions"] == [{"action": "update", "file_path": "b", "content": "changed"}]
+    assert new["changed"] == ["b"]
+
+
+def test_unchanged_files_make_no_commit(gitlab: str, repository: Repository, provider: GitLabSyncProvider) -> None:
+    files = {"a": "1", "b": "2", "c": "3"}  # more files than a page: the tree is read across pages
+    old = outputs_of(provider.create(props(gitlab, files)))
+    again = outputs_of(provider.update("42@main", old, props(gitlab, files)))
+    assert len(repository.commits) == 1
+    assert again["commit"] == old["commit"]
+
+
+def test_a_file_removed_from_the_folder_is_removed_from_the_repository(
+    gitlab: str, repository: Repository, provider: GitLabSyncProvider
+) -> None:
+    old = outputs_of(provider.create(props(gitlab, {"keep": "1", "drop": "2"})))
+    provider.update("42@main", old, props(gitlab, {"keep": "1"}))
+    assert repository.files == {"keep": "1"}
+    assert repository.commits[1]["actions"] == [{"action": "delete", "file_path": "drop"}]
+
+
+def test_a_refused_request_names_the_project_and_the_status(gitlab: str, provider: GitLabSyncProvider) -> None:
+    with pytest.raises(GitLabSyncError, match=r"project 42 \(HTTP 401\)"):
+        provider.create({**props(gitlab, {"a": "1"}), "token": "wrong"})
+
+
+def test_a_new_file_list_is_an_update_a_new_project_a_replacement(provider: GitLabSyncProvider) -> None:
+    olds = props("http://x", {"a": "1"})
+    assert provider.diff("42@main", olds, props("http://x", {"a": "2"})).replaces == []
+    assert provider.diff("42@main", olds, {**olds, "project": "43"}).replaces == ["project"]
