@@ -37,6 +37,10 @@ from providers.host_secret import HostSecret, HostSecretArgs
 
 RELEASE = "gitlab"
 ENVOY_SERVICE = "gitlab-envoy"
+GATEWAY = f"{RELEASE}-gw"
+"""The chart's Gateway (templates/gateway.yaml)."""
+APPS_LISTENER = "apps-https"
+"""The listener this adds to the chart's Gateway for the apps' HTTPRoutes."""
 """Fixed name of the Envoy Service (EnvoyProxy `envoyService.name`)."""
 TOOLBOX = f"{RELEASE}-toolbox"
 """The toolbox Deployment and its container is `toolbox`: `gitlab-rails runner` runs there."""
@@ -80,6 +84,8 @@ class GitLabArgs:
     """Host folder (under the data folder) for the secrets that must survive a destroy."""
     secrets_folder: pulumi.Resource
     """What creates that folder."""
+    apps_namespace: str
+    """The namespace whose HTTPRoutes may attach to the apps listener."""
     depends_on: tuple[pulumi.Resource, ...] = ()
     """What the release waits for: the CRDs, the databases, the buckets, the TLS Secrets, Gitaly's PV."""
 
@@ -185,6 +191,23 @@ def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
                 "envoyDeployment": {"pod": {"nodeSelector": args.node_selector}},
             },
         }
+    }
+
+
+def apps_listener(args: GitLabArgs) -> dict[str, Any]:
+    """A listener for the apps on the chart's Gateway. The chart renders only its own listeners,
+    each admitting routes from its own namespace; the laptop's port 443 reaches this one Envoy, so
+    the apps (`https://<app>.<domain>`) must be served there too. `listeners` is a map-list keyed
+    by name, so a server-side apply adds this entry beside the chart's (gitlab-on-kind.md section 1)."""
+    return {
+        "name": APPS_LISTENER,
+        "port": 443,
+        "protocol": "HTTPS",
+        "hostname": f"*.{args.domain}",
+        "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "gitlab-wildcard-tls"}]},
+        "allowedRoutes": {
+            "namespaces": {"from": "Selector", "selector": {"matchLabels": {"kubernetes.io/metadata.name": args.apps_namespace}}}
+        },
     }
 
 
@@ -333,6 +356,14 @@ class GitLab(pulumi.ComponentResource):
                 timeout=1800,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on])),
+        )
+        k8s.apiextensions.CustomResourcePatch(
+            f"{name}-apps-listener",
+            api_version="gateway.networking.k8s.io/v1",
+            kind="Gateway",
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=GATEWAY, namespace=args.namespace),
+            spec={"listeners": [apps_listener(args)]},
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),
         )
         self.url = pulumi.Output.from_input(f"https://gitlab.{args.domain}")
         self.registry_host = pulumi.Output.from_input(f"registry.{args.domain}")

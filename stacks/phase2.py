@@ -36,6 +36,7 @@ from components.tls import Tls, TlsArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 from stacks import outputs
+from stacks.apps_manifest import load_manifest
 from stacks.config import load_phase2
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi")
@@ -44,6 +45,8 @@ MINIO_VOLUME = Volume(namespace="minio", claim="minio-data", size="20Gi")
 GITALY_VOLUME = Volume(namespace="gitlab", claim="repo-data-gitlab-gitaly-0", size="20Gi")
 """Gitaly's StatefulSet claim (release `gitlab`), bound here ahead of GitLab itself."""
 VOLUMES = (POSTGRES_VOLUME, REDIS_VOLUME, MINIO_VOLUME, GITALY_VOLUME)
+APPS_NAMESPACE = "apps"
+"""Where CI deploys the apps (phase3)."""
 
 
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,7 +135,9 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     gitlab_nodes = {str(inputs[outputs.NODE_LABEL_KEY]): str(inputs[outputs.GITLAB_NODE_LABEL])}
     envoy = f"{gl.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
     platform_names = (gitlab_host, registry_host, f"kas.{domain}")
-    ClusterDns("cluster-dns", ClusterDnsArgs(names=platform_names, target=envoy), opts=on_cluster)
+    # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
+    app_names = tuple(f"{project.host}.{domain}" for project in load_manifest() if project.host)
+    ClusterDns("cluster-dns", ClusterDnsArgs(names=platform_names + app_names, target=envoy), opts=on_cluster)
     NodeRegistry(
         "node-registry",
         NodeRegistryArgs(
@@ -168,6 +173,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             s3_secret_key=minio.secret_key,
             ca_secret=tls_component.CA_SECRET,
             gitaly_volume=GITALY_VOLUME,
+            apps_namespace=APPS_NAMESPACE,
             secrets_path=secrets_folder,
             secrets_folder=storage.folder,
             depends_on=(
@@ -218,7 +224,9 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(providers=[provider, gitlab_provider]),
     )
-    ci_access = CiAccess("ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME]), opts=on_cluster)
+    ci_access = CiAccess(
+        "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
+    )
 
     credentials: dict[str, dict[str, pulumi.Input[str]]] = {
         "postgres/gitlab": {"username": pg.GITLAB_ROLE, "password": postgres.gitlab_password, "host": postgres.host},

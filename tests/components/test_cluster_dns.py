@@ -37,3 +37,8 @@ def test_the_patch_takes_the_corefile_and_is_kept_on_delete() -> None:
     assert patch["inputs"]["metadata"]["annotations"] == {"pulumi.com/patchForce": "true"}
     assert (patch["inputs"]["metadata"]["name"], patch["inputs"]["metadata"]["namespace"]) == ("coredns", "kube-system")
     assert patch["retainOnDelete"] is True
+
+
+def test_the_apps_hosts_resolve_to_the_gateway_in_the_cluster() -> None:
+    text = planned("phase2").one(PATCH, "cluster-dns-corefile")["inputs"]["data"]["Corefile"]
+    assert "rewrite name exact guestbook.local.example.net gitlab-envoy.gitlab.svc.cluster.local answer auto" in text

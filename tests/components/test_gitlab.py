@@ -12,6 +12,7 @@ import yaml
 import versions
 from components import gitlab as gl
 from components.minio import BUCKETS
+from stacks.apps_manifest import APPS_DIR
 from stacks import outputs
 from tests.plans import planned
 
@@ -172,3 +173,18 @@ def test_gitlab_waits_for_what_it_reads() -> None:
         ("kubernetes:core/v1:PersistentVolume", "storage-gitlab-repo-data-gitlab-gitaly-0"),
     ]:
         assert result.one(type_, name)["urn"] in depends, name
+
+
+def test_the_apps_get_a_listener_on_gitlabs_gateway_for_their_namespace_only() -> None:
+    result = planned("phase2")
+    patch = result.one("kubernetes:gateway.networking.k8s.io/v1:GatewayPatch", "gitlab-apps-listener")
+    assert (patch["inputs"]["metadata"]["name"], patch["inputs"]["metadata"]["namespace"]) == ("gitlab-gw", "gitlab")
+    [listener] = patch["inputs"]["spec"]["listeners"]
+    assert (listener["name"], listener["port"], listener["hostname"]) == ("apps-https", 443, "*.local.example.net")
+    assert listener["allowedRoutes"]["namespaces"]["selector"] == {"matchLabels": {"kubernetes.io/metadata.name": "apps"}}
+    assert result.one(RELEASE, "gitlab-chart")["urn"] in patch["dependsOn"]
+
+
+def test_the_guestbook_charts_route_attaches_to_that_listener() -> None:
+    values = yaml.safe_load((APPS_DIR / "guestbook" / "chart" / "values.yaml").read_text())
+    assert values["gateway"] == {"name": gl.GATEWAY, "namespace": "gitlab", "sectionName": gl.APPS_LISTENER}
