@@ -198,7 +198,8 @@ def apps_listener(args: GitLabArgs) -> dict[str, Any]:
     """A listener for the apps on the chart's Gateway. The chart renders only its own listeners,
     each admitting routes from its own namespace; the laptop's port 443 reaches this one Envoy, so
     the apps (`https://<app>.<domain>`) must be served there too. `listeners` is a map-list keyed
-    by name, so a server-side apply adds this entry beside the chart's (gitlab-on-kind.md section 1)."""
+    by name, so a server-side apply adds this entry beside the chart's (gitlab-on-kind.md section 1).
+    """
     return {
         "name": APPS_LISTENER,
         "port": 443,
@@ -361,7 +362,7 @@ class GitLab(pulumi.ComponentResource):
             f"{name}-apps-listener",
             api_version="gateway.networking.k8s.io/v1",
             kind="Gateway",
-            metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=GATEWAY, namespace=args.namespace),
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=GATEWAY, namespace=args.namespace),
             spec={"listeners": [apps_listener(args)]},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),
         )

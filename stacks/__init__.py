@@ -35,6 +35,11 @@ def run(stack: str) -> None:
 
 
 async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
+    if {"phase2", "phase3"} & set(phases):
+        # Both read apps/apps_manifest.yaml: refuse a malformed one before anything is registered.
+        from stacks.apps_manifest import load_manifest
+
+        load_manifest()
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
     exports: dict[str, Any] = {}
     for phase in phases:

@@ -12,8 +12,8 @@ import yaml
 import versions
 from components import gitlab as gl
 from components.minio import BUCKETS
-from stacks.apps_manifest import APPS_DIR
 from stacks import outputs
+from stacks.apps_manifest import APPS_DIR
 from tests.plans import planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
