@@ -3,27 +3,15 @@ and starts nothing itself."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from providers.gitlab_pipeline import PROVIDER_VERSION, PipelineFailed, SmokePipelineProvider, failure_message
 from tests.providers.engine import as_engine_loads, outputs_of
-from tests.providers.gitlab_stub import TOKEN, Repository, gitlab_stub
+from tests.providers.gitlab_stub import TOKEN, Repository
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-@pytest.fixture
-def repository() -> Repository:
-    return Repository()
-
-
-@pytest.fixture
-def gitlab(repository: Repository) -> Iterator[str]:
-    with gitlab_stub(repository) as url:
-        yield url
 
 
 def props(gitlab: str, **extra: Any) -> dict[str, Any]:

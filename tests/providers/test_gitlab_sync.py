@@ -4,7 +4,6 @@ as the engine loads it) against a local stub of the Commits API."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from providers.gitlab_sync import PROVIDER_VERSION, GitLabSyncError, GitLabSyncProvider, blob_id, commit_actions
 from tests.providers.engine import as_engine_loads, outputs_of
-from tests.providers.gitlab_stub import TOKEN, Repository, gitlab_stub
+from tests.providers.gitlab_stub import TOKEN, Repository
 
 
 def test_blob_ids_are_gits(tmp_path: Path) -> None:
@@ -33,17 +32,6 @@ def test_new_changed_and_removed_files_become_create_update_delete() -> None:
 
 def test_unchanged_files_make_no_action() -> None:
     assert commit_actions({"a": "1", "b": "2"}, {"a": blob_id("1"), "b": blob_id("2")}) == []
-
-
-@pytest.fixture
-def repository() -> Repository:
-    return Repository()
-
-
-@pytest.fixture
-def gitlab(repository: Repository) -> Iterator[str]:
-    with gitlab_stub(repository) as url:
-        yield url
 
 
 def props(gitlab: str, files: dict[str, str]) -> dict[str, Any]:
