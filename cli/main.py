@@ -1,10 +1,12 @@
-"""The `blueprint` command."""
+"""The `blueprint` command: one command for the whole platform, and an offline look at it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+
+PHASE_CHOICES = ("1", "2", "3", "all")
 
 
 def _config_override(text: str) -> tuple[str, str]:
@@ -17,6 +19,20 @@ def _config_override(text: str) -> tuple[str, str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="blueprint", description="A self-hosted developer platform on one laptop.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def with_phase(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--phase", choices=PHASE_CHOICES, default="all", help="one phase, or all of them in order (default)")
+        return sub
+
+    up = with_phase("up", "check the machine, then bring the phases up in order, and say where everything is")
+    up.add_argument("--glab-login", action="store_true", help="afterwards, log the glab CLI in to the platform with the admin token")
+    with_phase("preview", "show what `up` would change, phase by phase")
+    destroy = with_phase("destroy", "destroy the phases in reverse order")
+    keep = destroy.add_mutually_exclusive_group()
+    keep.add_argument("--preserve-data", action="store_true", help="record preserveData=true first, so every piece of data stays")
+    keep.add_argument("--wipe-data", action="store_true", help="record preserveData=false first, so the data folder is removed")
+
     plan = commands.add_parser(
         "plan",
         help="show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network)",
@@ -33,12 +49,16 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="override a config value for this plan, e.g. blueprint:gitlabNodes=2 (repeatable)",
     )
+    doctor = commands.add_parser("doctor", help="check every prerequisite of a real run, with the fix for each")
+    doctor.add_argument("--fix", action="store_true", help="install what can be installed without root (Pulumi CLI, kind, kubectl)")
+    doctor.add_argument("--stack", default="phase1", help="the stack whose ports to check (default phase1)")
+    commands.add_parser("status", help="per phase, whether it is up, and the health of GitLab, OpenBao, the runner and the apps")
+    diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
+    diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    # Imported after parsing, so `--help` and usage errors stay fast.
+def _plan(args: argparse.Namespace) -> int:
     import logging
     import traceback
 
@@ -48,7 +68,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # What the program logs (pulumi.log) goes to stderr, so stdout stays the plan alone.
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s", stream=sys.stderr)
-
     try:
         result = plan(args.stack, dict(args.config))
     except ProgramFailed as failed:
@@ -59,6 +78,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     sys.stdout.write(result.to_json() if args.json else result.to_tree())
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # Each command imports what it needs only now, so `--help` and usage errors stay fast.
+    if args.command == "plan":
+        return _plan(args)
+    if args.command == "doctor":
+        from cli import doctor
+
+        return doctor.run([*(["--fix"] if args.fix else []), "--stack", args.stack])
+    if args.command == "diagram":
+        from cli import diagram
+
+        return diagram.run(["--check"] if args.check else [])
+    from cli import commands
+
+    return commands.main_for(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,181 @@
+"""`blueprint up | preview | destroy | status`: phase order, the preserveData recording, failure
+help and the summary, against a fake runner (no Pulumi CLI here)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from cli import commands
+from cli.commands import Context, StackFailed
+from cli.main import main
+from stacks import outputs
+
+PHASE2 = {
+    outputs.GITLAB_URL: "https://gitlab.local.example.net",
+    outputs.REGISTRY_HOST: "registry.local.example.net",
+    outputs.OPENBAO_ADDR: "http://127.0.0.1:8200",
+    outputs.CA_CERT_FILE: "/data/platform/ca.crt",
+    outputs.ADMIN_TOKEN: "glpat-secret-value",
+    outputs.GITLAB_ROOT_PASSWORD: "root-secret-value",
+}
+
+
+class FakeRunner:
+    def __init__(self, existing: Mapping[str, dict[str, Any]] | None = None, failing: str | None = None) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.existing = dict(existing or {})
+        self.failing = failing
+        self.config: dict[tuple[str, str], str] = {}
+        self.destroy_env: dict[str, str] = {}
+
+    def _do(self, verb: str, stack: str) -> None:
+        self.calls.append((verb, stack))
+        if stack == self.failing:
+            raise StackFailed(stack, f"  kubernetes:helm.sh/v3:Release ({stack}-chart):\n    error: timed out waiting for the condition")
+
+    def up(self, stack: str, on_output: Callable[[str], None]) -> None:
+        self._do("up", stack)
+        self.existing.setdefault(stack, {})
+
+    def preview(self, stack: str, on_output: Callable[[str], None]) -> None:
+        self._do("preview", stack)
+
+    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+        self._do("destroy", stack)
+        self.destroy_env = dict(env)
+
+    def set_config(self, stack: str, key: str, value: str) -> None:
+        self.config[(stack, key)] = value
+
+    def outputs(self, stack: str) -> dict[str, Any] | None:
+        return self.existing.get(stack)
+
+
+def context(runner: FakeRunner, **extra: Any) -> tuple[Context, io.StringIO]:
+    out = io.StringIO()
+    return Context(runner=runner, out=out, **extra), out
+
+
+def test_up_runs_every_phase_in_order() -> None:
+    runner = FakeRunner()
+    assert commands.up(context(runner)[0], "all") == 0
+    assert runner.calls == [("up", "phase1"), ("up", "phase2"), ("up", "phase3")]
+
+
+def test_up_of_one_phase_runs_only_that_stack() -> None:
+    runner = FakeRunner()
+    commands.up(context(runner)[0], "2")
+    assert runner.calls == [("up", "phase2")]
+
+
+def test_up_stops_when_the_doctor_finds_a_missing_prerequisite() -> None:
+    runner = FakeRunner()
+    ctx, out = context(runner, doctor=lambda: 1)
+    assert commands.up(ctx, "all") == 1
+    assert runner.calls == []
+    assert "blueprint doctor" in out.getvalue()
+
+
+def test_a_failed_phase_stops_the_next_and_is_explained() -> None:
+    runner = FakeRunner(failing="phase2")
+    ctx, out = context(runner, explain=lambda phase, stack, output: f"EXPLAINED {phase} {stack}")
+    assert commands.up(ctx, "all") == 1
+    assert runner.calls == [("up", "phase1"), ("up", "phase2")]
+    assert "EXPLAINED 2 phase2" in out.getvalue()
+
+
+def test_preview_runs_in_order_and_changes_nothing() -> None:
+    runner = FakeRunner()
+    commands.preview(context(runner)[0], "all")
+    assert runner.calls == [("preview", "phase1"), ("preview", "phase2"), ("preview", "phase3")]
+
+
+def test_destroy_runs_in_reverse_order() -> None:
+    runner = FakeRunner(existing={"phase1": {}, "phase2": {}, "phase3": {}})
+    commands.destroy(context(runner)[0], "all", None)
+    assert runner.calls == [("destroy", "phase3"), ("destroy", "phase2"), ("destroy", "phase1")]
+
+
+def test_destroy_with_preserve_data_records_the_flag_with_ups_of_phase1_then_phase2_first() -> None:
+    runner = FakeRunner(existing={"phase1": {}, "phase2": {}, "phase3": {}})
+    commands.destroy(context(runner)[0], "all", True)
+    assert runner.config == {("phase1", "blueprint:preserveData"): "true"}
+    assert runner.calls[:2] == [("up", "phase1"), ("up", "phase2")]
+    assert runner.calls[2:] == [("destroy", "phase3"), ("destroy", "phase2"), ("destroy", "phase1")]
+
+
+def test_destroy_with_wipe_data_records_false() -> None:
+    runner = FakeRunner(existing={"phase1": {}})
+    commands.destroy(context(runner)[0], "all", False)
+    assert runner.config == {("phase1", "blueprint:preserveData"): "false"}
+    assert runner.calls == [("up", "phase1"), ("destroy", "phase1")]
+
+
+def test_destroy_skips_stacks_that_are_not_up() -> None:
+    runner = FakeRunner(existing={"phase1": {}})
+    ctx, out = context(runner)
+    commands.destroy(ctx, "all", None)
+    assert runner.calls == [("destroy", "phase1")]
+    assert "phase3: not up, nothing to destroy" in out.getvalue()
+
+
+def test_the_summary_says_where_things_and_credentials_are_never_the_credentials() -> None:
+    text = commands.summary(
+        {"phase1": {}, "phase2": PHASE2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.local.example.net"}}}
+    )
+    assert "https://gitlab.local.example.net" in text
+    assert "pulumi stack output -s phase2 adminToken --show-secrets" in text
+    assert "secret/gitlab/bootstrap/admin_token" in text
+    assert "127.0.0.1 gitlab.local.example.net registry.local.example.net kas.local.example.net guestbook.local.example.net" in text
+    assert "/data/platform/ca.crt" in text
+    assert "glpat-secret-value" not in text
+    assert "root-secret-value" not in text
+
+
+def test_status_reports_each_phase_and_each_health() -> None:
+    runner = FakeRunner(existing={"phase1": {}, "phase2": PHASE2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.x"}}})
+    probed: list[str] = []
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        probed.append(url)
+        return "ok"
+
+    text = commands.status(runner, probe)
+    assert "phase1: up" in text
+    assert "phase3: up" in text
+    assert [url.split("/", 3)[-1] for url in probed] == [
+        "api/v4/version",
+        "v1/sys/seal-status",
+        "api/v4/runners/all?type=instance_type&status=online",
+        "healthz",
+    ]
+
+
+def test_status_of_nothing_says_not_up() -> None:
+    assert commands.status(FakeRunner(), lambda *_: "ok").splitlines() == ["phase1: not up", "phase2: not up", "phase3: not up"]
+
+
+@pytest.mark.parametrize("argv", [["up", "--phase", "4"], ["destroy", "--preserve-data", "--wipe-data"], ["frobnicate"]])
+def test_bad_arguments_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    for command in ("up", "preview", "destroy", "plan", "doctor", "status", "diagram"):
+        assert f"    {command} " in text
+
+
+def test_the_pulumi_environment_is_the_projects_backend_and_passphrase(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    env = commands.pulumi_environment()
+    assert env["PULUMI_BACKEND_URL"].endswith("/.pulumi-state")
+    assert env["PULUMI_CONFIG_PASSPHRASE"] == commands.DEFAULT_PASSPHRASE
