@@ -297,7 +297,8 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO = sys.std
     if args.command == "status":
         out.write(status(runner) + "\n")
         return 0
-    from cli import doctor, explain
+    import cli.doctor as doctor
+    import cli.explain as explain
 
     def explained(phase: str, stack: str, output: str) -> str:
         phase1 = runner.outputs("phase1") or {}

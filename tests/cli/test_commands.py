@@ -3,6 +3,7 @@ help and the summary, against a fake runner (no Pulumi CLI here)."""
 
 from __future__ import annotations
 
+import argparse
 import io
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -179,3 +180,21 @@ def test_the_pulumi_environment_is_the_projects_backend_and_passphrase(monkeypat
     env = commands.pulumi_environment()
     assert env["PULUMI_BACKEND_URL"].endswith("/.pulumi-state")
     assert env["PULUMI_CONFIG_PASSPHRASE"] == commands.DEFAULT_PASSPHRASE
+
+
+def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    runner = FakeRunner(failing="phase2")
+    out = io.StringIO()
+    args = argparse.Namespace(command="up", phase="all", glab_login=False)
+    assert commands.main_for(args, runner, out) == 1
+    text = out.getvalue()
+    assert "phase2-chart" in text
+    assert "blueprint up --phase 2" in text
+
+
+def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cli.doctor.run", lambda argv: pytest.fail("status must not run the doctor"))
+    out = io.StringIO()
+    assert commands.main_for(argparse.Namespace(command="status"), FakeRunner(), out) == 0
+    assert "phase1: not up" in out.getvalue()

@@ -1,0 +1,507 @@
+"""`blueprint doctor`: is this machine ready for a real `pulumi up`?
+
+Every prerequisite in README.md "Prerequisites" becomes one pass/fail line with the exact fix, so
+a first run fails here, in a second, rather than twenty minutes into phase2. The checks only talk to
+the machine through the small `Machine` protocol, so the tests run them against a fake one.
+
+`--fix` installs what needs no root (Pulumi into ~/.pulumi, kind and kubectl into ~/.local/bin) and
+prints the instruction for the rest: starting Docker, kernel limits and ports are the user's call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import platform
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol, TextIO
+
+from versions import KIND_NODE_IMAGE, KIND_VERSION
+
+GIB = 1024**3
+MEMORY_NEEDED_BYTES = 12 * GIB
+"""What Docker needs: phase2 requests about 7 GiB, and GitLab uses well above its requests while it
+starts, so README.md (sizing) asks for at least 12 GiB."""
+
+PULUMI_VERSION = "3.272.0"
+"""The SDK's pin in pyproject.toml: the CLI `--fix` installs, so CLI and language host match it."""
+
+PULUMI_MIN_VERSION = "3.142.0"
+"""The oldest CLI that runs this project: `toolchain: uv` arrived in 3.139.0, and until 3.142.0 the
+uv toolchain dropped environment variables on the way to the program (pulumi/pulumi#17849)."""
+
+KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
+"""The node image's Kubernetes version, so kubectl is within the supported skew of the cluster."""
+
+INOTIFY_MIN = {"max_user_watches": 524288, "max_user_instances": 512}
+"""kind's known issues ("Pod errors due to too many open files"): below these, a cluster of several
+nodes runs out of inotify watches and pods crash with "too many open files"."""
+
+# MemTotal excludes what the kernel reserves at boot, so a VM given exactly 12 GiB reports a little
+# less; a few percent of slack keeps the fix we print ("give Docker 12 GiB") sufficient.
+_MEMORY_SLACK = 0.95
+
+_WSL_NOTE = "; on Windows, run blueprint inside WSL2, the supported way"
+_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+DOCKER_CLI = "Docker CLI"
+DOCKER_ENGINE = "Docker engine"
+KIND = "kind"
+PULUMI = "Pulumi CLI"
+KUBECTL = "kubectl"
+UV = "uv"
+MEMORY = "memory"
+INOTIFY = "inotify limits"
+CONFIG = "stack config"
+
+
+class Machine(Protocol):
+    """What the checks may ask of the machine; `RealMachine` answers for this one."""
+
+    @property
+    def system(self) -> str:
+        """One of linux, darwin, windows."""
+        ...
+
+    @property
+    def machine(self) -> str:
+        """The CPU architecture as uname says it: x86_64, arm64, aarch64..."""
+        ...
+
+    def which(self, name: str) -> str | None: ...
+
+    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        """Exit code and stdout+stderr; a missing binary is 127, never an exception."""
+        ...
+
+    def port_free(self, port: int) -> bool: ...
+
+    def memory_bytes(self) -> int | None: ...
+
+    def read_text(self, path: str) -> str | None: ...
+
+    def home(self) -> Path: ...
+
+
+class RealMachine:
+    """The machine this runs on."""
+
+    def __init__(self) -> None:
+        self.system = platform.system().lower()
+        self.machine = platform.machine().lower()
+
+    def which(self, name: str) -> str | None:
+        return shutil.which(name)
+
+    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        try:
+            done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
+        except FileNotFoundError:
+            return 127, f"{argv[0]}: command not found"
+        except subprocess.TimeoutExpired:
+            return 124, f"{shlex.join(argv)} did not answer within {timeout:g}s"
+        except OSError as error:
+            return 126, f"{argv[0]}: {error}"
+        return done.returncode, done.stdout
+
+    def port_free(self, port: int) -> bool:
+        # No SO_REUSEADDR: with it, a bind can succeed next to a listener and hide it.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError as error:
+                if error.errno != errno.EACCES:
+                    return error.errno != errno.EADDRINUSE
+            else:
+                return True
+        # Ports below 1024 need root to bind on Linux, yet Docker binds them for us: EACCES says
+        # nothing about use, so ask whether anything answers there instead.
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return False
+        except OSError:
+            return True
+
+    def memory_bytes(self) -> int | None:
+        # Docker's own figure first: under Docker Desktop that is the VM's size, which is what
+        # the cluster gets, not the laptop's.
+        code, output = self.run(["docker", "info", "--format", "{{.MemTotal}}"], timeout=20)
+        if code == 0 and output.strip().isdigit():
+            return int(output.strip())
+        if self.system == "linux":
+            match = re.search(r"^MemTotal:\s+(\d+)\s+kB", self.read_text("/proc/meminfo") or "", re.MULTILINE)
+            return int(match.group(1)) * 1024 if match else None
+        if self.system == "darwin":
+            code, output = self.run(["sysctl", "-n", "hw.memsize"], timeout=5)
+            return int(output.strip()) if code == 0 and output.strip().isdigit() else None
+        return None
+
+    def read_text(self, path: str) -> str | None:
+        try:
+            return Path(path).read_text()
+        except OSError:
+            return None
+
+    def home(self) -> Path:
+        return Path.home()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One prerequisite, checked."""
+
+    name: str
+    ok: bool
+    found: str
+    """What the machine has, in a few words (a passing check may carry a note here)."""
+    fix: str = ""
+    """The exact command or instruction that makes the check pass; empty when it passes."""
+
+    def __post_init__(self) -> None:
+        if self.ok == bool(self.fix):
+            raise ValueError(f"check {self.name!r}: a fix is required exactly when the check fails, got ok={self.ok} fix={self.fix!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixStep:
+    """One thing `--fix` does: run `argv`, or, when `argv` is None, print `what` for the user to do."""
+
+    what: str
+    argv: tuple[str, ...] | None = None
+
+
+def _version(text: str) -> tuple[int, int, int] | None:
+    match = _VERSION.search(text)
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "(no output)"
+
+
+def _arch(machine: Machine) -> str | None:
+    return _ARCH.get(machine.machine.lower())
+
+
+def kind_url(system: str, arch: str) -> str:
+    return f"https://kind.sigs.k8s.io/dl/{KIND_VERSION}/kind-{system}-{arch}"
+
+
+def kubectl_url(system: str, arch: str) -> str:
+    return f"https://dl.k8s.io/release/{KUBECTL_VERSION}/bin/{system}/{arch}/kubectl"
+
+
+PULUMI_INSTALL = f"curl -fsSL https://get.pulumi.com | sh -s -- --version {PULUMI_VERSION} --no-edit-path"
+"""Pulumi's official installer, into ~/.pulumi, leaving the user's shell profile alone."""
+
+PULUMI_INSTALL_SCRIPT = (
+    f'script="$(curl -fsSL https://get.pulumi.com)" && printf "%s\\n" "$script" | sh -s -- --version {PULUMI_VERSION} --no-edit-path'
+)
+"""PULUMI_INSTALL for `--fix`: a plain pipe would hide a failed download (sh reads nothing and
+exits 0), and POSIX sh has no pipefail, so the script is fetched first."""
+
+
+def _download_fix(machine: Machine, tool: str, url: str | None, page: str) -> str:
+    if url is None:
+        return f"download {tool} for {machine.system}/{machine.machine} from {page} into ~/.local/bin"
+    return f"`curl -fsSL --create-dirs -o ~/.local/bin/{tool} {url} && chmod +x ~/.local/bin/{tool}` (or `blueprint doctor --fix`)"
+
+
+def _docker_checks(machine: Machine) -> list[Check]:
+    install = {
+        "darwin": "install Docker Desktop: https://docs.docker.com/desktop/setup/install/mac-install/",
+        "windows": "install Docker Desktop with the WSL2 backend: https://docs.docker.com/desktop/setup/install/windows-install/",
+    }.get(
+        machine.system,
+        "install Docker Engine (https://docs.docker.com/engine/install/), then `sudo usermod -aG docker $USER`, log in again",
+    )
+    if machine.which("docker") is None:
+        return [
+            Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=install),
+            Check(name=DOCKER_ENGINE, ok=False, found="not checked: no Docker CLI", fix=install),
+        ]
+    cli = Check(name=DOCKER_CLI, ok=True, found=str(machine.which("docker")))
+    code, output = machine.run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=20)
+    if code == 0:
+        return [cli, Check(name=DOCKER_ENGINE, ok=True, found=f"server {_first_line(output)}")]
+    if "permission denied" in output.lower():
+        fix = "`sudo usermod -aG docker $USER`, then log out and in again (or run `newgrp docker` in this shell)"
+    else:
+        fix = {
+            "darwin": "start Docker Desktop (`open -a Docker`) and wait until it says it is running",
+            "windows": "start Docker Desktop and wait until it says it is running",
+        }.get(machine.system, "`sudo systemctl start docker` (and `sudo systemctl enable docker` to start it at boot)")
+    return [cli, Check(name=DOCKER_ENGINE, ok=False, found=f"not reachable: {_first_line(output)}", fix=fix)]
+
+
+def _kind_check(machine: Machine) -> Check:
+    arch = _arch(machine)
+    url = kind_url(machine.system, arch) if arch else None
+    fix = _download_fix(machine, "kind", url, f"https://github.com/kubernetes-sigs/kind/releases/tag/{KIND_VERSION}")
+    if machine.which("kind") is None:
+        return Check(name=KIND, ok=False, found="no `kind` on PATH", fix=fix)
+    code, output = machine.run(["kind", "version"], timeout=10)
+    found = _version(output)
+    if code != 0 or found is None:
+        return Check(name=KIND, ok=False, found=f"`kind version` failed: {_first_line(output)}", fix=fix)
+    shown = "v{}.{}.{}".format(*found)
+    if shown != KIND_VERSION:
+        return Check(name=KIND, ok=True, found=f"{shown} (works; the node image is pinned for {KIND_VERSION}, expect a warning)")
+    return Check(name=KIND, ok=True, found=shown)
+
+
+def _pulumi_check(machine: Machine, minimum: str) -> Check:
+    fix = f"`{PULUMI_INSTALL}`, then put ~/.pulumi/bin first on PATH (or `blueprint doctor --fix`)"
+    if machine.which("pulumi") is None:
+        return Check(name=PULUMI, ok=False, found="no `pulumi` on PATH", fix=fix)
+    code, output = machine.run(["pulumi", "version"], timeout=20)
+    found = _version(output)
+    needed = _version(minimum)
+    if code != 0 or found is None or needed is None:
+        return Check(name=PULUMI, ok=False, found=f"`pulumi version` failed: {_first_line(output)}", fix=fix)
+    shown = "v{}.{}.{}".format(*found)
+    if found < needed:
+        return Check(name=PULUMI, ok=False, found=f"{shown}, older than {minimum} (needed for `toolchain: uv`)", fix=fix)
+    return Check(name=PULUMI, ok=True, found=shown)
+
+
+def _kubectl_check(machine: Machine) -> Check:
+    arch = _arch(machine)
+    url = kubectl_url(machine.system, arch) if arch else None
+    fix = _download_fix(machine, "kubectl", url, "https://kubernetes.io/docs/tasks/tools/")
+    if machine.which("kubectl") is None:
+        return Check(name=KUBECTL, ok=False, found="no `kubectl` on PATH", fix=fix)
+    code, output = machine.run(["kubectl", "version", "--client"], timeout=10)
+    found = _version(output)
+    if code != 0 or found is None:
+        return Check(name=KUBECTL, ok=False, found=f"`kubectl version --client` failed: {_first_line(output)}", fix=fix)
+    shown = "v{}.{}.{}".format(*found)
+    wanted = _version(KUBECTL_VERSION)
+    if wanted is not None and (found[0] != wanted[0] or abs(found[1] - wanted[1]) > 1):
+        return Check(
+            name=KUBECTL,
+            ok=True,
+            found=f"{shown}: more than one minor from the cluster's {KUBECTL_VERSION}, outside kubectl's supported skew; "
+            f"blueprint's few kubectl calls work, but kubectl {KUBECTL_VERSION} is the one to use",
+        )
+    return Check(name=KUBECTL, ok=True, found=shown)
+
+
+def _uv_check(machine: Machine) -> Check:
+    if machine.which("uv") is None:
+        fix = "`curl -LsSf https://astral.sh/uv/install.sh | sh` (or `pip install uv`)"
+        return Check(name=UV, ok=False, found="no `uv` on PATH", fix=fix)
+    _, output = machine.run(["uv", "--version"], timeout=10)
+    return Check(name=UV, ok=True, found=_first_line(output))
+
+
+def _port_check(machine: Machine, key: str, port: int, stack: str, cluster_name: str | None) -> Check:
+    name = f"port {port} ({key})"
+    if machine.port_free(port):
+        return Check(name=name, ok=True, found="free")
+    if cluster_name is not None and machine.which("docker") is not None:
+        # After `pulumi up` the cluster's own node holds these ports: that is not a conflict.
+        code, output = machine.run(["docker", "ps", "--filter", f"publish={port}", "--format", "{{.Names}}"], timeout=20)
+        holders = output.split() if code == 0 else []
+        if f"{cluster_name}-control-plane" in holders:
+            return Check(name=name, ok=True, found=f"published by {cluster_name}-control-plane: the cluster is already up")
+        if holders:
+            return Check(
+                name=name,
+                ok=False,
+                found=f"{key} {port} is in use by container {', '.join(holders)}",
+                fix=f"`docker stop {holders[0]}`, or `pulumi config set {key} <free port> -s {stack}`",
+            )
+    lookup = f"`netstat -ano | findstr :{port}`" if machine.system == "windows" else f"`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`"
+    return Check(
+        name=name,
+        ok=False,
+        found=f"{key} {port} is in use",
+        fix=f"`pulumi config set {key} <free port> -s {stack}`, or stop what uses it ({lookup} shows it)",
+    )
+
+
+def _memory_check(machine: Machine, needed: int) -> Check:
+    total = machine.memory_bytes()
+    gib = needed // GIB
+    if total is None:
+        return Check(name=MEMORY, ok=True, found=f"unknown (could not read it); make sure Docker has at least {gib} GiB")
+    found = f"{total / GIB:.1f} GiB total"
+    if total >= needed * _MEMORY_SLACK:
+        return Check(name=MEMORY, ok=True, found=found)
+    fix = {
+        "darwin": f"Docker Desktop > Settings > Resources: give Docker at least {gib} GiB (and 4 CPUs), then Apply & restart",
+        "windows": f"in %UserProfile%\\.wslconfig set `memory={gib}GB` under [wsl2], then `wsl --shutdown` and restart Docker Desktop",
+    }.get(machine.system, f"close other applications, or use a machine with at least {gib} GiB")
+    return Check(name=MEMORY, ok=False, found=f"{found}, needs {gib} GiB", fix=fix)
+
+
+def _inotify_check(machine: Machine) -> Check:
+    current: dict[str, int | None] = {}
+    for key in INOTIFY_MIN:
+        text = (machine.read_text(f"/proc/sys/fs/inotify/{key}") or "").strip()
+        current[key] = int(text) if text.isdigit() else None
+    found = ", ".join(f"{key}={'unreadable' if value is None else value}" for key, value in current.items())
+    if all(value is not None and value >= INOTIFY_MIN[key] for key, value in current.items()):
+        return Check(name=INOTIFY, ok=True, found=found)
+    # Never lower a limit that is already above the minimum.
+    target = {key: max(INOTIFY_MIN[key], current[key] or 0) for key in INOTIFY_MIN}
+    settings = " ".join(f"fs.inotify.{key}={value}" for key, value in target.items())
+    lines = "\\n".join(f"fs.inotify.{key} = {value}" for key, value in target.items())
+    fix = f"`sudo sysctl {settings}`; to keep it after a reboot: `printf '{lines}\\n' | sudo tee /etc/sysctl.d/99-kind.conf`"
+    minimum = ", ".join(f"{key} >= {value}" for key, value in INOTIFY_MIN.items())
+    return Check(name=INOTIFY, ok=False, found=f"{found} (kind needs {minimum})", fix=fix)
+
+
+def checks(
+    machine: Machine,
+    *,
+    ports: Mapping[str, int],
+    memory_needed_bytes: int,
+    pulumi_min_version: str,
+    stack: str = "phase1",
+    cluster_name: str | None = None,
+) -> list[Check]:
+    """Every prerequisite of a real run, in README order. `ports` maps full config keys to host
+    ports ("blueprint:httpsPort": 443); `stack` is the stack whose config sets them, for the
+    `pulumi config set` fix; a port published by `cluster_name`'s own node counts as free.
+    """
+    result = _docker_checks(machine)
+    result += [_kind_check(machine), _pulumi_check(machine, pulumi_min_version), _kubectl_check(machine), _uv_check(machine)]
+    result += [_port_check(machine, key, port, stack, cluster_name) for key, port in ports.items()]
+    result.append(_memory_check(machine, memory_needed_bytes))
+    if machine.system == "linux":
+        result.append(_inotify_check(machine))
+    if machine.system == "windows":
+        result = [check if check.ok else replace(check, found=check.found + _WSL_NOTE) for check in result]
+    return result
+
+
+def _download_steps(machine: Machine, tool: str, url: str) -> list[FixStep]:
+    target = machine.home() / ".local" / "bin" / tool
+    return [
+        FixStep(what=f"download {tool} into {target}", argv=("curl", "-fsSL", "--create-dirs", "-o", str(target), url)),
+        FixStep(what=f"make {target} executable", argv=("chmod", "+x", str(target))),
+    ]
+
+
+def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
+    """What `--fix` does about `failed`: installs that need no root, in user folders, as commands;
+    everything else (Docker, kernel limits, ports, memory) as the check's own fix, to print.
+    """
+    arch = _arch(machine)
+    can_install = machine.system in ("linux", "darwin") and arch is not None and machine.which("curl") is not None
+    steps: list[FixStep] = []
+    on_path: list[str] = []
+    for check in failed:
+        if check.ok:
+            continue
+        if can_install and arch is not None and check.name == KIND:
+            steps += _download_steps(machine, "kind", kind_url(machine.system, arch))
+            on_path.append("$HOME/.local/bin")
+        elif can_install and arch is not None and check.name == KUBECTL:
+            steps += _download_steps(machine, "kubectl", kubectl_url(machine.system, arch))
+            on_path.append("$HOME/.local/bin")
+        elif can_install and check.name == PULUMI:
+            what = f"install Pulumi {PULUMI_VERSION} into {machine.home() / '.pulumi'}"
+            steps.append(FixStep(what=what, argv=("sh", "-c", PULUMI_INSTALL_SCRIPT)))
+            on_path.append("$HOME/.pulumi/bin")
+        else:
+            steps.append(FixStep(what=f"{check.name}: {check.fix}"))
+    if on_path:
+        path = ":".join(dict.fromkeys(on_path))
+        steps.append(FixStep(what=f'if they are not on PATH yet, add to ~/.bashrc or ~/.zshrc: export PATH="{path}:$PATH"'))
+    if not can_install and any(check.name in (KIND, KUBECTL, PULUMI) for check in failed):
+        why = "curl is missing" if machine.which("curl") is None else f"there is no download for {machine.system}/{machine.machine}"
+        steps.insert(0, FixStep(what=f"nothing can be installed automatically here ({why}): follow the instructions below"))
+    return steps
+
+
+def _print_checks(results: list[Check], out: TextIO) -> None:
+    width = max(len(check.name) for check in results)
+    for check in results:
+        out.write(f"{'PASS' if check.ok else 'FAIL'}  {check.name:<{width}}  {check.found}\n")
+        if not check.ok:
+            fix = check.fix.replace("\n", "\n           ")
+            out.write(f"      fix: {fix}\n")
+    failed = [check.name for check in results if not check.ok]
+    if failed:
+        out.write(f"{len(failed)} of {len(results)} checks failed: {', '.join(failed)}\n")
+    else:
+        out.write(f"all {len(results)} checks passed: ready for `pulumi up`\n")
+
+
+def _all_checks(machine: Machine, stack: str) -> list[Check]:
+    # Imported here: the config code imports pulumi, which `--help` should not wait for.
+    from cli.plan import stack_config
+    from stacks.config import NAMESPACE, ConfigError, parse_phase1
+
+    values, secret = stack_config(stack)
+    prefix = f"{NAMESPACE}:"
+    raw = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
+    try:
+        config = parse_phase1(raw, secret_keys=frozenset(key.removeprefix(prefix) for key in secret))
+    except ConfigError as error:
+        problem = Check(name=CONFIG, ok=False, found=f"ports not checked: Pulumi.{stack}.yaml is invalid", fix=str(error))
+        return [*checks(machine, ports={}, memory_needed_bytes=MEMORY_NEEDED_BYTES, pulumi_min_version=PULUMI_MIN_VERSION), problem]
+    ports = {
+        f"{prefix}httpPort": config.ports.http,
+        f"{prefix}httpsPort": config.ports.https,
+        f"{prefix}sshPort": config.ports.ssh,
+        f"{prefix}openbaoPort": config.ports.openbao,
+        f"{prefix}apiServerPort": config.ports.api_server,
+    }
+    return checks(
+        machine,
+        ports=ports,
+        memory_needed_bytes=MEMORY_NEEDED_BYTES,
+        pulumi_min_version=PULUMI_MIN_VERSION,
+        stack=stack,
+        cluster_name=config.cluster_name,
+    )
+
+
+def run(argv: list[str] | None = None, machine: Machine | None = None, out: TextIO | None = None) -> int:
+    """`blueprint doctor [--fix] [--stack phase1]`: 1 when any check fails, 0 otherwise. `out` defaults to
+    the sys.stdout of the call, not of the import, so captured output (pytest, redirects) sees it.
+    """
+    out = out or sys.stdout
+    parser = argparse.ArgumentParser(prog="blueprint doctor", description="Check every prerequisite of a real run.")
+    parser.add_argument(
+        "--fix", action="store_true", help="install Pulumi, kind and kubectl into your home folder; say what to do for the rest"
+    )
+    parser.add_argument("--stack", default="phase1", help="the stack whose config sets the host ports (default: phase1)")
+    args = parser.parse_args(argv)
+    machine = machine or RealMachine()
+
+    results = _all_checks(machine, args.stack)
+    _print_checks(results, out)
+    failed = [check for check in results if not check.ok]
+    if not args.fix or not failed:
+        return 1 if failed else 0
+
+    out.write("\nfixing:\n")
+    for step in fix_plan(failed, machine):
+        if step.argv is None:
+            out.write(f"  to do by hand: {step.what}\n")
+            continue
+        out.write(f"  {step.what}: {shlex.join(step.argv)}\n")
+        code, output = machine.run(step.argv, timeout=600)
+        if code != 0:
+            tail = "\n".join(output.strip().splitlines()[-5:])
+            out.write(f"    failed (exit {code}):\n" + "".join(f"      {line}\n" for line in tail.splitlines()))
+
+    out.write("\nchecking again:\n")
+    results = _all_checks(machine, args.stack)
+    _print_checks(results, out)
+    return 1 if any(not check.ok for check in results) else 0
