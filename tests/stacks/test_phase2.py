@@ -95,10 +95,12 @@ def test_a_missing_phase1_output_is_refused_naming_it_and_the_fix() -> None:
     assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"]
 
 
-def test_the_dev_stack_plans_the_cluster_and_the_platform_in_one_graph() -> None:
+def test_the_dev_stack_plans_the_cluster_gitlab_and_the_projects_in_one_graph() -> None:
     dev = planned("dev")
     assert dev.find("command:local:Command", "kind-cluster")
     assert dev.find("kubernetes:postgresql.cnpg.io/v1:Cluster", "postgres-cluster")
+    assert dev.find("kubernetes:helm.sh/v3:Release", "gitlab-chart")
+    assert dev.find("gitlab:index/project:Project", "apps-guestbook")
     assert not dev.find("pulumi:pulumi:StackReference")
     cluster = dev.one("command:local:Command", "kind-cluster")["urn"]
     assert cluster in dev.one("pulumi:providers:kubernetes", "kubernetes")["dependsOn"]
