@@ -198,3 +198,21 @@ def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch)
     out = io.StringIO()
     assert commands.main_for(argparse.Namespace(command="status"), FakeRunner(), out) == 0
     assert "phase1: not up" in out.getvalue()
+
+
+def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commands.shutil, "which", lambda name: f"/usr/bin/{name}")
+    calls: list[tuple[list[str], str | None]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> Any:
+        calls.append((argv, kwargs.get("input")))
+        return None
+
+    assert commands.glab_login(PHASE2, run) == "glab is logged in to gitlab.local.example.net as root"
+    assert calls[0][0] == ["glab", "config", "set", "ca_cert", "/data/platform/ca.crt", "--host", "gitlab.local.example.net"]
+    assert calls[1] == (["glab", "auth", "login", "--hostname", "gitlab.local.example.net", "--stdin"], "glpat-secret-value")
+
+
+def test_glab_login_without_glab_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(commands.shutil, "which", lambda name: None)
+    assert "glab is not installed" in commands.glab_login(PHASE2)
