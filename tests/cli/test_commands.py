@@ -201,7 +201,7 @@ def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     calls: list[tuple[list[str], str | None]] = []
 
     def run(argv: list[str], **kwargs: Any) -> Any:
@@ -214,5 +214,5 @@ def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pyt
 
 
 def test_glab_login_without_glab_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands.shutil, "which", lambda name: None)
+    monkeypatch.setattr("shutil.which", lambda name: None)
     assert "glab is not installed" in commands.glab_login(PHASE2)
