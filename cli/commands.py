@@ -164,26 +164,39 @@ def preview(context: Context, phase: str) -> int:
 
 def destroy(context: Context, phase: str, preserve: bool | None) -> int:
     """Destroy in reverse order. A preserveData choice is recorded first, by an `up` of phase1 and
-    of phase2 (which takes the flag from phase1), since Pulumi destroys what the state records.
+    of phase2 (which takes the flag from phase1), since Pulumi destroys what the state records; if
+    recording fails half-way, phase1 is put back, so the stacks never disagree.
     """
     stacks = tuple(reversed(PHASES[phase]))
-    existing = {stack for stack in PHASES["all"] if context.runner.outputs(stack) is not None}
-    if preserve is not None:
+    existing = {stack: values for stack in PHASES["all"] if (values := context.runner.outputs(stack)) is not None}
+    if preserve is not None and "phase1" in existing:
+        before = str(bool(existing["phase1"].get(outputs.PRESERVE_DATA))).lower()
         context.say(f"== recording preserveData={str(preserve).lower()} before the destroy")
         context.runner.set_config("phase1", "blueprint:preserveData", str(preserve).lower())
         for stack in ("phase1", "phase2"):
-            if stack in existing:
-                try:
-                    context.runner.up(stack, context.say)
-                except StackFailed as failure:
-                    return _failed(context, failure, "up")
+            if stack not in existing:
+                continue
+            try:
+                context.runner.up(stack, context.say)
+            except StackFailed as failure:
+                context.say(f"== putting preserveData={before} back on phase1, so the stacks agree")
+                context.runner.set_config("phase1", "blueprint:preserveData", before)
+                if stack != "phase1":
+                    context.runner.up("phase1", context.say)
+                return _failed(context, failure, "up")
+    keep = preserve if preserve is not None else bool((existing.get("phase1") or {}).get(outputs.PRESERVE_DATA))
     env: dict[str, str] = {}
-    if not _cluster_runs(context.runner.outputs("phase1")):
+    if not _cluster_runs(existing.get("phase1")):
         # Nothing in the cluster can be deleted any more: let Pulumi forget it instead of failing.
         env["PULUMI_K8S_DELETE_UNREACHABLE"] = "true"
     for stack in stacks:
         if stack not in existing:
             context.say(f"== {stack}: not up, nothing to destroy")
+            continue
+        if stack == "phase3" and keep:
+            # Its group and projects live in GitLab's preserved database: keeping the stack's state
+            # lets the next `up` find them as they are (and run the apps again on the new cluster).
+            context.say("== phase3: kept (preserveData=true): its projects stay in GitLab's data")
             continue
         context.say(f"== {stack}: pulumi destroy")
         try:

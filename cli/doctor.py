@@ -61,6 +61,7 @@ KUBECTL = "kubectl"
 UV = "uv"
 MEMORY = "memory"
 INOTIFY = "inotify limits"
+NAMES = "platform names"
 CONFIG = "stack config"
 
 
@@ -90,6 +91,10 @@ class Machine(Protocol):
     def read_text(self, path: str) -> str | None: ...
 
     def home(self) -> Path: ...
+
+    def resolve(self, name: str) -> str | None:
+        """The address `name` resolves to on this machine, or None."""
+        ...
 
 
 class RealMachine:
@@ -153,6 +158,14 @@ class RealMachine:
 
     def home(self) -> Path:
         return Path.home()
+
+    def resolve(self, name: str) -> str | None:
+        import socket
+
+        try:
+            return socket.gethostbyname(name)
+        except OSError:
+            return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -363,6 +376,22 @@ def _inotify_check(machine: Machine) -> Check:
     return Check(name=INOTIFY, ok=False, found=f"{found} (kind needs {minimum})", fix=fix)
 
 
+def _names_check(machine: Machine, names: Sequence[str]) -> Check:
+    """phase2 calls GitLab from this machine (the admin token, the runner), through the gateway on
+    127.0.0.1: the platform's names must resolve there.
+    """
+    wrong = [name for name in names if not (machine.resolve(name) or "").startswith("127.")]
+    if not wrong:
+        return Check(name=NAMES, ok=True, found=f"{len(names)} names resolve to 127.0.0.1")
+    line = f"127.0.0.1 {' '.join(names)}"
+    return Check(
+        name=NAMES,
+        ok=False,
+        found=f"{', '.join(wrong)} do{'es' if len(wrong) == 1 else ''} not resolve to 127.0.0.1",
+        fix=f"add this line to /etc/hosts (C:\\Windows\\System32\\drivers\\etc\\hosts on Windows): {line}",
+    )
+
+
 def checks(
     machine: Machine,
     *,
@@ -371,6 +400,7 @@ def checks(
     pulumi_min_version: str,
     stack: str = "phase1",
     cluster_name: str | None = None,
+    names: Sequence[str] = (),
 ) -> list[Check]:
     """Every prerequisite of a real run, in README order. `ports` maps full config keys to host
     ports ("blueprint:httpsPort": 443); `stack` is the stack whose config sets them, for the
@@ -380,6 +410,8 @@ def checks(
     result += [_kind_check(machine), _pulumi_check(machine, pulumi_min_version), _kubectl_check(machine), _uv_check(machine)]
     result += [_port_check(machine, key, port, stack, cluster_name) for key, port in ports.items()]
     result.append(_memory_check(machine, memory_needed_bytes))
+    if names:
+        result.append(_names_check(machine, names))
     if machine.system == "linux":
         result.append(_inotify_check(machine))
     if machine.system == "windows":
@@ -441,6 +473,17 @@ def _print_checks(results: list[Check], out: TextIO) -> None:
         out.write(f"all {len(results)} checks passed: ready for `pulumi up`\n")
 
 
+def platform_names(domain: str) -> tuple[str, ...]:
+    """The names the laptop must resolve: GitLab's, the registry's, KAS's, and every app's."""
+    from stacks.apps_manifest import ManifestError, load_manifest
+
+    try:
+        apps = tuple(f"{project.host}.{domain}" for project in load_manifest() if project.host)
+    except ManifestError:
+        apps = ()
+    return (f"gitlab.{domain}", f"registry.{domain}", f"kas.{domain}", *apps)
+
+
 def _all_checks(machine: Machine, stack: str) -> list[Check]:
     # Imported here: the config code imports pulumi, which `--help` should not wait for.
     from cli.plan import stack_config
@@ -467,6 +510,7 @@ def _all_checks(machine: Machine, stack: str) -> list[Check]:
         memory_needed_bytes=MEMORY_NEEDED_BYTES,
         pulumi_min_version=PULUMI_MIN_VERSION,
         stack=stack,
+        names=platform_names(config.domain),
         cluster_name=config.cluster_name,
     )
 

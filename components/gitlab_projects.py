@@ -10,6 +10,7 @@ limited to the apps namespace (a file variable of the group), never the cluster-
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import pulumi
@@ -18,7 +19,7 @@ import yaml
 
 from providers.gitlab_pipeline import SmokePipeline, SmokePipelineArgs
 from providers.gitlab_sync import GitLabSync, GitLabSyncArgs
-from stacks.apps_manifest import SHARED_CODE, AppProject
+from stacks.apps_manifest import APPS_DIR, SHARED_CODE, AppProject
 
 GROUP = "blueprint-apps"
 PIPELINE_TEMPLATE = "templates/pipeline.yml"
@@ -37,12 +38,28 @@ class GitLabProjectsArgs:
     registry_host: str
     deploy_kubeconfig: pulumi.Input[str]
     """A kubeconfig for the apps namespace only (secret)."""
+    preserve_data: bool
+    """Keep the group and its projects in GitLab when the stack is destroyed: they live in
+    GitLab's database, which preserveData keeps."""
     pipeline_timeout: int = 600
+
+
+def templates_digest() -> str:
+    """A digest of shared-code's templates. Each project's CI file carries it, so a template change
+    is a change of every project: one commit each, so every pipeline runs the new templates.
+    """
+    digest = hashlib.sha256()
+    for path in sorted((APPS_DIR / SHARED_CODE / "templates").glob("*")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def render_ci(project: AppProject) -> str:
     """The project's `.gitlab-ci.yml`."""
-    header = "# Rendered by blueprint from apps/apps_manifest.yaml: change apps/shared-code/templates/, not this file.\n"
+    header = (
+        "# Rendered by blueprint from apps/apps_manifest.yaml: change apps/shared-code/templates/, not this file.\n"
+        f"# templates: {templates_digest()}\n"
+    )
     if project.name == SHARED_CODE:
         document = {"include": [{"local": SHARED_CODE_PIPELINE}]}
     else:
@@ -105,6 +122,8 @@ class GitLabProjects(pulumi.ComponentResource):
     def __init__(self, name: str, args: GitLabProjectsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:GitLabProjects", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # What lives in GitLab's database leaves Pulumi's state on a preserveData destroy, not GitLab.
+        kept = pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data)
         group = gitlab.Group(
             f"{name}-group",
             name=GROUP,
@@ -113,10 +132,7 @@ class GitLabProjects(pulumi.ComponentResource):
             description="Apps that blueprint builds and deploys.",
             opts=child,
         )
-        for key, value, variable_type in (
-            ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, "file"),
-            ("BLUEPRINT_DOMAIN", args.domain, "env_var"),
-        ):
+        group_variables = [
             gitlab.GroupVariable(
                 f"{name}-{key.lower().replace('_', '-')}",
                 group=group.id,
@@ -126,7 +142,17 @@ class GitLabProjects(pulumi.ComponentResource):
                 protected=False,
                 opts=child,
             )
+            for key, value, variable_type in (
+                ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, "file"),
+                ("BLUEPRINT_DOMAIN", args.domain, "env_var"),
+            )
+        ]
         self.pipelines = {}
+        # The cluster the apps deploy to, as a digest (the kubeconfig is secret; its digest is not):
+        # a new cluster (a restore over preserved data) runs every smoke pipeline again.
+        deploy_target = pulumi.Output.unsecret(
+            pulumi.Output.secret(args.deploy_kubeconfig).apply(lambda text: hashlib.sha256(text.encode()).hexdigest()[:16])
+        )
         previous: pulumi.Resource | None = None
         shared_code: pulumi.Resource | None = None
         smoke: dict[str, SmokePipeline] = {}
@@ -142,7 +168,7 @@ class GitLabProjects(pulumi.ComponentResource):
                 default_branch="main",
                 initialize_with_readme=False,
                 # Projects are made in manifest order: shared-code, whose templates the others include, first.
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
+                opts=pulumi.ResourceOptions.merge(kept, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
             )
             previous = repository
             setting: list[pulumi.Resource] = [
@@ -164,7 +190,7 @@ class GitLabProjects(pulumi.ComponentResource):
         for project_name in _push_order(args.projects):
             project, repository, setting = syncs[project_name]
             prefix = f"{name}-{project.name}"
-            waits = [*setting, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
+            waits = [*group_variables, *setting, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
             sync = GitLabSync(
                 f"{prefix}-sync",
                 GitLabSyncArgs(
@@ -188,6 +214,7 @@ class GitLabProjects(pulumi.ComponentResource):
                         ca_file=args.ca_file,
                         project=repository.id,
                         sha=sync.commit,
+                        target=deploy_target,
                         timeout_seconds=args.pipeline_timeout,
                     ),
                     opts=child,

@@ -244,6 +244,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         )
 
     return {
+        # phase3's group and projects live in GitLab's database: they follow the same flag.
+        outputs.PRESERVE_DATA: bool(inputs[outputs.PRESERVE_DATA]),
         outputs.CA_CERT_PEM: tls.ca_cert_pem,
         outputs.CA_CERT_FILE: tls.ca_file,
         outputs.OPENBAO_ADDR: openbao.address,

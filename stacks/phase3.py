@@ -40,6 +40,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             domain=domain,
             registry_host=str(inputs[outputs.REGISTRY_HOST]),
             deploy_kubeconfig=inputs[outputs.DEPLOY_KUBECONFIG],
+            preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
             pipeline_timeout=config.pipeline_timeout,
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),

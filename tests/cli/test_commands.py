@@ -106,7 +106,30 @@ def test_destroy_with_preserve_data_records_the_flag_with_ups_of_phase1_then_pha
     commands.destroy(context(runner)[0], "all", True)
     assert runner.config == {("phase1", "blueprint:preserveData"): "true"}
     assert runner.calls[:2] == [("up", "phase1"), ("up", "phase2")]
-    assert runner.calls[2:] == [("destroy", "phase3"), ("destroy", "phase2"), ("destroy", "phase1")]
+    assert runner.calls[2:] == [("destroy", "phase2"), ("destroy", "phase1")]
+
+
+def test_destroy_with_preserve_data_keeps_phase3_whose_projects_live_in_gitlabs_data() -> None:
+    runner = FakeRunner(existing={"phase1": {}, "phase2": {}, "phase3": {}})
+    ctx, out = context(runner)
+    commands.destroy(ctx, "all", True)
+    assert ("destroy", "phase3") not in runner.calls
+    assert "phase3: kept (preserveData=true)" in out.getvalue()
+
+
+def test_a_failed_recording_puts_the_flag_back_so_the_stacks_agree() -> None:
+    runner = FakeRunner(existing={"phase1": {outputs.PRESERVE_DATA: False}, "phase2": {}}, failing="phase2")
+    assert commands.destroy(context(runner)[0], "all", True) == 1
+    assert runner.config[("phase1", "blueprint:preserveData")] == "false"
+    assert runner.calls == [("up", "phase1"), ("up", "phase2"), ("up", "phase1")]
+    assert not [call for call in runner.calls if call[0] == "destroy"]
+
+
+def test_nothing_is_recorded_on_a_phase1_that_does_not_exist() -> None:
+    runner = FakeRunner()
+    commands.destroy(context(runner)[0], "all", True)
+    assert runner.config == {}
+    assert runner.calls == []
 
 
 def test_destroy_with_wipe_data_records_false() -> None:

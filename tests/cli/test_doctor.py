@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli import doctor
-from cli.doctor import Check, FixStep, RealMachine, checks, fix_plan, run
+from cli.doctor import NAMES, Check, FixStep, RealMachine, checks, fix_plan, platform_names, run
 
 GIB = 1024**3
 HOME = Path("/home/dev")
@@ -43,6 +43,7 @@ class FakeMachine:
     memory: int | None = 16 * GIB
     files: dict[str, str] = field(default_factory=lambda: dict(INOTIFY_OK))
     calls: list[list[str]] = field(default_factory=list)
+    addresses: dict[str, str | None] = field(default_factory=dict)
 
     def which(self, name: str) -> str | None:
         return self.tools.get(name)
@@ -72,6 +73,9 @@ class FakeMachine:
 
     def home(self) -> Path:
         return HOME
+
+    def resolve(self, name: str) -> str | None:
+        return self.addresses.get(name, "127.0.0.1")
 
 
 def without(machine: FakeMachine, *tools: str) -> FakeMachine:
@@ -306,3 +310,18 @@ def test_real_machine_sees_a_port_held_by_a_listener() -> None:
         listener.listen()
         port = listener.getsockname()[1]
         assert not RealMachine().port_free(port)
+
+
+def test_platform_names_that_do_not_resolve_to_loopback_fail_with_the_hosts_line() -> None:
+    names = ("gitlab.local.example.net", "registry.local.example.net")
+    machine = FakeMachine(addresses={"gitlab.local.example.net": None})
+    [check] = [c for c in checks(machine, ports={}, memory_needed_bytes=GIB, pulumi_min_version="3.142.0", names=names) if c.name == NAMES]
+    assert not check.ok
+    assert "gitlab.local.example.net does not resolve to 127.0.0.1" in check.found
+    assert "127.0.0.1 gitlab.local.example.net registry.local.example.net" in check.fix
+
+
+def test_the_names_to_resolve_include_every_apps_host() -> None:
+    assert platform_names("local.example.net") == (
+        "gitlab.local.example.net", "registry.local.example.net", "kas.local.example.net", "guestbook.local.example.net",
+    )  # fmt: skip

@@ -26,6 +26,10 @@ class Repository:
     pipelines: list[dict[str, Any]] = field(default_factory=list)
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     page_size: int = 2
+    next_status: str = "success"
+    """How a pipeline started through the API ends."""
+    posts: list[str] = field(default_factory=list)
+    """Paths of the pipeline runs asked for."""
 
     def head(self) -> str:
         return self.commits[-1]["id"] if self.commits else ""
@@ -81,8 +85,22 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         if not self._authorised():
             return
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         repo = self.repository
+        url = urlparse(self.path)
+        if url.path.endswith("/retry") or url.path.endswith("/pipeline"):
+            # A new run ends as `next_status` (the stub's stand-in for the jobs running again).
+            if url.path.endswith("/retry"):
+                old = next(p for p in repo.pipelines if p["id"] == int(url.path.split("/")[-2]))
+                run = {**old, "status": repo.next_status}
+            else:
+                run = {"id": 100 + len(repo.pipelines), "sha": repo.head(), "status": repo.next_status}
+                run["web_url"] = f"https://gitlab/p/-/pipelines/{run['id']}"
+                repo.pipelines.append(run)
+            repo.posts.append(url.path)
+            repo.pipelines = [run if p["id"] == run["id"] else p for p in repo.pipelines]
+            self._reply(201, run)
+            return
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         for action in body["actions"]:
             if action["action"] == "delete":
                 repo.files.pop(action["file_path"])

@@ -1,8 +1,10 @@
 """The smoke pipeline: waits for the commit's pipeline, fails with the failed job's name and URL,
-and starts nothing itself."""
+and starts a run only to retry a failure it finds on create, or for a new cluster."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ def props(gitlab: str, **extra: Any) -> dict[str, Any]:
         "ca_file": "/nonexistent/ca.crt",
         "project": "42",
         "sha": SHA,
+        "target": "cluster-a",
         "timeout_seconds": 5.0,
         "provider_version": PROVIDER_VERSION,
         **extra,
@@ -43,8 +46,14 @@ def test_a_green_pipeline_is_recorded(gitlab: str, repository: Repository, provi
 
 
 def test_a_failed_pipeline_names_the_failed_job_and_its_url(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
-    repository.pipelines.append(pipeline("failed"))
+    repository.pipelines.append(pipeline("running"))
     repository.jobs[7] = [{"name": "build-image", "stage": "build", "web_url": "https://gitlab/p/-/jobs/99"}]
+
+    def fail_later() -> None:
+        time.sleep(0.5)
+        repository.pipelines[0]["status"] = "failed"
+
+    threading.Thread(target=fail_later).start()
     with pytest.raises(PipelineFailed) as failed:
         provider.create(props(gitlab))
     assert "job 'build-image' (stage build) failed: https://gitlab/p/-/jobs/99" in str(failed.value)
@@ -70,3 +79,26 @@ def test_the_failure_message_lists_every_failed_job() -> None:
         "guestbook", pipeline("failed"), [{"name": "a", "stage": "s", "web_url": "u1"}, {"name": "b", "stage": "t", "web_url": "u2"}]
     )
     assert "job 'a' (stage s) failed: u1; job 'b' (stage t) failed: u2" in message
+
+
+def test_a_pipeline_found_failed_on_create_is_retried_once(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+    repository.pipelines.append(pipeline("failed"))  # what a failed `up` left behind
+    outs = outputs_of(provider.create(props(gitlab)))
+    assert repository.posts == ["/api/v4/projects/42/pipelines/7/retry"]
+    assert outs["status"] == "success"
+
+
+def test_a_new_cluster_runs_the_apps_again_on_the_same_commit(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+    repository.pipelines.append(pipeline("success"))
+    olds = props(gitlab)
+    assert provider.diff("42@sha", olds, props(gitlab, target="cluster-b")).changes is True
+    provider.update("42@sha", olds, props(gitlab, target="cluster-b"))
+    assert repository.posts == ["/api/v4/projects/42/pipeline"]
+
+
+def test_a_pipeline_waiting_for_a_person_fails_at_once(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+    repository.pipelines.append(pipeline("manual"))
+    started = time.monotonic()
+    with pytest.raises(PipelineFailed, match="waits for a person"):
+        provider.create(props(gitlab, timeout_seconds=60.0))
+    assert time.monotonic() - started < 10
