@@ -138,28 +138,29 @@ def _failed(context: Context, failure: StackFailed, verb: str) -> int:
     return 1
 
 
+def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Callable[[str], None]], None]) -> int:
+    """Run `action` on the phase's stacks in order; stop at the first failure, explained."""
+    for stack in PHASES[phase]:
+        context.say(f"== {stack}: pulumi {verb}")
+        try:
+            action(stack, context.say)
+        except StackFailed as failure:
+            return _failed(context, failure, verb)
+    return 0
+
+
 def up(context: Context, phase: str) -> int:
     if context.doctor is not None and context.doctor() != 0:
         context.say("blueprint doctor found what a real run needs and this machine lacks (above); fix it and run `blueprint up` again.")
         return 1
-    for stack in PHASES[phase]:
-        context.say(f"== {stack}: pulumi up")
-        try:
-            context.runner.up(stack, context.say)
-        except StackFailed as failure:
-            return _failed(context, failure, "up")
-    context.say(summary({stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}))
-    return 0
+    code = _in_order(context, phase, "up", context.runner.up)
+    if code == 0:
+        context.say(summary({stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}))
+    return code
 
 
 def preview(context: Context, phase: str) -> int:
-    for stack in PHASES[phase]:
-        context.say(f"== {stack}: pulumi preview")
-        try:
-            context.runner.preview(stack, context.say)
-        except StackFailed as failure:
-            return _failed(context, failure, "preview")
-    return 0
+    return _in_order(context, phase, "preview", context.runner.preview)
 
 
 def destroy(context: Context, phase: str, preserve: bool | None) -> int:

@@ -280,8 +280,6 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
 class GitLab(pulumi.ComponentResource):
     """GitLab at https://gitlab.<domain>, its registry at registry.<domain>."""
 
-    url: pulumi.Output[str]
-    registry_host: pulumi.Output[str]
     root_password: pulumi.Output[str]
     """The initial root password (secret)."""
     release: k8s.helm.v3.Release
@@ -366,7 +364,5 @@ class GitLab(pulumi.ComponentResource):
             spec={"listeners": [apps_listener(args)]},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),
         )
-        self.url = pulumi.Output.from_input(f"https://gitlab.{args.domain}")
-        self.registry_host = pulumi.Output.from_input(f"registry.{args.domain}")
         self.root_password = root_password.result
-        self.register_outputs({"url": self.url, "registry_host": self.registry_host, "root_password": self.root_password})
+        self.register_outputs({"root_password": self.root_password})

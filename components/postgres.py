@@ -141,8 +141,6 @@ class Postgres(pulumi.ComponentResource):
     """Password of role `gitlab` (secret)."""
     openbao_password: pulumi.Output[str]
     """Password of role `openbao` (secret)."""
-    gitlab_secret: pulumi.Output[str]
-    """Name of the basic-auth Secret of role `gitlab` in the cluster's namespace."""
     gitlab_database: pulumi.Resource
     """GitLab's database, reported created once CloudNativePG has applied it (extensions included)."""
     openbao_database: pulumi.Resource
@@ -235,12 +233,10 @@ class Postgres(pulumi.ComponentResource):
         self.host = pulumi.Output.concat(CLUSTER, "-rw.", namespace.metadata.name, ".svc.cluster.local")
         self.gitlab_password = gitlab_password.result
         self.openbao_password = openbao_password.result
-        self.gitlab_secret = gitlab_secret.metadata.apply(lambda metadata: str(metadata.name))
         self.register_outputs(
             {
                 "host": self.host,
                 "gitlab_password": self.gitlab_password,
                 "openbao_password": self.openbao_password,
-                "gitlab_secret": self.gitlab_secret,
             }
         )

@@ -58,8 +58,6 @@ class Redis(pulumi.ComponentResource):
     host: pulumi.Output[str]
     password: pulumi.Output[str]
     """The `default` user's password (secret)."""
-    secret_name: pulumi.Output[str]
-    """The Secret holding the password under PASSWORD_KEY, in the Redis namespace."""
     release: k8s.helm.v3.Release
     """Ready once Valkey answers: what needs Redis waits for this."""
 
@@ -89,5 +87,4 @@ class Redis(pulumi.ComponentResource):
         )
         self.host = pulumi.Output.concat(RELEASE, ".", namespace.metadata.name, ".svc.cluster.local")
         self.password = password.result
-        self.secret_name = secret.metadata.apply(lambda metadata: str(metadata.name))
-        self.register_outputs({"host": self.host, "password": self.password, "secret_name": self.secret_name})
+        self.register_outputs({"host": self.host, "password": self.password})
