@@ -1,10 +1,10 @@
 """`blueprint up | preview | destroy | status`: the stacks driven through Pulumi's Automation API.
 
 The phases run in order (destroy in reverse), each a stack of this project on the local `file://`
-backend (`.pulumi-state/`), with the passphrase from PULUMI_CONFIG_PASSPHRASE or the documented
-local default. Pulumi's own progress is streamed as it comes. A failure names the phase and the
-resource, explains Kubernetes timeouts with the pods that are not Ready, and gives the command that
-resumes; every step is re-runnable.
+backend (`.pulumi-state/`), with the user's private passphrase (cli/passphrase.py). Pulumi's own
+progress is streamed as it comes. A failure names the phase and the resource, explains Kubernetes
+timeouts with the pods that are not Ready, and gives the command that resumes; every step is
+re-runnable.
 
 Everything that talks to Pulumi goes through a `StackRunner`, so the command logic (phase order,
 the preserveData recording, the summary) is tested without a Pulumi CLI.
@@ -12,10 +12,12 @@ the preserveData recording, the summary) is tested without a Pulumi CLI.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
@@ -24,9 +26,6 @@ from stacks import outputs
 from stacks.config import PROJECT_DIR
 
 PHASES = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
-DEFAULT_PASSPHRASE = "blueprint"
-"""The documented local default (README): state stays on this laptop; set your own if you like,
-the same for every stack."""
 
 
 class StackFailed(Exception):
@@ -47,12 +46,25 @@ class StackRunner(Protocol):
         """The stack's outputs, secrets included, or None when the stack does not exist."""
         ...
 
+    def export_state(self, stack: str) -> dict[str, Any]:
+        """The stack's state, as `pulumi stack export` writes it (secrets stay encrypted)."""
+        ...
+
+    def import_state(self, stack: str, state: dict[str, Any]) -> None: ...
+
 
 def pulumi_environment() -> dict[str, str]:
-    """What every Pulumi command of blueprint runs with: the project's own backend and passphrase."""
+    """What every Pulumi command of blueprint runs with: the project's own backend, and the user's
+    passphrase for every stack (a stack reads its upstream's secret outputs with it). Only ever the
+    passphrase's file: LocalWorkspace shows its env_vars in its repr.
+    """
+    from cli import passphrase
+
     return {
         "PULUMI_BACKEND_URL": f"file://{PROJECT_DIR / '.pulumi-state'}",
-        "PULUMI_CONFIG_PASSPHRASE": os.environ.get("PULUMI_CONFIG_PASSPHRASE", DEFAULT_PASSPHRASE),
+        # Every command would otherwise ask the network for a newer CLI first.
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        **passphrase.environment(os.environ),
     }
 
 
@@ -98,6 +110,33 @@ class AutomationRunner:
 
         self._stack(stack).set_config(key, auto.ConfigValue(value=value))
 
+    # Not the Automation API's export_stack/import_stack: they always export with --show-secrets and
+    # leave that plaintext in a temporary file when an import fails. Without it, secrets stay the
+    # stack's own ciphertext, which `pulumi stack import` takes back as it is.
+    def export_state(self, stack: str) -> dict[str, Any]:
+        exported: dict[str, Any] = json.loads(self._pulumi(stack, "stack", "export", "--stack", stack))
+        return exported
+
+    def import_state(self, stack: str, state: dict[str, Any]) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="blueprint-state-") as file:
+            json.dump(state, file)
+            file.flush()
+            self._pulumi(stack, "stack", "import", "--file", file.name, "--stack", stack)
+
+    def _pulumi(self, stack: str, *argv: str) -> str:
+        done = subprocess.run(
+            ["pulumi", *argv, "--non-interactive"],
+            cwd=PROJECT_DIR,
+            env={**os.environ, **pulumi_environment()},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise StackFailed(stack, f"`pulumi {' '.join(argv)}` failed: {done.stderr.strip() or done.stdout.strip()}")
+        return done.stdout
+
     def outputs(self, stack: str) -> dict[str, Any] | None:
         from pulumi import automation as auto
 
@@ -107,7 +146,7 @@ class AutomationRunner:
                 work_dir=str(PROJECT_DIR),
                 opts=auto.LocalWorkspaceOptions(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment()),
             )
-        except auto.CommandError:
+        except auto.StackNotFoundError:
             return None
         return {key: value.value for key, value in selected.outputs().items()}
 
@@ -120,6 +159,10 @@ class Context:
     """Run before `up`; a non-zero result stops it."""
     explain: Callable[[str, str, str], str] | None = None
     """(phase, stack, Pulumi's output) -> what to tell the user."""
+    world: Any = None
+    """What `cli/teardown.py` asks of the machine (a `teardown.World`; None: the real one)."""
+    confirm: Callable[[str], bool] = lambda question: False
+    """Ask the user a yes/no question (no: when nobody can answer)."""
 
     def say(self, text: str) -> None:
         self.out.write(text if text.endswith("\n") else text + "\n")
@@ -153,6 +196,15 @@ def up(context: Context, phase: str) -> int:
     if context.doctor is not None and context.doctor() != 0:
         context.say("blueprint doctor found what a real run needs and this machine lacks (above); fix it and run `blueprint up` again.")
         return 1
+    if phase in ("all", "1"):
+        from cli import teardown
+
+        try:
+            code = teardown.make_way_for_a_new_cluster(context.runner, context.say, phase, world=context.world, confirm=context.confirm)
+        except StackFailed as failure:
+            return _failed(context, failure, "destroy")
+        if code != 0:
+            return code
     code = _in_order(context, phase, "up", context.runner.up)
     if code == 0:
         context.say(summary({stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}))
@@ -163,55 +215,14 @@ def preview(context: Context, phase: str) -> int:
     return _in_order(context, phase, "preview", context.runner.preview)
 
 
-def destroy(context: Context, phase: str, preserve: bool | None) -> int:
-    """Destroy in reverse order. A preserveData choice is recorded first, by an `up` of phase1 and
-    of phase2 (which takes the flag from phase1), since Pulumi destroys what the state records; if
-    recording fails half-way, phase1 is put back, so the stacks never disagree.
-    """
-    stacks = tuple(reversed(PHASES[phase]))
-    existing = {stack: values for stack in PHASES["all"] if (values := context.runner.outputs(stack)) is not None}
-    if preserve is not None and "phase1" in existing:
-        before = str(bool(existing["phase1"].get(outputs.PRESERVE_DATA))).lower()
-        context.say(f"== recording preserveData={str(preserve).lower()} before the destroy")
-        context.runner.set_config("phase1", "blueprint:preserveData", str(preserve).lower())
-        for stack in ("phase1", "phase2"):
-            if stack not in existing:
-                continue
-            try:
-                context.runner.up(stack, context.say)
-            except StackFailed as failure:
-                context.say(f"== putting preserveData={before} back on phase1, so the stacks agree")
-                context.runner.set_config("phase1", "blueprint:preserveData", before)
-                if stack != "phase1":
-                    context.runner.up("phase1", context.say)
-                return _failed(context, failure, "up")
-    keep = preserve if preserve is not None else bool((existing.get("phase1") or {}).get(outputs.PRESERVE_DATA))
-    env: dict[str, str] = {}
-    if not _cluster_runs(existing.get("phase1")):
-        # Nothing in the cluster can be deleted any more: let Pulumi forget it instead of failing.
-        env["PULUMI_K8S_DELETE_UNREACHABLE"] = "true"
-    for stack in stacks:
-        if stack not in existing:
-            context.say(f"== {stack}: not up, nothing to destroy")
-            continue
-        if stack == "phase3" and keep:
-            # Its group and projects live in GitLab's preserved database: keeping the stack's state
-            # lets the next `up` find them as they are (and run the apps again on the new cluster).
-            context.say("== phase3: kept (preserveData=true): its projects stay in GitLab's data")
-            continue
-        context.say(f"== {stack}: pulumi destroy")
-        try:
-            context.runner.destroy(stack, context.say, env)
-        except StackFailed as failure:
-            return _failed(context, failure, "destroy")
-    return 0
+def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone: bool = False) -> int:
+    """Destroy in reverse order, on every route: see `cli/teardown.py`."""
+    from cli import teardown
 
-
-def _cluster_runs(phase1: Mapping[str, Any] | None) -> bool:
-    if not phase1 or shutil.which("kind") is None:
-        return True  # cannot tell: keep Pulumi's default, which refuses to forget anything
-    listed = subprocess.run(["kind", "get", "clusters"], capture_output=True, text=True, check=False, timeout=30)
-    return str(phase1.get(outputs.CLUSTER_NAME)) in listed.stdout.split()
+    try:
+        return teardown.destroy(context.runner, context.say, PHASES[phase], preserve, cluster_gone=cluster_gone, world=context.world)
+    except StackFailed as failure:
+        return _failed(context, failure, "destroy")
 
 
 def summary(outputs_by_stack: Mapping[str, Mapping[str, Any]]) -> str:
@@ -305,29 +316,66 @@ def _probe(url: str, ca_file: str, headers: Mapping[str, str]) -> str:
     return "ok"
 
 
-def main_for(args: Any, runner: StackRunner | None = None, out: TextIO = sys.stdout) -> int:
-    """Dispatch a parsed `up`, `preview`, `destroy` or `status` command."""
-    runner = runner or AutomationRunner()
-    if args.command == "status":
-        out.write(status(runner) + "\n")
-        return 0
+def _confirmer(yes: bool) -> Callable[[str], bool]:
+    """`--yes` answers yes; a terminal asks; with neither, the answer is no."""
+
+    def confirm(question: str) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            return False
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+    return confirm
+
+
+def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = None) -> int:
+    """Dispatch a parsed `up`, `preview`, `destroy` or `status` command. Without a `runner`, the real
+    one, after a pre-flight of what Pulumi needs here. A Pulumi failure for an expected condition (no
+    CLI, a state it cannot decrypt, a locked stack) ends in one message with its fix, not a traceback.
+    """
     import cli.doctor as doctor
     import cli.explain as explain
 
+    stream = out or sys.stdout  # the stdout of the call, not of the import, so captured output sees it
+    if runner is None:
+        problem = doctor.preflight(args.command, project_dir=PROJECT_DIR, environ=os.environ)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 1
+    chosen: StackRunner = runner or AutomationRunner()
+
     def explained(phase: str, stack: str, output: str) -> str:
-        phase1 = runner.outputs("phase1") or {}
+        known = doctor.pulumi_failure(output, project_dir=PROJECT_DIR, environ=os.environ)
+        if known is not None:
+            return known
+        phase1 = chosen.outputs("phase1") or {}
         cluster = str(phase1.get(outputs.CLUSTER_NAME, "")) if phase1 else ""
         gathered = explain.gather(cluster) if cluster and explain.is_timeout(output) else None
         pods, events = gathered if gathered else (None, None)
         return explain.explain(phase, stack, output, pods, events)
 
-    context = Context(runner=runner, out=out, doctor=(lambda: doctor.run([])) if args.command == "up" else None, explain=explained)
-    if args.command == "up":
-        code = up(context, args.phase)
-        if code == 0 and args.glab_login:
-            context.say(glab_login(runner.outputs("phase2") or {}))
-        return code
-    if args.command == "preview":
-        return preview(context, args.phase)
-    preserve = True if args.preserve_data else False if args.wipe_data else None
-    return destroy(context, args.phase, preserve)
+    def dispatch() -> int:
+        if args.command == "status":
+            stream.write(status(chosen) + "\n")
+            return 0
+        doctor_run = (lambda: doctor.run([])) if args.command == "up" else None
+        context = Context(runner=chosen, out=stream, doctor=doctor_run, explain=explained, confirm=_confirmer(getattr(args, "yes", False)))
+        if args.command == "up":
+            code = up(context, args.phase)
+            if code == 0 and args.glab_login:
+                context.say(glab_login(chosen.outputs("phase2") or {}))
+            return code
+        if args.command == "preview":
+            return preview(context, args.phase)
+        preserve = True if args.preserve_data else False if args.wipe_data else None
+        return destroy(context, args.phase, preserve, cluster_gone=getattr(args, "cluster_gone", False))
+
+    try:
+        return dispatch()
+    except Exception as error:
+        known = doctor.pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
+        if known is None:
+            raise
+        print(known, file=sys.stderr)
+        return 1

@@ -34,9 +34,14 @@ starts, so README.md (sizing) asks for at least 12 GiB."""
 PULUMI_VERSION = "3.272.0"
 """The SDK's pin in pyproject.toml: the CLI `--fix` installs, so CLI and language host match it."""
 
-PULUMI_MIN_VERSION = "3.142.0"
-"""The oldest CLI that runs this project: `toolchain: uv` arrived in 3.139.0, and until 3.142.0 the
-uv toolchain dropped environment variables on the way to the program (pulumi/pulumi#17849)."""
+PULUMI_MIN_VERSION = "3.145.0"
+"""The oldest CLI that runs this project. `toolchain: uv` arrived in 3.139.0; until 3.142.0 it dropped
+environment variables on the way to the program (pulumi/pulumi#17849); and until 3.145.0 Pulumi
+started dynamic providers, which blueprint's OpenBao and GitLab steps are, with the system Python
+rather than the project's uv environment ("Fix dynamic providers when using Poetry or uv",
+pulumi/pulumi#18126, CHANGELOG 3.145.0): they fail to import there."""
+
+PULUMI_TOO_OLD = "older Pulumi CLIs run blueprint's dynamic providers with the system Python, not the project's uv environment"
 
 KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
 """The node image's Kubernetes version, so kubectl is within the supported skew of the cluster."""
@@ -284,7 +289,7 @@ def _pulumi_check(machine: Machine, minimum: str) -> Check:
         return Check(name=PULUMI, ok=False, found=f"`pulumi version` failed: {_first_line(output)}", fix=fix)
     shown = "v{}.{}.{}".format(*found)
     if found < needed:
-        return Check(name=PULUMI, ok=False, found=f"{shown}, older than {minimum} (needed for `toolchain: uv`)", fix=fix)
+        return Check(name=PULUMI, ok=False, found=f"{shown}, older than {minimum}: {PULUMI_TOO_OLD}", fix=fix)
     return Check(name=PULUMI, ok=True, found=shown)
 
 
@@ -549,3 +554,56 @@ def run(argv: list[str] | None = None, machine: Machine | None = None, out: Text
     results = _all_checks(machine, args.stack)
     _print_checks(results, out)
     return 1 if any(not check.ok for check in results) else 0
+
+
+# The commands that drive Pulumi (`up`, `preview`, `destroy`, `status`) check first what they need,
+# and end Pulumi's failures for expected conditions with one message and its fix, never a traceback.
+
+
+def preflight(command: str, *, project_dir: Path, environ: Mapping[str, str], machine: Machine | None = None) -> str | None:
+    """What stops `blueprint <command>` before it starts Pulumi, as one message with its fix, or None.
+    `up` runs the whole doctor itself; the others need a recent enough Pulumi CLI; all of them need
+    a state they can decrypt.
+    """
+    from cli import passphrase
+
+    if command != "up":
+        check = _pulumi_check(machine or RealMachine(), PULUMI_MIN_VERSION)
+        if not check.ok:
+            return f"blueprint {command} needs the {PULUMI} {PULUMI_MIN_VERSION} or later: {check.found}.\nfix: {check.fix}"
+    return passphrase.legacy_state(project_dir, environ)
+
+
+_DECRYPT = re.compile(r"incorrect passphrase|passphrase must be set|unable to read PULUMI_CONFIG_PASSPHRASE_FILE")
+# The local backend's lock error names each lock file, .pulumi/locks/<org>/<project>/<stack>/<id>.json, and
+# who created it (pulumi/pulumi pkg/backend/diy/lock.go, `checkForLock`).
+_LOCK = re.compile(r"locks/(?:[^/\s]+/)*(?P<stack>[^/\s]+)/[^/\s]+\.json: created by (?P<holder>.+?)\s*$", re.MULTILINE)
+
+
+def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: Mapping[str, str]) -> str | None:
+    """One message with its fix for a Pulumi failure that is an expected condition, or None for any
+    other. `failure` is what the Automation API raised, or the output of a failed stack operation.
+    """
+    from pulumi import automation as auto
+
+    from cli import passphrase
+
+    reinstall = f"fix: `blueprint doctor --fix` (installs Pulumi {PULUMI_VERSION})"
+    # The Automation API runs `pulumi version` before anything else: a missing or broken CLI fails there.
+    if isinstance(failure, FileNotFoundError) and Path(str(failure.filename)).name == "pulumi":
+        return f"{PULUMI}: no `pulumi` on PATH.\n{reinstall}"
+    if isinstance(failure, subprocess.CalledProcessError) and Path(str(failure.cmd[0])).name == "pulumi":
+        return f"{PULUMI}: `pulumi version` failed (exit {failure.returncode}).\n{reinstall}"
+    if isinstance(failure, auto.InvalidVersionError):
+        return f"{PULUMI}: {failure}\n{reinstall}"
+    text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
+    if _DECRYPT.search(text):
+        return passphrase.cannot_decrypt(project_dir, environ)
+    if "the stack is currently locked" in text:
+        lock = _LOCK.search(text)
+        stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")
+        return (
+            f"Another Pulumi command holds the lock of stack {stack}{holder}. Wait for it to end; if none is running "
+            f"(an interrupted run leaves its lock behind), release the lock from {project_dir}: pulumi cancel --yes -s {stack}"
+        )
+    return None

@@ -27,11 +27,21 @@ def _parser() -> argparse.ArgumentParser:
 
     up = with_phase("up", "check the machine, then bring the phases up in order, and say where everything is")
     up.add_argument("--glab-login", action="store_true", help="afterwards, log the glab CLI in to the platform with the admin token")
+    up.add_argument(
+        "--yes",
+        action="store_true",
+        help="when a cluster setting changed, take phase2 down (its data kept) and bring it back without asking",
+    )
     with_phase("preview", "show what `up` would change, phase by phase")
     destroy = with_phase("destroy", "destroy the phases in reverse order")
     keep = destroy.add_mutually_exclusive_group()
     keep.add_argument("--preserve-data", action="store_true", help="record preserveData=true first, so every piece of data stays")
     keep.add_argument("--wipe-data", action="store_true", help="record preserveData=false first, so the data folder is removed")
+    destroy.add_argument(
+        "--cluster-gone",
+        action="store_true",
+        help="Docker and the kind cluster are gone for good: remove what lived in the cluster from Pulumi's state instead of deleting it",
+    )
 
     plan = commands.add_parser(
         "plan",
@@ -39,7 +49,18 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate the real program under Pulumi mocks and print every resource it would register.",
     )
     plan.add_argument("stack", help="phase1, phase2, phase3 or dev")
-    plan.add_argument("--json", action="store_true", help="print the plan as one JSON object (DESIGN.md section 7)")
+    plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    mode = plan.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--preview",
+        action="store_true",
+        help="plan as `pulumi preview` sees a first up: what only a provider can compute shows as [unknown]",
+    )
+    mode.add_argument(
+        "--destroy",
+        action="store_true",
+        help="show what `pulumi destroy` would do to each resource (delete, retain, forget) and each host folder (keep, wipe)",
+    )
     plan.add_argument(
         "--config",
         metavar="KEY=VALUE",
@@ -55,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("status", help="per phase, whether it is up, and the health of GitLab, OpenBao, the runner and the apps")
     diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
     diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
+    commands.add_parser(
+        "env",
+        help='print the exports that give the plain `pulumi` commands blueprint\'s state passphrase: eval "$(uv run blueprint env)"',
+    )
     return parser
 
 
@@ -69,14 +94,33 @@ def _plan(args: argparse.Namespace) -> int:
     # What the program logs (pulumi.log) goes to stderr, so stdout stays the plan alone.
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s", stream=sys.stderr)
     try:
-        result = plan(args.stack, dict(args.config))
+        result = plan(args.stack, dict(args.config), preview=args.preview)
     except ProgramFailed as failed:
         if isinstance(failed.cause, pulumi.RunError):
             print(f"error: {failed.cause}", file=sys.stderr)  # a user error: the message says it all
         else:
             traceback.print_exception(failed.cause)
         return 1
+    if args.destroy:
+        from cli.lifecycle import destroy_view
+
+        result = destroy_view(result)
     sys.stdout.write(result.to_json() if args.json else result.to_tree())
+    return 0
+
+
+def _env() -> int:
+    import os
+
+    from cli import passphrase
+    from stacks.config import PROJECT_DIR
+
+    # Before the exports, which create the passphrase file: old state is told apart by its absence.
+    # The note goes to stderr, which `eval "$(...)"` leaves on the terminal.
+    legacy = passphrase.legacy_state(PROJECT_DIR, os.environ)
+    sys.stdout.write(passphrase.exports(os.environ))
+    if legacy is not None:
+        print(legacy, file=sys.stderr)
     return 0
 
 
@@ -93,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cli import diagram
 
         return diagram.run(["--check"] if args.check else [])
+    if args.command == "env":
+        return _env()
     from cli import commands
 
     return commands.main_for(args)

@@ -6,7 +6,7 @@ secret values are replaced by "[secret]" on the way in; outputs only a real prov
 are filled with deterministic stand-ins; a StackReference resolves to the upstream stack's own
 planned outputs. The test suite plans through this same module.
 
-The JSON contract is DESIGN.md section 7.
+The JSON contract is in README.md ("See the plan offline").
 """
 
 from __future__ import annotations
@@ -53,8 +53,12 @@ class ProgramFailed(Exception):
 
 @dataclass(frozen=True)
 class Plan:
-    """What one stack would register: the DESIGN.md section 7 object, plus the raw stack outputs
-    that a downstream stack's StackReference resolves to (never printed).
+    """What one stack would register: the plan object (project, stack, resources, outputs), plus
+    the raw stack outputs that a downstream stack's StackReference resolves to (never printed).
+
+    `preview` says the plan was made as the engine previews (outputs only a provider computes are
+    unknown); `folders` is set on a destroy view (`cli.lifecycle.destroy_view`), whose resources
+    also carry their `destroy` fate.
     """
 
     project: str
@@ -62,9 +66,18 @@ class Plan:
     resources: list[dict[str, Any]]
     outputs: dict[str, dict[str, Any]]
     raw_outputs: dict[str, tuple[Any, bool]] = field(repr=False, default_factory=dict)
+    preview: bool = False
+    folders: list[dict[str, str]] | None = None
+    destroy_reasons: dict[str, str] = field(repr=False, default_factory=dict)
+    """Why each resource meets its destroy fate (a destroy view's text shows it; JSON does not)."""
 
     def to_json(self) -> str:
-        document = {"project": self.project, "stack": self.stack, "resources": self.resources, "outputs": self.outputs}
+        document: dict[str, Any] = {"project": self.project, "stack": self.stack}
+        if self.preview:
+            document["preview"] = True
+        document |= {"resources": self.resources, "outputs": self.outputs}
+        if self.folders is not None:
+            document["folders"] = self.folders
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
     def find(self, type_: str, name: str | None = None) -> list[dict[str, Any]]:
@@ -84,16 +97,23 @@ class Plan:
         for resource in self.resources:
             children.setdefault(resource["parent"], []).append(resource)
         names = {r["urn"]: r["name"] for r in self.resources}
-        lines = [f"{self.project}/{self.stack}: {len(self.resources)} resources"]
+        mode = " (as a preview: [unknown] is what only a provider can know)" if self.preview else ""
+        mode = " (what a destroy does to each)" if self.folders is not None else mode
+        lines = [f"{self.project}/{self.stack}: {len(self.resources)} resources{mode}"]
 
         def walk(parent: str | None, indent: str) -> None:
             kids = children.get(parent, [])
             for i, resource in enumerate(kids):
                 last = i == len(kids) - 1
-                lines.append(f"{indent}{'└─ ' if last else '├─ '}{resource['type']}  {resource['name']}{_notes(resource, names)}")
+                notes = _notes(resource, names, self.destroy_reasons.get(resource["urn"], ""))
+                lines.append(f"{indent}{'└─ ' if last else '├─ '}{resource['type']}  {resource['name']}{notes}")
                 walk(resource["urn"], indent + ("   " if last else "│  "))
 
         walk(None, "")
+        if self.folders is not None:
+            lines.append("host folders:" if self.folders else "host folders: none of this stack's own")
+            lines += [f"  {folder['destroy']}  {folder['path']}" for folder in self.folders]
+            return "\n".join(lines) + "\n"
         lines.append("outputs:")
         for key, output in self.outputs.items():
             shown = SECRET if output["secret"] else json.dumps(output.get("value"))
@@ -101,7 +121,9 @@ class Plan:
         return "\n".join(lines) + "\n"
 
 
-def _notes(resource: dict[str, Any], names: Mapping[str, str]) -> str:
+def _notes(resource: dict[str, Any], names: Mapping[str, str], reason: str) -> str:
+    if "destroy" in resource:
+        return f"  [{resource['destroy']}{': ' + reason if reason else ''}]"
     notes = []
     parent = resource["parent"]
     deps = [names.get(urn, urn) for urn in resource["dependsOn"] if urn != parent]
@@ -177,9 +199,13 @@ def _stand_in_kubeconfig(inputs: Mapping[str, Any]) -> str:
     )
 
 
+GITLAB_NUMBERED = tuple(f"pulumi-python:dynamic/gitlab:{kind}" for kind in ("Group", "Project", "Runner", "DeployToken"))
+"""Our dynamic GitLab resources whose id is GitLab's number for the object."""
+
+
 def _stand_in_id(typ: str, name: str) -> str:
     """GitLab's ids are numbers (programs pass them on as ints); other ids are `<name>-id`."""
-    if typ.startswith("gitlab:index/"):
+    if typ.startswith("gitlab:index/") or typ in GITLAB_NUMBERED:
         return str(int(hashlib.sha256(name.encode()).hexdigest()[:6], 16))
     return f"{name}-id"
 
@@ -229,18 +255,32 @@ def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]
         return {"commit": digest.hexdigest(), "changed": []}
     if typ == "pulumi-python:dynamic/gitlab:SmokePipeline":
         return {"pipeline_id": 1, "status": "success", "web_url": f"https://gitlab.example/{name}/-/pipelines/1"}
+    if typ == "pulumi-python:dynamic/gitlab:Group":
+        return {"full_path": inputs.get("path"), "web_url": f"{inputs.get('gitlab_url')}/groups/{inputs.get('path')}"}
+    if typ == "pulumi-python:dynamic/gitlab:Project":
+        full_path = f"{inputs.get('namespace')}/{inputs.get('path')}"
+        return {"full_path": full_path, "web_url": f"{inputs.get('gitlab_url')}/{full_path}"}
+    if typ == "pulumi-python:dynamic/gitlab:DeployToken":
+        return {"username": f"gitlab+deploy-token-{_stand_in_id(typ, name)}"}
+    if typ == "pulumi-python:dynamic/gitlab:Runner":
+        return {"authentication_token": f"glrt-stand-in-{name}"}
     if typ == "pulumi-python:dynamic/openbao:Init":
         return {"root_token": f"stand-in-token-{name}", "unseal_keys": [f"stand-in-key-{name}"]}
     return {}
 
 
 class _StandInMocks(Mocks):
-    def __init__(self, upstream: Mapping[str, Plan]) -> None:
+    def __init__(self, upstream: Mapping[str, Plan], preview: bool) -> None:
         self.upstream = upstream
+        self.preview = preview
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == STACK_REFERENCE_TYPE:
             return args.resource_id, self._reference(str(args.inputs.get("name")))
+        if self.preview:
+            # As the engine previews a create: the provider echoes the inputs; its id and every
+            # output it computes (a command's stdout, a password, a certificate) are unknown.
+            return None, dict(args.inputs)
         return _stand_in_id(args.typ, args.name), {**args.inputs, **_stand_ins(args.typ, args.name, args.inputs)}
 
     def _reference(self, name: str) -> dict[str, Any]:
@@ -304,7 +344,8 @@ class _Recorder(MockMonitor):
             "custom": custom,
             "parent": request.parent or None,
             "dependsOn": sorted(set(request.dependencies) | property_deps),
-            "provider": request.provider or None,
+            # A preview does not know a provider's id yet: the reference ends in the unknown sentinel.
+            "provider": (request.provider or "").replace(rpc.UNKNOWN, UNKNOWN) or None,
             "inputs": _redact(json_format.MessageToDict(inputs)),
             "protect": bool(getattr(request, "protect", False)),
             "retainOnDelete": bool(getattr(request, "retainOnDelete", False)),
@@ -401,16 +442,20 @@ def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[st
     return values, secret_keys
 
 
-def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJECT_DIR / "__main__.py") -> Plan:
-    """Plan `stack` offline. Upstream stacks are planned first (with their own config) so that
-    StackReferences resolve to their planned outputs. Raises ProgramFailed when the program raises.
+def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJECT_DIR / "__main__.py", preview: bool = False) -> Plan:
+    """Plan `stack` offline. Upstream stacks are planned first, as they stand after their own `up`,
+    so that StackReferences resolve to their planned outputs; `overrides` apply to them too, since
+    a key counts on the stack that reads it (phase3 takes preserveData from phase1, through phase2).
+    With `preview`, plan as `pulumi preview` of a first `up` does: every output that only a
+    provider can compute is unknown, and `apply` callbacks on it do not run.
+    Raises ProgramFailed when the program raises.
     """
     upstream: dict[str, Plan] = {}
     name = stack
     while name in UPSTREAM_STACK:
         name = UPSTREAM_STACK[name]
         try:
-            upstream[name] = plan(name)
+            upstream[name] = plan(name, overrides)
         except ProgramFailed as failed:
             if not isinstance(failed.cause, RunError):
                 raise
@@ -418,16 +463,18 @@ def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJE
             cause = RunError(f"{stack} reads the outputs of {name}, which does not plan: {failed.cause}")
             raise ProgramFailed(cause, []) from failed
     config, secret_keys = stack_config(stack, overrides)
-    return _run(stack, config, secret_keys, program, upstream)
+    return _run(stack, config, secret_keys, program, upstream, preview=preview)
 
 
-def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Path, upstream: Mapping[str, Plan]) -> Plan:
+def _run(
+    stack: str, config: dict[str, str], secret_keys: list[str], program: Path, upstream: Mapping[str, Plan], *, preview: bool = False
+) -> Plan:
     project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
-    recorder = _Recorder(_StandInMocks(upstream))
+    recorder = _Recorder(_StandInMocks(upstream, preview))
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        settings.reset_options(project=project, stack=stack, preview=False, organization=ORGANIZATION)
+        settings.reset_options(project=project, stack=stack, preview=preview, organization=ORGANIZATION)
         settings.configure(
             MockSettings(
                 monitor=recorder,
@@ -435,7 +482,7 @@ def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Pa
                 engine=MockEngine(logging.getLogger("blueprint.plan")),
                 project=project,
                 stack=stack,
-                dry_run=False,
+                dry_run=preview,
                 organization=ORGANIZATION,
                 callbacks=None,
             )
@@ -456,4 +503,4 @@ def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Pa
         key: {"secret": True} if secret else {"secret": False, "value": _redact(value)}
         for key, (value, secret) in sorted(recorder.stack_outputs.items())
     }
-    return Plan(project, stack, _plan_order(recorder.records), outputs, dict(recorder.stack_outputs))
+    return Plan(project, stack, _plan_order(recorder.records), outputs, dict(recorder.stack_outputs), preview=preview)

@@ -27,7 +27,6 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 import yaml
 
 import versions
@@ -297,8 +296,12 @@ class GitLab(pulumi.ComponentResource):
                 opts=child,
             )
 
-        root_password = random.RandomPassword(f"{name}-root-password", length=32, special=False, opts=child)
         after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
+        # With the data, not the stack: the preserved database keeps the password it was seeded
+        # with, so a new one after a preserveData cycle would be a documented login that fails.
+        root_password = HostSecret(
+            f"{name}-root-password", HostSecretArgs(path=f"{args.secrets_path}/gitlab-root-password", length=32), opts=after_folder
+        )
         rails = HostSecret(
             f"{name}-rails-secrets",
             HostSecretArgs(path=f"{args.secrets_path}/gitlab-rails-secrets.yml", kind="gitlab-rails-secrets"),
@@ -328,7 +331,7 @@ class GitLab(pulumi.ComponentResource):
                 BACKUP_STORAGE_SECRET,
                 {"config": s3.apply(lambda v: backup_storage(endpoint=v[0], access_key=v[1], secret_key=v[2]))},
             ),
-            secret("root-password-secret", ROOT_PASSWORD_SECRET, {"password": root_password.result}),
+            secret("root-password-secret", ROOT_PASSWORD_SECRET, {"password": root_password.value}),
             secret("rails-secret", RAILS_SECRET, {"secrets.yml": rails.value}),
             k8s.core.v1.Secret(
                 f"{name}-shell-host-keys",
@@ -364,5 +367,5 @@ class GitLab(pulumi.ComponentResource):
             spec={"listeners": [apps_listener(args)]},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),
         )
-        self.root_password = root_password.result
+        self.root_password = root_password.value
         self.register_outputs({"root_password": self.root_password})

@@ -6,6 +6,11 @@ Every project's `.gitlab-ci.yml` is rendered here from the manifest (`render_ci`
 `shared-code`'s `templates/pipeline.yml`, so a change to the templates reaches every project, and
 the file a project holds is visible in the plan. CI deploys with the kubeconfig of an account
 limited to the apps namespace (a file variable of the group), never the cluster-admin one.
+
+Everything here that lives in GitLab's database (group, projects, variables, deploy token) is got
+or created (`providers/gitlab_objects.py`): a new state over a preserved GitLab adopts what is
+ours and refuses what is not. With `preserve_data` a destroy leaves all of it in GitLab
+(`retain_on_delete`); without, it deletes it.
 """
 
 from __future__ import annotations
@@ -14,9 +19,20 @@ import hashlib
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_gitlab as gitlab
 import yaml
 
+from providers.gitlab_api import Connection
+from providers.gitlab_objects import (
+    DeployToken,
+    DeployTokenArgs,
+    Group,
+    GroupArgs,
+    GroupVariable,
+    Project,
+    ProjectArgs,
+    ProjectVariable,
+    VariableArgs,
+)
 from providers.gitlab_pipeline import SmokePipeline, SmokePipelineArgs
 from providers.gitlab_sync import GitLabSync, GitLabSyncArgs
 from stacks.apps_manifest import APPS_DIR, SHARED_CODE, AppProject
@@ -32,16 +48,20 @@ class GitLabProjectsArgs:
     projects: tuple[AppProject, ...]
     gitlab_url: str
     token: pulumi.Input[str]
-    """The admin token (secret), for the sync and the pipelines."""
+    """The admin token (secret): everything here calls GitLab's API with it."""
     ca_file: pulumi.Input[str]
     domain: str
     registry_host: str
     deploy_kubeconfig: pulumi.Input[str]
     """A kubeconfig for the apps namespace only (secret)."""
     preserve_data: bool
-    """Keep the group and its projects in GitLab when the stack is destroyed: they live in
-    GitLab's database, which preserveData keeps."""
+    """Keep the group and all in it in GitLab when the stack is destroyed: they live in GitLab's
+    database, which preserveData keeps."""
+    owner: str
+    """`<pulumi project>/<stack>`: the mark on the group and projects that makes them ours."""
     pipeline_timeout: int = 600
+    runner_id: pulumi.Input[str] | None = None
+    """The instance runner's id, once the runner is up: the smoke pipelines wait for it."""
 
 
 def templates_digest() -> str:
@@ -124,27 +144,23 @@ class GitLabProjects(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # What lives in GitLab's database leaves Pulumi's state on a preserveData destroy, not GitLab.
         kept = pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data)
-        group = gitlab.Group(
+        connection = Connection(args.gitlab_url, args.token, args.ca_file)
+        group = Group(
             f"{name}-group",
-            name=GROUP,
-            path=GROUP,
-            visibility_level="internal",
-            description="Apps that blueprint builds and deploys.",
-            opts=child,
+            GroupArgs(
+                connection=connection, path=GROUP, name=GROUP, owner=args.owner, description="Apps that blueprint builds and deploys."
+            ),
+            opts=kept,
         )
         group_variables = [
-            gitlab.GroupVariable(
+            GroupVariable(
                 f"{name}-{key.lower().replace('_', '-')}",
-                group=group.id,
-                key=key,
-                value=value,
-                variable_type=variable_type,
-                protected=False,
-                opts=child,
+                VariableArgs(connection=connection, parent=group.id, key=key, value=value, secret=secret, variable_type=variable_type),
+                opts=kept,
             )
-            for key, value, variable_type in (
-                ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, "file"),
-                ("BLUEPRINT_DOMAIN", args.domain, "env_var"),
+            for key, value, secret, variable_type in (
+                ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, True, "file"),
+                ("BLUEPRINT_DOMAIN", args.domain, False, "env_var"),
             )
         ]
         self.pipelines = {}
@@ -156,24 +172,23 @@ class GitLabProjects(pulumi.ComponentResource):
         previous: pulumi.Resource | None = None
         shared_code: pulumi.Resource | None = None
         smoke: dict[str, SmokePipeline] = {}
-        syncs: dict[str, tuple[AppProject, gitlab.Project, list[pulumi.Resource]]] = {}
+        syncs: dict[str, tuple[AppProject, Project, list[pulumi.Resource]]] = {}
         for project in args.projects:
             prefix = f"{name}-{project.name}"
-            repository = gitlab.Project(
+            repository = Project(
                 prefix,
-                name=project.name,
-                path=project.name,
-                namespace_id=group.id.apply(int),
-                visibility_level="internal",
-                default_branch="main",
-                initialize_with_readme=False,
+                ProjectArgs(
+                    connection=connection, namespace=GROUP, namespace_id=group.id, path=project.name, name=project.name, owner=args.owner
+                ),
                 # Projects are made in manifest order: shared-code, whose templates the others include, first.
                 opts=pulumi.ResourceOptions.merge(kept, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
             )
             previous = repository
             setting: list[pulumi.Resource] = [
-                gitlab.ProjectVariable(
-                    f"{prefix}-{key.lower().replace('_', '-')}", project=repository.id, key=key, value=value, protected=False, opts=child
+                ProjectVariable(
+                    f"{prefix}-{key.lower().replace('_', '-')}",
+                    VariableArgs(connection=connection, parent=repository.id, key=key, value=value),
+                    opts=kept,
                 )
                 for key, value in variables(project, args).items()
             ]
@@ -181,8 +196,12 @@ class GitLabProjects(pulumi.ComponentResource):
                 # GitLab hands a deploy token of this name to jobs as CI_DEPLOY_USER/PASSWORD: the
                 # cluster pulls the image with it, after the job's own token has expired.
                 setting.append(
-                    gitlab.ProjectDeployToken(
-                        f"{prefix}-deploy-token", project=repository.id, name="gitlab-deploy-token", scopes=["read_registry"], opts=child
+                    DeployToken(
+                        f"{prefix}-deploy-token",
+                        DeployTokenArgs(
+                            connection=connection, project=repository.id, name="gitlab-deploy-token", scopes=("read_registry",)
+                        ),
+                        opts=kept,
                     )
                 )
             syncs[project.name] = (project, repository, setting)
@@ -193,13 +212,7 @@ class GitLabProjects(pulumi.ComponentResource):
             waits = [*group_variables, *setting, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
             sync = GitLabSync(
                 f"{prefix}-sync",
-                GitLabSyncArgs(
-                    gitlab_url=args.gitlab_url,
-                    token=args.token,
-                    ca_file=args.ca_file,
-                    project=repository.id,
-                    files=project_files(project),
-                ),
+                GitLabSyncArgs(connection=connection, project=repository.id, files=project_files(project)),
                 # The first pipeline must see the variables, the templates, and what it needs running.
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=waits)),
             )
@@ -209,13 +222,12 @@ class GitLabProjects(pulumi.ComponentResource):
                 smoke[project.name] = SmokePipeline(
                     f"{prefix}-pipeline",
                     SmokePipelineArgs(
-                        gitlab_url=args.gitlab_url,
-                        token=args.token,
-                        ca_file=args.ca_file,
+                        connection=connection,
                         project=repository.id,
                         sha=sync.commit,
                         target=deploy_target,
                         timeout_seconds=args.pipeline_timeout,
+                        runner=args.runner_id,
                     ),
                     opts=child,
                 )

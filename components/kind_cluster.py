@@ -13,6 +13,8 @@ Two `local.Command`s, so that `pulumi preview` shows exactly what will run:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +77,19 @@ class KindClusterArgs:
             raise ValueError(f"data_dir must be absolute, got {self.data_dir}")
         if self.gitlab_nodes < 1 or self.runner_nodes < 1:
             raise ValueError(f"node counts must be >= 1, got {self.gitlab_nodes} and {self.runner_nodes}")
+
+
+def cluster_id(args: KindClusterArgs) -> str:
+    """The cluster's identity: a digest of exactly what replaces the cluster when it changes (the
+    kind config and the command's environment). It stays the same across in-place updates, so a
+    Kubernetes provider keyed on it (`cluster_identifier`) is replaced only with the cluster.
+    """
+    identity = json.dumps({"config": kind_config(args), "environment": _environment(args)}, sort_keys=True)
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def _environment(args: KindClusterArgs) -> dict[str, str]:
+    return {"KIND_CLUSTER_NAME": args.cluster_name, "DATA_DIR": str(args.data_dir)}
 
 
 def kind_config(args: KindClusterArgs) -> dict[str, Any]:
@@ -150,7 +165,61 @@ kind get kubeconfig --name "$KIND_CLUSTER_NAME"
 """Create the cluster, or reuse the one this stack created before (an interrupted `up` may have
 left it running), then print the kubeconfig. Progress goes to stderr: stdout is the kubeconfig."""
 
-CLUSTER_DOWN_SCRIPT = f'kind delete cluster --name "$KIND_CLUSTER_NAME" && rm -f "$DATA_DIR/{CLUSTER_MARKER}"'
+USERS_FOLDER = ".blueprint-on-cluster"
+"""Folder, in the data folder, where each stack that keeps resources on the cluster (phase2, dev)
+holds a file naming itself while it does: the cluster is not deleted from under them."""
+
+CLUSTER_DOWN_SCRIPT = f"""\
+set -eu
+users="$DATA_DIR/{USERS_FOLDER}"
+if [ -d "$users" ] && [ -n "$(ls -A "$users")" ]; then
+  for user in "$users"/*; do
+    stack=$(cat "$user")
+    echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \\
+      "(a destroy, or a change of clusterName, dataDir, the node counts or the ports, which replaces the cluster)." >&2
+    case "$stack" in
+      */dev) echo "blueprint: to change dev's cluster and keep its data: put the old value back, then" \\
+          "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev'," \\
+          "set the new value and 'pulumi up -s dev'." >&2 ;;
+      *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \\
+          "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \\
+          "By hand: 'pulumi destroy -s ${{stack##*/}}' first." >&2 ;;
+    esac
+  done
+  exit 1
+fi
+kind delete cluster --name "$KIND_CLUSTER_NAME"
+rm -f "$DATA_DIR/{CLUSTER_MARKER}"
+"""
+"""Delete the cluster, unless a stack still has resources on it: they would be orphaned in that
+stack's state, pointing at a cluster that is gone (and, after a replacement, at a new one with a
+new CA, which no delete can reach)."""
+
+
+LEASE_SCRIPT = f"""\
+set -eu
+mkdir -p "$DATA_DIR/{USERS_FOLDER}"
+printf '%s\\n' "$USER_STACK" > "$DATA_DIR/{USERS_FOLDER}/$(printf '%s' "$USER_STACK" | tr '/' '_')"
+"""
+RELEASE_SCRIPT = f"""\
+rm -f "$DATA_DIR/{USERS_FOLDER}/$(printf '%s' "$USER_STACK" | tr '/' '_')"
+rmdir "$DATA_DIR/{USERS_FOLDER}" 2>/dev/null || true
+"""
+
+
+def cluster_lease(name: str, *, data_dir: str, user: str, opts: pulumi.ResourceOptions | None = None) -> local.Command:
+    """A file in the data folder that says `user` (`<project>/<stack>`) has resources on the cluster,
+    from before the first of them is created until after the last is deleted: CLUSTER_DOWN_SCRIPT
+    refuses to delete the cluster while it is there.
+    """
+    return local.Command(
+        name,
+        create=LEASE_SCRIPT,
+        update=LEASE_SCRIPT,
+        delete=RELEASE_SCRIPT,
+        environment={"DATA_DIR": data_dir, "USER_STACK": user},
+        opts=opts,
+    )
 
 
 class KindCluster(pulumi.ComponentResource):
@@ -161,12 +230,16 @@ class KindCluster(pulumi.ComponentResource):
     cluster: local.Command
     """The command resource that owns the cluster: resources inside the cluster can be
     `deleted_with` it, since deleting the cluster deletes them."""
+    data_folder: local.Command
+    """The command that claims the data folder: whatever writes under the folder waits for it."""
+    cluster_id: str
+    """`cluster_id(args)`: changes exactly when the cluster is replaced."""
 
     def __init__(self, name: str, args: KindClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:KindCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        data_folder = host_folder(
+        self.data_folder = host_folder(
             f"{name}-data-folder",
             HostFolderArgs(
                 path=str(args.data_dir),
@@ -184,7 +257,7 @@ class KindCluster(pulumi.ComponentResource):
             update=CLUSTER_UP_SCRIPT,
             delete=CLUSTER_DOWN_SCRIPT,
             stdin=yaml.safe_dump(kind_config(args), sort_keys=False),
-            environment={"KIND_CLUSTER_NAME": args.cluster_name, "DATA_DIR": str(args.data_dir)},
+            environment=_environment(args),
             # stdout is the kubeconfig: keep it out of the logs, and out of the environment of the
             # next update or delete (pulumi-command passes the previous stdout there by default).
             logging=local.Logging.STDERR,
@@ -192,7 +265,7 @@ class KindCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(
-                    depends_on=[data_folder],
+                    depends_on=[self.data_folder],
                     additional_secret_outputs=["stdout"],
                     replace_on_changes=["stdin", "environment"],
                     delete_before_replace=True,
@@ -201,4 +274,5 @@ class KindCluster(pulumi.ComponentResource):
         )
 
         self.kubeconfig = pulumi.Output.secret(self.cluster.stdout)
-        self.register_outputs({"kubeconfig": self.kubeconfig})
+        self.cluster_id = cluster_id(args)
+        self.register_outputs({"kubeconfig": self.kubeconfig, "cluster_id": self.cluster_id})

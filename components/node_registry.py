@@ -60,6 +60,8 @@ class NodeRegistryArgs:
     hosts_dir_node: str
     """The same folder as the nodes see it."""
     ca_pem: pulumi.Input[str]
+    hosts_dir_claim: tuple[pulumi.Resource, ...] = ()
+    """The claim of the data folder the hosts folder is in, when it is in the same graph (`dev`)."""
 
 
 def hosts_toml(args: NodeRegistryArgs) -> str:
@@ -114,7 +116,7 @@ class NodeRegistry(pulumi.ComponentResource):
                 "HOSTS_TOML": hosts_toml(args),
                 "CA_PEM": args.ca_pem,
             },
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.hosts_dir_claim))),
         )
         namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name="blueprint-system"), opts=child)
         labels = {"app.kubernetes.io/name": "node-hosts"}

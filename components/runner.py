@@ -1,9 +1,11 @@
 """GitLab Runner: registered through the runner API, installed with the gitlab-runner chart.
 
-- Registration tokens are disabled in GitLab 19: the runner is a `gitlab.UserRunner` (instance
-  type) created with the admin token, and the chart gets its `glrt-` authentication token from a
-  Secret (keys `runner-token`, and `runner-registration-token` empty, which some chart versions
-  still read). `unregisterRunners` is off: Pulumi owns the runner's life, not the chart.
+- Registration tokens are disabled in GitLab 19: the runner is an instance runner created through
+  the runner API with the admin token, or, over a preserved GitLab, ours adopted with a new token
+  (`providers/gitlab_runner.py`). The chart gets its `glrt-` authentication token from a Secret
+  (keys `runner-token`, and `runner-registration-token` empty, which some chart versions still
+  read). `unregisterRunners` is off: Pulumi owns the runner's life, not the chart; with
+  preserveData a destroy leaves it in GitLab, for the next `up` to adopt.
 - Kubernetes executor; the manager and every job on the nodes labelled for the runner; RBAC is
   the list the runner's Kubernetes executor docs give (pods, exec, attach, logs, secrets,
   services, events) in its own namespace, not the chart's default `*` on `*`.
@@ -22,10 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_gitlab as gitlab
 import pulumi_kubernetes as k8s
 
 import versions
+from providers.gitlab_api import Connection
+from providers.gitlab_runner import GitLabRunner, GitLabRunnerArgs
 
 RBAC_RULES = [
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete", "get", "list", "watch"]},
@@ -44,7 +47,15 @@ class RunnerArgs:
     namespace: str = "gitlab-runner"
     gitlab_url: str
     gitlab_host: str
+    token: pulumi.Input[str]
+    """The admin token (secret), to create or adopt the runner."""
+    ca_file: pulumi.Input[str]
+    """The CA file on this machine that signs GitLab's certificate."""
     ca_pem: pulumi.Input[str]
+    owner: str
+    """`<pulumi project>/<stack>`: the runner's description names it, which makes the runner ours."""
+    preserve_data: bool
+    """Leave the runner in GitLab's database on destroy, which preserveData keeps."""
     node_label_key: str
     node_label: str
     s3_host: str
@@ -94,20 +105,22 @@ def runner_values(args: RunnerArgs, *, token_secret: str, certs_secret: str, cac
 
 
 class Runner(pulumi.ComponentResource):
-    """An instance runner; pass the GitLab provider (admin token) and the Kubernetes provider in `opts`."""
+    """An instance runner; pass the Kubernetes provider in `opts`."""
 
     runner_id: pulumi.Output[str]
+    """The runner's id, known once its chart is deployed: what waits for it waits for the Runner."""
 
     def __init__(self, name: str, args: RunnerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Runner", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        registered = gitlab.UserRunner(
+        registered = GitLabRunner(
             f"{name}-registration",
-            runner_type="instance_type",
-            description="blueprint: Kubernetes executor on the runner nodes",
-            untagged=True,
-            tag_lists=["kubernetes", "blueprint"],
-            opts=child,
+            GitLabRunnerArgs(
+                connection=Connection(args.gitlab_url, args.token, args.ca_file),
+                description=f"{args.owner}: Kubernetes executor on the runner nodes",
+                tag_list=("kubernetes", "blueprint"),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data),
         )
         namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace), opts=child)
 
@@ -119,10 +132,10 @@ class Runner(pulumi.ComponentResource):
                 opts=child,
             )
 
-        token = secret("token", {"runner-token": registered.token, "runner-registration-token": ""})
+        token = secret("token", {"runner-token": registered.authentication_token, "runner-registration-token": ""})
         certs = secret("certs", {f"{args.gitlab_host}.crt": args.ca_pem})
         cache = secret("cache", {"accesskey": args.s3_access_key, "secretkey": args.s3_secret_key})
-        k8s.helm.v3.Release(
+        release = k8s.helm.v3.Release(
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(
                 name="gitlab-runner",
@@ -136,5 +149,5 @@ class Runner(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[token, certs, cache])),
         )
-        self.runner_id = registered.id
+        self.runner_id = pulumi.Output.all(registered.id, release.status).apply(lambda values: str(values[0]))
         self.register_outputs({"runner_id": self.runner_id})

@@ -66,6 +66,9 @@ class StorageArgs:
     wipe_image: str
     """An image already on the machine (the kind node image), for removing pod-owned files."""
     volumes: tuple[Volume, ...]
+    inside: tuple[pulumi.Resource, ...] = ()
+    """The claim of the folder the platform folder is inside, when it is in the same graph (`dev`):
+    the platform folder is claimed after it, and released before it."""
 
     def __post_init__(self) -> None:
         keys = [volume.key for volume in self.volumes]
@@ -137,7 +140,7 @@ class Storage(pulumi.ComponentResource):
                 subfolders=tuple(volume.folder for volume in args.volumes),
                 subfolder_mode="0777",
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
         )
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-class",

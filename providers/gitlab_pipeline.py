@@ -1,17 +1,22 @@
-"""The smoke pipeline: wait for the pipeline GitLab started for a commit, and fail with the job
-that failed.
+"""The smoke pipeline: wait for the pipeline of a commit, and fail with the job that failed.
 
 The sync's commit starts the pipeline, so a re-run with no new commit (same `sha`, no diff) waits
 for nothing and starts nothing. A new commit is a new `sha`: an update, which waits again. Two
-cases start one, because only a new run can answer them:
+cases start a new run, because only a new run can answer them:
 
-- `create` finds the commit's pipeline already failed (a failed `up` leaves no state, so the next
-  `up` creates again): it retries that pipeline once, instead of failing at once on the old result;
+- `create` finds the commit's pipeline finished. A create means no state has seen it pass on
+  this cluster: a failed `up` left no state, or a new state runs over a preserved GitLab (the
+  sync found the files there, made no commit, and the pipeline it finds ran on the previous
+  cluster). A finished pipeline is no evidence for this cluster, so a new one runs on the branch;
+  a pending or running one is waited for;
+- `update` finds the new commit's pipeline failed or canceled already: an earlier `up` failed on
+  it and kept the old state, and this `up` is the user trying again, so it runs again;
 - `target` changed with the same `sha` (a new cluster over preserved data: the apps must be
-  deployed there): it runs a new pipeline on the branch.
+  deployed there).
 
 A failed pipeline fails the `up` with the failed job's name, stage and web URL; a pipeline that
-waits for a person (`manual`, `scheduled`) or still runs at the limit fails it with its URL.
+waits for a person (`manual`, `scheduled`) or still runs at the limit fails it with its URL, and
+one still pending says whether its runner (`runner`, when given) is online.
 """
 
 from __future__ import annotations
@@ -19,15 +24,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-PROVIDER_VERSION = "1"
+from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
+
+PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = ("gitlab_url", "token", "ca_file", "project", "sha", "target", "timeout_seconds", "provider_version")
+INPUTS = (*CONNECTION, "project", "sha", "target", "timeout_seconds", "provider_version")
+"""What `diff` compares. Not `runner`: another runner is no reason to run the apps again."""
 DONE = {"success", "failed", "canceled", "skipped"}
 WAITS_FOR_A_PERSON = {"manual", "scheduled"}
 
@@ -36,59 +43,37 @@ class PipelineFailed(Exception):
     """The smoke pipeline failed or did not finish; the message names the job and its URL."""
 
 
-def _request(props: dict[str, Any], method: str, path: str, **params: Any) -> Any:
-    """One API call, retried a few times on a transient failure (GitLab restarting, a 502)."""
-    import requests
-
-    url = f"{str(props['gitlab_url']).rstrip('/')}/api/v4/projects/{quote(str(props['project']), safe='')}{path}"
-    for attempt in range(5):
-        try:
-            response = requests.request(
-                method, url, params=params, headers={"PRIVATE-TOKEN": str(props["token"])}, verify=str(props["ca_file"]), timeout=30
-            )
-            if response.status_code < 500:
-                response.raise_for_status()
-                return response.json()
-        except requests.ConnectionError:
-            if attempt == 4:
-                raise
-        time.sleep(2)
-    response.raise_for_status()
-    return response.json()
-
-
-def _get(props: dict[str, Any], path: str, **params: Any) -> Any:
-    return _request(props, "GET", path, **params)
-
-
 def failure_message(project: str, pipeline: dict[str, Any], failed_jobs: list[dict[str, Any]]) -> str:
     """What a user needs to act on a failed pipeline: which job, in which stage, where to look."""
     jobs = "; ".join(f"job {job['name']!r} (stage {job['stage']}) failed: {job['web_url']}" for job in failed_jobs)
     return f"the smoke pipeline of {project} ended {pipeline['status']}: {jobs or 'no job failed'} (pipeline {pipeline['web_url']})"
 
 
-def wait(props: dict[str, Any], *, retry_failed: bool = False, new_run: bool = False) -> dict[str, Any]:
-    """Wait for the commit's pipeline (or, with `new_run`, a new pipeline on the branch) to end."""
+FAILED = {"failed", "canceled"}
+
+
+def wait(props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, new_run: bool = False) -> dict[str, Any]:
+    """Wait for the commit's pipeline to end. With `new_run`, start one on the branch first;
+    otherwise start one when the commit's pipeline is found already ended in a `rerun` status.
+    """
+    api, project = GitLab.of(props), f"/projects/{encode(props['project'])}"
     timeout = float(props.get("timeout_seconds") or 600)
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
     poll_seconds = min(5.0, max(0.2, timeout / 20))
-    pipeline: dict[str, Any] | None = _request(props, "POST", "/pipeline", ref="main") if new_run else None
+    pipeline: dict[str, Any] | None = api.post(f"{project}/pipeline", {"ref": "main"}) if new_run else None
     while True:
         if pipeline is None:
-            found = _get(props, "/pipelines", sha=props["sha"], order_by="id", sort="desc")
+            found = api.get(f"{project}/pipelines", sha=props["sha"], order_by="id", sort="desc")
             pipeline = found[0] if found else None
-            if pipeline is not None and retry_failed and pipeline["status"] in ("failed", "canceled"):
-                pipeline = _request(props, "POST", f"/pipelines/{pipeline['id']}/retry")  # a new run of the same commit
+            if pipeline is not None and pipeline["status"] in rerun:
+                pipeline = api.post(f"{project}/pipeline", {"ref": "main"})  # a run for this up
+            rerun = set()  # only what was there before this call: a run that fails now fails the up
         else:
-            pipeline = _get(props, f"/pipelines/{pipeline['id']}")
+            pipeline = api.get(f"{project}/pipelines/{pipeline['id']}")
         if pipeline is not None and (pipeline["status"] in DONE or pipeline["status"] in WAITS_FOR_A_PERSON):
             break
-        if time.monotonic() >= deadline:
-            where = pipeline["web_url"] if pipeline else f"no pipeline started for commit {props['sha']}"
-            raise PipelineFailed(
-                f"the smoke pipeline of {props['project']} did not finish within {props.get('timeout_seconds')}s "
-                f"({pipeline['status'] if pipeline else 'not started'}): {where}; raise blueprint:pipelineTimeout or look at it"
-            )
+        if time.monotonic() - started >= timeout:
+            raise PipelineFailed(timeout_message(api, props, pipeline))
         time.sleep(poll_seconds)
     if pipeline["status"] in WAITS_FOR_A_PERSON:
         raise PipelineFailed(
@@ -96,14 +81,41 @@ def wait(props: dict[str, Any], *, retry_failed: bool = False, new_run: bool = F
             f"the smoke pipeline must run on its own: make no job manual or delayed"
         )
     if pipeline["status"] != "success":
-        failed = _get(props, f"/pipelines/{pipeline['id']}/jobs", **{"scope[]": "failed"})
+        failed = api.get(f"{project}/pipelines/{pipeline['id']}/jobs", **{"scope[]": "failed"})
         raise PipelineFailed(failure_message(str(props["project"]), pipeline, failed))
     return {
-        **{key: props.get(key) for key in INPUTS},
+        **{key: props.get(key) for key in (*INPUTS, "runner")},
         "pipeline_id": pipeline["id"],
         "status": pipeline["status"],
         "web_url": pipeline["web_url"],
     }
+
+
+def timeout_message(api: GitLab, props: dict[str, Any], pipeline: dict[str, Any] | None) -> str:
+    """Why the wait ended: the pipeline's state and URL; for a pending one, its runner's state."""
+    status = pipeline["status"] if pipeline else "not started"
+    where = pipeline["web_url"] if pipeline else f"no pipeline started for commit {props['sha']}"
+    message = (
+        f"the smoke pipeline of {props['project']} did not finish within {props.get('timeout_seconds')}s "
+        f"({status}): {where}; raise blueprint:pipelineTimeout or look at it"
+    )
+    if status == "pending" and props.get("runner"):
+        message += f"; {runner_state(api, str(props['runner']))}"
+    return message
+
+
+def runner_state(api: GitLab, runner_id: str) -> str:
+    """Whether the runner can take the pending jobs (`GET /runners/:id`, lib/api/ci/runners.rb)."""
+    try:
+        runner = api.find(f"/runners/{encode(runner_id)}")
+    except GitLabApiError as error:
+        return f"whether runner {runner_id} is online is unknown ({error})"
+    if runner is None:
+        return f"runner {runner_id} is gone from GitLab: `up` phase2 registers it again"
+    if runner.get("online"):
+        return f"runner {runner_id} is online: the jobs wait for a free slot or for tags it lacks"
+    status = runner.get("status") or "offline"
+    return f"runner {runner_id} is {status}: it has not asked GitLab for jobs lately; look at the gitlab-runner pods"
 
 
 class SmokePipelineProvider(ResourceProvider):
@@ -112,8 +124,7 @@ class SmokePipelineProvider(ResourceProvider):
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        outs = wait(props, retry_failed=True)
-        return CreateResult(id_=f"{props['project']}@{props['sha']}", outs=outs)
+        return CreateResult(id_=f"{props['project']}@{props['sha']}", outs=wait(props, rerun=DONE))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         same_commit = olds.get("sha") == news.get("sha")
@@ -128,15 +139,16 @@ class SmokePipelineProvider(ResourceProvider):
 
 @dataclass(frozen=True, kw_only=True)
 class SmokePipelineArgs:
-    gitlab_url: str
-    token: pulumi.Input[str]
-    ca_file: pulumi.Input[str]
+    connection: Connection
     project: pulumi.Input[str]
     sha: pulumi.Input[str]
     """The commit whose pipeline must go green (the sync's output)."""
     target: pulumi.Input[str]
     """What the pipeline deploys to (a digest, no secret): when it changes, the apps run again."""
     timeout_seconds: int = 600
+    runner: pulumi.Input[str] | None = None
+    """The instance runner's id, known once the runner is up: the pipeline waits for it, and a
+    pipeline still pending at the limit says whether it is online."""
 
 
 class SmokePipeline(pulumi.dynamic.Resource, module="gitlab", name="SmokePipeline"):
@@ -145,17 +157,5 @@ class SmokePipeline(pulumi.dynamic.Resource, module="gitlab", name="SmokePipelin
     web_url: pulumi.Output[str]
 
     def __init__(self, name: str, args: SmokePipelineArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        props = {
-            "gitlab_url": args.gitlab_url,
-            "token": pulumi.Output.secret(args.token),
-            "ca_file": args.ca_file,
-            "project": args.project,
-            "sha": args.sha,
-            "target": args.target,
-            "timeout_seconds": args.timeout_seconds,
-            "provider_version": PROVIDER_VERSION,
-            "pipeline_id": None,
-            "status": None,
-            "web_url": None,
-        }
+        props = wire(args, PROVIDER_VERSION, "pipeline_id", "status", "web_url")
         super().__init__(SmokePipelineProvider(), name, props, opts)

@@ -12,19 +12,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
+
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = ("gitlab_url", "token", "ca_file", "project", "branch", "files", "message", "provider_version")
-
-
-class GitLabSyncError(Exception):
-    """GitLab refused the sync; the message says which project and why."""
+INPUTS = (*CONNECTION, "project", "branch", "files", "message", "provider_version")
 
 
 def blob_id(content: str) -> str:
@@ -48,64 +45,26 @@ def commit_actions(desired: dict[str, str], current: dict[str, str]) -> list[dic
     return actions
 
 
-def _session(props: dict[str, Any]) -> Any:
-    import requests
-
-    session = requests.Session()
-    session.headers["PRIVATE-TOKEN"] = str(props["token"])
-    session.verify = str(props["ca_file"])
-    return session
-
-
-def _api(props: dict[str, Any]) -> str:
-    return f"{str(props['gitlab_url']).rstrip('/')}/api/v4/projects/{quote(str(props['project']), safe='')}"
-
-
-def current_tree(props: dict[str, Any]) -> dict[str, str]:
+def current_tree(api: GitLab, repository: str, branch: str) -> dict[str, str]:
     """{path: blob id} of every file on the branch; empty when the branch does not exist yet."""
-    session, tree, page = _session(props), {}, 1
-    while True:
-        response = session.get(
-            f"{_api(props)}/repository/tree",
-            params={"ref": props["branch"], "recursive": "true", "per_page": 100, "page": page},
-            timeout=30,
-        )
-        if response.status_code == 404:
+    try:
+        entries = list(api.pages(f"{repository}/tree", ref=branch, recursive="true"))
+    except GitLabApiError as error:
+        if error.status == 404:
             return {}  # an empty repository: the first commit creates the branch
-        _check(response, props, "read the repository tree")
-        entries = response.json()
-        tree.update({entry["path"]: entry["id"] for entry in entries if entry["type"] == "blob"})
-        if not response.headers.get("X-Next-Page"):
-            return tree
-        page = int(response.headers["X-Next-Page"])
-
-
-def head(props: dict[str, Any]) -> str:
-    response = _session(props).get(f"{_api(props)}/repository/branches/{quote(str(props['branch']), safe='')}", timeout=30)
-    _check(response, props, "read the branch")
-    return str(response.json()["commit"]["id"])
-
-
-def _check(response: Any, props: dict[str, Any], doing: str) -> None:
-    if response.status_code >= 400:
-        raise GitLabSyncError(
-            f"GitLab refused to {doing} of project {props['project']} (HTTP {response.status_code}): {response.text[:300]}"
-        )
+        raise
+    return {entry["path"]: entry["id"] for entry in entries if entry["type"] == "blob"}
 
 
 def sync(props: dict[str, Any]) -> dict[str, Any]:
     """Commit the differences, if any, in one commit; return the outputs (the branch's head)."""
-    actions = commit_actions(dict(props["files"]), current_tree(props))
+    api, repository = GitLab.of(props), f"/projects/{encode(props['project'])}/repository"
+    actions = commit_actions(dict(props["files"]), current_tree(api, repository, str(props["branch"])))
     if actions:
-        response = _session(props).post(
-            f"{_api(props)}/repository/commits",
-            json={"branch": props["branch"], "commit_message": props["message"], "actions": actions},
-            timeout=60,
-        )
-        _check(response, props, f"commit {len(actions)} change(s)")
-        commit = str(response.json()["id"])
+        body = {"branch": props["branch"], "commit_message": props["message"], "actions": actions}
+        commit = str(api.post(f"{repository}/commits", body)["id"])
     else:
-        commit = head(props)
+        commit = str(api.get(f"{repository}/branches/{encode(props['branch'])}")["commit"]["id"])
     return {**{key: props.get(key) for key in INPUTS}, "commit": commit, "changed": [action["file_path"] for action in actions]}
 
 
@@ -129,9 +88,7 @@ class GitLabSyncProvider(ResourceProvider):
 
 @dataclass(frozen=True, kw_only=True)
 class GitLabSyncArgs:
-    gitlab_url: str
-    token: pulumi.Input[str]
-    ca_file: pulumi.Input[str]
+    connection: Connection
     project: pulumi.Input[str]
     """The project's id or full path."""
     files: dict[str, str]
@@ -147,16 +104,5 @@ class GitLabSync(pulumi.dynamic.Resource, module="gitlab", name="ProjectSync"):
     """The branch's head after the sync."""
 
     def __init__(self, name: str, args: GitLabSyncArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        props = {
-            "gitlab_url": args.gitlab_url,
-            "token": pulumi.Output.secret(args.token),
-            "ca_file": args.ca_file,
-            "project": args.project,
-            "branch": args.branch,
-            "files": args.files,
-            "message": args.message,
-            "provider_version": PROVIDER_VERSION,
-            "commit": None,
-            "changed": None,
-        }
+        props = wire(args, PROVIDER_VERSION, "commit", "changed")
         super().__init__(GitLabSyncProvider(), name, props, opts)

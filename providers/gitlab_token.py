@@ -9,6 +9,10 @@ an active token already, and otherwise replaces any stale row with a new token o
 reports a change when it does not (expired, revoked, a new GitLab over wiped data), so the next
 `up` seeds it again; `read` (refresh) drops a token GitLab refuses. The kubeconfig comes from
 `kind get kubeconfig` at the moment of use: no credential passes through the inputs but the token.
+
+GitLab's answer is checked against the CA in `ca_file`. Without that file (deleted with the data
+folder, say) nothing GitLab says can be trusted, so `diff` and `read` cannot tell and change
+nothing, and `create`/`update` fail before seeding, saying how to write the file again.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-PROVIDER_VERSION = "1"
+from providers.gitlab_api import missing_ca_file
+
+PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
@@ -93,9 +99,13 @@ def seed(props: dict[str, Any]) -> str:
 
 
 def accepted(props: dict[str, Any]) -> bool | None:
-    """Whether GitLab accepts the token: True, False (401/403), or None when GitLab does not answer."""
+    """Whether GitLab accepts the token: True, False (401/403), or None when GitLab does not answer
+    or its answer cannot be checked (no CA file, for which requests raises a bare OSError).
+    """
     import requests
 
+    if missing_ca_file(str(props["ca_file"])):
+        return None
     try:
         response = requests.get(
             f"{str(props['gitlab_url']).rstrip('/')}/api/v4/personal_access_tokens/self",
@@ -129,6 +139,8 @@ def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> Non
 
 
 def converge(props: dict[str, Any]) -> dict[str, Any]:
+    if problem := missing_ca_file(str(props["ca_file"])):
+        raise GitLabTokenError(problem)
     if accepted(props) is not True:
         seed(props)
         wait_until_accepted(props, float(props.get("wait_seconds") or 300))
@@ -177,6 +189,9 @@ class GitLabTokenArgs:
 class GitLabToken(pulumi.dynamic.Resource, module="gitlab", name="AdminToken"):
     """`root`'s personal access token, seeded and kept valid."""
 
+    token: pulumi.Output[str]
+    """The token, once GitLab accepts it (secret): what calls GitLab's API with it waits for this."""
+
     def __init__(self, name: str, args: GitLabTokenArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props = {
             "gitlab_url": args.gitlab_url,
@@ -190,4 +205,5 @@ class GitLabToken(pulumi.dynamic.Resource, module="gitlab", name="AdminToken"):
             "wait_seconds": args.wait_seconds,
             "provider_version": PROVIDER_VERSION,
         }
-        super().__init__(GitLabTokenProvider(), name, props, opts)
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["token"])
+        super().__init__(GitLabTokenProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

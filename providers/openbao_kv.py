@@ -4,21 +4,41 @@ A write that would store what is already there stores nothing (no new KV version
 updates the secret in place; a changed path or mount replaces it. `data` and `token` are secret
 inputs, so the engine keeps the outputs of the same names secret. Deleting does nothing: the
 secret lives in OpenBao's storage, which `preserveData` keeps or wipes with the rest of the data.
+
+Every call to OpenBao, read or write, waits up to `WAIT_SECONDS` while OpenBao cannot answer yet:
+unreachable (the pod restarting), sealed (a restart; `OpenBaoInit` unseals it), unsealed but not
+active ("local node not active"), or a KV v2 mount upgrading its storage, which a new mount does
+for a moment after it is enabled. `pulumi refresh` reads every resource at once, so a KV read may
+run before or while `OpenBaoInit.read` unseals the server: it waits for that. If OpenBao still
+cannot answer, `read` keeps the recorded state as it is (refresh cannot tell, so it changes
+nothing and does not fail), while `create`/`update` fail naming the server and the path. Only a
+server that answers that the secret is not there makes refresh drop it (the next `up` writes it
+again). No error carries a secret: hvac's messages hold the URL, never the token or the data.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-PROVIDER_VERSION = "1"
+PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = ("address", "token", "mount", "path", "data", "provider_version")
+WAIT_SECONDS = 30.0
+"""How long a call waits for OpenBao to be able to answer. A refresh of a server nobody unseals
+waits this long per batch of (up to 4) KV reads, since the engine's provider host runs 4 at once."""
+
+T = TypeVar("T")
+
+
+class OpenBaoUnavailable(Exception):
+    """OpenBao could not answer for the secret within `WAIT_SECONDS`."""
 
 
 def _client(address: str, token: str) -> Any:
@@ -27,36 +47,65 @@ def _client(address: str, token: str) -> Any:
     return hvac.Client(url=address, token=token, timeout=10)
 
 
+def _not_yet(error: Exception) -> str | None:
+    """Why OpenBao cannot answer yet, or None when `error` is a real answer (to be raised)."""
+    import hvac.exceptions
+    import requests
+
+    if isinstance(error, requests.ConnectionError | requests.Timeout):
+        return "unreachable"
+    if isinstance(error, hvac.exceptions.VaultDown):
+        return "sealed"
+    if isinstance(error, hvac.exceptions.InternalServerError) and "local node not active" in str(error):
+        return "not active"
+    if isinstance(error, hvac.exceptions.InvalidRequest) and "Upgrading from non-versioned to versioned data" in str(error):
+        return "upgrading the KV v2 mount"
+    return None
+
+
+def _patiently(props: dict[str, Any], call: Callable[[Any], T]) -> T:
+    """`call(client)`, tried again while OpenBao cannot answer yet (see the module docstring)."""
+    client = _client(str(props["address"]), str(props["token"]))
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        try:
+            return call(client)
+        except Exception as error:
+            why = _not_yet(error)
+            if why is None:
+                raise
+            if time.monotonic() >= deadline:
+                raise OpenBaoUnavailable(
+                    f"OpenBao at {props['address']} could not answer for {props['mount']}/{props['path']} within "
+                    f"{WAIT_SECONDS:.0f}s ({why}); if it is sealed, `blueprint up --phase 2` unseals it"
+                ) from error
+        time.sleep(0.2)
+
+
 def current(props: dict[str, Any]) -> dict[str, Any] | None:
     """The secret's latest data, or None when it does not exist."""
     import hvac.exceptions
 
-    client = _client(str(props["address"]), str(props["token"]))
-    try:
-        response = client.secrets.kv.v2.read_secret_version(path=props["path"], mount_point=props["mount"], raise_on_deleted_version=False)
-    except hvac.exceptions.InvalidPath:
-        return None
-    data = (response.get("data") or {}).get("data")
-    return dict(data) if data is not None else None
+    def latest(client: Any) -> dict[str, Any] | None:
+        try:
+            response = client.secrets.kv.v2.read_secret_version(
+                path=props["path"], mount_point=props["mount"], raise_on_deleted_version=False
+            )
+        except hvac.exceptions.InvalidPath:
+            return None
+        data = (response.get("data") or {}).get("data")
+        return dict(data) if data is not None else None
+
+    return _patiently(props, latest)
 
 
 def write(props: dict[str, Any]) -> dict[str, Any]:
     """Store `data` at `mount`/`path` unless it is there already; return the outputs."""
     data = {key: str(value) for key, value in dict(props["data"]).items()}
     if current(props) != data:
-        import hvac.exceptions
-
-        client = _client(str(props["address"]), str(props["token"]))
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client.secrets.kv.v2.create_or_update_secret(path=props["path"], secret=data, mount_point=props["mount"])
-                break
-            except hvac.exceptions.InvalidRequest as error:
-                # A KV v2 mount answers this for a moment after it is enabled.
-                if "Upgrading from non-versioned to versioned data" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(1)
+        _patiently(
+            props, lambda client: client.secrets.kv.v2.create_or_update_secret(path=props["path"], secret=data, mount_point=props["mount"])
+        )
     return {key: props.get(key) for key in INPUTS}
 
 
@@ -74,7 +123,10 @@ class OpenBaoKvProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """On refresh: report the data OpenBao holds, so drift shows as a change."""
-        data = current(props)
+        try:
+            data = current(props)
+        except OpenBaoUnavailable:
+            return ReadResult(id_, props)  # cannot tell: keep what the state records
         if data is None:
             return ReadResult(None, {})  # gone: refresh drops it, the next `up` writes it again
         return ReadResult(id_, {**props, "data": data})

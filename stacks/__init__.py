@@ -46,7 +46,7 @@ async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
         module = importlib.import_module(f"stacks.{phase}")
         produced = module.deploy(inputs)
         inputs = {**inputs, **produced}
-        exports.update(produced)
+        exports.update({key: value for key, value in produced.items() if key not in outputs.IN_STACK_ONLY})
     return exports
 
 

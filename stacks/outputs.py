@@ -9,6 +9,10 @@ stack passes the same values directly (DESIGN.md section 4).
 KUBECONFIG = "kubeconfig"
 """Admin kubeconfig of the kind cluster (secret)."""
 CLUSTER_NAME = "clusterName"
+CLUSTER_ID = "clusterId"
+"""The cluster's identity (`components.kind_cluster.cluster_id`): it changes exactly when a change
+of phase1's config replaces the cluster. Kubernetes providers key on it, and `blueprint up` compares
+it with the recorded one to see a replacement coming."""
 DATA_DIR = "dataDir"
 """Absolute host path of the data folder."""
 NODE_DATA_PATH = "nodeDataPath"
@@ -33,7 +37,7 @@ RUNNER_NODE_LABEL = "runnerNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes CI jobs run on."""
 
 PHASE1 = (
-    KUBECONFIG, CLUSTER_NAME, DATA_DIR, NODE_DATA_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
+    KUBECONFIG, CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
     SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
     OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL,
 )  # fmt: skip
@@ -64,11 +68,13 @@ APPS_NAMESPACE = "appsNamespace"
 """Where CI deploys the apps."""
 DEPLOY_KUBECONFIG = "deployKubeconfig"
 """A kubeconfig for the account CI deploys with, limited to APPS_NAMESPACE (secret)."""
+RUNNER_ID = "runnerId"
+"""The instance runner's id, known once its chart is deployed: the smoke pipelines wait for it."""
 
 PHASE2 = (
     PRESERVE_DATA,
     CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ROOT_TOKEN, POSTGRES_HOST, REDIS_HOST,
-    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN, GITLAB_ROOT_PASSWORD, APPS_NAMESPACE, DEPLOY_KUBECONFIG,
+    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN, GITLAB_ROOT_PASSWORD, APPS_NAMESPACE, DEPLOY_KUBECONFIG, RUNNER_ID,
 )  # fmt: skip
 """Everything phase2 exports."""
 
@@ -81,6 +87,16 @@ PHASE3 = (APP_URLS, PIPELINES)
 """Everything phase3 exports."""
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
+
+# Handed from one phase to the next inside `dev` only, never exported: in `dev` the phases are one
+# graph, so what a later phase does on phase1's cluster and folder must wait for (and, on destroy,
+# go before) the resources that make them. A phase stack needs none of this: it runs once its
+# upstream stack is up, and is destroyed before it.
+DATA_FOLDER_CLAIM = "dataFolderClaim"
+"""The resource that claims the data folder: whatever a later phase writes under it waits for it."""
+CLUSTER = "cluster"
+"""The resource that owns the kind cluster."""
+IN_STACK_ONLY = (DATA_FOLDER_CLAIM, CLUSTER)
 
 UPSTREAM_STACK = {"phase2": "phase1", "phase3": "phase2"}
 """The stack each phase stack reads its inputs from."""

@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
-import pulumi_gitlab as gitlab
 import pulumi_kubernetes as k8s
-import pulumi_random as random
 
 import versions
 from components import gitlab as gl
@@ -25,6 +23,7 @@ from components.ci_access import CiAccess, CiAccessArgs
 from components.cluster_dns import ClusterDns, ClusterDnsArgs
 from components.gateway_crds import GatewayCrds, GatewayCrdsArgs
 from components.gitlab import GitLab, GitLabArgs
+from components.kind_cluster import cluster_lease
 from components.minio import Minio, MinioArgs
 from components.node_registry import NodeRegistry, NodeRegistryArgs
 from components.openbao import OpenBao, OpenBaoArgs
@@ -34,6 +33,7 @@ from components.runner import Runner, RunnerArgs
 from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume
 from components.tls import Tls, TlsArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
+from providers.host_secret import HostSecret, HostSecretArgs
 from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 from stacks import outputs
 from stacks.apps_manifest import load_manifest
@@ -59,10 +59,29 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     node_folder = f"{inputs[outputs.NODE_DATA_PATH]}/{PLATFORM_SUBDIR}"
     secrets_folder = f"{host_folder}/secrets"
 
-    # Explicit, never ambient. To destroy phase2 after its cluster is gone, set
-    # PULUMI_K8S_DELETE_UNREACHABLE=true for that one command: always on, a stopped Docker would
-    # make a destroy forget resources that still exist.
-    provider = k8s.Provider("kubernetes", kubeconfig=inputs[outputs.KUBECONFIG])
+    # In `dev`, what phase1 made in this same graph: the data folder's claim and the cluster.
+    data_claim = [inputs[outputs.DATA_FOLDER_CLAIM]] if outputs.DATA_FOLDER_CLAIM in inputs else []
+    cluster = [inputs[outputs.CLUSTER]] if outputs.CLUSTER in inputs else []
+
+    # While phase2 has anything on the cluster, the cluster's delete refuses to run (a destroy of
+    # phase1, or a change that replaces the cluster, would orphan it). Everything on the cluster
+    # comes after the lease, through the provider; in `dev` the lease goes before the cluster.
+    lease = cluster_lease(
+        "cluster-lease",
+        data_dir=str(inputs[outputs.DATA_DIR]),
+        user=owner,
+        opts=pulumi.ResourceOptions(depends_on=[*data_claim, *cluster]),
+    )
+    # Explicit, never ambient. Keyed on the cluster's identity, so that only a replaced cluster
+    # replaces it (and every resource on it), not a kubeconfig a preview does not know yet. A
+    # destroy with the cluster gone is `blueprint destroy`'s business: it tells Pulumi to forget
+    # what lived in the cluster, never a blanket PULUMI_K8S_DELETE_UNREACHABLE.
+    provider = k8s.Provider(
+        "kubernetes",
+        kubeconfig=inputs[outputs.KUBECONFIG],
+        cluster_identifier=str(inputs[outputs.CLUSTER_ID]),
+        opts=pulumi.ResourceOptions(depends_on=[lease]),
+    )
     on_cluster = pulumi.ResourceOptions(providers=[provider])
 
     storage = Storage(
@@ -74,6 +93,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             preserve=bool(inputs[outputs.PRESERVE_DATA]),
             wipe_image=versions.KIND_NODE_IMAGE,
             volumes=VOLUMES,
+            inside=tuple(data_claim),
         ),
         opts=on_cluster,
     )
@@ -147,6 +167,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             hosts_dir_host=str(inputs[outputs.REGISTRY_HOSTS_DIR]),
             hosts_dir_node=f"{inputs[outputs.NODE_DATA_PATH]}/{kind_cluster.REGISTRY_HOSTS_SUBDIR}",
             ca_pem=tls.ca_cert_pem,
+            hosts_dir_claim=tuple(data_claim),
         ),
         opts=on_cluster,
     )
@@ -188,7 +209,16 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         opts=on_cluster,
     )
 
-    admin_token_value = pulumi.Output.concat("glpat-", random.RandomPassword("gitlab-admin-token-value", length=40, special=False).result)
+    # Lives with the data, like the rails secrets: after a preserveData cycle GitLab's database
+    # still holds this token, and what users scripted against it keeps working.
+    admin_token_value = pulumi.Output.concat(
+        "glpat-",
+        HostSecret(
+            "gitlab-admin-token-value",
+            HostSecretArgs(path=f"{secrets_folder}/gitlab-admin-token"),
+            opts=pulumi.ResourceOptions(depends_on=[storage.folder]),
+        ).value,
+    )
     admin_token = GitLabToken(
         "gitlab-admin-token",
         GitLabTokenArgs(
@@ -201,28 +231,24 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(depends_on=[gitlab_release.release]),
     )
-    # The provider waits for the seeded token, so everything created through it does too.
-    gitlab_provider = gitlab.Provider(
-        "gitlab",
-        base_url=f"https://{gitlab_host}/api/v4/",
-        token=admin_token_value,
-        cacert_file=tls.ca_file,
-        early_auth_check=False,  # GitLab does not exist yet when the first preview runs
-        opts=pulumi.ResourceOptions(depends_on=[admin_token]),
-    )
-    Runner(
+    runner = Runner(
         "runner",
         RunnerArgs(
             gitlab_url=f"https://{gitlab_host}",
             gitlab_host=gitlab_host,
+            # The seeded token: registering the runner waits for the seeding.
+            token=admin_token.token,
+            ca_file=tls.ca_file,
             ca_pem=tls.ca_cert_pem,
+            owner=owner,
+            preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
             node_label_key=str(inputs[outputs.NODE_LABEL_KEY]),
             node_label=str(inputs[outputs.RUNNER_NODE_LABEL]),
             s3_host=minio.host_port,
             s3_access_key=minio.access_key,
             s3_secret_key=minio.secret_key,
         ),
-        opts=pulumi.ResourceOptions(providers=[provider, gitlab_provider]),
+        opts=on_cluster,
     )
     ci_access = CiAccess(
         "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
@@ -257,8 +283,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         # Plain strings, not the component's Outputs: phase3 derives names from them in `dev` too.
         outputs.GITLAB_URL: f"https://{gitlab_host}",
         outputs.REGISTRY_HOST: registry_host,
-        outputs.ADMIN_TOKEN: pulumi.Output.secret(admin_token_value),
+        # The seeded token: in `dev`, what phase3 does through GitLab's API waits for the seeding.
+        outputs.ADMIN_TOKEN: pulumi.Output.secret(admin_token.token),
         outputs.GITLAB_ROOT_PASSWORD: gitlab_release.root_password,
         outputs.APPS_NAMESPACE: ci_access.namespace,
         outputs.DEPLOY_KUBECONFIG: ci_access.kubeconfig,
+        outputs.RUNNER_ID: runner.runner_id,
     }

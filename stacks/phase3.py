@@ -1,7 +1,7 @@
 """phase3: the apps on GitLab, which build and deploy themselves.
 
 The group, the projects of `apps/apps_manifest.yaml`, their variables and sources, and one smoke
-pipeline per deploying project, through an explicit GitLab provider (the admin token, our CA).
+pipeline per deploying project, through GitLab's API (the admin token, our CA).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
-import pulumi_gitlab as gitlab
 
 from components.gitlab_projects import GitLabProjects, GitLabProjectsArgs
 from stacks import outputs
@@ -24,12 +23,6 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     projects = tuple(load_manifest())  # a malformed manifest stops here, before any resource
     gitlab_url = str(inputs[outputs.GITLAB_URL])
     domain = gitlab_url.split("://", 1)[-1].split(".", 1)[1]
-    provider = gitlab.Provider(
-        "gitlab-apps",
-        base_url=f"{gitlab_url}/api/v4/",
-        token=inputs[outputs.ADMIN_TOKEN],
-        cacert_file=inputs[outputs.CA_CERT_FILE],
-    )
     apps = GitLabProjects(
         "apps",
         GitLabProjectsArgs(
@@ -41,9 +34,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             registry_host=str(inputs[outputs.REGISTRY_HOST]),
             deploy_kubeconfig=inputs[outputs.DEPLOY_KUBECONFIG],
             preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
+            owner=f"{pulumi.get_project()}/{pulumi.get_stack()}",
             pipeline_timeout=config.pipeline_timeout,
+            runner_id=inputs.get(outputs.RUNNER_ID),
         ),
-        opts=pulumi.ResourceOptions(providers=[provider]),
     )
     return {
         outputs.APP_URLS: {project.name: f"https://{project.host}.{domain}" for project in projects if project.host},

@@ -57,3 +57,32 @@ def fake_command(folder: Path, name: str, body: str) -> None:
     script = folder / name
     script.write_text("#!/bin/sh\n" + body)
     script.chmod(0o755)
+
+
+def waits_for(result: Plan, urn: str) -> set[str]:
+    """Every resource `urn` waits for, directly or not: its dependencies and its provider, theirs, ..."""
+    by_urn = {r["urn"]: r for r in result.resources}
+
+    def direct(resource: Mapping[str, Any]) -> list[str]:
+        provider = resource["provider"].rsplit("::", 1)[0] if resource["provider"] else None
+        return [*resource["dependsOn"], *([provider] if provider else [])]
+
+    seen: set[str] = set()
+    todo = direct(by_urn[urn])
+    while todo:
+        current = todo.pop()
+        if current not in seen and current in by_urn:
+            seen.add(current)
+            todo.extend(direct(by_urn[current]))
+    return seen
+
+
+@cache
+def _cached_preview(stack: str, overrides: tuple[tuple[str, str], ...]) -> Plan:
+    return plan(stack, dict(overrides), preview=True)
+
+
+def planned_as(mode: str, stack: str, **config: str) -> Plan:
+    """The plan of `stack` as an `up` ("up") or as a preview ("preview") would register it."""
+    overrides = tuple(sorted((f"blueprint:{key}", value) for key, value in config.items()))
+    return _cached_preview(stack, overrides) if mode == "preview" else _cached_plan(stack, overrides)

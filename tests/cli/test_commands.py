@@ -1,5 +1,5 @@
-"""`blueprint up | preview | destroy | status`: phase order, the preserveData recording, failure
-help and the summary, against a fake runner (no Pulumi CLI here)."""
+"""`blueprint up | preview | status`: phase order, failure help and the summary, against a fake
+runner (no Pulumi CLI here). Every destroy route is in test_teardown.py."""
 
 from __future__ import annotations
 
@@ -55,6 +55,12 @@ class FakeRunner:
     def outputs(self, stack: str) -> dict[str, Any] | None:
         return self.existing.get(stack)
 
+    def export_state(self, stack: str) -> dict[str, Any]:
+        return {"version": 3, "deployment": {"resources": []}}
+
+    def import_state(self, stack: str, state: dict[str, Any]) -> None:
+        self.calls.append(("import", stack))
+
 
 def context(runner: FakeRunner, **extra: Any) -> tuple[Context, io.StringIO]:
     out = io.StringIO()
@@ -93,58 +99,6 @@ def test_preview_runs_in_order_and_changes_nothing() -> None:
     runner = FakeRunner()
     commands.preview(context(runner)[0], "all")
     assert runner.calls == [("preview", "phase1"), ("preview", "phase2"), ("preview", "phase3")]
-
-
-def test_destroy_runs_in_reverse_order() -> None:
-    runner = FakeRunner(existing={"phase1": {}, "phase2": {}, "phase3": {}})
-    commands.destroy(context(runner)[0], "all", None)
-    assert runner.calls == [("destroy", "phase3"), ("destroy", "phase2"), ("destroy", "phase1")]
-
-
-def test_destroy_with_preserve_data_records_the_flag_with_ups_of_phase1_then_phase2_first() -> None:
-    runner = FakeRunner(existing={"phase1": {}, "phase2": {}, "phase3": {}})
-    commands.destroy(context(runner)[0], "all", True)
-    assert runner.config == {("phase1", "blueprint:preserveData"): "true"}
-    assert runner.calls[:2] == [("up", "phase1"), ("up", "phase2")]
-    assert runner.calls[2:] == [("destroy", "phase2"), ("destroy", "phase1")]
-
-
-def test_destroy_with_preserve_data_keeps_phase3_whose_projects_live_in_gitlabs_data() -> None:
-    runner = FakeRunner(existing={"phase1": {}, "phase2": {}, "phase3": {}})
-    ctx, out = context(runner)
-    commands.destroy(ctx, "all", True)
-    assert ("destroy", "phase3") not in runner.calls
-    assert "phase3: kept (preserveData=true)" in out.getvalue()
-
-
-def test_a_failed_recording_puts_the_flag_back_so_the_stacks_agree() -> None:
-    runner = FakeRunner(existing={"phase1": {outputs.PRESERVE_DATA: False}, "phase2": {}}, failing="phase2")
-    assert commands.destroy(context(runner)[0], "all", True) == 1
-    assert runner.config[("phase1", "blueprint:preserveData")] == "false"
-    assert runner.calls == [("up", "phase1"), ("up", "phase2"), ("up", "phase1")]
-    assert not [call for call in runner.calls if call[0] == "destroy"]
-
-
-def test_nothing_is_recorded_on_a_phase1_that_does_not_exist() -> None:
-    runner = FakeRunner()
-    commands.destroy(context(runner)[0], "all", True)
-    assert runner.config == {}
-    assert runner.calls == []
-
-
-def test_destroy_with_wipe_data_records_false() -> None:
-    runner = FakeRunner(existing={"phase1": {}})
-    commands.destroy(context(runner)[0], "all", False)
-    assert runner.config == {("phase1", "blueprint:preserveData"): "false"}
-    assert runner.calls == [("up", "phase1"), ("destroy", "phase1")]
-
-
-def test_destroy_skips_stacks_that_are_not_up() -> None:
-    runner = FakeRunner(existing={"phase1": {}})
-    ctx, out = context(runner)
-    commands.destroy(ctx, "all", None)
-    assert runner.calls == [("destroy", "phase1")]
-    assert "phase3: not up, nothing to destroy" in out.getvalue()
 
 
 def test_the_summary_says_where_things_and_credentials_are_never_the_credentials() -> None:
@@ -196,13 +150,6 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     for command in ("up", "preview", "destroy", "plan", "doctor", "status", "diagram"):
         assert f"    {command} " in text
-
-
-def test_the_pulumi_environment_is_the_projects_backend_and_passphrase(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
-    env = commands.pulumi_environment()
-    assert env["PULUMI_BACKEND_URL"].endswith("/.pulumi-state")
-    assert env["PULUMI_CONFIG_PASSPHRASE"] == commands.DEFAULT_PASSPHRASE
 
 
 def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -86,7 +86,9 @@ def without(machine: FakeMachine, *tools: str) -> FakeMachine:
 
 
 def checked(machine: FakeMachine) -> dict[str, Check]:
-    results = checks(machine, ports=PORTS, memory_needed_bytes=12 * GIB, pulumi_min_version="3.142.0", cluster_name="blueprint")
+    results = checks(
+        machine, ports=PORTS, memory_needed_bytes=12 * GIB, pulumi_min_version=doctor.PULUMI_MIN_VERSION, cluster_name="blueprint"
+    )
     return {check.name: check for check in results}
 
 
@@ -156,7 +158,7 @@ KUBECTL_URL = "https://dl.k8s.io/release/v1.35.0/bin/linux/amd64/kubectl"
         ),
         pytest.param(_engine_forbidden, "Docker engine", "permission denied", "`sudo usermod -aG docker $USER`", id="engine-forbidden"),
         pytest.param(lambda m: without(m, "kind"), "kind", "no `kind` on PATH", "/dl/v0.31.0/kind-linux-amd64", id="kind-missing"),
-        pytest.param(_old_pulumi, "Pulumi CLI", "v3.120.0, older than 3.142.0", "--version 3.272.0", id="old-pulumi"),
+        pytest.param(_old_pulumi, "Pulumi CLI", f"v3.120.0, older than {doctor.PULUMI_MIN_VERSION}", "--version 3.272.0", id="old-pulumi"),
         pytest.param(lambda m: without(m, "kubectl"), "kubectl", "no `kubectl` on PATH", KUBECTL_URL, id="kubectl-missing"),
         pytest.param(
             _busy_https,
@@ -174,6 +176,21 @@ def test_each_failing_check_gives_its_fix(break_it: Callable[[FakeMachine], Fake
     assert [check.name for check in results.values() if not check.ok] == [name]
     assert found in results[name].found
     assert fix in results[name].fix
+
+
+def test_a_pulumi_cli_older_than_3_145_fails_because_it_runs_dynamic_providers_outside_the_uv_environment() -> None:
+    machine = FakeMachine()
+    machine.outputs["pulumi"] = (0, "v3.144.1\n")
+    code, output = doctor_output([], machine)
+    assert code == 1, output
+    assert "FAIL  Pulumi CLI" in output
+    assert "v3.144.1, older than 3.145.0" in output
+    assert "dynamic providers" in output
+
+
+def test_the_readme_names_the_oldest_pulumi_cli_the_doctor_accepts() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert f"Pulumi CLI {doctor.PULUMI_MIN_VERSION} or later" in readme
 
 
 def test_inotify_fix_says_how_to_persist_it() -> None:

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from cli.main import main
-from cli.plan import SECRET, ProgramFailed, plan
+from cli.plan import SECRET, UNKNOWN, ProgramFailed, plan
 from stacks import outputs
 from stacks.config import PROJECT_DIR
-from tests.plans import COMMAND, kind_config_of, planned
+from tests.plans import COMMAND, kind_config_of, planned, planned_as
 
 CONTRACT_FIELDS = [
     "urn", "type", "name", "custom", "parent", "dependsOn", "provider", "inputs", "protect",
@@ -176,3 +176,55 @@ def test_a_duplicate_urn_fails_the_plan_as_it_fails_an_up() -> None:
     with pytest.raises(ProgramFailed) as failed:
         plan("phase1", program=Path(__file__).parent / "programs" / "duplicate_urn.py")
     assert "duplicate resource URN" in str(failed.value.cause)
+
+
+def test_a_preview_shows_what_only_a_provider_computes_as_unknown() -> None:
+    """The CA certificate is minted by pulumi-tls: a preview cannot know it, nor what is made of it."""
+    assert planned_as("preview", "phase2").one(COMMAND, "tls-ca-file")["inputs"]["stdin"] == UNKNOWN
+    assert planned("phase2").one(COMMAND, "tls-ca-file")["inputs"]["stdin"].startswith("-----BEGIN CERTIFICATE-----")
+
+
+def test_a_preview_keeps_an_unknown_secret_secret() -> None:
+    provider = planned_as("preview", "phase1", headlamp="true").one("pulumi:providers:kubernetes", "kind-kubernetes")
+    assert provider["inputs"]["kubeconfig"] == SECRET
+
+
+def test_a_preview_keeps_what_the_program_knows() -> None:
+    preview, up = planned_as("preview", "phase1"), planned("phase1")
+    assert preview.one(COMMAND, "kind-cluster")["inputs"] == up.one(COMMAND, "kind-cluster")["inputs"]
+
+
+def test_the_preview_json_says_it_is_a_preview(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--preview", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["preview"] is True
+    assert document["outputs"][outputs.CLUSTER_NAME]["value"] == "blueprint"
+
+
+def test_the_destroy_json_gives_each_resource_its_fate_and_each_folder_its_own(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--destroy", "--json", "--config", "blueprint:preserveData=true"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert {r["destroy"] for r in document["resources"]} <= {"delete", "retain", "forget"}
+    fates = {r["name"]: r["destroy"] for r in document["resources"]}
+    assert (fates["kind-cluster"], fates["kind-data-folder"]) == ("delete", "retain")
+    assert document["folders"] == [{"path": planned("phase1").outputs[outputs.DATA_DIR]["value"], "destroy": "keep"}]
+
+
+def test_the_destroy_tree_says_why_each_resource_meets_its_fate(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--destroy"]) == 0
+    tree = capsys.readouterr().out
+    assert "kind-cluster  [delete]" in tree
+    assert "host folders:\n  wipe  " in tree
+
+
+def test_overrides_reach_the_upstream_stack_that_reads_the_key() -> None:
+    """phase3 takes preserveData from phase2's outputs, which take it from phase1's config."""
+    result = planned("phase3", preserveData="true")
+    assert result.one("pulumi:pulumi:StackReference", "organization/blueprint/phase2")["urn"]
+    assert planned("phase2", preserveData="true").outputs[outputs.PRESERVE_DATA]["value"] is True
+
+
+def test_preview_and_destroy_cannot_be_asked_together(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["plan", "phase1", "--preview", "--destroy"])
+    assert exited.value.code == 2

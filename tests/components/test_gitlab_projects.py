@@ -1,5 +1,6 @@
 """The apps on GitLab: group, projects in manifest order, variables, the rendered CI files (valid
-against GitLab's CI schema), and what an edit to one file changes."""
+against GitLab's CI schema), what an edit to one file changes, and that everything GitLab's
+database holds follows preserveData on destroy."""
 
 from __future__ import annotations
 
@@ -18,32 +19,72 @@ from tests.plans import planned
 
 SYNC = "pulumi-python:dynamic/gitlab:ProjectSync"
 PIPELINE = "pulumi-python:dynamic/gitlab:SmokePipeline"
+GROUP = "pulumi-python:dynamic/gitlab:Group"
+PROJECT = "pulumi-python:dynamic/gitlab:Project"
+GROUP_VARIABLE = "pulumi-python:dynamic/gitlab:GroupVariable"
+PROJECT_VARIABLE = "pulumi-python:dynamic/gitlab:ProjectVariable"
+IN_GITLABS_DATABASE = (GROUP, PROJECT, GROUP_VARIABLE, PROJECT_VARIABLE, "pulumi-python:dynamic/gitlab:DeployToken")
 
 
 def test_the_group_is_internal() -> None:
-    group = planned("phase3").one("gitlab:index/group:Group", "apps-group")["inputs"]
-    assert (group["path"], group["visibilityLevel"]) == ("blueprint-apps", "internal")
+    group = planned("phase3").one(GROUP, "apps-group")["inputs"]
+    assert (group["path"], group["visibility"]) == ("blueprint-apps", "internal")
+
+
+def test_the_group_and_projects_are_marked_as_the_stacks() -> None:
+    result = planned("phase3")
+    for resource in [*result.find(GROUP), *result.find(PROJECT)]:
+        assert resource["inputs"]["owner"] == "blueprint/phase3", resource["urn"]
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_every_object_in_gitlabs_database_is_retained_with_preserve_data(preserve: bool) -> None:
+    """phase3 takes the flag from phase2, which takes it from phase1's config."""
+    result = planned("phase3", preserveData=str(preserve).lower())
+    kept = [r for r in result.resources if r["type"] in IN_GITLABS_DATABASE]
+    assert len(kept) == 1 + 4 + 2 + 5 + 1  # group, projects, group variables, project variables, deploy token
+    for resource in kept:
+        assert resource["retainOnDelete"] is preserve, resource["urn"]
+
+
+def test_gitlab_is_called_with_the_admin_token_kept_secret() -> None:
+    for resource in planned("phase3").resources:
+        if resource["type"].startswith("pulumi-python:dynamic/gitlab:"):
+            assert resource["inputs"]["token"] == "[secret]", resource["urn"]
 
 
 def test_projects_are_created_in_manifest_order() -> None:
     result = planned("phase3")
     names = [project.name for project in load_manifest()]
-    urns = [result.one("gitlab:index/project:Project", f"apps-{name}")["urn"] for name in names]
+    urns = [result.one(PROJECT, f"apps-{name}")["urn"] for name in names]
     for before, after in zip(urns, urns[1:], strict=False):
         assert before in next(r for r in result.resources if r["urn"] == after)["dependsOn"]
 
 
 def test_the_deploy_credential_is_a_secret_file_variable_of_the_group() -> None:
-    variable = planned("phase3").one("gitlab:index/groupVariable:GroupVariable", "apps-deploy-kubeconfig")["inputs"]
-    assert (variable["key"], variable["variableType"], variable["value"]) == ("DEPLOY_KUBECONFIG", "file", "[secret]")
+    variable = planned("phase3").one(GROUP_VARIABLE, "apps-deploy-kubeconfig")
+    inputs = variable["inputs"]
+    assert (inputs["key"], inputs["variable_type"], inputs["value"]) == ("DEPLOY_KUBECONFIG", "file", "[secret]")
+    assert variable["additionalSecretOutputs"] == ["value"]
 
 
 def test_each_project_gets_its_chart_and_image_variables() -> None:
     result = planned("phase3")
-    chart = result.one("gitlab:index/projectVariable:ProjectVariable", "apps-guestbook-ci-helm-chart-dir")["inputs"]
+    chart = result.one(PROJECT_VARIABLE, "apps-guestbook-ci-helm-chart-dir")["inputs"]
     assert (chart["key"], chart["value"]) == ("CI_HELM_CHART_DIR", "chart")
-    image = result.one("gitlab:index/projectVariable:ProjectVariable", "apps-guestbook-ci-registry-image")["inputs"]
+    image = result.one(PROJECT_VARIABLE, "apps-guestbook-ci-registry-image")["inputs"]
     assert image["value"] == "registry.local.example.net/blueprint-apps/guestbook"
+
+
+def test_a_building_project_gets_the_deploy_token_gitlab_hands_to_its_jobs() -> None:
+    token = planned("phase3").one("pulumi-python:dynamic/gitlab:DeployToken", "apps-guestbook-deploy-token")["inputs"]
+    assert (token["name"], token["scopes"]) == ("gitlab-deploy-token", ["read_registry"])
+
+
+def test_each_smoke_pipeline_knows_the_runner_it_waits_for() -> None:
+    result = planned("phase3")
+    for pipeline in result.find(PIPELINE):
+        assert pipeline["inputs"]["runner"] == planned("phase2").outputs["runnerId"]["value"], pipeline["urn"]
 
 
 def test_the_plan_shows_each_projects_rendered_ci_file() -> None:

@@ -12,6 +12,7 @@ import re
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,10 +25,11 @@ from components.kind_cluster import (
     NODE_PORTS,
     REGISTRY_HOSTS_SUBDIR,
     RUNNER_NODE_LABEL,
+    USERS_FOLDER,
 )
 from stacks import outputs
 from stacks.config import PROJECT_DIR
-from tests.plans import COMMAND, fake_command, kind_config_of, planned, run_script
+from tests.plans import COMMAND, fake_command, kind_config_of, planned, planned_as, run_script, waits_for
 
 # Field names kind v0.31.0 accepts (pkg/apis/config/v1alpha4/types.go, json tags); kind decodes
 # its config strictly (pkg/internal/apis/config/encoding/load.go), so any other field fails `kind create`.
@@ -135,8 +137,32 @@ def test_cluster_is_created_from_the_kind_config_on_stdin() -> None:
 
 def test_cluster_delete_is_kind_delete_cluster() -> None:
     command = planned("phase1", clusterName="lab").one(COMMAND, "kind-cluster")["inputs"]
-    assert command["delete"].startswith('kind delete cluster --name "$KIND_CLUSTER_NAME" && ')
+    assert 'kind delete cluster --name "$KIND_CLUSTER_NAME"\n' in command["delete"]
     assert command["environment"]["KIND_CLUSTER_NAME"] == "lab"
+
+
+def cluster_identity(**config: str) -> str:
+    return str(planned("phase1", **config).outputs[outputs.CLUSTER_ID]["value"])
+
+
+@pytest.mark.parametrize("config", [{"gitlabNodes": "2"}, {"httpsPort": "8443"}, {"clusterName": "lab"}, {"dataDir": "/tmp/elsewhere"}])
+def test_the_cluster_identity_changes_with_what_replaces_the_cluster(config: dict[str, str]) -> None:
+    assert cluster_identity(**config) != cluster_identity()
+
+
+@pytest.mark.parametrize("config", [{"preserveData": "true"}, {"headlamp": "true"}, {"domain": "other.example.net"}])
+def test_the_cluster_identity_stays_through_what_updates_the_cluster_in_place(config: dict[str, str]) -> None:
+    assert cluster_identity(**config) == cluster_identity()
+
+
+@pytest.mark.parametrize("mode", ["up", "preview"])
+@pytest.mark.parametrize(("stack", "provider"), [("phase2", "kubernetes"), ("dev", "kubernetes"), ("phase1", "kind-kubernetes")])
+def test_kubernetes_providers_are_keyed_on_the_cluster_identity_which_a_preview_knows(stack: str, provider: str, mode: str) -> None:
+    """A provider whose kubeconfig a preview does not know would otherwise show as replaced, and
+    every resource on the cluster with it; keyed on the identity, only a new cluster replaces it."""
+    result = planned_as(mode, stack, headlamp="true")
+    identity = result.one("pulumi:providers:kubernetes", provider)["inputs"]["clusterIdentifier"]
+    assert identity == planned(stack if stack != "phase2" else "phase1").outputs[outputs.CLUSTER_ID]["value"]
 
 
 def test_only_a_new_kind_config_or_name_replaces_the_cluster_deleting_first() -> None:
@@ -212,6 +238,55 @@ def test_deleting_the_cluster_forgets_it(fake_kind: dict[str, str]) -> None:
     assert run_cluster("delete", fake_kind).returncode == 0
     assert "delete cluster --name blueprint" in Path(fake_kind["KIND_CALLS"]).read_text()
     assert not (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).exists()
+
+
+def lease(stack: str) -> dict[str, Any]:
+    return planned(stack).one(COMMAND, "cluster-lease")
+
+
+@pytest.mark.parametrize("user", ["phase2", "dev"])
+def test_the_cluster_is_not_deleted_while_a_stack_has_its_platform_on_it(fake_kind: dict[str, str], user: str) -> None:
+    assert run_cluster("create", fake_kind).returncode == 0
+    assert run_script(lease(user), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    done = run_cluster("delete", fake_kind)
+    assert done.returncode == 1
+    assert f"blueprint/{user} still has its platform on the kind cluster blueprint" in done.stderr
+    assert "delete cluster" not in Path(fake_kind["KIND_CALLS"]).read_text()
+
+
+def test_the_refusal_gives_the_commands_that_apply_a_cluster_change(fake_kind: dict[str, str]) -> None:
+    assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    done = run_cluster("delete", fake_kind)
+    assert "'uv run blueprint up' applies a cluster change for you" in done.stderr
+    assert "'pulumi destroy -s phase2' first" in done.stderr
+
+
+def test_the_refusal_in_dev_gives_the_commands_that_keep_its_data(fake_kind: dict[str, str]) -> None:
+    assert run_script(lease("dev"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    done = run_cluster("delete", fake_kind)
+    assert "pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev" in done.stderr
+
+
+def test_the_cluster_is_deleted_once_the_lease_is_released(fake_kind: dict[str, str]) -> None:
+    assert run_cluster("create", fake_kind).returncode == 0
+    for script in ("create", "delete"):
+        assert run_script(lease("phase2"), script, env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    assert run_cluster("delete", fake_kind).returncode == 0
+    assert not (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).exists()
+
+
+@pytest.mark.parametrize("stack", ["phase2", "dev"])
+def test_everything_on_the_cluster_comes_after_the_lease(stack: str) -> None:
+    result = planned(stack)
+    claim = lease(stack)["urn"]
+    for resource in result.resources:
+        if resource["custom"] and resource["type"].startswith("kubernetes:") and resource["name"] != "kind-kubernetes":
+            assert claim in waits_for(result, resource["urn"]), resource["urn"]
+
+
+def test_in_dev_the_lease_goes_before_the_cluster_on_destroy() -> None:
+    result = planned("dev")
+    assert result.one(COMMAND, "kind-cluster")["urn"] in lease("dev")["dependsOn"]
 
 
 def test_create_without_kind_names_the_missing_tool(tmp_path: Path) -> None:

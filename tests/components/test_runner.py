@@ -6,10 +6,13 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
+import pytest
+
 import versions
 from tests.plans import planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+RUNNER = "pulumi-python:dynamic/gitlab:Runner"
 
 
 def values() -> dict[str, Any]:
@@ -20,9 +23,16 @@ def config() -> dict[str, Any]:
     return tomllib.loads(values()["runners"]["config"].replace("{{.Release.Namespace}}", "gitlab-runner"))
 
 
-def test_the_runner_is_an_instance_runner_made_through_the_runner_api() -> None:
-    inputs = planned("phase2").one("gitlab:index/userRunner:UserRunner", "runner-registration")["inputs"]
-    assert inputs["runnerType"] == "instance_type"
+def test_the_runner_is_ours_by_a_description_that_names_the_stack() -> None:
+    inputs = planned("phase2").one(RUNNER, "runner-registration")["inputs"]
+    assert inputs["description"] == "blueprint/phase2: Kubernetes executor on the runner nodes"
+    assert (inputs["tag_list"], inputs["run_untagged"]) == (["kubernetes", "blueprint"], True)
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_the_runner_stays_in_gitlab_on_destroy_with_preserve_data(preserve: bool) -> None:
+    registration = planned("phase2", preserveData=str(preserve).lower()).one(RUNNER, "runner-registration")
+    assert registration["retainOnDelete"] is preserve
 
 
 def test_the_chart_matches_gitlab_19_1() -> None:
@@ -36,16 +46,18 @@ def test_the_runner_token_reaches_the_chart_by_secret() -> None:
     assert values()["runners"]["secret"] == "gitlab-runner-token"
     secret = result.one("kubernetes:core/v1:Secret", "runner-token")
     assert secret["inputs"]["stringData"] == {"runner-registration-token": "[secret]", "runner-token": "[secret]"}
-    assert result.one("gitlab:index/userRunner:UserRunner", "runner-registration")["urn"] in secret["dependsOn"]
+    registration = result.one(RUNNER, "runner-registration")
+    assert registration["urn"] in secret["dependsOn"]
+    assert registration["additionalSecretOutputs"] == ["authentication_token"]
 
 
-def test_the_runner_waits_for_the_user_runner_and_the_admin_token() -> None:
+def test_the_runner_waits_for_its_registration_and_the_admin_token() -> None:
     result = planned("phase2")
     chart = result.one(RELEASE, "runner-chart")
     assert result.one("kubernetes:core/v1:Secret", "runner-token")["urn"] in chart["dependsOn"]
-    provider = result.one("pulumi:providers:gitlab", "gitlab")
-    assert result.one("pulumi-python:dynamic/gitlab:AdminToken", "gitlab-admin-token")["urn"] in provider["dependsOn"]
-    assert result.one("gitlab:index/userRunner:UserRunner", "runner-registration")["provider"].startswith(provider["urn"])
+    registration = result.one(RUNNER, "runner-registration")
+    assert result.one("pulumi-python:dynamic/gitlab:AdminToken", "gitlab-admin-token")["urn"] in registration["dependsOn"]
+    assert registration["inputs"]["token"] == "[secret]"
 
 
 def test_jobs_and_manager_run_on_the_runner_nodes() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.providers.engine import BaoServer, running_bao
-from tests.providers.gitlab_stub import Repository, gitlab_stub
+from tests.providers.gitlab_stub import GitLabState, Repository, gitlab_stub
 
 
 @pytest.fixture
@@ -16,13 +16,19 @@ def bao(tmp_path: Path) -> Iterator[BaoServer]:
 
 
 @pytest.fixture
-def repository() -> Repository:
-    """The project the GitLab stub serves."""
-    return Repository()
+def state() -> GitLabState:
+    """What the GitLab stub holds."""
+    return GitLabState()
 
 
 @pytest.fixture
-def gitlab(repository: Repository) -> Iterator[str]:
-    """A local stand-in for GitLab's API, serving `repository`; yields its base URL."""
-    with gitlab_stub(repository) as url:
+def repository(state: GitLabState) -> Repository:
+    """The repository (and pipelines) the GitLab stub serves for any project."""
+    return state.repository
+
+
+@pytest.fixture
+def gitlab(state: GitLabState) -> Iterator[str]:
+    """A local stand-in for GitLab's API, serving `state`; yields its base URL."""
+    with gitlab_stub(state) as url:
         yield url

@@ -1,22 +1,35 @@
-"""A local stand-in for the subset of GitLab's REST API the sync and pipeline providers use:
-repository tree (paginated), branches, commits with actions, pipelines and their jobs."""
+"""A local stand-in for the part of GitLab's REST API (v4, GitLab 18-19) the GitLab providers use.
+
+It answers as GitLab does, status codes, field names and messages included (sources in brackets):
+groups and projects with delayed deletion (a first DELETE schedules and renames to
+`<path>-deletion_scheduled-<id>`, a project's old path then redirects; a second with
+`permanently_remove` and the new `full_path` deletes, for projects and subgroups only; restore)
+[lib/api/groups.rb, lib/api/projects.rb, lib/api/helpers.rb, Groups:: and
+Projects::MarkForDeletionService]; custom attributes [lib/api/custom_attributes_endpoints.rb];
+group and project variables [doc/api/*_level_variables.md]; project deploy tokens
+[lib/api/deploy_tokens.rb]; runners [lib/api/ci/runners.rb, lib/api/user_runners.rb]; and a
+project's repository tree, branches, commits, pipelines and jobs. Lists are paginated with
+`X-Next-Page`, `page_size` items a page. Any project's repository is the one `Repository`.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import http.server
 import json
+import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from providers.gitlab_sync import blob_id
 from tests.providers.engine import free_port
 
 TOKEN = "glpat-stub-token-value-0123456789"
+SCHEDULED = "-deletion_scheduled-"
 
 
 @dataclass
@@ -25,7 +38,6 @@ class Repository:
     commits: list[dict[str, Any]] = field(default_factory=list)
     pipelines: list[dict[str, Any]] = field(default_factory=list)
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
-    page_size: int = 2
     next_status: str = "success"
     """How a pipeline started through the API ends."""
     posts: list[str] = field(default_factory=list)
@@ -35,90 +47,472 @@ class Repository:
         return self.commits[-1]["id"] if self.commits else ""
 
 
-class GitLabStub(http.server.BaseHTTPRequestHandler):
-    repository: Repository
+@dataclass
+class GitLabState:
+    """What the stub GitLab holds; tests arrange it and read it."""
 
-    def _reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
+    repository: Repository = field(default_factory=Repository)
+    groups: dict[int, dict[str, Any]] = field(default_factory=dict)
+    projects: dict[int, dict[str, Any]] = field(default_factory=dict)
+    attributes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """`groups/<id>` or `projects/<id>` -> {key: value}."""
+    variables: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """`groups/<id>` or `projects/<id>` -> {key: variable}."""
+    deploy_tokens: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    runners: dict[int, dict[str, Any]] = field(default_factory=dict)
+    redirects: dict[str, int] = field(default_factory=dict)
+    """A renamed project's old full path -> its id."""
+    images: set[int] = field(default_factory=set)
+    """Groups whose projects hold container images: GitLab does not rename those when scheduling."""
+    immediate_deletion: bool = True
+    """The instance setting `allow_immediate_namespaces_deletion` (on by default on self-managed)."""
+    failures: list[int] = field(default_factory=list)
+    """Statuses to answer, one a request, before answering properly (a restarting GitLab)."""
+    calls: list[str] = field(default_factory=list)
+    """`METHOD /path` of every request, in order."""
+    page_size: int = 2
+    next_id: int = 100
+
+    def new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def add_group(self, path: str, *, owner: str | None = None, parent_id: int | None = None) -> dict[str, Any]:
+        group: dict[str, Any] = {"id": self.new_id(), "name": path, "path": path, "description": "", "visibility": "private"}
+        group |= {"parent_id": parent_id, "marked_for_deletion_on": None}
+        self.groups[group["id"]] = group
+        if owner is not None:
+            self.attributes[f"groups/{group['id']}"] = {"blueprint_owner": owner}
+        return group
+
+    def add_project(self, group: dict[str, Any], path: str, *, owner: str | None = None) -> dict[str, Any]:
+        project: dict[str, Any] = {"id": self.new_id(), "name": path, "path": path, "namespace_id": group["id"], "visibility": "private"}
+        project |= {"default_branch": "main", "marked_for_deletion_at": None}
+        self.projects[project["id"]] = project
+        if owner is not None:
+            self.attributes[f"projects/{project['id']}"] = {"blueprint_owner": owner}
+        return project
+
+    def add_runner(self, description: str, tags: list[str]) -> dict[str, Any]:
+        runner: dict[str, Any] = {"id": self.new_id(), "description": description, "tag_list": tags, "run_untagged": True, "active": True}
+        runner |= {"runner_type": "instance_type", "online": False, "status": "offline", "token": f"glrt-stub-{self.next_id}"}
+        self.runners[runner["id"]] = runner
+        return runner
+
+    def group_full_path(self, group: dict[str, Any]) -> str:
+        parent = self.groups.get(group["parent_id"]) if group["parent_id"] else None
+        return f"{self.group_full_path(parent)}/{group['path']}" if parent else str(group["path"])
+
+    def project_full_path(self, project: dict[str, Any]) -> str:
+        return f"{self.group_full_path(self.groups[project['namespace_id']])}/{project['path']}"
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, message: Any) -> None:
+        super().__init__(status)
+        self.status, self.message = status, message
+
+
+def _paged(items: list[Any], query: dict[str, str], size: int) -> tuple[list[Any], dict[str, str]]:
+    page = int(query.get("page", "1"))
+    start = (page - 1) * size
+    more = start + size < len(items)
+    return items[start : start + size], {"X-Next-Page": str(page + 1) if more else ""}
+
+
+class GitLabStub(http.server.BaseHTTPRequestHandler):
+    state: GitLabState
+    routes: list[tuple[str, re.Pattern[str], Callable[..., Any]]] = []
+
+    def _reply(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _authorised(self) -> bool:
+    def _handle(self, method: str) -> None:
+        url = urlparse(self.path)
+        path = url.path.removeprefix("/api/v4")
+        self.state.calls.append(f"{method} {path}")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else {}
         if self.headers.get("PRIVATE-TOKEN") != TOKEN:
             self._reply(401, {"message": "401 Unauthorized"})
-            return False
-        return True
-
-    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
-        if not self._authorised():
             return
-        url = urlparse(self.path)
-        query = parse_qs(url.query)
-        repo = self.repository
-        if url.path.endswith("/repository/tree"):
-            if not repo.commits:
-                self._reply(404, {"message": "404 Tree Not Found"})
+        if self.state.failures:
+            self._reply(self.state.failures.pop(0), {"message": "stub: GitLab is restarting"})
+            return
+        query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        for route_method, pattern, handler in self.routes:
+            match = pattern.fullmatch(path)
+            if route_method == method and match:
+                try:
+                    reply = handler(self, {**query, **body}, **{key: unquote(value) for key, value in match.groupdict().items()})
+                except Refusal as refusal:
+                    message = refusal.message
+                    self._reply(refusal.status, message if isinstance(message, dict) else {"message": message})
+                    return
+                self._reply(*reply) if isinstance(reply, tuple) else self._reply(200, reply)
                 return
-            entries = [{"path": path, "type": "blob", "id": blob_id(content)} for path, content in sorted(repo.files.items())]
-            page = int(query.get("page", ["1"])[0])
-            start = (page - 1) * repo.page_size
-            more = start + repo.page_size < len(entries)
-            self._reply(200, entries[start : start + repo.page_size], {"X-Next-Page": str(page + 1) if more else ""})
-        elif "/repository/branches/" in url.path:
-            self._reply(200, {"name": "main", "commit": {"id": repo.head()}})
-        elif url.path.endswith("/jobs"):
-            pipeline = int(url.path.split("/pipelines/")[1].split("/")[0])
-            self._reply(200, repo.jobs.get(pipeline, []))
-        elif "/pipelines/" in url.path:
-            pipeline = int(url.path.rsplit("/", 1)[1])
-            self._reply(200, next(p for p in repo.pipelines if p["id"] == pipeline))
-        elif url.path.endswith("/pipelines"):
-            sha = query.get("sha", [""])[0]
-            self._reply(200, [p for p in reversed(repo.pipelines) if p["sha"] == sha])
-        else:
-            self._reply(404, {"message": "404 Not Found"})
+        self._reply(404, {"message": "404 Not Found"})
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's names)
+        self._handle("GET")
 
     def do_POST(self) -> None:  # noqa: N802
-        if not self._authorised():
-            return
-        repo = self.repository
-        url = urlparse(self.path)
-        if url.path.endswith("/retry") or url.path.endswith("/pipeline"):
-            # A new run ends as `next_status` (the stub's stand-in for the jobs running again).
-            if url.path.endswith("/retry"):
-                old = next(p for p in repo.pipelines if p["id"] == int(url.path.split("/")[-2]))
-                run = {**old, "status": repo.next_status}
-            else:
-                run = {"id": 100 + len(repo.pipelines), "sha": repo.head(), "status": repo.next_status}
-                run["web_url"] = f"https://gitlab/p/-/pipelines/{run['id']}"
-                repo.pipelines.append(run)
-            repo.posts.append(url.path)
-            repo.pipelines = [run if p["id"] == run["id"] else p for p in repo.pipelines]
-            self._reply(201, run)
-            return
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        for action in body["actions"]:
-            if action["action"] == "delete":
-                repo.files.pop(action["file_path"])
-            else:
-                repo.files[action["file_path"]] = action["content"]
-        sha = hashlib.sha1(json.dumps([len(repo.commits), body], sort_keys=True).encode(), usedforsecurity=False).hexdigest()
-        repo.commits.append({"id": sha, "message": body["commit_message"], "actions": body["actions"]})
-        self._reply(201, {"id": sha})
+        self._handle("POST")
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._handle("PUT")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._handle("DELETE")
 
     def log_message(self, *_: Any) -> None:
         return
 
+    # Groups and projects.
+
+    def _group(self, id_: str) -> dict[str, Any]:
+        for group in self.state.groups.values():
+            if str(group["id"]) == id_ or self.state.group_full_path(group).lower() == id_.lower():
+                return group
+        raise Refusal(404, "404 Group Not Found")
+
+    def _project(self, id_: str) -> dict[str, Any]:
+        for project in self.state.projects.values():
+            if str(project["id"]) == id_ or self.state.project_full_path(project).lower() == id_.lower():
+                return project
+        raise Refusal(404, "404 Project Not Found")
+
+    def _show_group(self, group: dict[str, Any]) -> dict[str, Any]:
+        full_path = self.state.group_full_path(group)
+        return {**group, "full_path": full_path, "web_url": f"https://gitlab.example/groups/{full_path}"}
+
+    def _show_project(self, project: dict[str, Any]) -> dict[str, Any]:
+        full_path = self.state.project_full_path(project)
+        shown = {key: value for key, value in project.items() if key != "namespace_id"}
+        shown["namespace"] = {
+            "id": project["namespace_id"],
+            "full_path": self.state.group_full_path(self.state.groups[project["namespace_id"]]),
+        }
+        when = project["marked_for_deletion_at"]
+        return {**shown, "path_with_namespace": full_path, "marked_for_deletion_on": when, "web_url": f"https://gitlab.example/{full_path}"}
+
+    def get_group(self, _: dict[str, Any], id_: str) -> Any:
+        return self._show_group(self._group(id_))
+
+    def create_group(self, params: dict[str, Any]) -> Any:
+        if any(self.state.group_full_path(group).lower() == str(params["path"]).lower() for group in self.state.groups.values()):
+            raise Refusal(400, 'Failed to save group {:path=>["has already been taken"]}')
+        group = self.state.add_group(str(params["path"]))
+        group |= {key: params[key] for key in ("name", "description", "visibility") if key in params}
+        return 201, self._show_group(group)
+
+    def update_group(self, params: dict[str, Any], id_: str) -> Any:
+        group = self._group(id_)
+        group |= {key: params[key] for key in ("name", "path", "description", "visibility") if key in params}
+        return self._show_group(group)
+
+    def delete_group(self, params: dict[str, Any], id_: str) -> Any:
+        group = self._group(id_)
+        if str(params.get("permanently_remove")).lower() == "true":
+            if not self.state.immediate_deletion:
+                raise Refusal(400, "`permanently_remove` option is not permitted on this instance.")
+            if group["parent_id"] is None:
+                raise Refusal(400, "`permanently_remove` option is only available for subgroups.")
+            if not group["marked_for_deletion_on"]:
+                raise Refusal(400, "Group must be marked for deletion first.")
+            if params.get("full_path") != self.state.group_full_path(group):
+                raise Refusal(400, "`full_path` is incorrect. You must enter the complete path for the subgroup.")
+            del self.state.groups[group["id"]]
+            self.state.projects = {key: p for key, p in self.state.projects.items() if p["namespace_id"] != group["id"]}
+            return 202, {"message": "202 Accepted"}
+        if group["marked_for_deletion_on"]:
+            raise Refusal(400, "Group has been already marked for deletion")
+        group["marked_for_deletion_on"] = "2026-07-01"
+        if group["id"] not in self.state.images:
+            group["path"] += f"{SCHEDULED}{group['id']}"
+            group["name"] += f"{SCHEDULED}{group['id']}"
+        return 202, {"message": "202 Accepted"}
+
+    def restore_group(self, _: dict[str, Any], id_: str) -> Any:
+        group = self._group(id_)
+        if not group["marked_for_deletion_on"]:
+            raise Refusal(400, "Group has not been marked for deletion")
+        group["marked_for_deletion_on"] = None
+        group["path"], group["name"] = group["path"].split(SCHEDULED)[0], group["name"].split(SCHEDULED)[0]
+        return 201, self._show_group(group)
+
+    def get_project(self, _: dict[str, Any], id_: str) -> Any:
+        try:
+            return self._show_project(self._project(id_))
+        except Refusal:
+            moved = self.state.redirects.get(id_.lower())  # the old path of a renamed project
+            if moved not in self.state.projects:
+                raise
+            return 301, {"message": "301 Moved Permanently"}, {"Location": f"/api/v4/projects/{moved}"}
+
+    def create_project(self, params: dict[str, Any]) -> Any:
+        group = self._group(str(params["namespace_id"]))
+        for project in self.state.projects.values():
+            if project["namespace_id"] == group["id"] and project["path"] == params["path"]:
+                raise Refusal(400, {"message": {"name": ["has already been taken"], "path": ["has already been taken"]}})
+        project = self.state.add_project(group, str(params["path"]))
+        project |= {key: params[key] for key in ("name", "visibility", "default_branch") if key in params}
+        return 201, self._show_project(project)
+
+    def update_project(self, params: dict[str, Any], id_: str) -> Any:
+        project = self._project(id_)
+        project |= {key: params[key] for key in ("name", "path", "visibility", "default_branch") if key in params}
+        return self._show_project(project)
+
+    def delete_project(self, params: dict[str, Any], id_: str) -> Any:
+        project = self._project(id_)
+        if str(params.get("permanently_remove")).lower() == "true":
+            if not self.state.immediate_deletion:
+                raise Refusal(400, "`permanently_remove` option is not permitted on this instance.")
+            if not project["marked_for_deletion_at"]:
+                raise Refusal(400, "Project must be marked for deletion first.")
+            if params.get("full_path") != self.state.project_full_path(project):
+                raise Refusal(400, "`full_path` is incorrect. You must enter the complete path for the project.")
+            del self.state.projects[project["id"]]
+            return 202, {"message": "202 Accepted"}
+        if project["marked_for_deletion_at"]:
+            raise Refusal(400, "Project has been already marked for deletion")
+        self.state.redirects[self.state.project_full_path(project).lower()] = project["id"]
+        project |= {"marked_for_deletion_at": "2026-07-01", "archived": True}
+        project["path"] += f"{SCHEDULED}{project['id']}"
+        project["name"] += f"{SCHEDULED}{project['id']}"
+        return 202, {"message": "202 Accepted"}
+
+    def restore_project(self, _: dict[str, Any], id_: str) -> Any:
+        project = self._project(id_)
+        if not project["marked_for_deletion_at"]:
+            raise Refusal(400, "Project has not been marked for deletion")
+        project |= {"marked_for_deletion_at": None, "archived": False}
+        project["path"], project["name"] = project["path"].split(SCHEDULED)[0], project["name"].split(SCHEDULED)[0]
+        return 201, self._show_project(project)
+
+    def _holder(self, scope: str, id_: str) -> str:
+        holder = self._group(id_) if scope == "groups" else self._project(id_)
+        return f"{scope}/{holder['id']}"
+
+    def get_attribute(self, _: dict[str, Any], scope: str, id_: str, key: str) -> Any:
+        attributes = self.state.attributes.get(self._holder(scope, id_), {})
+        if key not in attributes:
+            raise Refusal(404, "404 Not found")
+        return {"key": key, "value": attributes[key]}
+
+    def set_attribute(self, params: dict[str, Any], scope: str, id_: str, key: str) -> Any:
+        self.state.attributes.setdefault(self._holder(scope, id_), {})[key] = str(params["value"])
+        return {"key": key, "value": str(params["value"])}
+
+    # CI/CD variables.
+
+    def _variables(self, scope: str, id_: str) -> dict[str, dict[str, Any]]:
+        return self.state.variables.setdefault(self._holder(scope, id_), {})
+
+    def get_variable(self, _: dict[str, Any], scope: str, id_: str, key: str) -> Any:
+        variables = self._variables(scope, id_)
+        if key not in variables:
+            raise Refusal(404, "404 Variable Not Found")
+        return variables[key]
+
+    def create_variable(self, params: dict[str, Any], scope: str, id_: str) -> Any:
+        variables, key = self._variables(scope, id_), str(params["key"])
+        if key in variables:
+            raise Refusal(400, {"message": {"key": [f"({key}) has already been taken"]}})
+        variable = {"variable_type": "env_var", "key": key, "value": params["value"], "protected": False, "masked": False}
+        variable |= {"hidden": False, "raw": False, "environment_scope": "*", "description": None}
+        variables[key] = variable | {name: params[name] for name in ("variable_type", "protected", "masked", "raw") if name in params}
+        return 201, variables[key]
+
+    def update_variable(self, params: dict[str, Any], scope: str, id_: str, key: str) -> Any:
+        variable = self.get_variable(params, scope, id_, key)
+        variable |= {name: params[name] for name in ("value", "variable_type", "protected", "masked", "raw") if name in params}
+        return variable
+
+    def delete_variable(self, params: dict[str, Any], scope: str, id_: str, key: str) -> Any:
+        self.get_variable(params, scope, id_, key)
+        del self._variables(scope, id_)[key]
+        return 204, None
+
+    # Deploy tokens.
+
+    def list_deploy_tokens(self, params: dict[str, Any], id_: str) -> Any:
+        tokens = [self._show_token(token) for token in self.state.deploy_tokens.get(self._project(id_)["id"], [])]
+        if str(params.get("active")).lower() == "true":
+            tokens = [token for token in tokens if not token["revoked"] and not token["expired"]]
+        items, headers = _paged(tokens, params, self.state.page_size)
+        return 200, items, headers
+
+    @staticmethod
+    def _show_token(token: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in token.items() if key != "token"}
+
+    def create_deploy_token(self, params: dict[str, Any], id_: str) -> Any:
+        project, token_id = self._project(id_), self.state.new_id()
+        token = {"id": token_id, "name": params["name"], "username": f"gitlab+deploy-token-{token_id}", "expires_at": None}
+        token |= {"scopes": list(params["scopes"]), "revoked": False, "expired": False, "token": f"gldt-stub-{token_id}"}
+        self.state.deploy_tokens.setdefault(project["id"], []).append(token)
+        return 201, token
+
+    def _token(self, id_: str, token_id: str) -> dict[str, Any]:
+        for token in self.state.deploy_tokens.get(self._project(id_)["id"], []):
+            if str(token["id"]) == token_id:
+                return token
+        raise Refusal(404, "404 Not found")
+
+    def get_deploy_token(self, _: dict[str, Any], id_: str, token_id: str) -> Any:
+        return self._show_token(self._token(id_, token_id))
+
+    def delete_deploy_token(self, _: dict[str, Any], id_: str, token_id: str) -> Any:
+        token = self._token(id_, token_id)
+        self.state.deploy_tokens[self._project(id_)["id"]].remove(token)
+        return 204, None
+
+    # Runners.
+
+    def _runner(self, id_: str) -> dict[str, Any]:
+        if int(id_) not in self.state.runners:
+            raise Refusal(404, "404 Runner Not Found")
+        return self.state.runners[int(id_)]
+
+    @staticmethod
+    def _show_runner(runner: dict[str, Any], *, details: bool) -> dict[str, Any]:
+        shown = {key: runner[key] for key in ("id", "description", "active", "runner_type", "online", "status")}
+        shown |= {"ip_address": None, "paused": not runner["active"], "is_shared": True, "name": None}
+        return shown | ({"tag_list": runner["tag_list"], "run_untagged": runner["run_untagged"]} if details else {})
+
+    def list_runners(self, params: dict[str, Any]) -> Any:
+        tags = set(filter(None, str(params.get("tag_list", "")).split(",")))
+        runners = [
+            self._show_runner(runner, details=False)
+            for runner in self.state.runners.values()
+            if runner["runner_type"] == params.get("type", runner["runner_type"]) and tags <= set(runner["tag_list"])
+        ]
+        items, headers = _paged(runners, params, self.state.page_size)
+        return 200, items, headers
+
+    def create_runner(self, params: dict[str, Any]) -> Any:
+        runner = self.state.add_runner(str(params.get("description", "")), list(params.get("tag_list", [])))
+        runner |= {"runner_type": params["runner_type"], "run_untagged": bool(params.get("run_untagged", True))}
+        return 201, {"id": runner["id"], "token": runner["token"], "token_expires_at": None}
+
+    def get_runner(self, _: dict[str, Any], id_: str) -> Any:
+        return self._show_runner(self._runner(id_), details=True)
+
+    def update_runner(self, params: dict[str, Any], id_: str) -> Any:
+        runner = self._runner(id_)
+        runner |= {key: params[key] for key in ("description", "tag_list", "run_untagged") if key in params}
+        return self._show_runner(runner, details=True)
+
+    def reset_runner_token(self, _: dict[str, Any], id_: str) -> Any:
+        runner = self._runner(id_)
+        runner["token"] = f"glrt-stub-reset-{self.state.new_id()}"
+        return 201, {"token": runner["token"], "token_expires_at": None}
+
+    def delete_runner(self, _: dict[str, Any], id_: str) -> Any:
+        self._runner(id_)
+        del self.state.runners[int(id_)]
+        return 204, None
+
+    # A project's repository and pipelines (any project's are the one `Repository`).
+
+    def tree(self, params: dict[str, Any], id_: str) -> Any:
+        repo = self.state.repository
+        if not repo.commits:
+            raise Refusal(404, "404 Tree Not Found")
+        entries = [{"path": path, "type": "blob", "id": blob_id(content)} for path, content in sorted(repo.files.items())]
+        items, headers = _paged(entries, params, self.state.page_size)
+        return 200, items, headers
+
+    def branch(self, _: dict[str, Any], id_: str, branch: str) -> Any:
+        return {"name": branch, "commit": {"id": self.state.repository.head()}}
+
+    def commit(self, params: dict[str, Any], id_: str) -> Any:
+        repo = self.state.repository
+        for action in params["actions"]:
+            if action["action"] == "delete":
+                repo.files.pop(action["file_path"])
+            else:
+                repo.files[action["file_path"]] = action["content"]
+        body = {key: params[key] for key in ("branch", "commit_message", "actions")}
+        sha = hashlib.sha1(json.dumps([len(repo.commits), body], sort_keys=True).encode(), usedforsecurity=False).hexdigest()
+        repo.commits.append({"id": sha, "message": params["commit_message"], "actions": params["actions"]})
+        return 201, {"id": sha}
+
+    def pipelines(self, params: dict[str, Any], id_: str) -> Any:
+        return [p for p in reversed(self.state.repository.pipelines) if p["sha"] == params.get("sha")]
+
+    def pipeline(self, _: dict[str, Any], id_: str, pipeline: str) -> Any:
+        return next(p for p in self.state.repository.pipelines if p["id"] == int(pipeline))
+
+    def jobs(self, _: dict[str, Any], id_: str, pipeline: str) -> Any:
+        return self.state.repository.jobs.get(int(pipeline), [])
+
+    def run_pipeline(self, _: dict[str, Any], id_: str) -> Any:
+        """A new run, which ends as `next_status` (the stub's stand-in for its jobs)."""
+        repo = self.state.repository
+        run = {"id": 100 + len(repo.pipelines), "sha": repo.head(), "status": repo.next_status}
+        run["web_url"] = f"https://gitlab/p/-/pipelines/{run['id']}"
+        repo.pipelines.append(run)
+        repo.posts.append(f"/api/v4/projects/{id_}/pipeline")
+        return 201, run
+
+
+def _route(method: str, pattern: str, handler: Callable[..., Any]) -> tuple[str, re.Pattern[str], Callable[..., Any]]:
+    return method, re.compile(pattern.replace("{id}", "(?P<id_>[^/]+)")), handler
+
+
+S = GitLabStub
+GitLabStub.routes = [
+    _route("GET", r"/groups/{id}", S.get_group),
+    _route("POST", r"/groups", S.create_group),
+    _route("PUT", r"/groups/{id}", S.update_group),
+    _route("DELETE", r"/groups/{id}", S.delete_group),
+    _route("POST", r"/groups/{id}/restore", S.restore_group),
+    _route("GET", r"/projects/{id}", S.get_project),
+    _route("POST", r"/projects", S.create_project),
+    _route("PUT", r"/projects/{id}", S.update_project),
+    _route("DELETE", r"/projects/{id}", S.delete_project),
+    _route("POST", r"/projects/{id}/restore", S.restore_project),
+    _route("GET", r"/(?P<scope>groups|projects)/{id}/custom_attributes/(?P<key>[^/]+)", S.get_attribute),
+    _route("PUT", r"/(?P<scope>groups|projects)/{id}/custom_attributes/(?P<key>[^/]+)", S.set_attribute),
+    _route("GET", r"/(?P<scope>groups|projects)/{id}/variables/(?P<key>[^/]+)", S.get_variable),
+    _route("POST", r"/(?P<scope>groups|projects)/{id}/variables", S.create_variable),
+    _route("PUT", r"/(?P<scope>groups|projects)/{id}/variables/(?P<key>[^/]+)", S.update_variable),
+    _route("DELETE", r"/(?P<scope>groups|projects)/{id}/variables/(?P<key>[^/]+)", S.delete_variable),
+    _route("GET", r"/projects/{id}/deploy_tokens", S.list_deploy_tokens),
+    _route("POST", r"/projects/{id}/deploy_tokens", S.create_deploy_token),
+    _route("GET", r"/projects/{id}/deploy_tokens/(?P<token_id>\d+)", S.get_deploy_token),
+    _route("DELETE", r"/projects/{id}/deploy_tokens/(?P<token_id>\d+)", S.delete_deploy_token),
+    _route("GET", r"/runners/all", S.list_runners),
+    _route("POST", r"/user/runners", S.create_runner),
+    _route("GET", r"/runners/{id}", S.get_runner),
+    _route("PUT", r"/runners/{id}", S.update_runner),
+    _route("DELETE", r"/runners/{id}", S.delete_runner),
+    _route("POST", r"/runners/{id}/reset_authentication_token", S.reset_runner_token),
+    _route("GET", r"/projects/{id}/repository/tree", S.tree),
+    _route("GET", r"/projects/{id}/repository/branches/(?P<branch>[^/]+)", S.branch),
+    _route("POST", r"/projects/{id}/repository/commits", S.commit),
+    _route("GET", r"/projects/{id}/pipelines", S.pipelines),
+    _route("GET", r"/projects/{id}/pipelines/(?P<pipeline>\d+)", S.pipeline),
+    _route("GET", r"/projects/{id}/pipelines/(?P<pipeline>\d+)/jobs", S.jobs),
+    _route("POST", r"/projects/{id}/pipeline", S.run_pipeline),
+]
+
 
 @contextmanager
-def gitlab_stub(repository: Repository) -> Iterator[str]:
-    handler = type("Stub", (GitLabStub,), {"repository": repository})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+def gitlab_stub(state: GitLabState, port: int | None = None) -> Iterator[str]:
+    handler = type("Stub", (GitLabStub,), {"state": state})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port or free_port()), handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)  # a quick shutdown
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -1,5 +1,6 @@
 """The smoke pipeline: waits for the commit's pipeline, fails with the failed job's name and URL,
-and starts a run only to retry a failure it finds on create, or for a new cluster."""
+and starts a run only when the pipeline it finds on create had already finished (no evidence for
+this cluster), or for a new cluster."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from providers.gitlab_pipeline import PROVIDER_VERSION, PipelineFailed, SmokePipelineProvider, failure_message
 from tests.providers.engine import as_engine_loads, outputs_of
-from tests.providers.gitlab_stub import TOKEN, Repository
+from tests.providers.gitlab_stub import TOKEN, GitLabState, Repository
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -39,8 +40,17 @@ def provider() -> SmokePipelineProvider:
     return as_engine_loads(SmokePipelineProvider())
 
 
+def finish_later(repository: Repository, status: str) -> None:
+    def finish() -> None:
+        time.sleep(0.5)
+        repository.pipelines[0]["status"] = status
+
+    threading.Thread(target=finish).start()
+
+
 def test_a_green_pipeline_is_recorded(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
-    repository.pipelines.append(pipeline("success"))
+    repository.pipelines.append(pipeline("running"))
+    finish_later(repository, "success")
     outs = outputs_of(provider.create(props(gitlab)))
     assert (outs["status"], outs["web_url"]) == ("success", "https://gitlab/p/-/pipelines/7")
 
@@ -48,12 +58,7 @@ def test_a_green_pipeline_is_recorded(gitlab: str, repository: Repository, provi
 def test_a_failed_pipeline_names_the_failed_job_and_its_url(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
     repository.pipelines.append(pipeline("running"))
     repository.jobs[7] = [{"name": "build-image", "stage": "build", "web_url": "https://gitlab/p/-/jobs/99"}]
-
-    def fail_later() -> None:
-        time.sleep(0.5)
-        repository.pipelines[0]["status"] = "failed"
-
-    threading.Thread(target=fail_later).start()
+    finish_later(repository, "failed")
     with pytest.raises(PipelineFailed) as failed:
         provider.create(props(gitlab))
     assert "job 'build-image' (stage build) failed: https://gitlab/p/-/jobs/99" in str(failed.value)
@@ -66,6 +71,19 @@ def test_a_pipeline_that_never_finishes_fails_at_the_limit_with_its_url(
     repository.pipelines.append(pipeline("running"))
     with pytest.raises(PipelineFailed, match=r"did not finish within 1.0s \(running\): https://gitlab/p/-/pipelines/7"):
         provider.create(props(gitlab, timeout_seconds=1.0))
+
+
+def test_a_pending_pipeline_at_the_limit_says_whether_the_runner_is_online(
+    gitlab: str, state: GitLabState, provider: SmokePipelineProvider
+) -> None:
+    state.repository.pipelines.append(pipeline("pending"))
+    runner = state.add_runner("blueprint/phase2: Kubernetes executor on the runner nodes", ["kubernetes", "blueprint"])
+    with pytest.raises(PipelineFailed, match=rf"\(pending\).*runner {runner['id']} is offline: .*gitlab-runner pods"):
+        provider.create(props(gitlab, timeout_seconds=1.0, runner=str(runner["id"])))
+
+
+def test_another_runner_is_no_reason_to_run_the_apps_again(provider: SmokePipelineProvider) -> None:
+    assert provider.diff("42@sha", props("http://x", runner="1"), props("http://x", runner="2")).changes is False
 
 
 def test_the_same_commit_again_is_no_change_so_no_new_pipeline(provider: SmokePipelineProvider) -> None:
@@ -81,11 +99,25 @@ def test_the_failure_message_lists_every_failed_job() -> None:
     assert "job 'a' (stage s) failed: u1; job 'b' (stage t) failed: u2" in message
 
 
-def test_a_pipeline_found_failed_on_create_is_retried_once(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
-    repository.pipelines.append(pipeline("failed"))  # what a failed `up` left behind
+@pytest.mark.parametrize("status", ["success", "failed"])
+def test_a_pipeline_found_finished_on_create_is_run_again(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider, status: str
+) -> None:
+    """Green on the previous cluster (a new state over preserved data), or red in a failed `up`:
+    either way it says nothing of this cluster."""
+    repository.pipelines.append(pipeline(status))
     outs = outputs_of(provider.create(props(gitlab)))
-    assert repository.posts == ["/api/v4/projects/42/pipelines/7/retry"]
-    assert outs["status"] == "success"
+    assert repository.posts == ["/api/v4/projects/42/pipeline"]
+    assert (outs["status"], outs["pipeline_id"]) == ("success", 101)
+
+
+def test_a_running_pipeline_found_on_create_is_waited_for_not_run_again(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+) -> None:
+    repository.pipelines.append(pipeline("running"))
+    finish_later(repository, "success")
+    outputs_of(provider.create(props(gitlab)))
+    assert repository.posts == []
 
 
 def test_a_new_cluster_runs_the_apps_again_on_the_same_commit(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
@@ -102,3 +134,21 @@ def test_a_pipeline_waiting_for_a_person_fails_at_once(gitlab: str, repository: 
     with pytest.raises(PipelineFailed, match="waits for a person"):
         provider.create(props(gitlab, timeout_seconds=60.0))
     assert time.monotonic() - started < 10
+
+
+def test_a_new_commits_pipeline_found_failed_by_an_update_is_run_again(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+) -> None:
+    """An earlier `up` failed on it and kept the old state: this `up` is the user trying again."""
+    repository.pipelines.append(pipeline("failed", sha="f" * 40))
+    outs = outputs_of(provider.update("42@sha", props(gitlab), props(gitlab, sha="f" * 40)))
+    assert repository.posts == ["/api/v4/projects/42/pipeline"]
+    assert outs["status"] == "success"
+
+
+def test_a_new_commits_green_pipeline_found_by_an_update_is_not_run_again(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+) -> None:
+    repository.pipelines.append(pipeline("success", sha="f" * 40))
+    outputs_of(provider.update("42@sha", props(gitlab), props(gitlab, sha="f" * 40)))
+    assert repository.posts == []

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from providers.gitlab_sync import PROVIDER_VERSION, GitLabSyncError, GitLabSyncProvider, blob_id, commit_actions
+from providers.gitlab_api import GitLabApiError
+from providers.gitlab_sync import PROVIDER_VERSION, GitLabSyncProvider, blob_id, commit_actions
 from tests.providers.engine import as_engine_loads, outputs_of
 from tests.providers.gitlab_stub import TOKEN, Repository
 
@@ -86,7 +87,7 @@ def test_a_file_removed_from_the_folder_is_removed_from_the_repository(
 
 
 def test_a_refused_request_names_the_project_and_the_status(gitlab: str, provider: GitLabSyncProvider) -> None:
-    with pytest.raises(GitLabSyncError, match=r"project 42 \(HTTP 401\)"):
+    with pytest.raises(GitLabApiError, match=r"GET /api/v4/projects/42/repository/tree failed \(HTTP 401\)"):
         provider.create({**props(gitlab, {"a": "1"}), "token": "wrong"})
 
 

@@ -23,6 +23,9 @@ class TokenApi(http.server.BaseHTTPRequestHandler):
     """GET /api/v4/personal_access_tokens/self: 200 for the accepted token, 401 for any other."""
 
     accepted: set[str] = set()
+    url = ""
+    ca_file = ""
+    """A CA file that exists (the stub speaks plain HTTP, so its content does not matter)."""
 
     def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
         ok = self.path == "/api/v4/personal_access_tokens/self" and self.headers.get("PRIVATE-TOKEN") in self.accepted
@@ -35,12 +38,14 @@ class TokenApi(http.server.BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def gitlab() -> Iterator[type[TokenApi]]:
-    handler = type("Api", (TokenApi,), {"accepted": set()})
+def gitlab(tmp_path: Path) -> Iterator[type[TokenApi]]:
+    handler: type[TokenApi] = type("Api", (TokenApi,), {"accepted": set()})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)  # a quick shutdown
     thread.start()
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+    handler.url = f"http://127.0.0.1:{server.server_address[1]}"
+    handler.ca_file = str(tmp_path / "ca.crt")
+    Path(handler.ca_file).write_text("-----BEGIN CERTIFICATE-----\n")
     yield handler
     server.shutdown()
     server.server_close()
@@ -57,8 +62,8 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def props(gitlab: type[TokenApi], **extra: Any) -> dict[str, Any]:
     return {
-        "gitlab_url": gitlab.url,  # type: ignore[attr-defined]
-        "ca_file": "/nonexistent/ca.crt",
+        "gitlab_url": gitlab.url,
+        "ca_file": gitlab.ca_file,
         "token": TOKEN,
         "kind_cluster_name": "blueprint",
         "namespace": "gitlab",
@@ -69,6 +74,12 @@ def props(gitlab: type[TokenApi], **extra: Any) -> dict[str, Any]:
         "provider_version": PROVIDER_VERSION,
         **extra,
     }
+
+
+def without_ca(gitlab: type[TokenApi]) -> dict[str, Any]:
+    """GitLab over HTTPS, as phase2 reaches it, with the CA file it is checked against deleted."""
+    Path(gitlab.ca_file).unlink()
+    return props(gitlab, gitlab_url=gitlab.url.replace("http://", "https://"))
 
 
 @pytest.fixture
@@ -108,6 +119,29 @@ def test_a_token_that_never_works_fails_naming_the_hosts_line(gitlab: type[Token
         provider.create(props(gitlab))
     assert "did not accept the seeded admin token within 2s (refused)" in str(failed.value)
     assert "add '127.0.0.1 127.0.0.1' to /etc/hosts" in str(failed.value)
+
+
+def test_diff_without_the_ca_file_reports_no_change(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
+    inputs = without_ca(gitlab)
+    assert provider.diff("root/blueprint", inputs, inputs).changes is False
+
+
+def test_refresh_without_the_ca_file_keeps_the_token(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
+    inputs = without_ca(gitlab)
+    result = provider.read("root/blueprint", inputs)
+    assert (result.id, result.outs) == ("root/blueprint", inputs)
+
+
+@pytest.mark.parametrize("call", ["create", "update"])
+def test_seeding_without_the_ca_file_fails_at_once_saying_how_to_restore_it(
+    gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider, call: str
+) -> None:
+    inputs = without_ca(gitlab)
+    with pytest.raises(GitLabTokenError) as failed:
+        provider.create(inputs) if call == "create" else provider.update("root/blueprint", inputs, inputs)
+    assert not (tools / "argv").exists(), "seeded although GitLab's answer could not be checked"
+    assert f"pulumi stack output -s phase2 caCertPem > {gitlab.ca_file}" in str(failed.value)
+    assert TOKEN not in str(failed.value)
 
 
 def test_a_failed_seed_never_shows_the_token(gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider) -> None:

@@ -100,7 +100,7 @@ def test_the_dev_stack_plans_the_cluster_gitlab_and_the_projects_in_one_graph() 
     assert dev.find("command:local:Command", "kind-cluster")
     assert dev.find("kubernetes:postgresql.cnpg.io/v1:Cluster", "postgres-cluster")
     assert dev.find("kubernetes:helm.sh/v3:Release", "gitlab-chart")
-    assert dev.find("gitlab:index/project:Project", "apps-guestbook")
+    assert dev.find("pulumi-python:dynamic/gitlab:Project", "apps-guestbook")
     assert not dev.find("pulumi:pulumi:StackReference")
     cluster = dev.one("command:local:Command", "kind-cluster")["urn"]
     assert cluster in dev.one("pulumi:providers:kubernetes", "kubernetes")["dependsOn"]
@@ -160,3 +160,14 @@ def test_the_admin_token_is_seeded_once_gitlab_is_up() -> None:
     assert result.one("kubernetes:helm.sh/v3:Release", "gitlab-chart")["urn"] in token["dependsOn"]
     assert token["inputs"]["token"] == "[secret]"
     assert result.outputs[outputs.ADMIN_TOKEN] == {"secret": True}
+
+
+@pytest.mark.parametrize("name", ["gitlab-root-password", "gitlab-admin-token-value"])
+def test_the_root_password_and_the_admin_token_live_with_the_data(name: str) -> None:
+    """A preserved database keeps the password and token it was seeded with: new ones from Pulumi
+    state after a preserveData cycle would be a login that fails and a token GitLab refuses."""
+    result = planned("phase2")
+    secret = result.one("pulumi-python:dynamic/blueprint:HostSecret", name)
+    secrets_folder = f"{result.outputs[outputs.CA_CERT_FILE]['value'].rsplit('/', 1)[0]}/secrets/"
+    assert secret["inputs"]["path"].startswith(secrets_folder)
+    assert not result.find("random:index/randomPassword:RandomPassword", name)

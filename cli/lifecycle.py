@@ -1,0 +1,202 @@
+"""What a destroy does to each resource and each host folder, read from a plan.
+
+`pulumi destroy` works from recorded state: for each resource it calls the provider's delete,
+unless an option says otherwise. What really happens to the thing behind the resource is one of:
+
+- **delete**: the provider deletes it (a Kubernetes object, a Helm release, a file a command removes);
+- **retain**: Pulumi leaves it where it is (`retainOnDelete`, `protect`), or its delete script
+  keeps it on purpose (a host folder with `preserveData=true`);
+- **forget**: the resource only leaves Pulumi's state, on purpose: a component or provider has
+  nothing to delete; a resource `deletedWith` another goes with it (Headlamp with the cluster);
+  and some dynamic resources describe something that lives inside data whose fate is decided
+  elsewhere (a secret in OpenBao's storage, a token in GitLab's database, a file in the data folder).
+
+Host folders are claimed by `components/host_folder.py` commands: their delete script keeps or
+wipes the folder, as `preserveData` said at the last `up`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import PurePosixPath
+from typing import Any
+
+from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
+from components.host_folder import KEEP_SCRIPT, UP_SCRIPT
+
+COMMAND = "command:local:Command"
+
+DELETE_LEAVES: dict[str, str] = {
+    "pulumi-python:dynamic/blueprint:HostSecret": "its file stays in its host folder, which is kept or wiped",
+    "pulumi-python:dynamic/openbao:Init": "the vault and its keys file stay with the data, which is kept or wiped",
+    "pulumi-python:dynamic/openbao:KvSecret": "the secret stays in OpenBao's storage, which is kept or wiped with the data",
+    "pulumi-python:dynamic/gitlab:AdminToken": "the token stays in GitLab's database, which is kept or wiped with the data",
+    "pulumi-python:dynamic/gitlab:ProjectSync": "the commits stay in the project's repository",
+    "pulumi-python:dynamic/gitlab:SmokePipeline": "a finished pipeline is history",
+}
+"""Dynamic resource types whose delete deliberately does nothing, and what becomes of the thing."""
+
+
+def claimed_folder(resource: Mapping[str, Any]) -> str | None:
+    """The host folder `resource` claims, if it is a host-folder command."""
+    inputs = resource["inputs"]
+    if resource["type"] == COMMAND and inputs.get("create") == UP_SCRIPT:
+        return str(inputs["environment"]["FOLDER"])
+    return None
+
+
+def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
+    """What `pulumi destroy` does to `resource`: ("delete" | "retain" | "forget", why)."""
+    type_ = resource["type"]
+    if not resource["custom"] or type_ == STACK_TYPE:
+        return "forget", "a component: nothing of its own to delete"
+    if type_.startswith("pulumi:providers:"):
+        return "forget", "a provider: nothing to delete"
+    if type_ == STACK_REFERENCE_TYPE:
+        return "forget", "a read of another stack's outputs"
+    if resource["protect"]:
+        return "retain", "protected: the destroy stops here until it is unprotected"
+    if resource["retainOnDelete"]:
+        return "retain", "retainOnDelete: left where it is"
+    target = resource["deletedWith"]
+    if target in by_urn and fate(by_urn[target], by_urn)[0] == "delete":
+        return "forget", f"deleted with {by_urn[target]['name']}"
+    if type_ in DELETE_LEAVES:
+        return "forget", DELETE_LEAVES[type_]
+    if type_ == COMMAND:
+        script = resource["inputs"].get("delete")
+        if script in (None, "", "true"):
+            return "forget", "its delete does nothing"
+        if script == KEEP_SCRIPT:
+            return "retain", "preserveData=true: the folder is kept"
+    return "delete", ""
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def host_paths(resource: Mapping[str, Any]) -> set[str]:
+    """Every absolute path among `resource`'s input values (files and folders it reads or writes)."""
+    return {text.rstrip("/") or "/" for text in _strings(resource["inputs"]) if text.startswith("/") and "\n" not in text}
+
+
+def is_under(path: str, folder: str) -> bool:
+    return path == folder or PurePosixPath(folder) in PurePosixPath(path).parents
+
+
+def folders(result: Plan) -> list[dict[str, str]]:
+    """Each host folder the plan's stack claims, and the secrets folder inside, with its fate."""
+    claims = {folder: resource for resource in result.resources if (folder := claimed_folder(resource))}
+    keys = {
+        str(PurePosixPath(path).parent)
+        for resource in result.resources
+        if resource["type"] in ("pulumi-python:dynamic/blueprint:HostSecret", "pulumi-python:dynamic/openbao:Init")
+        for path in host_paths(resource)
+    }
+    listed = []
+    for path in sorted(set(claims) | keys):
+        owners = [folder for folder in claims if is_under(path, folder)]
+        if not owners:
+            continue  # claimed by an upstream stack: its own destroy view shows it
+        keep = claims[max(owners, key=len)]["inputs"].get("delete") == KEEP_SCRIPT
+        listed.append({"path": path, "destroy": "keep" if keep else "wipe"})
+    return listed
+
+
+def destroy_view(result: Plan) -> Plan:
+    """`result` with each resource's `destroy` fate, and the fate of each host folder."""
+    by_urn = {resource["urn"]: resource for resource in result.resources}
+    fates = {urn: fate(resource, by_urn) for urn, resource in by_urn.items()}
+    resources = [{**resource, "destroy": fates[resource["urn"]][0]} for resource in result.resources]
+    reasons = {urn: why for urn, (_, why) in fates.items()}
+    return replace(result, resources=resources, folders=folders(result), destroy_reasons=reasons)
+
+
+# What lives where, for a destroy that cannot reach it. The same rules read a plan's resources and
+# a stack's recorded state (`pulumi stack export`): both name a resource's provider as `<urn>::<id>`.
+
+
+def _provider_type(resource: Mapping[str, Any]) -> str:
+    provider = str(resource.get("provider") or "")
+    return provider.rsplit("::", 1)[0].split("::")[2].split("$")[-1] if provider else ""
+
+
+def lives_in_cluster(resource: Mapping[str, Any]) -> bool:
+    """Made through a Kubernetes provider: it exists only as long as the kind cluster does."""
+    return _provider_type(resource) == "pulumi:providers:kubernetes"
+
+
+def lives_in_gitlab(resource: Mapping[str, Any]) -> bool:
+    """An object in GitLab's database that its delete removes through GitLab's API."""
+    type_ = str(resource["type"])
+    through_gitlab = type_.startswith(("gitlab:", "pulumi-python:dynamic/gitlab:")) or _provider_type(resource) == "pulumi:providers:gitlab"
+    return bool(resource.get("custom")) and through_gitlab and not type_.startswith("pulumi:providers:") and type_ not in DELETE_LEAVES
+
+
+def forget(deployment: Mapping[str, Any], urns: set[str]) -> dict[str, Any]:
+    """`deployment` (the `deployment` part of `pulumi stack export`) without the resources `urns`:
+    removed from state only, as `pulumi state delete` does, with every reference to them dropped
+    from what stays (dependencies, property dependencies, deletedWith), and a provider that nothing
+    uses any more dropped too. A resource that is the parent of one that stays cannot be forgotten.
+    """
+    resources = list(deployment.get("resources") or [])
+    gone = set(urns)
+    for resource in resources:
+        if resource.get("parent") in gone and resource["urn"] not in gone:
+            raise ValueError(f"cannot forget {resource['parent']}: {resource['urn']} is its child")
+    users: dict[str, list[str]] = {}
+    for resource in resources:
+        users.setdefault(str(resource.get("provider") or "").rsplit("::", 1)[0], []).append(resource["urn"])
+    gone |= {
+        provider["urn"]
+        for provider in resources
+        if str(provider["type"]).startswith("pulumi:providers:") and users.get(provider["urn"]) and gone >= set(users[provider["urn"]])
+    }
+    kept = []
+    for resource in resources:
+        if resource["urn"] in gone:
+            continue
+        resource = dict(resource)
+        if resource.get("dependencies"):
+            resource["dependencies"] = [urn for urn in resource["dependencies"] if urn not in gone]
+        if resource.get("propertyDependencies"):
+            resource["propertyDependencies"] = {
+                key: [urn for urn in deps if urn not in gone] for key, deps in resource["propertyDependencies"].items()
+            }
+        if resource.get("deletedWith") in gone:
+            resource.pop("deletedWith")
+        kept.append(resource)
+    pending = [op for op in deployment.get("pending_operations") or [] if (op.get("resource") or {}).get("urn") not in gone]
+    return {**deployment, "resources": kept, "pending_operations": pending}
+
+
+def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str, Any]:
+    """`deployment` as an `up` with `preserveData=keep` would have recorded it: what a destroy does
+    with the data is decided there (the host folders' delete scripts, `retainOnDelete` on the objects
+    in GitLab's database, the stack's own `preserveData` output), and nothing else changes, so a
+    destroy never applies a change the user has not brought up yet.
+    """
+    from components.host_folder import WIPE_SCRIPT
+
+    script = KEEP_SCRIPT if keep else WIPE_SCRIPT
+    recorded = []
+    for resource in deployment.get("resources") or []:
+        resource = dict(resource)
+        if resource["type"] == COMMAND and (resource.get("inputs") or {}).get("create") == UP_SCRIPT:
+            resource["inputs"] = {**resource["inputs"], "delete": script}
+            resource["outputs"] = {**(resource.get("outputs") or {}), "delete": script}
+        elif lives_in_gitlab(resource):
+            resource["retainOnDelete"] = keep
+        elif resource["type"] == STACK_TYPE and "preserveData" in (resource.get("outputs") or {}):
+            resource["outputs"] = {**resource["outputs"], "preserveData": keep}
+        recorded.append(resource)
+    return {**deployment, "resources": recorded}

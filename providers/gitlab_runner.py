@@ -1,0 +1,98 @@
+"""The instance runner, got or created, with a fresh authentication token.
+
+Registration tokens are disabled in GitLab 19, so a runner is created through the API, which
+returns its `glrt-` authentication token once: `POST /user/runners` with `runner_type=instance_type`
+(lib/api/user_runners.rb; the admin token has the `create_runner` scope). A runner lives in
+GitLab's database, which `preserveData` keeps when Pulumi's state goes, so `create` first looks
+for ours among the instance runners (`GET /runners/all`, admin only, filtered by type and tags;
+lib/api/ci/runners.rb).
+
+**Ours** is an instance runner with our tags whose description is exactly ours: it carries the
+owner, `<pulumi project>/<stack>` (runners have no custom attributes). When there is one, it is
+adopted: its settings are brought to the inputs, and, since its token is unknown to this state,
+GitLab gives it a new one (`POST /runners/:id/reset_authentication_token`, which invalidates the
+old one). Any further runner of ours (what earlier lost states left) is deleted, so no stale
+offline runner stays. The token is a secret output, `authentication_token` (`token` is the admin
+token the calls are made with).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+
+from providers.gitlab_api import CONNECTION, Connection, GitLab, encode, wire
+from providers.gitlab_objects import GetOrCreateProvider
+
+PROVIDER_VERSION = "1"
+"""Bump when the provider's behaviour changes (it is pickled by reference)."""
+
+
+class RunnerProvider(GetOrCreateProvider):
+    kind = "runner"
+    inputs = (*CONNECTION, "description", "tag_list", "run_untagged", "provider_version")
+    replace_on = ("description",)
+    """The description is the mark: another one is another runner."""
+
+    @staticmethod
+    def _ours(api: GitLab, props: dict[str, Any]) -> list[dict[str, Any]]:
+        listed = api.pages("/runners/all", type="instance_type", tag_list=",".join(props["tag_list"]))
+        return sorted((runner for runner in listed if runner["description"] == props["description"]), key=lambda runner: int(runner["id"]))
+
+    def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
+        return next(iter(self._ours(api, props)), None)
+
+    def get(self, api: GitLab, id_: str, props: dict[str, Any]) -> dict[str, Any] | None:
+        found: dict[str, Any] | None = api.find(f"/runners/{encode(id_)}")
+        return found
+
+    def make(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any]:
+        settings = {"runner_type": "instance_type", **self._settings(props)}
+        made = api.post("/user/runners", settings)
+        return {"id": made["id"], "authentication_token": made["token"]}
+
+    def adopt(self, api: GitLab, props: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
+        for stale in self._ours(api, props):
+            if stale["id"] != found["id"]:
+                api.delete(f"/runners/{stale['id']}")
+        runner = self.change(api, props, found)
+        token = api.post(f"/runners/{found['id']}/reset_authentication_token")
+        return {**runner, "authentication_token": token["token"]}
+
+    def change(self, api: GitLab, props: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        changed: dict[str, Any] = api.put(f"/runners/{current['id']}", self._settings(props))
+        return changed
+
+    @staticmethod
+    def _settings(props: dict[str, Any]) -> dict[str, Any]:
+        return {"description": props["description"], "tag_list": list(props["tag_list"]), "run_untagged": bool(props["run_untagged"])}
+
+    def remove(self, api: GitLab, id_: str, props: dict[str, Any]) -> None:
+        api.delete(f"/runners/{encode(id_)}")
+
+    def outs(self, obj: dict[str, Any]) -> dict[str, Any]:
+        # Only a call that made or reset the token has it; otherwise the state keeps it.
+        return {"authentication_token": obj["authentication_token"]} if obj.get("authentication_token") else {}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitLabRunnerArgs:
+    connection: Connection
+    description: str
+    """Exactly ours: it names the owner (`<pulumi project>/<stack>`)."""
+    tag_list: tuple[str, ...]
+    run_untagged: bool = True
+
+
+class GitLabRunner(pulumi.dynamic.Resource, module="gitlab", name="Runner"):
+    """An instance runner of ours, and its authentication token (secret); its id is GitLab's."""
+
+    authentication_token: pulumi.Output[str]
+    """The runner's `glrt-` token (secret), for the runner chart."""
+
+    def __init__(self, name: str, args: GitLabRunnerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        props = wire(args, PROVIDER_VERSION, "authentication_token")
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["authentication_token"])
+        super().__init__(RunnerProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

@@ -1,0 +1,184 @@
+"""The `blueprint` commands that drive Pulumi, as a user runs them: what they need and do not find
+(no Pulumi CLI, one too old, a state they cannot decrypt, a locked stack) ends in one message with
+its fix and a non-zero exit, never a traceback. A fake `pulumi` script stands in for the CLI, so the
+real Automation API runs against it and nothing here needs Pulumi, a cluster or the network."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli import commands
+from cli.main import main
+from stacks.config import PROJECT_DIR
+
+FAKE_PULUMI = """#!/bin/sh
+printf '%s\\n' "$*" >> "$FAKE_PULUMI_LOG"
+case "$*" in
+  version) echo "v$FAKE_PULUMI_VERSION"; exit 0;;
+  *"$FAKE_PULUMI_FAIL"*) printf '%s\\n' "$FAKE_PULUMI_ERROR" >&2; exit 255;;
+  *"stack output"*) echo '{}';;
+esac
+"""
+DECRYPT_ERROR = (
+    "error: failed to decrypt: incorrect passphrase, please set PULUMI_CONFIG_PASSPHRASE to the correct passphrase "
+    "or set PULUMI_CONFIG_PASSPHRASE_FILE to a file containing the passphrase"
+)
+LOCK_ERROR = (
+    "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete the lock file "
+    "with `pulumi cancel`.\n  file:///x/.pulumi-state/.pulumi/locks/organization/blueprint/phase1/0b1c.json: "
+    "created by dev@laptop (pid 4242) at 2026-01-01T10:00:00Z"
+)
+MIGRATE = "PULUMI_CONFIG_PASSPHRASE=blueprint pulumi stack change-secrets-provider passphrase -s {stack}"
+
+
+@pytest.fixture
+def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user who set no passphrase of their own, with an empty config folder."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    return tmp_path / "config"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_home: Path) -> Path:
+    """A checkout without state: the commands read and write Pulumi state here, not in this repository."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    monkeypatch.setattr(commands, "PROJECT_DIR", folder)
+    return folder
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The only thing on PATH: a `pulumi` that answers `version` with $FAKE_PULUMI_VERSION, fails any
+    command containing $FAKE_PULUMI_FAIL with $FAKE_PULUMI_ERROR, and logs every call."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "pulumi"
+    script.write_text(FAKE_PULUMI)
+    script.chmod(0o755)
+    log = tmp_path / "pulumi.log"
+    log.touch()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("FAKE_PULUMI_LOG", str(log))
+    monkeypatch.setenv("FAKE_PULUMI_VERSION", "3.272.0")
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "no command has this in it")
+    monkeypatch.setenv("FAKE_PULUMI_ERROR", "")
+    return log
+
+
+def legacy_state(project: Path, *stacks: str) -> None:
+    folder = project / ".pulumi-state/.pulumi/stacks/blueprint"
+    folder.mkdir(parents=True)
+    for stack in stacks:
+        (folder / f"{stack}.json").write_text("{}")
+        (folder / f"{stack}.json.bak").write_text("{}")
+
+
+def without_pulumi_on_path() -> str:
+    return os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "pulumi").exists())
+
+
+@pytest.mark.parametrize("command", ["preview", "status", "destroy"])
+def test_a_command_that_needs_pulumi_names_the_missing_cli_and_its_fix(
+    command: str, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main([command]) != 0
+    err = capsys.readouterr().err
+    assert "no `pulumi` on PATH" in err
+    assert "blueprint doctor --fix" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["preview", "status"])
+def test_blueprint_without_pulumi_on_path_exits_non_zero_without_a_traceback(command: str, config_home: Path) -> None:
+    env = {**os.environ, "PATH": without_pulumi_on_path()}
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", command], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode != 0
+    assert "blueprint doctor --fix" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_pulumi_cli_older_than_the_minimum_stops_preview_before_pulumi_runs(
+    project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_VERSION", "3.144.1")
+    assert main(["preview"]) != 0
+    err = capsys.readouterr().err
+    assert "v3.144.1, older than 3.145.0" in err
+    assert "blueprint doctor --fix" in err
+    assert fake_pulumi.read_text().split() == ["version"]
+
+
+def test_a_stack_pulumi_cannot_decrypt_is_one_message_with_the_fix(
+    project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    commands.pulumi_environment()  # the passphrase exists already: this is not the first run
+    legacy_state(project, "phase1")
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack output")
+    monkeypatch.setenv("FAKE_PULUMI_ERROR", DECRYPT_ERROR)
+    assert main(["status"]) != 0
+    captured = capsys.readouterr()
+    assert "cannot decrypt" in captured.err
+    assert MIGRATE.format(stack="phase1") in captured.err
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_a_locked_stack_is_one_message_naming_who_holds_it_and_pulumi_cancel(
+    project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", " up ")
+    monkeypatch.setenv("FAKE_PULUMI_ERROR", LOCK_ERROR)
+    assert main(["up", "--phase", "1"]) != 0
+    text = "".join(capsys.readouterr())
+    assert "dev@laptop (pid 4242)" in text
+    assert "pulumi cancel --yes -s phase1" in text
+
+
+@pytest.mark.parametrize("command", ["up", "preview", "destroy", "status"])
+def test_state_encrypted_with_the_old_public_default_stops_with_the_command_that_moves_each_stack(
+    command: str, project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    legacy_state(project, "phase1", "phase2")
+    assert main([command]) != 0
+    err = capsys.readouterr().err
+    assert err.count("change-secrets-provider") == 2
+    assert MIGRATE.format(stack="phase1") in err
+    assert MIGRATE.format(stack="phase2") in err
+    assert set(fake_pulumi.read_text().split()) <= {"version"}, "Pulumi ran a stack command"
+
+
+def test_blueprint_env_exports_the_passphrase_file_for_the_plain_pulumi_commands(config_home: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PULUMI_CONFIG_PASSPHRASE")}
+    shell = 'eval "$("$0" -m cli.main env)" && printf %s "$PULUMI_CONFIG_PASSPHRASE_FILE"'
+    done = subprocess.run(
+        ["sh", "-c", shell, sys.executable], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == str(config_home / "blueprint" / "pulumi-passphrase")
+    assert (config_home / "blueprint" / "pulumi-passphrase").read_text().strip()
+
+
+def test_no_output_shows_the_passphrase(
+    project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    legacy_state(project, "phase1")
+    main(["preview"])
+    main(["env"])
+    passphrase = Path(commands.pulumi_environment()["PULUMI_CONFIG_PASSPHRASE_FILE"]).read_text().strip()
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", " preview ")
+    monkeypatch.setenv("FAKE_PULUMI_ERROR", DECRYPT_ERROR)
+    main(["preview"])
+    text = "".join(capsys.readouterr())
+    assert "change-secrets-provider" in text
+    assert passphrase not in text

@@ -1,0 +1,408 @@
+"""`blueprint destroy` on every route: the cluster gone, Docker stopped, GitLab gone, phase3 left
+behind by a preserveData destroy, and a cluster change under a running platform.
+
+The stacks' states here are made from the real program's plans (what `pulumi up` would have
+recorded), and the fake Pulumi fails a destroy the way the real providers do when what a resource
+lives in is unreachable: pulumi-kubernetes refuses to delete a Helm release on an unreachable
+cluster before it looks at PULUMI_K8S_DELETE_UNREACHABLE (provider.go, v4.32; pulumi-kubernetes
+#2675), and GitLab's objects need GitLab's API. So a route passes only if it removed exactly those
+resources from state first.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli import commands
+from cli.commands import Context, StackFailed
+from cli.lifecycle import lives_in_cluster, lives_in_gitlab
+from cli.plan import stack_config
+from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
+from components.host_folder import KEEP_SCRIPT, UP_SCRIPT, WIPE_SCRIPT
+from stacks import outputs
+from tests.plans import COMMAND, fake_command, planned
+
+
+def recorded_state(stack: str, **config: str) -> dict[str, Any]:
+    """What `pulumi stack export` would give after an `up` of `stack` with `config`."""
+    resources = []
+    for resource in planned(stack, **config).resources:
+        state = {
+            "urn": resource["urn"],
+            "type": resource["type"],
+            "custom": resource["custom"],
+            "inputs": resource["inputs"],
+            "outputs": resource["inputs"],
+            "dependencies": resource["dependsOn"],
+            "retainOnDelete": resource["retainOnDelete"],
+        }
+        for key in ("parent", "provider", "deletedWith"):
+            if resource[key]:
+                state[key] = resource[key]
+        resources.append(state)
+    return {"version": 3, "deployment": {"manifest": {}, "resources": resources}}
+
+
+class FakePulumi:
+    """Stacks with recorded state; a destroy fails like the real providers would."""
+
+    def __init__(self, stacks: Mapping[str, dict[str, Any]], *, cluster: str = "running", gitlab: bool = True) -> None:
+        self.states = {stack: copy.deepcopy(state) for stack, state in stacks.items()}
+        self.stack_outputs = {stack: planned(stack).raw_outputs for stack in stacks}
+        self.cluster, self.gitlab = cluster, gitlab
+        self.calls: list[tuple[str, str]] = []
+        self.config: dict[tuple[str, str], str] = {}
+        self.destroyed: dict[str, list[dict[str, Any]]] = {}
+
+    def outputs(self, stack: str) -> dict[str, Any] | None:
+        if stack not in self.states:
+            return None
+        return {key: value for key, (value, _) in self.stack_outputs[stack].items()}
+
+    def export_state(self, stack: str) -> dict[str, Any]:
+        self.calls.append(("export", stack))
+        return copy.deepcopy(self.states[stack])
+
+    def import_state(self, stack: str, state: dict[str, Any]) -> None:
+        self.calls.append(("import", stack))
+        self.states[stack] = copy.deepcopy(state)
+
+    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+        self.calls.append(("destroy", stack))
+        resources = self.states[stack]["deployment"]["resources"]
+        for resource in resources:
+            if resource.get("retainOnDelete"):
+                continue
+            if self.cluster != "running" and lives_in_cluster(resource):
+                raise StackFailed(stack, f"{resource['urn']}: can't delete Helm Release with unreachable cluster")
+            if not self.gitlab and lives_in_gitlab(resource):
+                raise StackFailed(stack, f"{resource['urn']}: GitLab does not answer")
+        self.destroyed[stack] = resources
+        del self.states[stack]
+
+    def set_config(self, stack: str, key: str, value: str) -> None:
+        self.config[(stack, key)] = value
+
+    def up(self, stack: str, on_output: Callable[[str], None]) -> None:
+        self.calls.append(("up", stack))
+
+    def preview(self, stack: str, on_output: Callable[[str], None]) -> None:
+        self.calls.append(("preview", stack))
+
+
+def world(pulumi: FakePulumi, *, cluster: ClusterState | None = None, **config: str) -> tuple[World, list[tuple[str, str]]]:
+    wiped: list[tuple[str, str]] = []
+
+    def wipe(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
+        wiped.append((folder, owner))
+        return subprocess.CompletedProcess([], 0, "wiped", "")
+
+    phase1_config = {**stack_config("phase1")[0], **{f"blueprint:{key}": value for key, value in config.items()}}
+    return (
+        World(
+            cluster=lambda name: cluster or ClusterState("gone" if pulumi.cluster == "gone" else "running"),
+            gitlab_answers=lambda phase2: pulumi.gitlab,
+            phase1_config=lambda: phase1_config,
+            wipe_folder=wipe,
+        ),
+        wiped,
+    )
+
+
+def all_stacks(**config: str) -> dict[str, dict[str, Any]]:
+    return {stack: recorded_state(stack, **config) for stack in ("phase1", "phase2", "phase3")}
+
+
+def run_destroy(pulumi: FakePulumi, preserve: bool | None, phase: str = "all", **options: Any) -> tuple[int, str]:
+    out: list[str] = []
+    the_world = options.pop("world", None) or world(pulumi)[0]
+    code = destroy(pulumi, out.append, commands.PHASES[phase], preserve, world=the_world, **options)
+    return code, "\n".join(out)
+
+
+def test_destroy_runs_in_reverse_order() -> None:
+    pulumi = FakePulumi(all_stacks())
+    assert run_destroy(pulumi, False)[0] == 0
+    assert [stack for verb, stack in pulumi.calls if verb == "destroy"] == ["phase3", "phase2", "phase1"]
+
+
+def test_with_the_cluster_gone_what_lived_in_it_is_forgotten_and_said() -> None:
+    pulumi = FakePulumi(all_stacks(), cluster="gone")
+    code, said = run_destroy(pulumi, False)
+    assert code == 0, said
+    assert not [r for r in pulumi.destroyed["phase2"] if lives_in_cluster(r)]
+    assert "from Pulumi's state only, because it lived in the kind cluster, which is gone" in said
+
+
+def test_a_destroy_that_forgets_nothing_would_fail_with_the_cluster_gone() -> None:
+    """The fake fails as the real provider does: the test above passes only because of the forgetting."""
+    pulumi = FakePulumi({"phase2": recorded_state("phase2")}, cluster="gone")
+    with pytest.raises(StackFailed) as failed:
+        pulumi.destroy("phase2", print, {})
+    assert "can't delete Helm Release with unreachable cluster" in failed.value.output
+
+
+def test_a_stopped_docker_refuses_with_the_fix_and_touches_nothing() -> None:
+    pulumi = FakePulumi(all_stacks())
+    stopped, _ = world(pulumi, cluster=ClusterState("unknown", "Cannot connect to the Docker daemon"))
+    code, said = run_destroy(pulumi, False, world=stopped)
+    assert code == 1
+    assert "cannot tell whether the kind cluster blueprint still exists (Cannot connect to the Docker daemon)" in said
+    assert "Start Docker" in said
+    assert "--cluster-gone" in said
+    assert pulumi.calls == []
+    assert pulumi.config == {}
+
+
+def test_cluster_gone_for_good_forgets_the_kind_cluster_itself() -> None:
+    pulumi = FakePulumi(all_stacks(), cluster="gone")
+    code, said = run_destroy(pulumi, False, cluster_gone=True)
+    assert code == 0, said
+    assert not [r for r in pulumi.destroyed["phase1"] if r["urn"].endswith("::kind-cluster")]
+    assert "you said Docker and the cluster are gone (--cluster-gone)" in said
+
+
+def test_without_preserve_data_gitlab_objects_go_with_gitlabs_database_not_through_its_api() -> None:
+    pulumi = FakePulumi(all_stacks(), gitlab=False)
+    code, said = run_destroy(pulumi, False)
+    assert code == 0, said
+    assert not [r for stack in ("phase2", "phase3") for r in pulumi.destroyed[stack] if lives_in_gitlab(r)]
+    assert "it lives in GitLab's database, which this destroy wipes" in said
+
+
+def test_with_preserve_data_phase3_is_kept_with_its_objects_recorded_as_retained() -> None:
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, True)
+    assert code == 0, said
+    assert "phase3" in pulumi.states
+    assert "phase3" not in pulumi.destroyed
+    objects = [r for r in pulumi.states["phase3"]["deployment"]["resources"] if lives_in_gitlab(r)]
+    assert objects
+    assert all(r["retainOnDelete"] for r in objects)
+    assert "phase3: kept (preserveData=true)" in said
+
+
+def test_preserve_data_is_recorded_in_every_stack_before_anything_is_destroyed() -> None:
+    pulumi = FakePulumi(all_stacks())
+    assert run_destroy(pulumi, True)[0] == 0
+    first_destroy = pulumi.calls.index(("destroy", "phase2"))
+    assert {stack for verb, stack in pulumi.calls[:first_destroy] if verb == "import"} == {"phase1", "phase2", "phase3"}
+    folders = [r for stack in ("phase1", "phase2") for r in pulumi.destroyed[stack] if r["inputs"].get("create") == UP_SCRIPT]
+    assert len(folders) == 2
+    assert all(r["inputs"]["delete"] == KEEP_SCRIPT for r in folders)
+    assert pulumi.config == {("phase1", "blueprint:preserveData"): "true"}
+
+
+def test_wipe_data_records_the_wipe_over_a_recorded_keep() -> None:
+    pulumi = FakePulumi(all_stacks(preserveData="true"))
+    assert run_destroy(pulumi, False)[0] == 0
+    folders = [r for stack in ("phase1", "phase2") for r in pulumi.destroyed[stack] if r["inputs"].get("create") == UP_SCRIPT]
+    assert all(r["inputs"]["delete"] == WIPE_SCRIPT and r["outputs"]["delete"] == WIPE_SCRIPT for r in folders)
+
+
+def test_without_a_flag_the_destroy_follows_phase1s_config() -> None:
+    pulumi = FakePulumi(all_stacks())
+    kept, _ = world(pulumi, preserveData="true")
+    code, said = run_destroy(pulumi, None, world=kept)
+    assert code == 0, said
+    assert "phase3" not in pulumi.destroyed
+    assert pulumi.config == {}, "no flag given: the config stays as the user set it"
+
+
+def test_phase3_left_by_a_preserve_destroy_is_forgotten_once_its_gitlab_is_gone() -> None:
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False)
+    code, said = run_destroy(pulumi, False)
+    assert code == 0, said
+    assert not [r for r in pulumi.destroyed["phase3"] if lives_in_gitlab(r)]
+    assert "it lived in GitLab's database, and that GitLab is gone" in said
+
+
+def test_wiping_after_a_preserve_destroy_removes_the_data_folder_no_stack_holds() -> None:
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False)
+    the_world, wiped = world(pulumi)
+    assert run_destroy(pulumi, False, world=the_world)[0] == 0
+    assert wiped == [(str(planned("phase1").outputs[outputs.DATA_DIR]["value"]), "blueprint/phase1")]
+
+
+def test_phase3_alone_is_deleted_through_gitlabs_api_when_gitlab_answers() -> None:
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, False, phase="3")
+    assert code == 0, said
+    assert [r for r in pulumi.destroyed["phase3"] if lives_in_gitlab(r)]
+    assert "Pulumi's state only" not in said
+
+
+def test_phase3_alone_with_gitlab_not_answering_is_refused_with_the_fix() -> None:
+    pulumi = FakePulumi(all_stacks(), gitlab=False)
+    code, said = run_destroy(pulumi, False, phase="3")
+    assert code == 1
+    assert "does not answer" in said
+    assert "blueprint up --phase 2" in said
+    assert ("destroy", "phase3") not in pulumi.calls
+
+
+def test_phase1_is_not_destroyed_from_under_a_running_phase2() -> None:
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, False, phase="1")
+    assert code == 1
+    assert "phase2 is up on phase1's cluster" in said
+    assert pulumi.calls == []
+
+
+def test_phase2_with_its_data_is_not_destroyed_from_under_a_running_phase3() -> None:
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, False, phase="2")
+    assert code == 1
+    assert "phase3 is up on phase2's GitLab" in said
+
+
+def test_phase2_with_its_data_kept_may_go_while_phase3_stays() -> None:
+    pulumi = FakePulumi(all_stacks())
+    assert run_destroy(pulumi, True, phase="2")[0] == 0
+    assert "phase2" in pulumi.destroyed
+    assert "phase3" in pulumi.states
+
+
+def test_stacks_that_are_not_up_are_said_and_skipped() -> None:
+    pulumi = FakePulumi({"phase1": recorded_state("phase1")})
+    code, said = run_destroy(pulumi, False)
+    assert code == 0
+    assert "phase3: not up, nothing to destroy" in said
+    assert [call for call in pulumi.calls if call[0] == "destroy"] == [("destroy", "phase1")]
+
+
+def replacing(pulumi: FakePulumi) -> World:
+    """phase1's config now changes what makes the cluster (two GitLab nodes instead of three)."""
+    return world(pulumi, gitlabNodes="2")[0]
+
+
+def test_a_change_that_replaces_the_cluster_takes_phase2_down_first_keeping_its_data() -> None:
+    pulumi = FakePulumi(all_stacks())
+    out: list[str] = []
+    assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=replacing(pulumi)) == 0
+    assert pulumi.calls[-1] == ("destroy", "phase2")
+    destroyed = pulumi.destroyed["phase2"]
+    assert not [r for r in destroyed if r["inputs"].get("create") == UP_SCRIPT], "the platform folder's data must stay"
+    assert not [r for r in destroyed if lives_in_gitlab(r)], "the runner stays in GitLab's kept database"
+    assert "phase3" in pulumi.states
+    assert "phase2 goes first, keeping its data" in "\n".join(out)
+
+
+def test_a_cluster_change_goes_through_blueprint_up_in_order() -> None:
+    pulumi = FakePulumi(all_stacks())
+    out = io.StringIO()
+    context = Context(runner=pulumi, out=out, world=replacing(pulumi), confirm=lambda question: True)
+    assert commands.up(context, "all") == 0
+    assert [call for call in pulumi.calls if call[0] in ("destroy", "up")] == [
+        ("destroy", "phase2"), ("up", "phase1"), ("up", "phase2"), ("up", "phase3"),
+    ]  # fmt: skip
+
+
+def test_a_cluster_change_is_not_applied_without_a_yes() -> None:
+    pulumi = FakePulumi(all_stacks())
+    out: list[str] = []
+    assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=replacing(pulumi), confirm=lambda question: False) == 1
+    assert "run `uv run blueprint up` in a terminal, or with --yes" in "\n".join(out)
+    assert pulumi.calls == []
+
+
+def test_a_cluster_change_with_phase_1_alone_is_refused_with_the_command() -> None:
+    pulumi = FakePulumi(all_stacks())
+    out: list[str] = []
+    assert make_way_for_a_new_cluster(pulumi, out.append, "1", world=replacing(pulumi)) == 1
+    assert "`uv run blueprint up` applies the change" in "\n".join(out)
+    assert not [call for call in pulumi.calls if call[0] == "destroy"]
+
+
+def test_an_unchanged_cluster_takes_nothing_down() -> None:
+    pulumi = FakePulumi(all_stacks())
+    assert make_way_for_a_new_cluster(pulumi, print, "all", world=world(pulumi, preserveData="true")[0]) == 0
+    assert pulumi.calls == []
+
+
+FAKE_KIND = """\
+case "$KIND_MODE" in
+  listed) echo blueprint ;;
+  none) echo "No kind clusters found." >&2 ;;
+  docker) echo 'ERROR: failed to list clusters: command "docker ps -a" failed: Cannot connect to the Docker daemon' >&2; exit 1 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "status"),
+    [("listed", "running"), ("none", "gone"), ("docker", "unknown")],
+)
+def test_kind_is_asked_and_only_an_answer_that_lists_no_cluster_means_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, status: str
+) -> None:
+    fake_command(tmp_path, "kind", FAKE_KIND)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setenv("KIND_MODE", mode)
+    assert cluster_state("blueprint").status == status
+
+
+def test_without_kind_the_cluster_state_is_unknown(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    state = cluster_state("blueprint")
+    assert (state.status, state.detail) == ("unknown", "kind is not on PATH")
+
+
+def test_a_docker_error_is_kept_for_the_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_command(tmp_path, "kind", FAKE_KIND)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setenv("KIND_MODE", "docker")
+    assert "Cannot connect to the Docker daemon" in cluster_state("blueprint").detail
+
+
+def test_the_recorded_states_are_real_plans() -> None:
+    """Guard for the fixtures: the phase2 state holds Helm releases and the lease command."""
+    resources = recorded_state("phase2")["deployment"]["resources"]
+    assert any(r["type"] == "kubernetes:helm.sh/v3:Release" for r in resources)
+    assert any(r["type"] == COMMAND and r["urn"].endswith("::cluster-lease") for r in resources)
+
+
+@pytest.mark.parametrize("preserve", [True, False, None])
+def test_a_destroy_never_runs_an_up(preserve: bool | None) -> None:
+    """An `up` would apply any other change pending in the config, and cannot run without a cluster."""
+    pulumi = FakePulumi(all_stacks())
+    run_destroy(pulumi, preserve)
+    assert not [call for call in pulumi.calls if call[0] == "up"]
+
+
+FAKE_PULUMI = """\
+echo "$*" >> "$PULUMI_CALLS"
+case "$1 $2" in
+  "stack export") echo '{"version": 3, "deployment": {"resources": []}}' ;;
+  "stack import") echo "$4" > "$PULUMI_IMPORTED"; echo "error: the stack is locked" >&2; exit 255 ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    fake_command(tmp_path / "bin", "pulumi", FAKE_PULUMI)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    monkeypatch.setenv("PULUMI_CALLS", str(tmp_path / "calls"))
+    monkeypatch.setenv("PULUMI_IMPORTED", str(tmp_path / "imported"))
+    return tmp_path
+
+
+def test_state_is_exported_with_its_secrets_still_encrypted(fake_pulumi: Path) -> None:
+    assert commands.AutomationRunner().export_state("phase2") == {"version": 3, "deployment": {"resources": []}}
+    assert (fake_pulumi / "calls").read_text().startswith("stack export --stack phase2")
+    assert "--show-secrets" not in (fake_pulumi / "calls").read_text()
+
+
+def test_a_failed_import_is_a_stack_failure_and_leaves_no_state_file_behind(fake_pulumi: Path) -> None:
+    with pytest.raises(StackFailed) as failed:
+        commands.AutomationRunner().import_state("phase2", {"version": 3, "deployment": {"resources": []}})
+    assert "the stack is locked" in failed.value.output
+    assert not Path((fake_pulumi / "imported").read_text().strip()).exists()

@@ -1,0 +1,101 @@
+"""Rules of the whole lifecycle, checked on every stack's plan, as an `up` and as a preview.
+
+The first `up` is not where things break: the review that prompted these rules found `dev` racing
+on its data folder, phase3 calling GitLab before the admin token was seeded, smoke pipelines not
+waiting for the Runner, and a preserveData destroy that deleted GitLab's group. Each rule here is
+one test over the real program's plan (`blueprint plan`), so a regression fails a test, not a
+user's `pulumi up`. A preview plan has every provider-computed output unknown, as `pulumi preview`
+has them: a rule that held only with known outputs would be a defect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cli.lifecycle import claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab
+from cli.plan import Plan
+from tests.plans import planned, planned_as, waits_for
+
+STACKS = ("phase1", "phase2", "phase3", "dev")
+MODES = ("up", "preview")
+ADMIN_TOKEN = "pulumi-python:dynamic/gitlab:AdminToken"
+RUNNER_CHART = ("kubernetes:helm.sh/v3:Release", "runner-chart")
+SMOKE_PIPELINE = "pulumi-python:dynamic/gitlab:SmokePipeline"
+
+
+def uses_gitlab_api(resource: dict[str, Any]) -> bool:
+    """pulumi-gitlab's resources and provider, and our dynamic resources that call GitLab."""
+    type_ = str(resource["type"])
+    return type_.startswith(("gitlab:", "pulumi:providers:gitlab", "pulumi-python:dynamic/gitlab:")) and type_ != ADMIN_TOKEN
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", ["phase2", "dev"])
+def test_every_gitlab_api_consumer_waits_for_the_seeded_admin_token(stack: str, mode: str) -> None:
+    """phase3 reads the token from phase2's outputs, which exist once phase2 is up: `dev` is where
+    the same wiring must carry the wait, and it plans the same phase functions."""
+    result = planned_as(mode, stack)
+    [token] = result.find(ADMIN_TOKEN)
+    consumers = [r for r in result.resources if uses_gitlab_api(r)]
+    assert consumers
+    for resource in consumers:
+        assert token["urn"] in waits_for(result, resource["urn"]), resource["urn"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_smoke_pipeline_waits_for_the_runner(mode: str) -> None:
+    result = planned_as(mode, "dev")
+    runner = result.one(*RUNNER_CHART)["urn"]
+    pipelines = result.find(SMOKE_PIPELINE)
+    assert pipelines
+    for pipeline in pipelines:
+        assert runner in waits_for(result, pipeline["urn"]), pipeline["urn"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_write_under_a_host_folder_waits_for_the_step_that_claims_it(stack: str, mode: str) -> None:
+    result = planned_as(mode, stack)
+    claims = {folder: r["urn"] for r in result.resources if (folder := claimed_folder(r))}
+    for resource in result.resources:
+        for path in host_paths(resource):
+            for folder, claim in claims.items():
+                if claim != resource["urn"] and is_under(path, folder):
+                    assert claim in waits_for(result, resource["urn"]), f"{resource['urn']} uses {path} before {folder} is claimed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_kubernetes_resource_waits_for_its_namespace(stack: str, mode: str) -> None:
+    result = planned_as(mode, stack)
+    namespaces = {r["inputs"]["metadata"]["name"]: r["urn"] for r in result.find("kubernetes:core/v1:Namespace")}
+    for resource in result.resources:
+        if not resource["custom"] or not resource["type"].startswith("kubernetes:"):
+            continue
+        namespace = (resource["inputs"].get("metadata") or {}).get("namespace") or resource["inputs"].get("namespace")
+        if namespace in namespaces:
+            assert namespaces[namespace] in waits_for(result, resource["urn"]), resource["urn"]
+
+
+def destroyed(stack: str, preserve: bool) -> Plan:
+    return destroy_view(planned(stack, preserveData=str(preserve).lower()))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_with_preserve_data_a_destroy_deletes_nothing_that_holds_user_data(stack: str) -> None:
+    result = destroyed(stack, True)
+    assert all(folder["destroy"] == "keep" for folder in result.folders or []), result.folders
+    for resource in result.resources:
+        if lives_in_gitlab(resource):
+            assert resource["destroy"] != "delete", resource["urn"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_without_preserve_data_a_destroy_deletes_all_user_data(stack: str) -> None:
+    result = destroyed(stack, False)
+    assert all(folder["destroy"] == "wipe" for folder in result.folders or []), result.folders
+    for resource in result.resources:
+        if lives_in_gitlab(resource):
+            assert resource["destroy"] == "delete", resource["urn"]
