@@ -106,9 +106,14 @@ class AutomationRunner:
                     os.environ[key] = value
 
     def set_config(self, stack: str, key: str, value: str) -> None:
+        """Set `key` on `stack` if the stack exists; never create a stack just for that."""
         from pulumi import automation as auto
 
-        self._stack(stack).set_config(key, auto.ConfigValue(value=value))
+        try:
+            selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options())
+        except auto.StackNotFoundError:
+            return
+        selected.set_config(key, auto.ConfigValue(value=value))
 
     # Not the Automation API's export_stack/import_stack: they always export with --show-secrets and
     # leave that plaintext in a temporary file when an import fails. Without it, secrets stay the
@@ -138,17 +143,22 @@ class AutomationRunner:
         return done.stdout
 
     def outputs(self, stack: str) -> dict[str, Any] | None:
+        """None when the stack does not exist or holds no resource: a `pulumi destroy` leaves the
+        stack in place, empty, and an empty stack is not up.
+        """
         from pulumi import automation as auto
 
-        try:
-            selected = auto.select_stack(
-                stack_name=stack,
-                work_dir=str(PROJECT_DIR),
-                opts=auto.LocalWorkspaceOptions(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment()),
-            )
-        except auto.StackNotFoundError:
+        workspace = auto.LocalWorkspace(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment())
+        summary = next((found for found in workspace.list_stacks() if found.name == stack), None)
+        if summary is None or summary.resource_count == 0:
             return None
+        selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options())
         return {key: value.value for key, value in selected.outputs().items()}
+
+    def _options(self) -> Any:
+        from pulumi import automation as auto
+
+        return auto.LocalWorkspaceOptions(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,8 +167,8 @@ class Context:
     out: TextIO = sys.stdout
     doctor: Callable[[], int] | None = None
     """Run before `up`; a non-zero result stops it."""
-    explain: Callable[[str, str, str], str] | None = None
-    """(phase, stack, Pulumi's output) -> what to tell the user."""
+    explain: Callable[[str, str, str, str], str] | None = None
+    """(phase, stack, Pulumi's output, the command that resumes) -> what to tell the user."""
     world: Any = None
     """What `cli/teardown.py` asks of the machine (a `teardown.World`; None: the real one)."""
     confirm: Callable[[str], bool] = lambda question: False
@@ -174,8 +184,10 @@ def _phase_number(stack: str) -> str:
 
 
 def _failed(context: Context, failure: StackFailed, verb: str) -> int:
+    # A failed destroy resumes with the same destroy, never with an `up` that would rebuild it.
+    resume = f"uv run blueprint up --phase {_phase_number(failure.stack)}" if verb == "up" else f"the same `uv run blueprint {verb}` again"
     if context.explain is not None:
-        context.say(context.explain(_phase_number(failure.stack), failure.stack, failure.output))
+        context.say(context.explain(_phase_number(failure.stack), failure.stack, failure.output, resume))
     else:
         context.say(f"{verb} of {failure.stack} failed; resume with `uv run blueprint {verb} --phase {_phase_number(failure.stack)}`.")
     return 1
@@ -220,7 +232,9 @@ def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone
     from cli import teardown
 
     try:
-        return teardown.destroy(context.runner, context.say, PHASES[phase], preserve, cluster_gone=cluster_gone, world=context.world)
+        return teardown.destroy(
+            context.runner, context.say, PHASES[phase], preserve, cluster_gone=cluster_gone, world=context.world, confirm=context.confirm
+        )
     except StackFailed as failure:
         return _failed(context, failure, "destroy")
 
@@ -339,13 +353,21 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
 
     stream = out or sys.stdout  # the stdout of the call, not of the import, so captured output sees it
     if runner is None:
-        problem = doctor.preflight(args.command, project_dir=PROJECT_DIR, environ=os.environ)
+        from cli import passphrase
+
+        if weak := passphrase.weak_choice(os.environ):
+            print(weak, file=sys.stderr)
+        try:
+            problem = doctor.preflight(args.command, project_dir=PROJECT_DIR, environ=os.environ)
+            pulumi_environment()  # makes, or checks, blueprint's passphrase file
+        except passphrase.PassphraseFileError as error:
+            problem = str(error)
         if problem is not None:
             print(problem, file=sys.stderr)
             return 1
     chosen: StackRunner = runner or AutomationRunner()
 
-    def explained(phase: str, stack: str, output: str) -> str:
+    def explained(phase: str, stack: str, output: str, resume: str) -> str:
         known = doctor.pulumi_failure(output, project_dir=PROJECT_DIR, environ=os.environ)
         if known is not None:
             return known
@@ -353,7 +375,7 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
         cluster = str(phase1.get(outputs.CLUSTER_NAME, "")) if phase1 else ""
         gathered = explain.gather(cluster) if cluster and explain.is_timeout(output) else None
         pods, events = gathered if gathered else (None, None)
-        return explain.explain(phase, stack, output, pods, events)
+        return explain.explain(phase, stack, output, pods, events, resume=resume)
 
     def dispatch() -> int:
         if args.command == "status":
@@ -374,7 +396,11 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
     try:
         return dispatch()
     except Exception as error:
+        from pulumi import automation as auto
+
         known = doctor.pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
+        if known is None and isinstance(error, auto.CommandError):
+            known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{error}"
         if known is None:
             raise
         print(known, file=sys.stderr)

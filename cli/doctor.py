@@ -604,6 +604,6 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
         stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")
         return (
             f"Another Pulumi command holds the lock of stack {stack}{holder}. Wait for it to end; if none is running "
-            f"(an interrupted run leaves its lock behind), release the lock from {project_dir}: pulumi cancel --yes -s {stack}"
+            f"(an interrupted run leaves its lock behind), release the lock from {project_dir}: pulumi cancel --yes -s {shlex.quote(stack)}"
         )
     return None

@@ -209,10 +209,19 @@ def _pod_lines(reports: Iterable[PodReport]) -> list[str]:
     return lines
 
 
-def explain(phase: str, stack: str, error_text: str, pods: Mapping[str, Any] | None, events: Mapping[str, Any] | None) -> str:
+def explain(
+    phase: str,
+    stack: str,
+    error_text: str,
+    pods: Mapping[str, Any] | None,
+    events: Mapping[str, Any] | None,
+    *,
+    resume: str | None = None,
+) -> str:
     """What to tell the user when `phase` (its stack `stack`) failed with Pulumi's `error_text`; for a
     Kubernetes timeout, `pods` and `events` (`kubectl get ... -A -o json`, or None when the cluster
-    could not be asked) say which pods held it up.
+    could not be asked) say which pods held it up. `resume` is the command that resumes (an `up` of
+    the phase unless said otherwise: a failed destroy resumes with the same destroy).
     """
     resource = failed_resource(error_text)
     lines = [f"Phase {phase} (stack {stack}) failed" + (f" at {resource}." if resource else ".")]
@@ -230,9 +239,10 @@ def explain(phase: str, stack: str, error_text: str, pods: Mapping[str, Any] | N
     lines += [
         "",
         "Fix the cause, then resume; every step is re-runnable, so it picks up where this one stopped:",
-        f"  uv run blueprint up --phase {phase}",
-        f"  (or with the Pulumi CLI: pulumi up -s {stack})",
+        f"  {resume or f'uv run blueprint up --phase {phase}'}",
     ]
+    if resume is None or resume.startswith("uv run blueprint up"):
+        lines.append(f"  (or with the Pulumi CLI: pulumi up -s {stack})")
     return "\n".join(lines)
 
 

@@ -23,7 +23,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
-from components.host_folder import KEEP_SCRIPT, UP_SCRIPT
+from components.host_folder import KEEP_SCRIPT
+from components.host_folder import claimed_folder as host_folder_of
 
 COMMAND = "command:local:Command"
 
@@ -39,11 +40,8 @@ DELETE_LEAVES: dict[str, str] = {
 
 
 def claimed_folder(resource: Mapping[str, Any]) -> str | None:
-    """The host folder `resource` claims, if it is a host-folder command."""
-    inputs = resource["inputs"]
-    if resource["type"] == COMMAND and inputs.get("create") == UP_SCRIPT:
-        return str(inputs["environment"]["FOLDER"])
-    return None
+    """The host folder `resource` (from a plan or a state) claims, if it is a host-folder command."""
+    return host_folder_of(dict(resource.get("inputs") or {})) if resource["type"] == COMMAND else None
 
 
 def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
@@ -145,8 +143,9 @@ def lives_in_gitlab(resource: Mapping[str, Any]) -> bool:
 def forget(deployment: Mapping[str, Any], urns: set[str]) -> dict[str, Any]:
     """`deployment` (the `deployment` part of `pulumi stack export`) without the resources `urns`:
     removed from state only, as `pulumi state delete` does, with every reference to them dropped
-    from what stays (dependencies, property dependencies, deletedWith), and a provider that nothing
-    uses any more dropped too. A resource that is the parent of one that stays cannot be forgotten.
+    from what stays (dependencies, property dependencies, deletedWith, replaceWith), and a provider
+    that nothing uses any more dropped too. A resource that is the parent of one that stays cannot
+    be forgotten. A state with pending operations is not edited at all (`pending_operations`).
     """
     resources = list(deployment.get("resources") or [])
     gone = set(urns)
@@ -172,11 +171,29 @@ def forget(deployment: Mapping[str, Any], urns: set[str]) -> dict[str, Any]:
             resource["propertyDependencies"] = {
                 key: [urn for urn in deps if urn not in gone] for key, deps in resource["propertyDependencies"].items()
             }
-        if resource.get("deletedWith") in gone:
-            resource.pop("deletedWith")
+        for option in ("deletedWith", "replaceWith"):
+            if resource.get(option) in gone:
+                resource.pop(option)
         kept.append(resource)
-    pending = [op for op in deployment.get("pending_operations") or [] if (op.get("resource") or {}).get("urn") not in gone]
-    return {**deployment, "resources": kept, "pending_operations": pending}
+    return {**deployment, "resources": kept}
+
+
+def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
+    """Why `deployment` must not be edited, or None. An interrupted run leaves pending operations
+    (a create Pulumi cannot tell succeeded); `pulumi stack import` silently drops them, which would
+    lose the one record of, say, a half-made cluster.
+    """
+    operations = deployment.get("pending_operations") or []
+    if not operations:
+        return None
+    what = ", ".join(
+        sorted({f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations})
+    )
+    return (
+        f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first: "
+        f'`pulumi refresh -s {stack}` offers to import or clear them (in a shell that ran `eval "$(uv run blueprint env)"`), '
+        "then run this again"
+    )
 
 
 def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str, Any]:
@@ -191,7 +208,7 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str,
     recorded = []
     for resource in deployment.get("resources") or []:
         resource = dict(resource)
-        if resource["type"] == COMMAND and (resource.get("inputs") or {}).get("create") == UP_SCRIPT:
+        if claimed_folder(resource):
             resource["inputs"] = {**resource["inputs"], "delete": script}
             resource["outputs"] = {**(resource.get("outputs") or {}), "delete": script}
         elif lives_in_gitlab(resource):

@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     keep = destroy.add_mutually_exclusive_group()
     keep.add_argument("--preserve-data", action="store_true", help="record preserveData=true first, so every piece of data stays")
     keep.add_argument("--wipe-data", action="store_true", help="record preserveData=false first, so the data folder is removed")
+    destroy.add_argument("--yes", action="store_true", help="do not ask before destroying (for scripts)")
     destroy.add_argument(
         "--cluster-gone",
         action="store_true",

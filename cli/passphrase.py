@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import shlex
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,6 +34,24 @@ def passphrase_file(environ: Mapping[str, str]) -> Path:
     config = environ.get("XDG_CONFIG_HOME", "")
     base = Path(config) if os.path.isabs(config) else Path(environ.get("HOME") or Path.home()) / ".config"
     return base / "blueprint" / "pulumi-passphrase"
+
+
+class PassphraseFileError(Exception):
+    """blueprint's passphrase file is not one it can trust; the message says what to do."""
+
+
+def _trusted(path: Path) -> None:
+    """Refuse a passphrase file that is a link or not a regular file (someone else's choice of
+    where the state's key lives), and take group and other access away from one that has it.
+    """
+    found = path.lstat()
+    if not stat.S_ISREG(found.st_mode):
+        raise PassphraseFileError(
+            f"{path} is not a plain file (a link, or something else): blueprint keeps the state's passphrase only in "
+            f"a file of its own. Remove it (`rm {shlex.quote(str(path))}`) if you did not put it there, and run again."
+        )
+    if found.st_mode & 0o077:
+        path.chmod(0o600)
 
 
 def _user_chose(environ: Mapping[str, str]) -> bool:
@@ -62,9 +81,22 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
     if _user_chose(environ):
         return {}
     path = passphrase_file(environ)
-    if not path.exists():
+    if not path.is_symlink() and not path.exists():
         _create(path)
+    _trusted(path)
     return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
+
+
+def weak_choice(environ: Mapping[str, str]) -> str | None:
+    """A warning when the user's own PULUMI_CONFIG_PASSPHRASE is empty or the old public default."""
+    if environ.get("PULUMI_CONFIG_PASSPHRASE") not in ("", PUBLIC_DEFAULT):
+        return None
+    return (
+        "warning: PULUMI_CONFIG_PASSPHRASE is "
+        + ("empty" if environ["PULUMI_CONFIG_PASSPHRASE"] == "" else f"`{PUBLIC_DEFAULT}`, blueprint's old public default")
+        + ": anyone with the state can read its secrets. Unset it to use blueprint's private passphrase"
+        + " (the `pulumi stack change-secrets-provider` commands blueprint then prints move the stacks)."
+    )
 
 
 def exports(environ: Mapping[str, str]) -> str:
@@ -84,7 +116,7 @@ def _move_to_private(project_dir: Path, environ: Mapping[str, str]) -> str:
     # Pulumi decrypts with PULUMI_CONFIG_PASSPHRASE and, when rotating without a terminal, reads the
     # new passphrase from the first line of stdin (pulumi/pulumi#11094; manager.go, promptForNewPassphrase).
     moves = [
-        f"  PULUMI_CONFIG_PASSPHRASE={PUBLIC_DEFAULT} pulumi stack change-secrets-provider passphrase -s {stack} < {file}"
+        f"  PULUMI_CONFIG_PASSPHRASE={PUBLIC_DEFAULT} pulumi stack change-secrets-provider passphrase -s {shlex.quote(stack)} < {file}"
         for stack in stacks(project_dir) or ["<stack>"]
     ]
     return "\n".join(

@@ -269,17 +269,31 @@ def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]
     return {}
 
 
+def _has_unknown(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_unknown(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_unknown(item) for item in value)
+    return bool(value == rpc.UNKNOWN)
+
+
 class _StandInMocks(Mocks):
     def __init__(self, upstream: Mapping[str, Plan], preview: bool) -> None:
         self.upstream = upstream
         self.preview = preview
+        self.unconfigured: set[str] = set()
+        """Providers whose config a preview does not know (the recorder fills it)."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == STACK_REFERENCE_TYPE:
             return args.resource_id, self._reference(str(args.inputs.get("name")))
         if self.preview:
             # As the engine previews a create: the provider echoes the inputs; its id and every
-            # output it computes (a command's stdout, a password, a certificate) are unknown.
+            # output it computes (a command's stdout, a password, a certificate) are unknown. A
+            # provider whose own config is unknown (a kubeconfig the cluster will print) cannot
+            # even echo them: everything it would return is unknown (pulumi provider_plugin.go, Create).
+            if (args.provider or "").rsplit("::", 1)[0] in self.unconfigured:
+                return None, {}
             return None, dict(args.inputs)
         return _stand_in_id(args.typ, args.name), {**args.inputs, **_stand_ins(args.typ, args.name, args.inputs)}
 
@@ -319,8 +333,9 @@ def _with_thread_loop(call: Callable[[], Any]) -> Any:
 class _Recorder(MockMonitor):
     """A mock monitor that keeps every registration as plan JSON."""
 
-    def __init__(self, mocks: Mocks) -> None:
+    def __init__(self, mocks: _StandInMocks) -> None:
         super().__init__(mocks)
+        self.stand_ins = mocks
         self.lock = threading.Lock()  # the SDK calls the monitor from executor threads
         self.records: dict[str, dict[str, Any]] = {}
         self.stack_outputs: dict[str, tuple[Any, bool]] = {}
@@ -364,13 +379,16 @@ class _Recorder(MockMonitor):
     def RegisterResource(self, request: Any) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
         self._record(urn, request, custom=bool(request.custom), inputs=request.object)
+        if request.type.startswith("pulumi:providers:") and _has_unknown(json_format.MessageToDict(request.object)):
+            with self.lock:
+                self.stand_ins.unconfigured.add(urn)
         response = _with_thread_loop(lambda: super(_Recorder, self).RegisterResource(request))
-        secret_keys = [key for key in request.additionalSecretOutputs if key in response.object.fields]
-        if secret_keys:
-            # The engine marks these outputs secret; MockMonitor ignores the option, so do it here.
+        if request.additionalSecretOutputs:
+            # The engine marks these outputs secret, known or not; MockMonitor ignores the option.
             state = json_format.MessageToDict(response.object)
-            for key in secret_keys:
-                state[key] = {rpc._special_sig_key: rpc._special_secret_sig, "value": state[key]}
+            for key in request.additionalSecretOutputs:
+                if key in state or self.stand_ins.preview:
+                    state[key] = {rpc._special_sig_key: rpc._special_secret_sig, "value": state.get(key, rpc.UNKNOWN)}
             response.object.Clear()
             response.object.update(state)
         return response

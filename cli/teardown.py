@@ -26,13 +26,14 @@ Stacks are destroyed dependants first. A stack is not destroyed from under one t
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from cli.lifecycle import forget, lives_in_cluster, lives_in_gitlab, record_preserve_data
+from cli.lifecycle import forget, lives_in_cluster, lives_in_gitlab, pending_operations, record_preserve_data
 from stacks import outputs
 
 ORDER = ("phase1", "phase2", "phase3")
@@ -137,22 +138,36 @@ def destroy(
     *,
     cluster_gone: bool = False,
     world: World | None = None,
+    confirm: Callable[[str], bool] = lambda question: True,
 ) -> int:
     """Destroy `phase_stacks` (in reverse order), keeping or wiping the data as `preserve` says
-    (None: as phase1's config says). Returns an exit code; every refusal is said with its fix.
+    (None: as phase1's config says, when the last `up` recorded the same), once `confirm` says yes.
+    Returns an exit code; every refusal is said with its fix.
     """
     world = world or World()
     existing = {stack: values for stack in ORDER if (values := runner.outputs(stack)) is not None}
     targets = [stack for stack in reversed(phase_stacks) if stack in existing]
     config = world.phase1_config()
-    keep = preserve if preserve is not None else str(config.get("blueprint:preserveData", "false")).lower() == "true"
+    configured = str(config.get("blueprint:preserveData", "false")).lower() == "true"
+    keep = preserve if preserve is not None else configured
     name = str((existing.get("phase1") or {}).get(outputs.CLUSTER_NAME) or config.get("blueprint:clusterName", "blueprint"))
     try:
+        recorded = next(
+            (bool(existing[s][outputs.PRESERVE_DATA]) for s in ("phase1", "phase2") if outputs.PRESERVE_DATA in existing.get(s, {})), None
+        )
+        if preserve is None and recorded is not None and recorded != configured:
+            # A checkout or a stash can revert Pulumi.phase1.yaml: never guess which of the two is meant.
+            raise Refused(
+                f"phase1's config says preserveData={str(configured).lower()}, but the last `up` recorded "
+                f"{str(recorded).lower()}: say which you mean, with `--preserve-data` or `--wipe-data`"
+            )
         _refuse_orphans(existing, targets, keep)
         needs_cluster = bool({"phase1", "phase2"} & set(targets)) or ("phase3" in targets and not keep)
-        cluster = ClusterState("gone", "--cluster-gone") if cluster_gone else ClusterState("running")
-        if needs_cluster and not cluster_gone:
-            cluster = world.cluster(name)
+        cluster = world.cluster(name) if needs_cluster or cluster_gone else ClusterState("running")
+        if cluster_gone:
+            if cluster.status == "running":
+                raise Refused(f"kind still lists the cluster {name}: it is not gone. Run `uv run blueprint destroy` without --cluster-gone")
+            cluster = ClusterState("gone", "--cluster-gone")
         if cluster.status == "unknown":
             raise Refused(
                 f"cannot tell whether the kind cluster {name} still exists ({cluster.detail}), so nothing is destroyed: "
@@ -172,18 +187,36 @@ def destroy(
     except Refused as refused:
         say(f"blueprint: {refused}")
         return 1
+    if phase_stacks == ("phase3",) and keep:
+        say("== phase3: nothing to destroy: with preserveData=true its objects stay in GitLab; --wipe-data deletes them")
+        return 0
+    if targets:
+        fate = (
+            "keeping every piece of data" if keep else "REMOVING the platform's data (GitLab, Postgres, OpenBao and its keys, the CA's key)"
+        )
+        question = f"Destroy {', '.join(targets)}, {fate}?"
+        if not confirm(question):
+            say(f"blueprint: {question} Nothing was destroyed: answer yes in a terminal, or run with --yes.")
+            return 1
 
-    if preserve is not None:
+    # Before anything is destroyed, every stack whose data is at stake records the same choice, so a
+    # destroy that stops half-way leaves no two stacks disagreeing. Only phase3 alone is its own
+    # business: deleting the apps says nothing about the platform's data.
+    apps_only = phase_stacks == ("phase3",)
+    scope = [stack for stack in existing if stack == "phase3" or not apps_only]
+    exports = {stack: runner.export_state(stack) for stack in scope}
+    for stack, exported in exports.items():
+        if problem := pending_operations(stack, exported.get("deployment") or {}):
+            say(f"blueprint: {problem}")
+            return 1
+    if preserve is not None and not apps_only:
         runner.set_config("phase1", "blueprint:preserveData", str(preserve).lower())
-    # Every stack's state says the same before anything is destroyed: a destroy that stops half-way
-    # leaves no two stacks disagreeing about the data.
-    say(f"== preserveData={str(keep).lower()}: {'every piece of data stays' if keep else 'the data is removed'}; recorded in each stack")
+    say(f"== preserveData={str(keep).lower()}: {'every piece of data stays' if keep else 'the data is removed'}")
     states = {}
-    for stack in existing:
-        exported = runner.export_state(stack)
-        recorded = record_preserve_data(exported.get("deployment") or {}, keep)
-        _import_if_changed(runner, stack, exported, recorded)
-        states[stack] = ({**exported, "deployment": recorded}, recorded)
+    for stack, exported in exports.items():
+        recorded_state = record_preserve_data(exported.get("deployment") or {}, keep)
+        _import_if_changed(runner, stack, exported, recorded_state)
+        states[stack] = ({**exported, "deployment": recorded_state}, recorded_state)
     for stack in reversed(ORDER):
         if stack not in phase_stacks:
             continue
@@ -210,8 +243,8 @@ def destroy(
         _import_if_changed(runner, stack, exported, state)
         say(f"== {stack}: pulumi destroy")
         runner.destroy(stack, say, {})
-    if not keep and "phase1" not in existing and "phase1" in phase_stacks:
-        return _wipe_unowned_data(say, config, world)
+    if "phase1" in phase_stacks and "phase1" not in existing:
+        return _unowned_data(say, config, world, wipe=preserve is False and bool(existing))
     return 0
 
 
@@ -227,27 +260,51 @@ def _refuse_orphans(existing: Mapping[str, Any], targets: list[str], keep: bool)
             "phase2 is up on phase1's cluster, and would be left pointing at a cluster that is gone: "
             "destroy it first (`uv run blueprint destroy --phase 2`), or everything (`uv run blueprint destroy`)"
         )
-    if "phase2" in targets and "phase3" in existing and "phase3" not in targets and not keep:
+    if {"phase1", "phase2"} & set(targets) and "phase3" in existing and "phase3" not in targets and not keep:
         raise Refused(
-            "phase3 is up on phase2's GitLab, whose data this destroy wipes: destroy it first "
+            "phase3's projects live in GitLab's data, which this destroy wipes: destroy phase3 first "
             "(`uv run blueprint destroy --phase 3`), or everything (`uv run blueprint destroy --wipe-data`); "
             "or keep the data (`--preserve-data`), and phase3 with it"
         )
 
 
-def _wipe_unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: World) -> int:
-    """With phase1 gone (destroyed earlier with its data kept), no stack holds the data folder any
-    more: wiping the data means removing it here, as phase1's destroy would have, if it is ours.
+def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: World, *, wipe: bool) -> int:
+    """phase1's data folder when phase1's stack is gone (destroyed earlier with its data kept): no
+    stack holds it any more. It is removed here, as phase1's destroy would have, only when all of
+    this holds: the user said `--wipe-data`; this checkout still had a stack of that platform (the
+    phase3 a preserveData destroy keeps); the folder's owner file names phase1; no stack has a lease
+    on a cluster over it, and no cluster blueprint made over it still runs. Otherwise it is kept,
+    and said so with the command that removes it.
     """
-    from stacks.config import PROJECT_DIR, absolute_data_dir
+    from components.host_folder import OWNER_MARKER
+    from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
+    from stacks.config import PROJECT_DIR, absolute_data_dir, data_dir_problem
 
-    folder = str(absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR))
-    done = world.wipe_folder(folder, "blueprint/phase1")
+    folder = absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
+    if not (folder / OWNER_MARKER).is_file():
+        return 0  # nothing of blueprint's there
+    kept = f"== the data folder {folder} is kept: no stack of this checkout holds it any more"
+    remove = f"if it is yours and you want it gone: sudo rm -rf {shlex.quote(str(folder))}"
+    if not wipe:
+        say(f"{kept}; {remove}")
+        return 0
+    users = sorted(path.name for path in (folder / USERS_FOLDER).glob("*")) if (folder / USERS_FOLDER).is_dir() else []
+    cluster_name = (folder / CLUSTER_MARKER).read_text().strip() if (folder / CLUSTER_MARKER).is_file() else ""
+    running = world.cluster(cluster_name).status if cluster_name else "gone"
+    problem = (
+        data_dir_problem(folder, PROJECT_DIR)
+        or (f"a platform still runs on a cluster over it ({', '.join(users)})" if users else None)
+        or (f"the kind cluster {cluster_name} blueprint made over it still runs" if running == "running" else None)
+        or (f"whether the kind cluster {cluster_name} over it still runs cannot be told (start Docker)" if running == "unknown" else None)
+    )
+    if problem:
+        say(f"{kept}, and not removed: {problem}; {remove}")
+        return 1
+    done = world.wipe_folder(str(folder), "blueprint/phase1")
     if done.returncode != 0:
         say(f"blueprint: {done.stderr.strip()}")
         return 1
-    if done.stdout.strip():
-        say(done.stdout.strip())
+    say(f"== the data folder {folder}: no stack holds it any more; removed it")
     return 0
 
 
@@ -264,11 +321,9 @@ def _wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     try:
         done = subprocess.run(["/bin/sh", "-c", WIPE_SCRIPT], env=env, capture_output=True, text=True, check=False, timeout=1800)
     except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(
-            [], 1, "", f"removing {folder} took more than 30 minutes; remove it by hand: sudo rm -rf '{folder}'"
-        )
-    stdout = f"== the data folder {folder}: no stack holds it any more; removed it" if done.returncode == 0 else ""
-    return subprocess.CompletedProcess(done.args, done.returncode, stdout, done.stderr)
+        slow = f"removing {folder} took more than 30 minutes; remove it by hand: sudo rm -rf {shlex.quote(folder)}"
+        return subprocess.CompletedProcess([], 1, "", slow)
+    return done
 
 
 def _phase1_config() -> Mapping[str, str]:
@@ -283,12 +338,17 @@ def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:
     import requests
 
     ca = str(phase2.get(outputs.CA_CERT_FILE))
+    if not os.path.isfile(ca):
+        return False  # the token goes only to a GitLab our CA vouches for
+    session = requests.Session()
+    session.trust_env = False  # no CA bundle or proxy from the environment
     try:
-        response = requests.get(
+        response = session.get(
             f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version",
             headers={"PRIVATE-TOKEN": str(phase2.get(outputs.ADMIN_TOKEN))},
-            verify=ca if os.path.exists(ca) else True,
+            verify=ca,
             timeout=15,
+            allow_redirects=False,
         )
     except (requests.RequestException, OSError):
         return False
@@ -315,6 +375,17 @@ def make_way_for_a_new_cluster(
     planned = planned_cluster_id(world.phase1_config())
     if phase2 is None or recorded is None or planned is None or recorded == planned:
         return 0
+    config = world.phase1_config()
+    moved = _absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"))
+    if moved != str((phase1 or {}).get(outputs.DATA_DIR)):
+        # A platform over a new folder is a new platform: nothing of this one's data would follow.
+        say(
+            f"blueprint: blueprint:dataDir changed from {(phase1 or {}).get(outputs.DATA_DIR)} to {moved} while the platform "
+            "runs over the old folder; over the new one, a new, empty platform would come up and phase3's projects would "
+            "be lost to it. Put the old value back, or first `uv run blueprint destroy` (with --preserve-data to keep "
+            "the old folder as it is), then change dataDir and `uv run blueprint up`."
+        )
+        return 1
     if phase != "all":
         say(
             "blueprint: phase1's new settings replace the kind cluster, and phase2 runs on it. `uv run blueprint up` "
@@ -336,12 +407,13 @@ def make_way_for_a_new_cluster(
     say("== phase1's new settings replace the kind cluster: phase2 goes first, keeping its data, and comes back on the new cluster")
     exported = runner.export_state("phase2")
     state = exported.get("deployment") or {}
+    if problem := pending_operations("phase2", state):
+        say(f"blueprint: {problem}")
+        return 1
+    # Recorded, not forgotten: if this destroy stops half-way, a later `--wipe-data` can still record
+    # the wipe of the platform folder, and the Runner is kept in GitLab's database for the way back.
+    state = record_preserve_data(state, keep=True)
     reasons = plan_destroy(state, keep=True, cluster=cluster, gitlab_reachable=False, gitlab_data_goes=False, cluster_gone_for_good=False)
-    for resource in state.get("resources") or []:
-        if claimed_folder_of_state(resource):
-            reasons[str(resource["urn"])] = "the platform's data stays for the new cluster"
-        elif lives_in_gitlab(resource):
-            reasons[str(resource["urn"])] = "it lives in GitLab's database, which stays for the new cluster"
     _say_forgotten(say, "phase2", reasons)
     _import_if_changed(runner, "phase2", exported, forget(state, set(reasons)))
     say("== phase2: pulumi destroy")
@@ -349,10 +421,10 @@ def make_way_for_a_new_cluster(
     return 0
 
 
-def claimed_folder_of_state(resource: Mapping[str, Any]) -> str | None:
-    from cli.lifecycle import claimed_folder
+def _absolute_data_dir(value: str) -> str:
+    from stacks.config import PROJECT_DIR, absolute_data_dir
 
-    return claimed_folder({"type": resource["type"], "inputs": resource.get("inputs") or {}})
+    return str(absolute_data_dir(value, PROJECT_DIR))
 
 
 def planned_cluster_id(config: Mapping[str, str]) -> str | None:

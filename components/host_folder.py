@@ -19,10 +19,19 @@ from pulumi_command import local
 
 OWNER_MARKER = ".blueprint-owner"
 """File in an owned folder naming the `<project>/<stack>` that owns it."""
+WIPING_MARKER = ".blueprint-wiping"
+"""File a wipe writes before it removes anything, and removes with the folder: a folder that still
+has it was wiped half-way (the host user's files, the secrets among them, gone; the pods' files,
+the databases, still there), and an `up` over it would make new secrets beside old data."""
 
 UP_SCRIPT = f"""\
 set -eu
 marker="$FOLDER/{OWNER_MARKER}"
+if [ -e "$FOLDER/{WIPING_MARKER}" ]; then
+  echo "blueprint: a destroy that removes $FOLDER stopped half-way, so its secrets may be gone while its" \\
+    "databases remain; finish it: run the destroy again (uv run blueprint destroy --wipe-data), or sudo rm -rf '$FOLDER'" >&2
+  exit 1
+fi
 if [ -f "$marker" ]; then
   owner=$(cat "$marker")
   if [ "$owner" != "$OWNER" ]; then
@@ -53,15 +62,18 @@ if [ "$(cat "$FOLDER/{OWNER_MARKER}" 2>/dev/null)" != "$OWNER" ]; then
   echo "blueprint: not removing $FOLDER: its {OWNER_MARKER} does not name $OWNER" >&2
   exit 1
 fi
-# The owner marker goes last, so a wipe that fails half-way can be run again.
-find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" -delete 2>/dev/null
-if [ -n "$(find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" 2>/dev/null | head -n 1)" ]; then
+# The markers go last, so a wipe that fails half-way can be run again, and no `up` takes the folder
+# over in between.
+: > "$FOLDER/{WIPING_MARKER}"
+find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" ! -path "$FOLDER/{WIPING_MARKER}" -delete 2>/dev/null
+if [ -n "$(find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" ! -path "$FOLDER/{WIPING_MARKER}" 2>/dev/null | head -n 1)" ]; then
   echo "blueprint: removing files owned by pod users in $FOLDER through a one-shot container" >&2
   docker run --rm --network none --user 0 -v "$FOLDER:/blueprint-data" \\
-    --entrypoint find "$WIPE_IMAGE" /blueprint-data -mindepth 1 ! -path /blueprint-data/{OWNER_MARKER} -delete
+    --entrypoint find "$WIPE_IMAGE" /blueprint-data -mindepth 1 ! -path /blueprint-data/{OWNER_MARKER} \\
+    ! -path /blueprint-data/{WIPING_MARKER} -delete
 fi
-if [ -z "$(find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" 2>/dev/null | head -n 1)" ]; then
-  rm -f -- "$FOLDER/{OWNER_MARKER}"
+if [ -z "$(find "$FOLDER" -mindepth 1 ! -path "$FOLDER/{OWNER_MARKER}" ! -path "$FOLDER/{WIPING_MARKER}" 2>/dev/null | head -n 1)" ]; then
+  rm -f -- "$FOLDER/{WIPING_MARKER}" "$FOLDER/{OWNER_MARKER}"
   rmdir -- "$FOLDER"
 fi
 if [ -e "$FOLDER" ]; then
@@ -92,6 +104,17 @@ class HostFolderArgs:
             raise ValueError(f"path must be absolute, got {self.path!r}")
         if any(" " in sub or sub.startswith("/") for sub in self.subfolders):
             raise ValueError(f"subfolders must be relative and without spaces, got {self.subfolders}")
+
+
+def claimed_folder(command_inputs: dict[str, object]) -> str | None:
+    """The folder a recorded `host_folder` command claims (from its inputs or state), or None.
+    Told by its environment's keys, which every version of the command has had, never by its
+    scripts' text, which changes between versions while old states keep the old text.
+    """
+    environment = command_inputs.get("environment")
+    if isinstance(environment, dict) and {"FOLDER", "OWNER"} <= set(environment):
+        return str(environment["FOLDER"])
+    return None
 
 
 def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | None = None) -> local.Command:

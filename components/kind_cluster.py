@@ -171,23 +171,25 @@ holds a file naming itself while it does: the cluster is not deleted from under 
 
 CLUSTER_DOWN_SCRIPT = f"""\
 set -eu
-users="$DATA_DIR/{USERS_FOLDER}"
-if [ -d "$users" ] && [ -n "$(ls -A "$users")" ]; then
-  for user in "$users"/*; do
-    stack=$(cat "$user")
-    echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \\
-      "(a destroy, or a change of clusterName, dataDir, the node counts or the ports, which replaces the cluster)." >&2
-    case "$stack" in
-      */dev) echo "blueprint: to change dev's cluster and keep its data: put the old value back, then" \\
-          "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev'," \\
-          "set the new value and 'pulumi up -s dev'." >&2 ;;
-      *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \\
-          "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \\
-          "By hand: 'pulumi destroy -s ${{stack##*/}}' first." >&2 ;;
-    esac
-  done
-  exit 1
-fi
+held=""
+for lease in "$DATA_DIR/{USERS_FOLDER}"/*; do
+  [ -f "$lease" ] && [ ! -L "$lease" ] || continue  # no lease (the pattern itself), or not one of ours
+  # Only a stack name's characters: the file is in a folder the nodes mount, so print nothing else.
+  stack=$(head -n 1 "$lease" | tr -cd 'A-Za-z0-9._/-')
+  held=yes
+  echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \\
+    "(a destroy, or a change of clusterName, dataDir, the node counts or the ports, which replaces the cluster)." >&2
+  case "$stack" in
+    */dev) echo "blueprint: to change dev's cluster and keep its data: put the old value back, then" \\
+        "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev'," \\
+        "set the new value and 'pulumi up -s dev'." >&2 ;;
+    *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \\
+        "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \\
+        "By hand: 'pulumi destroy -s ${{stack##*/}}' first." >&2 ;;
+  esac
+  echo "blueprint: (if that stack no longer exists, remove its lease: rm '$lease')" >&2
+done
+[ -z "$held" ] || exit 1
 kind delete cluster --name "$KIND_CLUSTER_NAME"
 rm -f "$DATA_DIR/{CLUSTER_MARKER}"
 """
@@ -198,11 +200,19 @@ new CA, which no delete can reach)."""
 
 LEASE_SCRIPT = f"""\
 set -eu
-mkdir -p "$DATA_DIR/{USERS_FOLDER}"
-printf '%s\\n' "$USER_STACK" > "$DATA_DIR/{USERS_FOLDER}/$(printf '%s' "$USER_STACK" | tr '/' '_')"
+users="$DATA_DIR/{USERS_FOLDER}"
+if [ -L "$users" ]; then
+  echo "blueprint: $users is a symbolic link; blueprint writes no lease through one" >&2
+  exit 1
+fi
+mkdir -p "$users"
+# A new file renamed into place: never written through a link someone left at the lease's name.
+draft=$(mktemp "$users/.lease.XXXXXX")
+printf '%s\\n' "$USER_STACK" > "$draft"
+mv -f "$draft" "$users/$(printf '%s' "$USER_STACK" | tr -c 'A-Za-z0-9._-' '_')"
 """
 RELEASE_SCRIPT = f"""\
-rm -f "$DATA_DIR/{USERS_FOLDER}/$(printf '%s' "$USER_STACK" | tr '/' '_')"
+rm -f "$DATA_DIR/{USERS_FOLDER}/$(printf '%s' "$USER_STACK" | tr -c 'A-Za-z0-9._-' '_')"
 rmdir "$DATA_DIR/{USERS_FOLDER}" 2>/dev/null || true
 """
 

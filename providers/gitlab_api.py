@@ -2,35 +2,57 @@
 
 A `GitLab` is built per call from a resource's wire properties (`gitlab_url`, `token`,
 `ca_file`): the providers are pickled by reference and keep nothing on `self`. It sends the token
-as `PRIVATE-TOKEN`, trusts the CA file, follows `X-Next-Page` pagination, and retries what is
-transient: a gateway answer while GitLab restarts (502, 503, 504), a timeout, a refused
-connection. A POST is retried only when it never reached GitLab (the connection was refused or
-timed out): after a gateway error GitLab may have acted on it, and our callers get or create, so
-the next `up` adopts what a lost answer made instead of making it twice.
+as `PRIVATE-TOKEN`, trusts the CA file and nothing from the environment, follows `X-Next-Page`
+pagination, and retries what is transient: a gateway answer while GitLab restarts (502, 503,
+504), a timeout, a refused connection, and a throttled request (429, after the `Retry-After` it
+names, bounded). A POST is retried only when it never reached GitLab (the connection was refused
+or timed out, or it was throttled): after a gateway error GitLab may have acted on it, and our
+callers get or create, so the next `up` adopts what a lost answer made instead of making it twice.
+
+**The environment.** The session ignores `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE` and proxy
+variables (`trust_env` off): with it on, `requests` puts an environment bundle above the
+session's `verify`, so the admin token could be sent to whatever that bundle trusts. GitLab is on
+the laptop's 127.0.0.1 gateway: no proxy applies.
+
+**Redirects** are never followed by `requests`, which re-sends the `PRIVATE-TOKEN` header to any
+host (it strips only `Authorization`). GitLab answers a GET of a renamed project's old path with a
+301 to the project's id (lib/api/helpers.rb `find_project!`, `redirect!`); `call` follows that
+one redirect itself, on GitLab's own host only.
 
 Every failure is a `GitLabApiError` naming the method, the path, the status and the start of the
-body, never the token.
+body, never the token nor a string value the request sent (a variable's value, say), which a
+refusal may echo.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pulumi
 
 RETRY_PAUSES = (1.0, 2.0, 4.0, 8.0)
 """Seconds between attempts: five in all, about 15 s, what a restarting webservice pod needs."""
 TRANSIENT = frozenset({502, 503, 504})
+THROTTLED = 429
+"""Rack::Attack and the API's rate limits answer it before acting, with `Retry-After` in seconds
+(lib/api/helpers.rb `too_many_requests!`: a minute by default), so even a POST may be sent again."""
+RETRY_AFTER_MAX = 60.0
+"""The longest `Retry-After` honoured: GitLab's throttles count over periods of a minute."""
 MOVED = frozenset({301, 302, 307, 308})
+REDACT_MIN_LENGTH = 4
+"""Request strings shorter than this are left in error messages (hiding "*" or "main" only garbles them)."""
 TIMEOUT_SECONDS = 60
 """Per request: a commit of a whole project's files is the slowest call."""
+PLAIN_PULUMI = 'the plain `pulumi` commands need `eval "$(uv run blueprint env)"` in that shell first'
+"""What every message that names a plain `pulumi` command adds: blueprint's state passphrase."""
 
 
 class GitLabApiError(Exception):
@@ -41,6 +63,14 @@ class GitLabApiError(Exception):
         answer = f"HTTP {status}" if status is not None else "no answer"
         super().__init__(f"GitLab: {method} /api/v4{path} failed ({answer}): {detail}")
 
+    @property
+    def unanswered(self) -> bool:
+        """GitLab itself gave no answer: it could not be reached, the CA file to check it against is
+        missing, or only its gateway answered (502/503/504, GitLab restarting) until the retries ran
+        out. Nothing can be told then about what GitLab holds.
+        """
+        return self.status is None or self.status in TRANSIENT
+
 
 def missing_ca_file(ca_file: str) -> str | None:
     """What to do about a missing CA file, or None when it is there. `requests` would raise a bare
@@ -50,7 +80,8 @@ def missing_ca_file(ca_file: str) -> str | None:
         return None
     return (
         f"the CA certificate {ca_file} that GitLab's certificate is checked against is missing. Write it again from "
-        f"phase2's output: `pulumi stack output -s phase2 caCertPem > {ca_file}` (`-s dev` in the dev stack), then re-run."
+        f"phase2's output: `pulumi stack output -s phase2 caCertPem > {ca_file}` (`-s dev` in the dev stack; "
+        f"{PLAIN_PULUMI}), then re-run."
     )
 
 
@@ -88,6 +119,19 @@ def wire(args: Any, version: str, *outputs: str) -> dict[str, Any]:
     return {**args.connection.props(), **fields, "provider_version": version, **dict.fromkeys(outputs)}
 
 
+def session(token: str, ca_file: str) -> Any:
+    """A `requests` session that sends `token` to GitLab and trusts `ca_file`, and nothing from the
+    environment (no CA bundle, proxy or .netrc): see the module docstring.
+    """
+    import requests  # not at import time: the provider host imports this module first
+
+    made = requests.Session()
+    made.trust_env = False
+    made.headers["PRIVATE-TOKEN"] = token
+    made.verify = ca_file
+    return made
+
+
 @dataclass(frozen=True)
 class GitLab:
     """A client for one GitLab, from one call's properties."""
@@ -95,23 +139,21 @@ class GitLab:
     url: str
     token: str = field(repr=False)
     ca_file: str
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Further values no error may show: the runner's token, when the call's properties hold it."""
 
     @classmethod
     def of(cls, props: Mapping[str, Any]) -> GitLab:
-        return cls(str(props["gitlab_url"]).rstrip("/"), str(props["token"]), str(props["ca_file"]))
+        secrets = tuple(str(props[key]) for key in ("authentication_token",) if props.get(key))
+        return cls(str(props["gitlab_url"]).rstrip("/"), str(props["token"]), str(props["ca_file"]), secrets)
 
     @cached_property
     def _session(self) -> Any:
-        import requests  # not at import time: the provider host imports this module first
+        return session(self.token, self.ca_file)
 
-        session = requests.Session()
-        session.headers["PRIVATE-TOKEN"] = self.token
-        session.verify = self.ca_file
-        return session
-
-    def send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None, follow: bool = True) -> Any:
-        """The `requests` response to one call (retried while transient); raises on a refusal,
-        except 404 and (with `follow=False`) a redirect, which callers decide about.
+    def send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None) -> Any:
+        """The `requests` response to one call (retried while transient, never redirected); raises
+        on a refusal, except 404 and a redirect, which callers decide about.
         """
         import requests
 
@@ -120,18 +162,19 @@ class GitLab:
         for pause in (*RETRY_PAUSES, None):
             try:
                 response = self._session.request(
-                    method, f"{self.url}/api/v4{path}", params=params, json=body, timeout=TIMEOUT_SECONDS, allow_redirects=follow
+                    method, f"{self.url}/api/v4{path}", params=params, json=body, timeout=TIMEOUT_SECONDS, allow_redirects=False
                 )
             except (requests.ConnectionError, requests.Timeout) as error:
                 if pause is None or (method == "POST" and not _never_sent(error)):
                     raise GitLabApiError(method, path, None, f"cannot reach {self.url} ({type(error).__name__})") from error
             else:
-                retry = response.status_code in TRANSIENT and method != "POST"
-                if not retry or pause is None:
+                throttled = response.status_code == THROTTLED
+                if pause is None or not (throttled or (response.status_code in TRANSIENT and method != "POST")):
                     break
+                pause = _retry_after(response, pause) if throttled else pause
             time.sleep(pause)
         if response.status_code >= 400 and response.status_code != 404:
-            raise GitLabApiError(method, path, response.status_code, self._short(response.text))
+            raise GitLabApiError(method, path, response.status_code, self._short(response.text, body))
         return response
 
     def call(
@@ -142,31 +185,41 @@ class GitLab:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
         missing_ok: bool = False,
-        follow: bool = True,
     ) -> Any:
         """The decoded answer (None when it has no body). A 404 is None with `missing_ok`, an error
-        otherwise; so is a redirect with `follow=False` (a path GitLab only redirects from, such as a
-        renamed project's old one, holds nothing).
+        otherwise. A GET that GitLab redirects (a renamed project's old path) is sent once more,
+        to where it points, when that is this GitLab; a redirect elsewhere is an error.
         """
-        response = self.send(method, path, params=params, body=body, follow=follow)
+        response = self.send(method, path, params=params, body=body)
+        if response.status_code in MOVED and method == "GET":
+            response = self.send("GET", self._moved(path, response))
         if response.status_code == 404 or response.status_code in MOVED:
             if missing_ok:
                 return None
-            raise GitLabApiError(method, path, response.status_code, self._short(response.text))
+            raise GitLabApiError(method, path, response.status_code, self._short(response.text, body))
         return response.json() if response.content else None
+
+    def _moved(self, path: str, response: Any) -> str:
+        """The API path a redirect points to, if it points to this GitLab's API."""
+        location, here = urlsplit(str(response.headers.get("Location", ""))), urlsplit(self.url)
+        api = f"{here.path}/api/v4"
+        if (location.scheme, location.netloc) != (here.scheme, here.netloc) or not location.path.startswith(f"{api}/"):
+            where = f"{location.scheme}://{location.netloc}" if location.netloc else "nowhere"
+            raise GitLabApiError("GET", path, response.status_code, f"redirected to {where}, not to {self.url}: not followed")
+        return location.path.removeprefix(api) + (f"?{location.query}" if location.query else "")
 
     def get(self, path: str, **params: Any) -> Any:
         return self.call("GET", path, params=params)
 
     def find(self, path: str, **params: Any) -> Any:
         """What `path` holds, or None when GitLab has nothing there."""
-        return self.call("GET", path, params=params, missing_ok=True, follow=False)
+        return self.call("GET", path, params=params, missing_ok=True)
 
     def post(self, path: str, body: Any = None) -> Any:
         return self.call("POST", path, body=body or {})
 
-    def put(self, path: str, body: Any) -> Any:
-        return self.call("PUT", path, body=body)
+    def put(self, path: str, body: Any, **params: Any) -> Any:
+        return self.call("PUT", path, params=params, body=body)
 
     def delete(self, path: str, **params: Any) -> None:
         """Delete what `path` holds; nothing there is done already."""
@@ -182,8 +235,32 @@ class GitLab:
             yield from response.json()
             page = response.headers.get("X-Next-Page", "")
 
-    def _short(self, text: str) -> str:
-        return " ".join(text.replace(self.token, "[secret]").split())[:200] or "(empty body)"
+    def _short(self, text: str, body: Any = None) -> str:
+        """The start of an answer's body, with the token, our other secrets and every string the
+        request sent (as sent, and as JSON would echo it) replaced by `[secret]`.
+        """
+        for value in sorted({self.token, *self.secrets, *_strings(body)} - {""}, key=len, reverse=True):
+            text = text.replace(value, "[secret]").replace(json.dumps(value)[1:-1], "[secret]")
+        return " ".join(text.split())[:200] or "(empty body)"
+
+
+def _strings(body: Any) -> Iterator[str]:
+    """Every string value in a request body, at any depth, of REDACT_MIN_LENGTH characters or more."""
+    if isinstance(body, str):
+        if len(body) >= REDACT_MIN_LENGTH:
+            yield body
+    elif isinstance(body, Mapping):
+        for value in body.values():
+            yield from _strings(value)
+    elif isinstance(body, list | tuple):
+        for value in body:
+            yield from _strings(value)
+
+
+def _retry_after(response: Any, otherwise: float) -> float:
+    """The pause a 429 asks for (`Retry-After` in seconds, at most RETRY_AFTER_MAX), else `otherwise`."""
+    named = str(response.headers.get("Retry-After", "")).strip()
+    return min(float(named), RETRY_AFTER_MAX) if named.isdigit() else otherwise
 
 
 def _never_sent(error: Exception) -> bool:

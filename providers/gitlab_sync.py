@@ -5,10 +5,19 @@ locally, so no file is downloaded), and sends every difference (create, update, 
 actions of **one** commit: one edit makes one pipeline. Unchanged files make no commit; a file
 gone from `apps/<name>/` is deleted from the repository. The outputs carry the branch's head, which
 the smoke pipeline waits on.
+
+**Only into a project of ours.** One commit deletes every file of the branch that is not in
+`apps/<name>/`, so before any commit the project must carry our `blueprint_owner` mark (one GET,
+as providers/gitlab_objects.py explains): a state can outlive its GitLab, and in the new one the
+recorded project id may be a user's. If it is not ours the sync refuses, naming the fix. `read`
+(refresh) reports the sync gone when its project is gone or not ours, so that the next `up`, once it
+has got or created the project (perhaps under the same id in a new GitLab), syncs it again; it
+keeps the recorded state when GitLab gives no answer.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -17,11 +26,20 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
+from providers.gitlab_objects import (
+    GitLabObjectError,
+    NotOurs,
+    gone_message,
+    in_one_of_ours,
+    not_ours_message,
+    program_owner,
+    refreshed,
+)
 
-PROVIDER_VERSION = "1"
+PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = (*CONNECTION, "project", "branch", "files", "message", "provider_version")
+INPUTS = (*CONNECTION, "project", "branch", "files", "message", "owner", "provider_version")
 
 
 def blob_id(content: str) -> str:
@@ -56,9 +74,21 @@ def current_tree(api: GitLab, repository: str, branch: str) -> dict[str, str]:
     return {entry["path"]: entry["id"] for entry in entries if entry["type"] == "blob"}
 
 
+def check_project(api: GitLab, props: dict[str, Any]) -> None:
+    """Refuse, naming the fix, unless the project is there and ours."""
+    owner, what = str(props.get("owner") or ""), f"project {props['project']} (of this sync)"
+    try:
+        there = in_one_of_ours(api, "projects", props["project"], owner, subject="it")
+    except NotOurs as theirs:
+        raise GitLabObjectError(not_ours_message(what, str(theirs), owner)) from None
+    if not there:
+        raise GitLabObjectError(gone_message(what, owner))
+
+
 def sync(props: dict[str, Any]) -> dict[str, Any]:
     """Commit the differences, if any, in one commit; return the outputs (the branch's head)."""
     api, repository = GitLab.of(props), f"/projects/{encode(props['project'])}/repository"
+    check_project(api, props)
     actions = commit_actions(dict(props["files"]), current_tree(api, repository, str(props["branch"])))
     if actions:
         body = {"branch": props["branch"], "commit_message": props["message"], "actions": actions}
@@ -80,7 +110,10 @@ class GitLabSyncProvider(ResourceProvider):
         return UpdateResult(outs=sync(news))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_, props)
+        def look() -> dict[str, Any] | None:
+            return {} if in_one_of_ours(GitLab.of(props), "projects", props["project"], props.get("owner")) else None
+
+        return refreshed(id_, props, look, lambda _: {})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Nothing: the history stays in the repository, which goes with its project."""
@@ -95,6 +128,8 @@ class GitLabSyncArgs:
     """{path in the repository: content}: everything the branch must hold."""
     branch: str = "main"
     message: str = "blueprint: sync from apps/"
+    owner: str | None = None
+    """`<pulumi project>/<stack>`, the mark the project must carry; the running program's by default."""
 
 
 class GitLabSync(pulumi.dynamic.Resource, module="gitlab", name="ProjectSync"):
@@ -104,5 +139,5 @@ class GitLabSync(pulumi.dynamic.Resource, module="gitlab", name="ProjectSync"):
     """The branch's head after the sync."""
 
     def __init__(self, name: str, args: GitLabSyncArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        props = wire(args, PROVIDER_VERSION, "commit", "changed")
+        props = wire(dataclasses.replace(args, owner=args.owner or program_owner()), PROVIDER_VERSION, "commit", "changed")
         super().__init__(GitLabSyncProvider(), name, props, opts)

@@ -3,12 +3,15 @@
 Creating a token through the API needs a token, so the first one is seeded inside GitLab: a Ruby
 script run by `gitlab-rails runner` in the toolbox pod (kubectl exec, the script on stdin so the
 value never reaches a command line). The script is idempotent: it does nothing when the value is
-an active token already, and otherwise replaces any stale row with a new token of that value.
+an active token with the inputs' scopes already (and only sets the scopes of one without them),
+and otherwise replaces any stale row with a new token of that value, revoking root's other
+"blueprint" tokens.
 
 `diff` asks GitLab whether it still accepts the token (`GET /personal_access_tokens/self`) and
-reports a change when it does not (expired, revoked, a new GitLab over wiped data), so the next
-`up` seeds it again; `read` (refresh) drops a token GitLab refuses. The kubeconfig comes from
-`kind get kubeconfig` at the moment of use: no credential passes through the inputs but the token.
+reports a change when it does not (expired, revoked, a new GitLab over wiped data) or when the
+token lacks a scope the inputs name, so the next `up` seeds it again; `read` (refresh) drops such
+a token. The kubeconfig comes from `kind get kubeconfig` at the moment of use: no credential
+passes through the inputs but the token.
 
 GitLab's answer is checked against the CA in `ca_file`. Without that file (deleted with the data
 folder, say) nothing GitLab says can be trusted, so `diff` and `read` cannot tell and change
@@ -27,9 +30,9 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-from providers.gitlab_api import missing_ca_file
+from providers.gitlab_api import missing_ca_file, session
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
@@ -38,18 +41,27 @@ INPUTS = (
 )  # fmt: skip
 SEED_SCRIPT = """\
 value = STDIN_TOKEN
+scopes = SCOPES
 token = PersonalAccessToken.find_by_token(value)
-if token&.active?
+if token&.active? && token.scopes.map(&:to_s).sort == scopes.sort
   puts "exists"
+elsif token&.active?
+  token.update!(scopes: scopes)
+  puts "updated"
 else
   token&.destroy!
   user = User.find_by_username!("root")
-  token = user.personal_access_tokens.build(name: "blueprint", scopes: SCOPES, expires_at: EXPIRES_DAYS.days.from_now)
+  token = user.personal_access_tokens.build(name: "blueprint", scopes: scopes, expires_at: EXPIRES_DAYS.days.from_now)
   token.set_token(value)
   token.save!
+  user.personal_access_tokens.active.where(name: "blueprint").where.not(id: token.id).each(&:revoke!)
   puts "created"
 end
 """
+"""Idempotent: an active token of this value is kept (its scopes brought to the inputs'); otherwise a
+new one is made, and root's other active tokens named "blueprint" (the value it replaces) are
+revoked, so a rotated value leaves no live stale token (app/models/personal_access_token.rb:
+`active` scope, `revoke!`, `scopes` a serialized array checked against the admin's scopes)."""
 
 
 class GitLabTokenError(Exception):
@@ -99,24 +111,25 @@ def seed(props: dict[str, Any]) -> str:
 
 
 def accepted(props: dict[str, Any]) -> bool | None:
-    """Whether GitLab accepts the token: True, False (401/403), or None when GitLab does not answer
-    or its answer cannot be checked (no CA file, for which requests raises a bare OSError).
+    """Whether GitLab accepts the token with every scope the inputs name: True, False (401/403, or
+    a scope missing, which the seed script adds), or None when GitLab does not answer or its answer
+    cannot be checked (no CA file, for which requests raises a bare OSError). Asked as the API
+    client asks: no CA bundle or proxy from the environment, no redirect followed with the token.
     """
     import requests
 
     if missing_ca_file(str(props["ca_file"])):
         return None
     try:
-        response = requests.get(
-            f"{str(props['gitlab_url']).rstrip('/')}/api/v4/personal_access_tokens/self",
-            headers={"PRIVATE-TOKEN": str(props["token"])},
-            verify=str(props["ca_file"]),
-            timeout=10,
-        )
+        with session(str(props["token"]), str(props["ca_file"])) as asking:
+            response = asking.get(
+                f"{str(props['gitlab_url']).rstrip('/')}/api/v4/personal_access_tokens/self", timeout=10, allow_redirects=False
+            )
+            granted = set(response.json().get("scopes") or []) if response.status_code == 200 else set()
     except requests.RequestException:
         return None
     if response.status_code == 200:
-        return True
+        return set(props["scopes"]) <= granted
     if response.status_code in (401, 403):
         return False
     return None
@@ -179,7 +192,10 @@ class GitLabTokenArgs:
     kind_cluster_name: pulumi.Input[str]
     namespace: pulumi.Input[str]
     toolbox: str
-    scopes: tuple[str, ...] = ("api", "create_runner")
+    scopes: tuple[str, ...] = ("api", "create_runner", "admin_mode")
+    """`admin_mode`: with the instance's Admin Mode on, admin API calls need it (custom attributes,
+    `GET /runners/all`, instance runners); without it, it changes nothing. Only administrators may
+    hold it (doc/security/tokens/access_token_scopes.md; lib/gitlab/auth.rb `ADMIN_SCOPES`)."""
     expires_days: int = 364
     """GitLab refuses tokens that live longer than 365 days."""
     wait_seconds: int = 300

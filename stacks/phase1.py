@@ -41,12 +41,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         from components.headlamp import Headlamp, HeadlampArgs
 
         provider = k8s.Provider("kind-kubernetes", kubeconfig=cluster.kubeconfig, cluster_identifier=cluster.cluster_id)
-        # Deleting the cluster deletes Headlamp: destroy skips the Helm uninstall.
-        Headlamp(
-            "headlamp",
-            HeadlampArgs(),
-            opts=pulumi.ResourceOptions(providers=[provider], deleted_with=cluster.cluster),
-        )
+        # Not `deleted_with` the cluster: when the cluster's delete refuses (phase2 still on it), the
+        # engine would already have dropped the release from state, and the next `up` could not
+        # install it again over the one still in the cluster. Helm uninstalls it first, quickly.
+        Headlamp("headlamp", HeadlampArgs(), opts=pulumi.ResourceOptions(providers=[provider]))
     return {
         outputs.KUBECONFIG: cluster.kubeconfig,
         outputs.CLUSTER_NAME: config.cluster_name,

@@ -89,7 +89,7 @@ def test_up_stops_when_the_doctor_finds_a_missing_prerequisite() -> None:
 
 def test_a_failed_phase_stops_the_next_and_is_explained() -> None:
     runner = FakeRunner(failing="phase2")
-    ctx, out = context(runner, explain=lambda phase, stack, output: f"EXPLAINED {phase} {stack}")
+    ctx, out = context(runner, explain=lambda phase, stack, output, resume: f"EXPLAINED {phase} {stack}")
     assert commands.up(ctx, "all") == 1
     assert runner.calls == [("up", "phase1"), ("up", "phase2")]
     assert "EXPLAINED 2 phase2" in out.getvalue()

@@ -22,6 +22,7 @@ case "$*" in
   version) echo "v$FAKE_PULUMI_VERSION"; exit 0;;
   *"$FAKE_PULUMI_FAIL"*) printf '%s\\n' "$FAKE_PULUMI_ERROR" >&2; exit 255;;
   *"stack output"*) echo '{}';;
+  *"stack ls"*) echo "${FAKE_PULUMI_STACKS:-[]}";;
 esac
 """
 DECRYPT_ERROR = (
@@ -34,15 +35,6 @@ LOCK_ERROR = (
     "created by dev@laptop (pid 4242) at 2026-01-01T10:00:00Z"
 )
 MIGRATE = "PULUMI_CONFIG_PASSPHRASE=blueprint pulumi stack change-secrets-provider passphrase -s {stack}"
-
-
-@pytest.fixture
-def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A user who set no passphrase of their own, with an empty config folder."""
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
-    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
-    return tmp_path / "config"
 
 
 @pytest.fixture
@@ -126,6 +118,7 @@ def test_a_stack_pulumi_cannot_decrypt_is_one_message_with_the_fix(
     legacy_state(project, "phase1")
     monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack output")
     monkeypatch.setenv("FAKE_PULUMI_ERROR", DECRYPT_ERROR)
+    monkeypatch.setenv("FAKE_PULUMI_STACKS", '[{"name": "phase1", "current": false, "resourceCount": 4}]')
     assert main(["status"]) != 0
     captured = capsys.readouterr()
     assert "cannot decrypt" in captured.err
@@ -182,3 +175,14 @@ def test_no_output_shows_the_passphrase(
     text = "".join(capsys.readouterr())
     assert "change-secrets-provider" in text
     assert passphrase not in text
+
+
+def test_a_pulumi_failure_blueprint_does_not_know_is_said_without_a_traceback(
+    project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack ls")
+    monkeypatch.setenv("FAKE_PULUMI_ERROR", "error: something nobody expected")
+    assert main(["status"]) != 0
+    captured = capsys.readouterr()
+    assert "something nobody expected" in captured.err
+    assert "Traceback" not in captured.out + captured.err

@@ -9,16 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cli import commands
+from cli import commands, passphrase
 from stacks.config import PROJECT_DIR
-
-
-@pytest.fixture
-def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
-    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
-    return tmp_path / "config"
 
 
 def passphrase_file() -> Path:
@@ -89,3 +81,27 @@ def test_pulumi_config_passphrase_file_set_by_the_user_wins(config_home: Path, t
 def test_an_empty_pulumi_config_passphrase_file_is_ignored_as_pulumi_ignores_it(config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", "")
     assert passphrase_file() == config_home / "blueprint" / "pulumi-passphrase"
+
+
+def test_a_link_in_place_of_the_passphrase_file_is_refused(config_home: Path, tmp_path: Path) -> None:
+    """Whoever put the link there chose where the state's key lives."""
+    (config_home / "blueprint").mkdir(parents=True)
+    (config_home / "blueprint" / "pulumi-passphrase").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(passphrase.PassphraseFileError, match="not a plain file"):
+        commands.pulumi_environment()
+
+
+def test_a_passphrase_file_others_can_read_is_made_private(config_home: Path) -> None:
+    path = passphrase_file()
+    path.chmod(0o644)
+    passphrase_file()
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("value", ["", "blueprint"])
+def test_an_empty_or_public_passphrase_of_the_user_is_warned_about(value: str) -> None:
+    assert "anyone with the state can read its secrets" in str(passphrase.weak_choice({"PULUMI_CONFIG_PASSPHRASE": value}))
+
+
+def test_a_passphrase_of_the_users_own_is_not_warned_about() -> None:
+    assert passphrase.weak_choice({"PULUMI_CONFIG_PASSPHRASE": "correct horse battery staple"}) is None

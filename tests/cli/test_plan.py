@@ -228,3 +228,16 @@ def test_preview_and_destroy_cannot_be_asked_together(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exited:
         main(["plan", "phase1", "--preview", "--destroy"])
     assert exited.value.code == 2
+
+
+@pytest.mark.parametrize("key", [outputs.OPENBAO_ROOT_TOKEN, outputs.GITLAB_ROOT_PASSWORD, outputs.ADMIN_TOKEN])
+def test_a_preview_keeps_a_secret_output_secret_though_unknown(key: str) -> None:
+    assert planned_as("preview", "phase2").outputs[key] == {"secret": True}
+
+
+def test_a_preview_of_dev_knows_nothing_a_provider_without_a_cluster_would_return() -> None:
+    """Before the cluster exists its kubeconfig is unknown, and so is all the Kubernetes provider
+    returns, even the names the program gave: what the engine previews for `pulumi up -s dev`."""
+    result = planned_as("preview", "dev")
+    assert result.outputs[outputs.APPS_NAMESPACE] == {"secret": False, "value": UNKNOWN}
+    assert planned_as("preview", "phase2").outputs[outputs.APPS_NAMESPACE] == {"secret": False, "value": "apps"}

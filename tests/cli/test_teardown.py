@@ -25,8 +25,8 @@ from cli.commands import Context, StackFailed
 from cli.lifecycle import lives_in_cluster, lives_in_gitlab
 from cli.plan import stack_config
 from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
-from components.host_folder import KEEP_SCRIPT, UP_SCRIPT, WIPE_SCRIPT
-from stacks import outputs
+from components.host_folder import KEEP_SCRIPT, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
+from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
 from tests.plans import COMMAND, fake_command, planned
 
 
@@ -62,7 +62,7 @@ class FakePulumi:
         self.destroyed: dict[str, list[dict[str, Any]]] = {}
 
     def outputs(self, stack: str) -> dict[str, Any] | None:
-        if stack not in self.states:
+        if not self.is_up(stack):
             return None
         return {key: value for key, (value, _) in self.stack_outputs[stack].items()}
 
@@ -85,7 +85,10 @@ class FakePulumi:
             if not self.gitlab and lives_in_gitlab(resource):
                 raise StackFailed(stack, f"{resource['urn']}: GitLab does not answer")
         self.destroyed[stack] = resources
-        del self.states[stack]
+        self.states[stack] = {"version": 3, "deployment": {"resources": []}}  # as Pulumi does: the stack stays, empty
+
+    def is_up(self, stack: str) -> bool:
+        return bool(self.states.get(stack, {}).get("deployment", {}).get("resources"))
 
     def set_config(self, stack: str, key: str, value: str) -> None:
         self.config[(stack, key)] = value
@@ -125,6 +128,15 @@ def run_destroy(pulumi: FakePulumi, preserve: bool | None, phase: str = "all", *
     the_world = options.pop("world", None) or world(pulumi)[0]
     code = destroy(pulumi, out.append, commands.PHASES[phase], preserve, world=the_world, **options)
     return code, "\n".join(out)
+
+
+def test_a_destroyed_stack_is_no_longer_up() -> None:
+    """Pulumi leaves a destroyed stack in place, empty: phase2 may go once phase3 has gone."""
+    pulumi = FakePulumi(all_stacks())
+    assert run_destroy(pulumi, False, phase="3")[0] == 0
+    code, said = run_destroy(pulumi, False, phase="2")
+    assert code == 0, said
+    assert not pulumi.is_up("phase2")
 
 
 def test_destroy_runs_in_reverse_order() -> None:
@@ -181,7 +193,7 @@ def test_with_preserve_data_phase3_is_kept_with_its_objects_recorded_as_retained
     pulumi = FakePulumi(all_stacks())
     code, said = run_destroy(pulumi, True)
     assert code == 0, said
-    assert "phase3" in pulumi.states
+    assert pulumi.is_up("phase3")
     assert "phase3" not in pulumi.destroyed
     objects = [r for r in pulumi.states["phase3"]["deployment"]["resources"] if lives_in_gitlab(r)]
     assert objects
@@ -208,12 +220,50 @@ def test_wipe_data_records_the_wipe_over_a_recorded_keep() -> None:
 
 
 def test_without_a_flag_the_destroy_follows_phase1s_config() -> None:
-    pulumi = FakePulumi(all_stacks())
+    pulumi = FakePulumi(all_stacks(preserveData="true"))
+    pulumi.stack_outputs = {stack: planned(stack, preserveData="true").raw_outputs for stack in pulumi.states}
     kept, _ = world(pulumi, preserveData="true")
     code, said = run_destroy(pulumi, None, world=kept)
     assert code == 0, said
     assert "phase3" not in pulumi.destroyed
     assert pulumi.config == {}, "no flag given: the config stays as the user set it"
+
+
+def test_without_a_flag_a_config_the_last_up_did_not_record_is_refused() -> None:
+    """A checkout or a stash can revert Pulumi.phase1.yaml: the data's fate is never guessed."""
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, None, world=world(pulumi, preserveData="true")[0])
+    assert code == 1
+    assert "config says preserveData=true, but the last `up` recorded false" in said
+    assert "--preserve-data" in said
+    assert pulumi.calls == []
+
+
+def test_nothing_is_destroyed_without_a_yes() -> None:
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, False, confirm=lambda question: False)
+    assert code == 1
+    assert "REMOVING the platform's data" in said
+    assert "--yes" in said
+    assert not [call for call in pulumi.calls if call[0] in ("destroy", "import")]
+
+
+def test_cluster_gone_is_refused_while_kind_still_lists_the_cluster() -> None:
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, False, cluster_gone=True)
+    assert code == 1
+    assert "kind still lists the cluster blueprint: it is not gone" in said
+    assert pulumi.calls == []
+
+
+def test_the_apps_alone_record_nothing_in_the_platforms_stacks() -> None:
+    """Deleting the apps says nothing about the platform's data."""
+    pulumi = FakePulumi(all_stacks(preserveData="true"))
+    pulumi.stack_outputs = {stack: planned(stack, preserveData="true").raw_outputs for stack in pulumi.states}
+    assert run_destroy(pulumi, False, phase="3")[0] == 0
+    assert ("import", "phase1") not in pulumi.calls
+    assert ("import", "phase2") not in pulumi.calls
+    assert pulumi.config == {}
 
 
 def test_phase3_left_by_a_preserve_destroy_is_forgotten_once_its_gitlab_is_gone() -> None:
@@ -224,11 +274,63 @@ def test_phase3_left_by_a_preserve_destroy_is_forgotten_once_its_gitlab_is_gone(
     assert "it lived in GitLab's database, and that GitLab is gone" in said
 
 
-def test_wiping_after_a_preserve_destroy_removes_the_data_folder_no_stack_holds() -> None:
-    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False)
-    the_world, wiped = world(pulumi)
-    assert run_destroy(pulumi, False, world=the_world)[0] == 0
-    assert wiped == [(str(planned("phase1").outputs[outputs.DATA_DIR]["value"]), "blueprint/phase1")]
+@pytest.fixture
+def left_data(tmp_path: Path) -> Path:
+    """A data folder phase1 claimed, kept by a preserveData destroy, over a cluster now deleted."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / OWNER_MARKER).write_text("blueprint/phase1\n")
+    (folder / CLUSTER_MARKER).write_text("blueprint\n")
+    return folder
+
+
+def after_a_preserve_destroy(left_data: Path, preserve_data: str = "false") -> tuple[FakePulumi, World, list[tuple[str, str]]]:
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False, cluster="gone")
+    the_world, wiped = world(pulumi, dataDir=str(left_data), preserveData=preserve_data)
+    return pulumi, the_world, wiped
+
+
+def test_wiping_after_a_preserve_destroy_removes_the_data_folder_no_stack_holds(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0, said
+    assert wiped == [(str(left_data), "blueprint/phase1")]
+
+
+def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data, preserve_data="true")
+    code, said = run_destroy(pulumi, None, world=the_world)
+    assert code == 0, said
+    assert wiped == []
+
+
+def test_a_data_folder_with_a_platform_still_on_its_cluster_is_not_wiped(left_data: Path) -> None:
+    (left_data / USERS_FOLDER).mkdir()
+    (left_data / USERS_FOLDER / "blueprint_phase2").write_text("blueprint/phase2\n")
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert "a platform still runs on a cluster over it" in said
+    assert wiped == []
+
+
+def test_a_data_folder_whose_cluster_still_runs_is_not_wiped(left_data: Path) -> None:
+    pulumi, _, wiped = after_a_preserve_destroy(left_data)
+    the_world, wiped = world(pulumi, cluster=ClusterState("running"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert "the kind cluster blueprint blueprint made over it still runs" in said
+    assert wiped == []
+
+
+def test_a_checkout_with_no_stack_left_never_wipes_a_data_folder(left_data: Path) -> None:
+    """A fresh clone, or another checkout with the same absolute dataDir: it holds nothing here."""
+    pulumi = FakePulumi({})
+    the_world, wiped = world(pulumi, dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0
+    assert wiped == []
+    assert f"sudo rm -rf {left_data}" in said
 
 
 def test_phase3_alone_is_deleted_through_gitlabs_api_when_gitlab_answers() -> None:
@@ -260,14 +362,14 @@ def test_phase2_with_its_data_is_not_destroyed_from_under_a_running_phase3() -> 
     pulumi = FakePulumi(all_stacks())
     code, said = run_destroy(pulumi, False, phase="2")
     assert code == 1
-    assert "phase3 is up on phase2's GitLab" in said
+    assert "phase3's projects live in GitLab's data, which this destroy wipes" in said
 
 
 def test_phase2_with_its_data_kept_may_go_while_phase3_stays() -> None:
     pulumi = FakePulumi(all_stacks())
     assert run_destroy(pulumi, True, phase="2")[0] == 0
     assert "phase2" in pulumi.destroyed
-    assert "phase3" in pulumi.states
+    assert pulumi.is_up("phase3")
 
 
 def test_stacks_that_are_not_up_are_said_and_skipped() -> None:
@@ -289,9 +391,10 @@ def test_a_change_that_replaces_the_cluster_takes_phase2_down_first_keeping_its_
     assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=replacing(pulumi)) == 0
     assert pulumi.calls[-1] == ("destroy", "phase2")
     destroyed = pulumi.destroyed["phase2"]
-    assert not [r for r in destroyed if r["inputs"].get("create") == UP_SCRIPT], "the platform folder's data must stay"
-    assert not [r for r in destroyed if lives_in_gitlab(r)], "the runner stays in GitLab's kept database"
-    assert "phase3" in pulumi.states
+    folders = [r for r in destroyed if r["inputs"].get("create") == UP_SCRIPT]
+    assert [r["outputs"]["delete"] for r in folders] == [KEEP_SCRIPT], "the platform folder's data must stay"
+    assert all(r["retainOnDelete"] for r in destroyed if lives_in_gitlab(r)), "the runner stays in GitLab's kept database"
+    assert pulumi.is_up("phase3")
     assert "phase2 goes first, keeping its data" in "\n".join(out)
 
 
@@ -406,3 +509,62 @@ def test_a_failed_import_is_a_stack_failure_and_leaves_no_state_file_behind(fake
         commands.AutomationRunner().import_state("phase2", {"version": 3, "deployment": {"resources": []}})
     assert "the stack is locked" in failed.value.output
     assert not Path((fake_pulumi / "imported").read_text().strip()).exists()
+
+
+def test_a_new_data_folder_under_a_running_platform_is_refused_not_a_new_platform(tmp_path: Path) -> None:
+    """Over a new folder a new, empty platform would come up, and phase3's projects be lost to it."""
+    pulumi = FakePulumi(all_stacks())
+    out: list[str] = []
+    moved = world(pulumi, dataDir=str(tmp_path / "elsewhere"))[0]
+    assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=moved) == 1
+    assert "blueprint:dataDir changed" in "\n".join(out)
+    assert pulumi.calls == []
+
+
+def test_state_with_pending_operations_is_never_edited() -> None:
+    """`pulumi stack import` drops pending operations: the record of a half-made resource."""
+    stacks = all_stacks()
+    stacks["phase1"]["deployment"]["pending_operations"] = [
+        {"type": "creating", "resource": {"urn": "urn:pulumi:phase1::blueprint::x::kind-cluster"}}
+    ]
+    pulumi = FakePulumi(stacks)
+    code, said = run_destroy(pulumi, False)
+    assert code == 1
+    assert "pending operations in phase1's state (creating kind-cluster)" in said
+    assert not [call for call in pulumi.calls if call[0] in ("import", "destroy")]
+
+
+def test_a_failed_destroy_says_to_run_the_destroy_again_never_an_up() -> None:
+    """Following an `up` hint after a failed destroy would rebuild what was being destroyed."""
+
+    class Failing(FakePulumi):
+        def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+            raise StackFailed(stack, f"  kubernetes:helm.sh/v3:Release ({stack}-chart):\n    error: boom")
+
+    pulumi = Failing(all_stacks())
+    out = io.StringIO()
+    context = Context(
+        runner=pulumi,
+        out=out,
+        world=world(pulumi)[0],
+        explain=lambda phase, stack, output, resume: f"resume: {resume}",
+        confirm=lambda q: True,
+    )
+    assert commands.destroy(context, "all", False) == 1
+    assert "resume: the same `uv run blueprint destroy` again" in out.getvalue()
+
+
+def test_wiping_phase1_after_a_preserve_destroy_of_phase2_is_refused_while_phase3_stays() -> None:
+    """The data folder holds GitLab's data: phase3 would be left recording objects that are gone."""
+    pulumi = FakePulumi({"phase1": recorded_state("phase1"), "phase3": recorded_state("phase3")})
+    code, said = run_destroy(pulumi, False, phase="1")
+    assert code == 1
+    assert "destroy phase3 first" in said
+
+
+def test_a_refused_destroy_leaves_phase1s_config_as_it_was() -> None:
+    stacks = all_stacks()
+    stacks["phase2"]["deployment"]["pending_operations"] = [{"type": "updating", "resource": {"urn": "urn:x::gitlab-chart"}}]
+    pulumi = FakePulumi(stacks)
+    assert run_destroy(pulumi, True)[0] == 1
+    assert pulumi.config == {}

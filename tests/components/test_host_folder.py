@@ -129,7 +129,7 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     expected = (
         f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE} "
-        "/blueprint-data -mindepth 1 ! -path /blueprint-data/.blueprint-owner -delete"
+        "/blueprint-data -mindepth 1 ! -path /blueprint-data/.blueprint-owner ! -path /blueprint-data/.blueprint-wiping -delete"
     )
     assert calls.read_text().strip() == expected
 
@@ -176,3 +176,15 @@ def test_volume_folders_are_created_world_writable(data_dir: Path) -> None:
     folder = data_dir / "platform"
     assert run_script(command, "create", env={"FOLDER": str(folder)}).returncode == 0
     assert (folder / "volumes" / "postgres" / "pg-1").stat().st_mode & 0o777 == 0o777
+
+
+def test_an_up_over_a_folder_wiped_half_way_is_refused(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
+    """The host user's files (the secrets) are gone and the pods' (the databases) remain: new
+    secrets beside old data would lock GitLab, MinIO and OpenBao out of it."""
+    data_dir, user = locked_data_dir
+    fake_command(fake_docker_dir, "docker", "exit 1\n")  # Docker is down
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
+    done = run_script(command, "create", user=user)
+    assert done.returncode == 1
+    assert "stopped half-way" in done.stderr

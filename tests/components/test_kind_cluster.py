@@ -307,3 +307,37 @@ def test_data_folder_exists_before_the_cluster_mounts_it() -> None:
     result = planned("phase1")
     data_folder = result.one(COMMAND, "kind-data-folder")
     assert data_folder["urn"] in result.one(COMMAND, "kind-cluster")["dependsOn"]
+
+
+def test_a_file_that_is_no_lease_does_not_block_deleting_the_cluster(fake_kind: dict[str, str]) -> None:
+    """macOS Finder leaves a .DS_Store in a folder it showed."""
+    assert run_cluster("create", fake_kind).returncode == 0
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / ".DS_Store").write_text("x")
+    assert run_cluster("delete", fake_kind).returncode == 0
+
+
+def test_the_refusal_names_the_lease_of_a_stack_removed_by_hand(fake_kind: dict[str, str]) -> None:
+    assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    done = run_cluster("delete", fake_kind)
+    assert f"rm '{fake_kind['DATA_DIR']}/{USERS_FOLDER}/blueprint_phase2'" in done.stderr
+
+
+def test_a_lease_is_never_written_through_a_link(fake_kind: dict[str, str], tmp_path: Path) -> None:
+    """The data folder is mounted into every node: a pod could leave a link at the lease's name."""
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "blueprint_phase2").symlink_to(victim)
+    assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    assert victim.read_text() == "mine\n"
+
+
+def test_a_lease_names_only_what_a_stack_name_can_hold(fake_kind: dict[str, str]) -> None:
+    """A lease is in a folder pods can write: what the refusal prints is a stack name, or less."""
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "x").write_text("blueprint/phase2$(id)`id`\n")
+    done = run_cluster("delete", fake_kind)
+    assert "$(id)" not in done.stderr
+    assert "`id`" not in done.stderr
+    assert "blueprint/phase2id" in done.stderr

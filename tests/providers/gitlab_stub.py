@@ -1,15 +1,46 @@
 """A local stand-in for the part of GitLab's REST API (v4, GitLab 18-19) the GitLab providers use.
 
 It answers as GitLab does, status codes, field names and messages included (sources in brackets):
-groups and projects with delayed deletion (a first DELETE schedules and renames to
-`<path>-deletion_scheduled-<id>`, a project's old path then redirects; a second with
-`permanently_remove` and the new `full_path` deletes, for projects and subgroups only; restore)
-[lib/api/groups.rb, lib/api/projects.rb, lib/api/helpers.rb, Groups:: and
-Projects::MarkForDeletionService]; custom attributes [lib/api/custom_attributes_endpoints.rb];
-group and project variables [doc/api/*_level_variables.md]; project deploy tokens
-[lib/api/deploy_tokens.rb]; runners [lib/api/ci/runners.rb, lib/api/user_runners.rb]; and a
-project's repository tree, branches, commits, pipelines and jobs. Lists are paginated with
-`X-Next-Page`, `page_size` items a page. Any project's repository is the one `Repository`.
+
+- groups and projects with delayed deletion: a first DELETE schedules and renames to
+  `<path>-deletion_scheduled-<id>` (400 "... has been already marked for deletion" when it is);
+  a second with `permanently_remove` and the new `full_path` deletes, for projects and subgroups
+  only; restore renames back [lib/api/groups.rb, lib/api/projects.rb `delete_project`,
+  Namespaces::MarkForDeletionBaseService, Groups:: and Projects::MarkForDeletionService]. The
+  400 that `immediate_deletion=False` answers is the stub's own text: the sources consulted do not
+  show it (the check came with gitlab-org/gitlab!205572), and the providers decide by state;
+- scheduling a project that holds container repositories is refused, 400 "Cannot rename project
+  because it contains container registry tags!" (Projects::UpdateService
+  #validate_renaming_project_with_tags, without the registry's metadata database; some versions
+  say "Cannot rename or delete project ..."); a group that holds some is scheduled unrenamed;
+- a GET of a renamed project's old path answers 301 with an absolute `Location` to its id, built
+  from the request's host [lib/api/helpers.rb `find_project!`, `url_with_project_id`]; a renamed
+  group's old path is 404 (`find_group` follows no redirects);
+- custom attributes [lib/api/custom_attributes_endpoints.rb], also inline in a group's or
+  project's answer with `with_custom_attributes=true`, for an admin only
+  [lib/api/helpers/custom_attributes.rb `with_custom_attributes`];
+- who made what: a group made through the API has its maker as its one member, an Owner whose
+  membership names no `created_by` (Groups::CreateService `add_owner(current_user)`); a member
+  added later names who added it [Members::Creator#member_attributes, API::Entities::Member]; a
+  project carries its `creator_id` [API::Entities::Project]; `GET /user` is the token's user.
+  What a test adds directly is made by `USER`, someone other than the admin, unless it says;
+- group and project variables, per environment scope: GET, PUT and DELETE of a key held in
+  several scopes answer 409 unless `filter[environment_scope]` picks one
+  [doc/api/*_level_variables.md, lib/api/helpers/variables_helpers.rb `find_variable`];
+- project deploy tokens [lib/api/deploy_tokens.rb]; container registry repositories, deleted in
+  the background: a deleted one is still listed, `delete_scheduled`, for `registry_lag` listings
+  [lib/api/project_container_repositories.rb, doc/api/container_registry.md];
+- runners [lib/api/ci/runners.rb: `tag_list` lists runners carrying every tag named;
+  lib/api/user_runners.rb];
+- Admin Mode: with `admin_mode` on, a token without the `admin_mode` scope is no admin, and the
+  admin-only calls (custom attributes, `/runners/all`, an instance runner) answer 403
+  [doc/security/tokens/access_token_scopes.md];
+- a throttled request (`failures` holding 429) answers with `Retry-After` [lib/api/helpers.rb
+  `too_many_requests!`, Rack::Attack];
+- a project's repository tree, branches, commits, pipelines and jobs.
+
+Lists are paginated with `X-Next-Page`, `page_size` items a page. Any project's repository is the
+one `Repository`.
 """
 
 from __future__ import annotations
@@ -29,6 +60,11 @@ from providers.gitlab_sync import blob_id
 from tests.providers.engine import free_port
 
 TOKEN = "glpat-stub-token-value-0123456789"
+ADMIN = 1
+"""The user `TOKEN` belongs to: `root`, an administrator."""
+USER = 2
+"""Someone else, without admin rights."""
+OWNER_ACCESS = 50
 SCHEDULED = "-deletion_scheduled-"
 
 
@@ -56,18 +92,35 @@ class GitLabState:
     projects: dict[int, dict[str, Any]] = field(default_factory=dict)
     attributes: dict[str, dict[str, str]] = field(default_factory=dict)
     """`groups/<id>` or `projects/<id>` -> {key: value}."""
-    variables: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    """`groups/<id>` or `projects/<id>` -> {key: variable}."""
+    variables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """`groups/<id>` or `projects/<id>` -> its variables (a key once per environment scope)."""
     deploy_tokens: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     runners: dict[int, dict[str, Any]] = field(default_factory=dict)
     redirects: dict[str, int] = field(default_factory=dict)
     """A renamed project's old full path -> its id."""
-    images: set[int] = field(default_factory=set)
-    """Groups whose projects hold container images: GitLab does not rename those when scheduling."""
+    registry: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """A project's id -> its container repositories."""
+    registry_lag: int = 1
+    """How many listings a deleted container repository is still listed (GitLab deletes it in Sidekiq)."""
     immediate_deletion: bool = True
     """The instance setting `allow_immediate_namespaces_deletion` (on by default on self-managed)."""
+    admin_mode: bool = False
+    """The instance's Admin Mode setting."""
+    token_scopes: set[str] = field(default_factory=lambda: {"api", "create_runner", "admin_mode"})
+    """The scopes of `TOKEN`."""
     failures: list[int] = field(default_factory=list)
     """Statuses to answer, one a request, before answering properly (a restarting GitLab)."""
+    retry_after: str = "1"
+    """The `Retry-After` a 429 among `failures` carries."""
+    redirect_base: str | None = None
+    """Where redirects point (scheme and host); the request's own host when None."""
+    meanwhile: Callable[[str, str, dict[str, str]], None] | None = None
+    """What someone else does in GitLab just before it handles a request (method, path, query)."""
+    users: dict[int, str] = field(default_factory=lambda: {ADMIN: "root", USER: "someone"})
+    me: int = ADMIN
+    """The user `TOKEN` belongs to."""
+    members: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """A group's id -> its members."""
     calls: list[str] = field(default_factory=list)
     """`METHOD /path` of every request, in order."""
     page_size: int = 2
@@ -77,21 +130,51 @@ class GitLabState:
         self.next_id += 1
         return self.next_id
 
-    def add_group(self, path: str, *, owner: str | None = None, parent_id: int | None = None) -> dict[str, Any]:
+    def add_group(self, path: str, *, owner: str | None = None, parent_id: int | None = None, creator: int = USER) -> dict[str, Any]:
         group: dict[str, Any] = {"id": self.new_id(), "name": path, "path": path, "description": "", "visibility": "private"}
-        group |= {"parent_id": parent_id, "marked_for_deletion_on": None}
+        group |= {"parent_id": parent_id, "marked_for_deletion_on": None, "created_at": "2026-01-01T00:00:00.000Z"}
         self.groups[group["id"]] = group
+        self.add_member(group, creator)  # its maker, whose membership names no `created_by`
         if owner is not None:
             self.attributes[f"groups/{group['id']}"] = {"blueprint_owner": owner}
         return group
 
-    def add_project(self, group: dict[str, Any], path: str, *, owner: str | None = None) -> dict[str, Any]:
+    def add_member(self, group: dict[str, Any], user: int, access_level: int = OWNER_ACCESS, *, added_by: int | None = None) -> None:
+        member: dict[str, Any] = {"id": user, "username": self.users[user], "state": "active", "access_level": access_level}
+        member["created_at"] = "2026-01-01T00:00:00.000Z"
+        if added_by is not None:
+            member["created_by"] = {"id": added_by, "username": self.users[added_by], "state": "active"}
+        self.members.setdefault(group["id"], []).append(member)
+
+    def remove_member(self, group: dict[str, Any], user: int) -> None:
+        self.members[group["id"]] = [member for member in self.members[group["id"]] if member["id"] != user]
+
+    def add_project(self, group: dict[str, Any], path: str, *, owner: str | None = None, creator: int = USER) -> dict[str, Any]:
         project: dict[str, Any] = {"id": self.new_id(), "name": path, "path": path, "namespace_id": group["id"], "visibility": "private"}
-        project |= {"default_branch": "main", "marked_for_deletion_at": None}
+        project |= {"default_branch": "main", "marked_for_deletion_at": None, "creator_id": creator}
         self.projects[project["id"]] = project
         if owner is not None:
             self.attributes[f"projects/{project['id']}"] = {"blueprint_owner": owner}
         return project
+
+    def add_variable(self, holder: str, key: str, value: str, scope: str = "*") -> dict[str, Any]:
+        variable = {"variable_type": "env_var", "key": key, "value": value, "protected": False, "masked": False}
+        variable |= {"hidden": False, "raw": False, "environment_scope": scope, "description": None}
+        self.variables.setdefault(holder, []).append(variable)
+        return variable
+
+    def variable(self, holder: str, key: str, scope: str = "*") -> dict[str, Any]:
+        return next(v for v in self.variables.get(holder, []) if v["key"] == key and v["environment_scope"] == scope)
+
+    def add_image(self, project: dict[str, Any], name: str = "") -> dict[str, Any]:
+        full_path = self.project_full_path(project)
+        repository = {"id": self.new_id(), "name": name, "path": f"{full_path}/{name}".rstrip("/"), "project_id": project["id"]}
+        repository |= {"location": f"registry.example/{repository['path']}", "created_at": "2026-01-01T00:00:00Z", "status": None}
+        self.registry.setdefault(project["id"], []).append(repository)
+        return repository
+
+    def holds_images(self, group: dict[str, Any]) -> bool:
+        return any(self.registry.get(p["id"]) for p in self.projects.values() if p["namespace_id"] == group["id"])
 
     def add_runner(self, description: str, tags: list[str]) -> dict[str, Any]:
         runner: dict[str, Any] = {"id": self.new_id(), "description": description, "tag_list": tags, "run_untagged": True, "active": True}
@@ -144,13 +227,19 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
             self._reply(401, {"message": "401 Unauthorized"})
             return
         if self.state.failures:
-            self._reply(self.state.failures.pop(0), {"message": "stub: GitLab is restarting"})
+            status = self.state.failures.pop(0)
+            throttled = {"Retry-After": self.state.retry_after} if status == 429 else {}
+            self._reply(status, {"message": "stub: GitLab is restarting or throttling"}, throttled)
             return
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        if self.state.meanwhile is not None:
+            self.state.meanwhile(method, path, query)
         for route_method, pattern, handler in self.routes:
             match = pattern.fullmatch(path)
             if route_method == method and match:
                 try:
+                    if self.state.admin_mode and "admin_mode" not in self.state.token_scopes and handler in ADMIN_ONLY:
+                        raise Refusal(403, "403 Forbidden")
                     reply = handler(self, {**query, **body}, **{key: unquote(value) for key, value in match.groupdict().items()})
                 except Refusal as refusal:
                     message = refusal.message
@@ -203,13 +292,32 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         when = project["marked_for_deletion_at"]
         return {**shown, "path_with_namespace": full_path, "marked_for_deletion_on": when, "web_url": f"https://gitlab.example/{full_path}"}
 
-    def get_group(self, _: dict[str, Any], id_: str) -> Any:
-        return self._show_group(self._group(id_))
+    def _admin(self) -> bool:
+        """Whether `TOKEN` acts as an administrator (with Admin Mode on, only with the `admin_mode` scope)."""
+        return not self.state.admin_mode or "admin_mode" in self.state.token_scopes
+
+    def _with_attributes(self, params: dict[str, Any], holder: str, shown: dict[str, Any]) -> dict[str, Any]:
+        """`shown` with its custom attributes when asked for and the caller is an admin, as GitLab does."""
+        if str(params.get("with_custom_attributes")).lower() != "true" or not self._admin():
+            return shown
+        attributes = self.state.attributes.get(holder, {})
+        return {**shown, "custom_attributes": [{"key": key, "value": value} for key, value in attributes.items()]}
+
+    def get_group(self, params: dict[str, Any], id_: str) -> Any:
+        group = self._group(id_)
+        return self._with_attributes(params, f"groups/{group['id']}", self._show_group(group))
+
+    def group_members(self, params: dict[str, Any], id_: str) -> Any:
+        items, headers = _paged(list(self.state.members.get(self._group(id_)["id"], [])), params, self.state.page_size)
+        return 200, items, headers
+
+    def current_user(self, _: dict[str, Any]) -> Any:
+        return {"id": self.state.me, "username": self.state.users[self.state.me], "state": "active", "is_admin": self._admin()}
 
     def create_group(self, params: dict[str, Any]) -> Any:
         if any(self.state.group_full_path(group).lower() == str(params["path"]).lower() for group in self.state.groups.values()):
             raise Refusal(400, 'Failed to save group {:path=>["has already been taken"]}')
-        group = self.state.add_group(str(params["path"]))
+        group = self.state.add_group(str(params["path"]), creator=self.state.me)
         group |= {key: params[key] for key in ("name", "description", "visibility") if key in params}
         return 201, self._show_group(group)
 
@@ -222,7 +330,7 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         group = self._group(id_)
         if str(params.get("permanently_remove")).lower() == "true":
             if not self.state.immediate_deletion:
-                raise Refusal(400, "`permanently_remove` option is not permitted on this instance.")
+                raise Refusal(400, "stub: immediate deletion is not allowed on this instance")
             if group["parent_id"] is None:
                 raise Refusal(400, "`permanently_remove` option is only available for subgroups.")
             if not group["marked_for_deletion_on"]:
@@ -235,7 +343,7 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         if group["marked_for_deletion_on"]:
             raise Refusal(400, "Group has been already marked for deletion")
         group["marked_for_deletion_on"] = "2026-07-01"
-        if group["id"] not in self.state.images:
+        if not self.state.holds_images(group):
             group["path"] += f"{SCHEDULED}{group['id']}"
             group["name"] += f"{SCHEDULED}{group['id']}"
         return 202, {"message": "202 Accepted"}
@@ -248,26 +356,30 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         group["path"], group["name"] = group["path"].split(SCHEDULED)[0], group["name"].split(SCHEDULED)[0]
         return 201, self._show_group(group)
 
-    def get_project(self, _: dict[str, Any], id_: str) -> Any:
+    def get_project(self, params: dict[str, Any], id_: str) -> Any:
         try:
-            return self._show_project(self._project(id_))
+            project = self._project(id_)
+            return self._with_attributes(params, f"projects/{project['id']}", self._show_project(project))
         except Refusal:
             moved = self.state.redirects.get(id_.lower())  # the old path of a renamed project
             if moved not in self.state.projects:
                 raise
-            return 301, {"message": "301 Moved Permanently"}, {"Location": f"/api/v4/projects/{moved}"}
+            base = self.state.redirect_base or f"http://{self.headers['Host']}"
+            return 301, {"message": "301 Moved Permanently"}, {"Location": f"{base}/api/v4/projects/{moved}"}
 
     def create_project(self, params: dict[str, Any]) -> Any:
         group = self._group(str(params["namespace_id"]))
         for project in self.state.projects.values():
             if project["namespace_id"] == group["id"] and project["path"] == params["path"]:
                 raise Refusal(400, {"message": {"name": ["has already been taken"], "path": ["has already been taken"]}})
-        project = self.state.add_project(group, str(params["path"]))
+        project = self.state.add_project(group, str(params["path"]), creator=self.state.me)
         project |= {key: params[key] for key in ("name", "visibility", "default_branch") if key in params}
         return 201, self._show_project(project)
 
     def update_project(self, params: dict[str, Any], id_: str) -> Any:
         project = self._project(id_)
+        if params.get("path", project["path"]) != project["path"]:  # a rename leaves a redirect
+            self.state.redirects[self.state.project_full_path(project).lower()] = project["id"]
         project |= {key: params[key] for key in ("name", "path", "visibility", "default_branch") if key in params}
         return self._show_project(project)
 
@@ -275,15 +387,19 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         project = self._project(id_)
         if str(params.get("permanently_remove")).lower() == "true":
             if not self.state.immediate_deletion:
-                raise Refusal(400, "`permanently_remove` option is not permitted on this instance.")
+                raise Refusal(400, "stub: immediate deletion is not allowed on this instance")
             if not project["marked_for_deletion_at"]:
                 raise Refusal(400, "Project must be marked for deletion first.")
             if params.get("full_path") != self.state.project_full_path(project):
                 raise Refusal(400, "`full_path` is incorrect. You must enter the complete path for the project.")
             del self.state.projects[project["id"]]
             return 202, {"message": "202 Accepted"}
+        if self.state.groups[project["namespace_id"]]["marked_for_deletion_on"]:
+            return 202, {"message": "202 Accepted"}  # `ancestor_scheduled_for_deletion?`: it goes with its group
         if project["marked_for_deletion_at"]:
             raise Refusal(400, "Project has been already marked for deletion")
+        if self.state.registry.get(project["id"]):
+            raise Refusal(400, "Cannot rename project because it contains container registry tags!")
         self.state.redirects[self.state.project_full_path(project).lower()] = project["id"]
         project |= {"marked_for_deletion_at": "2026-07-01", "archived": True}
         project["path"] += f"{SCHEDULED}{project['id']}"
@@ -314,33 +430,59 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
 
     # CI/CD variables.
 
-    def _variables(self, scope: str, id_: str) -> dict[str, dict[str, Any]]:
-        return self.state.variables.setdefault(self._holder(scope, id_), {})
+    def _variables(self, scope: str, id_: str) -> list[dict[str, Any]]:
+        return self.state.variables.setdefault(self._holder(scope, id_), [])
 
-    def get_variable(self, _: dict[str, Any], scope: str, id_: str, key: str) -> Any:
-        variables = self._variables(scope, id_)
-        if key not in variables:
+    def _variable(self, params: dict[str, Any], scope: str, id_: str, key: str) -> dict[str, Any]:
+        environment = params.get("filter[environment_scope]")
+        found = [v for v in self._variables(scope, id_) if v["key"] == key and environment in (None, v["environment_scope"])]
+        if len(found) > 1:
+            raise Refusal(409, "There are multiple variables with provided parameters. Please use 'filter[environment_scope]'")
+        if not found:
             raise Refusal(404, "404 Variable Not Found")
-        return variables[key]
+        return found[0]
+
+    def get_variable(self, params: dict[str, Any], scope: str, id_: str, key: str) -> Any:
+        return self._variable(params, scope, id_, key)
 
     def create_variable(self, params: dict[str, Any], scope: str, id_: str) -> Any:
-        variables, key = self._variables(scope, id_), str(params["key"])
-        if key in variables:
+        key, environment = str(params["key"]), str(params.get("environment_scope", "*"))
+        if any(v["key"] == key and v["environment_scope"] == environment for v in self._variables(scope, id_)):
             raise Refusal(400, {"message": {"key": [f"({key}) has already been taken"]}})
-        variable = {"variable_type": "env_var", "key": key, "value": params["value"], "protected": False, "masked": False}
-        variable |= {"hidden": False, "raw": False, "environment_scope": "*", "description": None}
-        variables[key] = variable | {name: params[name] for name in ("variable_type", "protected", "masked", "raw") if name in params}
-        return 201, variables[key]
+        variable = self.state.add_variable(self._holder(scope, id_), key, str(params["value"]), environment)
+        variable |= {name: params[name] for name in ("variable_type", "protected", "masked", "raw") if name in params}
+        return 201, variable
 
     def update_variable(self, params: dict[str, Any], scope: str, id_: str, key: str) -> Any:
-        variable = self.get_variable(params, scope, id_, key)
+        variable = self._variable(params, scope, id_, key)
         variable |= {name: params[name] for name in ("value", "variable_type", "protected", "masked", "raw") if name in params}
         return variable
 
     def delete_variable(self, params: dict[str, Any], scope: str, id_: str, key: str) -> Any:
-        self.get_variable(params, scope, id_, key)
-        del self._variables(scope, id_)[key]
+        self._variables(scope, id_).remove(self._variable(params, scope, id_, key))
         return 204, None
+
+    # Container registry.
+
+    def list_repositories(self, params: dict[str, Any], id_: str) -> Any:
+        project = self._project(id_)
+        listed = list(self.state.registry.get(project["id"], []))
+        for repository in listed:
+            if repository["status"] == "delete_scheduled":
+                repository["lag"] = repository.get("lag", self.state.registry_lag) - 1
+                if repository["lag"] < 0:  # Sidekiq got to it
+                    self.state.registry[project["id"]].remove(repository)
+        listed = [{k: v for k, v in r.items() if k != "lag"} for r in self.state.registry.get(project["id"], [])]
+        items, headers = _paged(listed, params, self.state.page_size)
+        return 200, items, headers
+
+    def delete_repository(self, _: dict[str, Any], id_: str, repository_id: str) -> Any:
+        project = self._project(id_)
+        for repository in self.state.registry.get(project["id"], []):
+            if str(repository["id"]) == repository_id:
+                repository["status"] = "delete_scheduled"
+                return 202, None
+        raise Refusal(404, "404 Not found")
 
     # Deploy tokens.
 
@@ -390,6 +532,7 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         return shown | ({"tag_list": runner["tag_list"], "run_untagged": runner["run_untagged"]} if details else {})
 
     def list_runners(self, params: dict[str, Any]) -> Any:
+        """Instance runners of a type, those carrying every tag of `tag_list` (lib/api/ci/runners.rb)."""
         tags = set(filter(None, str(params.get("tag_list", "")).split(",")))
         runners = [
             self._show_runner(runner, details=False)
@@ -400,6 +543,8 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         return 200, items, headers
 
     def create_runner(self, params: dict[str, Any]) -> Any:
+        if params["runner_type"] == "instance_type" and self.state.admin_mode and "admin_mode" not in self.state.token_scopes:
+            raise Refusal(403, "403 Forbidden")
         runner = self.state.add_runner(str(params.get("description", "")), list(params.get("tag_list", [])))
         runner |= {"runner_type": params["runner_type"], "run_untagged": bool(params.get("run_untagged", True))}
         return 201, {"id": runner["id"], "token": runner["token"], "token_expires_at": None}
@@ -472,7 +617,9 @@ def _route(method: str, pattern: str, handler: Callable[..., Any]) -> tuple[str,
 
 S = GitLabStub
 GitLabStub.routes = [
+    _route("GET", r"/user", S.current_user),
     _route("GET", r"/groups/{id}", S.get_group),
+    _route("GET", r"/groups/{id}/members/all", S.group_members),
     _route("POST", r"/groups", S.create_group),
     _route("PUT", r"/groups/{id}", S.update_group),
     _route("DELETE", r"/groups/{id}", S.delete_group),
@@ -488,6 +635,8 @@ GitLabStub.routes = [
     _route("POST", r"/(?P<scope>groups|projects)/{id}/variables", S.create_variable),
     _route("PUT", r"/(?P<scope>groups|projects)/{id}/variables/(?P<key>[^/]+)", S.update_variable),
     _route("DELETE", r"/(?P<scope>groups|projects)/{id}/variables/(?P<key>[^/]+)", S.delete_variable),
+    _route("GET", r"/projects/{id}/registry/repositories", S.list_repositories),
+    _route("DELETE", r"/projects/{id}/registry/repositories/(?P<repository_id>\d+)", S.delete_repository),
     _route("GET", r"/projects/{id}/deploy_tokens", S.list_deploy_tokens),
     _route("POST", r"/projects/{id}/deploy_tokens", S.create_deploy_token),
     _route("GET", r"/projects/{id}/deploy_tokens/(?P<token_id>\d+)", S.get_deploy_token),
@@ -506,6 +655,9 @@ GitLabStub.routes = [
     _route("GET", r"/projects/{id}/pipelines/(?P<pipeline>\d+)/jobs", S.jobs),
     _route("POST", r"/projects/{id}/pipeline", S.run_pipeline),
 ]
+
+ADMIN_ONLY = frozenset({S.get_attribute, S.set_attribute, S.list_runners})
+"""Admin-only endpoints: `authenticated_as_admin!` (lib/api/custom_attributes_endpoints.rb, lib/api/ci/runners.rb)."""
 
 
 @contextmanager

@@ -1,12 +1,19 @@
 """The shared GitLab client: transient failures are retried (a POST only when it never reached
-GitLab), pages are followed, and an error names the call and the status but never the token."""
+GitLab, or was throttled), pages are followed, nothing from the environment changes where calls go
+or what they trust, the token follows no redirect off GitLab's host, and an error names the call and
+the status but never the token nor what the request sent."""
 
 from __future__ import annotations
 
+import http.server
+import json
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,8 +29,22 @@ def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gitlab_api, "RETRY_PAUSES", (0.01, 0.01, 0.01, 0.01))
 
 
-def client(url: str, token: str = TOKEN) -> GitLab:
-    return GitLab.of({"gitlab_url": url, "token": token, "ca_file": "/nonexistent/ca.crt"})
+def client(url: str, token: str = TOKEN, **props: Any) -> GitLab:
+    return GitLab.of({"gitlab_url": url, "token": token, "ca_file": "/nonexistent/ca.crt", **props})
+
+
+@pytest.fixture
+def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The client's pauses between attempts, recorded instead of slept."""
+    recorded: list[float] = []
+    monkeypatch.setattr("providers.gitlab_api.time.sleep", recorded.append)
+    return recorded
+
+
+@pytest.fixture
+def no_proxy_exemption(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_a_gateway_error_is_retried(gitlab: str, state: GitLabState) -> None:
@@ -96,3 +117,111 @@ def test_a_missing_ca_file_is_named_with_how_to_get_it_back() -> None:
         api.get("/version")
     assert "the CA certificate /nonexistent/ca.crt" in str(failed.value)
     assert "pulumi stack output -s phase2 caCertPem > /nonexistent/ca.crt" in str(failed.value)
+
+
+def test_the_missing_ca_files_fix_says_what_the_plain_pulumi_command_needs() -> None:
+    """It names `pulumi stack output`, which needs blueprint's state passphrase in that shell."""
+    api = GitLab.of({"gitlab_url": "https://gitlab.local.example.net", "token": TOKEN, "ca_file": "/nonexistent/ca.crt"})
+    with pytest.raises(GitLabApiError) as failed:
+        api.get("/version")
+    assert 'eval "$(uv run blueprint env)"' in str(failed.value)
+
+
+def test_a_throttled_request_is_sent_again_after_the_pause_gitlab_names(gitlab: str, state: GitLabState, pauses: list[float]) -> None:
+    """A 429 was refused before GitLab acted on it, so even a POST is sent again."""
+    state.failures, state.retry_after = [429], "2"
+    assert client(gitlab).post("/groups", {"name": "g", "path": "g"})["path"] == "g"
+    assert state.calls == ["POST /groups", "POST /groups"]
+    assert pauses == [2.0]
+
+
+def test_a_pause_gitlab_names_is_bounded(gitlab: str, state: GitLabState, pauses: list[float]) -> None:
+    state.failures, state.retry_after = [429], "3600"
+    client(gitlab).get("/runners/all")
+    assert pauses == [gitlab_api.RETRY_AFTER_MAX]
+
+
+def test_a_proxy_from_the_environment_is_not_used(gitlab: str, monkeypatch: pytest.MonkeyPatch, no_proxy_exemption: None) -> None:
+    """GitLab is on the laptop's gateway: a proxy set for the rest of the world does not apply."""
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, nowhere)
+    assert client(gitlab).get("/runners/all") == []
+
+
+def test_a_ca_bundle_from_the_environment_does_not_replace_the_ca_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`requests` would check GitLab's certificate against REQUESTS_CA_BUNDLE instead of the CA file
+    (here it fails on the bundle's missing path before connecting; with the CA file it connects)."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/bundle.pem")
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_text("-----BEGIN CERTIFICATE-----\n")
+    api = GitLab.of({"gitlab_url": f"https://127.0.0.1:{free_port()}", "token": TOKEN, "ca_file": str(ca_file)})
+    with pytest.raises(GitLabApiError, match=r"failed \(no answer\): cannot reach https://127.0.0.1:\d+ \(ConnectionError\)"):
+        api.get("/version")
+
+
+def test_a_redirect_to_gitlab_itself_is_followed_once(gitlab: str, state: GitLabState) -> None:
+    """GitLab answers a renamed project's old path with where the project went."""
+    project = state.add_project(state.add_group("blueprint-apps"), "guestbook")
+    state.redirects["blueprint-apps/old-name"] = project["id"]
+    assert client(gitlab).find("/projects/blueprint-apps%2Fold-name")["id"] == project["id"]
+    assert state.calls == ["GET /projects/blueprint-apps%2Fold-name", f"GET /projects/{project['id']}"]
+
+
+def test_a_redirect_to_another_host_is_not_followed(gitlab: str, state: GitLabState) -> None:
+    """The token goes nowhere but GitLab: `requests` would re-send the PRIVATE-TOKEN header."""
+    elsewhere = GitLabState()
+    project = state.add_project(state.add_group("blueprint-apps"), "guestbook")
+    state.redirects["blueprint-apps/old-name"] = project["id"]
+    with gitlab_stub(elsewhere) as other_host:
+        state.redirect_base = other_host
+        with pytest.raises(GitLabApiError, match=f"redirected to {other_host}, not to {gitlab}: not followed"):
+            client(gitlab).get("/projects/blueprint-apps%2Fold-name")
+    assert elsewhere.calls == []
+
+
+class Echo(http.server.BaseHTTPRequestHandler):
+    """Refuses every request with a validation error that echoes each value it was sent, and `also`."""
+
+    also = ""
+
+    def do_PUT(self) -> None:  # noqa: N802 (the stdlib's name)
+        sent = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        errors = {key: [f"{value} is invalid"] for key, value in sent.items()}
+        answer = json.dumps({"message": {**errors, "base": [self.also]}}).encode()
+        self.send_response(400)
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *_: Any) -> None:
+        return
+
+
+@pytest.fixture
+def echo() -> Iterator[tuple[str, type[Echo]]]:
+    handler: type[Echo] = type("Handler", (Echo,), {})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_error_never_shows_a_string_the_request_sent(echo: tuple[str, type[Echo]]) -> None:
+    url, _ = echo
+    kubeconfig = "apiVersion: v1\nusers:\n- user: {token: sa-token-value}\n"
+    with pytest.raises(GitLabApiError) as refused:
+        client(url).put("/projects/1/variables/DEPLOY_KUBECONFIG", {"value": kubeconfig, "masked": True})
+    message = str(refused.value)
+    assert "HTTP 400" in message
+    assert "sa-token-value" not in message
+    assert "[secret]" in message
+
+
+def test_an_error_never_shows_the_runner_token(echo: tuple[str, type[Echo]]) -> None:
+    url, handler = echo
+    handler.also = "glrt-runner-token-value"
+    with pytest.raises(GitLabApiError) as refused:
+        client(url, authentication_token="glrt-runner-token-value").put("/runners/5", {"run_untagged": True})
+    assert "glrt-runner-token-value" not in str(refused.value)

@@ -9,10 +9,14 @@ from typing import Any
 
 import pytest
 
+from providers import gitlab_api
 from providers.gitlab_api import GitLabApiError
+from providers.gitlab_objects import GitLabObjectError
 from providers.gitlab_sync import PROVIDER_VERSION, GitLabSyncProvider, blob_id, commit_actions
-from tests.providers.engine import as_engine_loads, outputs_of
-from tests.providers.gitlab_stub import TOKEN, Repository
+from tests.providers.engine import as_engine_loads, free_port, outputs_of
+from tests.providers.gitlab_stub import ADMIN, TOKEN, GitLabState, Repository
+
+OWNER = "blueprint/phase3"
 
 
 def test_blob_ids_are_gits(tmp_path: Path) -> None:
@@ -35,17 +39,31 @@ def test_unchanged_files_make_no_action() -> None:
     assert commit_actions({"a": "1", "b": "2"}, {"a": blob_id("1"), "b": blob_id("2")}) == []
 
 
+PROJECT = "42"
+"""The project of ours the tests sync (any project's repository is the stub's one `Repository`)."""
+
+
 def props(gitlab: str, files: dict[str, str]) -> dict[str, Any]:
     return {
         "gitlab_url": gitlab,
         "token": TOKEN,
         "ca_file": "/nonexistent/ca.crt",
-        "project": "42",
+        "project": PROJECT,
         "branch": "main",
         "files": files,
         "message": "blueprint: sync from apps/",
+        "owner": OWNER,
         "provider_version": PROVIDER_VERSION,
     }
+
+
+@pytest.fixture(autouse=True)
+def ours(state: GitLabState) -> dict[str, Any]:
+    """Project 42 of the stack's group, marked as the stack's."""
+    project = state.add_project(state.add_group("blueprint-apps", owner=OWNER, creator=ADMIN), "guestbook", owner=OWNER, creator=ADMIN)
+    state.projects[int(PROJECT)] = state.projects.pop(project["id"]) | {"id": int(PROJECT)}
+    state.attributes[f"projects/{PROJECT}"] = state.attributes.pop(f"projects/{project['id']}")
+    return state.projects[int(PROJECT)]
 
 
 @pytest.fixture
@@ -87,7 +105,7 @@ def test_a_file_removed_from_the_folder_is_removed_from_the_repository(
 
 
 def test_a_refused_request_names_the_project_and_the_status(gitlab: str, provider: GitLabSyncProvider) -> None:
-    with pytest.raises(GitLabApiError, match=r"GET /api/v4/projects/42/repository/tree failed \(HTTP 401\)"):
+    with pytest.raises(GitLabApiError, match=r"GET /api/v4/projects/42(/repository/tree)? failed \(HTTP 401\)"):
         provider.create({**props(gitlab, {"a": "1"}), "token": "wrong"})
 
 
@@ -95,3 +113,37 @@ def test_a_new_file_list_is_an_update_a_new_project_a_replacement(provider: GitL
     olds = props("http://x", {"a": "1"})
     assert provider.diff("42@main", olds, props("http://x", {"a": "2"})).replaces == []
     assert provider.diff("42@main", olds, {**olds, "project": "43"}).replaces == ["project"]
+
+
+def test_a_sync_never_commits_to_a_project_that_is_not_ours(
+    gitlab: str, state: GitLabState, repository: Repository, provider: GitLabSyncProvider, ours: dict[str, Any]
+) -> None:
+    """The state outlived its GitLab, and project 42 is now a user's: one commit would delete
+    every file of theirs that is not in apps/."""
+    old = outputs_of(provider.create(props(gitlab, {"a": "1"})))
+    state.attributes.clear()
+    ours["path"] = "their-project"
+    repository.files = {"their-file": "theirs"}
+    with pytest.raises(GitLabObjectError) as refused:
+        provider.update(f"{PROJECT}@main", old, props(gitlab, {"a": "2"}))
+    assert (len(repository.commits), repository.files) == (1, {"their-file": "theirs"})
+    assert "belongs to an earlier GitLab" in str(refused.value)
+    assert "`pulumi refresh -s phase3`" in str(refused.value)
+
+
+def test_a_refresh_drops_a_sync_whose_project_is_not_ours(gitlab: str, state: GitLabState, provider: GitLabSyncProvider) -> None:
+    """So that the next `up`, once it has made the project again (perhaps with the same id), syncs it."""
+    made = provider.create(props(gitlab, {"a": "1"}))
+    state.attributes.clear()
+    gone = provider.read(str(made.id), outputs_of(made))
+    assert (gone.id, gone.outs) == (None, {})
+
+
+def test_a_refresh_keeps_a_sync_when_gitlab_gives_no_answer(
+    gitlab: str, provider: GitLabSyncProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gitlab_api, "RETRY_PAUSES", (0.0, 0.0, 0.0, 0.0))
+    made = provider.create(props(gitlab, {"a": "1"}))
+    recorded = {**outputs_of(made), "gitlab_url": f"http://127.0.0.1:{free_port()}"}
+    kept = provider.read(str(made.id), recorded)
+    assert (kept.id, kept.outs) == (made.id, recorded)

@@ -4,6 +4,7 @@ record how the seed script reaches the toolbox) and a local stand-in for GitLab'
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -12,17 +13,20 @@ from typing import Any
 
 import pytest
 
-from providers.gitlab_token import PROVIDER_VERSION, GitLabTokenError, GitLabTokenProvider, seed_script
+from providers.gitlab_token import PROVIDER_VERSION, GitLabTokenArgs, GitLabTokenError, GitLabTokenProvider, accepted, seed_script
 from tests.plans import fake_command
 from tests.providers.engine import as_engine_loads, free_port
 
 TOKEN = "glpat-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+SCOPES = ["api", "create_runner", "admin_mode"]
 
 
 class TokenApi(http.server.BaseHTTPRequestHandler):
-    """GET /api/v4/personal_access_tokens/self: 200 for the accepted token, 401 for any other."""
+    """GET /api/v4/personal_access_tokens/self: 200 and the token's scopes for the accepted token
+    (doc/api/personal_access_tokens.md), 401 for any other."""
 
     accepted: set[str] = set()
+    scopes: list[str] = SCOPES
     url = ""
     ca_file = ""
     """A CA file that exists (the stub speaks plain HTTP, so its content does not matter)."""
@@ -31,7 +35,7 @@ class TokenApi(http.server.BaseHTTPRequestHandler):
         ok = self.path == "/api/v4/personal_access_tokens/self" and self.headers.get("PRIVATE-TOKEN") in self.accepted
         self.send_response(200 if ok else 401)
         self.end_headers()
-        self.wfile.write(b"{}")
+        self.wfile.write(json.dumps({"name": "blueprint", "revoked": False, "active": True, "scopes": self.scopes}).encode())
 
     def log_message(self, *_: Any) -> None:
         return
@@ -68,7 +72,7 @@ def props(gitlab: type[TokenApi], **extra: Any) -> dict[str, Any]:
         "kind_cluster_name": "blueprint",
         "namespace": "gitlab",
         "toolbox": "gitlab-toolbox",
-        "scopes": ["api", "create_runner"],
+        "scopes": SCOPES,
         "expires_days": 364.0,
         "wait_seconds": 2.0,
         "provider_version": PROVIDER_VERSION,
@@ -107,7 +111,7 @@ def test_an_accepted_token_is_not_seeded_again(gitlab: type[TokenApi], tools: Pa
 def test_a_token_gitlab_refuses_shows_as_a_change(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
     assert provider.diff("root/blueprint", props(gitlab), props(gitlab)).changes is True
     gitlab.accepted.add(TOKEN)
-    assert provider.diff("root/blueprint", props(gitlab), props(gitlab)).changes is False
+    assert accepted(props(gitlab)) is True
 
 
 def test_refresh_drops_a_token_gitlab_refuses(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
@@ -153,7 +157,45 @@ def test_a_failed_seed_never_shows_the_token(gitlab: type[TokenApi], tools: Path
 
 
 def test_the_seed_script_is_idempotent_ruby() -> None:
-    script = seed_script(TOKEN, ["api", "create_runner"], 364)
+    script = seed_script(TOKEN, SCOPES, 364)
     assert "PersonalAccessToken.find_by_token(value)" in script
-    assert "if token&.active?" in script
-    assert 'scopes: ["api", "create_runner"], expires_at: 364.days.from_now' in script
+    assert "if token&.active? && token.scopes.map(&:to_s).sort == scopes.sort" in script
+    assert 'scopes = ["api", "create_runner", "admin_mode"]' in script
+    assert "scopes: scopes, expires_at: 364.days.from_now" in script
+
+
+def test_the_admin_token_asks_for_the_admin_mode_scope() -> None:
+    """With the instance's Admin Mode on, admin API calls need it; with it off, it changes nothing."""
+    assert (
+        "admin_mode"
+        in GitLabTokenArgs(gitlab_url="https://g", ca_file="c", token="t", kind_cluster_name="k", namespace="n", toolbox="x").scopes
+    )
+
+
+def test_a_token_without_a_scope_the_inputs_name_shows_as_a_change(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
+    """A token seeded before `admin_mode` was asked for: the next `up` seeds it again, with the scope."""
+    gitlab.accepted.add(TOKEN)
+    gitlab.scopes = ["api", "create_runner"]
+    assert provider.diff("root/blueprint", props(gitlab), props(gitlab)).changes is True
+
+
+def test_the_seed_script_gives_an_active_token_the_inputs_scopes() -> None:
+    script = seed_script(TOKEN, SCOPES, 364)
+    assert 'elsif token&.active?\n  token.update!(scopes: scopes)\n  puts "updated"' in script
+
+
+def test_a_new_token_revokes_roots_other_blueprint_tokens() -> None:
+    """A rotated value leaves no live stale token (PersonalAccessToken#revoke!)."""
+    script = seed_script(TOKEN, SCOPES, 364)
+    created = script[script.index("token.save!") : script.index('puts "created"')]
+    assert 'user.personal_access_tokens.active.where(name: "blueprint").where.not(id: token.id).each(&:revoke!)' in created
+
+
+def test_gitlab_is_asked_without_the_environments_proxy(gitlab: type[TokenApi], monkeypatch: pytest.MonkeyPatch) -> None:
+    """GitLab is on the laptop's gateway: a proxy set for the rest of the world does not apply."""
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{free_port()}")
+    gitlab.accepted.add(TOKEN)
+    assert accepted(props(gitlab)) is True
