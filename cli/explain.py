@@ -225,6 +225,9 @@ def explain(
     """
     resource = failed_resource(error_text)
     lines = [f"Phase {phase} (stack {stack}) failed" + (f" at {resource}." if resource else ".")]
+    said = _errors(error_text)
+    if said:
+        lines += ["What Pulumi said:", *(f"  {line}" for line in said)]
     if is_timeout(error_text):
         lines.append("Kubernetes gave up waiting for it to become ready.")
         if pods is None:
@@ -244,6 +247,14 @@ def explain(
     if resume is None or resume.startswith("uv run blueprint up"):
         lines.append(f"  (or with the Pulumi CLI: pulumi up -s {stack})")
     return "\n".join(lines)
+
+
+def _errors(error_text: str, most: int = 8) -> list[str]:
+    """Pulumi's own error lines (`error: ...`), the last `most` of them, each once: what failed,
+    in Pulumi's words, whatever it was (a provider, the program, a plugin, the state).
+    """
+    lines = [line.strip() for line in _clean(error_text).splitlines() if line.strip().lower().startswith("error:")]
+    return list(dict.fromkeys(lines))[-most:]
 
 
 def _run(argv: list[str], **options: Any) -> subprocess.CompletedProcess[str] | None:

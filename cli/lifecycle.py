@@ -7,7 +7,7 @@ unless an option says otherwise. What really happens to the thing behind the res
 - **retain**: Pulumi leaves it where it is (`retainOnDelete`, `protect`), or its delete script
   keeps it on purpose (a host folder with `preserveData=true`);
 - **forget**: the resource only leaves Pulumi's state, on purpose: a component or provider has
-  nothing to delete; a resource `deletedWith` another goes with it (Headlamp with the cluster);
+  nothing to delete; a resource `deletedWith` another goes with it;
   and some dynamic resources describe something that lives inside data whose fate is decided
   elsewhere (a secret in OpenBao's storage, a token in GitLab's database, a file in the data folder).
 
@@ -190,9 +190,9 @@ def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
         sorted({f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations})
     )
     return (
-        f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first: "
-        f'`pulumi refresh -s {stack}` offers to import or clear them (in a shell that ran `eval "$(uv run blueprint env)"`), '
-        "then run this again"
+        f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first, in a shell that "
+        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {stack} --import-pending-creates` if what it made '
+        f"exists, or `--clear-pending-creates` if not (interactively, `pulumi refresh -s {stack}` asks); then run this again"
     )
 
 

@@ -119,14 +119,36 @@ def _env() -> int:
     # Before the exports, which create the passphrase file: old state is told apart by its absence.
     # The note goes to stderr, which `eval "$(...)"` leaves on the terminal.
     legacy = passphrase.legacy_state(PROJECT_DIR, os.environ)
-    sys.stdout.write(passphrase.exports(os.environ))
+    try:
+        sys.stdout.write(passphrase.exports(os.environ))
+    except passphrase.PassphraseFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     if legacy is not None:
         print(legacy, file=sys.stderr)
+    if weak := passphrase.weak_choice(os.environ):
+        print(weak, file=sys.stderr)
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except yaml_error() as error:
+        # A project or stack file the user edited (Pulumi.<stack>.yaml, apps/apps_manifest.yaml).
+        where = getattr(getattr(error, "problem_mark", None), "name", "a YAML file blueprint reads")
+        print(f"error: {where} is not valid YAML: {str(error).splitlines()[0]}; fix it and run again", file=sys.stderr)
+        return 1
+
+
+def yaml_error() -> type[Exception]:
+    import yaml
+
+    return yaml.YAMLError
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     # Each command imports what it needs only now, so `--help` and usage errors stay fast.
     if args.command == "plan":
         return _plan(args)

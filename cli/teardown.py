@@ -31,9 +31,11 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from cli.lifecycle import forget, lives_in_cluster, lives_in_gitlab, pending_operations, record_preserve_data
+from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 
 ORDER = ("phase1", "phase2", "phase3")
@@ -162,6 +164,20 @@ def destroy(
                 f"{str(recorded).lower()}: say which you mean, with `--preserve-data` or `--wipe-data`"
             )
         _refuse_orphans(existing, targets, keep)
+        # The data folder no stack holds any more, kept by an earlier preserveData destroy: removed only
+        # on `--wipe-data`, and only by a checkout that still had a stack of that platform, or that
+        # started removing it (see `_unowned_data` for the rest of the proof).
+        unowned_wipe = (
+            "phase1" in phase_stacks
+            and "phase1" not in existing
+            and preserve is False
+            and (bool(existing) or (_data_folder(config) / WIPING_MARKER).exists())
+        )
+        if unowned_wipe and "phase3" in existing and "phase3" not in targets:
+            raise Refused(
+                "phase3's projects live in GitLab's data, inside the data folder this would remove: destroy phase3 too "
+                "(`uv run blueprint destroy --wipe-data`)"
+            )
         needs_cluster = bool({"phase1", "phase2"} & set(targets)) or ("phase3" in targets and not keep)
         cluster = world.cluster(name) if needs_cluster or cluster_gone else ClusterState("running")
         if cluster_gone:
@@ -190,11 +206,13 @@ def destroy(
     if phase_stacks == ("phase3",) and keep:
         say("== phase3: nothing to destroy: with preserveData=true its objects stay in GitLab; --wipe-data deletes them")
         return 0
-    if targets:
-        fate = (
-            "keeping every piece of data" if keep else "REMOVING the platform's data (GitLab, Postgres, OpenBao and its keys, the CA's key)"
-        )
-        question = f"Destroy {', '.join(targets)}, {fate}?"
+    destroyed = [stack for stack in targets if not (stack == "phase3" and keep)]
+    data_goes = unowned_wipe or (not keep and bool({"phase1", "phase2"} & set(targets)))
+    if destroyed or unowned_wipe:
+        fate = "REMOVING the platform's data (GitLab, Postgres, OpenBao and its keys, the CA's key)" if data_goes else "keeping the data"
+        question = f"Destroy {', '.join(destroyed) or 'what is left'}, {fate}?"
+        if destroyed == ["phase3"] and not data_goes:
+            question = "Destroy phase3, deleting its group and projects from GitLab (the platform and its data stay)?"
         if not confirm(question):
             say(f"blueprint: {question} Nothing was destroyed: answer yes in a terminal, or run with --yes.")
             return 1
@@ -211,7 +229,8 @@ def destroy(
             return 1
     if preserve is not None and not apps_only:
         runner.set_config("phase1", "blueprint:preserveData", str(preserve).lower())
-    say(f"== preserveData={str(keep).lower()}: {'every piece of data stays' if keep else 'the data is removed'}")
+    if not apps_only:
+        say(f"== preserveData={str(keep).lower()}: {'every piece of data stays' if keep else 'the data is removed'}")
     states = {}
     for stack, exported in exports.items():
         recorded_state = record_preserve_data(exported.get("deployment") or {}, keep)
@@ -244,7 +263,7 @@ def destroy(
         say(f"== {stack}: pulumi destroy")
         runner.destroy(stack, say, {})
     if "phase1" in phase_stacks and "phase1" not in existing:
-        return _unowned_data(say, config, world, wipe=preserve is False and bool(existing))
+        return _unowned_data(say, config, world, wipe=unowned_wipe)
     return 0
 
 
@@ -263,7 +282,7 @@ def _refuse_orphans(existing: Mapping[str, Any], targets: list[str], keep: bool)
     if {"phase1", "phase2"} & set(targets) and "phase3" in existing and "phase3" not in targets and not keep:
         raise Refused(
             "phase3's projects live in GitLab's data, which this destroy wipes: destroy phase3 first "
-            "(`uv run blueprint destroy --phase 3`), or everything (`uv run blueprint destroy --wipe-data`); "
+            "(`uv run blueprint destroy --phase 3 --wipe-data`), or everything (`uv run blueprint destroy --wipe-data`); "
             "or keep the data (`--preserve-data`), and phase3 with it"
         )
 
@@ -271,16 +290,16 @@ def _refuse_orphans(existing: Mapping[str, Any], targets: list[str], keep: bool)
 def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: World, *, wipe: bool) -> int:
     """phase1's data folder when phase1's stack is gone (destroyed earlier with its data kept): no
     stack holds it any more. It is removed here, as phase1's destroy would have, only when all of
-    this holds: the user said `--wipe-data`; this checkout still had a stack of that platform (the
-    phase3 a preserveData destroy keeps); the folder's owner file names phase1; no stack has a lease
+    this holds: the user said `--wipe-data` (and yes), from a checkout that still had a stack of that
+    platform or that started this wipe; the folder's owner file names phase1; no stack has a lease
     on a cluster over it, and no cluster blueprint made over it still runs. Otherwise it is kept,
     and said so with the command that removes it.
     """
     from components.host_folder import OWNER_MARKER
     from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
-    from stacks.config import PROJECT_DIR, absolute_data_dir, data_dir_problem
+    from stacks.config import PROJECT_DIR, data_dir_problem
 
-    folder = absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
+    folder = _data_folder(config)
     if not (folder / OWNER_MARKER).is_file():
         return 0  # nothing of blueprint's there
     kept = f"== the data folder {folder} is kept: no stack of this checkout holds it any more"
@@ -288,7 +307,9 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
     if not wipe:
         say(f"{kept}; {remove}")
         return 0
-    users = sorted(path.name for path in (folder / USERS_FOLDER).glob("*")) if (folder / USERS_FOLDER).is_dir() else []
+    # As the cluster's delete script reads leases: regular files, not links, not dotfiles (drafts).
+    leases = (folder / USERS_FOLDER).glob("[!.]*") if (folder / USERS_FOLDER).is_dir() else []
+    users = sorted(path.name for path in leases if path.is_file() and not path.is_symlink())
     cluster_name = (folder / CLUSTER_MARKER).read_text().strip() if (folder / CLUSTER_MARKER).is_file() else ""
     running = world.cluster(cluster_name).status if cluster_name else "gone"
     problem = (
@@ -302,7 +323,7 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
         return 1
     done = world.wipe_folder(str(folder), "blueprint/phase1")
     if done.returncode != 0:
-        say(f"blueprint: {done.stderr.strip()}")
+        say(f"{done.stderr.strip()}; {remove}")
         return 1
     say(f"== the data folder {folder}: no stack holds it any more; removed it")
     return 0
@@ -376,7 +397,7 @@ def make_way_for_a_new_cluster(
     if phase2 is None or recorded is None or planned is None or recorded == planned:
         return 0
     config = world.phase1_config()
-    moved = _absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"))
+    moved = str(_data_folder(config))
     if moved != str((phase1 or {}).get(outputs.DATA_DIR)):
         # A platform over a new folder is a new platform: nothing of this one's data would follow.
         say(
@@ -421,10 +442,11 @@ def make_way_for_a_new_cluster(
     return 0
 
 
-def _absolute_data_dir(value: str) -> str:
+def _data_folder(config: Mapping[str, str]) -> Path:
+    """phase1's data folder as its config names it."""
     from stacks.config import PROJECT_DIR, absolute_data_dir
 
-    return str(absolute_data_dir(value, PROJECT_DIR))
+    return absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
 
 
 def planned_cluster_id(config: Mapping[str, str]) -> str | None:

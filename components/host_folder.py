@@ -17,21 +17,21 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_command import local
 
+from providers.host_secret import WIPING_MARKER
+
 OWNER_MARKER = ".blueprint-owner"
 """File in an owned folder naming the `<project>/<stack>` that owns it."""
-WIPING_MARKER = ".blueprint-wiping"
-"""File a wipe writes before it removes anything, and removes with the folder: a folder that still
-has it was wiped half-way (the host user's files, the secrets among them, gone; the pods' files,
-the databases, still there), and an `up` over it would make new secrets beside old data."""
 
 UP_SCRIPT = f"""\
 set -eu
 marker="$FOLDER/{OWNER_MARKER}"
-if [ -e "$FOLDER/{WIPING_MARKER}" ]; then
-  echo "blueprint: a destroy that removes $FOLDER stopped half-way, so its secrets may be gone while its" \\
-    "databases remain; finish it: run the destroy again (uv run blueprint destroy --wipe-data), or sudo rm -rf '$FOLDER'" >&2
-  exit 1
-fi
+for wiped in "$FOLDER" "$(dirname "$FOLDER")"; do
+  if [ -e "$wiped/{WIPING_MARKER}" ]; then
+    echo "blueprint: a destroy that removes $wiped stopped half-way, so its secrets may be gone while its" \\
+      "databases remain; finish it: run the destroy again (uv run blueprint destroy --wipe-data), or sudo rm -rf '$wiped'" >&2
+    exit 1
+  fi
+done
 if [ -f "$marker" ]; then
   owner=$(cat "$marker")
   if [ "$owner" != "$OWNER" ]; then

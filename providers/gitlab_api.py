@@ -175,6 +175,10 @@ class GitLab:
             time.sleep(pause)
         if response.status_code >= 400 and response.status_code != 404:
             raise GitLabApiError(method, path, response.status_code, self._short(response.text, body))
+        if response.status_code == 404 and not _gitlabs_own(response):
+            # Envoy answers 404, empty, for a route it does not have yet (GitLab being replaced):
+            # that says nothing of what GitLab holds, and must not drop anything from state.
+            raise GitLabApiError(method, path, None, "the gateway answered 404 for GitLab, which did not answer itself")
         return response
 
     def call(
@@ -261,6 +265,15 @@ def _retry_after(response: Any, otherwise: float) -> float:
     """The pause a 429 asks for (`Retry-After` in seconds, at most RETRY_AFTER_MAX), else `otherwise`."""
     named = str(response.headers.get("Retry-After", "")).strip()
     return min(float(named), RETRY_AFTER_MAX) if named.isdigit() else otherwise
+
+
+def _gitlabs_own(response: Any) -> bool:
+    """Whether a 404 is GitLab's own answer: a JSON body with its `message` or `error`."""
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and bool(body.get("message") or body.get("error"))
 
 
 def _never_sent(error: Exception) -> bool:

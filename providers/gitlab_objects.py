@@ -125,8 +125,10 @@ OWNER_ATTRIBUTE = "blueprint_owner"
 """The custom attribute that marks a group or project as ours (no dot: Grape reads one as a format)."""
 SCHEDULED = "marked_for_deletion_on"
 """The output that records the date GitLab scheduled a group or project for deletion (None if not)."""
-IMAGES_TIMEOUT_SECONDS = 300.0
-"""How long a project's delete waits for GitLab's background jobs to delete its container images."""
+IMAGES_TIMEOUT_SECONDS = 660.0
+"""How long a project's delete waits for GitLab to delete its container images. A DELETE only
+schedules a repository; a cron job deletes scheduled ones every 5 minutes (`cleanup_container_
+registry_worker`, `*/5 * * * *`; gitlab-org/gitlab!101918): two runs, and a little more."""
 IMAGES_POLL_SECONDS = 3.0
 ALL_ENVIRONMENTS = "*"
 """The environment scope of our variables: GitLab's default, and the one jobs of every environment get."""
@@ -331,9 +333,23 @@ def _scheduled(obj: dict[str, Any]) -> bool:
 
 
 def _restore(api: GitLab, path: str, current: dict[str, Any]) -> None:
-    """Restore the group or project at `path` (API path) if GitLab has scheduled it for deletion."""
-    if _scheduled(current):
-        api.post(f"{path}/restore")
+    """Restore the group or project at `path` (API path) if GitLab has scheduled it for deletion.
+    GitLab gives it back its own path, or, when that is taken meanwhile, that path with a random
+    suffix (Namespaces::RestoreBaseService), where it would no longer be ours to find: refused then.
+    """
+    if not _scheduled(current):
+        return
+    full = str(current.get("full_path") or current.get("path_with_namespace") or "")
+    original = RENAMED_FOR_DELETION.sub("", full)
+    if original != full:
+        kind = path.split("/")[1]  # "groups" or "projects"
+        there = api.find(f"/{kind}/{encode(original)}")
+        if there is not None and str(there.get("id")) != str(current.get("id")):
+            raise GitLabObjectError(
+                f"GitLab scheduled {full} for deletion, and {original}, its path, now holds something else "
+                f"(id {there.get('id')}): restoring it would move it to a random path. Move or remove that one, then run again"
+            )
+    api.post(f"{path}/restore")
 
 
 def _owner(api: GitLab, path: str) -> str | None:
@@ -620,7 +636,7 @@ def _delete_images(api: GitLab, project: str, name: str) -> None:
             raise GitLabObjectError(
                 f"GitLab has not deleted the container repositories of project {name} within {IMAGES_TIMEOUT_SECONDS:.0f}s: "
                 f"{left}. GitLab refuses to delete a project that holds images, and deletes them in the background "
-                f"(Sidekiq): look at the project's Deploy > Container registry in GitLab, then run the destroy again"
+                f"(a job every 5 minutes): look at the project's Deploy > Container registry in GitLab, then run the destroy again"
             )
         time.sleep(IMAGES_POLL_SECONDS)
         listed = list(api.pages(repositories))
@@ -701,6 +717,12 @@ class DeployTokenProvider(GetOrCreateProvider):
     kind = "deploy token"
     inputs = (*CONNECTION, "project", "name", "scopes", "owner", "provider_version")
     replace_on = ("project", "name", "scopes")
+
+    def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        # Deleted before its replacement: the new one would find ours, of other scopes, in the way.
+        # Its value is never read (GitLab hands it to jobs), so the moment without one harms nothing.
+        result = super().diff(id_, olds, news)
+        return DiffResult(changes=result.changes, replaces=result.replaces, delete_before_replace=bool(result.replaces))
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
         project, wanted = props["project"], sorted(props["scopes"])

@@ -21,7 +21,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-PROVIDER_VERSION = "1"
+PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = ("path", "kind", "length", "provider_version")
@@ -103,10 +103,33 @@ GENERATORS = {
 }
 
 
+WIPING_MARKER = ".blueprint-wiping"
+"""File a wipe of a host folder writes before it removes anything (components/host_folder.py), and
+removes with the folder: a folder that still has it was wiped half-way (the host user's files, the
+secrets among them, gone; the pods' files, the databases, still there)."""
+
+
+class HostSecretError(Exception):
+    """The secret cannot be made here; the message says why and what to do."""
+
+
+def half_wiped(path: Path) -> Path | None:
+    """The folder above `path` that a wipe left half-way, if any."""
+    return next((folder for folder in path.parents if (folder / WIPING_MARKER).exists()), None)
+
+
 def ensure(path: Path, kind: str, length: int) -> str:
-    """The value in `path`, generated and written (0600, atomically) when the file is missing."""
+    """The value in `path`, generated and written (0600, atomically) when the file is missing, and
+    never beside data a half-finished wipe left: new secrets would lock it away for good.
+    """
     if path.exists():
         return path.read_text().strip()
+    if (folder := half_wiped(path)) is not None:
+        raise HostSecretError(
+            f"a destroy that removes {folder} stopped half-way: its secrets are gone while its databases may remain, and a "
+            f"new {path.name} beside them would lock them away. Finish the wipe (run the destroy again, or sudo rm -rf "
+            f"'{folder}'), then run again"
+        )
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     value = GENERATORS[kind](length)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

@@ -128,8 +128,9 @@ def converge(props: dict[str, Any]) -> dict[str, Any]:
     elif not keys_file.exists():
         raise OpenBaoInitError(
             f"OpenBao at {address} is already initialised, but its unseal keys are not in {keys_file}. "
-            f"It cannot be initialised again. Restore that file from a backup, or start OpenBao over by "
-            f"wiping its storage: `pulumi destroy` of phase2 with blueprint:preserveData=false, then `pulumi up`."
+            f"It cannot be initialised again. Restore that file from a backup. Otherwise the only way is to start over: "
+            f"OpenBao's storage is in the platform's Postgres, so that wipes the whole platform's data, GitLab's too "
+            f"(`uv run blueprint destroy --wipe-data`, then `uv run blueprint up`)."
         )
     keys = read_keys(keys_file)
     unseal(client, keys["unseal_keys"])

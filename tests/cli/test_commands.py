@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -160,7 +161,14 @@ def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume
     assert commands.main_for(args, runner, out) == 1
     text = out.getvalue()
     assert "phase2-chart" in text
-    assert "blueprint up --phase 2" in text
+    assert "  uv run blueprint up\n" in text, "after a whole up stopped, the whole up again: phase3 is still to do"
+
+
+def test_a_failed_up_of_one_phase_resumes_that_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    out = io.StringIO()
+    assert commands.main_for(argparse.Namespace(command="up", phase="2", glab_login=False), FakeRunner(failing="phase2"), out) == 1
+    assert "uv run blueprint up --phase 2" in out.getvalue()
 
 
 def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,3 +194,14 @@ def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pyt
 def test_glab_login_without_glab_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("shutil.which", lambda name: None)
     assert "glab is not installed" in commands.glab_login(PHASE2)
+
+
+def test_a_glab_that_fails_is_said_and_the_up_still_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+
+    def run(argv: list[str], **kwargs: Any) -> Any:
+        raise subprocess.CalledProcessError(1, argv, stderr="error: could not authenticate")
+
+    said = commands.glab_login(PHASE2, run)
+    assert "could not authenticate" in said
+    assert "glpat-secret-value" not in said

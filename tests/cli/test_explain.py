@@ -195,3 +195,10 @@ def test_gather_is_none_when_kubectl_fails(tmp_path: Path, monkeypatch: pytest.M
     fake_command(bin_dir, "kubectl", "echo 'The connection to the server 127.0.0.1:6443 was refused' >&2; exit 1\n")
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     assert gather("blueprint") is None
+
+
+def test_an_unknown_failure_shows_pulumis_own_error_lines() -> None:
+    """A plugin, the program or the state can fail in ways nothing here knows: Pulumi's words then."""
+    output = "Previewing update (phase2):\n\nerror: failed to load language plugin python: no such file\n"
+    text = explain("2", "phase2", output, None, None)
+    assert "error: failed to load language plugin python: no such file" in text

@@ -186,3 +186,24 @@ def test_a_pulumi_failure_blueprint_does_not_know_is_said_without_a_traceback(
     captured = capsys.readouterr()
     assert "something nobody expected" in captured.err
     assert "Traceback" not in captured.out + captured.err
+
+
+def test_blueprint_env_says_why_it_refuses_a_link_without_a_traceback(config_home: Path, tmp_path: Path) -> None:
+    (config_home / "blueprint").mkdir(parents=True)
+    (config_home / "blueprint" / "pulumi-passphrase").symlink_to(tmp_path / "elsewhere")
+    done = subprocess.run([sys.executable, "-m", "cli.main", "env"], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "not a plain file" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_stack_file_that_is_not_yaml_is_one_message_without_a_traceback(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("cli.plan.PROJECT_DIR", project)
+    (project / "Pulumi.yaml").write_text("name: blueprint\nconfig: {}\n")
+    (project / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: [3\n")
+    assert main(["plan", "phase1"]) == 1
+    err = capsys.readouterr().err
+    assert "is not valid YAML" in err
+    assert "Traceback" not in err

@@ -27,6 +27,7 @@ from cli.plan import stack_config
 from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
 from components.host_folder import KEEP_SCRIPT, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
 from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
+from providers.host_secret import WIPING_MARKER
 from tests.plans import COMMAND, fake_command, planned
 
 
@@ -485,6 +486,8 @@ echo "$*" >> "$PULUMI_CALLS"
 case "$1 $2" in
   "stack export") echo '{"version": 3, "deployment": {"resources": []}}' ;;
   "stack import") echo "$4" > "$PULUMI_IMPORTED"; echo "error: the stack is locked" >&2; exit 255 ;;
+  "version ") echo "v3.272.0" ;;
+  *) case "$*" in *"stack ls --json"*) echo "$PULUMI_STACKS" ;; esac ;;
 esac
 """
 
@@ -568,3 +571,53 @@ def test_a_refused_destroy_leaves_phase1s_config_as_it_was() -> None:
     pulumi = FakePulumi(stacks)
     assert run_destroy(pulumi, True)[0] == 1
     assert pulumi.config == {}
+
+
+def test_destroying_only_the_apps_asks_about_the_apps_not_the_platforms_data() -> None:
+    pulumi = FakePulumi(all_stacks())
+    asked: list[str] = []
+
+    def confirm(question: str) -> bool:
+        asked.append(question)
+        return True
+
+    run_destroy(pulumi, False, phase="3", confirm=confirm)
+    assert asked == ["Destroy phase3, deleting its group and projects from GitLab (the platform and its data stay)?"]
+
+
+def test_wiping_the_folder_of_an_earlier_preserve_destroy_asks_first(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world, confirm=lambda question: "REMOVING" not in question)
+    assert code == 1
+    assert wiped == []
+
+
+def test_the_folder_is_not_wiped_from_under_phase3_by_destroying_phase1_alone(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, phase="1", world=the_world)
+    assert code == 1
+    assert "destroy phase3 too" in said
+    assert wiped == []
+
+
+def test_a_wipe_of_that_folder_started_before_is_finished_with_no_stack_left(left_data: Path) -> None:
+    """Only this wipe's own marker proves a checkout with no stack left may finish it."""
+    (left_data / WIPING_MARKER).touch()
+    pulumi = FakePulumi({})
+    the_world, wiped = world(pulumi, cluster=ClusterState("gone"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0, said
+    assert wiped == [(str(left_data), "blueprint/phase1")]
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        '[{"name": "phase2", "current": false}]',  # made by `stack init` (or a preview), never updated: no count
+        '[{"name": "phase2", "current": false, "resourceCount": 0}]',  # destroyed: Pulumi keeps it, empty
+        "[]",
+    ],
+)
+def test_a_stack_that_holds_no_resource_is_not_up(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, listed: str) -> None:
+    monkeypatch.setenv("PULUMI_STACKS", listed)
+    assert commands.AutomationRunner().outputs("phase2") is None

@@ -188,3 +188,14 @@ def test_an_up_over_a_folder_wiped_half_way_is_refused(locked_data_dir: tuple[Pa
     done = run_script(command, "create", user=user)
     assert done.returncode == 1
     assert "stopped half-way" in done.stderr
+
+
+def test_the_platform_folder_is_not_claimed_inside_a_data_folder_wiped_half_way(tmp_path: Path) -> None:
+    """phase2's claim runs again over a data folder whose own wipe (phase1's) stopped half-way."""
+    data = tmp_path / "data"
+    (data / "platform").mkdir(parents=True)
+    (data / ".blueprint-wiping").touch()
+    claim = planned("phase2").one(COMMAND, "storage-platform-folder")
+    done = run_script(claim, "create", env={"FOLDER": str(data / "platform")})
+    assert done.returncode == 1
+    assert f"a destroy that removes {data} stopped half-way" in done.stderr

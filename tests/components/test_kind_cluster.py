@@ -341,3 +341,16 @@ def test_a_lease_names_only_what_a_stack_name_can_hold(fake_kind: dict[str, str]
     assert "$(id)" not in done.stderr
     assert "`id`" not in done.stderr
     assert "blueprint/phase2id" in done.stderr
+
+
+def test_a_lease_is_never_moved_into_a_linked_folder(fake_kind: dict[str, str], tmp_path: Path) -> None:
+    """`mv` onto a link to a folder moves the lease into that folder: then no lease is where the
+    cluster's delete looks, and the cluster would be deleted from under phase2."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "blueprint_phase2").symlink_to(elsewhere)
+    assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    assert list(elsewhere.iterdir()) == []
+    assert (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "blueprint_phase2").is_file()
+    assert run_cluster("delete", fake_kind).returncode == 1

@@ -109,7 +109,8 @@ class GitLabState:
     token_scopes: set[str] = field(default_factory=lambda: {"api", "create_runner", "admin_mode"})
     """The scopes of `TOKEN`."""
     failures: list[int] = field(default_factory=list)
-    """Statuses to answer, one a request, before answering properly (a restarting GitLab)."""
+    """Statuses to answer, one a request, before answering properly (a restarting GitLab). A 404
+    among them is the gateway's own, empty: Envoy's answer for a route it does not have yet."""
     retry_after: str = "1"
     """The `Retry-After` a 429 among `failures` carries."""
     redirect_base: str | None = None
@@ -229,7 +230,7 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         if self.state.failures:
             status = self.state.failures.pop(0)
             throttled = {"Retry-After": self.state.retry_after} if status == 429 else {}
-            self._reply(status, {"message": "stub: GitLab is restarting or throttling"}, throttled)
+            self._reply(status, None if status == 404 else {"message": "stub: GitLab is restarting or throttling"}, throttled)
             return
         query = {key: values[-1] for key, values in parse_qs(url.query).items()}
         if self.state.meanwhile is not None:
@@ -353,7 +354,10 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         if not group["marked_for_deletion_on"]:
             raise Refusal(400, "Group has not been marked for deletion")
         group["marked_for_deletion_on"] = None
-        group["path"], group["name"] = group["path"].split(SCHEDULED)[0], group["name"].split(SCHEDULED)[0]
+        original = group["path"].split(SCHEDULED)[0]
+        # Namespaces::RestoreBaseService: the old path, or, if it is taken, the old path with a random suffix.
+        taken = any(other["path"] == original and other is not group for other in self.state.groups.values())
+        group["path"] = group["name"] = f"{original}-Ab3xZ" if taken else original
         return 201, self._show_group(group)
 
     def get_project(self, params: dict[str, Any], id_: str) -> Any:

@@ -623,3 +623,32 @@ def test_one_recorded_before_its_owner_was_is_kept_by_a_refresh_and_left_by_a_de
     ours.provider.delete(ours.id, unrecorded)
     assert writes_since(state, start) == []
     assert gitlab_as_it_is(state) == before
+
+
+def test_a_gateways_empty_404_is_no_answer_not_gone(gitlab: str, state: GitLabState, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Envoy answers 404, empty, while GitLab's route is being replaced: it says nothing of what
+    GitLab holds, and a refresh then must not drop the group (and everything in it) from state."""
+    monkeypatch.setattr(gitlab_api, "RETRY_PAUSES", (0.0, 0.0, 0.0, 0.0))
+    ours = recorded("group", gitlab, state)
+    state.failures = [404]
+    kept = ours.provider.read(ours.id, ours.outputs)
+    assert kept.id == ours.id
+
+
+def test_a_scheduled_group_whose_path_was_taken_meanwhile_is_not_restored_elsewhere(gitlab: str, state: GitLabState) -> None:
+    """GitLab would restore it at its path with a random suffix, where nothing would find it again."""
+    ours = recorded("group", gitlab, state)
+    group = state.groups[int(ours.id)]
+    group["marked_for_deletion_on"] = "2026-07-01"
+    group["path"] = group["name"] = f"{GROUP}-deletion_scheduled-{group['id']}"
+    state.add_group(GROUP)
+    with pytest.raises(GitLabObjectError, match="now holds something else"):
+        ours.provider.update(ours.id, {**ours.outputs, "marked_for_deletion_on": "2026-07-01"}, ours.news)
+    assert group["marked_for_deletion_on"] == "2026-07-01"
+
+
+def test_a_deploy_token_of_new_scopes_replaces_the_old_one_deleting_it_first() -> None:
+    """Made first, the new one would find ours, of other scopes, in its way, and refuse."""
+    olds = {"project": "42", "name": "gitlab-deploy-token", "scopes": ["read_registry"]}
+    diff = as_engine_loads(DeployTokenProvider()).diff("7", olds, {**olds, "scopes": ["read_registry", "read_repository"]})
+    assert (diff.replaces, diff.delete_before_replace) == (["scopes"], True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from providers.host_secret import PROVIDER_VERSION, HostSecretProvider
+from providers.host_secret import PROVIDER_VERSION, HostSecretError, HostSecretProvider
 from tests.providers.engine import as_engine_loads, outputs_of
 
 
@@ -95,3 +95,13 @@ def test_the_ca_key_is_an_ecdsa_p256_pem(tmp_path: Path, provider: HostSecretPro
     key = load_pem_private_key(pem.encode(), password=None)
     assert isinstance(key, ec.EllipticCurvePrivateKey)
     assert key.curve.name == "secp256r1"
+
+
+def test_no_secret_is_made_beside_data_a_half_finished_wipe_left(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """The wipe removed the host user's files (the secrets) and left the pods' (the databases): a
+    new secret beside them would lock GitLab, MinIO or the CA's users out of them for good."""
+    (tmp_path / "platform" / "secrets").mkdir(parents=True)
+    (tmp_path / ".blueprint-wiping").touch()
+    with pytest.raises(HostSecretError, match="stopped half-way"):
+        provider.create(props(tmp_path / "platform" / "secrets" / "gitlab-rails-secrets.yml"))
+    assert not (tmp_path / "platform" / "secrets" / "gitlab-rails-secrets.yml").exists()

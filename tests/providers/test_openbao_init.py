@@ -107,7 +107,7 @@ def test_an_initialised_server_without_its_keys_is_refused_with_what_to_do(
     message = str(refused.value)
     assert "already initialised" in message
     assert str(keys_file) in message
-    assert "preserveData=false" in message
+    assert "wipes the whole platform's data, GitLab's too (`uv run blueprint destroy --wipe-data`" in message
 
 
 def test_keys_of_a_vault_whose_storage_is_gone_are_kept_aside(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
