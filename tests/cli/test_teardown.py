@@ -621,3 +621,19 @@ def test_a_wipe_of_that_folder_started_before_is_finished_with_no_stack_left(lef
 def test_a_stack_that_holds_no_resource_is_not_up(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, listed: str) -> None:
     monkeypatch.setenv("PULUMI_STACKS", listed)
     assert commands.AutomationRunner().outputs("phase2") is None
+
+
+def test_a_cluster_change_that_fails_half_way_resumes_with_the_whole_up_never_a_destroy() -> None:
+    """A destroy there, with preserveData=false, would wipe what the change was keeping."""
+
+    class Failing(FakePulumi):
+        def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+            raise StackFailed(stack, "error: boom")
+
+    pulumi = Failing(all_stacks())
+    out = io.StringIO()
+    context = Context(
+        runner=pulumi, out=out, world=replacing(pulumi), confirm=lambda q: True, explain=lambda phase, stack, output, resume: resume
+    )
+    assert commands.up(context, "all") == 1
+    assert out.getvalue().splitlines()[-1] == "uv run blueprint up"
