@@ -307,9 +307,9 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
     return f"glab is logged in to {host} as root"
 
 
-def status(runner: StackRunner, probe: Callable[[str, str, Mapping[str, str]], str] | None = None) -> str:
+def status(runner: StackRunner, ask: Callable[[str, str, Mapping[str, str]], str] | None = None) -> str:
     """Per phase whether it is up, and the health of GitLab, OpenBao, the runner and the apps."""
-    probe = probe or _probe
+    ask = ask or probe
     lines = []
     stack_outputs = {stack: runner.outputs(stack) for stack in PHASES["all"]}
     for stack, values in stack_outputs.items():
@@ -319,15 +319,18 @@ def status(runner: StackRunner, probe: Callable[[str, str, Mapping[str, str]], s
         ca = str(phase2.get(outputs.CA_CERT_FILE))
         token = {"PRIVATE-TOKEN": str(phase2.get(outputs.ADMIN_TOKEN))}
         gitlab_url = str(phase2.get(outputs.GITLAB_URL))
-        lines.append(f"  GitLab:  {probe(f'{gitlab_url}/api/v4/version', ca, token)}")
-        lines.append(f"  OpenBao: {probe(f'{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status', ca, {})}")
-        lines.append(f"  Runner:  {probe(f'{gitlab_url}/api/v4/runners/all?type=instance_type&status=online', ca, token)}")
+        lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token)}")
+        lines.append(f"  OpenBao: {ask(f'{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status', ca, {})}")
+        lines.append(f"  Runner:  {ask(f'{gitlab_url}/api/v4/runners/all?type=instance_type&status=online', ca, token)}")
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
-        lines.append(f"  app {name}: {probe(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
+        lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
     return "\n".join(lines)
 
 
-def _probe(url: str, ca_file: str, headers: Mapping[str, str]) -> str:
+def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float = 10) -> str:
+    """What `url` says, in a few words: "ok ...", "sealed"/"unsealed", "N online", "HTTP <status>",
+    "unreachable (...)", or "unknown: ..." when our CA file, the only trust it uses, is missing.
+    """
     import requests
 
     if url.startswith("https://") and not os.path.isfile(ca_file):
@@ -335,7 +338,7 @@ def _probe(url: str, ca_file: str, headers: Mapping[str, str]) -> str:
     session = requests.Session()
     session.trust_env = False  # no CA bundle or proxy from the environment
     try:
-        response = session.get(url, headers=dict(headers), verify=ca_file, timeout=10, allow_redirects=False)
+        response = session.get(url, headers=dict(headers), verify=ca_file, timeout=timeout, allow_redirects=False)
         body = response.json() if "json" in response.headers.get("Content-Type", "") else None
     except (requests.RequestException, ValueError) as error:
         return f"unreachable ({type(error).__name__})"

@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from cli.lifecycle import forget, lives_in_cluster, lives_in_gitlab, pending_operations, record_preserve_data
+from cli.lifecycle import COMMAND, forget, lives_in_cluster, lives_in_gitlab, pending_operations, record_preserve_data
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 
 ORDER = ("phase1", "phase2", "phase3")
-KIND_CLUSTER_TYPE = "command:local:Command"
 KIND_CLUSTER_NAME = "kind-cluster"
 
 
@@ -127,7 +126,7 @@ def plan_destroy(
                 reasons[urn] = "it lives in GitLab's database, which this destroy wipes"
             elif not gitlab_reachable:
                 reasons[urn] = "it lived in GitLab's database, and that GitLab is gone"
-        elif cluster_gone_for_good and resource["type"] == KIND_CLUSTER_TYPE and urn.endswith(f"::{KIND_CLUSTER_NAME}"):
+        elif cluster_gone_for_good and resource["type"] == COMMAND and urn.endswith(f"::{KIND_CLUSTER_NAME}"):
             reasons[urn] = "you said Docker and the cluster are gone (--cluster-gone)"
     return reasons
 
@@ -354,26 +353,13 @@ def _phase1_config() -> Mapping[str, str]:
 
 
 def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:
-    import os
+    """Whether GitLab answers its API with the admin token: what `blueprint status` asks it."""
+    from cli.commands import probe
 
-    import requests
-
-    ca = str(phase2.get(outputs.CA_CERT_FILE))
-    if not os.path.isfile(ca):
-        return False  # the token goes only to a GitLab our CA vouches for
-    session = requests.Session()
-    session.trust_env = False  # no CA bundle or proxy from the environment
-    try:
-        response = session.get(
-            f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version",
-            headers={"PRIVATE-TOKEN": str(phase2.get(outputs.ADMIN_TOKEN))},
-            verify=ca,
-            timeout=15,
-            allow_redirects=False,
-        )
-    except (requests.RequestException, OSError):
-        return False
-    return response.status_code == 200
+    token = {"PRIVATE-TOKEN": str(phase2.get(outputs.ADMIN_TOKEN))}
+    return probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(phase2.get(outputs.CA_CERT_FILE)), token, timeout=15).startswith(
+        "ok"
+    )
 
 
 def make_way_for_a_new_cluster(

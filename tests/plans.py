@@ -17,8 +17,8 @@ COMMAND = "command:local:Command"
 
 
 @cache
-def _cached_plan(stack: str, overrides: tuple[tuple[str, str], ...]) -> Plan:
-    return plan(stack, dict(overrides))
+def _cached_plan(stack: str, overrides: tuple[tuple[str, str], ...], preview: bool = False) -> Plan:
+    return plan(stack, dict(overrides), preview=preview)
 
 
 def planned(stack: str, **config: str) -> Plan:
@@ -77,12 +77,7 @@ def waits_for(result: Plan, urn: str) -> set[str]:
     return seen
 
 
-@cache
-def _cached_preview(stack: str, overrides: tuple[tuple[str, str], ...]) -> Plan:
-    return plan(stack, dict(overrides), preview=True)
-
-
 def planned_as(mode: str, stack: str, **config: str) -> Plan:
     """The plan of `stack` as an `up` ("up") or as a preview ("preview") would register it."""
     overrides = tuple(sorted((f"blueprint:{key}", value) for key, value in config.items()))
-    return _cached_preview(stack, overrides) if mode == "preview" else _cached_plan(stack, overrides)
+    return _cached_plan(stack, overrides, mode == "preview")
