@@ -357,9 +357,8 @@ def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:
     from cli.commands import probe
 
     token = {"PRIVATE-TOKEN": str(phase2.get(outputs.ADMIN_TOKEN))}
-    return probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(phase2.get(outputs.CA_CERT_FILE)), token, timeout=15).startswith(
-        "ok"
-    )
+    answer = probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(phase2.get(outputs.CA_CERT_FILE)), token, timeout=15)
+    return answer.startswith("ok")
 
 
 def make_way_for_a_new_cluster(
