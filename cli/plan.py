@@ -17,6 +17,7 @@ import heapq
 import json
 import logging
 import runpy
+import shlex
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,8 @@ SECRET = "[secret]"
 UNKNOWN = "[unknown]"
 STACK_TYPE = "pulumi:pulumi:Stack"
 STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+RUN_TOKEN = "command:local:run"
+"""pulumi-command's invoke that runs a command on every preview and up (`local.run_output`)."""
 ORGANIZATION = "organization"
 """The organization of Pulumi's local (DIY) backend."""
 
@@ -219,6 +222,9 @@ def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]
     if typ == "command:local:Command":
         create = str(inputs.get("create") or "")
         return {"stdout": _stand_in_kubeconfig(inputs) if "kind get kubeconfig" in create else "", "stderr": ""}
+    if typ == "pulumi-python:dynamic/blueprint:DeployKubeconfig":
+        user = {"name": "ci-deployer", "user": {"token": f"stand-in-token-{name}"}}
+        return {"kubeconfig": yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [user]}), "expires_at": 1_893_456_000}
     if typ == "kubernetes:helm.sh/v3:Release":
         return {
             "status": {
@@ -238,8 +244,10 @@ def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]
         }
     if typ == "tls:index/certRequest:CertRequest":
         return {"certRequestPem": _pem("CERTIFICATE REQUEST", name)}
-    if typ in ("tls:index/selfSignedCert:SelfSignedCert", "tls:index/locallySignedCert:LocallySignedCert"):
+    if typ == "tls:index/locallySignedCert:LocallySignedCert":
         return {"certPem": _pem("CERTIFICATE", name)}
+    if typ == "pulumi-python:dynamic/blueprint:CaCertificate":
+        return {"cert_pem": _pem("CERTIFICATE", name)}
     if typ == "pulumi-python:dynamic/blueprint:HostSecret":
         if inputs.get("kind") == "ssh-host-keys":
             files = [f"ssh_host_{kind}_key{suffix}" for kind in ("rsa", "ecdsa", "ed25519") for suffix in ("", ".pub")]
@@ -264,8 +272,6 @@ def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]
         return {"username": f"gitlab+deploy-token-{_stand_in_id(typ, name)}"}
     if typ == "pulumi-python:dynamic/gitlab:Runner":
         return {"authentication_token": f"glrt-stand-in-{name}"}
-    if typ == "pulumi-python:dynamic/openbao:Init":
-        return {"root_token": f"stand-in-token-{name}", "unseal_keys": [f"stand-in-key-{name}"]}
     return {}
 
 
@@ -312,7 +318,25 @@ class _StandInMocks(Mocks):
         }
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        if args.token == RUN_TOKEN:
+            return self._run_command(str(args.args.get("command") or "")), []
         raise NotImplementedError(f"the offline plan has no stand-in for the invoke {args.token}")
+
+    def _run_command(self, command: str) -> dict[str, Any]:
+        """What pulumi-command's `local.run` returns: for `kind get kubeconfig --name <cluster>`
+        (phase2's kubeconfig), the stand-in kubeconfig of the cluster an upstream plan creates, the
+        same as its cluster command's; for a cluster no upstream creates, kind's error.
+        """
+        words = shlex.split(command)
+        if words[:4] != ["kind", "get", "kubeconfig", "--name"] or len(words) < 5:
+            raise NotImplementedError(f"the offline plan has no stand-in for the command {command!r}")
+        for upstream in self.upstream.values():
+            for resource in upstream.find("command:local:Command"):
+                inputs = resource["inputs"]
+                creates = "kind get kubeconfig" in str(inputs.get("create") or "")
+                if creates and (inputs.get("environment") or {}).get("KIND_CLUSTER_NAME") == words[4]:
+                    return {"stdout": _stand_in_kubeconfig(inputs), "stderr": ""}
+        return {"stdout": "", "stderr": "ERROR: could not locate any control plane nodes"}
 
 
 def _with_thread_loop(call: Callable[[], Any]) -> Any:
@@ -392,6 +416,9 @@ class _Recorder(MockMonitor):
             response.object.Clear()
             response.object.update(state)
         return response
+
+    def Invoke(self, request: Any) -> Any:
+        return _with_thread_loop(lambda: super(_Recorder, self).Invoke(request))
 
     def ReadResource(self, request: Any) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)

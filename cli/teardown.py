@@ -1,4 +1,5 @@
-"""`blueprint destroy` on every route, and a cluster change under a running platform.
+"""`blueprint destroy` on every route, a cluster change under a running platform, and, before an
+`up`, the folders an earlier blueprint's states claimed without saying which (`note_claimed_folders`).
 
 Pulumi deletes what a stack's state records through the providers that made it, so a destroy
 needs what those providers talk to. When that is gone, this module decides per resource, from
@@ -10,7 +11,7 @@ what can be known, and says so:
   destroy stops with the fix; only the user can say the cluster is gone for good
   (`--cluster-gone`, when Docker itself is gone), and then the kind cluster's own command is
   forgotten too.
-- **GitLab's objects** (the Runner, phase3's group, projects, variables, tokens) live in GitLab's
+- **GitLab's objects** (phase2's group and Runners, phase3's projects, variables, tokens) live in GitLab's
   database. They are forgotten when that database goes anyway (this destroy wipes the data) or is
   out of reach for good (the cluster is gone, or phase2 is no longer up); with the data kept they
   are retained, to be adopted by the next `up`. Otherwise GitLab must answer: they are deleted
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from cli.lifecycle import COMMAND, forget, lives_in_cluster, lives_in_gitlab, pending_operations, record_preserve_data
+from cli.lifecycle import COMMAND, forget, lives_in_cluster, lives_in_gitlab, pending_operations, record_claims, record_preserve_data
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 
@@ -86,6 +87,8 @@ class World:
     gitlab_answers: Callable[[Mapping[str, Any]], bool] = lambda phase2: _gitlab_answers(phase2)
     phase1_config: Callable[[], Mapping[str, str]] = lambda: _phase1_config()
     wipe_folder: Callable[[str, str], subprocess.CompletedProcess[str]] = lambda folder, owner: _wipe_folder(folder, owner)
+    checkout_id: Callable[[], str | None] = lambda: _checkout_id()
+    """This checkout's id (`stacks.config.read_checkout_id`): None when no stack of it ever ran."""
 
 
 class Refused(Exception):
@@ -211,7 +214,7 @@ def destroy(
         fate = "REMOVING the platform's data (GitLab, Postgres, OpenBao and its keys, the CA's key)" if data_goes else "keeping the data"
         question = f"Destroy {', '.join(destroyed) or 'what is left'}, {fate}?"
         if destroyed == ["phase3"] and not data_goes:
-            question = "Destroy phase3, deleting its group and projects from GitLab (the platform and its data stay)?"
+            question = "Destroy phase3, deleting its projects from GitLab (the platform, its group and its data stay)?"
         if not confirm(question):
             say(f"blueprint: {question} Nothing was destroyed: answer yes in a terminal, or run with --yes.")
             return 1
@@ -243,7 +246,7 @@ def destroy(
             continue
         exported, state = states[stack]
         if stack == "phase3" and keep:
-            # Its group and projects live in GitLab's preserved database: keeping the stack's state
+            # Its projects live in GitLab's preserved database: keeping the stack's state
             # lets the next `up` find them as they are (and run the apps again on the new cluster).
             say("== phase3: kept (preserveData=true): its projects stay in GitLab's data")
             continue
@@ -290,13 +293,14 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
     """phase1's data folder when phase1's stack is gone (destroyed earlier with its data kept): no
     stack holds it any more. It is removed here, as phase1's destroy would have, only when all of
     this holds: the user said `--wipe-data` (and yes), from a checkout that still had a stack of that
-    platform or that started this wipe; the folder's owner file names phase1; no stack has a lease
-    on a cluster over it, and no cluster blueprint made over it still runs. Otherwise it is kept,
-    and said so with the command that removes it.
+    platform or that started this wipe; the folder's owner file names phase1 of this checkout (its
+    id: the same stack of another checkout is another owner); no stack has a lease on a cluster over
+    it, and no cluster blueprint made over it still runs. Otherwise it is kept, and said so with the
+    command that removes it.
     """
     from components.host_folder import OWNER_MARKER
     from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
-    from stacks.config import PROJECT_DIR, data_dir_problem
+    from stacks.config import PROJECT_DIR, ConfigError, data_dir_problem
 
     folder = _data_folder(config)
     if not (folder / OWNER_MARKER).is_file():
@@ -311,8 +315,20 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
     users = sorted(path.name for path in leases if path.is_file() and not path.is_symlink())
     cluster_name = (folder / CLUSTER_MARKER).read_text().strip() if (folder / CLUSTER_MARKER).is_file() else ""
     running = world.cluster(cluster_name).status if cluster_name else "gone"
+    try:
+        checkout = world.checkout_id()
+    except ConfigError as error:
+        say(f"{kept}, and not removed: {error}; {remove}")
+        return 1
+    owner = f"blueprint/phase1@{checkout}"
+    try:
+        claimed = (folder / OWNER_MARKER).read_text(errors="replace").strip()
+    except OSError as error:
+        claimed = f"<unreadable: {error.strerror}>"
     problem = (
         data_dir_problem(folder, PROJECT_DIR)
+        or ("this checkout never ran a stack, so it claimed no folder" if checkout is None else None)
+        or (f"its {OWNER_MARKER} names {claimed[:80]!r}, not this checkout's phase1 ({owner})" if claimed != owner else None)
         or (f"a platform still runs on a cluster over it ({', '.join(users)})" if users else None)
         or (f"the kind cluster {cluster_name} blueprint made over it still runs" if running == "running" else None)
         or (f"whether the kind cluster {cluster_name} over it still runs cannot be told (start Docker)" if running == "unknown" else None)
@@ -320,7 +336,7 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
     if problem:
         say(f"{kept}, and not removed: {problem}; {remove}")
         return 1
-    done = world.wipe_folder(str(folder), "blueprint/phase1")
+    done = world.wipe_folder(str(folder), owner)
     if done.returncode != 0:
         say(f"{done.stderr.strip()}; {remove}")
         return 1
@@ -346,6 +362,12 @@ def _wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
+def _checkout_id() -> str | None:
+    from stacks.config import read_checkout_id
+
+    return read_checkout_id()
+
+
 def _phase1_config() -> Mapping[str, str]:
     from cli.plan import stack_config
 
@@ -353,12 +375,40 @@ def _phase1_config() -> Mapping[str, str]:
 
 
 def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:
-    """Whether GitLab answers its API with the admin token: what `blueprint status` asks it."""
-    from cli.commands import probe
+    """Whether GitLab answers its API with the admin token, read from its file: what `blueprint
+    status` asks it. Without that file nobody can tell: `Refused`, naming the file and the fix.
+    """
+    from cli.commands import admin_token, probe
 
-    token = {"PRIVATE-TOKEN": str(phase2.get(outputs.ADMIN_TOKEN))}
+    try:
+        token = {"PRIVATE-TOKEN": admin_token(phase2)}
+    except outputs.AdminTokenUnavailable as error:
+        raise Refused(f"cannot ask GitLab whether it answers, for want of its admin token: {error}") from None
     answer = probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(phase2.get(outputs.CA_CERT_FILE)), token, timeout=15)
     return answer.startswith("ok")
+
+
+def note_claimed_folders(runner: Teardown, say: Callable[[str], None], stacks: tuple[str, ...]) -> int:
+    """Before an `up`: in the state of each of `stacks` that is up, record which folder each host-folder
+    command claimed, where an earlier blueprint's state does not say (`cli.lifecycle.record_claims`),
+    so that the `up` takes over that folder's marker, which names the stack alone, and no other.
+    Returns an exit code.
+    """
+    for stack in stacks:
+        if runner.outputs(stack) is None:
+            continue
+        exported = runner.export_state(stack)
+        state = exported.get("deployment") or {}
+        noted = record_claims(state)
+        if noted == state:
+            continue
+        if problem := pending_operations(stack, state):
+            say(f"blueprint: {problem}")
+            return 1
+        runner.import_state(stack, {**exported, "deployment": noted})
+        folders = sorted({str(r["outputs"]["stdout"]) for r, was in zip(noted["resources"], state["resources"], strict=True) if r != was})
+        say(f"== {stack}: noted the folders its state claims, which an earlier blueprint did not record: {', '.join(folders)}")
+    return 0
 
 
 def make_way_for_a_new_cluster(

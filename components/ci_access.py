@@ -1,9 +1,37 @@
 """What CI deploys with: a namespace for the apps and a ServiceAccount whose rights end there.
 
 The old blueprint handed jobs the cluster-admin kubeconfig. Here the account `ci-deployer` may
-manage the usual application objects in the apps namespace only. Its kubeconfig, for pods (server
-`https://kubernetes.default.svc`), carries a token of a year (`kubectl create token`) and the
-cluster's CA; it is made when the namespace is, so a new cluster gets a new one.
+manage the usual application objects in the apps namespace only: what `helm upgrade --install` of
+the apps' charts touches, and HTTPRoutes but no Gateway (the apps attach routes to GitLab's
+Gateway; a Gateway of the shared class would take listeners, and NodePorts, beside GitLab's). Its
+kubeconfig, for pods (server `https://kubernetes.default.svc`), carries a token of a year
+(`kubectl create token`) and the cluster's CA; it is made when the namespace or the ServiceAccount
+is, so a new cluster or a new account gets a new one, and made again by the first `up` within
+RENEW_DAYS of the token's expiry (`providers/deploy_kubeconfig.py`), which hands the new one on to
+phase3's CI variable in the same `blueprint up`.
+
+No credential of the account outlives it. Its tokens are bound tokens (TokenRequest): there is no
+revoking one by one, but each dies with the ServiceAccount (its uid is in the token). So a job
+must not be able to mint a credential of its own, which the Role's `secrets` and `pods` rights
+(the deploy job writes a registry pull Secret; the charts make pods) would otherwise allow: two
+ValidatingAdmissionPolicies (CREDENTIAL_POLICIES, bound to the apps namespace) refuse there a
+Secret of type `kubernetes.io/service-account-token` (a token with no expiry, which a renewal does
+not touch) and a pod that runs as `ci-deployer` (its kubelet-refreshed token; and, as a pod names
+its account by name only, it would get tokens of a new account of the same name too).
+
+To take CI's access away at once (a leaked kubeconfig, a job that misbehaved): delete the account,
+which voids every token of it, and have `up` make it again with a new token:
+
+    kubectl --context kind-<clusterName> -n apps delete serviceaccount ci-deployer
+    eval "$(uv run blueprint env)"
+    deployer='urn:pulumi:phase2::blueprint::blueprint:index:CiAccess$kubernetes:core/v1:ServiceAccount::ci-access-deployer'
+    pulumi refresh -s phase2 --yes --target "$deployer"
+    uv run blueprint up
+
+The refresh of that one resource is what tells Pulumi the account is gone: `up` compares with the
+state, in which it still exists (pulumi-kubernetes' Diff reads no live object), and would make
+nothing. Then `up` makes the account again; its new uid is an input of the kubeconfig
+(`service_account_uid`), so the same `up` makes a new token and phase3 hands it to CI.
 """
 
 from __future__ import annotations
@@ -12,22 +40,73 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_command import local
 
+from components.pod_security import pod_security_labels
 from components.storage import as_input
+from providers.deploy_kubeconfig import DeployKubeconfig, DeployKubeconfigArgs
 
 DEPLOYER = "ci-deployer"
 TOKEN_HOURS = 8760
+RENEW_DAYS = 30
+"""An `up` this close to the token's expiry makes a new one: a month to run one in."""
 DEPLOY_RULES = [
     {"apiGroups": [""], "resources": ["pods", "pods/log", "services", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
     {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets", "replicasets"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-    {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes", "gateways"],
+    {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes"],
      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list", "watch"]},
 ]  # fmt: skip
 """What `helm upgrade --install` of the apps' charts touches, in the apps namespace only."""
+SERVICE_ACCOUNT_TOKEN = "kubernetes.io/service-account-token"
+CREDENTIAL_POLICIES: dict[str, tuple[str, dict[str, str]]] = {
+    "ci-deployer-no-token-secrets": (
+        "secrets",
+        {
+            "expression": f"!has(object.type) || object.type != '{SERVICE_ACCOUNT_TOKEN}'",
+            "reason": "Forbidden",
+            "message": f"no Secret of type {SERVICE_ACCOUNT_TOKEN} in this namespace: a ServiceAccount token of no "
+            "expiry would outlive the renewal of CI's deploy token (ask the TokenRequest API for a token instead)",
+        },
+    ),
+    "ci-deployer-no-deployer-pods": (
+        "pods",
+        {
+            "expression": f"!has(object.spec.serviceAccountName) || object.spec.serviceAccountName != '{DEPLOYER}'",
+            "reason": "Forbidden",
+            "message": f"no pod in this namespace runs as ServiceAccount {DEPLOYER}, CI's deploy account: "
+            "leave serviceAccountName out (the namespace's default account) or name another",
+        },
+    ),
+}
+"""The ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA since Kubernetes 1.30), each
+bound to the apps namespace, that keep it from minting credentials of the deployer: by name, what
+they match and their one validation. One kind each, so each expression is type-checked against
+its own kind's schema. CEL sees the object after defaulting and mutating admission (a Secret's
+`type` defaults to `Opaque`, a pod's `serviceAccountName` to `default`); `has()` guards all the
+same."""
+
+
+def credential_policy_spec(resource: str, validation: dict[str, str]) -> dict[str, object]:
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": [resource]}]
+        },
+        "validations": [validation],
+    }
+
+
+def credential_binding_spec(policy: str, namespace: str) -> dict[str, object]:
+    """Bound to one namespace: `kubernetes.io/metadata.name` is the label the API server itself
+    sets on every namespace, to its name, so no one can put it on another.
+    """
+    return {
+        "policyName": policy,
+        "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,10 +119,28 @@ class CiAccessArgs:
 KUBECONFIG_SCRIPT = f"""\
 set -eu
 admin=$(mktemp)
-trap 'rm -f "$admin"' EXIT
+trap 'rm -f "$admin" "$admin.err"' EXIT
 kind get kubeconfig --name "$KIND_CLUSTER_NAME" > "$admin"
 token=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" create token {DEPLOYER} --duration={TOKEN_HOURS}h)
-ca=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" get configmap kube-root-ca.crt -o jsonpath='{{.data.ca\\.crt}}' | base64 | tr -d '\\n')
+# The cluster's CA, from the ConfigMap kube-controller-manager publishes in every namespace shortly
+# after it is made (its root-ca-cert-publisher): asked until it answers, a few times, and never taken
+# empty, which would be a kubeconfig that trusts nothing (recorded until the token's renewal).
+pem=""
+for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+  if pem=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" get configmap kube-root-ca.crt -o jsonpath='{{.data.ca\\.crt}}' 2>"$admin.err") \\
+    && [ -n "$pem" ]; then
+    break
+  fi
+  pem=""
+  [ "$attempt" = 15 ] || sleep 2
+done
+if [ -z "$pem" ]; then
+  echo "blueprint: the ConfigMap kube-root-ca.crt in namespace $NAMESPACE gave no CA certificate after 15 tries" \\
+    "($(tail -n 1 "$admin.err" 2>/dev/null)); kube-controller-manager publishes it in every namespace: check that it" \\
+    "runs (kubectl -n kube-system get pods), then run the up again" >&2
+  exit 1
+fi
+ca=$(printf '%s\\n' "$pem" | base64 | tr -d '\\n')
 cat <<KUBECONFIG
 apiVersion: v1
 kind: Config
@@ -78,7 +175,12 @@ class CiAccess(pulumi.ComponentResource):
     def __init__(self, name: str, args: CiAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:CiAccess", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace), opts=child)
+        # restricted: CI deploys whatever a pipeline renders here, so nothing may reach the node (hostPath, privileged, root).
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace, labels=pod_security_labels("restricted")),
+            opts=child,
+        )
         account = k8s.core.v1.ServiceAccount(
             f"{name}-deployer", metadata=k8s.meta.v1.ObjectMetaArgs(name=DEPLOYER, namespace=namespace.metadata.name), opts=child
         )
@@ -88,22 +190,42 @@ class CiAccess(pulumi.ComponentResource):
             rules=as_input(DEPLOY_RULES),
             opts=child,
         )
+        guards: list[pulumi.Resource] = []
+        for policy_name, (resource, validation) in CREDENTIAL_POLICIES.items():
+            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-{policy_name}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name),
+                spec=as_input(credential_policy_spec(resource, validation)),
+                opts=child,
+            )
+            guards.append(
+                k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                    f"{name}-{policy_name}-binding",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name),
+                    spec=as_input(credential_binding_spec(policy_name, args.namespace)),
+                    opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy, namespace])),
+                )
+            )
+        # The account gets its rights only once the guards are in place.
         binding = k8s.rbac.v1.RoleBinding(
             f"{name}-binding",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=DEPLOYER, namespace=namespace.metadata.name),
             role_ref=k8s.rbac.v1.RoleRefArgs(api_group="rbac.authorization.k8s.io", kind="Role", name=DEPLOYER),
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=DEPLOYER, namespace=args.namespace)],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[account, role])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[account, role, *guards])),
         )
-        token = local.Command(
+        token = DeployKubeconfig(
             f"{name}-kubeconfig",
-            create=KUBECONFIG_SCRIPT,
-            environment={"KIND_CLUSTER_NAME": args.kind_cluster_name, "NAMESPACE": args.namespace},
-            logging=local.Logging.STDERR,
-            add_previous_output_in_env=False,
-            triggers=[namespace.metadata.apply(lambda metadata: metadata.uid)],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[binding], additional_secret_outputs=["stdout"])),
+            DeployKubeconfigArgs(
+                kind_cluster_name=args.kind_cluster_name,
+                namespace=args.namespace,
+                namespace_uid=namespace.metadata.apply(lambda metadata: metadata.uid or ""),
+                service_account_uid=account.metadata.apply(lambda metadata: metadata.uid or ""),
+                script=KUBECONFIG_SCRIPT,
+                renew_days=RENEW_DAYS,
+            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[binding])),
         )
         self.namespace = namespace.metadata.apply(lambda metadata: str(metadata.name))
-        self.kubeconfig = pulumi.Output.secret(token.stdout)
+        self.kubeconfig = pulumi.Output.secret(token.kubeconfig)
         self.register_outputs({"namespace": self.namespace, "kubeconfig": self.kubeconfig})

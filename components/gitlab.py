@@ -30,7 +30,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 import versions
-from components.minio import BUCKETS
+from components.minio import GITLAB_BUCKETS
 from components.storage import STORAGE_CLASS, Volume
 from providers.host_secret import HostSecret, HostSecretArgs
 
@@ -140,9 +140,9 @@ def backup_storage(*, endpoint: str, access_key: str, secret_key: str) -> str:
 
 
 def _check_buckets(names: dict[str, str]) -> dict[str, str]:
-    missing = sorted(set(names.values()) - set(BUCKETS))
+    missing = sorted(set(names.values()) - set(GITLAB_BUCKETS))
     if missing:
-        raise ValueError(f"GitLab would use buckets MinIO does not create: {missing}")
+        raise ValueError(f"GitLab would use buckets its MinIO user may not use: {missing}; add them to components.minio.GITLAB_BUCKETS")
     return names
 
 
@@ -158,7 +158,7 @@ BUCKET_OF = _check_buckets(
         "dependencyProxy": "gitlab-dependency-proxy",
     }
 )
-"""Every object type, on, in the bucket MinIO creates for it."""
+"""Every object type, on, in the bucket MinIO creates for it and lets GitLab's user use."""
 
 
 def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
@@ -266,6 +266,14 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
             "gitaly": {
                 "persistence": {"storageClass": STORAGE_CLASS, "size": args.gitaly_volume.size, "matchLabels": {}},
                 "resources": {"requests": {"cpu": "100m", "memory": "400Mi"}},
+                # The user its volume's folder is given to (the chart's default, 1000, made explicit:
+                # charts/gitlab/charts/gitaly/values.yaml securityContext, containerSecurityContext).
+                "securityContext": {
+                    "runAsUser": args.gitaly_volume.owner[0],
+                    "runAsGroup": args.gitaly_volume.owner[1],
+                    "fsGroup": args.gitaly_volume.owner[1],
+                },
+                "containerSecurityContext": {"runAsUser": args.gitaly_volume.owner[0], "runAsGroup": args.gitaly_volume.owner[1]},
             },
         },
         "registry": {
@@ -281,6 +289,8 @@ class GitLab(pulumi.ComponentResource):
 
     root_password: pulumi.Output[str]
     """The initial root password (secret)."""
+    root_password_file: str
+    """Host path of the same password (0600): where it is, never what it is."""
     release: k8s.helm.v3.Release
     """What waits for GitLab waits for this (Helm waits for every pod and hook)."""
 
@@ -299,9 +309,8 @@ class GitLab(pulumi.ComponentResource):
         after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
         # With the data, not the stack: the preserved database keeps the password it was seeded
         # with, so a new one after a preserveData cycle would be a documented login that fails.
-        root_password = HostSecret(
-            f"{name}-root-password", HostSecretArgs(path=f"{args.secrets_path}/gitlab-root-password", length=32), opts=after_folder
-        )
+        self.root_password_file = f"{args.secrets_path}/gitlab-root-password"
+        root_password = HostSecret(f"{name}-root-password", HostSecretArgs(path=self.root_password_file, length=32), opts=after_folder)
         rails = HostSecret(
             f"{name}-rails-secrets",
             HostSecretArgs(path=f"{args.secrets_path}/gitlab-rails-secrets.yml", kind="gitlab-rails-secrets"),

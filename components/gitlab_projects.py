@@ -1,15 +1,22 @@
-"""The apps on GitLab: the `blueprint-apps` group, one project per manifest entry, their CI/CD
-variables, their sources (one commit per change) and, for each deploying project, a smoke
-pipeline that must go green.
+"""The apps on GitLab: one project per manifest entry in the platform's `blueprint-apps` group,
+their CI/CD variables, their sources (one commit per change) and, for each deploying project, a
+smoke pipeline that must go green.
+
+The group is phase2's, not this component's: it is the platform's, which the runners serve (and
+only its projects), so it exists before them and outlives a destroy of the apps alone. phase2
+exports its id and its mark, and this component checks what it puts in the group against that
+mark (`group_owner`).
 
 Every project's `.gitlab-ci.yml` is rendered here from the manifest (`render_ci`): it includes
 `shared-code`'s `templates/pipeline.yml`, so a change to the templates reaches every project, and
 the file a project holds is visible in the plan. CI deploys with the kubeconfig of an account
-limited to the apps namespace (a file variable of the group), never the cluster-admin one.
+limited to the apps namespace, never the cluster-admin one: a file variable of the group, and a
+protected one, which GitLab hands only to jobs of protected refs; each project's default branch
+is protected (`providers/gitlab_objects.py`), and the pipeline deploys from it alone.
 
-Everything here that lives in GitLab's database (group, projects, variables, deploy token) is got
-or created (`providers/gitlab_objects.py`): a new state over a preserved GitLab adopts what is
-ours and refuses what is not. With `preserve_data` a destroy leaves all of it in GitLab
+Everything here that lives in GitLab's database (projects, variables, deploy tokens) is got or
+created (`providers/gitlab_objects.py`): a new state over a preserved GitLab adopts what is ours
+and refuses what is not. With `preserve_data` a destroy leaves all of it in GitLab
 (`retain_on_delete`); without, it deletes it.
 """
 
@@ -25,8 +32,6 @@ from providers.gitlab_api import Connection
 from providers.gitlab_objects import (
     DeployToken,
     DeployTokenArgs,
-    Group,
-    GroupArgs,
     GroupVariable,
     Project,
     ProjectArgs,
@@ -38,6 +43,7 @@ from providers.gitlab_sync import GitLabSync, GitLabSyncArgs
 from stacks.apps_manifest import APPS_DIR, SHARED_CODE, AppProject
 
 GROUP = "blueprint-apps"
+"""The platform's group (phase2 makes it), where the apps' projects go."""
 PIPELINE_TEMPLATE = "templates/pipeline.yml"
 SHARED_CODE_PIPELINE = "templates/shared-code.yml"
 IGNORED = {".gitlab-ci.yml", "__pycache__", ".pytest_cache", ".DS_Store"}
@@ -54,14 +60,18 @@ class GitLabProjectsArgs:
     registry_host: str
     deploy_kubeconfig: pulumi.Input[str]
     """A kubeconfig for the apps namespace only (secret)."""
+    group_id: pulumi.Input[str]
+    """The id of the platform's group (GROUP), which phase2 made."""
+    group_owner: str
+    """The mark on that group (`<pulumi project>/<stack>` of the stack that made it)."""
     preserve_data: bool
-    """Keep the group and all in it in GitLab when the stack is destroyed: they live in GitLab's
-    database, which preserveData keeps."""
+    """Keep the projects and all in them in GitLab when the stack is destroyed: they live in
+    GitLab's database, which preserveData keeps."""
     owner: str
-    """`<pulumi project>/<stack>`: the mark on the group and projects that makes them ours."""
+    """`<pulumi project>/<stack>`: the mark on the projects that makes them ours."""
     pipeline_timeout: int = 600
     runner_id: pulumi.Input[str] | None = None
-    """The instance runner's id, once the runner is up: the smoke pipelines wait for it."""
+    """The default runner's id, once the runners are up: the smoke pipelines wait for it."""
 
 
 def templates_digest() -> str:
@@ -133,9 +143,8 @@ def variables(project: AppProject, args: GitLabProjectsArgs) -> dict[str, str]:
 
 
 class GitLabProjects(pulumi.ComponentResource):
-    """The group, its projects, and what makes each project build and deploy itself."""
+    """The apps' projects in the platform's group, and what makes each build and deploy itself."""
 
-    group_id: pulumi.Output[str]
     pipelines: dict[str, pulumi.Output[str]]
     """Web URL of each deploying project's last green smoke pipeline."""
 
@@ -145,22 +154,26 @@ class GitLabProjects(pulumi.ComponentResource):
         # What lives in GitLab's database leaves Pulumi's state on a preserveData destroy, not GitLab.
         kept = pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data)
         connection = Connection(args.gitlab_url, args.token, args.ca_file)
-        group = Group(
-            f"{name}-group",
-            GroupArgs(
-                connection=connection, path=GROUP, name=GROUP, owner=args.owner, description="Apps that blueprint builds and deploys."
-            ),
-            opts=kept,
-        )
+        # The group's variables live in phase2's group: they are checked against its mark.
+        # The deploy credential is protected: GitLab hands it to jobs of protected refs alone.
         group_variables = [
             GroupVariable(
                 f"{name}-{key.lower().replace('_', '-')}",
-                VariableArgs(connection=connection, parent=group.id, key=key, value=value, secret=secret, variable_type=variable_type),
+                VariableArgs(
+                    connection=connection,
+                    parent=args.group_id,
+                    key=key,
+                    value=value,
+                    secret=secret,
+                    variable_type=variable_type,
+                    protected=protected,
+                    parent_owner=args.group_owner,
+                ),
                 opts=kept,
             )
-            for key, value, secret, variable_type in (
-                ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, True, "file"),
-                ("BLUEPRINT_DOMAIN", args.domain, False, "env_var"),
+            for key, value, secret, variable_type, protected in (
+                ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, True, "file", True),
+                ("BLUEPRINT_DOMAIN", args.domain, False, "env_var", False),
             )
         ]
         self.pipelines = {}
@@ -178,7 +191,13 @@ class GitLabProjects(pulumi.ComponentResource):
             repository = Project(
                 prefix,
                 ProjectArgs(
-                    connection=connection, namespace=GROUP, namespace_id=group.id, path=project.name, name=project.name, owner=args.owner
+                    connection=connection,
+                    namespace=GROUP,
+                    namespace_id=args.group_id,
+                    path=project.name,
+                    name=project.name,
+                    owner=args.owner,
+                    group_owner=args.group_owner,
                 ),
                 # Projects are made in manifest order: shared-code, whose templates the others include, first.
                 opts=pulumi.ResourceOptions.merge(kept, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
@@ -232,5 +251,4 @@ class GitLabProjects(pulumi.ComponentResource):
                     opts=child,
                 )
                 self.pipelines[project.name] = smoke[project.name].web_url
-        self.group_id = group.id
-        self.register_outputs({"group_id": self.group_id})
+        self.register_outputs({"pipelines": self.pipelines})

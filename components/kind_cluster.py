@@ -1,14 +1,20 @@
-"""The kind cluster every later phase runs on, and the host data folder its nodes share.
+"""The kind cluster every later phase runs on, and the host data folder two of whose subfolders its
+nodes share.
 
 Two `local.Command`s, so that `pulumi preview` shows exactly what will run:
 
-- `<name>-data-folder` creates the data folder before the cluster mounts it, and removes it on
-  destroy when `preserveData` is false (it is deleted after the cluster, which depends on it);
-  see `components/host_folder.py`.
+- `<name>-data-folder` creates the data folder before the cluster mounts its subfolders, and
+  removes it on destroy when `preserveData` is false (it is deleted after the cluster, which depends
+  on it); see `components/host_folder.py`.
 - `<name>-cluster` runs `kind create cluster --config=-` with the kind config as its stdin and
   prints the kubeconfig. Only a change of the kind config or of the cluster name replaces it
   (deleting first: the name is fixed); any other change is an in-place update that reuses the
   running cluster.
+
+Nodes mount only what pods and containerd need: `containerd/` (registry `hosts.toml` files, read-only) and
+`volumes/` (the platform's PersistentVolumes). The rest of the data folder, phase2's secrets
+above all (OpenBao's keys, the CA's key, MinIO's root credentials), stays on the host: a pod
+with a hostPath volume on a node reaches nothing that is not mounted there.
 """
 
 from __future__ import annotations
@@ -24,11 +30,21 @@ import yaml
 from pulumi_command import local
 
 import versions
-from components.host_folder import HostFolderArgs, host_folder
+from components.host_folder import SHELL_QUOTE, HostFolderArgs, Subfolder, host_folder
 
 NODE_DATA_PATH = "/var/lib/blueprint"
-"""Where every node mounts the data folder."""
-REGISTRY_HOSTS_SUBDIR = "containerd/certs.d"
+"""Where every node mounts NODE_MOUNTS, each at `<NODE_DATA_PATH>/<subfolder>`."""
+CONTAINERD_SUBDIR = "containerd"
+VOLUMES_SUBDIR = "volumes"
+"""Folder, under the data folder, that holds the PersistentVolumes' folders (`components/storage.py`)."""
+NODE_MOUNTS = (CONTAINERD_SUBDIR, VOLUMES_SUBDIR)
+"""The only subfolders of the data folder the nodes mount: never the data folder itself, which
+holds the platform's secrets."""
+READ_ONLY_NODE_MOUNTS = (CONTAINERD_SUBDIR,)
+"""Mounted read-only (kind v1alpha4 `Mount.readOnly`, pkg/apis/config/v1alpha4/types.go): the nodes
+only read it; the host writes its `hosts.toml` and CA files from outside (`components/node_registry.py`),
+so a pod that reaches a node's filesystem cannot redirect or re-trust what every node pulls."""
+REGISTRY_HOSTS_SUBDIR = f"{CONTAINERD_SUBDIR}/certs.d"
 """Folder, under the data folder, that containerd reads registry `hosts.toml` files from: later
 phases teach every node to pull from a registry by writing a file on the host, no exec needed."""
 
@@ -60,7 +76,7 @@ class KindClusterArgs:
     runner_nodes: int
     """Workers labelled `NODE_LABEL_KEY=runner`."""
     data_dir: Path
-    """Absolute host path of the data folder, mounted on every node at NODE_DATA_PATH."""
+    """Absolute host path of the data folder, whose NODE_MOUNTS every node mounts under NODE_DATA_PATH."""
     preserve_data: bool
     """Keep the data folder on destroy."""
     http_port: int
@@ -69,7 +85,7 @@ class KindClusterArgs:
     openbao_port: int
     api_server_port: int
     owner: str
-    """`<project>/<stack>` of the stack that owns the data folder."""
+    """`<project>/<stack>@<checkout id>` of the stack that owns the data folder (`stacks.config.folder_owner`)."""
     node_image: str = versions.KIND_NODE_IMAGE
 
     def __post_init__(self) -> None:
@@ -100,7 +116,11 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
         if label:
             spec["labels"] = {NODE_LABEL_KEY: label}
         # A fresh list per node: a shared one would be dumped as a YAML anchor and aliases.
-        spec["extraMounts"] = [{"hostPath": str(args.data_dir), "containerPath": NODE_DATA_PATH}]
+        spec["extraMounts"] = [
+            {"hostPath": str(args.data_dir / sub), "containerPath": f"{NODE_DATA_PATH}/{sub}"}
+            | ({"readOnly": True} if sub in READ_ONLY_NODE_MOUNTS else {})
+            for sub in NODE_MOUNTS
+        ]
         return spec
 
     def published(host_port: int, node_port: int) -> dict[str, Any]:
@@ -138,6 +158,7 @@ is reused only when it is that one."""
 
 CLUSTER_UP_SCRIPT = f"""\
 set -eu
+{SHELL_QUOTE}
 if ! command -v kind >/dev/null; then
   echo "blueprint: kind is not on PATH; install kind {versions.KIND_VERSION}:" \\
     "https://kind.sigs.k8s.io/docs/user/quick-start/#installation" >&2
@@ -149,10 +170,11 @@ case "$(kind version)" in
        "which the pinned node image is built for" >&2 ;;
 esac
 marker="$DATA_DIR/{CLUSTER_MARKER}"
-if kind get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER_NAME"; then
+if kind get clusters 2>/dev/null | grep -qxF -- "$KIND_CLUSTER_NAME"; then
   if [ "$(cat "$marker" 2>/dev/null)" != "$KIND_CLUSTER_NAME" ]; then
     echo "blueprint: a kind cluster named $KIND_CLUSTER_NAME exists, but blueprint did not create it over" \\
-      "$DATA_DIR; delete it (kind delete cluster --name $KIND_CLUSTER_NAME) or set another blueprint:clusterName" >&2
+      "$DATA_DIR; set another blueprint:clusterName, or delete that cluster if it is nobody's:" >&2
+    echo "  kind delete cluster --name $(quoted "$KIND_CLUSTER_NAME")" >&2
     exit 1
   fi
   echo "blueprint: kind cluster $KIND_CLUSTER_NAME already runs over $DATA_DIR; using it" >&2
@@ -171,23 +193,27 @@ holds a file naming itself while it does: the cluster is not deleted from under 
 
 CLUSTER_DOWN_SCRIPT = f"""\
 set -eu
+{SHELL_QUOTE}
 held=""
 for lease in "$DATA_DIR/{USERS_FOLDER}"/*; do
   [ -f "$lease" ] && [ ! -L "$lease" ] || continue  # no lease (the pattern itself), or not one of ours
-  # Only a stack name's characters: the file is in a folder the nodes mount, so print nothing else.
+  # Only a stack name's characters: older versions let pods write here (nodes mounted it all).
   stack=$(head -n 1 "$lease" | tr -cd 'A-Za-z0-9._/-')
   held=yes
   echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \\
     "(a destroy, or a change of clusterName, dataDir, the node counts or the ports, which replaces the cluster)." >&2
   case "$stack" in
-    */dev) echo "blueprint: to change dev's cluster and keep its data: put the old value back, then" \\
-        "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev'," \\
-        "set the new value and 'pulumi up -s dev'." >&2 ;;
+    */dev) echo "blueprint: dev cannot take its own platform down half-way, as 'uv run blueprint up' does for the" \\
+        "phase stacks. To replace dev's cluster and keep its data, first go back to what made this cluster (the config" \\
+        "value you changed, or, if a new blueprint version brings the change, the commit you ran before), and run" \\
+        "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \\
+        "then apply the change again and run 'pulumi up -s dev'." >&2 ;;
     *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \\
         "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \\
-        "By hand: 'pulumi destroy -s ${{stack##*/}}' first." >&2 ;;
+        "By hand: 'pulumi destroy -s $(quoted "${{stack##*/}}")' first." >&2 ;;
   esac
-  echo "blueprint: (if that stack no longer exists, remove its lease: rm '$lease')" >&2
+  echo "blueprint: if that stack no longer exists, remove its lease:" >&2
+  echo "  rm -- $(quoted "$lease")" >&2
 done
 [ -z "$held" ] || exit 1
 kind delete cluster --name "$KIND_CLUSTER_NAME"
@@ -239,7 +265,7 @@ def cluster_lease(name: str, *, data_dir: str, user: str, opts: pulumi.ResourceO
 
 
 class KindCluster(pulumi.ComponentResource):
-    """A kind cluster whose nodes all mount one host data folder."""
+    """A kind cluster whose nodes all mount the same two subfolders of one host data folder."""
 
     kubeconfig: pulumi.Output[str]
     """Admin kubeconfig, server https://127.0.0.1:<apiServerPort> (secret)."""
@@ -262,7 +288,7 @@ class KindCluster(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve_data,
                 wipe_image=args.node_image,
-                subfolders=(REGISTRY_HOSTS_SUBDIR,),
+                subfolders=(Subfolder(path=REGISTRY_HOSTS_SUBDIR), Subfolder(path=VOLUMES_SUBDIR)),
             ),
             opts=child,
         )

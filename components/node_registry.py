@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 from pulumi_command import local
 
 import versions
+from components.pod_security import pod_security_labels
 from components.storage import as_input
 
 WRITE_SCRIPT = """\
@@ -31,6 +32,7 @@ printf '%s' "$HOSTS_TOML" > "$HOSTS_DIR/$REGISTRY_HOST/hosts.toml"
 printf '%s' "$CA_PEM" > "$HOSTS_DIR/$REGISTRY_HOST/ca.crt"
 """
 MARK = "# blueprint"
+NAMESPACE = "blueprint-system"
 KEEP_HOSTS_SCRIPT = f"""\
 while true; do
   ip=$(nslookup -type=A "$TARGET" 2>/dev/null | awk '/^Address: / {{ print $2 }}' | tail -n 1)
@@ -118,7 +120,12 @@ class NodeRegistry(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.hosts_dir_claim))),
         )
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name="blueprint-system"), opts=child)
+        # privileged: the node-hosts DaemonSet mounts each node's /etc/hosts (hostPath, which baseline forbids).
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=NAMESPACE, labels=pod_security_labels("privileged")),
+            opts=child,
+        )
         labels = {"app.kubernetes.io/name": "node-hosts"}
         k8s.apps.v1.DaemonSet(
             f"{name}-node-hosts",

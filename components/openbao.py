@@ -1,20 +1,46 @@
-"""OpenBao, the platform's vault: our own install of the openbao chart, initialised and unsealed by
-`providers/openbao_init.py`.
+"""OpenBao, the platform's vault: our own install of the openbao chart, sealed with a static key
+blueprint generates, and configured by the server itself on its first start.
 
+- **No initialisation window.** Before the server exists, blueprint generates and keeps (0600,
+  under `<dataDir>/platform/secrets/`) a 32-byte static seal key and the passwords of two userpass
+  users. The server auto-unseals with that key (`seal "static"`) and, on its very first start,
+  initialises itself from the `initialize` stanzas below (declarative self-initialisation): KV v2
+  at `secret/`, the policies `blueprint-writer` and `admin`, the userpass users `blueprint` and
+  `admin`. Self-initialisation runs inside the server before its API listens, creates no recovery
+  or unseal keys, and revokes the root token it used (internal/command/server.go `Initialize`), so
+  no credential is ever handed out that a crash or a lost answer could lose: all of them existed
+  before the server started.
+- `providers/openbao_init.py` checks the result, and applies the same requests (`SELF_INIT`, one
+  list for both) through the API where self-initialisation cannot reach: a vault already
+  initialised when a request changed (the `admin` user's token TTLs came later), and a vault of the
+  earlier, Shamir-sealed blueprint, which it moves to the static seal and then configures.
+- The seal key and the passwords reach the server as environment variables from a Secret
+  (`server.extraSecretEnvironmentVars`), never in the chart's values: the config names them
+  (`current_key = "env://..."`, `eval_source = "env"`).
 - Standalone, storage `postgresql` in the `openbao` database, set explicitly: the chart still
   defaults to `file` storage, which OpenBao 2.7 removed. The connection URL, which carries the
   role's password, reaches the server as `BAO_PG_CONNECTION_URL` from a Secret (OpenBao reads it
   in place of `connection_url`: physical/postgresql/postgresql.go), so the values hold no secret.
-  The backend creates its table itself when the role owns the database.
-- A sealed server is not Ready under the chart's default probe (`bao status`), and an awaiting
-  Helm release would then hang before anything can unseal it. The readiness probe asks
-  `sys/health` with `sealedcode=204&uninitcode=204` instead, so "up but sealed" counts as Ready.
-- The API is a NodePort on the port phase1 maps to 127.0.0.1, so the provider on the host
-  initialises and unseals it.
+  The backend creates its table, `openbao_kv_store`, itself when the role owns the database.
+- The chart's readiness probe is `bao status`, false while sealed; the probe here asks
+  `sys/health` with `sealedcode=204&uninitcode=204`, so a server that waits for something (a
+  Shamir-sealed vault of an earlier blueprint, say) still lets the release finish and
+  `OpenBaoInit` says what is wrong. The release does not wait for the pod either: a server that
+  exits (its storage refuses it) would otherwise only time Helm out, with no word of why.
+  `OpenBaoInit` waits instead (`kubectl rollout status`), and reads the log when the pod never
+  gets ready. Its `release_digest` input is a digest of the release's chart and values, so any
+  change that rolls the pod is an update of `OpenBaoInit` too: it waits for the new pod, never
+  checking the old one while it is replaced, and the KV writes that depend on it wait as well.
+  The values set `configAnnotation`, so a change of the server's config alone rolls the pod too.
+- The pod runs as the chart's non-root user with RuntimeDefault seccomp; its container also drops
+  every capability, which makes it fit the `restricted` Pod Security level.
+- The API is a NodePort on the port phase1 maps to 127.0.0.1, so the provider on the host checks it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,23 +48,142 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
+from components.pod_security import pod_security_labels
+from providers.host_secret import HostSecret, HostSecretArgs
 from providers.openbao_init import OpenBaoInit, OpenBaoInitArgs
 
 RELEASE = "openbao"
 PORT = 8200
-SERVER_CONFIG = """\
-ui = true
+KV_MOUNT = "secret"
+STORAGE_TABLE = "openbao_kv_store"
+"""The postgresql backend's table (its default `table`): all of OpenBao's storage, nothing else."""
+WRITER_USER, WRITER_POLICY = "blueprint", "blueprint-writer"
+ADMIN_USER, ADMIN_POLICY = "admin", "admin"
+SEAL_KEY_ID = "blueprint-1"
+"""The static seal's `current_key_id`: fixed, the key never changes (a rotation would add a `previous_key`)."""
+SEAL_KEY_LENGTH = 32
+"""The static seal takes a 32-character key as the raw 32-byte AES-256 key (go-kms-wrapping
+wrappers/static/static.go `SetConfig`: 64 characters are hex, 44/43 base64, 32 raw). HostSecret's
+passwords are letters and digits: about 190 bits of entropy."""
+SEAL_KEY_ENV = "BLUEPRINT_SEAL_KEY"
+WRITER_PASSWORD_ENV = "BLUEPRINT_WRITER_PASSWORD"
+ADMIN_PASSWORD_ENV = "BLUEPRINT_ADMIN_PASSWORD"
+"""The server's environment variables that carry the bootstrap secrets. None may contain what the
+chart's start script substitutes in the config (HOST_IP, POD_IP, HOSTNAME, API_ADDR, TRANSIT_ADDR,
+RAFT_ADDR: openbao-helm templates/_helpers.tpl `openbao.args`)."""
+BOOTSTRAP_SECRET = f"{RELEASE}-bootstrap"
+"""The Secret those variables come from: seal key and passwords, made from the files blueprint keeps."""
+BOOTSTRAP_KEYS = {SEAL_KEY_ENV: "seal-key", WRITER_PASSWORD_ENV: "writer-password", ADMIN_PASSWORD_ENV: "admin-password"}
 
+WRITER_POLICY_HCL = f'path "{KV_MOUNT}/data/*" {{\n  capabilities = ["create", "read", "update"]\n}}\n'
+"""What `OpenBaoKv` does and nothing more: read a secret's latest version, write a new one
+(providers/openbao_kv.py; it never lists, deletes or touches metadata)."""
+ADMIN_POLICY_HCL = 'path "*" {\n  capabilities = ["create", "read", "update", "patch", "delete", "list", "sudo"]\n}\n'
+
+LISTENER = """\
 listener "tcp" {
   tls_disable = 1
   address = "[::]:8200"
   cluster_address = "[::]:8201"
 }
-
+"""
+STORAGE = """\
 # The connection URL comes from BAO_PG_CONNECTION_URL.
 storage "postgresql" {
 }
 """
+
+
+def _env(variable: str) -> dict[str, Any]:
+    """A value the server reads from its environment during self-initialisation, or fails to start
+    without (website/content/docs/concepts/profiles.mdx, the `env` source).
+    """
+    return {"eval_source": "env", "eval_type": "string", "env_var": variable, "require_present": True}
+
+
+SelfInit = tuple[tuple[str, tuple[tuple[str, str, dict[str, Any]], ...]], ...]
+"""(block, ((request, path, data), ...)), ...: `initialize` stanzas."""
+
+SELF_INIT: SelfInit = (
+    ("kv", (("mount-secret", f"sys/mounts/{KV_MOUNT}", {"type": "kv", "options": {"version": "2"}}),)),
+    (
+        "policies",
+        (
+            ("writer", f"sys/policies/acl/{WRITER_POLICY}", {"policy": WRITER_POLICY_HCL}),
+            ("admin", f"sys/policies/acl/{ADMIN_POLICY}", {"policy": ADMIN_POLICY_HCL}),
+        ),
+    ),
+    (
+        "users",
+        (
+            ("userpass", "sys/auth/userpass", {"type": "userpass"}),
+            (
+                "writer",
+                f"auth/userpass/users/{WRITER_USER}",
+                # Short-lived: OpenBaoKv logs in for each call and revokes its token after it.
+                {"password": _env(WRITER_PASSWORD_ENV), "token_policies": [WRITER_POLICY], "token_ttl": "15m", "token_max_ttl": "1h"},
+            ),
+            (
+                "admin",
+                f"auth/userpass/users/{ADMIN_USER}",
+                # `bao login` keeps the token in ~/.vault-token: an hour, renewable up to a working day,
+                # not OpenBao's default of 768 hours for a token with sudo on every path.
+                {"password": _env(ADMIN_PASSWORD_ENV), "token_policies": [ADMIN_POLICY], "token_ttl": "1h", "token_max_ttl": "8h"},
+            ),
+        ),
+    ),
+)
+"""The `initialize` stanzas, in order: (block, ((request, path, data), ...)); every request an
+`update`. The server runs them once, on its first start over empty storage; `OpenBaoInit` applies
+the same requests (`init_requests`) to a vault that exists already, so a later change here reaches
+it too."""
+
+
+def init_requests(self_init: SelfInit = SELF_INIT) -> list[dict[str, Any]]:
+    """`SELF_INIT` as the requests `OpenBaoInit` applies, in order: {"path", "data"}, the passwords as
+    the same `env` references (their values are a separate secret input).
+    """
+    return [{"path": path, "data": data} for _block, requests in self_init for _request, path, data in requests]
+
+
+def _hcl(value: Any, indent: str) -> str:
+    """`value` as an HCL expression (strings, numbers and booleans as JSON literals, which HCL reads alike)."""
+    if isinstance(value, dict):
+        inner = indent + "  "
+        return "{\n" + "".join(f"{inner}{key} = {_hcl(item, inner)}\n" for key, item in value.items()) + indent + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_hcl(item, indent) for item in value) + "]"
+    return json.dumps(value)
+
+
+SEAL_HCL = f'seal "static" {{\n  current_key_id = "{SEAL_KEY_ID}"\n  current_key = "env://{SEAL_KEY_ENV}"\n}}\n'
+"""The static seal (website/content/docs/configuration/seal/static.mdx): the key from the environment."""
+
+
+def initialize_hcl(self_init: SelfInit = SELF_INIT) -> str:
+    """The `initialize` stanzas of `self_init` (website/content/docs/configuration/self-init.mdx)."""
+    blocks = []
+    for block, requests in self_init:
+        body = "".join(
+            f'  request "{request}" {{\n    operation = "update"\n    path = "{path}"\n    data = {_hcl(data, "    ")}\n  }}\n'
+            for request, path, data in requests
+        )
+        blocks.append(f'initialize "{block}" {{\n{body}}}\n')
+    return "\n".join(blocks)
+
+
+def server_config(*, listener: str = LISTENER, storage: str = STORAGE) -> str:
+    """The whole server config; tests swap the listener and the storage, nothing else."""
+    return f"ui = true\n\n{listener}\n{storage}\n{SEAL_HCL}\n{initialize_hcl()}"
+
+
+def release_digest(values: dict[str, Any]) -> str:
+    """A digest of what the release deploys (chart, version, values): it changes whenever the pod may."""
+    release = {"chart": "openbao", "version": versions.OPENBAO_CHART_VERSION, "values": values}
+    return hashlib.sha256(json.dumps(release, sort_keys=True).encode()).hexdigest()
+
+
+SERVER_CONFIG = server_config()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,55 +194,84 @@ class OpenBaoArgs:
     host_address: str
     """The API as the host reaches it, e.g. http://127.0.0.1:8200."""
     postgres_host: pulumi.Input[str]
+    postgres_namespace: str
+    postgres_pod: str
+    """Where OpenBao's storage lives, for the reset command a broken first start needs."""
     database: str
     role: str
     password: pulumi.Input[str]
     """The role's password (secret)."""
     database_ready: pulumi.Resource
     """OpenBao starts only once its database exists."""
-    keys_file: str
-    """Host path of the file that keeps the unseal keys and root token (0600, under the data folder)."""
-    keys_folder: pulumi.Resource
-    """What creates the folder of `keys_file`."""
-    key_shares: int = 1
-    key_threshold: int = 1
+    secrets_path: str
+    """Host folder (under the data folder) of the seal key and the users' passwords, 0600 each."""
+    secrets_folder: pulumi.Resource
+    """What creates `secrets_path`."""
+    kind_cluster_name: pulumi.Input[str]
+    """For the kubectl commands an error prints, and the server's log an error quotes."""
 
 
 def openbao_values(args: OpenBaoArgs, storage_secret: str) -> dict[str, Any]:
+    environment = [{"envName": "BAO_PG_CONNECTION_URL", "secretName": storage_secret, "secretKey": "connection-url"}]
+    environment += [{"envName": env, "secretName": BOOTSTRAP_SECRET, "secretKey": key} for env, key in BOOTSTRAP_KEYS.items()]
     return {
         "injector": {"enabled": False},
         "server": {
             "image": {"tag": versions.OPENBAO_IMAGE_TAG},
             # The chart's default, OnDelete, never rolls the pod and makes Helm skip waiting for it.
             "updateStrategyType": "RollingUpdate",
+            # A checksum of the config on the pod: a change of the config alone rolls it too.
+            "configAnnotation": True,
             "standalone": {"enabled": True, "config": SERVER_CONFIG},
             "dataStorage": {"enabled": False},
-            "extraSecretEnvironmentVars": [
-                {"envName": "BAO_PG_CONNECTION_URL", "secretName": storage_secret, "secretKey": "connection-url"}
-            ],
+            "extraSecretEnvironmentVars": environment,
             "readinessProbe": {"path": "/v1/sys/health?standbyok=true&sealedcode=204&uninitcode=204"},
             "service": {"type": "NodePort", "nodePort": args.node_port},
             "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+            # No Kubernetes auth method here: its service account needs no cluster-wide TokenReview rights.
+            "authDelegator": {"enabled": False},
+            # The pod keeps the chart's default (non-root uid 100, RuntimeDefault seccomp:
+            # templates/_helpers.tpl `server.statefulSet.securityContext.pod`); a container value
+            # replaces the chart's, which only forbids privilege escalation.
+            "statefulSet": {"securityContext": {"container": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}},
         },
     }
 
 
 class OpenBao(pulumi.ComponentResource):
-    """OpenBao, initialised, unsealed, KV v2 at `secret/`."""
+    """OpenBao, unsealed by its static key, self-initialised: KV v2 at `secret/`, users `blueprint` and `admin`."""
 
     address: pulumi.Output[str]
     """The API as the host reaches it."""
     cluster_address: pulumi.Output[str]
     """The API as pods reach it."""
-    root_token: pulumi.Output[str]
-    """The root token (secret)."""
+    writer_username: str
+    """The userpass user whose policy allows writing `secret/` and nothing else."""
+    writer_password: pulumi.Output[str]
+    """Its password (secret)."""
+    admin_password_file: str
+    """Host path of the admin user's password (0600); never stored in OpenBao itself."""
     init: OpenBaoInit
-    """The initialised vault: what writes to it depends on this."""
+    """The checked vault: what writes to it depends on this."""
 
     def __init__(self, name: str, args: OpenBaoArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:OpenBao", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child)
+        after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
+        seal_key = HostSecret(
+            f"{name}-seal-key",
+            HostSecretArgs(path=f"{args.secrets_path}/openbao-seal-key", kind="static-seal-key", length=SEAL_KEY_LENGTH),
+            opts=after_folder,
+        )
+        writer_password = HostSecret(
+            f"{name}-writer-password", HostSecretArgs(path=f"{args.secrets_path}/openbao-{WRITER_USER}-password"), opts=after_folder
+        )
+        self.admin_password_file = f"{args.secrets_path}/openbao-{ADMIN_USER}-password"
+        admin_password = HostSecret(f"{name}-admin-password", HostSecretArgs(path=self.admin_password_file), opts=after_folder)
+        # restricted: the chart's pod default (non-root, RuntimeDefault seccomp) and the container context set in openbao_values.
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
+        )
         storage = k8s.core.v1.Secret(
             f"{name}-storage",
             metadata={"name": f"{RELEASE}-storage", "namespace": namespace.metadata.name},
@@ -108,6 +282,18 @@ class OpenBao(pulumi.ComponentResource):
             },
             opts=child,
         )
+        environment: dict[str, pulumi.Output[str]] = {
+            SEAL_KEY_ENV: seal_key.value,
+            WRITER_PASSWORD_ENV: writer_password.value,
+            ADMIN_PASSWORD_ENV: admin_password.value,
+        }
+        bootstrap = k8s.core.v1.Secret(
+            f"{name}-bootstrap",
+            metadata={"name": BOOTSTRAP_SECRET, "namespace": namespace.metadata.name},
+            string_data={key: environment[env] for env, key in BOOTSTRAP_KEYS.items()},  # HostSecret values, kept secret
+            opts=child,
+        )
+        values = openbao_values(args, f"{RELEASE}-storage")
         release = k8s.helm.v3.Release(
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(
@@ -116,21 +302,49 @@ class OpenBao(pulumi.ComponentResource):
                 version=versions.OPENBAO_CHART_VERSION,
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.OPENBAO_CHART_REPO),
                 namespace=namespace.metadata.name,
-                values=openbao_values(args, f"{RELEASE}-storage"),
+                values=values,
+                # OpenBaoInit waits for the server, and says why when it does not come (see above).
+                skip_await=True,
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, args.database_ready])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, bootstrap, args.database_ready])),
         )
         self.init = OpenBaoInit(
             f"{name}-init",
             OpenBaoInitArgs(
                 address=args.host_address,
-                keys_file=args.keys_file,
-                key_shares=args.key_shares,
-                key_threshold=args.key_threshold,
+                username=WRITER_USER,
+                password=writer_password.value,
+                password_file=f"{args.secrets_path}/openbao-{WRITER_USER}-password",
+                admin_username=ADMIN_USER,
+                admin_password_file=self.admin_password_file,
+                requests=init_requests(),
+                # The passwords the requests name (`env`), never the seal key: the provider has no use for it.
+                request_secrets={env: environment[env] for env in (WRITER_PASSWORD_ENV, ADMIN_PASSWORD_ENV)},
+                release_digest=release_digest(values),
+                mount=KV_MOUNT,
+                legacy_keys_file=f"{args.secrets_path}/openbao-init.json",
+                seal_key_file=f"{args.secrets_path}/openbao-seal-key",
+                kind_cluster_name=args.kind_cluster_name,
+                namespace=args.namespace,
+                pod=f"{RELEASE}-0",
+                statefulset=RELEASE,
+                postgres_namespace=args.postgres_namespace,
+                postgres_pod=args.postgres_pod,
+                database=args.database,
+                table=STORAGE_TABLE,
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[release, args.keys_folder])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[release])),
         )
         self.address = pulumi.Output.from_input(args.host_address)
         self.cluster_address = pulumi.Output.concat("http://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
-        self.root_token = self.init.root_token
-        self.register_outputs({"address": self.address, "cluster_address": self.cluster_address, "root_token": self.root_token})
+        self.writer_username = WRITER_USER
+        self.writer_password = writer_password.value
+        self.register_outputs(
+            {
+                "address": self.address,
+                "cluster_address": self.cluster_address,
+                "writer_username": self.writer_username,
+                "writer_password": self.writer_password,
+                "admin_password_file": self.admin_password_file,
+            }
+        )

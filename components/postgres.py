@@ -29,6 +29,7 @@ import yaml
 from pulumi_command import local
 
 import versions
+from components.pod_security import pod_security_labels
 from components.storage import STORAGE_CLASS, Volume, volume_name
 
 CLUSTER = "pg"
@@ -38,6 +39,9 @@ OPENBAO_DATABASE = "openbao"
 OPENBAO_ROLE = "openbao"
 GITLAB_EXTENSIONS = ("pg_trgm", "btree_gist", "amcheck")
 """What GitLab needs in its database (GitLab chart docs, external PostgreSQL)."""
+POSTGRES_USER = (26, 26)
+"""(uid, gid) of the instance pods: CloudNativePG's default (DefaultPostgresUID/GID, api/v1/cluster_types.go),
+set explicitly in the Cluster, and the owner of the volume's folder."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +60,8 @@ class PostgresArgs:
     def __post_init__(self) -> None:
         if (self.volume.namespace, self.volume.claim) != (self.namespace, f"{CLUSTER}-1"):
             raise ValueError(f"the volume must serve {self.namespace}/{CLUSTER}-1, got {self.volume.key}")
+        if self.volume.owner != POSTGRES_USER:
+            raise ValueError(f"the volume must belong to Postgres' user {POSTGRES_USER}, got {self.volume.owner}")
 
 
 def cluster_spec(args: PostgresArgs) -> dict[str, Any]:
@@ -63,6 +69,8 @@ def cluster_spec(args: PostgresArgs) -> dict[str, Any]:
     return {
         "instances": 1,
         "imageName": versions.POSTGRES_IMAGE,
+        "postgresUID": POSTGRES_USER[0],
+        "postgresGID": POSTGRES_USER[1],
         "storage": {"storageClass": STORAGE_CLASS, "size": args.volume.size},
         "bootstrap": {"initdb": {"database": GITLAB_DATABASE, "owner": GITLAB_ROLE, "secret": {"name": f"{CLUSTER}-{GITLAB_ROLE}"}}},
         "managed": {
@@ -114,7 +122,22 @@ def adopted_claim(args: PostgresArgs) -> dict[str, Any]:
 
 ADOPT_SCRIPT = f"""\
 set -eu
-if [ ! -d "$PGDATA_DIR" ]; then
+volume=$(dirname "$PGDATA_DIR")
+if [ -x "$volume" ] || [ ! -e "$volume" ]; then
+  [ -d "$PGDATA_DIR" ] && found=yes || found=no
+elif docker run --rm --network none --user 0 -v "$volume:/blueprint-volume:ro" --entrypoint test "$PROBE_IMAGE" \\
+    -d /blueprint-volume/pgdata; then
+  found=yes  # the volume's folder is Postgres' own (0700): root in a one-shot container looked
+else
+  status=$?
+  if [ "$status" != 1 ]; then
+    echo "blueprint: cannot tell whether $PGDATA_DIR holds PostgreSQL data (docker run exited $status);" \\
+      "start Docker and run the up again" >&2
+    exit 1
+  fi
+  found=no
+fi
+if [ "$found" = no ]; then
   echo "blueprint: no PostgreSQL data at $PGDATA_DIR: CloudNativePG initialises a new cluster" >&2
   exit 0
 fi
@@ -150,7 +173,12 @@ class Postgres(pulumi.ComponentResource):
         super().__init__("blueprint:index:Postgres", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        operator_namespace = k8s.core.v1.Namespace(f"{name}-operator-namespace", metadata={"name": args.operator_namespace}, opts=child)
+        # restricted: the operator chart's pod and container securityContext (cloudnative-pg 0.29.0 values.yaml).
+        operator_namespace = k8s.core.v1.Namespace(
+            f"{name}-operator-namespace",
+            metadata={"name": args.operator_namespace, "labels": pod_security_labels("restricted")},
+            opts=child,
+        )
         operator = k8s.helm.v3.Release(
             f"{name}-operator",
             k8s.helm.v3.ReleaseArgs(
@@ -163,7 +191,10 @@ class Postgres(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child)
+        # restricted: CloudNativePG's instance and job pods (pkg/specs/pods.go GetPodSecurityContext, containers.go GetSecurityContext).
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
+        )
 
         def role_secret(role: str) -> tuple[random.RandomPassword, k8s.core.v1.Secret]:
             password = random.RandomPassword(f"{name}-{role}-password", length=32, special=False, opts=child)
@@ -190,6 +221,8 @@ class Postgres(pulumi.ComponentResource):
             stdin=yaml.safe_dump(adopted_claim(args), sort_keys=False),
             environment={
                 "PGDATA_DIR": f"{args.data_host_path}/pgdata",
+                # The host user may not look into the volume's folder, which is Postgres' own.
+                "PROBE_IMAGE": versions.KIND_NODE_IMAGE,
                 "KIND_CLUSTER_NAME": args.kind_cluster_name,
                 "NAMESPACE": args.namespace,
             },

@@ -16,11 +16,15 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 
 import versions
+from components.pod_security import pod_security_labels
 from components.storage import Volume, bound_claim
 
 RELEASE = "valkey"
 PASSWORD_KEY = "default-password"
 """The key GitLab's Valkey example reads (global.redis.auth.key)."""
+VALKEY_USER = (1000, 1000)
+"""(uid, gid) Valkey runs as: the chart's default (podSecurityContext, valkey-helm values.yaml at
+valkey-0.11.0), set explicitly here, and the owner of the volume's folder."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +37,8 @@ class RedisArgs:
     def __post_init__(self) -> None:
         if self.volume.namespace != self.namespace:
             raise ValueError(f"the volume must be in namespace {self.namespace}, got {self.volume.key}")
+        if self.volume.owner != VALKEY_USER:
+            raise ValueError(f"the volume must belong to Valkey's user {VALKEY_USER}, got {self.volume.owner}")
 
 
 def valkey_values(args: RedisArgs, secret_name: str) -> dict[str, Any]:
@@ -49,6 +55,10 @@ def valkey_values(args: RedisArgs, secret_name: str) -> dict[str, Any]:
         # One volume, one writer: stop the old pod before the new one mounts the data.
         "deploymentStrategy": "Recreate",
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
+        # Merged into the chart's defaults (which add fsGroup and seccomp RuntimeDefault, and drop
+        # every capability): the user the volume's folder is given to.
+        "podSecurityContext": {"runAsUser": VALKEY_USER[0], "runAsGroup": VALKEY_USER[1]},
+        "securityContext": {"runAsUser": VALKEY_USER[0], "runAsGroup": VALKEY_USER[1]},
     }
 
 
@@ -64,7 +74,10 @@ class Redis(pulumi.ComponentResource):
     def __init__(self, name: str, args: RedisArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Redis", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child)
+        # restricted: the valkey chart's pod and container securityContext (valkey-0.11.0 values.yaml, templates/deploy_valkey.yaml).
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
+        )
         password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=child)
         secret = k8s.core.v1.Secret(
             f"{name}-auth",

@@ -1,21 +1,57 @@
-"""GitLab Runner: registered through the runner API, installed with the gitlab-runner chart.
+"""GitLab Runner: a runner of the platform's group, registered through the runner API, installed
+with the gitlab-runner chart. phase2 runs two: the default one, and one for image builds.
 
-- Registration tokens are disabled in GitLab 19: the runner is an instance runner created through
-  the runner API with the admin token, or, over a preserved GitLab, ours adopted with a new token
-  (`providers/gitlab_runner.py`). The chart gets its `glrt-` authentication token from a Secret
-  (keys `runner-token`, and `runner-registration-token` empty, which some chart versions still
-  read). `unregisterRunners` is off: Pulumi owns the runner's life, not the chart; with
-  preserveData a destroy leaves it in GitLab, for the next `up` to adopt.
+- **A runner of the group, not of the instance.** It takes the jobs of the `blueprint-apps` group's
+  projects and of no other project on the instance. Registration tokens are disabled in GitLab 19:
+  the runner is a group runner created through the runner API with the admin token, or, over a
+  preserved GitLab, ours adopted with a new token (`providers/gitlab_runner.py`). The group is
+  phase2's (it is the platform's: its runners hang off it), made before the runners; phase3 puts its
+  projects in it. The chart gets its `glrt-` authentication token from a Secret (keys
+  `runner-token`, and `runner-registration-token` empty, which some chart versions still read).
+  `unregisterRunners` is off: Pulumi owns the runner's life, not the chart; with preserveData a
+  destroy leaves it in GitLab, for the next `up` to adopt.
+- **Two runners, two namespaces.** The default runner takes every untagged job, in namespace
+  `gitlab-runner`; the image-build runner takes only jobs tagged `IMAGE_BUILD_TAG` (the pipeline's
+  `build-image`), in `gitlab-runner-image-build`, and no untagged job. What differs is the build
+  container's confinement, which a runner sets for every job it takes: so only image builds get
+  the relaxed one.
+- **Every container of the default runner's jobs** runs with `allowPrivilegeEscalation: false`
+  (nothing in it gains privileges through setuid binaries or file capabilities), seccomp
+  `RuntimeDefault`, not privileged, without `NET_RAW` (the runner drops it by default). Job images,
+  and the runner's helper, keep the rest of the container runtime's default capabilities: they often
+  run as root (`apk add`, `apt-get`, which changes user; the helper reads and archives what the job's
+  user wrote), and the namespace's Pod Security level, `baseline`, is the strictest such images pass.
+- **Image builds without kaniko**: rootless BuildKit runs in the job's build container and needs
+  seccomp and AppArmor relaxed (`Unconfined`: it creates user namespaces and mounts), not
+  `privileged`; and privilege escalation, since it maps its user namespace with the setuid-root
+  `newuidmap`/`newgidmap` (moby/buildkit Dockerfile, `rootless-base-internal`:
+  `chmod u+s /usr/bin/newuidmap /usr/bin/newgidmap`), which `allowPrivilegeEscalation: false`
+  (no_new_privs) would stop. That is the build container of the image-build runner only; its
+  helper and init containers are as confined as the default runner's. `Unconfined` is refused by
+  every Pod Security level but `privileged`, so that namespace enforces `privileged`.
+- **The image-build runner runs BuildKit and nothing else.** Any job author can write the tag, so
+  the runner, not the tag, decides what gets the relaxed container: `allowed_images` is exactly
+  the pipeline's rootless BuildKit image (`versions.BUILDKIT_IMAGE`), and so is the runner's
+  default image (gitlab-runner lets the default and helper images through whatever the allowlist
+  says: common/allowed_images.go, executors/kubernetes `verifyAllowedImages`); no service container
+  runs there (NO_SERVICES); the build container runs as BuildKit's non-root user (BUILDKIT_USER).
+- **Job pods get no ServiceAccount token** (`automount_service_account_token = false`, common/config.go
+  in 19.1): jobs need no Kubernetes API (the deploy job brings its own `DEPLOY_KUBECONFIG`).
 - Kubernetes executor; the manager and every job on the nodes labelled for the runner; RBAC is
   the list the runner's Kubernetes executor docs give (pods, exec, attach, logs, secrets,
-  services, events) in its own namespace, not the chart's default `*` on `*`.
+  services, events) in its own namespace, not the chart's default `*` on `*`. The manager runs as
+  the chart's non-root user, with no capability, no privilege escalation and seccomp
+  `RuntimeDefault`: the `restricted` level.
 - Our CA: the manager trusts it (`certsSecretName`, key `<gitlab host>.crt`) and hands it to jobs
   as `CI_SERVER_TLS_CA_FILE`.
-- Image builds without kaniko: rootless BuildKit runs in the job's build container and needs
-  seccomp and AppArmor relaxed for that container only (`Unconfined`: it creates user
-  namespaces and mounts), not `privileged`. On a single-user laptop the jobs are the user's own
-  code; the runner nodes are separate kind nodes, and nothing else runs there.
 - The runner cache is MinIO's `runner-cache` bucket.
+
+The config keys are gitlab-runner 19.1's (common/config.go: `allow_privilege_escalation`,
+`pod_security_context`, `build_container_security_context`, `helper_container_security_context`,
+`init_permissions_container_security_context`, each with `seccomp_profile` and `app_armor_profile`,
+and `run_as_user`, `run_as_group`, `run_as_non_root`; a container's own setting wins over the
+runner-wide one, `GetContainerSecurityContext`; `allowed_images`, `allowed_services` and
+`automount_service_account_token` of `KubernetesConfig`), read at tag v19.1.0 of gitlab-runner.
 """
 
 from __future__ import annotations
@@ -27,6 +63,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
+from components.pod_security import pod_security_labels
 from providers.gitlab_api import Connection
 from providers.gitlab_runner import GitLabRunner, GitLabRunnerArgs
 
@@ -41,10 +78,44 @@ RBAC_RULES = [
 ]
 """What the Kubernetes executor needs (gitlab-runner docs/executors/kubernetes, 19.1)."""
 
+IMAGE_BUILD_TAG = "blueprint-image-build"
+"""The tag of the jobs that build images (the pipeline's `build-image`): only the image-build runner takes them."""
+DEFAULT_NAMESPACE = "gitlab-runner"
+IMAGE_BUILD_NAMESPACE = "gitlab-runner-image-build"
+
+NO_SERVICES = "no service container runs on this runner"
+"""The image-build runner's only `allowed_services` entry, which no image reference can match (it
+has spaces). An empty list would allow every service: gitlab-runner 19.1 checks an allowlist only
+when it is not empty (common/allowed_images.go `VerifyAllowedImage`: "by default allow to override
+the image name")."""
+BUILDKIT_USER = 1000
+"""The uid and gid rootless BuildKit runs as (moby/buildkit Dockerfile, `rootless` stage:
+`USER 1000:1000`). The image-build runner's build container runs as it whatever the job asks: a
+`run_as_user` in the container's context wins over the job's `image: kubernetes: user`
+(executors/kubernetes `pickSecurityContextID`), so `allowed_users`/`allowed_groups`, which only
+vet the job's choice, would add nothing."""
+
+MANAGER_SECURITY_CONTEXT = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": False,
+    "runAsNonRoot": True,
+    "privileged": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+"""The manager's container: the chart's default (docs/install/kubernetes.md, values.yaml), and seccomp."""
+MANAGER_POD_SECURITY_CONTEXT = {"runAsUser": 100, "fsGroup": 65533, "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+"""The manager's pod: the chart's default user (100, the image's `gitlab-runner`), and seccomp."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunnerArgs:
-    namespace: str = "gitlab-runner"
+    image_builds: bool = False
+    """The image-build runner: it takes only jobs tagged IMAGE_BUILD_TAG, and their build container
+    runs with seccomp and AppArmor `Unconfined`. Otherwise the default runner: every untagged job,
+    confined (see the module docstring)."""
+    namespace: str = ""
+    """Where its manager and jobs run; by default `gitlab-runner`, or `gitlab-runner-image-build`."""
     gitlab_url: str
     gitlab_host: str
     token: pulumi.Input[str]
@@ -52,6 +123,8 @@ class RunnerArgs:
     ca_file: pulumi.Input[str]
     """The CA file on this machine that signs GitLab's certificate."""
     ca_pem: pulumi.Input[str]
+    group_id: pulumi.Input[str]
+    """The id of the group whose projects it serves (phase2's `blueprint-apps`)."""
     owner: str
     """`<pulumi project>/<stack>`: the runner's description names it, which makes the runner ours."""
     preserve_data: bool
@@ -64,21 +137,64 @@ class RunnerArgs:
     s3_secret_key: pulumi.Input[str]
     concurrent: int = 4
 
+    @property
+    def kube_namespace(self) -> str:
+        return self.namespace or (IMAGE_BUILD_NAMESPACE if self.image_builds else DEFAULT_NAMESPACE)
+
+    @property
+    def description(self) -> str:
+        """Exactly ours: it names the owner, and which of the two runners it is."""
+        what = "image builds" if self.image_builds else "Kubernetes executor"
+        return f"{self.owner}: {what} on the runner nodes"
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return (IMAGE_BUILD_TAG,) if self.image_builds else ("kubernetes", "blueprint")
+
+
+def _image_build_limits(args: RunnerArgs) -> str:
+    """What the image-build runner runs at all: BuildKit, and no service container."""
+    if not args.image_builds:
+        return ""
+    return f"""\
+    allowed_images = ["{versions.BUILDKIT_IMAGE}"]
+    allowed_services = ["{NO_SERVICES}"]
+"""
+
+
+def _build_container_context(args: RunnerArgs) -> str:
+    if not args.image_builds:
+        return ""
+    return f"""\
+    [runners.kubernetes.build_container_security_context]
+      allow_privilege_escalation = true
+      run_as_user = {BUILDKIT_USER}
+      run_as_group = {BUILDKIT_USER}
+      run_as_non_root = true
+      [runners.kubernetes.build_container_security_context.seccomp_profile]
+        type = "Unconfined"
+      [runners.kubernetes.build_container_security_context.app_armor_profile]
+        type = "Unconfined"
+"""
+
 
 def runner_config(args: RunnerArgs) -> str:
     """The runner's config.toml (`runners.config`, rendered by the chart with `tpl`)."""
+    image = versions.BUILDKIT_IMAGE if args.image_builds else versions.JOB_DEFAULT_IMAGE
     return f"""\
 [[runners]]
   [runners.kubernetes]
     namespace = "{{{{.Release.Namespace}}}}"
-    image = "{versions.JOB_DEFAULT_IMAGE}"
+    image = "{image}"
     privileged = false
+    allow_privilege_escalation = false
+    automount_service_account_token = false
+{_image_build_limits(args)}\
     [runners.kubernetes.node_selector]
       "{args.node_label_key}" = "{args.node_label}"
-    [runners.kubernetes.build_container_security_context.seccomp_profile]
-      type = "Unconfined"
-    [runners.kubernetes.build_container_security_context.app_armor_profile]
-      type = "Unconfined"
+    [runners.kubernetes.pod_security_context.seccomp_profile]
+      type = "RuntimeDefault"
+{_build_container_context(args)}\
   [runners.cache]
     Type = "s3"
     Shared = true
@@ -99,13 +215,15 @@ def runner_values(args: RunnerArgs, *, token_secret: str, certs_secret: str, cac
         "certsSecretName": certs_secret,
         "rbac": {"create": True, "rules": RBAC_RULES},
         "nodeSelector": {args.node_label_key: args.node_label},
+        "securityContext": MANAGER_SECURITY_CONTEXT,
+        "podSecurityContext": MANAGER_POD_SECURITY_CONTEXT,
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "runners": {"secret": token_secret, "cache": {"secretName": cache_secret}, "config": runner_config(args)},
     }
 
 
 class Runner(pulumi.ComponentResource):
-    """An instance runner; pass the Kubernetes provider in `opts`."""
+    """A runner of the group, in its own namespace; pass the Kubernetes provider in `opts`."""
 
     runner_id: pulumi.Output[str]
     """The runner's id, known once its chart is deployed: what waits for it waits for the Runner."""
@@ -117,12 +235,23 @@ class Runner(pulumi.ComponentResource):
             f"{name}-registration",
             GitLabRunnerArgs(
                 connection=Connection(args.gitlab_url, args.token, args.ca_file),
-                description=f"{args.owner}: Kubernetes executor on the runner nodes",
-                tag_list=("kubernetes", "blueprint"),
+                group_id=args.group_id,
+                description=args.description,
+                tag_list=args.tags,
+                run_untagged=not args.image_builds,
             ),
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data),
         )
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=k8s.meta.v1.ObjectMetaArgs(name=args.namespace), opts=child)
+        # The strictest Pod Security level its jobs pass: job images often run as root, which
+        # `restricted` refuses (`baseline`); an image build's Unconfined seccomp and AppArmor pass
+        # only `privileged`.
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.kube_namespace, labels=pod_security_labels("privileged" if args.image_builds else "baseline")
+            ),
+            opts=child,
+        )
 
         def secret(suffix: str, data: dict[str, pulumi.Input[str]]) -> k8s.core.v1.Secret:
             return k8s.core.v1.Secret(

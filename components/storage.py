@@ -2,23 +2,32 @@
 
 The mechanism is **pre-bound static PersistentVolumes**, not a provisioner:
 
-- each volume is a `hostPath` PV at `<node data path>/platform/volumes/<namespace>/<claim>`; every
-  kind node mounts the same host folder there, so the PV needs no node affinity and a pod may run
-  on any node;
+- each volume is a `hostPath` PV at `<node data path>/volumes/platform/<namespace>/<claim>`; every
+  kind node mounts the same host folder, `<data folder>/volumes`, there, so the PV needs no node
+  affinity and a pod may run on any node;
 - the PV names the one claim it serves (`claimRef`), so the claim a chart or operator creates under
   a fixed name (`pg-1`, `repo-data-gitlab-gitaly-0`, ...) binds to it, on this cluster or on a new
   one over the same folder: a new cluster finds the old data at the old path;
 - the PVs belong to the non-default StorageClass `blueprint-static` (no provisioner), so nothing
   else lands on them and kind's default `standard` class stays the only default;
 - `Retain`, always: Kubernetes never deletes the data. Whether a `destroy` of phase2 removes it is
-  decided by `preserveData`, through the platform folder this component owns
-  (`components/host_folder.py`), which is created before every PV and removed after them.
+  decided by `preserveData`, through the two folders this component owns
+  (`components/host_folder.py`): the platform folder `<data folder>/platform` (host only: the
+  secrets and the CA, which no node mounts) and the volumes folder `<data folder>/volumes/platform`
+  (inside the folder the nodes mount; phase2 cannot own `<data folder>/volumes` itself, which is a
+  mount's source: a wipe would remove it under a running cluster). Both are claimed before every
+  PV and removed after them. An earlier blueprint kept the volumes in `<data folder>/platform/volumes`,
+  when the nodes mounted the whole data folder: the volumes folder's claim moves them into place
+  (`components/host_folder.py`, MOVE_LEGACY) once no container mounts them any more.
 
 Why not kind's local-path provisioner: its directory names are random unless a `pathPattern` is
 set, whose rules changed between the versions kind ships (v0.0.32 and v0.0.34), and its `Delete`
 teardown runs `rm -rf` on the data when a claim goes; static PVs make each path explicit in the plan.
-The folders are created 0777, as local-path creates its own: the pods run as their own users
-(Postgres 26, Gitaly 1000) and kubelet applies no fsGroup to hostPath volumes.
+
+Each volume's folder belongs to the user its pod runs as (`Volume.owner`), mode 0700: kubelet
+applies no fsGroup to hostPath volumes, so the folder must be the pod user's before the pod starts,
+and no other user of the host or of a node may read it. The host user cannot give a folder away;
+the volumes folder's claim does it through a one-shot root container, only when it is not so yet.
 """
 
 from __future__ import annotations
@@ -29,11 +38,16 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.host_folder import HostFolderArgs, host_folder
+from components.host_folder import HostFolderArgs, Subfolder, host_folder
 
 STORAGE_CLASS = "blueprint-static"
 PLATFORM_SUBDIR = "platform"
-"""The folder, under the data folder, that phase2 owns."""
+"""The name of phase2's folders: `<data folder>/platform` and `<data folder>/volumes/platform`."""
+VOLUME_MODE = "0700"
+"""Every volume's folder: its pod's user alone."""
+LEGACY_VOLUMES = "volumes"
+"""Where, in the platform folder, blueprint kept the volumes before the nodes stopped mounting the
+whole data folder."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +56,8 @@ class Volume:
     claim: str
     """Name of the PersistentVolumeClaim that will use the volume."""
     size: str
+    owner: tuple[int, int]
+    """(uid, gid) the volume's pod writes as: its folder is theirs, mode 0700."""
 
     @property
     def key(self) -> str:
@@ -49,26 +65,28 @@ class Volume:
 
     @property
     def folder(self) -> str:
-        """Path relative to the platform folder."""
-        return f"volumes/{self.namespace}/{self.claim}"
+        """Path relative to the volumes folder."""
+        return f"{self.namespace}/{self.claim}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class StorageArgs:
     host_path: str
-    """Absolute host path of the platform folder (inside the data folder)."""
-    node_path: str
-    """Where the nodes see the same folder."""
+    """Absolute host path of the platform folder (inside the data folder; no node mounts it)."""
+    volumes_host_path: str
+    """Absolute host path of the volumes folder (inside the data folder's `volumes`, which the nodes mount)."""
+    volumes_node_path: str
+    """Where the nodes see the volumes folder."""
     owner: str
-    """`<project>/<stack>` that owns the platform folder."""
+    """`<project>/<stack>@<checkout id>` that owns both folders (`stacks.config.folder_owner`)."""
     preserve: bool
     """Keep the data on destroy."""
     wipe_image: str
     """An image already on the machine (the kind node image), for removing pod-owned files."""
     volumes: tuple[Volume, ...]
     inside: tuple[pulumi.Resource, ...] = ()
-    """The claim of the folder the platform folder is inside, when it is in the same graph (`dev`):
-    the platform folder is claimed after it, and released before it."""
+    """The claim of the folder both folders are inside, when it is in the same graph (`dev`): they
+    are claimed after it, and released before it."""
 
     def __post_init__(self) -> None:
         keys = [volume.key for volume in self.volumes]
@@ -84,7 +102,7 @@ def persistent_volume(args: StorageArgs, volume: Volume) -> dict[str, Any]:
         "persistentVolumeReclaimPolicy": "Retain",
         "storageClassName": STORAGE_CLASS,
         "claimRef": {"namespace": volume.namespace, "name": volume.claim},
-        "hostPath": {"path": f"{args.node_path}/{volume.folder}", "type": "Directory"},
+        "hostPath": {"path": f"{args.volumes_node_path}/{volume.folder}", "type": "Directory"},
     }
 
 
@@ -119,10 +137,12 @@ def bound_claim(
 
 
 class Storage(pulumi.ComponentResource):
-    """The platform folder, the `blueprint-static` StorageClass and one PV per volume."""
+    """The platform folder, the volumes folder, the `blueprint-static` StorageClass and one PV per volume."""
 
     folder: pulumi.Resource
     """The command that owns the platform folder: whatever writes under it depends on it."""
+    volumes_folder: pulumi.Resource
+    """The command that owns the volumes folder and gives each volume's folder to its pod's user."""
     volumes: dict[str, k8s.core.v1.PersistentVolume]
     """The PVs by `<namespace>/<claim>`: what uses a volume depends on its PV. Claims name the
     StorageClass STORAGE_CLASS."""
@@ -137,10 +157,22 @@ class Storage(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
-                subfolders=tuple(volume.folder for volume in args.volumes),
-                subfolder_mode="0777",
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
+        )
+        # After the platform folder's claim: an older layout's volumes, inside the platform folder, are
+        # moved here only once that folder is this stack's (and no container mounts them).
+        self.volumes_folder = host_folder(
+            f"{name}-volumes-folder",
+            HostFolderArgs(
+                path=args.volumes_host_path,
+                owner=args.owner,
+                preserve=args.preserve,
+                wipe_image=args.wipe_image,
+                legacy_path=f"{args.host_path}/{LEGACY_VOLUMES}",
+                subfolders=tuple(Subfolder(path=volume.folder, mode=VOLUME_MODE, owner=volume.owner) for volume in args.volumes),
+            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*args.inside, self.folder])),
         )
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-class",
@@ -150,7 +182,7 @@ class Storage(pulumi.ComponentResource):
             volume_binding_mode="Immediate",
             opts=child,
         )
-        after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.folder, storage_class]))
+        after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.volumes_folder, storage_class]))
         self.volumes = {
             volume.key: k8s.core.v1.PersistentVolume(
                 f"{name}-{volume.namespace}-{volume.claim}",

@@ -1,6 +1,8 @@
 """The platform's own CA and its wildcard certificate, and the Secrets that carry them.
 
-pulumi-tls mints a CA and a certificate for `*.<domain>` and `<domain>`. The CA's private key is
+The CA (`providers/ca_certificate.py`) may sign names under `<domain>` only: users trust it
+system-wide, so its certificate carries X.509 name constraints. pulumi-tls mints the certificate for
+`*.<domain>` and `<domain>`. The CA's private key is
 generated once into the data folder (`providers/host_secret.py`), like the other secrets that must
 outlive a stack: after a destroy and a new `up` the CA certificate is issued again with the same
 subject and key, so the copy a user already trusts still verifies the new certificates. The certificate and key go
@@ -19,6 +21,7 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 from pulumi_command import local
 
+from providers.ca_certificate import CaCertificate, CaCertificateArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 
 LISTENER_SECRETS = (
@@ -56,6 +59,17 @@ class TlsArgs:
     """Host path of the CA's private key (0600, under the data folder)."""
 
 
+CA_KEY_FILE = "platform-ca-name-constrained.key"
+"""The CA key's file in the secrets folder. Earlier versions kept an unconstrained CA's key in
+`platform-ca.key`: a copy of that CA in a trust store would still trust anything its key signs, so
+this CA has a key, and a name, of its own, and users trust it anew (and remove the old one)."""
+
+
+def ca_common_name(domain: str) -> str:
+    """Distinct from the earlier, unconstrained CA's `blueprint CA (<domain>)`, so a trust store shows which is which."""
+    return f"blueprint name-constrained CA ({domain})"
+
+
 def dns_names(domain: str) -> list[str]:
     return [f"*.{domain}", domain]
 
@@ -78,13 +92,15 @@ class Tls(pulumi.ComponentResource):
             HostSecretArgs(path=args.ca_key_file, kind="ca-key"),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.ca_folder])),
         )
-        ca = tls.SelfSignedCert(
+        ca = CaCertificate(
             f"{name}-ca",
-            private_key_pem=ca_key.value,
-            is_ca_certificate=True,
-            subject=tls.SelfSignedCertSubjectArgs(common_name=f"blueprint CA ({args.domain})", organization="blueprint"),
-            validity_period_hours=CA_VALIDITY_HOURS,
-            allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
+            CaCertificateArgs(
+                private_key_pem=ca_key.value,
+                domain=args.domain,
+                common_name=ca_common_name(args.domain),
+                organization="blueprint",
+                validity_hours=CA_VALIDITY_HOURS,
+            ),
             opts=child,
         )
         key = tls.PrivateKey(f"{name}-wildcard-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)

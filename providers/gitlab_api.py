@@ -5,9 +5,12 @@ A `GitLab` is built per call from a resource's wire properties (`gitlab_url`, `t
 as `PRIVATE-TOKEN`, trusts the CA file and nothing from the environment, follows `X-Next-Page`
 pagination, and retries what is transient: a gateway answer while GitLab restarts (502, 503,
 504), a timeout, a refused connection, and a throttled request (429, after the `Retry-After` it
-names, bounded). A POST is retried only when it never reached GitLab (the connection was refused
-or timed out, or it was throttled): after a gateway error GitLab may have acted on it, and our
-callers get or create, so the next `up` adopts what a lost answer made instead of making it twice.
+names, bounded). Only an idempotent method (GET, HEAD, PUT, DELETE, OPTIONS: RFC 9110 section
+9.2.2) is sent again after a gateway error or a read timeout; any other (POST, PATCH) only when it
+never reached GitLab (the connection was refused or timed out while connecting, or it was
+throttled): after a gateway error GitLab may have acted on it, so the caller, which knows what the
+request makes, looks for it before asking again (gitlab_objects adopts on proof, gitlab_pipeline
+looks for the commit's pipeline) instead of making it twice.
 
 **The environment.** The session ignores `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE` and proxy
 variables (`trust_env` off): with it on, `requests` puts an environment bundle above the
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +45,9 @@ import pulumi
 RETRY_PAUSES = (1.0, 2.0, 4.0, 8.0)
 """Seconds between attempts: five in all, about 15 s, what a restarting webservice pod needs."""
 TRANSIENT = frozenset({502, 503, 504})
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+"""Methods whose repetition changes nothing more (RFC 9110 section 9.2.2): the only ones sent again
+after GitLab may have acted on them."""
 THROTTLED = 429
 """Rack::Attack and the API's rate limits answer it before acting, with `Retry-After` in seconds
 (lib/api/helpers.rb `too_many_requests!`: a minute by default), so even a POST may be sent again."""
@@ -80,7 +87,7 @@ def missing_ca_file(ca_file: str) -> str | None:
         return None
     return (
         f"the CA certificate {ca_file} that GitLab's certificate is checked against is missing. Write it again from "
-        f"phase2's output: `pulumi stack output -s phase2 caCertPem > {ca_file}` (`-s dev` in the dev stack; "
+        f"phase2's output: `pulumi stack output -s phase2 caCertPem > {shlex.quote(ca_file)}` (`-s dev` in the dev stack; "
         f"{PLAIN_PULUMI}), then re-run."
     )
 
@@ -165,11 +172,11 @@ class GitLab:
                     method, f"{self.url}/api/v4{path}", params=params, json=body, timeout=TIMEOUT_SECONDS, allow_redirects=False
                 )
             except (requests.ConnectionError, requests.Timeout) as error:
-                if pause is None or (method == "POST" and not _never_sent(error)):
+                if pause is None or (method not in IDEMPOTENT and not _never_sent(error)):
                     raise GitLabApiError(method, path, None, f"cannot reach {self.url} ({type(error).__name__})") from error
             else:
                 throttled = response.status_code == THROTTLED
-                if pause is None or not (throttled or (response.status_code in TRANSIENT and method != "POST")):
+                if pause is None or not (throttled or (response.status_code in TRANSIENT and method in IDEMPOTENT)):
                     break
                 pause = _retry_after(response, pause) if throttled else pause
             time.sleep(pause)

@@ -1,5 +1,5 @@
 """GitLab objects that live in GitLab's database, got or created: the group, its projects, their
-CI/CD variables and deploy tokens (and, in `gitlab_runner`, the instance runner).
+CI/CD variables and deploy tokens (and, in `gitlab_runner`, the group's runners).
 
 `preserveData` keeps GitLab's database across a destroy, but Pulumi's state is not always kept
 with it (`pulumi destroy -s phase3`, a lost state, a `dev` stack destroyed and made again). So
@@ -14,10 +14,12 @@ creating one of these objects first looks for it where it must be, and:
   next `up` does not refuse an unmarked object of its own making.
 
 **Ours.** A group or project is ours when its custom attribute `blueprint_owner` holds the owner
-value, `<pulumi project>/<stack>` (as the host folders' `.blueprint-owner` files do), set when we
-create it. Custom attributes are GitLab's own admin-only key/value store on users, groups and
-projects (doc/api/custom_attributes.md; the policy `admin` rule enables read/update, and the admin
-token's `api` scope covers the endpoints, with `admin_mode` when the instance's Admin Mode is on);
+value, `<pulumi project>/<stack>` (the host folders' `.blueprint-owner` files add the checkout's id;
+GitLab's objects need not: their database lives in a data folder only this checkout can claim, and
+only this checkout's admin token reaches it), set when we create it. Custom attributes are
+GitLab's own admin-only key/value store on users, groups and projects (doc/api/custom_attributes.md;
+the policy `admin` rule enables read/update, and the admin token's `api` scope covers the
+endpoints, with `admin_mode` when the instance's Admin Mode is on);
 no user without admin rights can forge or remove the mark, and it lives in the database with the
 object. Variables and deploy tokens live inside an object of ours, so they are ours by their key:
 a variable by its key in the `*` environment scope (the same key in other scopes is the user's),
@@ -57,6 +59,15 @@ made it, against the admin token's user (`GET /user`), does:
 
 Such a group or project is marked and adopted; any other unmarked one is refused as above. (One
 an administrator made by hand at that path passes too: only an administrator can.)
+
+**Another stack's group.** The platform's group is phase2's, its projects phase3's: a project is
+made only in a group that carries the mark `group_owner` names (phase2's), and the group's
+variables are checked against that mark too (`parent_owner`). phase3 made the group before phase2 did; a group that
+carries the mark of a stack named in `previous_owners` is adopted and marked as the new owner's.
+
+**Default branch.** A project's default branch is protected (Maintainers push and merge) when the
+project is made, adopted or updated, before its first push: the deploy credential is a protected
+variable, which GitLab hands only to jobs of protected refs (`_protect`).
 
 **No answer.** `read` keeps the recorded state when GitLab cannot be reached, the CA file is
 missing, or only its gateway answers (502/503/504, after the retries), as providers/openbao_kv.py
@@ -118,7 +129,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 
 from providers.gitlab_api import CONNECTION, PLAIN_PULUMI, Connection, GitLab, GitLabApiError, encode, wire
 
-PROVIDER_VERSION = "3"
+PROVIDER_VERSION = "4"
 """Bump when the providers' behaviour changes (they are pickled by reference)."""
 
 OWNER_ATTRIBUTE = "blueprint_owner"
@@ -134,6 +145,9 @@ ALL_ENVIRONMENTS = "*"
 """The environment scope of our variables: GitLab's default, and the one jobs of every environment get."""
 OWNER_ACCESS = 50
 """GitLab's Owner access level (Gitlab::Access::OWNER)."""
+MAINTAINER_ACCESS = 40
+"""GitLab's Maintainer access level (Gitlab::Access::MAINTAINER): who may push to and merge into a
+project's default branch once it is protected."""
 RENAMED_FOR_DELETION = re.compile(r"-(?:deletion_scheduled|deleted)-\d+$")
 """What scheduling a deletion appends to a group's or project's path (Projects::MarkForDeletionService
 `suffixed_identifier`: `-deleted-<id>` while the `rename_group_path_upon_deletion_scheduling` flag was off)."""
@@ -240,10 +254,12 @@ class GetOrCreateProvider(ResourceProvider):
         """Refuse to create (or adopt) it where it must not go."""
 
     def in_ours(self, api: GitLab, scope: str, parent: object, id_: str, props: dict[str, Any]) -> None:
-        """Refuse, naming it, unless the group or project `parent` that holds it is there and ours."""
+        """Refuse, naming it, unless the group or project `parent` that holds it is there and ours
+        (carries the mark `parent_owner`, when another stack made it, else `owner`).
+        """
         owner = str(props.get("owner") or "")
         try:
-            there = in_one_of_ours(api, scope, parent, owner)
+            there = in_one_of_ours(api, scope, parent, str(props.get("parent_owner") or owner))
         except NotOurs as theirs:
             raise GitLabObjectError(not_ours_message(self.what(id_, props), str(theirs), owner)) from None
         if not there:
@@ -465,7 +481,7 @@ def _mark(api: GitLab, path: str, owner: str) -> None:
 
 class GroupProvider(GetOrCreateProvider):
     kind = "group"
-    inputs = (*CONNECTION, "path", "name", "description", "visibility", "owner", "provider_version")
+    inputs = (*CONNECTION, "path", "name", "description", "visibility", "owner", "previous_owners", "provider_version")
     replace_on = ("path",)
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
@@ -485,7 +501,11 @@ class GroupProvider(GetOrCreateProvider):
         return self.marked(api, props, group, f"/groups/{group['id']}")
 
     def adopt(self, api: GitLab, props: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
-        _claim(api, "group", found, f"/groups/{found['id']}", str(props["owner"]), lambda: _group_made_by_us(api, found))
+        path = f"/groups/{found['id']}"
+        if _mark_of(api, path, found) in (props.get("previous_owners") or ()):
+            _mark(api, path, str(props["owner"]))  # moved to this stack (GroupArgs.previous_owners)
+        else:
+            _claim(api, "group", found, path, str(props["owner"]), lambda: _group_made_by_us(api, found))
         return self.change(api, props, found)
 
     def change(self, api: GitLab, props: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
@@ -502,8 +522,13 @@ class GroupProvider(GetOrCreateProvider):
 
 
 class ProjectProvider(GetOrCreateProvider):
+    """A project in a group, its default branch protected (see `_protect`)."""
+
     kind = "project"
-    inputs = (*CONNECTION, "namespace", "namespace_id", "path", "name", "visibility", "default_branch", "owner", "provider_version")
+    inputs = (
+        *CONNECTION, "namespace", "namespace_id", "path", "name", "visibility", "default_branch", "owner", "group_owner",
+        "provider_version",
+    )  # fmt: skip
     replace_on = ("namespace", "namespace_id", "path")
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
@@ -531,7 +556,7 @@ class ProjectProvider(GetOrCreateProvider):
         if group is None:
             raise GitLabObjectError(gone_message(f"group {namespace_id} ({props['namespace']})", str(props["owner"])))
         try:
-            _check_ours(api, "groups", group, str(props["owner"]), at=str(props["namespace"]))
+            _check_ours(api, "groups", group, str(props.get("group_owner") or props["owner"]), at=str(props["namespace"]))
         except NotOurs as theirs:
             what = f"group {namespace_id} (recorded at {props['namespace']})"
             raise GitLabObjectError(not_ours_message(what, str(theirs), str(props["owner"]))) from None
@@ -541,7 +566,9 @@ class ProjectProvider(GetOrCreateProvider):
             "initialize_with_readme": False,  # the sync's first commit makes the branch
         }
         project: dict[str, Any] = api.post("/projects", settings)
-        return self.marked(api, props, project, f"/projects/{project['id']}")
+        made = self.marked(api, props, project, f"/projects/{project['id']}")
+        _protect(api, made, str(props["default_branch"]))
+        return made
 
     def adopt(self, api: GitLab, props: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
         _claim(api, "project", found, f"/projects/{found['id']}", str(props["owner"]), lambda: _project_made_by_us(api, found))
@@ -551,6 +578,7 @@ class ProjectProvider(GetOrCreateProvider):
         _restore(api, f"/projects/{current['id']}", current)
         # Not the default branch: GitLab refuses one the repository does not have yet.
         project: dict[str, Any] = api.put(f"/projects/{current['id']}", _settings(props, "name", "visibility"))
+        _protect(api, project, str(props["default_branch"]))
         return project
 
     def remove(self, api: GitLab, id_: str, props: dict[str, Any], current: dict[str, Any] | None = None) -> None:
@@ -570,6 +598,28 @@ class ProjectProvider(GetOrCreateProvider):
 
 def _full_path(props: dict[str, Any]) -> str:
     return f"{props['namespace']}/{props['path']}"
+
+
+def _protect(api: GitLab, project: dict[str, Any], branch: str) -> None:
+    """Protect `branch`, the default branch of `project`, unless it is (Maintainers push and merge).
+
+    The deploy credential is a protected variable, which GitLab hands only to jobs of protected
+    refs (Gitlab::Ci::Variables::Builder `protected_ref?`: `project.protected_for?(ref)`). A fresh
+    GitLab protects a project's default branch by itself (`default_branch_protection_defaults`,
+    `protected_fully` in config/initializers/1_settings.rb), but only when the first push creates it,
+    in the background (Projects::ProtectDefaultBranchService from Git::BranchHooksService), and only
+    while an administrator leaves that setting on. So it is protected here, before the first push:
+    GitLab protects a name the repository does not hold yet (`POST /projects/:id/protected_branches`
+    checks no branch; lib/api/protected_branches.rb), and answers 409 when it is protected already.
+    """
+    path = f"/projects/{project['id']}/protected_branches"
+    if api.find(f"{path}/{encode(branch)}") is not None:
+        return
+    try:
+        api.post(path, {"name": branch, "push_access_level": MAINTAINER_ACCESS, "merge_access_level": MAINTAINER_ACCESS})
+    except GitLabApiError as error:
+        if error.status != 409:  # "Protected branch '<name>' already exists": protected meanwhile
+            raise
 
 
 def _settings(props: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -657,7 +707,10 @@ class VariableProvider(GetOrCreateProvider):
     """
 
     kind = "variable"
-    inputs = (*CONNECTION, "scope", "parent", "key", "value", "variable_type", "protected", "masked", "raw", "owner", "provider_version")
+    inputs = (
+        *CONNECTION, "scope", "parent", "key", "value", "variable_type", "protected", "masked", "raw", "owner", "parent_owner",
+        "provider_version",
+    )  # fmt: skip
     replace_on = ("scope", "parent", "key")
 
     @staticmethod
@@ -669,7 +722,7 @@ class VariableProvider(GetOrCreateProvider):
         return found
 
     def current(self, api: GitLab, id_: str, props: dict[str, Any]) -> dict[str, Any] | None:
-        if not in_one_of_ours(api, str(props["scope"]), props["parent"], props.get("owner")):
+        if not in_one_of_ours(api, str(props["scope"]), props["parent"], props.get("parent_owner") or props.get("owner")):
             return None  # its group or project is gone, and it with it
         return self.find(api, props)
 
@@ -774,6 +827,9 @@ class GroupArgs:
     """`<pulumi project>/<stack>`: the mark that makes the group ours."""
     visibility: str = "internal"
     description: str = ""
+    previous_owners: tuple[str, ...] = ()
+    """Marks of the stacks that held the group before `owner` (phase3's, before phase2 made the
+    platform's group): one carrying such a mark is adopted and marked as `owner`'s."""
 
 
 class Group(pulumi.dynamic.Resource, module="gitlab", name="Group"):
@@ -798,8 +854,13 @@ class ProjectArgs:
     path: str
     name: str
     owner: str
+    group_owner: str | None = None
+    """The mark of the group it goes into, when another stack made that group (phase2 makes the
+    platform's group, phase3 its projects); `owner` by default."""
     visibility: str = "internal"
     default_branch: str = "main"
+    """Protected when the project is made or brought to the inputs: the deploy credential reaches
+    only its jobs (`_protect`)."""
 
 
 class Project(pulumi.dynamic.Resource, module="gitlab", name="Project"):
@@ -829,7 +890,11 @@ class VariableArgs:
     masked: bool = False
     raw: bool = False
     owner: str | None = None
-    """`<pulumi project>/<stack>` of the group or project that holds it; the running program's by default."""
+    """`<pulumi project>/<stack>` of the stack it belongs to (messages name its command); the
+    running program's by default."""
+    parent_owner: str | None = None
+    """The mark of the group or project that holds it, when another stack made that one (phase2
+    makes the platform's group, phase3 its variables); `owner` by default."""
 
 
 def _variable(args: VariableArgs, scope: str, opts: pulumi.ResourceOptions | None) -> tuple[dict[str, Any], pulumi.ResourceOptions]:

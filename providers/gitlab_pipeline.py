@@ -14,6 +14,13 @@ cases start a new run, because only a new run can answer them:
 - `target` changed with the same `sha` (a new cluster over preserved data: the apps must be
   deployed there).
 
+A run is never started beside one that is still pending or running for the same ref and commit:
+that one is adopted and waited for. And a start whose answer was lost (a gateway error or a
+timeout after GitLab may have acted: `gitlab_api` never sends such a POST again itself) looks for
+the commit's pipelines again and adopts one newer than it knew before asking, and only asks again
+when there is none (`GET /projects/:id/pipelines` with `ref` and `sha`, lib/api/ci/pipelines.rb).
+So one `up` starts at most one pipeline per commit.
+
 A failed pipeline fails the `up` with the failed job's name, stage and web URL; a pipeline that
 waits for a person (`manual`, `scheduled`) or still runs at the limit fails it with its URL, and
 one still pending says whether its runner (`runner`, when given) is online.
@@ -30,13 +37,18 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 
 from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
 
-PROVIDER_VERSION = "3"
+PROVIDER_VERSION = "4"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (*CONNECTION, "project", "sha", "target", "timeout_seconds", "provider_version")
 """What `diff` compares. Not `runner`: another runner is no reason to run the apps again."""
 DONE = {"success", "failed", "canceled", "skipped"}
 WAITS_FOR_A_PERSON = {"manual", "scheduled"}
+BRANCH = "main"
+"""The ref every run is started on, and looked up by (the sync commits to it)."""
+START_PAUSES = (2.0, 5.0, 10.0)
+"""Seconds to wait, after a start whose answer was lost, before looking for what it made (the
+gateway may give up while GitLab still creates it), then asking again: four starts at most."""
 
 
 class PipelineFailed(Exception):
@@ -60,13 +72,13 @@ def wait(props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, ne
     timeout = float(props.get("timeout_seconds") or 600)
     started = time.monotonic()
     poll_seconds = min(5.0, max(0.2, timeout / 20))
-    pipeline: dict[str, Any] | None = api.post(f"{project}/pipeline", {"ref": "main"}) if new_run else None
+    sha = str(props["sha"])
+    pipeline: dict[str, Any] | None = start(api, project, sha, latest(api, project, sha)) if new_run else None
     while True:
         if pipeline is None:
-            found = api.get(f"{project}/pipelines", sha=props["sha"], order_by="id", sort="desc")
-            pipeline = found[0] if found else None
+            pipeline = latest(api, project, sha)
             if pipeline is not None and pipeline["status"] in rerun:
-                pipeline = api.post(f"{project}/pipeline", {"ref": "main"})  # a run for this up
+                pipeline = start(api, project, sha, pipeline)  # a run for this up
             rerun = set()  # only what was there before this call: a run that fails now fails the up
         else:
             pipeline = api.get(f"{project}/pipelines/{pipeline['id']}")
@@ -89,6 +101,37 @@ def wait(props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, ne
         "status": pipeline["status"],
         "web_url": pipeline["web_url"],
     }
+
+
+def latest(api: GitLab, project: str, sha: str) -> dict[str, Any] | None:
+    """The newest pipeline of `sha` on the branch, or None (GitLab lists the newest first by id)."""
+    found = api.get(f"{project}/pipelines", ref=BRANCH, sha=sha, order_by="id", sort="desc")
+    return found[0] if found else None
+
+
+def start(api: GitLab, project: str, sha: str, newest: dict[str, Any] | None) -> dict[str, Any]:
+    """A new run on the branch, started once. `newest` is the commit's newest pipeline as last
+    seen: one still pending or running is adopted instead. When a start's answer is lost, GitLab may
+    have made the run: a pipeline of the commit newer than `newest` is that run, and is adopted;
+    only when there is none is the start asked for again.
+    """
+    if newest is not None and newest["status"] not in DONE and newest["status"] not in WAITS_FOR_A_PERSON:
+        return newest
+    known = int(newest["id"]) if newest is not None else 0
+    for pause in START_PAUSES:
+        try:
+            made: dict[str, Any] = api.post(f"{project}/pipeline", {"ref": BRANCH})
+        except GitLabApiError as error:
+            if not error.unanswered:
+                raise
+        else:
+            return made
+        time.sleep(pause)
+        found = latest(api, project, sha)
+        if found is not None and int(found["id"]) > known:
+            return found  # what the lost answer made
+    last: dict[str, Any] = api.post(f"{project}/pipeline", {"ref": BRANCH})  # its failure fails the up
+    return last
 
 
 def timeout_message(api: GitLab, props: dict[str, Any], pipeline: dict[str, Any] | None) -> str:

@@ -1,27 +1,34 @@
-"""The instance runner, got or created, with a fresh authentication token.
+"""A group runner of the platform's group, got or created, with a fresh authentication token.
 
 Registration tokens are disabled in GitLab 19, so a runner is created through the API, which
-returns its `glrt-` authentication token once: `POST /user/runners` with `runner_type=instance_type`
-(lib/api/user_runners.rb; the admin token has the `create_runner` scope, and `admin_mode` for when
-the instance's Admin Mode is on). A runner lives in GitLab's database, which `preserveData` keeps
-when Pulumi's state goes, so `create` first looks for ours among the instance runners
-(`GET /runners/all`, admin only, filtered by type; lib/api/ci/runners.rb). Not by tags: `tag_list`
-lists the runners that carry every tag named, so one whose tags someone edited would be missed
-and a second made.
+returns its `glrt-` authentication token once: `POST /user/runners` with `runner_type=group_type`
+and `group_id` (lib/api/user_runners.rb: `group_id` is required for a group runner, and a group
+that is not there is refused as "Missing/invalid group"; Ci::Runners::CreateRunnerService with its
+GroupRunnerStrategy). The admin token has the `create_runner` scope. A group runner takes jobs of
+that group's projects only, never of another project on the instance (which an instance runner
+would). A runner lives in GitLab's database, which `preserveData` keeps when Pulumi's state goes,
+so `create` first looks for ours among the group's runners (`GET /groups/:id/runners` with
+`type=group_type`; lib/api/ci/runners.rb, which for a top-level group lists its own). Not by tags:
+`tag_list` lists the runners that carry every tag named, so one whose tags someone edited would be
+missed and a second made.
 
-**Ours** is an instance runner whose description is exactly ours: it carries the owner,
+**Ours** is a group runner of that group whose description is exactly ours: it carries the owner,
 `<pulumi project>/<stack>` (runners have no custom attributes). When there is one, it is
 adopted: its settings are brought to the inputs, and, since its token is unknown to this state,
 GitLab gives it a new one (`POST /runners/:id/reset_authentication_token`, which invalidates the
 old one). Any further runner of ours (what earlier lost states left) is deleted, so no stale
-offline runner stays. The token is a secret output, `authentication_token` (`token` is the admin
-token the calls are made with).
+offline runner stays: among the group's runners, and the instance runners of our description that
+blueprint made before its runners were group runners. A runner of our description in another group
+is not ours. The token is a secret output, `authentication_token` (`token` is the admin token the
+calls are made with).
 
 **At the recorded id**, as for the group and projects (providers/gitlab_objects.py): the runner
-there must be an instance runner of our exact description. A state can outlive its GitLab, and in
-the new one that id may be someone's runner: `read` then reports ours gone (the next `up` makes or
-adopts it), `update` refuses, naming `pulumi refresh -s <stack>`, and `delete` leaves that runner
-alone. When GitLab gives no answer, `read` keeps the recorded state.
+there must be a group runner of our exact description that belongs to the group (the `groups` of
+`GET /runners/:id`, Entities::Ci::RunnerDetails; an instance runner for a state recorded before
+runners had a group). A state can outlive its GitLab, and in the new one that id may be someone's
+runner: `read` then reports ours gone (the next `up` makes or adopts it), `update` refuses, naming
+`pulumi refresh -s <stack>`, and `delete` leaves that runner alone. When GitLab gives no answer,
+`read` keeps the recorded state. Another group is another runner (`group_id` replaces it).
 """
 
 from __future__ import annotations
@@ -35,43 +42,69 @@ import pulumi
 from providers.gitlab_api import CONNECTION, Connection, GitLab, encode, wire
 from providers.gitlab_objects import GetOrCreateProvider, NotOurs, program_owner
 
-PROVIDER_VERSION = "3"
+PROVIDER_VERSION = "4"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 
 class RunnerProvider(GetOrCreateProvider):
     kind = "runner"
-    inputs = (*CONNECTION, "description", "tag_list", "run_untagged", "owner", "provider_version")
-    replace_on = ("description",)
-    """The description is the mark: another one is another runner."""
+    inputs = (*CONNECTION, "group_id", "description", "tag_list", "run_untagged", "owner", "provider_version")
+    replace_on = ("group_id", "description")
+    """The description is the mark, and the group where it serves: another one is another runner."""
 
     @staticmethod
     def _ours(api: GitLab, props: dict[str, Any]) -> list[dict[str, Any]]:
+        group = _group_id(props)
+        listed = api.pages(f"/groups/{group}/runners", type="group_type")
+        ours = (runner for runner in listed if runner["description"] == props["description"] and runner["runner_type"] == "group_type")
+        # The group's runners are its own and its ancestors' (Ci::Runner.group_or_instance_wide):
+        # only one that this group holds is ours.
+        return sorted((runner for runner in ours if _in_group(api, runner, group)), key=lambda runner: int(runner["id"]))
+
+    @staticmethod
+    def _legacy(api: GitLab, props: dict[str, Any]) -> list[dict[str, Any]]:
+        """Instance runners of our description: what blueprint made before its runners served a group."""
         listed = api.pages("/runners/all", type="instance_type")
-        ours = (runner for runner in listed if runner["description"] == props["description"] and runner["runner_type"] == "instance_type")
-        return sorted(ours, key=lambda runner: int(runner["id"]))
+        return [runner for runner in listed if runner["description"] == props["description"] and runner["runner_type"] == "instance_type"]
+
+    def before_create(self, api: GitLab, props: dict[str, Any]) -> None:
+        # Never a runner for a group that is not ours (a state that outlived its GitLab names an id
+        # that may be someone else's group there): the group must carry this stack's mark.
+        self.in_ours(api, "groups", _group_id(props), "new", props)
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
         return next(iter(self._ours(api, props)), None)
 
     def current(self, api: GitLab, id_: str, props: dict[str, Any]) -> dict[str, Any] | None:
         found: dict[str, Any] | None = api.find(f"/runners/{encode(id_)}")
-        if found is not None and (found.get("description"), found.get("runner_type")) != (props["description"], "instance_type"):
+        if found is None:
+            return None
+        group = props.get("group_id")
+        wanted = "instance_type" if group is None else "group_type"  # a state recorded before runners had a group
+        if (found.get("description"), found.get("runner_type")) != (props["description"], wanted):
             raise NotOurs(f"it is the {found.get('runner_type')} runner {found.get('description')!r}")
+        if group is not None and not _held_by(found, _group_id(props)):
+            held = ", ".join(str(item.get("id")) for item in found.get("groups") or []) or "none"
+            raise NotOurs(f"it is a runner of group(s) {held}, not of group {_group_id(props)}")
         return found
 
     def what(self, id_: str, props: dict[str, Any]) -> str:
         return f"runner {id_} ({props['description']!r})"
 
     def make(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any]:
-        settings = {"runner_type": "instance_type", **self._settings(props)}
+        self._delete_stale(api, props, keep=None)
+        settings = {"runner_type": "group_type", "group_id": _group_id(props), **self._settings(props)}
         made = api.post("/user/runners", settings)
         return {"id": made["id"], "authentication_token": made["token"]}
 
-    def adopt(self, api: GitLab, props: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
-        for stale in self._ours(api, props):
-            if stale["id"] != found["id"]:
+    def _delete_stale(self, api: GitLab, props: dict[str, Any], keep: object) -> None:
+        """Delete every runner of ours but `keep` (see the module docstring)."""
+        for stale in [*self._ours(api, props), *self._legacy(api, props)]:
+            if stale["id"] != keep:
                 api.delete(f"/runners/{stale['id']}")
+
+    def adopt(self, api: GitLab, props: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
+        self._delete_stale(api, props, keep=found["id"])
         runner = self.change(api, props, found)
         token = api.post(f"/runners/{found['id']}/reset_authentication_token")
         return {**runner, "authentication_token": token["token"]}
@@ -92,9 +125,26 @@ class RunnerProvider(GetOrCreateProvider):
         return {"authentication_token": obj["authentication_token"]} if obj.get("authentication_token") else {}
 
 
+def _group_id(props: dict[str, Any]) -> int:
+    return int(float(props["group_id"]))  # ids arrive as floats
+
+
+def _held_by(runner: dict[str, Any], group: int) -> bool:
+    """Whether `runner` (GitLab's runner details) belongs to the group `group`."""
+    return any(int(item.get("id") or 0) == group for item in runner.get("groups") or [])
+
+
+def _in_group(api: GitLab, runner: dict[str, Any], group: int) -> bool:
+    """Whether the listed `runner` belongs to the group `group` (a listing does not say: its details do)."""
+    details = api.find(f"/runners/{runner['id']}")
+    return details is not None and _held_by(details, group)
+
+
 @dataclass(frozen=True, kw_only=True)
 class GitLabRunnerArgs:
     connection: Connection
+    group_id: pulumi.Input[str]
+    """The id of the group whose projects it serves (and no other)."""
     description: str
     """Exactly ours: it names the owner (`<pulumi project>/<stack>`)."""
     tag_list: tuple[str, ...]
@@ -104,7 +154,7 @@ class GitLabRunnerArgs:
 
 
 class GitLabRunner(pulumi.dynamic.Resource, module="gitlab", name="Runner"):
-    """An instance runner of ours, and its authentication token (secret); its id is GitLab's."""
+    """A group runner of ours, and its authentication token (secret); its id is GitLab's."""
 
     authentication_token: pulumi.Output[str]
     """The runner's `glrt-` token (secret), for the runner chart."""

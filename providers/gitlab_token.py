@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers.gitlab_api import missing_ca_file, session
+from providers.kind_access import KindAccessError, admin_kubeconfig
 
 PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
@@ -85,23 +85,15 @@ def seed(props: dict[str, Any]) -> str:
     """Run the seed script in the toolbox; returns what it printed ("created" or "exists")."""
     token = str(props["token"])
     script = seed_script(token, list(props["scopes"]), int(props["expires_days"]))
-    with tempfile.NamedTemporaryFile("w", prefix="blueprint-kubeconfig-") as kubeconfig:
-        got = subprocess.run(
-            ["kind", "get", "kubeconfig", "--name", str(props["kind_cluster_name"])],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        if got.returncode != 0:
-            raise GitLabTokenError(f"kind get kubeconfig --name {props['kind_cluster_name']} failed: {got.stderr.strip()[-500:]}")
-        kubeconfig.write(got.stdout)
-        kubeconfig.flush()
-        command = [
-            "kubectl", "--kubeconfig", kubeconfig.name, "-n", str(props["namespace"]), "exec", "-i",
-            f"deploy/{props['toolbox']}", "-c", "toolbox", "--", "gitlab-rails", "runner", "-",
-        ]  # fmt: skip
-        done = subprocess.run(command, input=script, capture_output=True, text=True, timeout=900, check=False)
+    try:
+        with admin_kubeconfig(str(props["kind_cluster_name"])) as kubeconfig:
+            command = [
+                "kubectl", "--kubeconfig", kubeconfig, "-n", str(props["namespace"]), "exec", "-i",
+                f"deploy/{props['toolbox']}", "-c", "toolbox", "--", "gitlab-rails", "runner", "-",
+            ]  # fmt: skip
+            done = subprocess.run(command, input=script, capture_output=True, text=True, timeout=900, check=False)
+    except KindAccessError as error:
+        raise GitLabTokenError(str(error)) from None
     if done.returncode != 0:
         raise GitLabTokenError(
             f"seeding the admin token through {props['namespace']}/{props['toolbox']} failed "

@@ -2,16 +2,26 @@
 
 pulumi-random values exist only in Pulumi state, so a `destroy` + `up` generates new ones; that is
 fine for a password the platform re-applies (CloudNativePG re-sets role passwords from their
-Secrets), and wrong for one the preserved data depends on (MinIO's root credentials encrypt its IAM
-data; GitLab's rails secrets encrypt database columns). `HostSecret` generates such a value once, in
+Secrets), and wrong for one the preserved data depends on (GitLab's rails secrets encrypt database
+columns; MinIO signs what it derives from its root credentials, minio/minio#16839). `HostSecret` generates such a value once, in
 a 0600 file under the data folder, and reads it back on every run. The folder's lifecycle
 (`preserveData`) decides when the value is gone, never a stack's.
+
+**A kept file is never trusted blindly, nor written carelessly.** An empty file (what a crash can
+leave of a file written but not flushed) or one that is not a value of its kind is refused, never
+handed on as a secret nor replaced: the message names the file and says whether a new value is
+safe. Some are (SSH host keys, the CA's key, the admin token: a new one is re-trusted or re-seeded);
+some are not while the data is kept (GitLab's rails secrets encrypt database columns; MinIO's root
+credentials sign its users; GitLab keeps the root password it was seeded with). A new file is
+written to a temporary file, flushed to disk (`fsync`), linked into place, and its folder flushed
+too, so after a crash the name holds the whole value or nothing.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import shlex
 import string
 import tempfile
 from dataclasses import dataclass
@@ -21,7 +31,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = ("path", "kind", "length", "provider_version")
@@ -95,8 +105,14 @@ def generate_ca_key(_length: int) -> str:
     )
 
 
+def generate_static_seal_key(_length: int) -> str:
+    """OpenBao's static seal key: 32 letters and digits, which the seal takes as the 32-byte AES key itself."""
+    return generate_password(32)
+
+
 GENERATORS = {
     "ca-key": generate_ca_key,
+    "static-seal-key": generate_static_seal_key,
     "password": generate_password,
     "gitlab-rails-secrets": generate_gitlab_rails_secrets,
     "ssh-host-keys": generate_ssh_host_keys,
@@ -110,7 +126,116 @@ secrets among them, gone; the pods' files, the databases, still there)."""
 
 
 class HostSecretError(Exception):
-    """The secret cannot be made here; the message says why and what to do."""
+    """The secret cannot be made or read here; the message says why and what to do."""
+
+
+PASSWORD_MIN_LENGTH = 16
+RAILS_KEY_BASES = ("secret_key_base", "otp_key_base", "db_key_base")
+"""What GitLab cannot start without in `secrets.yml` (the others it derives or lists)."""
+
+KEEP_IT = "keep it while the platform's data is kept"
+IF_NEW = {
+    "gitlab-rails-secrets.yml": (
+        KEEP_IT,
+        "GitLab encrypts database columns with it (CI/CD variables, runner and access tokens, two-factor secrets): with a new "
+        "one they are unreadable for good",
+    ),
+    "minio-root-user": (KEEP_IT, "MinIO signs its users' credentials with its root credentials: with new ones its users may stop working"),
+    "minio-root-password": (
+        KEEP_IT,
+        "MinIO signs its users' credentials with its root credentials: with new ones its users may stop working",
+    ),
+    "openbao-seal-key": (KEEP_IT, "OpenBao's storage opens with this key only: with a new one the vault stays sealed for good"),
+    "gitlab-root-password": (KEEP_IT, "GitLab keeps the root password it was first seeded with: a new one would not log in"),
+    "gitlab-admin-token": ("safe", "the next `up` seeds the new token into GitLab; what used the old one needs the new one"),
+    "gitlab-ssh-host-keys.json": ("safe", "SSH clients that knew the old keys will warn once: drop the old line from ~/.ssh/known_hosts"),
+    "platform-ca-name-constrained.key": ("safe", "a new CA is issued: trust the new ca.crt again (and drop the old one)"),
+}
+"""Whether a new value in place of a kept file is safe, and what it costs, by file name (the names
+stacks/phase2.py and the components give them). A file not named here is treated as one the data
+depends on."""
+IF_NEW_BY_KIND = {
+    "ssh-host-keys": IF_NEW["gitlab-ssh-host-keys.json"],
+    "ca-key": IF_NEW["platform-ca-name-constrained.key"],
+    "gitlab-rails-secrets": IF_NEW["gitlab-rails-secrets.yml"],
+}
+
+
+def invalid(kind: str, value: str) -> str | None:
+    """Why `value` (a kept file's text, stripped) is no secret of `kind`, or None when it is one."""
+    if not value:
+        return "it is empty"
+    if kind == "password":
+        if len(value) < PASSWORD_MIN_LENGTH or any(char not in ALPHABET for char in value):
+            return f"it is not {PASSWORD_MIN_LENGTH} or more letters and digits, as blueprint generates"
+        return None
+    if kind == "gitlab-rails-secrets":
+        import yaml
+
+        try:
+            production = (yaml.safe_load(value) or {}).get("production")
+        except (yaml.YAMLError, AttributeError):
+            production = None
+        missing = [key for key in RAILS_KEY_BASES if not isinstance(production, dict) or not production.get(key)]
+        return f"it is not GitLab's secrets.yml: production.{', production.'.join(missing)} missing" if missing else None
+    if kind == "ssh-host-keys":
+        import json
+
+        try:
+            files = json.loads(value)
+        except ValueError:
+            files = None
+        if not isinstance(files, dict) or not any(
+            name.startswith("ssh_host_") and name.endswith("_key") and "PRIVATE KEY" in str(text) for name, text in files.items()
+        ):
+            return "it is not the JSON of SSH host key files blueprint writes"
+        return None
+    if kind == "static-seal-key":
+        from providers.openbao_init import static_key_problem
+
+        return static_key_problem(value)
+    if kind == "ca-key":
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        try:
+            load_pem_private_key(value.encode(), password=None)
+        except (ValueError, TypeError):
+            return "it is not an unencrypted PEM private key"
+    return None
+
+
+def refusal(path: Path, kind: str, why: str) -> HostSecretError:
+    """The error for a kept file that holds no valid secret: what to do, and whether a new value is safe."""
+    safety, cost = IF_NEW.get(path.name) or IF_NEW_BY_KIND.get(kind) or (KEEP_IT, "the data kept beside it may depend on it")
+    remove = f"rm {shlex.quote(str(path))}"
+    if safety == "safe":
+        fix = f"restore it from a backup, or remove it ({remove}) and run again to have a new one generated: {cost}"
+    else:
+        fix = (
+            f"restore it from a backup of the data folder; {cost}, so remove it ({remove}) to have a new one generated only "
+            f"when the platform's data is being started over too (uv run blueprint destroy --wipe-data)"
+        )
+    return HostSecretError(f"the kept secret {path} is not usable: {why}. {fix[0].upper()}{fix[1:]}")
+
+
+def kept(path: Path, kind: str) -> str:
+    """The valid secret `path` holds, or a `HostSecretError` that names the file and the fix."""
+    try:
+        value = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise refusal(path, kind, f"it cannot be read ({type(error).__name__})") from None
+    if (why := invalid(kind, value)) is not None:
+        raise refusal(path, kind, why)
+    return value
+
+
+def flush_folder(folder: Path) -> None:
+    """Make a new name in `folder` durable (fsync of the folder itself: the file's own fsync does not cover its link)."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def half_wiped(path: Path) -> Path | None:
@@ -118,30 +243,41 @@ def half_wiped(path: Path) -> Path | None:
     return next((folder for folder in path.parents if (folder / WIPING_MARKER).exists()), None)
 
 
-def ensure(path: Path, kind: str, length: int) -> str:
-    """The value in `path`, generated and written (0600, atomically) when the file is missing, and
-    never beside data a half-finished wipe left: new secrets would lock it away for good.
+def ensure(path: Path, kind: str, length: int, recorded: str | None = None) -> str:
+    """The value in `path`; when the file is missing, the value the stack's state `recorded` for it
+    (a file removed by hand or lost while the data it opens is kept: only that value opens it), or
+    else a new one, written (0600, atomically, flushed to disk). Never a new value beside data a
+    half-finished wipe left: it would lock that data away for good. A file there that holds no valid
+    value is refused (`kept`), never replaced.
     """
-    if path.exists():
-        return path.read_text().strip()
-    if (folder := half_wiped(path)) is not None:
+    if path.exists() or path.is_symlink():
+        return kept(path, kind)
+    restoring = recorded is not None and invalid(kind, recorded) is None
+    if not restoring and (folder := half_wiped(path)) is not None:
         raise HostSecretError(
             f"a destroy that removes {folder} stopped half-way: its secrets are gone while its databases may remain, and a "
             f"new {path.name} beside them would lock them away. Finish the wipe (run the destroy again, or sudo rm -rf "
-            f"'{folder}'), then run again"
+            f"{shlex.quote(str(folder))}), then run again"
         )
+    new_folder = not path.parent.exists()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    value = GENERATORS[kind](length)
+    if new_folder:
+        flush_folder(path.parent.parent)
+    # Stripped, as `kept` reads it back: the state holds what a refresh would read, no diff between them.
+    value = (recorded if restoring and recorded is not None else GENERATORS[kind](length)).strip()
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(descriptor, "w") as handle:
             handle.write(value + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())  # the whole value on disk before the name points at it
         # link, not replace: if another run wrote the file meanwhile, keep its value.
         os.link(temporary, path)
     except FileExistsError:
-        return path.read_text().strip()
+        return kept(path, kind)
     finally:
         Path(temporary).unlink(missing_ok=True)
+    flush_folder(path.parent)
     return value
 
 
@@ -159,23 +295,32 @@ class HostSecretProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = [key for key in INPUTS if olds.get(key) != news.get(key)]
+        if not changed and not Path(str(news.get("path"))).exists():
+            changed = ["value"]  # not an input: the file is gone, and the update writes it back
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
-    def _outs(self, props: dict[str, Any]) -> dict[str, Any]:
-        value = ensure(Path(str(props["path"])), str(props.get("kind") or "password"), int(props["length"]))
+    def _outs(self, props: dict[str, Any], recorded: str | None = None) -> dict[str, Any]:
+        value = ensure(Path(str(props["path"])), str(props.get("kind") or "password"), int(props["length"]), recorded)
         return {**{key: props.get(key) for key in INPUTS}, "value": value}
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(id_=str(props["path"]), outs=self._outs(props))
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=self._outs(news))
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        """A missing file gets the value the state recorded back, never a new one: the data kept
+        beside it (a database the old value encrypts, a vault it unseals) opens with that value only.
+        """
+        same_secret = olds.get("kind") == news.get("kind") and isinstance(olds.get("value"), str)
+        return UpdateResult(outs=self._outs(news, recorded=olds["value"] if same_secret else None))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """On refresh: the file's value; a missing file keeps what the state recorded, for the next
+        `up` to write back (the state may hold the only copy left).
+        """
         path = Path(str(props.get("path")))
         if not path.exists():
-            return ReadResult(None, {})  # the data was wiped: refresh drops it, `up` generates anew
-        return ReadResult(id_, {**props, "value": path.read_text().strip()})
+            return ReadResult(id_, props)
+        return ReadResult(id_, {**props, "value": kept(path, str(props.get("kind") or "password"))})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Nothing: the file goes with the data folder (see the module docstring)."""

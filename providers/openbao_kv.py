@@ -1,23 +1,30 @@
 """One secret in OpenBao's KV v2 engine, written idempotently.
 
 A write that would store what is already there stores nothing (no new KV version); a changed value
-updates the secret in place; a changed path or mount replaces it. `data` and `token` are secret
-inputs, so the engine keeps the outputs of the same names secret. Deleting does nothing: the
+updates the secret in place; a changed path or mount replaces it. Deleting does nothing: the
 secret lives in OpenBao's storage, which `preserveData` keeps or wipes with the rest of the data.
 
+It logs in as a userpass user (`blueprint`, whose policy allows reading and writing `secret/data/*`
+and nothing else: components/openbao.py) for each call and revokes that token after it. A token
+input would be new on every `up` and make every secret look changed; the username and password are
+the same on every `up`. `password` and `data` are secret inputs, so the engine keeps the outputs of
+the same names secret too.
+
 Every call to OpenBao, read or write, waits up to `WAIT_SECONDS` while OpenBao cannot answer yet:
-unreachable (the pod restarting), sealed (a restart; `OpenBaoInit` unseals it), unsealed but not
-active ("local node not active"), or a KV v2 mount upgrading its storage, which a new mount does
-for a moment after it is enabled. `pulumi refresh` reads every resource at once, so a KV read may
-run before or while `OpenBaoInit.read` unseals the server: it waits for that. If OpenBao still
-cannot answer, `read` keeps the recorded state as it is (refresh cannot tell, so it changes
-nothing and does not fail), while `create`/`update` fail naming the server and the path. Only a
-server that answers that the secret is not there makes refresh drop it (the next `up` writes it
-again). No error carries a secret: hvac's messages hold the URL, never the token or the data.
+unreachable (the pod restarting), sealed (a restart: it unseals itself with its static key a
+moment later), unsealed but not active ("local node not active"), or a KV v2 mount upgrading its
+storage, which a new mount does for a moment after it is enabled. If OpenBao still cannot answer,
+`read` keeps the recorded state as it is (refresh cannot tell, so it changes nothing and does not
+fail), and so does a state recorded before this provider logged in (it has no password to log in
+with: the next `up` updates it), while `create`/`update` fail naming the server and the path.
+Only a server that answers that the secret is not there makes refresh drop it (the next `up`
+writes it again). No error carries a secret: hvac's messages hold the URL, never the password, a
+token or the data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,10 +33,10 @@ from typing import Any, TypeVar
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = ("address", "token", "mount", "path", "data", "provider_version")
+INPUTS = ("address", "username", "password", "mount", "path", "data", "provider_version")
 WAIT_SECONDS = 30.0
 """How long a call waits for OpenBao to be able to answer. A refresh of a server nobody unseals
 waits this long per batch of (up to 4) KV reads, since the engine's provider host runs 4 at once."""
@@ -41,10 +48,23 @@ class OpenBaoUnavailable(Exception):
     """OpenBao could not answer for the secret within `WAIT_SECONDS`."""
 
 
-def _client(address: str, token: str) -> Any:
+def _client(address: str) -> Any:
     import hvac
 
-    return hvac.Client(url=address, token=token, timeout=10)
+    return hvac.Client(url=address, timeout=10)
+
+
+def _logged_in(props: dict[str, Any], call: Callable[[Any], T]) -> T:
+    """`call(client)` with a fresh token of the user, revoked afterwards (best effort: it expires
+    within the user's `token_max_ttl` anyway).
+    """
+    client = _client(str(props["address"]))
+    client.auth.userpass.login(username=str(props["username"]), password=str(props["password"]))
+    try:
+        return call(client)
+    finally:
+        with contextlib.suppress(Exception):  # a token left to expire is no failure of the call
+            client.auth.token.revoke_self()
 
 
 def _not_yet(error: Exception) -> str | None:
@@ -64,20 +84,21 @@ def _not_yet(error: Exception) -> str | None:
 
 
 def _patiently(props: dict[str, Any], call: Callable[[Any], T]) -> T:
-    """`call(client)`, tried again while OpenBao cannot answer yet (see the module docstring)."""
-    client = _client(str(props["address"]), str(props["token"]))
+    """`call(client)` as the user, tried again while OpenBao cannot answer yet (see the module docstring)."""
     deadline = time.monotonic() + WAIT_SECONDS
     while True:
         try:
-            return call(client)
+            return _logged_in(props, call)
         except Exception as error:
             why = _not_yet(error)
             if why is None:
                 raise
             if time.monotonic() >= deadline:
+                # Sealed for this long is sealed by hand (a restart unseals itself at once): only a start unseals it.
+                hint = "; OpenBao unseals itself only when it starts: restart its pod" if why == "sealed" else ""
                 raise OpenBaoUnavailable(
                     f"OpenBao at {props['address']} could not answer for {props['mount']}/{props['path']} within "
-                    f"{WAIT_SECONDS:.0f}s ({why}); if it is sealed, `blueprint up --phase 2` unseals it"
+                    f"{WAIT_SECONDS:.0f}s ({why}){hint}; then run `uv run blueprint up --phase 2` again"
                 ) from error
         time.sleep(0.2)
 
@@ -123,6 +144,8 @@ class OpenBaoKvProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """On refresh: report the data OpenBao holds, so drift shows as a change."""
+        if not props.get("username") or not props.get("password"):
+            return ReadResult(id_, props)  # recorded by the token-based version: the next `up` updates it
         try:
             data = current(props)
         except OpenBaoUnavailable:
@@ -139,8 +162,10 @@ class OpenBaoKvProvider(ResourceProvider):
 class OpenBaoKvArgs:
     address: pulumi.Input[str]
     """OpenBao's API as the host reaches it."""
-    token: pulumi.Input[str]
-    """A token that may write the path (secret)."""
+    username: pulumi.Input[str]
+    """A userpass user that may read and write the path."""
+    password: pulumi.Input[str]
+    """Its password (secret)."""
     path: str
     """Path under the mount, e.g. `postgres/gitlab`."""
     data: pulumi.Input[dict[str, pulumi.Input[str]]]
@@ -154,7 +179,8 @@ class OpenBaoKv(pulumi.dynamic.Resource, module="openbao", name="KvSecret"):
     def __init__(self, name: str, args: OpenBaoKvArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props = {
             "address": args.address,
-            "token": pulumi.Output.secret(args.token),
+            "username": args.username,
+            "password": pulumi.Output.secret(args.password),
             "mount": args.mount,
             "path": args.path,
             "data": pulumi.Output.secret(args.data),

@@ -65,6 +65,8 @@ async def read_upstream(stack: str) -> dict[str, Any]:
     if missing:
         raise pulumi.RunError(
             f"stack {stack!r} reads {', '.join(missing)} from stack {upstream!r}, which does not export "
-            f"{'it' if len(missing) == 1 else 'them'}: bring {upstream} up first (`pulumi up -s {upstream}`)"
+            f"{'it' if len(missing) == 1 else 'them'} (it is not up, or an earlier blueprint brought it up): bring {upstream} up "
+            f"first with `uv run blueprint up`, which brings every phase up in order (and applies a change that replaces "
+            f"phase1's cluster under a running phase2), or with `pulumi up -s {upstream}`"
         )
     return values

@@ -9,8 +9,13 @@ program registers a single resource.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import os
 import re
+import secrets
+import shlex
+import tempfile
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from functools import cache
@@ -61,6 +66,8 @@ class Phase1Config:
     domain: str
     ports: HostPorts
     headlamp: bool
+    headlamp_admin: bool
+    """Headlamp's account is cluster-admin rather than the read-only `view`."""
 
 
 @cache
@@ -77,7 +84,7 @@ def default_string(key: str) -> str:
 
 
 def _fix(key: str, example: object) -> str:
-    return f"fix: `pulumi config set {NAMESPACE}:{key} {example}`"
+    return f"fix: `pulumi config set {NAMESPACE}:{key} {shlex.quote(str(example))}`"
 
 
 class _Checker:
@@ -116,11 +123,11 @@ class _Checker:
             return bool(declared_keys()[key]["default"])
         return value.lower() == "true"
 
-    def text(self, key: str, check: Callable[[str], str | None]) -> str:
+    def text(self, key: str, check: Callable[[str], str | None], *, example: str | None = None) -> str:
         value = self._value(key)
         problem = check(value)
         if problem:
-            self.fail(key, value, problem, declared_keys()[key]["default"])
+            self.fail(key, value, problem, declared_keys()[key]["default"] if example is None else example)
         return value
 
     def done(self) -> None:
@@ -145,25 +152,220 @@ def _domain_problem(domain: str) -> str | None:
 
 
 def absolute_data_dir(value: str, project_dir: Path) -> Path:
-    """`dataDir` made absolute: relative paths are relative to the project, not to the caller's cwd."""
+    """`dataDir` made absolute: relative paths are relative to the project, not to the caller's cwd.
+    A `~` or `~user` that `home_problem` refuses is a ConfigError naming the value and the fix.
+    """
+    if problem := home_problem(value):
+        raise ConfigError(f"{NAMESPACE}:dataDir = {value!r} is not valid: {problem}; {_fix('dataDir', default_string('dataDir'))}")
     return (project_dir / Path(value).expanduser()).resolve()
+
+
+_OWN_HOME_OR_ABSOLUTE = "use ~/<folder> in your own home, or an absolute path"
+
+
+def own_homes() -> set[Path]:
+    """The current user's home folder, as HOME and as the password database give it, each as written
+    and resolved; empty when neither tells it.
+    """
+    homes = set()
+    with contextlib.suppress(RuntimeError):  # no HOME, and no entry in the password database
+        homes.add(Path.home())
+    try:
+        import pwd  # POSIX only
+
+        homes.add(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    except (ImportError, KeyError):
+        pass
+    return homes | {home.resolve() for home in homes}
+
+
+def home_problem(value: str) -> str | None:
+    """Why the `~` or `~user` that `value` starts with cannot be used, or None (a path without one too).
+
+    Only the current user's own home is taken (`~`, `~<you>`): `~user` of anyone else names their
+    home, which is not this user's to fill with secrets nor to wipe on a destroy (blueprint would fail
+    deep in `up` writing there, or, run as root, leave root's secrets in it and remove them later). A
+    folder elsewhere is given as an absolute path, and checked as any other.
+    """
+    if not value.startswith("~"):
+        return None
+    user = value[1:].split("/", 1)[0]
+    try:
+        home = Path(f"~{user}").expanduser()  # RuntimeError when it names no home (pathlib)
+    except RuntimeError:
+        if user:
+            return f"there is no user {user!r} on this machine, so ~{user} names no folder; {_OWN_HOME_OR_ABSOLUTE}"
+        return "your home folder cannot be told (HOME is not set, and your user is not in the password database); give an absolute path"
+    if user and not {home, home.resolve()} & own_homes():
+        return f"~{user} is another user's home ({home}), not yours to fill with secrets or to wipe; {_OWN_HOME_OR_ABSOLUTE}"
+    return None
+
+
+DATA_PARENT = Path("infra") / "data"
+"""Where a data folder inside the checkout must be: the one folder of it that `.gitignore` ignores, so
+that no secret under the data folder can ever be committed."""
+
+_PATH_PUNCTUATION = frozenset("/._-+@~ ")
+"""What a data folder's path may hold besides letters and digits. It reaches shell scripts, Docker's
+and kind's mount arguments, `find -path` patterns and the commands printed for the user, so nothing
+a shell or a glob would read: no quote, `$`, backtick, `;`, `&`, `|`, `*`, `?`, `[`, `\\`, newline;
+and no `:` or `,`, which Docker's mount syntax splits on."""
+
+SYSTEM_TREES = tuple(
+    Path(tree)
+    for tree in (
+        "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/dev", "/proc", "/sys", "/run",
+        "/System", "/Library", "/Applications", "/private/etc",
+    )
+)  # fmt: skip
+"""The operating system's own trees (Linux, macOS): no data folder anywhere inside them."""
+
+SHARED_FOLDERS = tuple(
+    Path(folder)
+    for folder in (
+        "/home", "/root", "/tmp", "/var", "/var/lib", "/var/tmp", "/opt", "/srv", "/mnt", "/media", "/snap", "/nix",
+        "/Users", "/Users/Shared", "/Volumes", "/private", "/private/var", "/private/tmp",
+    )
+)  # fmt: skip
+"""Folders that hold other people's or programs' folders: a data folder may be inside one
+(`/srv/blueprint`), never one itself, since a wipe removes the data folder itself."""
+
+
+def unsafe_characters(text: str) -> str:
+    """The characters of `text` a data folder's path must not hold, each once, as shown in messages."""
+    bad = dict.fromkeys(char for char in text if not (char.isalnum() or char in _PATH_PUNCTUATION))
+    return " ".join(repr(char) for char in bad)
+
+
+_OUTSIDE_INFRA_DATA = (
+    f"the one folder of the project git ignores (its secrets could be committed); use {DATA_PARENT}/<name>, "
+    "or an absolute path outside the project"
+)
+
+
+UNSAFE_PROJECT_EXAMPLE = "~/blueprint-data"
+"""The data folder a fix suggests when the project's own path holds characters a data folder's may not."""
+
+
+def _characters_problem(text: str) -> str:
+    allowed = "".join(sorted(_PATH_PUNCTUATION - {" "}))
+    return (
+        f"the data folder's path may hold only letters, digits, spaces and {allowed} (it reaches shell scripts "
+        f"and Docker's mount syntax); it holds {unsafe_characters(text)}"
+    )
 
 
 def data_dir_problem(path: Path, project_dir: Path) -> str | None:
     """Why `path` (absolute) cannot hold the platform data, or None.
 
     The data folder is wiped on a `preserveData=false` destroy, so it must never be a folder
-    whose removal would take something else with it.
+    whose removal would take something else with it, nor one whose path a shell could misread.
     """
-    if ":" in str(path) or "," in str(path):
-        return "the data folder's path must not contain ':' or ',' (Docker's mount syntax splits on them)"
+    if unsafe_characters(str(path)):
+        return _characters_problem(str(path))
     if ".git" in path.parts:
         return "the data folder must not be inside a .git folder"
     if path == project_dir or path in project_dir.parents:
         return "the data folder must not be the project folder or one of its parents"
-    if path == Path.home() or path in Path.home().parents:
-        return "the data folder must not be the home folder or one of its parents"
+    if any(path == home or path in home.parents for home in own_homes()):
+        return "the data folder must not be the home folder or one of its parents; a folder inside it, such as ~/blueprint-data, is fine"
+    if tree := next((tree for tree in SYSTEM_TREES if path == tree or tree in path.parents), None):
+        return f"the data folder must not be inside {tree}, which belongs to the operating system"
+    if path in SHARED_FOLDERS:
+        return f"the data folder must not be {path} itself, which holds other folders; a folder inside it ({path / 'blueprint'}) is fine"
+    inside = project_dir / DATA_PARENT
+    if project_dir in path.parents and inside not in path.parents:
+        return f"a data folder inside the project must be inside {DATA_PARENT}/, {_OUTSIDE_INFRA_DATA}"
     return None
+
+
+def data_dir_value_problem(value: str, project_dir: Path) -> str | None:
+    """Why the `dataDir` setting `value` cannot be used, or None: its characters, `data_dir_problem`
+    of where it leads, and, for a path relative to the project, whether it stays inside `infra/data/`
+    as written (`../data` leaves the project: say so with an absolute path).
+    """
+    if unsafe_characters(value):
+        return _characters_problem(value)
+    if problem := home_problem(value):
+        return problem
+    if unsafe_characters(str(project_dir)) and not Path(value).expanduser().is_absolute():
+        return (
+            f"{_characters_problem(str(project_dir))}, in the project's own folder, {project_dir}: give an absolute "
+            f"data folder outside it, such as {UNSAFE_PROJECT_EXAMPLE}"
+        )
+    if problem := data_dir_problem(absolute_data_dir(value, project_dir), project_dir):
+        return problem
+    as_written = Path(os.path.normpath(project_dir / value))
+    if not Path(value).expanduser().is_absolute() and (project_dir / DATA_PARENT) not in as_written.parents:
+        return f"a relative data folder must be inside {DATA_PARENT}/, {_OUTSIDE_INFRA_DATA}"
+    return None
+
+
+CHECKOUT_ID_FILE = PROJECT_DIR / ".pulumi-state" / "blueprint-checkout-id"
+"""This checkout's id: random, made on first use beside Pulumi's local state (git-ignored with it),
+so it outlives every destroy but differs between two clones. The host folders a stack claims name
+it (`folder_owner`): another checkout of the same stack never takes them over, nor wipes them."""
+PLAN_CHECKOUT_ID = "offline-plan"
+"""The checkout id under Pulumi's mocks (the offline plan, the tests): that file is neither read
+nor written, so a plan is the same in every checkout."""
+_CHECKOUT_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def read_checkout_id(path: Path = CHECKOUT_ID_FILE) -> str | None:
+    """The checkout's id, or None when it has none yet (no stack of it ever ran)."""
+    try:
+        value = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read this checkout's id in {path}: {error}") from None
+    if not _CHECKOUT_ID.fullmatch(value):
+        raise ConfigError(
+            f"{path} does not hold a checkout id (16 hex digits). Write back the id it held: the part after '@' in "
+            f"the .blueprint-owner file of this checkout's data folder (blueprint:dataDir)"
+        )
+    return value
+
+
+def checkout_id(path: Path = CHECKOUT_ID_FILE) -> str:
+    """The checkout's id, made on first use: written whole under a temporary name, then linked
+    into place, so two programs starting at once end up with the same one.
+    """
+    if (found := read_checkout_id(path)) is not None:
+        return found
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, draft = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(secrets.token_hex(8) + "\n")
+            try:
+                os.link(draft, path)
+            except FileExistsError:
+                pass  # another program made it first: that one counts
+            except OSError:
+                if not path.exists():  # a filesystem without hard links
+                    os.replace(draft, path)
+        finally:
+            if os.path.exists(draft):
+                os.unlink(draft)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write this checkout's id to {path} ({error.strerror}): blueprint keeps it beside Pulumi's state, "
+            f"in .pulumi-state/, which must be writable"
+        ) from None
+    return read_checkout_id(path) or ""
+
+
+def folder_owner() -> str:
+    """`<project>/<stack>@<checkout id>` of the running program: the owner a host folder's
+    `.blueprint-owner` names. Under Pulumi's mocks, the id is PLAN_CHECKOUT_ID.
+    """
+    from pulumi.runtime.mocks import MockMonitor
+    from pulumi.runtime.settings import get_monitor
+
+    identity = PLAN_CHECKOUT_ID if isinstance(get_monitor(), MockMonitor) else checkout_id(CHECKOUT_ID_FILE)
+    return f"{pulumi.get_project()}/{pulumi.get_stack()}@{identity}"
 
 
 def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret_keys: Set[str] = frozenset()) -> Phase1Config:
@@ -177,12 +379,14 @@ def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret
     runner_nodes = check.integer("runnerNodes", minimum=1)
     preserve_data = check.boolean("preserveData")
     headlamp = check.boolean("headlamp")
+    headlamp_admin = check.boolean("headlampAdmin")
     domain = check.text("domain", _domain_problem)
 
-    data_dir = absolute_data_dir(
-        check.text("dataDir", lambda value: data_dir_problem(absolute_data_dir(value, project_dir), project_dir)),
-        project_dir,
-    )
+    example = UNSAFE_PROJECT_EXAMPLE if unsafe_characters(str(project_dir)) else None
+    data_dir_value = check.text("dataDir", lambda value: data_dir_value_problem(value, project_dir), example=example)
+    # A refused value stops at `check.done()` below; until then, stand in the default, which resolves.
+    refused = unsafe_characters(data_dir_value) or home_problem(data_dir_value)
+    data_dir = absolute_data_dir(default_string("dataDir") if refused else data_dir_value, project_dir)
 
     port_keys = ("httpPort", "httpsPort", "sshPort", "openbaoPort", "apiServerPort")
     ports = {key: check.integer(key, minimum=1, maximum=65535) for key in port_keys}
@@ -207,27 +411,18 @@ def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret
             api_server=ports["apiServerPort"],
         ),
         headlamp=headlamp,
+        headlamp_admin=headlamp_admin,
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Phase2Config:
-    """What phase2 takes from its own config (the rest comes from phase1's outputs)."""
-
-    openbao_key_shares: int
-    openbao_key_threshold: int
-
-
-def parse_phase2(raw: Mapping[str, str], secret_keys: Set[str] = frozenset()) -> Phase2Config:
-    """Phase2's config from raw values, or a ConfigError."""
-    check = _Checker(raw, secret_keys)
+def parse_phase2(raw: Mapping[str, str], stack: str = "phase2") -> list[str]:
+    """Phase2 has no setting of its own (it builds from phase1's outputs): a ConfigError for an
+    unknown key, and one warning per retired key the stack still sets.
+    """
+    check = _Checker(raw, frozenset())
     check.errors.extend(unknown_key_errors(raw))
-    shares = check.integer("openbaoKeyShares", minimum=1, maximum=10)
-    threshold = check.integer("openbaoKeyThreshold", minimum=1, maximum=10)
-    if threshold > shares:
-        check.fail("openbaoKeyThreshold", str(threshold), f"at most blueprint:openbaoKeyShares ({shares})", shares)
     check.done()
-    return Phase2Config(openbao_key_shares=shares, openbao_key_threshold=threshold)
+    return retired_key_warnings(raw, stack)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,10 +441,29 @@ def parse_phase3(raw: Mapping[str, str], secret_keys: Set[str] = frozenset()) ->
     return Phase3Config(pipeline_timeout=timeout)
 
 
+RETIRED_KEYS = {
+    "openbaoKeyShares": "OpenBao has no unseal keys any more (its static seal)",
+    "openbaoKeyThreshold": "OpenBao has no unseal keys any more (its static seal)",
+}
+"""Keys an earlier blueprint declared, no longer read: a stack config that still sets one loads,
+with a warning. Pulumi itself lets a stack set keys Pulumi.yaml does not declare (it checks only the
+declared ones: pulumi sdk/go/common/workspace/config.go, mergeConfig); the unknown key check here
+would refuse them."""
+
+
+def retired_key_warnings(raw: Mapping[str, str], stack: str) -> list[str]:
+    """One line per retired key `raw` sets: that it is no longer used, and how to drop it from `stack`."""
+    return [
+        f"{NAMESPACE}:{key} is no longer used: {why}; remove it with `pulumi config rm -s {shlex.quote(stack)} {NAMESPACE}:{key}`"
+        for key, why in RETIRED_KEYS.items()
+        if key in raw
+    ]
+
+
 def unknown_key_errors(raw: Mapping[str, str]) -> list[str]:
     """Keys Pulumi.yaml does not declare: a typo would otherwise be silently ignored."""
     errors = []
-    for key in sorted(set(raw) - set(declared_keys())):
+    for key in sorted(set(raw) - set(declared_keys()) - set(RETIRED_KEYS)):
         close = difflib.get_close_matches(key, declared_keys(), n=1)
         hint = f"did you mean {NAMESPACE}:{close[0]}?" if close else "Pulumi.yaml declares every valid key"
         errors.append(f"{NAMESPACE}:{key} is not a blueprint setting; {hint}")
@@ -281,9 +495,10 @@ def load_phase1() -> Phase1Config:
     return parse_phase1(raw_config(), secret_keys=secret_keys())
 
 
-def load_phase2() -> Phase2Config:
-    """Phase2's config from the running stack."""
-    return parse_phase2(raw_config(), secret_keys=secret_keys())
+def load_phase2() -> None:
+    """Check phase2's config on the running stack, and warn of each retired key it still sets."""
+    for warning in parse_phase2(raw_config(), pulumi.get_stack()):
+        pulumi.log.warn(warning)
 
 
 def load_phase3() -> Phase3Config:

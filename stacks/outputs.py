@@ -3,12 +3,18 @@ all use these constants, so a rename cannot split the contract.
 
 A phase stack reads its upstream through `StackReference(upstream_stack_name(...))`; the `dev`
 stack passes the same values directly (DESIGN.md section 4).
+
+No output is a root credential: where one is kept, never what it is (the files are 0600, under the
+data folder). What needs root's GitLab token reads it from its file (`read_admin_token`); what needs
+the cluster's admin kubeconfig gets it from kind (`kind get kubeconfig`).
 """
 
+from pathlib import Path
+
 # phase1 -> phase2
-KUBECONFIG = "kubeconfig"
-"""Admin kubeconfig of the kind cluster (secret)."""
 CLUSTER_NAME = "clusterName"
+"""The kind cluster's name: a phase2 stack reads the cluster's admin kubeconfig from kind with it
+(`kind get kubeconfig --name <clusterName>`), since no stack exports that kubeconfig."""
 CLUSTER_ID = "clusterId"
 """The cluster's identity (`components.kind_cluster.cluster_id`): it changes exactly when a change
 of phase1's config replaces the cluster. Kubernetes providers key on it, and `blueprint up` compares
@@ -16,7 +22,13 @@ it with the recorded one to see a replacement coming."""
 DATA_DIR = "dataDir"
 """Absolute host path of the data folder."""
 NODE_DATA_PATH = "nodeDataPath"
-"""Where every node mounts the data folder."""
+"""The folder on every node under which the data folder's `containerd` and `volumes` subfolders
+are mounted, each at its own name (the rest of the data folder stays on the host)."""
+VOLUMES_NODE_PATH = "volumesNodePath"
+"""Where every node sees the data folder's `volumes` subfolder, the only one pods write to. Only a
+phase1 whose nodes mount the data folder's subfolders, never the whole folder with the platform's
+secrets, exports it: a phase2 reads it, so it refuses (`stacks.read_upstream`: "bring phase1 up
+first") to run on the cluster of an earlier phase1, whose nodes mount everything."""
 REGISTRY_HOSTS_DIR = "registryHostsDir"
 """Host folder that containerd on every node reads registry `hosts.toml` files from."""
 PRESERVE_DATA = "preserveData"
@@ -37,7 +49,7 @@ RUNNER_NODE_LABEL = "runnerNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes CI jobs run on."""
 
 PHASE1 = (
-    KUBECONFIG, CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
+    CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, VOLUMES_NODE_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
     SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
     OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL,
 )  # fmt: skip
@@ -52,29 +64,36 @@ OPENBAO_ADDR = "openbaoAddr"
 """OpenBao's API as the host reaches it."""
 OPENBAO_CLUSTER_ADDR = "openbaoClusterAddr"
 """OpenBao's API as pods reach it."""
-OPENBAO_ROOT_TOKEN = "openbaoRootToken"
-"""OpenBao's root token (secret)."""
+OPENBAO_ADMIN_PASSWORD_FILE = "openbaoAdminPasswordFile"
+"""Host path of the password of OpenBao's `admin` user (0600): where it is, never what it is."""
 POSTGRES_HOST = "postgresHost"
 REDIS_HOST = "redisHost"
 MINIO_ENDPOINT = "minioEndpoint"
 
 GITLAB_URL = "gitlabUrl"
 REGISTRY_HOST = "registryHost"
-ADMIN_TOKEN = "adminToken"
-"""root's personal access token (secret): phase3's GitLab provider uses it."""
-GITLAB_ROOT_PASSWORD = "gitlabRootPassword"
-"""The initial root password (secret)."""
+ADMIN_TOKEN_FILE = "adminTokenFile"
+"""Host path of root's personal access token (0600), kept without its prefix: read it with
+`read_admin_token`. phase3 and the `blueprint` commands call GitLab's API with it."""
+GITLAB_ROOT_PASSWORD_FILE = "gitlabRootPasswordFile"
+"""Host path of GitLab root's password (0600)."""
 APPS_NAMESPACE = "appsNamespace"
 """Where CI deploys the apps."""
 DEPLOY_KUBECONFIG = "deployKubeconfig"
 """A kubeconfig for the account CI deploys with, limited to APPS_NAMESPACE (secret)."""
 RUNNER_ID = "runnerId"
-"""The instance runner's id, known once its chart is deployed: the smoke pipelines wait for it."""
+"""The default runner's id, known once both runners' charts are deployed: the smoke pipelines wait for it."""
+APPS_GROUP_ID = "appsGroupId"
+"""The platform's group (`blueprint-apps`), whose projects alone its runners serve: phase3 puts the apps in it."""
+APPS_GROUP_PATH = "appsGroupPath"
+APPS_GROUP_OWNER = "appsGroupOwner"
+"""The mark on that group (`<pulumi project>/<stack>` of the stack that made it): what phase3 checks it against."""
 
 PHASE2 = (
     PRESERVE_DATA,
-    CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ROOT_TOKEN, POSTGRES_HOST, REDIS_HOST,
-    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN, GITLAB_ROOT_PASSWORD, APPS_NAMESPACE, DEPLOY_KUBECONFIG, RUNNER_ID,
+    CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ADMIN_PASSWORD_FILE, POSTGRES_HOST, REDIS_HOST,
+    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN_FILE, GITLAB_ROOT_PASSWORD_FILE, APPS_NAMESPACE, DEPLOY_KUBECONFIG, RUNNER_ID,
+    APPS_GROUP_ID, APPS_GROUP_PATH, APPS_GROUP_OWNER,
 )  # fmt: skip
 """Everything phase2 exports."""
 
@@ -96,7 +115,14 @@ DATA_FOLDER_CLAIM = "dataFolderClaim"
 """The resource that claims the data folder: whatever a later phase writes under it waits for it."""
 CLUSTER = "cluster"
 """The resource that owns the kind cluster."""
-IN_STACK_ONLY = (DATA_FOLDER_CLAIM, CLUSTER)
+KUBECONFIG = "kubeconfig"
+"""The kind cluster's admin kubeconfig (secret), as the cluster's command prints it: in `dev`,
+phase2's Kubernetes provider takes it from there, so it waits for the cluster. It is root on the
+cluster, so no stack exports it: a phase2 stack gets it from kind itself (`stacks.phase1.kind_kubeconfig`)."""
+SEEDED_ADMIN_TOKEN = "seededAdminToken"
+"""root's token once GitLab has accepted it (secret): in `dev`, phase3 calls GitLab's API with this,
+so every call waits for the seeding. A phase3 stack reads the token from ADMIN_TOKEN_FILE."""
+IN_STACK_ONLY = (DATA_FOLDER_CLAIM, CLUSTER, KUBECONFIG, SEEDED_ADMIN_TOKEN)
 
 UPSTREAM_STACK = {"phase2": "phase1", "phase3": "phase2"}
 """The stack each phase stack reads its inputs from."""
@@ -107,3 +133,37 @@ def upstream_stack_name(project: str, stack: str) -> str:
     the literal `organization` (Pulumi's DIY backend, project-scoped stacks).
     """
     return f"organization/{project}/{UPSTREAM_STACK[stack]}"
+
+
+ADMIN_TOKEN_PREFIX = "glpat-"
+"""GitLab's prefix of a personal access token: phase2 keeps the token's file without it, and adds it
+in one place, here (`admin_token`)."""
+
+
+def admin_token(kept: str) -> str:
+    """The token GitLab accepts, from the value its file keeps."""
+    return ADMIN_TOKEN_PREFIX + kept
+
+
+class AdminTokenUnavailable(Exception):
+    """Root's admin token cannot be read on this machine; the message names the file and the fix."""
+
+
+def read_admin_token(path: str) -> str:
+    """Root's GitLab token from phase2's file `path` (ADMIN_TOKEN_FILE), or an AdminTokenUnavailable
+    naming the file and what to run.
+    """
+    try:
+        kept = Path(path).read_text().strip()
+    except FileNotFoundError:
+        kept = ""
+    except (OSError, UnicodeDecodeError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+        raise AdminTokenUnavailable(
+            f"cannot read GitLab's admin token in {path} ({why}): run this as the user who brought phase2 up"
+        ) from None
+    if not kept:
+        raise AdminTokenUnavailable(
+            f"phase2 is not up, or its data folder is not on this machine: {path}; run `uv run blueprint up` / `pulumi up -s phase2` first"
+        )
+    return admin_token(kept)

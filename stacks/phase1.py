@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
 import pulumi
+from pulumi_command import local
 
 from components import kind_cluster
 from components.kind_cluster import KindCluster, KindClusterArgs
 from stacks import outputs
-from stacks.config import Phase1Config, load_phase1
+from stacks.config import Phase1Config, folder_owner, load_phase1
 
 
 def cluster_args(config: Phase1Config, *, owner: str) -> KindClusterArgs:
@@ -30,10 +32,47 @@ def cluster_args(config: Phase1Config, *, owner: str) -> KindClusterArgs:
     )
 
 
+def kind_kubeconfig_command(cluster_name: str) -> str:
+    """The shell command that prints the admin kubeconfig of the kind cluster `cluster_name`."""
+    return f"kind get kubeconfig --name {shlex.quote(cluster_name)}"
+
+
+def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
+    """The admin kubeconfig of phase1's kind cluster `cluster_name` (secret), as kind prints it on
+    this run: how a stack that does not run phase1 gets it, since no stack exports it.
+
+    An invoke (pulumi-command's `local.run`), so it is asked on every preview and up, and kept
+    nowhere but in the config of the provider that takes it. For one cluster it is the same text on
+    every run: kind prints the `admin.conf` kubeadm wrote on the control-plane node when the cluster
+    was made, with its server set to the host's end of the pinned `apiServerPort`
+    (kubernetes-sigs/kind pkg/cluster/internal/kubeconfig/kubeconfig.go, `get`). So a provider that
+    takes it sees no diff until the cluster is replaced; and the cluster's own command prints it with
+    the same `kind get kubeconfig`.
+    """
+    command = kind_kubeconfig_command(cluster_name)
+    # `|| true`: a failed kind (not on PATH, Docker stopped, no such cluster) becomes the RunError
+    # below, which says what to check, not a failed invoke with its traceback. Nothing is logged
+    # (pulumi-command logs stdout unless told not to: provider/pkg/provider/local/logging.go):
+    # stdout is the kubeconfig; what kind says on stderr goes into that error.
+    ran = local.run_output(command=f"{command} || true", logging=local.Logging.NONE)
+
+    def checked(result: local.RunResult) -> str:
+        if not result.stdout.strip():
+            said = (result.stderr or "").strip()[-500:] or "it printed nothing"
+            raise pulumi.RunError(
+                f"phase2 reads the admin kubeconfig of phase1's kind cluster {cluster_name} from kind, and `{command}` "
+                f"gave none: {said}. Docker must run and kind be on PATH (`uv run blueprint doctor` checks both), and "
+                f"`kind get clusters` must list {cluster_name}."
+            )
+        return result.stdout
+
+    return pulumi.Output.secret(ran.apply(checked))
+
+
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
     config = load_phase1()
-    cluster = KindCluster("kind", cluster_args(config, owner=f"{pulumi.get_project()}/{pulumi.get_stack()}"))
+    cluster = KindCluster("kind", cluster_args(config, owner=folder_owner()))
     if config.headlamp:
         # Imported here: pulumi_kubernetes' helm module is costly to load, and only Headlamp needs it.
         import pulumi_kubernetes as k8s
@@ -44,13 +83,13 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         # Not `deleted_with` the cluster: when the cluster's delete refuses (phase2 still on it), the
         # engine would already have dropped the release from state, and the next `up` could not
         # install it again over the one still in the cluster. Helm uninstalls it first, quickly.
-        Headlamp("headlamp", HeadlampArgs(), opts=pulumi.ResourceOptions(providers=[provider]))
+        Headlamp("headlamp", HeadlampArgs(admin=config.headlamp_admin), opts=pulumi.ResourceOptions(providers=[provider]))
     return {
-        outputs.KUBECONFIG: cluster.kubeconfig,
         outputs.CLUSTER_NAME: config.cluster_name,
         outputs.CLUSTER_ID: cluster.cluster_id,
         outputs.DATA_DIR: str(config.data_dir),
         outputs.NODE_DATA_PATH: kind_cluster.NODE_DATA_PATH,
+        outputs.VOLUMES_NODE_PATH: f"{kind_cluster.NODE_DATA_PATH}/{kind_cluster.VOLUMES_SUBDIR}",
         outputs.REGISTRY_HOSTS_DIR: str(config.data_dir / kind_cluster.REGISTRY_HOSTS_SUBDIR),
         outputs.PRESERVE_DATA: config.preserve_data,
         outputs.DOMAIN: config.domain,
@@ -68,4 +107,5 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.RUNNER_NODE_LABEL: kind_cluster.RUNNER_NODE_LABEL,
         outputs.DATA_FOLDER_CLAIM: cluster.data_folder,
         outputs.CLUSTER: cluster.cluster,
+        outputs.KUBECONFIG: cluster.kubeconfig,
     }

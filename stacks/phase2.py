@@ -1,9 +1,10 @@
 """phase2: the platform on the phase1 cluster.
 
-Gateway API CRDs, stable storage, Postgres, Redis, MinIO, OpenBao (initialised, unsealed, holding
-every generated credential), TLS, then GitLab, its admin token and its Runner. The slowest chain
-is Postgres -> GitLab -> token -> runner; everything else starts beside it: TLS, Redis, MinIO and
-the CRDs beside Postgres, OpenBao beside GitLab, cluster DNS and node registry access at once.
+Gateway API CRDs, stable storage, Postgres, Redis, MinIO, OpenBao (self-initialised, unsealed by
+its static key, holding every generated credential), TLS, then GitLab, its admin token, the
+platform's group and its two Runners. The slowest chain is Postgres -> GitLab -> token -> group ->
+runners; everything else starts beside it: TLS, Redis, MinIO and the CRDs beside Postgres, OpenBao
+beside GitLab, cluster DNS and node registry access at once.
 """
 
 from __future__ import annotations
@@ -17,32 +18,41 @@ import pulumi_kubernetes as k8s
 import versions
 from components import gitlab as gl
 from components import kind_cluster
+from components import minio as mn
 from components import postgres as pg
 from components import tls as tls_component
 from components.ci_access import CiAccess, CiAccessArgs
 from components.cluster_dns import ClusterDns, ClusterDnsArgs
 from components.gateway_crds import GatewayCrds, GatewayCrdsArgs
 from components.gitlab import GitLab, GitLabArgs
+from components.gitlab_projects import GROUP as APPS_GROUP
 from components.kind_cluster import cluster_lease
 from components.minio import Minio, MinioArgs
 from components.node_registry import NodeRegistry, NodeRegistryArgs
 from components.openbao import OpenBao, OpenBaoArgs
+from components.pod_security import pod_security_labels
 from components.postgres import Postgres, PostgresArgs
-from components.redis import Redis, RedisArgs
+from components.redis import VALKEY_USER, Redis, RedisArgs
 from components.runner import Runner, RunnerArgs
 from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume
 from components.tls import Tls, TlsArgs
+from providers.gitlab_api import Connection
+from providers.gitlab_objects import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 from stacks import outputs
 from stacks.apps_manifest import load_manifest
-from stacks.config import load_phase2
+from stacks.config import folder_owner, load_phase2
+from stacks.phase1 import kind_kubeconfig
 
-POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi")
-REDIS_VOLUME = Volume(namespace="redis", claim="valkey-data", size="2Gi")
-MINIO_VOLUME = Volume(namespace="minio", claim="minio-data", size="20Gi")
-GITALY_VOLUME = Volume(namespace="gitlab", claim="repo-data-gitlab-gitaly-0", size="20Gi")
+POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
+REDIS_VOLUME = Volume(namespace="redis", claim="valkey-data", size="2Gi", owner=VALKEY_USER)
+MINIO_VOLUME = Volume(namespace="minio", claim="minio-data", size="20Gi", owner=mn.MINIO_USER)
+GITALY_USER = (1000, 1000)
+"""Gitaly's user: the chart's default (securityContext runAsUser 1000, fsGroup 1000; charts/gitlab/charts/
+gitaly/values.yaml), which `components/gitlab.py` sets explicitly from the volume."""
+GITALY_VOLUME = Volume(namespace="gitlab", claim="repo-data-gitlab-gitaly-0", size="20Gi", owner=GITALY_USER)
 """Gitaly's StatefulSet claim (release `gitlab`), bound here ahead of GitLab itself."""
 VOLUMES = (POSTGRES_VOLUME, REDIS_VOLUME, MINIO_VOLUME, GITALY_VOLUME)
 APPS_NAMESPACE = "apps"
@@ -50,13 +60,20 @@ APPS_NAMESPACE = "apps"
 
 
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Build phase2 on the cluster phase1 describes (`inputs`: phase1's outputs, plain values but
-    the kubeconfig, which stays a secret Output).
+    """Build phase2 on the cluster phase1 describes (`inputs`: phase1's outputs, plain values; in
+    `dev`, also what phase1 hands on in the graph only: `outputs.IN_STACK_ONLY`).
     """
-    config = load_phase2()
+    load_phase2()  # refuses a bad phase2 key before anything is registered
+    # The stack, as the cluster lease and the Runner's description name it; the host folders it
+    # claims name this checkout too (`folder_owner`), since another checkout may hold the same stack.
     owner = f"{pulumi.get_project()}/{pulumi.get_stack()}"
+    # Two folders: the platform's own (secrets, the CA; no node mounts it) and its volumes, inside
+    # the data folder's `volumes`, which every node mounts.
     host_folder = f"{inputs[outputs.DATA_DIR]}/{PLATFORM_SUBDIR}"
-    node_folder = f"{inputs[outputs.NODE_DATA_PATH]}/{PLATFORM_SUBDIR}"
+    volumes_host_folder = f"{inputs[outputs.DATA_DIR]}/{kind_cluster.VOLUMES_SUBDIR}/{PLATFORM_SUBDIR}"
+    # Only a phase1 whose nodes mount the data folder's subfolders exports it: over an earlier phase1,
+    # whose nodes see the secrets too, phase2 stops before anything is registered.
+    volumes_node_folder = f"{inputs[outputs.VOLUMES_NODE_PATH]}/{PLATFORM_SUBDIR}"
     secrets_folder = f"{host_folder}/secrets"
 
     # In `dev`, what phase1 made in this same graph: the data folder's claim and the cluster.
@@ -76,9 +93,12 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # replaces it (and every resource on it), not a kubeconfig a preview does not know yet. A
     # destroy with the cluster gone is `blueprint destroy`'s business: it tells Pulumi to forget
     # what lived in the cluster, never a blanket PULUMI_K8S_DELETE_UNREACHABLE.
+    # Its kubeconfig is root on the cluster, so no stack exports it: in `dev` it is the cluster
+    # command's, in this same graph; a phase2 stack asks kind for it on each run.
+    kubeconfig = inputs[outputs.KUBECONFIG] if outputs.KUBECONFIG in inputs else kind_kubeconfig(str(inputs[outputs.CLUSTER_NAME]))
     provider = k8s.Provider(
         "kubernetes",
-        kubeconfig=inputs[outputs.KUBECONFIG],
+        kubeconfig=kubeconfig,
         cluster_identifier=str(inputs[outputs.CLUSTER_ID]),
         opts=pulumi.ResourceOptions(depends_on=[lease]),
     )
@@ -88,8 +108,9 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "storage",
         StorageArgs(
             host_path=host_folder,
-            node_path=node_folder,
-            owner=owner,
+            volumes_host_path=volumes_host_folder,
+            volumes_node_path=volumes_node_folder,
+            owner=folder_owner(),
             preserve=bool(inputs[outputs.PRESERVE_DATA]),
             wipe_image=versions.KIND_NODE_IMAGE,
             volumes=VOLUMES,
@@ -99,7 +120,11 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     )
     gateway_crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(), opts=on_cluster)
 
-    gitlab_namespace = k8s.core.v1.Namespace("gitlab-namespace", metadata={"name": GITALY_VOLUME.namespace}, opts=on_cluster)
+    # baseline: GitLab chart 10.1's containers drop ALL and run as non-root but set no seccomp profile
+    # (e.g. charts/gitlab/charts/gitaly/values.yaml containerSecurityContext); nothing needs the host.
+    gitlab_namespace = k8s.core.v1.Namespace(
+        "gitlab-namespace", metadata={"name": GITALY_VOLUME.namespace, "labels": pod_security_labels("baseline")}, opts=on_cluster
+    )
     tls = Tls(
         "tls",
         TlsArgs(
@@ -107,7 +132,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             namespace=gitlab_namespace.metadata.name,
             ca_file=f"{host_folder}/ca.crt",
             ca_folder=storage.folder,
-            ca_key_file=f"{secrets_folder}/platform-ca.key",
+            ca_key_file=f"{secrets_folder}/{tls_component.CA_KEY_FILE}",
         ),
         opts=on_cluster,
     )
@@ -116,7 +141,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         PostgresArgs(
             volume=POSTGRES_VOLUME,
             volume_resource=storage.volumes[POSTGRES_VOLUME.key],
-            data_host_path=f"{host_folder}/{POSTGRES_VOLUME.folder}",
+            data_host_path=f"{volumes_host_folder}/{POSTGRES_VOLUME.folder}",
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
         ),
         opts=on_cluster,
@@ -142,10 +167,11 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             role=pg.OPENBAO_ROLE,
             password=postgres.openbao_password,
             database_ready=postgres.openbao_database,
-            keys_file=f"{secrets_folder}/openbao-init.json",
-            keys_folder=storage.folder,
-            key_shares=config.openbao_key_shares,
-            key_threshold=config.openbao_key_threshold,
+            postgres_namespace=POSTGRES_VOLUME.namespace,
+            postgres_pod=f"{pg.CLUSTER}-1",
+            secrets_path=secrets_folder,
+            secrets_folder=storage.folder,
+            kind_cluster_name=inputs[outputs.CLUSTER_NAME],
         ),
         opts=on_cluster,
     )
@@ -190,8 +216,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             redis_host=redis.host,
             redis_password=redis.password,
             s3_endpoint=minio.endpoint,
-            s3_access_key=minio.access_key,
-            s3_secret_key=minio.secret_key,
+            s3_access_key=minio.credentials_for(mn.GITLAB).access_key,
+            s3_secret_key=minio.credentials_for(mn.GITLAB).secret_key,
             ca_secret=tls_component.CA_SECRET,
             gitaly_volume=GITALY_VOLUME,
             apps_namespace=APPS_NAMESPACE,
@@ -210,15 +236,14 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     )
 
     # Lives with the data, like the rails secrets: after a preserveData cycle GitLab's database
-    # still holds this token, and what users scripted against it keeps working.
-    admin_token_value = pulumi.Output.concat(
-        "glpat-",
-        HostSecret(
-            "gitlab-admin-token-value",
-            HostSecretArgs(path=f"{secrets_folder}/gitlab-admin-token"),
-            opts=pulumi.ResourceOptions(depends_on=[storage.folder]),
-        ).value,
-    )
+    # still holds this token, and what users scripted against it keeps working. The file keeps it
+    # without GitLab's prefix, which `outputs.admin_token` adds (for every reader of the file too).
+    admin_token_file = f"{secrets_folder}/gitlab-admin-token"
+    admin_token_value = HostSecret(
+        "gitlab-admin-token-value",
+        HostSecretArgs(path=admin_token_file),
+        opts=pulumi.ResourceOptions(depends_on=[storage.folder]),
+    ).value.apply(outputs.admin_token)
     admin_token = GitLabToken(
         "gitlab-admin-token",
         GitLabTokenArgs(
@@ -231,24 +256,51 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(depends_on=[gitlab_release.release]),
     )
-    runner = Runner(
-        "runner",
-        RunnerArgs(
-            gitlab_url=f"https://{gitlab_host}",
-            gitlab_host=gitlab_host,
-            # The seeded token: registering the runner waits for the seeding.
-            token=admin_token.token,
-            ca_file=tls.ca_file,
-            ca_pem=tls.ca_cert_pem,
+    # The platform's group, before its runners: they serve its projects and no other, and phase3
+    # puts the apps' projects in it. The seeded token: making it waits for the seeding. phase3 made
+    # it before phase2 did (its mark is taken over); in `dev` it was a child of phase3's component.
+    apps_group = Group(
+        "apps-group",
+        GroupArgs(
+            connection=Connection(f"https://{gitlab_host}", admin_token.token, tls.ca_file),
+            path=APPS_GROUP,
+            name=APPS_GROUP,
             owner=owner,
-            preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
-            node_label_key=str(inputs[outputs.NODE_LABEL_KEY]),
-            node_label=str(inputs[outputs.RUNNER_NODE_LABEL]),
-            s3_host=minio.host_port,
-            s3_access_key=minio.access_key,
-            s3_secret_key=minio.secret_key,
+            description="Apps that blueprint builds and deploys.",
+            previous_owners=tuple(
+                f"{pulumi.get_project()}/{stack}" for stack, upstream in outputs.UPSTREAM_STACK.items() if upstream == pulumi.get_stack()
+            ),
         ),
-        opts=on_cluster,
+        opts=pulumi.ResourceOptions(
+            retain_on_delete=bool(inputs[outputs.PRESERVE_DATA]),
+            aliases=[pulumi.Alias(parent=pulumi.create_urn("apps", "blueprint:index:GitLabProjects"))],
+        ),
+    )
+    # Two runners of the group: the default one, confined, and the one for image builds alone.
+    runner, image_build_runner = (
+        Runner(
+            "image-build-runner" if image_builds else "runner",
+            RunnerArgs(
+                image_builds=image_builds,
+                gitlab_url=f"https://{gitlab_host}",
+                gitlab_host=gitlab_host,
+                # The seeded token: registering the runner waits for the seeding.
+                token=admin_token.token,
+                ca_file=tls.ca_file,
+                ca_pem=tls.ca_cert_pem,
+                group_id=apps_group.id,
+                owner=owner,
+                preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
+                node_label_key=str(inputs[outputs.NODE_LABEL_KEY]),
+                node_label=str(inputs[outputs.RUNNER_NODE_LABEL]),
+                s3_host=minio.host_port,
+                s3_access_key=minio.credentials_for(mn.RUNNER_CACHE).access_key,
+                s3_secret_key=minio.credentials_for(mn.RUNNER_CACHE).secret_key,
+                concurrent=2 if image_builds else 4,
+            ),
+            opts=on_cluster,
+        )
+        for image_builds in (False, True)
     )
     ci_access = CiAccess(
         "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
@@ -258,14 +310,20 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "postgres/gitlab": {"username": pg.GITLAB_ROLE, "password": postgres.gitlab_password, "host": postgres.host},
         "postgres/openbao": {"username": pg.OPENBAO_ROLE, "password": postgres.openbao_password, "host": postgres.host},
         "redis": {"password": redis.password, "host": redis.host},
-        "minio": {"accessKey": minio.access_key, "secretKey": minio.secret_key, "endpoint": minio.endpoint},
+        # Each consumer's MinIO user; the root pair stays with MinIO (its files under secrets/).
+        **{
+            f"minio/{consumer}": {"accessKey": user.access_key, "secretKey": user.secret_key, "endpoint": minio.endpoint}
+            for consumer, user in minio.credentials.items()
+        },
         "gitlab/root": {"username": "root", "password": gitlab_release.root_password, "url": f"https://{gitlab_host}"},
         "gitlab/bootstrap/admin_token": {"token": admin_token_value},
     }
     for path, data in credentials.items():
         OpenBaoKv(
             f"openbao-kv-{path.replace('/', '-')}",
-            OpenBaoKvArgs(address=openbao.address, token=openbao.root_token, path=path, data=data),
+            OpenBaoKvArgs(
+                address=openbao.address, username=openbao.writer_username, password=openbao.writer_password, path=path, data=data
+            ),
             opts=pulumi.ResourceOptions(depends_on=[openbao.init]),
         )
 
@@ -276,17 +334,26 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.CA_CERT_FILE: tls.ca_file,
         outputs.OPENBAO_ADDR: openbao.address,
         outputs.OPENBAO_CLUSTER_ADDR: openbao.cluster_address,
-        outputs.OPENBAO_ROOT_TOKEN: openbao.root_token,
+        # Where the admin's password is, never the password: no output is a root credential.
+        outputs.OPENBAO_ADMIN_PASSWORD_FILE: openbao.admin_password_file,
         outputs.POSTGRES_HOST: postgres.host,
         outputs.REDIS_HOST: redis.host,
         outputs.MINIO_ENDPOINT: minio.endpoint,
         # Plain strings, not the component's Outputs: phase3 derives names from them in `dev` too.
         outputs.GITLAB_URL: f"https://{gitlab_host}",
         outputs.REGISTRY_HOST: registry_host,
-        # The seeded token: in `dev`, what phase3 does through GitLab's API waits for the seeding.
-        outputs.ADMIN_TOKEN: pulumi.Output.secret(admin_token.token),
-        outputs.GITLAB_ROOT_PASSWORD: gitlab_release.root_password,
+        # Where root's token and password are, never what they are: no output is a root credential.
+        # phase3 and the `blueprint` commands read the token from its file.
+        outputs.ADMIN_TOKEN_FILE: admin_token_file,
+        outputs.GITLAB_ROOT_PASSWORD_FILE: gitlab_release.root_password_file,
+        # In `dev` only, never exported: the seeded token, so that what phase3 does through GitLab's
+        # API waits for the seeding.
+        outputs.SEEDED_ADMIN_TOKEN: pulumi.Output.secret(admin_token.token),
         outputs.APPS_NAMESPACE: ci_access.namespace,
         outputs.DEPLOY_KUBECONFIG: ci_access.kubeconfig,
-        outputs.RUNNER_ID: runner.runner_id,
+        # The default runner's id, once both runners are up: a smoke pipeline needs both.
+        outputs.RUNNER_ID: pulumi.Output.all(runner.runner_id, image_build_runner.runner_id).apply(lambda ids: str(ids[0])),
+        outputs.APPS_GROUP_ID: apps_group.id,
+        outputs.APPS_GROUP_PATH: APPS_GROUP,
+        outputs.APPS_GROUP_OWNER: owner,
     }

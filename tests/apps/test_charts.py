@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from stacks.config import PROJECT_DIR
+from tests.pod_security import pods, violations
 
 NAMESPACE = "apps"
 KUBERNETES_VERSION = "1.35.0"
@@ -199,3 +200,34 @@ def test_each_redis_service_selects_only_its_own_pods() -> None:
         selector = one(app, "Service")["spec"]["selector"]
         assert selects(selector, pods[app])
         assert not selects(selector, pods[other])
+
+
+def _pods(app: str) -> list[Manifest]:
+    return [dict(pod) for manifest in rendered(app) for pod in pods(manifest)]
+
+
+@pytest.mark.parametrize("app", CHARTS)
+def test_every_pod_the_chart_renders_is_admitted_by_the_restricted_pod_security_standard(app: str) -> None:
+    """CI deploys into `apps`, which enforces restricted: a pod it refuses would fail the pipeline."""
+    found = _pods(app)
+    assert found
+    for pod in found:
+        assert violations(pod, "restricted") == []
+
+
+@pytest.mark.parametrize("app", CHARTS)
+def test_every_pod_names_a_numeric_non_root_user(app: str) -> None:
+    """With runAsNonRoot, kubelet refuses to start an image whose user is a name it cannot check
+    (or root, as the official redis image's is): the chart names the number (redis: 999)."""
+    for pod in _pods(app):
+        user = pod["spec"]["securityContext"]["runAsUser"]
+        assert isinstance(user, int), user
+        assert user > 0
+
+
+def test_the_guestbook_image_runs_as_the_numeric_user_its_chart_names() -> None:
+    dockerfile = (PROJECT_DIR / "apps" / "guestbook" / "Dockerfile").read_text()
+    [user] = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")][-1:]
+    [pod] = _pods("guestbook")
+    context = pod["spec"]["securityContext"]
+    assert user == f"{context['runAsUser']}:{context['runAsGroup']}"

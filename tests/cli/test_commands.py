@@ -7,6 +7,7 @@ import argparse
 import io
 import subprocess
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,9 +22,18 @@ PHASE2 = {
     outputs.REGISTRY_HOST: "registry.local.example.net",
     outputs.OPENBAO_ADDR: "http://127.0.0.1:8200",
     outputs.CA_CERT_FILE: "/data/platform/ca.crt",
-    outputs.ADMIN_TOKEN: "glpat-secret-value",
-    outputs.GITLAB_ROOT_PASSWORD: "root-secret-value",
+    outputs.ADMIN_TOKEN_FILE: "/data/platform/secrets/gitlab-admin-token",
+    outputs.GITLAB_ROOT_PASSWORD_FILE: "/data/platform/secrets/gitlab-root-password",
+    outputs.APPS_GROUP_ID: "7",
 }
+"""phase2's outputs: where root's token and password are kept, never what they are."""
+
+
+def phase2_with_token(folder: Path, kept: str = "secret-value") -> dict[str, Any]:
+    """PHASE2, its admin token file in `folder`, holding `kept` as phase2 writes it (no prefix)."""
+    token_file = folder / "gitlab-admin-token"
+    token_file.write_text(kept + "\n")
+    return {**PHASE2, outputs.ADMIN_TOKEN_FILE: str(token_file)}
 
 
 class FakeRunner:
@@ -107,7 +117,9 @@ def test_the_summary_says_where_things_and_credentials_are_never_the_credentials
         {"phase1": {}, "phase2": PHASE2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.local.example.net"}}}
     )
     assert "https://gitlab.local.example.net" in text
-    assert "pulumi stack output -s phase2 adminToken --show-secrets" in text
+    assert "cat /data/platform/secrets/gitlab-root-password" in text
+    assert 'echo "glpat-$(cat /data/platform/secrets/gitlab-admin-token)"' in text
+    assert "--show-secrets" not in text
     assert "secret/gitlab/bootstrap/admin_token" in text
     assert "127.0.0.1 gitlab.local.example.net registry.local.example.net kas.local.example.net guestbook.local.example.net" in text
     assert "/data/platform/ca.crt" in text
@@ -115,8 +127,9 @@ def test_the_summary_says_where_things_and_credentials_are_never_the_credentials
     assert "root-secret-value" not in text
 
 
-def test_status_reports_each_phase_and_each_health() -> None:
-    runner = FakeRunner(existing={"phase1": {}, "phase2": PHASE2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.x"}}})
+def test_status_reports_each_phase_and_each_health(tmp_path: Path) -> None:
+    phase2 = phase2_with_token(tmp_path)
+    runner = FakeRunner(existing={"phase1": {}, "phase2": phase2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.x"}}})
     probed: list[str] = []
 
     def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
@@ -129,9 +142,54 @@ def test_status_reports_each_phase_and_each_health() -> None:
     assert [url.split("/", 3)[-1] for url in probed] == [
         "api/v4/version",
         "v1/sys/seal-status",
-        "api/v4/runners/all?type=instance_type&status=online",
+        "api/v4/groups/7/runners?type=group_type&status=online",
         "healthz",
     ]
+
+
+def test_the_cli_calls_gitlab_with_the_admin_token_of_phase2s_file(tmp_path: Path) -> None:
+    runner = FakeRunner(existing={"phase2": phase2_with_token(tmp_path, "FromTheFile42")})
+    sent: dict[str, str] = {}
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        sent[url.split("/", 3)[-1]] = dict(headers).get("PRIVATE-TOKEN", "")
+        return "ok"
+
+    commands.status(runner, probe)
+    assert sent["api/v4/version"] == sent["api/v4/groups/7/runners?type=group_type&status=online"] == "glpat-FromTheFile42"
+    assert sent["v1/sys/seal-status"] == ""
+
+
+def test_status_without_the_admin_token_file_says_which_file_and_what_to_run(tmp_path: Path) -> None:
+    missing = tmp_path / "gitlab-admin-token"
+    runner = FakeRunner(existing={"phase2": {**PHASE2, outputs.ADMIN_TOKEN_FILE: str(missing)}})
+    probed: list[str] = []
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        probed.append(url)
+        return "ok"
+
+    text = commands.status(runner, probe)
+    assert (
+        f"  GitLab:  unknown: phase2 is not up, or its data folder is not on this machine: {missing}; "
+        "run `uv run blueprint up` / `pulumi up -s phase2` first"
+    ) in text.splitlines()
+    assert "  Runners: unknown: no admin token (above)" in text.splitlines()
+    assert [url.split("/", 3)[-1] for url in probed] == ["v1/sys/seal-status"]
+
+
+def test_the_summary_prints_commands_that_show_the_root_password_and_token_from_their_files(tmp_path: Path) -> None:
+    folder = tmp_path / "it's $(touch pwned) `id`"
+    folder.mkdir()
+    (folder / "gitlab-root-password").write_text("RootPassword1\n")
+    phase2 = {**phase2_with_token(folder, "Token2"), outputs.GITLAB_ROOT_PASSWORD_FILE: str(folder / "gitlab-root-password")}
+    text = commands.summary({"phase1": {}, "phase2": phase2, "phase3": {}})
+    shown = {}
+    for command in (commands.root_password_command(phase2), commands.admin_token_command(phase2)):
+        assert command in text
+        shown[command] = subprocess.run(["/bin/sh", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert sorted(shown.values()) == ["RootPassword1\n", "glpat-Token2\n"]
+    assert not (tmp_path / "pwned").exists()
 
 
 def test_status_of_nothing_says_not_up() -> None:
@@ -178,7 +236,7 @@ def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch)
     assert "phase1: not up" in out.getvalue()
 
 
-def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     calls: list[tuple[list[str], str | None]] = []
 
@@ -186,7 +244,7 @@ def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pyt
         calls.append((argv, kwargs.get("input")))
         return None
 
-    assert commands.glab_login(PHASE2, run) == "glab is logged in to gitlab.local.example.net as root"
+    assert commands.glab_login(phase2_with_token(tmp_path), run) == "glab is logged in to gitlab.local.example.net as root"
     assert calls[0][0] == ["glab", "config", "set", "ca_cert", "/data/platform/ca.crt", "--host", "gitlab.local.example.net"]
     assert calls[1] == (["glab", "auth", "login", "--hostname", "gitlab.local.example.net", "--stdin"], "glpat-secret-value")
 
@@ -196,12 +254,27 @@ def test_glab_login_without_glab_says_how_to_get_it(monkeypatch: pytest.MonkeyPa
     assert "glab is not installed" in commands.glab_login(PHASE2)
 
 
-def test_a_glab_that_fails_is_said_and_the_up_still_stands(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_glab_that_fails_is_said_and_the_up_still_stands(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
 
     def run(argv: list[str], **kwargs: Any) -> Any:
         raise subprocess.CalledProcessError(1, argv, stderr="error: could not authenticate")
 
-    said = commands.glab_login(PHASE2, run)
+    said = commands.glab_login(phase2_with_token(tmp_path), run)
     assert "could not authenticate" in said
-    assert "glpat-secret-value" not in said
+    assert "secret-value" not in said
+
+
+def test_glab_login_without_the_admin_token_file_says_which_file_and_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> Any:
+        calls.append(argv)
+
+    said = commands.glab_login(PHASE2, run)
+    assert said == (
+        "glab could not be logged in to gitlab.local.example.net: phase2 is not up, or its data folder is not on this machine: "
+        "/data/platform/secrets/gitlab-admin-token; run `uv run blueprint up` / `pulumi up -s phase2` first; the platform is up regardless"
+    )
+    assert calls == []

@@ -1,25 +1,32 @@
 """`blueprint doctor`: each prerequisite of a real run fails with its own exact fix, and `--fix`
-installs only what needs no root. The checks run against a FakeMachine, so this needs neither
-Docker nor the tools it looks for, and never downloads anything."""
+installs only what needs no root, and only a download that matches the SHA-256 its publisher puts
+beside it (no installer script is ever run). The checks run against a FakeMachine, so this needs
+neither Docker nor the tools it looks for, and never downloads anything: the fake serves files."""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import hashlib
 import importlib.metadata
 import io
 import socket
+import stat
+import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
+import versions
 from cli import doctor
-from cli.doctor import NAMES, Check, FixStep, RealMachine, checks, fix_plan, platform_names, run
+from cli.doctor import NAMES, Check, Download, DownloadError, FixStep, RealMachine, checks, fix_plan, platform_names, run
 
 GIB = 1024**3
 HOME = Path("/home/dev")
 PORTS = {"blueprint:httpPort": 80, "blueprint:httpsPort": 443, "blueprint:sshPort": 2222}
-TOOLS = ("docker", "kind", "pulumi", "kubectl", "uv", "curl")
+TOOLS = ("docker", "kind", "pulumi", "kubectl", "uv")
 HEALTHY_OUTPUTS = {
     "docker": (0, "29.1.3\n"),
     "kind": (0, "kind v0.31.0 go1.25.5 linux/amd64\n"),
@@ -32,8 +39,9 @@ INOTIFY_OK = {"/proc/sys/fs/inotify/max_user_watches": "524288\n", "/proc/sys/fs
 
 @dataclass(frozen=True, kw_only=True)
 class FakeMachine:
-    """A machine made of dictionaries. `outputs` is keyed by "argv[0] argv[1]" or by argv[0]; what
-    the fix commands install appears on it, so a re-check can see the result."""
+    """A machine made of dictionaries. `outputs` is keyed by "argv[0] argv[1]" or by argv[0];
+    `served` is what its downloads get, by URL; what `--fix` installs under `home_dir` is on it, so
+    a re-check can see the result."""
 
     system: str = "linux"
     machine: str = "x86_64"
@@ -44,23 +52,32 @@ class FakeMachine:
     files: dict[str, str] = field(default_factory=lambda: dict(INOTIFY_OK))
     calls: list[list[str]] = field(default_factory=list)
     addresses: dict[str, str | None] = field(default_factory=dict)
+    home_dir: Path = HOME
+    served: dict[str, bytes] = field(default_factory=dict)
+    downloads: list[str] = field(default_factory=list)
+
+    def _installed(self, name: str) -> Path | None:
+        for path in (self.home_dir / ".local/bin" / name, self.home_dir / ".pulumi/bin" / name):
+            if path.is_file() and path.stat().st_mode & stat.S_IXUSR:
+                return path
+        return None
 
     def which(self, name: str) -> str | None:
-        return self.tools.get(name)
+        installed = self._installed(name)
+        return self.tools.get(name) or (str(installed) if installed else None)
 
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         self.calls.append(list(argv))
-        if argv[0] == "chmod":  # the last step of a download: the tool is now there
-            tool = Path(argv[-1]).name
-            self.tools[tool] = argv[-1]
-            self.outputs[tool] = HEALTHY_OUTPUTS[tool]
-        if argv[0] == "sh" and "get.pulumi.com" in argv[-1]:
-            self.tools["pulumi"] = str(HOME / ".pulumi/bin/pulumi")
-            self.outputs["pulumi"] = HEALTHY_OUTPUTS["pulumi"]
-        if argv[0] in ("curl", "chmod", "sh"):
-            return 0, ""
         found = self.outputs.get(" ".join(argv[:2])) or self.outputs.get(argv[0])
+        if found is None and self._installed(argv[0]):
+            found = HEALTHY_OUTPUTS[argv[0]]
         return found or (127, f"{argv[0]}: command not found")
+
+    def download(self, url: str, dest: Path) -> None:
+        self.downloads.append(url)
+        if url not in self.served:
+            raise DownloadError(f"cannot download {url}: HTTPError: 404 Not Found")
+        dest.write_bytes(self.served[url])
 
     def port_free(self, port: int) -> bool:
         return port not in self.busy
@@ -72,10 +89,38 @@ class FakeMachine:
         return self.files.get(path)
 
     def home(self) -> Path:
-        return HOME
+        return self.home_dir
 
     def resolve(self, name: str) -> str | None:
         return self.addresses.get(name, "127.0.0.1")
+
+
+def pulumi_tarball(binary: bytes = b"#!/bin/sh\necho v3.272.0\n") -> bytes:
+    """What Pulumi's release tarball holds: pulumi/<binaries>."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in (("pulumi/pulumi", binary), ("pulumi/pulumi-language-python", b"#!/bin/sh\n")):
+            member = tarfile.TarInfo(name)
+            member.size, member.mode = len(data), 0o755
+            archive.addfile(member, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def serve_releases(machine: FakeMachine, tampered: str | None = None) -> FakeMachine:
+    """Serve kind, kubectl and Pulumi for `machine` with their published checksum files, in each
+    publisher's own format; `tampered` is served altered after its checksum was published."""
+    arch = doctor._arch(machine)
+    assert arch is not None
+    for tool in (doctor.KIND, doctor.KUBECTL, doctor.PULUMI):
+        release = doctor.downloads(machine, tool, arch)
+        body = pulumi_tarball() if release.unpack else f"#!/bin/sh\n# {tool}\n".encode()
+        digest = hashlib.sha256(body).hexdigest()
+        # kubectl's .sha256 is the bare digest; kind's .sha256sum and Pulumi's checksums.txt are lists
+        listed = f"{'0' * 64}  some-other-file.tar.gz\n{digest}  {release.listed_as}\n"
+        sums = f"{digest}\n" if release.listed_as is None else listed
+        machine.served[release.url] = body + (b"tampered" if tool == tampered else b"")
+        machine.served[release.checksum_url] = sums.encode()
+    return machine
 
 
 def without(machine: FakeMachine, *tools: str) -> FakeMachine:
@@ -104,7 +149,7 @@ def test_a_machine_without_docker_or_pulumi_fails_naming_both_with_their_fixes()
     assert "FAIL  Docker CLI" in output
     assert "fix: install Docker Engine (https://docs.docker.com/engine/install/)" in output
     assert "FAIL  Pulumi CLI" in output
-    assert "fix: `curl -fsSL https://get.pulumi.com | sh -s -- --version 3.272.0 --no-edit-path`" in output
+    assert "fix: `blueprint doctor --fix` (downloads https://get.pulumi.com/releases/sdk/pulumi-v3.272.0-linux-x64.tar.gz" in output
     assert "checks failed: Docker CLI, Docker engine, Pulumi CLI" in output
 
 
@@ -143,6 +188,7 @@ def _low_watches(m: FakeMachine) -> FakeMachine:
 
 INOTIFY_FIX = "`sudo sysctl fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=512`"
 KUBECTL_URL = "https://dl.k8s.io/release/v1.35.0/bin/linux/amd64/kubectl"
+KIND_URL = "https://github.com/kubernetes-sigs/kind/releases/download/v0.31.0/kind-linux-amd64"
 
 
 @pytest.mark.parametrize(
@@ -157,9 +203,15 @@ KUBECTL_URL = "https://dl.k8s.io/release/v1.35.0/bin/linux/amd64/kubectl"
             id="engine-down-darwin",
         ),
         pytest.param(_engine_forbidden, "Docker engine", "permission denied", "`sudo usermod -aG docker $USER`", id="engine-forbidden"),
-        pytest.param(lambda m: without(m, "kind"), "kind", "no `kind` on PATH", "/dl/v0.31.0/kind-linux-amd64", id="kind-missing"),
-        pytest.param(_old_pulumi, "Pulumi CLI", f"v3.120.0, older than {doctor.PULUMI_MIN_VERSION}", "--version 3.272.0", id="old-pulumi"),
-        pytest.param(lambda m: without(m, "kubectl"), "kubectl", "no `kubectl` on PATH", KUBECTL_URL, id="kubectl-missing"),
+        pytest.param(lambda m: without(m, "kind"), "kind", "no `kind` on PATH", f"{KIND_URL}.sha256sum", id="kind-missing"),
+        pytest.param(
+            _old_pulumi,
+            "Pulumi CLI",
+            f"v3.120.0, older than {doctor.PULUMI_MIN_VERSION}",
+            "pulumi-v3.272.0-linux-x64.tar.gz",
+            id="old-pulumi",
+        ),
+        pytest.param(lambda m: without(m, "kubectl"), "kubectl", "no `kubectl` on PATH", f"{KUBECTL_URL}.sha256", id="kubectl-missing"),
         pytest.param(
             _busy_https,
             "port 443 (blueprint:httpsPort)",
@@ -245,41 +297,38 @@ def test_a_check_has_a_fix_exactly_when_it_fails() -> None:
         Check(name="x", ok=True, found="fine", fix="do something")
 
 
-def _commands(steps: list[FixStep]) -> list[list[str]]:
-    return [list(step.argv) for step in steps if step.argv is not None]
+def _downloads(steps: list[FixStep]) -> list[Download]:
+    return [step.download for step in steps if step.download is not None]
 
 
 @pytest.mark.parametrize(
     ("system", "machine", "os_arch"),
     [("linux", "x86_64", ("linux", "amd64")), ("linux", "aarch64", ("linux", "arm64")), ("darwin", "arm64", ("darwin", "arm64"))],
 )
-def test_fix_plan_downloads_kind_and_kubectl_for_the_machines_os_and_arch_into_local_bin(
+def test_fix_plan_downloads_kind_and_kubectl_for_the_machines_os_and_arch_with_their_published_checksums(
     system: str, machine: str, os_arch: tuple[str, str]
 ) -> None:
     fake = without(FakeMachine(system=system, machine=machine), "kind", "kubectl")
     failed = [check for check in checked(fake).values() if not check.ok]
     os_, arch = os_arch
-    bin_dir = HOME / ".local/bin"
-    assert _commands(fix_plan(failed, fake)) == [
-        ["curl", "-fsSL", "--create-dirs", "-o", f"{bin_dir}/kind", f"https://kind.sigs.k8s.io/dl/v0.31.0/kind-{os_}-{arch}"],
-        ["chmod", "+x", f"{bin_dir}/kind"],
-        ["curl", "-fsSL", "--create-dirs", "-o", f"{bin_dir}/kubectl", f"https://dl.k8s.io/release/v1.35.0/bin/{os_}/{arch}/kubectl"],
-        ["chmod", "+x", f"{bin_dir}/kubectl"],
+    kind = f"https://github.com/kubernetes-sigs/kind/releases/download/v0.31.0/kind-{os_}-{arch}"
+    kubectl = f"https://dl.k8s.io/release/v1.35.0/bin/{os_}/{arch}/kubectl"
+    assert [(d.url, d.checksum_url, d.listed_as, d.target) for d in _downloads(fix_plan(failed, fake))] == [
+        (kind, f"{kind}.sha256sum", f"kind-{os_}-{arch}", HOME / ".local/bin/kind"),
+        (kubectl, f"{kubectl}.sha256", None, HOME / ".local/bin/kubectl"),
     ]
 
 
-def test_fix_plan_installs_the_pinned_pulumi_into_home_pulumi_without_editing_profiles() -> None:
-    fake = without(FakeMachine(), "pulumi")
-    steps = fix_plan([checked(fake)["Pulumi CLI"]], fake)
-    [command] = _commands(steps)
-    assert command[:2] == ["sh", "-c"]
-    assert "curl -fsSL https://get.pulumi.com" in command[2]
-    assert "--version 3.272.0 --no-edit-path" in command[2]
-    assert any(str(HOME / ".pulumi") in step.what for step in steps if step.argv is not None)
+def test_fix_plan_installs_the_pinned_pulumi_release_into_home_pulumi_checked_against_its_checksums() -> None:
+    fake = without(FakeMachine(system="darwin", machine="arm64", files={}), "pulumi")
+    [pulumi] = _downloads(fix_plan([checked(fake)["Pulumi CLI"]], fake))
+    assert pulumi.url == "https://get.pulumi.com/releases/sdk/pulumi-v3.272.0-darwin-arm64.tar.gz"
+    assert pulumi.checksum_url == "https://get.pulumi.com/releases/sdk/pulumi-3.272.0-checksums.txt"
+    assert (pulumi.listed_as, pulumi.target, pulumi.unpack) == ("pulumi-v3.272.0-darwin-arm64.tar.gz", HOME / ".pulumi/bin", True)
 
 
 def test_the_pulumi_cli_fix_installs_the_sdks_version() -> None:
-    assert importlib.metadata.version("pulumi") == doctor.PULUMI_VERSION
+    assert importlib.metadata.version("pulumi") == versions.PULUMI_VERSION
 
 
 def test_fix_plan_only_prints_instructions_for_docker_ports_memory_and_inotify() -> None:
@@ -287,25 +336,89 @@ def test_fix_plan_only_prints_instructions_for_docker_ports_memory_and_inotify()
     failed = [check for check in checked(fake).values() if not check.ok]
     assert [check.name for check in failed] == ["Docker engine", "port 443 (blueprint:httpsPort)", "memory", "inotify limits"]
     steps = fix_plan(failed, fake)
-    assert _commands(steps) == []
+    assert _downloads(steps) == []
     assert [step.what for step in steps] == [f"{check.name}: {check.fix}" for check in failed]
 
 
-def test_fix_plan_installs_nothing_without_curl() -> None:
-    fake = without(FakeMachine(), "kind", "curl")
-    assert _commands(fix_plan([checked(fake)["kind"]], fake)) == []
+def test_fix_plan_installs_nothing_for_a_machine_without_a_release() -> None:
+    fake = without(FakeMachine(machine="riscv64"), "kind")
+    steps = fix_plan([checked(fake)["kind"]], fake)
+    assert _downloads(steps) == []
+    assert "there is no download for linux/riscv64" in steps[0].what
 
 
-def test_run_fix_runs_the_commands_through_the_machine_and_checks_again() -> None:
-    fake = without(FakeMachine(), "kind", "pulumi")
+def test_run_fix_installs_each_download_once_it_matches_its_published_sha256_and_checks_again(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"))
     code, output = doctor_output(["--fix"], fake)
-    assert ["chmod", "+x", f"{HOME}/.local/bin/kind"] in fake.calls
-    assert any(call[:2] == ["sh", "-c"] for call in fake.calls)
+    kind = tmp_path / ".local/bin/kind"
+    assert kind.read_bytes() == fake.served[KIND_URL]
+    assert stat.S_IMODE(kind.stat().st_mode) == 0o755
+    assert (tmp_path / ".pulumi/bin/pulumi").read_bytes() == b"#!/bin/sh\necho v3.272.0\n"
     first, again = output.split("checking again:")
     assert "FAIL  kind" in first
     assert "PASS  kind" in again
     assert "PASS  Pulumi CLI" in again
     assert code == 0, output
+
+
+def test_run_fix_runs_no_installer_script(tmp_path: Path) -> None:
+    """Piping an installer into `sh` runs whatever the server sends, unchecked."""
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "kubectl", "pulumi"))
+    doctor_output(["--fix"], fake)
+    assert [call for call in fake.calls if call[0] in ("sh", "bash", "curl", "chmod")] == []
+    assert all(
+        url.endswith((".tar.gz", "sha256sum", ".sha256", "checksums.txt")) or url.rsplit("/", 1)[1] in ("kind-linux-amd64", "kubectl")
+        for url in fake.downloads
+    )
+
+
+def test_a_download_that_does_not_match_its_published_sha256_stops_the_fix_and_installs_nothing(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"), tampered=doctor.KIND)
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert f"stopped: {KIND_URL} does not match its published SHA-256 ({KIND_URL}.sha256sum)" in output
+    assert "Nothing was installed" in output
+    assert not (tmp_path / ".local").exists()
+    assert not any("pulumi" in url for url in fake.downloads)  # stopped: the next install is not tried
+
+
+def test_a_pulumi_tarball_that_does_not_match_leaves_the_installed_pulumi_alone(tmp_path: Path) -> None:
+    installed = tmp_path / ".pulumi/bin/pulumi"
+    installed.parent.mkdir(parents=True)
+    installed.write_text("the old one")
+    fake = serve_releases(FakeMachine(home_dir=tmp_path), tampered=doctor.PULUMI)
+    fake.outputs["pulumi"] = (0, "v3.120.0\n")
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert "does not match its published SHA-256" in output
+    assert installed.read_text() == "the old one"
+    assert sorted(path.name for path in (tmp_path / ".pulumi").iterdir()) == ["bin"]
+
+
+def test_a_checksum_file_that_does_not_list_the_download_installs_nothing(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind"))
+    fake.served[f"{KIND_URL}.sha256sum"] = b"0123  kind-linux-amd64\n"
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert f"failed: {KIND_URL}.sha256sum holds no SHA-256 for kind-linux-amd64; nothing was installed" in output
+    assert not (tmp_path / ".local/bin/kind").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "listed_as", "digest"),
+    [
+        (f"{'a' * 64}\n", None, "a" * 64),
+        (f"{'b' * 64}  kind-linux-amd64\n", "kind-linux-amd64", "b" * 64),
+        (
+            f"{'c' * 64}  pulumi-v3.272.0-linux-arm64.tar.gz\n{'d' * 64}  pulumi-v3.272.0-linux-x64.tar.gz\n",
+            "pulumi-v3.272.0-linux-x64.tar.gz",
+            "d" * 64,
+        ),
+        (f"{'e' * 64}  kind-linux-arm64\n", "kind-linux-amd64", None),
+    ],
+)
+def test_the_published_digest_is_read_in_each_publishers_format(text: str, listed_as: str | None, digest: str | None) -> None:
+    assert doctor.published_digest(text, listed_as) == digest
 
 
 def test_run_fix_prints_instructions_and_still_fails_when_something_is_left() -> None:
@@ -342,3 +455,134 @@ def test_the_names_to_resolve_include_every_apps_host() -> None:
     assert platform_names("local.example.net") == (
         "gitlab.local.example.net", "registry.local.example.net", "kas.local.example.net", "guestbook.local.example.net",
     )  # fmt: skip
+
+
+@pytest.fixture
+def python_3_11_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tarfile as Python before 3.11.4 has it (Debian 12 ships 3.11.2): no `data_filter`, and no
+    `filter` argument to extract (PEP 706)."""
+    monkeypatch.delattr(tarfile, "data_filter")
+    for name in ("extractall", "extract"):
+        original = getattr(tarfile.TarFile, name)
+
+        def without_filter(self: tarfile.TarFile, *args: object, _original: Callable[..., None] = original, **kwargs: object) -> None:
+            if "filter" in kwargs:
+                raise TypeError(f"{_original.__name__}() got an unexpected keyword argument 'filter'")
+            _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(tarfile.TarFile, name, without_filter)
+
+
+@pytest.mark.usefixtures("python_3_11_2")
+def test_fix_installs_pulumi_on_a_python_without_tarfiles_data_filter(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "pulumi"))
+    code, output = doctor_output(["--fix"], fake)
+    installed = tmp_path / ".pulumi/bin/pulumi"
+    assert installed.read_bytes() == b"#!/bin/sh\necho v3.272.0\n", output
+    assert stat.S_IMODE(installed.stat().st_mode) == 0o755
+    assert code == 0, output
+
+
+def _archive(*members: tuple[tarfile.TarInfo, bytes]) -> tarfile.TarFile:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for member, data in members:
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data) if member.isreg() else None)
+    buffer.seek(0)
+    return tarfile.open(fileobj=buffer)
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarfile.TarInfo:
+    member = tarfile.TarInfo(name)
+    member.type, member.linkname, member.mode = kind, linkname, 0o755
+    return member
+
+
+def _escapes(outside: Path) -> dict[str, tuple[tuple[tarfile.TarInfo, bytes], ...]]:
+    """Archives whose members would write `outside/evil` (or into `outside/victim`) if unpacked naively."""
+    return {
+        "dot-dot": ((_member("pulumi/../../outside/evil"), b"x"),),
+        "absolute": ((_member(f"{outside}/evil"), b"x"),),
+        "through-a-symlink": ((_member("pulumi/link", tarfile.SYMTYPE, str(outside)), b""), (_member("pulumi/link/evil"), b"x")),
+        "through-a-hard-link": ((_member("pulumi/hard", tarfile.LNKTYPE, str(outside / "victim")), b""), (_member("pulumi/hard"), b"x")),
+    }
+
+
+@pytest.mark.parametrize("kind", ["dot-dot", "absolute", "through-a-symlink", "through-a-hard-link"])
+@pytest.mark.parametrize("python", ["with-data-filter", "3.11.2"])
+def test_unpacking_a_download_writes_nothing_outside_its_folder(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str, python: str
+) -> None:
+    if python == "3.11.2":
+        request.getfixturevalue("python_3_11_2")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("mine")
+    folder = tmp_path / "unpacked" / "here"
+    with contextlib.suppress(tarfile.TarError):  # refused or not, what counts is that nothing got out
+        doctor.unpack(_archive(*_escapes(outside)[kind]), folder)
+    assert sorted(path.name for path in outside.iterdir()) == ["victim"]
+    assert (outside / "victim").read_text() == "mine"
+    assert not (tmp_path / "unpacked" / "outside").exists()
+
+
+@pytest.mark.usefixtures("python_3_11_2")
+@pytest.mark.parametrize(
+    "member",
+    [_member("pulumi/link", tarfile.SYMTYPE, "pulumi"), _member("pulumi/fifo", tarfile.FIFOTYPE), _member("pulumi/dev", tarfile.CHRTYPE)],
+    ids=["symlink", "fifo", "device"],
+)
+def test_unpacking_without_the_data_filter_takes_plain_files_and_folders_only(tmp_path: Path, member: tarfile.TarInfo) -> None:
+    with pytest.raises(tarfile.TarError, match="not a plain file or folder"):
+        doctor.unpack(_archive((member, b"")), tmp_path / "unpacked")
+
+
+@pytest.mark.usefixtures("python_3_11_2")
+def test_unpacking_without_the_data_filter_keeps_no_setuid_bit(tmp_path: Path) -> None:
+    member = _member("pulumi/pulumi")
+    member.mode = 0o4777
+    doctor.unpack(_archive((member, b"#!/bin/sh\n")), tmp_path / "unpacked")
+    assert stat.S_IMODE((tmp_path / "unpacked" / "pulumi" / "pulumi").stat().st_mode) == 0o755
+
+
+def test_a_bad_data_folder_setting_read_by_destroy_itself_is_one_message_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`destroy --wipe-data` with no stack left reads phase1's dataDir to find the kept data folder."""
+    from cli import commands, teardown
+
+    class NoStacks:
+        """Every stack destroyed (Pulumi keeps them, empty) and nothing else to do."""
+
+        def outputs(self, stack: str) -> None:
+            return None
+
+        def export_state(self, stack: str) -> dict[str, object]:
+            return {"version": 3, "deployment": {"resources": []}}
+
+        def __getattr__(self, name: str) -> object:
+            pytest.fail(f"nothing to run, yet {name} was called")
+
+    config = {**teardown._phase1_config(), "blueprint:dataDir": "~blueprint-test-no-such-user/x"}
+    monkeypatch.setattr(teardown, "_phase1_config", lambda: config)
+    args = argparse.Namespace(command="destroy", phase="all", preserve_data=False, wipe_data=True, cluster_gone=False, yes=True)
+    assert commands.main_for(args, NoStacks(), io.StringIO()) == 1  # type: ignore[arg-type]
+    said = capsys.readouterr().err
+    assert "blueprint:dataDir = '~blueprint-test-no-such-user/x' is not valid: there is no user" in said
+    assert "Traceback" not in said
+
+
+def test_doctor_reports_a_data_folder_in_the_home_of_no_user_as_its_config_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli import plan
+
+    real = plan.stack_config
+
+    def bad_data_dir(stack: str, overrides: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+        return real(stack, {"blueprint:dataDir": "~blueprint-test-no-such-user/x"})
+
+    monkeypatch.setattr(plan, "stack_config", bad_data_dir)
+    code, output = doctor_output([], FakeMachine())
+    assert code == 1
+    assert "FAIL  stack config" in output
+    assert "blueprint:dataDir = '~blueprint-test-no-such-user/x' is not valid: there is no user" in output

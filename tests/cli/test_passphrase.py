@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cli import commands, passphrase
+from cli.main import main
 from stacks.config import PROJECT_DIR
 
 
@@ -105,3 +106,49 @@ def test_an_empty_or_public_passphrase_of_the_user_is_warned_about(value: str) -
 
 def test_a_passphrase_of_the_users_own_is_not_warned_about() -> None:
     assert passphrase.weak_choice({"PULUMI_CONFIG_PASSPHRASE": "correct horse battery staple"}) is None
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \t\n"])
+def test_an_empty_passphrase_file_is_refused_with_the_fix(config_home: Path, text: str) -> None:
+    """Pulumi trims the file and takes what is left, nothing too, as the passphrase."""
+    path = config_home / "blueprint" / "pulumi-passphrase"
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_text(text)
+    path.chmod(0o600)
+    with pytest.raises(passphrase.PassphraseFileError) as refused:
+        commands.pulumi_environment()
+    assert f"{path} is empty: it holds no passphrase" in str(refused.value)
+    assert f"`rm -- {path}`" in str(refused.value)
+    assert path.read_text() == text, "never replaced: stacks may be encrypted with what it held"
+
+
+def test_blueprint_env_with_a_home_that_does_not_exist_says_so_and_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "gone"))
+    assert main(["env"]) == 1
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert f"your home folder {tmp_path / 'gone'} (HOME) does not exist; blueprint keeps its passphrase in" in said.err
+    assert "set HOME to your home folder, or XDG_CONFIG_HOME to a folder of yours" in said.err
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_config_folder_that_cannot_be_made_is_one_message_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "a-file" / "config"))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    with pytest.raises(passphrase.PassphraseFileError, match="blueprint cannot create its passphrase file .*: set HOME"):
+        commands.pulumi_environment()
+
+
+@pytest.mark.parametrize("text", ["\n", "blueprint\n"])
+def test_an_empty_or_public_passphrase_file_of_the_user_is_warned_about(tmp_path: Path, text: str) -> None:
+    """What Pulumi reads from it, trimmed (pulumi/pulumi pkg/secrets/passphrase/manager.go)."""
+    (tmp_path / "mine").write_text(text)
+    warning = passphrase.weak_choice({"PULUMI_CONFIG_PASSPHRASE_FILE": str(tmp_path / "mine")})
+    assert "the passphrase in PULUMI_CONFIG_PASSPHRASE_FILE is" in str(warning)

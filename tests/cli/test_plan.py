@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from cli.main import main
-from cli.plan import SECRET, UNKNOWN, ProgramFailed, plan
+from cli.plan import SECRET, UNKNOWN, ProgramFailed, _run, plan, stack_config
 from stacks import outputs
 from stacks.config import PROJECT_DIR
 from tests.plans import COMMAND, kind_config_of, planned, planned_as
@@ -50,7 +50,7 @@ def test_parents_and_dependencies_come_before_their_dependents() -> None:
 
 
 def test_secret_output_shows_only_that_it_is_secret() -> None:
-    assert planned("phase1").outputs[outputs.KUBECONFIG] == {"secret": True}
+    assert planned("phase2").outputs[outputs.DEPLOY_KUBECONFIG] == {"secret": True}
 
 
 def test_plain_output_shows_its_value() -> None:
@@ -103,8 +103,23 @@ def test_plans_of_an_unchanged_program_are_byte_identical_across_processes() -> 
 def test_stack_reference_resolves_to_the_upstream_planned_outputs() -> None:
     result = plan("phase2", program=Path(__file__).parent / "programs" / "reads_phase1.py")
     assert result.outputs["upstreamClusterName"] == {"secret": False, "value": "blueprint"}
-    assert result.outputs["upstreamServer"] == {"secret": True}, "a value derived from a secret stays secret"
-    assert result.raw_outputs["upstreamServer"] == ("https://127.0.0.1:6443", True)
+
+
+def test_a_value_derived_from_an_upstream_secret_output_stays_secret() -> None:
+    config, secret_keys = stack_config("phase3")
+    program = Path(__file__).parent / "programs" / "reads_phase2.py"
+    result = _run("phase3", config, secret_keys, program, {"phase2": planned("phase2")})
+    assert result.outputs["upstreamDeployUser"] == {"secret": True}
+    assert result.raw_outputs["upstreamDeployUser"] == ("ci-deployer", True)
+
+
+def test_the_offline_plan_answers_kind_get_kubeconfig_with_the_upstream_clusters_stand_in() -> None:
+    """The invoke phase2 runs (`stacks.phase1.kind_kubeconfig`) gets the kubeconfig the cluster's command
+    would print: the same server, on the port phase1's config publishes."""
+    config, secret_keys = stack_config("phase2")
+    program = Path(__file__).parent / "programs" / "reads_kind_kubeconfig.py"
+    result = _run("phase2", config, secret_keys, program, {"phase1": planned("phase1", apiServerPort="7443")})
+    assert result.raw_outputs["server"] == ("https://127.0.0.1:7443", True)
 
 
 def test_stack_reference_is_recorded_with_the_upstream_name() -> None:
@@ -114,11 +129,11 @@ def test_stack_reference_is_recorded_with_the_upstream_name() -> None:
 
 
 def test_tree_shows_every_resource_and_hides_secrets() -> None:
-    result = planned("phase1", headlamp="true")
+    result = planned("phase2")
     tree = result.to_tree()
     for resource in result.resources:
         assert resource["name"] in tree
-    assert f"kubeconfig: {SECRET}" in tree
+    assert f"{outputs.DEPLOY_KUBECONFIG}: {SECRET}" in tree
 
 
 def test_program_failure_reports_what_was_registered_before_it() -> None:
@@ -230,9 +245,8 @@ def test_preview_and_destroy_cannot_be_asked_together(capsys: pytest.CaptureFixt
     assert exited.value.code == 2
 
 
-@pytest.mark.parametrize("key", [outputs.OPENBAO_ROOT_TOKEN, outputs.GITLAB_ROOT_PASSWORD, outputs.ADMIN_TOKEN])
-def test_a_preview_keeps_a_secret_output_secret_though_unknown(key: str) -> None:
-    assert planned_as("preview", "phase2").outputs[key] == {"secret": True}
+def test_a_preview_keeps_a_secret_output_secret_though_unknown() -> None:
+    assert planned_as("preview", "phase2").outputs[outputs.DEPLOY_KUBECONFIG] == {"secret": True}
 
 
 def test_a_preview_of_dev_knows_nothing_a_provider_without_a_cluster_would_return() -> None:

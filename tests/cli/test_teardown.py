@@ -12,6 +12,7 @@ resources from state first.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import subprocess
 from collections.abc import Callable, Mapping
@@ -20,15 +21,16 @@ from typing import Any
 
 import pytest
 
-from cli import commands
+from cli import commands, teardown
 from cli.commands import Context, StackFailed
-from cli.lifecycle import lives_in_cluster, lives_in_gitlab
+from cli.lifecycle import claimed_folder, lives_in_cluster, lives_in_gitlab
 from cli.plan import stack_config
 from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
 from components.host_folder import KEEP_SCRIPT, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
 from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
 from providers.host_secret import WIPING_MARKER
-from tests.plans import COMMAND, fake_command, planned
+from stacks import outputs
+from tests.plans import COMMAND, fake_command, planned, run_script
 
 
 def recorded_state(stack: str, **config: str) -> dict[str, Any]:
@@ -101,7 +103,15 @@ class FakePulumi:
         self.calls.append(("preview", stack))
 
 
-def world(pulumi: FakePulumi, *, cluster: ClusterState | None = None, **config: str) -> tuple[World, list[tuple[str, str]]]:
+CHECKOUT = "0123456789abcdef"
+"""This checkout's id, in the tests' world."""
+PHASE1_HERE = f"blueprint/phase1@{CHECKOUT}"
+"""phase1 of this checkout: the owner its data folder's marker names."""
+
+
+def world(
+    pulumi: FakePulumi, *, cluster: ClusterState | None = None, checkout: str | None = CHECKOUT, **config: str
+) -> tuple[World, list[tuple[str, str]]]:
     wiped: list[tuple[str, str]] = []
 
     def wipe(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
@@ -115,6 +125,7 @@ def world(pulumi: FakePulumi, *, cluster: ClusterState | None = None, **config: 
             gitlab_answers=lambda phase2: pulumi.gitlab,
             phase1_config=lambda: phase1_config,
             wipe_folder=wipe,
+            checkout_id=lambda: checkout,
         ),
         wiped,
     )
@@ -208,7 +219,7 @@ def test_preserve_data_is_recorded_in_every_stack_before_anything_is_destroyed()
     first_destroy = pulumi.calls.index(("destroy", "phase2"))
     assert {stack for verb, stack in pulumi.calls[:first_destroy] if verb == "import"} == {"phase1", "phase2", "phase3"}
     folders = [r for stack in ("phase1", "phase2") for r in pulumi.destroyed[stack] if r["inputs"].get("create") == UP_SCRIPT]
-    assert len(folders) == 2
+    assert len(folders) == 3  # the data folder; the platform's folder and its volumes folder
     assert all(r["inputs"]["delete"] == KEEP_SCRIPT for r in folders)
     assert pulumi.config == {("phase1", "blueprint:preserveData"): "true"}
 
@@ -280,7 +291,7 @@ def left_data(tmp_path: Path) -> Path:
     """A data folder phase1 claimed, kept by a preserveData destroy, over a cluster now deleted."""
     folder = tmp_path / "data"
     folder.mkdir()
-    (folder / OWNER_MARKER).write_text("blueprint/phase1\n")
+    (folder / OWNER_MARKER).write_text(f"{PHASE1_HERE}\n")
     (folder / CLUSTER_MARKER).write_text("blueprint\n")
     return folder
 
@@ -295,7 +306,7 @@ def test_wiping_after_a_preserve_destroy_removes_the_data_folder_no_stack_holds(
     pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
     code, said = run_destroy(pulumi, False, world=the_world)
     assert code == 0, said
-    assert wiped == [(str(left_data), "blueprint/phase1")]
+    assert wiped == [(str(left_data), PHASE1_HERE)]
 
 
 def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path) -> None:
@@ -351,6 +362,35 @@ def test_phase3_alone_with_gitlab_not_answering_is_refused_with_the_fix() -> Non
     assert ("destroy", "phase3") not in pulumi.calls
 
 
+def test_destroy_asks_gitlab_with_the_admin_token_of_phase2s_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "gitlab-admin-token").write_text("FromTheFile42\n")
+    sent: list[str] = []
+
+    def probe(url: str, ca: str, headers: Mapping[str, str], *, timeout: float = 10) -> str:
+        sent.append(dict(headers)["PRIVATE-TOKEN"])
+        return "ok (GitLab 19.1.0)"
+
+    monkeypatch.setattr(commands, "probe", probe)
+    phase2 = {outputs.GITLAB_URL: "https://gitlab.x", outputs.CA_CERT_FILE: "/ca.crt"}
+    assert teardown._gitlab_answers({**phase2, outputs.ADMIN_TOKEN_FILE: str(tmp_path / "gitlab-admin-token")})
+    assert sent == ["glpat-FromTheFile42"]
+
+
+def test_phase3_alone_without_the_admin_token_file_is_refused_naming_the_file_and_the_fix(tmp_path: Path) -> None:
+    pulumi = FakePulumi(all_stacks())
+    missing = tmp_path / "gitlab-admin-token"
+    the_world = dataclasses.replace(
+        world(pulumi)[0], gitlab_answers=lambda phase2: teardown._gitlab_answers({**phase2, outputs.ADMIN_TOKEN_FILE: str(missing)})
+    )
+    code, said = run_destroy(pulumi, False, phase="3", world=the_world)
+    assert code == 1
+    assert (
+        "blueprint: cannot ask GitLab whether it answers, for want of its admin token: phase2 is not up, or its data folder "
+        f"is not on this machine: {missing}; run `uv run blueprint up` / `pulumi up -s phase2` first"
+    ) in said
+    assert ("destroy", "phase3") not in pulumi.calls
+
+
 def test_phase1_is_not_destroyed_from_under_a_running_phase2() -> None:
     pulumi = FakePulumi(all_stacks())
     code, said = run_destroy(pulumi, False, phase="1")
@@ -393,7 +433,7 @@ def test_a_change_that_replaces_the_cluster_takes_phase2_down_first_keeping_its_
     assert pulumi.calls[-1] == ("destroy", "phase2")
     destroyed = pulumi.destroyed["phase2"]
     folders = [r for r in destroyed if r["inputs"].get("create") == UP_SCRIPT]
-    assert [r["outputs"]["delete"] for r in folders] == [KEEP_SCRIPT], "the platform folder's data must stay"
+    assert [r["outputs"]["delete"] for r in folders] == [KEEP_SCRIPT] * 2, "the platform's folders' data must stay"
     assert all(r["retainOnDelete"] for r in destroyed if lives_in_gitlab(r)), "the runner stays in GitLab's kept database"
     assert pulumi.is_up("phase3")
     assert "phase2 goes first, keeping its data" in "\n".join(out)
@@ -582,7 +622,7 @@ def test_destroying_only_the_apps_asks_about_the_apps_not_the_platforms_data() -
         return True
 
     run_destroy(pulumi, False, phase="3", confirm=confirm)
-    assert asked == ["Destroy phase3, deleting its group and projects from GitLab (the platform and its data stay)?"]
+    assert asked == ["Destroy phase3, deleting its projects from GitLab (the platform, its group and its data stay)?"]
 
 
 def test_wiping_the_folder_of_an_earlier_preserve_destroy_asks_first(left_data: Path) -> None:
@@ -607,7 +647,7 @@ def test_a_wipe_of_that_folder_started_before_is_finished_with_no_stack_left(lef
     the_world, wiped = world(pulumi, cluster=ClusterState("gone"), dataDir=str(left_data))
     code, said = run_destroy(pulumi, False, world=the_world)
     assert code == 0, said
-    assert wiped == [(str(left_data), "blueprint/phase1")]
+    assert wiped == [(str(left_data), PHASE1_HERE)]
 
 
 @pytest.mark.parametrize(
@@ -637,3 +677,160 @@ def test_a_cluster_change_that_fails_half_way_resumes_with_the_whole_up_never_a_
     )
     assert commands.up(context, "all") == 1
     assert out.getvalue().splitlines()[-1] == "uv run blueprint up"
+
+
+@pytest.mark.parametrize("marker", ["blueprint/phase1@fedcba9876543210", "blueprint/phase1"], ids=["another checkout", "before ids"])
+def test_a_data_folder_that_names_another_checkouts_phase1_is_not_wiped(left_data: Path, marker: str) -> None:
+    """The same stack of another checkout (or a marker from before markers named the checkout, which
+    may be another's) is another owner: only the user can remove its data."""
+    (left_data / OWNER_MARKER).write_text(f"{marker}\n")
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert f"not this checkout's phase1 ({PHASE1_HERE})" in said
+    assert wiped == []
+
+
+def test_a_checkout_that_never_ran_a_stack_wipes_no_data_folder(left_data: Path) -> None:
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False, cluster="gone")
+    the_world, wiped = world(pulumi, checkout=None, dataDir=str(left_data), preserveData="false")
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert "this checkout never ran a stack" in said
+    assert wiped == []
+
+
+# An upgrade from the earlier blueprint: its nodes mounted the whole data folder, it kept the volumes
+# in `<dataDir>/platform/volumes`, its markers named the stack alone, and its host-folder commands
+# printed nothing (so their states record no stdout).
+
+
+def earlier_layout(data_dir: Path) -> Path:
+    """The data folder as the earlier blueprint left it; returns where Postgres's data is."""
+    pgdata = data_dir / "platform" / "volumes" / "postgres" / "pg-1" / "pgdata"
+    pgdata.mkdir(parents=True)
+    (pgdata / "PG_VERSION").write_text("17\n")
+    (data_dir / "platform" / "secrets").mkdir()
+    (data_dir / OWNER_MARKER).write_text("blueprint/phase1\n")
+    (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/phase2\n")
+    return pgdata
+
+
+def earlier_state(stack: str, data_dir: Path) -> dict[str, Any]:
+    """A state the earlier blueprint's `up` recorded: host-folder commands whose owner names the stack
+    alone and with no stdout, and no volumes folder (its volumes were inside the platform folder)."""
+    state = recorded_state(stack, dataDir=str(data_dir))
+    resources = []
+    for resource in state["deployment"]["resources"]:
+        if resource["urn"].endswith("::storage-volumes-folder"):
+            continue
+        if claimed_folder(resource):
+            environment = {**resource["inputs"]["environment"], "OWNER": f"blueprint/{stack}"}
+            resource = {**resource, "inputs": {**resource["inputs"], "environment": environment}}
+            resource["outputs"] = resource["inputs"]
+        resources.append(resource)
+    return {**state, "deployment": {**state["deployment"], "resources": resources}}
+
+
+class Upgrading(FakePulumi):
+    """The earlier blueprint's stacks, up over `data_dir`. An `up` registers this version's plan over
+    `up_data_dir` and runs its host-folder claims for real, as pulumi-command does: `create` for a
+    resource the state lacks, `update` with the recorded stdout (PULUMI_COMMAND_STDOUT) for one it
+    holds. phase2 refuses an earlier phase1, as `stacks.read_upstream` does."""
+
+    def __init__(self, stacks: tuple[str, ...], data_dir: Path, bin_: Path, up_data_dir: Path | None = None) -> None:
+        super().__init__({stack: earlier_state(stack, data_dir) for stack in stacks})
+        self.data_dir, self.bin, self.up_data_dir = data_dir, bin_, up_data_dir or data_dir
+        self.stack_outputs = {stack: dict(planned(stack, dataDir=str(data_dir)).raw_outputs) for stack in stacks}
+        if "phase1" in self.stack_outputs:
+            del self.stack_outputs["phase1"][outputs.VOLUMES_NODE_PATH]
+            self.stack_outputs["phase1"][outputs.CLUSTER_ID] = ("the earlier cluster", False)
+
+    def up(self, stack: str, on_output: Callable[[str], None]) -> None:
+        super().up(stack, on_output)
+        if stack == "phase2" and outputs.VOLUMES_NODE_PATH not in self.stack_outputs.get("phase1", {}):
+            raise StackFailed(stack, "stack 'phase2' reads volumesNodePath from stack 'phase1', which does not export it")
+        result = planned(stack, dataDir=str(self.up_data_dir))
+        recorded = {r["urn"]: r for r in self.states.get(stack, {}).get("deployment", {}).get("resources", [])}
+        stdout = {}
+        for command in result.find(COMMAND):
+            if not claimed_folder(command):
+                continue
+            before = recorded.get(command["urn"])
+            env = {"PULUMI_COMMAND_STDOUT": str(before["outputs"].get("stdout", ""))} if before else {}
+            done = run_script(command, "update" if before else "create", path_prefix=self.bin, env=env)
+            if done.returncode != 0:
+                raise StackFailed(stack, done.stderr)
+            stdout[command["urn"]] = done.stdout.strip()
+        state = recorded_state(stack, dataDir=str(self.up_data_dir))
+        for resource in state["deployment"]["resources"]:
+            if resource["urn"] in stdout:
+                resource["outputs"] = {**resource["outputs"], "stdout": stdout[resource["urn"]]}
+        self.states[stack] = state
+        self.stack_outputs[stack] = dict(result.raw_outputs)
+
+
+@pytest.fixture
+def no_containers(tmp_path: Path) -> Path:
+    """A fake `docker` with no container: every node of the earlier cluster is gone."""
+    fake_command(tmp_path / "bin", "docker", "exit 0\n")
+    return tmp_path / "bin"
+
+
+@pytest.mark.parametrize(
+    ("up", "destroyed"),
+    [(("phase1", "phase2", "phase3"), ["phase2"]), (("phase1", "phase3"), [])],
+    ids=["phase2 up", "phase2 destroyed with its data kept"],
+)
+def test_the_whole_up_of_an_earlier_blueprints_platform_needs_no_step_by_hand(
+    tmp_path: Path, no_containers: Path, up: tuple[str, ...], destroyed: list[str]
+) -> None:
+    """phase2 goes down for the new cluster (if it is up), keeping its data; phase1 takes its folder's
+    marker over (its state, noted first, proves the claim); phase2 comes back and moves its volumes
+    into place."""
+    data_dir = tmp_path / "data"
+    earlier_layout(data_dir)
+    pulumi = Upgrading(up, data_dir, no_containers)
+    out = io.StringIO()
+    context = Context(runner=pulumi, out=out, world=world(pulumi, dataDir=str(data_dir))[0], confirm=lambda question: True)
+    assert commands.up(context, "all") == 0, out.getvalue()
+    assert [call for call in pulumi.calls if call[0] in ("destroy", "up")] == [
+        *(("destroy", stack) for stack in destroyed), ("up", "phase1"), ("up", "phase2"), ("up", "phase3"),
+    ]  # fmt: skip
+    assert (data_dir / "volumes" / "platform" / "postgres" / "pg-1" / "pgdata" / "PG_VERSION").read_text() == "17\n"
+    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1@offline-plan\n"
+    for folder in (data_dir / "platform", data_dir / "volumes" / "platform"):
+        assert (folder / OWNER_MARKER).read_text() == "blueprint/phase2@offline-plan\n", folder
+    assert f"== phase1: noted the folders its state claims, which an earlier blueprint did not record: {data_dir}" in out.getvalue()
+
+
+def test_an_upgrade_that_also_changes_data_dir_takes_over_no_folder_marked_by_the_stack_alone(tmp_path: Path, no_containers: Path) -> None:
+    """The state claimed the old folder: the new one, marked `blueprint/phase1` by another checkout of
+    the earlier blueprint, may be that checkout's."""
+    old, other = tmp_path / "data", tmp_path / "other"
+    earlier_layout(old)
+    earlier_layout(other)
+    pulumi = Upgrading(("phase1",), old, no_containers, up_data_dir=other)
+    out = io.StringIO()
+    context = Context(runner=pulumi, out=out, world=world(pulumi, dataDir=str(other))[0], confirm=lambda question: True)
+    assert commands.up(context, "1") == 1
+    assert (other / OWNER_MARKER).read_text() == "blueprint/phase1\n"
+
+
+def test_the_claims_an_earlier_blueprint_recorded_are_noted_once_and_never_changed() -> None:
+    """`blueprint up` writes a state only where a host folder's claim records no stdout."""
+    pulumi = FakePulumi({"phase1": recorded_state("phase1")})
+    assert teardown.note_claimed_folders(pulumi, print, ("phase1",)) == 0
+    [claim] = [r for r in pulumi.states["phase1"]["deployment"]["resources"] if claimed_folder(r)]
+    assert claim["outputs"]["stdout"] == claim["inputs"]["environment"]["FOLDER"]
+    pulumi.calls.clear()
+    assert teardown.note_claimed_folders(pulumi, print, ("phase1",)) == 0
+    assert pulumi.calls == [("export", "phase1")]
+
+
+def test_a_data_dir_this_version_refuses_does_not_stop_a_destroy_that_keeps_the_data() -> None:
+    """The way out of such a folder starts with this destroy, made from the states, not the config."""
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, True, world=world(pulumi, dataDir="/srv")[0])
+    assert code == 0, said
+    assert not any(pulumi.is_up(stack) for stack in ("phase1", "phase2"))

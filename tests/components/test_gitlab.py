@@ -4,6 +4,7 @@ host-mapped NodePorts, placement on the GitLab nodes, and the three object stora
 from __future__ import annotations
 
 import configparser
+import json
 from typing import Any
 
 import pytest
@@ -11,7 +12,6 @@ import yaml
 
 import versions
 from components import gitlab as gl
-from components.minio import BUCKETS
 from stacks import outputs
 from stacks.apps_manifest import APPS_DIR
 from tests.plans import planned
@@ -103,12 +103,20 @@ def test_postgres_and_redis_are_the_external_ones_by_secret_name() -> None:
     assert global_["redis"]["auth"] == {"enabled": True, "secret": gl.REDIS_SECRET, "key": "password"}
 
 
-def test_object_storage_is_consolidated_on_buckets_minio_creates() -> None:
+def test_object_storage_uses_only_buckets_gitlabs_minio_user_may_use() -> None:
     app_config = values()["global"]["appConfig"]
     assert app_config["object_store"]["connection"] == {"secret": gl.OBJECT_STORE_SECRET, "key": "connection"}
     used = {app_config[kind]["bucket"] for kind in gl.BUCKET_OF} | {app_config["backups"]["bucket"], app_config["backups"]["tmpBucket"]}
-    assert used <= set(BUCKETS)
+    used.add(values()["global"]["registry"]["bucket"])
+    policy = planned("phase2").one("kubernetes:core/v1:ConfigMap", "minio-policies")["inputs"]["data"]["gitlab.json"]
+    [statement] = [statement for statement in json.loads(policy)["Statement"] if statement["Effect"] == "Allow"]
+    assert {f"arn:aws:s3:::{bucket}" for bucket in used} | {f"arn:aws:s3:::{bucket}/*" for bucket in used} <= set(statement["Resource"])
     assert values()["registry"]["storage"] == {"secret": gl.REGISTRY_STORAGE_SECRET, "key": "config", "redirect": {"disable": True}}
+
+
+def test_a_bucket_gitlabs_minio_user_may_not_use_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"may not use: \['runner-cache'\]; add them to components.minio.GITLAB_BUCKETS"):
+        gl._check_buckets({"lfs": "git-lfs", "artifacts": "runner-cache"})
 
 
 def test_envoy_is_a_node_port_on_the_ports_phase1_maps() -> None:

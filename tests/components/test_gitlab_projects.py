@@ -1,6 +1,7 @@
-"""The apps on GitLab: group, projects in manifest order, variables, the rendered CI files (valid
-against GitLab's CI schema), what an edit to one file changes, and that everything GitLab's
-database holds follows preserveData on destroy."""
+"""The apps on GitLab: projects in manifest order in the platform's group (phase2's), variables
+(the deploy credential protected), the rendered CI files (valid against GitLab's CI schema), what
+an edit to one file changes, and that everything GitLab's database holds follows preserveData on
+destroy."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cli.plan import plan
 from components.gitlab_projects import project_files, render_ci
 from stacks.apps_manifest import APPS_DIR, load_manifest
-from tests.plans import planned
+from tests.plans import planned, waits_for
 
 SYNC = "pulumi-python:dynamic/gitlab:ProjectSync"
 PIPELINE = "pulumi-python:dynamic/gitlab:SmokePipeline"
@@ -27,13 +29,14 @@ IN_GITLABS_DATABASE = (GROUP, PROJECT, GROUP_VARIABLE, PROJECT_VARIABLE, "pulumi
 
 
 def test_the_group_is_internal() -> None:
-    group = planned("phase3").one(GROUP, "apps-group")["inputs"]
+    group = planned("phase2").one(GROUP, "apps-group")["inputs"]
     assert (group["path"], group["visibility"]) == ("blueprint-apps", "internal")
 
 
-def test_the_group_and_projects_are_marked_as_the_stacks() -> None:
+def test_the_projects_are_marked_as_the_stacks() -> None:
     result = planned("phase3")
-    for resource in [*result.find(GROUP), *result.find(PROJECT)]:
+    assert result.find(PROJECT)
+    for resource in result.find(PROJECT):
         assert resource["inputs"]["owner"] == "blueprint/phase3", resource["urn"]
 
 
@@ -42,7 +45,7 @@ def test_every_object_in_gitlabs_database_is_retained_with_preserve_data(preserv
     """phase3 takes the flag from phase2, which takes it from phase1's config."""
     result = planned("phase3", preserveData=str(preserve).lower())
     kept = [r for r in result.resources if r["type"] in IN_GITLABS_DATABASE]
-    assert len(kept) == 1 + 4 + 2 + 5 + 1  # group, projects, group variables, project variables, deploy token
+    assert len(kept) == 4 + 2 + 5 + 1  # projects, group variables, project variables, deploy token (the group is phase2's)
     for resource in kept:
         assert resource["retainOnDelete"] is preserve, resource["urn"]
 
@@ -66,6 +69,28 @@ def test_the_deploy_credential_is_a_secret_file_variable_of_the_group() -> None:
     inputs = variable["inputs"]
     assert (inputs["key"], inputs["variable_type"], inputs["value"]) == ("DEPLOY_KUBECONFIG", "file", "[secret]")
     assert variable["additionalSecretOutputs"] == ["value"]
+    assert inputs["parent"] == planned("phase2").outputs["appsGroupId"]["value"]
+
+
+def test_the_deploy_kubeconfig_variable_is_protected() -> None:
+    """GitLab hands a protected variable only to jobs of protected refs: the default branch, which
+    each project protects, and from which alone the pipeline deploys."""
+    assert planned("phase3").one(GROUP_VARIABLE, "apps-deploy-kubeconfig")["inputs"]["protected"] is True
+
+
+def test_the_group_variables_are_checked_against_the_groups_mark() -> None:
+    for variable in planned("phase3").find(GROUP_VARIABLE):
+        assert (variable["inputs"]["parent_owner"], variable["inputs"]["owner"]) == ("blueprint/phase2", "blueprint/phase3"), variable[
+            "urn"
+        ]
+
+
+def test_only_the_default_branch_deploys() -> None:
+    """The deploy job is the one that reads DEPLOY_KUBECONFIG; it runs on the default branch alone."""
+    pipeline = yaml.safe_load((APPS_DIR / "shared-code" / "templates" / "pipeline.yml").read_text())
+    assert pipeline["deploy"]["rules"] == [{"if": "$CI_HELM_CHART_DIR && $CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH"}]
+    readers = [name for name, job in pipeline.items() if isinstance(job, dict) and "DEPLOY_KUBECONFIG" in str(job)]
+    assert readers == ["deploy"]
 
 
 def test_each_project_gets_its_chart_and_image_variables() -> None:
@@ -85,6 +110,15 @@ def test_each_smoke_pipeline_knows_the_runner_it_waits_for() -> None:
     result = planned("phase3")
     for pipeline in result.find(PIPELINE):
         assert pipeline["inputs"]["runner"] == planned("phase2").outputs["runnerId"]["value"], pipeline["urn"]
+
+
+def test_every_smoke_pipeline_waits_for_both_runners() -> None:
+    """A deploying project's pipeline builds its image on the image-build runner and runs the rest on the default one."""
+    result = planned("dev")
+    charts = [result.one("kubernetes:helm.sh/v3:Release", f"{runner}-chart")["urn"] for runner in ("runner", "image-build-runner")]
+    assert result.find(PIPELINE)
+    for pipeline in result.find(PIPELINE):
+        assert set(charts) <= waits_for(result, pipeline["urn"]), pipeline["urn"]
 
 
 def test_the_plan_shows_each_projects_rendered_ci_file() -> None:

@@ -5,14 +5,18 @@ them for both `preserveData` values. Exercised through phase1's data folder, run
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 import versions
+from components.host_folder import CONTAINERS_OVER, OWNER_MARKER, RECLAIM_SCRIPT, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
 from tests.plans import COMMAND, fake_command, planned, run_script
 
@@ -63,7 +67,7 @@ def test_data_folder_of_another_stack_is_refused(data_dir: Path) -> None:
     _fill(data_dir)
     done = run_script(planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
     assert done.returncode == 1
-    assert "belongs to blueprint/phase1; give blueprint/dev its own folder" in done.stderr
+    assert "belongs to blueprint/phase1@offline-plan; give blueprint/dev@offline-plan its own folder" in done.stderr
 
 
 def test_wipe_refuses_a_folder_this_stack_does_not_own(data_dir: Path) -> None:
@@ -129,7 +133,7 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     expected = (
         f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE} "
-        "/blueprint-data -mindepth 1 ! -path /blueprint-data/.blueprint-owner ! -path /blueprint-data/.blueprint-wiping -delete"
+        "/blueprint-data -mindepth 1 -xdev ! -path /blueprint-data/.blueprint-owner ! -path /blueprint-data/.blueprint-wiping -delete"
     )
     assert calls.read_text().strip() == expected
 
@@ -158,24 +162,176 @@ def test_preserve_data_change_updates_the_data_folder_in_place() -> None:
     wipe = planned("phase1", preserveData="false").one(COMMAND, "kind-data-folder")
     assert keep["inputs"]["delete"] != wipe["inputs"]["delete"]
     assert "delete" not in keep["replaceOnChanges"]
-    assert keep["inputs"]["update"] == keep["inputs"]["create"]
+    assert keep["inputs"]["update"] == RECLAIM_SCRIPT
 
 
-def test_a_volume_folder_a_pod_took_over_does_not_fail_the_next_up(data_dir: Path) -> None:
-    command = planned("phase2").one(COMMAND, "storage-platform-folder")
-    folder = data_dir / "platform"
-    assert run_script(command, "create", env={"FOLDER": str(folder)}).returncode == 0
-    taken = folder / "volumes" / "redis" / "valkey-data"
-    os.chown(taken, 999, 999)  # what a chart's init container may do
-    done = run_script(command, "update", env={"FOLDER": str(folder)})
+def _recording_docker(folder: Path, body: str = "") -> Path:
+    """A fake `docker` that appends each call's arguments, one line per call, to the file returned."""
+    calls = folder / "calls"
+    fake_command(folder, "docker", f'echo "$*" >> {calls}\n{body}')
+    return calls
+
+
+def test_a_volume_folder_is_given_to_its_pods_user_through_a_one_shot_container(data_dir: Path, fake_docker_dir: Path) -> None:
+    """The host user cannot chown to another user; root in a container of the node image can."""
+    calls = _recording_docker(fake_docker_dir)
+    folder = data_dir / "volumes" / "platform"
+    claim = planned("phase2").one(COMMAND, "storage-volumes-folder")
+    done = run_script(claim, "create", path_prefix=fake_docker_dir, env={"FOLDER": str(folder)})
     assert done.returncode == 0, done.stderr
+    chown = 'chown -R "$0" /blueprint-volume && chmod "$1" /blueprint-volume'
+    expected = (
+        f"run --rm --network none --user 0 -v {folder}/postgres/pg-1:/blueprint-volume --entrypoint sh "
+        f"{versions.KIND_NODE_IMAGE} -c {chown} 26:26 0700"
+    )
+    assert expected in calls.read_text().splitlines()
 
 
-def test_volume_folders_are_created_world_writable(data_dir: Path) -> None:
-    command = planned("phase2").one(COMMAND, "storage-platform-folder")
-    folder = data_dir / "platform"
-    assert run_script(command, "create", env={"FOLDER": str(folder)}).returncode == 0
-    assert (folder / "volumes" / "postgres" / "pg-1").stat().st_mode & 0o777 == 0o777
+def test_a_volume_folder_already_its_users_with_its_mode_is_left_alone(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Every `up` claims the folder again: only a folder not yet right costs a container."""
+    calls = _recording_docker(fake_docker_dir)
+    folder = data_dir / "volumes" / "platform"
+    (folder / "mine").mkdir(parents=True)
+    (folder / "mine").chmod(0o700)
+    claim = planned("phase2").one(COMMAND, "storage-volumes-folder")
+    (folder / OWNER_MARKER).write_text(claim["inputs"]["environment"]["OWNER"] + "\n")  # claimed by an earlier up
+    subfolders = {"SUBFOLDERS": f"mine 0700 {os.getuid()}:{os.getgid()}", "FOLDER": str(folder)}
+    done = run_script(claim, "create", path_prefix=fake_docker_dir, env=subfolders)
+    assert done.returncode == 0, done.stderr
+    assert not calls.exists()
+
+
+def test_an_up_that_cannot_give_a_volume_folder_away_fails_and_says_why(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Never a pod over a folder it cannot write: the up stops, and runs again once Docker is back."""
+    _recording_docker(fake_docker_dir, "exit 125\n")
+    claim = planned("phase2").one(COMMAND, "storage-volumes-folder")
+    done = run_script(claim, "create", path_prefix=fake_docker_dir, env={"FOLDER": str(data_dir / "volumes" / "platform")})
+    assert done.returncode == 1
+    assert "is Docker running? Start it and run the up again" in done.stderr
+
+
+def test_a_folder_is_not_claimed_inside_any_folder_wiped_half_way(data_dir: Path) -> None:
+    """The volumes folder is two levels inside the data folder: every folder up counts, not just the parent."""
+    (data_dir / "volumes" / "platform").mkdir(parents=True)
+    (data_dir / ".blueprint-wiping").touch()
+    claim = planned("phase2").one(COMMAND, "storage-volumes-folder")
+    done = run_script(claim, "create", env={"FOLDER": str(data_dir / "volumes" / "platform")})
+    assert done.returncode == 1
+    assert f"a destroy that removes {data_dir} stopped half-way" in done.stderr
+
+
+def _previous_layout(data_dir: Path) -> Path:
+    """The data folder as the previous layout left it: the volumes inside the platform folder, and
+    markers that name the stack alone. Returns where Postgres's data is."""
+    pgdata = data_dir / "platform" / "volumes" / "postgres" / "pg-1" / "pgdata"
+    pgdata.mkdir(parents=True)
+    (pgdata / "PG_VERSION").write_text("17\n")
+    (data_dir / "platform" / "secrets").mkdir()
+    (data_dir / "containerd" / "certs.d").mkdir(parents=True)
+    (data_dir / OWNER_MARKER).write_text("blueprint/phase1\n")
+    (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/phase2\n")
+    return pgdata
+
+
+def _fake_docker(folder: Path, *, mounts: str = "", answers: bool = True) -> Path:
+    """A fake `docker`: `ps -aq` lists one container when `mounts` gives its mounts (as `inspect` prints
+    them: `/<name><TAB><source>` lines), or none; `answers=False` is a Docker that is not running.
+    Every call is appended to the file returned."""
+    calls = folder / "calls"
+    ps = "exit 1" if not answers else ("echo c0ffee" if mounts else "true")
+    inspect = f"printf '%b' {shlex.quote(mounts)}"
+    fake_command(folder, "docker", f'echo "$*" >> {calls}\ncase "$1" in ps) {ps} ;; inspect) {inspect} ;; esac\n')
+    return calls
+
+
+def _upgrade_up(data_dir: Path, fake_docker_dir: Path) -> subprocess.CompletedProcess[str]:
+    """What the whole `up` of an upgrade runs on the host, once phase2 is down: phase1's claim (with
+    the folder its state recorded, as `blueprint up` notes it), then phase2's two claims. Returns the
+    volumes folder's claim."""
+    phase1 = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    claimed = run_script(phase1, "update", env={"PULUMI_COMMAND_STDOUT": str(data_dir)})
+    assert claimed.returncode == 0, claimed.stderr
+    result = planned("phase2", dataDir=str(data_dir))
+    platform = run_script(result.one(COMMAND, "storage-platform-folder"), "create")
+    assert platform.returncode == 0, platform.stderr
+    return run_script(result.one(COMMAND, "storage-volumes-folder"), "create", path_prefix=fake_docker_dir)
+
+
+def test_an_upgrade_moves_the_previous_layouts_volumes_where_the_nodes_see_them(data_dir: Path, fake_docker_dir: Path) -> None:
+    """No step by hand: once no container mounts them, the volumes folder's claim moves them (a
+    rename: every file keeps its owner) and claims them for this checkout."""
+    _previous_layout(data_dir)
+    calls = _fake_docker(fake_docker_dir)
+    done = _upgrade_up(data_dir, fake_docker_dir)
+    assert done.returncode == 0, done.stderr
+    assert "ps -aq" in calls.read_text().splitlines(), "stopped containers count too"
+    moved = data_dir / "volumes" / "platform"
+    assert (moved / "postgres" / "pg-1" / "pgdata" / "PG_VERSION").read_text() == "17\n"
+    assert (moved / OWNER_MARKER).read_text() == "blueprint/phase2@offline-plan\n"
+    assert not (data_dir / "platform" / "volumes").exists()
+    assert (data_dir / "platform" / OWNER_MARKER).read_text() == "blueprint/phase2@offline-plan\n"
+
+
+def test_the_previous_layouts_volumes_are_not_moved_while_a_container_mounts_them(data_dir: Path, fake_docker_dir: Path) -> None:
+    """The earlier cluster's nodes mount the whole data folder: its pods may still write there."""
+    pgdata = _previous_layout(data_dir)
+    _fake_docker(fake_docker_dir, mounts=f"/blueprint-control-plane\t{data_dir}\n/blueprint-control-plane\t/lib/modules\n")
+    done = _upgrade_up(data_dir, fake_docker_dir)
+    assert done.returncode == 1
+    assert "these still do, so their pods may still write there: blueprint-control-plane (the nodes" in done.stderr
+    assert (pgdata / "PG_VERSION").exists()
+    assert not (data_dir / "volumes" / "platform").exists(), "nothing is made where they are to go"
+
+
+def test_the_previous_layouts_volumes_are_not_moved_when_docker_cannot_say_who_mounts_them(data_dir: Path, fake_docker_dir: Path) -> None:
+    pgdata = _previous_layout(data_dir)
+    _fake_docker(fake_docker_dir, answers=False)
+    done = _upgrade_up(data_dir, fake_docker_dir)
+    assert done.returncode == 1
+    assert "Docker did not answer (docker ps -a): start Docker, then run the up again" in done.stderr
+    assert (pgdata / "PG_VERSION").exists()
+
+
+def test_the_previous_layouts_volumes_are_never_moved_onto_an_existing_volumes_folder(data_dir: Path, fake_docker_dir: Path) -> None:
+    """`mv old new` with `new` there would put the old volumes inside it, where no PV looks."""
+    pgdata = _previous_layout(data_dir)
+    (data_dir / "volumes" / "platform" / "postgres").mkdir(parents=True)
+    calls = _fake_docker(fake_docker_dir)
+    done = _upgrade_up(data_dir, fake_docker_dir)
+    assert done.returncode == 1
+    new = data_dir / "volumes" / "platform"
+    assert f"and {new} exists too: blueprint moves nothing onto it" in done.stderr
+    assert ["sudo", "rm", "-rf", "--", str(new)] in printed_commands(done.stderr)
+    assert ["mv", "--", str(data_dir / "platform" / "volumes"), str(data_dir / "platform" / "volumes.old")] in printed_commands(done.stderr)
+    assert (pgdata / "PG_VERSION").exists()
+    assert sorted(p.name for p in new.iterdir()) == ["postgres"], "nothing nested, nothing claimed"
+    assert not calls.exists()
+
+
+def test_the_previous_layouts_volumes_wait_for_the_folder_phase1_makes(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Over an earlier phase1, `<dataDir>/volumes` does not exist yet: say so, not a failed `mv`."""
+    _previous_layout(data_dir)
+    (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
+    _fake_docker(fake_docker_dir)
+    claim = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-volumes-folder")
+    done = run_script(claim, "create", path_prefix=fake_docker_dir)
+    assert done.returncode == 1
+    assert f"{data_dir}/volumes does not exist yet: the data folder's claim (phase1) makes it" in done.stderr
+    assert (data_dir / "platform" / "volumes").is_dir()
+
+
+def test_the_previous_layouts_volumes_move_only_out_of_a_folder_this_stack_claimed(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Another checkout's platform folder (or one not yet claimed again) keeps its volumes."""
+    _previous_layout(data_dir)
+    (data_dir / "volumes").mkdir()
+    (data_dir / "platform" / OWNER_MARKER).write_text(ANOTHER_CHECKOUT.replace("phase1", "phase2") + "\n")
+    _fake_docker(fake_docker_dir)
+    claim = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-volumes-folder")
+    done = run_script(claim, "create", path_prefix=fake_docker_dir)
+    assert done.returncode == 1
+    assert f"it is moved once {data_dir}/platform is claimed by blueprint/phase2@offline-plan" in done.stderr
+    assert (data_dir / "platform" / "volumes").is_dir()
+    assert not (data_dir / "volumes" / "platform").exists()
 
 
 def test_an_up_over_a_folder_wiped_half_way_is_refused(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
@@ -199,3 +355,287 @@ def test_the_platform_folder_is_not_claimed_inside_a_data_folder_wiped_half_way(
     done = run_script(claim, "create", env={"FOLDER": str(data / "platform")})
     assert done.returncode == 1
     assert f"a destroy that removes {data} stopped half-way" in done.stderr
+
+
+def printed_commands(stderr: str) -> list[list[str]]:
+    """The commands a script printed for the user, each on a line of its own, indented, as words."""
+    return [shlex.split(line) for line in stderr.splitlines() if line.startswith("  ")]
+
+
+PHASE1_HERE = "blueprint/phase1@offline-plan"
+"""phase1's owner in the plan's checkout."""
+ANOTHER_CHECKOUT = "blueprint/phase1@0123456789abcdef"
+"""phase1's owner in another checkout of the project (the plan's own is `blueprint/phase1@offline-plan`)."""
+
+
+def test_data_folder_of_the_same_stack_in_another_checkout_is_refused(data_dir: Path) -> None:
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "create", env={"OWNER": ANOTHER_CHECKOUT})
+    assert done.returncode == 1
+    assert "belongs to blueprint/phase1@offline-plan" in done.stderr
+    assert "this stack in another checkout" in done.stderr
+    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1@offline-plan\n"
+
+
+def test_wipe_refuses_the_folder_of_the_same_stack_in_another_checkout(data_dir: Path) -> None:
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", env={"OWNER": ANOTHER_CHECKOUT})
+    assert done.returncode == 1
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+
+
+def _claimed_before_checkout_ids(folder: Path) -> None:
+    """A folder as an `up` of a version whose marker named the stack alone left it."""
+    (folder / "volumes" / "pg").mkdir(parents=True)
+    (folder / "volumes" / "pg" / "PG_VERSION").write_text("17\n")
+    (folder / OWNER_MARKER).write_text("blueprint/phase1\n")
+
+
+def test_the_stack_whose_state_records_the_claim_upgrades_a_marker_naming_the_stack_alone(data_dir: Path) -> None:
+    """The claim as the state records it: the folder the last `up` printed (or, for an earlier
+    blueprint's state, the folder its inputs named, which `blueprint up` records as that output)."""
+    _claimed_before_checkout_ids(data_dir)
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "update", env={"PULUMI_COMMAND_STDOUT": f"{data_dir}\n"})
+    assert done.returncode == 0, done.stderr
+    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1@offline-plan\n"
+
+
+def test_a_claim_moved_from_another_folder_does_not_upgrade_a_marker_naming_the_stack_alone(data_dir: Path) -> None:
+    """A new dataDir is an update too: the state recorded its claim of the old folder, not this one."""
+    _claimed_before_checkout_ids(data_dir)
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "update", env={"PULUMI_COMMAND_STDOUT": "/srv/the-old-data-folder\n"})
+    assert done.returncode == 1
+    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1\n"
+
+
+def test_an_update_whose_state_names_no_folder_does_not_upgrade_a_marker_naming_the_stack_alone(data_dir: Path) -> None:
+    """An earlier blueprint's state recorded no stdout, and pulumi-command gives an update no old
+    inputs: this may be a claim moved to another checkout's folder in the same upgrade."""
+    _claimed_before_checkout_ids(data_dir)
+    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "update")
+    assert done.returncode == 1
+    assert "before blueprint told checkouts apart" in done.stderr
+    assert "uv run blueprint up reads that from the state" in done.stderr
+    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1\n"
+
+
+def test_a_new_claim_refuses_a_marker_naming_the_stack_alone_and_says_how_to_claim_it(data_dir: Path) -> None:
+    """It may be another checkout's: only the user can tell, and the message gives the command."""
+    _claimed_before_checkout_ids(data_dir)
+    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    assert done.returncode == 1
+    assert f"{data_dir} was claimed by blueprint/phase1 before blueprint told checkouts apart" in done.stderr
+    assert ["echo", "blueprint/phase1@offline-plan", ">", f"{data_dir}/{OWNER_MARKER}"] in printed_commands(done.stderr)
+    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1\n"
+
+
+def _phase2_claimed_before_checkout_ids(data_dir: Path, data_folder_owner: str) -> None:
+    """phase2's folders as an `up` of a version whose markers named the stack alone left them, inside
+    a data folder whose marker names `data_folder_owner`."""
+    for folder in (data_dir / "platform", data_dir / "volumes" / "platform"):
+        folder.mkdir(parents=True)
+        (folder / OWNER_MARKER).write_text("blueprint/phase2\n")
+    (data_dir / OWNER_MARKER).write_text(data_folder_owner + "\n")
+
+
+@pytest.mark.parametrize("claim", ["storage-platform-folder", "storage-volumes-folder"])
+def test_a_new_claim_inside_this_checkouts_data_folder_upgrades_a_marker_naming_the_stack_alone(data_dir: Path, claim: str) -> None:
+    """An upgrade's `up` takes phase2 down for the cluster change, so its next claim is a create; the
+    data folder above (the volumes folder is two levels in) names this checkout's id, which phase1's
+    own upgrade wrote and no other checkout can have."""
+    _phase2_claimed_before_checkout_ids(data_dir, "blueprint/phase1@offline-plan")
+    command = planned("phase2", dataDir=str(data_dir)).one(COMMAND, claim)
+    folder = Path(command["inputs"]["environment"]["FOLDER"])
+    done = run_script(command, "create", env={"SUBFOLDERS": ""})
+    assert done.returncode == 0, done.stderr
+    assert (folder / OWNER_MARKER).read_text() == "blueprint/phase2@offline-plan\n"
+
+
+@pytest.mark.parametrize(
+    "data_folder_owner",
+    [
+        ANOTHER_CHECKOUT,
+        "blueprint/phase1",  # not yet upgraded: it names no checkout
+        "another-project/phase1@offline-plan",
+        "blueprint/phase1@0123456789abcdef@offline-plan",
+        "",
+    ],
+)
+def test_a_new_claim_refuses_a_marker_naming_the_stack_alone_unless_the_data_folder_names_this_checkout(
+    data_dir: Path, data_folder_owner: str
+) -> None:
+    _phase2_claimed_before_checkout_ids(data_dir, data_folder_owner)
+    command = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-platform-folder")
+    done = run_script(command, "create")
+    assert done.returncode == 1
+    assert "before blueprint told checkouts apart" in done.stderr
+    assert (data_dir / "platform" / OWNER_MARKER).read_text() == "blueprint/phase2\n"
+
+
+def test_a_foreign_owner_is_shown_with_a_stack_names_characters_only(data_dir: Path) -> None:
+    """The marker is in a folder the nodes mount: what it holds is never echoed raw to a terminal."""
+    data_dir.mkdir()
+    (data_dir / OWNER_MARKER).write_text("\x1b]0;pwned\x07blueprint/x$(id)\n")
+    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    assert done.returncode == 1
+    assert "belongs to 0pwnedblueprint/xid;" in done.stderr
+    assert "\x1b" not in done.stderr
+
+
+MOUNT_NAMESPACES_REQUIRED = "BLUEPRINT_TEST_MOUNT_NAMESPACES"
+"""Set by .ci/run: there, a machine without unprivileged mount namespaces fails these tests rather
+than skipping them."""
+
+
+@pytest.fixture(scope="module")
+def mount_namespaces() -> None:
+    """The wipe's mount tests need to mount a tmpfs without root: Linux's unprivileged user and mount
+    namespaces. macOS has none, and some Linux distributions turn them off (Ubuntu 24.04's AppArmor
+    default): there the two tests cannot run, and say so, unless CI requires them."""
+    probe = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", "mount -t tmpfs probe /mnt"]
+    try:
+        works = subprocess.run(probe, capture_output=True, timeout=30, check=False).returncode == 0
+    except OSError:
+        works = False
+    if not works and not os.environ.get(MOUNT_NAMESPACES_REQUIRED):
+        pytest.skip("this machine cannot mount a filesystem without root (no unprivileged mount namespaces)")
+
+
+def _in_a_mount_namespace(command: dict[str, object], script: str, mount: Path, *, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a recorded script of `command` where a tmpfs holding the file `kept` is mounted at
+    `mount`, inside a user and mount namespace of its own (no real root needed, nothing mounted
+    outside it); stdout then says `kept` if that file outlived the script.
+    """
+    inputs = command["inputs"]
+    assert isinstance(inputs, dict)
+    environment = {**os.environ, **inputs["environment"], **env, "MOUNT": str(mount), "SCRIPT": inputs[script]}
+    inside = (
+        'mount -t tmpfs blueprint-test "$MOUNT" && echo kept > "$MOUNT/kept" || exit 99; '
+        '/bin/sh -c "$SCRIPT"; code=$?; cat "$MOUNT/kept"; exit $code'
+    )
+    argv = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", inside]
+    return subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=30, check=False)
+
+
+@pytest.mark.usefixtures("mount_namespaces")
+def test_a_wipe_over_a_filesystem_mounted_inside_removes_nothing_and_says_to_unmount_it(data_dir: Path, fake_docker_dir: Path) -> None:
+    _fill(data_dir)
+    mount = data_dir / "volumes" / "it's a mount"  # the mount table writes its spaces as \040
+    mount.mkdir()
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = _in_a_mount_namespace(command, "delete", mount, env={"PATH": f"{fake_docker_dir}:{os.environ['PATH']}"})
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == "kept\n"
+    assert "another filesystem is mounted inside it" in done.stderr
+    assert ["sudo", "umount", str(mount)] in printed_commands(done.stderr)
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists(), "refused before anything is removed"
+
+
+@pytest.mark.usefixtures("mount_namespaces")
+def test_the_wipe_never_removes_anything_on_another_filesystem(tmp_path: Path, fake_docker_dir: Path) -> None:
+    """Even one the mount table shows under another path (here, through a link on the way to the
+    folder), which the check before the wipe cannot see: every find stays on the folder's own
+    filesystem (-xdev), the host's and the one-shot container's."""
+    real = tmp_path / "real"
+    _fill(real / "data")
+    (tmp_path / "link").symlink_to(real)
+    mount = real / "data" / "volumes" / "mnt"
+    mount.mkdir()
+    fake_command(fake_docker_dir, "docker", "exit 0\n")
+    command = planned("phase1", dataDir=str(real / "data")).one(COMMAND, "kind-data-folder")
+    env = {"FOLDER": str(tmp_path / "link" / "data"), "PATH": f"{fake_docker_dir}:{os.environ['PATH']}"}
+    done = _in_a_mount_namespace(command, "delete", mount, env=env)
+    assert done.stdout == "kept\n", done.stderr
+    assert done.returncode == 1
+    assert not (real / "data" / "volumes" / "pg").exists(), "what is on the folder's own filesystem goes"
+
+
+@pytest.mark.parametrize(("path", "mode"), [("../elsewhere", "0700"), ("/abs", "0700"), ("with space", "0700"), ("ok", "777")])
+def test_a_subfolder_outside_the_folder_or_with_an_unclear_mode_is_refused(path: str, mode: str) -> None:
+    """UP_SCRIPT reads each subfolder as `<path> <mode> <owner>` words, relative to the folder."""
+    with pytest.raises(ValueError, match="subfolder"):
+        Subfolder(path=path, mode=mode)
+
+
+@pytest.mark.parametrize(
+    ("source", "reaches"),
+    [
+        ("{legacy}", True),
+        ("{data}", True),  # the earlier layout's node mount
+        ("/", True),
+        ("{legacy}/postgres/pg-1", True),  # a pod's hostPath volume
+        ("{data}/volumes", False),  # this layout's node mount
+        ("{data}/platform/volumes-old", False),
+        ("", False),  # a tmpfs
+    ],
+)
+def test_a_container_reaches_a_folder_through_a_mount_of_it_of_a_folder_above_or_of_one_inside(
+    data_dir: Path, fake_docker_dir: Path, source: str, reaches: bool
+) -> None:
+    legacy = data_dir / "platform" / "volumes"
+    legacy.mkdir(parents=True)
+    _fake_docker(fake_docker_dir, mounts=f"/kind-worker\t{source.format(legacy=legacy, data=data_dir)}\n")
+    script = f'{CONTAINERS_OVER}\ncontainers_over "$1"'
+    env = {**os.environ, "PATH": f"{fake_docker_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["/bin/sh", "-c", script, "sh", str(legacy)], env=env, capture_output=True, text=True, check=True, timeout=30)
+    assert done.stdout == ("kind-worker\n" if reaches else "")
+
+
+def test_of_two_first_claims_of_one_empty_folder_at_the_same_moment_only_one_wins(data_dir: Path, tmp_path: Path) -> None:
+    """Both find no marker before either writes one (a fake `mkdir` holds each until both have looked):
+    the marker is made only if none exists, so the second claim refuses instead of taking the folder too."""
+    real_mkdir = shutil.which("mkdir")
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    bin_ = tmp_path / "bin"
+    fake_command(
+        bin_,
+        "mkdir",
+        f'touch {barrier}/"$PPID"\ni=0\nwhile [ "$(ls {barrier} | wc -l)" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
+        f'exec {real_mkdir} "$@"\n',
+    )
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(
+            pool.map(lambda owner: run_script(command, "create", path_prefix=bin_, env={"OWNER": owner}), [PHASE1_HERE, ANOTHER_CHECKOUT])
+        )
+    assert sorted(done.returncode for done in runs) == [0, 1], [done.stderr for done in runs]
+    winner = next(owner for owner, done in zip([PHASE1_HERE, ANOTHER_CHECKOUT], runs, strict=True) if done.returncode == 0)
+    loser = next(done for done in runs if done.returncode == 1)
+    assert f"{data_dir} was claimed by {winner} at the same moment" in loser.stderr
+    assert (data_dir / OWNER_MARKER).read_text() == f"{winner}\n"
+
+
+def test_a_data_folder_moved_elsewhere_is_claimed_again_by_its_own_stack(tmp_path: Path) -> None:
+    """Its marker names the stack and the checkout, not the path: a `dataDir` moved with the
+    platform down (no state left) needs no marker rewritten."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    _fill(old)
+    old.rename(new)
+    done = run_script(planned("phase1", dataDir=str(new)).one(COMMAND, "kind-data-folder"), "create")
+    assert done.returncode == 0, done.stderr
+
+
+def test_dev_over_the_earlier_blueprints_data_folder_stops_once_then_moves_its_volumes(data_dir: Path, fake_docker_dir: Path) -> None:
+    """`dev`, destroyed with its data kept by the earlier blueprint, then brought up by this one: the
+    data folder's claim prints the command that claims it; once run, the rest follows on its own."""
+    pgdata = data_dir / "platform" / "volumes" / "postgres" / "pg-1" / "pgdata"
+    pgdata.mkdir(parents=True)
+    (pgdata / "PG_VERSION").write_text("17\n")
+    for folder in (data_dir, data_dir / "platform"):
+        (folder / OWNER_MARKER).write_text("blueprint/dev\n")
+    _fake_docker(fake_docker_dir)
+    result = planned("dev", dataDir=str(data_dir))
+    refused = run_script(result.one(COMMAND, "kind-data-folder"), "create")
+    assert refused.returncode == 1
+    [claim] = [words for words in printed_commands(refused.stderr) if words[0] == "echo"]
+    assert claim == ["echo", "blueprint/dev@offline-plan", ">", f"{data_dir}/{OWNER_MARKER}"]
+    assert subprocess.run(["/bin/sh", "-c", refused.stderr.split("\n  ", 1)[1].splitlines()[0]], check=False).returncode == 0
+    for name in ("kind-data-folder", "storage-platform-folder", "storage-volumes-folder"):
+        done = run_script(result.one(COMMAND, name), "create", path_prefix=fake_docker_dir)
+        assert done.returncode == 0, (name, done.stderr)
+    assert (data_dir / "volumes" / "platform" / "postgres" / "pg-1" / "pgdata" / "PG_VERSION").read_text() == "17\n"

@@ -26,6 +26,7 @@ from components.kind_cluster import (
     REGISTRY_HOSTS_SUBDIR,
     RUNNER_NODE_LABEL,
     USERS_FOLDER,
+    VOLUMES_SUBDIR,
 )
 from stacks import outputs
 from stacks.config import PROJECT_DIR
@@ -77,18 +78,40 @@ def test_node_labels_are_our_own_never_under_kubernetes_io() -> None:
     assert not prefix.endswith(("kubernetes.io", "k8s.io")), "kubelet refuses these label prefixes"
 
 
-def test_every_node_mounts_the_absolute_data_folder_at_one_path() -> None:
+def test_every_node_mounts_only_the_containerd_and_volumes_folders_of_the_data_folder() -> None:
+    """Never the data folder itself: phase2's secrets are in it (tests/stacks/test_trust_boundaries.py)."""
     result = planned("phase1")
     data_dir = result.outputs[outputs.DATA_DIR]["value"]
     assert Path(data_dir).is_absolute()
+    expected = [
+        {"hostPath": f"{data_dir}/containerd", "containerPath": f"{NODE_DATA_PATH}/containerd"},
+        {"hostPath": f"{data_dir}/volumes", "containerPath": f"{NODE_DATA_PATH}/volumes"},
+    ]
     for node in kind_config_of(result)["nodes"]:
-        assert node["extraMounts"] == [{"hostPath": data_dir, "containerPath": NODE_DATA_PATH}]
+        assert [{key: mount[key] for key in ("hostPath", "containerPath")} for mount in node["extraMounts"]] == expected
+
+
+def test_the_containerd_mount_is_read_only_on_every_node_and_the_volumes_mount_is_not() -> None:
+    """The host writes registry settings and the CA there; a node that could write them could make
+    every node pull from elsewhere or trust another CA. Volumes are what the databases write."""
+    for node in kind_config_of(planned("phase1"))["nodes"]:
+        read_only = {mount["containerPath"]: mount.get("readOnly", False) for mount in node["extraMounts"]}
+        assert read_only == {f"{NODE_DATA_PATH}/containerd": True, f"{NODE_DATA_PATH}/volumes": False}
+
+
+def test_the_data_folder_claim_makes_both_mounted_folders_before_the_cluster() -> None:
+    """Docker would create a missing mount source itself, as root."""
+    result = planned("phase1")
+    folder = result.one(COMMAND, "kind-data-folder")
+    made = {line.split()[0] for line in folder["inputs"]["environment"]["SUBFOLDERS"].splitlines()}
+    assert made == {REGISTRY_HOSTS_SUBDIR, VOLUMES_SUBDIR}
+    assert folder["urn"] in result.one(COMMAND, "kind-cluster")["dependsOn"]
 
 
 def test_relative_data_folder_is_relative_to_the_project_not_the_cwd(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
-    result = planned("phase1", dataDir="somewhere/data")
-    assert result.outputs[outputs.DATA_DIR]["value"] == str(PROJECT_DIR / "somewhere" / "data")
+    result = planned("phase1", dataDir="infra/data/somewhere")
+    assert result.outputs[outputs.DATA_DIR]["value"] == str(PROJECT_DIR / "infra" / "data" / "somewhere")
 
 
 def test_host_ports_are_bound_to_loopback_and_map_the_fixed_node_ports() -> None:
@@ -172,13 +195,11 @@ def test_only_a_new_kind_config_or_name_replaces_the_cluster_deleting_first() ->
     assert cluster["deleteBeforeReplace"] is True
 
 
-def test_kubeconfig_is_a_secret_output_kept_out_of_logs() -> None:
-    result = planned("phase1")
-    cluster = result.one(COMMAND, "kind-cluster")
+def test_the_kubeconfig_the_cluster_command_prints_is_secret_and_kept_out_of_logs() -> None:
+    cluster = planned("phase1").one(COMMAND, "kind-cluster")
     assert cluster["additionalSecretOutputs"] == ["stdout"]
     assert cluster["inputs"]["logging"] == "stderr"
     assert cluster["inputs"]["addPreviousOutputInEnv"] is False, "updates and deletes must not get the kubeconfig"
-    assert result.outputs[outputs.KUBECONFIG] == {"secret": True}
 
 
 FAKE_KIND = """\
@@ -267,6 +288,15 @@ def test_the_refusal_in_dev_gives_the_commands_that_keep_its_data(fake_kind: dic
     assert "pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev" in done.stderr
 
 
+def test_the_refusal_in_dev_does_not_assume_a_config_value_changed(fake_kind: dict[str, str]) -> None:
+    """A new blueprint version replaces the cluster too (new node mounts, a new node image), with
+    no value of the config to put back: the message names both."""
+    assert run_script(lease("dev"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    done = run_cluster("delete", fake_kind)
+    assert "put the old value back" not in done.stderr
+    assert "the config value you changed, or, if a new blueprint version brings the change, the commit you ran before" in done.stderr
+
+
 def test_the_cluster_is_deleted_once_the_lease_is_released(fake_kind: dict[str, str]) -> None:
     assert run_cluster("create", fake_kind).returncode == 0
     for script in ("create", "delete"):
@@ -320,7 +350,7 @@ def test_a_file_that_is_no_lease_does_not_block_deleting_the_cluster(fake_kind: 
 def test_the_refusal_names_the_lease_of_a_stack_removed_by_hand(fake_kind: dict[str, str]) -> None:
     assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
     done = run_cluster("delete", fake_kind)
-    assert f"rm '{fake_kind['DATA_DIR']}/{USERS_FOLDER}/blueprint_phase2'" in done.stderr
+    assert f"  rm -- {fake_kind['DATA_DIR']}/{USERS_FOLDER}/blueprint_phase2\n" in done.stderr
 
 
 def test_a_lease_is_never_written_through_a_link(fake_kind: dict[str, str], tmp_path: Path) -> None:

@@ -1,8 +1,13 @@
 """PostgreSQL on CloudNativePG: the cluster, roles, databases, and re-adoption of preserved data.
-The adoption step's script is run for real, with fake `kind` and `kubectl` on PATH."""
+The adoption step's script is run for real, with fake `kind`, `kubectl` and `docker` on PATH."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -144,3 +149,67 @@ def test_passwords_never_appear_in_the_plan() -> None:
 
 def test_postgres_host_is_the_read_write_service() -> None:
     assert planned("phase2").outputs["postgresHost"]["value"] == f"{pg.CLUSTER}-rw.postgres.svc.cluster.local"
+
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def postgres_own_volume() -> Iterator[tuple[dict[str, str], int | None]]:
+    """Preserved data in a volume folder that is Postgres' own (0700, uid 26), which the host user
+    cannot look into, with fake `kind`, `kubectl` and `docker`; returns the environment and the
+    user to run as (None: the current, unprivileged user). Under a world-traversable parent."""
+    parent = Path(tempfile.mkdtemp(prefix="blueprint-test-", dir="/tmp"))
+    parent.chmod(0o755)
+    fake_command(parent / "bin", "kubectl", FAKE_KUBECTL)
+    fake_command(parent / "bin", "kind", 'echo "apiVersion: v1 # $*"\n')
+    (parent / "out").mkdir(mode=0o777)
+    (parent / "out").chmod(0o777)
+    volume = parent / "volume"
+    (volume / "pgdata").mkdir(parents=True)
+    env = {
+        "BIN": str(parent / "bin"),
+        "CALLS": str(parent / "out" / "calls"),
+        "APPLIED": str(parent / "out" / "applied"),
+        "CLUSTER_EXISTS": str(parent / "out" / "cluster-exists"),
+        "PGDATA_DIR": str(volume / "pgdata"),
+    }
+    if os.geteuid() == 0:
+        os.chown(volume, 26, 26)
+        volume.chmod(0o700)
+        yield env, NOBODY
+    else:
+        volume.chmod(0o000)
+        yield env, None
+    volume.chmod(0o755)
+    shutil.rmtree(parent)
+
+
+def adopt_as(env: dict[str, str], user: int | None, docker_exit: int) -> subprocess.CompletedProcess[str]:
+    fake_command(Path(env["BIN"]), "docker", f'echo "$*" > {env["CALLS"]}.docker\nexit {docker_exit}\n')
+    command = planned("phase2").one(COMMAND, "postgres-adopt-data")
+    return run_script(command, "create", path_prefix=Path(env["BIN"]), env=env, user=user)
+
+
+def test_preserved_data_the_host_user_cannot_see_is_found_through_a_one_shot_container(
+    postgres_own_volume: tuple[dict[str, str], int | None],
+) -> None:
+    """The volume's folder is Postgres' alone: a look from the host would find nothing, and
+    CloudNativePG would initialise over the preserved data."""
+    env, user = postgres_own_volume
+    done = adopt_as(env, user, docker_exit=0)
+    assert done.returncode == 0, done.stderr
+    assert Path(env["APPLIED"]).exists(), "the preserved data must be adopted"
+    volume = str(Path(env["PGDATA_DIR"]).parent)
+    probe = f"-v {volume}:/blueprint-volume:ro --entrypoint test {versions.KIND_NODE_IMAGE} -d /blueprint-volume/pgdata"
+    assert probe in Path(env["CALLS"] + ".docker").read_text()
+
+
+def test_a_look_that_fails_stops_the_adoption_rather_than_initialise_over_the_data(
+    postgres_own_volume: tuple[dict[str, str], int | None],
+) -> None:
+    env, user = postgres_own_volume
+    done = adopt_as(env, user, docker_exit=125)  # Docker is down
+    assert done.returncode == 1
+    assert "cannot tell whether" in done.stderr
+    assert not Path(env["APPLIED"]).exists()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from components.host_folder import KEEP_SCRIPT, WIPE_SCRIPT
 from components.storage import STORAGE_CLASS
 from stacks import outputs
+from stacks.config import PLAN_CHECKOUT_ID
 from stacks.phase2 import VOLUMES
 from tests.plans import COMMAND, planned
 
@@ -18,7 +21,7 @@ def test_every_volume_is_a_retained_pv_bound_to_its_claim_at_a_fixed_path() -> N
         spec = result.one(PV, f"storage-{volume.namespace}-{volume.claim}")["inputs"]["spec"]
         assert spec["claimRef"] == {"namespace": volume.namespace, "name": volume.claim}
         assert spec["hostPath"] == {
-            "path": f"{node_path}/platform/volumes/{volume.namespace}/{volume.claim}",
+            "path": f"{node_path}/volumes/platform/{volume.namespace}/{volume.claim}",
             "type": "Directory",
         }
         assert spec["persistentVolumeReclaimPolicy"] == "Retain"
@@ -36,30 +39,63 @@ def test_the_static_class_provisions_nothing_and_is_not_a_second_default() -> No
     assert "storageclass.kubernetes.io/is-default-class" not in inputs["metadata"].get("annotations", {})
 
 
-def test_the_platform_folder_exists_before_any_volume() -> None:
+def test_the_volumes_folder_exists_before_any_volume() -> None:
     result = planned("phase2")
-    folder = result.one(COMMAND, "storage-platform-folder")
+    folder = result.one(COMMAND, "storage-volumes-folder")
     for volume in result.find(PV):
         assert folder["urn"] in volume["dependsOn"], volume["urn"]
 
 
-def test_volume_folders_are_writable_by_the_pods_users() -> None:
-    environment = planned("phase2").one(COMMAND, "storage-platform-folder")["inputs"]["environment"]
-    assert environment["SUBFOLDER_MODE"] == "0777"
-    assert set(environment["SUBFOLDERS"].split()) == {volume.folder for volume in VOLUMES}
+def test_the_volumes_folder_is_claimed_after_the_platform_folder() -> None:
+    """Whose claim refuses the previous layout's volumes before the folder they move to is made."""
+    result = planned("phase2")
+    platform = result.one(COMMAND, "storage-platform-folder")["urn"]
+    assert platform in result.one(COMMAND, "storage-volumes-folder")["dependsOn"]
 
 
-def test_the_platform_folder_is_owned_by_the_phase2_stack() -> None:
-    environment = planned("phase2").one(COMMAND, "storage-platform-folder")["inputs"]["environment"]
-    assert environment["OWNER"] == "blueprint/phase2"
-    assert environment["FOLDER"] == planned("phase1").outputs[outputs.DATA_DIR]["value"] + "/platform"
+def test_each_volume_folder_belongs_to_its_pods_user_with_mode_0700() -> None:
+    environment = planned("phase2").one(COMMAND, "storage-volumes-folder")["inputs"]["environment"]
+    lines = environment["SUBFOLDERS"].splitlines()
+    assert sorted(lines) == sorted(f"{v.folder} 0700 {v.owner[0]}:{v.owner[1]}" for v in VOLUMES)
 
 
-def test_destroy_keeps_the_platform_data_when_preserve_data_is_true() -> None:
-    delete = planned("dev", preserveData="true").one(COMMAND, "storage-platform-folder")["inputs"]["delete"]
+@pytest.mark.parametrize("name", ["storage-platform-folder", "storage-volumes-folder"])
+def test_both_platform_folders_are_owned_by_the_phase2_stack_of_this_checkout(name: str) -> None:
+    environment = planned("phase2").one(COMMAND, name)["inputs"]["environment"]
+    assert environment["OWNER"] == f"blueprint/phase2@{PLAN_CHECKOUT_ID}"
+
+
+def test_the_platform_folder_is_beside_the_volumes_the_nodes_mount_not_inside() -> None:
+    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
+    result = planned("phase2")
+    assert result.one(COMMAND, "storage-platform-folder")["inputs"]["environment"]["FOLDER"] == f"{data_dir}/platform"
+    assert result.one(COMMAND, "storage-volumes-folder")["inputs"]["environment"]["FOLDER"] == f"{data_dir}/volumes/platform"
+
+
+@pytest.mark.parametrize("name", ["storage-platform-folder", "storage-volumes-folder"])
+def test_destroy_keeps_the_platform_data_when_preserve_data_is_true(name: str) -> None:
+    delete = planned("dev", preserveData="true").one(COMMAND, name)["inputs"]["delete"]
     assert delete == KEEP_SCRIPT
 
 
-def test_destroy_removes_the_platform_data_when_preserve_data_is_false() -> None:
-    delete = planned("dev", preserveData="false").one(COMMAND, "storage-platform-folder")["inputs"]["delete"]
+@pytest.mark.parametrize("name", ["storage-platform-folder", "storage-volumes-folder"])
+def test_destroy_removes_the_platform_data_when_preserve_data_is_false(name: str) -> None:
+    delete = planned("dev", preserveData="false").one(COMMAND, name)["inputs"]["delete"]
     assert delete == WIPE_SCRIPT
+
+
+def test_in_dev_both_platform_folders_are_claimed_after_the_data_folder() -> None:
+    result = planned("dev")
+    data_folder = result.one(COMMAND, "kind-data-folder")["urn"]
+    for name in ("storage-platform-folder", "storage-volumes-folder"):
+        assert data_folder in result.one(COMMAND, name)["dependsOn"], name
+
+
+def test_the_previous_layouts_volumes_are_moved_by_the_volumes_folders_claim_after_the_platform_folders() -> None:
+    """The earlier blueprint kept them inside the platform folder: its claim, which proves that folder
+    this stack's, goes first."""
+    result = planned("phase2")
+    platform, volumes = result.one(COMMAND, "storage-platform-folder"), result.one(COMMAND, "storage-volumes-folder")
+    assert volumes["inputs"]["environment"]["LEGACY_PATH"] == f"{platform['inputs']['environment']['FOLDER']}/volumes"
+    assert "LEGACY_PATH" not in platform["inputs"]["environment"]
+    assert platform["urn"] in volumes["dependsOn"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from components.tls import CA_SECRET, LISTENER_SECRETS
+from components.tls import CA_KEY_FILE, CA_SECRET, LISTENER_SECRETS, ca_common_name
 from stacks import outputs
 from tests.plans import COMMAND, planned
+
+CA_CERTIFICATE = "pulumi-python:dynamic/blueprint:CaCertificate"
 
 
 def test_the_wildcard_certificate_covers_the_domain_and_its_subdomains() -> None:
@@ -14,9 +16,16 @@ def test_the_wildcard_certificate_covers_the_domain_and_its_subdomains() -> None
 
 def test_it_is_signed_by_our_ca() -> None:
     result = planned("phase2")
-    assert result.one("tls:index/selfSignedCert:SelfSignedCert", "tls-ca")["inputs"]["isCaCertificate"] is True
+    ca = result.one(CA_CERTIFICATE, "tls-ca")
     cert = result.one("tls:index/locallySignedCert:LocallySignedCert", "tls-wildcard")
     assert cert["inputs"]["caPrivateKeyPem"] == "[secret]"
+    assert "stand-in for tls-ca" in cert["inputs"]["caCertPem"]
+    assert ca["urn"] in cert["dependsOn"]
+
+
+def test_the_ca_may_sign_only_names_under_the_domain() -> None:
+    ca = planned("dev", domain="lab.example.org").one(CA_CERTIFICATE, "tls-ca")
+    assert ca["inputs"]["domain"] == "lab.example.org"
 
 
 def test_every_listener_secret_exists_in_gitlabs_namespace() -> None:
@@ -47,5 +56,14 @@ def test_the_ca_key_outlives_the_stack_in_the_data_folder() -> None:
     result = planned("phase2")
     data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
     key = result.one("pulumi-python:dynamic/blueprint:HostSecret", "tls-ca-key")
-    assert (key["inputs"]["kind"], key["inputs"]["path"]) == ("ca-key", f"{data_dir}/platform/secrets/platform-ca.key")
-    assert result.one("tls:index/selfSignedCert:SelfSignedCert", "tls-ca")["inputs"]["privateKeyPem"] == "[secret]"
+    assert (key["inputs"]["kind"], key["inputs"]["path"]) == ("ca-key", f"{data_dir}/platform/secrets/{CA_KEY_FILE}")
+    assert result.one(CA_CERTIFICATE, "tls-ca")["inputs"]["private_key_pem"] == "[secret]"
+
+
+def test_the_constrained_ca_has_its_own_key_and_name_not_the_unconstrained_cas_of_earlier_versions() -> None:
+    """A trust store that holds the earlier CA would still trust whatever that key signs: this CA can
+    share neither its key nor its name."""
+    result = planned("phase2")
+    assert not result.one("pulumi-python:dynamic/blueprint:HostSecret", "tls-ca-key")["inputs"]["path"].endswith("/platform-ca.key")
+    assert result.one(CA_CERTIFICATE, "tls-ca")["inputs"]["common_name"] == ca_common_name("local.example.net")
+    assert ca_common_name("local.example.net") != "blueprint CA (local.example.net)"

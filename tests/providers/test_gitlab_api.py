@@ -225,3 +225,11 @@ def test_an_error_never_shows_the_runner_token(echo: tuple[str, type[Echo]]) -> 
     with pytest.raises(GitLabApiError) as refused:
         client(url, authentication_token="glrt-runner-token-value").put("/runners/5", {"run_untagged": True})
     assert "glrt-runner-token-value" not in str(refused.value)
+
+
+def test_a_patch_is_not_repeated_after_a_gateway_error(gitlab: str, state: GitLabState) -> None:
+    """PATCH is not idempotent (RFC 9110 section 9.2.2): GitLab may have acted before the gateway failed."""
+    state.failures = [502]
+    with pytest.raises(GitLabApiError, match=r"PATCH /api/v4/groups/1 failed \(HTTP 502\)"):
+        client(gitlab).call("PATCH", "/groups/1", body={"name": "g"})
+    assert state.calls == ["PATCH /groups/1"]

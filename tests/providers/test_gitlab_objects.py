@@ -652,3 +652,107 @@ def test_a_deploy_token_of_new_scopes_replaces_the_old_one_deleting_it_first() -
     olds = {"project": "42", "name": "gitlab-deploy-token", "scopes": ["read_registry"]}
     diff = as_engine_loads(DeployTokenProvider()).diff("7", olds, {**olds, "scopes": ["read_registry", "read_repository"]})
     assert (diff.replaces, diff.delete_before_replace) == (["scopes"], True)
+
+
+def test_a_group_marked_by_the_stack_that_held_it_before_is_adopted_and_marked_as_ours(
+    gitlab: str, state: GitLabState, groups: GroupProvider
+) -> None:
+    """phase3 made the group before phase2 did: phase2 takes it over, and phase3's mark goes."""
+    existing = state.add_group(GROUP, owner="blueprint/phase3")
+    made = groups.create(group_props(gitlab, owner="blueprint/phase2", previous_owners=["blueprint/phase3"]))
+    assert made.id == str(existing["id"])
+    assert state.attributes[f"groups/{made.id}"] == {"blueprint_owner": "blueprint/phase2"}
+
+
+def test_a_group_of_another_stack_is_refused_when_that_stack_never_held_it(gitlab: str, state: GitLabState, groups: GroupProvider) -> None:
+    state.add_group(GROUP, owner="blueprint/dev")
+    with pytest.raises(GitLabObjectError, match="its blueprint_owner is 'blueprint/dev'"):
+        groups.create(group_props(gitlab, owner="blueprint/phase2", previous_owners=["blueprint/phase3"]))
+
+
+def test_a_project_goes_into_the_group_another_stack_made(gitlab: str, state: GitLabState, projects: ProjectProvider) -> None:
+    """phase2 makes the platform's group, phase3 its projects: the group must carry phase2's mark."""
+    group = state.add_group(GROUP, owner="blueprint/phase2")
+    made = projects.create(project_props(gitlab, group, group_owner="blueprint/phase2"))
+    assert state.projects[int(made.id)]["namespace_id"] == group["id"]
+    assert state.attributes[f"projects/{made.id}"] == {"blueprint_owner": OWNER}
+    theirs = state.add_group("elsewhere", owner="someone/else")
+    with pytest.raises(GitLabObjectError, match="not the one this state recorded"):
+        projects.create(project_props(gitlab, theirs, path="redis", group_owner="blueprint/phase2", namespace="elsewhere"))
+
+
+def test_a_new_project_has_its_default_branch_protected_before_its_first_push(
+    gitlab: str, state: GitLabState, projects: ProjectProvider
+) -> None:
+    """The deploy credential is a protected variable: only jobs of a protected ref get it."""
+    group = state.add_group(GROUP, owner=OWNER)
+    made = projects.create(project_props(gitlab, group))
+    [branch] = state.protected_branches[int(made.id)]
+    assert (branch["name"], branch["push_access_levels"], branch["merge_access_levels"]) == (
+        "main",
+        [{"access_level": 40}],
+        [{"access_level": 40}],
+    )
+    assert state.repository.commits == []
+
+
+@pytest.mark.parametrize("protected_before", [True, False])
+def test_an_adopted_or_updated_project_has_its_default_branch_protected(
+    gitlab: str, state: GitLabState, projects: ProjectProvider, protected_before: bool
+) -> None:
+    """Adopted over a preserved GitLab, or brought to the inputs after someone unprotected it;
+    a protection GitLab already holds (its own default, or ours) is kept as it is."""
+    group = state.add_group(GROUP, owner=OWNER)
+    existing = state.add_project(group, "guestbook", owner=OWNER)
+    held = {"id": 1, "name": "main", "push_access_levels": [{"access_level": 30}], "merge_access_levels": [{"access_level": 30}]}
+    state.protected_branches[existing["id"]] = [dict(held)] if protected_before else []
+    made = projects.create(project_props(gitlab, group))
+    assert [b["name"] for b in state.protected_branches[existing["id"]]] == ["main"]
+    if protected_before:
+        assert state.protected_branches[existing["id"]] == [held]
+    state.protected_branches[existing["id"]] = []  # someone unprotects it
+    projects.update(str(made.id), outputs_of(made), project_props(gitlab, group, name="Guestbook"))
+    assert [b["name"] for b in state.protected_branches[existing["id"]]] == ["main"]
+
+
+def test_a_change_of_protected_is_an_update_of_the_variable(gitlab: str, state: GitLabState) -> None:
+    group = state.add_group(GROUP, owner=OWNER)
+    variables = as_engine_loads(VariableProvider())
+    unprotected = {**variable_props(gitlab, group, "DEPLOY_KUBECONFIG", "apiVersion: v1\n", scope="groups"), "variable_type": "file"}
+    made = variables.create(unprotected)
+    protected = {**unprotected, "protected": True}
+    diff = variables.diff(str(made.id), outputs_of(made), protected)
+    assert (diff.changes, diff.replaces) == (True, [])
+    variables.update(str(made.id), outputs_of(made), protected)
+    assert state.variable(f"groups/{group['id']}", "DEPLOY_KUBECONFIG")["protected"] is True
+    assert len(state.variables[f"groups/{group['id']}"]) == 1
+
+
+def test_a_protected_variable_is_sent_protected_when_made(gitlab: str, state: GitLabState) -> None:
+    group = state.add_group(GROUP, owner=OWNER)
+    props = {**variable_props(gitlab, group, "DEPLOY_KUBECONFIG", "apiVersion: v1\n", scope="groups"), "protected": True}
+    as_engine_loads(VariableProvider()).create(props)
+    assert state.variable(f"groups/{group['id']}", "DEPLOY_KUBECONFIG")["protected"] is True
+
+
+def test_a_variable_of_another_stacks_group_is_checked_against_that_groups_mark(gitlab: str, state: GitLabState) -> None:
+    """phase3's variables live in phase2's group: made there, and refused in a group without phase2's mark."""
+    group = state.add_group(GROUP, owner="blueprint/phase2")
+    variables = as_engine_loads(VariableProvider())
+    props = {**variable_props(gitlab, group, "BLUEPRINT_DOMAIN", "local.example.net", scope="groups"), "parent_owner": "blueprint/phase2"}
+    made = variables.create(props)
+    assert variables.read(str(made.id), outputs_of(made)).id == made.id
+    state.attributes[f"groups/{group['id']}"] = {"blueprint_owner": "someone/else"}
+    with pytest.raises(GitLabObjectError) as refused:
+        variables.update(str(made.id), outputs_of(made), {**props, "value": "other"})
+    assert "`pulumi refresh -s phase3`" in str(refused.value)  # the variable's own stack
+
+
+def test_the_group_phase3_recorded_is_left_alone_once_phase2_took_it_over(gitlab: str, state: GitLabState, groups: GroupProvider) -> None:
+    """phase3's state still records the group it made; its next `up` deletes that resource (the group
+    is phase2's now), which must leave the group, and the projects in it, where they are."""
+    recorded = groups.create(group_props(gitlab))  # phase3 made it, before phase2 made the group
+    groups.create(group_props(gitlab, owner="blueprint/phase2", previous_owners=["blueprint/phase3"]))
+    groups.delete(recorded.id, outputs_of(recorded))
+    assert state.groups[int(recorded.id)]["marked_for_deletion_on"] is None
+    assert f"DELETE /groups/{recorded.id}" not in state.calls

@@ -1,6 +1,7 @@
 """The smoke pipeline: waits for the commit's pipeline, fails with the failed job's name and URL,
 and starts a run only when the pipeline it finds on create had already finished (no evidence for
-this cluster), or for a new cluster."""
+this cluster), or for a new cluster; never beside one still running, and never twice for a start
+whose answer was lost (GitLab may have made it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from providers import gitlab_pipeline
+from providers.gitlab_api import GitLabApiError
 from providers.gitlab_pipeline import PROVIDER_VERSION, PipelineFailed, SmokePipelineProvider, failure_message
 from tests.providers.engine import as_engine_loads, outputs_of
 from tests.providers.gitlab_stub import TOKEN, GitLabState, Repository
@@ -32,7 +35,12 @@ def props(gitlab: str, **extra: Any) -> dict[str, Any]:
 
 
 def pipeline(status: str, pipeline_id: int = 7, sha: str = SHA) -> dict[str, Any]:
-    return {"id": pipeline_id, "sha": sha, "status": status, "web_url": f"https://gitlab/p/-/pipelines/{pipeline_id}"}
+    return {"id": pipeline_id, "sha": sha, "ref": "main", "status": status, "web_url": f"https://gitlab/p/-/pipelines/{pipeline_id}"}
+
+
+@pytest.fixture(autouse=True)
+def quick_restarts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gitlab_pipeline, "START_PAUSES", (0.01, 0.01, 0.01))
 
 
 @pytest.fixture
@@ -152,3 +160,54 @@ def test_a_new_commits_green_pipeline_found_by_an_update_is_not_run_again(
     repository.pipelines.append(pipeline("success", sha="f" * 40))
     outputs_of(provider.update("42@sha", props(gitlab), props(gitlab, sha="f" * 40)))
     assert repository.posts == []
+
+
+def test_a_start_whose_answer_was_lost_is_adopted_not_started_twice(
+    gitlab: str, state: GitLabState, provider: SmokePipelineProvider
+) -> None:
+    """GitLab made the run, then the gateway lost its answer: the run it made is the one waited for."""
+    state.repository.commits.append({"id": SHA, "message": "sync", "actions": []})
+    state.repository.pipelines.append(pipeline("success"))
+    state.lost_answers["POST /projects/42/pipeline"] = [502]
+    outs = outputs_of(provider.create(props(gitlab)))
+    assert state.repository.posts == ["/api/v4/projects/42/pipeline"]
+    assert [p["id"] for p in state.repository.pipelines] == [7, outs["pipeline_id"]]
+
+
+def test_a_start_that_gitlab_never_saw_is_asked_for_again(gitlab: str, state: GitLabState, provider: SmokePipelineProvider) -> None:
+    state.repository.commits.append({"id": SHA, "message": "sync", "actions": []})
+    state.repository.pipelines.append(pipeline("failed"))
+    state.failures_for["POST /projects/42/pipeline"] = [504]
+    outs = outputs_of(provider.create(props(gitlab)))
+    assert state.repository.posts == ["/api/v4/projects/42/pipeline"]
+    assert state.calls.count("POST /projects/42/pipeline") == 2
+    assert outs["status"] == "success"
+
+
+def test_a_refused_start_is_not_asked_for_again(gitlab: str, state: GitLabState, provider: SmokePipelineProvider) -> None:
+    """A 400 is GitLab's own answer: it made nothing, and asking again would be refused again."""
+    state.repository.pipelines.append(pipeline("failed"))
+    state.failures_for["POST /projects/42/pipeline"] = [400]
+    with pytest.raises(GitLabApiError, match=r"POST /api/v4/projects/42/pipeline failed \(HTTP 400\)"):
+        provider.create(props(gitlab))
+    assert state.calls.count("POST /projects/42/pipeline") == 1
+
+
+def test_a_new_cluster_adopts_a_run_of_the_commit_still_running_instead_of_starting_another(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+) -> None:
+    """An earlier `up` started it and lost the answer: two runs would deploy the same apps at once."""
+    repository.pipelines.append(pipeline("running"))
+    finish_later(repository, "success")
+    outs = outputs_of(provider.update("42@sha", props(gitlab), props(gitlab, target="cluster-b")))
+    assert repository.posts == []
+    assert outs["pipeline_id"] == 7
+
+
+def test_pipelines_of_another_ref_are_not_taken_for_the_commits(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+) -> None:
+    repository.pipelines.append({**pipeline("running"), "ref": "feature"})
+    outs = outputs_of(provider.update("42@sha", props(gitlab), props(gitlab, target="cluster-b")))
+    assert repository.posts == ["/api/v4/projects/42/pipeline"]
+    assert outs["pipeline_id"] != 7

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from providers.host_secret import PROVIDER_VERSION, HostSecretError, HostSecretProvider
+from providers.host_secret import PROVIDER_VERSION, WIPING_MARKER, HostSecretError, HostSecretProvider
 from tests.providers.engine import as_engine_loads, outputs_of
 
 
@@ -44,11 +44,42 @@ def test_two_files_hold_two_different_values(tmp_path: Path, provider: HostSecre
     assert outputs_of(provider.create(props(tmp_path / "a")))["value"] != outputs_of(provider.create(props(tmp_path / "b")))["value"]
 
 
-def test_refresh_drops_a_secret_whose_file_was_wiped(tmp_path: Path, provider: HostSecretProvider) -> None:
+def test_refresh_keeps_the_recorded_value_of_a_file_that_is_gone(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """The state may hold the only copy left: a refresh never drops it."""
     path = tmp_path / "secret"
     outs = outputs_of(provider.create(props(path)))
     path.unlink()
-    assert provider.read(str(path), outs).id is None
+    read = provider.read(str(path), outs)
+    assert (read.id, (read.outs or {}).get("value")) == (str(path), outs["value"])
+
+
+def test_a_file_that_is_gone_is_a_change_the_next_up_makes(tmp_path: Path, provider: HostSecretProvider) -> None:
+    path = tmp_path / "secret"
+    outs = outputs_of(provider.create(props(path)))
+    assert provider.diff(str(path), outs, props(path)).changes is False
+    path.unlink()
+    assert provider.diff(str(path), outs, props(path)).changes is True
+
+
+@pytest.mark.parametrize("kind", ["password", "gitlab-rails-secrets", "ca-key"])
+def test_a_file_that_is_gone_gets_the_recorded_value_back_not_a_new_one(tmp_path: Path, provider: HostSecretProvider, kind: str) -> None:
+    """A new seal key would leave OpenBao sealed for good, new rails secrets GitLab's columns unreadable."""
+    path = tmp_path / "secrets" / "kept"
+    outs = outputs_of(provider.create(props(path, kind=kind)))
+    path.unlink()
+    again = outputs_of(as_engine_loads(HostSecretProvider()).update(str(path), outs, props(path, kind=kind)))
+    assert again["value"] == outs["value"]
+    assert path.read_text().strip() == outs["value"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_the_recorded_value_is_written_back_even_beside_a_wipe_that_stopped_half_way(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """It is the value the databases left there need; only a new one would lock them away."""
+    path = tmp_path / "platform" / "secrets" / "kept"
+    outs = outputs_of(provider.create(props(path)))
+    path.unlink()
+    (tmp_path / "platform" / WIPING_MARKER).touch()
+    assert outputs_of(provider.update(str(path), outs, props(path)))["value"] == outs["value"]
 
 
 def test_delete_leaves_the_file(tmp_path: Path, provider: HostSecretProvider) -> None:
@@ -105,3 +136,115 @@ def test_no_secret_is_made_beside_data_a_half_finished_wipe_left(tmp_path: Path,
     with pytest.raises(HostSecretError, match="stopped half-way"):
         provider.create(props(tmp_path / "platform" / "secrets" / "gitlab-rails-secrets.yml"))
     assert not (tmp_path / "platform" / "secrets" / "gitlab-rails-secrets.yml").exists()
+
+
+@pytest.mark.parametrize("kind", ["password", "gitlab-rails-secrets", "ssh-host-keys", "ca-key"])
+def test_an_empty_kept_file_is_refused_not_taken_as_the_secret(tmp_path: Path, provider: HostSecretProvider, kind: str) -> None:
+    """What a crash can leave of a file written but not flushed: an empty secret would reach GitLab,
+    MinIO or the CA as their key."""
+    path = tmp_path / "secret"
+    path.write_text("\n")
+    with pytest.raises(HostSecretError, match=rf"the kept secret {re.escape(str(path))} is not usable: it is empty"):
+        provider.create(props(path, kind=kind))
+    assert path.read_text() == "\n"
+
+
+@pytest.mark.parametrize(
+    ("kind", "text"),
+    [
+        ("password", "short"),
+        ("password", "forty characters but with spaces in it !!"),
+        ("gitlab-rails-secrets", "production:\n  secret_key_base: abc\n"),
+        ("gitlab-rails-secrets", "[not, a, mapping]"),
+        ("ssh-host-keys", "{not json"),
+        ("ca-key", "-----BEGIN EC PRIVATE KEY-----\ntruncated"),
+    ],
+)
+def test_a_kept_file_that_holds_no_valid_secret_is_refused(tmp_path: Path, provider: HostSecretProvider, kind: str, text: str) -> None:
+    path = tmp_path / "secret"
+    path.write_text(text)
+    with pytest.raises(HostSecretError, match="is not usable: it is not"):
+        provider.create(props(path, kind=kind))
+    assert path.read_text() == text
+
+
+def test_the_refusal_never_shows_the_files_content(tmp_path: Path, provider: HostSecretProvider) -> None:
+    path = tmp_path / "secret"
+    path.write_text("pa ss-word-that-is-wrong")
+    with pytest.raises(HostSecretError) as refused:
+        provider.create(props(path))
+    assert "pa ss-word-that-is-wrong" not in str(refused.value)
+
+
+def test_refresh_refuses_a_kept_file_emptied_since(tmp_path: Path, provider: HostSecretProvider) -> None:
+    path = tmp_path / "secret"
+    outs = outputs_of(provider.create(props(path)))
+    path.write_text("")
+    with pytest.raises(HostSecretError, match="it is empty"):
+        provider.read(str(path), outs)
+
+
+@pytest.mark.parametrize("name", ["gitlab-rails-secrets.yml", "minio-root-password", "minio-root-user", "gitlab-root-password"])
+def test_a_secret_the_kept_data_depends_on_is_to_be_restored_not_regenerated(
+    tmp_path: Path, provider: HostSecretProvider, name: str
+) -> None:
+    """A new rails secret leaves GitLab's encrypted columns unreadable; new MinIO root credentials
+    break its users; GitLab keeps the root password it was seeded with."""
+    path = tmp_path / "my data" / name
+    path.parent.mkdir()
+    path.write_text("")
+    kind = "gitlab-rails-secrets" if name.endswith(".yml") else "password"
+    with pytest.raises(HostSecretError) as refused:
+        provider.create(props(path, kind=kind))
+    message = str(refused.value)
+    assert "Restore it from a backup of the data folder" in message
+    assert f"rm '{path}') to have a new one generated only when the platform's data is being started over too" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("gitlab-ssh-host-keys.json", "ssh-host-keys"), ("platform-ca-name-constrained.key", "ca-key"), ("gitlab-admin-token", "password")],
+)
+def test_a_secret_safe_to_regenerate_says_removing_it_makes_a_new_one(
+    tmp_path: Path, provider: HostSecretProvider, name: str, kind: str
+) -> None:
+    path = tmp_path / name
+    path.write_text("")
+    with pytest.raises(HostSecretError, match=rf"or remove it \(rm {re.escape(str(path))}\) and run again to have a new one generated: "):
+        provider.create(props(path, kind=kind))
+
+
+def test_a_new_secret_and_its_folder_are_flushed_to_disk(
+    tmp_path: Path, provider: HostSecretProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Linked into place unflushed, a crash can leave the name pointing at an empty file."""
+    import os
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(descriptor: int) -> None:
+        synced.append(os.fstat(descriptor).st_ino)
+        real_fsync(descriptor)
+
+    monkeypatch.setattr("providers.host_secret.os.fsync", fsync)
+    path = tmp_path / "secrets" / "minio-root-password"
+    provider.create(props(path))
+    assert path.stat().st_ino in synced
+    assert synced.index(path.parent.stat().st_ino) > synced.index(path.stat().st_ino)
+    assert tmp_path.stat().st_ino in synced  # the new secrets folder's own name
+
+
+def test_a_new_static_seal_key_is_one_openbaos_seal_takes(tmp_path: Path, provider: HostSecretProvider) -> None:
+    from providers.openbao_init import static_key_problem
+
+    value = outputs_of(provider.create(props(tmp_path / "openbao-seal-key", kind="static-seal-key")))["value"]
+    assert static_key_problem(value) is None
+
+
+def test_a_kept_static_seal_key_openbaos_seal_cannot_take_is_refused(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """A restored file of the wrong length would only make OpenBao fail to start, far from the cause."""
+    path = tmp_path / "openbao-seal-key"
+    path.write_text("a" * 31 + "\n")
+    with pytest.raises(HostSecretError, match="openbao-seal-key is not usable: it is 31 bytes long"):
+        provider.create(props(path, kind="static-seal-key"))

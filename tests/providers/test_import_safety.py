@@ -11,8 +11,8 @@ from stacks.config import PROJECT_DIR
 
 def test_importing_the_providers_imports_no_client_library() -> None:
     code = (
-        "import sys, providers.openbao_init, providers.openbao_kv, providers.host_secret;"
-        "print(sorted(m for m in ('hvac', 'requests') if m in sys.modules))"
+        "import sys, providers.openbao_init, providers.openbao_kv, providers.host_secret, providers.ca_certificate;"
+        "print(sorted(m for m in ('hvac', 'requests', 'cryptography') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.strip() == "[]"

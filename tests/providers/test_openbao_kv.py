@@ -1,61 +1,48 @@
 """KV v2 writes against a real OpenBao, through the provider as the engine loads it.
 
-On `pulumi refresh` the engine reads every resource at once, so a KV read may find OpenBao sealed
-(restarted), unsealed by `OpenBaoInit.read` meanwhile, or unsealed but not active yet; and right
-after KV v2 is enabled the mount answers "upgrading" for a moment. None of these may fail a call
-that can wait, nor make refresh drop or rewrite a secret it could not see.
+The provider logs in as user `blueprint` for every call (components/openbao.py gives it only
+`secret/data/*`). On `pulumi refresh` the engine reads every resource at once, so a KV read may
+find OpenBao just restarted (sealed until it unseals itself with its static key), unsealed but not
+active yet, or sealed by hand; and right after KV v2 is enabled the mount answers "upgrading" for
+a moment. None of these may fail a call that can wait, nor make refresh drop or rewrite a secret
+it could not see.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import hvac
 import pytest
 
+from components.openbao import ADMIN_USER, WRITER_USER
 from providers import openbao_kv
-from providers.openbao_init import OpenBaoInitProvider, wait_until_active
 from providers.openbao_kv import PROVIDER_VERSION, OpenBaoKvProvider
 from tests.providers.engine import BaoServer, as_engine_loads, outputs_of, running_bao
 
 
-@dataclass(frozen=True)
-class Vault:
-    server: BaoServer
-    init: dict[str, Any]
-    """OpenBaoInit's outputs: its `read` unseals the server from their keys file."""
-
-
 @pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
-    """One initialised server for the module (each test writes its own path)."""
-    folder = tmp_path_factory.mktemp("kv")
-    for server in running_bao(folder / "bao"):
-        props = {"address": server.address, "keys_file": str(folder / "keys.json"), "key_shares": 1.0, "key_threshold": 1.0}
-        yield Vault(server, outputs_of(OpenBaoInitProvider().create({**props, "wait_seconds": 30.0})))
+def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
+    """One self-initialised server for the module (each test writes its own path)."""
+    for server in running_bao(tmp_path_factory.mktemp("kv") / "bao"):
+        server.wait_until_active()
+        yield server
+
+
+def admin(bao: BaoServer) -> hvac.Client:
+    """A client logged in as `admin`, for what the tests look at or break behind the provider's back."""
+    client = hvac.Client(url=bao.address)
+    client.auth.userpass.login(username=ADMIN_USER, password=bao.admin_password)
+    return client
 
 
 @pytest.fixture
-def bao(vault: Vault) -> BaoServer:
-    return vault.server
-
-
-@pytest.fixture
-def token(vault: Vault) -> str:
-    return str(vault.init["root_token"])
-
-
-@pytest.fixture
-def restored_afterwards(vault: Vault) -> Iterator[None]:
-    """For a test that seals or steps down the module's server: restarted and unsealed after it."""
+def restored_afterwards(bao: BaoServer) -> Iterator[None]:
+    """For a test that seals or steps down the module's server: restarted (it unseals itself) after it."""
     yield
-    vault.server.restart()
-    OpenBaoInitProvider().read("id", vault.init)
-    wait_until_active(vault.server.address, 30.0)
+    bao.restart()
+    bao.wait_until_active()
 
 
 @pytest.fixture
@@ -68,10 +55,11 @@ def provider() -> OpenBaoKvProvider:
     return as_engine_loads(OpenBaoKvProvider())
 
 
-def kv(bao: BaoServer, token: str, path: str, **data: str) -> dict[str, Any]:
+def kv(bao: BaoServer, path: str, **data: str) -> dict[str, Any]:
     return {
         "address": bao.address,
-        "token": token,
+        "username": WRITER_USER,
+        "password": bao.writer_password,
         "mount": "secret",
         "path": path,
         "data": data,
@@ -79,113 +67,149 @@ def kv(bao: BaoServer, token: str, path: str, **data: str) -> dict[str, Any]:
     }
 
 
-def versions(bao: BaoServer, token: str, path: str) -> int:
-    metadata = hvac.Client(url=bao.address, token=token).secrets.kv.v2.read_secret_metadata(path=path, mount_point="secret")
+def versions(bao: BaoServer, path: str) -> int:
+    metadata = admin(bao).secrets.kv.v2.read_secret_metadata(path=path, mount_point="secret")
     return len(metadata["data"]["versions"])
 
 
-def stored(bao: BaoServer, token: str, path: str, mount: str = "secret") -> dict[str, str]:
-    response = hvac.Client(url=bao.address, token=token).secrets.kv.v2.read_secret_version(
-        path=path, mount_point=mount, raise_on_deleted_version=False
-    )
+def stored(bao: BaoServer, path: str, mount: str = "secret") -> dict[str, str]:
+    response = admin(bao).secrets.kv.v2.read_secret_version(path=path, mount_point=mount, raise_on_deleted_version=False)
     return dict(response["data"]["data"])
 
 
-def test_create_writes_the_secret(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
-    result = provider.create(kv(bao, token, path, password="s3cret"))
-    assert stored(bao, token, path) == {"password": "s3cret"}
+def test_create_writes_the_secret(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    result = provider.create(kv(bao, path, password="s3cret"))
+    assert stored(bao, path) == {"password": "s3cret"}
     assert result.id == f"secret/{path}"
 
 
-def test_writing_the_same_data_again_adds_no_version(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="s3cret")))
-    provider.update(f"secret/{path}", outs, kv(bao, token, path, password="s3cret"))
-    provider.create(kv(bao, token, path, password="s3cret"))  # a lost state: create finds it written
-    assert versions(bao, token, path) == 1
+def test_writing_the_same_data_again_adds_no_version(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    outs = outputs_of(provider.create(kv(bao, path, password="s3cret")))
+    provider.update(f"secret/{path}", outs, kv(bao, path, password="s3cret"))
+    provider.create(kv(bao, path, password="s3cret"))  # a lost state: create finds it written
+    assert versions(bao, path) == 1
 
 
-def test_a_changed_value_updates_in_place(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
-    diff = provider.diff(f"secret/{path}", outs, kv(bao, token, path, password="two"))
+def test_a_changed_value_updates_in_place(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    diff = provider.diff(f"secret/{path}", outs, kv(bao, path, password="two"))
     assert (diff.changes, diff.replaces) == (True, [])
-    provider.update(f"secret/{path}", outs, kv(bao, token, path, password="two"))
-    assert stored(bao, token, path) == {"password": "two"}
+    provider.update(f"secret/{path}", outs, kv(bao, path, password="two"))
+    assert stored(bao, path) == {"password": "two"}
 
 
-def test_a_new_path_replaces(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
+def test_a_new_path_replaces(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
     assert provider.diff(f"secret/{path}", outs, {**outs, "path": "valkey"}).replaces == ["path"]
 
 
-def test_unchanged_inputs_show_no_diff(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
-    assert provider.diff(f"secret/{path}", outs, kv(bao, token, path, password="one")).changes is False
+def test_unchanged_inputs_show_no_diff(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    assert provider.diff(f"secret/{path}", outs, kv(bao, path, password="one")).changes is False
 
 
-def test_refresh_reports_a_value_changed_behind_pulumi(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
-    hvac.Client(url=bao.address, token=token).secrets.kv.v2.create_or_update_secret(path=path, secret={"password": "edited"})
+def test_refresh_reports_a_value_changed_behind_pulumi(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    admin(bao).secrets.kv.v2.create_or_update_secret(path=path, secret={"password": "edited"})
     result = provider.read(f"secret/{path}", outs)
     assert result.outs is not None
     assert result.outs["data"] == {"password": "edited"}
 
 
-def test_refresh_drops_a_secret_deleted_behind_pulumi(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
-    hvac.Client(url=bao.address, token=token).secrets.kv.v2.delete_metadata_and_all_versions(path=path, mount_point="secret")
+def test_refresh_drops_a_secret_deleted_behind_pulumi(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    admin(bao).secrets.kv.v2.delete_metadata_and_all_versions(path=path, mount_point="secret")
     assert provider.read(f"secret/{path}", outs).id is None
 
 
-def test_the_read_before_a_write_waits_out_a_kv_v2_upgrade(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
+def test_the_read_before_a_write_waits_out_a_kv_v2_upgrade(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
     """A new KV v2 mount answers "upgrading" for a few milliseconds, too short to hit every time; a
     v1 mount holding data, tuned to v2, answers the same for as long as it copies the data."""
-    client = hvac.Client(url=bao.address, token=token)
+    client = admin(bao)
     client.sys.enable_secrets_engine("kv", path=path, options={"version": "1"})
     for number in range(50):
         client.secrets.kv.v1.create_or_update_secret(path=f"old-{number}", secret={"n": str(number)}, mount_point=path)
     client.sys.tune_mount_configuration(path=path, options={"version": "2"})
-    provider.create({**kv(bao, token, "new", password="s3cret"), "mount": path})
-    assert stored(bao, token, "new", mount=path) == {"password": "s3cret"}
+    # The writer's policy stops at secret/: on this mount the provider writes as admin.
+    provider.create({**kv(bao, "new", password="s3cret"), "mount": path, "username": ADMIN_USER, "password": bao.admin_password})
+    assert stored(bao, "new", mount=path) == {"password": "s3cret"}
 
 
 @pytest.mark.usefixtures("restored_afterwards")
 def test_refresh_of_a_sealed_server_keeps_the_recorded_secret(
-    bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
-    bao.restart()
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    admin(bao).sys.seal()  # sealed by hand it stays sealed: it unseals itself only when it starts
     monkeypatch.setattr(openbao_kv, "WAIT_SECONDS", 1.0)
     result = provider.read(f"secret/{path}", outs)
     assert (result.id, result.outs) == (f"secret/{path}", outs)
 
 
-def test_refresh_of_an_unreachable_server_keeps_the_recorded_secret(
-    bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.usefixtures("restored_afterwards")
+def test_a_write_to_a_server_sealed_by_hand_says_only_a_start_unseals_it(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recorded = {**kv(bao, token, path, password="one"), "address": "http://127.0.0.1:9"}  # nothing listens on port 9
+    """Not that `up` unseals it: a vault sealed by hand stays sealed until its pod starts again."""
+    admin(bao).sys.seal()
+    monkeypatch.setattr(openbao_kv, "WAIT_SECONDS", 1.0)
+    with pytest.raises(openbao_kv.OpenBaoUnavailable) as failed:
+        provider.create(kv(bao, path, password="one"))
+    assert "within 1s (sealed); OpenBao unseals itself only when it starts: restart its pod; then run" in str(failed.value)
+
+
+def test_refresh_of_an_unreachable_server_keeps_the_recorded_secret(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorded = {**kv(bao, path, password="one"), "address": "http://127.0.0.1:9"}  # nothing listens on port 9
     monkeypatch.setattr(openbao_kv, "WAIT_SECONDS", 0.5)
     result = provider.read(f"secret/{path}", recorded)
     assert (result.id, result.outs) == (f"secret/{path}", recorded)
 
 
 @pytest.mark.usefixtures("restored_afterwards")
-def test_refresh_racing_the_unseal_reads_the_secret_once_unsealed(
-    vault: Vault, bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider
+def test_refresh_right_after_a_restart_waits_for_the_server_to_unseal_itself(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider
 ) -> None:
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
-    hvac.Client(url=bao.address, token=token).secrets.kv.v2.create_or_update_secret(path=path, secret={"password": "edited"})
-    bao.restart()
-    with ThreadPoolExecutor(2) as engine:
-        kv_read = engine.submit(provider.read, f"secret/{path}", outs)
-        time.sleep(0.5)  # the KV read finds the server sealed
-        engine.submit(as_engine_loads(OpenBaoInitProvider()).read, "id", vault.init).result()
-        result = kv_read.result(timeout=60)
-    assert outputs_of(result)["data"] == {"password": "edited"}
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    admin(bao).secrets.kv.v2.create_or_update_secret(path=path, secret={"password": "edited"})
+    bao.restart()  # back as soon as it answers: sealed, or not active yet
+    assert outputs_of(provider.read(f"secret/{path}", outs))["data"] == {"password": "edited"}
 
 
 @pytest.mark.usefixtures("restored_afterwards")
-def test_refresh_of_a_node_not_active_yet_waits_for_it(bao: BaoServer, token: str, path: str, provider: OpenBaoKvProvider) -> None:
+def test_refresh_of_a_node_not_active_yet_waits_for_it(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
     """A step-down leaves the only node without an active one for a moment: "local node not active"."""
-    outs = outputs_of(provider.create(kv(bao, token, path, password="one")))
-    hvac.Client(url=bao.address, token=token).sys.step_down()
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    admin(bao).sys.step_down()
     assert outputs_of(provider.read(f"secret/{path}", outs))["data"] == {"password": "one"}
+
+
+def writer_tokens(bao: BaoServer) -> int:
+    """How many live tokens carry the writer's policy."""
+    client = admin(bao)
+    accessors = client.auth.token.list_accessors()["data"]["keys"]
+    policies = [client.auth.token.lookup_accessor(accessor)["data"]["policies"] for accessor in accessors]
+    return sum("blueprint-writer" in token_policies for token_policies in policies)
+
+
+def test_each_call_revokes_the_token_it_logged_in_with(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    before = writer_tokens(bao)
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    provider.read(f"secret/{path}", outs)
+    assert writer_tokens(bao) == before
+
+
+def test_a_state_recorded_with_a_token_is_kept_on_refresh(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    """Written by the token-based version: no password to log in with, so refresh cannot tell."""
+    recorded = {"address": bao.address, "token": "s.recorded", "mount": "secret", "path": path, "data": {"a": "b"}, "provider_version": "2"}
+    assert (provider.read(f"secret/{path}", recorded).outs) == recorded
+
+
+def test_a_state_recorded_with_a_token_is_updated_to_log_in(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    recorded = {"address": bao.address, "token": "s.recorded", "mount": "secret", "path": path, "data": {"a": "b"}, "provider_version": "2"}
+    diff = provider.diff(f"secret/{path}", recorded, kv(bao, path, a="b"))
+    assert (diff.changes, diff.replaces) == (True, [])
+    outs = outputs_of(provider.update(f"secret/{path}", recorded, kv(bao, path, a="b")))
+    assert "token" not in outs
+    assert stored(bao, path) == {"a": "b"}

@@ -4,12 +4,26 @@ except in the tests that prove the ordering through a plan."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import re
 from pathlib import Path
 
 import pytest
 
 from cli.plan import ProgramFailed, plan
-from stacks.config import PROJECT_DIR, ConfigError, declared_keys, default_string, parse_phase1, parse_phase2
+from stacks import config
+from stacks.config import (
+    PROJECT_DIR,
+    ConfigError,
+    absolute_data_dir,
+    checkout_id,
+    declared_keys,
+    default_string,
+    parse_phase1,
+    parse_phase2,
+    read_checkout_id,
+)
 
 
 def error_for(**raw: str) -> str:
@@ -22,6 +36,7 @@ def test_defaults_are_the_ones_pulumi_yaml_declares() -> None:
     config = parse_phase1({})
     assert (config.cluster_name, config.gitlab_nodes, config.runner_nodes) == ("blueprint", 3, 1)
     assert (config.preserve_data, config.headlamp, config.domain) == (False, False, "local.example.net")
+    assert config.headlamp_admin is False
     assert (config.ports.http, config.ports.https) == (80, 443)
     assert config.data_dir == PROJECT_DIR / "infra" / "data" / "shared"
 
@@ -68,7 +83,7 @@ def test_port_used_twice_is_refused_naming_both_keys() -> None:
     assert "blueprint:httpsPort already uses port 443" in message
 
 
-@pytest.mark.parametrize("key", ["preserveData", "headlamp"])
+@pytest.mark.parametrize("key", ["preserveData", "headlamp", "headlampAdmin"])
 @pytest.mark.parametrize("value", ["yes", "1", ""])
 def test_flag_that_is_not_a_boolean_is_refused(key: str, value: str) -> None:
     message = error_for(**{key: value})
@@ -97,7 +112,7 @@ def test_data_folder_that_is_the_home_folder_is_refused() -> None:
 
 
 def test_relative_data_folder_is_made_absolute_against_the_project() -> None:
-    assert parse_phase1({"dataDir": "data"}, Path("/srv/blueprint")).data_dir == Path("/srv/blueprint/data")
+    assert parse_phase1({"dataDir": "infra/data/x"}, Path("/srv/blueprint")).data_dir == Path("/srv/blueprint/infra/data/x")
 
 
 @pytest.mark.parametrize("domain", ["localhost", "Local.Example.Net", "local..net", "-a.net"])
@@ -131,7 +146,7 @@ def test_bad_config_stops_the_program_before_any_resource_is_registered() -> Non
 
 @pytest.mark.parametrize("value", ["/srv/a:b", "/srv/a,b"])
 def test_data_folder_path_with_docker_mount_separators_is_refused(value: str) -> None:
-    assert "must not contain ':' or ','" in error_for(dataDir=value)
+    assert f"it holds {value[-2]!r}" in error_for(dataDir=value)
 
 
 def test_a_secret_value_never_appears_in_an_error() -> None:
@@ -141,13 +156,161 @@ def test_a_secret_value_never_appears_in_an_error() -> None:
     assert "blueprint:clusterName = [secret]" in str(error.value)
 
 
-def test_openbao_threshold_above_its_shares_is_refused() -> None:
-    with pytest.raises(ConfigError) as error:
-        parse_phase2({"openbaoKeyShares": "2", "openbaoKeyThreshold": "3"})
-    assert "blueprint:openbaoKeyThreshold = '3' is not valid: at most blueprint:openbaoKeyShares (2)" in str(error.value)
+@pytest.mark.parametrize("key", ["openbaoKeyShares", "openbaoKeyThreshold"])
+def test_a_retired_key_still_set_loads_with_a_warning_that_it_is_no_longer_used(key: str) -> None:
+    assert key not in declared_keys()
+    assert parse_phase2({key: "3"}, "phase2") == [
+        f"blueprint:{key} is no longer used: OpenBao has no unseal keys any more (its static seal); "
+        f"remove it with `pulumi config rm -s phase2 blueprint:{key}`"
+    ]
 
 
-def test_openbao_shares_below_one_are_refused() -> None:
+def test_a_stack_that_still_sets_the_retired_openbao_keys_plans_and_warns(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING"):
+        plan("phase2", {"blueprint:openbaoKeyShares": "1", "blueprint:openbaoKeyThreshold": "2"})
+    assert [line for line in caplog.messages if "is no longer used" in line] == [
+        f"blueprint:{key} is no longer used: OpenBao has no unseal keys any more (its static seal); "
+        f"remove it with `pulumi config rm -s phase2 blueprint:{key}`"
+        for key in ("openbaoKeyShares", "openbaoKeyThreshold")
+    ]
+
+
+@pytest.mark.parametrize("char", ["'", '"', "$", "`", ";", "&", "|", "*", "?", "[", "\\", "\n", "\t", "<", ">", "(", "#", "!"])
+def test_data_folder_with_a_character_a_shell_or_glob_would_read_is_refused(char: str) -> None:
+    message = error_for(dataDir=f"/srv/blue{char}print")
+    assert "may hold only letters, digits, spaces and +-./@_~ (it reaches shell scripts and Docker's mount syntax)" in message
+    assert f"it holds {char!r}" in message
+
+
+@pytest.mark.parametrize("value", ["/srv/My Data/blue_print-1.0+x@y~", "/srv/données"])
+def test_data_folder_with_letters_digits_spaces_and_safe_punctuation_is_accepted(value: str) -> None:
+    assert parse_phase1({"dataDir": value}).data_dir == Path(value)
+
+
+SYSTEM = ["/etc", "/etc/blueprint", "/usr/local/blueprint", "/bin", "/boot/x", "/dev/shm/x", "/proc/x", "/sys/x", "/System/x", "/Library/x"]
+
+
+@pytest.mark.parametrize("value", SYSTEM)
+def test_data_folder_in_a_system_tree_is_refused(value: str) -> None:
+    assert "which belongs to the operating system" in error_for(dataDir=value)
+
+
+ELSEWHERE = Path("/blueprint-test-checkout/blueprint")
+"""A checkout inside none of the folders these tests name: where the real one is (CI may clone
+under /tmp, /home or /srv) must not change which rule a value meets first."""
+
+
+@pytest.fixture
+def home_elsewhere(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home inside none of the folders these tests name (a CI job's HOME may be /tmp or /root)."""
+    home = Path("/blueprint-test-home/me")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(config, "own_homes", lambda: {home})
+    return home
+
+
+HOLDERS = ["/srv", "/opt", "/var", "/var/lib", "/tmp", "/home", "/root", "/mnt", "/media", "/Users", "/Volumes", "/private"]
+
+
+@pytest.mark.usefixtures("home_elsewhere")
+@pytest.mark.parametrize("value", HOLDERS)
+def test_data_folder_that_holds_other_folders_itself_is_refused(value: str) -> None:
     with pytest.raises(ConfigError) as error:
-        parse_phase2({"openbaoKeyShares": "0"})
-    assert "blueprint:openbaoKeyShares = '0'" in str(error.value)
+        parse_phase1({"dataDir": value}, ELSEWHERE)
+    assert f"must not be {value} itself, which holds other folders; a folder inside it ({value}/blueprint) is fine" in str(error.value)
+
+
+@pytest.mark.usefixtures("home_elsewhere")
+@pytest.mark.parametrize("value", ["/srv/blueprint", "/opt/blueprint/data", "/var/lib/blueprint", "/tmp/blueprint", "~/blueprint-data"])
+def test_data_folder_inside_a_folder_that_holds_others_is_accepted(value: str) -> None:
+    assert parse_phase1({"dataDir": value}, ELSEWHERE).data_dir == Path(value).expanduser()
+
+
+@pytest.mark.parametrize("checkout", ["/tmp/blueprint", "/home/someone/blueprint", "/srv/blueprint"])
+def test_a_checkout_inside_a_folder_that_holds_others_keeps_its_default_data_folder(checkout: str) -> None:
+    """The refusal is for /tmp itself, not for a checkout CI cloned under it."""
+    assert parse_phase1({}, Path(checkout)).data_dir == Path(checkout).resolve() / "infra" / "data" / "shared"
+
+
+NO_SUCH_USER = "blueprint-test-no-such-user"
+
+
+def test_a_data_folder_in_the_home_of_no_user_is_one_config_error_naming_the_value() -> None:
+    """`~user` of a user the machine does not know: pathlib raises a RuntimeError."""
+    message = error_for(dataDir=f"~{NO_SUCH_USER}/x")
+    assert f"blueprint:dataDir = '~{NO_SUCH_USER}/x' is not valid: there is no user {NO_SUCH_USER!r} on this machine" in message
+    assert "use ~/<folder> in your own home, or an absolute path" in message
+
+
+def test_a_data_folder_read_outside_the_config_check_is_a_config_error_too() -> None:
+    """`blueprint destroy` reads phase1's dataDir to find the data folder no stack holds any more."""
+    with pytest.raises(ConfigError, match=f"there is no user {NO_SUCH_USER!r}"):
+        absolute_data_dir(f"~{NO_SUCH_USER}/x", PROJECT_DIR)
+
+
+def test_a_plan_with_a_data_folder_in_the_home_of_no_user_stops_with_the_config_error() -> None:
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1", {"blueprint:dataDir": f"~{NO_SUCH_USER}/x"})
+    assert isinstance(failed.value.cause, ConfigError)
+
+
+def test_a_data_folder_in_another_users_home_is_refused(home_elsewhere: Path) -> None:
+    """Not this user's to fill with secrets, nor to wipe: root's home, for a user whose home is elsewhere."""
+    message = error_for(dataDir="~root/blueprint-data")
+    assert "~root is another user's home (/root), not yours to fill with secrets or to wipe" in message
+
+
+def test_your_own_home_by_name_is_accepted() -> None:
+    me = pwd.getpwuid(os.getuid()).pw_name
+    assert parse_phase1({"dataDir": f"~{me}/blueprint-data"}).data_dir == Path(f"~{me}/blueprint-data").expanduser().resolve()
+
+
+@pytest.mark.parametrize("value", ["data", "../blueprint-data", "infra/data", "infra/data/../secrets", "apps/data"])
+def test_relative_data_folder_outside_infra_data_is_refused(value: str) -> None:
+    message = error_for(dataDir=value)
+    assert f"blueprint:dataDir = {value!r} is not valid: a " in message
+    assert "must be inside infra/data/, the one folder of the project git ignores" in message
+    assert "use infra/data/<name>, or an absolute path outside the project" in message
+
+
+@pytest.mark.parametrize("inside", ["apps/data", "infra/secrets", "infra/data"])
+def test_absolute_data_folder_inside_the_project_but_outside_infra_data_is_refused(inside: str) -> None:
+    message = error_for(dataDir=str(PROJECT_DIR / inside))
+    assert "a data folder inside the project must be inside infra/data/, the one folder of the project git ignores" in message
+
+
+@pytest.mark.parametrize("value", ["infra/data/dev", str(PROJECT_DIR / "infra" / "data" / "mine")])
+def test_data_folder_inside_infra_data_is_accepted(value: str) -> None:
+    assert parse_phase1({"dataDir": value}).data_dir == PROJECT_DIR / "infra" / "data" / Path(value).name
+
+
+def test_a_checkout_id_is_made_on_first_use_and_kept(tmp_path: Path) -> None:
+    made = checkout_id(tmp_path / ".pulumi-state" / "blueprint-checkout-id")
+    assert re.fullmatch("[0-9a-f]{16}", made)
+    assert checkout_id(tmp_path / ".pulumi-state" / "blueprint-checkout-id") == made
+
+
+def test_two_checkouts_get_different_ids(tmp_path: Path) -> None:
+    assert checkout_id(tmp_path / "one" / "id") != checkout_id(tmp_path / "two" / "id")
+
+
+def test_a_checkout_id_file_that_holds_no_id_is_refused_naming_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "id").write_text("not an id\n")
+    with pytest.raises(ConfigError) as error:
+        read_checkout_id(tmp_path / "id")
+    assert f"{tmp_path / 'id'} does not hold a checkout id (16 hex digits). Write back the id it held" in str(error.value)
+
+
+def test_the_offline_plan_names_a_fixed_checkout_and_writes_no_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Plans are the same in every checkout, and planning never writes into it."""
+    monkeypatch.setattr(config, "CHECKOUT_ID_FILE", tmp_path / "blueprint-checkout-id")
+    claim = plan("phase1").one("command:local:Command", "kind-data-folder")
+    assert claim["inputs"]["environment"]["OWNER"] == "blueprint/phase1@offline-plan"
+    assert not (tmp_path / "blueprint-checkout-id").exists()
+
+
+def test_a_project_folder_whose_path_a_shell_would_misread_gets_an_absolute_data_folder_as_its_fix() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_phase1({}, Path("/srv/o'brien/blueprint"))
+    assert "in the project's own folder, /srv/o'brien/blueprint: give an absolute data folder outside it" in str(error.value)
+    assert "fix: `pulumi config set blueprint:dataDir '~/blueprint-data'`" in str(error.value)

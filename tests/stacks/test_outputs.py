@@ -1,0 +1,118 @@
+"""What the stacks export: no root credential, only where each one is kept; and what needs root's
+GitLab token (phase3, in a phase stack) reads it from phase2's file, or stops with one clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+import cli.plan
+import stacks.phase3
+from cli.plan import ProgramFailed, plan
+from stacks import outputs
+from tests.plans import planned, planned_as
+
+HOST_SECRET = "pulumi-python:dynamic/blueprint:HostSecret"
+SYNC = "pulumi-python:dynamic/gitlab:ProjectSync"
+
+ALLOWED_SECRET_OUTPUTS = {
+    "phase1": set(),
+    "phase2": {outputs.DEPLOY_KUBECONFIG},
+    "phase3": set(),
+    "dev": {outputs.DEPLOY_KUBECONFIG},
+}
+"""Every secret output, by stack: `deployKubeconfig` alone, CI's account, limited to the apps'
+namespace. kind's admin kubeconfig of the cluster is root on it: no stack exports it (a phase2
+stack asks kind for it, `dev` hands it on in its graph)."""
+
+FILE_OUTPUTS = {
+    outputs.ADMIN_TOKEN_FILE: "gitlab-admin-token-value",
+    outputs.GITLAB_ROOT_PASSWORD_FILE: "gitlab-root-password",
+    outputs.OPENBAO_ADMIN_PASSWORD_FILE: "openbao-admin-password",
+}
+"""The outputs that say where a root credential is kept, and the HostSecret that keeps it."""
+
+
+@pytest.mark.parametrize("mode", ["up", "preview"])
+@pytest.mark.parametrize("stack", sorted(ALLOWED_SECRET_OUTPUTS))
+def test_no_stack_output_is_a_root_credential(stack: str, mode: str) -> None:
+    result = planned_as(mode, stack)
+    assert {key for key, output in result.outputs.items() if output["secret"]} == ALLOWED_SECRET_OUTPUTS[stack]
+
+
+@pytest.mark.parametrize("stack", ["phase2", "dev"])
+def test_each_root_credential_is_exported_as_the_path_of_the_file_that_keeps_it(stack: str) -> None:
+    result = planned(stack)
+    secrets_folder = f"{result.outputs[outputs.CA_CERT_FILE]['value'].rsplit('/', 1)[0]}/secrets/"
+    for key, host_secret in FILE_OUTPUTS.items():
+        path = result.one(HOST_SECRET, host_secret)["inputs"]["path"]
+        assert path.startswith(secrets_folder)
+        assert result.outputs[key] == {"secret": False, "value": path}, key
+
+
+def test_the_admin_token_is_read_from_its_file_with_gitlabs_prefix(tmp_path: Path) -> None:
+    kept = tmp_path / "gitlab-admin-token"
+    kept.write_text("Abc123\n")
+    assert outputs.read_admin_token(str(kept)) == "glpat-Abc123"
+
+
+@pytest.mark.parametrize("content", [None, "", "\n"])
+def test_a_missing_or_empty_admin_token_file_is_one_error_naming_the_file_and_the_fix(tmp_path: Path, content: str | None) -> None:
+    kept = tmp_path / "gitlab-admin-token"
+    if content is not None:
+        kept.write_text(content)
+    with pytest.raises(outputs.AdminTokenUnavailable) as error:
+        outputs.read_admin_token(str(kept))
+    assert str(error.value) == (
+        f"phase2 is not up, or its data folder is not on this machine: {kept}; run `uv run blueprint up` / `pulumi up -s phase2` first"
+    )
+
+
+def _plan_phase3_as_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[dict[str, Any]]]:
+    """phase3 planned over a data folder under `tmp_path`, as a real run reads its token (not the
+    plan's stand-in); returns the token file and the inputs each ProjectSync is registered with
+    (secrets in their wire wrapper)."""
+    monkeypatch.setattr(stacks.phase3, "offline_plan", lambda: False)
+    registered: list[dict[str, Any]] = []
+    real = cli.plan._StandInMocks.new_resource
+
+    def recording(self: cli.plan._StandInMocks, args: Any) -> Any:
+        if args.typ == SYNC:
+            registered.append(dict(args.inputs))
+        return real(self, args)
+
+    monkeypatch.setattr(cli.plan._StandInMocks, "new_resource", recording)
+    data = tmp_path / "data"
+    token_file = data / "platform" / "secrets" / "gitlab-admin-token"
+    return token_file, registered
+
+
+def test_phase3_calls_gitlab_with_the_token_of_phase2s_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token_file, registered = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text("FromTheFile42\n")
+    result = plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    assert registered
+    assert {cli.plan._plain(inputs["token"]) for inputs in registered} == {("glpat-FromTheFile42", True)}
+    assert len(result.find(SYNC)) == len(registered)
+
+
+def test_phase3_without_phase2s_token_file_stops_before_any_resource(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token_file, _ = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    assert isinstance(failed.value.cause, pulumi.RunError)
+    assert str(failed.value.cause) == (
+        f"phase2 is not up, or its data folder is not on this machine: {token_file}; "
+        "run `uv run blueprint up` / `pulumi up -s phase2` first"
+    )
+    assert {r["type"] for r in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
+
+
+def test_the_offline_plan_reads_no_token_file(tmp_path: Path) -> None:
+    """Over a data folder with no platform in it, phase3 plans with a stand-in token all the same."""
+    result = plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    assert {sync["inputs"]["token"] for sync in result.find(SYNC)} == {"[secret]"}

@@ -1,0 +1,146 @@
+"""Every command blueprint prints for the user to run quotes the paths and names in it, so pasting it
+runs exactly that command: a folder named `it's; $(...)` must come back as one argument, never as
+shell syntax (an unquoted `sudo rm -rf '<folder>'` with a quote in the folder deletes other paths).
+
+The config refuses such names for the data folder; these commands must be safe regardless, so
+each case below prints its command for a hostile path given directly, through the real script or
+function that prints it. A command is read back from where it starts in the message, with a
+shell's rules, for as many words as it has.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from cli.passphrase import PassphraseFileError, _trusted
+from cli.teardown import World, _unowned_data
+from components.host_folder import OWNER_MARKER
+from components.kind_cluster import USERS_FOLDER
+from providers.gitlab_api import missing_ca_file
+from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
+from tests.plans import COMMAND, fake_command, planned, run_script
+
+HOSTILE = 'it\'s; $(touch pwned) `id` & | * ? [a] \\ ~ "q" <x> #'
+"""A folder name that is shell syntax in every way a quote can fail."""
+
+
+def words(text: str, start: str, count: int) -> list[str]:
+    """The first `count` words of the command that begins with `start` in `text`, as a shell reads them."""
+    assert start in text, text
+    lexer = shlex.shlex(text[text.index(start) :], posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.whitespace += "`"  # a message may wrap a command in backticks; quoted, a backtick is the path's
+    return [lexer.get_token() or "" for _ in range(count)]
+
+
+def _data_folder_script(script: str, folder: Path, bin_dir: Path, env: dict[str, str] | None = None) -> str:
+    command = planned("phase1").one(COMMAND, "kind-data-folder")
+    done = run_script(command, script, path_prefix=bin_dir, env={"FOLDER": str(folder), **(env or {})})
+    assert done.returncode == 1, done.stderr
+    return done.stderr
+
+
+def wipe_that_cannot_finish(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / HOSTILE
+    folder.mkdir()
+    (folder / OWNER_MARKER).write_text("blueprint/phase1@offline-plan\n")
+    fake_command(bin_dir, "rmdir", "exit 1\n")  # the folder cannot be removed
+    return _data_folder_script("delete", folder, bin_dir), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
+
+
+def up_over_a_half_wipe(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / HOSTILE
+    folder.mkdir()
+    (folder / WIPING_MARKER).touch()
+    return _data_folder_script("create", folder, bin_dir), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
+
+
+def new_claim_of_a_marker_naming_the_stack_alone(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / HOSTILE
+    folder.mkdir()
+    (folder / OWNER_MARKER).write_text("blueprint/phase1\n")
+    printed = _data_folder_script("create", folder, bin_dir)
+    return printed, "echo", ["echo", "blueprint/phase1@offline-plan", ">", str(folder / OWNER_MARKER)]
+
+
+def cluster_delete_with_a_lease_left(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    lease = root / HOSTILE / USERS_FOLDER / "blueprint_phase2"
+    lease.parent.mkdir(parents=True)
+    lease.write_text("blueprint/phase2\n")
+    command = planned("phase1").one(COMMAND, "kind-cluster")
+    done = run_script(command, "delete", path_prefix=bin_dir, env={"DATA_DIR": str(root / HOSTILE)})
+    assert done.returncode == 1, done.stderr
+    return done.stderr, "rm --", ["rm", "--", str(lease)]
+
+
+def cluster_of_that_name_not_ours(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    name = HOSTILE.replace("\\", "")  # kind lists names one per line; no backslash needed to test the quoting
+    fake_command(
+        bin_dir, "kind", 'case "$1" in version) echo "kind v0.31.0 go1.25.5 linux/amd64" ;; get) echo "$KIND_CLUSTER_NAME" ;; esac\n'
+    )
+    command = planned("phase1").one(COMMAND, "kind-cluster")
+    env = {"DATA_DIR": str(root), "KIND_CLUSTER_NAME": name}
+    done = run_script(command, "create", path_prefix=bin_dir, env=env)
+    assert done.returncode == 1, done.stderr
+    return done.stderr, "kind delete", ["kind", "delete", "cluster", "--name", name]
+
+
+def data_folder_no_stack_holds(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / HOSTILE
+    folder.mkdir()
+    (folder / OWNER_MARKER).write_text("blueprint/phase1@0123456789abcdef\n")
+    said: list[str] = []
+    _unowned_data(said.append, {"blueprint:dataDir": str(folder)}, World(), wipe=False)
+    return "\n".join(said), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
+
+
+def passphrase_file_that_is_a_link(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    link = root / HOSTILE
+    link.symlink_to(root / "elsewhere")
+    with pytest.raises(PassphraseFileError) as error:
+        _trusted(link)
+    return str(error.value), "rm", ["rm", str(link)]
+
+
+def secret_beside_a_half_wipe(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / HOSTILE
+    (folder / "secrets").mkdir(parents=True)
+    (folder / WIPING_MARKER).touch()
+    with pytest.raises(HostSecretError) as error:
+        ensure(folder / "secrets" / "minio-root-password", "password", 40)
+    return str(error.value), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
+
+
+def missing_ca_certificate(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    ca_file = root / HOSTILE / "ca.crt"
+    message = missing_ca_file(str(ca_file))
+    assert message is not None
+    return message, "pulumi stack output", ["pulumi", "stack", "output", "-s", "phase2", "caCertPem", ">", str(ca_file)]
+
+
+CASES: list[Callable[[Path, Path], tuple[str, str, list[str]]]] = [
+    wipe_that_cannot_finish,
+    up_over_a_half_wipe,
+    new_claim_of_a_marker_naming_the_stack_alone,
+    cluster_delete_with_a_lease_left,
+    cluster_of_that_name_not_ours,
+    data_folder_no_stack_holds,
+    passphrase_file_that_is_a_link,
+    secret_beside_a_half_wipe,
+    missing_ca_certificate,
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.__name__ for case in CASES])
+def test_a_printed_command_gives_back_a_hostile_path_as_one_argument(
+    case: Callable[[Path, Path], tuple[str, str, list[str]]], tmp_path: Path
+) -> None:
+    root, bin_dir = tmp_path / "root", tmp_path / "bin"
+    root.mkdir()
+    bin_dir.mkdir()
+    printed, start, expected = case(root, bin_dir)
+    assert words(printed, start, len(expected)) == expected
