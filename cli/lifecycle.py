@@ -18,7 +18,7 @@ wipes the folder, as `preserveData` said at the last `up`.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -217,11 +217,23 @@ def record_claims(deployment: Mapping[str, Any]) -> dict[str, Any]:
     return {**deployment, "resources": noted}
 
 
-def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str, Any]:
+def inner_owners(owner: str, stacks: Sequence[str]) -> str:
+    """INNER_OWNERS of the folder `owner` (`<project>/<stack>@<checkout id>`, or an earlier blueprint's
+    `<project>/<stack>`) claims: `stacks` of the same project and checkout, one per line
+    (`components/host_folder.py`).
+    """
+    project, _, claim = owner.partition("/")
+    _, at, checkout = claim.partition("@")
+    return "\n".join(f"{project}/{stack}{at}{checkout}" for stack in stacks)  # no id where the owner names none
+
+
+def record_preserve_data(deployment: Mapping[str, Any], keep: bool, *, inner_stacks: Sequence[str] = ()) -> dict[str, Any]:
     """`deployment` as an `up` with `preserveData=keep` would have recorded it: what a destroy does
     with the data is decided there (the host folders' delete scripts, `retainOnDelete` on the objects
     in GitLab's database, the stack's own `preserveData` output), and nothing else changes, so a
-    destroy never applies a change the user has not brought up yet.
+    destroy never applies a change the user has not brought up yet. A claim recorded before claims
+    named the owners whose folders belong in them gets `inner_stacks` as those (the stacks over phase1,
+    for its data folder, as `stacks.phase1` records them): its wipe removes their folders with it.
     """
     from components.host_folder import WIPE_SCRIPT
 
@@ -232,6 +244,12 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str,
         if claimed_folder(resource):
             resource["inputs"] = {**resource["inputs"], "delete": script}
             resource["outputs"] = {**(resource.get("outputs") or {}), "delete": script}
+            # pulumi-command's delete runs with the recorded outputs' environment (commandController.go, `Delete`).
+            environment = dict(resource["outputs"].get("environment") or {})
+            if inner_stacks and "INNER_OWNERS" not in environment and "OWNER" in environment:
+                environment["INNER_OWNERS"] = inner_owners(str(environment["OWNER"]), inner_stacks)
+                resource["inputs"] = {**resource["inputs"], "environment": {**resource["inputs"].get("environment", {}), **environment}}
+                resource["outputs"] = {**resource["outputs"], "environment": environment}
         elif lives_in_gitlab(resource):
             resource["retainOnDelete"] = keep
         elif resource["type"] == STACK_TYPE and "preserveData" in (resource.get("outputs") or {}):

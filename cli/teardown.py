@@ -35,12 +35,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from cli.lifecycle import COMMAND, forget, lives_in_cluster, lives_in_gitlab, pending_operations, record_claims, record_preserve_data
+from cli.lifecycle import (
+    COMMAND,
+    forget,
+    inner_owners,
+    lives_in_cluster,
+    lives_in_gitlab,
+    pending_operations,
+    record_claims,
+    record_preserve_data,
+)
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 
 ORDER = ("phase1", "phase2", "phase3")
 KIND_CLUSTER_NAME = "kind-cluster"
+OVER_PHASE1 = tuple(stack for stack, upstream in outputs.UPSTREAM_STACK.items() if upstream == "phase1")
+"""The stacks whose folders belong in phase1's data folder (phase2), as `stacks.phase1` records them for its wipe."""
 
 
 @dataclass(frozen=True)
@@ -235,7 +246,7 @@ def destroy(
         say(f"== preserveData={str(keep).lower()}: {'every piece of data stays' if keep else 'the data is removed'}")
     states = {}
     for stack, exported in exports.items():
-        recorded_state = record_preserve_data(exported.get("deployment") or {}, keep)
+        recorded_state = record_preserve_data(exported.get("deployment") or {}, keep, inner_stacks=OVER_PHASE1 if stack == "phase1" else ())
         _import_if_changed(runner, stack, exported, recorded_state)
         states[stack] = ({**exported, "deployment": recorded_state}, recorded_state)
     for stack in reversed(ORDER):
@@ -340,6 +351,10 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
     if done.returncode != 0:
         say(f"{done.stderr.strip()}; {remove}")
         return 1
+    if folder.exists():  # a mount point, or in a folder the user cannot write: emptied, and the wipe says so
+        note = done.stderr.strip().removeprefix("blueprint: ") or "emptied it, and left it in place"
+        say(f"== the data folder {folder}: no stack holds it any more; {note}")
+        return 0
     say(f"== the data folder {folder}: no stack holds it any more; removed it")
     return 0
 
@@ -353,7 +368,9 @@ def _wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     marker = os.path.join(folder, OWNER_MARKER)
     if not os.path.exists(marker):
         return subprocess.CompletedProcess([], 0, "", "")
-    env = {**os.environ, "FOLDER": folder, "OWNER": owner, "WIPE_IMAGE": versions.KIND_NODE_IMAGE}
+    # As phase1's own wipe has it: the folders of the stacks over it go with it.
+    inner = inner_owners(owner, OVER_PHASE1)
+    env = {**os.environ, "FOLDER": folder, "OWNER": owner, "INNER_OWNERS": inner, "WIPE_IMAGE": versions.KIND_NODE_IMAGE}
     try:
         done = subprocess.run(["/bin/sh", "-c", WIPE_SCRIPT], env=env, capture_output=True, text=True, check=False, timeout=1800)
     except subprocess.TimeoutExpired:

@@ -3,9 +3,13 @@
 Used for phase1's data folder (host only: the kind nodes mount two of its subfolders) and for
 phase2's folders inside it: the platform's secrets, and the volumes the nodes see. The owner,
 `<project>/<stack>@<checkout id>`, is written into the folder: a folder that holds anything else,
-or that another stack owns (the same stack of another checkout too), is refused on `up`, and
-`destroy` only ever removes a folder that names the stack being destroyed, and nothing on another
-filesystem mounted inside it.
+or that another stack owns (the same stack of another checkout too), is refused on `up`, and so is
+a folder inside a folder anyone but the expected owner claimed (PARENT_OWNER: the data folder's
+owner for phase2's folders, nobody for a data folder). `destroy` only ever removes a folder that
+names the stack being destroyed, nothing on another filesystem mounted inside it, and nothing at all
+while a folder inside is claimed by anyone but that stack and the stacks whose folders belong in it
+(INNER_OWNERS). A folder that cannot be removed itself once emptied (a mount point, or in a folder
+the user cannot write) is left in place, empty and unclaimed: the wipe is done.
 
 What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the host user may not
 be able to remove. Root in a one-shot container of an image already on the machine (the kind node
@@ -14,7 +18,9 @@ same container gives a volume's folder to the user its pod runs as, on `up`.
 
 A folder that an older layout kept elsewhere (phase2's volumes, inside its platform folder before
 the nodes stopped mounting the whole data folder) is moved into place by the `up` that claims it,
-once Docker shows that no container can still be writing there (MOVE_LEGACY).
+once Docker shows that no container can still be writing there (MOVE_LEGACY), and only by a rename
+on one filesystem. A marker of that layout, naming the stack alone, is not claimed for this checkout
+while that layout's cluster still mounts the whole data folder (EARLIER_CLUSTER).
 """
 
 from __future__ import annotations
@@ -53,13 +59,18 @@ MOUNTS_INSIDE = r"""mounts_inside() {
 }"""
 """A shell function that lists the mount points inside a folder."""
 
-OWNER_ABOVE = f"""owner_above() {{
-  # The owner the nearest folder above $1 that has a {OWNER_MARKER} names (its first line), or nothing.
+OWNER_ABOVE = f"""folder_above() {{
+  # The nearest folder above $1 that has a {OWNER_MARKER}, or nothing.
   above=$1
   while [ "$above" != / ]; do
     above=$(dirname "$above")
-    if [ -f "$above/{OWNER_MARKER}" ]; then head -n 1 "$above/{OWNER_MARKER}"; return 0; fi
+    if [ -f "$above/{OWNER_MARKER}" ]; then printf '%s\\n' "$above"; return 0; fi
   done
+}}
+owner_above() {{
+  # What the {OWNER_MARKER} of the nearest folder above $1 that has one holds, or nothing.
+  above=$(folder_above "$1")
+  [ -z "$above" ] || cat "$above/{OWNER_MARKER}"
 }}
 of_this_checkout() {{
   # Whether $1 is `<this project>/<a stack>@<this checkout's id>` exactly: no other checkout writes that id.
@@ -69,20 +80,36 @@ of_this_checkout() {{
 
 CONTAINERS_OVER = r"""containers_over() {
   # The containers, running or stopped (a stopped one may be started again), with a mount
-  # whose source is $1, a folder $1 is in, or a folder in $1, one name per line; fails when Docker
-  # does not answer. $1 as written and as the filesystem resolves it: Docker may show either.
+  # whose source is $1, a folder $1 is in, or (unless $2 is `above`) a folder in $1, one name per
+  # line; fails when Docker does not answer. $1 as written and as the filesystem resolves it:
+  # Docker may show either.
   physical=$(cd "$1" 2>/dev/null && pwd -P) || physical=$1
   ids=$(docker ps -aq) || return 1
-  [ -n "$ids" ] || return 0
-  # One id per word. Each line: the container's name, a tab, one mount's source.
-  # shellcheck disable=SC2086
-  mounts=$(docker inspect --format '{{range .Mounts}}{{$.Name}}{{"\t"}}{{.Source}}{{"\n"}}{{end}}' $ids) || return 1
   tab=$(printf '\t')
-  printf '%s\n' "$mounts" | while IFS="$tab" read -r name source; do
-    [ -n "$source" ] || continue  # a tmpfs has no source
+  # One container at a time: one that goes away meanwhile (any `docker run --rm`) is skipped, where
+  # a single `docker inspect` of them all would fail. Each line: the container's name, a tab, one
+  # mount's source. Not in a pipeline, so that `return 1` returns.
+  all=""
+  for id in $ids; do
+    if ! mounts=$(docker inspect --type container \
+        --format '{{range .Mounts}}{{$.Name}}{{"\t"}}{{.Source}}{{"\n"}}{{end}}' "$id" 2>&1); then
+      # Gone since `docker ps`: the daemon's "No such container: <id>" (moby daemon/errors.go), or the
+      # CLI's "no such object" without --type (docker/cli cli/command/system/inspect.go). Anything else
+      # (the daemon stopped answering) proves nothing.
+      case "$(printf '%s' "$mounts" | tr '[:upper:]' '[:lower:]')" in
+        *"no such container"* | *"no such object"*) continue ;;
+        *) return 1 ;;
+      esac
+    fi
+    all="$all$mounts
+"
+  done
+  printf '%s' "$all" | while IFS="$tab" read -r name source; do
+    [ -n "$source" ] || continue  # a tmpfs has no source (nor has a line that is no mount's)
     source=${source%/}  # `/` itself becomes "", under which every path is
     for path in "$1" "$physical"; do
       case "$path/" in "$source"/*) printf '%s\n' "$name"; break ;; esac
+      [ "${2:-}" = above ] && continue
       case "$source/" in "$path"/*) printf '%s\n' "$name"; break ;; esac
     done
   done | tr -cd 'A-Za-z0-9._/\n-' | sed 's|^/||' | sort -u
@@ -134,12 +161,77 @@ if [ -n "${{LEGACY_PATH:-}}" ] && {{ [ -e "$LEGACY_PATH" ] || [ -L "$LEGACY_PATH
       "blueprint\\"), then run the up again" >&2
     exit 1
   fi
+  # The marker first: a move cut short leaves the folder where it was, claimed as before. Written as a
+  # new file (noclobber: O_EXCL), never through a link a pod of the older layout, whose nodes mounted
+  # this folder, may have left at its name.
+  rm -f -- "$LEGACY_PATH/{OWNER_MARKER}"
+  if ! (set -C; printf '%s\\n' "$OWNER" > "$LEGACY_PATH/{OWNER_MARKER}") 2>/dev/null; then
+    echo "blueprint: $kept, and blueprint cannot write $LEGACY_PATH/{OWNER_MARKER}, which claims it for the move" >&2
+    exit 1
+  fi
+  # A rename only: across filesystems (`$(dirname "$FOLDER")` a link to another disk) `mv` copies, file
+  # by file, which the host user cannot do for folders the pods own (0700), and which, cut short,
+  # leaves a copy in part on each side.
+  from=$(device_of "$(dirname "$LEGACY_PATH")")
+  to=$(device_of "$(dirname "$FOLDER")")
+  if [ -z "$from" ] || [ "$from" != "$to" ]; then
+    echo "blueprint: $kept, and $(dirname "$FOLDER") is on another filesystem (a link to another disk?), where" \\
+      "a move is a copy of every file, which needs root for the files the pods own. Move it as root (every file keeps" \\
+      "its owner, and its claim goes with it), then run the up again:" >&2
+    echo "  sudo mv -- $(quoted "$LEGACY_PATH") $(quoted "$FOLDER")" >&2
+    exit 1
+  fi
   echo "blueprint: moving $LEGACY_PATH, where an older blueprint kept it, to $FOLDER (no container mounts it)" >&2
-  # The marker first: a move cut short leaves the folder where it was, claimed as before.
-  printf '%s\\n' "$OWNER" > "$LEGACY_PATH/{OWNER_MARKER}"
   mv -- "$LEGACY_PATH" "$FOLDER"
 fi"""
 """Part of UP_SCRIPT: move an older layout's folder here, or refuse, saying why and what to do."""
+
+DEVICE_OF = r"""device_of() {
+  # The device number of the filesystem folder $1 is on (through a link: `$1/.`), or nothing.
+  # GNU and BusyBox `stat -c`, else BSD and macOS `stat -f` (where -f is the format, not the filesystem).
+  stat -c %d "$1/." 2>/dev/null || stat -f %d "$1/." 2>/dev/null
+}"""
+"""A shell function that prints which filesystem a folder is on: a rename works within one only."""
+
+LEASES_FOLDER = ".blueprint-on-cluster"
+"""Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds
+a file naming itself while it does (`components/kind_cluster.py`, `cluster_lease`)."""
+
+EARLIER_CLUSTER = f"""earlier_cluster_runs() {{
+  # For a marker naming the stack alone in the data folder $1 or in a folder inside it: whether a kind
+  # cluster of the earlier layout still runs over that folder, a container mounting $1 itself or a folder
+  # above it (this layout's nodes mount two folders inside it). Then the marker is not rewritten, nor is
+  # the user told to rewrite it: this blueprint does not delete a cluster a platform is on (its lease),
+  # and the earlier blueprint, which takes it down, refuses a rewritten marker. $2 = yes: this claim's own
+  # state proves the marker its own; with no lease left (`blueprint up` took phase2 down first), this same
+  # `up` replaces that cluster next, and Docker is not asked. Says why, and returns 0, when so.
+  leases=""
+  for lease in "$1/{LEASES_FOLDER}"/*; do
+    [ -f "$lease" ] && [ ! -L "$lease" ] || continue
+    leases="$leases $(head -n 1 "$lease" | cut -c 1-120 | tr -cd 'A-Za-z0-9._/-')"
+  done
+  [ "$2" != yes ] || [ -n "$leases" ] || return 1
+  if ! nodes=$(containers_over "$1" above); then
+    echo "blueprint: $FOLDER was claimed by $shown before blueprint told checkouts apart; blueprint claims it for this" \\
+      "checkout once Docker shows that no kind cluster of that earlier blueprint still runs over $1, and Docker did not" \\
+      "answer (docker ps -a): start Docker, then run the up again" >&2
+    return 0
+  fi
+  [ -n "$nodes" ] || return 1
+  on_it=""
+  [ -z "$leases" ] || on_it=", with a platform on it (${{leases# }})"
+  # $nodes unquoted below: one name per word (a name is only A-Za-z0-9._/-).
+  echo "blueprint: $FOLDER was claimed by $shown before blueprint told checkouts apart, and a kind cluster of that" \\
+    "earlier blueprint still mounts the whole data folder $1: $(printf '%s ' $nodes)(its nodes)$on_it." \\
+    "Its marker is not to be rewritten, by blueprint or by hand, while that cluster runs: this" \\
+    "blueprint does not delete a cluster a platform is on, and the earlier blueprint, which takes it down, refuses a" \\
+    "rewritten marker. Take that platform and its cluster down first, keeping the data: dev with the blueprint you ran" \\
+    "before (README: \\"Upgrading from an earlier blueprint\\"), the phase stacks with 'uv run blueprint up', which does" \\
+    "it for you. Then run the up again" >&2
+  return 0
+}}"""
+"""A shell function that refuses to claim a folder of the earlier layout for this checkout while that
+layout's cluster still runs over it."""
 
 UP_SCRIPT = f"""\
 set -eu
@@ -147,6 +239,8 @@ claim=new
 {SHELL_QUOTE}
 {OWNER_ABOVE}
 {CONTAINERS_OVER}
+{DEVICE_OF}
+{EARLIER_CLUSTER}
 marker="$FOLDER/{OWNER_MARKER}"
 # Every folder up from this one: the one being wiped may be any folder this one is inside.
 wiped=$FOLDER
@@ -159,6 +253,32 @@ while :; do
   [ "$wiped" != / ] || break
   wiped=$(dirname "$wiped")
 done
+# The nearest claimed folder above this one is the one the owner expects there (PARENT_OWNER: the data
+# folder's owner, for a folder a stack claims inside it), or there is none (a data folder): a folder
+# claimed inside another owner's would go with that owner's wipe.
+container=$(folder_above "$FOLDER")
+if [ -n "$container" ]; then
+  holder=$(cat "$container/{OWNER_MARKER}" 2>/dev/null || true)
+  if [ "$holder" != "${{PARENT_OWNER:-}}" ]; then
+    held=$(printf '%s' "$holder" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
+    if [ -n "${{PARENT_OWNER:-}}" ] && [ "$holder" = "${{PARENT_OWNER%@*}}" ]; then
+      echo "blueprint: $FOLDER is inside $container, which $held claimed as an earlier blueprint did, before" \\
+        "blueprint told checkouts apart: that stack's own up claims it for this checkout first; run the whole up" \\
+        "(uv run blueprint up)" >&2
+    elif [ -z "${{PARENT_OWNER:-}}" ]; then
+      echo "blueprint: $FOLDER is inside $container, which ${{held:-another stack}} claimed: a destroy of that one would" \\
+        "remove this one with it; give $OWNER a folder outside every folder blueprint claimed (blueprint:dataDir)" >&2
+    else
+      echo "blueprint: $FOLDER is inside $container, which ${{held:-nobody blueprint knows}} claimed, not $PARENT_OWNER," \\
+        "in whose data folder it belongs; give that data folder a place of its own (blueprint:dataDir)" >&2
+    fi
+    exit 1
+  fi
+elif [ -n "${{PARENT_OWNER:-}}" ]; then
+  echo "blueprint: $FOLDER belongs in the data folder $PARENT_OWNER claims, and no folder above it is claimed:" \\
+    "bring that stack up first (uv run blueprint up)" >&2
+  exit 1
+fi
 {MOVE_LEGACY}
 first=no
 if [ -f "$marker" ]; then
@@ -167,7 +287,11 @@ if [ -f "$marker" ]; then
   shown=$(printf '%s' "$claimed" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
   # The folder this state claimed, as its last `up` printed it (none from versions that printed none).
   previous=$(printf '%s\\n' "${{PULUMI_COMMAND_STDOUT:-}}" | head -n 1)
-  if [ "$claimed" = "${{OWNER%@*}}" ] && [ "$claim" = recorded ] && [ -n "$previous" ] && [ "$previous" = "$FOLDER" ]; then
+  proven=no
+  if [ "$claim" = recorded ] && [ -n "$previous" ] && [ "$previous" = "$FOLDER" ]; then proven=yes; fi
+  if [ "$claimed" = "${{OWNER%@*}}" ] && earlier_cluster_runs "${{container:-$FOLDER}}" "$proven"; then
+    exit 1
+  elif [ "$claimed" = "${{OWNER%@*}}" ] && [ "$proven" = yes ]; then
     : # claimed by this stack's state, of this very folder, before owners named their checkout: from now on, the marker does
   elif [ "$claimed" = "${{OWNER%@*}}" ] && of_this_checkout "$(owner_above "$FOLDER")"; then
     : # the same, inside a data folder this checkout owns (an upgrade's `up` takes phase2 down for the
@@ -210,8 +334,10 @@ if [ "$first" = yes ]; then
       exit 1
     fi
   fi
-else
-  printf '%s\\n' "$OWNER" > "$marker"
+elif [ -L "$marker" ] || [ "$claimed" != "$OWNER" ]; then
+  # Rewritten as a new file (noclobber: O_EXCL), never through a link left at its name.
+  rm -f -- "$marker"
+  (set -C; printf '%s\\n' "$OWNER" > "$marker") 2>/dev/null || {{ echo "blueprint: cannot write $marker" >&2; exit 1; }}
 fi
 printf '%s\\n' "$FOLDER"  # stdout, recorded in the state: the claim an `update` finds (PULUMI_COMMAND_STDOUT)
 # One line per subfolder: `<path> <mode> <uid>:<gid>`, or `-` for the host user.
@@ -258,6 +384,13 @@ set -u
 {SHELL_QUOTE}
 {MOUNTS_INSIDE}
 [ -e "$FOLDER" ] || exit 0
+# Emptied by an earlier wipe that could not remove the folder itself (a mount point, or in a folder the
+# user cannot write): its markers went last, so an empty folder with none is one that wipe finished.
+if [ -d "$FOLDER" ] && [ ! -e "$FOLDER/{OWNER_MARKER}" ] && [ ! -L "$FOLDER/{OWNER_MARKER}" ] \\
+    && listing=$(ls -A "$FOLDER" 2>/dev/null) && [ -z "$listing" ]; then
+  echo "blueprint: $FOLDER is empty and claimed by no stack (an earlier wipe emptied it): nothing to remove" >&2
+  exit 0
+fi
 if [ "$(cat "$FOLDER/{OWNER_MARKER}" 2>/dev/null)" != "$OWNER" ]; then
   echo "blueprint: not removing $FOLDER: its {OWNER_MARKER} does not name $OWNER" >&2
   exit 1
@@ -269,6 +402,34 @@ if [ -n "$mounts" ]; then
   echo "blueprint: not removing $FOLDER: another filesystem is mounted inside it, and blueprint removes nothing" \\
     "from one; unmount it (or move what it holds out of $FOLDER), then run the destroy again:" >&2
   printf '%s\\n' "$mounts" | while IFS= read -r point; do echo "  sudo umount $(quoted "$point")" >&2; done
+  exit 1
+fi
+# Folders claimed inside: those of this owner, and of the owners whose folders belong in this one
+# (INNER_OWNERS, one per line: phase2's, in phase1's data folder), go with it. Any other claim (another
+# checkout's folder, dev's data folder in phase1's, claimed before claims looked above them) is refused,
+# before anything is removed: that data is not this stack's to remove. A marker that cannot be read, or
+# whose path cannot be, counts as another's.
+may_remove() {{
+  [ "$1" = "$OWNER" ] && return 0
+  # One owner per word: an owner holds no space. Also as the earlier blueprint wrote it, the stack alone
+  # (phase2's folders not claimed again since the upgrade); only a data folder's claim, never one of
+  # those, could have made another checkout's folders nest in here, and that one is refused.
+  for inner_owner in ${{INNER_OWNERS:-}}; do
+    {{ [ "$1" = "$inner_owner" ] || [ "$1" = "${{inner_owner%@*}}" ]; }} && return 0
+  done
+  return 1
+}}
+others=$(find "$FOLDER" -mindepth 2 -xdev -name {OWNER_MARKER} 2>/dev/null | while IFS= read -r inner; do
+  may_remove "$(cat "$inner" 2>/dev/null)" || printf '%s\\n' "$inner"
+done)
+if [ -n "$others" ]; then
+  echo "blueprint: not removing $FOLDER, nor anything in it: folders in it are claimed by other stacks or checkouts," \\
+    "whose data its wipe would remove with it. Move each out of $FOLDER, or first destroy what claims it (from its" \\
+    "own checkout), then run the destroy again:" >&2
+  printf '%s\\n' "$others" | while IFS= read -r inner; do
+    by=$(head -n 1 "$inner" 2>/dev/null | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
+    echo "blueprint: - $(dirname "$inner" | tr -d '[:cntrl:]'), claimed by ${{by:-an unreadable marker}}" >&2
+  done
   exit 1
 fi
 # The markers go last, so a wipe that fails half-way can be run again, and no `up` takes the folder
@@ -283,12 +444,24 @@ if [ -n "$(left | head -n 1)" ]; then
     --entrypoint find "$WIPE_IMAGE" /blueprint-data -mindepth 1 -xdev ! -path /blueprint-data/{OWNER_MARKER} \\
     ! -path /blueprint-data/{WIPING_MARKER} -delete
 fi
-if [ -z "$(left | head -n 1)" ]; then
-  rm -f -- "$FOLDER/{WIPING_MARKER}" "$FOLDER/{OWNER_MARKER}"
-  rmdir -- "$FOLDER"
+if [ -n "$(left | head -n 1)" ]; then
+  # Both markers stay: the destroy can be run again.
+  echo "blueprint: could not remove $FOLDER (is Docker running? files its pods own are removed through it); run the" \\
+    "destroy again, or remove it by hand: sudo rm -rf $(quoted "$FOLDER")" >&2
+  exit 1
 fi
-if [ -e "$FOLDER" ]; then
-  echo "blueprint: could not remove $FOLDER; remove it by hand: sudo rm -rf $(quoted "$FOLDER")" >&2
+# The half-wipe marker before the claim: a wipe cut short between the two is run again as any other.
+rm -f -- "$FOLDER/{WIPING_MARKER}"
+rm -f -- "$FOLDER/{OWNER_MARKER}"
+if ! why=$(rmdir -- "$FOLDER" 2>&1); then
+  if listing=$(ls -A "$FOLDER" 2>/dev/null) && [ -z "$listing" ]; then
+    # A mount point (EBUSY), or a folder in a folder the user cannot write (EACCES, as /srv for most users).
+    echo "blueprint: emptied $FOLDER, and left it in place, empty, since it cannot be removed itself (${{why##*: }}:" \\
+      "a mount point, or a folder in one you cannot write); the next up claims it again as it is" >&2
+    exit 0
+  fi
+  echo "blueprint: could not remove $FOLDER: files appeared in it while it was removed, and it is no longer claimed;" \\
+    "look into it, and remove it by hand if nobody needs them: sudo rm -rf $(quoted "$FOLDER")" >&2
   exit 1
 fi
 """
@@ -337,12 +510,22 @@ class HostFolderArgs:
     legacy_path: str | None = None
     """Absolute path where an older layout kept what now belongs in this folder: an `up` that finds it
     moves it here (MOVE_LEGACY says when), or stops and says why, so no data is silently left behind."""
+    parent_owner: str = ""
+    """The owner of the folder this one belongs in (the data folder's, for a folder a stack claims
+    inside it), or "" for a folder inside no claimed folder (a data folder): a claim refuses to be
+    inside any other owner's folder, whose wipe would remove it."""
+    inner_owners: tuple[str, ...] = ()
+    """Owners, besides `owner`, whose folders belong inside this one (phase2's, in phase1's data
+    folder): a wipe removes their claims with it, and refuses, removing nothing, when it holds anyone else's."""
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError(f"path must be absolute, got {self.path!r}")
         if self.legacy_path is not None and not self.legacy_path.startswith("/"):
             raise ValueError(f"legacy_path must be absolute, got {self.legacy_path!r}")
+        for other in (self.parent_owner, *self.inner_owners):
+            if any(char.isspace() for char in other):
+                raise ValueError(f"an owner holds no whitespace (the scripts split owners on it), got {other!r}")
 
 
 def claimed_folder(command_inputs: dict[str, object]) -> str | None:
@@ -370,8 +553,10 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
             "OWNER": args.owner,
             "WIPE_IMAGE": args.wipe_image,
             "SUBFOLDERS": "\n".join(sub.line for sub in args.subfolders),
-            # Only where there is one: every other folder's recorded inputs stay as they were.
+            # Each only where there is one (none: the scripts' default): other folders' recorded inputs stay as they were.
             **({"LEGACY_PATH": args.legacy_path} if args.legacy_path else {}),
+            **({"PARENT_OWNER": args.parent_owner} if args.parent_owner else {}),
+            **({"INNER_OWNERS": "\n".join(args.inner_owners)} if args.inner_owners else {}),
         },
         opts=opts,
     )

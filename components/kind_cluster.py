@@ -30,7 +30,7 @@ import yaml
 from pulumi_command import local
 
 import versions
-from components.host_folder import SHELL_QUOTE, HostFolderArgs, Subfolder, host_folder
+from components.host_folder import LEASES_FOLDER, SHELL_QUOTE, HostFolderArgs, Subfolder, host_folder
 
 NODE_DATA_PATH = "/var/lib/blueprint"
 """Where every node mounts NODE_MOUNTS, each at `<NODE_DATA_PATH>/<subfolder>`."""
@@ -86,6 +86,9 @@ class KindClusterArgs:
     api_server_port: int
     owner: str
     """`<project>/<stack>@<checkout id>` of the stack that owns the data folder (`stacks.config.folder_owner`)."""
+    inner_owners: tuple[str, ...] = ()
+    """The owners of the folders other stacks claim inside the data folder (phase2's, over phase1):
+    its wipe removes those, and no one else's."""
     node_image: str = versions.KIND_NODE_IMAGE
 
     def __post_init__(self) -> None:
@@ -187,7 +190,7 @@ kind get kubeconfig --name "$KIND_CLUSTER_NAME"
 """Create the cluster, or reuse the one this stack created before (an interrupted `up` may have
 left it running), then print the kubeconfig. Progress goes to stderr: stdout is the kubeconfig."""
 
-USERS_FOLDER = ".blueprint-on-cluster"
+USERS_FOLDER = LEASES_FOLDER
 """Folder, in the data folder, where each stack that keeps resources on the cluster (phase2, dev)
 holds a file naming itself while it does: the cluster is not deleted from under them."""
 
@@ -207,7 +210,9 @@ for lease in "$DATA_DIR/{USERS_FOLDER}"/*; do
         "phase stacks. To replace dev's cluster and keep its data, first go back to what made this cluster (the config" \\
         "value you changed, or, if a new blueprint version brings the change, the commit you ran before), and run" \\
         "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \\
-        "then apply the change again and run 'pulumi up -s dev'." >&2 ;;
+        "then apply the change again and run 'pulumi up -s dev'. If that commit refuses the data folder, which" \\
+        "this version's markers name with this checkout's id, write blueprint/dev back into them first (README:" \\
+        "\\"Upgrading from an earlier blueprint\\")." >&2 ;;
     *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \\
         "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \\
         "By hand: 'pulumi destroy -s $(quoted "${{stack##*/}}")' first." >&2 ;;
@@ -289,6 +294,7 @@ class KindCluster(pulumi.ComponentResource):
                 preserve=args.preserve_data,
                 wipe_image=args.node_image,
                 subfolders=(Subfolder(path=REGISTRY_HOSTS_SUBDIR), Subfolder(path=VOLUMES_SUBDIR)),
+                inner_owners=args.inner_owners,
             ),
             opts=child,
         )

@@ -27,8 +27,11 @@ blueprint generates, and configured by the server itself on its first start.
   Shamir-sealed vault of an earlier blueprint, say) still lets the release finish and
   `OpenBaoInit` says what is wrong. The release does not wait for the pod either: a server that
   exits (its storage refuses it) would otherwise only time Helm out, with no word of why.
-  `OpenBaoInit` waits instead (`kubectl rollout status`), and reads the log when the pod never
-  gets ready. Its `release_digest` input is a digest of the release's chart and values, so any
+  `OpenBaoInit` waits instead (`kubectl rollout status`, for up to 10 minutes of its own: the
+  first pull of the image can be slow on a laptop), reads the log when the pod never gets ready,
+  and names a pod of the earlier revision that holds the rollout up (the chart's
+  `podManagementPolicy` is OrderedReady, which an existing StatefulSet cannot change). Its
+  `release_digest` input is a digest of the release's chart and values, so any
   change that rolls the pod is an update of `OpenBaoInit` too: it waits for the new pod, never
   checking the old one while it is replaced, and the KV writes that depend on it wait as well.
   The values set `configAnnotation`, so a change of the server's config alone rolls the pod too.

@@ -33,8 +33,11 @@ with the gitlab-runner chart. phase2 runs two: the default one, and one for imag
   the runner, not the tag, decides what gets the relaxed container: `allowed_images` is exactly
   the pipeline's rootless BuildKit image (`versions.BUILDKIT_IMAGE`), and so is the runner's
   default image (gitlab-runner lets the default and helper images through whatever the allowlist
-  says: common/allowed_images.go, executors/kubernetes `verifyAllowedImages`); no service container
-  runs there (NO_SERVICES); the build container runs as BuildKit's non-root user (BUILDKIT_USER).
+  says: common/allowed_images.go, executors/kubernetes `verifyAllowedImages`); a service container
+  may only be that same image (`verifyAllowedImages` lets the runner's own images through as
+  services too: NO_SERVICES matches nothing else), and it runs confined, as service containers do;
+  the build container runs as BuildKit's non-root user (BUILDKIT_USER). Any job script still runs in
+  that image, unconfined: what the job runs, BuildKit or not, is the job author's code.
 - **Job pods get no ServiceAccount token** (`automount_service_account_token = false`, common/config.go
   in 19.1): jobs need no Kubernetes API (the deploy job brings its own `DEPLOY_KUBECONFIG`).
 - Kubernetes executor; the manager and every job on the nodes labelled for the runner; RBAC is
@@ -85,9 +88,10 @@ IMAGE_BUILD_NAMESPACE = "gitlab-runner-image-build"
 
 NO_SERVICES = "no service container runs on this runner"
 """The image-build runner's only `allowed_services` entry, which no image reference can match (it
-has spaces). An empty list would allow every service: gitlab-runner 19.1 checks an allowlist only
-when it is not empty (common/allowed_images.go `VerifyAllowedImage`: "by default allow to override
-the image name")."""
+has spaces): no service image but the runner's own (BuildKit, which gitlab-runner 19.1 always lets
+through, executors/kubernetes `verifyAllowedImages`), and that one confined. An empty list would
+allow every service: gitlab-runner 19.1 checks an allowlist only when it is not empty
+(common/allowed_images.go `VerifyAllowedImage`: "by default allow to override the image name")."""
 BUILDKIT_USER = 1000
 """The uid and gid rootless BuildKit runs as (moby/buildkit Dockerfile, `rootless` stage:
 `USER 1000:1000`). The image-build runner's build container runs as it whatever the job asks: a

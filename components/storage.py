@@ -79,6 +79,9 @@ class StorageArgs:
     """Where the nodes see the volumes folder."""
     owner: str
     """`<project>/<stack>@<checkout id>` that owns both folders (`stacks.config.folder_owner`)."""
+    data_folder_owner: str
+    """The owner of the data folder both folders are in (phase1's; in `dev`, dev's own): they are
+    claimed only inside a folder it claimed."""
     preserve: bool
     """Keep the data on destroy."""
     wipe_image: str
@@ -157,6 +160,7 @@ class Storage(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
+                parent_owner=args.data_folder_owner,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
         )
@@ -170,6 +174,7 @@ class Storage(pulumi.ComponentResource):
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
                 legacy_path=f"{args.host_path}/{LEGACY_VOLUMES}",
+                parent_owner=args.data_folder_owner,
                 subfolders=tuple(Subfolder(path=volume.folder, mode=VOLUME_MODE, owner=volume.owner) for volume in args.volumes),
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*args.inside, self.folder])),

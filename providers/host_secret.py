@@ -208,12 +208,13 @@ def refusal(path: Path, kind: str, why: str) -> HostSecretError:
     """The error for a kept file that holds no valid secret: what to do, and whether a new value is safe."""
     safety, cost = IF_NEW.get(path.name) or IF_NEW_BY_KIND.get(kind) or (KEEP_IT, "the data kept beside it may depend on it")
     remove = f"rm {shlex.quote(str(path))}"
+    back = f"remove it ({remove}) and run again: the next `up` writes back the value Pulumi's state recorded for it"
     if safety == "safe":
-        fix = f"restore it from a backup, or remove it ({remove}) and run again to have a new one generated: {cost}"
+        fix = f"restore it from a backup, or {back}, or, with none recorded, generates a new one: {cost}"
     else:
         fix = (
-            f"restore it from a backup of the data folder; {cost}, so remove it ({remove}) to have a new one generated only "
-            f"when the platform's data is being started over too (uv run blueprint destroy --wipe-data)"
+            f"restore it from a backup of the data folder, or {back}. With none recorded it generates a new one, and "
+            f"{cost}: let it do that only when the platform's data is being started over too (uv run blueprint destroy --wipe-data)"
         )
     return HostSecretError(f"the kept secret {path} is not usable: {why}. {fix[0].upper()}{fix[1:]}")
 
@@ -227,6 +228,16 @@ def kept(path: Path, kind: str) -> str:
     if (why := invalid(kind, value)) is not None:
         raise refusal(path, kind, why)
     return value
+
+
+def file_differs(path: Path, kind: str, recorded: object) -> bool:
+    """Whether `path` no longer holds the value the state `recorded`: gone, changed, or unusable."""
+    if not path.exists():
+        return True
+    try:
+        return kept(path, kind) != recorded
+    except HostSecretError:
+        return True  # the update says what is wrong with it
 
 
 def flush_folder(folder: Path) -> None:
@@ -295,8 +306,8 @@ class HostSecretProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = [key for key in INPUTS if olds.get(key) != news.get(key)]
-        if not changed and not Path(str(news.get("path"))).exists():
-            changed = ["value"]  # not an input: the file is gone, and the update writes it back
+        if not changed and file_differs(Path(str(news.get("path"))), str(news.get("kind") or "password"), olds.get("value")):
+            changed = ["value"]  # not an input: the file is gone (the update writes it back) or holds another value (taken)
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
     def _outs(self, props: dict[str, Any], recorded: str | None = None) -> dict[str, Any]:
@@ -307,10 +318,11 @@ class HostSecretProvider(ResourceProvider):
         return CreateResult(id_=str(props["path"]), outs=self._outs(props))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """A missing file gets the value the state recorded back, never a new one: the data kept
-        beside it (a database the old value encrypts, a vault it unseals) opens with that value only.
+        """A missing file gets the value the state recorded for that same file back, never a new one: the
+        data kept beside it (a database the old value encrypts, a vault it unseals) opens with that value
+        only. A file that is there wins over the state (restored from a backup, or changed on purpose).
         """
-        same_secret = olds.get("kind") == news.get("kind") and isinstance(olds.get("value"), str)
+        same_secret = (olds.get("kind"), olds.get("path")) == (news.get("kind"), news.get("path")) and isinstance(olds.get("value"), str)
         return UpdateResult(outs=self._outs(news, recorded=olds["value"] if same_secret else None))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:

@@ -11,22 +11,36 @@ moment, or losing any answer, loses nothing: the next run starts over from the s
 - **Rolled out first.** The release does not wait for its pod (components/openbao.py says why), so
   `converge` waits for the StatefulSet (`kubectl rollout status`, with the kubeconfig `kind` gives)
   before it asks OpenBao anything: after a change of the release (its `release_digest` input) the
-  old pod would otherwise answer for the new one.
+  old pod would otherwise answer for the new one. That wait has a budget of its own,
+  `rollout_seconds` (the first pull of OpenBao's image can take minutes on a laptop); the
+  `wait_seconds` of the steps after it start when it ends. A rollout that times out behind a pod of
+  the earlier revision that is not Ready is named, with the `kubectl delete pod` that lets it go on:
+  under the chart's `podManagementPolicy: OrderedReady` the StatefulSet controller replaces no pod
+  that is not Ready (kubernetes/kubernetes#67250; pkg/controller/statefulset/stateful_set_control.go
+  `processReplica` returns early for it when `monotonic`). The provider never deletes it itself.
 - **The same requests as self-initialisation.** `requests` is the list the server's `initialize`
   stanzas are made from. `converge` applies it as user `admin` on every create and update, so a
   vault initialised before a request changed gets the change too: mounts are enabled when missing
   (a mount of another type or version there is refused), policies and users written. A password is
-  written only when its user is new: the vault keeps the one it has, and a wrong file is refused.
+  written only when its user is new: the vault keeps the one it has, and a user that exists but
+  does not log in with its file's password is refused before anything is written, so no account
+  gets blueprint's policies under a password blueprint does not hold. These runs are what applies
+  the requests; a change made by hand later is not undone unless one of them runs (`diff`).
 - **A vault of the earlier design is upgraded in place.** An earlier blueprint initialised OpenBao
   with Shamir keys and kept them, with its root token, in `openbao-init.json`. Under this version's
   config that storage waits in seal-migration mode. While that file is there, each run resumes:
   1. storage still Shamir-sealed: `sys/unseal` with `migrate`, the file's keys one by one, until
      unsealed. OpenBao then seals its root key with the static key, and turns the Shamir key into
      the vault's recovery key (internal/vault/core.go `migrateSeal`);
-  2. the file's root token still valid here (so this is the file's vault): the requests above,
-     with that token (the vault has none of blueprint's configuration yet: self-initialisation
-     never runs on initialised storage); then its recovery key is rotated to a new one nobody is
-     shown (`sys/rotate/recovery`), so the file's keys open nothing any more and, as in a
+  2. the file's root token still valid here (so this is the file's vault): first, a userpass user
+     `admin` or `blueprint` someone made by hand that does not log in with its file's password, or
+     a policy of blueprint's name with other rules, is refused, with the root token still valid
+     and the file in place (configuring would give that account blueprint's policies, or every
+     holder of that policy blueprint's rules, and after step 4 nothing could set it right); then
+     the requests above, with that token (the vault has none of blueprint's configuration yet:
+     self-initialisation never runs on initialised storage); then user `admin` must log in with
+     its file's password; only then is its recovery key rotated to a new one nobody is shown
+     (`sys/rotate/recovery`), so the file's keys open nothing any more and, as in a
      self-initialised vault, nobody holds a recovery key;
   3. the file is renamed `openbao-init.json.migrated`, never deleted (its keys still open a backup
      of the storage taken before the upgrade), and its folder flushed;
@@ -50,7 +64,9 @@ What waiting cannot fix is refused at once, with the exact way out:
   self-initialisation started, after which it refuses that storage for good
   (internal/vault/self_init.go). The server exits before anyone can ask it, so this shows only in
   its log, which a timed-out run reads (`kind get kubeconfig`, `kubectl logs`);
-- a server that refuses a password in a file: the file is not the one the vault started with;
+- a server that refuses a password in a file: the file is not the one the vault started with. For
+  `admin`'s file lost for good, the message says what is still readable (KV v2, as `blueprint`)
+  before the reset of OpenBao's own storage, and what that reset loses;
 - a seal key file the static seal cannot take (wrong length or encoding): the server cannot start.
 
 The passwords are secret inputs (the engine keeps the outputs of the same names secret too). The
@@ -77,14 +93,15 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 
 from providers.kind_access import KindAccessError, admin_kubeconfig
 
-PROVIDER_VERSION = "3"
+PROVIDER_VERSION = "4"
 """Bump when the provider's behaviour changes: the provider is pickled by reference, so only an
 input change makes the engine call `update` with the new code."""
 
 INPUTS = (
     "address", "username", "password", "password_file", "admin_username", "admin_password_file", "requests", "request_secrets",
     "release_digest", "mount", "legacy_keys_file", "seal_key_file", "kind_cluster_name", "namespace", "pod", "statefulset",
-    "postgres_namespace", "postgres_pod", "database", "table", "wait_seconds", "http_timeout", "provider_version",
+    "postgres_namespace", "postgres_pod", "database", "table", "rollout_seconds", "wait_seconds", "http_timeout",
+    "provider_version",
 )  # fmt: skip
 SECRET_OUTPUTS = ["password", "request_secrets"]
 EARLIER_SECRET_OUTPUTS = ("root_token", "unseal_keys")
@@ -226,9 +243,31 @@ def shamir_storage_error(props: dict[str, Any], why: str | None = None) -> OpenB
     )
 
 
+def _admin_password_lost(props: dict[str, Any]) -> str:
+    """The way out when the admin's password is lost for good: read out KV v2 as the writer, then reset."""
+    writer, writer_file, mount = str(props["username"]), str(props["password_file"]), str(props["mount"])
+    login = ["uv", "run", "bao", "login", "-token-only", "-no-store", "-method=userpass", f"username={writer}", "password=-"]
+    secrets = Path(str(props["seal_key_file"])).parent
+    return (
+        f"If no backup has it (nor Pulumi's state, which puts a missing file back), nobody can administer this vault any "
+        f"more: no root token exists for it, nobody holds a recovery key, and only user {props['admin_username']} could make either. What "
+        f"can still be read is the KV v2 engine at {mount}/, as user {writer} (password in {writer_file}; if that file is not "
+        f"this vault's either, nothing can be read), one path at a time: its policy reads {mount}/data/* but cannot list. Read "
+        f"out what you stored there yourself, PATH for each path (the platform's own credentials are written again by the "
+        f"next `up`):\n"
+        f"  export BAO_ADDR={shlex.quote(str(props['address']))}\n"
+        f"  export BAO_TOKEN=\"$(tr -d '\\n' < {shlex.quote(writer_file)} | {shlex.join(login)})\"\n"
+        f"  uv run bao kv get {shlex.quote(mount)}/PATH\n"
+        f"Then start OpenBao over. Resetting its own storage ({_storage(props)}) loses everything the vault holds: what you "
+        f"did not read out of {mount}/ and every earlier version there, and every other engine, policy, user and token made "
+        f"in it. Its seal key and the passwords in {secrets} stay: the next start configures the vault from scratch with them, "
+        f"and the `up` writes the platform's credentials into it again. Run:\n{storage_reset(props)}"
+    )
+
+
 def wrong_password_error(props: dict[str, Any], user: str, password_file: str) -> OpenBaoInitError:
     if user == str(props["admin_username"]):
-        fix = "Restore it from a backup of the data folder."
+        fix = f"Restore it from a backup of the data folder, then run `uv run blueprint up` again. {_admin_password_lost(props)}"
     else:
         set_it = (
             f"tr -d '\\n' < {shlex.quote(password_file)} | uv run bao write auth/userpass/users/{shlex.quote(user)}/password password=-"
@@ -239,6 +278,75 @@ def wrong_password_error(props: dict[str, Any], user: str, password_file: str) -
     return OpenBaoInitError(
         f"OpenBao at {props['address']} refuses user {user}'s password from {password_file}: that file is not the one this "
         f"vault was first started with. {fix}"
+    )
+
+
+ROOT_TOKEN_OF = 'import json, sys; print(json.load(open(sys.argv[1]))["root_token"])'
+"""Prints the root token of the keys file named by its argument: commands read it, never show it."""
+
+
+def as_root(props: dict[str, Any]) -> str:
+    """The shell lines that give the `uv run bao` commands after them OpenBao's address and the keys
+    file's root token (read from the file into the environment, never shown).
+    """
+    token = shlex.join(["uv", "run", "python", "-c", ROOT_TOKEN_OF, str(props["legacy_keys_file"])])
+    return f'  export BAO_ADDR={shlex.quote(str(props["address"]))}\n  export BAO_TOKEN="$({token})"'
+
+
+def _set_password(user: str, password_file: str) -> str:
+    """The command that gives user `user` the password in `password_file` (on stdin, never in the process list)."""
+    write = ["uv", "run", "bao", "write", f"auth/userpass/users/{user}/password", "password=-"]
+    return f"tr -d '\\n' < {shlex.quote(password_file)} | {shlex.join(write)}"
+
+
+def made_by_hand_error(props: dict[str, Any], users: dict[str, str], policies: list[str]) -> OpenBaoInitError:
+    """The vault being upgraded has users (user -> what its login with the file's password said) or
+    policies of blueprint's names that are not blueprint's.
+    """
+    keys, admin = props["legacy_keys_file"], str(props["admin_username"])
+    found = [
+        f"userpass user {user}, which does not log in with the password in {_password_file(props, user)} ({said})"
+        for user, said in users.items()
+    ]
+    found += [f"policy {policy}, whose rules are not blueprint's" for policy in policies]
+    ways = []
+    for user in users:
+        path = f"auth/userpass/users/{user}"
+        ways.append(
+            f"user {user}: either let blueprint have it, with the password in its file (blueprint then gives it its policies: "
+            f"{_policies_of(props, user)}):\n    {_set_password(user, _password_file(props, user))}\n"
+            f"  or delete it, once you have what you need of it ({shlex.join(['uv', 'run', 'bao', 'read', path])} shows it):\n"
+            f"    {shlex.join(['uv', 'run', 'bao', 'delete', path])}"
+        )
+    for policy in policies:
+        ways.append(
+            f"policy {policy}: delete it, once whoever holds it has its rules under another name "
+            f"({shlex.join(['uv', 'run', 'bao', 'policy', 'read', policy])} shows them); blueprint then writes its own:\n"
+            f"    {shlex.join(['uv', 'run', 'bao', 'policy', 'delete', policy])}"
+        )
+    return OpenBaoInitError(
+        f"OpenBao at {props['address']}, the vault of {keys}, already has {'; '.join(found)}: made there by hand (the earlier "
+        f"blueprint made no userpass users or policies). Going on would give such a user blueprint's policies (to {admin}: "
+        f"{_policies_of(props, admin)}, which allows everything) under a password blueprint does not hold, and every holder "
+        f"of such a policy blueprint's rules, then revoke the root token, after which no file of blueprint's could set it "
+        f"right. The upgrade stopped before anything that cannot be undone: the root token in {keys} still works, and the "
+        f"file stays. In one shell, with that root token:\n{as_root(props)}\nthen choose, for each:\n"
+        + "\n".join(f"- {way}" for way in ways)
+        + "\nand run `uv run blueprint up` again, which finishes the upgrade (and revokes that token):\n  unset BAO_TOKEN\n"
+        "  uv run blueprint up"
+    )
+
+
+def admin_refused_error(props: dict[str, Any], said: str) -> OpenBaoInitError:
+    """The upgrade configured the vault, and user admin still does not log in with its file's password."""
+    admin, keys = str(props["admin_username"]), props["legacy_keys_file"]
+    return OpenBaoInitError(
+        f"OpenBao at {props['address']}, configured by the upgrade with the root token in {keys}, still refuses user {admin}'s "
+        f"password from {props['admin_password_file']} ({said}). The upgrade stopped before anything that cannot be undone: "
+        f"that root token still works, and the file stays. With it, look at the user "
+        f"({shlex.join(['uv', 'run', 'bao', 'read', f'auth/userpass/users/{admin}'])}) and give it the password in its file, "
+        f"then run `uv run blueprint up` again:\n{as_root(props)}\n"
+        f"  {_set_password(admin, str(props['admin_password_file']))}\n  unset BAO_TOKEN\n  uv run blueprint up"
     )
 
 
@@ -288,7 +396,8 @@ def check_seal_key_file(props: dict[str, Any]) -> None:
         )
 
 
-def timeout_error(props: dict[str, Any], why: str, server_log: str) -> OpenBaoInitError:
+def timeout_error(props: dict[str, Any], why: str, server_log: str, seconds: float, stuck: str = "") -> OpenBaoInitError:
+    """Not ready within `seconds`; `stuck` says why the rollout cannot go on by itself, when it cannot."""
     if SELF_INIT_FAILED in server_log:
         return self_init_failed_error(props)
     namespace = str(props["namespace"])
@@ -298,10 +407,49 @@ def timeout_error(props: dict[str, Any], why: str, server_log: str) -> OpenBaoIn
         if why == "sealed"
         else ""
     )
-    return OpenBaoInitError(
-        f"OpenBao at {props['address']} was not ready within {float(props['wait_seconds']):.0f}s ({why}).{hint} Look at its pod "
-        f"({kubectl(props, namespace, 'get', 'pods')}) and its log ({kubectl(props, namespace, 'logs', str(props['pod']))}), "
-        f"then run `uv run blueprint up` again."
+    look = (
+        f" Look at its pod ({kubectl(props, namespace, 'get', 'pods')}) and its log "
+        f"({kubectl(props, namespace, 'logs', str(props['pod']))}), then run `uv run blueprint up` again."
+    )
+    return OpenBaoInitError(f"OpenBao at {props['address']} was not ready within {seconds:.0f}s ({why}).{hint}{stuck or look}")
+
+
+def stuck_pod(props: dict[str, Any]) -> str:
+    """Why the rollout cannot go on by itself, with the command that lets it, or "" (nothing known).
+
+    It cannot when the pod runs an earlier revision of the StatefulSet than its `updateRevision`, is
+    not Ready, and the StatefulSet's pod management policy is OrderedReady (the chart's default):
+    the controller then waits for that pod to become Ready before it replaces it, which a pod that
+    crashes never does (kubernetes/kubernetes#67250; pkg/controller/statefulset/stateful_set_control.go
+    `processReplica`, `!isRunningAndReady(...) && monotonic`). Deleting the pod is safe here: the
+    StatefulSet makes it again, from the new revision, over the same storage.
+    """
+    namespace, pod, statefulset = str(props["namespace"]), str(props["pod"]), str(props["statefulset"])
+    try:
+        with admin_kubeconfig(str(props["kind_cluster_name"])) as kubeconfig:
+            objects = []
+            for name in (f"statefulset/{statefulset}", f"pod/{pod}"):
+                command = ["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "get", name, "-o", "json"]
+                done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+                objects.append(json.loads(done.stdout) if done.returncode == 0 else {})
+    except (KindAccessError, OSError, subprocess.SubprocessError, ValueError):
+        return ""
+    sts, running = objects
+    if not isinstance(sts, dict) or not isinstance(running, dict):
+        return ""
+    update = (sts.get("status") or {}).get("updateRevision")
+    revision = ((running.get("metadata") or {}).get("labels") or {}).get("controller-revision-hash")
+    policy = (sts.get("spec") or {}).get("podManagementPolicy") or "OrderedReady"  # the API's default
+    conditions = (running.get("status") or {}).get("conditions") or []
+    ready = any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    if not update or not revision or revision == update or ready or policy != "OrderedReady":
+        return ""
+    return (
+        f" Its pod {pod} still runs the StatefulSet's earlier revision ({revision}, not {update}) and is not Ready: with the "
+        f"pod management policy OrderedReady the StatefulSet replaces no pod until it is Ready, so the new revision never "
+        f"starts (kubernetes/kubernetes#67250). Delete that pod; the StatefulSet makes it again from the new revision, over "
+        f"the same storage (its log, should the new one not start either: {kubectl(props, namespace, 'logs', pod)}):\n"
+        f"  {kubectl(props, namespace, 'delete', 'pod', pod)}\n  uv run blueprint up"
     )
 
 
@@ -321,12 +469,13 @@ def server_log(props: dict[str, Any]) -> str:
         return ""
 
 
-def wait_for_rollout(props: dict[str, Any], deadline: float) -> None:
+def wait_for_rollout(props: dict[str, Any]) -> None:
     """Until the StatefulSet runs its current pod template, Ready (which, by the chart's probe here,
-    means "answers"); then the pod that answers is the one the release describes.
+    means "answers"); then the pod that answers is the one the release describes. Within
+    `rollout_seconds`, a budget of its own: the first pull of the image may take most of it.
     """
     cluster, namespace, statefulset = str(props["kind_cluster_name"]), str(props["namespace"]), str(props["statefulset"])
-    seconds = max(1, int(deadline - time.monotonic()))
+    seconds = max(1, int(float(props["rollout_seconds"])))
     try:
         with admin_kubeconfig(cluster) as kubeconfig:
             command = ["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "rollout", "status", f"statefulset/{statefulset}"]
@@ -338,10 +487,10 @@ def wait_for_rollout(props: dict[str, Any], deadline: float) -> None:
             f"cannot wait for OpenBao's pod: {error.filename} is not on PATH (`uv run blueprint doctor --fix` installs it)"
         ) from None
     except subprocess.TimeoutExpired:
-        raise timeout_error(props, "its StatefulSet did not roll out", server_log(props)) from None
+        raise timeout_error(props, "its StatefulSet did not roll out", server_log(props), seconds, stuck_pod(props)) from None
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip()[-300:]
-        raise timeout_error(props, f"its StatefulSet did not roll out: {said}", server_log(props))
+        raise timeout_error(props, f"its StatefulSet did not roll out: {said}", server_log(props), seconds, stuck_pod(props))
 
 
 def _request(props: dict[str, Any], method: str, path: str, token: str | None = None, body: dict[str, Any] | None = None) -> Any:
@@ -439,6 +588,58 @@ def _user_password(props: dict[str, Any], user: str) -> str:
     raise OpenBaoInitError(f"OpenBao's requests make no userpass user {user} with a password")
 
 
+def _password_file(props: dict[str, Any], user: str) -> str:
+    """The file of user `user`'s password."""
+    files = {str(props["admin_username"]): props["admin_password_file"], str(props["username"]): props["password_file"]}
+    return str(files.get(user, "its password file"))
+
+
+def _policies_of(props: dict[str, Any], user: str) -> str:
+    """The policies the requests give user `user`, for a message."""
+    data: dict[str, Any] = next((request["data"] for request in props["requests"] if request["path"] == f"auth/userpass/users/{user}"), {})
+    return ", ".join(str(policy) for policy in data.get("token_policies") or []) or "none"
+
+
+def _logs_in(props: dict[str, Any], user: str) -> str | None:
+    """None when user `user` logs in with the password the requests give it (the token is revoked at
+    once); otherwise what OpenBao said. A 5xx or 429 is `_NotYet`.
+    """
+    response = _request(props, "POST", f"auth/userpass/login/{user}", body={"password": _user_password(props, user)})
+    if response.status_code == 200:
+        _revoke(props, str(response.json()["auth"]["client_token"]))
+        return None
+    if response.status_code >= 500 or response.status_code == 429:
+        raise _NotYet(f"a login as {user} answered HTTP {response.status_code}")
+    return _said(response)
+
+
+def _users_not_blueprints(props: dict[str, Any], token: str) -> dict[str, str]:
+    """The users the requests make that exist already and do not log in with their file's password
+    (user -> what OpenBao said): blueprint must not give them its policies.
+    """
+    users = {}
+    for request in props["requests"]:
+        path = str(request["path"])
+        # A user that does not exist, or a userpass not mounted, reads as 404 (verified against bao 2.7.2).
+        if path.startswith("auth/userpass/users/") and _is_env(request["data"].get("password")) and _exists(props, path, token):
+            user = path.rsplit("/", 1)[1]
+            if (said := _logs_in(props, user)) is not None:
+                users[user] = said
+    return users
+
+
+def _policies_not_blueprints(props: dict[str, Any], token: str) -> list[str]:
+    """The policies the requests write that exist already with other rules."""
+    policies = []
+    for request in props["requests"]:
+        path = str(request["path"])
+        if path.startswith("sys/policies/acl/") and _exists(props, path, token):
+            rules = (_done(props, _get(props, path, token), f"reading {path}").get("data") or {}).get("policy")
+            if rules != request["data"].get("policy"):
+                policies.append(path.rsplit("/", 1)[1])
+    return policies
+
+
 def _mount_conflict(props: dict[str, Any], path: str, existing: dict[str, Any], wanted: dict[str, Any]) -> OpenBaoInitError:
     table, mount = path.split("/", 2)[1:]
     version = (existing.get("options") or {}).get("version") or ("1" if existing.get("type") == "kv" else None)  # KV's default
@@ -465,7 +666,13 @@ def _exists(props: dict[str, Any], path: str, token: str) -> bool:
 
 
 def configure(props: dict[str, Any], token: str) -> None:
-    """Apply `requests` with `token`, idempotently: what self-initialisation did on a vault's first start."""
+    """Apply `requests` with `token`, idempotently: what self-initialisation did on a vault's first start.
+    A user that exists and refuses its file's password is refused before anything is written: its
+    policies stay as they are.
+    """
+    if refusing := _users_not_blueprints(props, token):
+        user = next(iter(refusing))
+        raise wrong_password_error(props, user, _password_file(props, user))
     for request in props["requests"]:
         path, data = str(request["path"]), dict(request["data"])
         if path.startswith(("sys/mounts/", "sys/auth/")):
@@ -586,7 +793,13 @@ def _upgrade(props: dict[str, Any], seal: dict[str, Any], legacy: dict[str, Any]
     root_token = legacy["root_token"]
     if not _token_valid(props, root_token):
         raise legacy_keys_error(props)
+    # Nothing below the checks can be undone once the root token is revoked (step 4), so they come first.
+    users, policies = _users_not_blueprints(props, root_token), _policies_not_blueprints(props, root_token)
+    if users or policies:
+        raise made_by_hand_error(props, users, policies)
     configure(props, root_token)
+    if (said := _logs_in(props, str(props["admin_username"]))) is not None:
+        raise admin_refused_error(props, said)
     _retire_recovery_keys(props, root_token, legacy["unseal_keys"])
     _set_aside(props)
 
@@ -640,16 +853,16 @@ def converge_once(props: dict[str, Any]) -> None:
 
 def converge(props: dict[str, Any]) -> dict[str, Any]:
     """Wait until OpenBao is usable as configured, or fail saying why; return the outputs."""
-    deadline = time.monotonic() + float(props["wait_seconds"])
     check_seal_key_file(props)
-    wait_for_rollout(props, deadline)
+    wait_for_rollout(props)
+    deadline = time.monotonic() + float(props["wait_seconds"])  # from the end of the rollout: its own budget
     while True:
         try:
             converge_once(props)
             return {key: props.get(key) for key in INPUTS}
         except _NotYet as not_yet:
             if time.monotonic() >= deadline:
-                raise timeout_error(props, str(not_yet), server_log(props)) from None
+                raise timeout_error(props, str(not_yet), server_log(props), float(props["wait_seconds"])) from None
         time.sleep(0.2)
 
 
@@ -666,7 +879,7 @@ def usable(props: dict[str, Any]) -> bool | None:
     return True
 
 
-DEFAULTS = {"wait_seconds": 300.0, "http_timeout": 10.0}
+DEFAULTS = {"rollout_seconds": 600.0, "wait_seconds": 300.0, "http_timeout": 10.0}
 
 
 class OpenBaoInitProvider(ResourceProvider):
@@ -676,7 +889,7 @@ class OpenBaoInitProvider(ResourceProvider):
         for key in ("legacy_keys_file", "seal_key_file", "password_file", "admin_password_file"):
             if not Path(str(news.get(key))).is_absolute():
                 failures.append(CheckFailure(key, f"expected an absolute path, got {news.get(key)!r}"))
-        for key in ("wait_seconds", "http_timeout"):
+        for key in ("rollout_seconds", "wait_seconds", "http_timeout"):
             if not isinstance(news.get(key), int | float) or float(news[key]) <= 0:
                 failures.append(CheckFailure(key, f"expected a number of seconds above 0, got {news.get(key)!r}"))
         requests = news.get("requests")
@@ -748,8 +961,10 @@ class OpenBaoInitArgs:
     database: str
     table: str
     """Where OpenBao's storage is: its one table, the only thing a reset empties."""
+    rollout_seconds: float = 600
+    """How long the StatefulSet may take to roll out: the first pull of OpenBao's image can take minutes on a laptop."""
     wait_seconds: float = 300
-    """How long every step is tried again."""
+    """How long every step after the rollout is tried again."""
     http_timeout: float = 10
     """How long one request waits for its answer."""
 
@@ -781,6 +996,7 @@ class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
             "postgres_pod": args.postgres_pod,
             "database": args.database,
             "table": args.table,
+            "rollout_seconds": args.rollout_seconds,
             "wait_seconds": args.wait_seconds,
             "http_timeout": args.http_timeout,
             "provider_version": PROVIDER_VERSION,

@@ -231,6 +231,27 @@ SHARED_FOLDERS = tuple(
 (`/srv/blueprint`), never one itself, since a wipe removes the data folder itself."""
 
 
+def other_homes() -> dict[Path, str]:
+    """The home folders of the other users of this machine (the password database), as written and
+    resolved, each with its user's name: all but the current user's own (`own_homes`), `/` (system
+    accounts without a home of their own) and the folders that hold others' (SHARED_FOLDERS).
+    """
+    try:
+        import pwd  # POSIX only
+
+        entries = pwd.getpwall()
+    except ImportError:
+        return {}
+    own = own_homes()
+    homes: dict[Path, str] = {}
+    for entry in entries:
+        written = Path(entry.pw_dir)
+        for home in (written, written.resolve()):
+            if home.is_absolute() and home != Path("/") and home not in own and home not in SHARED_FOLDERS:
+                homes.setdefault(home, entry.pw_name)
+    return homes
+
+
 def unsafe_characters(text: str) -> str:
     """The characters of `text` a data folder's path must not hold, each once, as shown in messages."""
     bad = dict.fromkeys(char for char in text if not (char.isalnum() or char in _PATH_PUNCTUATION))
@@ -273,6 +294,15 @@ def data_dir_problem(path: Path, project_dir: Path) -> str | None:
         return f"the data folder must not be inside {tree}, which belongs to the operating system"
     if path in SHARED_FOLDERS:
         return f"the data folder must not be {path} itself, which holds other folders; a folder inside it ({path / 'blueprint'}) is fine"
+    # However it is written: `~bob/x` is refused as such (`home_problem`), and so is `/home/bob/x`.
+    for home, user in other_homes().items():
+        if path == home or home in path.parents:
+            return (
+                f"the data folder must not be in {home}, the home folder of {user}: not yours to fill with secrets or to wipe; "
+                "use one in your own home, such as ~/blueprint-data"
+            )
+        if path in home.parents:
+            return f"the data folder must not hold {home}, the home folder of {user}, which a wipe would remove with it"
     inside = project_dir / DATA_PARENT
     if project_dir in path.parents and inside not in path.parents:
         return f"a data folder inside the project must be inside {DATA_PARENT}/, {_OUTSIDE_INFRA_DATA}"
@@ -357,15 +387,16 @@ def checkout_id(path: Path = CHECKOUT_ID_FILE) -> str:
     return read_checkout_id(path) or ""
 
 
-def folder_owner() -> str:
-    """`<project>/<stack>@<checkout id>` of the running program: the owner a host folder's
-    `.blueprint-owner` names. Under Pulumi's mocks, the id is PLAN_CHECKOUT_ID.
+def folder_owner(stack: str | None = None) -> str:
+    """`<project>/<stack>@<checkout id>` of the running program (or of its `stack` in the same
+    checkout): the owner a host folder's `.blueprint-owner` names. Under Pulumi's mocks, the id is
+    PLAN_CHECKOUT_ID.
     """
     from pulumi.runtime.mocks import MockMonitor
     from pulumi.runtime.settings import get_monitor
 
     identity = PLAN_CHECKOUT_ID if isinstance(get_monitor(), MockMonitor) else checkout_id(CHECKOUT_ID_FILE)
-    return f"{pulumi.get_project()}/{pulumi.get_stack()}@{identity}"
+    return f"{pulumi.get_project()}/{stack or pulumi.get_stack()}@{identity}"
 
 
 def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret_keys: Set[str] = frozenset()) -> Phase1Config:

@@ -15,7 +15,7 @@ from stacks import outputs
 from stacks.config import Phase1Config, folder_owner, load_phase1
 
 
-def cluster_args(config: Phase1Config, *, owner: str) -> KindClusterArgs:
+def cluster_args(config: Phase1Config, *, owner: str, inner_owners: tuple[str, ...] = ()) -> KindClusterArgs:
     """The kind cluster phase1's config describes (the CLI derives the cluster's identity from it)."""
     return KindClusterArgs(
         cluster_name=config.cluster_name,
@@ -29,6 +29,7 @@ def cluster_args(config: Phase1Config, *, owner: str) -> KindClusterArgs:
         openbao_port=config.ports.openbao,
         api_server_port=config.ports.api_server,
         owner=owner,
+        inner_owners=inner_owners,
     )
 
 
@@ -72,7 +73,9 @@ def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
     config = load_phase1()
-    cluster = KindCluster("kind", cluster_args(config, owner=folder_owner()))
+    # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
+    inner_owners = tuple(folder_owner(stack) for stack, upstream in outputs.UPSTREAM_STACK.items() if upstream == pulumi.get_stack())
+    cluster = KindCluster("kind", cluster_args(config, owner=folder_owner(), inner_owners=inner_owners))
     if config.headlamp:
         # Imported here: pulumi_kubernetes' helm module is costly to load, and only Headlamp needs it.
         import pulumi_kubernetes as k8s

@@ -111,6 +111,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             volumes_host_path=volumes_host_folder,
             volumes_node_path=volumes_node_folder,
             owner=folder_owner(),
+            # phase1's, which phase2 reads its data folder from; in `dev`, dev's own.
+            data_folder_owner=folder_owner(outputs.UPSTREAM_STACK.get(pulumi.get_stack(), pulumi.get_stack())),
             preserve=bool(inputs[outputs.PRESERVE_DATA]),
             wipe_image=versions.KIND_NODE_IMAGE,
             volumes=VOLUMES,

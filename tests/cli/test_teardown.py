@@ -231,6 +231,28 @@ def test_wipe_data_records_the_wipe_over_a_recorded_keep() -> None:
     assert all(r["inputs"]["delete"] == WIPE_SCRIPT and r["outputs"]["delete"] == WIPE_SCRIPT for r in folders)
 
 
+def test_a_wipe_of_a_data_folder_claimed_by_an_earlier_version_removes_phase2s_kept_folders_too(tmp_path: Path) -> None:
+    """A claim recorded before claims named whose folders belong in them (no INNER_OWNERS), with
+    phase2 destroyed earlier and its data kept: phase1's recorded wipe removes phase2's folders too."""
+    state = copy.deepcopy(recorded_state("phase1"))
+    for resource in state["deployment"]["resources"]:
+        for key in ("inputs", "outputs"):
+            resource[key] = {**resource[key], "environment": dict(resource[key].get("environment") or {})}
+            resource[key]["environment"].pop("INNER_OWNERS", None)
+    pulumi = FakePulumi({"phase1": state})
+    code, said = run_destroy(pulumi, False)
+    assert code == 0, said
+    [claim] = [r for r in pulumi.destroyed["phase1"] if claimed_folder(r)]
+    data = tmp_path / "data"
+    (data / "platform").mkdir(parents=True)
+    (data / OWNER_MARKER).write_text(claim["outputs"]["environment"]["OWNER"] + "\n")
+    (data / "platform" / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
+    recorded = {"inputs": {"environment": {**claim["outputs"]["environment"], "FOLDER": str(data)}, "delete": claim["outputs"]["delete"]}}
+    done = run_script(recorded, "delete")  # as pulumi-command deletes: the recorded outputs' script and environment
+    assert done.returncode == 0, done.stderr
+    assert not data.exists()
+
+
 def test_without_a_flag_the_destroy_follows_phase1s_config() -> None:
     pulumi = FakePulumi(all_stacks(preserveData="true"))
     pulumi.stack_outputs = {stack: planned(stack, preserveData="true").raw_outputs for stack in pulumi.states}
@@ -307,6 +329,16 @@ def test_wiping_after_a_preserve_destroy_removes_the_data_folder_no_stack_holds(
     code, said = run_destroy(pulumi, False, world=the_world)
     assert code == 0, said
     assert wiped == [(str(left_data), PHASE1_HERE)]
+
+
+def test_the_data_folder_no_stack_holds_is_wiped_with_the_folders_its_phase2_claimed_inside(left_data: Path) -> None:
+    """As phase1's own wipe would have: phase2 of this checkout, kept by the same preserveData destroy."""
+    platform = left_data / "platform"
+    platform.mkdir()
+    (platform / OWNER_MARKER).write_text(f"blueprint/phase2@{CHECKOUT}\n")
+    done = teardown._wipe_folder(str(left_data), PHASE1_HERE)
+    assert done.returncode == 0, done.stderr
+    assert not left_data.exists()
 
 
 def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path) -> None:

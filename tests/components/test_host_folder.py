@@ -172,8 +172,15 @@ def _recording_docker(folder: Path, body: str = "") -> Path:
     return calls
 
 
+def _claimed_by_phase1(data_dir: Path) -> None:
+    """The data folder as phase1's claim leaves it: phase2's folders are claimed only inside it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / OWNER_MARKER).write_text("blueprint/phase1@offline-plan\n")
+
+
 def test_a_volume_folder_is_given_to_its_pods_user_through_a_one_shot_container(data_dir: Path, fake_docker_dir: Path) -> None:
     """The host user cannot chown to another user; root in a container of the node image can."""
+    _claimed_by_phase1(data_dir)
     calls = _recording_docker(fake_docker_dir)
     folder = data_dir / "volumes" / "platform"
     claim = planned("phase2").one(COMMAND, "storage-volumes-folder")
@@ -189,6 +196,7 @@ def test_a_volume_folder_is_given_to_its_pods_user_through_a_one_shot_container(
 
 def test_a_volume_folder_already_its_users_with_its_mode_is_left_alone(data_dir: Path, fake_docker_dir: Path) -> None:
     """Every `up` claims the folder again: only a folder not yet right costs a container."""
+    _claimed_by_phase1(data_dir)
     calls = _recording_docker(fake_docker_dir)
     folder = data_dir / "volumes" / "platform"
     (folder / "mine").mkdir(parents=True)
@@ -203,6 +211,7 @@ def test_a_volume_folder_already_its_users_with_its_mode_is_left_alone(data_dir:
 
 def test_an_up_that_cannot_give_a_volume_folder_away_fails_and_says_why(data_dir: Path, fake_docker_dir: Path) -> None:
     """Never a pod over a folder it cannot write: the up stops, and runs again once Docker is back."""
+    _claimed_by_phase1(data_dir)
     _recording_docker(fake_docker_dir, "exit 125\n")
     claim = planned("phase2").one(COMMAND, "storage-volumes-folder")
     done = run_script(claim, "create", path_prefix=fake_docker_dir, env={"FOLDER": str(data_dir / "volumes" / "platform")})
@@ -252,9 +261,19 @@ def _upgrade_up(data_dir: Path, fake_docker_dir: Path) -> subprocess.CompletedPr
     claimed = run_script(phase1, "update", env={"PULUMI_COMMAND_STDOUT": str(data_dir)})
     assert claimed.returncode == 0, claimed.stderr
     result = planned("phase2", dataDir=str(data_dir))
-    platform = run_script(result.one(COMMAND, "storage-platform-folder"), "create")
+    platform = run_script(result.one(COMMAND, "storage-platform-folder"), "create", path_prefix=fake_docker_dir)
     assert platform.returncode == 0, platform.stderr
     return run_script(result.one(COMMAND, "storage-volumes-folder"), "create", path_prefix=fake_docker_dir)
+
+
+def _volumes_claim_after_the_other_claims(data_dir: Path, fake_docker_dir: Path) -> subprocess.CompletedProcess[str]:
+    """The volumes folder's claim of an upgrade, once phase1's and the platform folder's claims named this
+    checkout (`_upgrade_up`, over a Docker that showed no cluster of the earlier layout then)."""
+    _claimed_by_phase1(data_dir)
+    (data_dir / "volumes").mkdir(exist_ok=True)
+    (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
+    claim = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-volumes-folder")
+    return run_script(claim, "create", path_prefix=fake_docker_dir)
 
 
 def test_an_upgrade_moves_the_previous_layouts_volumes_where_the_nodes_see_them(data_dir: Path, fake_docker_dir: Path) -> None:
@@ -276,7 +295,7 @@ def test_the_previous_layouts_volumes_are_not_moved_while_a_container_mounts_the
     """The earlier cluster's nodes mount the whole data folder: its pods may still write there."""
     pgdata = _previous_layout(data_dir)
     _fake_docker(fake_docker_dir, mounts=f"/blueprint-control-plane\t{data_dir}\n/blueprint-control-plane\t/lib/modules\n")
-    done = _upgrade_up(data_dir, fake_docker_dir)
+    done = _volumes_claim_after_the_other_claims(data_dir, fake_docker_dir)
     assert done.returncode == 1
     assert "these still do, so their pods may still write there: blueprint-control-plane (the nodes" in done.stderr
     assert (pgdata / "PG_VERSION").exists()
@@ -286,7 +305,7 @@ def test_the_previous_layouts_volumes_are_not_moved_while_a_container_mounts_the
 def test_the_previous_layouts_volumes_are_not_moved_when_docker_cannot_say_who_mounts_them(data_dir: Path, fake_docker_dir: Path) -> None:
     pgdata = _previous_layout(data_dir)
     _fake_docker(fake_docker_dir, answers=False)
-    done = _upgrade_up(data_dir, fake_docker_dir)
+    done = _volumes_claim_after_the_other_claims(data_dir, fake_docker_dir)
     assert done.returncode == 1
     assert "Docker did not answer (docker ps -a): start Docker, then run the up again" in done.stderr
     assert (pgdata / "PG_VERSION").exists()
@@ -297,7 +316,7 @@ def test_the_previous_layouts_volumes_are_never_moved_onto_an_existing_volumes_f
     pgdata = _previous_layout(data_dir)
     (data_dir / "volumes" / "platform" / "postgres").mkdir(parents=True)
     calls = _fake_docker(fake_docker_dir)
-    done = _upgrade_up(data_dir, fake_docker_dir)
+    done = _volumes_claim_after_the_other_claims(data_dir, fake_docker_dir)
     assert done.returncode == 1
     new = data_dir / "volumes" / "platform"
     assert f"and {new} exists too: blueprint moves nothing onto it" in done.stderr
@@ -309,8 +328,9 @@ def test_the_previous_layouts_volumes_are_never_moved_onto_an_existing_volumes_f
 
 
 def test_the_previous_layouts_volumes_wait_for_the_folder_phase1_makes(data_dir: Path, fake_docker_dir: Path) -> None:
-    """Over an earlier phase1, `<dataDir>/volumes` does not exist yet: say so, not a failed `mv`."""
+    """`<dataDir>/volumes`, which phase1's claim makes, is missing (removed by hand): say so, not a failed `mv`."""
     _previous_layout(data_dir)
+    _claimed_by_phase1(data_dir)
     (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
     _fake_docker(fake_docker_dir)
     claim = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-volumes-folder")
@@ -323,6 +343,7 @@ def test_the_previous_layouts_volumes_wait_for_the_folder_phase1_makes(data_dir:
 def test_the_previous_layouts_volumes_move_only_out_of_a_folder_this_stack_claimed(data_dir: Path, fake_docker_dir: Path) -> None:
     """Another checkout's platform folder (or one not yet claimed again) keeps its volumes."""
     _previous_layout(data_dir)
+    _claimed_by_phase1(data_dir)
     (data_dir / "volumes").mkdir()
     (data_dir / "platform" / OWNER_MARKER).write_text(ANOTHER_CHECKOUT.replace("phase1", "phase2") + "\n")
     _fake_docker(fake_docker_dir)
@@ -412,21 +433,27 @@ def test_a_claim_moved_from_another_folder_does_not_upgrade_a_marker_naming_the_
     assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1\n"
 
 
-def test_an_update_whose_state_names_no_folder_does_not_upgrade_a_marker_naming_the_stack_alone(data_dir: Path) -> None:
+def test_an_update_whose_state_names_no_folder_does_not_upgrade_a_marker_naming_the_stack_alone(
+    data_dir: Path, fake_docker_dir: Path
+) -> None:
     """An earlier blueprint's state recorded no stdout, and pulumi-command gives an update no old
     inputs: this may be a claim moved to another checkout's folder in the same upgrade."""
     _claimed_before_checkout_ids(data_dir)
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "update")
+    _fake_docker(fake_docker_dir)  # no container
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "update", path_prefix=fake_docker_dir)
     assert done.returncode == 1
     assert "before blueprint told checkouts apart" in done.stderr
     assert "uv run blueprint up reads that from the state" in done.stderr
     assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1\n"
 
 
-def test_a_new_claim_refuses_a_marker_naming_the_stack_alone_and_says_how_to_claim_it(data_dir: Path) -> None:
+def test_a_new_claim_refuses_a_marker_naming_the_stack_alone_and_says_how_to_claim_it(data_dir: Path, fake_docker_dir: Path) -> None:
     """It may be another checkout's: only the user can tell, and the message gives the command."""
     _claimed_before_checkout_ids(data_dir)
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    _fake_docker(fake_docker_dir)  # no container
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "create", path_prefix=fake_docker_dir)
     assert done.returncode == 1
     assert f"{data_dir} was claimed by blueprint/phase1 before blueprint told checkouts apart" in done.stderr
     assert ["echo", "blueprint/phase1@offline-plan", ">", f"{data_dir}/{OWNER_MARKER}"] in printed_commands(done.stderr)
@@ -443,14 +470,17 @@ def _phase2_claimed_before_checkout_ids(data_dir: Path, data_folder_owner: str) 
 
 
 @pytest.mark.parametrize("claim", ["storage-platform-folder", "storage-volumes-folder"])
-def test_a_new_claim_inside_this_checkouts_data_folder_upgrades_a_marker_naming_the_stack_alone(data_dir: Path, claim: str) -> None:
+def test_a_new_claim_inside_this_checkouts_data_folder_upgrades_a_marker_naming_the_stack_alone(
+    data_dir: Path, fake_docker_dir: Path, claim: str
+) -> None:
     """An upgrade's `up` takes phase2 down for the cluster change, so its next claim is a create; the
     data folder above (the volumes folder is two levels in) names this checkout's id, which phase1's
     own upgrade wrote and no other checkout can have."""
     _phase2_claimed_before_checkout_ids(data_dir, "blueprint/phase1@offline-plan")
+    _fake_docker(fake_docker_dir, mounts=f"/blueprint-worker\t{data_dir}/volumes\n")  # this layout's nodes
     command = planned("phase2", dataDir=str(data_dir)).one(COMMAND, claim)
     folder = Path(command["inputs"]["environment"]["FOLDER"])
-    done = run_script(command, "create", env={"SUBFOLDERS": ""})
+    done = run_script(command, "create", path_prefix=fake_docker_dir, env={"SUBFOLDERS": ""})
     assert done.returncode == 0, done.stderr
     assert (folder / OWNER_MARKER).read_text() == "blueprint/phase2@offline-plan\n"
 
@@ -472,7 +502,7 @@ def test_a_new_claim_refuses_a_marker_naming_the_stack_alone_unless_the_data_fol
     command = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-platform-folder")
     done = run_script(command, "create")
     assert done.returncode == 1
-    assert "before blueprint told checkouts apart" in done.stderr
+    assert f"{data_dir}/platform is inside {data_dir}, which" in done.stderr
     assert (data_dir / "platform" / OWNER_MARKER).read_text() == "blueprint/phase2\n"
 
 
@@ -630,7 +660,7 @@ def test_dev_over_the_earlier_blueprints_data_folder_stops_once_then_moves_its_v
         (folder / OWNER_MARKER).write_text("blueprint/dev\n")
     _fake_docker(fake_docker_dir)
     result = planned("dev", dataDir=str(data_dir))
-    refused = run_script(result.one(COMMAND, "kind-data-folder"), "create")
+    refused = run_script(result.one(COMMAND, "kind-data-folder"), "create", path_prefix=fake_docker_dir)
     assert refused.returncode == 1
     [claim] = [words for words in printed_commands(refused.stderr) if words[0] == "echo"]
     assert claim == ["echo", "blueprint/dev@offline-plan", ">", f"{data_dir}/{OWNER_MARKER}"]
@@ -639,3 +669,266 @@ def test_dev_over_the_earlier_blueprints_data_folder_stops_once_then_moves_its_v
         done = run_script(result.one(COMMAND, name), "create", path_prefix=fake_docker_dir)
         assert done.returncode == 0, (name, done.stderr)
     assert (data_dir / "volumes" / "platform" / "postgres" / "pg-1" / "pgdata" / "PG_VERSION").read_text() == "17\n"
+
+
+# A claim inside another owner's folder, and a wipe of a folder holding one.
+
+
+def test_a_data_folder_is_not_claimed_inside_another_checkouts_data_folder(data_dir: Path) -> None:
+    """That checkout's wipe would remove it with its own: refused before anything is made."""
+    _fill(data_dir)
+    inner = data_dir / "b"
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "create", env={"FOLDER": str(inner), "OWNER": ANOTHER_CHECKOUT})
+    assert done.returncode == 1
+    assert f"{inner} is inside {data_dir}, which {PHASE1_HERE} claimed" in done.stderr
+    assert not inner.exists()
+
+
+def test_dev_s_data_folder_is_not_claimed_inside_phase1s(data_dir: Path) -> None:
+    _fill(data_dir)
+    done = run_script(planned("dev", dataDir=str(data_dir / "dev")).one(COMMAND, "kind-data-folder"), "create")
+    assert done.returncode == 1
+    assert f"is inside {data_dir}, which {PHASE1_HERE} claimed" in done.stderr
+    assert not (data_dir / "dev").exists()
+
+
+@pytest.mark.parametrize(
+    "inner_owner",
+    [ANOTHER_CHECKOUT, "blueprint/dev@offline-plan", "blueprint/phase2@0123456789abcdef", "blueprint/phase1", ""],
+)
+def test_a_wipe_removes_nothing_while_a_folder_inside_is_claimed_by_another_owner(data_dir: Path, inner_owner: str) -> None:
+    """Another checkout's folder, or this checkout's dev, claimed inside before claims looked above them."""
+    _fill(data_dir)
+    inner = data_dir / "volumes" / "b"
+    inner.mkdir()
+    (inner / OWNER_MARKER).write_text(f"{inner_owner}\n")
+    (inner / "secret").write_text("b")
+    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
+    assert done.returncode == 1
+    assert f"blueprint: - {inner}, claimed by" in done.stderr
+    assert (inner / "secret").exists()
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists(), "refused before anything is removed"
+    assert (data_dir / OWNER_MARKER).exists()
+
+
+@pytest.mark.parametrize("phase2", ["blueprint/phase2@offline-plan", "blueprint/phase2"])
+def test_phase1s_wipe_removes_the_folders_its_phase2_claimed_inside(data_dir: Path, phase2: str) -> None:
+    """phase2 of this checkout, kept by an earlier preserveData destroy (or, the stack alone, not claimed
+    again since an upgrade): its folders belong in the data folder."""
+    _fill(data_dir)
+    for folder in (data_dir / "platform", data_dir / "volumes" / "platform"):
+        folder.mkdir(parents=True)
+        (folder / OWNER_MARKER).write_text(f"{phase2}\n")
+    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
+    assert done.returncode == 0, done.stderr
+    assert not data_dir.exists()
+
+
+# A data folder that is emptied but cannot be removed itself.
+
+
+def _in_a_namespace_over_a_tmpfs(
+    command: dict[str, object], scripts: list[str], mount: Path, *, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run `command`'s scripts one after another in a user and mount namespace of their own, where a
+    new tmpfs is mounted at `mount`; stdout has `rc=<exit code>` for each, then what `mount` holds."""
+    inputs = command["inputs"]
+    assert isinstance(inputs, dict)
+    environment = {**os.environ, **inputs["environment"], **env, "MOUNT": str(mount)}
+    environment.update({f"SCRIPT_{index}": inputs[script] for index, script in enumerate(scripts)})
+    inside = (
+        'mount -t tmpfs blueprint-test "$MOUNT" || exit 99; '
+        + "".join(f'/bin/sh -c "$SCRIPT_{index}"; echo "rc=$?"; ' for index in range(len(scripts)))
+        + 'ls -A "$MOUNT"'
+    )
+    argv = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", inside]
+    return subprocess.run(argv, env=environment, capture_output=True, text=True, timeout=30, check=False)
+
+
+@pytest.mark.usefixtures("mount_namespaces")
+def test_a_wipe_of_a_data_folder_that_is_a_mount_point_empties_it_and_a_second_destroy_finds_it_wiped(data_dir: Path) -> None:
+    """rmdir cannot remove a mount point (EBUSY): the folder stays, empty, unclaimed; no later destroy is stuck."""
+    data_dir.mkdir()
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = _in_a_namespace_over_a_tmpfs(command, ["create", "delete", "delete", "create"], data_dir, env={})
+    assert [line for line in done.stdout.splitlines() if line.startswith("rc=")] == ["rc=0"] * 4, done.stderr
+    assert f"emptied {data_dir}, and left it in place, empty" in done.stderr
+    assert f"{data_dir} is empty and claimed by no stack (an earlier wipe emptied it)" in done.stderr
+    assert "does not name" not in done.stderr
+
+
+def test_a_wipe_of_a_data_folder_whose_parent_the_user_cannot_write_empties_it_and_a_second_destroy_finds_it_wiped(
+    data_dir: Path,
+) -> None:
+    """README's own example, /srv/blueprint: a folder the user owns, in a folder only root may write."""
+    data_dir.mkdir()
+    parent = data_dir.parent
+    user = None
+    if os.geteuid() == 0:
+        os.chown(data_dir, NOBODY, NOBODY)  # the parent stays root's, 0755
+        user = NOBODY
+    else:
+        parent.chmod(0o555)
+    try:
+        command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+        assert run_script(command, "create", user=user).returncode == 0
+        first = run_script(command, "delete", user=user)
+        assert first.returncode == 0, first.stderr
+        assert f"emptied {data_dir}, and left it in place, empty" in first.stderr
+        assert list(data_dir.iterdir()) == []
+        again = run_script(command, "delete", user=user)
+        assert again.returncode == 0, again.stderr
+        assert run_script(command, "create", user=user).returncode == 0
+    finally:
+        parent.chmod(0o755)
+
+
+def test_a_wipe_that_cannot_remove_a_folder_something_wrote_into_meanwhile_says_so(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Not left for "empty": what appeared is not blueprint's to call wiped."""
+    _fill(data_dir)
+    fake_command(fake_docker_dir, "rmdir", 'touch "$2/written-meanwhile"; exit 1\n')
+    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete", path_prefix=fake_docker_dir)
+    assert done.returncode == 1
+    assert "files appeared in it while it was removed" in done.stderr
+
+
+# The earlier layout's markers while its cluster still runs over the whole data folder.
+
+
+def _earlier_node(data_dir: Path) -> str:
+    """A kind node of the earlier layout, as `docker inspect` lists its mounts: the whole data folder."""
+    return f"/blueprint-dev-control-plane\t{data_dir}\n/blueprint-dev-control-plane\t/lib/modules\n"
+
+
+@pytest.mark.parametrize("script", ["create", "update"])
+def test_dev_s_earlier_marker_is_neither_rewritten_nor_to_be_rewritten_by_hand_while_its_cluster_mounts_the_whole_folder(
+    data_dir: Path, fake_docker_dir: Path, script: str
+) -> None:
+    """The earlier blueprint, which alone can take that cluster down, refuses a marker naming a checkout."""
+    data_dir.mkdir()
+    (data_dir / OWNER_MARKER).write_text("blueprint/dev\n")
+    _fake_docker(fake_docker_dir, mounts=_earlier_node(data_dir))
+    command = planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, script, path_prefix=fake_docker_dir)
+    assert done.returncode == 1
+    assert f"still mounts the whole data folder {data_dir}: blueprint-dev-control-plane (its nodes)" in done.stderr
+    assert 'README: "Upgrading from an earlier blueprint"' in done.stderr
+    assert not [words for words in printed_commands(done.stderr) if words[0] == "echo"]
+    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/dev\n"
+
+
+def test_dev_s_platform_marker_is_not_rewritten_inside_a_data_folder_claimed_by_hand_while_the_earlier_cluster_runs(
+    data_dir: Path, fake_docker_dir: Path
+) -> None:
+    """A user already in that trap (the data folder's marker rewritten) writes back one marker only."""
+    (data_dir / "platform").mkdir(parents=True)
+    (data_dir / OWNER_MARKER).write_text("blueprint/dev@offline-plan\n")
+    (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/dev\n")
+    _fake_docker(fake_docker_dir, mounts=_earlier_node(data_dir))
+    command = planned("dev", dataDir=str(data_dir)).one(COMMAND, "storage-platform-folder")
+    done = run_script(command, "update", path_prefix=fake_docker_dir)
+    assert done.returncode == 1
+    assert "still mounts the whole data folder" in done.stderr
+    assert (data_dir / "platform" / OWNER_MARKER).read_text() == "blueprint/dev\n"
+
+
+@pytest.mark.parametrize("lease", [True, False])
+def test_phase1s_own_claim_is_upgraded_under_the_earlier_cluster_only_with_no_platform_left_on_it(
+    data_dir: Path, fake_docker_dir: Path, lease: bool
+) -> None:
+    """`blueprint up` takes phase2 down first, and phase1's same `up` then replaces the cluster; a
+    platform still on it (a plain `pulumi up -s phase1`) would keep the cluster, and the marker rewritten."""
+    _claimed_before_checkout_ids(data_dir)
+    if lease:
+        (data_dir / ".blueprint-on-cluster").mkdir()
+        (data_dir / ".blueprint-on-cluster" / "blueprint_phase2").write_text("blueprint/phase2\n")
+    calls = _fake_docker(fake_docker_dir, mounts=_earlier_node(data_dir))
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "update", path_prefix=fake_docker_dir, env={"PULUMI_COMMAND_STDOUT": f"{data_dir}\n"})
+    if lease:
+        assert done.returncode == 1
+        assert "with a platform on it (blueprint/phase2)" in done.stderr
+        assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1\n"
+    else:
+        assert done.returncode == 0, done.stderr
+        assert (data_dir / OWNER_MARKER).read_text() == f"{PHASE1_HERE}\n"
+        assert not calls.exists(), "Docker is not asked"
+
+
+# The legacy volumes on another filesystem; markers never written through a link.
+
+
+@pytest.mark.usefixtures("mount_namespaces")
+def test_the_previous_layouts_volumes_are_not_copied_onto_another_filesystem(data_dir: Path, fake_docker_dir: Path) -> None:
+    """`<dataDir>/volumes` on another disk: `mv` would copy, which fails on the pods' 0700 folders
+    and leaves a copy in part on each side. Refused, with the move to run as root."""
+    pgdata = _previous_layout(data_dir)
+    _claimed_by_phase1(data_dir)
+    (data_dir / "volumes").mkdir()
+    (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
+    _fake_docker(fake_docker_dir)
+    command = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-volumes-folder")
+    env = {"PATH": f"{fake_docker_dir}:{os.environ['PATH']}"}
+    done = _in_a_namespace_over_a_tmpfs(command, ["create"], data_dir / "volumes", env=env)
+    assert done.stdout.splitlines() == ["rc=1"], done.stderr  # and nothing on the tmpfs
+    assert f"{data_dir}/volumes is on another filesystem" in done.stderr
+    legacy, new = data_dir / "platform" / "volumes", data_dir / "volumes" / "platform"
+    assert ["sudo", "mv", "--", str(legacy), str(new)] in printed_commands(done.stderr)
+    assert (pgdata / "PG_VERSION").read_text() == "17\n"
+
+
+def test_the_legacy_volumes_claim_is_never_written_through_a_link(data_dir: Path, fake_docker_dir: Path, tmp_path: Path) -> None:
+    """The earlier layout's nodes mounted that folder: a pod may have left a link at the marker's name."""
+    _previous_layout(data_dir)
+    target = tmp_path / "victim"
+    target.write_text("precious\n")
+    (data_dir / "platform" / "volumes" / OWNER_MARKER).symlink_to(target)
+    _fake_docker(fake_docker_dir)
+    done = _volumes_claim_after_the_other_claims(data_dir, fake_docker_dir)
+    assert done.returncode == 0, done.stderr
+    assert target.read_text() == "precious\n"
+    moved = data_dir / "volumes" / "platform" / OWNER_MARKER
+    assert not moved.is_symlink()
+    assert moved.read_text() == "blueprint/phase2@offline-plan\n"
+
+
+def test_a_marker_is_never_rewritten_through_a_link(data_dir: Path, tmp_path: Path) -> None:
+    _claimed_before_checkout_ids(data_dir)
+    target = tmp_path / "victim"
+    target.write_text("blueprint/phase1\n")
+    (data_dir / OWNER_MARKER).unlink()
+    (data_dir / OWNER_MARKER).symlink_to(target)
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "update", env={"PULUMI_COMMAND_STDOUT": f"{data_dir}\n"})
+    assert done.returncode == 0, done.stderr
+    assert target.read_text() == "blueprint/phase1\n"
+    assert not (data_dir / OWNER_MARKER).is_symlink()
+    assert (data_dir / OWNER_MARKER).read_text() == f"{PHASE1_HERE}\n"
+
+
+# Docker's answer, one container at a time.
+
+
+def _containers_over(folder: Path, fake_docker_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": f"{fake_docker_dir}:{os.environ['PATH']}"}
+    script = f'{CONTAINERS_OVER}\ncontainers_over "$1"'
+    return subprocess.run(["/bin/sh", "-c", script, "sh", str(folder)], env=env, capture_output=True, text=True, check=False, timeout=30)
+
+
+def test_a_container_gone_between_docker_ps_and_its_inspect_is_skipped(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Any `docker run --rm` may end meanwhile: that is no Docker that does not answer."""
+    inspect = (
+        'case "$*" in *gone*) echo "Error response from daemon: No such container: gone" >&2; exit 1 ;; esac\n'
+        f"printf '/kind-worker\\t{data_dir}\\n'"
+    )
+    fake_command(fake_docker_dir, "docker", f'case "$1" in ps) printf "gone\\nc0ffee\\n" ;; inspect) {inspect} ;; esac\n')
+    done = _containers_over(data_dir, fake_docker_dir)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "kind-worker\n"
+
+
+def test_an_inspect_that_fails_for_any_other_reason_is_no_answer(data_dir: Path, fake_docker_dir: Path) -> None:
+    inspect = 'case "$*" in *second*) echo "Cannot connect to the Docker daemon" >&2; exit 1 ;; esac'
+    fake_command(fake_docker_dir, "docker", f'case "$1" in ps) printf "first\\nsecond\\n" ;; inspect) {inspect} ;; esac\n')
+    assert _containers_over(data_dir, fake_docker_dir).returncode == 1

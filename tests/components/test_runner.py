@@ -231,7 +231,7 @@ def test_the_image_build_runners_default_image_is_buildkit_too() -> None:
     assert kubernetes("image-build-runner")["image"] == versions.BUILDKIT_IMAGE
 
 
-def test_the_image_build_runner_runs_no_service_container() -> None:
+def test_the_image_build_runner_allows_no_service_image_of_its_own_choosing() -> None:
     """An empty `allowed_services` allows every service (common/allowed_images.go): the one entry
     is no image reference at all, so nothing matches it."""
     [entry] = kubernetes("image-build-runner")["allowed_services"]

@@ -198,6 +198,7 @@ def init_inputs(server: BaoServer, folder: Path, **extra: Any) -> dict[str, Any]
         "postgres_pod": "pg-1",
         "database": "openbao",
         "table": STORAGE_TABLE,
+        "rollout_seconds": 600.0,
         "wait_seconds": 20.0,
         "http_timeout": 10.0,
         "provider_version": PROVIDER_VERSION,
@@ -315,14 +316,37 @@ class Proxy:
 CONVERGE = "import json, sys\nfrom providers.openbao_init import OpenBaoInitProvider\nOpenBaoInitProvider().create(json.load(sys.stdin))\n"
 
 
-def fake_cluster(folder: Path, rollout: str = "exit 0") -> str:
+def fake_cluster(folder: Path, rollout: str = "exit 0", objects: dict[str, dict[str, Any]] | None = None) -> str:
     """A PATH entry with the `kind` and `kubectl` the provider calls: kind gives a kubeconfig,
-    `kubectl rollout status` runs the shell `rollout`, `kubectl logs` prints nothing."""
+    `kubectl rollout status` runs the shell `rollout`, `kubectl get <kind>/<name> -o json` prints
+    `objects["<kind>/<name>"]` (or fails: not found), `kubectl logs` prints nothing."""
     from tests.plans import fake_command
 
+    gets = ""
+    for number, (name, value) in enumerate((objects or {}).items()):
+        document = folder / f"object-{number}.json"
+        document.parent.mkdir(parents=True, exist_ok=True)
+        document.write_text(json.dumps(value))
+        gets += f'  *" get {name} -o json"*) cat "{document}" ;;\n'
+    not_found = '  *" get "*) echo "Error from server (NotFound)" >&2; exit 1 ;;\n'
     fake_command(folder, "kind", 'test "$1 $2" = "get kubeconfig" && echo "apiVersion: v1"\n')
-    fake_command(folder, "kubectl", f'case "$*" in\n  *" rollout status "*) {rollout} ;;\n  *) exit 0 ;;\nesac\n')
+    fake_command(folder, "kubectl", f'case "$*" in\n  *" rollout status "*) {rollout} ;;\n{gets}{not_found}  *) exit 0 ;;\nesac\n')
     return str(folder)
+
+
+def stateful_set(update_revision: str, policy: str = "OrderedReady") -> dict[str, Any]:
+    """A StatefulSet as `kubectl get -o json` shows it, rolling out `update_revision`."""
+    return {"kind": "StatefulSet", "spec": {"podManagementPolicy": policy}, "status": {"updateRevision": update_revision}}
+
+
+def stateful_pod(revision: str, *, ready: bool) -> dict[str, Any]:
+    """A StatefulSet's pod as `kubectl get -o json` shows it, of `revision`, Ready or not (crashing)."""
+    status = "True" if ready else "False"
+    return {
+        "kind": "Pod",
+        "metadata": {"labels": {"controller-revision-hash": revision}},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": status}]},
+    }
 
 
 def kill_converge_while_held(server: BaoServer, folder: Path, request: str) -> None:

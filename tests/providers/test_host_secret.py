@@ -198,19 +198,21 @@ def test_a_secret_the_kept_data_depends_on_is_to_be_restored_not_regenerated(
         provider.create(props(path, kind=kind))
     message = str(refused.value)
     assert "Restore it from a backup of the data folder" in message
-    assert f"rm '{path}') to have a new one generated only when the platform's data is being started over too" in message
+    assert f"rm '{path}') and run again: the next `up` writes back the value Pulumi's state recorded for it" in message
+    assert "let it do that only when the platform's data is being started over too" in message
 
 
 @pytest.mark.parametrize(
     ("name", "kind"),
     [("gitlab-ssh-host-keys.json", "ssh-host-keys"), ("platform-ca-name-constrained.key", "ca-key"), ("gitlab-admin-token", "password")],
 )
-def test_a_secret_safe_to_regenerate_says_removing_it_makes_a_new_one(
+def test_a_secret_safe_to_regenerate_says_removing_it_brings_the_recorded_value_back_or_a_new_one(
     tmp_path: Path, provider: HostSecretProvider, name: str, kind: str
 ) -> None:
     path = tmp_path / name
     path.write_text("")
-    with pytest.raises(HostSecretError, match=rf"or remove it \(rm {re.escape(str(path))}\) and run again to have a new one generated: "):
+    back = rf"or remove it \(rm {re.escape(str(path))}\) and run again: the next `up` writes back the value Pulumi's state recorded"
+    with pytest.raises(HostSecretError, match=rf"{back} for it, or, with none recorded, generates a new one: "):
         provider.create(props(path, kind=kind))
 
 
@@ -248,3 +250,21 @@ def test_a_kept_static_seal_key_openbaos_seal_cannot_take_is_refused(tmp_path: P
     path.write_text("a" * 31 + "\n")
     with pytest.raises(HostSecretError, match="openbao-seal-key is not usable: it is 31 bytes long"):
         provider.create(props(path, kind="static-seal-key"))
+
+
+def test_a_file_changed_since_the_last_up_is_a_change_whose_value_is_the_files(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """A file restored from a backup, or changed on purpose, wins over what the state recorded."""
+    path = tmp_path / "secret"
+    outs = outputs_of(provider.create(props(path)))
+    path.write_text("RestoredFromABackup0123456789\n")
+    assert provider.diff(str(path), outs, props(path)).changes is True
+    assert outputs_of(provider.update(str(path), outs, props(path)))["value"] == "RestoredFromABackup0123456789"
+
+
+def test_a_secret_moved_to_another_file_is_not_copied_from_the_old_one(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """The CA's key moved to a file of its own so that the new CA shares nothing with the old one."""
+    old, new = tmp_path / "platform-ca.key", tmp_path / "platform-ca-name-constrained.key"
+    outs = outputs_of(provider.create(props(old, kind="ca-key")))
+    moved = outputs_of(provider.update(str(old), outs, props(new, kind="ca-key")))
+    assert moved["value"] != outs["value"]
+    assert new.read_text().strip() == moved["value"]

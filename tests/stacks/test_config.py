@@ -260,6 +260,36 @@ def test_a_data_folder_in_another_users_home_is_refused(home_elsewhere: Path) ->
     assert "~root is another user's home (/root), not yours to fill with secrets or to wipe" in message
 
 
+def _other_users(monkeypatch: pytest.MonkeyPatch, *homes: tuple[str, str]) -> None:
+    """The password database holds these users, `(name, home)`, and no one else."""
+    entries = [pwd.struct_passwd((name, "x", 2000 + n, 2000 + n, "", home, "/bin/sh")) for n, (name, home) in enumerate(homes)]
+    monkeypatch.setattr(pwd, "getpwall", lambda: entries)
+
+
+@pytest.mark.usefixtures("home_elsewhere")
+def test_a_data_folder_in_another_users_home_is_refused_however_it_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`~bob/x` is refused: `/home/bob/x`, the same folder, is too."""
+    _other_users(monkeypatch, ("bob", "/home/bob"))
+    with pytest.raises(ConfigError) as error:
+        parse_phase1({"dataDir": "/home/bob/blueprint-data"}, ELSEWHERE)
+    assert "the data folder must not be in /home/bob, the home folder of bob: not yours to fill with secrets or to wipe" in str(error.value)
+
+
+@pytest.mark.usefixtures("home_elsewhere")
+def test_a_data_folder_that_holds_another_users_home_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    _other_users(monkeypatch, ("bob", "/data/people/bob"))
+    with pytest.raises(ConfigError) as error:
+        parse_phase1({"dataDir": "/data/people"}, ELSEWHERE)
+    assert "must not hold /data/people/bob, the home folder of bob, which a wipe would remove with it" in str(error.value)
+
+
+@pytest.mark.usefixtures("home_elsewhere")
+@pytest.mark.parametrize("value", ["/srv/blueprint", "/var/lib/blueprint", "/opt/blueprint"])
+def test_system_accounts_whose_home_is_root_or_a_shared_folder_refuse_no_data_folder(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    _other_users(monkeypatch, ("systemd-network", "/"), ("sys", "/var"), ("nobody", "/nonexistent"))
+    assert parse_phase1({"dataDir": value}, ELSEWHERE).data_dir == Path(value)
+
+
 def test_your_own_home_by_name_is_accepted() -> None:
     me = pwd.getpwuid(os.getuid()).pw_name
     assert parse_phase1({"dataDir": f"~{me}/blueprint-data"}).data_dir == Path(f"~{me}/blueprint-data").expanduser().resolve()
