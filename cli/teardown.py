@@ -50,7 +50,7 @@ from stacks import outputs
 
 ORDER = ("phase1", "phase2", "phase3")
 KIND_CLUSTER_NAME = "kind-cluster"
-OVER_PHASE1 = tuple(stack for stack, upstream in outputs.UPSTREAM_STACK.items() if upstream == "phase1")
+OVER_PHASE1 = outputs.stacks_over("phase1")
 """The stacks whose folders belong in phase1's data folder (phase2), as `stacks.phase1` records them for its wipe."""
 
 
@@ -309,8 +309,8 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
     it, and no cluster blueprint made over it still runs. Otherwise it is kept, and said so with the
     command that removes it.
     """
-    from components.host_folder import OWNER_MARKER
-    from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
+    from components.host_folder import LEASES_FOLDER, OWNER_MARKER
+    from components.kind_cluster import CLUSTER_MARKER
     from stacks.config import PROJECT_DIR, ConfigError, data_dir_problem
 
     folder = _data_folder(config)
@@ -322,7 +322,7 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
         say(f"{kept}; {remove}")
         return 0
     # As the cluster's delete script reads leases: regular files, not links, not dotfiles (drafts).
-    leases = (folder / USERS_FOLDER).glob("[!.]*") if (folder / USERS_FOLDER).is_dir() else []
+    leases = (folder / LEASES_FOLDER).glob("[!.]*") if (folder / LEASES_FOLDER).is_dir() else []
     users = sorted(path.name for path in leases if path.is_file() and not path.is_symlink())
     cluster_name = (folder / CLUSTER_MARKER).read_text().strip() if (folder / CLUSTER_MARKER).is_file() else ""
     running = world.cluster(cluster_name).status if cluster_name else "gone"

@@ -190,15 +190,11 @@ kind get kubeconfig --name "$KIND_CLUSTER_NAME"
 """Create the cluster, or reuse the one this stack created before (an interrupted `up` may have
 left it running), then print the kubeconfig. Progress goes to stderr: stdout is the kubeconfig."""
 
-USERS_FOLDER = LEASES_FOLDER
-"""Folder, in the data folder, where each stack that keeps resources on the cluster (phase2, dev)
-holds a file naming itself while it does: the cluster is not deleted from under them."""
-
 CLUSTER_DOWN_SCRIPT = f"""\
 set -eu
 {SHELL_QUOTE}
 held=""
-for lease in "$DATA_DIR/{USERS_FOLDER}"/*; do
+for lease in "$DATA_DIR/{LEASES_FOLDER}"/*; do
   [ -f "$lease" ] && [ ! -L "$lease" ] || continue  # no lease (the pattern itself), or not one of ours
   # Only a stack name's characters: older versions let pods write here (nodes mounted it all).
   stack=$(head -n 1 "$lease" | tr -cd 'A-Za-z0-9._/-')
@@ -231,7 +227,7 @@ new CA, which no delete can reach)."""
 
 LEASE_SCRIPT = f"""\
 set -eu
-users="$DATA_DIR/{USERS_FOLDER}"
+users="$DATA_DIR/{LEASES_FOLDER}"
 if [ -L "$users" ]; then
   echo "blueprint: $users is a symbolic link; blueprint writes no lease through one" >&2
   exit 1
@@ -249,8 +245,8 @@ printf '%s\\n' "$USER_STACK" > "$draft"
 mv -f "$draft" "$lease"
 """
 RELEASE_SCRIPT = f"""\
-rm -f "$DATA_DIR/{USERS_FOLDER}/$(printf '%s' "$USER_STACK" | tr -c 'A-Za-z0-9._-' '_')"
-rmdir "$DATA_DIR/{USERS_FOLDER}" 2>/dev/null || true
+rm -f "$DATA_DIR/{LEASES_FOLDER}/$(printf '%s' "$USER_STACK" | tr -c 'A-Za-z0-9._-' '_')"
+rmdir "$DATA_DIR/{LEASES_FOLDER}" 2>/dev/null || true
 """
 
 

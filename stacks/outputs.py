@@ -128,6 +128,11 @@ UPSTREAM_STACK = {"phase2": "phase1", "phase3": "phase2"}
 """The stack each phase stack reads its inputs from."""
 
 
+def stacks_over(stack: str) -> tuple[str, ...]:
+    """The stacks that read their inputs from `stack` (none for `dev`, which holds all phases)."""
+    return tuple(over for over, upstream in UPSTREAM_STACK.items() if upstream == stack)
+
+
 def upstream_stack_name(project: str, stack: str) -> str:
     """Fully qualified name of `stack`'s upstream on the local backend, whose organization is
     the literal `organization` (Pulumi's DIY backend, project-scoped stacks).

@@ -74,7 +74,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
     config = load_phase1()
     # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
-    inner_owners = tuple(folder_owner(stack) for stack, upstream in outputs.UPSTREAM_STACK.items() if upstream == pulumi.get_stack())
+    inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
     cluster = KindCluster("kind", cluster_args(config, owner=folder_owner(), inner_owners=inner_owners))
     if config.headlamp:
         # Imported here: pulumi_kubernetes' helm module is costly to load, and only Headlamp needs it.

@@ -269,9 +269,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             name=APPS_GROUP,
             owner=owner,
             description="Apps that blueprint builds and deploys.",
-            previous_owners=tuple(
-                f"{pulumi.get_project()}/{stack}" for stack, upstream in outputs.UPSTREAM_STACK.items() if upstream == pulumi.get_stack()
-            ),
+            previous_owners=tuple(f"{pulumi.get_project()}/{stack}" for stack in outputs.stacks_over(pulumi.get_stack())),
         ),
         opts=pulumi.ResourceOptions(
             retain_on_delete=bool(inputs[outputs.PRESERVE_DATA]),

@@ -18,8 +18,7 @@ import pytest
 
 from cli.passphrase import PassphraseFileError, _trusted
 from cli.teardown import World, _unowned_data
-from components.host_folder import OWNER_MARKER
-from components.kind_cluster import USERS_FOLDER
+from components.host_folder import LEASES_FOLDER, OWNER_MARKER
 from providers.gitlab_api import missing_ca_file
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
 from tests.plans import COMMAND, fake_command, planned, run_script
@@ -84,7 +83,7 @@ def legacy_volumes_on_another_filesystem(root: Path, bin_dir: Path) -> tuple[str
 
 
 def cluster_delete_with_a_lease_left(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
-    lease = root / HOSTILE / USERS_FOLDER / "blueprint_phase2"
+    lease = root / HOSTILE / LEASES_FOLDER / "blueprint_phase2"
     lease.parent.mkdir(parents=True)
     lease.write_text("blueprint/phase2\n")
     command = planned("phase1").one(COMMAND, "kind-cluster")

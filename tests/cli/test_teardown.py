@@ -26,8 +26,8 @@ from cli.commands import Context, StackFailed
 from cli.lifecycle import claimed_folder, lives_in_cluster, lives_in_gitlab
 from cli.plan import stack_config
 from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
-from components.host_folder import KEEP_SCRIPT, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
-from components.kind_cluster import CLUSTER_MARKER, USERS_FOLDER
+from components.host_folder import KEEP_SCRIPT, LEASES_FOLDER, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
+from components.kind_cluster import CLUSTER_MARKER
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 from tests.plans import COMMAND, fake_command, planned, run_script
@@ -349,8 +349,8 @@ def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path)
 
 
 def test_a_data_folder_with_a_platform_still_on_its_cluster_is_not_wiped(left_data: Path) -> None:
-    (left_data / USERS_FOLDER).mkdir()
-    (left_data / USERS_FOLDER / "blueprint_phase2").write_text("blueprint/phase2\n")
+    (left_data / LEASES_FOLDER).mkdir()
+    (left_data / LEASES_FOLDER / "blueprint_phase2").write_text("blueprint/phase2\n")
     pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
     code, said = run_destroy(pulumi, False, world=the_world)
     assert code == 1

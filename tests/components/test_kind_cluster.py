@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import versions
+from components.host_folder import LEASES_FOLDER
 from components.kind_cluster import (
     CLUSTER_MARKER,
     GITLAB_NODE_LABEL,
@@ -25,7 +26,6 @@ from components.kind_cluster import (
     NODE_PORTS,
     REGISTRY_HOSTS_SUBDIR,
     RUNNER_NODE_LABEL,
-    USERS_FOLDER,
     VOLUMES_SUBDIR,
 )
 from stacks import outputs
@@ -302,7 +302,7 @@ def test_the_cluster_is_deleted_once_the_lease_is_released(fake_kind: dict[str, 
     for script in ("create", "delete"):
         assert run_script(lease("phase2"), script, env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
     assert run_cluster("delete", fake_kind).returncode == 0
-    assert not (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).exists()
+    assert not (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER).exists()
 
 
 @pytest.mark.parametrize("stack", ["phase2", "dev"])
@@ -342,31 +342,31 @@ def test_data_folder_exists_before_the_cluster_mounts_it() -> None:
 def test_a_file_that_is_no_lease_does_not_block_deleting_the_cluster(fake_kind: dict[str, str]) -> None:
     """macOS Finder leaves a .DS_Store in a folder it showed."""
     assert run_cluster("create", fake_kind).returncode == 0
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / ".DS_Store").write_text("x")
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER / ".DS_Store").write_text("x")
     assert run_cluster("delete", fake_kind).returncode == 0
 
 
 def test_the_refusal_names_the_lease_of_a_stack_removed_by_hand(fake_kind: dict[str, str]) -> None:
     assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
     done = run_cluster("delete", fake_kind)
-    assert f"  rm -- {fake_kind['DATA_DIR']}/{USERS_FOLDER}/blueprint_phase2\n" in done.stderr
+    assert f"  rm -- {fake_kind['DATA_DIR']}/{LEASES_FOLDER}/blueprint_phase2\n" in done.stderr
 
 
 def test_a_lease_is_never_written_through_a_link(fake_kind: dict[str, str], tmp_path: Path) -> None:
     """The data folder is mounted into every node: a pod could leave a link at the lease's name."""
     victim = tmp_path / "victim"
     victim.write_text("mine\n")
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "blueprint_phase2").symlink_to(victim)
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER / "blueprint_phase2").symlink_to(victim)
     assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
     assert victim.read_text() == "mine\n"
 
 
 def test_a_lease_names_only_what_a_stack_name_can_hold(fake_kind: dict[str, str]) -> None:
     """A lease is in a folder pods can write: what the refusal prints is a stack name, or less."""
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "x").write_text("blueprint/phase2$(id)`id`\n")
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER / "x").write_text("blueprint/phase2$(id)`id`\n")
     done = run_cluster("delete", fake_kind)
     assert "$(id)" not in done.stderr
     assert "`id`" not in done.stderr
@@ -378,9 +378,9 @@ def test_a_lease_is_never_moved_into_a_linked_folder(fake_kind: dict[str, str], 
     cluster's delete looks, and the cluster would be deleted from under phase2."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER).mkdir()
-    (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "blueprint_phase2").symlink_to(elsewhere)
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER).mkdir()
+    (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER / "blueprint_phase2").symlink_to(elsewhere)
     assert run_script(lease("phase2"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
     assert list(elsewhere.iterdir()) == []
-    assert (Path(fake_kind["DATA_DIR"]) / USERS_FOLDER / "blueprint_phase2").is_file()
+    assert (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER / "blueprint_phase2").is_file()
     assert run_cluster("delete", fake_kind).returncode == 1
