@@ -23,10 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
+from cli.doctor import PHASE_STACKS
 from stacks import outputs
 from stacks.config import PROJECT_DIR
 
-PHASES = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
+PHASES = PHASE_STACKS
 
 
 class StackFailed(Exception):
@@ -212,7 +213,7 @@ def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Ca
 
 def up(context: Context, phase: str) -> int:
     if context.doctor is not None and context.doctor() != 0:
-        context.say("blueprint doctor found what a real run needs and this machine lacks (above); fix it and run `blueprint up` again.")
+        context.say("blueprint doctor found what stops a real run (above); fix it and run `uv run blueprint up` again.")
         return 1
     from cli import teardown
 
@@ -435,6 +436,14 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
     import cli.explain as explain
 
     stream = out or sys.stdout  # the stdout of the call, not of the import, so captured output sees it
+    if args.command == "preview":
+        from stacks.validation import check_stack_files
+
+        # What every selected phase reads, first (`up` has its doctor check it, with the machine):
+        # a bad phase3 value stops the preview of phase1 too, and no tool is needed to say so.
+        if (problem := check_stack_files(PHASES[args.phase])) is not None:
+            print(problem, file=sys.stderr)
+            return 1
     if runner is None:
         from cli import passphrase
 
@@ -464,7 +473,7 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
         if args.command == "status":
             stream.write(status(chosen) + "\n")
             return 0
-        doctor_run = (lambda: doctor.run([])) if args.command == "up" else None
+        doctor_run = (lambda: doctor.run(["--phase", args.phase])) if args.command == "up" else None
         context = Context(runner=chosen, out=stream, doctor=doctor_run, explain=explained, confirm=_confirmer(getattr(args, "yes", False)))
         if args.command == "up":
             code = up(context, args.phase)

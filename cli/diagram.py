@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan, ProgramFailed, plan
-from stacks.config import PROJECT_DIR
+from stacks.config import PROJECT_DIR, defaults_only
 
 PHASES = ("phase1", "phase2", "phase3")
 DEFAULT_OUTPUT = PROJECT_DIR / "docs" / "architecture.md"
@@ -225,7 +225,9 @@ def run(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     output: Path = args.output
     try:
-        document = render_document([plan(stack) for stack in PHASES])
+        # The project's architecture, not this checkout's settings: the stack files are not read.
+        with defaults_only():
+            document = render_document([plan(stack) for stack in PHASES])
     except ProgramFailed as failed:
         print(f"error: a phase does not plan, so there is nothing to draw: {failed.cause}", file=sys.stderr)
         return 1

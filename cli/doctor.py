@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import errno
 import hashlib
+import math
 import os
 import platform
 import re
@@ -34,9 +35,129 @@ from typing import Protocol, TextIO
 from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
 
 GIB = 1024**3
-MEMORY_NEEDED_BYTES = 12 * GIB
-"""What Docker needs: phase2 requests about 7 GiB, and GitLab uses well above its requests while it
-starts, so README.md (sizing) asks for at least 12 GiB."""
+MIB = 1024**2
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What one pod, or one container of it, asks the scheduler for, as Kubernetes quantities."""
+
+    what: str
+    cpu: str
+    memory: str
+    source: str
+    ours: bool = False
+    """Set by blueprint's own code (the offline plan shows it), not a default of a chart or of Kubernetes."""
+
+
+# What the platform asks of Docker, in one place. kind gives every node the whole machine's CPUs and
+# memory (kind#2805), so nothing stops an overcommitted cluster: the sum below is what Docker must
+# really have. Jobs that run once (GitLab's migrations, the charts' certificate and secret jobs) are
+# left out: GitLab's Rails pods wait in their init containers until the migrations are done.
+# CI jobs are left out too: their pods request nothing (components/runner.py sets no `cpu_request`
+# or `memory_request`, and GitLab Runner then sets none).
+CLUSTER_REQUESTS = (
+    Request(what="kube-apiserver", cpu="250m", memory="0", source="kubeadm phases/controlplane/manifests.go"),
+    Request(what="kube-controller-manager", cpu="200m", memory="0", source="kubeadm phases/controlplane/manifests.go"),
+    Request(what="kube-scheduler", cpu="100m", memory="0", source="kubeadm phases/controlplane/manifests.go"),
+    Request(what="etcd", cpu="100m", memory="100Mi", source="kubeadm phases/etcd/local.go"),
+    Request(what="CoreDNS (1 of 2 replicas)", cpu="100m", memory="70Mi", source="kubeadm phases/addons/dns/manifests.go"),
+    Request(what="CoreDNS (2 of 2 replicas)", cpu="100m", memory="70Mi", source="kubeadm phases/addons/dns/manifests.go"),
+)
+PLATFORM_REQUESTS = (
+    Request(what="GitLab webservice", cpu="300m", memory="2.5Gi", source="components/gitlab.py", ours=True),
+    Request(what="GitLab workhorse", cpu="50m", memory="100Mi", source="components/gitlab.py", ours=True),
+    Request(what="GitLab Sidekiq", cpu="200m", memory="1.5Gi", source="components/gitlab.py", ours=True),
+    Request(what="GitLab Gitaly", cpu="100m", memory="400Mi", source="components/gitlab.py", ours=True),
+    Request(what="GitLab Shell", cpu="20m", memory="64Mi", source="components/gitlab.py", ours=True),
+    Request(what="GitLab KAS", cpu="20m", memory="128Mi", source="components/gitlab.py", ours=True),
+    Request(what="GitLab registry", cpu="50m", memory="64Mi", source="components/gitlab.py", ours=True),
+    Request(what="GitLab toolbox", cpu="50m", memory="350M", source="GitLab chart charts/gitlab/charts/toolbox/values.yaml"),
+    Request(what="GitLab exporter", cpu="75m", memory="100M", source="GitLab chart charts/gitlab/charts/gitlab-exporter/values.yaml"),
+    Request(what="Envoy Gateway controller", cpu="100m", memory="256Mi", source="envoyproxy/gateway charts/gateway-helm/values.yaml"),
+    Request(what="Envoy proxy (the gateway)", cpu="100m", memory="512Mi", source="envoyproxy/gateway api/v1alpha1/shared_types.go"),
+    Request(what="Envoy shutdown manager", cpu="10m", memory="32Mi", source="envoyproxy/gateway api/v1alpha1/shared_types.go"),
+    Request(what="CloudNativePG operator", cpu="50m", memory="128Mi", source="components/postgres.py", ours=True),
+    Request(what="PostgreSQL", cpu="250m", memory="512Mi", source="components/postgres.py", ours=True),
+    Request(what="Valkey", cpu="50m", memory="128Mi", source="components/redis.py", ours=True),
+    Request(what="MinIO", cpu="100m", memory="256Mi", source="components/minio.py", ours=True),
+    Request(what="OpenBao", cpu="50m", memory="128Mi", source="components/openbao.py", ours=True),
+    Request(what="GitLab Runner (CI jobs)", cpu="50m", memory="64Mi", source="components/runner.py", ours=True),
+    Request(what="GitLab Runner (image builds)", cpu="50m", memory="64Mi", source="components/runner.py", ours=True),
+)
+HEADLAMP_REQUESTS = (Request(what="Headlamp", cpu="50m", memory="64Mi", source="components/headlamp.py", ours=True),)
+NODE_OVERHEAD = (
+    Request(what="kindnet", cpu="100m", memory="50Mi", source="kind pkg/build/nodeimage/const_cni.go"),
+    Request(what="node-registry hosts keeper", cpu="5m", memory="8Mi", source="components/node_registry.py", ours=True),
+    # kubelet and containerd are no pods and request nothing, yet hold memory on every node: these
+    # are the bounds Kubernetes' own e2e test allows them on a node without pods (test/e2e/node/
+    # kubelet_perf.go, "podsPerNode: 0"; set "generously", which leaves room for kube-proxy, which
+    # requests nothing either). No CPU for them: CPU is shared, and a busy CPU only slows things.
+    Request(what="kubelet", cpu="0", memory="200Mi", source="kubernetes test/e2e/node/kubelet_perf.go"),
+    Request(what="containerd", cpu="0", memory="125Mi", source="kubernetes test/e2e/node/kubelet_perf.go"),
+)
+"""Per node: the kind cluster has the control plane, `gitlabNodes` and `runnerNodes` workers."""
+
+_QUANTITY = re.compile(r"(\d+(?:\.\d+)?)(m|Mi|Gi|M|G)?")
+_SCALE = {None: 1, "m": 1 / 1000, "Mi": MIB, "Gi": GIB, "M": 10**6, "G": 10**9}
+
+
+def quantity(text: str) -> float:
+    """A Kubernetes quantity (the few suffixes above) as a number: "250m" is 0.25, "2.5Gi" bytes."""
+    match = _QUANTITY.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a Kubernetes quantity this table uses: {text!r}")
+    return float(match.group(1)) * _SCALE[match.group(2)]
+
+
+NODE_MEMORY_BYTES = round(sum(quantity(request.memory) for request in NODE_OVERHEAD))
+"""What each node adds to the memory needed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Needs:
+    """What Docker must give the cluster: the sum of the tables above for one config."""
+
+    memory_bytes: int
+    millicpus: int
+    nodes: int
+
+    @property
+    def cpus(self) -> int:
+        """Whole CPUs, as Docker counts them."""
+        return math.ceil(self.millicpus / 1000)
+
+    @property
+    def gib(self) -> int:
+        """Whole GiB, as Docker Desktop's setting counts them."""
+        return math.ceil(self.memory_bytes / GIB)
+
+    @property
+    def why(self) -> str:
+        return f"{self.nodes} nodes + platform requests"
+
+
+def resources_needed(*, gitlab_nodes: int, runner_nodes: int, headlamp: bool) -> Needs:
+    """What a cluster of these node counts, with the platform on it, needs of Docker."""
+    nodes = 1 + gitlab_nodes + runner_nodes
+    requests = [*CLUSTER_REQUESTS, *PLATFORM_REQUESTS, *(HEADLAMP_REQUESTS if headlamp else ()), *NODE_OVERHEAD * nodes]
+    return Needs(
+        memory_bytes=round(sum(quantity(request.memory) for request in requests)),
+        millicpus=round(sum(quantity(request.cpu) for request in requests) * 1000),
+        nodes=nodes,
+    )
+
+
+def default_needs() -> Needs:
+    """What the default config (Pulumi.yaml) needs."""
+    from stacks.config import default_string
+
+    return resources_needed(
+        gitlab_nodes=int(default_string("gitlabNodes")),
+        runner_nodes=int(default_string("runnerNodes")),
+        headlamp=default_string("headlamp") == "true",
+    )
+
 
 PULUMI_MIN_VERSION = "3.145.0"
 """The oldest CLI that runs this project. `toolchain: uv` arrived in 3.139.0; until 3.142.0 it dropped
@@ -54,8 +175,8 @@ INOTIFY_MIN = {"max_user_watches": 524288, "max_user_instances": 512}
 """kind's known issues ("Pod errors due to too many open files"): below these, a cluster of several
 nodes runs out of inotify watches and pods crash with "too many open files"."""
 
-# MemTotal excludes what the kernel reserves at boot, so a VM given exactly 12 GiB reports a little
-# less; a few percent of slack keeps the fix we print ("give Docker 12 GiB") sufficient.
+# MemTotal excludes what the kernel reserves at boot, so a VM given exactly 10 GiB reports a little
+# less; a few percent of slack keeps the fix we print ("give Docker 10 GiB") sufficient.
 _MEMORY_SLACK = 0.95
 
 _WSL_NOTE = "; on Windows, run blueprint inside WSL2, the supported way"
@@ -72,9 +193,13 @@ PULUMI = "Pulumi CLI"
 KUBECTL = "kubectl"
 UV = "uv"
 MEMORY = "memory"
+CPUS = "CPUs"
 INOTIFY = "inotify limits"
 NAMES = "platform names"
 CONFIG = "stack config"
+PHASE_STACKS = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
+"""The stacks of each `--phase` (as `blueprint up` runs them)."""
+STACKS = (*PHASE_STACKS["all"], "dev")
 
 
 class Machine(Protocol):
@@ -99,6 +224,10 @@ class Machine(Protocol):
     def port_free(self, port: int) -> bool: ...
 
     def memory_bytes(self) -> int | None: ...
+
+    def cpu_count(self) -> int | None:
+        """The CPUs of this machine: what the CPU check falls back to when Docker does not answer."""
+        ...
 
     def read_text(self, path: str) -> str | None: ...
 
@@ -169,6 +298,9 @@ class RealMachine:
             code, output = self.run(["sysctl", "-n", "hw.memsize"], timeout=5)
             return int(output.strip()) if code == 0 and output.strip().isdigit() else None
         return None
+
+    def cpu_count(self) -> int | None:
+        return os.cpu_count()
 
     def read_text(self, path: str) -> str | None:
         try:
@@ -424,19 +556,42 @@ def _port_check(machine: Machine, key: str, port: int, stack: str, cluster_name:
     )
 
 
-def _memory_check(machine: Machine, needed: int) -> Check:
+def _fewer_nodes(needs: Needs) -> str:
+    """The other fix for too little memory, when the config has more nodes than the fewest."""
+    if needs.nodes <= 3:  # the control plane and one worker of each role
+        return ""
+    return f"; or fewer nodes (blueprint:gitlabNodes, blueprint:runnerNodes): each needs {NODE_MEMORY_BYTES // MIB} MiB"
+
+
+def _memory_check(machine: Machine, needs: Needs) -> Check:
     total = machine.memory_bytes()
-    gib = needed // GIB
+    gib = needs.gib
     if total is None:
-        return Check(name=MEMORY, ok=True, found=f"unknown (could not read it); make sure Docker has at least {gib} GiB")
+        return Check(name=MEMORY, ok=True, found=f"unknown (could not read it); make sure Docker has at least {gib} GiB ({needs.why})")
     found = f"{total / GIB:.1f} GiB total"
-    if total >= needed * _MEMORY_SLACK:
-        return Check(name=MEMORY, ok=True, found=found)
+    if total >= needs.memory_bytes * _MEMORY_SLACK:
+        return Check(name=MEMORY, ok=True, found=f"{found}, needs {gib} GiB ({needs.why})")
     fix = {
-        "darwin": f"Docker Desktop > Settings > Resources: give Docker at least {gib} GiB (and 4 CPUs), then Apply & restart",
+        "darwin": f"Docker Desktop > Settings > Resources: give Docker at least {gib} GiB (and {needs.cpus} CPUs), then Apply & restart",
         "windows": f"in %UserProfile%\\.wslconfig set `memory={gib}GB` under [wsl2], then `wsl --shutdown` and restart Docker Desktop",
     }.get(machine.system, f"close other applications, or use a machine with at least {gib} GiB")
-    return Check(name=MEMORY, ok=False, found=f"{found}, needs {gib} GiB", fix=fix)
+    return Check(name=MEMORY, ok=False, found=f"{found}, needs {gib} GiB: {needs.why}", fix=fix + _fewer_nodes(needs))
+
+
+def _cpu_check(machine: Machine, needs: Needs) -> Check:
+    # Docker's own count first: under Docker Desktop that is the VM's, which is what the cluster gets.
+    code, output = machine.run(["docker", "info", "--format", "{{.NCPU}}"], timeout=20)
+    cpus = int(output.strip()) if code == 0 and output.strip().isdigit() else machine.cpu_count()
+    wanted = needs.cpus
+    if cpus is None:
+        return Check(name=CPUS, ok=True, found=f"unknown (could not read it); make sure Docker has at least {wanted} CPUs ({needs.why})")
+    if cpus >= wanted:
+        return Check(name=CPUS, ok=True, found=f"{cpus}, needs {wanted} ({needs.why})")
+    fix = {
+        "darwin": f"Docker Desktop > Settings > Resources: give Docker at least {wanted} CPUs (and {needs.gib} GiB), then Apply & restart",
+        "windows": f"in %UserProfile%\\.wslconfig set `processors={wanted}` under [wsl2], then `wsl --shutdown` and restart Docker Desktop",
+    }.get(machine.system, f"use a machine with at least {wanted} CPUs (Docker Engine gives the cluster all of this one's)")
+    return Check(name=CPUS, ok=False, found=f"{cpus}, needs {wanted}: {needs.why}", fix=fix)
 
 
 def _inotify_check(machine: Machine) -> Check:
@@ -476,7 +631,7 @@ def checks(
     machine: Machine,
     *,
     ports: Mapping[str, int],
-    memory_needed_bytes: int,
+    needs: Needs,
     pulumi_min_version: str,
     stack: str = "phase1",
     cluster_name: str | None = None,
@@ -484,12 +639,13 @@ def checks(
 ) -> list[Check]:
     """Every prerequisite of a real run, in README order. `ports` maps full config keys to host
     ports ("blueprint:httpsPort": 443); `stack` is the stack whose config sets them, for the
-    `pulumi config set` fix; a port published by `cluster_name`'s own node counts as free.
+    `pulumi config set` fix; a port published by `cluster_name`'s own node counts as free; `needs`
+    is what the config needs of Docker (`resources_needed`).
     """
     result = _docker_checks(machine)
     result += [_kind_check(machine), _pulumi_check(machine, pulumi_min_version), _kubectl_check(machine), _uv_check(machine)]
     result += [_port_check(machine, key, port, stack, cluster_name) for key, port in ports.items()]
-    result.append(_memory_check(machine, memory_needed_bytes))
+    result += [_memory_check(machine, needs), _cpu_check(machine, needs)]
     if names:
         result.append(_names_check(machine, names))
     if machine.system == "linux":
@@ -658,7 +814,7 @@ def _print_checks(results: list[Check], out: TextIO) -> None:
 
 def platform_names(domain: str) -> tuple[str, ...]:
     """The names the laptop must resolve: GitLab's, the registry's, KAS's, and every app's."""
-    from stacks.apps_manifest import ManifestError, load_manifest
+    from apps_manifest import ManifestError, load_manifest
 
     try:
         apps = tuple(f"{project.host}.{domain}" for project in load_manifest() if project.host)
@@ -667,19 +823,33 @@ def platform_names(domain: str) -> tuple[str, ...]:
     return (f"gitlab.{domain}", f"registry.{domain}", f"kas.{domain}", *apps)
 
 
-def _all_checks(machine: Machine, stack: str) -> list[Check]:
-    # Imported here: the config code imports pulumi, which `--help` should not wait for.
-    from cli.plan import stack_config
-    from stacks.config import NAMESPACE, ConfigError, parse_phase1
+def config_check(stacks: Sequence[str]) -> Check:
+    """Everything the `stacks` read (each one's config, the apps manifest), checked in one pass."""
+    from stacks.validation import check_stack_files
 
+    checked = f"the config of {', '.join(stacks)}{' and the apps manifest' if stacks != ['phase1'] else ''}"
+    problem = check_stack_files(stacks)
+    if problem is None:
+        return Check(name=CONFIG, ok=True, found=f"{checked}: valid")
+    return Check(name=CONFIG, ok=False, found=f"{checked}: {problem.splitlines()[0]}", fix="\n".join(problem.splitlines()[1:]))
+
+
+def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
+    # Imported here: the config code imports pulumi, which `--help` should not wait for.
+    from stacks.config import NAMESPACE, ConfigError, parse_phase1, stack_config
+
+    # The machine's checks read the cluster's settings: phase1's, or dev's own.
+    stack = "dev" if "dev" in stacks else "phase1"
+    stacks_checked = config_check(stacks)
     values, secret = stack_config(stack)
     prefix = f"{NAMESPACE}:"
     raw = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
     try:
-        config = parse_phase1(raw, secret_keys=frozenset(key.removeprefix(prefix) for key in secret))
+        config = parse_phase1(raw, secret_keys=frozenset(key.removeprefix(prefix) for key in secret), stack=stack)
     except ConfigError as error:
         problem = Check(name=CONFIG, ok=False, found=f"ports not checked: Pulumi.{stack}.yaml is invalid", fix=str(error))
-        return [*checks(machine, ports={}, memory_needed_bytes=MEMORY_NEEDED_BYTES, pulumi_min_version=PULUMI_MIN_VERSION), problem]
+        machine_checks = checks(machine, ports={}, needs=default_needs(), pulumi_min_version=PULUMI_MIN_VERSION)
+        return [*machine_checks, *([] if stacks_checked.ok else [stacks_checked]), *([problem] if stack not in stacks else [])]
     ports = {
         f"{prefix}httpPort": config.ports.http,
         f"{prefix}httpsPort": config.ports.https,
@@ -687,15 +857,16 @@ def _all_checks(machine: Machine, stack: str) -> list[Check]:
         f"{prefix}openbaoPort": config.ports.openbao,
         f"{prefix}apiServerPort": config.ports.api_server,
     }
-    return checks(
+    machine_checks = checks(
         machine,
         ports=ports,
-        memory_needed_bytes=MEMORY_NEEDED_BYTES,
+        needs=resources_needed(gitlab_nodes=config.gitlab_nodes, runner_nodes=config.runner_nodes, headlamp=config.headlamp),
         pulumi_min_version=PULUMI_MIN_VERSION,
         stack=stack,
         names=platform_names(config.domain),
         cluster_name=config.cluster_name,
     )
+    return [*machine_checks, stacks_checked]
 
 
 def run(argv: list[str] | None = None, machine: Machine | None = None, out: TextIO | None = None) -> int:
@@ -707,11 +878,14 @@ def run(argv: list[str] | None = None, machine: Machine | None = None, out: Text
     parser.add_argument(
         "--fix", action="store_true", help="install Pulumi, kind and kubectl into your home folder; say what to do for the rest"
     )
-    parser.add_argument("--stack", default="phase1", help="the stack whose config sets the host ports (default: phase1)")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--phase", choices=PHASE_STACKS, default="all", help="check what these phases read (default: all, in order)")
+    chosen.add_argument("--stack", choices=STACKS, help="check what this stack reads instead (dev: every phase, in one stack)")
     args = parser.parse_args(argv)
     machine = machine or RealMachine()
+    stacks = [args.stack] if args.stack else list(PHASE_STACKS[args.phase])
 
-    results = _all_checks(machine, args.stack)
+    results = _all_checks(machine, stacks)
     _print_checks(results, out)
     failed = [check for check in results if not check.ok]
     if not args.fix or not failed:
@@ -732,7 +906,7 @@ def run(argv: list[str] | None = None, machine: Machine | None = None, out: Text
             out.write(f"    failed: {error}\n")
 
     out.write("\nchecking again:\n")
-    results = _all_checks(machine, args.stack)
+    results = _all_checks(machine, stacks)
     _print_checks(results, out)
     return 1 if any(not check.ok for check in results) else 0
 

@@ -9,11 +9,16 @@ from collections.abc import Sequence
 PHASE_CHOICES = ("1", "2", "3", "all")
 
 
+STACKS = ("phase1", "phase2", "phase3", "dev")
+"""The stacks of this project (stacks.STACK_PHASES; not imported, so `--help` stays fast)."""
+
+
 def _config_override(text: str) -> tuple[str, str]:
+    """`KEY=VALUE`; a key without a namespace is blueprint's, as `pulumi config set` takes it."""
     key, sep, value = text.partition("=")
-    if not sep or ":" not in key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with a full key such as blueprint:gitlabNodes=2, got {text!r}")
-    return key, value
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {text!r}")
+    return (key if ":" in key else f"blueprint:{key}"), value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
         help="show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network)",
         description="Evaluate the real program under Pulumi mocks and print every resource it would register.",
     )
-    plan.add_argument("stack", help="phase1, phase2, phase3 or dev")
+    plan.add_argument("stack", choices=STACKS, help="phase1, phase2, phase3 or dev")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     mode = plan.add_mutually_exclusive_group()
     mode.add_argument(
@@ -66,14 +71,15 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         metavar="KEY=VALUE",
         type=_config_override,
-        nargs="+",
-        action="extend",
+        action="append",
         default=[],
-        help="override a config value for this plan, e.g. blueprint:gitlabNodes=2 (repeatable)",
+        help="override a config value for this plan, e.g. blueprint:gitlabNodes=2 (one per --config; repeat it for more)",
     )
     doctor = commands.add_parser("doctor", help="check every prerequisite of a real run, with the fix for each")
     doctor.add_argument("--fix", action="store_true", help="install what can be installed without root (Pulumi CLI, kind, kubectl)")
-    doctor.add_argument("--stack", default="phase1", help="the stack whose ports to check (default phase1)")
+    chosen = doctor.add_mutually_exclusive_group()
+    chosen.add_argument("--phase", choices=PHASE_CHOICES, default="all", help="check what these phases read (default: all, in order)")
+    chosen.add_argument("--stack", choices=STACKS, help="check what this stack reads instead (dev: every phase, in one stack)")
     commands.add_parser("status", help="per phase, whether it is up, and the health of GitLab, OpenBao, the runner and the apps")
     diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
     diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
@@ -90,7 +96,7 @@ def _plan(args: argparse.Namespace) -> int:
 
     import pulumi
 
-    from cli.plan import ProgramFailed, plan
+    from cli.plan import Plan, ProgramFailed, plan
 
     # What the program logs (pulumi.log) goes to stderr, so stdout stays the plan alone.
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s", stream=sys.stderr)
@@ -106,7 +112,22 @@ def _plan(args: argparse.Namespace) -> int:
         from cli.lifecycle import destroy_view
 
         result = destroy_view(result)
-    sys.stdout.write(result.to_json() if args.json else result.to_tree())
+    if args.json:
+        sys.stdout.write(result.to_json())
+        return 0
+    if args.config:
+        from cli.plan import override_summary
+
+        try:
+            before: Plan | BaseException = plan(args.stack, {}, preview=args.preview)
+        except ProgramFailed as failed:
+            before = failed.cause
+        if args.destroy and isinstance(before, Plan):
+            from cli.lifecycle import destroy_view
+
+            before = destroy_view(before)
+        sys.stdout.write(override_summary(args.stack, dict(args.config), before, result))
+    sys.stdout.write(result.to_tree())
     return 0
 
 
@@ -155,7 +176,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from cli import doctor
 
-        return doctor.run([*(["--fix"] if args.fix else []), "--stack", args.stack])
+        chosen = ["--stack", args.stack] if args.stack else ["--phase", args.phase]
+        return doctor.run([*(["--fix"] if args.fix else []), *chosen])
     if args.command == "diagram":
         from cli import diagram
 

@@ -32,7 +32,8 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockCallArgs, MockEngine, MockMonitor, MockResourceArgs, Mocks, MockSettings
 from pulumi.runtime.stack import run_in_stack
 
-from stacks.config import NAMESPACE, PROJECT_DIR
+from stacks import STACK_PHASES
+from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError, stack_config, stack_reads, stacks_reading
 from stacks.outputs import UPSTREAM_STACK
 
 SECRET = "[secret]"
@@ -458,57 +459,99 @@ def _plan_order(records: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return ordered
 
 
-def _config_string(value: Any) -> str:
-    """A config value as Pulumi hands it to a program."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, dict | list):
-        return json.dumps(value)
-    return str(value)
-
-
-def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[str, str], list[str]]:
-    """The config `pulumi up -s <stack>` would pass: Pulumi.yaml defaults, then Pulumi.<stack>.yaml,
-    then `overrides` (full keys). Returns the values and the keys that are secret.
-    """
-    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())
-    values = {f"{NAMESPACE}:{key}": _config_string(spec["default"]) for key, spec in project["config"].items() if "default" in spec}
-    secret_keys = []
-    stack_file = PROJECT_DIR / f"Pulumi.{stack}.yaml"
-    if stack_file.exists():
-        for key, value in ((yaml.safe_load(stack_file.read_text()) or {}).get("config") or {}).items():
-            if isinstance(value, dict) and "secure" in value:
-                # Encrypted with the user's passphrase: plan with a stand-in, kept secret.
-                values[key] = f"stand-in-for-{key}"
-                secret_keys.append(key)
-            else:
-                values[key] = _config_string(value)
-    values.update(overrides)
-    return values, secret_keys
-
-
 def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJECT_DIR / "__main__.py", preview: bool = False) -> Plan:
     """Plan `stack` offline. Upstream stacks are planned first, as they stand after their own `up`,
-    so that StackReferences resolve to their planned outputs; `overrides` apply to them too, since
-    a key counts on the stack that reads it (phase3 takes preserveData from phase1, through phase2).
-    With `preview`, plan as `pulumi preview` of a first `up` does: every output that only a
-    provider can compute is unknown, and `apply` callbacks on it do not run.
-    Raises ProgramFailed when the program raises.
+    so that StackReferences resolve to their planned outputs. Each override (a full key) goes to the
+    stacks of the chain that read it (phase3 takes preserveData from phase1, through phase2); one
+    that none of them reads, to `stack` itself, which refuses it. With `preview`, plan as
+    `pulumi preview` of a first `up` does: every output that only a provider can compute is unknown,
+    and `apply` callbacks on it do not run.
+    Raises ProgramFailed when the program raises; before anything, when anything `stack` reads is
+    wrong (the program's own first check, run here first so the message is the stack's own).
     """
+    if stack in STACK_PHASES:
+        from stacks.validation import check_stack_files
+
+        if problem := override_problems(stack, overrides) or check_stack_files([stack], routed_overrides(stack, overrides)):
+            raise ProgramFailed(ConfigError(problem), [])
     upstream: dict[str, Plan] = {}
     name = stack
     while name in UPSTREAM_STACK:
         name = UPSTREAM_STACK[name]
+        chain = _chain(name)
         try:
-            upstream[name] = plan(name, overrides)
+            upstream[name] = plan(name, {key: value for key, value in overrides.items() if any(stack_reads(s, key) for s in chain)})
         except ProgramFailed as failed:
             if not isinstance(failed.cause, RunError):
                 raise
             # Say which stack failed: the upstream's own message names only itself.
             cause = RunError(f"{stack} reads the outputs of {name}, which does not plan: {failed.cause}")
             raise ProgramFailed(cause, []) from failed
-    config, secret_keys = stack_config(stack, overrides)
+    config, secret_keys = stack_config(stack, routed_overrides(stack, overrides))
     return _run(stack, config, secret_keys, program, upstream, preview=preview)
+
+
+def override_summary(stack: str, overrides: Mapping[str, str], before: Plan | BaseException, after: Plan) -> str:
+    """What `--config` changed: each override with the value it replaced, and the resources it
+    adds, removes and changes (inputs, options or fate) against the plan without it.
+    """
+    lines = [f"config overrides (on top of Pulumi.yaml and the stack files), planning {stack}:"]
+    chain = _chain(stack)
+    for key, value in overrides.items():
+        reader = next((name for name in chain if name in STACK_PHASES and stack_reads(name, key)), stack)
+        values, secret = stack_config(reader)
+        was = SECRET if key in secret else json.dumps(values[key]) if key in values else "unset"
+        lines.append(f"  {key}={json.dumps(value)}  (on {reader}; was {was})")
+    if isinstance(before, BaseException):
+        lines.append(f"without them, {stack} does not plan: {before}")
+        return "\n".join(lines) + "\n\n"
+    old = {resource["urn"]: resource for resource in before.resources}
+    new = {resource["urn"]: resource for resource in after.resources}
+    added = [new[urn]["name"] for urn in new if urn not in old]
+    removed = [old[urn]["name"] for urn in old if urn not in new]
+    changed = [new[urn]["name"] for urn in new if urn in old and new[urn] != old[urn]]
+    if not (added or removed or changed) and before.outputs == after.outputs:
+        lines.append("they change nothing in this plan")
+    for verb, names in (("add", added), ("remove", removed), ("change", changed)):
+        if names:
+            lines.append(f"they {verb} {len(names)} resource{'s' if len(names) != 1 else ''}: {', '.join(names)}")
+    changed_outputs = sorted(key for key in set(before.outputs) | set(after.outputs) if before.outputs.get(key) != after.outputs.get(key))
+    if changed_outputs:
+        lines.append(f"they change the outputs {', '.join(changed_outputs)}")
+    return "\n".join(lines) + "\n\n"
+
+
+def override_problems(stack: str, overrides: Mapping[str, str]) -> str | None:
+    """A `--config` override of a key of ours that neither `stack` nor its upstream stacks read, or None."""
+    chain = _chain(stack)
+    wrong = []
+    for key in overrides:
+        readers = stacks_reading(key.removeprefix(f"{NAMESPACE}:")) if key.startswith(f"{NAMESPACE}:") else []
+        if readers and not any(stack_reads(name, key) for name in chain):
+            also = f"{' and '.join(readers)} (and dev) do: plan one of them"
+            wrong.append(f"--config {key}: {stack} does not read it, nor do the stacks it reads from; {also}")
+    return "\n".join(wrong) or None
+
+
+def routed_overrides(stack: str, overrides: Mapping[str, str]) -> dict[str, str]:
+    """The overrides that `stack` takes when `stack` is planned within a chain: those it reads, and
+    those no stack of its chain (itself and its upstreams) reads, which it then refuses by name.
+    """
+    chain = _chain(stack)
+    routed = {}
+    for key, value in overrides.items():
+        readers = [name for name in chain if name in STACK_PHASES and stack_reads(name, key)]
+        if stack in readers or (not readers and stack == chain[0]):
+            routed[key] = value
+    return routed
+
+
+def _chain(stack: str) -> list[str]:
+    """`stack` and the stacks it reads from, nearest first."""
+    chain = [stack]
+    while chain[-1] in UPSTREAM_STACK:
+        chain.append(UPSTREAM_STACK[chain[-1]])
+    return chain
 
 
 def _run(

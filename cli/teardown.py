@@ -386,7 +386,7 @@ def _checkout_id() -> str | None:
 
 
 def _phase1_config() -> Mapping[str, str]:
-    from cli.plan import stack_config
+    from stacks.config import stack_config
 
     return stack_config("phase1")[0]
 

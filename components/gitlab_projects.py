@@ -22,12 +22,14 @@ and refuses what is not. With `preserve_data` a destroy leaves all of it in GitL
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from dataclasses import dataclass
 
 import pulumi
 import yaml
 
+from apps_manifest import APPS_DIR, SHARED_CODE, AppProject
 from providers.gitlab_api import Connection
 from providers.gitlab_objects import (
     DeployToken,
@@ -39,8 +41,7 @@ from providers.gitlab_objects import (
     VariableArgs,
 )
 from providers.gitlab_pipeline import SmokePipeline, SmokePipelineArgs
-from providers.gitlab_sync import GitLabSync, GitLabSyncArgs
-from stacks.apps_manifest import APPS_DIR, SHARED_CODE, AppProject
+from providers.gitlab_sync import FileContent, GitLabSync, GitLabSyncArgs
 
 GROUP = "blueprint-apps"
 """The platform's group (phase2 makes it), where the apps' projects go."""
@@ -97,16 +98,22 @@ def render_ci(project: AppProject) -> str:
     return header + yaml.safe_dump(document, sort_keys=False)
 
 
-def project_files(project: AppProject) -> dict[str, str]:
-    """Everything the project's branch holds: apps/<name>/ (text files) and its .gitlab-ci.yml."""
-    files = {}
+def project_files(project: AppProject) -> dict[str, FileContent]:
+    """Everything the project's branch holds: apps/<name>/ and its .gitlab-ci.yml. A file that
+    decodes as UTF-8 is text, its content the string itself (byte for byte: no newline
+    translation); any other is binary, `{"base64": ...}` of its bytes, which the sync sends as a
+    base64 action. A dict is never text, so the two cannot be confused, and the plan shows every
+    text file as it is.
+    """
+    files: dict[str, FileContent] = {}
     for path in sorted(project.folder.rglob("*")):
         relative = path.relative_to(project.folder)
         if path.is_file() and not IGNORED & set(relative.parts) and path.suffix != ".pyc":
+            data = path.read_bytes()
             try:
-                files[relative.as_posix()] = path.read_text()
-            except UnicodeDecodeError as error:
-                raise pulumi.RunError(f"{path}: only text files can be synced to GitLab ({error})") from error
+                files[relative.as_posix()] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                files[relative.as_posix()] = {"base64": base64.b64encode(data).decode("ascii")}
     files[".gitlab-ci.yml"] = render_ci(project)
     return files
 

@@ -6,6 +6,11 @@ actions of **one** commit: one edit makes one pipeline. Unchanged files make no 
 gone from `apps/<name>/` is deleted from the repository. The outputs carry the branch's head, which
 the smoke pipeline waits on.
 
+**Text and binary files.** A file's content is a string (a text file, sent as it is) or
+`{"base64": <its bytes, base64>}` (a binary one, sent as a `base64` action, which GitLab decodes
+before it writes the blob). Its blob id is git's over the bytes either way, so an unchanged binary
+file makes no commit as an unchanged text file makes none.
+
 **Only into a project of ours.** One commit deletes every file of the branch that is not in
 `apps/<name>/`, so before any commit the project must carry our `blueprint_owner` mark (one GET,
 as providers/gitlab_objects.py explains): a state can outlive its GitLab, and in the new one the
@@ -17,10 +22,12 @@ keeps the recorded state when GitLab gives no answer.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
@@ -42,24 +49,47 @@ PROVIDER_VERSION = "2"
 INPUTS = (*CONNECTION, "project", "branch", "files", "message", "owner", "provider_version")
 
 
-def blob_id(content: str) -> str:
-    """The git blob id of `content` (what GitLab's tree API reports for the file)."""
-    data = content.encode()
+FileContent: TypeAlias = str | Mapping[str, str]
+"""A file the branch must hold: its text, or `{"base64": ...}` of its bytes (a binary file)."""
+
+
+def file_bytes(content: FileContent) -> bytes:
+    """The bytes of a file as `files` gives it (text as UTF-8, as GitLab stores a text action's content)."""
+    if isinstance(content, str):
+        return content.encode()
+    return base64.b64decode(content["base64"], validate=True)
+
+
+def blob_id(content: str | bytes) -> str:
+    r"""The git blob id of `content` (what GitLab's tree API reports for the file): git hashes the
+    bytes, as `blob <length>\0<bytes>`; a string stands for its UTF-8 bytes.
+    """
+    data = content.encode() if isinstance(content, str) else content
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def commit_actions(desired: dict[str, str], current: dict[str, str]) -> list[dict[str, str]]:
+def _content(path: str, content: FileContent) -> dict[str, str]:
+    """An action's content: text as it is, a binary file as base64 with `encoding: base64` (the
+    Commits API's `actions[].encoding`, `text` (the default) or `base64`: doc/api/commits.md;
+    lib/api/commits.rb `validate_commit_action!`).
+    """
+    if isinstance(content, str):
+        return {"file_path": path, "content": content}
+    return {"file_path": path, "content": content["base64"], "encoding": "base64"}
+
+
+def commit_actions(desired: Mapping[str, FileContent], current: dict[str, str]) -> list[dict[str, str]]:
     """The Commits API actions that turn a tree of `current` {path: blob id} into `desired`
     {path: content}: create what is new, update what differs, delete what is gone. Sorted by path.
     """
     actions = []
     for path in sorted(set(desired) | set(current)):
         if path not in current:
-            actions.append({"action": "create", "file_path": path, "content": desired[path]})
+            actions.append({"action": "create", **_content(path, desired[path])})
         elif path not in desired:
             actions.append({"action": "delete", "file_path": path})
-        elif blob_id(desired[path]) != current[path]:
-            actions.append({"action": "update", "file_path": path, "content": desired[path]})
+        elif blob_id(file_bytes(desired[path])) != current[path]:
+            actions.append({"action": "update", **_content(path, desired[path])})
     return actions
 
 
@@ -124,8 +154,9 @@ class GitLabSyncArgs:
     connection: Connection
     project: pulumi.Input[str]
     """The project's id or full path."""
-    files: dict[str, str]
-    """{path in the repository: content}: everything the branch must hold."""
+    files: dict[str, FileContent]
+    """{path in the repository: content}: everything the branch must hold; a binary file's
+    content is `{"base64": ...}` of its bytes."""
     branch: str = "main"
     message: str = "blueprint: sync from apps/"
     owner: str | None = None

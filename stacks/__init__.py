@@ -35,11 +35,11 @@ def run(stack: str) -> None:
 
 
 async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
-    if {"phase2", "phase3"} & set(phases):
-        # Both read apps/apps_manifest.yaml: refuse a malformed one before anything is registered.
-        from stacks.apps_manifest import load_manifest
+    # Everything this stack reads (the config of each of its phases, the apps manifest), checked in
+    # one pass before anything is registered, the upstream stack's reference included.
+    from stacks.validation import check_running_stack
 
-        load_manifest()
+    check_running_stack(stack)
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
     exports: dict[str, Any] = {}
     for phase in phases:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import json
 import os
 import re
 import secrets
 import shlex
 import tempfile
-from collections.abc import Callable, Mapping, Set
+from collections.abc import Callable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -70,29 +71,157 @@ class Phase1Config:
     """Headlamp's account is cluster-admin rather than the read-only `view`."""
 
 
+PHASE_KEYS: dict[str, frozenset[str]] = {
+    "phase1": frozenset(
+        {
+            "clusterName",
+            "gitlabNodes",
+            "runnerNodes",
+            "dataDir",
+            "preserveData",
+            "domain",
+            "httpPort",
+            "httpsPort",
+            "sshPort",
+            "openbaoPort",
+            "apiServerPort",
+            "headlamp",
+            "headlampAdmin",
+        }
+    ),  # fmt: skip
+    "phase2": frozenset(),
+    "phase3": frozenset({"pipelineTimeout"}),
+}
+"""The keys each phase reads from its stack's config. phase2 has none of its own: it builds from
+phase1's outputs (preserveData and the domain included), so a key is set where it is read."""
+
+MAX_GITLAB_NODES = 10
+"""Beyond this, GitLab nodes stand empty: ten pods are pinned to them (GitLab's eight, each of one
+replica, the gateway's controller and its proxy); and each node costs memory of its own, which
+`blueprint doctor` counts (cli/doctor.py, `resources_needed`)."""
+MAX_RUNNER_NODES = 8
+"""Beyond this, runner nodes stand empty: the two Runners' pods and at most six jobs at a time
+(their `concurrent` settings, components/runner.py)."""
+
+
+def read_yaml(path: Path) -> Any:
+    """The YAML document in `path`, or a ConfigError naming the file, the line and the fix."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot be read ({error})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        from apps_manifest import yaml_problem
+
+        raise ConfigError(f"{path} is not valid YAML: {yaml_problem(error)}; fix that line and run again") from None
+
+
 @cache
 def declared_keys() -> dict[str, dict[str, Any]]:
     """The `config:` block of Pulumi.yaml: key (without namespace) -> its declaration."""
-    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())
-    return dict(project["config"])
+    return dict(read_yaml(PROJECT_DIR / "Pulumi.yaml")["config"])
 
 
 def default_string(key: str) -> str:
     """The declared default of `key` as Pulumi passes config to a program: a string."""
-    default = declared_keys()[key]["default"]
-    return str(default).lower() if isinstance(default, bool) else str(default)
+    return config_string(declared_keys()[key]["default"])
 
 
-def _fix(key: str, example: object) -> str:
-    return f"fix: `pulumi config set {NAMESPACE}:{key} {shlex.quote(str(example))}`"
+def config_string(value: Any) -> str:
+    """A config value as Pulumi hands it to a program."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return str(value)
+
+
+STACK_FILES_DIR = PROJECT_DIR
+"""Where the stack files (Pulumi.<stack>.yaml) are; read when a stack file is, so the tests plan
+with Pulumi.yaml's defaults alone, whatever a user has put in the stack files."""
+
+
+def stack_file(stack: str) -> Path:
+    return STACK_FILES_DIR / f"Pulumi.{stack}.yaml"
+
+
+@contextlib.contextmanager
+def defaults_only() -> Iterator[None]:
+    """Within it, no stack file is read: every stack has Pulumi.yaml's defaults alone (what the
+    committed architecture document draws, and what the tests plan).
+    """
+    global STACK_FILES_DIR
+    kept = STACK_FILES_DIR
+    with tempfile.TemporaryDirectory(prefix="blueprint-no-stack-files-") as empty:
+        STACK_FILES_DIR = Path(empty)
+        try:
+            yield
+        finally:
+            STACK_FILES_DIR = kept
+
+
+def stack_file_config(stack: str) -> dict[str, Any]:
+    """The `config:` block of Pulumi.<stack>.yaml as written (full keys), empty when there is none;
+    a key in Pulumi's old `<namespace>:config:<name>` form is read as `<namespace>:<name>`, as Pulumi
+    reads it (sdk/go/common/resource/config/key.go, `ParseKey`).
+    """
+    path = stack_file(stack)
+    if not path.exists():
+        return {}
+    document = read_yaml(path) or {}
+    block = document.get("config") if isinstance(document, dict) else None
+    if not isinstance(block, dict | None):
+        raise ConfigError(f"{path}: `config:` must hold one `<namespace>:<key>: <value>` per line, such as blueprint:gitlabNodes: 2")
+    found = {}
+    for key, value in (block or {}).items():
+        parts = str(key).split(":")
+        found[f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else str(key)] = value
+    return found
+
+
+def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[str, str], list[str]]:
+    """The config `pulumi up -s <stack>` would pass: Pulumi.yaml defaults, then Pulumi.<stack>.yaml,
+    then `overrides` (full keys). Returns the values and the keys that are secret.
+    """
+    values = {f"{NAMESPACE}:{key}": config_string(spec["default"]) for key, spec in declared_keys().items() if "default" in spec}
+    secret = []
+    for key, value in stack_file_config(stack).items():
+        if isinstance(value, dict) and "secure" in value:
+            # Encrypted with the user's passphrase: plan with a stand-in, kept secret.
+            values[key] = f"stand-in-for-{key}"
+            secret.append(key)
+        else:
+            values[key] = config_string(value)
+    values.update(overrides)
+    return values, secret
+
+
+def keys_set_on(stack: str, values: Mapping[str, str]) -> set[str]:
+    """The full keys `stack` sets itself: those of its stack file, and any value that is not
+    Pulumi.yaml's default (set some other way: `pulumi up --config`, another config file).
+    """
+    defaults = {f"{NAMESPACE}:{key}": config_string(spec.get("default")) for key, spec in declared_keys().items()}
+    return set(stack_file_config(stack)) | {key for key, value in values.items() if defaults.get(key) != value}
+
+
+def fix_hint(stack: str, key: str, example: object) -> str:
+    """How to set `key` on `stack`: with the Pulumi CLI, or by hand in the stack's file."""
+    value = shlex.quote(str(example))
+    return (
+        f"fix: `pulumi config set -s {shlex.quote(stack)} {NAMESPACE}:{key} {value}`, or write "
+        f"`{NAMESPACE}:{key}: {value}` under `config:` in Pulumi.{stack}.yaml"
+    )
 
 
 class _Checker:
     """Parses raw config strings, collecting one message per bad key."""
 
-    def __init__(self, raw: Mapping[str, str], secret_keys: Set[str]) -> None:
+    def __init__(self, raw: Mapping[str, str], secret_keys: Set[str], stack: str = "phase1") -> None:
         self.raw = raw
         self.secret_keys = secret_keys
+        self.stack = stack
         self.errors: list[str] = []
 
     def _value(self, key: str) -> str:
@@ -101,7 +230,7 @@ class _Checker:
 
     def fail(self, key: str, value: str, valid: str, example: object) -> None:
         shown = "[secret]" if key in self.secret_keys else repr(value)
-        self.errors.append(f"{NAMESPACE}:{key} = {shown} is not valid: {valid}; {_fix(key, example)}")
+        self.errors.append(f"{NAMESPACE}:{key} = {shown} is not valid: {valid}; {fix_hint(self.stack, key, example)}")
 
     def integer(self, key: str, *, minimum: int, maximum: int | None = None) -> int:
         value = self._value(key)
@@ -146,8 +275,11 @@ def _cluster_name_problem(name: str) -> str | None:
 
 def _domain_problem(domain: str) -> str | None:
     labels = domain.split(".")
-    if len(domain) > 253 or len(labels) < 2 or not all(_DNS_LABEL.match(label) for label in labels):
+    if len(domain) > 253 or len(labels) < 2 or not all(_DNS_LABEL.match(label) and len(label) <= 63 for label in labels):
         return "expected a lowercase DNS name of at least two labels, such as local.example.net"
+    if labels[-1].isdigit():
+        # No top-level domain is all digits (RFC 3696, section 2): this is an IP address, which no wildcard certificate covers.
+        return "expected a DNS name, not an IP address (the platform's names are <service>.<domain>), such as local.example.net"
     return None
 
 
@@ -156,7 +288,8 @@ def absolute_data_dir(value: str, project_dir: Path) -> Path:
     A `~` or `~user` that `home_problem` refuses is a ConfigError naming the value and the fix.
     """
     if problem := home_problem(value):
-        raise ConfigError(f"{NAMESPACE}:dataDir = {value!r} is not valid: {problem}; {_fix('dataDir', default_string('dataDir'))}")
+        fix = fix_hint("phase1", "dataDir", default_string("dataDir"))
+        raise ConfigError(f"{NAMESPACE}:dataDir = {value!r} is not valid: {problem}; {fix}")
     return (project_dir / Path(value).expanduser()).resolve()
 
 
@@ -399,15 +532,11 @@ def folder_owner(stack: str | None = None) -> str:
     return f"{pulumi.get_project()}/{stack or pulumi.get_stack()}@{identity}"
 
 
-def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret_keys: Set[str] = frozenset()) -> Phase1Config:
-    """Phase1's config from raw values (key without namespace -> string), or a ConfigError.
-    Values of `secret_keys` never appear in an error message.
-    """
-    check = _Checker(raw, secret_keys)
-    check.errors.extend(unknown_key_errors(raw))
+def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
+    """Phase1's config read through `check`, which collects what is wrong."""
     cluster_name = check.text("clusterName", _cluster_name_problem)
-    gitlab_nodes = check.integer("gitlabNodes", minimum=1)
-    runner_nodes = check.integer("runnerNodes", minimum=1)
+    gitlab_nodes = check.integer("gitlabNodes", minimum=1, maximum=MAX_GITLAB_NODES)
+    runner_nodes = check.integer("runnerNodes", minimum=1, maximum=MAX_RUNNER_NODES)
     preserve_data = check.boolean("preserveData")
     headlamp = check.boolean("headlamp")
     headlamp_admin = check.boolean("headlampAdmin")
@@ -415,7 +544,7 @@ def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret
 
     example = UNSAFE_PROJECT_EXAMPLE if unsafe_characters(str(project_dir)) else None
     data_dir_value = check.text("dataDir", lambda value: data_dir_value_problem(value, project_dir), example=example)
-    # A refused value stops at `check.done()` below; until then, stand in the default, which resolves.
+    # A refused value stops at `check.done()`; until then, stand in the default, which resolves.
     refused = unsafe_characters(data_dir_value) or home_problem(data_dir_value)
     data_dir = absolute_data_dir(default_string("dataDir") if refused else data_dir_value, project_dir)
 
@@ -426,7 +555,6 @@ def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret
         if port in owners:
             check.fail(key, str(port), f"{NAMESPACE}:{owners[port]} already uses port {port}", "<a free port>")
         owners.setdefault(port, key)
-    check.done()
     return Phase1Config(
         cluster_name=cluster_name,
         gitlab_nodes=gitlab_nodes,
@@ -446,16 +574,6 @@ def parse_phase1(raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret
     )
 
 
-def parse_phase2(raw: Mapping[str, str], stack: str = "phase2") -> list[str]:
-    """Phase2 has no setting of its own (it builds from phase1's outputs): a ConfigError for an
-    unknown key, and one warning per retired key the stack still sets.
-    """
-    check = _Checker(raw, frozenset())
-    check.errors.extend(unknown_key_errors(raw))
-    check.done()
-    return retired_key_warnings(raw, stack)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Phase3Config:
     """What phase3 takes from its own config."""
@@ -463,75 +581,155 @@ class Phase3Config:
     pipeline_timeout: int
 
 
-def parse_phase3(raw: Mapping[str, str], secret_keys: Set[str] = frozenset()) -> Phase3Config:
-    """Phase3's config from raw values, or a ConfigError."""
-    check = _Checker(raw, secret_keys)
-    check.errors.extend(unknown_key_errors(raw))
-    timeout = check.integer("pipelineTimeout", minimum=60, maximum=7200)
+def _phase3(check: _Checker) -> Phase3Config:
+    return Phase3Config(pipeline_timeout=check.integer("pipelineTimeout", minimum=60, maximum=7200))
+
+
+def parse_phase1(
+    raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret_keys: Set[str] = frozenset(), stack: str = "phase1"
+) -> Phase1Config:
+    """Phase1's config from raw values (key without namespace -> string), or a ConfigError.
+    Values of `secret_keys` never appear in an error message; the fixes name `stack`.
+    """
+    check = _Checker(raw, secret_keys, stack)
+    config = _phase1(check, project_dir)
     check.done()
-    return Phase3Config(pipeline_timeout=timeout)
+    return config
+
+
+def parse_phase3(raw: Mapping[str, str], secret_keys: Set[str] = frozenset(), stack: str = "phase3") -> Phase3Config:
+    """Phase3's config from raw values, or a ConfigError."""
+    check = _Checker(raw, secret_keys, stack)
+    config = _phase3(check)
+    check.done()
+    return config
+
+
+PHASE_VALUES: dict[str, Callable[[_Checker, Path], object]] = {
+    "phase1": _phase1,
+    "phase3": lambda check, _project_dir: _phase3(check),
+}
+"""How each phase that reads values of its own checks them."""
 
 
 RETIRED_KEYS = {
-    "openbaoKeyShares": "OpenBao has no unseal keys any more (its static seal)",
-    "openbaoKeyThreshold": "OpenBao has no unseal keys any more (its static seal)",
+    "openbaoKeyShares": "OpenBao seals with a static key now and has no unseal key shares",
+    "openbaoKeyThreshold": "OpenBao seals with a static key now and has no unseal key shares",
 }
-"""Keys an earlier blueprint declared, no longer read: a stack config that still sets one loads,
-with a warning. Pulumi itself lets a stack set keys Pulumi.yaml does not declare (it checks only the
-declared ones: pulumi sdk/go/common/workspace/config.go, mergeConfig); the unknown key check here
-would refuse them."""
+"""Keys an earlier blueprint declared, read no more. A stack that still sets one is refused: the
+value would be recorded in the stack's config as if it were applied, and a vault's key shares could
+never change after its initialisation anyway."""
 
 
-def retired_key_warnings(raw: Mapping[str, str], stack: str) -> list[str]:
-    """One line per retired key `raw` sets: that it is no longer used, and how to drop it from `stack`."""
-    return [
-        f"{NAMESPACE}:{key} is no longer used: {why}; remove it with `pulumi config rm -s {shlex.quote(stack)} {NAMESPACE}:{key}`"
-        for key, why in RETIRED_KEYS.items()
-        if key in raw
-    ]
+def stack_reads(stack: str, full_key: str) -> bool:
+    """Whether a phase that `stack` runs reads the config key `full_key`."""
+    from stacks import STACK_PHASES
+
+    namespace, _, key = full_key.partition(":")
+    return namespace == NAMESPACE and any(key in PHASE_KEYS[phase] for phase in STACK_PHASES[stack])
 
 
-def unknown_key_errors(raw: Mapping[str, str]) -> list[str]:
-    """Keys Pulumi.yaml does not declare: a typo would otherwise be silently ignored."""
-    errors = []
-    for key in sorted(set(raw) - set(declared_keys()) - set(RETIRED_KEYS)):
-        close = difflib.get_close_matches(key, declared_keys(), n=1)
-        hint = f"did you mean {NAMESPACE}:{close[0]}?" if close else "Pulumi.yaml declares every valid key"
-        errors.append(f"{NAMESPACE}:{key} is not a blueprint setting; {hint}")
-    return errors
+def stacks_reading(key: str) -> list[str]:
+    """The phase stacks that read `key` (without namespace); `dev` reads every key."""
+    from stacks import STACK_PHASES
+
+    return [stack for stack in STACK_PHASES if stack != "dev" and stack_reads(stack, f"{NAMESPACE}:{key}")]
 
 
-def raw_config() -> dict[str, str]:
-    """Every `blueprint:` value Pulumi passed to the program (Pulumi.yaml defaults included).
+def key_problems(stack: str, values: Mapping[str, str], *, set_keys: Set[str], secret_keys: Set[str]) -> list[str]:
+    """What is wrong with the keys (not the values) that `stack` is given: a key without a namespace
+    (Pulumi refuses the stack file), one of ours in a misspelt namespace or none (Pulumi passes it
+    on and nothing reads it), a misspelt or retired key of ours, and a key set on a stack that does
+    not read it (it would be silently ignored there), naming the stack that does.
+    """
+    problems = []
+    where = f"Pulumi.{stack}.yaml"
+    for full_key in sorted(values):
+        namespace, colon, key = full_key.partition(":")
+        shown = "[secret]" if full_key in secret_keys else repr(values[full_key])
+        if not colon:
+            problems.append(
+                f"{full_key} (in {where}) has no namespace, so Pulumi cannot load the stack; "
+                f"write it as {NAMESPACE}:{full_key}{' (a blueprint setting)' if full_key in declared_keys() else ''}"
+            )
+        elif namespace != NAMESPACE:
+            close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
+            if key in declared_keys() or key in RETIRED_KEYS or close:
+                readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
+                target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else where
+                problems.append(
+                    f"{full_key} = {shown} is not read by blueprint, whose settings are {NAMESPACE}:<key>; "
+                    f"write it as {NAMESPACE}:{key} in {target}"
+                )
+        elif key in RETIRED_KEYS:
+            problems.append(
+                f"{full_key} = {shown} is no longer read: {RETIRED_KEYS[key]}, so the setting cannot apply; remove it: "
+                f"`pulumi config rm -s {shlex.quote(stack)} {full_key}`, or delete its line from {where}"
+            )
+        elif key not in declared_keys():
+            close_keys = difflib.get_close_matches(key, declared_keys(), n=1)
+            hint = f"did you mean {NAMESPACE}:{close_keys[0]}?" if close_keys else "Pulumi.yaml declares every valid key"
+            problems.append(f"{full_key} = {shown} is not a blueprint setting; {hint} (in {where})")
+        elif full_key in set_keys and not stack_reads(stack, full_key):
+            readers = stacks_reading(key)
+            value = "<value>" if full_key in secret_keys else shlex.quote(values[full_key])
+            target = readers[0]
+            problems.append(
+                f"{full_key} = {shown} is set on stack {stack}, which does not read it: {' and '.join(readers)} reads it "
+                f"(and dev, which runs every phase). Move it: `pulumi config rm -s {shlex.quote(stack)} {full_key}` and "
+                f"`pulumi config set -s {target} {full_key} {value}`, or move its line from {where} to Pulumi.{target}.yaml"
+            )
+    return problems
+
+
+def value_problems(stack: str, values: Mapping[str, str], *, secret_keys: Set[str], project_dir: Path = PROJECT_DIR) -> list[str]:
+    """What is wrong with the values of the keys that the phases of `stack` read."""
+    from stacks import STACK_PHASES
+
+    prefix = f"{NAMESPACE}:"
+    raw = {key[len(prefix) :]: value for key, value in values.items() if key.startswith(prefix)}
+    check = _Checker(raw, {key.removeprefix(prefix) for key in secret_keys}, stack)
+    for phase in STACK_PHASES[stack]:
+        if phase in PHASE_VALUES:
+            PHASE_VALUES[phase](check, project_dir)
+    return check.errors
+
+
+def passed_config() -> dict[str, str]:
+    """Every config value Pulumi passed to the program, full keys (Pulumi.yaml defaults included).
 
     The language host passes config in the PULUMI_CONFIG environment variable, mocks and the
     Automation API through `set_all_config`: read both, as `pulumi.Config` does.
     """
     from pulumi.runtime.config import CONFIG, get_config_env
 
+    return {key: str(value) for key, value in {**get_config_env(), **CONFIG.get()}.items()}
+
+
+def raw_config() -> dict[str, str]:
+    """Every `blueprint:` value Pulumi passed to the program, without the namespace."""
     prefix = f"{NAMESPACE}:"
-    passed = {**get_config_env(), **CONFIG.get()}
-    return {key[len(prefix) :]: str(value) for key, value in passed.items() if key.startswith(prefix)}
+    return {key[len(prefix) :]: value for key, value in passed_config().items() if key.startswith(prefix)}
+
+
+def passed_secret_keys() -> frozenset[str]:
+    """The full keys Pulumi passed that were set with `--secret`."""
+    from pulumi.runtime.config import is_config_secret
+
+    return frozenset(key for key in passed_config() if is_config_secret(key))
 
 
 def secret_keys() -> frozenset[str]:
     """The `blueprint:` keys set with `--secret` (without the namespace)."""
-    from pulumi.runtime.config import is_config_secret
-
-    return frozenset(key for key in declared_keys() if is_config_secret(f"{NAMESPACE}:{key}"))
+    prefix = f"{NAMESPACE}:"
+    return frozenset(key[len(prefix) :] for key in passed_secret_keys() if key.startswith(prefix))
 
 
 def load_phase1() -> Phase1Config:
-    """Phase1's config from the running stack."""
-    return parse_phase1(raw_config(), secret_keys=secret_keys())
-
-
-def load_phase2() -> None:
-    """Check phase2's config on the running stack, and warn of each retired key it still sets."""
-    for warning in parse_phase2(raw_config(), pulumi.get_stack()):
-        pulumi.log.warn(warning)
+    """Phase1's config from the running stack (checked already, with everything else the stack reads)."""
+    return parse_phase1(raw_config(), secret_keys=secret_keys(), stack=pulumi.get_stack())
 
 
 def load_phase3() -> Phase3Config:
-    """Phase3's config from the running stack."""
-    return parse_phase3(raw_config(), secret_keys=secret_keys())
+    """Phase3's config from the running stack (checked already, with everything else the stack reads)."""
+    return parse_phase3(raw_config(), secret_keys=secret_keys(), stack=pulumi.get_stack())

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
+from apps_manifest import load_manifest
 from components import gitlab as gl
 from components import kind_cluster
 from components import minio as mn
@@ -42,8 +43,7 @@ from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 from stacks import outputs
-from stacks.apps_manifest import load_manifest
-from stacks.config import folder_owner, load_phase2
+from stacks.config import folder_owner
 from stacks.phase1 import kind_kubeconfig
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
@@ -63,7 +63,6 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase2 on the cluster phase1 describes (`inputs`: phase1's outputs, plain values; in
     `dev`, also what phase1 hands on in the graph only: `outputs.IN_STACK_ONLY`).
     """
-    load_phase2()  # refuses a bad phase2 key before anything is registered
     # The stack, as the cluster lease and the Runner's description name it; the host folders it
     # claims name this checkout too (`folder_owner`), since another checkout may hold the same stack.
     owner = f"{pulumi.get_project()}/{pulumi.get_stack()}"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pulumi
 
+from apps_manifest import load_manifest
 from components.gitlab_projects import GROUP, GitLabProjects, GitLabProjectsArgs
 from stacks import outputs
-from stacks.apps_manifest import load_manifest
 from stacks.config import load_phase3
 
 OFFLINE_PLAN_TOKEN = "glpat-offline-plan"

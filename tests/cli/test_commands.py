@@ -278,3 +278,28 @@ def test_glab_login_without_the_admin_token_file_says_which_file_and_what_to_run
         "/data/platform/secrets/gitlab-admin-token; run `uv run blueprint up` / `pulumi up -s phase2` first; the platform is up regardless"
     )
     assert calls == []
+
+
+def test_up_checks_every_selected_phase_with_its_doctor_before_any_stack_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[list[str]] = []
+
+    def doctor(argv: list[str]) -> int:
+        asked.append(argv)
+        return 1
+
+    monkeypatch.setattr("cli.doctor.run", doctor)
+    runner = FakeRunner()
+    assert commands.main_for(argparse.Namespace(command="up", phase="all", glab_login=False), runner, io.StringIO()) == 1
+    assert asked == [["--phase", "all"]]
+    assert runner.calls == []
+
+
+def test_a_bad_phase3_value_stops_the_preview_of_every_phase_before_phase1_runs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase3.yaml").write_text("config:\n  blueprint:pipelineTimeout: 5\n")
+    runner = FakeRunner()
+    assert commands.main_for(argparse.Namespace(command="preview", phase="all"), runner, io.StringIO()) == 1
+    assert "blueprint:pipelineTimeout = '5' is not valid" in capsys.readouterr().err
+    assert runner.calls == []

@@ -100,3 +100,11 @@ def test_written_document_passes_the_check(tmp_path: Path, plans: list[Plan]) ->
     assert run(["--output", str(written)]) == 0
     assert written.read_text() == render_document(plans)
     assert run(["--output", str(written), "--check"]) == 0
+
+
+def test_the_committed_diagram_draws_the_defaults_whatever_the_stack_files_say(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:headlamp: true\n  blueprint:gitlabNodes: 5\n")
+    assert run(["--check"]) == 0, capsys.readouterr().err

@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import io
+import re
 import socket
 import stat
 import tarfile
@@ -21,9 +22,24 @@ import pytest
 
 import versions
 from cli import doctor
-from cli.doctor import NAMES, Check, Download, DownloadError, FixStep, RealMachine, checks, fix_plan, platform_names, run
+from cli.doctor import (
+    CPUS,
+    MEMORY,
+    NAMES,
+    Check,
+    Download,
+    DownloadError,
+    FixStep,
+    RealMachine,
+    checks,
+    fix_plan,
+    platform_names,
+    resources_needed,
+    run,
+)
 
 GIB = 1024**3
+MIB = 1024**2
 HOME = Path("/home/dev")
 PORTS = {"blueprint:httpPort": 80, "blueprint:httpsPort": 443, "blueprint:sshPort": 2222}
 TOOLS = ("docker", "kind", "pulumi", "kubectl", "uv")
@@ -34,6 +50,8 @@ HEALTHY_OUTPUTS = {
     "kubectl": (0, "Client Version: v1.35.0\nKustomize Version: v5.7.1\n"),
     "uv": (0, "uv 0.9.0\n"),
 }
+NEEDS = resources_needed(gitlab_nodes=3, runner_nodes=1, headlamp=False)
+"""What the default node counts need: 10 GiB and 4 CPUs."""
 INOTIFY_OK = {"/proc/sys/fs/inotify/max_user_watches": "524288\n", "/proc/sys/fs/inotify/max_user_instances": "512\n"}
 
 
@@ -49,6 +67,7 @@ class FakeMachine:
     outputs: dict[str, tuple[int, str]] = field(default_factory=lambda: dict(HEALTHY_OUTPUTS))
     busy: set[int] = field(default_factory=set)
     memory: int | None = 16 * GIB
+    cpus: int | None = 8
     files: dict[str, str] = field(default_factory=lambda: dict(INOTIFY_OK))
     calls: list[list[str]] = field(default_factory=list)
     addresses: dict[str, str | None] = field(default_factory=dict)
@@ -68,7 +87,7 @@ class FakeMachine:
 
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         self.calls.append(list(argv))
-        found = self.outputs.get(" ".join(argv[:2])) or self.outputs.get(argv[0])
+        found = self.outputs.get(" ".join(argv)) or self.outputs.get(" ".join(argv[:2])) or self.outputs.get(argv[0])
         if found is None and self._installed(argv[0]):
             found = HEALTHY_OUTPUTS[argv[0]]
         return found or (127, f"{argv[0]}: command not found")
@@ -84,6 +103,9 @@ class FakeMachine:
 
     def memory_bytes(self) -> int | None:
         return self.memory
+
+    def cpu_count(self) -> int | None:
+        return self.cpus
 
     def read_text(self, path: str) -> str | None:
         return self.files.get(path)
@@ -131,9 +153,7 @@ def without(machine: FakeMachine, *tools: str) -> FakeMachine:
 
 
 def checked(machine: FakeMachine) -> dict[str, Check]:
-    results = checks(
-        machine, ports=PORTS, memory_needed_bytes=12 * GIB, pulumi_min_version=doctor.PULUMI_MIN_VERSION, cluster_name="blueprint"
-    )
+    results = checks(machine, ports=PORTS, needs=NEEDS, pulumi_min_version=doctor.PULUMI_MIN_VERSION, cluster_name="blueprint")
     return {check.name: check for check in results}
 
 
@@ -219,7 +239,14 @@ KIND_URL = "https://github.com/kubernetes-sigs/kind/releases/download/v0.31.0/ki
             "`pulumi config set blueprint:httpsPort <free port> -s phase1`",
             id="busy-port",
         ),
-        pytest.param(lambda m: replace(m, memory=8 * GIB), "memory", "8.0 GiB total, needs 12 GiB", "at least 12 GiB", id="low-memory"),
+        pytest.param(
+            lambda m: replace(m, memory=8 * GIB),
+            "memory",
+            "8.0 GiB total, needs 10 GiB: 5 nodes + platform requests",
+            "at least 10 GiB",
+            id="low-memory",
+        ),
+        pytest.param(lambda m: replace(m, cpus=2), "CPUs", "2, needs 4: 5 nodes + platform requests", "at least 4 CPUs", id="few-cpus"),
         pytest.param(_low_watches, "inotify limits", "max_user_watches=8192", INOTIFY_FIX, id="low-inotify"),
     ],
 )
@@ -228,6 +255,89 @@ def test_each_failing_check_gives_its_fix(break_it: Callable[[FakeMachine], Fake
     assert [check.name for check in results.values() if not check.ok] == [name]
     assert found in results[name].found
     assert fix in results[name].fix
+
+
+def test_the_memory_needed_grows_with_each_node() -> None:
+    for gitlab_nodes in range(1, 8):
+        for runner_nodes in range(1, 8):
+            needed = resources_needed(gitlab_nodes=gitlab_nodes, runner_nodes=runner_nodes, headlamp=False).memory_bytes
+            more_gitlab = resources_needed(gitlab_nodes=gitlab_nodes + 1, runner_nodes=runner_nodes, headlamp=False).memory_bytes
+            more_runners = resources_needed(gitlab_nodes=gitlab_nodes, runner_nodes=runner_nodes + 1, headlamp=False).memory_bytes
+            assert more_gitlab - needed == more_runners - needed == doctor.NODE_MEMORY_BYTES > 0
+
+
+def test_the_memory_and_cpus_needed_count_headlamp_only_when_it_is_on() -> None:
+    on = resources_needed(gitlab_nodes=3, runner_nodes=1, headlamp=True)
+    assert on.memory_bytes > NEEDS.memory_bytes
+    assert on.millicpus > NEEDS.millicpus
+
+
+def test_doctor_checks_memory_and_cpus_for_the_configured_node_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: 6\n  blueprint:runnerNodes: 2\n")
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    _, output = doctor_output([], FakeMachine(memory=4 * GIB, cpus=1))
+    memory, cpus = (line for line in output.splitlines() if line.startswith(("FAIL  memory", "FAIL  CPUs")))
+    needed = resources_needed(gitlab_nodes=6, runner_nodes=2, headlamp=False)
+    assert memory.endswith(f"4.0 GiB total, needs {needed.gib} GiB: 9 nodes + platform requests")
+    assert cpus.endswith(f"1, needs {needed.cpus}: 9 nodes + platform requests")
+
+
+def test_the_cpu_check_counts_the_cpus_docker_gives_the_cluster_not_the_machines() -> None:
+    machine = FakeMachine(cpus=16)  # Docker Desktop's VM has fewer than the laptop
+    machine.outputs["docker info --format {{.NCPU}}"] = (0, "2\n")
+    assert checked(machine)[CPUS].found.startswith("2, needs 4")
+
+
+@pytest.mark.parametrize(
+    ("system", "fix"),
+    [
+        ("darwin", "Docker Desktop > Settings > Resources: give Docker at least 4 CPUs (and 10 GiB), then Apply & restart"),
+        ("windows", "in %UserProfile%\\.wslconfig set `processors=4` under [wsl2], then `wsl --shutdown` and restart Docker Desktop"),
+        ("linux", "use a machine with at least 4 CPUs"),
+    ],
+)
+def test_too_few_cpus_fail_naming_what_gives_docker_more(system: str, fix: str) -> None:
+    check = checked(FakeMachine(system=system, cpus=2))[CPUS]
+    assert not check.ok
+    assert check.fix.startswith(fix)
+
+
+def test_too_little_memory_for_more_than_the_fewest_nodes_names_fewer_nodes_as_a_fix() -> None:
+    needs = resources_needed(gitlab_nodes=2, runner_nodes=1, headlamp=False)
+    [memory] = [c for c in checks(FakeMachine(memory=GIB), ports={}, needs=needs, pulumi_min_version="3.145.0") if c.name == MEMORY]
+    assert memory.fix.endswith(
+        f"or fewer nodes (blueprint:gitlabNodes, blueprint:runnerNodes): each needs {doctor.NODE_MEMORY_BYTES // MIB} MiB"
+    )
+
+
+def test_the_readme_states_what_the_default_config_needs_and_what_each_node_adds() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    needs = doctor.default_needs()
+    stated = re.findall(r"at least (\d+) CPUs and (\d+) GiB", readme)
+    assert len(stated) >= 2, "the prerequisites table and the sizing paragraph both state it"
+    assert set(stated) == {(str(needs.cpus), str(needs.gib))}
+    assert f"{needs.nodes} nodes" in readme
+    assert f"{doctor.NODE_MEMORY_BYTES // MIB} MiB more for each further node" in readme
+
+
+def _requests_in(value: object) -> list[tuple[str, str]]:
+    """Every (cpu, memory) a pod's `resources.requests` sets, anywhere in a plan's inputs."""
+    if isinstance(value, list):
+        return [found for item in value for found in _requests_in(item)]
+    if not isinstance(value, dict):
+        return []
+    requests = value.get("resources", {}).get("requests", {}) if isinstance(value.get("resources"), dict) else {}
+    own = [(str(requests["cpu"]), str(requests["memory"]))] if "cpu" in requests else []
+    return own + [found for key, item in value.items() if key != "resources" for found in _requests_in(item)]
+
+
+def test_doctors_table_has_every_request_blueprint_sets_as_the_plans_show_it() -> None:
+    from tests.plans import planned
+
+    plans = (planned("phase2"), planned("phase1", headlamp="true"))
+    in_plans = sorted(found for plan in plans for resource in plan.resources for found in _requests_in(resource["inputs"]))
+    tables = (*doctor.CLUSTER_REQUESTS, *doctor.PLATFORM_REQUESTS, *doctor.HEADLAMP_REQUESTS, *doctor.NODE_OVERHEAD)
+    assert sorted((request.cpu, request.memory) for request in tables if request.ours) == in_plans
 
 
 def test_a_pulumi_cli_older_than_3_145_fails_because_it_runs_dynamic_providers_outside_the_uv_environment() -> None:
@@ -445,7 +555,7 @@ def test_real_machine_sees_a_port_held_by_a_listener() -> None:
 def test_platform_names_that_do_not_resolve_to_loopback_fail_with_the_hosts_line() -> None:
     names = ("gitlab.local.example.net", "registry.local.example.net")
     machine = FakeMachine(addresses={"gitlab.local.example.net": None})
-    [check] = [c for c in checks(machine, ports={}, memory_needed_bytes=GIB, pulumi_min_version="3.142.0", names=names) if c.name == NAMES]
+    [check] = [c for c in checks(machine, ports={}, needs=NEEDS, pulumi_min_version="3.142.0", names=names) if c.name == NAMES]
     assert not check.ok
     assert "gitlab.local.example.net does not resolve to 127.0.0.1" in check.found
     assert "127.0.0.1 gitlab.local.example.net registry.local.example.net" in check.fix
@@ -573,16 +683,29 @@ def test_a_bad_data_folder_setting_read_by_destroy_itself_is_one_message_not_a_t
     assert "Traceback" not in said
 
 
-def test_doctor_reports_a_data_folder_in_the_home_of_no_user_as_its_config_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cli import plan
-
-    real = plan.stack_config
-
-    def bad_data_dir(stack: str, overrides: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
-        return real(stack, {"blueprint:dataDir": "~blueprint-test-no-such-user/x"})
-
-    monkeypatch.setattr(plan, "stack_config", bad_data_dir)
+def test_doctor_reports_a_data_folder_in_the_home_of_no_user_as_its_config_check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:dataDir: ~blueprint-test-no-such-user/x\n")
     code, output = doctor_output([], FakeMachine())
     assert code == 1
     assert "FAIL  stack config" in output
     assert "blueprint:dataDir = '~blueprint-test-no-such-user/x' is not valid: there is no user" in output
+
+
+def test_doctor_of_the_dev_stack_checks_devs_own_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  blueprint:pipelineTimeout: 5\n  blueprint:httpPort: 8080\n")
+    code, output = doctor_output(["--stack", "dev"], FakeMachine())
+    assert code == 1
+    assert "stack dev:\n" in output
+    assert "`pulumi config set -s dev blueprint:pipelineTimeout 600`" in output
+    assert "port 8080 (blueprint:httpPort)" in output, "the ports checked are dev's own"
+
+
+def test_doctor_of_one_phase_checks_that_phases_stack_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase3.yaml").write_text("config:\n  blueprint:pipelineTimeout: 5\n")
+    assert doctor_output(["--phase", "1"], FakeMachine())[0] == 0
+    code, output = doctor_output(["--phase", "3"], FakeMachine())
+    assert code == 1
+    assert "blueprint:pipelineTimeout = '5' is not valid" in output

@@ -200,10 +200,10 @@ def test_blueprint_env_says_why_it_refuses_a_link_without_a_traceback(config_hom
 def test_a_stack_file_that_is_not_yaml_is_one_message_without_a_traceback(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("cli.plan.PROJECT_DIR", project)
-    (project / "Pulumi.yaml").write_text("name: blueprint\nconfig: {}\n")
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", project)
     (project / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: [3\n")
     assert main(["plan", "phase1"]) == 1
     err = capsys.readouterr().err
-    assert "is not valid YAML" in err
+    assert f"{project / 'Pulumi.phase1.yaml'} is not valid YAML: " in err
+    assert "(line 3, column 1)" in err
     assert "Traceback" not in err

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from cli.main import main
-from cli.plan import SECRET, UNKNOWN, ProgramFailed, _run, plan, stack_config
+from cli.plan import SECRET, UNKNOWN, ProgramFailed, _run, plan
 from stacks import outputs
-from stacks.config import PROJECT_DIR
+from stacks.config import PROJECT_DIR, stack_config
 from tests.plans import COMMAND, kind_config_of, planned, planned_as
 
 CONTRACT_FIELDS = [
@@ -158,8 +158,8 @@ def test_config_override_changes_the_plan(capsys: pytest.CaptureFixture[str]) ->
     assert len(yaml.safe_load(cluster["inputs"]["stdin"])["nodes"]) == 4
 
 
-def test_several_overrides_after_one_flag(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "phase1", "--json", "--config", "blueprint:gitlabNodes=2", "blueprint:runnerNodes=2"]) == 0
+def test_the_stack_may_follow_a_config_override(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--config", "blueprint:gitlabNodes=2", "phase1", "--json", "--config", "blueprint:runnerNodes=2"]) == 0
     cluster = next(r for r in json.loads(capsys.readouterr().out)["resources"] if r["name"] == "kind-cluster")
     assert len(yaml.safe_load(cluster["inputs"]["stdin"])["nodes"]) == 5
 
@@ -171,11 +171,37 @@ def test_bad_config_exits_non_zero_naming_the_key(capsys: pytest.CaptureFixture[
     assert captured.out == ""
 
 
-def test_override_without_a_full_key_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_override_without_a_namespace_is_blueprints_as_pulumi_config_set_takes_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--json", "--config", "gitlabNodes=2"]) == 0
+    cluster = next(r for r in json.loads(capsys.readouterr().out)["resources"] if r["name"] == "kind-cluster")
+    assert len(yaml.safe_load(cluster["inputs"]["stdin"])["nodes"]) == 4
+
+
+def test_an_override_without_an_equals_sign_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["plan", "phase1", "--config", "gitlabNodes=2"])
+        main(["plan", "phase1", "--config", "gitlabNodes"])
     assert exited.value.code == 2
-    assert "blueprint:gitlabNodes=2" in capsys.readouterr().err
+    assert "expected KEY=VALUE, such as blueprint:gitlabNodes=2, got 'gitlabNodes'" in capsys.readouterr().err
+
+
+def test_the_tree_with_overrides_shows_each_with_the_value_it_replaced_and_what_it_changed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase3", "--config", "blueprint:pipelineTimeout=900", "--config", "gitlabNodes=2"]) == 0
+    out = capsys.readouterr().out
+    assert '  blueprint:pipelineTimeout="900"  (on phase3; was "600")' in out
+    assert '  blueprint:gitlabNodes="2"  (on phase1; was "3")' in out
+    assert "they change 3 resources: apps-redis-pipeline, apps-redis-slave-pipeline, apps-guestbook-pipeline" in out
+
+
+def test_an_override_that_no_stack_of_the_chain_reads_is_refused_naming_the_stacks_that_do(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--config", "blueprint:pipelineTimeout=900"]) == 1
+    assert "--config blueprint:pipelineTimeout: phase1 does not read it, nor do the stacks it reads from; phase3 (and dev) do" in (
+        capsys.readouterr().err
+    )
+
+
+def test_an_override_that_changes_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "phase1", "--config", "blueprint:gitlabNodes=3"]) == 0
+    assert "they change nothing in this plan" in capsys.readouterr().out
 
 
 def test_urns_chain_parent_types_as_the_engine_does_without_the_stack() -> None:

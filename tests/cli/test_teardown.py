@@ -24,12 +24,12 @@ import pytest
 from cli import commands, teardown
 from cli.commands import Context, StackFailed
 from cli.lifecycle import claimed_folder, lives_in_cluster, lives_in_gitlab
-from cli.plan import stack_config
 from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
 from components.host_folder import KEEP_SCRIPT, LEASES_FOLDER, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
 from components.kind_cluster import CLUSTER_MARKER
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
+from stacks.config import stack_config
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
+from apps_manifest import APPS_DIR
 from components.ci_access import KUBECONFIG_SCRIPT, RENEW_DAYS
 from providers.deploy_kubeconfig import PROVIDER_VERSION, DeployKubeconfigError, DeployKubeconfigProvider
 from stacks import outputs
-from stacks.apps_manifest import APPS_DIR
 from tests.plans import fake_command, planned
 from tests.providers.engine import as_engine_loads, outputs_of
 

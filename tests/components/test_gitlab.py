@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 import versions
+from apps_manifest import APPS_DIR
 from components import gitlab as gl
 from stacks import outputs
-from stacks.apps_manifest import APPS_DIR
 from tests.plans import planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

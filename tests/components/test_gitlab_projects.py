@@ -5,6 +5,8 @@ destroy."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -14,9 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from apps_manifest import APPS_DIR, load_manifest
 from cli.plan import plan
 from components.gitlab_projects import project_files, render_ci
-from stacks.apps_manifest import APPS_DIR, load_manifest
+from providers.gitlab_sync import commit_actions
 from tests.plans import planned, waits_for
 
 SYNC = "pulumi-python:dynamic/gitlab:ProjectSync"
@@ -132,6 +135,29 @@ def test_a_project_holds_exactly_its_folder_and_its_ci_file() -> None:
     expected = {path.relative_to(APPS_DIR / "guestbook").as_posix() for path in (APPS_DIR / "guestbook").rglob("*") if path.is_file()}
     expected = {path for path in expected if "__pycache__" not in path}
     assert set(project_files(guestbook)) == expected | {".gitlab-ci.yml"}
+
+
+def test_a_binary_file_in_an_app_folder_is_synced_as_one_base64_action_of_its_exact_bytes(tmp_path: Path) -> None:
+    image = b"\x89PNG\r\n\x1a\n\x00\xff\xd8 not UTF-8"
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "logo.png").write_bytes(image)
+    (tmp_path / "app.py").write_text("print()\n")
+    project = dataclasses.replace(next(p for p in load_manifest() if p.name == "guestbook"), folder=tmp_path)
+    actions = [a for a in commit_actions(project_files(project), {}) if a["file_path"] == "static/logo.png"]
+    assert [(a["action"], a["encoding"], base64.b64decode(a["content"], validate=True)) for a in actions] == [("create", "base64", image)]
+
+
+def test_an_app_text_file_stays_a_plain_string_byte_for_byte(tmp_path: Path) -> None:
+    """A file that decodes as UTF-8 is text: the plan shows it as it is, line endings included."""
+    (tmp_path / "notes.txt").write_bytes("café\r\nline two\n".encode())
+    project = dataclasses.replace(next(p for p in load_manifest() if p.name == "guestbook"), folder=tmp_path)
+    assert project_files(project)["notes.txt"] == "café\r\nline two\n"
+
+
+def test_the_plan_carries_todays_app_files_as_plain_strings() -> None:
+    """Today's apps hold text files only: their plan is what it was before binary files could sync."""
+    for sync in planned("phase3").find(SYNC):
+        assert all(isinstance(content, str) for content in sync["inputs"]["files"].values()), sync["urn"]
 
 
 def test_a_deploying_project_waits_for_what_it_needs_before_its_push() -> None:

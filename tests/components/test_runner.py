@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 import versions
+from apps_manifest import APPS_DIR
 from components.gitlab_projects import GROUP
 from components.runner import BUILDKIT_USER, IMAGE_BUILD_TAG, NO_SERVICES
-from stacks.apps_manifest import APPS_DIR
 from tests.plans import planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -52,6 +52,7 @@ one `Repository`.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.server
 import json
@@ -77,7 +78,8 @@ SCHEDULED = "-deletion_scheduled-"
 
 @dataclass
 class Repository:
-    files: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str | bytes] = field(default_factory=dict)
+    """{path: content}: a text action's string, a base64 action's decoded bytes."""
     commits: list[dict[str, Any]] = field(default_factory=list)
     pipelines: list[dict[str, Any]] = field(default_factory=list)
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
@@ -656,10 +658,19 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         return {"name": branch, "commit": {"id": self.state.repository.head()}}
 
     def commit(self, params: dict[str, Any], id_: str) -> Any:
+        """`encoding` is `text` (the default) or `base64`, else 400 [lib/api/commits.rb
+        `validate_commit_action!`]; a base64 action's content is decoded to the bytes the blob holds
+        (Gitaly's UserCommitFilesActionHeader `base64_content`, lib/gitlab/gitaly_client/operation_service.rb).
+        """
         repo = self.state.repository
+        for index, action in enumerate(params["actions"]):
+            if action.get("encoding", "text") not in ("text", "base64"):
+                raise Refusal(400, f"actions[{index}][encoding] must be text or base64")
         for action in params["actions"]:
             if action["action"] == "delete":
                 repo.files.pop(action["file_path"])
+            elif action.get("encoding") == "base64":
+                repo.files[action["file_path"]] = base64.b64decode(action["content"], validate=True)
             else:
                 repo.files[action["file_path"]] = action["content"]
         body = {key: params[key] for key in ("branch", "commit_message", "actions")}

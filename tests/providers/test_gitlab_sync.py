@@ -3,7 +3,9 @@ as the engine loads it) against a local stub of the Commits API."""
 
 from __future__ import annotations
 
+import base64
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 from providers import gitlab_api
 from providers.gitlab_api import GitLabApiError
 from providers.gitlab_objects import GitLabObjectError
-from providers.gitlab_sync import PROVIDER_VERSION, GitLabSyncProvider, blob_id, commit_actions
+from providers.gitlab_sync import PROVIDER_VERSION, FileContent, GitLabSyncProvider, blob_id, commit_actions, file_bytes
 from tests.providers.engine import as_engine_loads, free_port, outputs_of
 from tests.providers.gitlab_stub import ADMIN, TOKEN, GitLabState, Repository
 
@@ -23,6 +25,31 @@ def test_blob_ids_are_gits(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("hello\n")
     git = subprocess.run(["git", "hash-object", str(tmp_path / "file")], capture_output=True, text=True, check=True)
     assert blob_id("hello\n") == git.stdout.strip()
+
+
+BINARY = b"\x89PNG\r\n\x1a\n\x00\xff\xfe\x00 not UTF-8"
+"""A binary file: its bytes do not decode as UTF-8 (0xff, 0x00 among them)."""
+AS_BASE64 = {"base64": base64.b64encode(BINARY).decode()}
+"""How `files` carries it."""
+
+
+def test_binary_blob_ids_are_gits_over_the_bytes(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(BINARY)
+    git = subprocess.run(["git", "hash-object", str(tmp_path / "file")], capture_output=True, text=True, check=True)
+    assert blob_id(file_bytes(AS_BASE64)) == git.stdout.strip()
+
+
+def test_text_files_are_sent_as_text() -> None:
+    """No `encoding`: GitLab's default is text (doc/api/commits.md)."""
+    assert commit_actions({"app.py": "print('é')\n"}, {}) == [{"action": "create", "file_path": "app.py", "content": "print('é')\n"}]
+
+
+def test_binary_files_are_sent_as_base64() -> None:
+    actions = commit_actions({"new.png": AS_BASE64, "old.png": AS_BASE64}, {"old.png": blob_id(b"other bytes")})
+    assert actions == [
+        {"action": "create", "file_path": "new.png", "content": AS_BASE64["base64"], "encoding": "base64"},
+        {"action": "update", "file_path": "old.png", "content": AS_BASE64["base64"], "encoding": "base64"},
+    ]
 
 
 def test_new_changed_and_removed_files_become_create_update_delete() -> None:
@@ -43,7 +70,7 @@ PROJECT = "42"
 """The project of ours the tests sync (any project's repository is the stub's one `Repository`)."""
 
 
-def props(gitlab: str, files: dict[str, str]) -> dict[str, Any]:
+def props(gitlab: str, files: Mapping[str, FileContent]) -> dict[str, Any]:
     return {
         "gitlab_url": gitlab,
         "token": TOKEN,
@@ -93,6 +120,28 @@ def test_unchanged_files_make_no_commit(gitlab: str, repository: Repository, pro
     again = outputs_of(provider.update("42@main", old, props(gitlab, files)))
     assert len(repository.commits) == 1
     assert again["commit"] == old["commit"]
+
+
+def test_a_binary_file_is_one_base64_commit_action_holding_its_exact_bytes(
+    gitlab: str, repository: Repository, provider: GitLabSyncProvider
+) -> None:
+    provider.create(props(gitlab, {"logo.png": AS_BASE64, "app.py": "print()\n"}))
+    [commit] = repository.commits
+    assert [action for action in commit["actions"] if action["file_path"] == "logo.png"] == [
+        {"action": "create", "file_path": "logo.png", "content": AS_BASE64["base64"], "encoding": "base64"}
+    ]
+    assert repository.files == {"logo.png": BINARY, "app.py": "print()\n"}  # as GitLab decodes it
+
+
+def test_an_unchanged_binary_file_makes_no_commit(gitlab: str, repository: Repository, provider: GitLabSyncProvider) -> None:
+    files: dict[str, FileContent] = {
+        "logo.png": AS_BASE64,
+        "font.woff2": {"base64": base64.b64encode(bytes(range(256))).decode()},
+        "a": "1",
+    }
+    old = outputs_of(provider.create(props(gitlab, files)))
+    again = outputs_of(provider.update("42@main", old, props(gitlab, files)))
+    assert (len(repository.commits), again["commit"], again["changed"]) == (1, old["commit"], [])
 
 
 def test_a_file_removed_from_the_folder_is_removed_from_the_repository(

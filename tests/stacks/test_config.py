@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.plan import ProgramFailed, plan
+from cli.plan import ProgramFailed, _run, plan
 from stacks import config
 from stacks.config import (
     PROJECT_DIR,
@@ -20,9 +20,10 @@ from stacks.config import (
     checkout_id,
     declared_keys,
     default_string,
+    key_problems,
     parse_phase1,
-    parse_phase2,
     read_checkout_id,
+    stack_config,
 )
 
 
@@ -51,7 +52,7 @@ def test_every_declared_key_has_type_default_and_description() -> None:
 def test_node_count_below_one_is_refused(key: str, value: str) -> None:
     message = error_for(**{key: value})
     assert f"blueprint:{key} = '{value}'" in message
-    assert "expected an integer >= 1" in message
+    assert "expected an integer from 1 to" in message
 
 
 def test_node_count_that_is_not_a_number_is_refused() -> None:
@@ -121,7 +122,8 @@ def test_domain_that_is_not_a_dns_name_of_two_labels_is_refused(domain: str) -> 
 
 
 def test_unknown_key_is_refused_with_the_closest_valid_one() -> None:
-    assert "blueprint:gitlabNode is not a blueprint setting; did you mean blueprint:gitlabNodes?" in error_for(gitlabNode="3")
+    [problem] = key_problems("phase1", {"blueprint:gitlabNode": "3"}, set_keys={"blueprint:gitlabNode"}, secret_keys=set())
+    assert "blueprint:gitlabNode = '3' is not a blueprint setting; did you mean blueprint:gitlabNodes?" in problem
 
 
 def test_every_bad_value_is_reported_at_once() -> None:
@@ -129,8 +131,11 @@ def test_every_bad_value_is_reported_at_once() -> None:
     assert all(key in message for key in ("gitlabNodes", "httpPort", "headlamp"))
 
 
-def test_error_names_the_fix() -> None:
-    assert "fix: `pulumi config set blueprint:runnerNodes 1`" in error_for(runnerNodes="0")
+def test_error_names_the_fix_on_the_stack_with_and_without_the_pulumi_cli() -> None:
+    assert (
+        "fix: `pulumi config set -s phase1 blueprint:runnerNodes 1`, or write `blueprint:runnerNodes: 1` under `config:` in "
+        "Pulumi.phase1.yaml" in error_for(runnerNodes="0")
+    )
 
 
 def test_default_strings_are_what_pulumi_passes() -> None:
@@ -138,8 +143,9 @@ def test_default_strings_are_what_pulumi_passes() -> None:
 
 
 def test_bad_config_stops_the_program_before_any_resource_is_registered() -> None:
+    config, secret_keys = stack_config("phase1", {"blueprint:gitlabNodes": "0"})
     with pytest.raises(ProgramFailed) as failed:
-        plan("phase1", {"blueprint:gitlabNodes": "0"})
+        _run("phase1", config, secret_keys, PROJECT_DIR / "__main__.py", {})
     assert isinstance(failed.value.cause, ConfigError)
     assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
 
@@ -157,22 +163,21 @@ def test_a_secret_value_never_appears_in_an_error() -> None:
 
 
 @pytest.mark.parametrize("key", ["openbaoKeyShares", "openbaoKeyThreshold"])
-def test_a_retired_key_still_set_loads_with_a_warning_that_it_is_no_longer_used(key: str) -> None:
+def test_a_retired_openbao_key_is_refused_with_the_reason_and_the_command_that_removes_it(key: str) -> None:
     assert key not in declared_keys()
-    assert parse_phase2({key: "3"}, "phase2") == [
-        f"blueprint:{key} is no longer used: OpenBao has no unseal keys any more (its static seal); "
-        f"remove it with `pulumi config rm -s phase2 blueprint:{key}`"
-    ]
+    [problem] = key_problems("phase2", {f"blueprint:{key}": "3"}, set_keys={f"blueprint:{key}"}, secret_keys=set())
+    assert problem == (
+        f"blueprint:{key} = '3' is no longer read: OpenBao seals with a static key now and has no unseal key shares, so "
+        f"the setting cannot apply; remove it: `pulumi config rm -s phase2 blueprint:{key}`, or delete its line from Pulumi.phase2.yaml"
+    )
 
 
-def test_a_stack_that_still_sets_the_retired_openbao_keys_plans_and_warns(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level("WARNING"):
-        plan("phase2", {"blueprint:openbaoKeyShares": "1", "blueprint:openbaoKeyThreshold": "2"})
-    assert [line for line in caplog.messages if "is no longer used" in line] == [
-        f"blueprint:{key} is no longer used: OpenBao has no unseal keys any more (its static seal); "
-        f"remove it with `pulumi config rm -s phase2 blueprint:{key}`"
-        for key in ("openbaoKeyShares", "openbaoKeyThreshold")
-    ]
+def test_a_stack_that_still_sets_a_retired_openbao_key_is_refused_before_any_resource() -> None:
+    config, secret_keys = stack_config("phase2", {"blueprint:openbaoKeyShares": "1"})
+    with pytest.raises(ProgramFailed) as failed:
+        _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {})
+    assert "blueprint:openbaoKeyShares = '1' is no longer read" in str(failed.value.cause)
+    assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
 
 
 @pytest.mark.parametrize("char", ["'", '"', "$", "`", ";", "&", "|", "*", "?", "[", "\\", "\n", "\t", "<", ">", "(", "#", "!"])
@@ -343,4 +348,39 @@ def test_a_project_folder_whose_path_a_shell_would_misread_gets_an_absolute_data
     with pytest.raises(ConfigError) as error:
         parse_phase1({}, Path("/srv/o'brien/blueprint"))
     assert "in the project's own folder, /srv/o'brien/blueprint: give an absolute data folder outside it" in str(error.value)
-    assert "fix: `pulumi config set blueprint:dataDir '~/blueprint-data'`" in str(error.value)
+    assert "fix: `pulumi config set -s phase1 blueprint:dataDir '~/blueprint-data'`" in str(error.value)
+
+
+def readme_configuration_rows() -> dict[str, tuple[str, str]]:
+    """The README's configuration table: each key (a row may name two) -> (read by, default)."""
+    text = (PROJECT_DIR / "README.md").read_text()
+    table = text[text.index("| key | read by | default | meaning |") :].split("\n\n", 1)[0]
+    rows: dict[str, tuple[str, str]] = {}
+    for line in table.splitlines()[2:]:
+        keys, read_by, defaults = (cell.strip() for cell in line.strip("|").split("|")[:3])
+        names = [name.strip(" `").removeprefix("blueprint:") for name in keys.split(" / ")]
+        values = [value.strip(" `") for value in defaults.split(" / ")]
+        for index, name in enumerate(names):
+            rows[name] = (read_by, values[min(index, len(values) - 1)])
+    return rows
+
+
+def test_the_readme_configuration_table_says_which_stack_reads_each_key_and_its_default() -> None:
+    rows = readme_configuration_rows()
+    assert set(rows) == set(declared_keys())
+    for key, (read_by, default) in rows.items():
+        assert read_by == ", ".join([*config.stacks_reading(key), "dev"]), key
+        assert default == default_string(key), key
+
+
+@pytest.mark.parametrize(("key", "maximum"), [("gitlabNodes", config.MAX_GITLAB_NODES), ("runnerNodes", config.MAX_RUNNER_NODES)])
+def test_a_node_count_above_its_bound_is_refused(key: str, maximum: int) -> None:
+    assert parse_phase1({key: str(maximum)}) is not None
+    assert f"blueprint:{key} = '{maximum + 1}' is not valid: expected an integer from 1 to {maximum}" in error_for(
+        **{key: str(maximum + 1)}
+    )
+
+
+@pytest.mark.parametrize("domain", ["10.0.0.1", "192.168.1.10", "a.b.1"])
+def test_a_domain_that_is_an_ip_address_is_refused(domain: str) -> None:
+    assert "expected a DNS name, not an IP address" in error_for(domain=domain)

@@ -16,9 +16,9 @@ import pytest
 
 import cli.plan
 import stacks.phase1 as phase1_stack
-from cli.plan import Plan, ProgramFailed, _plain, _run, _stand_in_kubeconfig, stack_config
+from cli.plan import Plan, ProgramFailed, _plain, _run, _stand_in_kubeconfig
 from stacks import outputs
-from stacks.config import PROJECT_DIR
+from stacks.config import PROJECT_DIR, stack_config
 from tests.plans import fake_command, kind_config_of, planned
 
 

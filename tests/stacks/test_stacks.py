@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import subprocess
+from pathlib import Path
 
 import pulumi
 import pytest
 
-import cli.plan
 from cli.plan import ProgramFailed, plan
 from stacks import outputs
+from stacks.config import PROJECT_DIR
 from tests.plans import planned
 
 
@@ -29,20 +30,19 @@ def test_dev_stack_exports_what_every_built_phase_exports() -> None:
     assert set(planned("dev").outputs) == set(outputs.PHASE1) | set(outputs.PHASE2) | set(outputs.PHASE3)
 
 
-def test_dev_stack_has_its_own_cluster_and_data_folder() -> None:
-    dev, phase1 = planned("dev").outputs, planned("phase1").outputs
+def test_dev_stack_as_committed_has_its_own_cluster_and_data_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Pulumi.dev.yaml as committed, not as a user may have changed it.
+    committed = subprocess.run(["git", "show", "HEAD:Pulumi.dev.yaml"], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
+    (tmp_path / "Pulumi.dev.yaml").write_text(committed.stdout)
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    dev, phase1 = plan("dev").outputs, planned("phase1").outputs
     assert dev[outputs.CLUSTER_NAME] != phase1[outputs.CLUSTER_NAME]
     assert dev[outputs.DATA_DIR] != phase1[outputs.DATA_DIR]
 
 
-def test_a_stack_whose_upstream_does_not_plan_names_both(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = cli.plan.stack_config
-
-    def broken_phase1(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[str, str], list[str]]:
-        config, secret_keys = real(stack, overrides)
-        return ({**config, "blueprint:gitlabNodes": "0"} if stack == "phase1" else config), secret_keys
-
-    monkeypatch.setattr(cli.plan, "stack_config", broken_phase1)
+def test_a_stack_whose_upstream_does_not_plan_names_both(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: 0\n")
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
     with pytest.raises(ProgramFailed) as failed:
         plan("phase2")
     assert str(failed.value.cause).startswith("phase2 reads the outputs of phase1, which does not plan:")

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from cli.plan import ProgramFailed, plan
-from stacks.apps_manifest import ManifestError, load_manifest, parse_manifest
+from apps_manifest import ManifestError, load_manifest, parse_manifest
+from cli.plan import ProgramFailed, _run
+from stacks.config import PROJECT_DIR, ConfigError, stack_config
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_a_missing_app_folder_is_refused_with_the_fix(apps: Path) -> None:
 
 def test_a_deploying_project_needs_its_chart(apps: Path) -> None:
     message = error_for({"projects": [{"name": "shared-code"}, {"name": "guestbook", "deploy": True, "chart": "helm"}]}, apps)
-    assert "deploys, so `chart` must name its chart folder" in message
+    assert "deploys, so `chart` ('helm') holds no Chart.yaml" in message
 
 
 def test_needs_must_name_another_deploying_project(apps: Path) -> None:
@@ -64,8 +65,10 @@ def test_needs_must_name_another_deploying_project(apps: Path) -> None:
 def test_a_malformed_manifest_stops_the_program_before_any_resource(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     bad = tmp_path / "apps_manifest.yaml"
     bad.write_text("projects:\n  - name: guestbook\n")
-    monkeypatch.setattr("stacks.apps_manifest.load_manifest.__defaults__", (bad,))
+    monkeypatch.setattr("apps_manifest.MANIFEST", bad)
+    config, secret_keys = stack_config("dev")
     with pytest.raises(ProgramFailed) as failed:
-        plan("dev")
-    assert isinstance(failed.value.cause, ManifestError)
+        _run("dev", config, secret_keys, PROJECT_DIR / "__main__.py", {})
+    assert isinstance(failed.value.cause, ConfigError)
+    assert "'shared-code' project, whose templates every pipeline includes, is missing" in str(failed.value.cause)
     assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]

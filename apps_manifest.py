@@ -1,0 +1,194 @@
+"""`apps/apps_manifest.yaml`: which GitLab projects phase3 makes, read and checked before anything
+is registered. A malformed manifest is refused with every bad entry, its value and the fix.
+
+The model (`AppProject`) lives here, beside neither the phases nor the components: phase2 reads the
+manifest for the apps' names, phase3 for its projects, and `components/gitlab_projects.py` builds
+them, so all three import it from here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeGuard
+
+import pulumi
+import yaml
+
+APPS_DIR = Path(__file__).resolve().parent / "apps"
+MANIFEST = APPS_DIR / "apps_manifest.yaml"
+"""Read when the manifest is loaded, not when this module is: tests point it at a manifest of their own."""
+SHARED_CODE = "shared-code"
+KEYS = {"name", "deploy", "chart", "build", "host", "needs"}
+WHERE = "apps/apps_manifest.yaml"
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+"""A DNS-1123 label: what a project's name must be (its folder under apps/, its GitLab path, its Helm
+release) and what a host must be (it goes into CoreDNS's Corefile and the gateway's routes)."""
+LABEL_RULE = "a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
+
+
+class ManifestError(pulumi.RunError):
+    """apps/apps_manifest.yaml is malformed; the message names each bad entry, its value and the fix."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppProject:
+    name: str
+    deploy: bool
+    chart: str | None
+    """The chart's folder relative to the project, when it deploys."""
+    build: bool
+    host: str | None
+    """The first label of the name it answers at, if any."""
+    needs: tuple[str, ...] = ()
+    """Deploying projects whose smoke pipeline must be green before this one's sources are pushed."""
+    folder: Path
+    """apps/<name>/, whose files the project's branch holds."""
+
+
+def is_label(text: object) -> TypeGuard[str]:
+    return isinstance(text, str) and _DNS_LABEL.fullmatch(text) is not None
+
+
+def _chart_problem(chart: object, folder: Path) -> str | None:
+    """Why `chart` cannot be the chart folder of the project in `folder`, or None."""
+    if not isinstance(chart, str) or not chart:
+        return "must name its chart folder, relative to the project's folder, such as chart"
+    path = PurePosixPath(chart)
+    if path.is_absolute() or ".." in path.parts or "\\" in chart:
+        return "must be a folder inside the project's own folder, without '..', such as chart"
+    resolved = (folder / chart).resolve()
+    if folder.resolve() not in resolved.parents:
+        return "leads outside the project's own folder (through a link); use a folder inside it"
+    if not (resolved / "Chart.yaml").is_file():
+        return "holds no Chart.yaml; create the chart there or name the folder that holds it"
+    return None
+
+
+def _cycle(projects: list[AppProject]) -> list[str] | None:
+    """A loop in `needs` (as the names that go round it), or None."""
+    by_name = {project.name: project for project in projects}
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> list[str] | None:
+        if name in path:
+            return [*path[path.index(name) :], name]
+        if name in done or name not in by_name:
+            return None
+        for need in by_name[name].needs:
+            if found := visit(need, (*path, name)):
+                return found
+        done.add(name)
+        return None
+
+    for project in projects:
+        if found := visit(project.name, ()):
+            return found
+    return None
+
+
+def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[str]:
+    """What is wrong with one well-named entry's keys other than `name` and `needs`."""
+    name = str(entry["name"])
+    folder = apps_dir / name
+    problems = []
+    unknown = sorted(set(entry) - KEYS)
+    if unknown:
+        problems.append(f"{label}: unknown key(s) {', '.join(unknown)}; valid keys are {', '.join(sorted(KEYS))}")
+    if not folder.is_dir():
+        problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
+    elif apps_dir.resolve() not in folder.resolve().parents:
+        problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
+    for flag in ("deploy", "build"):
+        if not isinstance(entry.get(flag, False), bool):
+            problems.append(f"{label}: `{flag}: {entry[flag]!r}` must be true or false")
+    if entry.get("deploy") is True and (problem := _chart_problem(entry.get("chart"), folder)):
+        problems.append(f"{label}: deploys, so `chart` ({entry.get('chart')!r}) {problem}")
+    if entry.get("build") is True and not (folder / "Dockerfile").is_file():
+        problems.append(f"{label}: builds, so apps/{name}/Dockerfile must exist; add it, or set `build: false`")
+    host = entry.get("host")
+    if host is not None and not is_label(host):
+        problems.append(f"{label}: `host: {host!r}` must be {LABEL_RULE}, such as guestbook")
+    return problems
+
+
+def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]:
+    """The projects, in order; every problem reported at once."""
+    if not isinstance(document, dict) or set(document) != {"projects"} or not isinstance(document["projects"], list):
+        raise ManifestError(f"{WHERE}: expected one key, `projects`, holding a list of projects; see the comment at its top")
+    problems: list[str] = []
+    projects: list[AppProject] = []
+    seen: set[str] = set()
+    hosts: dict[str, str] = {}
+    for index, entry in enumerate(document["projects"]):
+        label = f"{WHERE}: projects[{index}]"
+        if not isinstance(entry, dict):
+            problems.append(f"{label}: {entry!r} is not a project; give a mapping with name, deploy, chart, build, host, needs")
+            continue
+        name = entry.get("name")
+        label = f"{label} ({name!r})"
+        if not is_label(name):
+            problems.append(f"{label}: `name` ({name!r}) must be {LABEL_RULE}; it names the folder apps/<name>/ and the GitLab project")
+            continue
+        if name in seen:
+            problems.append(f"{label}: the name {name!r} is used twice; give each project its own")
+        seen.add(name)
+        problems += _entry_problems(entry, label, apps_dir)
+        host = entry.get("host")
+        if is_label(host) and hosts.setdefault(host, name) != name:
+            problems.append(f"{label}: `host: {host!r}` is {hosts[host]!r}'s too; give each project its own host")
+        needs = entry.get("needs", [])
+        if not (isinstance(needs, list) and all(isinstance(need, str) for need in needs)):
+            problems.append(f"{label}: `needs: {needs!r}` must be a list of project names, such as [redis]")
+            needs = []
+        projects.append(
+            AppProject(
+                name=name,
+                deploy=entry.get("deploy") is True,
+                chart=entry.get("chart") if isinstance(entry.get("chart"), str) else None,
+                build=entry.get("build") is True,
+                host=host if is_label(host) else None,
+                needs=tuple(needs),
+                folder=apps_dir / name,
+            )
+        )
+    deploying = {project.name for project in projects if project.deploy}
+    for project in projects:
+        for need in project.needs:
+            if need not in deploying or need == project.name:
+                problems.append(
+                    f"{WHERE}: {project.name!r} needs {need!r}, which is not another deploying project of the manifest; "
+                    f"name one of {sorted(deploying - {project.name}) or 'none'}, or remove it"
+                )
+    if cycle := _cycle(projects):
+        problems.append(f"{WHERE}: `needs` goes round in a circle: {' -> '.join(cycle)}; remove one of these needs")
+    if projects and projects[0].name != SHARED_CODE:
+        problems.append(f"{WHERE}: {SHARED_CODE!r} must come first (the others include its CI templates); it is {projects[0].name!r}")
+    if SHARED_CODE not in seen:
+        problems.append(f"{WHERE}: the {SHARED_CODE!r} project, whose templates every pipeline includes, is missing; put it back first")
+    if problems:
+        raise ManifestError("invalid apps manifest:\n  " + "\n  ".join(problems))
+    return projects
+
+
+def load_manifest(path: Path | None = None) -> list[AppProject]:
+    """The projects of the manifest at `path` (MANIFEST by default), or a ManifestError naming the file."""
+    path = path or MANIFEST
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ManifestError(f"{path}: cannot be read ({error}); restore it from git: `git checkout -- apps/apps_manifest.yaml`") from None
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ManifestError(f"{path} is not valid YAML: {yaml_problem(error)}; fix it and run again") from None
+    return parse_manifest(document, path.parent)
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """What PyYAML says is wrong, with the line and column, in one line."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(problem)

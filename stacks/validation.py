@@ -1,0 +1,76 @@
+"""One pass over everything a stack reads, before anything exists.
+
+A stack is refused, with every problem at once, when any key it is given is wrong (no namespace, a
+misspelt namespace or key, a retired key, a key set on a stack that does not read it), when any
+value of a phase it runs is wrong, or, when it runs phase2 or phase3, when `apps/apps_manifest.yaml`
+is. The program runs it first, before its first resource (even before it reads its upstream
+stack); `blueprint plan`, `up`, `preview` and `doctor` run the same pass first, over every stack
+they select, from the stack files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from pathlib import Path
+
+from stacks import STACK_PHASES
+from stacks.config import PROJECT_DIR, ConfigError, key_problems, keys_set_on, stack_config, value_problems
+
+
+def problems(
+    stack: str,
+    values: Mapping[str, str],
+    *,
+    set_keys: Set[str],
+    secret_keys: Set[str],
+    project_dir: Path = PROJECT_DIR,
+    manifest: Path | None = None,
+) -> list[str]:
+    """Everything wrong with what `stack` is given: `values` are the config Pulumi passes it (full
+    keys, Pulumi.yaml's defaults included), `set_keys` those the stack sets itself.
+    """
+    from apps_manifest import ManifestError, load_manifest
+
+    found = key_problems(stack, values, set_keys=set_keys, secret_keys=secret_keys)
+    found += value_problems(stack, values, secret_keys=secret_keys, project_dir=project_dir)
+    if {"phase2", "phase3"} & set(STACK_PHASES[stack]):
+        try:
+            load_manifest(manifest)
+        except ManifestError as error:
+            found += str(error).removeprefix("invalid apps manifest:\n  ").split("\n  ")
+    return found
+
+
+def message(problems_by_stack: Mapping[str, Sequence[str]]) -> str:
+    """All problems of every stack, each stack's under its name, and that nothing was changed."""
+    count = sum(len(found) for found in problems_by_stack.values())
+    lines = [f"{count} problem{'s' if count != 1 else ''} in what blueprint reads; nothing was created or changed:"]
+    for stack, found in problems_by_stack.items():
+        if found:
+            lines.append(f"stack {stack}:")
+            lines += [f"  {problem}" for problem in dict.fromkeys(found)]
+    return "\n".join(lines)
+
+
+def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, str] = {}) -> str | None:
+    """The problems of every stack in `stacks`, read from its stack file, as one message; None when
+    there is none. What `blueprint plan`, `up`, `preview` and `doctor` say first.
+    """
+    found: dict[str, list[str]] = {}
+    for stack in stacks:
+        try:
+            values, secret = stack_config(stack, overrides)
+            found[stack] = problems(stack, values, set_keys=keys_set_on(stack, values), secret_keys=set(secret))
+        except ConfigError as error:  # a stack file that is not YAML, or not a mapping
+            found[stack] = [str(error)]
+    return message(found) if any(found.values()) else None
+
+
+def check_running_stack(stack: str) -> None:
+    """Refuse the running program's stack, before its first resource, when anything it reads is wrong."""
+    from stacks.config import passed_config, passed_secret_keys
+
+    values = passed_config()
+    found = problems(stack, values, set_keys=keys_set_on(stack, values), secret_keys=passed_secret_keys())
+    if found:
+        raise ConfigError(message({stack: found}))

@@ -1,0 +1,342 @@
+"""Every bad input is refused before anything exists: a table of them, each as a user would give it
+(a stack file, the apps manifest, the command line), and each refused the same way. The command
+exits non-zero without a traceback, with a message that names the input, its bad value and a fix;
+and no resource is registered, neither by the command (the plan harness records every program
+it runs) nor by the stack's own program run directly, which checks everything first itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import cli.plan
+from apps_manifest import APPS_DIR
+from cli import doctor
+from cli.main import main
+from cli.plan import ProgramFailed
+from stacks.config import PROJECT_DIR, ConfigError, stack_config
+from tests.cli.test_doctor import FakeMachine
+
+PROGRAM = PROJECT_DIR / "__main__.py"
+MANIFEST = (APPS_DIR / "apps_manifest.yaml").read_text()
+
+
+@dataclass(frozen=True)
+class Bad:
+    """One bad input. `says` are what the message must hold: the input, the bad value and the fix."""
+
+    argv: tuple[str, ...]
+    says: tuple[str, ...]
+    files: dict[str, str] = field(default_factory=dict)
+    """Stack files (Pulumi.<stack>.yaml) by stack, as the user wrote them."""
+    manifest: str | None = None
+    """apps/apps_manifest.yaml as the user wrote it."""
+    program: str | None = None
+    """The stack whose own program must refuse it too, registering nothing (None: only the command can get it)."""
+
+
+def stack_file(**config: Any) -> str:
+    return "config:\n" + "".join(f"  {key}: {value}\n" for key, value in config.items())
+
+
+def config_case(stack: str, key: str, value: str, valid: str, fix: str = "") -> Bad:
+    """A bad value of a key of ours in the stack file of the stack that reads it."""
+    return Bad(
+        argv=("plan", stack),
+        files={stack: stack_file(**{f"blueprint:{key}": value})},
+        says=(f"blueprint:{key} = ", valid, fix or f"fix: `pulumi config set -s {stack} blueprint:{key} "),
+        program=stack,
+    )
+
+
+def manifest_case(edit: tuple[str, str], *says: str, stack: str = "phase3") -> Bad:
+    """apps_manifest.yaml with one text replaced (`edit`: old, new)."""
+    old, new = edit
+    assert old in MANIFEST, old
+    return Bad(argv=("plan", stack), manifest=MANIFEST.replace(old, new, 1), says=says, program=stack)
+
+
+GUESTBOOK = "  - name: guestbook\n"
+
+CASES: dict[str, Bad] = {
+    # phase1's values, in its stack file
+    "gitlab-nodes-zero": config_case("phase1", "gitlabNodes", "0", "expected an integer from 1 to 10"),
+    "gitlab-nodes-ten-thousand": config_case("phase1", "gitlabNodes", "10000", "'10000' is not valid: expected an integer from 1 to 10"),
+    "gitlab-nodes-a-word": config_case("phase1", "gitlabNodes", "three", "'three' is not valid: expected an integer"),
+    "runner-nodes-zero": config_case("phase1", "runnerNodes", "0", "'0' is not valid: expected an integer from 1 to 8"),
+    "runner-nodes-ninety-nine": config_case("phase1", "runnerNodes", "99", "'99' is not valid: expected an integer from 1 to 8"),
+    "cluster-name-underscore": config_case("phase1", "clusterName", "Blue_Print", "'Blue_Print' is not valid: expected a DNS-1123 label"),
+    "cluster-name-too-long": config_case("phase1", "clusterName", "a" * 50, "of at most 49 characters"),
+    "domain-an-ip-address": config_case("phase1", "domain", "10.0.0.1", "'10.0.0.1' is not valid: expected a DNS name, not an IP address"),
+    "domain-one-label": config_case(
+        "phase1", "domain", "localhost", "'localhost' is not valid: expected a lowercase DNS name of at least two"
+    ),
+    "domain-uppercase": config_case("phase1", "domain", "Example.COM", "'Example.COM' is not valid: expected a lowercase DNS name"),
+    "domain-label-with-a-leading-dash": config_case("phase1", "domain", "-x.example.net", "'-x.example.net' is not valid"),
+    "http-port-zero": config_case("phase1", "httpPort", "0", "'0' is not valid: expected an integer from 1 to 65535"),
+    "https-port-too-high": config_case("phase1", "httpsPort", "70000", "'70000' is not valid: expected an integer from 1 to 65535"),
+    "ssh-port-taken-by-http": config_case("phase1", "sshPort", "80", "'80' is not valid: blueprint:httpPort already uses port 80"),
+    "openbao-port-a-word": config_case("phase1", "openbaoPort", "abc", "'abc' is not valid: expected an integer"),
+    "api-server-port-negative": config_case("phase1", "apiServerPort", "-1", "'-1' is not valid: expected an integer from 1 to 65535"),
+    "preserve-data-yes": config_case("phase1", "preserveData", "'yes'", "'yes' is not valid: expected true or false"),
+    "headlamp-maybe": config_case("phase1", "headlamp", "maybe", "'maybe' is not valid: expected true or false"),
+    "headlamp-admin-one": config_case("phase1", "headlampAdmin", "1", "'1' is not valid: expected true or false"),
+    "data-dir-in-etc": config_case("phase1", "dataDir", "/etc/blueprint", "must not be inside /etc"),
+    "data-dir-outside-infra-data": config_case(
+        "phase1", "dataDir", "../data", "'../data' is not valid: a relative data folder must be inside"
+    ),
+    "data-dir-tmp-itself": config_case("phase1", "dataDir", "/tmp", "'/tmp' is not valid: the data folder must not be /tmp itself"),
+    "data-dir-with-a-semicolon": config_case("phase1", "dataDir", "'/srv/a;b'", "'/srv/a;b' is not valid: the data folder's path may hold"),
+    "data-dir-home-of-no-user": config_case("phase1", "dataDir", "~blueprint-no-such-user/x", "there is no user 'blueprint-no-such-user'"),
+    # keys: the namespace, the name, the stack
+    "misspelt-namespace": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"bluprint:gitlabNodes": 2})},
+        says=("bluprint:gitlabNodes = '2' is not read by blueprint", "write it as blueprint:gitlabNodes in Pulumi.phase1.yaml"),
+        program="phase1",
+    ),
+    "our-key-under-a-provider-namespace": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"kubernetes:domain": "x.example.net"})},
+        says=("kubernetes:domain = 'x.example.net' is not read by blueprint", "write it as blueprint:domain"),
+        program="phase1",
+    ),
+    "no-namespace": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(gitlabNodes=2)},
+        says=("gitlabNodes (in Pulumi.phase1.yaml) has no namespace", "write it as blueprint:gitlabNodes"),
+    ),
+    "misspelt-key": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:gitlabNode": 2})},
+        says=("blueprint:gitlabNode = '2' is not a blueprint setting", "did you mean blueprint:gitlabNodes?"),
+        program="phase1",
+    ),
+    "domain-on-phase2": Bad(
+        argv=("plan", "phase2"),
+        files={"phase2": stack_file(**{"blueprint:domain": "x.example.net"})},
+        says=(
+            "blueprint:domain = 'x.example.net' is set on stack phase2, which does not read it: phase1 reads it",
+            "`pulumi config set -s phase1 blueprint:domain x.example.net`",
+        ),
+        program="phase2",
+    ),
+    "preserve-data-on-phase2": Bad(
+        argv=("plan", "phase2"),
+        files={"phase2": stack_file(**{"blueprint:preserveData": "true"})},
+        says=("blueprint:preserveData = 'true' is set on stack phase2, which does not read it", "move its line from Pulumi.phase2.yaml"),
+        program="phase2",
+    ),
+    "gitlab-nodes-on-phase3": Bad(
+        argv=("plan", "phase3"),
+        files={"phase3": stack_file(**{"blueprint:gitlabNodes": 2})},
+        says=(
+            "blueprint:gitlabNodes = '2' is set on stack phase3, which does not read it",
+            "`pulumi config rm -s phase3 blueprint:gitlabNodes`",
+        ),
+        program="phase3",
+    ),
+    "pipeline-timeout-on-phase1": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:pipelineTimeout": 900})},
+        says=("blueprint:pipelineTimeout = '900' is set on stack phase1", "phase3 reads it", "to Pulumi.phase3.yaml"),
+        program="phase1",
+    ),
+    "retired-openbao-key-shares": Bad(
+        argv=("plan", "phase2"),
+        files={"phase2": stack_file(**{"blueprint:openbaoKeyShares": 5})},
+        says=("blueprint:openbaoKeyShares = '5' is no longer read", "`pulumi config rm -s phase2 blueprint:openbaoKeyShares`"),
+        program="phase2",
+    ),
+    "old-config-module-form-read-as-pulumi-reads-it": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:config:gitlabNodes": 0})},
+        says=("blueprint:gitlabNodes = '0' is not valid", "fix: `pulumi config set -s phase1 blueprint:gitlabNodes 3`"),
+        program="phase1",
+    ),
+    # phase3's values
+    "pipeline-timeout-too-short": config_case("phase3", "pipelineTimeout", "5", "'5' is not valid: expected an integer from 60 to 7200"),
+    "pipeline-timeout-too-long": config_case("phase3", "pipelineTimeout", "99999", "'99999' is not valid"),
+    "pipeline-timeout-a-word": config_case("phase3", "pipelineTimeout", "soon", "'soon' is not valid"),
+    # dev: every phase's problems at once
+    "dev-reports-every-phase-at-once": Bad(
+        argv=("plan", "dev"),
+        files={"dev": stack_file(**{"blueprint:gitlabNodes": 0, "blueprint:pipelineTimeout": 5})},
+        manifest=MANIFEST.replace("needs: [redis]", "needs: [guestbook]"),
+        says=(
+            "3 problems",
+            "blueprint:gitlabNodes = '0' is not valid",
+            "blueprint:pipelineTimeout = '5' is not valid",
+            "`needs` goes round in a circle",
+            "`pulumi config set -s dev blueprint:pipelineTimeout 600`",
+        ),
+        program="dev",
+    ),
+    # the stack files themselves
+    "stack-file-not-yaml": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:gitlabNodes: [3\n"},
+        says=("Pulumi.phase1.yaml is not valid YAML", "(line 3, column 1)", "fix that line"),
+    ),
+    "stack-file-config-a-list": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  - blueprint:gitlabNodes: 3\n"},
+        says=("Pulumi.phase1.yaml: `config:` must hold one `<namespace>:<key>: <value>` per line", "such as blueprint:gitlabNodes: 2"),
+    ),
+    # the apps manifest
+    "manifest-name-a-path": manifest_case(
+        (GUESTBOOK, "  - name: ../infra/data/shared/platform/secrets\n"),
+        "`name` ('../infra/data/shared/platform/secrets') must be a DNS-1123 label",
+        "it names the folder apps/<name>/",
+    ),
+    "manifest-name-uppercase": manifest_case((GUESTBOOK, "  - name: Guestbook\n"), "`name` ('Guestbook') must be a DNS-1123 label"),
+    "manifest-chart-absolute": manifest_case(
+        ("    chart: chart\n    build: true", "    chart: /etc\n    build: true"),
+        "deploys, so `chart` ('/etc') must be a folder inside the project's own folder, without '..', such as chart",
+    ),
+    "manifest-chart-in-another-project": manifest_case(
+        ("    chart: chart\n    build: true", "    chart: ../redis/chart\n    build: true"),
+        "`chart` ('../redis/chart') must be a folder inside the project's own folder",
+    ),
+    "manifest-host-leading-dash": manifest_case(
+        ("host: guestbook", "host: -x"), "`host: '-x'` must be a DNS-1123 label", "such as guestbook"
+    ),
+    "manifest-host-trailing-dash": manifest_case(("host: guestbook", "host: x-"), "`host: 'x-'` must be a DNS-1123 label"),
+    "manifest-host-not-ascii": manifest_case(("host: guestbook", "host: gästebuch"), "`host: 'gästebuch'` must be a DNS-1123 label"),
+    "manifest-needs-cycle": manifest_case(
+        ("needs: [redis]", "needs: [guestbook]"),
+        "`needs` goes round in a circle: guestbook -> redis-slave -> guestbook",
+        "remove one of these needs",
+    ),
+    "manifest-needs-cycle-refused-by-phase2-too": manifest_case(
+        ("needs: [redis]", "needs: [guestbook]"), "`needs` goes round in a circle", stack="phase2"
+    ),
+    "manifest-needs-a-project-that-does-not-deploy": manifest_case(
+        ("needs: [redis, redis-slave]", "needs: [shared-code]"),
+        "'guestbook' needs 'shared-code', which is not another deploying project",
+        "name one of ['redis', 'redis-slave'], or remove it",
+    ),
+    "manifest-deploy-a-string": manifest_case(
+        ("    deploy: true\n    chart: chart\n    build", "    deploy: 'yes'\n    chart: chart\n    build"),
+        "`deploy: 'yes'` must be true or false",
+    ),
+    "manifest-builds-without-a-dockerfile": manifest_case(
+        ("  - name: redis\n    deploy: true\n", "  - name: redis\n    build: true\n    deploy: true\n"),
+        "builds, so apps/redis/Dockerfile must exist; add it, or set `build: false`",
+    ),
+    "manifest-host-used-twice": manifest_case(
+        ("  - name: redis\n    deploy: true\n", "  - name: redis\n    host: guestbook\n    deploy: true\n"),
+        "`host: 'guestbook'` is 'guestbook''s too; give each project its own host",
+    ),
+    "manifest-unknown-key": manifest_case(
+        ("    deploy: true\n    chart: chart\n    build", "    deploys: true\n    chart: chart\n    build"),
+        "unknown key(s) deploys",
+        "valid keys are",
+    ),
+    "manifest-without-shared-code": manifest_case(
+        ("  - name: shared-code          # first: the others include its CI templates\n    deploy: false\n", ""),
+        "the 'shared-code' project, whose templates every pipeline includes, is missing; put it back first",
+    ),
+    "manifest-not-yaml": Bad(
+        argv=("plan", "phase3"), manifest="projects: [\n", says=("apps_manifest.yaml is not valid YAML", "(line 2, column 1)", "fix it")
+    ),
+    # the command line
+    "plan-an-unknown-stack": Bad(
+        argv=("plan", "nosuch"), says=("argument stack: invalid choice: 'nosuch'", "(choose from 'phase1', 'phase2', 'phase3', 'dev')")
+    ),
+    "doctor-an-unknown-stack": Bad(
+        argv=("doctor", "--stack", "nosuch"), says=("argument --stack: invalid choice: 'nosuch'", "choose from")
+    ),
+    "up-an-unknown-phase": Bad(
+        argv=("up", "--phase", "4"), says=("argument --phase: invalid choice: '4'", "choose from '1', '2', '3', 'all'")
+    ),
+    "override-without-a-value": Bad(
+        argv=("plan", "phase1", "--config", "gitlabNodes"), says=("expected KEY=VALUE, such as blueprint:gitlabNodes=2, got 'gitlabNodes'",)
+    ),
+    "override-no-stack-of-the-chain-reads": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:pipelineTimeout=900"),
+        says=("--config blueprint:pipelineTimeout: phase1 does not read it", "phase3 (and dev) do: plan one of them"),
+    ),
+    "override-a-bad-value": Bad(
+        argv=("plan", "phase2", "--config", "blueprint:gitlabNodes=0"),
+        says=("blueprint:gitlabNodes = '0' is not valid", "fix: `pulumi config set"),
+    ),
+    "doctor-shows-every-phase-at-once": Bad(
+        argv=("doctor",),
+        files={"phase1": stack_file(**{"blueprint:gitlabNodes": 0}), "phase3": stack_file(**{"blueprint:pipelineTimeout": 5})},
+        says=("stack phase1:", "blueprint:gitlabNodes = '0' is not valid", "stack phase3:", "blueprint:pipelineTimeout = '5' is not valid"),
+    ),
+}
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
+    """Stack files and an apps folder of the test's own, a fake machine for the doctor, and the
+    record of every program the plan harness runs (what each one registered).
+    """
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    apps = tmp_path / "apps"
+    shutil.copytree(APPS_DIR, apps)
+    monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
+    machine = FakeMachine()
+    monkeypatch.setattr(doctor, "RealMachine", lambda: machine)
+    runs: list[list[dict[str, Any]]] = []
+    real_run = cli.plan._run
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = real_run(*args, **kwargs)
+        except ProgramFailed as failed:
+            runs.append(failed.registered)
+            raise
+        runs.append(result.resources)
+        return result
+
+    monkeypatch.setattr(cli.plan, "_run", recorded)
+    return runs
+
+
+def given(case: Bad, folder: Path) -> None:
+    for stack, text in case.files.items():
+        (folder / f"Pulumi.{stack}.yaml").write_text(text)
+    if case.manifest is not None:
+        (folder / "apps" / "apps_manifest.yaml").write_text(case.manifest)
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_bad_input_is_refused_by_name_with_its_value_and_fix_before_anything_is_registered(
+    case: Bad, world: list[list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    given(case, tmp_path)
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+        code: int | str | None
+        try:
+            code = main(list(case.argv))
+        except SystemExit as exited:  # a usage error: argparse's own exit
+            code = exited.code
+    message = said.getvalue()
+    assert code not in (0, None), message
+    assert "Traceback" not in message
+    for part in case.says:
+        assert part in message, f"{part!r} not in:\n{message}"
+    assert all(run == [] for run in world), "the command's program registered resources"
+    if case.program is not None:
+        config, secret_keys = stack_config(case.program)
+        with pytest.raises(ProgramFailed) as failed:
+            cli.plan._run(case.program, config, secret_keys, PROGRAM, {})
+        assert isinstance(failed.value.cause, ConfigError)
+        assert [resource["type"] for resource in failed.value.registered] == ["pulumi:pulumi:Stack"]
+        for part in case.says:
+            assert part in str(failed.value.cause), f"the program's own message lacks {part!r}"
+
+
+def test_the_table_holds_at_least_fifty_bad_inputs() -> None:
+    assert len(CASES) >= 50
