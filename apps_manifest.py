@@ -8,6 +8,7 @@ them, so all three import it from here.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -22,6 +23,16 @@ MANIFEST = APPS_DIR / "apps_manifest.yaml"
 SHARED_CODE = "shared-code"
 KEYS = {"name", "deploy", "chart", "build", "host", "needs"}
 WHERE = "apps/apps_manifest.yaml"
+NAME_MAX = 53
+"""A project's name is its Helm release's too (`helm upgrade --install "$CI_PROJECT_NAME"`, in the
+pipeline template), and Helm takes release names of at most 53 characters."""
+GITLAB_RESERVED = frozenset(
+    {"badges", "blame", "blob", "builds", "commits", "create", "edit", "files", "new", "preview", "raw", "refs", "tree", "update", "wikis"}
+)
+"""Project paths GitLab refuses, since its routes use them (gitlab lib/gitlab/path_regex.rb,
+PROJECT_WILDCARD_ROUTES; those that are DNS labels)."""
+PLATFORM_HOSTS = ("gitlab", "registry", "kas")
+"""The platform's own names under the domain (GitLab, its registry, KAS): no app may answer at one."""
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 """A DNS-1123 label: what a project's name must be (its folder under apps/, its GitLab path, its Helm
@@ -56,15 +67,49 @@ def _chart_problem(chart: object, folder: Path) -> str | None:
     """Why `chart` cannot be the chart folder of the project in `folder`, or None."""
     if not isinstance(chart, str) or not chart:
         return "must name its chart folder, relative to the project's folder, such as chart"
+    try:
+        return _chart_path_problem(chart, folder)
+    except OSError as error:  # a folder on the way that cannot be read
+        return f"cannot be read ({error.strerror}); make it readable (`chmod -R u+rX apps/`)"
+
+
+def _chart_path_problem(chart: str, folder: Path) -> str | None:
     path = PurePosixPath(chart)
     if path.is_absolute() or ".." in path.parts or "\\" in chart:
         return "must be a folder inside the project's own folder, without '..', such as chart"
     resolved = (folder / chart).resolve()
-    if folder.resolve() not in resolved.parents:
+    if resolved != folder.resolve() and folder.resolve() not in resolved.parents:
         return "leads outside the project's own folder (through a link); use a folder inside it"
     if not (resolved / "Chart.yaml").is_file():
         return "holds no Chart.yaml; create the chart there or name the folder that holds it"
     return None
+
+
+def _links_out(folder: Path, shown: str) -> list[str]:
+    """A problem for each link under `folder` that leads outside it (the sync pushes what a link
+    leads to, so one to the platform's secrets or to ~/.ssh would put them in GitLab), and for each
+    file or folder that cannot be read (the sync would stop half-way, its projects made).
+    """
+    inside = folder.resolve()
+    problems = []
+
+    def unreadable(error: OSError) -> None:
+        problems.append(f"{shown}/: {error.filename} cannot be read ({error.strerror}); make it readable (`chmod -R u+rX {shown}`)")
+
+    for root, dirs, files in os.walk(folder, onerror=unreadable):  # links to folders are listed, never followed
+        for entry in sorted([*dirs, *files]):
+            path = Path(root, entry)
+            if entry in files and not path.is_symlink() and path.is_file() and not os.access(path, os.R_OK):
+                problems.append(
+                    f"{shown}/{path.relative_to(folder).as_posix()} cannot be read; make it readable (`chmod u+r`), or remove it"
+                )
+            elif path.is_symlink() and inside != path.resolve() and inside not in path.resolve().parents:
+                relative = path.relative_to(folder).as_posix()
+                problems.append(
+                    f"{shown}/{relative} is a link that leads outside {shown}/, and the project's files are pushed to GitLab; "
+                    "copy what it should hold into the folder, or remove the link"
+                )
+    return problems
 
 
 def _cycle(projects: list[AppProject]) -> list[str] | None:
@@ -101,16 +146,29 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
         problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
     elif apps_dir.resolve() not in folder.resolve().parents:
         problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
+    else:
+        problems += [f"{label}: {problem}" for problem in _links_out(folder, f"apps/{name}")]
+    if name == SHARED_CODE and entry.get("needs"):
+        problems.append(
+            f"{label}: `needs: {entry['needs']!r}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
+        )
     for flag in ("deploy", "build"):
         if not isinstance(entry.get(flag, False), bool):
             problems.append(f"{label}: `{flag}: {entry[flag]!r}` must be true or false")
     if entry.get("deploy") is True and (problem := _chart_problem(entry.get("chart"), folder)):
         problems.append(f"{label}: deploys, so `chart` ({entry.get('chart')!r}) {problem}")
+    elif entry.get("deploy") is not True and entry.get("chart") is not None:
+        # Its pipeline would deploy the chart regardless: it deploys whatever project names one.
+        problems.append(f"{label}: `chart: {entry['chart']!r}` is for a project that deploys; set `deploy: true`, or remove `chart`")
     if entry.get("build") is True and not (folder / "Dockerfile").is_file():
         problems.append(f"{label}: builds, so apps/{name}/Dockerfile must exist; add it, or set `build: false`")
     host = entry.get("host")
     if host is not None and not is_label(host):
         problems.append(f"{label}: `host: {host!r}` must be {LABEL_RULE}, such as guestbook")
+    elif host in PLATFORM_HOSTS:
+        problems.append(
+            f"{label}: `host: {host!r}` is the platform's own ({', '.join(PLATFORM_HOSTS)} are); choose another, such as {name}"
+        )
     return problems
 
 
@@ -129,8 +187,10 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
             continue
         name = entry.get("name")
         label = f"{label} ({name!r})"
-        if not is_label(name):
-            problems.append(f"{label}: `name` ({name!r}) must be {LABEL_RULE}; it names the folder apps/<name>/ and the GitLab project")
+        if not is_label(name) or len(name) > NAME_MAX or name in GITLAB_RESERVED:
+            why = f"one of the paths GitLab keeps for itself ({', '.join(sorted(GITLAB_RESERVED))})" if name in GITLAB_RESERVED else ""
+            rule = why or f"{LABEL_RULE.replace('at most 63', f'at most {NAME_MAX}')} (it is the app's Helm release too)"
+            problems.append(f"{label}: `name` ({name!r}) must be {rule}; it names the folder apps/<name>/ and the GitLab project")
             continue
         if name in seen:
             problems.append(f"{label}: the name {name!r} is used twice; give each project its own")
@@ -171,6 +231,11 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
     if problems:
         raise ManifestError("invalid apps manifest:\n  " + "\n  ".join(problems))
     return projects
+
+
+def host_names(domain: str, projects: list[AppProject]) -> tuple[str, ...]:
+    """Every name the platform answers at: its own, then each app's."""
+    return tuple(f"{host}.{domain}" for host in (*PLATFORM_HOSTS, *(project.host for project in projects if project.host)))
 
 
 def load_manifest(path: Path | None = None) -> list[AppProject]:

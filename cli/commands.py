@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
+from apps_manifest import PLATFORM_HOSTS
 from cli.doctor import PHASE_STACKS
 from stacks import outputs
 from stacks.config import PROJECT_DIR
@@ -263,7 +264,7 @@ def summary(outputs_by_stack: Mapping[str, Mapping[str, Any]]) -> str:
     if phase2:
         gitlab_url = str(phase2.get(outputs.GITLAB_URL, ""))
         domain = gitlab_url.split("://", 1)[-1].split(".", 1)[-1]
-        hosts = [f"gitlab.{domain}", f"registry.{domain}", f"kas.{domain}"]
+        hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS]
         hosts += [str(url).split("://", 1)[-1] for url in (phase3.get(outputs.APP_URLS) or {}).values()]
         lines += [
             f"  GitLab:    {gitlab_url}  (user root)",

@@ -531,6 +531,8 @@ def _uv_check(machine: Machine) -> Check:
 
 
 def _port_check(machine: Machine, key: str, port: int, stack: str, cluster_name: str | None) -> Check:
+    from stacks.config import ways_to_set
+
     name = f"port {port} ({key})"
     if machine.port_free(port):
         return Check(name=name, ok=True, found="free")
@@ -545,14 +547,14 @@ def _port_check(machine: Machine, key: str, port: int, stack: str, cluster_name:
                 name=name,
                 ok=False,
                 found=f"{key} {port} is in use by container {', '.join(holders)}",
-                fix=f"`docker stop {shlex.quote(holders[0])}`, or `pulumi config set {key} <free port> -s {stack}`",
+                fix=f"`docker stop {shlex.quote(holders[0])}`, or {ways_to_set(stack, key.removeprefix('blueprint:'), '<free port>')}",
             )
     lookup = f"`netstat -ano | findstr :{port}`" if machine.system == "windows" else f"`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`"
     return Check(
         name=name,
         ok=False,
         found=f"{key} {port} is in use",
-        fix=f"`pulumi config set {key} <free port> -s {stack}`, or stop what uses it ({lookup} shows it)",
+        fix=f"{ways_to_set(stack, key.removeprefix('blueprint:'), '<free port>')}; or stop what uses it ({lookup} shows it)",
     )
 
 
@@ -814,13 +816,12 @@ def _print_checks(results: list[Check], out: TextIO) -> None:
 
 def platform_names(domain: str) -> tuple[str, ...]:
     """The names the laptop must resolve: GitLab's, the registry's, KAS's, and every app's."""
-    from apps_manifest import ManifestError, load_manifest
+    from apps_manifest import ManifestError, host_names, load_manifest
 
     try:
-        apps = tuple(f"{project.host}.{domain}" for project in load_manifest() if project.host)
+        return host_names(domain, load_manifest())
     except ManifestError:
-        apps = ()
-    return (f"gitlab.{domain}", f"registry.{domain}", f"kas.{domain}", *apps)
+        return host_names(domain, [])
 
 
 def config_check(stacks: Sequence[str]) -> Check:
@@ -841,15 +842,17 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
     # The machine's checks read the cluster's settings: phase1's, or dev's own.
     stack = "dev" if "dev" in stacks else "phase1"
     stacks_checked = config_check(stacks)
-    values, secret = stack_config(stack)
     prefix = f"{NAMESPACE}:"
-    raw = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
     try:
+        values, secret = stack_config(stack)
+        raw = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
         config = parse_phase1(raw, secret_keys=frozenset(key.removeprefix(prefix) for key in secret), stack=stack)
-    except ConfigError as error:
-        problem = Check(name=CONFIG, ok=False, found=f"ports not checked: Pulumi.{stack}.yaml is invalid", fix=str(error))
+    except ConfigError:
+        # Said by the config check when `stack` is selected; else only a note: phase2 and phase3 do not read it.
         machine_checks = checks(machine, ports={}, needs=default_needs(), pulumi_min_version=PULUMI_MIN_VERSION)
-        return [*machine_checks, *([] if stacks_checked.ok else [stacks_checked]), *([problem] if stack not in stacks else [])]
+        unchecked = f"not checked: Pulumi.{stack}.yaml is invalid (`uv run blueprint doctor --stack {stack}` says why)"
+        note = [] if stack in stacks else [Check(name=f"ports, names, sizes of {stack}", ok=True, found=unchecked)]
+        return [*machine_checks, *note, stacks_checked]
     ports = {
         f"{prefix}httpPort": config.ports.http,
         f"{prefix}httpsPort": config.ports.https,

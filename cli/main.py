@@ -18,7 +18,9 @@ def _config_override(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {text!r}")
-    return (key if ":" in key else f"blueprint:{key}"), value
+    from stacks.config import full_key
+
+    return full_key(key), value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -156,11 +158,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return _dispatch(args)
+    except run_error() as error:
+        # A user error the program's own code raises (a config or manifest problem read by the CLI): its message says it all.
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except yaml_error() as error:
         # A project or stack file the user edited (Pulumi.<stack>.yaml, apps/apps_manifest.yaml).
         where = getattr(getattr(error, "problem_mark", None), "name", "a YAML file blueprint reads")
         print(f"error: {where} is not valid YAML: {str(error).splitlines()[0]}; fix it and run again", file=sys.stderr)
         return 1
+
+
+def run_error() -> type[Exception]:
+    from pulumi import RunError
+
+    return RunError
 
 
 def yaml_error() -> type[Exception]:

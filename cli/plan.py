@@ -463,31 +463,37 @@ def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJE
     """Plan `stack` offline. Upstream stacks are planned first, as they stand after their own `up`,
     so that StackReferences resolve to their planned outputs. Each override (a full key) goes to the
     stacks of the chain that read it (phase3 takes preserveData from phase1, through phase2); one
-    that none of them reads, to `stack` itself, which refuses it. With `preview`, plan as
-    `pulumi preview` of a first `up` does: every output that only a provider can compute is unknown,
-    and `apply` callbacks on it do not run.
-    Raises ProgramFailed when the program raises; before anything, when anything `stack` reads is
-    wrong (the program's own first check, run here first so the message is the stack's own).
+    that none of them reads is refused. With `preview`, plan as `pulumi preview` of a first `up`
+    does: every output that only a provider can compute is unknown, and `apply` callbacks on it do
+    not run.
+    Raises ProgramFailed when the program raises; before anything, when anything `stack` or a stack
+    it reads from reads is wrong (each program's own first check, run here first over the whole
+    chain, so every problem is said at once, each under its stack).
     """
     if stack in STACK_PHASES:
         from stacks.validation import check_stack_files
 
-        if problem := override_problems(stack, overrides) or check_stack_files([stack], routed_overrides(stack, overrides)):
+        chain = list(reversed(_chain(stack)))
+        routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
+        if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
             raise ProgramFailed(ConfigError(problem), [])
+    return _plan(stack, overrides, program=program, preview=preview)
+
+
+def _plan(stack: str, overrides: Mapping[str, str], *, program: Path, preview: bool, planned: str | None = None) -> Plan:
     upstream: dict[str, Plan] = {}
     name = stack
     while name in UPSTREAM_STACK:
         name = UPSTREAM_STACK[name]
-        chain = _chain(name)
         try:
-            upstream[name] = plan(name, {key: value for key, value in overrides.items() if any(stack_reads(s, key) for s in chain)})
+            upstream[name] = _plan(name, overrides, program=PROJECT_DIR / "__main__.py", preview=False, planned=planned or stack)
         except ProgramFailed as failed:
             if not isinstance(failed.cause, RunError):
                 raise
             # Say which stack failed: the upstream's own message names only itself.
             cause = RunError(f"{stack} reads the outputs of {name}, which does not plan: {failed.cause}")
             raise ProgramFailed(cause, []) from failed
-    config, secret_keys = stack_config(stack, routed_overrides(stack, overrides))
+    config, secret_keys = stack_config(stack, routed_overrides(stack, overrides, planned=planned or stack))
     return _run(stack, config, secret_keys, program, upstream, preview=preview)
 
 
@@ -533,15 +539,16 @@ def override_problems(stack: str, overrides: Mapping[str, str]) -> str | None:
     return "\n".join(wrong) or None
 
 
-def routed_overrides(stack: str, overrides: Mapping[str, str]) -> dict[str, str]:
-    """The overrides that `stack` takes when `stack` is planned within a chain: those it reads, and
-    those no stack of its chain (itself and its upstreams) reads, which it then refuses by name.
+def routed_overrides(stack: str, overrides: Mapping[str, str], *, planned: str) -> dict[str, str]:
+    """The overrides that `stack` takes when `planned` (`stack`, or a stack that reads from it) is
+    planned: those `stack` reads, and those no stack of `planned`'s chain reads if `stack` is `planned`
+    itself, which then refuses them by name.
     """
-    chain = _chain(stack)
+    chain = _chain(planned)
     routed = {}
     for key, value in overrides.items():
         readers = [name for name in chain if name in STACK_PHASES and stack_reads(name, key)]
-        if stack in readers or (not readers and stack == chain[0]):
+        if stack in readers or (not readers and stack == planned):
             routed[key] = value
     return routed
 

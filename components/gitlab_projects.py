@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import pulumi
 import yaml
@@ -80,7 +82,7 @@ def templates_digest() -> str:
     is a change of every project: one commit each, so every pipeline runs the new templates.
     """
     digest = hashlib.sha256()
-    for path in sorted((APPS_DIR / SHARED_CODE / "templates").glob("*")):
+    for path in sorted(path for path in (APPS_DIR / SHARED_CODE / "templates").glob("*") if path.is_file()):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
@@ -98,22 +100,55 @@ def render_ci(project: AppProject) -> str:
     return header + yaml.safe_dump(document, sort_keys=False)
 
 
+def pushed_paths(folder: Path) -> list[Path]:
+    """The files of `folder` a project's branch holds: what git would commit from it (tracked, or
+    untracked and not ignored: git's own ignore rules, when the folder is in a git work tree, so a
+    `.venv`, a cache or a `.env` stays home), and never anything in a `.git` folder or in IGNORED.
+    Regular files only; links to folders are not followed (the manifest check refuses links that
+    lead outside the folder).
+    """
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+        candidates = [folder / name for name in listed.decode().split("\0") if name]
+    except (OSError, subprocess.SubprocessError):  # no git, or not a git work tree: every file
+        candidates = list(folder.rglob("*"))
+    return sorted(
+        path
+        for path in candidates
+        if path.is_file() and not ({".git", *IGNORED} & set(path.relative_to(folder).parts)) and path.suffix != ".pyc"
+    )
+
+
+def as_text(data: bytes) -> str | None:
+    """`data` as text, or None when it is binary: not UTF-8, or holding a NUL byte."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def project_files(project: AppProject) -> dict[str, FileContent]:
-    """Everything the project's branch holds: apps/<name>/ and its .gitlab-ci.yml. A file that
-    decodes as UTF-8 is text, its content the string itself (byte for byte: no newline
-    translation); any other is binary, `{"base64": ...}` of its bytes, which the sync sends as a
-    base64 action. A dict is never text, so the two cannot be confused, and the plan shows every
-    text file as it is.
+    """Everything the project's branch holds: its files (`pushed_paths`) and its .gitlab-ci.yml.
+    A file that decodes as UTF-8 and holds no NUL byte is text (git's own test for binary is a NUL),
+    its content the string itself (byte for byte: no newline translation); any other is binary,
+    `{"base64": ...}` of its bytes, which the sync sends as a base64 action (GitLab refuses a request
+    with a NUL in any of its strings: its Gitlab::Middleware::HandleMalformedStrings). A dict is never
+    text, so the two cannot be confused, and the plan shows every text file as it is.
     """
     files: dict[str, FileContent] = {}
-    for path in sorted(project.folder.rglob("*")):
-        relative = path.relative_to(project.folder)
-        if path.is_file() and not IGNORED & set(relative.parts) and path.suffix != ".pyc":
-            data = path.read_bytes()
-            try:
-                files[relative.as_posix()] = data.decode("utf-8")
-            except UnicodeDecodeError:
-                files[relative.as_posix()] = {"base64": base64.b64encode(data).decode("ascii")}
+    for path in pushed_paths(project.folder):
+        data = path.read_bytes()
+        text = as_text(data)
+        files[path.relative_to(project.folder).as_posix()] = (
+            text if text is not None else {"base64": base64.b64encode(data).decode("ascii")}
+        )
     files[".gitlab-ci.yml"] = render_ci(project)
     return files
 

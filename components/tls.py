@@ -65,9 +65,16 @@ CA_KEY_FILE = "platform-ca-name-constrained.key"
 this CA has a key, and a name, of its own, and users trust it anew (and remove the old one)."""
 
 
+COMMON_NAME_MAX = 64
+"""X.509's bound on a common name (RFC 5280, ub-common-name)."""
+
+
 def ca_common_name(domain: str) -> str:
-    """Distinct from the earlier, unconstrained CA's `blueprint CA (<domain>)`, so a trust store shows which is which."""
-    return f"blueprint name-constrained CA ({domain})"
+    """Distinct from the earlier, unconstrained CA's `blueprint CA (<domain>)`, so a trust store shows
+    which is which; without the domain when that would be too long for a common name.
+    """
+    named = f"blueprint name-constrained CA ({domain})"
+    return named if len(named) <= COMMON_NAME_MAX else "blueprint name-constrained CA"
 
 
 def dns_names(domain: str) -> list[str]:

@@ -104,14 +104,45 @@ MAX_RUNNER_NODES = 8
 (their `concurrent` settings, components/runner.py)."""
 
 
+class _PulumiYaml(yaml.SafeLoader):
+    """PyYAML's safe loader, reading booleans as Pulumi's YAML 1.2 parser (yaml.v3) does: only
+    true/false (any case of YAML 1.2's core schema) are booleans; YAML 1.1's yes/no/on/off/y/n stay
+    the strings they are, which Pulumi refuses for a boolean key (workspace/project.go,
+    `ValidateConfigValue`).
+    """
+
+
+def _unique_mapping(loader: _PulumiYaml, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    """A mapping, refusing a key given twice, as Pulumi's parser does ("mapping key already defined")."""
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_PulumiYaml.add_constructor("tag:yaml.org,2002:map", _unique_mapping)
+_PulumiYaml.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+# YAML 1.2's floats without a dot too (1e3), after YAML 1.1's resolvers, so an integer stays one.
+_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
 def read_yaml(path: Path) -> Any:
-    """The YAML document in `path`, or a ConfigError naming the file, the line and the fix."""
+    """The YAML document in `path`, read as Pulumi reads it, or a ConfigError naming the file, the
+    line and the fix.
+    """
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot be read ({error})") from None
+        raise ConfigError(f"{path}: cannot be read ({error}); it must be a YAML file you can read (`chmod u+r`)") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_PulumiYaml)  # noqa: S506 - a safe loader
     except yaml.YAMLError as error:
         from apps_manifest import yaml_problem
 
@@ -130,9 +161,13 @@ def default_string(key: str) -> str:
 
 
 def config_string(value: Any) -> str:
-    """A config value as Pulumi hands it to a program."""
+    """A config value as Pulumi hands it to a program (Go's `%v` of what its YAML parser read)."""
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))  # Go prints 2.0 and 1e3 as 2 and 1000
     if isinstance(value, dict | list):
         return json.dumps(value)
     return str(value)
@@ -163,22 +198,34 @@ def defaults_only() -> Iterator[None]:
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
-    """The `config:` block of Pulumi.<stack>.yaml as written (full keys), empty when there is none;
-    a key in Pulumi's old `<namespace>:config:<name>` form is read as `<namespace>:<name>`, as Pulumi
-    reads it (sdk/go/common/resource/config/key.go, `ParseKey`).
+    """The `config:` block of Pulumi.<stack>.yaml (full keys), empty when there is none; its keys
+    as Pulumi reads them: one without a namespace is the project's, `blueprint:<key>`
+    (sdk/go/common/workspace/loaders.go, `stackConfigNamespacedWithProject`), and one in the old
+    `<namespace>:config:<name>` form is `<namespace>:<name>` (resource/config/key.go, `ParseKey`).
     """
     path = stack_file(stack)
     if not path.exists():
         return {}
-    document = read_yaml(path) or {}
-    block = document.get("config") if isinstance(document, dict) else None
+    document = read_yaml(path)
+    if not isinstance(document, dict | None):
+        raise ConfigError(f"{path}: expected a mapping whose `config:` holds the stack's settings, such as `config: {{}}`")
+    block = (document or {}).get("config")
     if not isinstance(block, dict | None):
         raise ConfigError(f"{path}: `config:` must hold one `<namespace>:<key>: <value>` per line, such as blueprint:gitlabNodes: 2")
     found = {}
     for key, value in (block or {}).items():
-        parts = str(key).split(":")
-        found[f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else str(key)] = value
+        if str(key).count(":") > 1 and full_key(str(key)).count(":") > 1:
+            raise ConfigError(f"{path}: {key!r} is not a config key (Pulumi takes `<namespace>:<name>`), such as blueprint:gitlabNodes")
+        found[full_key(str(key))] = value
     return found
+
+
+def full_key(key: str) -> str:
+    """`key` as Pulumi names it: `blueprint:<key>` without a namespace, `<ns>:<name>` for `<ns>:config:<name>`."""
+    parts = key.split(":")
+    if len(parts) == 1:
+        return f"{NAMESPACE}:{key}"
+    return f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else key
 
 
 def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[str, str], list[str]]:
@@ -189,8 +236,9 @@ def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[st
     secret = []
     for key, value in stack_file_config(stack).items():
         if isinstance(value, dict) and "secure" in value:
-            # Encrypted with the user's passphrase: plan with a stand-in, kept secret.
-            values[key] = f"stand-in-for-{key}"
+            # Encrypted with the user's passphrase: plan with a stand-in, kept secret; for a key of
+            # ours, its default, which is valid (the program itself checks the real value).
+            values[key] = values.get(key, f"stand-in-for-{key}")
             secret.append(key)
         else:
             values[key] = config_string(value)
@@ -206,22 +254,29 @@ def keys_set_on(stack: str, values: Mapping[str, str]) -> set[str]:
     return set(stack_file_config(stack)) | {key for key, value in values.items() if defaults.get(key) != value}
 
 
+def ways_to_set(stack: str, key: str, example: object) -> str:
+    """How to set `key` on `stack`: with the Pulumi CLI, or by hand in the stack's file. An
+    `example` such as `<free port>` is a placeholder for the user to fill in, shown as it is.
+    """
+    text = str(example)
+    value = text if text.startswith("<") and text.endswith(">") else shlex.quote(text)
+    by_hand = f"add the line `  {NAMESPACE}:{key}: {value}` under `config:` in Pulumi.{stack}.yaml (a `config: {{}}` becoming `config:`)"
+    return f"`pulumi config set -s {shlex.quote(stack)} {NAMESPACE}:{key} {value}`, or {by_hand}"
+
+
 def fix_hint(stack: str, key: str, example: object) -> str:
-    """How to set `key` on `stack`: with the Pulumi CLI, or by hand in the stack's file."""
-    value = shlex.quote(str(example))
-    return (
-        f"fix: `pulumi config set -s {shlex.quote(stack)} {NAMESPACE}:{key} {value}`, or write "
-        f"`{NAMESPACE}:{key}: {value}` under `config:` in Pulumi.{stack}.yaml"
-    )
+    return f"fix: {ways_to_set(stack, key, example)}"
 
 
 class _Checker:
     """Parses raw config strings, collecting one message per bad key."""
 
-    def __init__(self, raw: Mapping[str, str], secret_keys: Set[str], stack: str = "phase1") -> None:
+    def __init__(self, raw: Mapping[str, str], secret_keys: Set[str], stack: str = "phase1", given: Set[str] = frozenset()) -> None:
         self.raw = raw
         self.secret_keys = secret_keys
         self.stack = stack
+        self.given = given
+        """The keys (without namespace) that came from the command line (`--config`)."""
         self.errors: list[str] = []
 
     def _value(self, key: str) -> str:
@@ -229,28 +284,30 @@ class _Checker:
         return default_string(key) if value is None else value
 
     def fail(self, key: str, value: str, valid: str, example: object) -> None:
+        if key in self.secret_keys:  # the reason may quote the value (a path, a port): not shown
+            shows = f"pulumi config get -s {shlex.quote(self.stack)} {NAMESPACE}:{key}"
+            valid = f"it is secret, so what is wrong is not shown (`{shows}` shows the value)"
         shown = "[secret]" if key in self.secret_keys else repr(value)
-        self.errors.append(f"{NAMESPACE}:{key} = {shown} is not valid: {valid}; {fix_hint(self.stack, key, example)}")
+        fix = f"fix: give `--config {NAMESPACE}:{key}={example}`" if key in self.given else fix_hint(self.stack, key, example)
+        self.errors.append(f"{NAMESPACE}:{key} = {shown} is not valid: {valid}; {fix}")
 
-    def integer(self, key: str, *, minimum: int, maximum: int | None = None) -> int:
+    def integer(self, key: str, *, minimum: int, maximum: int | None = None, note: str = "") -> int:
         value = self._value(key)
         default = declared_keys()[key]["default"]
-        try:
-            number = int(value)
-        except ValueError:
-            number = None
+        # What Go's strconv.Atoi takes, as Pulumi checks an integer key: ASCII digits, one sign.
+        number = int(value) if re.fullmatch(r"[+-]?[0-9]+", value, re.ASCII) else None
         if number is None or number < minimum or (maximum is not None and number > maximum):
             bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
-            self.fail(key, value, f"expected an integer {bound}", default)
+            self.fail(key, value, f"expected an integer {bound}{note}", default)
             return int(default)
         return number
 
     def boolean(self, key: str) -> bool:
         value = self._value(key)
-        if value.lower() not in ("true", "false"):
+        if value not in ("true", "false"):  # Pulumi takes these two words alone for a boolean key
             self.fail(key, value, "expected true or false", "true")
             return bool(declared_keys()[key]["default"])
-        return value.lower() == "true"
+        return value == "true"
 
     def text(self, key: str, check: Callable[[str], str | None], *, example: str | None = None) -> str:
         value = self._value(key)
@@ -277,6 +334,8 @@ def _domain_problem(domain: str) -> str | None:
     labels = domain.split(".")
     if len(domain) > 253 or len(labels) < 2 or not all(_DNS_LABEL.match(label) and len(label) <= 63 for label in labels):
         return "expected a lowercase DNS name of at least two labels, such as local.example.net"
+    if len(f"*.{domain}") > 64:
+        return "expected at most 62 characters: the platform's certificate is for *.<domain>, and a certificate's name holds 64 (RFC 5280)"
     if labels[-1].isdigit():
         # No top-level domain is all digits (RFC 3696, section 2): this is an IP address, which no wildcard certificate covers.
         return "expected a DNS name, not an IP address (the platform's names are <service>.<domain>), such as local.example.net"
@@ -535,11 +594,14 @@ def folder_owner(stack: str | None = None) -> str:
 def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     """Phase1's config read through `check`, which collects what is wrong."""
     cluster_name = check.text("clusterName", _cluster_name_problem)
-    gitlab_nodes = check.integer("gitlabNodes", minimum=1, maximum=MAX_GITLAB_NODES)
-    runner_nodes = check.integer("runnerNodes", minimum=1, maximum=MAX_RUNNER_NODES)
+    replaces = " (a new count replaces a running kind cluster: `uv run blueprint up` does that, keeping the data)"
+    gitlab_nodes = check.integer("gitlabNodes", minimum=1, maximum=MAX_GITLAB_NODES, note=replaces)
+    runner_nodes = check.integer("runnerNodes", minimum=1, maximum=MAX_RUNNER_NODES, note=replaces)
     preserve_data = check.boolean("preserveData")
     headlamp = check.boolean("headlamp")
     headlamp_admin = check.boolean("headlampAdmin")
+    if headlamp_admin and not headlamp:
+        check.fail("headlampAdmin", "true", "it binds Headlamp's account, and blueprint:headlamp is false: there is no Headlamp", "false")
     domain = check.text("domain", _domain_problem)
 
     example = UNSAFE_PROJECT_EXAMPLE if unsafe_characters(str(project_dir)) else None
@@ -553,7 +615,12 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     owners: dict[int, str] = {}
     for key, port in ports.items():
         if port in owners:
-            check.fail(key, str(port), f"{NAMESPACE}:{owners[port]} already uses port {port}", "<a free port>")
+            check.fail(
+                key,
+                str(port),
+                f"{NAMESPACE}:{owners[port]} is port {port} too: give each its own port (this one, or that one)",
+                "<a free port>",
+            )
         owners.setdefault(port, key)
     return Phase1Config(
         cluster_name=cluster_name,
@@ -636,59 +703,62 @@ def stacks_reading(key: str) -> list[str]:
     return [stack for stack in STACK_PHASES if stack != "dev" and stack_reads(stack, f"{NAMESPACE}:{key}")]
 
 
-def key_problems(stack: str, values: Mapping[str, str], *, set_keys: Set[str], secret_keys: Set[str]) -> list[str]:
-    """What is wrong with the keys (not the values) that `stack` is given: a key without a namespace
-    (Pulumi refuses the stack file), one of ours in a misspelt namespace or none (Pulumi passes it
-    on and nothing reads it), a misspelt or retired key of ours, and a key set on a stack that does
-    not read it (it would be silently ignored there), naming the stack that does.
+def key_problems(
+    stack: str, values: Mapping[str, str], *, set_keys: Set[str], secret_keys: Set[str], given: Set[str] = frozenset()
+) -> list[str]:
+    """What is wrong with the keys (not the values) that `stack` is given: one of ours in a misspelt
+    namespace or another's (Pulumi passes it on and nothing reads it), a misspelt or retired key of
+    ours, and a key set on a stack that does not read it (it would be silently ignored there), naming
+    the stack that does. The keys in `given` came from the command line (`--config`), not the stack file.
     """
     problems = []
-    where = f"Pulumi.{stack}.yaml"
-    for full_key in sorted(values):
-        namespace, colon, key = full_key.partition(":")
-        shown = "[secret]" if full_key in secret_keys else repr(values[full_key])
-        if not colon:
-            problems.append(
-                f"{full_key} (in {where}) has no namespace, so Pulumi cannot load the stack; "
-                f"write it as {NAMESPACE}:{full_key}{' (a blueprint setting)' if full_key in declared_keys() else ''}"
-            )
-        elif namespace != NAMESPACE:
+    for name in sorted(values):
+        namespace, _, key = name.partition(":")
+        shown = "[secret]" if name in secret_keys else repr(values[name])
+        where = f"--config {name}" if name in given else f"Pulumi.{stack}.yaml"
+        drop = (
+            f"drop `--config {name}`"
+            if name in given
+            else f"`pulumi config rm -s {shlex.quote(stack)} {name}`, or delete its line from {where}"
+        )
+        if namespace != NAMESPACE:
             close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
             if key in declared_keys() or key in RETIRED_KEYS or close:
                 readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
-                target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else where
+                target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else f"Pulumi.{stack}.yaml"
                 problems.append(
-                    f"{full_key} = {shown} is not read by blueprint, whose settings are {NAMESPACE}:<key>; "
+                    f"{name} = {shown} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; "
                     f"write it as {NAMESPACE}:{key} in {target}"
                 )
         elif key in RETIRED_KEYS:
-            problems.append(
-                f"{full_key} = {shown} is no longer read: {RETIRED_KEYS[key]}, so the setting cannot apply; remove it: "
-                f"`pulumi config rm -s {shlex.quote(stack)} {full_key}`, or delete its line from {where}"
-            )
+            problems.append(f"{name} = {shown} is no longer read: {RETIRED_KEYS[key]}, so the setting cannot apply; remove it: {drop}")
         elif key not in declared_keys():
             close_keys = difflib.get_close_matches(key, declared_keys(), n=1)
             hint = f"did you mean {NAMESPACE}:{close_keys[0]}?" if close_keys else "Pulumi.yaml declares every valid key"
-            problems.append(f"{full_key} = {shown} is not a blueprint setting; {hint} (in {where})")
-        elif full_key in set_keys and not stack_reads(stack, full_key):
+            problems.append(f"{name} = {shown} (in {where}) is not a blueprint setting; {hint}")
+        elif name in set_keys and not stack_reads(stack, name):
             readers = stacks_reading(key)
-            value = "<value>" if full_key in secret_keys else shlex.quote(values[full_key])
+            value = "<value>" if name in secret_keys else shlex.quote(values[name])
             target = readers[0]
             problems.append(
-                f"{full_key} = {shown} is set on stack {stack}, which does not read it: {' and '.join(readers)} reads it "
-                f"(and dev, which runs every phase). Move it: `pulumi config rm -s {shlex.quote(stack)} {full_key}` and "
-                f"`pulumi config set -s {target} {full_key} {value}`, or move its line from {where} to Pulumi.{target}.yaml"
+                f"{name} = {shown} is set on stack {stack}, which does not read it: {' and '.join(readers)} reads it "
+                f"(and dev, which runs every phase). Move it: `pulumi config rm -s {shlex.quote(stack)} {name}` and "
+                f"`pulumi config set -s {target} {name} {value}`, or move its line from {where} to Pulumi.{target}.yaml"
             )
     return problems
 
 
-def value_problems(stack: str, values: Mapping[str, str], *, secret_keys: Set[str], project_dir: Path = PROJECT_DIR) -> list[str]:
-    """What is wrong with the values of the keys that the phases of `stack` read."""
+def value_problems(
+    stack: str, values: Mapping[str, str], *, secret_keys: Set[str], project_dir: Path = PROJECT_DIR, given: Set[str] = frozenset()
+) -> list[str]:
+    """What is wrong with the values of the keys that the phases of `stack` read (`given`: the
+    full keys that came from `--config`, whose fix is another `--config`).
+    """
     from stacks import STACK_PHASES
 
     prefix = f"{NAMESPACE}:"
     raw = {key[len(prefix) :]: value for key, value in values.items() if key.startswith(prefix)}
-    check = _Checker(raw, {key.removeprefix(prefix) for key in secret_keys}, stack)
+    check = _Checker(raw, {key.removeprefix(prefix) for key in secret_keys}, stack, {key.removeprefix(prefix) for key in given})
     for phase in STACK_PHASES[stack]:
         if phase in PHASE_VALUES:
             PHASE_VALUES[phase](check, project_dir)

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
-from apps_manifest import load_manifest
+from apps_manifest import host_names, load_manifest
 from components import gitlab as gl
 from components import kind_cluster
 from components import minio as mn
@@ -181,10 +181,9 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     gitlab_host, registry_host = f"gitlab.{domain}", f"registry.{domain}"
     gitlab_nodes = {str(inputs[outputs.NODE_LABEL_KEY]): str(inputs[outputs.GITLAB_NODE_LABEL])}
     envoy = f"{gl.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
-    platform_names = (gitlab_host, registry_host, f"kas.{domain}")
+    platform_names = host_names(domain, [])
     # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
-    app_names = tuple(f"{project.host}.{domain}" for project in load_manifest() if project.host)
-    ClusterDns("cluster-dns", ClusterDnsArgs(names=platform_names + app_names, target=envoy), opts=on_cluster)
+    ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest()), target=envoy), opts=on_cluster)
     NodeRegistry(
         "node-registry",
         NodeRegistryArgs(

@@ -25,14 +25,16 @@ def problems(
     secret_keys: Set[str],
     project_dir: Path = PROJECT_DIR,
     manifest: Path | None = None,
+    given: Set[str] = frozenset(),
 ) -> list[str]:
     """Everything wrong with what `stack` is given: `values` are the config Pulumi passes it (full
-    keys, Pulumi.yaml's defaults included), `set_keys` those the stack sets itself.
+    keys, Pulumi.yaml's defaults included), `set_keys` those the stack sets itself, `given` those of
+    them that came from the command line (`--config`).
     """
     from apps_manifest import ManifestError, load_manifest
 
-    found = key_problems(stack, values, set_keys=set_keys, secret_keys=secret_keys)
-    found += value_problems(stack, values, secret_keys=secret_keys, project_dir=project_dir)
+    found = key_problems(stack, values, set_keys=set_keys, secret_keys=secret_keys, given=given)
+    found += value_problems(stack, values, secret_keys=secret_keys, project_dir=project_dir, given=given)
     if {"phase2", "phase3"} & set(STACK_PHASES[stack]):
         try:
             load_manifest(manifest)
@@ -43,24 +45,30 @@ def problems(
 
 def message(problems_by_stack: Mapping[str, Sequence[str]]) -> str:
     """All problems of every stack, each stack's under its name, and that nothing was changed."""
-    count = sum(len(found) for found in problems_by_stack.values())
-    lines = [f"{count} problem{'s' if count != 1 else ''} in what blueprint reads; nothing was created or changed:"]
+    lines = [""]
+    said: set[str] = set()  # a problem two stacks share (the apps manifest's) is said once, under the first
     for stack, found in problems_by_stack.items():
-        if found:
+        new = [problem for problem in dict.fromkeys(found) if problem not in said]
+        said.update(new)
+        if new:
             lines.append(f"stack {stack}:")
-            lines += [f"  {problem}" for problem in dict.fromkeys(found)]
+            lines += [f"  {problem}" for problem in new]
+    lines[0] = f"{len(said)} problem{'s' if len(said) != 1 else ''} in what blueprint reads; nothing was created or changed:"
     return "\n".join(lines)
 
 
-def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, str] = {}) -> str | None:
-    """The problems of every stack in `stacks`, read from its stack file, as one message; None when
-    there is none. What `blueprint plan`, `up`, `preview` and `doctor` say first.
+def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, Mapping[str, str]] = {}) -> str | None:
+    """The problems of every stack in `stacks`, read from its stack file (and `overrides`, by stack:
+    what `--config` gives it), as one message; None when there is none. What `blueprint plan`, `up`,
+    `preview` and `doctor` say first.
     """
     found: dict[str, list[str]] = {}
     for stack in stacks:
+        given = overrides.get(stack, {})
         try:
-            values, secret = stack_config(stack, overrides)
-            found[stack] = problems(stack, values, set_keys=keys_set_on(stack, values), secret_keys=set(secret))
+            values, secret = stack_config(stack, given)
+            set_keys = keys_set_on(stack, values) | set(given)
+            found[stack] = problems(stack, values, set_keys=set_keys, secret_keys=set(secret), given=set(given))
         except ConfigError as error:  # a stack file that is not YAML, or not a mapping
             found[stack] = [str(error)]
     return message(found) if any(found.values()) else None

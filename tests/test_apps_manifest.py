@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from apps_manifest import ManifestError, load_manifest, parse_manifest
+from cli.main import main
 from cli.plan import ProgramFailed, _run
 from stacks.config import PROJECT_DIR, ConfigError, stack_config
 
@@ -72,3 +73,50 @@ def test_a_malformed_manifest_stops_the_program_before_any_resource(monkeypatch:
     assert isinstance(failed.value.cause, ConfigError)
     assert "'shared-code' project, whose templates every pipeline includes, is missing" in str(failed.value.cause)
     assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_a_link_in_a_project_folder_that_leads_outside_it_is_refused(
+    apps: Path, tmp_path_factory: pytest.TempPathFactory, kind: str
+) -> None:
+    secret = tmp_path_factory.mktemp("elsewhere") / "id_rsa"
+    secret.write_text("not for GitLab")
+    (apps / "shared-code" / "key").symlink_to(secret if kind == "file" else secret.parent)
+    message = error_for({"projects": [{"name": "shared-code"}]}, apps)
+    assert "apps/shared-code/key is a link that leads outside apps/shared-code/" in message
+    assert "copy what it should hold into the folder, or remove the link" in message
+    assert "not for GitLab" not in message
+
+
+def test_a_link_that_stays_inside_its_project_folder_is_taken(apps: Path) -> None:
+    (apps / "shared-code" / "README.md").write_text("hello\n")
+    (apps / "shared-code" / "LINK.md").symlink_to("README.md")
+    assert [project.name for project in parse_manifest({"projects": [{"name": "shared-code"}]}, apps)] == ["shared-code"]
+
+
+def test_a_bad_manifest_is_phase3s_own_problem_not_a_phase2_that_does_not_plan(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "apps_manifest.yaml"
+    bad.write_text("projects:\n  - name: guestbook\n")
+    monkeypatch.setattr("apps_manifest.MANIFEST", bad)
+    assert main(["plan", "phase3"]) == 1
+    err = capsys.readouterr().err
+    assert "\n  apps/apps_manifest.yaml: 'shared-code' must come first" in err
+    assert "does not plan" not in err
+
+
+def test_a_chart_at_the_root_of_its_project_is_taken(apps: Path) -> None:
+    (apps / "guestbook" / "Chart.yaml").write_text("name: guestbook\n")
+    document = {"projects": [{"name": "shared-code"}, {"name": "guestbook", "deploy": True, "chart": "."}]}
+    assert [project.chart for project in parse_manifest(document, apps)] == [None, "."]
+
+
+def test_a_file_of_a_project_that_cannot_be_read_is_refused_before_the_sync_would_stop_on_it(
+    apps: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    locked = apps / "shared-code" / "locked.txt"
+    locked.write_text("x")
+    monkeypatch.setattr("os.access", lambda path, mode: Path(path) != locked)  # root reads everything: say it cannot
+    message = error_for({"projects": [{"name": "shared-code"}]}, apps)
+    assert "apps/shared-code/locked.txt cannot be read; make it readable (`chmod u+r`), or remove it" in message

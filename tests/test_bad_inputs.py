@@ -64,6 +64,8 @@ def manifest_case(edit: tuple[str, str], *says: str, stack: str = "phase3") -> B
 
 
 GUESTBOOK = "  - name: guestbook\n"
+SHARED = next(folder for folder in ("/srv", "/mnt", "/opt", "/media") if Path(folder) not in PROJECT_DIR.parents)
+"""A folder that holds others' and is not where this checkout is (that is refused for another reason)."""
 
 CASES: dict[str, Bad] = {
     # phase1's values, in its stack file
@@ -82,7 +84,7 @@ CASES: dict[str, Bad] = {
     "domain-label-with-a-leading-dash": config_case("phase1", "domain", "-x.example.net", "'-x.example.net' is not valid"),
     "http-port-zero": config_case("phase1", "httpPort", "0", "'0' is not valid: expected an integer from 1 to 65535"),
     "https-port-too-high": config_case("phase1", "httpsPort", "70000", "'70000' is not valid: expected an integer from 1 to 65535"),
-    "ssh-port-taken-by-http": config_case("phase1", "sshPort", "80", "'80' is not valid: blueprint:httpPort already uses port 80"),
+    "ssh-port-taken-by-http": config_case("phase1", "sshPort", "80", "'80' is not valid: blueprint:httpPort is port 80 too"),
     "openbao-port-a-word": config_case("phase1", "openbaoPort", "abc", "'abc' is not valid: expected an integer"),
     "api-server-port-negative": config_case("phase1", "apiServerPort", "-1", "'-1' is not valid: expected an integer from 1 to 65535"),
     "preserve-data-yes": config_case("phase1", "preserveData", "'yes'", "'yes' is not valid: expected true or false"),
@@ -92,31 +94,78 @@ CASES: dict[str, Bad] = {
     "data-dir-outside-infra-data": config_case(
         "phase1", "dataDir", "../data", "'../data' is not valid: a relative data folder must be inside"
     ),
-    "data-dir-tmp-itself": config_case("phase1", "dataDir", "/tmp", "'/tmp' is not valid: the data folder must not be /tmp itself"),
+    "data-dir-a-shared-folder-itself": config_case(
+        "phase1", "dataDir", SHARED, f"'{SHARED}' is not valid: the data folder must not be {SHARED} itself"
+    ),
     "data-dir-with-a-semicolon": config_case("phase1", "dataDir", "'/srv/a;b'", "'/srv/a;b' is not valid: the data folder's path may hold"),
     "data-dir-home-of-no-user": config_case("phase1", "dataDir", "~blueprint-no-such-user/x", "there is no user 'blueprint-no-such-user'"),
     # keys: the namespace, the name, the stack
     "misspelt-namespace": Bad(
         argv=("plan", "phase1"),
         files={"phase1": stack_file(**{"bluprint:gitlabNodes": 2})},
-        says=("bluprint:gitlabNodes = '2' is not read by blueprint", "write it as blueprint:gitlabNodes in Pulumi.phase1.yaml"),
+        says=(
+            "bluprint:gitlabNodes = '2' (in Pulumi.phase1.yaml) is not read by blueprint",
+            "write it as blueprint:gitlabNodes in Pulumi.phase1.yaml",
+        ),
         program="phase1",
     ),
     "our-key-under-a-provider-namespace": Bad(
         argv=("plan", "phase1"),
         files={"phase1": stack_file(**{"kubernetes:domain": "x.example.net"})},
-        says=("kubernetes:domain = 'x.example.net' is not read by blueprint", "write it as blueprint:domain"),
+        says=("kubernetes:domain = 'x.example.net' (in Pulumi.phase1.yaml) is not read by blueprint", "write it as blueprint:domain"),
         program="phase1",
     ),
-    "no-namespace": Bad(
+    "no-namespace-read-as-blueprints": Bad(
         argv=("plan", "phase1"),
-        files={"phase1": stack_file(gitlabNodes=2)},
-        says=("gitlabNodes (in Pulumi.phase1.yaml) has no namespace", "write it as blueprint:gitlabNodes"),
+        files={"phase1": stack_file(gitlabNodes=0)},
+        says=("blueprint:gitlabNodes = '0' is not valid", "fix: `pulumi config set -s phase1 blueprint:gitlabNodes 3`"),
+        program="phase1",
     ),
+    "headlamp-yes-as-pulumi-reads-it": config_case("phase1", "headlamp", "yes", "'yes' is not valid: expected true or false"),
+    "preserve-data-capitalised-string": config_case("phase1", "preserveData", "'True'", "'True' is not valid: expected true or false"),
+    "gitlab-nodes-a-fraction": config_case("phase1", "gitlabNodes", "2.5", "'2.5' is not valid: expected an integer"),
+    "domain-too-long-for-a-certificate": config_case(
+        "phase1",
+        "domain",
+        "a" * 30 + "." + "b" * 30 + ".net",
+        "expected at most 62 characters: the platform's certificate is for *.<domain>",
+    ),
+    "headlamp-admin-without-headlamp": config_case(
+        "phase1",
+        "headlampAdmin",
+        "true",
+        "blueprint:headlamp is false: there is no Headlamp",
+        "fix: `pulumi config set -s phase1 blueprint:headlampAdmin false`",
+    ),
+    "stack-file-key-twice": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:gitlabNodes: 2\n  blueprint:gitlabNodes: 3\n"},
+        says=("Pulumi.phase1.yaml is not valid YAML: the key 'blueprint:gitlabNodes' is given twice (line 3, column 3)",),
+    ),
+    "stack-file-a-list": Bad(
+        argv=("plan", "phase1"), files={"phase1": "- config\n"}, says=("Pulumi.phase1.yaml: expected a mapping", "`config: {}`")
+    ),
+    "stack-file-key-with-two-colons": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:a:b": 1})},
+        says=("'blueprint:a:b' is not a config key (Pulumi takes `<namespace>:<name>`)", "such as blueprint:gitlabNodes"),
+    ),
+    "override-an-unknown-key": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:gitlabNode=2"),
+        says=(
+            "blueprint:gitlabNode = '2' (in --config blueprint:gitlabNode) is not a blueprint setting",
+            "did you mean blueprint:gitlabNodes?",
+        ),
+    ),
+    "override-a-retired-key": Bad(
+        argv=("plan", "phase2", "--config", "blueprint:openbaoKeyShares=5"),
+        says=("blueprint:openbaoKeyShares = '5' is no longer read", "remove it: drop `--config blueprint:openbaoKeyShares`"),
+    ),
+    "domain-empty": config_case("phase1", "domain", "", "blueprint:domain = '' is not valid"),
     "misspelt-key": Bad(
         argv=("plan", "phase1"),
         files={"phase1": stack_file(**{"blueprint:gitlabNode": 2})},
-        says=("blueprint:gitlabNode = '2' is not a blueprint setting", "did you mean blueprint:gitlabNodes?"),
+        says=("blueprint:gitlabNode = '2' (in Pulumi.phase1.yaml) is not a blueprint setting", "did you mean blueprint:gitlabNodes?"),
         program="phase1",
     ),
     "domain-on-phase2": Bad(
@@ -210,6 +259,24 @@ CASES: dict[str, Bad] = {
     ),
     "manifest-host-trailing-dash": manifest_case(("host: guestbook", "host: x-"), "`host: 'x-'` must be a DNS-1123 label"),
     "manifest-host-not-ascii": manifest_case(("host: guestbook", "host: gästebuch"), "`host: 'gästebuch'` must be a DNS-1123 label"),
+    "manifest-host-of-the-platform": manifest_case(
+        ("host: guestbook", "host: gitlab"), "`host: 'gitlab'` is the platform's own (gitlab, registry, kas are); choose another"
+    ),
+    "manifest-chart-outside-a-project-that-does-not-deploy": manifest_case(
+        (
+            "  - name: shared-code          # first: the others include its CI templates\n    deploy: false\n",
+            "  - name: shared-code\n    deploy: false\n    chart: /etc\n",
+        ),
+        "`chart: '/etc'` is for a project that deploys; set `deploy: true`, or remove `chart`",
+    ),  # fmt: skip
+    "manifest-shared-code-needs-a-project": manifest_case(
+        ("    deploy: false\n", "    deploy: false\n    needs: [guestbook]\n"),
+        "`needs: ['guestbook']`: shared-code goes first, since every pipeline includes its templates; remove it",
+    ),
+    "manifest-name-gitlab-keeps": manifest_case((GUESTBOOK, "  - name: tree\n"), "`name` ('tree') must be one of the paths GitLab keeps"),
+    "manifest-name-longer-than-a-helm-release": manifest_case(
+        (GUESTBOOK, f"  - name: {'g' * 54}\n"), "must be a DNS-1123 label", "at most 53 characters (it is the app's Helm release too)"
+    ),
     "manifest-needs-cycle": manifest_case(
         ("needs: [redis]", "needs: [guestbook]"),
         "`needs` goes round in a circle: guestbook -> redis-slave -> guestbook",
@@ -266,7 +333,12 @@ CASES: dict[str, Bad] = {
     ),
     "override-a-bad-value": Bad(
         argv=("plan", "phase2", "--config", "blueprint:gitlabNodes=0"),
-        says=("blueprint:gitlabNodes = '0' is not valid", "fix: `pulumi config set"),
+        says=("stack phase1:\n  blueprint:gitlabNodes = '0' is not valid", "fix: give `--config blueprint:gitlabNodes=3`"),
+    ),
+    "doctor-a-stack-file-that-is-not-yaml": Bad(
+        argv=("doctor", "--stack", "phase3"),
+        files={"phase1": "config:\n  blueprint:gitlabNodes: [\n", "phase3": "config:\n  blueprint:pipelineTimeout: [\n"},
+        says=("Pulumi.phase3.yaml is not valid YAML", "fix that line"),
     ),
     "doctor-shows-every-phase-at-once": Bad(
         argv=("doctor",),

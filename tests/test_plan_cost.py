@@ -12,7 +12,8 @@ from stacks.config import PROJECT_DIR
 
 RUNS = 7
 BARE_IMPORT = ("-c", "import pulumi, pulumi_kubernetes, pulumi_command")
-PHASE1_PLAN = ("-m", "cli.main", "plan", "phase1", "--json")
+PHASE1_PLAN = (str(PROJECT_DIR / "tests" / "cli" / "programs" / "main_with_defaults.py"), "plan", "phase1", "--json")
+"""Planned with Pulumi.yaml's defaults, whatever a checkout's Pulumi.phase1.yaml says (Headlamp on costs more)."""
 
 
 def seconds(argv: tuple[str, ...]) -> float:

@@ -236,7 +236,7 @@ KIND_URL = "https://github.com/kubernetes-sigs/kind/releases/download/v0.31.0/ki
             _busy_https,
             "port 443 (blueprint:httpsPort)",
             "blueprint:httpsPort 443 is in use",
-            "`pulumi config set blueprint:httpsPort <free port> -s phase1`",
+            "`pulumi config set -s phase1 blueprint:httpsPort <free port>`, or add the line `  blueprint:httpsPort: <free port>`",
             id="busy-port",
         ),
         pytest.param(
@@ -709,3 +709,12 @@ def test_doctor_of_one_phase_checks_that_phases_stack_alone(monkeypatch: pytest.
     code, output = doctor_output(["--phase", "3"], FakeMachine())
     assert code == 1
     assert "blueprint:pipelineTimeout = '5' is not valid" in output
+
+
+def test_a_phase1_the_checked_phases_do_not_read_fails_no_check_of_theirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`blueprint up --phase 3` runs `doctor --phase 3`: phase1's settings are not phase3's to refuse."""
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: 12\n")
+    code, output = doctor_output(["--phase", "3"], FakeMachine())
+    assert code == 0, output
+    assert "not checked: Pulumi.phase1.yaml is invalid (`uv run blueprint doctor --stack phase1` says why)" in output

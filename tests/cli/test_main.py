@@ -89,11 +89,14 @@ def test_a_command_that_needs_pulumi_names_the_missing_cli_and_its_fix(
     assert "Traceback" not in err
 
 
+MAIN_WITH_DEFAULTS = str(Path(__file__).parent / "programs" / "main_with_defaults.py")
+
+
 @pytest.mark.parametrize("command", ["preview", "status"])
 def test_blueprint_without_pulumi_on_path_exits_non_zero_without_a_traceback(command: str, config_home: Path) -> None:
     env = {**os.environ, "PATH": without_pulumi_on_path()}
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", command], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, MAIN_WITH_DEFAULTS, command], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode != 0
     assert "blueprint doctor --fix" in done.stderr

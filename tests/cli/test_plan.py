@@ -94,7 +94,8 @@ def test_plans_of_an_unchanged_program_are_identical_within_a_process() -> None:
 def test_plans_of_an_unchanged_program_are_byte_identical_across_processes() -> None:
     def run(seed: str) -> bytes:
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        command = [sys.executable, "-m", "cli.main", "plan", "phase1", "--json", "--config", "blueprint:headlamp=true"]
+        command = [sys.executable, str(Path(__file__).parent / "programs" / "main_with_defaults.py"), "plan", "phase1", "--json"]
+        command += ["--config", "blueprint:headlamp=true"]
         return subprocess.run(command, env=env, cwd=PROJECT_DIR, capture_output=True, check=True, timeout=60).stdout
 
     assert run("1") == run("2")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apps_manifest import APPS_DIR, load_manifest
+from apps_manifest import APPS_DIR, AppProject, load_manifest
 from cli.plan import plan
-from components.gitlab_projects import project_files, render_ci
+from components.gitlab_projects import project_files, render_ci, templates_digest
 from providers.gitlab_sync import commit_actions
 from tests.plans import planned, waits_for
 
@@ -221,3 +221,38 @@ def test_editing_one_app_file_changes_at_most_its_sync_and_its_pipeline(project_
 
 def test_the_plan_harness_sees_the_real_manifest() -> None:
     assert plan("phase3").find(SYNC)
+
+
+def guestbook_in(folder: Path) -> AppProject:
+    return dataclasses.replace(next(p for p in load_manifest() if p.name == "guestbook"), folder=folder)
+
+
+def test_a_utf8_file_holding_a_nul_byte_is_binary_as_git_sees_it(tmp_path: Path) -> None:
+    """GitLab refuses a request with a NUL in any string (Gitlab::Middleware::HandleMalformedStrings)."""
+    (tmp_path / "fixture.tar").write_bytes(b"README.md\x00\x00\x00hello\n")
+    assert project_files(guestbook_in(tmp_path))["fixture.tar"] == {"base64": base64.b64encode(b"README.md\x00\x00\x00hello\n").decode()}
+
+
+def test_what_git_ignores_and_any_git_folder_stay_home(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text(".venv/\n.env\n")
+    for name in ("app.py", ".env", ".venv/bin/python", "sub/.git/config"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("url = https://user:token@example.net\n" if "config" in name else "x\n")
+    assert sorted(project_files(guestbook_in(tmp_path))) == [".gitignore", ".gitlab-ci.yml", "app.py"]
+
+
+def test_outside_a_git_work_tree_every_file_but_a_git_folder_is_pushed(tmp_path: Path) -> None:
+    folder = tmp_path / "not-a-repository"
+    for name in ("app.py", ".git/config"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("x\n")
+    assert sorted(project_files(guestbook_in(folder))) == [".gitlab-ci.yml", "app.py"]
+
+
+def test_a_folder_among_shared_codes_templates_is_not_read_as_a_template(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shutil.copytree(APPS_DIR / "shared-code", tmp_path / "shared-code")
+    before = templates_digest()
+    monkeypatch.setattr("components.gitlab_projects.APPS_DIR", tmp_path)
+    (tmp_path / "shared-code" / "templates" / "drafts").mkdir()
+    assert templates_digest() == before

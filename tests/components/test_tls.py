@@ -67,3 +67,9 @@ def test_the_constrained_ca_has_its_own_key_and_name_not_the_unconstrained_cas_o
     assert not result.one("pulumi-python:dynamic/blueprint:HostSecret", "tls-ca-key")["inputs"]["path"].endswith("/platform-ca.key")
     assert result.one(CA_CERTIFICATE, "tls-ca")["inputs"]["common_name"] == ca_common_name("local.example.net")
     assert ca_common_name("local.example.net") != "blueprint CA (local.example.net)"
+
+
+def test_the_ca_name_leaves_the_domain_out_when_it_would_be_longer_than_a_certificate_name_holds() -> None:
+    long_domain = "a" * 30 + "." + "b" * 26 + ".net"
+    assert ca_common_name(long_domain) == "blueprint name-constrained CA"
+    assert len(ca_common_name("x" * 29 + ".net")) <= 64

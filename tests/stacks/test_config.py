@@ -81,7 +81,7 @@ def test_port_outside_1_to_65535_is_refused(key: str, value: str) -> None:
 def test_port_used_twice_is_refused_naming_both_keys() -> None:
     message = error_for(openbaoPort="443")
     assert "blueprint:openbaoPort = '443'" in message
-    assert "blueprint:httpsPort already uses port 443" in message
+    assert "blueprint:httpsPort is port 443 too: give each its own port (this one, or that one)" in message
 
 
 @pytest.mark.parametrize("key", ["preserveData", "headlamp", "headlampAdmin"])
@@ -92,8 +92,32 @@ def test_flag_that_is_not_a_boolean_is_refused(key: str, value: str) -> None:
     assert "expected true or false" in message
 
 
-def test_flags_accept_true_and_false_in_any_case() -> None:
-    assert parse_phase1({"preserveData": "True", "headlamp": "FALSE"}).preserve_data is True
+def test_a_flag_takes_true_or_false_alone_as_pulumi_does() -> None:
+    assert parse_phase1({"preserveData": "true", "headlamp": "false"}).preserve_data is True
+    assert "blueprint:preserveData = 'True' is not valid: expected true or false" in error_for(preserveData="True")
+
+
+@pytest.mark.parametrize("value", [" 2", "1_0", "٣", "2.5"])
+def test_a_count_takes_what_pulumi_takes_for_an_integer(value: str) -> None:
+    assert f"blueprint:gitlabNodes = {value!r} is not valid: expected an integer" in error_for(gitlabNodes=value)
+
+
+@pytest.mark.parametrize(
+    ("written", "passed"),
+    [("yes", "yes"), ("on", "on"), ("True", "true"), ("2.0", "2"), ("1e3", "1000"), ("", ""), ("'007'", "007")],
+)
+def test_a_stack_file_value_reaches_the_program_as_pulumi_passes_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, written: str, passed: str
+) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text(f"config:\n  blueprint:headlamp: {written}\n")
+    assert stack_config("phase1")[0]["blueprint:headlamp"] == passed
+
+
+def test_a_stack_file_key_without_a_namespace_is_the_projects_as_pulumi_reads_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  gitlabNodes: 2\n")
+    assert stack_config("phase1")[0]["blueprint:gitlabNodes"] == "2"
 
 
 @pytest.mark.parametrize("value", [".git/data", "infra/.git", str(PROJECT_DIR / ".git" / "x")])
@@ -123,7 +147,7 @@ def test_domain_that_is_not_a_dns_name_of_two_labels_is_refused(domain: str) -> 
 
 def test_unknown_key_is_refused_with_the_closest_valid_one() -> None:
     [problem] = key_problems("phase1", {"blueprint:gitlabNode": "3"}, set_keys={"blueprint:gitlabNode"}, secret_keys=set())
-    assert "blueprint:gitlabNode = '3' is not a blueprint setting; did you mean blueprint:gitlabNodes?" in problem
+    assert "blueprint:gitlabNode = '3' (in Pulumi.phase1.yaml) is not a blueprint setting; did you mean blueprint:gitlabNodes?" in problem
 
 
 def test_every_bad_value_is_reported_at_once() -> None:
@@ -133,8 +157,8 @@ def test_every_bad_value_is_reported_at_once() -> None:
 
 def test_error_names_the_fix_on_the_stack_with_and_without_the_pulumi_cli() -> None:
     assert (
-        "fix: `pulumi config set -s phase1 blueprint:runnerNodes 1`, or write `blueprint:runnerNodes: 1` under `config:` in "
-        "Pulumi.phase1.yaml" in error_for(runnerNodes="0")
+        "fix: `pulumi config set -s phase1 blueprint:runnerNodes 1`, or add the line `  blueprint:runnerNodes: 1` under `config:` in "
+        "Pulumi.phase1.yaml (a `config: {}` becoming `config:`)" in error_for(runnerNodes="0")
     )
 
 
@@ -384,3 +408,30 @@ def test_a_node_count_above_its_bound_is_refused(key: str, maximum: int) -> None
 @pytest.mark.parametrize("domain", ["10.0.0.1", "192.168.1.10", "a.b.1"])
 def test_a_domain_that_is_an_ip_address_is_refused(domain: str) -> None:
     assert "expected a DNS name, not an IP address" in error_for(domain=domain)
+
+
+def test_a_secure_value_of_ours_is_checked_by_the_program_not_refused_by_its_stand_in(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from stacks.validation import check_stack_files
+
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:domain:\n    secure: v1:AAAA\n")
+    assert check_stack_files(["phase1"]) is None
+    assert stack_config("phase1") == ({**stack_config("phase2")[0]}, ["blueprint:domain"])
+
+
+def test_a_secret_values_reason_never_quotes_it() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_phase1({"dataDir": "/srv/hunter2;x", "httpPort": "4431", "httpsPort": "4431"}, secret_keys={"dataDir", "httpsPort"})
+    assert "hunter2" not in str(error.value)
+    assert "4431" not in str(error.value).split("blueprint:httpsPort = [secret]", 1)[1].split("\n")[0]
+    assert "blueprint:dataDir = [secret] is not valid: it is secret, so what is wrong is not shown" in str(error.value)
+
+
+def test_a_problem_two_stacks_share_is_said_once() -> None:
+    from stacks.validation import message
+
+    said = message({"phase2": ["apps/apps_manifest.yaml: broken"], "phase3": ["apps/apps_manifest.yaml: broken", "other"]})
+    assert said.startswith("2 problems in what blueprint reads")
+    assert said.count("apps/apps_manifest.yaml: broken") == 1
