@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeGuard
@@ -85,31 +86,73 @@ def _chart_path_problem(chart: str, folder: Path) -> str | None:
     return None
 
 
-def _links_out(folder: Path, shown: str) -> list[str]:
-    """A problem for each link under `folder` that leads outside it (the sync pushes what a link
-    leads to, so one to the platform's secrets or to ~/.ssh would put them in GitLab), and for each
-    file or folder that cannot be read (the sync would stop half-way, its projects made).
+IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".DS_Store"})
+"""Never pushed, whatever git says: a `.git` folder (a nested clone's, with its remotes' credentials)
+and what Python and macOS leave behind."""
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """What a project's branch holds of its folder, and what stops the sync from pushing it."""
+
+    paths: list[Path]
+    """The files to push: what git would commit from the folder (tracked, or untracked and not
+    ignored, by git's own ignore rules: a `.venv`, a cache, a `.env` stays home), or, when the folder
+    is in no git work tree, every file; never one under IGNORED, nor a `.pyc`."""
+    problems: list[str]
+
+
+def folder_files(folder: Path, shown: str) -> ProjectFiles:
+    """The files of `folder` (`shown` as `apps/<name>`) its project's branch holds, and a problem for
+    each that the sync could not push as it should: a link that leads outside the folder (the sync
+    pushes what a file link leads to: one to the platform's secrets or to ~/.ssh would put them in
+    GitLab), a file that cannot be read or whose name is not UTF-8 (the sync would stop half-way,
+    its projects made), a git repository of its own inside (git lists it as one entry, not its
+    files), and a git that cannot say what it ignores in a git work tree.
     """
-    inside = folder.resolve()
-    problems = []
-
-    def unreadable(error: OSError) -> None:
-        problems.append(f"{shown}/: {error.filename} cannot be read ({error.strerror}); make it readable (`chmod -R u+rX {shown}`)")
-
-    for root, dirs, files in os.walk(folder, onerror=unreadable):  # links to folders are listed, never followed
-        for entry in sorted([*dirs, *files]):
-            path = Path(root, entry)
-            if entry in files and not path.is_symlink() and path.is_file() and not os.access(path, os.R_OK):
-                problems.append(
-                    f"{shown}/{path.relative_to(folder).as_posix()} cannot be read; make it readable (`chmod u+r`), or remove it"
-                )
-            elif path.is_symlink() and inside != path.resolve() and inside not in path.resolve().parents:
-                relative = path.relative_to(folder).as_posix()
-                problems.append(
-                    f"{shown}/{relative} is a link that leads outside {shown}/, and the project's files are pushed to GitLab; "
-                    "copy what it should hold into the folder, or remove the link"
-                )
-    return problems
+    problems: list[str] = []
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        said = done.stderr.decode(errors="replace").strip()
+    except (OSError, subprocess.SubprocessError) as error:  # no git at all
+        done, said = None, str(error)
+    in_work_tree = any((parent / ".git").exists() for parent in (folder, *folder.resolve().parents))
+    if done is not None and done.returncode == 0:
+        candidates = [folder / os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
+    elif (done is not None and "not a git repository" in said) or (done is None and not in_work_tree):
+        candidates = [path for path in folder.rglob("*") if not path.is_dir() or path.is_symlink()]
+    else:
+        # In a git work tree, what .gitignore keeps home cannot be told without git: push nothing.
+        first = said.splitlines()[0] if said else "it failed"
+        problems.append(f"{shown}/: git cannot list the files to push ({first}); fix that (is git installed? does it trust this checkout?)")
+        candidates = []
+    inside = os.path.realpath(folder)
+    paths = []
+    for path in candidates:
+        relative = path.relative_to(folder).as_posix()
+        if IGNORED & set(path.relative_to(folder).parts) or path.suffix == ".pyc":
+            continue
+        target = os.path.realpath(path)  # never raises, even on a loop of links
+        if any("\udc80" <= char <= "\udcff" for char in relative):  # what os.fsdecode makes of bytes that are not UTF-8
+            problems.append(f"{shown}/{relative!r}: its name is not UTF-8 text, which GitLab's API takes; rename it")
+        elif path.is_symlink() and not path.is_dir() and os.path.commonpath([inside, target]) != inside:
+            problems.append(
+                f"{shown}/{relative} is a link that leads outside {shown}/, and the project's files are pushed to GitLab; "
+                "copy what it should hold into the folder, or remove the link"
+            )
+        elif path.is_dir() and not path.is_symlink():
+            nested = "a git repository of its own (a clone or a submodule), whose files are not pushed"
+            problems.append(f"{shown}/{relative} is {nested}; copy them in, or remove it")
+        elif path.is_file() and not os.access(path, os.R_OK):
+            problems.append(f"{shown}/{relative} cannot be read; make it readable (`chmod u+r`), or remove it")
+        elif path.is_file():
+            paths.append(path)
+    return ProjectFiles(paths=sorted(paths), problems=problems)
 
 
 def _cycle(projects: list[AppProject]) -> list[str] | None:
@@ -147,7 +190,7 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
     elif apps_dir.resolve() not in folder.resolve().parents:
         problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
     else:
-        problems += [f"{label}: {problem}" for problem in _links_out(folder, f"apps/{name}")]
+        problems += [f"{label}: {problem}" for problem in folder_files(folder, f"apps/{name}").problems]
     if name == SHARED_CODE and entry.get("needs"):
         problems.append(
             f"{label}: `needs: {entry['needs']!r}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
@@ -188,8 +231,9 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
         name = entry.get("name")
         label = f"{label} ({name!r})"
         if not is_label(name) or len(name) > NAME_MAX or name in GITLAB_RESERVED:
-            why = f"one of the paths GitLab keeps for itself ({', '.join(sorted(GITLAB_RESERVED))})" if name in GITLAB_RESERVED else ""
-            rule = why or f"{LABEL_RULE.replace('at most 63', f'at most {NAME_MAX}')} (it is the app's Helm release too)"
+            rule = f"{LABEL_RULE.replace('at most 63', f'at most {NAME_MAX}')} (it is the app's Helm release too)"
+            if is_label(name) and name in GITLAB_RESERVED:
+                rule = f"none of the paths GitLab keeps for itself ({', '.join(sorted(GITLAB_RESERVED))})"
             problems.append(f"{label}: `name` ({name!r}) must be {rule}; it names the folder apps/<name>/ and the GitLab project")
             continue
         if name in seen:

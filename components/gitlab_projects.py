@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import pulumi
 import yaml
 
-from apps_manifest import APPS_DIR, SHARED_CODE, AppProject
+from apps_manifest import APPS_DIR, SHARED_CODE, AppProject, folder_files
 from providers.gitlab_api import Connection
 from providers.gitlab_objects import (
     DeployToken,
@@ -49,7 +47,6 @@ GROUP = "blueprint-apps"
 """The platform's group (phase2 makes it), where the apps' projects go."""
 PIPELINE_TEMPLATE = "templates/pipeline.yml"
 SHARED_CODE_PIPELINE = "templates/shared-code.yml"
-IGNORED = {".gitlab-ci.yml", "__pycache__", ".pytest_cache", ".DS_Store"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,30 +97,6 @@ def render_ci(project: AppProject) -> str:
     return header + yaml.safe_dump(document, sort_keys=False)
 
 
-def pushed_paths(folder: Path) -> list[Path]:
-    """The files of `folder` a project's branch holds: what git would commit from it (tracked, or
-    untracked and not ignored: git's own ignore rules, when the folder is in a git work tree, so a
-    `.venv`, a cache or a `.env` stays home), and never anything in a `.git` folder or in IGNORED.
-    Regular files only; links to folders are not followed (the manifest check refuses links that
-    lead outside the folder).
-    """
-    try:
-        listed = subprocess.run(
-            ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-            capture_output=True,
-            check=True,
-            timeout=60,
-        ).stdout
-        candidates = [folder / name for name in listed.decode().split("\0") if name]
-    except (OSError, subprocess.SubprocessError):  # no git, or not a git work tree: every file
-        candidates = list(folder.rglob("*"))
-    return sorted(
-        path
-        for path in candidates
-        if path.is_file() and not ({".git", *IGNORED} & set(path.relative_to(folder).parts)) and path.suffix != ".pyc"
-    )
-
-
 def as_text(data: bytes) -> str | None:
     """`data` as text, or None when it is binary: not UTF-8, or holding a NUL byte."""
     if b"\0" in data:
@@ -135,7 +108,7 @@ def as_text(data: bytes) -> str | None:
 
 
 def project_files(project: AppProject) -> dict[str, FileContent]:
-    """Everything the project's branch holds: its files (`pushed_paths`) and its .gitlab-ci.yml.
+    """Everything the project's branch holds: its files (`apps_manifest.folder_files`) and its .gitlab-ci.yml.
     A file that decodes as UTF-8 and holds no NUL byte is text (git's own test for binary is a NUL),
     its content the string itself (byte for byte: no newline translation); any other is binary,
     `{"base64": ...}` of its bytes, which the sync sends as a base64 action (GitLab refuses a request
@@ -143,7 +116,10 @@ def project_files(project: AppProject) -> dict[str, FileContent]:
     text, so the two cannot be confused, and the plan shows every text file as it is.
     """
     files: dict[str, FileContent] = {}
-    for path in pushed_paths(project.folder):
+    found = folder_files(project.folder, f"apps/{project.name}")
+    if found.problems:  # the manifest check refused them before anything was registered; so this is a race
+        raise pulumi.RunError("; ".join(found.problems))
+    for path in found.paths:
         data = path.read_bytes()
         text = as_text(data)
         files[path.relative_to(project.folder).as_posix()] = (

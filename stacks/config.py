@@ -105,32 +105,50 @@ MAX_RUNNER_NODES = 8
 
 
 class _PulumiYaml(yaml.SafeLoader):
-    """PyYAML's safe loader, reading booleans as Pulumi's YAML 1.2 parser (yaml.v3) does: only
-    true/false (any case of YAML 1.2's core schema) are booleans; YAML 1.1's yes/no/on/off/y/n stay
-    the strings they are, which Pulumi refuses for a boolean key (workspace/project.go,
-    `ValidateConfigValue`).
+    """PyYAML's safe loader, reading scalars as Pulumi's YAML 1.2 parser (go-yaml v3) does, and not
+    as YAML 1.1: only true/false (in YAML 1.2's three spellings) are booleans, so yes/no/on/off stay
+    strings, which Pulumi refuses for a boolean key (workspace/project.go, `ValidateConfigValue`);
+    integers are Go's literals (`strconv.ParseInt` with base 0: 0x, 0o, 0b, a leading 0 for octal,
+    underscores), never YAML 1.1's base 60 (10:00 stays text); floats are YAML 1.2's (1e3 too).
     """
 
 
 def _unique_mapping(loader: _PulumiYaml, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    """A mapping, refusing a key given twice, as Pulumi's parser does ("mapping key already defined")."""
+    """A mapping, refusing a key given twice, as Pulumi's parser does ("mapping key already defined"),
+    and a key that is not a plain value (a list, a mapping).
+    """
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, str | int | float | bool | None):
+            raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not {key!r}", key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
 
+_GO_INT = re.compile(r"^[-+]?(?:0[bB]_?[01][01_]*|0[oO]_?[0-7][0-7_]*|0[xX]_?[0-9a-fA-F][0-9a-fA-F_]*|0[0-7_]*|[1-9][0-9_]*)$")
+_YAML12_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+
+
+def _go_int(loader: _PulumiYaml, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
+    if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
+        return sign * int(digits, 8)  # Go's leading-zero octal
+    return sign * int(digits, 0)
+
+
 _PulumiYaml.add_constructor("tag:yaml.org,2002:map", _unique_mapping)
+_PulumiYaml.add_constructor("tag:yaml.org,2002:int", _go_int)
 _PulumiYaml.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float")]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-# YAML 1.2's floats without a dot too (1e3), after YAML 1.1's resolvers, so an integer stays one.
-_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$"), list("-+0123456789"))
+_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:int", _GO_INT, list("-+0123456789"))
+_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
 
 
 def read_yaml(path: Path) -> Any:
@@ -213,10 +231,16 @@ def stack_file_config(stack: str) -> dict[str, Any]:
     if not isinstance(block, dict | None):
         raise ConfigError(f"{path}: `config:` must hold one `<namespace>:<key>: <value>` per line, such as blueprint:gitlabNodes: 2")
     found = {}
+    spelt: dict[str, str] = {}
     for key, value in (block or {}).items():
-        if str(key).count(":") > 1 and full_key(str(key)).count(":") > 1:
+        name = full_key(str(key))
+        if name.count(":") > 1:
             raise ConfigError(f"{path}: {key!r} is not a config key (Pulumi takes `<namespace>:<name>`), such as blueprint:gitlabNodes")
-        found[full_key(str(key))] = value
+        if name in spelt:
+            # Pulumi keeps one of the two, whichever its map gives last.
+            raise ConfigError(f"{path}: {spelt[name]!r} and {key!r} are the same key, {name}; keep one of them")
+        spelt[name] = str(key)
+        found[name] = value
     return found
 
 
@@ -600,7 +624,8 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     preserve_data = check.boolean("preserveData")
     headlamp = check.boolean("headlamp")
     headlamp_admin = check.boolean("headlampAdmin")
-    if headlamp_admin and not headlamp:
+    # Checks across keys skip a secret one: a stand-in is all there is of it outside the program.
+    if headlamp_admin and not headlamp and not {"headlamp", "headlampAdmin"} & check.secret_keys:
         check.fail("headlampAdmin", "true", "it binds Headlamp's account, and blueprint:headlamp is false: there is no Headlamp", "false")
     domain = check.text("domain", _domain_problem)
 
@@ -614,6 +639,8 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     ports = {key: check.integer(key, minimum=1, maximum=65535) for key in port_keys}
     owners: dict[int, str] = {}
     for key, port in ports.items():
+        if key in check.secret_keys:
+            continue
         if port in owners:
             check.fail(
                 key,
@@ -726,9 +753,9 @@ def key_problems(
             if key in declared_keys() or key in RETIRED_KEYS or close:
                 readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
                 target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else f"Pulumi.{stack}.yaml"
+                target = f"--config {NAMESPACE}:{key}=..." if name in given else f"{NAMESPACE}:{key} in {target}"
                 problems.append(
-                    f"{name} = {shown} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; "
-                    f"write it as {NAMESPACE}:{key} in {target}"
+                    f"{name} = {shown} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; write it as {target}"
                 )
         elif key in RETIRED_KEYS:
             problems.append(f"{name} = {shown} is no longer read: {RETIRED_KEYS[key]}, so the setting cannot apply; remove it: {drop}")

@@ -3,12 +3,14 @@ the entry and the fix."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from apps_manifest import ManifestError, load_manifest, parse_manifest
+from apps_manifest import ManifestError, ProjectFiles, folder_files, load_manifest, parse_manifest
 from cli.main import main
 from cli.plan import ProgramFailed, _run
 from stacks.config import PROJECT_DIR, ConfigError, stack_config
@@ -75,13 +77,29 @@ def test_a_malformed_manifest_stops_the_program_before_any_resource(monkeypatch:
     assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
 
 
-@pytest.mark.parametrize("kind", ["file", "folder"])
-def test_a_link_in_a_project_folder_that_leads_outside_it_is_refused(
-    apps: Path, tmp_path_factory: pytest.TempPathFactory, kind: str
-) -> None:
+def test_a_link_to_a_folder_is_neither_followed_nor_refused(apps: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "id_rsa").write_text("not for GitLab")
+    (apps / "shared-code" / "keys").symlink_to(elsewhere)
+    assert folder_files(apps / "shared-code", "apps/shared-code") == ProjectFiles(paths=[], problems=[])
+
+
+def test_a_loop_of_links_is_no_file_and_no_traceback(apps: Path) -> None:
+    (apps / "shared-code" / "loop1").symlink_to("loop2")
+    (apps / "shared-code" / "loop2").symlink_to("loop1")
+    assert folder_files(apps / "shared-code", "apps/shared-code") == ProjectFiles(paths=[], problems=[])
+
+
+def test_a_file_whose_name_is_not_utf8_is_refused(apps: Path) -> None:
+    (apps / "shared-code" / os.fsdecode(b"caf\xe9.txt")).write_text("x")
+    [problem] = folder_files(apps / "shared-code", "apps/shared-code").problems
+    assert "its name is not UTF-8 text, which GitLab's API takes; rename it" in problem
+
+
+def test_a_link_to_a_file_outside_its_project_folder_is_refused(apps: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     secret = tmp_path_factory.mktemp("elsewhere") / "id_rsa"
     secret.write_text("not for GitLab")
-    (apps / "shared-code" / "key").symlink_to(secret if kind == "file" else secret.parent)
+    (apps / "shared-code" / "key").symlink_to(secret)
     message = error_for({"projects": [{"name": "shared-code"}]}, apps)
     assert "apps/shared-code/key is a link that leads outside apps/shared-code/" in message
     assert "copy what it should hold into the folder, or remove the link" in message
@@ -120,3 +138,42 @@ def test_a_file_of_a_project_that_cannot_be_read_is_refused_before_the_sync_woul
     monkeypatch.setattr("os.access", lambda path, mode: Path(path) != locked)  # root reads everything: say it cannot
     message = error_for({"projects": [{"name": "shared-code"}]}, apps)
     assert "apps/shared-code/locked.txt cannot be read; make it readable (`chmod u+r`), or remove it" in message
+
+
+def fake_git(folder: Path, body: str) -> str:
+    """A PATH whose `git` runs the shell `body`."""
+    folder.mkdir(exist_ok=True)
+    (folder / "git").write_text("#!/bin/sh\n" + body)
+    (folder / "git").chmod(0o755)
+    return f"{folder}:/usr/bin:/bin"
+
+
+def test_what_git_ignores_is_not_checked_either(tmp_path: Path) -> None:
+    """A `.venv` stays home, links and all: refusing its links would refuse every app with a virtualenv."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text(".venv/\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to("/usr/bin/python3")
+    (tmp_path / "app.py").write_text("x\n")
+    assert folder_files(tmp_path, "apps/app") == ProjectFiles(paths=[tmp_path / ".gitignore", tmp_path / "app.py"], problems=[])
+
+
+def test_a_git_that_fails_in_a_work_tree_pushes_nothing_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without git's word, what .gitignore keeps home (a .env) cannot be told apart."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".env").write_text("DB_PASSWORD=hunter2\n")
+    monkeypatch.setenv("PATH", fake_git(tmp_path / "bin", "echo 'fatal: detected dubious ownership in repository' >&2; exit 128\n"))
+    found = folder_files(tmp_path, "apps/app")
+    assert found.paths == []
+    assert found.problems == [
+        "apps/app/: git cannot list the files to push (fatal: detected dubious ownership in repository); "
+        "fix that (is git installed? does it trust this checkout?)"
+    ]
+
+
+def test_without_git_outside_a_work_tree_every_file_is_pushed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "app"
+    folder.mkdir()
+    (folder / "app.py").write_text("x\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools-here"))
+    assert folder_files(folder, "apps/app") == ProjectFiles(paths=[folder / "app.py"], problems=[])

@@ -161,6 +161,24 @@ CASES: dict[str, Bad] = {
         argv=("plan", "phase2", "--config", "blueprint:openbaoKeyShares=5"),
         says=("blueprint:openbaoKeyShares = '5' is no longer read", "remove it: drop `--config blueprint:openbaoKeyShares`"),
     ),
+    "pipeline-timeout-base-60-is-text-to-pulumi": config_case(
+        "phase3", "pipelineTimeout", "10:00", "'10:00' is not valid: expected an integer"
+    ),
+    "stack-file-same-key-two-spellings": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  gitlabNodes: 2\n  blueprint:gitlabNodes: 5\n"},
+        says=("Pulumi.phase1.yaml: 'gitlabNodes' and 'blueprint:gitlabNodes' are the same key, blueprint:gitlabNodes; keep one of them",),
+    ),
+    "stack-file-key-a-list": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  ? [a]\n  : 1\n"},
+        says=("Pulumi.phase1.yaml is not valid YAML: a key must be a name",),
+    ),
+    "override-a-misspelt-namespace": Bad(
+        argv=("plan", "phase2", "--config", "bluprint:gitlabNodes=2"),
+        says=("(in --config bluprint:gitlabNodes) is not read by blueprint", "write it as --config blueprint:gitlabNodes=..."),
+    ),
+    "manifest-name-a-list": manifest_case((GUESTBOOK, "  - name: [a]\n"), "`name` (['a']) must be a DNS-1123 label"),
     "domain-empty": config_case("phase1", "domain", "", "blueprint:domain = '' is not valid"),
     "misspelt-key": Bad(
         argv=("plan", "phase1"),
@@ -273,7 +291,9 @@ CASES: dict[str, Bad] = {
         ("    deploy: false\n", "    deploy: false\n    needs: [guestbook]\n"),
         "`needs: ['guestbook']`: shared-code goes first, since every pipeline includes its templates; remove it",
     ),
-    "manifest-name-gitlab-keeps": manifest_case((GUESTBOOK, "  - name: tree\n"), "`name` ('tree') must be one of the paths GitLab keeps"),
+    "manifest-name-gitlab-keeps": manifest_case(
+        (GUESTBOOK, "  - name: tree\n"), "`name` ('tree') must be none of the paths GitLab keeps for itself"
+    ),
     "manifest-name-longer-than-a-helm-release": manifest_case(
         (GUESTBOOK, f"  - name: {'g' * 54}\n"), "must be a DNS-1123 label", "at most 53 characters (it is the app's Helm release too)"
     ),

@@ -6,6 +6,7 @@ real Automation API runs against it and nothing here needs Pulumi, a cluster or 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -46,9 +47,17 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_home: Path) 
     return folder
 
 
+def with_git(folder: Path) -> str:
+    """`folder`, holding a link to git: the apps' files to push are what git says (apps_manifest.py)."""
+    git = shutil.which("git")
+    assert git is not None, "the tests need git, as blueprint does in a git checkout"
+    (folder / "git").symlink_to(git)
+    return str(folder)
+
+
 @pytest.fixture
 def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The only thing on PATH: a `pulumi` that answers `version` with $FAKE_PULUMI_VERSION, fails any
+    """On PATH, only git and a `pulumi` that answers `version` with $FAKE_PULUMI_VERSION, fails any
     command containing $FAKE_PULUMI_FAIL with $FAKE_PULUMI_ERROR, and logs every call."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -57,7 +66,7 @@ def fake_pulumi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script.chmod(0o755)
     log = tmp_path / "pulumi.log"
     log.touch()
-    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("PATH", with_git(bin_dir))
     monkeypatch.setenv("FAKE_PULUMI_LOG", str(log))
     monkeypatch.setenv("FAKE_PULUMI_VERSION", "3.272.0")
     monkeypatch.setenv("FAKE_PULUMI_FAIL", "no command has this in it")
@@ -81,7 +90,7 @@ def without_pulumi_on_path() -> str:
 def test_a_command_that_needs_pulumi_names_the_missing_cli_and_its_fix(
     command: str, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("PATH", with_git(tmp_path))
     assert main([command]) != 0
     err = capsys.readouterr().err
     assert "no `pulumi` on PATH" in err
