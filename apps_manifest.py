@@ -16,12 +16,16 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeGuard
 
 import pulumi
-import yaml
 
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 MANIFEST = APPS_DIR / "apps_manifest.yaml"
 """Read when the manifest is loaded, not when this module is: tests point it at a manifest of their own."""
 SHARED_CODE = "shared-code"
+PIPELINE_TEMPLATE = "templates/pipeline.yml"
+"""shared-code's template that every other project's pipeline includes."""
+SHARED_CODE_PIPELINE = "templates/shared-code.yml"
+"""shared-code's own pipeline."""
+SHARED_TEMPLATES = (PIPELINE_TEMPLATE, SHARED_CODE_PIPELINE)
 KEYS = {"name", "deploy", "chart", "build", "host", "needs"}
 WHERE = "apps/apps_manifest.yaml"
 NAME_MAX = 53
@@ -64,25 +68,18 @@ def is_label(text: object) -> TypeGuard[str]:
     return isinstance(text, str) and _DNS_LABEL.fullmatch(text) is not None
 
 
-def _chart_problem(chart: object, folder: Path) -> str | None:
-    """Why `chart` cannot be the chart folder of the project in `folder`, or None."""
+def _chart_problem(chart: object, folder: Path, pushed: set[Path]) -> str | None:
+    """Why `chart` cannot be the chart folder of the project in `folder`, whose `pushed` files are
+    what its repository will hold, or None.
+    """
     if not isinstance(chart, str) or not chart:
         return "must name its chart folder, relative to the project's folder, such as chart"
-    try:
-        return _chart_path_problem(chart, folder)
-    except OSError as error:  # a folder on the way that cannot be read
-        return f"cannot be read ({error.strerror}); make it readable (`chmod -R u+rX apps/`)"
-
-
-def _chart_path_problem(chart: str, folder: Path) -> str | None:
     path = PurePosixPath(chart)
     if path.is_absolute() or ".." in path.parts or "\\" in chart:
         return "must be a folder inside the project's own folder, without '..', such as chart"
-    resolved = (folder / chart).resolve()
-    if resolved != folder.resolve() and folder.resolve() not in resolved.parents:
-        return "leads outside the project's own folder (through a link); use a folder inside it"
-    if not (resolved / "Chart.yaml").is_file():
-        return "holds no Chart.yaml; create the chart there or name the folder that holds it"
+    # The pipeline finds the chart in the repository: among the files pushed, not merely on disk.
+    if folder / chart / "Chart.yaml" not in pushed and Path(os.path.normpath(folder / chart / "Chart.yaml")) not in pushed:
+        return "holds no Chart.yaml among the files pushed (none there, or one .gitignore keeps home); put the chart there"
     return None
 
 
@@ -117,6 +114,7 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
             capture_output=True,
             timeout=60,
             check=False,
+            env={**os.environ, "LC_ALL": "C", "LANGUAGE": ""},  # its messages in English, which the test below reads
         )
         said = done.stderr.decode(errors="replace").strip()
     except (OSError, subprocess.SubprocessError) as error:  # no git at all
@@ -140,11 +138,14 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
         target = os.path.realpath(path)  # never raises, even on a loop of links
         if any("\udc80" <= char <= "\udcff" for char in relative):  # what os.fsdecode makes of bytes that are not UTF-8
             problems.append(f"{shown}/{relative!r}: its name is not UTF-8 text, which GitLab's API takes; rename it")
-        elif path.is_symlink() and not path.is_dir() and os.path.commonpath([inside, target]) != inside:
+        elif path.is_symlink() and os.path.commonpath([inside, target]) != inside:
             problems.append(
                 f"{shown}/{relative} is a link that leads outside {shown}/, and the project's files are pushed to GitLab; "
                 "copy what it should hold into the folder, or remove the link"
             )
+        elif path.is_symlink() and not path.is_file():
+            what = "a link to a folder, which the sync does not follow (it pushes files)" if path.is_dir() else "a link that leads nowhere"
+            problems.append(f"{shown}/{relative} is {what}; copy what it should hold into the folder, or remove the link")
         elif path.is_dir() and not path.is_symlink():
             nested = "a git repository of its own (a clone or a submodule), whose files are not pushed"
             problems.append(f"{shown}/{relative} is {nested}; copy them in, or remove it")
@@ -185,12 +186,18 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
     unknown = sorted(set(entry) - KEYS)
     if unknown:
         problems.append(f"{label}: unknown key(s) {', '.join(unknown)}; valid keys are {', '.join(sorted(KEYS))}")
+    pushed: set[Path] = set()
     if not folder.is_dir():
         problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
     elif apps_dir.resolve() not in folder.resolve().parents:
         problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
     else:
-        problems += [f"{label}: {problem}" for problem in folder_files(folder, f"apps/{name}").problems]
+        files = folder_files(folder, f"apps/{name}")
+        problems += [f"{label}: {problem}" for problem in files.problems]
+        pushed = set(files.paths)
+    missing = [template for template in SHARED_TEMPLATES if folder / template not in pushed]
+    if name == SHARED_CODE and folder.is_dir() and missing:
+        problems.append(f"{label}: every pipeline includes {', '.join(missing)}, which is not among its files pushed; put it back")
     if name == SHARED_CODE and entry.get("needs"):
         problems.append(
             f"{label}: `needs: {entry['needs']!r}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
@@ -198,16 +205,19 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
     for flag in ("deploy", "build"):
         if not isinstance(entry.get(flag, False), bool):
             problems.append(f"{label}: `{flag}: {entry[flag]!r}` must be true or false")
-    if entry.get("deploy") is True and (problem := _chart_problem(entry.get("chart"), folder)):
+    if entry.get("deploy") is True and (problem := _chart_problem(entry.get("chart"), folder, pushed)):
         problems.append(f"{label}: deploys, so `chart` ({entry.get('chart')!r}) {problem}")
     elif entry.get("deploy") is not True and entry.get("chart") is not None:
         # Its pipeline would deploy the chart regardless: it deploys whatever project names one.
         problems.append(f"{label}: `chart: {entry['chart']!r}` is for a project that deploys; set `deploy: true`, or remove `chart`")
-    if entry.get("build") is True and not (folder / "Dockerfile").is_file():
-        problems.append(f"{label}: builds, so apps/{name}/Dockerfile must exist; add it, or set `build: false`")
+    if entry.get("build") is True and folder / "Dockerfile" not in pushed:
+        problems.append(f"{label}: builds, so apps/{name}/Dockerfile must be among its files pushed; add it, or set `build: false`")
     host = entry.get("host")
     if host is not None and not is_label(host):
         problems.append(f"{label}: `host: {host!r}` must be {LABEL_RULE}, such as guestbook")
+    elif host is not None and entry.get("deploy") is not True:
+        answers = "is for a project that deploys (nothing would answer there)"
+        problems.append(f"{label}: `host: {host!r}` {answers}; set `deploy: true`, or remove `host`")
     elif host in PLATFORM_HOSTS:
         problems.append(
             f"{label}: `host: {host!r}` is the platform's own ({', '.join(PLATFORM_HOSTS)} are); choose another, such as {name}"
@@ -283,21 +293,13 @@ def host_names(domain: str, projects: list[AppProject]) -> tuple[str, ...]:
 
 
 def load_manifest(path: Path | None = None) -> list[AppProject]:
-    """The projects of the manifest at `path` (MANIFEST by default), or a ManifestError naming the file."""
-    path = path or MANIFEST
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ManifestError(f"{path}: cannot be read ({error}); restore it from git: `git checkout -- apps/apps_manifest.yaml`") from None
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ManifestError(f"{path} is not valid YAML: {yaml_problem(error)}; fix it and run again") from None
-    return parse_manifest(document, path.parent)
+    """The projects of the manifest at `path` (MANIFEST by default), read as the stack files are
+    (`yaml_files`), or a ManifestError naming the file.
+    """
+    from yaml_files import YamlFileError, load_file
 
-
-def yaml_problem(error: yaml.YAMLError) -> str:
-    """What PyYAML says is wrong, with the line and column, in one line."""
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(problem)
+    try:
+        document = load_file(path or MANIFEST)
+    except YamlFileError as error:
+        raise ManifestError(str(error)) from None
+    return parse_manifest(document, (path or MANIFEST).parent)

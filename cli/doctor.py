@@ -846,7 +846,8 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
     try:
         values, secret = stack_config(stack)
         raw = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
-        config = parse_phase1(raw, secret_keys=frozenset(key.removeprefix(prefix) for key in secret), stack=stack)
+        hidden = frozenset(key.removeprefix(prefix) for key in secret)
+        config = parse_phase1(raw, secret_keys=hidden, stack=stack, stand_ins=hidden)
     except ConfigError:
         # Said by the config check when `stack` is selected; else only a note: phase2 and phase3 do not read it.
         machine_checks = checks(machine, ports={}, needs=default_needs(), pulumi_min_version=PULUMI_MIN_VERSION)
@@ -860,6 +861,9 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         f"{prefix}openbaoPort": config.ports.openbao,
         f"{prefix}apiServerPort": config.ports.api_server,
     }
+    # A port set as a secret is not known here (its stand-in is the default): not checked, and said so.
+    unknown = sorted(key for key in ports if key in secret)
+    ports = {key: port for key, port in ports.items() if key not in secret}
     machine_checks = checks(
         machine,
         ports=ports,
@@ -869,6 +873,8 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         names=platform_names(config.domain),
         cluster_name=config.cluster_name,
     )
+    if unknown:
+        machine_checks.append(Check(name="secret ports", ok=True, found=f"{', '.join(unknown)}: not checked (secret, so not known here)"))
     return [*machine_checks, stacks_checked]
 
 

@@ -18,9 +18,14 @@ def _config_override(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {text!r}")
-    from stacks.config import full_key
+    from stacks.config import NAMESPACE, declared_keys, full_key
 
-    return full_key(key), value
+    name = full_key(key)
+    if name.count(":") != 1 or not name.startswith(f"{NAMESPACE}:"):
+        suggestion = name.rsplit(":", 1)[-1]
+        fix = f"write it as {NAMESPACE}:{suggestion}" if suggestion in declared_keys() else "Pulumi.yaml lists them"
+        raise argparse.ArgumentTypeError(f"{key!r} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
+    return name, value
 
 
 def _parser() -> argparse.ArgumentParser:

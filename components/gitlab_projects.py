@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pulumi
 import yaml
 
-from apps_manifest import APPS_DIR, SHARED_CODE, AppProject, folder_files
+from apps_manifest import APPS_DIR, PIPELINE_TEMPLATE, SHARED_CODE, SHARED_CODE_PIPELINE, AppProject, folder_files
 from providers.gitlab_api import Connection
 from providers.gitlab_objects import (
     DeployToken,
@@ -45,8 +45,6 @@ from providers.gitlab_sync import FileContent, GitLabSync, GitLabSyncArgs
 
 GROUP = "blueprint-apps"
 """The platform's group (phase2 makes it), where the apps' projects go."""
-PIPELINE_TEMPLATE = "templates/pipeline.yml"
-SHARED_CODE_PIPELINE = "templates/shared-code.yml"
 
 
 @dataclass(frozen=True, kw_only=True)

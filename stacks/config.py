@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 
 NAMESPACE = "blueprint"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -104,67 +103,16 @@ MAX_RUNNER_NODES = 8
 (their `concurrent` settings, components/runner.py)."""
 
 
-class _PulumiYaml(yaml.SafeLoader):
-    """PyYAML's safe loader, reading scalars as Pulumi's YAML 1.2 parser (go-yaml v3) does, and not
-    as YAML 1.1: only true/false (in YAML 1.2's three spellings) are booleans, so yes/no/on/off stay
-    strings, which Pulumi refuses for a boolean key (workspace/project.go, `ValidateConfigValue`);
-    integers are Go's literals (`strconv.ParseInt` with base 0: 0x, 0o, 0b, a leading 0 for octal,
-    underscores), never YAML 1.1's base 60 (10:00 stays text); floats are YAML 1.2's (1e3 too).
-    """
-
-
-def _unique_mapping(loader: _PulumiYaml, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    """A mapping, refusing a key given twice, as Pulumi's parser does ("mapping key already defined"),
-    and a key that is not a plain value (a list, a mapping).
-    """
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if not isinstance(key, str | int | float | bool | None):
-            raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not {key!r}", key_node.start_mark)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_GO_INT = re.compile(r"^[-+]?(?:0[bB]_?[01][01_]*|0[oO]_?[0-7][0-7_]*|0[xX]_?[0-9a-fA-F][0-9a-fA-F_]*|0[0-7_]*|[1-9][0-9_]*)$")
-_YAML12_FLOAT = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
-
-
-def _go_int(loader: _PulumiYaml, node: yaml.ScalarNode) -> int:
-    text = str(loader.construct_scalar(node)).replace("_", "")
-    sign, digits = (-1, text[1:]) if text.startswith("-") else (1, text.lstrip("+"))
-    if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
-        return sign * int(digits, 8)  # Go's leading-zero octal
-    return sign * int(digits, 0)
-
-
-_PulumiYaml.add_constructor("tag:yaml.org,2002:map", _unique_mapping)
-_PulumiYaml.add_constructor("tag:yaml.org,2002:int", _go_int)
-_PulumiYaml.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float")]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:int", _GO_INT, list("-+0123456789"))
-_PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
-
-
 def read_yaml(path: Path) -> Any:
     """The YAML document in `path`, read as Pulumi reads it, or a ConfigError naming the file, the
     line and the fix.
     """
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: cannot be read ({error}); it must be a YAML file you can read (`chmod u+r`)") from None
-    try:
-        return yaml.load(text, Loader=_PulumiYaml)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as error:
-        from apps_manifest import yaml_problem
+    from yaml_files import YamlFileError, load_file
 
-        raise ConfigError(f"{path} is not valid YAML: {yaml_problem(error)}; fix that line and run again") from None
+    try:
+        return load_file(path)
+    except YamlFileError as error:
+        raise ConfigError(str(error)) from None
 
 
 @cache
@@ -295,9 +243,18 @@ def fix_hint(stack: str, key: str, example: object) -> str:
 class _Checker:
     """Parses raw config strings, collecting one message per bad key."""
 
-    def __init__(self, raw: Mapping[str, str], secret_keys: Set[str], stack: str = "phase1", given: Set[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        raw: Mapping[str, str],
+        secret_keys: Set[str],
+        stack: str = "phase1",
+        given: Set[str] = frozenset(),
+        stand_ins: Set[str] = frozenset(),
+    ) -> None:
         self.raw = raw
         self.secret_keys = secret_keys
+        self.stand_ins = stand_ins
+        """Keys whose value is a stand-in for a secret the CLI cannot decrypt (the program has the real one)."""
         self.stack = stack
         self.given = given
         """The keys (without namespace) that came from the command line (`--config`)."""
@@ -346,7 +303,7 @@ class _Checker:
 
 
 def _cluster_name_problem(name: str) -> str | None:
-    if not _DNS_LABEL.match(name) or len(name) > _CLUSTER_NAME_MAX:
+    if not _DNS_LABEL.fullmatch(name) or len(name) > _CLUSTER_NAME_MAX:
         return (
             f"expected a DNS-1123 label (lowercase letters, digits and '-', starting and ending "
             f"with a letter or digit) of at most {_CLUSTER_NAME_MAX} characters"
@@ -356,7 +313,7 @@ def _cluster_name_problem(name: str) -> str | None:
 
 def _domain_problem(domain: str) -> str | None:
     labels = domain.split(".")
-    if len(domain) > 253 or len(labels) < 2 or not all(_DNS_LABEL.match(label) and len(label) <= 63 for label in labels):
+    if len(domain) > 253 or len(labels) < 2 or not all(_DNS_LABEL.fullmatch(label) and len(label) <= 63 for label in labels):
         return "expected a lowercase DNS name of at least two labels, such as local.example.net"
     if len(f"*.{domain}") > 64:
         return "expected at most 62 characters: the platform's certificate is for *.<domain>, and a certificate's name holds 64 (RFC 5280)"
@@ -625,7 +582,7 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     headlamp = check.boolean("headlamp")
     headlamp_admin = check.boolean("headlampAdmin")
     # Checks across keys skip a secret one: a stand-in is all there is of it outside the program.
-    if headlamp_admin and not headlamp and not {"headlamp", "headlampAdmin"} & check.secret_keys:
+    if headlamp_admin and not headlamp and not {"headlamp", "headlampAdmin"} & check.stand_ins:
         check.fail("headlampAdmin", "true", "it binds Headlamp's account, and blueprint:headlamp is false: there is no Headlamp", "false")
     domain = check.text("domain", _domain_problem)
 
@@ -639,15 +596,13 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     ports = {key: check.integer(key, minimum=1, maximum=65535) for key in port_keys}
     owners: dict[int, str] = {}
     for key, port in ports.items():
-        if key in check.secret_keys:
+        if key in check.stand_ins:
             continue
         if port in owners:
-            check.fail(
-                key,
-                str(port),
-                f"{NAMESPACE}:{owners[port]} is port {port} too: give each its own port (this one, or that one)",
-                "<a free port>",
-            )
+            # Said of the secret one when one is: its value stays hidden, and so does the other's, which equals it.
+            culprit, other = (owners[port], key) if owners[port] in check.secret_keys else (key, owners[port])
+            too = f"{NAMESPACE}:{other} is port {port} too: give each its own port (this one, or that one)"
+            check.fail(culprit, str(port), too, "<a free port>")
         owners.setdefault(port, key)
     return Phase1Config(
         cluster_name=cluster_name,
@@ -680,12 +635,16 @@ def _phase3(check: _Checker) -> Phase3Config:
 
 
 def parse_phase1(
-    raw: Mapping[str, str], project_dir: Path = PROJECT_DIR, secret_keys: Set[str] = frozenset(), stack: str = "phase1"
+    raw: Mapping[str, str],
+    project_dir: Path = PROJECT_DIR,
+    secret_keys: Set[str] = frozenset(),
+    stack: str = "phase1",
+    stand_ins: Set[str] = frozenset(),
 ) -> Phase1Config:
     """Phase1's config from raw values (key without namespace -> string), or a ConfigError.
     Values of `secret_keys` never appear in an error message; the fixes name `stack`.
     """
-    check = _Checker(raw, secret_keys, stack)
+    check = _Checker(raw, secret_keys, stack, stand_ins=stand_ins)
     config = _phase1(check, project_dir)
     check.done()
     return config
@@ -751,6 +710,13 @@ def key_problems(
         if namespace != NAMESPACE:
             close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
             if key in declared_keys() or key in RETIRED_KEYS or close:
+                # The key itself may be misspelt or retired too: name the one it most likely is.
+                key = key if key in declared_keys() else next(iter(difflib.get_close_matches(key, declared_keys(), n=1)), key)
+                if key in RETIRED_KEYS:
+                    problems.append(
+                        f"{name} = {shown} (in {where}) is not read by blueprint, and {NAMESPACE}:{key} no longer is; remove it: {drop}"
+                    )
+                    continue
                 readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
                 target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else f"Pulumi.{stack}.yaml"
                 target = f"--config {NAMESPACE}:{key}=..." if name in given else f"{NAMESPACE}:{key} in {target}"
@@ -772,11 +738,20 @@ def key_problems(
                 f"(and dev, which runs every phase). Move it: `pulumi config rm -s {shlex.quote(stack)} {name}` and "
                 f"`pulumi config set -s {target} {name} {value}`, or move its line from {where} to Pulumi.{target}.yaml"
             )
+            # Said now, not after the move: the value as the stack that reads it would check it.
+            moved = value_problems(target, {name: values[name]}, secret_keys=set(secret_keys) & {name})
+            problems += [f"once moved to {target}: {problem}" for problem in moved if problem.startswith(f"{name} ")]
     return problems
 
 
 def value_problems(
-    stack: str, values: Mapping[str, str], *, secret_keys: Set[str], project_dir: Path = PROJECT_DIR, given: Set[str] = frozenset()
+    stack: str,
+    values: Mapping[str, str],
+    *,
+    secret_keys: Set[str],
+    project_dir: Path = PROJECT_DIR,
+    given: Set[str] = frozenset(),
+    stand_ins: Set[str] = frozenset(),
 ) -> list[str]:
     """What is wrong with the values of the keys that the phases of `stack` read (`given`: the
     full keys that came from `--config`, whose fix is another `--config`).
@@ -785,7 +760,8 @@ def value_problems(
 
     prefix = f"{NAMESPACE}:"
     raw = {key[len(prefix) :]: value for key, value in values.items() if key.startswith(prefix)}
-    check = _Checker(raw, {key.removeprefix(prefix) for key in secret_keys}, stack, {key.removeprefix(prefix) for key in given})
+    short = {key.removeprefix(prefix) for key in secret_keys}
+    check = _Checker(raw, short, stack, {key.removeprefix(prefix) for key in given}, {key.removeprefix(prefix) for key in stand_ins})
     for phase in STACK_PHASES[stack]:
         if phase in PHASE_VALUES:
             PHASE_VALUES[phase](check, project_dir)

@@ -26,6 +26,7 @@ def problems(
     project_dir: Path = PROJECT_DIR,
     manifest: Path | None = None,
     given: Set[str] = frozenset(),
+    stand_ins: Set[str] = frozenset(),
 ) -> list[str]:
     """Everything wrong with what `stack` is given: `values` are the config Pulumi passes it (full
     keys, Pulumi.yaml's defaults included), `set_keys` those the stack sets itself, `given` those of
@@ -34,7 +35,7 @@ def problems(
     from apps_manifest import ManifestError, load_manifest
 
     found = key_problems(stack, values, set_keys=set_keys, secret_keys=secret_keys, given=given)
-    found += value_problems(stack, values, secret_keys=secret_keys, project_dir=project_dir, given=given)
+    found += value_problems(stack, values, secret_keys=secret_keys, project_dir=project_dir, given=given, stand_ins=stand_ins)
     if {"phase2", "phase3"} & set(STACK_PHASES[stack]):
         try:
             load_manifest(manifest)
@@ -68,7 +69,8 @@ def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, Mapping[str
         try:
             values, secret = stack_config(stack, given)
             set_keys = keys_set_on(stack, values) | set(given)
-            found[stack] = problems(stack, values, set_keys=set_keys, secret_keys=set(secret), given=set(given))
+            # A secret of the stack file is a stand-in here (the CLI cannot decrypt it); the program checks the real one.
+            found[stack] = problems(stack, values, set_keys=set_keys, secret_keys=set(secret), given=set(given), stand_ins=set(secret))
         except ConfigError as error:  # a stack file that is not YAML, or not a mapping
             found[stack] = [str(error)]
     return message(found) if any(found.values()) else None

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from apps_manifest import ManifestError, ProjectFiles, folder_files, load_manifest, parse_manifest
+from apps_manifest import SHARED_TEMPLATES, ManifestError, ProjectFiles, folder_files, load_manifest, parse_manifest
 from cli.main import main
 from cli.plan import ProgramFailed, _run
 from stacks.config import PROJECT_DIR, ConfigError, stack_config
@@ -20,6 +20,9 @@ from stacks.config import PROJECT_DIR, ConfigError, stack_config
 def apps(tmp_path: Path) -> Path:
     for name in ("shared-code", "guestbook"):
         (tmp_path / name).mkdir()
+    (tmp_path / "shared-code" / "templates").mkdir()
+    for template in SHARED_TEMPLATES:
+        (tmp_path / "shared-code" / template).write_text("stages: [test]\n")
     (tmp_path / "guestbook" / "chart").mkdir()
     (tmp_path / "guestbook" / "chart" / "Chart.yaml").write_text("name: guestbook\n")
     return tmp_path
@@ -77,17 +80,23 @@ def test_a_malformed_manifest_stops_the_program_before_any_resource(monkeypatch:
     assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
 
 
-def test_a_link_to_a_folder_is_neither_followed_nor_refused(apps: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    elsewhere = tmp_path_factory.mktemp("elsewhere")
-    (elsewhere / "id_rsa").write_text("not for GitLab")
-    (apps / "shared-code" / "keys").symlink_to(elsewhere)
-    assert folder_files(apps / "shared-code", "apps/shared-code") == ProjectFiles(paths=[], problems=[])
+def test_a_link_to_a_folder_is_refused_since_the_sync_pushes_files(apps: Path) -> None:
+    (apps / "shared-code" / "static").mkdir()
+    (apps / "shared-code" / "assets").symlink_to("static")
+    found = folder_files(apps / "shared-code", "apps/shared-code")
+    assert found.problems == [
+        "apps/shared-code/assets is a link to a folder, which the sync does not follow (it pushes files); "
+        "copy what it should hold into the folder, or remove the link"
+    ]
 
 
-def test_a_loop_of_links_is_no_file_and_no_traceback(apps: Path) -> None:
+def test_a_loop_of_links_leads_nowhere_and_is_no_traceback(apps: Path) -> None:
     (apps / "shared-code" / "loop1").symlink_to("loop2")
     (apps / "shared-code" / "loop2").symlink_to("loop1")
-    assert folder_files(apps / "shared-code", "apps/shared-code") == ProjectFiles(paths=[], problems=[])
+    found = folder_files(apps / "shared-code", "apps/shared-code")
+    assert [problem.split(" is ", 1)[1] for problem in found.problems] == [
+        "a link that leads nowhere; copy what it should hold into the folder, or remove the link"
+    ] * 2
 
 
 def test_a_file_whose_name_is_not_utf8_is_refused(apps: Path) -> None:
@@ -176,4 +185,29 @@ def test_without_git_outside_a_work_tree_every_file_is_pushed(tmp_path: Path, mo
     folder.mkdir()
     (folder / "app.py").write_text("x\n")
     monkeypatch.setenv("PATH", str(tmp_path / "no-tools-here"))
+    assert folder_files(folder, "apps/app") == ProjectFiles(paths=[folder / "app.py"], problems=[])
+
+
+def test_a_template_every_pipeline_includes_must_be_among_shared_codes_files(apps: Path) -> None:
+    (apps / "shared-code" / "templates" / "pipeline.yml").unlink()
+    message = error_for({"projects": [{"name": "shared-code"}]}, apps)
+    assert "every pipeline includes templates/pipeline.yml, which is not among its files pushed; put it back" in message
+
+
+def test_a_chart_that_gitignore_keeps_home_is_refused_since_the_pipeline_would_not_find_it(apps: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(apps)], check=True)
+    (apps / "guestbook" / ".gitignore").write_text("chart/\n")
+    document = {"projects": [{"name": "shared-code"}, {"name": "guestbook", "deploy": True, "chart": "chart"}]}
+    assert "holds no Chart.yaml among the files pushed (none there, or one .gitignore keeps home)" in error_for(document, apps)
+
+
+def test_git_is_read_in_english_whatever_the_users_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a work tree git says so, and only in English does the check know it."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    (folder / "app.py").write_text("x\n")
+    german = 'echo "Schwerwiegend: Kein Git-Repository" >&2'
+    speaks = f'if [ "$LC_ALL" = C ]; then echo "fatal: not a git repository" >&2; else {german}; fi; exit 128\n'
+    monkeypatch.setenv("PATH", fake_git(tmp_path / "bin", speaks))
+    monkeypatch.setenv("LANGUAGE", "de")
     assert folder_files(folder, "apps/app") == ProjectFiles(paths=[folder / "app.py"], problems=[])

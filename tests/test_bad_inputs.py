@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import cli.plan
-from apps_manifest import APPS_DIR
+from apps_manifest import APPS_DIR, folder_files, load_manifest
 from cli import doctor
 from cli.main import main
 from cli.plan import ProgramFailed
@@ -176,9 +176,49 @@ CASES: dict[str, Bad] = {
     ),
     "override-a-misspelt-namespace": Bad(
         argv=("plan", "phase2", "--config", "bluprint:gitlabNodes=2"),
-        says=("(in --config bluprint:gitlabNodes) is not read by blueprint", "write it as --config blueprint:gitlabNodes=..."),
+        says=("'bluprint:gitlabNodes' is not a blueprint setting", "write it as blueprint:gitlabNodes"),
     ),
     "manifest-name-a-list": manifest_case((GUESTBOOK, "  - name: [a]\n"), "`name` (['a']) must be a DNS-1123 label"),
+    "domain-with-a-trailing-newline": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:domain: |\n    my.example.net\n"},
+        says=("blueprint:domain = 'my.example.net\\n' is not valid: expected a lowercase DNS name",),
+        program="phase1",
+    ),
+    "misspelt-namespace-and-key": Bad(
+        argv=("plan", "phase2"),
+        files={"phase2": stack_file(**{"bluprint:gitlabnode": 2})},
+        says=(
+            "bluprint:gitlabnode = '2' (in Pulumi.phase2.yaml) is not read by blueprint",
+            "write it as blueprint:gitlabNodes in Pulumi.phase1.yaml",
+        ),
+        program="phase2",
+    ),
+    "misspelt-namespace-of-a-retired-key": Bad(
+        argv=("plan", "phase2"),
+        files={"phase2": stack_file(**{"blueprnt:openbaoKeyShares": 3})},
+        says=("blueprint:openbaoKeyShares no longer is; remove it: `pulumi config rm -s phase2 blueprnt:openbaoKeyShares`",),
+        program="phase2",
+    ),
+    "key-on-the-wrong-stack-with-a-bad-value-too": Bad(
+        argv=("plan", "phase2"),
+        files={"phase2": stack_file(**{"blueprint:pipelineTimeout": 30})},
+        says=("is set on stack phase2, which does not read it", "once moved to phase3: blueprint:pipelineTimeout = '30' is not valid"),
+        program="phase2",
+    ),
+    "override-of-another-namespace": Bad(
+        argv=("plan", "phase1", "--config", "kubernetes:context=x"),
+        says=("'kubernetes:context' is not a blueprint setting", "blueprint reads"),
+    ),
+    "override-a-key-with-two-colons": Bad(argv=("plan", "phase1", "--config", "a:b:c=1"), says=("'a:b:c' is not a blueprint setting",)),
+    "manifest-host-on-a-project-that-does-not-deploy": manifest_case(
+        ("    deploy: false\n", "    deploy: false\n    host: docs\n"),
+        "`host: 'docs'` is for a project that deploys (nothing would answer there); set `deploy: true`, or remove `host`",
+    ),
+    "manifest-a-key-twice": manifest_case(
+        ("  - name: redis-slave\n    deploy: true\n", "  - name: redis-slave\n    deploy: true\n    deploy: false\n"),
+        "apps_manifest.yaml is not valid YAML: the key 'deploy' is given twice",
+    ),
     "domain-empty": config_case("phase1", "domain", "", "blueprint:domain = '' is not valid"),
     "misspelt-key": Bad(
         argv=("plan", "phase1"),
@@ -316,7 +356,7 @@ CASES: dict[str, Bad] = {
     ),
     "manifest-builds-without-a-dockerfile": manifest_case(
         ("  - name: redis\n    deploy: true\n", "  - name: redis\n    build: true\n    deploy: true\n"),
-        "builds, so apps/redis/Dockerfile must exist; add it, or set `build: false`",
+        "builds, so apps/redis/Dockerfile must be among its files pushed; add it, or set `build: false`",
     ),
     "manifest-host-used-twice": manifest_case(
         ("  - name: redis\n    deploy: true\n", "  - name: redis\n    host: guestbook\n    deploy: true\n"),
@@ -332,7 +372,9 @@ CASES: dict[str, Bad] = {
         "the 'shared-code' project, whose templates every pipeline includes, is missing; put it back first",
     ),
     "manifest-not-yaml": Bad(
-        argv=("plan", "phase3"), manifest="projects: [\n", says=("apps_manifest.yaml is not valid YAML", "(line 2, column 1)", "fix it")
+        argv=("plan", "phase3"),
+        manifest="projects: [\n",
+        says=("apps_manifest.yaml is not valid YAML", "(line 2, column 1)", "fix that line"),
     ),
     # the command line
     "plan-an-unknown-stack": Bad(
@@ -375,7 +417,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
     """
     monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
     apps = tmp_path / "apps"
-    shutil.copytree(APPS_DIR, apps)
+    copy_apps(apps)
     monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
     machine = FakeMachine()
     monkeypatch.setattr(doctor, "RealMachine", lambda: machine)
@@ -393,6 +435,18 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
 
     monkeypatch.setattr(cli.plan, "_run", recorded)
     return runs
+
+
+def copy_apps(apps: Path) -> None:
+    """apps/ as the sync sees it (each project's files that git would commit, and the manifest),
+    whatever else a checkout holds there (a .venv, its links)."""
+    (apps).mkdir()
+    shutil.copy2(APPS_DIR / "apps_manifest.yaml", apps / "apps_manifest.yaml")
+    for project in load_manifest():
+        for path in folder_files(project.folder, project.name).paths:
+            target = apps / project.name / path.relative_to(project.folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
 
 
 def given(case: Bad, folder: Path) -> None:

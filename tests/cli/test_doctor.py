@@ -718,3 +718,11 @@ def test_a_phase1_the_checked_phases_do_not_read_fails_no_check_of_theirs(monkey
     code, output = doctor_output(["--phase", "3"], FakeMachine())
     assert code == 0, output
     assert "not checked: Pulumi.phase1.yaml is invalid (`uv run blueprint doctor --stack phase1` says why)" in output
+
+
+def test_a_port_set_as_a_secret_is_said_not_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:sshPort:\n    secure: v1:AAAA\n")
+    code, output = doctor_output(["--phase", "1"], FakeMachine())
+    assert "blueprint:sshPort: not checked (secret, so not known here)" in output
+    assert "port 2222" not in output

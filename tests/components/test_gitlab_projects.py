@@ -131,10 +131,14 @@ def test_the_plan_shows_each_projects_rendered_ci_file() -> None:
 
 
 def test_a_project_holds_exactly_its_folder_and_its_ci_file() -> None:
+    """Every file git tracks there, and nothing git ignores (whatever else a checkout holds there)."""
     guestbook = next(p for p in load_manifest() if p.name == "guestbook")
-    expected = {path.relative_to(APPS_DIR / "guestbook").as_posix() for path in (APPS_DIR / "guestbook").rglob("*") if path.is_file()}
-    expected = {path for path in expected if "__pycache__" not in path}
-    assert set(project_files(guestbook)) == expected | {".gitlab-ci.yml"}
+    listed = subprocess.run(["git", "ls-files", "-z", "--", "."], cwd=guestbook.folder, capture_output=True, check=True).stdout
+    tracked = {name for name in listed.decode().split("\0") if name}
+    pushed = set(project_files(guestbook)) - {".gitlab-ci.yml"}
+    assert tracked <= pushed
+    ignored = subprocess.run(["git", "check-ignore", "--", *pushed], cwd=guestbook.folder, capture_output=True, text=True, check=False)
+    assert ignored.stdout == "", "a file git ignores is pushed"
 
 
 def test_a_binary_file_in_an_app_folder_is_synced_as_one_base64_action_of_its_exact_bytes(tmp_path: Path) -> None:
@@ -197,7 +201,12 @@ def test_every_rendered_ci_file_and_the_templates_are_valid_gitlab_ci(tmp_path: 
 @pytest.fixture
 def project_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "project"
-    shutil.copytree(Path(__file__).resolve().parents[2], copy, ignore=shutil.ignore_patterns(".venv", ".git", "infra", "*cache*"))
+    shutil.copytree(
+        Path(__file__).resolve().parents[2],
+        copy,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".venv", ".git", "infra", "*cache*", "node_modules"),
+    )
     return copy
 
 
@@ -251,7 +260,7 @@ def test_outside_a_git_work_tree_every_file_but_a_git_folder_is_pushed(tmp_path:
 
 
 def test_a_folder_among_shared_codes_templates_is_not_read_as_a_template(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    shutil.copytree(APPS_DIR / "shared-code", tmp_path / "shared-code")
+    shutil.copytree(APPS_DIR / "shared-code", tmp_path / "shared-code", symlinks=True)
     before = templates_digest()
     monkeypatch.setattr("components.gitlab_projects.APPS_DIR", tmp_path)
     (tmp_path / "shared-code" / "templates" / "drafts").mkdir()

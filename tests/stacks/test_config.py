@@ -446,5 +446,13 @@ def test_a_stack_file_number_is_read_as_gos_yaml_reads_it(monkeypatch: pytest.Mo
 
 
 def test_a_check_across_keys_skips_a_secret_one_whose_stand_in_is_all_there_is() -> None:
-    assert parse_phase1({"headlampAdmin": "true", "headlamp": "false"}, secret_keys={"headlamp"}).headlamp_admin is True
-    assert parse_phase1({"httpPort": "2222"}, secret_keys={"sshPort"}).ports.http == 2222
+    hidden = {"headlamp", "sshPort"}
+    assert parse_phase1({"headlampAdmin": "true", "headlamp": "false"}, secret_keys=hidden, stand_ins=hidden).headlamp_admin is True
+    assert parse_phase1({"httpPort": "2222"}, secret_keys=hidden, stand_ins=hidden).ports.http == 2222
+
+
+def test_the_program_checks_a_secret_against_other_keys_since_it_has_the_real_value() -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_phase1({"sshPort": "8200"}, secret_keys={"sshPort"})
+    assert "blueprint:sshPort = [secret] is not valid" in str(error.value)
+    assert "8200" not in str(error.value)
