@@ -31,14 +31,18 @@ def _unique_mapping(loader: _PulumiYaml, node: yaml.MappingNode, deep: bool = Fa
     and a key that is not a plain value (a list, a mapping).
     """
     seen: set[Any] = set()
-    loader.flatten_mapping(node)  # merge keys (<<), which go-yaml v3 takes too
+    # Only the keys written out count, as in go-yaml v3 (decode.go, uniqueKeys): one may override a
+    # merged (<<) key, and wins; merged keys come in after, with PyYAML's flatten_mapping.
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
         key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, str | int | float | bool | None):
             raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not {key!r}", key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice", key_node.start_mark)
         seen.add(key)
+    loader.flatten_mapping(node)
     return loader.construct_mapping(node, deep=deep)
 
 

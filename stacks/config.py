@@ -711,7 +711,11 @@ def key_problems(
             close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
             if key in declared_keys() or key in RETIRED_KEYS or close:
                 # The key itself may be misspelt or retired too: name the one it most likely is.
-                key = key if key in declared_keys() else next(iter(difflib.get_close_matches(key, declared_keys(), n=1)), key)
+                known = [*declared_keys(), *RETIRED_KEYS]
+                key = key if key in known else next(iter(difflib.get_close_matches(key, known, n=1)), "")
+                if not key:
+                    problems.append(f"{name} = {shown} (in {where}) is not a blueprint setting, nor close to one; Pulumi.yaml lists them")
+                    continue
                 if key in RETIRED_KEYS:
                     problems.append(
                         f"{name} = {shown} (in {where}) is not read by blueprint, and {NAMESPACE}:{key} no longer is; remove it: {drop}"
@@ -798,9 +802,19 @@ def secret_keys() -> frozenset[str]:
     return frozenset(key[len(prefix) :] for key in passed_secret_keys() if key.startswith(prefix))
 
 
+def stand_in_keys() -> frozenset[str]:
+    """The `blueprint:` keys whose value the running program has only as a stand-in: under Pulumi's
+    mocks (the offline plan), every secret, which the plan cannot decrypt; for real, none.
+    """
+    from pulumi.runtime.mocks import MockMonitor
+    from pulumi.runtime.settings import get_monitor
+
+    return secret_keys() if isinstance(get_monitor(), MockMonitor) else frozenset()
+
+
 def load_phase1() -> Phase1Config:
     """Phase1's config from the running stack (checked already, with everything else the stack reads)."""
-    return parse_phase1(raw_config(), secret_keys=secret_keys(), stack=pulumi.get_stack())
+    return parse_phase1(raw_config(), secret_keys=secret_keys(), stack=pulumi.get_stack(), stand_ins=stand_in_keys())
 
 
 def load_phase3() -> Phase3Config:

@@ -78,9 +78,10 @@ def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, Mapping[str
 
 def check_running_stack(stack: str) -> None:
     """Refuse the running program's stack, before its first resource, when anything it reads is wrong."""
-    from stacks.config import passed_config, passed_secret_keys
+    from stacks.config import NAMESPACE, passed_config, passed_secret_keys, stand_in_keys
 
     values = passed_config()
-    found = problems(stack, values, set_keys=keys_set_on(stack, values), secret_keys=passed_secret_keys())
+    stand_ins = {f"{NAMESPACE}:{key}" for key in stand_in_keys()}
+    found = problems(stack, values, set_keys=keys_set_on(stack, values), secret_keys=passed_secret_keys(), stand_ins=stand_ins)
     if found:
         raise ConfigError(message({stack: found}))

@@ -211,3 +211,11 @@ def test_git_is_read_in_english_whatever_the_users_language(tmp_path: Path, monk
     monkeypatch.setenv("PATH", fake_git(tmp_path / "bin", speaks))
     monkeypatch.setenv("LANGUAGE", "de")
     assert folder_files(folder, "apps/app") == ProjectFiles(paths=[folder / "app.py"], problems=[])
+
+
+def test_a_key_written_out_overrides_a_merged_one_as_go_yaml_takes_it(tmp_path: Path) -> None:
+    manifest = tmp_path / "manifest.yaml"
+    manifest.write_text("- &redis\n  name: redis\n  deploy: true\n- <<: *redis\n  name: redis-slave\n")
+    from yaml_files import load_file
+
+    assert load_file(manifest) == [{"name": "redis", "deploy": True}, {"name": "redis-slave", "deploy": True}]

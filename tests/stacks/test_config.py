@@ -456,3 +456,22 @@ def test_the_program_checks_a_secret_against_other_keys_since_it_has_the_real_va
         parse_phase1({"sshPort": "8200"}, secret_keys={"sshPort"})
     assert "blueprint:sshPort = [secret] is not valid" in str(error.value)
     assert "8200" not in str(error.value)
+
+
+def test_a_plan_takes_a_secret_that_another_key_depends_on(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The plan cannot decrypt `headlamp`: its stand-in (false) must not refuse headlampAdmin, which the real value may allow."""
+    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:headlamp:\n    secure: v1:AAAA\n  blueprint:headlampAdmin: true\n")
+    assert plan("phase1").find("blueprint:index:KindCluster")
+
+
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("bluprint:openbaoKeyShare", "and blueprint:openbaoKeyShares no longer is; remove it"),
+        ("bluprint:zzzz", "is not a blueprint setting, nor close to one; Pulumi.yaml lists them"),
+    ],
+)
+def test_a_misspelt_namespace_is_told_the_key_it_most_likely_means(key: str, said: str) -> None:
+    [problem] = key_problems("phase1", {key: "5"}, set_keys={key}, secret_keys=set())
+    assert said in problem
