@@ -43,6 +43,10 @@ POSTGRES_IMAGE = (
 # renovate: datasource=helm registryUrl=https://valkey.io/valkey-helm/ depName=valkey
 VALKEY_CHART_VERSION = "0.11.0"
 VALKEY_CHART_REPO = "https://valkey.io/valkey-helm/"
+# The chart's appVersion. GitLab 19 documents "Redis 7.2 or Valkey 7.2" (doc/install/requirements.md),
+# and GitLab's own chart CI runs the Valkey chart's default image (9.x). Not moved back to 7.2: a
+# preserved data folder holds an RDB file that 9.1 wrote, which 7.2 refuses to load ("Can't handle RDB
+# format version"), so Valkey would restart for ever over kept data.
 VALKEY_IMAGE_TAG = "9.1.1"
 
 # MinIO's community edition is source-only since October 2025 and Docker Hub's copies are gone; these
@@ -63,10 +67,15 @@ OPENBAO_CHART_REPO = "https://openbao.github.io/openbao-helm"
 # renovate: datasource=docker depName=quay.io/openbao/openbao
 OPENBAO_IMAGE_TAG = "2.7.2"
 
-# GitLab chart 10.1.1 = GitLab 19.1 (CHANGELOG: 10.1.1, 2026-06-23). Since 10.0 it has no bundled
-# PostgreSQL, Redis or MinIO, and ships Envoy Gateway 1.8.1 for the Gateway API.
+# GitLab chart 10.1.x = GitLab 19.1. Since 10.0 it has no bundled PostgreSQL, Redis or MinIO, and
+# ships Envoy Gateway 1.8.1 for the Gateway API. 10.1.4 (2026-08-12) is the last 10.1 patch in the
+# newest CHANGELOG.md read (gitlab-org/charts/gitlab, mirrored as nobidev/gitlab-charts@006c03d, up to
+# 10.2.3 of 2026-08-13): 10.1.2 adds the HTTP git paths to the long-running HTTPRoute (large clones
+# and pushes over HTTPS time out through Envoy without it) and moves the bundled runner to 0.90.1,
+# 10.1.3 gives KAS's k8s-proxy its own HTTPRoute, 10.1.4 drops the GatewayClass's namespace; no
+# value this blueprint sets changed. Its SSH listener port: components/gitlab.py SSH_LISTENER_PORT_OF_CHART.
 # renovate: datasource=helm registryUrl=https://charts.gitlab.io/ depName=gitlab
-GITLAB_CHART_VERSION = "10.1.1"
+GITLAB_CHART_VERSION = "10.1.4"
 GITLAB_CHART_REPO = "https://charts.gitlab.io/"
 # Runner chart 0.90.x ships runner 19.1 (the chart minor follows the runner minor: 0.49 = 15.8, so
 # 19.1 = 0.90; GitLab's chart moved its bundled runner to 0.90.1 in 10.1.2). The old blueprint's

@@ -468,7 +468,7 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
         cluster = str(phase1.get(outputs.CLUSTER_NAME, "")) if phase1 else ""
         gathered = explain.gather(cluster) if cluster and explain.is_timeout(output) else None
         pods, events = gathered if gathered else (None, None)
-        return explain.explain(phase, stack, output, pods, events, resume=resume)
+        return explain.explain(phase, stack, output, pods, events, resume=resume, kind_cluster_name=cluster or None)
 
     def dispatch() -> int:
         if args.command == "status":

@@ -175,6 +175,21 @@ INOTIFY_MIN = {"max_user_watches": 524288, "max_user_instances": 512}
 """kind's known issues ("Pod errors due to too many open files"): below these, a cluster of several
 nodes runs out of inotify watches and pods crash with "too many open files"."""
 
+USERNS_RESTRICTION = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+"""1 on Ubuntu 23.10 and later (the default since 24.04): an unprivileged process that AppArmor does
+not confine cannot use a user namespace of its own (ubuntu.com/blog/ubuntu-23-10-restricted-
+unprivileged-user-namespaces). Rootless BuildKit, which the image-build runner runs, is such a process:
+kind runs its nodes with `apparmor=unconfined` (kind pkg/cluster/internal/providers/docker/
+provision.go), the build container is `Unconfined` too (components/runner.py), and unconfined is
+exactly what the restriction applies to, so RootlessKit fails with "fork/exec /proc/self/exe:
+permission denied". BuildKit's fix is this sysctl at 0 (moby/buildkit docs/rootless.md at v0.24.0,
+"Ubuntu, 24.04 or later"). The file is absent where AppArmor is not the kernel's LSM (Fedora's
+SELinux, WSL2) and in Docker Desktop's VM, whose LinuxKit kernel has no LSM at all (`# CONFIG_SECURITY
+is not set`, docker/for-mac#7250): nothing to fix there."""
+USERNS_SYSCTL_FILE = "/etc/sysctl.d/99-rootless-buildkit.conf"
+"""Its own file: the inotify fix writes 99-kind.conf, and a `tee` into one would erase the other. 99
+sorts after Ubuntu's own setting, so it wins at boot."""
+
 # MemTotal excludes what the kernel reserves at boot, so a VM given exactly 10 GiB reports a little
 # less; a few percent of slack keeps the fix we print ("give Docker 10 GiB") sufficient.
 _MEMORY_SLACK = 0.95
@@ -195,6 +210,7 @@ UV = "uv"
 MEMORY = "memory"
 CPUS = "CPUs"
 INOTIFY = "inotify limits"
+USERNS = "user namespaces"
 NAMES = "platform names"
 CONFIG = "stack config"
 PHASE_STACKS = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
@@ -342,6 +358,8 @@ class Check:
     """What the machine has, in a few words (a passing check may carry a note here)."""
     fix: str = ""
     """The exact command or instruction that makes the check pass; empty when it passes."""
+    advice: str = ""
+    """For a passing check that may still bite (a WARN line): what to do if it does. It stops nothing."""
 
     def __post_init__(self) -> None:
         if self.ok == bool(self.fix):
@@ -613,6 +631,31 @@ def _inotify_check(machine: Machine) -> Check:
     return Check(name=INOTIFY, ok=False, found=f"{found} (kind needs {minimum})", fix=fix)
 
 
+def _userns_check(machine: Machine) -> Check:
+    """Can rootless BuildKit, in the image-build runner's jobs, create its user namespace?"""
+    value = (machine.read_text(USERNS_RESTRICTION) or "").strip()
+    if value != "1":
+        found = "not restricted by AppArmor" if value in ("", "0") else f"kernel.apparmor_restrict_unprivileged_userns={value}"
+        return Check(name=USERNS, ok=True, found=found)
+    code, output = machine.run(["docker", "info", "--format", "{{.OperatingSystem}}"], timeout=20)
+    if code == 0 and "Docker Desktop" in output:
+        # Docker Desktop on Linux runs the cluster in its own VM: that kernel's setting is what counts.
+        return Check(name=USERNS, ok=True, found="restricted here, but the cluster runs in Docker Desktop's VM, which has no AppArmor")
+    setting = "kernel.apparmor_restrict_unprivileged_userns"
+    persist = f"printf '%s\\n' {shlex.quote(f'{setting} = 0')} | sudo tee {shlex.quote(USERNS_SYSCTL_FILE)}"
+    # A warning, not a failure: Ubuntu's apparmor package ships a `rootlesskit` profile that may let
+    # BuildKit's /usr/bin/rootlesskit make its namespace anyway (docker/docker-ce-packaging#952), and
+    # only the apps' image builds (phase3's pipelines) would fail: no reason to stop the platform's up.
+    return Check(
+        name=USERNS,
+        ok=True,
+        found=f"{setting}=1 (Ubuntu's default since 24.04): AppArmor may stop rootless BuildKit from creating its user "
+        "namespace, and then the image builds of the apps' pipelines fail (`fork/exec /proc/self/exe: permission denied`)",
+        advice=f"`sudo sysctl {setting}=0` (BuildKit's documented fix; it lifts Ubuntu's restriction for every unconfined program); "
+        f"to keep it after a reboot: `{persist}`",
+    )
+
+
 def _names_check(machine: Machine, names: Sequence[str]) -> Check:
     """phase2 calls GitLab from this machine (the admin token, the runner), through the gateway on
     127.0.0.1: the platform's names must resolve there.
@@ -652,6 +695,7 @@ def checks(
         result.append(_names_check(machine, names))
     if machine.system == "linux":
         result.append(_inotify_check(machine))
+        result.append(_userns_check(machine))
     if machine.system == "windows":
         result = [check if check.ok else replace(check, found=check.found + _WSL_NOTE) for check in result]
     return result
@@ -803,10 +847,10 @@ def install(machine: Machine, download: Download) -> None:
 def _print_checks(results: list[Check], out: TextIO) -> None:
     width = max(len(check.name) for check in results)
     for check in results:
-        out.write(f"{'PASS' if check.ok else 'FAIL'}  {check.name:<{width}}  {check.found}\n")
-        if not check.ok:
-            fix = check.fix.replace("\n", "\n           ")
-            out.write(f"      fix: {fix}\n")
+        out.write(f"{'FAIL' if not check.ok else 'WARN' if check.advice else 'PASS'}  {check.name:<{width}}  {check.found}\n")
+        if not check.ok or check.advice:
+            fix = (check.fix or check.advice).replace("\n", "\n           ")
+            out.write(f"      {'fix' if not check.ok else 'if it does'}: {fix}\n")
     failed = [check.name for check in results if not check.ok]
     if failed:
         out.write(f"{len(failed)} of {len(results)} checks failed: {', '.join(failed)}\n")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -35,6 +36,25 @@ _TIMEOUT = re.compile(
     re.IGNORECASE,
 )
 _NEVER = datetime.min.replace(tzinfo=UTC)
+
+GITLAB_NAMESPACE = "gitlab"
+GATEWAY = "gitlab-gw"
+"""GitLab's Gateway (components/gitlab.py GATEWAY), in GITLAB_NAMESPACE, as are Envoy and its Service."""
+GATEWAY_GATE = "gitlab-gateway-programmed"
+"""The resource that waits for the Gateway to be Programmed (components/gitlab.py)."""
+ENVOY_SERVICE = "gitlab-envoy"
+ENVOY_CONTROLLER = "envoy-gateway"
+"""Envoy Gateway's controller Deployment (gateway-helm templates/envoy-gateway-deployment.yaml)."""
+LISTENER_SECRETS = ("gitlab-wildcard-tls", "gitlab-tls", "registry-tls", "kas-tls", "pages-tls", "minio-tls", "kas-workspaces-tls")
+"""The Secrets the Gateway's listeners take their certificates from (components/tls.py LISTENER_SECRETS)."""
+# What the GitLab clients say when GitLab's URL does not answer (providers/gitlab_api.py, gitlab_token.py),
+# and what Envoy answers when it has no route or no backend yet.
+_GITLAB_UNREACHABLE = re.compile(
+    r"cannot reach https?://|the gateway answered \d+ for GitLab|did not accept the seeded admin token within \S+ \(no answer\)|"
+    r"GitLab: [A-Z]+ /api/v4\S* failed \(HTTP 50[234]\)"
+)
+# What reaches GitLab through its Gateway: the gate, the release, the admin token, the group, the runners.
+_THROUGH_GATEWAY = re.compile(rf"\((?:{GATEWAY_GATE}|gitlab-[a-z-]+|apps-group|[a-z-]*runner[a-z-]*)\)$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +118,44 @@ def failed_resource(error_text: str) -> str | None:
 def is_timeout(error_text: str) -> bool:
     """Whether Kubernetes (Helm, or pulumi-kubernetes' await logic) gave up waiting for readiness."""
     return _TIMEOUT.search(_clean(error_text)) is not None
+
+
+def is_gateway_suspect(phase: str, error_text: str) -> bool:
+    """Whether GitLab's Gateway may be why `phase` failed: GitLab's URL did not answer, or in phase 2
+    the Programmed gate failed, or something that reaches GitLab gave up waiting.
+    """
+    text = _clean(error_text)
+    if _GITLAB_UNREACHABLE.search(text):
+        return True
+    resource = failed_resource(text) or ""
+    if resource.endswith(f"({GATEWAY_GATE})"):
+        return True
+    return phase == "2" and is_timeout(text) and _THROUGH_GATEWAY.search(resource) is not None
+
+
+def gateway_help(kind_cluster_name: str | None = None) -> list[str]:
+    """What to check when GitLab's Gateway is not Programmed, with the kubectl commands."""
+    kubectl = ["kubectl", *(["--context", f"kind-{kind_cluster_name}"] if kind_cluster_name else []), "-n", GITLAB_NAMESPACE]
+
+    def command(*argv: str) -> str:
+        return "      " + shlex.join([*kubectl, *argv])
+
+    return [
+        "",
+        f"GitLab is reached through its Gateway {GITLAB_NAMESPACE}/{GATEWAY}; nothing can call GitLab before Envoy Gateway",
+        "marks it Programmed (condition Programmed=True). What to check:",
+        "  - its conditions: Programmed's reason says what is missing (AddressNotAssigned: no Envoy Service;",
+        "    NoResources: no Envoy pod available), and each listener's ResolvedRefs and Programmed:",
+        command("describe", "gateway", GATEWAY),
+        "  - the Envoy pods: running, Ready, on the GitLab nodes:",
+        command("get", "pods", "-o", "wide", "-l", f"gateway.envoyproxy.io/owning-gateway-name={GATEWAY}"),
+        "  - the listener Secrets: a listener whose certificate Secret is missing is not Programmed:",
+        command("get", "secrets", *LISTENER_SECRETS),
+        f"  - the Service patch: {ENVOY_SERVICE} must exist with its NodePorts (the API server refuses the whole",
+        "    Service when the patch's ports do not match the listeners'); Envoy Gateway's log says why:",
+        command("get", "service", ENVOY_SERVICE),
+        command("logs", f"deployment/{ENVOY_CONTROLLER}", "--tail=50"),
+    ]
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -217,11 +275,13 @@ def explain(
     events: Mapping[str, Any] | None,
     *,
     resume: str | None = None,
+    kind_cluster_name: str | None = None,
 ) -> str:
     """What to tell the user when `phase` (its stack `stack`) failed with Pulumi's `error_text`; for a
     Kubernetes timeout, `pods` and `events` (`kubectl get ... -A -o json`, or None when the cluster
     could not be asked) say which pods held it up. `resume` is the command that resumes (an `up` of
-    the phase unless said otherwise: a failed destroy resumes with the same destroy).
+    the phase unless said otherwise: a failed destroy resumes with the same destroy). When GitLab's
+    Gateway may be the cause, what to check about it, with kubectl commands for `kind_cluster_name`.
     """
     resource = failed_resource(error_text)
     lines = [f"Phase {phase} (stack {stack}) failed" + (f" at {resource}." if resource else ".")]
@@ -239,6 +299,8 @@ def explain(
                 lines += _pod_lines(reports)
             else:
                 lines.append("Every pod is Ready by now: it may just have been slow; resuming will likely succeed.")
+    if is_gateway_suspect(phase, error_text):
+        lines += gateway_help(kind_cluster_name)
     lines += [
         "",
         "Fix the cause, then resume; every step is re-runnable, so it picks up where this one stopped:",

@@ -1,4 +1,4 @@
-"""GitLab 19 (chart 10.1.1) on the external data tier, behind its bundled Envoy Gateway.
+"""GitLab 19 (chart 10.1.x) on the external data tier, behind its bundled Envoy Gateway.
 
 Chart facts, from the chart's own values.yaml, templates and docs (`platform-stack.md` section 1,
 `gitlab-on-kind.md`; mirror nobidev/gitlab-charts):
@@ -21,6 +21,7 @@ Chart facts, from the chart's own values.yaml, templates and docs (`platform-sta
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -36,11 +37,32 @@ from providers.host_secret import HostSecret, HostSecretArgs
 
 RELEASE = "gitlab"
 ENVOY_SERVICE = "gitlab-envoy"
+"""Fixed name of the Envoy Service (EnvoyProxy `envoyService.name`)."""
 GATEWAY = f"{RELEASE}-gw"
 """The chart's Gateway (templates/gateway.yaml)."""
 APPS_LISTENER = "apps-https"
 """The listener this adds to the chart's Gateway for the apps' HTTPRoutes."""
-"""Fixed name of the Envoy Service (EnvoyProxy `envoyService.name`)."""
+APPS_LISTENER_DIGEST_ANNOTATION = "blueprint/apps-listener-release-sha256"
+"""On the apps listener's patch: the release's chart and values, so a changed release re-applies it."""
+SHELL_PORT = "global.shell.port"
+SSH_LISTENER_PORT_OF_CHART: dict[str, int | str] = {version: 22 for version in ("10.1.1", "10.1.2", "10.1.3", "10.1.4")}
+"""The port of the chart's `gitlab-ssh` (TCP) listener, per chart version: a number, or SHELL_PORT.
+It is set in templates/_gateway.tpl, `gitlab.gatewayApi.gateway.listener`; no value sets it. Two
+versions of that template exist upstream. Up to 9.11.0 it says `$port = 22` (the chart's master at
+3403350, 2026-03-02, Chart.yaml 9.9.1, in the mirror integratop/gitlab-org-charts-mirror; 9.11.0's
+"Unglobalize Gateway API resources", fb5977af, in nobidev/gitlab-charts). The only copies seen with
+`include "gitlab.shell.port"` (nobidev/gitlab-charts@1d8cd77) come with the gitlab-shell TCPRoute's
+BackendTrafficPolicy, which chart 10.2.0 did not have yet (charts work item 6588), so 10.1 (branched
+in June, 2026) has the first; 10.1.2-10.1.4 changed only HTTPRoutes and the GatewayClass (CHANGELOG).
+No 10.1.x copy itself could be read: a chart version not listed here stops the plan, and one whose
+listener is elsewhere than the Service patch says makes Envoy Gateway's Service invalid (a fourth,
+unnamed port), so nothing on 80, 443 or SSH answers (`blueprint up` waits for the Gateway's
+Programmed condition and says so).
+"""
+PROGRAMMED_TIMEOUT_SECONDS = 600
+"""How long the bring-up waits for the Gateway's Programmed condition, once the release is up."""
+RELEASE_DIGEST_ANNOTATION = "blueprint/gitlab-release-sha256"
+"""On the Programmed gate: the release's chart and values, so that a changed release is waited for again."""
 TOOLBOX = f"{RELEASE}-toolbox"
 """The toolbox Deployment and its container is `toolbox`: `gitlab-rails runner` runs there."""
 REGION = "us-east-1"
@@ -105,11 +127,20 @@ def fog_connection(*, endpoint: str, access_key: str, secret_key: str) -> str:
     )
 
 
+REGISTRY_S3_DRIVER = "s3_v2"
+"""The registry's AWS SDK v2 driver. The SDK v1 driver (`s3`) is removed in GitLab 19 (gitlab-org/gitlab#523095),
+and `s3_v2` takes the same parameters (container-registry registry/storage/driver/s3-aws/common/parser.go)."""
+
+
 def registry_storage(*, endpoint: str, access_key: str, secret_key: str, bucket: str = "registry") -> str:
-    """The registry's S3 storage driver config (chart examples/objectstorage/registry.minio.yaml)."""
+    """The registry's S3 storage driver config (chart examples/objectstorage/registry.minio.yaml, on the
+    v2 driver). Path-style addressing, which MinIO needs, is `pathstyle`: the v2 driver sets the SDK's
+    `UsePathStyle` from it (s3-aws/v2/s3.go NewS3API); there is no `forcepathstyle`. The v2 driver
+    signs with v4 only and ignores `v4auth`, kept true for the record.
+    """
     return yaml.safe_dump(
         {
-            "s3": {
+            REGISTRY_S3_DRIVER: {
                 "v4auth": True,
                 "regionendpoint": endpoint,
                 "pathstyle": True,
@@ -161,11 +192,52 @@ BUCKET_OF = _check_buckets(
 """Every object type, on, in the bucket MinIO creates for it and lets GitLab's user use."""
 
 
+def ssh_listener_port(chart_version: str, shell_port: int) -> int:
+    """The port the chart's Gateway gives its `gitlab-ssh` listener (SSH_LISTENER_PORT_OF_CHART)."""
+    if chart_version not in SSH_LISTENER_PORT_OF_CHART:
+        raise ValueError(
+            f"GitLab chart {chart_version} (versions.GITLAB_CHART_VERSION): the port of its Gateway's gitlab-ssh listener "
+            "is not known; read `gitlab.gatewayApi.gateway.listener` in that version's templates/_gateway.tpl and add it "
+            "to components.gitlab.SSH_LISTENER_PORT_OF_CHART"
+        )
+    port = SSH_LISTENER_PORT_OF_CHART[chart_version]
+    return shell_port if port == SHELL_PORT else int(port)
+
+
+def gateway_listener_ports(chart_version: str, values: dict[str, Any]) -> set[int]:
+    """The ports of the listeners the chart renders on its Gateway for these values (templates/gateway.yaml,
+    _gateway.tpl): 443 for the HTTPS ones, 80 for the HTTP-to-HTTPS redirect or cert-manager's
+    solver, and the SSH one. Envoy Gateway gives its Service one port per listener port.
+    """
+    gateway_api = values["global"]["gatewayApi"]
+    ports = {443, ssh_listener_port(chart_version, values["global"]["shell"]["port"])}
+    if gateway_api.get("httpToHttpsRedirect") or gateway_api.get("configureCertmanager"):
+        ports.add(80)
+    return ports
+
+
+def check_envoy_service_ports(chart_version: str, values: dict[str, Any]) -> dict[str, Any]:
+    """`values`, once the Envoy Service patch names exactly the ports of the chart's listeners: a port
+    the Service does not have is added, unnamed, and the API server rejects the whole Service.
+    """
+    service = values["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
+    patched = sorted(port["port"] for port in service["patch"]["value"]["spec"]["ports"])
+    listening = sorted(gateway_listener_ports(chart_version, values))
+    if patched != listening:
+        raise ValueError(
+            f"GitLab chart {chart_version}'s Gateway listens on ports {listening}, but the Envoy Service patch "
+            f"sets {patched}: Envoy's Service would be rejected; make components.gitlab.envoy_proxy_spec patch {listening}"
+        )
+    return values
+
+
 def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
-    """Envoy Gateway's EnvoyProxy spec: a NodePort Service on phase1's NodePorts (Service ports
-    equal the Gateway's listener ports 80, 443 and 22, so the patch merges on them).
+    """Envoy Gateway's EnvoyProxy spec: a NodePort Service on phase1's NodePorts. The patch merges
+    on `port`, so it names the Service's own ports, i.e. the Gateway's listener ports: 80, 443 and
+    the SSH listener's (ssh_listener_port; check_envoy_service_ports checks them).
     """
     http, https, ssh = args.node_ports
+    ssh_port = ssh_listener_port(versions.GITLAB_CHART_VERSION, args.ssh_port)
     return {
         "provider": {
             "type": "Kubernetes",
@@ -181,7 +253,7 @@ def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
                                 "ports": [
                                     {"port": 80, "nodePort": http},
                                     {"port": 443, "nodePort": https},
-                                    {"port": args.ssh_port, "nodePort": ssh},
+                                    {"port": ssh_port, "nodePort": ssh},
                                 ]
                             }
                         },
@@ -195,9 +267,11 @@ def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
 
 def apps_listener(args: GitLabArgs) -> dict[str, Any]:
     """A listener for the apps on the chart's Gateway. The chart renders only its own listeners,
-    each admitting routes from its own namespace; the laptop's port 443 reaches this one Envoy, so
-    the apps (`https://<app>.<domain>`) must be served there too. `listeners` is a map-list keyed
-    by name, so a server-side apply adds this entry beside the chart's (gitlab-on-kind.md section 1).
+    each by a fixed name and admitting routes from its own namespace (templates/gateway.yaml and
+    _gateway.tpl: `gatewayApiResources.gateway.listeners` only configures those names; no value adds
+    one); the laptop's port 443 reaches this one Envoy, so the apps (`https://<app>.<domain>`) must
+    be served there too. `listeners` is a map-list keyed by name, so a server-side apply adds this
+    entry beside the chart's, re-applied after every change of the release (GitLab's constructor).
     """
     return {
         "name": APPS_LISTENER,
@@ -209,6 +283,27 @@ def apps_listener(args: GitLabArgs) -> dict[str, Any]:
             "namespaces": {"from": "Selector", "selector": {"matchLabels": {"kubernetes.io/metadata.name": args.apps_namespace}}}
         },
     }
+
+
+def programmed_gate_annotations(release_digest: str) -> dict[str, str]:
+    """What makes pulumi-kubernetes (>= 4.18) wait, when it applies the gate, for the Gateway's
+    `Programmed` condition to be True for its current generation (provider/pkg/metadata/overrides.go
+    ReadyCondition; await/condition/kubectl.go checkCondition). It has no await logic of its own for
+    Gateways, and Helm waits for pods, never for a Gateway's status. Envoy Gateway v1.8.1 (the one
+    chart 10.1 bundles) sets Programmed once the Gateway has an address (for a NodePort Service: the
+    nodes' InternalIPs, as on kind) and its Envoy Deployment has an available replica
+    (internal/gatewayapi/status/gateway.go updateGatewayProgrammedCondition).
+    """
+    return {
+        "pulumi.com/waitFor": "condition=Programmed",
+        "pulumi.com/timeoutSeconds": str(PROGRAMMED_TIMEOUT_SECONDS),
+        RELEASE_DIGEST_ANNOTATION: release_digest,
+    }
+
+
+def release_digest(chart_version: str, values: dict[str, Any]) -> str:
+    """The release's chart version and values, hashed (they hold Secret names, never secrets)."""
+    return hashlib.sha256(json.dumps([chart_version, values], sort_keys=True).encode()).hexdigest()
 
 
 def _one_replica(memory: str, cpu: str = "100m") -> dict[str, Any]:
@@ -229,6 +324,11 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
             "shell": {"port": args.ssh_port, "hostKeys": {"secret": HOST_KEYS_SECRET}},
             "initialRootPassword": {"secret": ROOT_PASSWORD_SECRET, "key": "password"},
             "railsSecrets": {"secret": RAILS_SECRET},
+            # One database for GitLab's `main` and `ci` connections: since chart 7.0 both are made from
+            # `global.psql`, the `ci` one without database tasks (charts issue #4248, gitlab#388030). GitLab
+            # 19 requires no separate `ci` database: its upgrade notes name none (gitlab
+            # doc/update/versions/gitlab_19_changes.md), and the chart's own CI runs 10.x on one CNPG
+            # database (scripts/ci/values/gitlab-chart/dev-stack.values.yaml).
             "psql": {
                 "host": postgres_host,
                 "port": 5432,
@@ -240,7 +340,9 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
             "minio": {"enabled": False},
             "appConfig": app_config,
             "registry": {"bucket": "registry"},
-            "gatewayApi": {"enabled": True, "installEnvoy": True, "configureCertmanager": False},
+            # The redirect (the chart's default since 9.10.0) is what makes the Gateway listen on 80,
+            # which the Envoy Service patch names (check_envoy_service_ports).
+            "gatewayApi": {"enabled": True, "installEnvoy": True, "configureCertmanager": False, "httpToHttpsRedirect": True},
             "openbao": {"enabled": False},
             "certificates": {"customCAs": [{"secret": args.ca_secret}]},
             "nodeSelector": args.node_selector,
@@ -278,6 +380,14 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
         },
         "registry": {
             "storage": {"secret": REGISTRY_STORAGE_SECRET, "key": "config", "redirect": {"disable": True}},
+            # The metadata database, set explicitly: with external PostgreSQL the chart refuses its
+            # default, `prefer` (templates/_checkConfig_registry.tpl, charts MR !4671/!4672). Off, not on:
+            # the registry's images live in MinIO, which preserveData keeps; over a registry that holds
+            # images the metadata database starts empty and they become unreachable (gitlab-org/gitlab#600955;
+            # GitLab's docs enable it for "a new container registry with no images pushed" only, and
+            # migrate an existing one by an import). Metadata in object storage is deprecated, not removed,
+            # and no breaking change (gitlab-org/gitlab#571531).
+            "database": {"enabled": False},
             "hpa": {"minReplicas": 1, "maxReplicas": 1},
             "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
         },
@@ -293,6 +403,8 @@ class GitLab(pulumi.ComponentResource):
     """Host path of the same password (0600): where it is, never what it is."""
     release: k8s.helm.v3.Release
     """What waits for GitLab waits for this (Helm waits for every pod and hook)."""
+    gateway_programmed: k8s.apiextensions.CustomResourcePatch
+    """Done once GitLab's Gateway is Programmed: what calls GitLab through its URL waits for this."""
 
     def __init__(self, name: str, args: GitLabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:GitLab", name, None, opts)
@@ -349,6 +461,8 @@ class GitLab(pulumi.ComponentResource):
                 opts=child,
             ),
         ]
+        # Before any resource: a Service patch that does not match the chart's listeners stops the plan.
+        check_envoy_service_ports(versions.GITLAB_CHART_VERSION, gitlab_values(args, postgres_host="", redis_host=""))
         values = pulumi.Output.all(args.postgres_host, args.redis_host).apply(
             lambda hosts: gitlab_values(args, postgres_host=hosts[0], redis_host=hosts[1])
         )
@@ -368,13 +482,33 @@ class GitLab(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on])),
         )
-        k8s.apiextensions.CustomResourcePatch(
+        apps_listener_patch = k8s.apiextensions.CustomResourcePatch(
             f"{name}-apps-listener",
             api_version="gateway.networking.k8s.io/v1",
             kind="Gateway",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=GATEWAY, namespace=args.namespace),
+            # Helm upgrades a custom resource with a JSON merge patch: a release whose listeners
+            # changed replaces the whole list and drops this one, with no diff for Pulumi to see.
+            # The release's digest here changes with every new release, and so re-applies it after.
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=GATEWAY,
+                namespace=args.namespace,
+                annotations=values.apply(lambda v: {APPS_LISTENER_DIGEST_ANNOTATION: release_digest(versions.GITLAB_CHART_VERSION, v)}),
+            ),
             spec={"listeners": [apps_listener(args)]},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),
+        )
+        # The gate: an annotation-only server-side apply on the chart's Gateway that completes once
+        # the Gateway is Programmed (see programmed_gate_annotations), after every writer of its spec.
+        self.gateway_programmed = k8s.apiextensions.CustomResourcePatch(
+            f"{name}-gateway-programmed",
+            api_version="gateway.networking.k8s.io/v1",
+            kind="Gateway",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=GATEWAY,
+                namespace=args.namespace,
+                annotations=values.apply(lambda v: programmed_gate_annotations(release_digest(versions.GITLAB_CHART_VERSION, v))),
+            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release, apps_listener_patch])),
         )
         self.root_password = root_password.value
         self.register_outputs({"root_password": self.root_password})

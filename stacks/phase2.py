@@ -254,7 +254,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             namespace=gitlab_namespace.metadata.name,
             toolbox=gl.TOOLBOX,
         ),
-        opts=pulumi.ResourceOptions(depends_on=[gitlab_release.release]),
+        # It checks the token at GitLab's URL, through the Gateway: that must be Programmed first.
+        opts=pulumi.ResourceOptions(depends_on=[gitlab_release.release, gitlab_release.gateway_programmed]),
     )
     # The platform's group, before its runners: they serve its projects and no other, and phase3
     # puts the apps' projects in it. The seeded token: making it waits for the seeding. phase3 made

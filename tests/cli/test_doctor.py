@@ -11,6 +11,7 @@ import hashlib
 import importlib.metadata
 import io
 import re
+import shlex
 import socket
 import stat
 import tarfile
@@ -371,6 +372,63 @@ def test_inotify_is_not_checked_on_darwin() -> None:
     assert "inotify limits" not in checked(machine)
 
 
+USERNS_RESTRICTION = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+
+
+def _userns_restricted(m: FakeMachine) -> FakeMachine:
+    m.files[USERNS_RESTRICTION] = "1\n"
+    return m
+
+
+def test_a_kernel_restricting_unprivileged_user_namespaces_warns_with_the_sysctl_and_how_to_persist_it() -> None:
+    """A warning that stops nothing: only the apps' image builds may fail, and Ubuntu's rootlesskit profile may spare them."""
+    results = checked(_userns_restricted(FakeMachine()))
+    assert [check.name for check in results.values() if not check.ok] == []
+    userns = results[doctor.USERNS]
+    assert "kernel.apparmor_restrict_unprivileged_userns=1" in userns.found
+    assert "rootless BuildKit" in userns.found
+    assert "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in userns.advice
+    persist = userns.advice[userns.advice.index("`printf") + 1 : userns.advice.rindex("`")]
+    assert shlex.split(persist) == [
+        "printf",
+        "%s\\n",
+        "kernel.apparmor_restrict_unprivileged_userns = 0",
+        "|",
+        "sudo",
+        "tee",
+        "/etc/sysctl.d/99-rootless-buildkit.conf",
+    ]
+
+
+@pytest.mark.parametrize("files", [{USERNS_RESTRICTION: "0\n"}, {}], ids=["off", "no-apparmor"])
+def test_user_namespaces_pass_when_apparmor_does_not_restrict_them(files: dict[str, str]) -> None:
+    machine = FakeMachine(files={**INOTIFY_OK, **files})
+    assert checked(machine)[doctor.USERNS].ok
+
+
+def test_the_user_namespace_fix_persists_in_another_file_than_the_inotify_fix() -> None:
+    results = checked(_userns_restricted(_low_watches(FakeMachine())))
+    persisted = [re.findall(r"sudo tee (\S+?)`", results[name].fix or results[name].advice) for name in ("inotify limits", doctor.USERNS)]
+    assert all(len(files) == 1 for files in persisted), persisted
+    assert persisted[0] != persisted[1]
+
+
+def test_user_namespaces_pass_under_docker_desktop_on_linux_whose_vm_has_no_apparmor() -> None:
+    machine = _userns_restricted(FakeMachine())
+    machine.outputs["docker info --format {{.OperatingSystem}}"] = (0, "Docker Desktop\n")
+    assert checked(machine)[doctor.USERNS].ok
+
+
+def test_user_namespaces_are_not_checked_on_darwin() -> None:
+    machine = FakeMachine(system="darwin", machine="arm64", files={USERNS_RESTRICTION: "1\n"})
+    assert doctor.USERNS not in checked(machine)
+
+
+def test_the_readme_gives_the_user_namespace_fix() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in readme
+
+
 def test_another_kind_version_passes_with_a_note() -> None:
     machine = FakeMachine()
     machine.outputs["kind"] = (0, "kind v0.30.0 go1.24.6 linux/amd64")
@@ -726,3 +784,10 @@ def test_a_port_set_as_a_secret_is_said_not_checked(monkeypatch: pytest.MonkeyPa
     code, output = doctor_output(["--phase", "1"], FakeMachine())
     assert "blueprint:sshPort: not checked (secret, so not known here)" in output
     assert "port 2222" not in output
+
+
+def test_a_warning_is_printed_with_what_to_do_and_stops_nothing() -> None:
+    code, output = doctor_output(["--phase", "1"], _userns_restricted(FakeMachine()))
+    assert code == 0
+    assert f"WARN  {doctor.USERNS}" in output
+    assert "if it does: `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in output

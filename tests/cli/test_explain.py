@@ -4,12 +4,14 @@ recorded by hand in tests/cli/recorded/ in the shapes `kubectl get pods|events -
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cli.explain import explain, failed_resource, gather, is_timeout, not_ready_pods
+import cli.explain
+from cli.explain import explain, failed_resource, gather, is_gateway_suspect, is_timeout, not_ready_pods
 from tests.plans import fake_command
 
 RECORDED = Path(__file__).parent / "recorded"
@@ -202,3 +204,103 @@ def test_an_unknown_failure_shows_pulumis_own_error_lines() -> None:
     output = "Previewing update (phase2):\n\nerror: failed to load language plugin python: no such file\n"
     text = explain("2", "phase2", output, None, None)
     assert "error: failed to load language plugin python: no such file" in text
+
+
+GATE_TIMEOUT = """\
+ code: 255
+ stdout: Updating (phase2):
+
+Diagnostics:
+  kubernetes:gateway.networking.k8s.io/v1:GatewayPatch (gitlab-gateway-programmed):
+    error: resource urn:pulumi:phase2::blueprint::blueprint:index:GitLab$kubernetes:gateway.networking.k8s.io/v1:GatewayPatch\
+::gitlab-gateway-programmed was not successfully created by the Kubernetes API server: timed out waiting for the condition
+
+  pulumi:pulumi:Stack (blueprint-phase2):
+    error: update failed
+
+ stderr:
+"""
+
+GITLAB_UNREACHABLE = """\
+Diagnostics:
+  pulumi-python:dynamic/gitlab:Group (apps-group):
+    error: Exception calling application: GitLab: GET /api/v4/groups/blueprint-apps failed (no answer): \
+cannot reach https://gitlab.local.example.net (ConnectionError)
+"""
+
+TOKEN_NO_ANSWER = """\
+Diagnostics:
+  pulumi-python:dynamic/gitlab:AdminToken (gitlab-admin-token):
+    error: Exception calling application: https://gitlab.local.example.net did not accept the seeded admin token within 300s \
+(no answer). If the laptop cannot reach gitlab.local.example.net, add '127.0.0.1 gitlab.local.example.net' to /etc/hosts; \
+the CA it must trust is /data/platform/ca.crt.
+"""
+
+ENVOY_NO_BACKEND = """\
+Diagnostics:
+  pulumi-python:dynamic/gitlab:Project (apps-guestbook):
+    error: Exception calling application: GitLab: POST /api/v4/projects failed (HTTP 503): no healthy upstream
+"""
+
+POSTGRES_TIMEOUT = """\
+Diagnostics:
+  kubernetes:postgresql.cnpg.io/v1:Cluster (postgres-cluster):
+    error: 'postgres' timed out waiting to be Ready
+"""
+
+
+def test_a_gateway_that_is_not_programmed_is_explained_with_what_to_check_and_the_commands() -> None:
+    text = explain("2", "phase2", GATE_TIMEOUT, {"items": []}, {"items": []}, kind_cluster_name="blueprint")
+    assert "failed at kubernetes:gateway.networking.k8s.io/v1:GatewayPatch (gitlab-gateway-programmed)." in text
+    assert "Programmed=True" in text
+    for what in ("AddressNotAssigned", "NoResources", "listener Secrets", "Envoy pods", "Service patch"):
+        assert what in text
+    commands = [shlex.split(line) for line in text.splitlines() if line.strip().startswith("kubectl ")]
+    context = ["kubectl", "--context", "kind-blueprint", "-n", "gitlab"]
+    assert [*context, "describe", "gateway", "gitlab-gw"] in commands
+    assert [*context, "get", "pods", "-o", "wide", "-l", "gateway.envoyproxy.io/owning-gateway-name=gitlab-gw"] in commands
+    assert [*context, "get", "secrets", *cli.explain.LISTENER_SECRETS] in commands
+    assert [*context, "get", "service", "gitlab-envoy"] in commands
+    assert [*context, "logs", "deployment/envoy-gateway", "--tail=50"] in commands
+
+
+@pytest.mark.parametrize(
+    ("phase", "text"), [("2", GITLAB_UNREACHABLE), ("2", TOKEN_NO_ANSWER), ("3", ENVOY_NO_BACKEND), ("2", GATE_TIMEOUT)]
+)
+def test_a_gitlab_that_does_not_answer_is_explained_with_its_gateway(phase: str, text: str) -> None:
+    assert is_gateway_suspect(phase, text)
+    assert "describe gateway gitlab-gw" in explain(phase, f"phase{phase}", text, None, None)
+
+
+@pytest.mark.parametrize(
+    ("phase", "text"),
+    [
+        ("2", KV_WRITE_FAILED),
+        ("2", POSTGRES_TIMEOUT),
+        ("1", "error: 'kind-cluster' timed out waiting for the condition"),
+        ("2", TOKEN_NO_ANSWER.replace("(no answer)", "(refused)")),
+    ],
+)
+def test_failures_the_gateway_cannot_cause_get_no_gateway_help(phase: str, text: str) -> None:
+    assert not is_gateway_suspect(phase, text)
+    assert "gitlab-gw" not in explain(phase, f"phase{phase}", text, None, None)
+
+
+def test_the_gateway_commands_quote_the_cluster_name() -> None:
+    hostile = "it's; $(touch pwned)"
+    text = explain("2", "phase2", GATE_TIMEOUT, None, None, kind_cluster_name=hostile)
+    [line] = [line for line in text.splitlines() if "describe gateway" in line]
+    assert shlex.split(line)[:3] == ["kubectl", "--context", f"kind-{hostile}"]
+
+
+def test_the_gateway_help_names_what_the_platform_makes() -> None:
+    from components import gitlab as gl
+    from components.tls import LISTENER_SECRETS
+    from stacks.phase2 import GITALY_VOLUME
+    from tests.plans import planned
+
+    assert (cli.explain.GATEWAY, cli.explain.ENVOY_SERVICE) == (gl.GATEWAY, gl.ENVOY_SERVICE)
+    assert GITALY_VOLUME.namespace == cli.explain.GITLAB_NAMESPACE
+    assert cli.explain.LISTENER_SECRETS == LISTENER_SECRETS
+    gate = planned("phase2").one("kubernetes:gateway.networking.k8s.io/v1:GatewayPatch", cli.explain.GATEWAY_GATE)
+    assert gate["inputs"]["metadata"]["name"] == gl.GATEWAY

@@ -39,8 +39,8 @@ def test_fog_connection_has_the_keys_of_the_charts_minio_example() -> None:
 
 
 def test_registry_storage_has_the_keys_of_the_charts_minio_example() -> None:
-    # examples/objectstorage/registry.minio.yaml: s3 with v4auth, regionendpoint, pathstyle, region, bucket, keys
-    s3 = yaml.safe_load(gl.registry_storage(**S3))["s3"]
+    # examples/objectstorage/registry.minio.yaml: v4auth, regionendpoint, pathstyle, region, bucket, keys
+    s3 = yaml.safe_load(gl.registry_storage(**S3))["s3_v2"]
     assert {key: s3[key] for key in ("v4auth", "regionendpoint", "pathstyle", "bucket", "accesskey", "secretkey")} == {
         "v4auth": True,
         "regionendpoint": "http://minio.minio.svc.cluster.local:9000",
@@ -50,6 +50,15 @@ def test_registry_storage_has_the_keys_of_the_charts_minio_example() -> None:
         "secretkey": "SECRET",
     }
     assert s3["secure"] is False
+
+
+def test_registry_storage_uses_the_s3_v2_driver_with_path_style() -> None:
+    # GitLab 19 removed the SDK v1 `s3` driver (gitlab-org/gitlab#523095). The v2 driver reads
+    # `pathstyle` (container-registry s3-aws/common ParamPathStyle, v2/s3.go UsePathStyle); MinIO needs it.
+    storage = yaml.safe_load(gl.registry_storage(**S3))
+    assert list(storage) == ["s3_v2"]
+    assert storage["s3_v2"]["pathstyle"] is True
+    assert "forcepathstyle" not in storage["s3_v2"]
 
 
 def test_backup_storage_is_an_s3cmd_ini_without_https() -> None:
@@ -64,7 +73,7 @@ def test_backup_storage_is_an_s3cmd_ini_without_https() -> None:
 
 def test_chart_is_pinned_waits_long_and_skips_its_crds() -> None:
     inputs = planned("phase2").one(RELEASE, "gitlab-chart")["inputs"]
-    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]["repo"]) == ("gitlab", "10.1.1", versions.GITLAB_CHART_REPO)
+    assert (inputs["chart"], inputs["version"], inputs["repositoryOpts"]["repo"]) == ("gitlab", "10.1.4", versions.GITLAB_CHART_REPO)
     assert inputs["timeout"] >= 900
     assert inputs["skipCrds"] is True
 
@@ -103,6 +112,17 @@ def test_postgres_and_redis_are_the_external_ones_by_secret_name() -> None:
     assert global_["redis"]["auth"] == {"enabled": True, "secret": gl.REDIS_SECRET, "key": "password"}
 
 
+def test_gitlab_main_and_ci_connections_use_one_database() -> None:
+    # GitLab 19 requires no separate `ci` database: no `global.psql.ci` pointing elsewhere.
+    assert "ci" not in values()["global"]["psql"]
+
+
+def test_the_registry_metadata_database_is_off_explicitly_so_a_kept_registry_stays_reachable() -> None:
+    """The chart refuses its default `prefer` with external PostgreSQL (templates/_checkConfig_registry.tpl); on
+    over a registry that holds images, they become unreachable (gitlab-org/gitlab#600955): preserveData keeps them."""
+    assert values()["registry"]["database"] == {"enabled": False}
+
+
 def test_object_storage_uses_only_buckets_gitlabs_minio_user_may_use() -> None:
     app_config = values()["global"]["appConfig"]
     assert app_config["object_store"]["connection"] == {"secret": gl.OBJECT_STORE_SECRET, "key": "connection"}
@@ -127,7 +147,7 @@ def test_envoy_is_a_node_port_on_the_ports_phase1_maps() -> None:
     assert ports == {
         80: phase1[outputs.GATEWAY_HTTP_NODE_PORT]["value"],
         443: phase1[outputs.GATEWAY_HTTPS_NODE_PORT]["value"],
-        phase1[outputs.SSH_PORT]["value"]: phase1[outputs.GATEWAY_SSH_NODE_PORT]["value"],  # the SSH listener is on global.shell.port
+        22: phase1[outputs.GATEWAY_SSH_NODE_PORT]["value"],  # chart 10.1's SSH listener: 22, whatever global.shell.port says
     }
 
 
@@ -196,3 +216,86 @@ def test_the_apps_get_a_listener_on_gitlabs_gateway_for_their_namespace_only() -
 def test_the_guestbook_charts_route_attaches_to_that_listener() -> None:
     values = yaml.safe_load((APPS_DIR / "guestbook" / "chart" / "values.yaml").read_text())
     assert values["gateway"] == {"name": gl.GATEWAY, "namespace": "gitlab", "sectionName": gl.APPS_LISTENER}
+
+
+def test_the_pinned_charts_ssh_listener_is_on_22_not_on_global_shell_port() -> None:
+    # templates/_gateway.tpl of chart 10.1: `$port = 22` for TCP (gl.SSH_LISTENER_PORT_OF_CHART says where from)
+    assert gl.ssh_listener_port(versions.GITLAB_CHART_VERSION, shell_port=2222) == 22
+
+
+def test_a_chart_whose_ssh_listener_port_is_not_recorded_stops_the_plan() -> None:
+    with pytest.raises(ValueError, match=r"GitLab chart 10\.2\.0 .*add it to components\.gitlab\.SSH_LISTENER_PORT_OF_CHART"):
+        gl.ssh_listener_port("10.2.0", shell_port=2222)
+
+
+def test_envoy_service_patch_names_exactly_the_gateways_listener_ports() -> None:
+    planned_values = values()
+    patched = {
+        port["port"]
+        for port in planned_values["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]["patch"]["value"][
+            "spec"
+        ]["ports"]
+    }
+    assert patched == gl.gateway_listener_ports(versions.GITLAB_CHART_VERSION, planned_values) == {80, 443, 22}
+    assert gl.check_envoy_service_ports(versions.GITLAB_CHART_VERSION, planned_values) is planned_values
+
+
+def test_values_without_the_http_listener_make_the_service_patch_refused() -> None:
+    # Without the redirect (or cert-manager), the Gateway has no listener on 80: the patch's 80 would be a fourth port.
+    changed = json.loads(json.dumps(values()))
+    changed["global"]["gatewayApi"]["httpToHttpsRedirect"] = False
+    with pytest.raises(ValueError, match=r"listens on ports \[22, 443\], but the Envoy Service patch sets \[22, 80, 443\]"):
+        gl.check_envoy_service_ports(versions.GITLAB_CHART_VERSION, changed)
+
+
+def test_a_service_patch_on_global_shell_port_is_refused_for_a_chart_listening_on_22() -> None:
+    changed = json.loads(json.dumps(values()))
+    service = changed["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
+    for port in service["patch"]["value"]["spec"]["ports"]:
+        if port["port"] == 22:
+            port["port"] = changed["global"]["shell"]["port"]
+    with pytest.raises(ValueError, match=r"listens on ports \[22, 80, 443\], but the Envoy Service patch sets \[80, 443, 2222\]"):
+        gl.check_envoy_service_ports(versions.GITLAB_CHART_VERSION, changed)
+
+
+def test_the_apps_listener_is_reapplied_whenever_the_release_changes() -> None:
+    result = planned("phase2")
+    patch = result.one("kubernetes:gateway.networking.k8s.io/v1:GatewayPatch", "gitlab-apps-listener")
+    release = result.one(RELEASE, "gitlab-chart")
+    digest = patch["inputs"]["metadata"]["annotations"][gl.APPS_LISTENER_DIGEST_ANNOTATION]
+    assert digest == gl.release_digest(release["inputs"]["version"], release["inputs"]["values"])
+    changed = json.loads(json.dumps(release["inputs"]["values"]))
+    changed["global"]["hosts"]["domain"] = "other.example.net"
+    assert gl.release_digest(release["inputs"]["version"], changed) != digest
+    assert gl.release_digest("10.1.3", release["inputs"]["values"]) != digest
+    assert release["urn"] in patch["dependsOn"]
+
+
+GATEWAY_PATCH = "kubernetes:gateway.networking.k8s.io/v1:GatewayPatch"
+
+
+def test_the_bring_up_waits_for_gitlabs_gateway_to_be_programmed() -> None:
+    gate = planned("phase2").one(GATEWAY_PATCH, "gitlab-gateway-programmed")["inputs"]
+    assert (gate["metadata"]["name"], gate["metadata"]["namespace"]) == (gl.GATEWAY, "gitlab")
+    annotations = gate["metadata"]["annotations"]
+    assert annotations["pulumi.com/waitFor"] == "condition=Programmed"
+    assert annotations["pulumi.com/timeoutSeconds"] == str(gl.PROGRAMMED_TIMEOUT_SECONDS)
+    # Annotations only: the gate owns no listener or other field of the chart's Gateway.
+    assert "spec" not in gate
+
+
+def test_the_programmed_gate_comes_after_every_writer_of_the_gateway() -> None:
+    result = planned("phase2")
+    gate = result.one(GATEWAY_PATCH, "gitlab-gateway-programmed")
+    writers = [r for r in result.find(GATEWAY_PATCH) if r["name"] != gate["name"] and r["inputs"]["metadata"]["name"] == gl.GATEWAY]
+    assert result.one(RELEASE, "gitlab-chart")["urn"] in gate["dependsOn"]
+    for writer in writers:
+        assert writer["urn"] in gate["dependsOn"], writer["name"]
+
+
+def test_a_changed_gitlab_release_is_waited_for_again() -> None:
+    gate = planned("phase2").one(GATEWAY_PATCH, "gitlab-gateway-programmed")["inputs"]
+    digest = gate["metadata"]["annotations"][gl.RELEASE_DIGEST_ANNOTATION]
+    assert digest == gl.release_digest(versions.GITLAB_CHART_VERSION, values())
+    assert gl.release_digest("0.0.0", values()) != digest
+    assert gl.release_digest(versions.GITLAB_CHART_VERSION, {**values(), "installCertmanager": True}) != digest

@@ -4,6 +4,7 @@ what runs beside Postgres, and no secret in the plain."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -19,7 +20,7 @@ import stacks.phase1 as phase1_stack
 from cli.plan import Plan, ProgramFailed, _plain, _run, _stand_in_kubeconfig
 from stacks import outputs
 from stacks.config import PROJECT_DIR, stack_config
-from tests.plans import fake_command, kind_config_of, planned
+from tests.plans import fake_command, kind_config_of, planned, waits_for
 
 
 def test_phase2_reads_phase1_through_its_stack_reference() -> None:
@@ -259,6 +260,17 @@ def test_the_admin_token_is_seeded_once_gitlab_is_up() -> None:
     token = result.one("pulumi-python:dynamic/gitlab:AdminToken", "gitlab-admin-token")
     assert result.one("kubernetes:helm.sh/v3:Release", "gitlab-chart")["urn"] in token["dependsOn"]
     assert token["inputs"]["token"] == "[secret]"
+
+
+@pytest.mark.parametrize("stack", ["phase2", "dev"])
+def test_every_consumer_of_gitlabs_url_waits_for_its_gateway_to_be_programmed(stack: str) -> None:
+    result = planned(stack)
+    url = result.outputs[outputs.GITLAB_URL]["value"] if stack == "phase2" else "https://gitlab."
+    gate = result.one("kubernetes:gateway.networking.k8s.io/v1:GatewayPatch", "gitlab-gateway-programmed")["urn"]
+    consumers = [r for r in result.resources if url in json.dumps(r["inputs"])]
+    assert {"gitlab-admin-token", "apps-group", "runner-registration", "runner-chart"} <= {r["name"] for r in consumers}
+    for consumer in consumers:
+        assert gate in waits_for(result, consumer["urn"]), consumer["name"]
 
 
 @pytest.mark.parametrize("name", ["gitlab-root-password", "gitlab-admin-token-value"])
