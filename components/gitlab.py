@@ -54,10 +54,11 @@ versions of that template exist upstream. Up to 9.11.0 it says `$port = 22` (the
 `include "gitlab.shell.port"` (nobidev/gitlab-charts@1d8cd77) come with the gitlab-shell TCPRoute's
 BackendTrafficPolicy, which chart 10.2.0 did not have yet (charts work item 6588), so 10.1 (branched
 in June, 2026) has the first; 10.1.2-10.1.4 changed only HTTPRoutes and the GatewayClass (CHANGELOG).
-No 10.1.x copy itself could be read: a chart version not listed here stops the plan, and one whose
-listener is elsewhere than the Service patch says makes Envoy Gateway's Service invalid (a fourth,
-unnamed port), so nothing on 80, 443 or SSH answers (`blueprint up` waits for the Gateway's
-Programmed condition and says so).
+No 10.1.x copy itself could be read, so an entry here is an inference, and nothing at plan time can
+tell a wrong one: a chart version not listed here stops the plan, but a listed one whose listener is
+elsewhere makes Envoy Gateway's Service invalid (a fourth, unnamed port), so nothing on 80, 443 or
+SSH answers; `blueprint up` then fails at `gitlab-gateway-programmed` (AddressNotAssigned) and its
+help names this Service patch. A `helm template` of the pinned chart settles an entry.
 """
 PROGRAMMED_TIMEOUT_SECONDS = 600
 """How long the bring-up waits for the Gateway's Programmed condition, once the release is up."""
@@ -217,8 +218,11 @@ def gateway_listener_ports(chart_version: str, values: dict[str, Any]) -> set[in
 
 
 def check_envoy_service_ports(chart_version: str, values: dict[str, Any]) -> dict[str, Any]:
-    """`values`, once the Envoy Service patch names exactly the ports of the chart's listeners: a port
-    the Service does not have is added, unnamed, and the API server rejects the whole Service.
+    """`values`, once the Envoy Service patch names exactly the ports of the chart's listeners as these
+    values make them (the HTTP one only with the redirect; the SSH one from SSH_LISTENER_PORT_OF_CHART,
+    which this trusts): a port the Service does not have is added, unnamed, and the API server rejects
+    the whole Service. It stops an unlisted chart version and values that drop or add a listener; it
+    cannot tell a wrong table entry (see SSH_LISTENER_PORT_OF_CHART).
     """
     service = values["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
     patched = sorted(port["port"] for port in service["patch"]["value"]["spec"]["ports"])
@@ -292,7 +296,9 @@ def programmed_gate_annotations(release_digest: str) -> dict[str, str]:
     Gateways, and Helm waits for pods, never for a Gateway's status. Envoy Gateway v1.8.1 (the one
     chart 10.1 bundles) sets Programmed once the Gateway has an address (for a NodePort Service: the
     nodes' InternalIPs, as on kind) and its Envoy Deployment has an available replica
-    (internal/gatewayapi/status/gateway.go updateGatewayProgrammedCondition).
+    (internal/gatewayapi/status/gateway.go updateGatewayProgrammedCondition). The provider reads
+    `waitFor` from the object an apply returns, so once these are on the Gateway, the apps listener's
+    patch waits for Programmed too when it is re-applied (with the default ten minutes).
     """
     return {
         "pulumi.com/waitFor": "condition=Programmed",

@@ -40,3 +40,9 @@ def test_data_persists_on_the_static_volume_with_the_append_only_file() -> None:
     assert "appendonly yes" in str(values()["valkeyConfig"])
     claim = result.one("kubernetes:core/v1:PersistentVolumeClaim", "redis-data")["inputs"]["spec"]
     assert claim["volumeName"] == "blueprint-redis-valkey-data"
+
+
+def test_valkey_never_goes_below_the_version_that_wrote_a_kept_data_folder() -> None:
+    """An earlier blueprint ran Valkey 9.1: an older one refuses its RDB file ("Can't handle RDB format version")."""
+    major, minor = (int(part) for part in versions.VALKEY_IMAGE_TAG.split(".")[:2])
+    assert (major, minor) >= (9, 1)
