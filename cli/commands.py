@@ -1,4 +1,4 @@
-"""`blueprint up | preview | destroy | status`: the stacks driven through Pulumi's Automation API.
+"""`blueprint up | preview | destroy | status | kubeconfig`: the stacks driven through Pulumi's Automation API.
 
 The phases run in order (destroy in reverse), each a stack of this project on the local `file://`
 backend (`.pulumi-state/`), with the user's private passphrase (cli/passphrase.py). Pulumi's own
@@ -21,6 +21,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from apps_manifest import PLATFORM_HOSTS
@@ -415,6 +416,137 @@ def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float 
     return "ok"
 
 
+KIND_TIMEOUT = 60
+"""Seconds `kind get kubeconfig` may take (it lists the nodes and reads one file from one of them)."""
+
+
+class KubeconfigError(Exception):
+    """An expected condition that stops `blueprint kubeconfig`; the message names it and its fix."""
+
+
+def _bring_up(stack: str) -> str:
+    return "uv run blueprint up --phase 1" if stack == "phase1" else f"pulumi up -s {shlex.quote(stack)}"
+
+
+def kubeconfig_cluster(runner: StackRunner, stack: str) -> tuple[str, str]:
+    """The name of the kind cluster `stack` made, and where that name comes from: the stack's output
+    `clusterName` when the stack is up, else what its config would name it.
+    """
+    values = runner.outputs(stack)
+    if values and values.get(outputs.CLUSTER_NAME):
+        return str(values[outputs.CLUSTER_NAME]), f"stack {stack}'s output {outputs.CLUSTER_NAME}"
+    from stacks.config import NAMESPACE, stack_config
+
+    config, secret = stack_config(stack)
+    key = f"{NAMESPACE}:clusterName"
+    if key in secret:
+        # Its stand-in would be Pulumi.yaml's default: another stack's cluster, maybe.
+        raise KubeconfigError(
+            f"stack {stack} is not up, and its {key} is a secret in Pulumi.{stack}.yaml, which blueprint reads only through a "
+            f"stack that is up: bring it up first (`{_bring_up(stack)}`), or run `kind get clusters` and "
+            f"`kind get kubeconfig --name <cluster>` yourself"
+        )
+    return config[key], f"stack {stack} is not up: the name its config gives ({key}, Pulumi.{stack}.yaml or Pulumi.yaml's default)"
+
+
+def kind_kubeconfig(cluster: str, stack: str) -> str:
+    """The admin kubeconfig of the kind cluster `cluster`, as `kind get kubeconfig` prints it (its
+    server is the host's end of the pinned apiServerPort), or a KubeconfigError with the fix.
+    """
+    argv = ["kind", "get", "kubeconfig", "--name", cluster]
+    command = shlex.join(argv)
+    kind = shutil.which("kind")
+    if kind is None:
+        raise KubeconfigError(
+            "blueprint kubeconfig asks kind for the cluster's kubeconfig, and there is no `kind` on PATH; "
+            "fix: `uv run blueprint doctor --fix` installs it as ~/.local/bin/kind (put ~/.local/bin on PATH)"
+        )
+    try:
+        done = subprocess.run([kind, *argv[1:]], capture_output=True, text=True, timeout=KIND_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise KubeconfigError(f"`{command}` did not answer within {KIND_TIMEOUT}s: check Docker (`docker info`), then run again") from None
+    except OSError as error:
+        raise KubeconfigError(f"`{command}` could not run: {error}; fix: `uv run blueprint doctor --fix` installs kind") from None
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout
+    said = " ".join((done.stderr or done.stdout or "").split())[-500:] or f"exit {done.returncode}, nothing printed"
+    # kind found no node labelled for the cluster: Docker answered, the cluster is not there
+    # (kubernetes-sigs/kind pkg/cluster/internal/kubeconfig/kubeconfig.go, `get`).
+    if "could not locate any control plane nodes" in said:
+        raise KubeconfigError(
+            f"kind has no cluster named {cluster} (`kind get clusters` lists the ones there are): stack {stack} is not up; "
+            f"fix: bring it up with `{_bring_up(stack)}`, then run this again"
+        )
+    # Else ask Docker itself, as `blueprint doctor` does, for its fix on this OS.
+    from cli.doctor import DOCKER_ENGINE, RealMachine, _docker_checks
+
+    docker = next((check for check in _docker_checks(RealMachine()) if not check.ok), None)
+    if docker is not None:
+        where = "Docker" if docker.name == DOCKER_ENGINE else "the Docker CLI"
+        raise KubeconfigError(f"`{command}` failed, and {where} does not answer ({docker.found}); fix: {docker.fix}, then run this again")
+    raise KubeconfigError(f"`{command}` failed: {said}")
+
+
+def _is_kubeconfig(path: Path) -> bool:
+    """Whether the regular file `path` is empty or a kubeconfig (`kind: Config`), so writing over it loses nothing else."""
+    import yaml
+
+    try:
+        text = path.read_text()
+        document = yaml.safe_load(text) if text.strip() else {"kind": "Config"}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(document, dict) and document.get("kind") == "Config"
+
+
+def write_kubeconfig(path: Path, text: str) -> None:
+    """Write `text` to `path`, mode 0600 from its first byte: a new file beside it, renamed over it.
+    Refuses a folder, a link and a file that is not a kubeconfig already.
+    """
+    if path.is_symlink():
+        raise KubeconfigError(f"--output {path} is a symbolic link; give the path of a file (blueprint does not write through links)")
+    if path.is_dir():
+        raise KubeconfigError(f"--output {path} is a folder; give the path of a file in it, such as {path / 'kubeconfig'}")
+    if path.exists() and not (path.is_file() and _is_kubeconfig(path)):
+        raise KubeconfigError(f"--output {path} exists and is not a kubeconfig; blueprint writes over a kubeconfig only: give another path")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # mkstemp creates the file 0600 whatever the umask; the rename then replaces any older one at once.
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def kubeconfig(runner: StackRunner, stack: str, output: str | None, out: TextIO, note: TextIO) -> int:
+    """`blueprint kubeconfig`: the admin (cluster-admin) kubeconfig of `stack`'s kind cluster, printed
+    on `out`, or written to the file `output`; what it is and where its name came from goes to `note`.
+    """
+    try:
+        cluster, source = kubeconfig_cluster(runner, stack)
+        text = kind_kubeconfig(cluster, stack)
+        if output is None:
+            out.write(text)
+            note.write(f"the admin kubeconfig of kind cluster {cluster} ({source}); it is cluster-admin: keep it private\n")
+            return 0
+        path = Path(output).expanduser().absolute()
+        try:
+            write_kubeconfig(path, text)
+        except OSError as error:
+            raise KubeconfigError(f"cannot write --output {output}: {error.strerror or error}; give a path you can write to") from None
+    except KubeconfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    out.write(
+        f"wrote the admin kubeconfig of kind cluster {cluster} ({source}) to {path}, mode 0600: it is cluster-admin, keep it private.\n"
+        f"Use it: KUBECONFIG={shlex.quote(str(path))} kubectl get nodes\n"
+    )
+    return 0
+
+
 def _confirmer(yes: bool) -> Callable[[str], bool]:
     """`--yes` answers yes; a terminal asks; with neither, the answer is no."""
 
@@ -429,7 +561,7 @@ def _confirmer(yes: bool) -> Callable[[str], bool]:
 
 
 def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = None) -> int:
-    """Dispatch a parsed `up`, `preview`, `destroy` or `status` command. Without a `runner`, the real
+    """Dispatch a parsed `up`, `preview`, `destroy`, `status` or `kubeconfig` command. Without a `runner`, the real
     one, after a pre-flight of what Pulumi needs here. A Pulumi failure for an expected condition (no
     CLI, a state it cannot decrypt, a locked stack) ends in one message with its fix, not a traceback.
     """
@@ -474,6 +606,8 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
         if args.command == "status":
             stream.write(status(chosen) + "\n")
             return 0
+        if args.command == "kubeconfig":
+            return kubeconfig(chosen, args.stack, args.output, stream, sys.stderr)
         doctor_run = (lambda: doctor.run(["--phase", args.phase])) if args.command == "up" else None
         context = Context(runner=chosen, out=stream, doctor=doctor_run, explain=explained, confirm=_confirmer(getattr(args, "yes", False)))
         if args.command == "up":

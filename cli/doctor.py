@@ -216,6 +216,9 @@ CONFIG = "stack config"
 PHASE_STACKS = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
 """The stacks of each `--phase` (as `blueprint up` runs them)."""
 STACKS = (*PHASE_STACKS["all"], "dev")
+NAMES_NEEDED_BY = frozenset({"phase2", "phase3", "dev"})
+"""The stacks that call GitLab from this machine through the gateway, and so need the platform's names to
+resolve to 127.0.0.1 (the /etc/hosts line); phase1 only makes the cluster."""
 
 
 class Machine(Protocol):
@@ -914,7 +917,7 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         needs=resources_needed(gitlab_nodes=config.gitlab_nodes, runner_nodes=config.runner_nodes, headlamp=config.headlamp),
         pulumi_min_version=PULUMI_MIN_VERSION,
         stack=stack,
-        names=platform_names(config.domain),
+        names=platform_names(config.domain) if any(name in NAMES_NEEDED_BY for name in stacks) else (),
         cluster_name=config.cluster_name,
     )
     if unknown:

@@ -88,6 +88,23 @@ def _parser() -> argparse.ArgumentParser:
     chosen.add_argument("--phase", choices=PHASE_CHOICES, default="all", help="check what these phases read (default: all, in order)")
     chosen.add_argument("--stack", choices=STACKS, help="check what this stack reads instead (dev: every phase, in one stack)")
     commands.add_parser("status", help="per phase, whether it is up, and the health of GitLab, OpenBao, the runner and the apps")
+    kubeconfig = commands.add_parser(
+        "kubeconfig",
+        help="print the kind cluster's admin kubeconfig, or write it to a file (0600), for kubectl and Headlamp: it is cluster-admin",
+        description=(
+            "The admin kubeconfig of the kind cluster a stack made, as `kind get kubeconfig` prints it. It is cluster-admin: "
+            "whoever holds it can do anything in the cluster, Secrets included. Use it with "
+            "`KUBECONFIG=<path> kubectl get nodes`."
+        ),
+    )
+    kubeconfig.add_argument(
+        "--stack", choices=("phase1", "dev"), default="phase1", help="whose cluster: phase1's (the default), or dev's own cluster"
+    )
+    kubeconfig.add_argument(
+        "--output",
+        metavar="PATH",
+        help="write it to the file PATH (mode 0600) instead of printing it; refused: a folder, a file that is not a kubeconfig",
+    )
     diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
     diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
     commands.add_parser(

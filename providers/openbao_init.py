@@ -71,7 +71,7 @@ What waiting cannot fix is refused at once, with the exact way out:
 
 The passwords are secret inputs (the engine keeps the outputs of the same names secret too). The
 provider keeps nothing on `self` and imports `requests` lazily: the engine's provider host imports
-this module by reference (`pulumi-mechanics.md` section 1). No error carries a secret: OpenBao's
+this module by reference (Pulumi's dynamic providers: the resource pickles its provider with dill). No error carries a secret: OpenBao's
 error texts never repeat a request's data, and a recovery key it returns is never read.
 """
 

@@ -2,7 +2,7 @@
 
 A phase stack (`phase1`, `phase2`, `phase3`) runs one phase and reads its inputs from the
 upstream stack's outputs through a StackReference; `dev` runs the phases in order in one
-program and passes each phase's outputs straight to the next (DESIGN.md section 4).
+program and passes each phase's outputs straight to the next.
 """
 
 from __future__ import annotations

@@ -791,3 +791,21 @@ def test_a_warning_is_printed_with_what_to_do_and_stops_nothing() -> None:
     assert code == 0
     assert f"WARN  {doctor.USERNS}" in output
     assert "if it does: `sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in output
+
+
+@pytest.mark.parametrize(
+    ("argv", "checks_names"),
+    [
+        (["--phase", "1"], False),
+        (["--stack", "phase1"], False),
+        (["--phase", "2"], True),
+        (["--phase", "3"], True),
+        (["--phase", "all"], True),
+        (["--stack", "dev"], True),
+    ],
+)
+def test_the_platform_names_are_checked_only_for_the_stacks_that_call_gitlab_from_the_laptop(argv: list[str], checks_names: bool) -> None:
+    # phase1 only makes the cluster: `up --phase 1` must not demand the /etc/hosts line phase2 needs.
+    code, output = doctor_output(argv, FakeMachine(addresses={"gitlab.local.example.net": None}))
+    assert (NAMES in output) is checks_names
+    assert code == (1 if checks_names else 0)

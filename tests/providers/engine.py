@@ -2,7 +2,7 @@
 
 The engine pickles the provider with dill into the `__provider` input and a separate host process
 unpickles it (once) and calls its methods with wire values: ints arrive as floats, keys keep their
-Python spelling (`pulumi-mechanics.md` section 1). `as_engine_loads` does the same round trip.
+Python spelling (pulumi sdk/python/lib/pulumi/dynamic/dynamic.py). `as_engine_loads` does the same round trip.
 
 For `OpenBaoInit`: its inputs against a `BaoServer`, a TCP `Proxy` that holds answers back (to kill
 the provider after the server acted, before it heard), and stand-ins for the `kind` and `kubectl`

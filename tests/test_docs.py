@@ -1,0 +1,124 @@
+"""The user's documentation (README.md, docs/, the apps' and charts' READMEs, the CLI's help) stands on
+its own and says only what the code does: it points at nothing outside this repository, and every
+`blueprint` command it shows is one the real CLI parser takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from cli.main import _parser
+
+ROOT = Path(__file__).resolve().parent.parent
+USER_DOCS = sorted([ROOT / "README.md", ROOT / "apps" / "README.md", ROOT / "charts" / "README.md", *(ROOT / "docs").glob("*.md")])
+"""Every page a user reads."""
+
+OUTSIDE = re.compile(r"\.\./shared|shared/docs|shared/conformance|DESIGN\.md|house-style|pulumi-mechanics|(?<!infra/data/)shared/")
+"""What points outside the repository: the design notes and reference pages next to the checkout,
+which a user of this repository does not have. `infra/data/shared/` is the default data folder
+(Pulumi.yaml, `dataDir`), a path inside this checkout, and may be named."""
+
+FENCE = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
+SPAN = re.compile(r"`([^`]+)`")
+COMMAND = re.compile(r"(?:(?<=^)|(?<=[\s;&|(]))(?:uv run )?blueprint (?=[a-z-])")
+"""Where a `blueprint` command starts: at the start of a line or span, or after a shell separator
+(`&&`, `;`, `|`, `$(`); `blueprint:<key>` (a setting) and `blueprint/<role>` (a label) do not match."""
+END = re.compile(r"&&|\|\||[;|)`]|\s#")
+"""Where it ends: the next shell separator, the end of a `$(...)`, or a comment."""
+
+COMMENT = re.compile(r"(?:^|\s)#.*")
+"""A shell comment in a code block (the docs put no `#` inside quotes)."""
+
+PLACEHOLDERS = {"<stack>": "phase1"}
+"""A placeholder a page uses in a command, and a valid value to check it with."""
+
+NOT_COMMANDS = re.compile(r"^blueprint (name-constrained )?CA \(")
+"""Spans that begin with the word blueprint but name something else: the CA certificate's subject."""
+
+
+def shown_commands(text: str) -> list[str]:
+    """Every `blueprint ...` or `uv run blueprint ...` command line in a page's code blocks and
+    inline code, as a shell would read it: `\\`-continuations joined, comments dropped."""
+    found: list[str] = []
+    pieces: list[str] = []
+    for block in FENCE.findall(text):
+        pieces += [COMMENT.sub("", line) for line in block.replace("\\\n", " ").splitlines()]
+    prose = FENCE.sub("", text)
+    pieces += [span.replace("\n", " ") for span in SPAN.findall(prose)]
+    for piece in pieces:
+        if NOT_COMMANDS.match(piece.strip()):
+            continue
+        for start in COMMAND.finditer(piece):
+            rest = piece[start.start() :]
+            end = END.search(rest)
+            command = (rest[: end.start()] if end else rest).strip()
+            found.append(command)
+    return found
+
+
+def parse_error(command: str) -> str | None:
+    """What the real parser says of `command`, or None when it takes it."""
+    for placeholder, value in PLACEHOLDERS.items():
+        command = command.replace(placeholder, value)
+    if re.search(r"<[^>]+>", command):
+        return f"a placeholder with no value to check it with (add it to PLACEHOLDERS): {command}"
+    words = shlex.split(command)
+    words = words[2:] if words[:2] == ["uv", "run"] else words
+    assert words[0] == "blueprint", command
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            _parser().parse_args(words[1:])
+        except SystemExit as exit_:
+            return stderr.getvalue().strip().splitlines()[-1] if exit_.code else "prints help instead of running"
+    return None
+
+
+@pytest.mark.parametrize("page", USER_DOCS, ids=lambda page: str(page.relative_to(ROOT)))
+def test_no_user_page_points_outside_the_repository(page: Path) -> None:
+    found = [
+        f"{page.name}:{number}: {line.strip()}" for number, line in enumerate(page.read_text().splitlines(), 1) if OUTSIDE.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_no_cli_text_points_outside_the_repository() -> None:
+    # The help every command prints, and every message in the CLI's source.
+    parser = _parser()
+    [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    helps = {f"blueprint {name} --help": sub.format_help() for name, sub in commands.choices.items()}
+    helps["blueprint --help"] = parser.format_help()
+    helps |= {str(path.relative_to(ROOT)): path.read_text() for path in sorted((ROOT / "cli").glob("*.py"))}
+    found = [f"{where}: {line.strip()}" for where, text in helps.items() for line in text.splitlines() if OUTSIDE.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_every_blueprint_command_the_docs_show_parses() -> None:
+    shown = {(page.name, command) for page in USER_DOCS for command in shown_commands(page.read_text())}
+    # The extraction itself: the README's own first command, and one inside `eval "$(...)"`, are found.
+    assert ("README.md", "uv run blueprint up") in shown
+    assert ("README.md", "uv run blueprint env") in shown
+    failed = sorted(f"{page}: `{command}`: {error}" for page, command in shown if (error := parse_error(command)))
+    assert not failed, "\n".join(failed)
+
+
+def test_the_readme_says_how_to_run_the_dev_stack_which_no_blueprint_command_drives() -> None:
+    parser = _parser()
+    for command in ("up", "preview", "destroy"):
+        with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+            parser.parse_args([command, "--stack", "dev"])  # if this ever parses, the README's dev section must say so
+    env = 'eval "$(uv run blueprint env)"'
+    for block in FENCE.findall((ROOT / "README.md").read_text()):
+        lines = [COMMENT.sub("", line).strip() for line in block.splitlines()]
+        if "pulumi up -s dev" in lines and "uv run blueprint doctor --stack dev" in lines and "pulumi destroy -s dev" in lines:
+            assert env in lines, block
+            assert lines.index(env) < lines.index("pulumi up -s dev"), block
+            return
+    pytest.fail("README.md has no code block that runs the dev stack: its doctor, the passphrase, `pulumi up -s dev`, its destroy")
