@@ -337,7 +337,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
     if not phase2:
         return "phase2 is not up: nothing to log glab in to"
     if shutil.which("glab") is None:
-        return "glab is not installed; skipping --glab-login (https://gitlab.com/gitlab-org/cli)"
+        return "glab is not installed: nothing to log in (get it: https://gitlab.com/gitlab-org/cli, then `uv run blueprint up` again)"
     host = str(phase2[outputs.GITLAB_URL]).split("://", 1)[-1]
     try:
         token = admin_token(phase2)

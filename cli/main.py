@@ -38,7 +38,13 @@ def _parser() -> argparse.ArgumentParser:
         return sub
 
     up = with_phase("up", "check the machine, then bring the phases up in order, and say where everything is")
-    up.add_argument("--glab-login", action="store_true", help="afterwards, log the glab CLI in to the platform with the admin token")
+    up.add_argument(
+        "--glab-login",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="afterwards, when glab is installed, log it in to gitlab.<domain> with the admin token, trusting the platform CA, "
+        "and touch no other host's entry (default; --no-glab-login leaves glab alone)",
+    )
     up.add_argument(
         "--yes",
         action="store_true",

@@ -303,3 +303,30 @@ def test_a_bad_phase3_value_stops_the_preview_of_every_phase_before_phase1_runs(
     assert commands.main_for(argparse.Namespace(command="preview", phase="all"), runner, io.StringIO()) == 1
     assert "blueprint:pipelineTimeout = '5' is not valid" in capsys.readouterr().err
     assert runner.calls == []
+
+
+def test_up_logs_glab_in_by_default_and_no_glab_login_leaves_it_alone() -> None:
+    from cli.main import _parser
+
+    assert _parser().parse_args(["up"]).glab_login is True
+    assert _parser().parse_args(["up", "--no-glab-login"]).glab_login is False
+
+
+def test_glab_login_touches_the_platform_host_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    (tmp_path / "token").write_text("abc\n")
+    ran: list[list[str]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    phase2 = {
+        outputs.GITLAB_URL: "https://gitlab.local.example.net",
+        outputs.CA_CERT_FILE: "/ca.crt",
+        outputs.ADMIN_TOKEN_FILE: str(tmp_path / "token"),
+    }
+    commands.glab_login(phase2, run=run)
+    hosts = [argv[argv.index("--host" if "--host" in argv else "--hostname") + 1] for argv in ran]
+    assert len(hosts) == 2
+    assert set(hosts) == {"gitlab.local.example.net"}
