@@ -488,6 +488,9 @@ class GitLab(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on])),
         )
+        # The release's chart and values, hashed: both patches of the chart's Gateway below carry it, so
+        # a new release re-applies them.
+        digest = values.apply(lambda v: release_digest(versions.GITLAB_CHART_VERSION, v))
         apps_listener_patch = k8s.apiextensions.CustomResourcePatch(
             f"{name}-apps-listener",
             api_version="gateway.networking.k8s.io/v1",
@@ -498,7 +501,7 @@ class GitLab(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=GATEWAY,
                 namespace=args.namespace,
-                annotations=values.apply(lambda v: {APPS_LISTENER_DIGEST_ANNOTATION: release_digest(versions.GITLAB_CHART_VERSION, v)}),
+                annotations=digest.apply(lambda d: {APPS_LISTENER_DIGEST_ANNOTATION: d}),
             ),
             spec={"listeners": [apps_listener(args)]},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),
@@ -512,7 +515,7 @@ class GitLab(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=GATEWAY,
                 namespace=args.namespace,
-                annotations=values.apply(lambda v: programmed_gate_annotations(release_digest(versions.GITLAB_CHART_VERSION, v))),
+                annotations=digest.apply(programmed_gate_annotations),
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release, apps_listener_patch])),
         )
