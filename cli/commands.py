@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -178,6 +178,8 @@ class Context:
     """What `cli/teardown.py` asks of the machine (a `teardown.World`; None: the real one)."""
     confirm: Callable[[str], bool] = lambda question: False
     """Ask the user a yes/no question (no: when nobody can answer)."""
+    probe: Callable[[str, str, Mapping[str, str]], str] | None = None
+    """(url, CA file, headers) -> what the URL says, as `probe` (None: `probe` itself)."""
 
     def say(self, text: str) -> None:
         self.out.write(text if text.endswith("\n") else text + "\n")
@@ -236,8 +238,47 @@ def up(context: Context, phase: str) -> int:
             return code
     code = _in_order(context, phase, "up", context.runner.up)
     if code == 0:
-        context.say(summary({stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}))
+        values = {stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}
+        context.say(summary(values, tally=pipeline_tally(values.get("phase3") or {}), checked=check_apps(values, context.probe or probe)))
     return code
+
+
+def pipeline_tally(phase3: Mapping[str, Any]) -> str | None:
+    """`smoke_tally` of phase3's outputs against apps/apps_manifest.yaml, or why the manifest cannot
+    be read; None when phase3 is not up.
+    """
+    from apps_manifest import ManifestError, load_manifest
+
+    if not phase3:
+        return None
+    try:
+        projects = [project.name for project in load_manifest()]
+    except ManifestError as error:
+        return f"smoke pipelines not tallied: {error}"
+    return smoke_tally(projects, phase3.get(outputs.PIPELINES) or {})
+
+
+def check_apps(outputs_by_stack: Mapping[str, Mapping[str, Any]], ask: Callable[[str, str, Mapping[str, str]], str]) -> dict[str, str]:
+    """What each app's `/healthz` says from this laptop, through the gateway, trusting our CA alone:
+    the route a user takes, which the pipeline's own check (from inside the cluster) does not.
+    """
+    phase2, phase3 = (outputs_by_stack.get(stack) or {} for stack in ("phase2", "phase3"))
+    if not phase2.get(outputs.CA_CERT_FILE):
+        return {}
+    ca = str(phase2[outputs.CA_CERT_FILE])
+    return {name: ask(f"{url}/healthz", ca, {}) for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items())}
+
+
+def smoke_tally(projects: Sequence[str], pipelines: Mapping[str, Any]) -> str:
+    """The line "N/N smoke pipelines green": of the manifest's `projects`, those with a pipeline in
+    phase3's `pipelines` output, which holds only green ones (one that is not green fails the `up`);
+    the others named, with what runs them.
+    """
+    missing = [name for name in projects if not pipelines.get(name)]
+    line = f"{len(projects) - len(missing)}/{len(projects)} smoke pipelines green"
+    if missing:
+        line += f" (none recorded for {', '.join(missing)}: `uv run blueprint up --phase 3` runs them)"
+    return line
 
 
 def preview(context: Context, phase: str) -> int:
@@ -256,9 +297,13 @@ def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone
         return _failed(context, failure, "destroy")
 
 
-def summary(outputs_by_stack: Mapping[str, Mapping[str, Any]]) -> str:
+def summary(
+    outputs_by_stack: Mapping[str, Mapping[str, Any]], *, tally: str | None = None, checked: Mapping[str, str] | None = None
+) -> str:
     """What the user needs after an `up`: where things are, where the credentials are (never the
-    credentials themselves), and the laptop-side steps left.
+    credentials themselves), and the laptop-side steps left; once phase3 is up, each app with what its
+    `/healthz` said from this laptop (`checked`, from `check_apps`), and last the smoke pipelines'
+    `tally` (`pipeline_tally`).
     """
     phase1, phase2, phase3 = (outputs_by_stack.get(stack) or {} for stack in ("phase1", "phase2", "phase3"))
     lines = ["", "blueprint is up."]
@@ -285,10 +330,16 @@ def summary(outputs_by_stack: Mapping[str, Mapping[str, Any]]) -> str:
             f"  trust the CA:   {phase2.get(outputs.CA_CERT_FILE)}   (README: 'Trust the platform CA')",
         ]
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
-        lines.append(f"  app {name}: {url}")
+        said = (checked or {}).get(name)
+        lines.append(f"  app {name}: {url}" + (f"  (/healthz from this laptop: {said})" if said is not None else ""))
+    if any(said.startswith("unreachable") for said in (checked or {}).values()):
+        lines.append("  an app unreachable from here: its name must resolve to 127.0.0.1 (the /etc/hosts line above)")
+    if tally is not None:
+        lines.append(tally)
     if phase1 and not phase2:
         cluster = phase1.get(outputs.CLUSTER_NAME)
-        lines.append(f"  kind cluster: {cluster} (for kubectl: {shlex.join(['kind', 'export', 'kubeconfig', '--name', str(cluster)])})")
+        # `blueprint kubeconfig` writes it to a file of its own, never into ~/.kube/config (cluster-admin).
+        lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")
     return "\n".join(lines)
 
 

@@ -1,6 +1,6 @@
 """The apps on GitLab: one project per manifest entry in the platform's `blueprint-apps` group,
-their CI/CD variables, their sources (one commit per change) and, for each deploying project, a
-smoke pipeline that must go green.
+their CI/CD variables, their sources (one commit per change) and, for each project, a smoke
+pipeline that must go green (a deploying project's deploys its app; shared-code's checks the templates).
 
 The group is phase2's, not this component's: it is the platform's, which the runners serve (and
 only its projects), so it exists before them and outlives a destroy of the apps alone. phase2
@@ -162,7 +162,7 @@ class GitLabProjects(pulumi.ComponentResource):
     """The apps' projects in the platform's group, and what makes each build and deploy itself."""
 
     pipelines: dict[str, pulumi.Output[str]]
-    """Web URL of each deploying project's last green smoke pipeline."""
+    """Web URL of each project's last green smoke pipeline."""
 
     def __init__(self, name: str, args: GitLabProjectsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:GitLabProjects", name, None, opts)
@@ -253,18 +253,20 @@ class GitLabProjects(pulumi.ComponentResource):
             )
             if project.name == SHARED_CODE:
                 shared_code = sync
-            if project.deploy:
-                smoke[project.name] = SmokePipeline(
-                    f"{prefix}-pipeline",
-                    SmokePipelineArgs(
-                        connection=connection,
-                        project=repository.id,
-                        sha=sync.commit,
-                        target=deploy_target,
-                        timeout_seconds=args.pipeline_timeout,
-                        runner=args.runner_id,
-                    ),
-                    opts=child,
-                )
-                self.pipelines[project.name] = smoke[project.name].web_url
+            # Every project's pipeline must go green: a deploying one's deploys and checks its app,
+            # shared-code's checks the templates every other project includes (templates/shared-code.yml:
+            # one job, no rules, so each push to its default branch runs it).
+            smoke[project.name] = SmokePipeline(
+                f"{prefix}-pipeline",
+                SmokePipelineArgs(
+                    connection=connection,
+                    project=repository.id,
+                    sha=sync.commit,
+                    target=deploy_target,
+                    timeout_seconds=args.pipeline_timeout,
+                    runner=args.runner_id,
+                ),
+                opts=child,
+            )
+            self.pipelines[project.name] = smoke[project.name].web_url
         self.register_outputs({"pipelines": self.pipelines})

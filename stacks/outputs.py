@@ -100,7 +100,7 @@ PHASE2 = (
 APP_URLS = "appUrls"
 """Where each app that has a host answers."""
 PIPELINES = "pipelines"
-"""Each deploying project's last green smoke pipeline."""
+"""Each project's last green smoke pipeline (its web URL, by project name)."""
 
 PHASE3 = (APP_URLS, PIPELINES)
 """Everything phase3 exports."""

@@ -1,7 +1,7 @@
 """phase3: the apps on GitLab, which build and deploy themselves.
 
 The projects of `apps/apps_manifest.yaml` in the platform's group (phase2's), their variables and
-sources, and one smoke pipeline per deploying project, through GitLab's API (the admin token, our CA).
+sources, and one smoke pipeline per project, through GitLab's API (the admin token, our CA).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from apps_manifest import load_manifest
 from cli import commands
 from cli.commands import Context, StackFailed
 from cli.main import main
@@ -125,6 +126,46 @@ def test_the_summary_says_where_things_and_credentials_are_never_the_credentials
     assert "/data/platform/ca.crt" in text
     assert "glpat-secret-value" not in text
     assert "root-secret-value" not in text
+
+
+def test_the_smoke_tally_counts_the_manifests_projects_that_have_a_green_pipeline() -> None:
+    projects = ["shared-code", "guestbook", "redis", "redis-slave"]
+    green = {name: f"https://gitlab.x/blueprint-apps/{name}/-/pipelines/1" for name in projects}
+    assert commands.smoke_tally(projects, green) == "4/4 smoke pipelines green"
+    del green["shared-code"]
+    assert commands.smoke_tally(projects, green) == (
+        "3/4 smoke pipelines green (none recorded for shared-code: `uv run blueprint up --phase 3` runs them)"
+    )
+
+
+def phase3_up() -> dict[str, Any]:
+    """phase3's outputs: a green pipeline for every project of the real manifest, and the guestbook's URL."""
+    names = [project.name for project in load_manifest()]
+    return {
+        outputs.APP_URLS: {"guestbook": "https://guestbook.local.example.net"},
+        outputs.PIPELINES: {name: f"https://gitlab.local.example.net/blueprint-apps/{name}/-/pipelines/1" for name in names},
+    }
+
+
+def test_up_ends_with_the_tally_of_every_manifest_projects_smoke_pipeline() -> None:
+    runner = FakeRunner(existing={"phase2": PHASE2, "phase3": phase3_up()})
+    ctx, out = context(runner, probe=lambda url, ca, headers: "ok")
+    assert commands.up(ctx, "3") == 0
+    assert out.getvalue().splitlines()[-1] == f"{len(load_manifest())}/{len(load_manifest())} smoke pipelines green"
+
+
+def test_up_checks_each_app_url_from_the_laptop_through_the_gateway_with_our_ca() -> None:
+    runner = FakeRunner(existing={"phase2": PHASE2, "phase3": phase3_up()})
+    asked: list[tuple[str, str, dict[str, str]]] = []
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        asked.append((url, ca, dict(headers)))
+        return "HTTP 503"
+
+    ctx, out = context(runner, probe=probe)
+    assert commands.up(ctx, "3") == 0
+    assert asked == [("https://guestbook.local.example.net/healthz", "/data/platform/ca.crt", {})]
+    assert "  app guestbook: https://guestbook.local.example.net  (/healthz from this laptop: HTTP 503)" in out.getvalue().splitlines()
 
 
 def test_status_reports_each_phase_and_each_health(tmp_path: Path) -> None:
@@ -330,3 +371,11 @@ def test_glab_login_touches_the_platform_host_alone(monkeypatch: pytest.MonkeyPa
     hosts = [argv[argv.index("--host" if "--host" in argv else "--hostname") + 1] for argv in ran]
     assert len(hosts) == 2
     assert set(hosts) == {"gitlab.local.example.net"}
+
+
+def test_the_summary_of_a_cluster_alone_gives_the_kubeconfig_command_that_parses() -> None:
+    from cli.main import _parser
+
+    text = commands.summary({"phase1": {outputs.CLUSTER_NAME: "blueprint"}})
+    command = text.split("(for kubectl: uv run ", 1)[1].split(")", 1)[0]
+    assert _parser().parse_args(command.split()[1:]).command == "kubeconfig"

@@ -190,7 +190,9 @@ def test_the_tree_with_overrides_shows_each_with_the_value_it_replaced_and_what_
     out = capsys.readouterr().out
     assert '  blueprint:pipelineTimeout="900"  (on phase3; was "600")' in out
     assert '  blueprint:gitlabNodes="2"  (on phase1; was "3")' in out
-    assert "they change 3 resources: apps-redis-pipeline, apps-redis-slave-pipeline, apps-guestbook-pipeline" in out
+    assert (
+        "they change 4 resources: apps-redis-pipeline, apps-redis-slave-pipeline, apps-guestbook-pipeline, apps-shared-code-pipeline"
+    ) in out
 
 
 def test_an_override_that_no_stack_of_the_chain_reads_is_refused_naming_the_stacks_that_do(capsys: pytest.CaptureFixture[str]) -> None:

@@ -172,12 +172,30 @@ def test_a_deploying_project_waits_for_what_it_needs_before_its_push() -> None:
     assert result.one(SYNC, "apps-shared-code-sync")["urn"] in sync["dependsOn"]
 
 
-def test_each_deploying_project_has_a_smoke_pipeline_on_its_synced_commit() -> None:
+def test_every_project_has_a_smoke_pipeline_on_its_synced_commit() -> None:
+    """shared-code's own pipeline (its templates checked) is awaited like each deploying project's."""
     result = planned("phase3")
-    assert {r["name"] for r in result.find(PIPELINE)} == {"apps-guestbook-pipeline", "apps-redis-pipeline", "apps-redis-slave-pipeline"}
-    pipeline = result.one(PIPELINE, "apps-guestbook-pipeline")
-    assert result.one(SYNC, "apps-guestbook-sync")["urn"] in pipeline["dependsOn"]
-    assert pipeline["inputs"]["timeout_seconds"] == 600
+    names = [project.name for project in load_manifest()]
+    assert {r["name"] for r in result.find(PIPELINE)} == {f"apps-{name}-pipeline" for name in names}
+    for name in names:
+        pipeline = result.one(PIPELINE, f"apps-{name}-pipeline")
+        assert result.one(SYNC, f"apps-{name}-sync")["urn"] in pipeline["dependsOn"], name
+        assert pipeline["inputs"]["timeout_seconds"] == 600
+    assert set(result.outputs["pipelines"]["value"]) == set(names)
+
+
+def test_shared_codes_pipeline_runs_on_every_push_to_its_branch() -> None:
+    """What the awaited pipeline rests on: shared-code's CI file includes its own pipeline, whose jobs
+    carry no rules, `only`, `except` or `when` and which has no `workflow` (a push makes a pipeline
+    with every such job), and none of which waits for a person or needs the image-build runner's tag."""
+    shared_code = next(p for p in load_manifest() if p.name == "shared-code")
+    assert yaml.safe_load(render_ci(shared_code))["include"] == [{"local": "templates/shared-code.yml"}]
+    document = yaml.safe_load((APPS_DIR / "shared-code" / "templates" / "shared-code.yml").read_text())
+    assert "workflow" not in document
+    jobs = {name: job for name, job in document.items() if isinstance(job, dict) and "script" in job}
+    assert jobs
+    for name, job in jobs.items():
+        assert not {"rules", "only", "except", "when", "tags"} & set(job), name
 
 
 def check_ci_schema(paths: list[Path]) -> subprocess.CompletedProcess[str]:
