@@ -64,6 +64,19 @@ revoked, so a rotated value leaves no live stale token (app/models/personal_acce
 `active` scope, `revoke!`, `scopes` a serialized array checked against the admin's scopes)."""
 
 
+ADMIN_TOKEN_SCOPES = (
+    "api", "read_api", "read_repository", "write_repository", "read_registry", "write_registry", "read_user", "sudo",
+    "create_runner", "admin_mode",
+)  # fmt: skip
+"""The old blueprint's token had the first eight, and users script against it and `docker login` with it
+(registry scopes). `create_runner`: phase2 makes the group's runners with it (POST /user/runners).
+`admin_mode`: with the instance's Admin Mode on, admin API calls need it (custom attributes,
+`GET /runners/all`, instance runners); without it, it changes nothing. `sudo` and `admin_mode` only
+administrators may hold (lib/gitlab/auth.rb `ADMIN_SCOPES`; doc/security/tokens/access_token_scopes.md).
+A token seeded with fewer scopes is brought to these on the next `up`: `diff` sees the inputs change (and
+GitLab's answer lacking one), and the seed script updates an active token's scopes in place, keeping its value."""
+
+
 class GitLabTokenError(Exception):
     """The token could not be seeded or GitLab cannot be reached; the message says what to do."""
 
@@ -184,10 +197,7 @@ class GitLabTokenArgs:
     kind_cluster_name: pulumi.Input[str]
     namespace: pulumi.Input[str]
     toolbox: str
-    scopes: tuple[str, ...] = ("api", "create_runner", "admin_mode")
-    """`admin_mode`: with the instance's Admin Mode on, admin API calls need it (custom attributes,
-    `GET /runners/all`, instance runners); without it, it changes nothing. Only administrators may
-    hold it (doc/security/tokens/access_token_scopes.md; lib/gitlab/auth.rb `ADMIN_SCOPES`)."""
+    scopes: tuple[str, ...] = ADMIN_TOKEN_SCOPES
     expires_days: int = 364
     """GitLab refuses tokens that live longer than 365 days."""
     wait_seconds: int = 300

@@ -65,6 +65,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 from providers.gitlab_sync import blob_id
+from providers.gitlab_token import ADMIN_TOKEN_SCOPES
 from tests.providers.engine import free_port
 
 TOKEN = "glpat-stub-token-value-0123456789"
@@ -118,7 +119,7 @@ class GitLabState:
     """The instance setting `allow_immediate_namespaces_deletion` (on by default on self-managed)."""
     admin_mode: bool = False
     """The instance's Admin Mode setting."""
-    token_scopes: set[str] = field(default_factory=lambda: {"api", "create_runner", "admin_mode"})
+    token_scopes: set[str] = field(default_factory=lambda: set(ADMIN_TOKEN_SCOPES))
     """The scopes of `TOKEN`."""
     failures: list[int] = field(default_factory=list)
     """Statuses to answer, one a request, before answering properly (a restarting GitLab). A 404

@@ -13,7 +13,15 @@ from typing import Any
 
 import pytest
 
-from providers.gitlab_token import PROVIDER_VERSION, GitLabTokenArgs, GitLabTokenError, GitLabTokenProvider, accepted, seed_script
+from providers.gitlab_token import (
+    ADMIN_TOKEN_SCOPES,
+    PROVIDER_VERSION,
+    GitLabTokenArgs,
+    GitLabTokenError,
+    GitLabTokenProvider,
+    accepted,
+    seed_script,
+)
 from tests.plans import fake_command
 from tests.providers.engine import as_engine_loads, free_port
 
@@ -162,6 +170,23 @@ def test_the_seed_script_is_idempotent_ruby() -> None:
     assert "if token&.active? && token.scopes.map(&:to_s).sort == scopes.sort" in script
     assert 'scopes = ["api", "create_runner", "admin_mode"]' in script
     assert "scopes: scopes, expires_at: 364.days.from_now" in script
+
+
+def test_the_admin_token_has_the_old_blueprints_scopes_and_creates_runners() -> None:
+    """Users script against it and `docker login` with it, as they did with the old blueprint's token."""
+    old_blueprints = {"api", "read_api", "read_repository", "write_repository", "read_registry", "write_registry", "read_user", "sudo"}
+    scopes = GitLabTokenArgs(gitlab_url="https://g", ca_file="c", token="t", kind_cluster_name="k", namespace="n", toolbox="x").scopes
+    assert set(scopes) >= old_blueprints | {"create_runner"}
+
+
+def test_a_token_seeded_with_the_earlier_scopes_is_given_the_new_ones_on_the_next_up(
+    gitlab: type[TokenApi], provider: GitLabTokenProvider
+) -> None:
+    """A token of an earlier blueprint (api, create_runner, admin_mode): the next `up` updates it, keeping its value."""
+    gitlab.accepted.add(TOKEN)
+    gitlab.scopes = ["api", "create_runner", "admin_mode"]
+    news = {**props(gitlab), "scopes": list(ADMIN_TOKEN_SCOPES)}
+    assert provider.diff("root/blueprint", {**props(gitlab), "scopes": ["api", "create_runner", "admin_mode"]}, news).changes is True
 
 
 def test_the_admin_token_asks_for_the_admin_mode_scope() -> None:
