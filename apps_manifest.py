@@ -38,6 +38,12 @@ GITLAB_RESERVED = frozenset(
 PROJECT_WILDCARD_ROUTES; those that are DNS labels)."""
 PLATFORM_HOSTS = ("gitlab", "registry", "kas")
 """The platform's own names under the domain (GitLab, its registry, KAS): no app may answer at one."""
+HEADLAMP_HOST = "headlamp"
+"""Headlamp's name under the domain, served through the gateway when phase1 installs it (only the
+laptop calls it: it is in neither the cluster's nor the nodes' names)."""
+RESERVED_HOSTS = (*PLATFORM_HOSTS, HEADLAMP_HOST)
+"""The names no app may answer at: the platform's, and Headlamp's whether or not it is installed (the
+manifest is read without phase1's config, and an app there would take the dashboard's name)."""
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 """A DNS-1123 label: what a project's name must be (its folder under apps/, its GitLab path, its Helm
@@ -218,9 +224,9 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
     elif host is not None and entry.get("deploy") is not True:
         answers = "is for a project that deploys (nothing would answer there)"
         problems.append(f"{label}: `host: {host!r}` {answers}; set `deploy: true`, or remove `host`")
-    elif host in PLATFORM_HOSTS:
+    elif host in RESERVED_HOSTS:
         problems.append(
-            f"{label}: `host: {host!r}` is the platform's own ({', '.join(PLATFORM_HOSTS)} are); choose another, such as {name}"
+            f"{label}: `host: {host!r}` is the platform's own ({', '.join(RESERVED_HOSTS)} are); choose another, such as {name}"
         )
     return problems
 

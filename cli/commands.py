@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from apps_manifest import PLATFORM_HOSTS
+from apps_manifest import HEADLAMP_HOST, PLATFORM_HOSTS
+from cli import os_family
 from cli.doctor import PHASE_STACKS
+from cli.os_family import OsFamily
 from stacks import outputs
 from stacks.config import PROJECT_DIR
 
@@ -239,7 +241,10 @@ def up(context: Context, phase: str) -> int:
     code = _in_order(context, phase, "up", context.runner.up)
     if code == 0:
         values = {stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}
-        context.say(summary(values, tally=pipeline_tally(values.get("phase3") or {}), checked=check_apps(values, context.probe or probe)))
+        from cli.doctor import RealMachine, machine_family
+
+        tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
+        context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine())))
     return code
 
 
@@ -298,7 +303,11 @@ def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone
 
 
 def summary(
-    outputs_by_stack: Mapping[str, Mapping[str, Any]], *, tally: str | None = None, checked: Mapping[str, str] | None = None
+    outputs_by_stack: Mapping[str, Mapping[str, Any]],
+    *,
+    tally: str | None = None,
+    checked: Mapping[str, str] | None = None,
+    family: OsFamily | None = None,
 ) -> str:
     """What the user needs after an `up`: where things are, where the credentials are (never the
     credentials themselves), and the laptop-side steps left; once phase3 is up, each app with what its
@@ -310,24 +319,25 @@ def summary(
     if phase2:
         gitlab_url = str(phase2.get(outputs.GITLAB_URL, ""))
         domain = gitlab_url.split("://", 1)[-1].split(".", 1)[-1]
-        hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS]
+        # Headlamp's name only when phase1 installed it (phase2 then routes it through the gateway).
+        headlamp = [f"{HEADLAMP_HOST}.{domain}"] if phase1.get(outputs.HEADLAMP) else []
+        hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS] + headlamp
         hosts += [str(url).split("://", 1)[-1] for url in (phase3.get(outputs.APP_URLS) or {}).values()]
         lines += [
             f"  GitLab:    {gitlab_url}  (user root)",
             f"  Registry:  {phase2.get(outputs.REGISTRY_HOST)}",
             f"  OpenBao:   {phase2.get(outputs.OPENBAO_ADDR)}",
+            *(f"  Headlamp:  https://{name}  (its login token: kubectl -n headlamp create token headlamp)" for name in headlamp),
             "",
             "Credentials (in files only you can read, and in OpenBao under secret/, after the OpenBao login below):",
             f"  root password:  {root_password_command(phase2)}   (or uv run bao kv get secret/gitlab/root)",
             f"  admin token:    {admin_token_command(phase2)}   (or uv run bao kv get secret/gitlab/bootstrap/admin_token)",
             f"  OpenBao login:  {openbao_login(phase2)}",
-            "  data services:  uv run bao kv get secret/postgres/gitlab | secret/postgres/openbao | secret/redis",
-            "                  | secret/minio/gitlab | secret/minio/runner-cache",
-            "                  (after that login, in the same shell)",
+            "  every one:      uv run blueprint secrets   (what each is, and its OpenBao path; --show NAME prints its value)",
             "",
             "On this laptop, once:",
             f"  /etc/hosts:     127.0.0.1 {' '.join(hosts)}",
-            f"  trust the CA:   {phase2.get(outputs.CA_CERT_FILE)}   (README: 'Trust the platform CA')",
+            *trust_ca_lines(phase2.get(outputs.CA_CERT_FILE), family),
         ]
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         said = (checked or {}).get(name)
@@ -341,6 +351,18 @@ def summary(
         # `blueprint kubeconfig` writes it to a file of its own, never into ~/.kube/config (cluster-admin).
         lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")
     return "\n".join(lines)
+
+
+def trust_ca_lines(ca_file: object, family: OsFamily | None) -> list[str]:
+    """The summary's "trust the CA" lines: the exact command for this machine's OS `family` with the
+    CA's real path (two in WSL2: the distro's, and Windows' for its browsers); without a known
+    family, the path and where the README lists the commands.
+    """
+    commands = os_family.ca_trust(family, str(ca_file)) if family is not None and ca_file else []
+    if not commands:
+        where = ca_file or "<dataDir>/platform/ca.crt"
+        return [f"  trust the CA:   {where}   (README: 'Trust the platform CA' has the command for each system)"]
+    return [f"  trust the CA:   {commands[0]}", *(f"                  {command}" for command in commands[1:])]
 
 
 AGAIN = "run `uv run blueprint up --phase 2` once more"
@@ -659,6 +681,10 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
             return 0
         if args.command == "kubeconfig":
             return kubeconfig(chosen, args.stack, args.output, stream, sys.stderr)
+        if args.command == "secrets":
+            from cli import secrets
+
+            return secrets.show(args.show, args.stack, chosen.outputs(args.stack), stream, sys.stderr)
         doctor_run = (lambda: doctor.run(["--phase", args.phase])) if args.command == "up" else None
         context = Context(runner=chosen, out=stream, doctor=doctor_run, explain=explained, confirm=_confirmer(getattr(args, "yes", False)))
         if args.command == "up":

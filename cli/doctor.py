@@ -4,11 +4,15 @@ Every prerequisite in README.md "Prerequisites" becomes one pass/fail line with 
 a first run fails here, in a second, rather than twenty minutes into phase2. The checks only talk to
 the machine through the small `Machine` protocol, so the tests run them against a fake one.
 
-`--fix` installs what needs no root (Pulumi into ~/.pulumi, kind and kubectl into ~/.local/bin) and
-prints the instruction for the rest: starting Docker, kernel limits and ports are the user's call.
-It runs no installer script: it downloads each pinned release file and the checksum its publisher
-puts beside it, and installs the file only if its SHA-256 matches; on a mismatch it stops and
-installs nothing.
+`--fix` installs what needs no root (Pulumi into ~/.pulumi, kind and kubectl into ~/.local/bin)
+without asking: the user asked for it, and it touches only the home folder. It runs no installer
+script: it downloads each pinned release file and the checksum its publisher puts beside it, and
+installs the file only if its SHA-256 matches; on a mismatch it stops and installs nothing.
+What needs root or the system's package manager (installing and starting Docker, the docker group,
+the inotify limits) it does with the exact commands of the detected OS family (cli/os_family.py):
+it shows them, asks once, runs them in order and stops at the first that fails; `--yes` runs them
+without asking, and without a terminal to ask on and without `--yes` it only prints them. Ports,
+memory and the names are the user's call: it says what to do.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Protocol, TextIO
 
+from cli import os_family
+from cli.os_family import Command, OsFamily
 from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
 
 GIB = 1024**3
@@ -186,6 +192,7 @@ permission denied". BuildKit's fix is this sysctl at 0 (moby/buildkit docs/rootl
 "Ubuntu, 24.04 or later"). The file is absent where AppArmor is not the kernel's LSM (Fedora's
 SELinux, WSL2) and in Docker Desktop's VM, whose LinuxKit kernel has no LSM at all (`# CONFIG_SECURITY
 is not set`, docker/for-mac#7250): nothing to fix there."""
+INOTIFY_SYSCTL_FILE = "/etc/sysctl.d/99-kind.conf"
 USERNS_SYSCTL_FILE = "/etc/sysctl.d/99-rootless-buildkit.conf"
 """Its own file: the inotify fix writes 99-kind.conf, and a `tee` into one would erase the other. 99
 sorts after Ubuntu's own setting, so it wins at boot."""
@@ -254,6 +261,10 @@ class Machine(Protocol):
 
     def resolve(self, name: str) -> str | None:
         """The address `name` resolves to on this machine, or None."""
+        ...
+
+    def environ(self) -> Mapping[str, str]:
+        """The environment variables: WSL's WSL_DISTRO_NAME, the user's name (USER)."""
         ...
 
     def download(self, url: str, dest: Path) -> None:
@@ -330,6 +341,9 @@ class RealMachine:
     def home(self) -> Path:
         return Path.home()
 
+    def environ(self) -> Mapping[str, str]:
+        return os.environ
+
     def resolve(self, name: str) -> str | None:
         import socket
 
@@ -363,6 +377,8 @@ class Check:
     """The exact command or instruction that makes the check pass; empty when it passes."""
     advice: str = ""
     """For a passing check that may still bite (a WARN line): what to do if it does. It stops nothing."""
+    commands: tuple[Command, ...] = ()
+    """The commands of `fix` that `--fix` may run for the user (after showing them and asking)."""
 
     def __post_init__(self) -> None:
         if self.ok == bool(self.fix):
@@ -375,6 +391,8 @@ class FixStep:
 
     what: str
     download: Download | None = None
+    commands: tuple[Command, ...] = ()
+    """Commands to show, and run once the user agrees (`--yes` agrees for scripts)."""
 
 
 def _version(text: str) -> tuple[int, int, int] | None:
@@ -467,31 +485,104 @@ def _download_fix(machine: Machine, tool: str, page: str) -> str:
     )
 
 
-def _docker_checks(machine: Machine) -> list[Check]:
-    install = {
-        "darwin": "install Docker Desktop: https://docs.docker.com/desktop/setup/install/mac-install/",
+def machine_family(machine: Machine) -> OsFamily:
+    """The OS family of `machine`, from its os-release, /proc/version and environment."""
+    os_release = next((text for path in os_family.OS_RELEASE_FILES if (text := machine.read_text(path)) is not None), None)
+    return os_family.detect(
+        system=machine.system, os_release=os_release, proc_version=machine.read_text("/proc/version"), environ=machine.environ()
+    )
+
+
+def _shown(commands: Sequence[Command]) -> str:
+    return ", then ".join(f"`{command.shown}`" for command in commands)
+
+
+_RELOGIN = "then log out and in again (the docker group counts from your next login; `newgrp docker` gives it to one shell now)"
+_WSL_DOCKER = (
+    "install Docker Desktop on Windows with the WSL2 backend (https://docs.docker.com/desktop/setup/install/windows-install/) "
+    "and turn on Settings > Resources > WSL integration for this distro: a Windows install, which `blueprint doctor --fix` "
+    "does not do from WSL"
+)
+
+
+def _user(machine: Machine) -> str | None:
+    environ = machine.environ()
+    return environ.get("USER") or environ.get("LOGNAME") or None
+
+
+def _docker_install(machine: Machine, family: OsFamily) -> Check:
+    """The failing check of a machine without Docker, with its family's install commands."""
+    if family.wsl:
+        return Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=_WSL_DOCKER)
+    if family.key == os_family.MACOS and machine.which("brew") is not None:
+        commands: tuple[Command, ...] = (os_family.MACOS_DOCKER_INSTALL, os_family.MACOS_DOCKER_OPEN)
+        fix = f"install Docker Desktop with Homebrew: {_shown(commands)} (it opens Docker Desktop's window: accept its terms there)"
+        return Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=fix, commands=commands)
+    install = os_family.docker_install(family)
+    if install:
+        user = _user(machine)
+        commands = (*install, os_family.DOCKER_START, *((os_family.docker_group(user),) if user else ()))
+        after = _RELOGIN if user else "then add yourself to the docker group"
+        fix = f"install Docker Engine from {family.name}'s packages: {_shown(commands)}; {after}"
+        return Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=fix, commands=commands)
+    fix = {
+        "darwin": "install Docker Desktop: https://docs.docker.com/desktop/setup/install/mac-install/ "
+        f"(or, with Homebrew: `brew install --cask {os_family.MACOS_DOCKER_CASK}`)",
         "windows": "install Docker Desktop with the WSL2 backend: https://docs.docker.com/desktop/setup/install/windows-install/",
     }.get(
         machine.system,
         "install Docker Engine (https://docs.docker.com/engine/install/), then `sudo usermod -aG docker $USER`, log in again",
     )
+    return Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=fix)
+
+
+def _docker_down(machine: Machine, family: OsFamily, output: str) -> Check:
+    """The failing engine check of a machine whose `docker info` failed, with its family's fix."""
+    found = f"not reachable: {_first_line(output)}"
+    if "permission denied" in output.lower():
+        user = _user(machine)
+        if family.known_linux and user:
+            commands: tuple[Command, ...] = (os_family.docker_group(user),)
+            return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=f"{_shown(commands)}, {_RELOGIN}", commands=commands)
+        fix = "`sudo usermod -aG docker $USER`, then log out and in again (or run `newgrp docker` in this shell)"
+        return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix)
+    if family.wsl:
+        fix = (
+            "start Docker Desktop on Windows and wait until it says it is running; in its Settings > Resources > WSL integration, "
+            f"turn this distro on (or, with Docker Engine installed in this distro and systemd on in WSL: `{os_family.DOCKER_START.shown}`)"
+        )
+        return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix)
+    if family.key == os_family.MACOS:
+        commands = (os_family.MACOS_DOCKER_OPEN,)
+        return Check(
+            name=DOCKER_ENGINE,
+            ok=False,
+            found=found,
+            fix=f"start Docker Desktop ({_shown(commands)}) and wait until it says it is running",
+            commands=commands,
+        )
+    if family.known_linux:
+        commands = (os_family.DOCKER_START,)
+        return Check(
+            name=DOCKER_ENGINE, ok=False, found=found, fix=f"{_shown(commands)} (starts it now and at every boot)", commands=commands
+        )
+    fix = {
+        "windows": "start Docker Desktop and wait until it says it is running",
+    }.get(machine.system, "`sudo systemctl start docker` (and `sudo systemctl enable docker` to start it at boot)")
+    return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix)
+
+
+def _docker_checks(machine: Machine, family: OsFamily | None = None) -> list[Check]:
+    family = family or machine_family(machine)
     if machine.which("docker") is None:
-        return [
-            Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=install),
-            Check(name=DOCKER_ENGINE, ok=False, found="not checked: no Docker CLI", fix=install),
-        ]
+        install = _docker_install(machine, family)
+        # The engine's line says the same fix, and runs nothing of its own: the CLI's commands install both.
+        return [install, Check(name=DOCKER_ENGINE, ok=False, found="not checked: no Docker CLI", fix=install.fix)]
     cli = Check(name=DOCKER_CLI, ok=True, found=str(machine.which("docker")))
     code, output = machine.run(["docker", "info", "--format", "{{.ServerVersion}}"], timeout=20)
     if code == 0:
         return [cli, Check(name=DOCKER_ENGINE, ok=True, found=f"server {_first_line(output)}")]
-    if "permission denied" in output.lower():
-        fix = "`sudo usermod -aG docker $USER`, then log out and in again (or run `newgrp docker` in this shell)"
-    else:
-        fix = {
-            "darwin": "start Docker Desktop (`open -a Docker`) and wait until it says it is running",
-            "windows": "start Docker Desktop and wait until it says it is running",
-        }.get(machine.system, "`sudo systemctl start docker` (and `sudo systemctl enable docker` to start it at boot)")
-    return [cli, Check(name=DOCKER_ENGINE, ok=False, found=f"not reachable: {_first_line(output)}", fix=fix)]
+    return [cli, _docker_down(machine, family, output)]
 
 
 def _kind_check(machine: Machine) -> Check:
@@ -627,11 +718,13 @@ def _inotify_check(machine: Machine) -> Check:
         return Check(name=INOTIFY, ok=True, found=found)
     # Never lower a limit that is already above the minimum.
     target = {key: max(INOTIFY_MIN[key], current[key] or 0) for key in INOTIFY_MIN}
-    settings = " ".join(f"fs.inotify.{key}={value}" for key, value in target.items())
-    lines = "\\n".join(f"fs.inotify.{key} = {value}" for key, value in target.items())
-    fix = f"`sudo sysctl {settings}`; to keep it after a reboot: `printf '{lines}\\n' | sudo tee /etc/sysctl.d/99-kind.conf`"
+    # The kernel's own interface, the same on every Linux family: `--fix` may run it on any.
+    now = Command(argv=("sudo", "sysctl", *(f"fs.inotify.{key}={value}" for key, value in target.items())))
+    lines = "".join(f"fs.inotify.{key} = {value}\n" for key, value in target.items())
+    persist = Command(argv=("sudo", "tee", INOTIFY_SYSCTL_FILE), stdin=lines)
+    fix = f"`{now.shown}`; to keep it after a reboot: `{persist.shown}`"
     minimum = ", ".join(f"{key} >= {value}" for key, value in INOTIFY_MIN.items())
-    return Check(name=INOTIFY, ok=False, found=f"{found} (kind needs {minimum})", fix=fix)
+    return Check(name=INOTIFY, ok=False, found=f"{found} (kind needs {minimum})", fix=fix, commands=(now, persist))
 
 
 def _userns_check(machine: Machine) -> Check:
@@ -690,7 +783,7 @@ def checks(
     `pulumi config set` fix; a port published by `cluster_name`'s own node counts as free; `needs`
     is what the config needs of Docker (`resources_needed`).
     """
-    result = _docker_checks(machine)
+    result = _docker_checks(machine, machine_family(machine))
     result += [_kind_check(machine), _pulumi_check(machine, pulumi_min_version), _kubectl_check(machine), _uv_check(machine)]
     result += [_port_check(machine, key, port, stack, cluster_name) for key, port in ports.items()]
     result += [_memory_check(machine, needs), _cpu_check(machine, needs)]
@@ -706,17 +799,22 @@ def checks(
 
 def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
     """What `--fix` does about `failed`: installs that need no root, in user folders, each checked
-    against its published SHA-256; everything else (Docker, kernel limits, ports, memory) as the
-    check's own fix, to print.
+    against its published SHA-256; the commands of the OS family (Docker, the inotify limits), to
+    run once the user agrees; everything else (ports, memory, names) as the check's own fix, to print.
     """
     arch = _arch(machine)
     can_install = machine.system in INSTALLS_ON and arch is not None
     steps: list[FixStep] = []
     on_path: list[str] = []
+    run_by_commands = {check.fix for check in failed if check.commands}
     for check in failed:
         if check.ok:
             continue
-        if can_install and arch is not None and check.name in (KIND, KUBECTL, PULUMI):
+        if not check.commands and check.fix in run_by_commands:
+            continue  # the Docker engine's line when Docker is missing: the Docker CLI's commands install both
+        if check.commands:
+            steps.append(FixStep(what=f"{check.name}: {check.fix}", commands=check.commands))
+        elif can_install and arch is not None and check.name in (KIND, KUBECTL, PULUMI):
             download = downloads(machine, check.name, arch)
             version = PULUMI_VERSION if check.name == PULUMI else KIND_VERSION if check.name == KIND else KUBECTL_VERSION
             steps.append(FixStep(what=f"install {check.name} {version} as {download.target}", download=download))
@@ -925,15 +1023,101 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
     return [*machine_checks, stacks_checked]
 
 
-def run(argv: list[str] | None = None, machine: Machine | None = None, out: TextIO | None = None) -> int:
-    """`blueprint doctor [--fix] [--stack phase1]`: 1 when any check fails, 0 otherwise. `out` defaults to
+Execute = Callable[[Command, TextIO], int]
+"""Runs one command of `--fix`, writing its output to the stream; its exit code."""
+
+
+def execute(command: Command, out: TextIO) -> int:
+    """Run `command`, its output streamed to `out` as it comes (a package manager takes a while);
+    sudo asks for the password on the terminal itself.
+    """
+    try:
+        process = subprocess.Popen(
+            list(command.argv),
+            stdin=subprocess.PIPE if command.stdin is not None else None,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    except OSError as error:
+        out.write(f"    {command.argv[0]}: {error.strerror or error}\n")
+        return 127
+    with process:  # closes its pipes
+        if process.stdin is not None:
+            process.stdin.write(command.stdin or "")
+            process.stdin.close()
+        assert process.stdout is not None
+        for line in process.stdout:
+            out.write(f"    {line}")
+        return process.wait()
+
+
+def _ask(prompt: str) -> str:
+    try:
+        return input(prompt)
+    except (EOFError, KeyboardInterrupt):
+        return ""
+
+
+AGAIN = "uv run blueprint doctor --fix"
+
+
+def run_commands(
+    commands: Sequence[Command], family: OsFamily, out: TextIO, *, yes: bool, terminal: bool, ask: Callable[[str], str], run: Execute
+) -> bool:
+    """Show `commands`, ask once (unless `yes`), run them in order, and stop at the first that fails.
+    Without a terminal to ask on and without `yes`, run nothing. True when all of them ran and passed.
+    """
+    sudo = "; sudo asks for your password" if any(command.argv[0] == "sudo" for command in commands) else ""
+    out.write(f"\nthe commands for {family.distro}{sudo}:\n")
+    for command in commands:
+        out.write(f"  {command.shown}\n")
+        if command.note:
+            out.write(f"      ({command.note})\n")
+    if not yes:
+        if not terminal:
+            out.write(
+                f"not run: there is no terminal to ask on. Run them yourself, or let blueprint run them without asking: {AGAIN} --yes\n"
+            )
+            return False
+        if ask("Run these? [y/N] ").strip().lower() not in ("y", "yes"):
+            out.write(f"not run. Run them yourself, or `{AGAIN}` again\n")
+            return False
+    for done, command in enumerate(commands):
+        out.write(f"$ {command.shown}\n")
+        code = run(command, out)
+        if code != 0:
+            left = len(commands) - done - 1
+            out.write(
+                f"stopped: `{command.shown}` failed (exit {code}), its output above; {left} command{'' if left == 1 else 's'} after it "
+                f"not run. Fix what it says (or run the commands yourself), then `{AGAIN}` again\n"
+            )
+            return False
+    return True
+
+
+def run(
+    argv: list[str] | None = None,
+    machine: Machine | None = None,
+    out: TextIO | None = None,
+    *,
+    terminal: bool | None = None,
+    ask: Callable[[str], str] = _ask,
+    run_command: Execute = execute,
+) -> int:
+    """`blueprint doctor [--fix [--yes]] [--stack phase1]`: 1 when any check fails, 0 otherwise. `out` defaults to
     the sys.stdout of the call, not of the import, so captured output (pytest, redirects) sees it.
+    `terminal` (default: whether stdin is one) says whether `--fix` may ask before running commands.
     """
     out = out or sys.stdout
     parser = argparse.ArgumentParser(prog="blueprint doctor", description="Check every prerequisite of a real run.")
     parser.add_argument(
-        "--fix", action="store_true", help="install Pulumi, kind and kubectl into your home folder; say what to do for the rest"
+        "--fix",
+        action="store_true",
+        help="install Pulumi, kind and kubectl into your home folder; show the commands of your OS family for Docker and the "
+        "kernel limits, and run them once you say yes; say what to do for the rest",
     )
+    parser.add_argument("--yes", action="store_true", help="with --fix: run those commands without asking (for scripts)")
     chosen = parser.add_mutually_exclusive_group()
     chosen.add_argument("--phase", choices=PHASE_STACKS, default="all", help="check what these phases read (default: all, in order)")
     chosen.add_argument("--stack", choices=STACKS, help="check what this stack reads instead (dev: every phase, in one stack)")
@@ -941,6 +1125,8 @@ def run(argv: list[str] | None = None, machine: Machine | None = None, out: Text
     machine = machine or RealMachine()
     stacks = [args.stack] if args.stack else list(PHASE_STACKS[args.phase])
 
+    family = machine_family(machine)
+    out.write(f"system: {family.label}\n")
     results = _all_checks(machine, stacks)
     _print_checks(results, out)
     failed = [check for check in results if not check.ok]
@@ -948,7 +1134,11 @@ def run(argv: list[str] | None = None, machine: Machine | None = None, out: Text
         return 1 if failed else 0
 
     out.write("\nfixing:\n")
+    commands: list[Command] = []
     for step in fix_plan(failed, machine):
+        if step.commands:
+            commands += [command for command in step.commands if command not in commands]
+            continue
         if step.download is None:
             out.write(f"  to do by hand: {step.what}\n")
             continue
@@ -960,6 +1150,9 @@ def run(argv: list[str] | None = None, machine: Machine | None = None, out: Text
             return 1
         except (InstallError, OSError) as error:
             out.write(f"    failed: {error}\n")
+    if commands:
+        interactive = sys.stdin.isatty() if terminal is None else terminal
+        run_commands(commands, family, out, yes=args.yes, terminal=interactive, ask=ask, run=run_command)
 
     out.write("\nchecking again:\n")
     results = _all_checks(machine, stacks)

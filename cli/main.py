@@ -89,7 +89,13 @@ def _parser() -> argparse.ArgumentParser:
         help="override a config value for this plan, e.g. blueprint:gitlabNodes=2 (one per --config; repeat it for more)",
     )
     doctor = commands.add_parser("doctor", help="check every prerequisite of a real run, with the fix for each")
-    doctor.add_argument("--fix", action="store_true", help="install what can be installed without root (Pulumi CLI, kind, kubectl)")
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="install the Pulumi CLI, kind and kubectl under your home folder; show your OS family's commands for Docker and the "
+        "kernel limits and run them once you say yes",
+    )
+    doctor.add_argument("--yes", action="store_true", help="with --fix: run those commands without asking (for scripts)")
     chosen = doctor.add_mutually_exclusive_group()
     chosen.add_argument("--phase", choices=PHASE_CHOICES, default="all", help="check what these phases read (default: all, in order)")
     chosen.add_argument("--stack", choices=STACKS, help="check what this stack reads instead (dev: every phase, in one stack)")
@@ -110,6 +116,26 @@ def _parser() -> argparse.ArgumentParser:
         "--output",
         metavar="PATH",
         help="write it to the file PATH (mode 0600) instead of printing it; refused: a folder, a file that is not a kubeconfig",
+    )
+    secrets = commands.add_parser(
+        "secrets",
+        help="list every credential the platform generates (what it is, where it is; no value), or show one with --show NAME",
+        description=(
+            "Every credential the platform generates: its name, its OpenBao path (secret/...) or, for the three that open "
+            "OpenBao itself, its host file, and what it is. Nothing secret is printed, except by --show."
+        ),
+    )
+    secrets.add_argument(
+        "--stack",
+        choices=("phase2", "dev"),
+        default="phase2",
+        help="whose platform: the phase stacks' (phase2 holds OpenBao; the default), or dev's",
+    )
+    secrets.add_argument(
+        "--show",
+        metavar="NAME",
+        help="print that credential's value alone (for a pipe; a newline after it only on a terminal), read from OpenBao "
+        "as user blueprint, or from its file for the three not in OpenBao",
     )
     diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
     diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
@@ -217,13 +243,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         from cli import doctor
 
         chosen = ["--stack", args.stack] if args.stack else ["--phase", args.phase]
-        return doctor.run([*(["--fix"] if args.fix else []), *chosen])
+        return doctor.run([*(["--fix"] if args.fix else []), *(["--yes"] if args.yes else []), *chosen])
     if args.command == "diagram":
         from cli import diagram
 
         return diagram.run(["--check"] if args.check else [])
     if args.command == "env":
         return _env()
+    if args.command == "secrets" and args.show is None:
+        from cli import secrets
+
+        sys.stdout.write(secrets.listing(args.stack))
+        return 0
     from cli import commands
 
     return commands.main_for(args)

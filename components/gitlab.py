@@ -31,6 +31,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 import versions
+from apps_manifest import HEADLAMP_HOST
 from components.minio import GITLAB_BUCKETS
 from components.storage import STORAGE_CLASS, Volume
 from providers.host_secret import HostSecret, HostSecretArgs
@@ -42,6 +43,8 @@ GATEWAY = f"{RELEASE}-gw"
 """The chart's Gateway (templates/gateway.yaml)."""
 APPS_LISTENER = "apps-https"
 """The listener this adds to the chart's Gateway for the apps' HTTPRoutes."""
+HEADLAMP_LISTENER = "headlamp-https"
+"""The listener this adds for Headlamp's HTTPRoute, when phase1 installed Headlamp."""
 APPS_LISTENER_DIGEST_ANNOTATION = "blueprint/apps-listener-release-sha256"
 """On the apps listener's patch: the release's chart and values, so a changed release re-applies it."""
 SHELL_PORT = "global.shell.port"
@@ -108,6 +111,8 @@ class GitLabArgs:
     """What creates that folder."""
     apps_namespace: str
     """The namespace whose HTTPRoutes may attach to the apps listener."""
+    headlamp_namespace: str | None = None
+    """Headlamp's namespace, when phase1 installed it: a listener for `headlamp.<domain>` admits its routes."""
     depends_on: tuple[pulumi.Resource, ...] = ()
     """What the release waits for: the CRDs, the databases, the buckets, the TLS Secrets, Gitaly's PV."""
 
@@ -289,6 +294,35 @@ def apps_listener(args: GitLabArgs) -> dict[str, Any]:
     }
 
 
+def headlamp_listener(args: GitLabArgs, namespace: str) -> dict[str, Any]:
+    """A listener for Headlamp alone, beside the apps': `headlamp.<domain>` exactly, admitting routes
+    from Headlamp's `namespace` only. Not the apps listener widened: its `*.<domain>` takes routes
+    for any name from the apps' namespace, where CI deploys, so an app's route could claim the name
+    the dashboard's login token is typed into. Listeners distinct only by hostname match a request
+    exact name first, wildcard after (Gateway API v1.6, GatewaySpec `listeners`, "Listeners that are
+    distinct only by Hostname"), so `headlamp.<domain>` reaches this listener's routes alone. Same
+    port and wildcard certificate as the apps' (it covers the name), in the Gateway's own namespace:
+    no ReferenceGrant.
+    """
+    return {
+        "name": HEADLAMP_LISTENER,
+        "port": 443,
+        "protocol": "HTTPS",
+        "hostname": f"{HEADLAMP_HOST}.{args.domain}",
+        "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "gitlab-wildcard-tls"}]},
+        "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}},
+    }
+
+
+def gateway_listeners(args: GitLabArgs) -> list[dict[str, Any]]:
+    """The listeners this adds to the chart's Gateway: the apps', and Headlamp's when it is installed.
+    One server-side apply owns them both, so turning Headlamp off later drops its listener (an entry
+    a field manager applied before and applies no more is removed), and nothing dangles.
+    """
+    extra = [headlamp_listener(args, args.headlamp_namespace)] if args.headlamp_namespace else []
+    return [apps_listener(args), *extra]
+
+
 def programmed_gate_annotations(release_digest: str) -> dict[str, str]:
     """What makes pulumi-kubernetes (>= 4.18) wait, when it applies the gate, for the Gateway's
     `Programmed` condition to be True for its current generation (provider/pkg/metadata/overrides.go
@@ -407,6 +441,10 @@ class GitLab(pulumi.ComponentResource):
     """The initial root password (secret)."""
     root_password_file: str
     """Host path of the same password (0600): where it is, never what it is."""
+    rails_secrets: pulumi.Output[str]
+    """GitLab's rails secrets, secrets.yml (secret): mirrored into OpenBao (credentials.py)."""
+    ssh_host_keys: pulumi.Output[str]
+    """GitLab SSH's host keys, JSON (secret): mirrored into OpenBao (credentials.py)."""
     release: k8s.helm.v3.Release
     """What waits for GitLab waits for this (Helm waits for every pod and hook)."""
     gateway_programmed: k8s.apiextensions.CustomResourcePatch
@@ -503,7 +541,7 @@ class GitLab(pulumi.ComponentResource):
                 namespace=args.namespace,
                 annotations=digest.apply(lambda d: {APPS_LISTENER_DIGEST_ANNOTATION: d}),
             ),
-            spec={"listeners": [apps_listener(args)]},
+            spec={"listeners": gateway_listeners(args)},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),
         )
         # The gate: an annotation-only server-side apply on the chart's Gateway that completes once
@@ -520,4 +558,6 @@ class GitLab(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release, apps_listener_patch])),
         )
         self.root_password = root_password.value
+        self.rails_secrets = rails.value
+        self.ssh_host_keys = host_keys.value
         self.register_outputs({"root_password": self.root_password})

@@ -163,6 +163,8 @@ class GitLabProjects(pulumi.ComponentResource):
 
     pipelines: dict[str, pulumi.Output[str]]
     """Web URL of each project's last green smoke pipeline."""
+    deploy_tokens: dict[str, DeployToken]
+    """Each building project's deploy token, by project name: phase3 mirrors them into OpenBao."""
 
     def __init__(self, name: str, args: GitLabProjectsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:GitLabProjects", name, None, opts)
@@ -193,6 +195,7 @@ class GitLabProjects(pulumi.ComponentResource):
             )
         ]
         self.pipelines = {}
+        self.deploy_tokens = {}
         # The cluster the apps deploy to, as a digest (the kubeconfig is secret; its digest is not):
         # a new cluster (a restore over preserved data) runs every smoke pipeline again.
         deploy_target = pulumi.Output.unsecret(
@@ -230,15 +233,12 @@ class GitLabProjects(pulumi.ComponentResource):
             if project.build:
                 # GitLab hands a deploy token of this name to jobs as CI_DEPLOY_USER/PASSWORD: the
                 # cluster pulls the image with it, after the job's own token has expired.
-                setting.append(
-                    DeployToken(
-                        f"{prefix}-deploy-token",
-                        DeployTokenArgs(
-                            connection=connection, project=repository.id, name="gitlab-deploy-token", scopes=("read_registry",)
-                        ),
-                        opts=kept,
-                    )
+                self.deploy_tokens[project.name] = DeployToken(
+                    f"{prefix}-deploy-token",
+                    DeployTokenArgs(connection=connection, project=repository.id, name="gitlab-deploy-token", scopes=("read_registry",)),
+                    opts=kept,
                 )
+                setting.append(self.deploy_tokens[project.name])
             syncs[project.name] = (project, repository, setting)
         # Sources go in dependency order: the templates first, then each project once what it needs is green.
         for project_name in _push_order(args.projects):
@@ -262,7 +262,13 @@ class GitLabProjects(pulumi.ComponentResource):
                     connection=connection,
                     project=repository.id,
                     sha=sync.commit,
-                    target=deploy_target,
+                    # A new deploy token (made again when its value was unknown) deploys again too:
+                    # the app's pull Secret holds the token the last deploy had.
+                    target=(
+                        pulumi.Output.concat(deploy_target, "+deploy-token-", self.deploy_tokens[project.name].id)
+                        if project.name in self.deploy_tokens
+                        else deploy_target
+                    ),
                     timeout_seconds=args.pipeline_timeout,
                     runner=args.runner_id,
                 ),

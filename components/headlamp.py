@@ -1,8 +1,10 @@
 """The Headlamp dashboard (optional, `blueprint:headlamp`), from its official chart repository.
 
-It is reached with `kubectl -n headlamp port-forward svc/headlamp 4466:80` and a token from
-`kubectl -n headlamp create token headlamp`: no host port is mapped for it, because adding one
-later would change the kind config, and that replaces the cluster.
+It is reached at `https://headlamp.<domain>` through the gateway, like every other UI, once phase2
+is up (the route is phase2's: `components/headlamp_route.py`; Gateway API exists only from phase2
+on), or with `kubectl -n headlamp port-forward svc/headlamp 4466:80` from phase1 on; either way
+with a token from `kubectl -n headlamp create token headlamp`. No host port is mapped for it:
+adding one later would change the kind config, and that replaces the cluster.
 
 That token is the chart's ServiceAccount's, and the chart binds that account to `cluster-admin`
 unless told otherwise (values.yaml `clusterRoleBinding.clusterRoleName`): anyone holding the
@@ -49,6 +51,10 @@ FULLNAME = "headlamp"
 is the fullname when `serviceAccount.create` and no `serviceAccount.name` (chart 0.45.0 _helpers.tpl)."""
 
 
+SERVICE_PORT = 80
+"""The chart's Service port (values.yaml `service.port`, chart 0.45.0), in front of the container's 4466."""
+
+
 def role_of(args: HeadlampArgs) -> str:
     """The ClusterRole Headlamp's account is bound to."""
     return ADMIN_ROLE if args.admin else VIEW_ROLE
@@ -67,6 +73,11 @@ def headlamp_values() -> dict[str, Any]:
         "fullnameOverride": FULLNAME,
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "clusterRoleBinding": {"create": False},
+        # Every visitor logs in with a token of their own: in-cluster, Headlamp's context carries no
+        # credential (backend/pkg/kubeconfig/kubeconfig.go GetInClusterContext: an empty AuthInfo),
+        # unless this chart value makes it use its own account's for everyone. Explicit, since
+        # https://headlamp.<domain> serves it to anything that reaches the gateway.
+        "config": {"unsafeUseServiceAccountToken": False},
         # Replaces the chart's container default (runAsNonRoot, user 100:101, no privilege, but no
         # seccomp or dropped capabilities), so the namespace can enforce `restricted`.
         "securityContext": {

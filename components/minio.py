@@ -8,7 +8,8 @@ They do not protect the data at rest: with no KMS configured (none is), MinIO ke
 (users with their secret keys, policies) and its config as plain text in its backend, under the
 volume's `.minio.sys/`, since RELEASE.2021-04-22T15-44-28Z (minio/minio#12041, docs/kms/IAM.md:
 "If the KMS is not enabled, MinIO will store the IAM data as plain text"); the volume's folder,
-`0700` and MinIO's user's, is what keeps them. The root credentials never leave this component:
+`0700` and MinIO's user's, is what keeps them. No consumer gets the root credentials (only their
+mirror in OpenBao, which holds every generated credential: credentials.py):
 each consumer (GitLab, the runner cache) gets a MinIO user of its own whose policy allows only its
 buckets, its secret key generated once beside the root ones.
 
@@ -311,6 +312,9 @@ class Minio(pulumi.ComponentResource):
     """In-cluster host:port of the S3 API."""
     credentials: Mapping[str, S3Credentials]
     """Each consumer's user, by consumer (MinioArgs.consumers)."""
+    root_user: pulumi.Output[str]
+    root_password: pulumi.Output[str]
+    """The root pair (secret): no consumer gets it; phase2 mirrors it into OpenBao (credentials.py)."""
     buckets: k8s.batch.v1.Job
     """Completes once every bucket, and every consumer's user with its policy, exists: what uses
     MinIO waits for this."""
@@ -385,6 +389,7 @@ class Minio(pulumi.ComponentResource):
         self.host_port = f"{host}:{API_PORT}"
         self.endpoint = pulumi.Output.concat("http://", self.host_port)
         self.credentials = {consumer: S3Credentials(access_key=consumer, secret_key=key) for consumer, key in secret_keys.items()}
+        self.root_user, self.root_password = user.value, password.value
         self.register_outputs({"endpoint": self.endpoint, "credentials": {c: creds.access_key for c, creds in self.credentials.items()}})
 
     def credentials_for(self, consumer: str) -> S3Credentials:

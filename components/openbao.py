@@ -254,6 +254,8 @@ class OpenBao(pulumi.ComponentResource):
     """Its password (secret)."""
     admin_password_file: str
     """Host path of the admin user's password (0600); never stored in OpenBao itself."""
+    writer_password_file: str
+    """Host path of the writer's password (0600); never stored in OpenBao itself."""
     init: OpenBaoInit
     """The checked vault: what writes to it depends on this."""
 
@@ -266,9 +268,8 @@ class OpenBao(pulumi.ComponentResource):
             HostSecretArgs(path=f"{args.secrets_path}/openbao-seal-key", kind="static-seal-key", length=SEAL_KEY_LENGTH),
             opts=after_folder,
         )
-        writer_password = HostSecret(
-            f"{name}-writer-password", HostSecretArgs(path=f"{args.secrets_path}/openbao-{WRITER_USER}-password"), opts=after_folder
-        )
+        self.writer_password_file = f"{args.secrets_path}/openbao-{WRITER_USER}-password"
+        writer_password = HostSecret(f"{name}-writer-password", HostSecretArgs(path=self.writer_password_file), opts=after_folder)
         self.admin_password_file = f"{args.secrets_path}/openbao-{ADMIN_USER}-password"
         admin_password = HostSecret(f"{name}-admin-password", HostSecretArgs(path=self.admin_password_file), opts=after_folder)
         # restricted: the chart's pod default (non-root, RuntimeDefault seccomp) and the container context set in openbao_values.

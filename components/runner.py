@@ -86,6 +86,15 @@ IMAGE_BUILD_TAG = "blueprint-image-build"
 DEFAULT_NAMESPACE = "gitlab-runner"
 IMAGE_BUILD_NAMESPACE = "gitlab-runner-image-build"
 
+
+def runner_description(owner: str, *, image_builds: bool) -> str:
+    """The description of `owner`'s runner (`<pulumi project>/<stack>`), the default one or the
+    image-build one: what makes a runner ours, and how phase3's pre-flight finds the image-build one.
+    """
+    what = "image builds" if image_builds else "Kubernetes executor"
+    return f"{owner}: {what} on the runner nodes"
+
+
 NO_SERVICES = "no service container runs on this runner"
 """The image-build runner's only `allowed_services` entry, which no image reference can match (it
 has spaces): no service image but the runner's own (BuildKit, which gitlab-runner 19.1 always lets
@@ -148,8 +157,7 @@ class RunnerArgs:
     @property
     def description(self) -> str:
         """Exactly ours: it names the owner, and which of the two runners it is."""
-        what = "image builds" if self.image_builds else "Kubernetes executor"
-        return f"{self.owner}: {what} on the runner nodes"
+        return runner_description(self.owner, image_builds=self.image_builds)
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -231,6 +239,8 @@ class Runner(pulumi.ComponentResource):
 
     runner_id: pulumi.Output[str]
     """The runner's id, known once its chart is deployed: what waits for it waits for the Runner."""
+    token: pulumi.Output[str]
+    """Its authentication token (secret), as registered: mirrored into OpenBao (credentials.py)."""
 
     def __init__(self, name: str, args: RunnerArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Runner", name, None, opts)
@@ -283,4 +293,5 @@ class Runner(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[token, certs, cache])),
         )
         self.runner_id = pulumi.Output.all(registered.id, release.status).apply(lambda values: str(values[0]))
+        self.token = registered.authentication_token
         self.register_outputs({"runner_id": self.runner_id})

@@ -86,6 +86,10 @@ class Tls(pulumi.ComponentResource):
 
     ca_cert_pem: pulumi.Output[str]
     """The CA certificate, PEM (public)."""
+    ca_key_pem: pulumi.Output[str]
+    """The CA's private key, PEM (secret): mirrored into OpenBao (credentials.py)."""
+    wildcard_key_pem: pulumi.Output[str]
+    """The wildcard certificate's private key, PEM (secret): mirrored into OpenBao (credentials.py)."""
     ca_file: pulumi.Output[str]
     """Where the CA certificate is on the host (written before this output resolves)."""
     secrets: list[k8s.core.v1.Secret]
@@ -157,6 +161,8 @@ class Tls(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.ca_folder])),
         )
         self.ca_cert_pem = ca.cert_pem
+        self.ca_key_pem = ca_key.value
+        self.wildcard_key_pem = pulumi.Output.secret(key.private_key_pem)
         # Resolves once the file is written: what reads the file (the token seeding, the GitLab
         # provider) depends on the command through this output.
         self.ca_file = ca_file.stdout.apply(lambda _: args.ca_file)

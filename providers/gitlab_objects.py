@@ -758,9 +758,13 @@ class VariableProvider(GetOrCreateProvider):
 
 
 class DeployTokenProvider(GetOrCreateProvider):
-    """A project deploy token, by name and exact scopes (doc/api/deploy_tokens.md). Its value is
-    never read: GitLab hands one named `gitlab-deploy-token` to every job as CI_DEPLOY_USER and
-    CI_DEPLOY_PASSWORD. Which one, when several active tokens bear that name, is chance
+    """A project deploy token, by name and exact scopes (doc/api/deploy_tokens.md). GitLab hands one
+    named `gitlab-deploy-token` to every job as CI_DEPLOY_USER and CI_DEPLOY_PASSWORD. Its value,
+    which GitLab gives once, in the answer that makes it, is kept as the secret output `deploy_token`
+    (phase3 mirrors it into OpenBao): a token found without it (adopted from a preserved GitLab, or
+    recorded before the value was kept) is revoked and made again, as the runner's token is reset
+    (providers/gitlab_runner.py), and its project's smoke pipeline runs again (its `target` names
+    the token), so the deployed app's pull Secret gets the new one. Which one, when several active tokens bear that name, is chance
     (app/models/deploy_token.rb `gitlab_deploy_token`: `active.find_by(name:)`), so an active token
     of our name with other scopes is refused, naming the fix, rather than joined by a second one;
     it is never revoked (it may be the user's). Deploy tokens cannot be changed, so other scopes
@@ -773,9 +777,11 @@ class DeployTokenProvider(GetOrCreateProvider):
 
     def diff(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         # Deleted before its replacement: the new one would find ours, of other scopes, in the way.
-        # Its value is never read (GitLab hands it to jobs), so the moment without one harms nothing.
+        # Jobs get the new one at once (GitLab hands it to them), so the moment without one harms nothing.
         result = super().diff(id_, olds, news)
-        return DiffResult(changes=result.changes, replaces=result.replaces, delete_before_replace=bool(result.replaces))
+        # Recorded before its value was kept: made again, so that its value is known.
+        replaces = [*(result.replaces or []), *([] if olds.get("deploy_token") else ["deploy_token"])]
+        return DiffResult(changes=result.changes or bool(replaces), replaces=replaces, delete_before_replace=bool(replaces))
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
         project, wanted = props["project"], sorted(props["scopes"])
@@ -809,13 +815,20 @@ class DeployTokenProvider(GetOrCreateProvider):
         made: dict[str, Any] = api.post(
             f"/projects/{encode(props['project'])}/deploy_tokens", {"name": props["name"], "scopes": list(props["scopes"])}
         )
-        return made  # its `token` is not kept: GitLab hands it to the jobs itself
+        return made  # with its `token`, which GitLab gives in this answer alone
+
+    def adopt(self, api: GitLab, props: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
+        # Ours, but its value is unknown to this state (GitLab never shows it again): revoked and made anew.
+        self.remove(api, str(found["id"]), props, found)
+        return self.make(api, props)
 
     def remove(self, api: GitLab, id_: str, props: dict[str, Any], current: dict[str, Any] | None = None) -> None:
         api.delete(f"/projects/{encode(props['project'])}/deploy_tokens/{id_}")
 
     def outs(self, obj: dict[str, Any]) -> dict[str, Any]:
-        return {"username": obj.get("username")}
+        # Only the answer that made it has its value; otherwise the state keeps it.
+        # (`token` is the connection's admin token: the value's output is `deploy_token`.)
+        return {"username": obj.get("username"), **({"deploy_token": obj["token"]} if obj.get("token") else {})}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -934,7 +947,11 @@ class DeployToken(pulumi.dynamic.Resource, module="gitlab", name="DeployToken"):
     """A project deploy token: an active one of this name with these scopes, or a new one."""
 
     username: pulumi.Output[str]
+    deploy_token: pulumi.Output[str]
+    """Its value (secret), kept from the answer that made it."""
 
     def __init__(self, name: str, args: DeployTokenArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         args = dataclasses.replace(args, owner=args.owner or program_owner())
-        super().__init__(DeployTokenProvider(), name, wire(args, PROVIDER_VERSION, "username"), opts)
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["deploy_token"])
+        props = wire(args, PROVIDER_VERSION, "username", "deploy_token")
+        super().__init__(DeployTokenProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

@@ -45,7 +45,13 @@ T = TypeVar("T")
 
 
 class OpenBaoUnavailable(Exception):
-    """OpenBao could not answer for the secret within `WAIT_SECONDS`."""
+    """OpenBao could not answer for the secret within `WAIT_SECONDS`; `why` says what it was
+    (unreachable, sealed, not active, upgrading the KV v2 mount).
+    """
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(message)
+        self.why = why
 
 
 def _client(address: str) -> Any:
@@ -83,9 +89,12 @@ def _not_yet(error: Exception) -> str | None:
     return None
 
 
-def _patiently(props: dict[str, Any], call: Callable[[Any], T]) -> T:
-    """`call(client)` as the user, tried again while OpenBao cannot answer yet (see the module docstring)."""
-    deadline = time.monotonic() + WAIT_SECONDS
+def _patiently(props: dict[str, Any], call: Callable[[Any], T], wait_seconds: float | None = None) -> T:
+    """`call(client)` as the user, tried again while OpenBao cannot answer yet (see the module docstring),
+    for `wait_seconds` (WAIT_SECONDS by default).
+    """
+    wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
+    deadline = time.monotonic() + wait_seconds
     while True:
         try:
             return _logged_in(props, call)
@@ -98,13 +107,16 @@ def _patiently(props: dict[str, Any], call: Callable[[Any], T]) -> T:
                 hint = "; OpenBao unseals itself only when it starts: restart its pod" if why == "sealed" else ""
                 raise OpenBaoUnavailable(
                     f"OpenBao at {props['address']} could not answer for {props['mount']}/{props['path']} within "
-                    f"{WAIT_SECONDS:.0f}s ({why}){hint}; then run `uv run blueprint up --phase 2` again"
+                    f"{wait_seconds:.0f}s ({why}){hint}; then run `uv run blueprint up --phase 2` again",
+                    why,
                 ) from error
         time.sleep(0.2)
 
 
-def current(props: dict[str, Any]) -> dict[str, Any] | None:
-    """The secret's latest data, or None when it does not exist."""
+def current(props: dict[str, Any], wait_seconds: float | None = None) -> dict[str, Any] | None:
+    """The secret's latest data, or None when it does not exist (`blueprint secrets --show` reads
+    with this too, waiting less).
+    """
     import hvac.exceptions
 
     def latest(client: Any) -> dict[str, Any] | None:
@@ -117,7 +129,7 @@ def current(props: dict[str, Any]) -> dict[str, Any] | None:
         data = (response.get("data") or {}).get("data")
         return dict(data) if data is not None else None
 
-    return _patiently(props, latest)
+    return _patiently(props, latest, wait_seconds)
 
 
 def write(props: dict[str, Any]) -> dict[str, Any]:

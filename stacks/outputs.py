@@ -47,11 +47,13 @@ GITLAB_NODE_LABEL = "gitlabNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes GitLab runs on."""
 RUNNER_NODE_LABEL = "runnerNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes CI jobs run on."""
+HEADLAMP = "headlamp"
+"""Whether phase1 installed Headlamp (a plain bool): phase2 then routes `headlamp.<domain>` to it."""
 
 PHASE1 = (
     CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, VOLUMES_NODE_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
     SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
-    OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL,
+    OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL, HEADLAMP,
 )  # fmt: skip
 """Everything phase1 exports."""
 
@@ -66,6 +68,9 @@ OPENBAO_CLUSTER_ADDR = "openbaoClusterAddr"
 """OpenBao's API as pods reach it."""
 OPENBAO_ADMIN_PASSWORD_FILE = "openbaoAdminPasswordFile"
 """Host path of the password of OpenBao's `admin` user (0600): where it is, never what it is."""
+OPENBAO_WRITER_PASSWORD_FILE = "openbaoWriterPasswordFile"
+"""Host path of the password of OpenBao's `blueprint` user (0600), which writes and reads `secret/`:
+phase3 mirrors its credentials into OpenBao with it, and `blueprint secrets --show` reads with it."""
 POSTGRES_HOST = "postgresHost"
 REDIS_HOST = "redisHost"
 MINIO_ENDPOINT = "minioEndpoint"
@@ -91,7 +96,8 @@ APPS_GROUP_OWNER = "appsGroupOwner"
 
 PHASE2 = (
     PRESERVE_DATA,
-    CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ADMIN_PASSWORD_FILE, POSTGRES_HOST, REDIS_HOST,
+    CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ADMIN_PASSWORD_FILE, OPENBAO_WRITER_PASSWORD_FILE,
+    POSTGRES_HOST, REDIS_HOST,
     MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN_FILE, GITLAB_ROOT_PASSWORD_FILE, APPS_NAMESPACE, DEPLOY_KUBECONFIG, RUNNER_ID,
     APPS_GROUP_ID, APPS_GROUP_PATH, APPS_GROUP_OWNER,
 )  # fmt: skip
@@ -122,7 +128,15 @@ cluster, so no stack exports it: a phase2 stack gets it from kind itself (`stack
 SEEDED_ADMIN_TOKEN = "seededAdminToken"
 """root's token once GitLab has accepted it (secret): in `dev`, phase3 calls GitLab's API with this,
 so every call waits for the seeding. A phase3 stack reads the token from ADMIN_TOKEN_FILE."""
-IN_STACK_ONLY = (DATA_FOLDER_CLAIM, CLUSTER, KUBECONFIG, SEEDED_ADMIN_TOKEN)
+HEADLAMP_DASHBOARD = "headlampDashboard"
+"""The Headlamp component, when phase1 installs it: in `dev`, phase2's route to it waits for its
+namespace and Service (and, on destroy, goes first)."""
+OPENBAO_WRITER_PASSWORD = "openbaoWriterPassword"
+"""The `blueprint` user's password (secret): in `dev`, phase3 mirrors its credentials into OpenBao
+with this, in the graph. A phase3 stack reads it from OPENBAO_WRITER_PASSWORD_FILE."""
+OPENBAO_INIT = "openbaoInit"
+"""The resource that initialises OpenBao: in `dev`, phase3's KV writes wait for it."""
+IN_STACK_ONLY = (DATA_FOLDER_CLAIM, CLUSTER, KUBECONFIG, SEEDED_ADMIN_TOKEN, HEADLAMP_DASHBOARD, OPENBAO_WRITER_PASSWORD, OPENBAO_INIT)
 
 UPSTREAM_STACK = {"phase2": "phase1", "phase3": "phase2"}
 """The stack each phase stack reads its inputs from."""

@@ -76,6 +76,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
     inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
     cluster = KindCluster("kind", cluster_args(config, owner=folder_owner(), inner_owners=inner_owners))
+    in_stack: dict[str, Any] = {}
     if config.headlamp:
         # Imported here: pulumi_kubernetes' helm module is costly to load, and only Headlamp needs it.
         import pulumi_kubernetes as k8s
@@ -86,7 +87,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         # Not `deleted_with` the cluster: when the cluster's delete refuses (phase2 still on it), the
         # engine would already have dropped the release from state, and the next `up` could not
         # install it again over the one still in the cluster. Helm uninstalls it first, quickly.
-        Headlamp("headlamp", HeadlampArgs(admin=config.headlamp_admin), opts=pulumi.ResourceOptions(providers=[provider]))
+        headlamp = Headlamp("headlamp", HeadlampArgs(admin=config.headlamp_admin), opts=pulumi.ResourceOptions(providers=[provider]))
+        in_stack[outputs.HEADLAMP_DASHBOARD] = headlamp
     return {
         outputs.CLUSTER_NAME: config.cluster_name,
         outputs.CLUSTER_ID: cluster.cluster_id,
@@ -108,6 +110,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.NODE_LABEL_KEY: kind_cluster.NODE_LABEL_KEY,
         outputs.GITLAB_NODE_LABEL: kind_cluster.GITLAB_NODE_LABEL,
         outputs.RUNNER_NODE_LABEL: kind_cluster.RUNNER_NODE_LABEL,
+        outputs.HEADLAMP: config.headlamp,
+        **in_stack,
         outputs.DATA_FOLDER_CLAIM: cluster.data_folder,
         outputs.CLUSTER: cluster.cluster,
         outputs.KUBECONFIG: cluster.kubeconfig,

@@ -15,8 +15,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+import credentials
 import versions
-from apps_manifest import host_names, load_manifest
+from apps_manifest import HEADLAMP_HOST, host_names, load_manifest
 from components import gitlab as gl
 from components import kind_cluster
 from components import minio as mn
@@ -27,6 +28,8 @@ from components.cluster_dns import ClusterDns, ClusterDnsArgs
 from components.gateway_crds import GatewayCrds, GatewayCrdsArgs
 from components.gitlab import GitLab, GitLabArgs
 from components.gitlab_projects import GROUP as APPS_GROUP
+from components.headlamp import HeadlampArgs
+from components.headlamp_route import HeadlampRoute, HeadlampRouteArgs
 from components.kind_cluster import cluster_lease
 from components.minio import Minio, MinioArgs
 from components.node_registry import NodeRegistry, NodeRegistryArgs
@@ -41,9 +44,9 @@ from providers.gitlab_api import Connection
 from providers.gitlab_objects import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
-from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 from stacks import outputs
 from stacks.config import folder_owner
+from stacks.mirror import kubeconfig_token, mirror
 from stacks.phase1 import kind_kubeconfig
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
@@ -78,6 +81,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # In `dev`, what phase1 made in this same graph: the data folder's claim and the cluster.
     data_claim = [inputs[outputs.DATA_FOLDER_CLAIM]] if outputs.DATA_FOLDER_CLAIM in inputs else []
     cluster = [inputs[outputs.CLUSTER]] if outputs.CLUSTER in inputs else []
+    headlamp_dashboard = [inputs[outputs.HEADLAMP_DASHBOARD]] if outputs.HEADLAMP_DASHBOARD in inputs else []
 
     # While phase2 has anything on the cluster, the cluster's delete refuses to run (a destroy of
     # phase1, or a change that replaces the cluster, would orphan it). Everything on the cluster
@@ -221,6 +225,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             ca_secret=tls_component.CA_SECRET,
             gitaly_volume=GITALY_VOLUME,
             apps_namespace=APPS_NAMESPACE,
+            headlamp_namespace=HeadlampArgs().namespace if inputs[outputs.HEADLAMP] else None,
             secrets_path=secrets_folder,
             secrets_folder=storage.folder,
             depends_on=(
@@ -301,30 +306,65 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         )
         for image_builds in (False, True)
     )
+    if inputs[outputs.HEADLAMP]:
+        # Headlamp at https://headlamp.<domain>, like every other UI: after its listener (the gate
+        # comes after every writer of the Gateway), and in `dev` after Headlamp itself.
+        HeadlampRoute(
+            "headlamp-route",
+            HeadlampRouteArgs(
+                host=f"{HEADLAMP_HOST}.{domain}",
+                gateway=gl.GATEWAY,
+                gateway_namespace=gitlab_namespace.metadata.name,
+                listener=gl.HEADLAMP_LISTENER,
+                depends_on=(gitlab_release.gateway_programmed, *headlamp_dashboard),
+            ),
+            opts=on_cluster,
+        )
     ci_access = CiAccess(
         "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
     )
 
-    credentials: dict[str, dict[str, pulumi.Input[str]]] = {
-        "postgres/gitlab": {"username": pg.GITLAB_ROLE, "password": postgres.gitlab_password, "host": postgres.host},
-        "postgres/openbao": {"username": pg.OPENBAO_ROLE, "password": postgres.openbao_password, "host": postgres.host},
-        "redis": {"password": redis.password, "host": redis.host},
-        # Each consumer's MinIO user; the root pair stays with MinIO (its files under secrets/).
-        **{
-            f"minio/{consumer}": {"accessKey": user.access_key, "secretKey": user.secret_key, "endpoint": minio.endpoint}
-            for consumer, user in minio.credentials.items()
+    # Every credential phase2 generates, mirrored into OpenBao from the catalogue (credentials.py),
+    # each write after OpenBao's initialisation and its own source only; the three that open
+    # OpenBao itself stay in their files alone.
+    mirror(
+        credentials.in_stack("phase2"),
+        {
+            "postgres-gitlab-password": postgres.gitlab_password,
+            "postgres-openbao-password": postgres.openbao_password,
+            "redis-password": redis.password,
+            "minio-root-user": minio.root_user,
+            "minio-root-password": minio.root_password,
+            "minio-gitlab-secret-key": minio.credentials_for(mn.GITLAB).secret_key,
+            "minio-runner-cache-secret-key": minio.credentials_for(mn.RUNNER_CACHE).secret_key,
+            "gitlab-root-password": gitlab_release.root_password,
+            "gitlab-admin-token": admin_token_value,
+            "gitlab-rails-secrets": gitlab_release.rails_secrets,
+            "gitlab-ssh-host-keys": gitlab_release.ssh_host_keys,
+            "platform-ca-key": tls.ca_key_pem,
+            "gateway-tls-key": tls.wildcard_key_pem,
+            "runner-token": runner.token,
+            "image-build-runner-token": image_build_runner.token,
+            "ci-deploy-kubeconfig": ci_access.kubeconfig,
         },
-        "gitlab/root": {"username": "root", "password": gitlab_release.root_password, "url": f"https://{gitlab_host}"},
-        "gitlab/bootstrap/admin_token": {"token": admin_token_value},
-    }
-    for path, data in credentials.items():
-        OpenBaoKv(
-            f"openbao-kv-{path.replace('/', '-')}",
-            OpenBaoKvArgs(
-                address=openbao.address, username=openbao.writer_username, password=openbao.writer_password, path=path, data=data
-            ),
-            opts=pulumi.ResourceOptions(depends_on=[openbao.init]),
-        )
+        context={
+            "postgres/gitlab": {"username": pg.GITLAB_ROLE, "host": postgres.host},
+            "postgres/openbao": {"username": pg.OPENBAO_ROLE, "host": postgres.host},
+            "redis": {"host": redis.host},
+            "minio/root": {"endpoint": minio.endpoint},
+            **{
+                f"minio/{consumer}": {"accessKey": user.access_key, "endpoint": minio.endpoint}
+                for consumer, user in minio.credentials.items()
+            },
+            "gitlab/root": {"username": "root", "url": f"https://{gitlab_host}"},
+            "tls/ca": {"certificate": tls.ca_cert_pem},
+            "ci/deploy-kubeconfig": {"token": ci_access.kubeconfig.apply(kubeconfig_token)},
+        },
+        address=openbao.address,
+        username=openbao.writer_username,
+        password=openbao.writer_password,
+        depends_on=[openbao.init],
+    )
 
     return {
         # phase3's group and projects live in GitLab's database: they follow the same flag.
@@ -335,6 +375,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.OPENBAO_CLUSTER_ADDR: openbao.cluster_address,
         # Where the admin's password is, never the password: no output is a root credential.
         outputs.OPENBAO_ADMIN_PASSWORD_FILE: openbao.admin_password_file,
+        outputs.OPENBAO_WRITER_PASSWORD_FILE: openbao.writer_password_file,
+        # In `dev` only, never exported: what phase3's KV writes log in with, and wait for.
+        outputs.OPENBAO_WRITER_PASSWORD: openbao.writer_password,
+        outputs.OPENBAO_INIT: openbao.init,
         outputs.POSTGRES_HOST: postgres.host,
         outputs.REDIS_HOST: redis.host,
         outputs.MINIO_ENDPOINT: minio.endpoint,

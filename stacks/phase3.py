@@ -7,14 +7,18 @@ sources, and one smoke pipeline per project, through GitLab's API (the admin tok
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pulumi
 
+import credentials
 from apps_manifest import load_manifest
 from components.gitlab_projects import GROUP, GitLabProjects, GitLabProjectsArgs
-from stacks import outputs
+from components.openbao import WRITER_USER
+from stacks import outputs, preflight
 from stacks.config import load_phase3
+from stacks.mirror import mirror
 
 OFFLINE_PLAN_TOKEN = "glpat-offline-plan"
 """What the offline plan (Pulumi's mocks) calls GitLab with: it reads no file and calls nothing."""
@@ -46,6 +50,46 @@ def admin_token(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
         raise pulumi.RunError(str(error)) from None
 
 
+OFFLINE_PLAN_WRITER_PASSWORD = "offline-plan"
+"""What the offline plan logs in to OpenBao with: it reads no file and calls nothing."""
+
+
+def writer_password(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+    """The password of OpenBao's `blueprint` user (secret), which phase3's credentials are written
+    with: in `dev`, phase2's in the graph; in a phase3 stack, read from phase2's file (no stack
+    output holds it), or a RunError naming the file and the fix.
+    """
+    if outputs.OPENBAO_WRITER_PASSWORD in inputs:
+        in_graph: pulumi.Input[str] = inputs[outputs.OPENBAO_WRITER_PASSWORD]
+        return in_graph
+    if offline_plan():
+        return pulumi.Output.secret(OFFLINE_PLAN_WRITER_PASSWORD)
+    path = str(inputs[outputs.OPENBAO_WRITER_PASSWORD_FILE])
+    try:
+        password = Path(path).read_text().strip()
+    except FileNotFoundError:
+        password = ""
+    except (OSError, UnicodeDecodeError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+        raise pulumi.RunError(
+            f"cannot read OpenBao's blueprint password in {path} ({why}): run this as the user who brought phase2 up"
+        ) from None
+    if not password:
+        raise pulumi.RunError(
+            f"phase2 is not up, or its data folder is not on this machine: {path} is missing or empty; "
+            f"run `uv run blueprint up` / `pulumi up -s phase2` first"
+        )
+    return pulumi.Output.secret(password)
+
+
+def preflight_applies(inputs: Mapping[str, Any]) -> bool:
+    """Whether phase3 checks the platform before it starts (stacks/preflight.py): in a phase3 stack,
+    whose platform phase2 brought up earlier; not in `dev`, where GitLab comes up in the same run (phase2
+    hands on the seeded token there), nor under the offline plan's mocks, which call nothing.
+    """
+    return outputs.SEEDED_ADMIN_TOKEN not in inputs and not offline_plan()
+
+
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase3 from phase2's outputs (`inputs`)."""
     config = load_phase3()
@@ -57,7 +101,12 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             f"phase2's group is {group_path!r}, and these apps go into {GROUP!r}: phase2 was brought up from another "
             f"version of blueprint. Bring it up from this one (`pulumi up -s phase2`, or `uv run blueprint up --phase 2`)"
         )
+    if preflight_applies(inputs):
+        # OpenBao, GitLab's API and registry through the gateway, both runners: what does not answer stops
+        # here, before any resource, named with its fix (a preview warns instead).
+        preflight.run(inputs, preview=pulumi.runtime.is_dry_run())
     token = admin_token(inputs)  # a missing token file stops here, before any resource
+    openbao_password = writer_password(inputs)  # so does a missing OpenBao password file
     apps = GitLabProjects(
         "apps",
         GitLabProjectsArgs(
@@ -75,6 +124,21 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             pipeline_timeout=config.pipeline_timeout,
             runner_id=inputs.get(outputs.RUNNER_ID),
         ),
+    )
+    # The deploy tokens phase3 makes, mirrored into OpenBao from the catalogue (credentials.py);
+    # in `dev` each write waits for OpenBao's initialisation too.
+    mirror(
+        credentials.in_stack("phase3"),
+        {f"{project}-deploy-token": token.deploy_token for project, token in apps.deploy_tokens.items()},
+        context={
+            entry.path: {"username": apps.deploy_tokens[project].username}
+            for project in apps.deploy_tokens
+            if (entry := credentials.deploy_token(project)) is not None and entry.path is not None
+        },
+        address=inputs[outputs.OPENBAO_ADDR],
+        username=WRITER_USER,
+        password=openbao_password,
+        depends_on=[inputs[outputs.OPENBAO_INIT]] if outputs.OPENBAO_INIT in inputs else [],
     )
     return {
         outputs.APP_URLS: {project.name: f"https://{project.host}.{domain}" for project in projects if project.host},

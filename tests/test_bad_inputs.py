@@ -318,7 +318,12 @@ CASES: dict[str, Bad] = {
     "manifest-host-trailing-dash": manifest_case(("host: guestbook", "host: x-"), "`host: 'x-'` must be a DNS-1123 label"),
     "manifest-host-not-ascii": manifest_case(("host: guestbook", "host: gästebuch"), "`host: 'gästebuch'` must be a DNS-1123 label"),
     "manifest-host-of-the-platform": manifest_case(
-        ("host: guestbook", "host: gitlab"), "`host: 'gitlab'` is the platform's own (gitlab, registry, kas are); choose another"
+        ("host: guestbook", "host: gitlab"), "`host: 'gitlab'` is the platform's own (gitlab, registry, kas, headlamp are); choose another"
+    ),
+    # Reserved whether or not phase1 installs Headlamp: an app there would take the dashboard's name.
+    "manifest-host-of-headlamp": manifest_case(
+        ("host: guestbook", "host: headlamp"),
+        "`host: 'headlamp'` is the platform's own (gitlab, registry, kas, headlamp are); choose another",
     ),
     "manifest-chart-outside-a-project-that-does-not-deploy": manifest_case(
         (

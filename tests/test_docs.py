@@ -122,3 +122,12 @@ def test_the_readme_says_how_to_run_the_dev_stack_which_no_blueprint_command_dri
             assert lines.index(env) < lines.index("pulumi up -s dev"), block
             return
     pytest.fail("README.md has no code block that runs the dev stack: its doctor, the passphrase, `pulumi up -s dev`, its destroy")
+
+
+def test_ci_runs_exactly_the_test_command_the_readme_gives() -> None:
+    # What a user runs on a fresh machine is what CI runs: the README's test command, as it is.
+    readme = [COMMENT.sub("", line).strip() for block in FENCE.findall((ROOT / "README.md").read_text()) for line in block.splitlines()]
+    ci = [COMMENT.sub("", line).strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    readme_tests = [line for line in readme if "pytest" in line]
+    assert "uv run pytest" in readme_tests, readme_tests
+    assert [line for line in ci if "pytest" in line] == ["uv run pytest"]

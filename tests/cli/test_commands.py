@@ -128,6 +128,16 @@ def test_the_summary_says_where_things_and_credentials_are_never_the_credentials
     assert "root-secret-value" not in text
 
 
+def test_the_summary_names_headlamp_and_puts_it_on_the_hosts_line_only_when_phase1_installed_it() -> None:
+    hosts_line = "127.0.0.1 gitlab.local.example.net registry.local.example.net kas.local.example.net"
+    without = commands.summary({"phase1": {outputs.HEADLAMP: False}, "phase2": PHASE2})
+    assert f"{hosts_line}\n" in without
+    assert "headlamp" not in without.lower()
+    with_headlamp = commands.summary({"phase1": {outputs.HEADLAMP: True}, "phase2": PHASE2})
+    assert f"{hosts_line} headlamp.local.example.net\n" in with_headlamp
+    assert "Headlamp:  https://headlamp.local.example.net" in with_headlamp
+
+
 def test_the_smoke_tally_counts_the_manifests_projects_that_have_a_green_pipeline() -> None:
     projects = ["shared-code", "guestbook", "redis", "redis-slave"]
     green = {name: f"https://gitlab.x/blueprint-apps/{name}/-/pipelines/1" for name in projects}

@@ -18,6 +18,7 @@ import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -38,6 +39,8 @@ from cli.doctor import (
     resources_needed,
     run,
 )
+from cli.os_family import Command
+from tests.cli.test_os_family import ARCH, DEBIAN_13, FEDORA_42, OPENSUSE_TUMBLEWEED, UBUNTU_24_04, WSL2_KERNEL
 
 GIB = 1024**3
 MIB = 1024**2
@@ -75,6 +78,7 @@ class FakeMachine:
     home_dir: Path = HOME
     served: dict[str, bytes] = field(default_factory=dict)
     downloads: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
 
     def _installed(self, name: str) -> Path | None:
         for path in (self.home_dir / ".local/bin" / name, self.home_dir / ".pulumi/bin" / name):
@@ -116,6 +120,9 @@ class FakeMachine:
 
     def resolve(self, name: str) -> str | None:
         return self.addresses.get(name, "127.0.0.1")
+
+    def environ(self) -> dict[str, str]:
+        return self.env
 
 
 def pulumi_tarball(binary: bytes = b"#!/bin/sh\necho v3.272.0\n") -> bytes:
@@ -809,3 +816,205 @@ def test_the_platform_names_are_checked_only_for_the_stacks_that_call_gitlab_fro
     code, output = doctor_output(argv, FakeMachine(addresses={"gitlab.local.example.net": None}))
     assert (NAMES in output) is checks_names
     assert code == (1 if checks_names else 0)
+
+
+# --- the OS family's commands: shown, asked for once, run in order (cli/os_family.py) ---------------
+
+
+@dataclass
+class FakeShell:
+    """What `--fix` runs, recorded; no command is really run. `fails` maps a shown command to its exit code."""
+
+    fails: dict[str, int] = field(default_factory=dict)
+    ran: list[Command] = field(default_factory=list)
+
+    def __call__(self, command: Command, out: io.StringIO | TextIO) -> int:
+        self.ran.append(command)
+        code = self.fails.get(command.shown, 0)
+        out.write(f"    output of {command.argv[1] if len(command.argv) > 1 else command.argv[0]}{' (error)' if code else ''}\n")
+        return code
+
+    @property
+    def shown(self) -> list[str]:
+        return [command.shown for command in self.ran]
+
+
+def _never_asked(prompt: str) -> str:
+    raise AssertionError(f"asked {prompt!r}")
+
+
+def on(os_release: str, home_dir: Path = HOME) -> FakeMachine:
+    """A Linux machine whose os-release is `os_release`, its user `dev`."""
+    machine = FakeMachine(home_dir=home_dir)
+    machine.files["/etc/os-release"] = os_release
+    machine.env["USER"] = "dev"
+    return machine
+
+
+def fix(
+    machine: FakeMachine, *, terminal: bool, answer: str | None = None, yes: bool = False, shell: FakeShell | None = None
+) -> tuple[str, FakeShell, list[str]]:
+    shell = shell or FakeShell()
+    asked: list[str] = []
+
+    def ask(prompt: str) -> str:
+        asked.append(prompt)
+        assert answer is not None, "asked without an answer"
+        return answer
+
+    out = io.StringIO()
+    run(["--fix", *(["--yes"] if yes else []), "--phase", "1"], machine=machine, out=out, terminal=terminal, ask=ask, run_command=shell)
+    return out.getvalue(), shell, asked
+
+
+DEBIAN_DOCKER = [
+    "sudo apt-get update",
+    "sudo apt-get install -y docker.io",
+    "sudo systemctl enable --now docker",
+    "sudo usermod -aG docker dev",
+]
+
+
+def test_doctor_names_the_system_and_the_family_it_detected() -> None:
+    _, output = doctor_output(["--phase", "1"], on(UBUNTU_24_04))
+    assert output.splitlines()[0] == "system: Ubuntu 24.04.3 LTS (Debian/Ubuntu family)"
+
+
+def test_a_missing_docker_is_fixed_with_the_familys_install_start_and_group_commands() -> None:
+    docker = checked(without(on(DEBIAN_13), "docker"))[doctor.DOCKER_CLI]
+    assert [command.shown for command in docker.commands] == DEBIAN_DOCKER
+    assert all(f"`{shown}`" in docker.fix for shown in DEBIAN_DOCKER)
+    assert "log out and in again" in docker.fix
+
+
+def test_fix_shows_the_commands_asks_once_and_runs_them_in_order_on_yes() -> None:
+    output, shell, asked = fix(without(on(DEBIAN_13), "docker"), terminal=True, answer="y")
+    assert asked == ["Run these? [y/N] "]
+    assert shell.shown == DEBIAN_DOCKER
+    shown_before_asking = output[: output.index("$ sudo apt-get update")]
+    assert all(f"  {command}\n" in shown_before_asking for command in DEBIAN_DOCKER)
+    assert "checking again:" in output
+
+
+@pytest.mark.parametrize("answer", ["", "n", "no", "maybe"])
+def test_fix_runs_no_command_unless_the_answer_is_yes(answer: str) -> None:
+    output, shell, asked = fix(without(on(DEBIAN_13), "docker"), terminal=True, answer=answer)
+    assert len(asked) == 1
+    assert shell.ran == []
+    assert "not run." in output
+
+
+def test_fix_without_a_terminal_and_without_yes_runs_nothing_and_says_to_pass_yes() -> None:
+    shell = FakeShell()
+    out = io.StringIO()
+    code = run(
+        ["--fix", "--phase", "1"], machine=without(on(DEBIAN_13), "docker"), out=out, terminal=False, ask=_never_asked, run_command=shell
+    )
+    assert code == 1
+    assert shell.ran == []
+    assert "not run: there is no terminal to ask on" in out.getvalue()
+    assert "uv run blueprint doctor --fix --yes" in out.getvalue()
+    assert "sudo apt-get install -y docker.io" in out.getvalue()  # still printed, to run by hand
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "script"])
+def test_fix_yes_runs_the_commands_without_asking(terminal: bool) -> None:
+    shell = FakeShell()
+    run(
+        ["--fix", "--yes", "--phase", "1"],
+        machine=without(on(DEBIAN_13), "docker"),
+        out=io.StringIO(),
+        terminal=terminal,
+        ask=_never_asked,
+        run_command=shell,
+    )
+    assert shell.shown == DEBIAN_DOCKER
+
+
+def test_fix_stops_at_the_first_command_that_fails_and_shows_its_output() -> None:
+    shell = FakeShell(fails={"sudo apt-get install -y docker.io": 100})
+    output, shell, _ = fix(without(on(DEBIAN_13), "docker"), terminal=True, answer="yes", shell=shell)
+    assert shell.shown == DEBIAN_DOCKER[:2]
+    assert "output of apt-get (error)" in output
+    assert "stopped: `sudo apt-get install -y docker.io` failed (exit 100), its output above; 2 commands after it not run" in output
+    assert "then `uv run blueprint doctor --fix` again" in output
+
+
+def test_home_folder_installs_are_not_asked_for(tmp_path: Path) -> None:
+    """They change nothing outside the home folder, and each is checked against its published SHA-256."""
+    machine = serve_releases(without(on(DEBIAN_13, home_dir=tmp_path), "kind"))
+    out = io.StringIO()
+    code = run(["--fix", "--phase", "1"], machine=machine, out=out, terminal=True, ask=_never_asked, run_command=FakeShell())
+    assert (tmp_path / ".local/bin/kind").is_file()
+    assert code == 0, out.getvalue()
+
+
+def test_the_docker_engine_line_is_not_repeated_as_a_to_do_when_the_docker_commands_install_it() -> None:
+    output, _, _ = fix(without(on(DEBIAN_13), "docker"), terminal=False)
+    assert "to do by hand: Docker engine" not in output
+
+
+def test_wsl2_fix_installs_no_docker_and_says_docker_desktop_is_a_windows_install() -> None:
+    machine = without(on(UBUNTU_24_04), "docker")
+    machine.files["/proc/version"] = WSL2_KERNEL
+    docker = checked(machine)[doctor.DOCKER_CLI]
+    assert docker.commands == ()
+    assert "Docker Desktop on Windows" in docker.fix
+    assert "a Windows install, which `blueprint doctor --fix` does not do" in docker.fix
+    output, shell, _ = fix(machine, terminal=True, answer="y")
+    assert shell.ran == []
+    assert "to do by hand: Docker CLI: install Docker Desktop on Windows" in output
+
+
+def test_macos_docker_install_with_homebrew_says_it_opens_docker_desktops_window() -> None:
+    machine = without(FakeMachine(system="darwin", machine="arm64", files={}), "docker")
+    machine.tools["brew"] = "/opt/homebrew/bin/brew"
+    docker = checked(machine)[doctor.DOCKER_CLI]
+    assert [command.shown for command in docker.commands] == ["brew install --cask docker-desktop", "open -a Docker"]
+    output, shell, _ = fix(machine, terminal=True, answer="y")
+    shown_before_asking = output[: output.index("$ brew")]
+    assert "(opens Docker Desktop's window: accept its terms there the first time" in shown_before_asking
+    assert shell.shown == ["brew install --cask docker-desktop", "open -a Docker"]
+
+
+def test_macos_without_homebrew_runs_nothing_and_names_the_download_page() -> None:
+    docker = checked(without(FakeMachine(system="darwin", machine="arm64", files={}), "docker"))[doctor.DOCKER_CLI]
+    assert docker.commands == ()
+    assert "https://docs.docker.com/desktop/setup/install/mac-install/" in docker.fix
+
+
+def test_an_unknown_family_gets_the_generic_docker_advice_and_no_commands() -> None:
+    docker = checked(without(on(OPENSUSE_TUMBLEWEED), "docker"))[doctor.DOCKER_CLI]
+    assert docker.commands == ()
+    assert docker.fix.startswith("install Docker Engine (https://docs.docker.com/engine/install/)")
+
+
+def test_a_docker_socket_that_refuses_the_user_is_fixed_with_the_docker_group_on_a_known_family() -> None:
+    engine = checked(_engine_forbidden(on(FEDORA_42)))[doctor.DOCKER_ENGINE]
+    assert [command.shown for command in engine.commands] == ["sudo usermod -aG docker dev"]
+    assert "log out and in again" in engine.fix
+
+
+def test_an_engine_that_is_down_is_started_now_and_at_boot_on_a_known_family() -> None:
+    engine = checked(_engine_down(on(ARCH)))[doctor.DOCKER_ENGINE]
+    assert [command.shown for command in engine.commands] == ["sudo systemctl enable --now docker"]
+
+
+def test_the_inotify_fix_runs_sysctl_and_persists_it_through_tee_fed_on_stdin() -> None:
+    output, shell, _ = fix(_low_watches(on(ARCH)), terminal=True, answer="y")
+    now, persist = shell.ran
+    assert now.argv == ("sudo", "sysctl", "fs.inotify.max_user_watches=524288", "fs.inotify.max_user_instances=512")
+    assert persist.argv == ("sudo", "tee", "/etc/sysctl.d/99-kind.conf")
+    assert persist.stdin == "fs.inotify.max_user_watches = 524288\nfs.inotify.max_user_instances = 512\n"
+
+
+def test_a_fix_command_is_fed_its_stdin_and_its_output_is_shown_as_it_runs() -> None:
+    out = io.StringIO()
+    assert doctor.execute(Command(argv=("cat",), stdin="fs.inotify.max_user_watches = 524288\n"), out) == 0
+    assert out.getvalue() == "    fs.inotify.max_user_watches = 524288\n"
+
+
+def test_a_fix_command_that_is_not_installed_fails_with_127_and_says_so_without_a_traceback() -> None:
+    out = io.StringIO()
+    assert doctor.execute(Command(argv=("blueprint-doctor-no-such-binary", "x")), out) == 127
+    assert "blueprint-doctor-no-such-binary: No such file or directory" in out.getvalue()

@@ -98,3 +98,12 @@ def test_headlamps_container_meets_restricted() -> None:
     context = headlamp_values()["securityContext"]
     pod = {"spec": {"containers": [{"name": "headlamp", "securityContext": context}]}}
     assert violations(pod, "restricted") == []
+
+
+def test_headlamp_asks_every_visitor_for_a_token_of_their_own() -> None:
+    """Served at https://headlamp.<domain>, it must not log anyone in as its own account: in-cluster its
+    context carries no credential unless `unsafeUseServiceAccountToken` is on (headlamp backend
+    pkg/kubeconfig GetInClusterContext), so the chart value is pinned off, and no extra flag sets it."""
+    values = headlamp_values()
+    assert values["config"]["unsafeUseServiceAccountToken"] is False
+    assert not any("service-account-token" in arg for arg in values["config"].get("extraArgs", []))

@@ -93,16 +93,18 @@ def test_each_consumers_secret_key_is_kept_with_the_data_beside_the_root_ones() 
 @pytest.mark.parametrize("stack", ["phase2", "dev"])
 def test_no_resource_outside_minio_receives_its_root_credentials(stack: str) -> None:
     """A resource that is handed an Output lists its resource among its dependencies: only the
-    `minio-root` Secret, inside the Minio component, may take the root HostSecrets, and nothing
-    outside the component may take that Secret."""
+    `minio-root` Secret, inside the Minio component, and its OpenBao mirror may take the root
+    HostSecrets, and nothing outside the component may take that Secret."""
     result = planned(stack)
     component = result.one("blueprint:index:Minio", "minio")["urn"]
     roots = {result.one(HOST_SECRET, name)["urn"] for name in ROOT_SECRETS}
     root_secret = result.one("kubernetes:core/v1:Secret", "minio-root")["urn"]
+    mirror = result.one("pulumi-python:dynamic/openbao:KvSecret", "openbao-kv-minio-root")["urn"]
     for resource in result.resources:
         taken = set(resource["dependsOn"])
         if taken & roots:
-            assert resource["urn"] == root_secret, f"{resource['urn']} receives MinIO's root credentials"
+            # And its mirror in OpenBao, which holds every generated credential (credentials.py).
+            assert resource["urn"] in (root_secret, mirror), f"{resource['urn']} receives MinIO's root credentials"
         if root_secret in taken:
             assert _within(result, resource["urn"], component), f"{resource['urn']} receives MinIO's root Secret"
 
@@ -129,19 +131,19 @@ def test_each_consumer_receives_its_own_users_key_and_no_other() -> None:
     assert {"gitlab-object-storage", "gitlab-registry-storage", "gitlab-backup-storage"} <= gitlab
 
 
-def test_the_vault_holds_each_consumers_minio_user_not_the_root_pair() -> None:
+def test_the_vault_holds_each_consumers_minio_user_and_the_root_pair_apart() -> None:
+    """Every generated credential is in OpenBao (credentials.py): each user at its own path, the root pair at minio/root."""
     writes = {r["inputs"]["path"]: r["inputs"]["data"] for r in planned("phase2").find("pulumi-python:dynamic/openbao:KvSecret")}
     minio = {path: data for path, data in writes.items() if path.startswith("minio")}
-    assert set(minio) == {"minio/gitlab", "minio/runner-cache"}
-    for data in minio.values():
-        assert set(data) == {"accessKey", "secretKey", "endpoint"}
+    assert set(minio) == {"minio/gitlab", "minio/runner-cache", "minio/root"}
+    for path, data in minio.items():
+        assert set(data) == ({"user", "password", "endpoint"} if path == "minio/root" else {"accessKey", "secretKey", "endpoint"})
 
 
-def test_the_summary_names_the_vault_paths_of_minios_users() -> None:
+def test_the_summary_points_to_the_list_of_every_credential() -> None:
     text = commands.summary({"phase1": {}, "phase2": PHASE2_OUTPUTS, "phase3": {}})
-    printed = set(re.findall(r"secret/(minio[\w/-]*)", text))
-    written = {r["inputs"]["path"] for r in planned("phase2").find("pulumi-python:dynamic/openbao:KvSecret")}
-    assert printed == {path for path in written if path.startswith("minio")}
+    assert "uv run blueprint secrets" in text
+    assert not re.findall(r"secret/(minio[\w/-]*)", text)  # `blueprint secrets` names each path, from the catalogue
 
 
 def test_each_consumers_policy_grants_only_its_own_buckets() -> None:

@@ -44,7 +44,8 @@ It answers as GitLab does, status codes, field names and messages included (sour
 - a throttled request (`failures` holding 429) answers with `Retry-After` [lib/api/helpers.rb
   `too_many_requests!`, Rack::Attack]; a request named in `lost_answers` is acted on, and then
   answered with a gateway error (the answer lost on the way back);
-- a project's repository tree, branches, commits, pipelines and jobs.
+- a project's repository tree, branches, commits, pipelines and jobs;
+- the instance's metadata, `GET /metadata` [lib/api/metadata.rb].
 
 Lists are paginated with `X-Next-Page`, `page_size` items a page. Any project's repository is the
 one `Repository`.
@@ -57,6 +58,7 @@ import hashlib
 import http.server
 import json
 import re
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -611,6 +613,11 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
     def get_runner(self, _: dict[str, Any], id_: str) -> Any:
         return self._show_runner(self._runner(id_), details=True)
 
+    def metadata(self, _: dict[str, Any]) -> Any:
+        """The instance's metadata, for any authenticated user (lib/api/metadata.rb, Entities::Metadata)."""
+        kas = {"enabled": True, "externalUrl": None, "externalK8sProxyUrl": None, "version": None}
+        return {"version": "19.1.0", "revision": "0123456789a", "kas": kas, "enterprise": False}
+
     def update_runner(self, params: dict[str, Any], id_: str) -> Any:
         runner = self._runner(id_)
         runner |= {key: params[key] for key in ("description", "tag_list", "run_untagged") if key in params}
@@ -710,6 +717,7 @@ def _route(method: str, pattern: str, handler: Callable[..., Any]) -> tuple[str,
 S = GitLabStub
 GitLabStub.routes = [
     _route("GET", r"/user", S.current_user),
+    _route("GET", r"/metadata", S.metadata),
     _route("GET", r"/groups/{id}", S.get_group),
     _route("GET", r"/groups/{id}/members/all", S.group_members),
     _route("POST", r"/groups", S.create_group),
@@ -756,13 +764,17 @@ ADMIN_ONLY = frozenset({S.get_attribute, S.set_attribute, S.list_runners})
 
 
 @contextmanager
-def gitlab_stub(state: GitLabState, port: int | None = None) -> Iterator[str]:
+def gitlab_stub(state: GitLabState, port: int | None = None, *, tls: ssl.SSLContext | None = None) -> Iterator[str]:
+    """Serve `state`; with `tls` (a server context whose certificate names `localhost`), over HTTPS
+    at `https://localhost:<port>`."""
     handler = type("Stub", (GitLabStub,), {"state": state})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port or free_port()), handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)  # a quick shutdown
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"https://localhost:{server.server_address[1]}" if tls is not None else f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

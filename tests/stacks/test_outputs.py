@@ -11,6 +11,7 @@ import pytest
 
 import cli.plan
 import stacks.phase3
+import stacks.preflight
 from cli.plan import ProgramFailed, plan
 from stacks import outputs
 from tests.plans import planned, planned_as
@@ -76,6 +77,8 @@ def _plan_phase3_as_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     plan's stand-in); returns the token file and the inputs each ProjectSync is registered with
     (secrets in their wire wrapper)."""
     monkeypatch.setattr(stacks.phase3, "offline_plan", lambda: False)
+    # No platform answers here: the pre-flight has its own tests (tests/stacks/test_preflight.py).
+    monkeypatch.setattr(stacks.preflight, "run", lambda _inputs, *, preview: None)
     registered: list[dict[str, Any]] = []
     real = cli.plan._StandInMocks.new_resource
 
@@ -94,6 +97,7 @@ def test_phase3_calls_gitlab_with_the_token_of_phase2s_file(tmp_path: Path, monk
     token_file, registered = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
     token_file.parent.mkdir(parents=True)
     token_file.write_text("FromTheFile42\n")
+    (token_file.parent / "openbao-blueprint-password").write_text("Writer1\n")
     result = plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
     assert registered
     assert {cli.plan._plain(inputs["token"]) for inputs in registered} == {("glpat-FromTheFile42", True)}
@@ -108,6 +112,42 @@ def test_phase3_without_phase2s_token_file_stops_before_any_resource(tmp_path: P
     assert str(failed.value.cause) == (
         f"phase2 is not up, or its data folder is not on this machine: {token_file}; "
         "run `uv run blueprint up` / `pulumi up -s phase2` first"
+    )
+    assert {r["type"] for r in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
+
+
+def test_phase3_writes_its_credentials_to_openbao_with_the_password_of_phase2s_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token_file, _ = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text("FromTheFile42\n")
+    (token_file.parent / "openbao-blueprint-password").write_text("Writer1\n")
+    registered: list[dict[str, Any]] = []
+    real = cli.plan._StandInMocks.new_resource
+
+    def recording(self: cli.plan._StandInMocks, args: Any) -> Any:
+        # phase3's own (the plan's stand-in for phase2 runs phase2's program too, with its stand-in password).
+        if args.typ == "pulumi-python:dynamic/openbao:KvSecret" and args.name.startswith("openbao-kv-gitlab-deploy-tokens"):
+            registered.append(dict(args.inputs))
+        return real(self, args)
+
+    monkeypatch.setattr(cli.plan._StandInMocks, "new_resource", recording)
+    plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    assert registered
+    assert {cli.plan._plain(inputs["password"]) for inputs in registered} == {("Writer1", True)}
+
+
+def test_phase3_without_phase2s_openbao_password_file_stops_before_any_resource(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token_file, _ = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+    token_file.parent.mkdir(parents=True)
+    token_file.write_text("FromTheFile42\n")
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    assert isinstance(failed.value.cause, pulumi.RunError)
+    assert str(failed.value.cause) == (
+        f"phase2 is not up, or its data folder is not on this machine: {token_file.parent / 'openbao-blueprint-password'} is "
+        "missing or empty; run `uv run blueprint up` / `pulumi up -s phase2` first"
     )
     assert {r["type"] for r in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
 

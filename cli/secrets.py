@@ -1,0 +1,151 @@
+"""`blueprint secrets`: every credential the platform generates, and, with `--show NAME`, one's value.
+
+The list is the catalogue (credentials.py) and needs nothing running: each credential's name, what
+it is, and where it is (its OpenBao path and key, or, for the three that open OpenBao itself, its
+host file). It never prints a value.
+
+`--show NAME` prints that value alone, for pipes (a trailing newline only on a terminal). It reads
+from OpenBao at the address the stack's outputs give, logged in as `blueprint` with the password
+from its file, through the KV provider's own client (providers/openbao_kv.py); the three not in
+OpenBao are read from their files. Each expected failure (unknown name, stack not up, a file that
+cannot be read, OpenBao unreachable or refusing, a value not written yet) is one message with its
+fix, and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from pathlib import Path
+from typing import TextIO
+
+import credentials
+from credentials import Credential
+from stacks import outputs
+
+SHOW_WAIT_SECONDS = 5.0
+"""How long `--show` waits for OpenBao to be able to answer (a pod restarting unseals itself in that time)."""
+
+
+class SecretsError(Exception):
+    """An expected condition that stops `blueprint secrets`; the message names it and its fix."""
+
+
+def listing(stack: str) -> str:
+    """Every credential: name, where it is, what it is. No value."""
+    entries = credentials.CATALOGUE
+    width = max(len(entry.name) for entry in entries)
+    where = max(len(entry.location) for entry in entries)
+    lines = [f"{'NAME':<{width}}  {'WHERE':<{where}}  WHAT"]
+    for entry in entries:
+        made = f" (made by {entry.stack})" if stack != "dev" else ""
+        lines.append(f"{entry.name:<{width}}  {entry.location:<{where}}  {entry.what}{made}")
+    folder = "infra/data/dev" if stack == "dev" else "infra/data/shared"
+    lines += [
+        "",
+        f"secret/... is OpenBao's KV v2 engine; {credentials.SECRETS_SUBDIR}/... is under the data folder "
+        f"(blueprint:dataDir, {folder} by default), files only you can read.",
+        *(f"not in OpenBao: {entry.name}, because {entry.not_in_openbao}" for entry in entries if entry.not_in_openbao),
+        f"Show one: uv run blueprint secrets{'' if stack == 'phase2' else ' --stack ' + shlex.quote(stack)} --show NAME",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _entry(name: str) -> Credential:
+    entry = credentials.BY_NAME.get(name)
+    if entry is None:
+        near = difflib.get_close_matches(name, credentials.BY_NAME, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        raise SecretsError(f"there is no credential named {name!r}{hint}: `uv run blueprint secrets` lists them all")
+    return entry
+
+
+def _bring_up(stack: str) -> str:
+    return "pulumi up -s dev" if stack == "dev" else "uv run blueprint up"
+
+
+def _read_file(path: Path, what: str, stack: str) -> str:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise SecretsError(
+            f"{what} is not there: {path}; the stack {stack} is not up on this machine, or its data folder was wiped: "
+            f"bring it up with `{_bring_up(stack)}`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+        raise SecretsError(f"cannot read {what} in {path} ({why}): run this as the user who brought the platform up") from None
+    value = text.strip()
+    if not value:
+        raise SecretsError(f"{what} in {path} is empty: restore it from a backup, as the README's 'The data and secrets tier' says")
+    return value
+
+
+def _from_openbao(entry: Credential, platform: dict[str, object], folder: Path, stack: str) -> str:
+    import hvac.exceptions
+
+    from components.openbao import WRITER_USER
+    from providers.openbao_kv import OpenBaoUnavailable, current
+
+    assert entry.path is not None
+    address = str(platform[outputs.OPENBAO_ADDR])
+    password_file = Path(str(platform.get(outputs.OPENBAO_WRITER_PASSWORD_FILE) or folder / "openbao-blueprint-password"))
+    password = _read_file(password_file, "OpenBao's blueprint password", stack)
+    props = {"address": address, "username": WRITER_USER, "password": password, "mount": credentials.KV_MOUNT, "path": entry.path}
+    where = f"{credentials.KV_MOUNT}/{entry.path}"
+    try:
+        data = current(props, wait_seconds=SHOW_WAIT_SECONDS)
+    except OpenBaoUnavailable as error:
+        fallback = (
+            f"; meanwhile its host file holds it: {shlex.quote(str(folder / entry.file))}"
+            if entry.file
+            else "; it has no host file: only OpenBao holds it"
+        )
+        raise SecretsError(
+            f"OpenBao at {address} does not answer ({error.why}): is the cluster up? `uv run blueprint status` says{fallback}"
+        ) from None
+    except hvac.exceptions.InvalidRequest:
+        raise SecretsError(
+            f"OpenBao at {address} refused user {WRITER_USER}'s password from {password_file}: that file is not the one this "
+            f"vault was made with (restore it from a backup), or another OpenBao answers at that address"
+        ) from None
+    except hvac.exceptions.Forbidden:
+        raise SecretsError(
+            f"OpenBao at {address} does not let user {WRITER_USER} read {where}: its policy was changed by hand; "
+            f"`uv run blueprint up --phase 2` applies it again"
+        ) from None
+    if data is None or entry.key not in data:
+        maker = _bring_up(stack) if stack == "dev" or entry.stack == "phase2" else "uv run blueprint up --phase 3"
+        raise SecretsError(
+            f"OpenBao holds no {entry.key!r} at {where} yet: the stack that writes it ({entry.stack}) is not up, or its last "
+            f"up stopped before writing it; run `{maker}`"
+        )
+    return str(data[entry.key])
+
+
+def value(name: str, stack: str, platform: dict[str, object] | None) -> str:
+    """The value of the credential `name`, from OpenBao or, for the three not in it, its host file.
+    `platform`: the outputs of the stack that made OpenBao (phase2's, or dev's); None when it is not up.
+    """
+    entry = _entry(name)
+    platform_stack = "dev" if stack == "dev" else "phase2"
+    if not platform or not platform.get(outputs.OPENBAO_ADMIN_PASSWORD_FILE):
+        raise SecretsError(f"stack {platform_stack} is not up, so no credential exists yet: bring it up with `{_bring_up(stack)}`")
+    # Every host file of the catalogue is in one folder, the one the admin password's is in.
+    folder = Path(str(platform[outputs.OPENBAO_ADMIN_PASSWORD_FILE])).parent
+    if entry.path is None:
+        assert entry.file is not None
+        return _read_file(folder / entry.file, f"the file of {entry.name}", platform_stack)
+    return _from_openbao(entry, platform, folder, platform_stack)
+
+
+def show(name: str, stack: str, platform: dict[str, object] | None, out: TextIO, err: TextIO) -> int:
+    """`--show NAME`: the value alone on `out` (a newline after it only when `out` is a terminal)."""
+    try:
+        found = value(name, stack, platform)
+    except SecretsError as error:
+        print(f"error: {error}", file=err)
+        return 1
+    out.write(found + ("\n" if out.isatty() else ""))
+    out.flush()
+    return 0

