@@ -250,11 +250,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         return diagram.run(["--check"] if args.check else [])
     if args.command == "env":
         return _env()
-    if args.command == "secrets" and args.show is None:
+    if args.command == "secrets":
         from cli import secrets
 
-        sys.stdout.write(secrets.listing(args.stack))
-        return 0
+        if args.show is None:
+            sys.stdout.write(secrets.listing(args.stack))
+            return 0
+        if problem := secrets.unknown_name(args.show):
+            print(f"error: {problem}", file=sys.stderr)  # before the stack is read: no Pulumi needed to be told
+            return 1
     from cli import commands
 
     return commands.main_for(args)

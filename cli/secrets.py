@@ -60,6 +60,15 @@ def _entry(name: str) -> Credential:
     return entry
 
 
+def unknown_name(name: str) -> str | None:
+    """What is wrong with `name` as a credential's name, or None when the catalogue has it."""
+    try:
+        _entry(name)
+    except SecretsError as error:
+        return str(error)
+    return None
+
+
 def _bring_up(stack: str) -> str:
     return "pulumi up -s dev" if stack == "dev" else "uv run blueprint up"
 

@@ -156,3 +156,10 @@ def test_secrets_is_a_command_of_the_parser() -> None:
     args = _parser().parse_args(["secrets", "--show", "runner-token"])
     assert isinstance(args, argparse.Namespace)
     assert (args.command, args.show, args.stack) == ("secrets", "runner-token", "phase2")
+
+
+def test_an_unknown_name_is_refused_before_any_stack_is_read(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """No Pulumi CLI, no stack: a misspelt name is still told as a misspelt name."""
+    monkeypatch.setattr(commands, "main_for", lambda _args: pytest.fail("the stack was read for an unknown name"))
+    assert main(["secrets", "--show", "redis-pasword"]) == 1
+    assert "there is no credential named 'redis-pasword' (did you mean redis-password?)" in capsys.readouterr().err
