@@ -22,6 +22,7 @@ the test that compares the catalogue with the plans reads them (tests/test_crede
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 KV_MOUNT = "secret"
@@ -60,7 +61,7 @@ class Credential:
 HOST_SECRET = "pulumi-python:dynamic/blueprint:HostSecret"
 RANDOM_PASSWORD = "random:index/randomPassword:RandomPassword"
 
-CATALOGUE: tuple[Credential, ...] = (
+PLATFORM: tuple[Credential, ...] = (
     Credential(
         name="postgres-gitlab-password",
         what="PostgreSQL password of role gitlab (GitLab's database)",
@@ -199,14 +200,6 @@ CATALOGUE: tuple[Credential, ...] = (
         origins=("pulumi-python:dynamic/blueprint:DeployKubeconfig ci-access-kubeconfig",),
     ),
     Credential(
-        name="guestbook-deploy-token",
-        what="the guestbook project's deploy token (read_registry: the cluster pulls its image with it)",
-        stack="phase3",
-        path="gitlab/deploy-tokens/guestbook",
-        key="token",
-        origins=("pulumi-python:dynamic/gitlab:DeployToken apps-guestbook-deploy-token",),
-    ),
-    Credential(
         name="openbao-seal-key",
         what="OpenBao's static seal key (opens OpenBao's storage)",
         stack="phase2",
@@ -238,14 +231,31 @@ CATALOGUE: tuple[Credential, ...] = (
     ),
 )
 
-BY_NAME = {credential.name: credential for credential in CATALOGUE}
+DEPLOY_TOKEN_SUFFIX = "-deploy-token"
+"""No platform entry's name ends with it, so a project's deploy token never takes a platform name."""
 
 
-def deploy_token(project: str) -> Credential | None:
-    """The entry of `project`'s deploy token (phase3), or None when the catalogue has none."""
-    return BY_NAME.get(f"{project}-deploy-token")
+def deploy_token(project: str) -> Credential:
+    """The entry of the deploy token phase3 makes for `project`, a project of the apps manifest that
+    builds an image (components/gitlab_projects.py: the cluster pulls that image with it).
+    """
+    return Credential(
+        name=f"{project}{DEPLOY_TOKEN_SUFFIX}",
+        what=f"the {project} project's deploy token (read_registry: the cluster pulls its image with it)",
+        stack="phase3",
+        path=f"gitlab/deploy-tokens/{project}",
+        key="token",
+        origins=(f"pulumi-python:dynamic/gitlab:DeployToken apps-{project}-deploy-token",),
+    )
 
 
-def in_stack(stack: str) -> tuple[Credential, ...]:
+def catalogue(building: Sequence[str]) -> tuple[Credential, ...]:
+    """Every credential: the platform's, then a deploy token for each project of `building` (the
+    apps manifest's projects that build an image, so the list follows the manifest a user edits).
+    """
+    return (*PLATFORM, *(deploy_token(project) for project in building))
+
+
+def in_stack(stack: str, building: Sequence[str]) -> tuple[Credential, ...]:
     """The entries `stack` makes (`dev`: all of them)."""
-    return tuple(credential for credential in CATALOGUE if stack == "dev" or credential.stack == stack)
+    return tuple(credential for credential in catalogue(building) if stack == "dev" or credential.stack == stack)

@@ -31,9 +31,22 @@ class SecretsError(Exception):
     """An expected condition that stops `blueprint secrets`; the message names it and its fix."""
 
 
+def catalogue() -> tuple[tuple[Credential, ...], str | None]:
+    """The catalogue for the apps manifest as it is now, and what keeps the manifest from being read
+    (then only the platform's credentials, without the apps' deploy tokens).
+    """
+    from apps_manifest import ManifestError, load_manifest
+
+    try:
+        building = [project.name for project in load_manifest() if project.build]
+    except ManifestError as error:
+        return credentials.PLATFORM, f"the apps' deploy tokens are not listed: {error}"
+    return credentials.catalogue(building), None
+
+
 def listing(stack: str) -> str:
     """Every credential: name, where it is, what it is. No value."""
-    entries = credentials.CATALOGUE
+    entries, manifest_problem = catalogue()
     width = max(len(entry.name) for entry in entries)
     where = max(len(entry.location) for entry in entries)
     lines = [f"{'NAME':<{width}}  {'WHERE':<{where}}  WHAT"]
@@ -46,15 +59,17 @@ def listing(stack: str) -> str:
         f"secret/... is OpenBao's KV v2 engine; {credentials.SECRETS_SUBDIR}/... is under the data folder "
         f"(blueprint:dataDir, {folder} by default), files only you can read.",
         *(f"not in OpenBao: {entry.name}, because {entry.not_in_openbao}" for entry in entries if entry.not_in_openbao),
+        *([manifest_problem] if manifest_problem else []),
         f"Show one: uv run blueprint secrets{'' if stack == 'phase2' else ' --stack ' + shlex.quote(stack)} --show NAME",
     ]
     return "\n".join(lines) + "\n"
 
 
 def _entry(name: str) -> Credential:
-    entry = credentials.BY_NAME.get(name)
+    by_name = {entry.name: entry for entry in catalogue()[0]}
+    entry = by_name.get(name)
     if entry is None:
-        near = difflib.get_close_matches(name, credentials.BY_NAME, n=1)
+        near = difflib.get_close_matches(name, by_name, n=1)
         hint = f" (did you mean {near[0]}?)" if near else ""
         raise SecretsError(f"there is no credential named {name!r}{hint}: `uv run blueprint secrets` lists them all")
     return entry

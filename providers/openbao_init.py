@@ -499,7 +499,16 @@ def _request(props: dict[str, Any], method: str, path: str, token: str | None = 
 
     headers = {"X-Vault-Token": token} if token else {}
     try:
-        return requests.request(method, f"{props['address']}/v1/{path}", headers=headers, json=body, timeout=float(props["http_timeout"]))
+        with requests.Session() as session:
+            session.trust_env = False  # no proxy from the environment: it would see the passwords and tokens sent here
+            return session.request(
+                method,
+                f"{props['address']}/v1/{path}",
+                headers=headers,
+                json=body,
+                timeout=float(props["http_timeout"]),
+                allow_redirects=False,
+            )
     except requests.RequestException as error:
         raise _NotYet(f"unreachable: {type(error).__name__}") from None
 

@@ -55,9 +55,16 @@ class OpenBaoUnavailable(Exception):
 
 
 def _client(address: str) -> Any:
+    """A client of OpenBao alone: no proxy or CA bundle from the environment (OpenBao is on this
+    laptop, and a proxy would see the password), no token from VAULT_TOKEN or ~/.vault-token (hvac
+    sends those with every request: after a `bao login` as admin, an admin token), no redirect.
+    """
     import hvac
+    import requests
 
-    return hvac.Client(url=address, timeout=10)
+    session = requests.Session()
+    session.trust_env = False
+    return hvac.Client(url=address, token="", session=session, allow_redirects=False, timeout=10)
 
 
 def _logged_in(props: dict[str, Any], call: Callable[[Any], T]) -> T:

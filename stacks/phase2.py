@@ -328,7 +328,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # each write after OpenBao's initialisation and its own source only; the three that open
     # OpenBao itself stay in their files alone.
     mirror(
-        credentials.in_stack("phase2"),
+        credentials.PLATFORM,
         {
             "postgres-gitlab-password": postgres.gitlab_password,
             "postgres-openbao-password": postgres.openbao_password,

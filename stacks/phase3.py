@@ -128,12 +128,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # The deploy tokens phase3 makes, mirrored into OpenBao from the catalogue (credentials.py);
     # in `dev` each write waits for OpenBao's initialisation too.
     mirror(
-        credentials.in_stack("phase3"),
-        {f"{project}-deploy-token": token.deploy_token for project, token in apps.deploy_tokens.items()},
+        credentials.in_stack("phase3", [project.name for project in projects if project.build]),
+        {credentials.deploy_token(project).name: token.deploy_token for project, token in apps.deploy_tokens.items()},
         context={
-            entry.path: {"username": apps.deploy_tokens[project].username}
-            for project in apps.deploy_tokens
-            if (entry := credentials.deploy_token(project)) is not None and entry.path is not None
+            str(credentials.deploy_token(project).path): {"username": token.username} for project, token in apps.deploy_tokens.items()
         },
         address=inputs[outputs.OPENBAO_ADDR],
         username=WRITER_USER,

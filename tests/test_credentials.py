@@ -5,12 +5,14 @@ path, with the secret under its key, and no entry names a credential the plans d
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
 
 import credentials
+from apps_manifest import load_manifest
 from cli.plan import Plan
 from stacks.mirror import mirror
 from tests.plans import planned, waits_for
@@ -27,6 +29,10 @@ ORIGIN_TYPES = (
 )
 """The resources whose value is a generated credential (a Kubernetes Secret is a copy, not an origin)."""
 STACKS = ("phase2", "phase3", "dev")
+BUILDING = [project.name for project in load_manifest() if project.build]
+"""The shipped manifest's projects that build an image (guestbook)."""
+CATALOGUE = credentials.catalogue(BUILDING)
+BY_NAME = {entry.name: entry for entry in CATALOGUE}
 
 
 def origins(result: Plan) -> dict[str, dict[str, Any]]:
@@ -41,14 +47,16 @@ def kv_secrets(result: Plan) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_generated_credential_is_in_the_catalogue(stack: str) -> None:
-    covered = {origin for entry in credentials.in_stack(stack) for origin in entry.origins}
+    covered = {origin for entry in credentials.in_stack(stack, BUILDING) for origin in entry.origins}
     assert set(origins(planned(stack))) - covered == set()
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_no_catalogue_entry_names_a_credential_the_plan_does_not_make(stack: str) -> None:
     planned_origins = set(origins(planned(stack)))
-    orphans = {entry.name for entry in credentials.in_stack(stack) if not set(entry.origins) <= planned_origins or not entry.origins}
+    orphans = {
+        entry.name for entry in credentials.in_stack(stack, BUILDING) if not set(entry.origins) <= planned_origins or not entry.origins
+    }
     assert orphans == set()
 
 
@@ -56,7 +64,7 @@ def test_no_catalogue_entry_names_a_credential_the_plan_does_not_make(stack: str
 def test_every_catalogue_entry_meant_for_openbao_is_written_at_its_path_from_its_origin(stack: str) -> None:
     result = planned(stack)
     written, made = kv_secrets(result), origins(result)
-    for entry in credentials.in_stack(stack):
+    for entry in credentials.in_stack(stack, BUILDING):
         if entry.path is None:
             continue
         assert entry.path in written, entry.name
@@ -69,14 +77,14 @@ def test_every_catalogue_entry_meant_for_openbao_is_written_at_its_path_from_its
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_openbao_kv_path_of_the_plan_is_in_the_catalogue(stack: str) -> None:
-    paths = {entry.path for entry in credentials.in_stack(stack)}
+    paths = {entry.path for entry in credentials.in_stack(stack, BUILDING)}
     assert set(kv_secrets(planned(stack))) - paths == set()
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_each_host_file_the_catalogue_names_is_its_origins_file(stack: str) -> None:
     made = origins(planned(stack))
-    for entry in credentials.in_stack(stack):
+    for entry in credentials.in_stack(stack, BUILDING):
         files = {PurePosixPath(made[o]["inputs"]["path"]).name for o in entry.origins if o.startswith(credentials.HOST_SECRET)}
         assert files == ({entry.file} if entry.file else set()), entry.name
         if entry.file:
@@ -88,17 +96,12 @@ def test_the_credentials_that_open_openbao_are_not_in_its_kv() -> None:
     """Its seal key and its users' passwords stay in their files: `blueprint` reads all of secret/."""
     result = planned("phase2")
     opening = {"openbao-seal-key", "openbao-admin-password", "openbao-blueprint-password"}
-    assert {entry.name for entry in credentials.CATALOGUE if entry.path is None} == opening
-    sources = {
-        origin
-        for entry in credentials.CATALOGUE
-        if entry.name in {"openbao-seal-key", "openbao-admin-password"}
-        for origin in entry.origins
-    }
+    assert {entry.name for entry in CATALOGUE if entry.path is None} == opening
+    sources = {origin for entry in CATALOGUE if entry.name in {"openbao-seal-key", "openbao-admin-password"} for origin in entry.origins}
     urns = {origins(result)[source]["urn"] for source in sources}
     for kv in kv_secrets(result).values():
         assert urns & set(kv["dependsOn"]) == set(), kv["name"]
-    assert all(entry.not_in_openbao for entry in credentials.CATALOGUE if entry.path is None)
+    assert all(entry.not_in_openbao for entry in CATALOGUE if entry.path is None)
 
 
 def test_a_kv_write_waits_for_gitlab_only_when_its_credential_does() -> None:
@@ -106,7 +109,7 @@ def test_a_kv_write_waits_for_gitlab_only_when_its_credential_does() -> None:
     result = planned("phase2")
     gitlab = next(r["urn"] for r in result.resources if r["name"] == "gitlab-chart")
     made = origins(result)
-    by_path = {entry.path: entry for entry in credentials.in_stack("phase2") if entry.path}
+    by_path = {entry.path: entry for entry in credentials.PLATFORM if entry.path}
     for path, kv in kv_secrets(result).items():
         sources = [made[o]["urn"] for o in by_path[path].origins if made[o]["urn"] in waits_for(result, kv["urn"])]
         sources_wait = any(gitlab in waits_for(result, source) for source in sources)
@@ -116,13 +119,13 @@ def test_a_kv_write_waits_for_gitlab_only_when_its_credential_does() -> None:
 def test_in_dev_phase3s_credentials_wait_for_openbaos_initialisation() -> None:
     result = planned("dev")
     init = next(r["urn"] for r in result.resources if r["name"] == "openbao-init")
-    kv = kv_secrets(result)[credentials.BY_NAME["guestbook-deploy-token"].path or ""]
+    kv = kv_secrets(result)[credentials.deploy_token("guestbook").path or ""]
     assert init in kv["dependsOn"]
 
 
 def test_the_mirror_refuses_a_catalogue_entry_without_a_value() -> None:
     with pytest.raises(ValueError, match="no value for the credential.s. redis-password"):
-        mirror([credentials.BY_NAME["redis-password"]], {}, address="http://127.0.0.1:8200", username="blueprint", password="x")
+        mirror([BY_NAME["redis-password"]], {}, address="http://127.0.0.1:8200", username="blueprint", password="x")
 
 
 def test_the_mirror_refuses_a_value_without_a_catalogue_entry() -> None:
@@ -131,7 +134,7 @@ def test_the_mirror_refuses_a_value_without_a_catalogue_entry() -> None:
 
 
 def test_catalogue_names_are_unique_and_kebab_case() -> None:
-    names = [entry.name for entry in credentials.CATALOGUE]
+    names = [entry.name for entry in CATALOGUE]
     assert len(names) == len(set(names))
     assert all(name.replace("-", "").isalnum() and name == name.lower() for name in names)
 
@@ -145,6 +148,26 @@ def test_the_readme_credentials_table_is_the_catalogue() -> None:
         f"| `{c.name}` | "
         + (f"`{credentials.KV_MOUNT}/{c.path}` (`{c.key}`)" if c.path else f"not in OpenBao: `{c.file}`")
         + f" | {c.what} |"
-        for c in credentials.CATALOGUE
+        for c in CATALOGUE
     ]
     assert rows == expected
+
+
+def test_the_deploy_tokens_follow_the_apps_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A manifest whose guestbook no longer builds, with another project that does: phase3 plans (no
+    crash), mirrors the other project's deploy token alone, and the catalogue matches that plan."""
+    from cli.plan import plan
+    from tests.test_bad_inputs import copy_apps
+
+    apps = tmp_path / "apps"
+    copy_apps(apps)
+    shutil.copytree(apps / "guestbook", apps / "hello")
+    manifest = apps / "apps_manifest.yaml"
+    text = manifest.read_text().replace("    build: true\n    host: guestbook\n", "    host: guestbook\n")
+    manifest.write_text(text + "  - name: hello\n    deploy: true\n    chart: chart\n    build: true\n    host: hello\n")
+    monkeypatch.setattr("apps_manifest.MANIFEST", manifest)
+    building = [project.name for project in load_manifest() if project.build]
+    assert building == ["hello"]
+    result = plan("phase3", {})
+    assert {path for path in kv_secrets(result) if path.startswith("gitlab/deploy-tokens/")} == {"gitlab/deploy-tokens/hello"}
+    assert set(origins(result)) == {origin for entry in credentials.in_stack("phase3", building) for origin in entry.origins}

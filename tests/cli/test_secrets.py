@@ -9,11 +9,11 @@ import argparse
 import io
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import hvac
 import pytest
 
-import credentials
 from cli import commands, secrets
 from cli.main import _parser, main
 from components.openbao import WRITER_USER
@@ -62,16 +62,23 @@ def show(name: str, values: dict[str, object] | None, stack: str = "phase2") -> 
 def test_secrets_lists_every_credential_of_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["secrets"]) == 0
     listed = capsys.readouterr().out
-    for entry in credentials.CATALOGUE:
+    for entry in secrets.catalogue()[0]:
         line = next(line for line in listed.splitlines() if line.startswith(entry.name + " "))
         assert entry.location in line
         assert entry.what in line
 
 
 def test_secrets_list_reads_no_stack_and_no_file(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """The list is the catalogue: nothing is read (so no value can be printed), no Pulumi is needed."""
+    """The list is the catalogue: nothing but the apps manifest is read (so no value can be printed), no Pulumi is needed."""
     monkeypatch.setenv("PATH", "")
-    monkeypatch.setattr(Path, "read_text", lambda *_: pytest.fail("the list read a file"))
+    real_read_text = Path.read_text
+
+    def read_text(path: Path, *args: Any, **kwargs: Any) -> str:
+        if path.name != "apps_manifest.yaml":  # the apps manifest says which projects have a deploy token
+            pytest.fail(f"the list read {path}")
+        return real_read_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
     monkeypatch.setattr(commands, "main_for", lambda *_: pytest.fail("the list asked a stack"))
     assert main(["secrets", "--stack", "dev"]) == 0
     assert "openbao-admin-password" in capsys.readouterr().out

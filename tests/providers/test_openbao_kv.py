@@ -11,6 +11,7 @@ it could not see.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import hvac
@@ -19,7 +20,7 @@ import pytest
 from components.openbao import ADMIN_USER, WRITER_USER
 from providers import openbao_kv
 from providers.openbao_kv import PROVIDER_VERSION, OpenBaoKvProvider
-from tests.providers.engine import BaoServer, as_engine_loads, outputs_of, running_bao
+from tests.providers.engine import BaoServer, as_engine_loads, free_port, outputs_of, running_bao
 
 
 @pytest.fixture(scope="module")
@@ -213,3 +214,20 @@ def test_a_state_recorded_with_a_token_is_updated_to_log_in(bao: BaoServer, path
     outs = outputs_of(provider.update(f"secret/{path}", recorded, kv(bao, path, a="b")))
     assert "token" not in outs
     assert stored(bao, path) == {"a": "b"}
+
+
+def test_openbao_is_called_without_the_environments_proxy_or_token(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """OpenBao is on this laptop: a proxy set for the world would see the password, and a token from
+    VAULT_TOKEN or ~/.vault-token (an admin's, after `bao login`) would ride along with every request."""
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("VAULT_TOKEN", "s.a-token-of-someone-else")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    provider.create(kv(bao, path, password="value"))
+    assert openbao_kv._client(bao.address).token == ""
+    monkeypatch.undo()  # the test's own admin client reads through the environment
+    assert stored(bao, path) == {"password": "value"}
