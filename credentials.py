@@ -52,16 +52,29 @@ class Credential:
 
     @property
     def location(self) -> str:
-        """Where it is, for a person: `secret/<path>` (key), or the host file."""
+        """Where it is, for a person: `secret/<path>` (key), the host file, or the command that prints it."""
         if self.path is not None:
             return f"{KV_MOUNT}/{self.path} ({self.key})"
-        return f"not in OpenBao: {SECRETS_SUBDIR}/{self.file}"
+        if self.file is not None:
+            return f"not in OpenBao: {SECRETS_SUBDIR}/{self.file}"
+        return f"not in OpenBao: {KIND_KUBECONFIG_COMMAND}"
 
 
+KIND_KUBECONFIG_COMMAND = "uv run blueprint kubeconfig"
+"""What prints the one credential kind keeps (the cluster's admin kubeconfig)."""
 HOST_SECRET = "pulumi-python:dynamic/blueprint:HostSecret"
 RANDOM_PASSWORD = "random:index/randomPassword:RandomPassword"
 
 PLATFORM: tuple[Credential, ...] = (
+    Credential(
+        name="kind-admin-kubeconfig",
+        what="the kind cluster's admin kubeconfig (cluster-admin)",
+        stack="phase1",
+        path=None,
+        key="",
+        not_in_openbao="it is root on the cluster OpenBao runs in, and kind itself keeps it",
+        origins=("command:local:Command kind-cluster",),
+    ),
     Credential(
         name="postgres-gitlab-password",
         what="PostgreSQL password of role gitlab (GitLab's database)",

@@ -348,7 +348,7 @@ def summary(
         lines.append(tally)
     if phase1 and not phase2:
         cluster = phase1.get(outputs.CLUSTER_NAME)
-        # `blueprint kubeconfig` writes it to a file of its own, never into ~/.kube/config (cluster-admin).
+        # A file of its own: `blueprint kubeconfig --output` refuses a kubeconfig that holds other clusters.
         lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")
     return "\n".join(lines)
 
@@ -560,28 +560,47 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
     raise KubeconfigError(f"`{command}` failed: {said}")
 
 
-def _is_kubeconfig(path: Path) -> bool:
-    """Whether the regular file `path` is empty or a kubeconfig (`kind: Config`), so writing over it loses nothing else."""
+def _others_in_kubeconfig(path: Path, cluster: str) -> list[str] | None:
+    """What writing over the regular file `path` would lose: the names of the clusters, contexts and
+    users it holds besides kind's `kind-<cluster>` ([] for an empty file or a kubeconfig of that
+    cluster alone), or None when it is not a kubeconfig (`kind: Config`) at all.
+    """
     import yaml
 
     try:
         text = path.read_text()
         document = yaml.safe_load(text) if text.strip() else {"kind": "Config"}
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False
-    return isinstance(document, dict) and document.get("kind") == "Config"
+        return None
+    if not isinstance(document, dict) or document.get("kind") != "Config":
+        return None
+    ours = f"kind-{cluster}"
+    names = {
+        str(entry.get("name")) for key in ("clusters", "contexts", "users") for entry in document.get(key) or [] if isinstance(entry, dict)
+    }
+    return sorted(names - {ours})
 
 
-def write_kubeconfig(path: Path, text: str) -> None:
+def write_kubeconfig(path: Path, text: str, cluster: str) -> None:
     """Write `text` to `path`, mode 0600 from its first byte: a new file beside it, renamed over it.
-    Refuses a folder, a link and a file that is not a kubeconfig already.
+    Refuses a folder, a link, a file that is not a kubeconfig, and a kubeconfig that holds any other
+    cluster than kind's `kind-<cluster>` (writing over it would lose their credentials).
     """
     if path.is_symlink():
         raise KubeconfigError(f"--output {path} is a symbolic link; give the path of a file (blueprint does not write through links)")
     if path.is_dir():
         raise KubeconfigError(f"--output {path} is a folder; give the path of a file in it, such as {path / 'kubeconfig'}")
-    if path.exists() and not (path.is_file() and _is_kubeconfig(path)):
-        raise KubeconfigError(f"--output {path} exists and is not a kubeconfig; blueprint writes over a kubeconfig only: give another path")
+    if path.exists():
+        others = _others_in_kubeconfig(path, cluster) if path.is_file() else None
+        if others is None:
+            raise KubeconfigError(
+                f"--output {path} exists and is not a kubeconfig; blueprint writes over a kubeconfig only: give another path"
+            )
+        if others:
+            raise KubeconfigError(
+                f"--output {path} holds other clusters, contexts or users ({', '.join(others)}), which writing over it would "
+                f"lose; give another path (kubectl reads several: KUBECONFIG=<that path>:{shlex.quote(str(path))})"
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
     # mkstemp creates the file 0600 whatever the umask; the rename then replaces any older one at once.
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -607,7 +626,7 @@ def kubeconfig(runner: StackRunner, stack: str, output: str | None, out: TextIO,
             return 0
         path = Path(output).expanduser().absolute()
         try:
-            write_kubeconfig(path, text)
+            write_kubeconfig(path, text, cluster)
         except OSError as error:
             raise KubeconfigError(f"cannot write --output {output}: {error.strerror or error}; give a path you can write to") from None
     except KubeconfigError as error:

@@ -18,6 +18,7 @@ memory and the names are the user's call: it says what to do.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import hashlib
 import math
@@ -264,7 +265,19 @@ class Machine(Protocol):
         ...
 
     def environ(self) -> Mapping[str, str]:
-        """The environment variables: WSL's WSL_DISTRO_NAME, the user's name (USER)."""
+        """The environment variables: WSL's WSL_DISTRO_NAME, sudo's SUDO_USER."""
+        ...
+
+    def exists(self, path: str) -> bool:
+        """Whether `path` is there (a file or a folder)."""
+        ...
+
+    def uid(self) -> int | None:
+        """The user id this runs as (0: root); None where there is none (Windows)."""
+        ...
+
+    def user_name(self) -> str | None:
+        """The name of the user this runs as, from the password database (not $USER, which may be stale)."""
         ...
 
     def download(self, url: str, dest: Path) -> None:
@@ -343,6 +356,22 @@ class RealMachine:
 
     def environ(self) -> Mapping[str, str]:
         return os.environ
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def uid(self) -> int | None:
+        return os.getuid() if hasattr(os, "getuid") else None
+
+    def user_name(self) -> str | None:
+        try:
+            import pwd  # not on Windows
+        except ImportError:
+            return None
+        try:
+            return pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:  # a uid the password database does not know (a container's)
+            return None
 
     def resolve(self, name: str) -> str | None:
         import socket
@@ -506,8 +535,57 @@ _WSL_DOCKER = (
 
 
 def _user(machine: Machine) -> str | None:
-    environ = machine.environ()
-    return environ.get("USER") or environ.get("LOGNAME") or None
+    """Whom the docker group is for: the user who ran `sudo blueprint doctor --fix` (sudo's SUDO_USER; its
+    $USER is root), else the one this runs as, by the password database's name.
+    """
+    return machine.environ().get("SUDO_USER") or machine.user_name()
+
+
+SYSTEMD_RUNNING = "/run/systemd/system"
+"""sd_booted(3): systemd is the init system exactly when this folder exists. It does not in a container,
+nor in WSL2 unless /etc/wsl.conf turns systemd on: `systemctl` cannot start anything there."""
+DOCKER_UNITS = tuple(
+    f"{folder}/docker.service"
+    for folder in (
+        "/etc/systemd/system",
+        "/run/systemd/system",
+        "/usr/local/lib/systemd/system",
+        "/usr/lib/systemd/system",
+        "/lib/systemd/system",
+    )
+)
+"""Where systemd looks for docker.service (systemd.unit(5), "System Unit Search Path"); Debian 12's docker.io
+puts it in /lib/systemd/system."""
+DOCKERD_PATHS = ("/usr/bin/dockerd", "/usr/sbin/dockerd", "/usr/local/bin/dockerd")
+"""Where the engine's packages put dockerd, besides PATH: Debian's docker.io in /usr/sbin, which a user's PATH lacks."""
+DOCKER_INIT_SCRIPT = "/etc/init.d/docker"
+_NO_SYSTEMD = f"systemd does not run here (no {SYSTEMD_RUNNING}: a container, or WSL2 without systemd)"
+_FOREGROUND = "run `sudo dockerd` in a terminal of its own (it stays in the foreground)"
+
+
+def _dockerd(machine: Machine) -> str | None:
+    return machine.which("dockerd") or next((path for path in DOCKERD_PATHS if machine.exists(path)), None)
+
+
+def _engine_install(machine: Machine, family: OsFamily, name: str, found: str) -> Check | None:
+    """The failing check `name` of a machine without Docker Engine, with its family's commands: install,
+    start (systemd's unit where systemd runs, else the init script Debian's docker.io ships), and the
+    docker group for the user; None for a family blueprint has no packages for.
+    """
+    install = os_family.docker_install(family)
+    if not install:
+        return None
+    if machine.exists(SYSTEMD_RUNNING):
+        start: tuple[Command, ...] = (os_family.DOCKER_START,)
+    else:
+        start = (os_family.DOCKER_SERVICE_START,) if family.key == os_family.DEBIAN else ()
+    user = _user(machine)
+    group = (os_family.docker_group(user),) if user and user != "root" else ()  # root needs no group
+    commands = (*install, *start, *group)
+    after = [] if start else [f"then start it: {_NO_SYSTEMD}, so {_FOREGROUND}"]
+    after += [_RELOGIN] if group else [] if user == "root" else ["then add yourself to the docker group"]
+    fix = f"install Docker Engine from {family.name}'s packages: {_shown(commands)}" + "".join(f"; {line}" for line in after)
+    return Check(name=name, ok=False, found=found, fix=fix, commands=commands)
 
 
 def _docker_install(machine: Machine, family: OsFamily) -> Check:
@@ -518,13 +596,9 @@ def _docker_install(machine: Machine, family: OsFamily) -> Check:
         commands: tuple[Command, ...] = (os_family.MACOS_DOCKER_INSTALL, os_family.MACOS_DOCKER_OPEN)
         fix = f"install Docker Desktop with Homebrew: {_shown(commands)} (it opens Docker Desktop's window: accept its terms there)"
         return Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=fix, commands=commands)
-    install = os_family.docker_install(family)
-    if install:
-        user = _user(machine)
-        commands = (*install, os_family.DOCKER_START, *((os_family.docker_group(user),) if user else ()))
-        after = _RELOGIN if user else "then add yourself to the docker group"
-        fix = f"install Docker Engine from {family.name}'s packages: {_shown(commands)}; {after}"
-        return Check(name=DOCKER_CLI, ok=False, found="no `docker` on PATH", fix=fix, commands=commands)
+    check = _engine_install(machine, family, DOCKER_CLI, "no `docker` on PATH")
+    if check is not None:
+        return check
     fix = {
         "darwin": "install Docker Desktop: https://docs.docker.com/desktop/setup/install/mac-install/ "
         f"(or, with Homebrew: `brew install --cask {os_family.MACOS_DOCKER_CASK}`)",
@@ -561,15 +635,40 @@ def _docker_down(machine: Machine, family: OsFamily, output: str) -> Check:
             fix=f"start Docker Desktop ({_shown(commands)}) and wait until it says it is running",
             commands=commands,
         )
-    if family.known_linux:
-        commands = (os_family.DOCKER_START,)
-        return Check(
-            name=DOCKER_ENGINE, ok=False, found=found, fix=f"{_shown(commands)} (starts it now and at every boot)", commands=commands
-        )
-    fix = {
-        "windows": "start Docker Desktop and wait until it says it is running",
-    }.get(machine.system, "`sudo systemctl start docker` (and `sudo systemctl enable docker` to start it at boot)")
-    return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix)
+    if machine.system == "windows":
+        return Check(name=DOCKER_ENGINE, ok=False, found=found, fix="start Docker Desktop and wait until it says it is running")
+    return _engine_down_on_linux(machine, family, found)
+
+
+def _engine_down_on_linux(machine: Machine, family: OsFamily, found: str) -> Check:
+    """Start the engine the way this Linux can: systemd's unit, else the init script; install it first
+    where only the CLI is here (Docker's static client binaries, say), since no unit can start what is not.
+    """
+    dockerd = _dockerd(machine)
+    unit = any(machine.exists(path) for path in DOCKER_UNITS)
+    if dockerd is None and not unit:
+        found = f"{found}; the Docker CLI is here, Docker Engine (dockerd) is not installed"
+        check = _engine_install(machine, family, DOCKER_ENGINE, found)
+        if check is not None:
+            return check
+        user = _user(machine)
+        who = shlex.quote(user) if user else "$USER"
+        fix = f"install Docker Engine (https://docs.docker.com/engine/install/), start it, then `sudo usermod -aG docker {who}`"
+        return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix)
+    systemd = machine.exists(SYSTEMD_RUNNING)
+    if systemd and unit:
+        if family.known_linux:
+            commands: tuple[Command, ...] = (os_family.DOCKER_START,)
+            fix = f"{_shown(commands)} (starts it now and at every boot)"
+            return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix, commands=commands)
+        fix = "`sudo systemctl start docker` (and `sudo systemctl enable docker` to start it at boot)"
+        return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix)
+    if not systemd and machine.exists(DOCKER_INIT_SCRIPT):
+        commands = (os_family.DOCKER_SERVICE_START,)
+        fix = f"{_shown(commands)} ({_NO_SYSTEMD}: Docker's init script starts it; again after each restart)"
+        return Check(name=DOCKER_ENGINE, ok=False, found=found, fix=fix, commands=commands)
+    why = _NO_SYSTEMD + " and Docker has no init script" if not systemd else f"dockerd ({dockerd}) has no docker.service unit for systemd"
+    return Check(name=DOCKER_ENGINE, ok=False, found=f"{found}; {why}", fix=f"start it the way it was installed: {_FOREGROUND}")
 
 
 def _docker_checks(machine: Machine, family: OsFamily | None = None) -> list[Check]:
@@ -794,7 +893,25 @@ def checks(
         result.append(_userns_check(machine))
     if machine.system == "windows":
         result = [check if check.ok else replace(check, found=check.found + _WSL_NOTE) for check in result]
+    if machine.uid() == 0:
+        result = [_as_root(check) for check in result]
     return result
+
+
+_SUDO = re.compile(r"(`|\| )sudo ")
+"""`sudo` where a fix's text starts a command with it: at a backtick, or after a pipe."""
+
+
+def _as_root(check: Check) -> Check:
+    """`check` for a doctor run as root (`sudo blueprint doctor`, a container's root): its commands and
+    their text without `sudo`, which root does not need and a container may not have.
+    """
+    return replace(
+        check,
+        commands=tuple(command.as_root() for command in check.commands),
+        fix=_SUDO.sub(r"\1", check.fix),
+        advice=_SUDO.sub(r"\1", check.advice),
+    )
 
 
 def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
@@ -1043,13 +1160,25 @@ def execute(command: Command, out: TextIO) -> int:
         out.write(f"    {command.argv[0]}: {error.strerror or error}\n")
         return 127
     with process:  # closes its pipes
+        unread = False
         if process.stdin is not None:
-            process.stdin.write(command.stdin or "")
-            process.stdin.close()
+            # A command may end before it reads its input (sudo refused, `tee` could not open its file):
+            # the pipe is then broken, as Popen.communicate's own _stdin_write allows for.
+            try:
+                process.stdin.write(command.stdin or "")
+                process.stdin.close()
+            except BrokenPipeError:
+                unread = True
+                with contextlib.suppress(BrokenPipeError):
+                    process.stdin.close()
         assert process.stdout is not None
         for line in process.stdout:
             out.write(f"    {line}")
-        return process.wait()
+        code = process.wait()
+    if unread:
+        out.write(f"    ({command.argv[0]} ended before it read all its input)\n")
+        return code or 1
+    return code
 
 
 def _ask(prompt: str) -> str:

@@ -28,11 +28,12 @@ from components.host_folder import KEEP_SCRIPT
 from components.host_folder import claimed_folder as host_folder_of
 
 COMMAND = "command:local:Command"
+KV_SECRET = "pulumi-python:dynamic/openbao:KvSecret"
 
 DELETE_LEAVES: dict[str, str] = {
     "pulumi-python:dynamic/blueprint:HostSecret": "its file stays in its host folder, which is kept or wiped",
     "pulumi-python:dynamic/openbao:Init": "the vault and its keys file stay with the data, which is kept or wiped",
-    "pulumi-python:dynamic/openbao:KvSecret": "the secret stays in OpenBao's storage, which is kept or wiped with the data",
+    KV_SECRET: "the secret stays in OpenBao's storage, which is kept or wiped with the data",
     "pulumi-python:dynamic/gitlab:AdminToken": "the token stays in GitLab's database, which is kept or wiped with the data",
     "pulumi-python:dynamic/gitlab:ProjectSync": "the commits stay in the project's repository",
     "pulumi-python:dynamic/gitlab:SmokePipeline": "a finished pipeline is history",
@@ -62,6 +63,8 @@ def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -
     target = resource["deletedWith"]
     if target in by_urn and fate(by_urn[target], by_urn)[0] == "delete":
         return "forget", f"deleted with {by_urn[target]['name']}"
+    if type_ == KV_SECRET and (resource.get("inputs") or {}).get("delete_on_destroy"):
+        return "delete", "what it holds is revoked with this stack (an OpenBao that cannot answer leaves it, with a warning)"
     if type_ in DELETE_LEAVES:
         return "forget", DELETE_LEAVES[type_]
     if type_ == COMMAND:
@@ -193,9 +196,9 @@ def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
     )
     return (
         f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first, in a shell that "
-        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {shlex.quote(stack)} --import-pending-creates` if what it '
-        f"made exists, or `--clear-pending-creates` if not (interactively, `pulumi refresh -s {shlex.quote(stack)}` asks); then "
-        "run this again"
+        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {shlex.quote(stack)}` asks, for each, whether to clear it '
+        f"or import what it made; or, without asking, `pulumi refresh -s {shlex.quote(stack)} --clear-pending-creates` if it made "
+        "nothing, `--import-pending-creates <urn> <id>` (the URN above, the ID of what it made) if it did; then run this again"
     )
 
 
@@ -227,6 +230,16 @@ def inner_owners(owner: str, stacks: Sequence[str]) -> str:
     return "\n".join(f"{project}/{stack}{at}{checkout}" for stack in stacks)  # no id where the owner names none
 
 
+KV_FOLLOWS_DATA_IN = ("phase3",)
+"""The stacks whose every OpenBao entry holds what the stack's own destroy revokes (phase3's deploy
+tokens): with the data wiped the entries go too, kept they stay (`stacks.phase3`, `delete_on_destroy`)."""
+
+
+def _stack_of(resource: Mapping[str, Any]) -> str:
+    """The stack a state's resource belongs to (`urn:pulumi:<stack>::<project>::...`)."""
+    return str(resource.get("urn") or "").removeprefix("urn:pulumi:").split("::", 1)[0]
+
+
 def record_preserve_data(deployment: Mapping[str, Any], keep: bool, *, inner_stacks: Sequence[str] = ()) -> dict[str, Any]:
     """`deployment` as an `up` with `preserveData=keep` would have recorded it: what a destroy does
     with the data is decided there (the host folders' delete scripts, `retainOnDelete` on the objects
@@ -252,6 +265,12 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool, *, inner_sta
                 resource["outputs"] = {**resource["outputs"], "environment": environment}
         elif lives_in_gitlab(resource):
             resource["retainOnDelete"] = keep
+        elif resource["type"] == KV_SECRET and (
+            _stack_of(resource) in KV_FOLLOWS_DATA_IN or "delete_on_destroy" in (resource.get("outputs") or {})
+        ):
+            # An entry recorded before `delete_on_destroy` existed gets it too (providers/openbao_kv.py).
+            resource["inputs"] = {**(resource.get("inputs") or {}), "delete_on_destroy": not keep}
+            resource["outputs"] = {**(resource.get("outputs") or {}), "delete_on_destroy": not keep}
         elif resource["type"] == STACK_TYPE and "preserveData" in (resource.get("outputs") or {}):
             resource["outputs"] = {**resource["outputs"], "preserveData": keep}
         recorded.append(resource)

@@ -256,7 +256,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.show is None:
             sys.stdout.write(secrets.listing(args.stack))
             return 0
-        if problem := secrets.unknown_name(args.show):
+        if problem := secrets.not_shown(args.show):
             print(f"error: {problem}", file=sys.stderr)  # before the stack is read: no Pulumi needed to be told
             return 1
     from cli import commands

@@ -4,7 +4,10 @@ group, the inotify limits, trusting the platform CA.
 
 Detection is a pure function of what the machine says (os-release, the platform, /proc/version,
 the WSL variables), so the tests feed it real os-release files. A Linux it cannot place is
-"unknown": it then gets the generic advice, never another family's package names.
+"unknown": it then gets the generic advice, never another family's package names. It is placed by
+its own ID, or by a parent in ID_LIKE only where every child uses the parent's packages (Debian's
+and Ubuntu's derivatives, Arch's): `ID_LIKE=fedora` alone says too little (Oracle Linux and Amazon
+Linux 2023 both say it, and neither has Fedora's moby-engine nor Docker's CentOS repository).
 
 kind, kubectl and the Pulumi CLI are not installed from any package manager: `doctor --fix` keeps
 installing the pinned releases under the home folder, each checked against its published SHA-256,
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ARCH = "arch"
 DEBIAN = "debian"
@@ -39,7 +42,7 @@ FAMILY_NAMES = {
     UNKNOWN: "unknown",
 }
 
-_LIKE = {
+_IDS = {
     "arch": ARCH,
     "debian": DEBIAN,
     "ubuntu": DEBIAN,
@@ -49,9 +52,17 @@ _LIKE = {
     "rocky": RHEL,
     "almalinux": RHEL,
 }
-"""os-release IDs of each family. os-release(5): ID_LIKE lists "the closest" relatives first, and a
-derivative names its parents there (Manjaro and EndeavourOS `arch`, Mint and Pop!_OS `ubuntu debian`,
-Rocky and Alma `rhel centos fedora`); the tokens are matched whole (`archlinux` is no `arch`)."""
+"""os-release IDs of the systems each family's commands are written for (Rocky's ID is `rocky`,
+Alma's `almalinux`, CentOS Stream's `centos`), matched whole (`archlinux` is no `arch`)."""
+
+_PARENTS = {"arch": ARCH, "debian": DEBIAN, "ubuntu": DEBIAN}
+"""The ID_LIKE tokens that place a system of another ID. os-release(5): ID_LIKE lists "the closest"
+relatives first, and a derivative names its parents there (Manjaro and EndeavourOS `arch`, Mint and
+Pop!_OS `ubuntu debian`); these derivatives install from their parent's archive (docker.io, Arch's
+docker). Fedora's and RHEL's relatives are not placed by ID_LIKE: Oracle Linux (ID=ol) and Amazon
+Linux 2023 (ID=amzn) say `ID_LIKE="fedora"` (their os-release files, as python-distro/distro tests/
+resources/distros/amazon2023 has it), yet neither carries Fedora's moby-engine, and Docker's CentOS
+repository has no release for Amazon Linux's $releasever (2023): they are unknown."""
 
 OS_RELEASE_FILES = ("/etc/os-release", "/usr/lib/os-release")
 """Where os-release(5) says to look, in this order."""
@@ -121,9 +132,9 @@ def detect(*, system: str, os_release: str | None, proc_version: str | None = No
     fields = parse_os_release(os_release or "")
     distro = fields.get("PRETTY_NAME") or fields.get("NAME") or "Linux without an os-release"
     os_id = fields.get("ID", "").lower()
-    for token in [os_id, *fields.get("ID_LIKE", "").split()]:
-        if token.lower() in _LIKE:
-            return OsFamily(key=_LIKE[token.lower()], distro=distro, os_id=os_id, wsl=wsl, wsl_distro=wsl_distro)
+    key = _IDS.get(os_id) or next((_PARENTS[token] for token in fields.get("ID_LIKE", "").lower().split() if token in _PARENTS), None)
+    if key is not None:
+        return OsFamily(key=key, distro=distro, os_id=os_id, wsl=wsl, wsl_distro=wsl_distro)
     return OsFamily(key=UNKNOWN, distro=distro, os_id=os_id, wsl=wsl, wsl_distro=wsl_distro)
 
 
@@ -144,6 +155,10 @@ class Command:
         if self.stdin is None:
             return line
         return f"printf '%s\\n' {' '.join(shlex.quote(part) for part in self.stdin.splitlines())} | {line}"
+
+    def as_root(self) -> Command:
+        """The same command for a process that is root already: without its `sudo` (which a container may lack)."""
+        return replace(self, argv=self.argv[1:]) if self.argv[:1] == ("sudo",) else self
 
 
 def _sudo(*argv: str) -> Command:
@@ -185,7 +200,13 @@ def docker_install(family: OsFamily) -> tuple[Command, ...]:
 
 
 DOCKER_START = _sudo("systemctl", "enable", "--now", "docker")
-"""Start Docker Engine now and at every boot."""
+"""Start Docker Engine now and at every boot, where systemd runs and has the docker.service unit."""
+
+DOCKER_SERVICE_START = _sudo("service", "docker", "start")
+"""Start Docker Engine where systemd does not run (a container, WSL2 without systemd) through its
+init script, /etc/init.d/docker: Debian's docker.io ships one beside its systemd unit (`dpkg -c` of
+docker.io 20.10.24 on Debian 12: ./etc/init.d/docker, ./lib/systemd/system/docker.service, and
+dockerd as ./usr/sbin/dockerd)."""
 
 
 def docker_group(user: str) -> Command:

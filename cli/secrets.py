@@ -75,13 +75,20 @@ def _entry(name: str) -> Credential:
     return entry
 
 
-def unknown_name(name: str) -> str | None:
-    """What is wrong with `name` as a credential's name, or None when the catalogue has it."""
+def not_shown(name: str) -> str | None:
+    """Why `--show name` shows nothing, whatever the stacks hold (no such credential; kind's own), or None."""
     try:
-        _entry(name)
+        _kinds_or_entry(name)
     except SecretsError as error:
         return str(error)
     return None
+
+
+def _kinds_or_entry(name: str) -> Credential:
+    entry = _entry(name)
+    if entry.path is None and entry.file is None:
+        raise SecretsError(f"{entry.name} is kind's, not blueprint's: `{credentials.KIND_KUBECONFIG_COMMAND}` prints it")
+    return entry
 
 
 def _bring_up(stack: str) -> str:
@@ -113,7 +120,7 @@ def _from_openbao(entry: Credential, platform: dict[str, object], folder: Path, 
 
     assert entry.path is not None
     address = str(platform[outputs.OPENBAO_ADDR])
-    password_file = Path(str(platform.get(outputs.OPENBAO_WRITER_PASSWORD_FILE) or folder / "openbao-blueprint-password"))
+    password_file = Path(outputs.writer_password_file(platform))
     password = _read_file(password_file, "OpenBao's blueprint password", stack)
     props = {"address": address, "username": WRITER_USER, "password": password, "mount": credentials.KV_MOUNT, "path": entry.path}
     where = f"{credentials.KV_MOUNT}/{entry.path}"
@@ -133,10 +140,16 @@ def _from_openbao(entry: Credential, platform: dict[str, object], folder: Path, 
             f"OpenBao at {address} refused user {WRITER_USER}'s password from {password_file}: that file is not the one this "
             f"vault was made with (restore it from a backup), or another OpenBao answers at that address"
         ) from None
-    except hvac.exceptions.Forbidden:
+    except (hvac.exceptions.Forbidden, hvac.exceptions.InvalidPath):
         raise SecretsError(
-            f"OpenBao at {address} does not let user {WRITER_USER} read {where}: its policy was changed by hand; "
-            f"`uv run blueprint up --phase 2` applies it again"
+            f"OpenBao at {address} does not let user {WRITER_USER} log in or read {where}: its userpass login or its "
+            f"policy is not blueprint's (changed by hand, or a first start cut short: README, 'Troubleshooting'); "
+            f"`uv run blueprint up --phase 2` applies both again"
+        ) from None
+    except hvac.exceptions.VaultError as error:
+        raise SecretsError(
+            f"OpenBao at {address} could not answer for {where} ({type(error).__name__}): its storage, PostgreSQL, may be down "
+            f"(`kubectl -n openbao logs openbao-0`), or what answers at that address is not blueprint's OpenBao"
         ) from None
     if data is None or entry.key not in data:
         maker = _bring_up(stack) if stack == "dev" or entry.stack == "phase2" else "uv run blueprint up --phase 3"
@@ -151,7 +164,7 @@ def value(name: str, stack: str, platform: dict[str, object] | None) -> str:
     """The value of the credential `name`, from OpenBao or, for the three not in it, its host file.
     `platform`: the outputs of the stack that made OpenBao (phase2's, or dev's); None when it is not up.
     """
-    entry = _entry(name)
+    entry = _kinds_or_entry(name)
     platform_stack = "dev" if stack == "dev" else "phase2"
     if not platform or not platform.get(outputs.OPENBAO_ADMIN_PASSWORD_FILE):
         raise SecretsError(f"stack {platform_stack} is not up, so no credential exists yet: bring it up with `{_bring_up(stack)}`")

@@ -78,9 +78,17 @@ BOOTSTRAP_SECRET = f"{RELEASE}-bootstrap"
 """The Secret those variables come from: seal key and passwords, made from the files blueprint keeps."""
 BOOTSTRAP_KEYS = {SEAL_KEY_ENV: "seal-key", WRITER_PASSWORD_ENV: "writer-password", ADMIN_PASSWORD_ENV: "admin-password"}
 
-WRITER_POLICY_HCL = f'path "{KV_MOUNT}/data/*" {{\n  capabilities = ["create", "read", "update"]\n}}\n'
-"""What `OpenBaoKv` does and nothing more: read a secret's latest version, write a new one
-(providers/openbao_kv.py; it never lists, deletes or touches metadata)."""
+WRITER_DELETES = "gitlab/deploy-tokens/*"
+"""The entries the writer may delete (metadata and every version: `DELETE <mount>/metadata/<path>`,
+internal/builtin/logical/kv/path_metadata.go): phase3's deploy tokens, which its destroy under
+preserveData=false revokes in GitLab and removes here (OpenBaoKv `delete_on_destroy`)."""
+WRITER_POLICY_HCL = (
+    f'path "{KV_MOUNT}/data/*" {{\n  capabilities = ["create", "read", "update"]\n}}\n'
+    f'path "{KV_MOUNT}/metadata/{WRITER_DELETES}" {{\n  capabilities = ["delete"]\n}}\n'
+)
+"""What `OpenBaoKv` does and nothing more: read a secret's latest version, write a new one, and
+delete phase3's deploy tokens on its destroy (providers/openbao_kv.py; it never lists, and deletes
+nothing else)."""
 ADMIN_POLICY_HCL = 'path "*" {\n  capabilities = ["create", "read", "update", "patch", "delete", "list", "sudo"]\n}\n'
 
 LISTENER = """\

@@ -1,11 +1,21 @@
 """One secret in OpenBao's KV v2 engine, written idempotently.
 
 A write that would store what is already there stores nothing (no new KV version); a changed value
-updates the secret in place; a changed path or mount replaces it. Deleting does nothing: the
-secret lives in OpenBao's storage, which `preserveData` keeps or wipes with the rest of the data.
+updates the secret in place; a changed path or mount replaces it. Deleting does nothing by default:
+the secret lives in OpenBao's storage, which `preserveData` keeps or wipes with the rest of the
+data. An entry whose `delete_on_destroy` is true (phase3's deploy tokens under preserveData=false:
+its destroy revokes them in GitLab, and OpenBao's storage outlives it) is deleted, metadata and
+every version, so that no revoked token stays there as if valid. That delete is best effort,
+bounded by `DELETE_WAIT_SECONDS`: an OpenBao that cannot answer (the cluster gone), or refuses,
+does not fail the destroy; a warning names the entry left behind and the command that removes it.
+A dynamic provider has no connection to the engine, so `pulumi.log.warn` prints the warning on the
+provider's stderr (pulumi/pulumi#6065), which the engine shows as a message of the run
+(pkg/resource/plugin/plugin.go: a plugin's stderr becomes diagnostics).
+An entry recorded without `delete_on_destroy` (phase2's, and every one of an earlier blueprint) is
+the same as one where it is false: adding it shows no change.
 
-It logs in as a userpass user (`blueprint`, whose policy allows reading and writing `secret/data/*`
-and nothing else: components/openbao.py) for each call and revokes that token after it. A token
+It logs in as a userpass user (`blueprint`, whose policy allows reading and writing `secret/data/*`,
+deleting phase3's deploy-token entries, and nothing else: components/openbao.py) for each call and revokes that token after it. A token
 input would be new on every `up` and make every secret look changed; the username and password are
 the same on every `up`. `password` and `data` are secret inputs, so the engine keeps the outputs of
 the same names secret too.
@@ -25,6 +35,7 @@ token or the data.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,9 +48,17 @@ PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = ("address", "username", "password", "mount", "path", "data", "provider_version")
+DELETE_ON_DESTROY = "delete_on_destroy"
+"""The optional input that makes `delete` remove the entry (absent is false)."""
+DELETE_WAIT_SECONDS = 10.0
+"""How long a delete waits for OpenBao to be able to answer before it leaves the entry, warning."""
 WAIT_SECONDS = 30.0
 """How long a call waits for OpenBao to be able to answer. A refresh of a server nobody unseals
 waits this long per batch of (up to 4) KV reads, since the engine's provider host runs 4 at once."""
+
+RESUME = "`uv run blueprint up` (for the dev stack: `pulumi up -s dev`)"
+"""What resumes a failed write, whichever stack wrote it: phase2 and phase3 both write here, and
+`blueprint up` resumes the phase stacks in order."""
 
 T = TypeVar("T")
 
@@ -67,12 +86,21 @@ def _client(address: str) -> Any:
     return hvac.Client(url=address, token="", session=session, allow_redirects=False, timeout=10)
 
 
+class _NoLoginAnswer(Exception):
+    """The login got an answer without a token."""
+
+
 def _logged_in(props: dict[str, Any], call: Callable[[Any], T]) -> T:
     """`call(client)` with a fresh token of the user, revoked afterwards (best effort: it expires
     within the user's `token_max_ttl` anyway).
     """
     client = _client(str(props["address"]))
-    client.auth.userpass.login(username=str(props["username"]), password=str(props["password"]))
+    answer = client.auth.userpass.login(username=str(props["username"]), password=str(props["password"]), use_token=False)
+    if not isinstance(answer, dict):
+        # No JSON (hvac hands back the raw response, e.g. a standby's redirect, allow_redirects=False):
+        # seen right after a restart or a step-down; waited out like "not active".
+        raise _NoLoginAnswer(f"OpenBao answered the login with HTTP {getattr(answer, 'status_code', '?')} and no token")
+    client.token = answer["auth"]["client_token"]
     try:
         return call(client)
     finally:
@@ -89,6 +117,8 @@ def _not_yet(error: Exception) -> str | None:
         return "unreachable"
     if isinstance(error, hvac.exceptions.VaultDown):
         return "sealed"
+    if isinstance(error, _NoLoginAnswer):
+        return "not active"
     if isinstance(error, hvac.exceptions.InternalServerError) and "local node not active" in str(error):
         return "not active"
     if isinstance(error, hvac.exceptions.InvalidRequest) and "Upgrading from non-versioned to versioned data" in str(error):
@@ -114,7 +144,7 @@ def _patiently(props: dict[str, Any], call: Callable[[Any], T], wait_seconds: fl
                 hint = "; OpenBao unseals itself only when it starts: restart its pod" if why == "sealed" else ""
                 raise OpenBaoUnavailable(
                     f"OpenBao at {props['address']} could not answer for {props['mount']}/{props['path']} within "
-                    f"{wait_seconds:.0f}s ({why}){hint}; then run `uv run blueprint up --phase 2` again",
+                    f"{wait_seconds:.0f}s ({why}){hint}; then run {RESUME} again",
                     why,
                 ) from error
         time.sleep(0.2)
@@ -146,12 +176,48 @@ def write(props: dict[str, Any]) -> dict[str, Any]:
         _patiently(
             props, lambda client: client.secrets.kv.v2.create_or_update_secret(path=props["path"], secret=data, mount_point=props["mount"])
         )
-    return {key: props.get(key) for key in INPUTS}
+    outs = {key: props.get(key) for key in INPUTS}
+    if DELETE_ON_DESTROY in props:
+        outs[DELETE_ON_DESTROY] = bool(props[DELETE_ON_DESTROY])
+    return outs
+
+
+def remove(props: dict[str, Any]) -> str | None:
+    """Delete the entry's metadata and every version, as `delete_on_destroy` asks; None when done
+    (or it was not there), else a warning naming the entry left behind and how to remove it.
+    """
+    where = f"{props.get('mount')}/{props.get('path')}"
+    try:
+        _patiently(
+            props,
+            lambda client: client.secrets.kv.v2.delete_metadata_and_all_versions(path=props["path"], mount_point=props["mount"]),
+            DELETE_WAIT_SECONDS,
+        )
+    except Exception as error:  # best effort: the destroy goes on (module docstring)
+        why = f"{error.why} for {DELETE_WAIT_SECONDS:.0f}s" if isinstance(error, OpenBaoUnavailable) else _reason(error)
+        fix = f"BAO_ADDR={shlex.quote(str(props.get('address')))} " + shlex.join(
+            ["uv", "run", "bao", "kv", "metadata", "delete", f"-mount={props.get('mount')}", str(props.get("path"))]
+        )
+        return (
+            f"the OpenBao entry {where} was not deleted ({why}): what it holds was revoked with this stack. If that OpenBao "
+            f"runs on, remove the entry as its admin (logged in with `uv run bao login -method=userpass username=admin`): `{fix}`"
+        )
+    return None
+
+
+def _reason(error: Exception) -> str:
+    """What OpenBao (or the call) answered, in a few words: hvac's messages name the request and its
+    URL, never the password, a token or the data.
+    """
+    text = " ".join(str(error).split())  # hvac's "1 error occurred:\n\t* permission denied\n\n, on delete <url>"
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class OpenBaoKvProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = [key for key in INPUTS if olds.get(key) != news.get(key)]
+        if bool(olds.get(DELETE_ON_DESTROY)) != bool(news.get(DELETE_ON_DESTROY)):
+            changed.append(DELETE_ON_DESTROY)  # absent is false: an entry recorded without it shows no change
         replaces: list[str] = [key for key in ("mount", "path") if key in changed]
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
@@ -173,8 +239,10 @@ class OpenBaoKvProvider(ResourceProvider):
             return ReadResult(None, {})  # gone: refresh drops it, the next `up` writes it again
         return ReadResult(id_, {**props, "data": data})
 
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        """Nothing to undo (see the module docstring)."""
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        """Nothing to undo, unless `delete_on_destroy` (see the module docstring)."""
+        if props.get(DELETE_ON_DESTROY) and (warning := remove(props)):
+            pulumi.log.warn(warning)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,13 +258,15 @@ class OpenBaoKvArgs:
     data: pulumi.Input[dict[str, pulumi.Input[str]]]
     """The key/value pairs (kept secret)."""
     mount: str = "secret"
+    delete_on_destroy: bool | None = None
+    """Whether a destroy deletes the entry (None: the input is left out, which is false)."""
 
 
 class OpenBaoKv(pulumi.dynamic.Resource, module="openbao", name="KvSecret"):
     """One KV v2 secret at `<mount>/<path>`."""
 
     def __init__(self, name: str, args: OpenBaoKvArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        props = {
+        props: dict[str, Any] = {
             "address": args.address,
             "username": args.username,
             "password": pulumi.Output.secret(args.password),
@@ -205,4 +275,6 @@ class OpenBaoKv(pulumi.dynamic.Resource, module="openbao", name="KvSecret"):
             "data": pulumi.Output.secret(args.data),
             "provider_version": PROVIDER_VERSION,
         }
+        if args.delete_on_destroy is not None:
+            props[DELETE_ON_DESTROY] = args.delete_on_destroy
         super().__init__(OpenBaoKvProvider(), name, props, opts)

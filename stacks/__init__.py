@@ -61,6 +61,9 @@ async def read_upstream(stack: str) -> dict[str, Any]:
             values[key] = pulumi.Output.secret(details.secret_value)
         elif details.value is not None:
             values[key] = details.value
+    values, warnings = outputs.fill_newer_exports(upstream, values)
+    for warning in warnings:
+        pulumi.log.warn(warning)
     missing = [key for key in outputs.EXPORTS[upstream] if key not in values]
     if missing:
         raise pulumi.RunError(

@@ -103,6 +103,16 @@ MAX_RUNNER_NODES = 8
 (their `concurrent` settings, components/runner.py)."""
 
 
+HTTPS_PORT = 443
+HTTPS_PORT_ONLY = (
+    "GitLab's URLs (https://gitlab.<domain>, and the clone, registry and sign-in addresses GitLab gives) are on port "
+    "443, and phase2 and phase3 call them from this laptop: no other port works yet; free port 443 "
+    "(`sudo ss -ltnp 'sport = :443'` names what holds it)"
+)
+"""Why `httpsPort` takes 443 alone: GitLab is configured with its URL on the standard port, and the
+laptop's calls (the admin token, the group, the Runners' registration, glab, the apps' checks) use it."""
+
+
 def read_yaml(path: Path) -> Any:
     """The YAML document in `path`, read as Pulumi reads it, or a ConfigError naming the file, the
     line and the fix.
@@ -594,9 +604,13 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
 
     port_keys = ("httpPort", "httpsPort", "sshPort", "openbaoPort", "apiServerPort")
     ports = {key: check.integer(key, minimum=1, maximum=65535) for key in port_keys}
+    unchecked = set(check.stand_ins)
+    if ports["httpsPort"] != HTTPS_PORT and "httpsPort" not in unchecked:
+        check.fail("httpsPort", str(ports["httpsPort"]), HTTPS_PORT_ONLY, str(HTTPS_PORT))
+        unchecked.add("httpsPort")  # one message for it: the fix is 443 whatever else holds its port
     owners: dict[int, str] = {}
     for key, port in ports.items():
-        if key in check.stand_ins:
+        if key in unchecked:
             continue
         if port in owners:
             # Said of the secret one when one is: its value stays hidden, and so does the other's, which equals it.

@@ -42,10 +42,12 @@ def mirror(
     password: pulumi.Input[str],
     context: Mapping[str, Mapping[str, pulumi.Input[str]]] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
+    delete_on_destroy: bool | None = None,
 ) -> list[OpenBaoKv]:
     """Write `values[name]` of every entry of `entries` that has a path, at `secret/<path>` under
     its `key`, with `context[path]` beside it. A name without a value, or a value without an entry,
-    is a programming error (ValueError naming it).
+    is a programming error (ValueError naming it). `delete_on_destroy` (left out when None) says
+    whether the stack's destroy deletes the entries (providers/openbao_kv.py).
     """
     wanted = {entry.name for entry in entries if entry.path is not None}
     if missing := sorted(wanted - set(values)):
@@ -59,7 +61,15 @@ def mirror(
     return [
         OpenBaoKv(
             kv_resource_name(path),
-            OpenBaoKvArgs(address=address, username=username, password=password, path=path, data=fields, mount=KV_MOUNT),
+            OpenBaoKvArgs(
+                address=address,
+                username=username,
+                password=password,
+                path=path,
+                data=fields,
+                mount=KV_MOUNT,
+                delete_on_destroy=delete_on_destroy,
+            ),
             opts=pulumi.ResourceOptions(depends_on=list(depends_on)),
         )
         for path, fields in data.items()

@@ -9,7 +9,9 @@ data folder). What needs root's GitLab token reads it from its file (`read_admin
 the cluster's admin kubeconfig gets it from kind (`kind get kubeconfig`).
 """
 
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 # phase1 -> phase2
 CLUSTER_NAME = "clusterName"
@@ -112,6 +114,40 @@ PHASE3 = (APP_URLS, PIPELINES)
 """Everything phase3 exports."""
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
+
+NEWER_EXPORTS = {"phase1": (HEADLAMP,), "phase2": (OPENBAO_WRITER_PASSWORD_FILE,)}
+"""The exports an upstream stack brought up by an earlier blueprint may lack: its downstream reads
+them with a fallback (`fill_newer_exports`) instead of stopping; the upstream's next `up` exports them."""
+
+
+def writer_password_file(platform: Mapping[str, Any]) -> str:
+    """Where phase2 keeps the `blueprint` user's password: its OPENBAO_WRITER_PASSWORD_FILE, or, from
+    a phase2 brought up before it exported that, the file beside OPENBAO_ADMIN_PASSWORD_FILE, where
+    components/openbao.py has always kept it (`openbao-<user>-password`, one folder for both).
+    """
+    from components.openbao import WRITER_USER
+
+    recorded = platform.get(OPENBAO_WRITER_PASSWORD_FILE)
+    if recorded:
+        return str(recorded)
+    return str(PurePosixPath(str(platform[OPENBAO_ADMIN_PASSWORD_FILE])).parent / f"openbao-{WRITER_USER}-password")
+
+
+def fill_newer_exports(upstream: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`values` (the outputs of stack `upstream`) with each of its NEWER_EXPORTS it lacks filled in,
+    and a warning for each fill that changes what is deployed.
+    """
+    filled, warnings = dict(values), []
+    if upstream == "phase1" and HEADLAMP not in filled:
+        filled[HEADLAMP] = False
+        warnings.append(
+            "stack phase1 was brought up by an earlier blueprint and does not say whether it installed Headlamp: "
+            "no route to it for now; its next `up` says (`uv run blueprint up`, or `pulumi up -s phase1`)"
+        )
+    if upstream == "phase2" and OPENBAO_WRITER_PASSWORD_FILE not in filled and OPENBAO_ADMIN_PASSWORD_FILE in filled:
+        filled[OPENBAO_WRITER_PASSWORD_FILE] = writer_password_file(filled)
+    return filled, warnings
+
 
 # Handed from one phase to the next inside `dev` only, never exported: in `dev` the phases are one
 # graph, so what a later phase does on phase1's cluster and folder must wait for (and, on destroy,

@@ -137,6 +137,9 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         username=WRITER_USER,
         password=openbao_password,
         depends_on=[inputs[outputs.OPENBAO_INIT]] if outputs.OPENBAO_INIT in inputs else [],
+        # The tokens go with the projects under preserveData=false: their entries too (OpenBao's data
+        # outlives phase3's destroy); kept, both stay.
+        delete_on_destroy=not bool(inputs[outputs.PRESERVE_DATA]),
     )
     return {
         outputs.APP_URLS: {project.name: f"https://{project.host}.{domain}" for project in projects if project.host},

@@ -69,6 +69,8 @@ TRANSIENT = frozenset({502, 503, 504})
 WAITING_RUNNER = frozenset({"never_contacted", "offline"})
 """A runner status that its manager pod ends by asking for jobs (starting, or restarting)."""
 PHASE2_UP = "`uv run blueprint up --phase 2` (or `pulumi up -s phase2`)"
+REFRESH_PHASE2 = '`pulumi refresh -s phase2` drops it from phase2\'s state (in a shell that ran `eval "$(uv run blueprint env)"`)'
+"""A runner deleted in GitLab stays in phase2's state, and an `up` compares inputs only: a refresh must drop it first."""
 
 
 @dataclass(frozen=True)
@@ -304,12 +306,12 @@ def check_runner(api: GitLabReader, runner: RunnerToCheck, *, waits: Waits) -> s
     # Both charts are released as `gitlab-runner` (components/runner.py), each in its own namespace.
     look = f"`kubectl -n {runner.namespace} get pods` and `kubectl -n {runner.namespace} logs deploy/gitlab-runner`"
     if runner.runner_id is None:
-        return f"{runner.what} is not in GitLab: {PHASE2_UP} registers it"
+        return f"{runner.what} is not in GitLab: {REFRESH_PHASE2}, then {PHASE2_UP} registers it"
     deadline = time.monotonic() + waits.runner_wait
     while True:
         found = api.find(f"/runners/{quote(runner.runner_id, safe='')}")
         if found is None:
-            return f"{runner.what} (runner {runner.runner_id}) is gone from GitLab: {PHASE2_UP} registers it again"
+            return f"{runner.what} (runner {runner.runner_id}) is gone from GitLab: {REFRESH_PHASE2}, then {PHASE2_UP} registers it again"
         status = str(found.get("status") or ("online" if found.get("online") else "offline"))
         if status == "online":
             return None

@@ -131,3 +131,22 @@ def test_ci_runs_exactly_the_test_command_the_readme_gives() -> None:
     readme_tests = [line for line in readme if "pytest" in line]
     assert "uv run pytest" in readme_tests, readme_tests
     assert [line for line in ci if "pytest" in line] == ["uv run pytest"]
+
+
+def test_the_readmes_layout_names_every_module() -> None:
+    """docs/contributing.md sends a newcomer to the README's "Layout": every module of the program is
+    there, a top-level one as `<name>.py`, a package's in that package's entry."""
+    readme = (ROOT / "README.md").read_text()
+    layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    entries: dict[str, str] = {}
+    for line in layout.splitlines():
+        if line and not line[0].isspace():
+            current, _, text = line.partition(" ")
+            entries[current] = text
+        elif line.strip():
+            entries[current] += " " + line.strip()
+    missing = [path.name for path in ROOT.glob("*.py") if path.name not in entries]
+    for package in ("stacks", "components", "providers", "cli"):
+        words = set(re.findall(r"\w+", entries.get(f"{package}/", "")))
+        missing += [f"{package}/{path.name}" for path in (ROOT / package).glob("*.py") if path.stem not in words | {"__init__"}]
+    assert sorted(missing) == []

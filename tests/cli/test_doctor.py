@@ -57,6 +57,8 @@ HEALTHY_OUTPUTS = {
 NEEDS = resources_needed(gitlab_nodes=3, runner_nodes=1, headlamp=False)
 """What the default node counts need: 10 GiB and 4 CPUs."""
 INOTIFY_OK = {"/proc/sys/fs/inotify/max_user_watches": "524288\n", "/proc/sys/fs/inotify/max_user_instances": "512\n"}
+ENGINE_UNDER_SYSTEMD = frozenset({doctor.SYSTEMD_RUNNING, "/usr/lib/systemd/system/docker.service", "/usr/bin/dockerd"})
+"""A Linux booted with systemd, with Docker Engine installed (its unit, dockerd)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +81,10 @@ class FakeMachine:
     served: dict[str, bytes] = field(default_factory=dict)
     downloads: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    paths: set[str] = field(default_factory=lambda: set(ENGINE_UNDER_SYSTEMD))
+    """What is there besides `files` (folders, binaries), for `exists`."""
+    user_id: int | None = 1000
+    user: str | None = "dev"
 
     def _installed(self, name: str) -> Path | None:
         for path in (self.home_dir / ".local/bin" / name, self.home_dir / ".pulumi/bin" / name):
@@ -123,6 +129,15 @@ class FakeMachine:
 
     def environ(self) -> dict[str, str]:
         return self.env
+
+    def exists(self, path: str) -> bool:
+        return path in self.paths or path in self.files
+
+    def uid(self) -> int | None:
+        return self.user_id
+
+    def user_name(self) -> str | None:
+        return self.user
 
 
 def pulumi_tarball(binary: bytes = b"#!/bin/sh\necho v3.272.0\n") -> bytes:
@@ -1018,3 +1033,83 @@ def test_a_fix_command_that_is_not_installed_fails_with_127_and_says_so_without_
     out = io.StringIO()
     assert doctor.execute(Command(argv=("blueprint-doctor-no-such-binary", "x")), out) == 127
     assert "blueprint-doctor-no-such-binary: No such file or directory" in out.getvalue()
+
+
+def _engine_missing(m: FakeMachine, paths: set[str]) -> FakeMachine:
+    """Docker's CLI alone (its static client binary), its engine down; `paths`: what else is there."""
+    return replace(_engine_down(m), paths=paths)
+
+
+def test_a_docker_cli_without_dockerd_or_its_unit_gets_the_familys_install_commands_not_a_start() -> None:
+    engine = checked(_engine_missing(on(DEBIAN_13), {doctor.SYSTEMD_RUNNING}))[doctor.DOCKER_ENGINE]
+    assert [command.shown for command in engine.commands] == DEBIAN_DOCKER
+    assert "Docker Engine (dockerd) is not installed" in engine.found
+
+
+def test_debians_dockerd_in_usr_sbin_counts_as_installed() -> None:
+    """Debian's docker.io puts dockerd in /usr/sbin, which a user's PATH lacks: it is not installed again."""
+    machine = _engine_missing(on(DEBIAN_13), {"/usr/sbin/dockerd"})
+    machine.files[doctor.DOCKER_INIT_SCRIPT] = "#!/bin/sh\n"
+    engine = checked(machine)[doctor.DOCKER_ENGINE]
+    assert "apt-get" not in engine.fix
+
+
+def test_without_systemd_an_installed_engine_is_started_by_its_init_script_not_systemctl() -> None:
+    machine = _engine_missing(on(DEBIAN_13), {"/usr/sbin/dockerd", "/lib/systemd/system/docker.service"})
+    machine.files[doctor.DOCKER_INIT_SCRIPT] = "#!/bin/sh\n"
+    engine = checked(machine)[doctor.DOCKER_ENGINE]
+    assert [command.shown for command in engine.commands] == ["sudo service docker start"]
+    assert "systemctl" not in engine.fix
+
+
+def test_without_systemd_or_an_init_script_the_engine_fix_runs_nothing_and_names_the_gap() -> None:
+    engine = checked(_engine_missing(on(ARCH), {"/usr/bin/dockerd", "/usr/lib/systemd/system/docker.service"}))[doctor.DOCKER_ENGINE]
+    assert engine.commands == ()
+    assert "systemctl" not in engine.fix
+    assert "systemd does not run here" in engine.found
+    assert "`sudo dockerd` in a terminal of its own" in engine.fix
+
+
+def test_without_systemd_a_debian_install_starts_docker_through_the_init_script_docker_io_ships() -> None:
+    docker = checked(replace(without(on(DEBIAN_13), "docker"), paths=set()))[doctor.DOCKER_CLI]
+    assert [command.shown for command in docker.commands] == [*DEBIAN_DOCKER[:2], "sudo service docker start", DEBIAN_DOCKER[3]]
+
+
+def test_without_systemd_an_install_of_a_family_without_an_init_script_says_to_run_dockerd_and_runs_no_systemctl() -> None:
+    docker = checked(replace(without(on(FEDORA_42), "docker"), paths=set()))[doctor.DOCKER_CLI]
+    assert [command.shown for command in docker.commands] == ["sudo dnf install -y moby-engine", "sudo usermod -aG docker dev"]
+    assert "systemctl" not in docker.fix
+    assert "`sudo dockerd` in a terminal of its own" in docker.fix
+
+
+def test_as_root_the_fix_runs_its_commands_without_sudo_and_says_no_password_is_asked() -> None:
+    machine = replace(_low_watches(without(on(DEBIAN_13), "docker")), user_id=0, user="root")
+    output, shell, _ = fix(machine, terminal=True, answer="y")
+    assert [command.argv[0] for command in shell.ran] == ["apt-get", "apt-get", "systemctl", "sysctl", "tee"]
+    assert "sudo asks for your password" not in output
+    assert "| tee /etc/sysctl.d/99-kind.conf" in output
+
+
+def test_root_itself_is_not_added_to_the_docker_group() -> None:
+    docker = checked(replace(without(on(DEBIAN_13), "docker"), user_id=0, user="root"))[doctor.DOCKER_CLI]
+    assert not any("usermod" in command.argv for command in docker.commands)
+    assert "docker group" not in docker.fix
+
+
+def test_the_docker_group_is_for_the_user_who_ran_sudo_not_for_root() -> None:
+    machine = replace(without(on(DEBIAN_13), "docker"), user_id=0, user="root", env={"USER": "root", "SUDO_USER": "dev"})
+    docker = checked(machine)[doctor.DOCKER_CLI]
+    assert docker.commands[-1].argv == ("usermod", "-aG", "docker", "dev")
+
+
+def test_the_docker_group_is_for_the_password_databases_user_not_a_stale_user_variable() -> None:
+    machine = replace(_engine_forbidden(on(FEDORA_42)), env={"USER": "someone-else"})
+    engine = checked(machine)[doctor.DOCKER_ENGINE]
+    assert [command.shown for command in engine.commands] == ["sudo usermod -aG docker dev"]
+
+
+def test_a_fix_command_that_ends_before_reading_its_input_fails_without_a_traceback() -> None:
+    """As `printf ... | sudo tee` does when sudo is refused: its input is more than a pipe holds, so the write breaks."""
+    out = io.StringIO()
+    assert doctor.execute(Command(argv=("sh", "-c", "exit 3"), stdin="x" * (1 << 20)), out) == 3
+    assert "(sh ended before it read all its input)" in out.getvalue()

@@ -154,6 +154,25 @@ def test_an_output_file_that_is_not_a_kubeconfig_is_refused_and_kept(
     assert "is not a kubeconfig" in capsys.readouterr().err
 
 
+def test_a_kubeconfig_holding_other_clusters_is_refused_and_kept(bin_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--output ~/.kube/config` must not wipe the contexts and credentials of every other cluster."""
+    fake_kind(bin_dir)
+    target = tmp_path / "config"
+    mine = "apiVersion: v1\nkind: Config\nclusters:\n- name: prod\ncontexts:\n- name: prod\nusers:\n- name: prod-admin\n"
+    target.write_text(mine)
+    assert run(["--output", str(target)], UP) == (1, "")
+    assert target.read_text() == mine
+    assert "holds other clusters, contexts or users (prod, prod-admin)" in capsys.readouterr().err
+
+
+def test_a_kubeconfig_of_this_cluster_alone_is_replaced(bin_dir: Path, tmp_path: Path) -> None:
+    fake_kind(bin_dir)
+    target = tmp_path / "config"
+    target.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: kind-my-cluster\nusers:\n- name: kind-my-cluster\n")
+    assert run(["--output", str(target)], UP)[0] == 0
+    assert target.read_text() == KUBECONFIG
+
+
 def test_no_kind_on_path_is_one_message_with_the_install_fix(bin_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run([], UP) == (1, "")
     err = capsys.readouterr().err

@@ -331,3 +331,48 @@ def test_the_readme_gives_the_docker_commands_doctor_runs_for_each_family(text: 
     for command in (*os_family.docker_install(detect(system="Linux", os_release=text)), os_family.DOCKER_START):
         assert f"`{command.shown}`" in section, command.shown
     assert f"`{os_family.MACOS_DOCKER_INSTALL.shown}`" in section
+
+
+ORACLE_LINUX_9 = """\
+NAME="Oracle Linux Server"
+VERSION="9.4"
+ID="ol"
+ID_LIKE="fedora"
+VARIANT="Server"
+VARIANT_ID="server"
+VERSION_ID="9.4"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Oracle Linux Server 9.4"
+ANSI_COLOR="0;31"
+CPE_NAME="cpe:/o:oracle:linux:9:4:server"
+HOME_URL="https://linux.oracle.com/"
+BUG_REPORT_URL="https://github.com/oracle/oracle-linux"
+"""
+AMAZON_LINUX_2023 = """\
+NAME="Amazon Linux"
+VERSION="2023"
+ID="amzn"
+ID_LIKE="fedora"
+VERSION_ID="2023"
+PLATFORM_ID="platform:al2023"
+PRETTY_NAME="Amazon Linux 2023"
+ANSI_COLOR="0;33"
+CPE_NAME="cpe:2.3:o:amazon:amazon_linux:2023"
+HOME_URL="https://aws.amazon.com/linux/"
+BUG_REPORT_URL="https://github.com/amazonlinux/amazon-linux-2023"
+SUPPORT_END="2028-03-01"
+"""
+
+
+@pytest.mark.parametrize("text", [ORACLE_LINUX_9, AMAZON_LINUX_2023], ids=["oracle-linux-9", "amazon-linux-2023"])
+def test_a_relative_of_fedora_by_id_like_alone_is_unknown_and_gets_no_fedora_or_rhel_packages(text: str) -> None:
+    family = detect(system="Linux", os_release=text)
+    assert family.key == os_family.UNKNOWN
+    assert os_family.docker_install(family) == ()
+
+
+def test_the_readme_says_how_docker_starts_where_systemd_does_not_run() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Prerequisites") : readme.index("## Names and trust")]
+    assert f"`{os_family.DOCKER_SERVICE_START.shown}`" in section
+    assert "`sudo dockerd`" in section

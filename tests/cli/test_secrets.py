@@ -6,7 +6,10 @@ configures it), reading as user `blueprint` with the password from its file.
 from __future__ import annotations
 
 import argparse
+import http.server
 import io
+import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -170,3 +173,35 @@ def test_an_unknown_name_is_refused_before_any_stack_is_read(monkeypatch: pytest
     monkeypatch.setattr(commands, "main_for", lambda _args: pytest.fail("the stack was read for an unknown name"))
     assert main(["secrets", "--show", "redis-pasword"]) == 1
     assert "there is no credential named 'redis-pasword' (did you mean redis-password?)" in capsys.readouterr().err
+
+
+def test_show_with_openbao_failing_says_so_in_one_line(tmp_path: Path, bao: BaoServer) -> None:
+    """An OpenBao whose storage is down answers 500: one message naming it, no traceback."""
+
+    class Failing(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_response(500)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps({"errors": ["failed to read from storage"]}).encode())
+
+        do_GET = do_POST  # noqa: N815
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        code, out, err = show("redis-password", platform(tmp_path, bao, address=f"http://127.0.0.1:{server.server_port}"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (code, out) == (1, "")
+    assert "could not answer for secret/redis (InternalServerError): its storage, PostgreSQL, may be down" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_show_of_the_kind_kubeconfig_names_the_command_that_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["secrets", "--show", "kind-admin-kubeconfig"]) == 1
+    assert "kind-admin-kubeconfig is kind's, not blueprint's: `uv run blueprint kubeconfig` prints it" in capsys.readouterr().err

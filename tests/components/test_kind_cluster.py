@@ -115,12 +115,12 @@ def test_relative_data_folder_is_relative_to_the_project_not_the_cwd(monkeypatch
 
 
 def test_host_ports_are_bound_to_loopback_and_map_the_fixed_node_ports() -> None:
-    mappings = kind_config_of(planned("phase1", httpPort="8080", httpsPort="8443"))["nodes"][0]["extraPortMappings"]
+    mappings = kind_config_of(planned("phase1", httpPort="8080", sshPort="2022"))["nodes"][0]["extraPortMappings"]
     published = {(m["hostPort"], m["containerPort"]) for m in mappings}
     assert published == {
         (8080, NODE_PORTS.gateway_http),
-        (8443, NODE_PORTS.gateway_https),
-        (2222, NODE_PORTS.gateway_ssh),
+        (443, NODE_PORTS.gateway_https),
+        (2022, NODE_PORTS.gateway_ssh),
         (8200, NODE_PORTS.openbao),
     }
     assert {m["listenAddress"] for m in mappings} == {"127.0.0.1"}
@@ -168,7 +168,7 @@ def cluster_identity(**config: str) -> str:
     return str(planned("phase1", **config).outputs[outputs.CLUSTER_ID]["value"])
 
 
-@pytest.mark.parametrize("config", [{"gitlabNodes": "2"}, {"httpsPort": "8443"}, {"clusterName": "lab"}, {"dataDir": "/tmp/elsewhere"}])
+@pytest.mark.parametrize("config", [{"gitlabNodes": "2"}, {"httpPort": "8080"}, {"clusterName": "lab"}, {"dataDir": "/tmp/elsewhere"}])
 def test_the_cluster_identity_changes_with_what_replaces_the_cluster(config: dict[str, str]) -> None:
     assert cluster_identity(**config) != cluster_identity()
 

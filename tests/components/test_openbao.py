@@ -107,8 +107,11 @@ def test_the_bootstrap_secret_exists_before_the_server() -> None:
     assert bootstrap["urn"] in result.one("kubernetes:helm.sh/v3:Release", "openbao-chart")["dependsOn"]
 
 
-def test_the_writer_policy_allows_reading_and_writing_secret_data_only() -> None:
-    assert openbao.WRITER_POLICY_HCL == 'path "secret/data/*" {\n  capabilities = ["create", "read", "update"]\n}\n'
+def test_the_writer_policy_allows_reading_and_writing_secret_data_and_deleting_deploy_tokens_only() -> None:
+    assert openbao.WRITER_POLICY_HCL == (
+        'path "secret/data/*" {\n  capabilities = ["create", "read", "update"]\n}\n'
+        'path "secret/metadata/gitlab/deploy-tokens/*" {\n  capabilities = ["delete"]\n}\n'
+    )
     assert self_init_requests()["auth/userpass/users/blueprint"]["token_policies"] == ["blueprint-writer"]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import hvac
+import pulumi
 import pytest
 
 from components.openbao import ADMIN_USER, WRITER_USER
@@ -231,3 +232,90 @@ def test_openbao_is_called_without_the_environments_proxy_or_token(
     assert openbao_kv._client(bao.address).token == ""
     monkeypatch.undo()  # the test's own admin client reads through the environment
     assert stored(bao, path) == {"password": "value"}
+
+
+def test_a_failed_write_names_a_command_that_resumes_every_stack_that_writes(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """phase2 and phase3 (and dev) write here: not `--phase 2` alone, which would not resume phase3's writes."""
+    monkeypatch.setattr(openbao_kv, "WAIT_SECONDS", 0.5)
+    with pytest.raises(openbao_kv.OpenBaoUnavailable) as failed:
+        provider.create({**kv(bao, path, password="one"), "address": "http://127.0.0.1:9"})  # nothing listens on port 9
+    assert "--phase" not in str(failed.value)
+    assert str(failed.value).endswith("(unreachable); then run `uv run blueprint up` (for the dev stack: `pulumi up -s dev`) again")
+
+
+def deploy_token_path(path: str) -> str:
+    """A path where phase3 keeps a deploy token: the writer's policy lets it delete there."""
+    return f"gitlab/deploy-tokens/{path}"
+
+
+def test_a_destroy_deletes_an_entry_marked_delete_on_destroy_with_every_version(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider
+) -> None:
+    """phase3 under preserveData=false: its destroy revokes the token, so no entry may still serve it."""
+    token_path = deploy_token_path(path)
+    outs = outputs_of(provider.create({**kv(bao, token_path, token="one"), "delete_on_destroy": True}))
+    provider.update(f"secret/{token_path}", outs, {**kv(bao, token_path, token="two"), "delete_on_destroy": True})
+    assert versions(bao, token_path) == 2
+    provider.delete(f"secret/{token_path}", outputs_of(provider.read(f"secret/{token_path}", outs)))
+    with pytest.raises(hvac.exceptions.InvalidPath):
+        admin(bao).secrets.kv.v2.read_secret_metadata(path=token_path, mount_point="secret")
+
+
+@pytest.mark.parametrize("recorded", [{}, {"delete_on_destroy": False}], ids=["recorded-without-it", "false"])
+def test_a_destroy_keeps_an_entry_not_marked_delete_on_destroy(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, recorded: dict[str, Any]
+) -> None:
+    """phase2's entries, and phase3's under preserveData=true: they stay with OpenBao's storage."""
+    token_path = deploy_token_path(path)
+    outs = outputs_of(provider.create({**kv(bao, token_path, token="one"), **recorded}))
+    provider.delete(f"secret/{token_path}", outs)
+    assert stored(bao, token_path) == {"token": "one"}
+
+
+def test_delete_on_destroy_left_out_is_false_and_changing_it_is_an_update(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
+    """An entry recorded before the input existed shows no change when it comes as false (or not at all)."""
+    outs = outputs_of(provider.create(kv(bao, path, password="one")))
+    assert "delete_on_destroy" not in outs
+    assert provider.diff(f"secret/{path}", outs, {**kv(bao, path, password="one"), "delete_on_destroy": False}).changes is False
+    diff = provider.diff(f"secret/{path}", outs, {**kv(bao, path, password="one"), "delete_on_destroy": True})
+    assert (diff.changes, diff.replaces) == (True, [])
+    updated = outputs_of(provider.update(f"secret/{path}", outs, {**kv(bao, path, password="one"), "delete_on_destroy": True}))
+    assert updated["delete_on_destroy"] is True
+    assert versions(bao, path) == 1
+
+
+def warnings_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warned.append(message))
+    return warned
+
+
+def test_a_destroy_that_cannot_reach_openbao_goes_on_and_warns_naming_the_entry_left(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cluster gone, or OpenBao down: bounded, no failure, the stale entry named with its removal."""
+    token_path = deploy_token_path(path)
+    recorded = {**kv(bao, token_path, token="one"), "delete_on_destroy": True, "address": "http://127.0.0.1:9"}
+    monkeypatch.setattr(openbao_kv, "DELETE_WAIT_SECONDS", 0.5)
+    warned = warnings_of(monkeypatch)
+    provider.delete(f"secret/{token_path}", recorded)
+    assert warned == [
+        f"the OpenBao entry secret/{token_path} was not deleted (unreachable for 0s): what it holds was revoked with this "
+        "stack. If that OpenBao runs on, remove the entry as its admin (logged in with `uv run bao login -method=userpass "
+        f"username=admin`): `BAO_ADDR=http://127.0.0.1:9 uv run bao kv metadata delete -mount=secret {token_path}`"
+    ]
+
+
+def test_a_delete_openbao_refuses_goes_on_and_warns_without_the_password(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer may delete phase3's deploy tokens alone: elsewhere OpenBao answers 403, which is said, not raised."""
+    outs = outputs_of(provider.create({**kv(bao, path, password="one"), "delete_on_destroy": True}))
+    warned = warnings_of(monkeypatch)
+    provider.delete(f"secret/{path}", outs)
+    [warning] = warned
+    assert f"the OpenBao entry secret/{path} was not deleted (Forbidden: 1 error occurred: * permission denied" in warning
+    assert bao.writer_password not in warning
+    assert stored(bao, path) == {"password": "one"}

@@ -78,6 +78,13 @@ def test_port_outside_1_to_65535_is_refused(key: str, value: str) -> None:
     assert "from 1 to 65535" in message
 
 
+def test_an_https_port_other_than_443_is_refused_naming_why() -> None:
+    """GitLab's URLs are on 443 and phase2 calls them from the laptop: another port would fail late, in phase2."""
+    message = error_for(httpsPort="8443")
+    assert "blueprint:httpsPort = '8443' is not valid: GitLab's URLs" in message
+    assert "no other port works yet; free port 443" in message
+
+
 def test_port_used_twice_is_refused_naming_both_keys() -> None:
     message = error_for(openbaoPort="443")
     assert "blueprint:openbaoPort = '443'" in message

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cli.lifecycle import claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab
+from cli.lifecycle import claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab, record_preserve_data
 from cli.plan import Plan
 from tests.plans import planned, planned_as, waits_for
 
@@ -99,3 +99,42 @@ def test_without_preserve_data_a_destroy_deletes_all_user_data(stack: str) -> No
     for resource in result.resources:
         if lives_in_gitlab(resource):
             assert resource["destroy"] == "delete", resource["urn"]
+
+
+KV = "pulumi-python:dynamic/openbao:KvSecret"
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_phase3s_openbao_entries_go_with_its_destroy_only_when_the_data_goes(preserve: bool) -> None:
+    """Its deploy tokens are revoked with the projects (preserveData=false): their OpenBao entries go too,
+    and the destroy view says so; phase2's entries stay with OpenBao's storage, and record no such input."""
+    phase3 = destroyed("phase3", preserve)
+    assert phase3.find(KV)
+    assert {(kv["inputs"]["delete_on_destroy"], kv["destroy"]) for kv in phase3.find(KV)} == {
+        (not preserve, "forget" if preserve else "delete")
+    }
+    phase2 = destroyed("phase2", preserve)
+    assert {kv["destroy"] for kv in phase2.find(KV)} == {"forget"}
+    assert not any("delete_on_destroy" in kv["inputs"] for kv in phase2.find(KV))
+
+
+def kv_state(stack: str, recorded: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "urn": f"urn:pulumi:{stack}::blueprint::{KV}::openbao-kv-gitlab-deploy-tokens-guestbook",
+        "custom": True,
+        "type": KV,
+        "inputs": {"path": "gitlab/deploy-tokens/guestbook", **recorded},
+        "outputs": {"path": "gitlab/deploy-tokens/guestbook", **recorded},
+    }
+
+
+@pytest.mark.parametrize("recorded", [{}, {"delete_on_destroy": False}], ids=["an-earlier-blueprints-state", "brought-up-keeping-the-data"])
+def test_a_wiping_destroy_records_that_phase3s_openbao_entries_go(recorded: dict[str, Any]) -> None:
+    """`blueprint destroy --phase 3 --wipe-data` over a phase3 brought up with preserveData=true, or before
+    the input existed: the delete reads the recorded outputs, so they must say it."""
+    [entry] = record_preserve_data({"resources": [kv_state("phase3", recorded)]}, keep=False)["resources"]
+    assert (entry["inputs"]["delete_on_destroy"], entry["outputs"]["delete_on_destroy"]) == (True, True)
+    [kept] = record_preserve_data({"resources": [kv_state("phase3", {"delete_on_destroy": True})]}, keep=True)["resources"]
+    assert (kept["inputs"]["delete_on_destroy"], kept["outputs"]["delete_on_destroy"]) == (False, False)
+    [phase2s] = record_preserve_data({"resources": [kv_state("phase2", {})]}, keep=False)["resources"]
+    assert "delete_on_destroy" not in phase2s["outputs"]

@@ -299,14 +299,16 @@ def test_paused_runner_is_named_without_waiting(world: World) -> None:
 def test_missing_image_build_runner_is_named(world: World) -> None:
     del world.state.runners[world.image_build_runner["id"]]
     [problem] = world.problems()
-    assert problem == f"the image-build runner is not in GitLab: {preflight.PHASE2_UP} registers it"
+    assert problem == f"the image-build runner is not in GitLab: {preflight.REFRESH_PHASE2}, then {preflight.PHASE2_UP} registers it"
 
 
 def test_runner_gone_from_gitlab_is_named(world: World) -> None:
     del world.state.runners[world.default_runner["id"]]
     [problem] = world.problems()
-    assert (
-        problem == f"the default runner (runner {world.default_runner['id']}) is gone from GitLab: {preflight.PHASE2_UP} registers it again"
+    assert problem == (
+        f"the default runner (runner {world.default_runner['id']}) is gone from GitLab: "
+        f'`pulumi refresh -s phase2` drops it from phase2\'s state (in a shell that ran `eval "$(uv run blueprint env)"`), '
+        f"then {preflight.PHASE2_UP} registers it again"
     )
 
 
