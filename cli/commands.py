@@ -574,11 +574,13 @@ def _others_in_kubeconfig(path: Path, cluster: str) -> list[str] | None:
         return None
     if not isinstance(document, dict) or document.get("kind") != "Config":
         return None
-    ours = f"kind-{cluster}"
-    names = {
-        str(entry.get("name")) for key in ("clusters", "contexts", "users") for entry in document.get(key) or [] if isinstance(entry, dict)
-    }
-    return sorted(names - {ours})
+    lists = [document.get(key) or [] for key in ("clusters", "contexts", "users")]
+    entries = [entry for listed in lists if isinstance(listed, list) for entry in listed]
+    if not all(isinstance(listed, list) for listed in lists) or not all(
+        isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in entries
+    ):
+        return None  # not what kubectl reads as a kubeconfig: nothing here can tell what writing over it loses
+    return sorted({entry["name"] for entry in entries} - {f"kind-{cluster}"})
 
 
 def write_kubeconfig(path: Path, text: str, cluster: str) -> None:

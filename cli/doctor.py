@@ -534,6 +534,11 @@ _WSL_DOCKER = (
 )
 
 
+def _sudo_user(machine: Machine) -> str | None:
+    """The user who ran this through sudo (root running it, SUDO_USER set), or None."""
+    return machine.environ().get("SUDO_USER") if machine.uid() == 0 else None
+
+
 def _user(machine: Machine) -> str | None:
     """Whom the docker group is for: the user who ran `sudo blueprint doctor --fix` (sudo's SUDO_USER; its
     $USER is root), else the one this runs as, by the password database's name.
@@ -931,6 +936,14 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
             continue  # the Docker engine's line when Docker is missing: the Docker CLI's commands install both
         if check.commands:
             steps.append(FixStep(what=f"{check.name}: {check.fix}", commands=check.commands))
+        elif can_install and arch is not None and check.name in (KIND, KUBECTL, PULUMI) and (sudo_user := _sudo_user(machine)):
+            # Under sudo the home is root's: the tools would land where the user's shell never looks.
+            steps.append(
+                FixStep(
+                    what=f"{check.name}: not installed under sudo (it would go to root's home): run "
+                    f"`uv run blueprint doctor --fix` as {sudo_user}, without sudo (it installs under your home)"
+                )
+            )
         elif can_install and arch is not None and check.name in (KIND, KUBECTL, PULUMI):
             download = downloads(machine, check.name, arch)
             version = PULUMI_VERSION if check.name == PULUMI else KIND_VERSION if check.name == KIND else KUBECTL_VERSION

@@ -198,7 +198,8 @@ def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
         f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first, in a shell that "
         f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {shlex.quote(stack)}` asks, for each, whether to clear it '
         f"or import what it made; or, without asking, `pulumi refresh -s {shlex.quote(stack)} --clear-pending-creates` if it made "
-        "nothing, `--import-pending-creates <urn> <id>` (the URN above, the ID of what it made) if it did; then run this again"
+        "nothing, `--import-pending-creates <urn> --import-pending-creates <id>` (the flag takes one value each time: the "
+        "URN above, then the ID of what it made) if it did; then run this again"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -221,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = getattr(getattr(error, "problem_mark", None), "name", "a YAML file blueprint reads")
         print(f"error: {where} is not valid YAML: {str(error).splitlines()[0]}; fix it and run again", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (`blueprint doctor | head -1`): nothing more to say to it. Python would
+        # report the pipe again when it flushes stdout at exit, so stdout is pointed at nothing first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a reader gone
 
 
 def run_error() -> type[Exception]:

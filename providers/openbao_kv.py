@@ -12,7 +12,9 @@ A dynamic provider has no connection to the engine, so `pulumi.log.warn` prints 
 provider's stderr (pulumi/pulumi#6065), which the engine shows as a message of the run
 (pkg/resource/plugin/plugin.go: a plugin's stderr becomes diagnostics).
 An entry recorded without `delete_on_destroy` (phase2's, and every one of an earlier blueprint) is
-the same as one where it is false: adding it shows no change.
+the same as one where it is false: adding it false shows no change (phase2's entries never have
+it); phase3's entries, which get it true with preserveData=false, show one update on the first `up`
+of this version, which writes nothing new.
 
 It logs in as a userpass user (`blueprint`, whose policy allows reading and writing `secret/data/*`,
 deleting phase3's deploy-token entries, and nothing else: components/openbao.py) for each call and revokes that token after it. A token
@@ -100,7 +102,11 @@ def _logged_in(props: dict[str, Any], call: Callable[[Any], T]) -> T:
         # No JSON (hvac hands back the raw response, e.g. a standby's redirect, allow_redirects=False):
         # seen right after a restart or a step-down; waited out like "not active".
         raise _NoLoginAnswer(f"OpenBao answered the login with HTTP {getattr(answer, 'status_code', '?')} and no token")
-    client.token = answer["auth"]["client_token"]
+    auth = answer.get("auth")
+    token = auth.get("client_token") if isinstance(auth, dict) else None
+    if not token:
+        raise _NoLoginAnswer("OpenBao answered the login without a token: what answers there may not be blueprint's OpenBao")
+    client.token = token
     try:
         return call(client)
     finally:
@@ -195,12 +201,12 @@ def remove(props: dict[str, Any]) -> str | None:
         )
     except Exception as error:  # best effort: the destroy goes on (module docstring)
         why = f"{error.why} for {DELETE_WAIT_SECONDS:.0f}s" if isinstance(error, OpenBaoUnavailable) else _reason(error)
-        fix = f"BAO_ADDR={shlex.quote(str(props.get('address')))} " + shlex.join(
-            ["uv", "run", "bao", "kv", "metadata", "delete", f"-mount={props.get('mount')}", str(props.get("path"))]
-        )
+        address = f"export BAO_ADDR={shlex.quote(str(props.get('address')))}"
+        fix = shlex.join(["uv", "run", "bao", "kv", "metadata", "delete", f"-mount={props.get('mount')}", str(props.get("path"))])
         return (
             f"the OpenBao entry {where} was not deleted ({why}): what it holds was revoked with this stack. If that OpenBao "
-            f"runs on, remove the entry as its admin (logged in with `uv run bao login -method=userpass username=admin`): `{fix}`"
+            f"runs on, remove the entry as its admin: `{address}`, log in (`uv run bao login -method=userpass username=admin`), "
+            f"then `{fix}`"
         )
     return None
 

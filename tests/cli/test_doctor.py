@@ -964,6 +964,17 @@ def test_home_folder_installs_are_not_asked_for(tmp_path: Path) -> None:
     assert code == 0, out.getvalue()
 
 
+def test_under_sudo_the_tools_are_not_installed_into_roots_home(tmp_path: Path) -> None:
+    """`sudo ... doctor --fix`: root's home is not the user's, whose PATH would never find them there."""
+    machine = serve_releases(
+        replace(without(on(DEBIAN_13, home_dir=tmp_path), "kind"), user_id=0, user="root", env={"USER": "root", "SUDO_USER": "dev"})
+    )
+    out = io.StringIO()
+    run(["--fix", "--phase", "1"], machine=machine, out=out, terminal=True, ask=lambda _: "y", run_command=FakeShell())
+    assert not (tmp_path / ".local/bin/kind").exists()
+    assert "run `uv run blueprint doctor --fix` as dev, without sudo" in out.getvalue()
+
+
 def test_the_docker_engine_line_is_not_repeated_as_a_to_do_when_the_docker_commands_install_it() -> None:
     output, _, _ = fix(without(on(DEBIAN_13), "docker"), terminal=False)
     assert "to do by hand: Docker engine" not in output

@@ -165,6 +165,17 @@ def test_a_kubeconfig_holding_other_clusters_is_refused_and_kept(bin_dir: Path, 
     assert "holds other clusters, contexts or users (prod, prod-admin)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "text", ["apiVersion: v1\nkind: Config\nclusters: 5\n", "kind: Config\nclusters:\n  prod: {}\n", "kind: Config\nusers:\n- user: {}\n"]
+)
+def test_a_kubeconfig_whose_lists_are_malformed_is_refused_and_kept(bin_dir: Path, tmp_path: Path, text: str) -> None:
+    fake_kind(bin_dir)
+    target = tmp_path / "config"
+    target.write_text(text)
+    assert run(["--output", str(target)], UP) == (1, "")
+    assert target.read_text() == text
+
+
 def test_a_kubeconfig_of_this_cluster_alone_is_replaced(bin_dir: Path, tmp_path: Path) -> None:
     fake_kind(bin_dir)
     target = tmp_path / "config"

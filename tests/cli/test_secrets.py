@@ -9,6 +9,8 @@ import argparse
 import http.server
 import io
 import json
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,3 +207,17 @@ def test_show_with_openbao_failing_says_so_in_one_line(tmp_path: Path, bao: BaoS
 def test_show_of_the_kind_kubeconfig_names_the_command_that_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["secrets", "--show", "kind-admin-kubeconfig"]) == 1
     assert "kind-admin-kubeconfig is kind's, not blueprint's: `uv run blueprint kubeconfig` prints it" in capsys.readouterr().err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`blueprint secrets | head -1`: the pipe closes early; exit as a shell reports it (141), no traceback."""
+
+    class Gone(io.StringIO):
+        def write(self, _text: str) -> int:
+            raise BrokenPipeError
+
+        def fileno(self) -> int:
+            return os.open(tmp_path / "stdout", os.O_WRONLY | os.O_CREAT)
+
+    monkeypatch.setattr(sys, "stdout", Gone())
+    assert main(["secrets"]) == 141

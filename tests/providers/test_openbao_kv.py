@@ -10,6 +10,9 @@ it could not see.
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -303,8 +306,8 @@ def test_a_destroy_that_cannot_reach_openbao_goes_on_and_warns_naming_the_entry_
     provider.delete(f"secret/{token_path}", recorded)
     assert warned == [
         f"the OpenBao entry secret/{token_path} was not deleted (unreachable for 0s): what it holds was revoked with this "
-        "stack. If that OpenBao runs on, remove the entry as its admin (logged in with `uv run bao login -method=userpass "
-        f"username=admin`): `BAO_ADDR=http://127.0.0.1:9 uv run bao kv metadata delete -mount=secret {token_path}`"
+        "stack. If that OpenBao runs on, remove the entry as its admin: `export BAO_ADDR=http://127.0.0.1:9`, log in "
+        f"(`uv run bao login -method=userpass username=admin`), then `uv run bao kv metadata delete -mount=secret {token_path}`"
     ]
 
 
@@ -319,3 +322,29 @@ def test_a_delete_openbao_refuses_goes_on_and_warns_without_the_password(
     assert f"the OpenBao entry secret/{path} was not deleted (Forbidden: 1 error occurred: * permission denied" in warning
     assert bao.writer_password not in warning
     assert stored(bao, path) == {"password": "one"}
+
+
+def test_a_login_answered_without_a_token_is_not_blueprints_openbao(provider: OpenBaoKvProvider, path: str) -> None:
+    """A JSON answer with no `auth` (another server on the port): waited out as not answering, then one message, no KeyError."""
+
+    class NoToken(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = json.dumps({"status": "ok"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoToken)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    props = {"address": f"http://127.0.0.1:{server.server_port}", "username": WRITER_USER, "password": "x", "mount": "secret", "path": path}
+    try:
+        with pytest.raises(openbao_kv.OpenBaoUnavailable, match="could not answer for secret"):
+            openbao_kv.current(props, wait_seconds=0.5)
+    finally:
+        server.shutdown()
+        server.server_close()
