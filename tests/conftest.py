@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from stacks.config import defaults_only
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the cores. Many tests wait on a real server (bao, the GitLab
+    stub, Node) rather than compute, so a spare worker fills the waits: on 2 cores, 3 workers ran the
+    suite in 83 s where 2 took 105 s (and 4 took 94 s)."""
+    return (os.cpu_count() or 1) + 1
 
 
 @pytest.fixture(autouse=True, scope="session")
