@@ -282,16 +282,7 @@ def apps_listener(args: GitLabArgs) -> dict[str, Any]:
     be served there too. `listeners` is a map-list keyed by name, so a server-side apply adds this
     entry beside the chart's, re-applied after every change of the release (GitLab's constructor).
     """
-    return {
-        "name": APPS_LISTENER,
-        "port": 443,
-        "protocol": "HTTPS",
-        "hostname": f"*.{args.domain}",
-        "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "gitlab-wildcard-tls"}]},
-        "allowedRoutes": {
-            "namespaces": {"from": "Selector", "selector": {"matchLabels": {"kubernetes.io/metadata.name": args.apps_namespace}}}
-        },
-    }
+    return _https_listener(APPS_LISTENER, f"*.{args.domain}", args.apps_namespace)
 
 
 def headlamp_listener(args: GitLabArgs, namespace: str) -> dict[str, Any]:
@@ -304,11 +295,18 @@ def headlamp_listener(args: GitLabArgs, namespace: str) -> dict[str, Any]:
     port and wildcard certificate as the apps' (it covers the name), in the Gateway's own namespace:
     no ReferenceGrant.
     """
+    return _https_listener(HEADLAMP_LISTENER, f"{HEADLAMP_HOST}.{args.domain}", namespace)
+
+
+def _https_listener(name: str, hostname: str, namespace: str) -> dict[str, Any]:
+    """A listener on 443 for `hostname`, TLS ended with the wildcard certificate, admitting the
+    routes of `namespace` alone.
+    """
     return {
-        "name": HEADLAMP_LISTENER,
+        "name": name,
         "port": 443,
         "protocol": "HTTPS",
-        "hostname": f"{HEADLAMP_HOST}.{args.domain}",
+        "hostname": hostname,
         "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "gitlab-wildcard-tls"}]},
         "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}},
     }
