@@ -37,6 +37,7 @@ from typing import Any, Literal, Protocol
 
 from cli.lifecycle import (
     COMMAND,
+    KV_SECRET,
     forget,
     inner_owners,
     lives_in_cluster,
@@ -135,6 +136,9 @@ def plan_destroy(
         urn = str(resource["urn"])
         if cluster.status == "gone" and lives_in_cluster(resource):
             reasons[urn] = "it lived in the kind cluster, which is gone"
+        elif cluster.status == "gone" and resource["type"] == KV_SECRET:
+            # Its delete would wait for that OpenBao, then warn of an entry nobody can reach any more.
+            reasons[urn] = "it was in OpenBao, which lived in the kind cluster, which is gone"
         elif lives_in_gitlab(resource) and not (keep and resource.get("retainOnDelete")):
             if gitlab_data_goes:
                 reasons[urn] = "it lives in GitLab's database, which this destroy wipes"

@@ -23,7 +23,7 @@ import pytest
 
 from cli import commands, teardown
 from cli.commands import Context, StackFailed
-from cli.lifecycle import claimed_folder, lives_in_cluster, lives_in_gitlab
+from cli.lifecycle import KV_SECRET, claimed_folder, lives_in_cluster, lives_in_gitlab
 from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
 from components.host_folder import KEEP_SCRIPT, LEASES_FOLDER, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
 from components.kind_cluster import CLUSTER_MARKER
@@ -163,6 +163,17 @@ def test_with_the_cluster_gone_what_lived_in_it_is_forgotten_and_said() -> None:
     assert code == 0, said
     assert not [r for r in pulumi.destroyed["phase2"] if lives_in_cluster(r)]
     assert "from Pulumi's state only, because it lived in the kind cluster, which is gone" in said
+
+
+def test_with_the_cluster_gone_openbaos_entries_are_forgotten_not_waited_for() -> None:
+    """OpenBao lived in that cluster: deleting phase3's entries would wait for it, then warn of entries nobody can reach."""
+    pulumi = FakePulumi(all_stacks(), cluster="gone")
+    entries = [r["urn"] for r in recorded_state("phase3")["deployment"]["resources"] if r["type"] == KV_SECRET]
+    assert entries
+    code, said = run_destroy(pulumi, False)
+    assert code == 0, said
+    assert not [r for r in pulumi.destroyed["phase3"] if r["type"] == KV_SECRET]
+    assert "because it was in OpenBao, which lived in the kind cluster, which is gone" in said
 
 
 def test_a_destroy_that_forgets_nothing_would_fail_with_the_cluster_gone() -> None:
