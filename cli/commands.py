@@ -385,11 +385,11 @@ def admin_token_command(phase2: Mapping[str, Any]) -> str:
 
 def admin_token(phase2: Mapping[str, Any]) -> str:
     """Root's GitLab token, read from the file phase2's outputs name (no output holds it); an
-    `outputs.AdminTokenUnavailable` says which file is missing and what to run.
+    `outputs.SecretFileUnavailable` says which file is missing and what to run.
     """
     token_file = phase2.get(outputs.ADMIN_TOKEN_FILE)
     if not token_file:
-        raise outputs.AdminTokenUnavailable(f"phase2's outputs name no admin token file, as an earlier blueprint left them: {AGAIN}")
+        raise outputs.SecretFileUnavailable(f"phase2's outputs name no admin token file, as an earlier blueprint left them: {AGAIN}")
     return outputs.read_admin_token(str(token_file))
 
 
@@ -414,7 +414,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
     host = str(phase2[outputs.GITLAB_URL]).split("://", 1)[-1]
     try:
         token = admin_token(phase2)
-    except outputs.AdminTokenUnavailable as error:
+    except outputs.SecretFileUnavailable as error:
         return f"glab could not be logged in to {host}: {error}; the platform is up regardless"
     try:
         run(
@@ -452,7 +452,7 @@ def status(runner: StackRunner, ask: Callable[[str, str, Mapping[str, str]], str
         runners = f"groups/{group}/runners?type=group_type" if group else "runners/all?type=instance_type"
         try:
             token: dict[str, str] | None = {"PRIVATE-TOKEN": admin_token(phase2)}
-        except outputs.AdminTokenUnavailable as error:
+        except outputs.SecretFileUnavailable as error:
             token, missing = None, str(error)
         lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token) if token else f'unknown: {missing}'}")
         lines.append(f"  OpenBao: {ask(f'{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status', ca, {})}")

@@ -403,7 +403,7 @@ def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:
 
     try:
         token = {"PRIVATE-TOKEN": admin_token(phase2)}
-    except outputs.AdminTokenUnavailable as error:
+    except outputs.SecretFileUnavailable as error:
         raise Refused(f"cannot ask GitLab whether it answers, for want of its admin token: {error}") from None
     answer = probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(phase2.get(outputs.CA_CERT_FILE)), token, timeout=15)
     return answer.startswith("ok")

@@ -39,18 +39,25 @@ class DeployKubeconfigError(Exception):
     """The kubeconfig could not be made; the message says why and what to do."""
 
 
+def kubeconfig_token(kubeconfig: object) -> str:
+    """The first user's token in `kubeconfig` ("" when it has none that can be read)."""
+    import yaml
+
+    try:
+        return str(yaml.safe_load(str(kubeconfig))["users"][0]["user"]["token"])
+    except (yaml.YAMLError, LookupError, TypeError):
+        return ""
+
+
 def expires_at(kubeconfig: object) -> int | None:
     """The `exp` claim (Unix seconds) of the first user's token in `kubeconfig`, or None when it has
     no token that can be read as a JWT (a service account token is one: RFC 7519, base64url parts).
     """
-    import yaml
-
     try:
-        token = str(yaml.safe_load(str(kubeconfig))["users"][0]["user"]["token"])
-        payload = token.split(".")[1]
+        payload = kubeconfig_token(kubeconfig).split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
         return int(claims["exp"])
-    except (yaml.YAMLError, LookupError, TypeError, ValueError):
+    except (LookupError, TypeError, ValueError):
         return None
 
 

@@ -23,16 +23,6 @@ def kv_resource_name(path: str) -> str:
     return f"openbao-kv-{path.replace('/', '-')}"
 
 
-def kubeconfig_token(kubeconfig: str) -> str:
-    """The first user's token in `kubeconfig` ("" when it has none that can be read)."""
-    import yaml
-
-    try:
-        return str(yaml.safe_load(kubeconfig)["users"][0]["user"]["token"])
-    except (yaml.YAMLError, LookupError, TypeError):
-        return ""
-
-
 def mirror(
     entries: Sequence[Credential],
     values: Mapping[str, pulumi.Input[str]],

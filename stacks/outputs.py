@@ -115,10 +115,6 @@ PHASE3 = (APP_URLS, PIPELINES)
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
 
-NEWER_EXPORTS = {"phase1": (HEADLAMP,), "phase2": (OPENBAO_WRITER_PASSWORD_FILE,)}
-"""The exports an upstream stack brought up by an earlier blueprint may lack: its downstream reads
-them with a fallback (`fill_newer_exports`) instead of stopping; the upstream's next `up` exports them."""
-
 
 def writer_password_file(platform: Mapping[str, Any]) -> str:
     """Where phase2 keeps the `blueprint` user's password: its OPENBAO_WRITER_PASSWORD_FILE, or, from
@@ -134,8 +130,10 @@ def writer_password_file(platform: Mapping[str, Any]) -> str:
 
 
 def fill_newer_exports(upstream: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`values` (the outputs of stack `upstream`) with each of its NEWER_EXPORTS it lacks filled in,
-    and a warning for each fill that changes what is deployed.
+    """`values` (the outputs of stack `upstream`) with the exports an earlier blueprint's upstream
+    lacks (phase1's HEADLAMP, phase2's OPENBAO_WRITER_PASSWORD_FILE) filled in, so the downstream
+    goes on instead of stopping until the upstream's next `up` exports them; and a warning for each
+    fill that changes what is deployed.
     """
     filled, warnings = dict(values), []
     if upstream == "phase1" and HEADLAMP not in filled:
@@ -200,25 +198,30 @@ def admin_token(kept: str) -> str:
     return ADMIN_TOKEN_PREFIX + kept
 
 
-class AdminTokenUnavailable(Exception):
-    """Root's admin token cannot be read on this machine; the message names the file and the fix."""
+class SecretFileUnavailable(Exception):
+    """A secret file of phase2 cannot be read on this machine; the message names the file and the fix."""
+
+
+def read_secret_file(path: str, what: str) -> str:
+    """The text of phase2's secret file `path` (`what` it holds, for the message), stripped; "" when
+    there is no such file; a SecretFileUnavailable when it cannot be read.
+    """
+    try:
+        return Path(path).read_text().strip()
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
+        raise SecretFileUnavailable(f"cannot read {what} in {path} ({why}): run this as the user who brought phase2 up") from None
 
 
 def read_admin_token(path: str) -> str:
-    """Root's GitLab token from phase2's file `path` (ADMIN_TOKEN_FILE), or an AdminTokenUnavailable
+    """Root's GitLab token from phase2's file `path` (ADMIN_TOKEN_FILE), or a SecretFileUnavailable
     naming the file and what to run.
     """
-    try:
-        kept = Path(path).read_text().strip()
-    except FileNotFoundError:
-        kept = ""
-    except (OSError, UnicodeDecodeError) as error:
-        why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
-        raise AdminTokenUnavailable(
-            f"cannot read GitLab's admin token in {path} ({why}): run this as the user who brought phase2 up"
-        ) from None
+    kept = read_secret_file(path, "GitLab's admin token")
     if not kept:
-        raise AdminTokenUnavailable(
+        raise SecretFileUnavailable(
             f"phase2 is not up, or its data folder is not on this machine: {path}; run `uv run blueprint up` / `pulumi up -s phase2` first"
         )
     return admin_token(kept)

@@ -40,13 +40,14 @@ from components.redis import VALKEY_USER, Redis, RedisArgs
 from components.runner import Runner, RunnerArgs
 from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume
 from components.tls import Tls, TlsArgs
+from providers.deploy_kubeconfig import kubeconfig_token
 from providers.gitlab_api import Connection
 from providers.gitlab_objects import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import outputs
 from stacks.config import folder_owner
-from stacks.mirror import kubeconfig_token, mirror
+from stacks.mirror import mirror
 from stacks.phase1 import kind_kubeconfig
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)

@@ -7,7 +7,6 @@ sources, and one smoke pipeline per project, through GitLab's API (the admin tok
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -46,7 +45,7 @@ def admin_token(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
         return pulumi.Output.secret(OFFLINE_PLAN_TOKEN)
     try:
         return pulumi.Output.secret(outputs.read_admin_token(str(inputs[outputs.ADMIN_TOKEN_FILE])))
-    except outputs.AdminTokenUnavailable as error:
+    except outputs.SecretFileUnavailable as error:
         raise pulumi.RunError(str(error)) from None
 
 
@@ -66,14 +65,9 @@ def writer_password(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
         return pulumi.Output.secret(OFFLINE_PLAN_WRITER_PASSWORD)
     path = str(inputs[outputs.OPENBAO_WRITER_PASSWORD_FILE])
     try:
-        password = Path(path).read_text().strip()
-    except FileNotFoundError:
-        password = ""
-    except (OSError, UnicodeDecodeError) as error:
-        why = error.strerror if isinstance(error, OSError) and error.strerror else type(error).__name__
-        raise pulumi.RunError(
-            f"cannot read OpenBao's blueprint password in {path} ({why}): run this as the user who brought phase2 up"
-        ) from None
+        password = outputs.read_secret_file(path, "OpenBao's blueprint password")
+    except outputs.SecretFileUnavailable as error:
+        raise pulumi.RunError(str(error)) from None
     if not password:
         raise pulumi.RunError(
             f"phase2 is not up, or its data folder is not on this machine: {path} is missing or empty; "

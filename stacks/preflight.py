@@ -371,7 +371,7 @@ def run(inputs: Mapping[str, Any], *, preview: bool) -> None:
     platform = from_outputs(inputs)
     try:
         token, token_problem = outputs.read_admin_token(platform.token_file), None
-    except outputs.AdminTokenUnavailable as error:
+    except outputs.SecretFileUnavailable as error:
         token, token_problem = None, str(error)
     found = problems(platform, token, waits=PREVIEW if preview else Waits(), token_problem=token_problem)
     if not found:

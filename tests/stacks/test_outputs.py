@@ -68,7 +68,7 @@ def test_a_missing_or_empty_admin_token_file_is_one_error_naming_the_file_and_th
     kept = tmp_path / "gitlab-admin-token"
     if content is not None:
         kept.write_text(content)
-    with pytest.raises(outputs.AdminTokenUnavailable) as error:
+    with pytest.raises(outputs.SecretFileUnavailable) as error:
         outputs.read_admin_token(str(kept))
     assert str(error.value) == (
         f"phase2 is not up, or its data folder is not on this machine: {kept}; run `uv run blueprint up` / `pulumi up -s phase2` first"
