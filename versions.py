@@ -10,6 +10,11 @@ KIND_VERSION = "v0.31.0"
 # renovate: datasource=docker depName=kindest/node
 KIND_NODE_IMAGE = "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
 
+# The CNCF registry (distribution v3) the image cache runs, one pull-through mirror per upstream
+# (components/image_cache.py); Docker's official image, whose config path is /etc/distribution/config.yml.
+# renovate: datasource=docker depName=registry
+REGISTRY_MIRROR_IMAGE = "registry:3.1.2"
+
 # The Pulumi CLI `blueprint doctor --fix` installs: the SDK's pin in pyproject.toml, so CLI and
 # language host match. Fetched from get.pulumi.com/releases/sdk and checked against the release's
 # pulumi-<version>-checksums.txt there (the forms pulumi/docs data/versions.json lists per release).
@@ -52,9 +57,11 @@ VALKEY_IMAGE_TAG = "9.1.1"
 # MinIO's community edition is source-only since October 2025 and Docker Hub's copies are gone; these
 # are the last images published on quay.io (minio RELEASE.2025-09-07T16-13-09Z, mc 2025-08-13).
 # renovate: datasource=docker depName=quay.io/minio/minio
-MINIO_IMAGE = "quay.io/minio/minio:RELEASE.2025-09-07T16-13-09Z"
+# Digests: the quay.io image indexes that many independent pins of these tags record (no registry is
+# reachable offline to read them); a digest makes the cached image the one tested.
+MINIO_IMAGE = "quay.io/minio/minio:RELEASE.2025-09-07T16-13-09Z@sha256:14cea493d9a34af32f524e538b8346cf79f3321eff8e708c1e2960462bd8936e"
 # renovate: datasource=docker depName=quay.io/minio/mc
-MINIO_CLIENT_IMAGE = "quay.io/minio/mc:RELEASE.2025-08-13T08-35-41Z"
+MINIO_CLIENT_IMAGE = "quay.io/minio/mc:RELEASE.2025-08-13T08-35-41Z@sha256:a7fe349ef4bd8521fb8497f55c6042871b2ae640607cf99d9bede5e9bdf11727"
 
 # renovate: datasource=helm registryUrl=https://openbao.github.io/openbao-helm depName=openbao
 OPENBAO_CHART_VERSION = "0.29.2"
@@ -84,7 +91,8 @@ GITLAB_CHART_REPO = "https://charts.gitlab.io/"
 GITLAB_RUNNER_CHART_VERSION = "0.90.1"
 # The default image of CI jobs that name none.
 # renovate: datasource=docker depName=alpine
-JOB_DEFAULT_IMAGE = "alpine:3.22"
+# Digest: alpine 3.22.6's index (docker-library/repo-info repos/alpine/remote/3.22.md @1746b58).
+JOB_DEFAULT_IMAGE = "alpine:3.22@sha256:365499d9dccb7c8cfaffef995a6c382e71174585e0556f6476ead1c5971c39fb"
 # Rootless BuildKit, the one image the image-build runner runs (its `allowed_images`). The pipeline
 # names it too (apps/shared-code/templates/pipeline.yml, BUILDKIT_IMAGE): a test keeps both equal,
 # so bump both at once.
@@ -92,4 +100,56 @@ JOB_DEFAULT_IMAGE = "alpine:3.22"
 BUILDKIT_IMAGE = "moby/buildkit:v0.24.0-rootless"
 # Keeps every node's /etc/hosts naming the gateway, so containerd can pull from GitLab's registry.
 # renovate: datasource=docker depName=busybox
-NODE_HOSTS_IMAGE = "busybox:1.37.0"
+# Digest: docker-library/repo-info repos/busybox/remote/1.37.0.md @01a7054.
+NODE_HOSTS_IMAGE = "busybox:1.37.0@sha256:9db7b59979c38555a39def84a31fb98b5296952f9e3afd4f6f11f05b07adfab0"
+# The pre-pull's busybox (components/image_prepull.py): the musl build is statically linked, so it
+# runs inside any image; the plain tag's glibc one needs its libraries (docker-library/busybox sets
+# CONFIG_STATIC for musl and uclibc only). Digest: repo-info repos/busybox/remote/1.37.0-musl.md @01a7054.
+# renovate: datasource=docker depName=busybox
+STATIC_BUSYBOX_IMAGE = "busybox:1.37.0-musl@sha256:1256f55742579badea94e3e2f574fc90021120f6c1aa01c87182566dfb950c39"
+
+# What each chart pulls with blueprint's values beyond the images its values name (`blueprint
+# images` lists both; the GitLab nodes pre-pull GitLab's). None could be pinned by digest: no
+# stored source shows one next to these tags.
+# GitLab 19.1.4: chart 10.1.4's appVersion, since the chart's patch releases follow GitLab's
+# (8.2.8 = v17.2.8: gitlab-org/charts/gitlab Chart.yaml, mirror nobidev/gitlab-charts@003b5ef);
+# 10.1.4's own Chart.yaml was not read. Its templates tag webservice, workhorse, sidekiq, toolbox,
+# gitaly, kas, certificates, gitlab-base and kubectl `v<GitLab version>` (templates/_image.tpl);
+# the registry and gitlab-exporter carry their own (CHANGELOG 10.1.0: container registry
+# v4.40.1-gitlab; 10.0.0: gitlab-exporter 16.8.0). gitlab-shell has its own version (v14.x), not
+# established offline: listed without a tag, and not pre-pulled.
+GITLAB_VERSION = "19.1.4"
+_CNG = "registry.gitlab.com/gitlab-org/build/cng"
+GITLAB_CHART_IMAGES = (
+    f"{_CNG}/certificates:v{GITLAB_VERSION}",
+    f"{_CNG}/gitlab-base:v{GITLAB_VERSION}",
+    f"{_CNG}/kubectl:v{GITLAB_VERSION}",
+    f"{_CNG}/gitlab-toolbox-ce:v{GITLAB_VERSION}",
+    f"{_CNG}/gitlab-webservice-ce:v{GITLAB_VERSION}",
+    f"{_CNG}/gitlab-workhorse-ce:v{GITLAB_VERSION}",
+    f"{_CNG}/gitlab-sidekiq-ce:v{GITLAB_VERSION}",
+    f"{_CNG}/gitaly:v{GITLAB_VERSION}",
+    f"{_CNG}/gitlab-kas:v{GITLAB_VERSION}",
+    f"{_CNG}/gitlab-container-registry:v4.40.1-gitlab",
+    f"{_CNG}/gitlab-exporter:16.8.0",
+    # Envoy Gateway v1.8.1, which chart 10.1 bundles: its controller (and every Envoy pod's shutdown
+    # manager), and its default data plane (envoyproxy/gateway api/v1alpha1/shared_types.go at v1.8.1).
+    "docker.io/envoyproxy/gateway:v1.8.1",
+    "docker.io/envoyproxy/envoy:distroless-v1.38.1",
+)
+"""GitLab chart 10.1.4's images with blueprint's values, in the order its pods need them."""
+CHART_DEFAULT_IMAGES: dict[str, tuple[str, ...]] = {
+    "gitlab": (*GITLAB_CHART_IMAGES, f"{_CNG}/gitlab-shell"),
+    # The manager, `alpine-v<appVersion>`, and the helper image every job pod pulls,
+    # `x86_64-v<version>` (gitlab-runner helpers/container/helperimage; the Kubernetes executor
+    # asks for amd64 unless told otherwise): chart 0.90.1's exact appVersion (19.1.x) was not read.
+    "gitlab-runner": ("registry.gitlab.com/gitlab-org/gitlab-runner", "registry.gitlab.com/gitlab-org/gitlab-runner/gitlab-runner-helper"),
+    # The chart's appVersion (charts/cloudnative-pg/values.yaml `image.repository`, Chart.yaml).
+    "cloudnative-pg": ("ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0",),
+    # `server.image.registry`/`repository` of the chart; the tag is ours.
+    "openbao": (f"quay.io/openbao/openbao:{OPENBAO_IMAGE_TAG}",),
+    "valkey": (f"docker.io/valkey/valkey:{VALKEY_IMAGE_TAG}",),
+    # `image.registry`/`repository`; its deployment tags it v<appVersion>.
+    "headlamp": (f"ghcr.io/headlamp-k8s/headlamp:v{HEADLAMP_CHART_VERSION}",),
+}
+"""Chart name (the Release's `chart`) -> the images it pulls that its values in the plan do not name."""

@@ -290,13 +290,20 @@ def preview(context: Context, phase: str) -> int:
     return _in_order(context, phase, "preview", context.runner.preview)
 
 
-def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone: bool = False) -> int:
+def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone: bool = False, wipe_cache: bool = False) -> int:
     """Destroy in reverse order, on every route: see `cli/teardown.py`."""
     from cli import teardown
 
     try:
         return teardown.destroy(
-            context.runner, context.say, PHASES[phase], preserve, cluster_gone=cluster_gone, world=context.world, confirm=context.confirm
+            context.runner,
+            context.say,
+            PHASES[phase],
+            preserve,
+            cluster_gone=cluster_gone,
+            wipe_cache=wipe_cache,
+            world=context.world,
+            confirm=context.confirm,
         )
     except StackFailed as failure:
         return _failed(context, failure, "destroy")
@@ -436,9 +443,16 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
     return f"glab is logged in to {host} as root"
 
 
-def status(runner: StackRunner, ask: Callable[[str, str, Mapping[str, str]], str] | None = None) -> str:
-    """Per phase whether it is up, and the health of GitLab, OpenBao, the runners and the apps."""
+def status(
+    runner: StackRunner,
+    ask: Callable[[str, str, Mapping[str, str]], str] | None = None,
+    image_cache: Callable[[Mapping[str, Any] | None], list[str]] | None = None,
+) -> str:
+    """Per phase whether it is up, the health of GitLab, OpenBao, the runners and the apps, and the
+    image cache (`image_cache`: phase1's outputs, None when it is not up -> its lines; None: the real one).
+    """
     ask = ask or probe
+    image_cache = image_cache or _image_cache_status
     lines = []
     stack_outputs = {stack: runner.outputs(stack) for stack in PHASES["all"]}
     for stack, values in stack_outputs.items():
@@ -460,7 +474,15 @@ def status(runner: StackRunner, ask: Callable[[str, str, Mapping[str, str]], str
         lines.append(f"  Runners: {online}")
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
+    lines += image_cache(stack_outputs["phase1"])
     return "\n".join(lines)
+
+
+def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
+    from cli.image_cache import docker_run, size_on_disk, status_lines
+    from stacks.config import stack_config
+
+    return status_lines(phase1, lambda: stack_config("phase1")[0], docker_run, size_on_disk)
 
 
 def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float = 10) -> str:
@@ -716,7 +738,9 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
         if args.command == "preview":
             return preview(context, args.phase)
         preserve = True if args.preserve_data else False if args.wipe_data else None
-        return destroy(context, args.phase, preserve, cluster_gone=getattr(args, "cluster_gone", False))
+        return destroy(
+            context, args.phase, preserve, cluster_gone=getattr(args, "cluster_gone", False), wipe_cache=getattr(args, "wipe_cache", False)
+        )
 
     try:
         return dispatch()

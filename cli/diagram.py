@@ -190,6 +190,8 @@ class Architecture:
     data: list[DataPath]
     phases: dict[str, list[str]]
     """Each phase's components, by name."""
+    mirrors: list[tuple[str, str, str]] = field(default_factory=list)
+    """The image cache's mirrors: (registry, container, phase), from the plans' mirror commands."""
 
 
 def _output(result: Plan, key: str) -> Any:
@@ -483,6 +485,18 @@ def _data(
     return sorted(found.values(), key=lambda d: d.path)
 
 
+def _mirrors(plans: Sequence[Plan]) -> list[tuple[str, str, str]]:
+    """(registry, container, phase) of each image cache mirror the plans start (components/image_cache.py)."""
+    from components.image_cache import cache_folder
+
+    return sorted(
+        (str(r["inputs"]["environment"]["REGISTRY"]), str(r["inputs"]["environment"]["CONTAINER"]), result.stack)
+        for result in plans
+        for r in result.resources
+        if r["type"] == "command:local:Command" and cache_folder(r["inputs"])
+    )
+
+
 def architecture(plans: Sequence[Plan]) -> Architecture:
     """What the drawing shows, read from `plans` (phase1, phase2, phase3, or dev's one plan)."""
     kind = _kind_config(plans)
@@ -526,6 +540,7 @@ def architecture(plans: Sequence[Plan]) -> Architecture:
         routes=_routes(plans, workloads, app_hosts),
         data=_data(plans, config, kind_plan.stack, data_dir, workloads),
         phases=phases,
+        mirrors=_mirrors(plans),
     )
 
 
@@ -612,6 +627,15 @@ def _mermaid(arch: Architecture) -> str:
         by_phase.setdefault(phases[0], []).append(folder_id)
     lines.append("  end")
 
+    if arch.mirrors:
+        # The folder is the user's cache folder (blueprint:imageCacheDir), different on each machine: not drawn.
+        lines.append(f"  subgraph image_cache[{_label('image cache: Docker containers on kind’s network, storing in imageCacheDir')}]")
+        for registry, container, phase in arch.mirrors:
+            mirror_id = mermaid_id(f"mirror {registry}")
+            lines.append(f"    {mirror_id}[{_label(f'{container}<br/>mirror of {registry} · {phase}')}]")
+            by_phase.setdefault(phase, []).append(mirror_id)
+        lines.append("  end")
+
     ports = {m.target_port: m for m in arch.mappings}
     for workload in arch.workloads:
         for node_port, port in sorted(workload.node_ports.items()):
@@ -633,6 +657,8 @@ def _mermaid(arch: Architecture) -> str:
             lines.append(f"  cluster -.-|{_label(f'mounts at {entry.node_path}')}| {ids[f'data {entry.path}']}")
         if entry.workload in workload_id:
             lines.append(f"  {workload_id[entry.workload]} --- {ids[f'data {entry.path}']}")
+    if arch.mirrors:
+        lines.append(f"  cluster -.->|{_label('pulls through them (containerd hosts.toml), else from the registry')}| image_cache")
     for folder in sorted(secrets):
         lines.append(f"  you -.-|{_label('reads and writes; no node mounts it')}| {mermaid_id(f'secrets {folder}')}")
 

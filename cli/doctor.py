@@ -221,6 +221,18 @@ INOTIFY = "inotify limits"
 USERNS = "user namespaces"
 NAMES = "platform names"
 CONFIG = "stack config"
+CACHE_FOLDER = "image cache folder"
+CACHE_SPACE = "image cache space"
+
+CACHE_FULL_BYTES = 8 * 1024**3
+"""What the image cache holds once every image the platform pulls is in it, an estimate: the registry
+mirrors store the layers as pulled (compressed). GitLab's CNG images (webservice, sidekiq and toolbox
+at about 1 GiB each over shared layers, gitaly, shell, kas, registry, exporter, certificates, kubectl,
+the Envoy gateway) make about 5 GiB; the data tier, the runner and its helper, BuildKit and the apps'
+base images about 1.5 GiB more; the rest is room for a GitLab upgrade's new layers beside the old ones
+(the cache keeps them: ttl 0). Not measured on a real pull: a lower bound to warn against, not a quota."""
+CACHE_MARGIN_BYTES = 1024**3
+"""Left free beyond what the cache still needs: a filesystem filled to its last byte fails whatever writes next."""
 PHASE_STACKS = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
 """The stacks of each `--phase` (as `blueprint up` runs them)."""
 STACKS = (*PHASE_STACKS["all"], "dev")
@@ -270,6 +282,18 @@ class Machine(Protocol):
 
     def exists(self, path: str) -> bool:
         """Whether `path` is there (a file or a folder)."""
+        ...
+
+    def free_bytes(self, path: str) -> int | None:
+        """The bytes free to this user on the filesystem of the existing `path`; None when it cannot be read."""
+        ...
+
+    def used_bytes(self, path: str) -> int:
+        """The bytes the files under the folder `path` take on disk (0 when it is not there)."""
+        ...
+
+    def writable(self, path: str) -> bool:
+        """Whether this user may create and remove files in the existing folder `path`."""
         ...
 
     def uid(self) -> int | None:
@@ -359,6 +383,20 @@ class RealMachine:
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def free_bytes(self, path: str) -> int | None:
+        try:
+            return shutil.disk_usage(path).free
+        except OSError:
+            return None
+
+    def used_bytes(self, path: str) -> int:
+        from cli.image_cache import size_on_disk
+
+        return size_on_disk(Path(path))[0] if os.path.isdir(path) else 0
+
+    def writable(self, path: str) -> bool:
+        return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
 
     def uid(self) -> int | None:
         return os.getuid() if hasattr(os, "getuid") else None
@@ -872,6 +910,55 @@ def _names_check(machine: Machine, names: Sequence[str]) -> Check:
     )
 
 
+def _nearest_existing(machine: Machine, folder: PurePosixPath) -> PurePosixPath:
+    """`folder`, or its nearest ancestor that exists: where it will be made."""
+    return next((path for path in (folder, *folder.parents) if machine.exists(str(path))), PurePosixPath(folder.anchor or "/"))
+
+
+def image_cache_checks(machine: Machine, folder: Path | None, stack: str) -> list[Check]:
+    """The image cache folder of `stack` (None: `imageCache` is false): writable, or creatable, and on a
+    filesystem with room for what the cache still has to download (`CACHE_FULL_BYTES` less what it holds).
+    """
+    from cli.image_cache import shown_size
+    from stacks.config import ways_to_set
+
+    if folder is None:
+        return [Check(name=CACHE_SPACE, ok=True, found="off (blueprint:imageCache=false): every up downloads every image again")]
+    path = PurePosixPath(folder)
+    existing = _nearest_existing(machine, path)
+    elsewhere = ways_to_set(stack, "imageCacheDir", "<a folder on a disk with more room>")
+    off = ways_to_set(stack, "imageCache", "false")
+    where = str(folder) if existing == path else f"{existing} (where {folder} will be made)"
+    quoted = shlex.quote(str(folder))
+    elsewhere_any = ways_to_set(stack, "imageCacheDir", "<folder>")
+    if not machine.writable(str(existing)):
+        writable = Check(
+            name=CACHE_FOLDER,
+            ok=False,
+            found=f"{where} is not a folder you can write to",
+            fix=f'`sudo mkdir -p {quoted} && sudo chown "$(id -u):$(id -g)" {quoted}`; or {elsewhere_any}',
+        )
+    else:
+        writable = Check(name=CACHE_FOLDER, ok=True, found=f"{where}: writable")
+    free = machine.free_bytes(str(existing))
+    if free is None:
+        return [writable, Check(name=CACHE_SPACE, ok=True, found=f"unknown (cannot read the free space of {existing})")]
+    held = machine.used_bytes(str(folder)) if existing == path else 0
+    needed = max(CACHE_FULL_BYTES - held, 0) + CACHE_MARGIN_BYTES
+    found = (
+        f"{shown_size(free)} free on the filesystem of {existing}; the cache holds {shown_size(held)} of GitLab's and the "
+        f"platform's images (about {shown_size(CACHE_FULL_BYTES)} in all), so it needs {shown_size(needed)}"
+    )
+    if free >= needed:
+        return [writable, Check(name=CACHE_SPACE, ok=True, found=found)]
+    fix = (
+        f"free {shown_size(needed - free)} on that filesystem (`docker image prune` removes the images no container uses); "
+        f"or put the cache on a disk with more room: {elsewhere}; or run without a cache (every up downloads every image "
+        f"again): {off}"
+    )
+    return [writable, Check(name=CACHE_SPACE, ok=False, found=found, fix=fix)]
+
+
 def checks(
     machine: Machine,
     *,
@@ -1150,6 +1237,12 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
     )
     if unknown:
         machine_checks.append(Check(name="secret ports", ok=True, found=f"{', '.join(unknown)}: not checked (secret, so not known here)"))
+    if stack in stacks:  # the stack that runs the image cache's mirrors is selected
+        if f"{prefix}imageCacheDir" in secret:
+            unknown_folder = "not checked: blueprint:imageCacheDir is a secret, so not known here"
+            machine_checks.append(Check(name=CACHE_SPACE, ok=True, found=unknown_folder))
+        else:
+            machine_checks += image_cache_checks(machine, config.image_cache_dir, stack)
     return [*machine_checks, stacks_checked]
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
 from components.host_folder import KEEP_SCRIPT
 from components.host_folder import claimed_folder as host_folder_of
+from components.image_cache import cache_folder
 
 COMMAND = "command:local:Command"
 KV_SECRET = "pulumi-python:dynamic/openbao:KvSecret"
@@ -97,7 +98,9 @@ def is_under(path: str, folder: str) -> bool:
 
 
 def folders(result: Plan) -> list[dict[str, str]]:
-    """Each host folder the plan's stack claims, and the secrets folder inside, with its fate."""
+    """Each host folder the plan's stack claims, and the secrets folder inside, with its fate; and the
+    image cache, which every destroy keeps.
+    """
     claims = {folder: resource for resource in result.resources if (folder := claimed_folder(resource))}
     keys = {
         str(PurePosixPath(path).parent)
@@ -112,6 +115,9 @@ def folders(result: Plan) -> list[dict[str, str]]:
             continue  # claimed by an upstream stack: its own destroy view shows it
         keep = claims[max(owners, key=len)]["inputs"].get("delete") == KEEP_SCRIPT
         listed.append({"path": path, "destroy": "keep" if keep else "wipe"})
+    # Whatever preserveData says: it holds public images only (`uv run blueprint destroy --wipe-cache` wipes it).
+    caches = {folder for resource in result.resources if resource["type"] == COMMAND and (folder := cache_folder(resource["inputs"]))}
+    listed += [{"path": folder, "destroy": "keep"} for folder in sorted(caches)]
     return listed
 
 

@@ -52,7 +52,11 @@ def _parser() -> argparse.ArgumentParser:
         help="when a cluster setting changed, take phase2 down (its data kept) and bring it back without asking",
     )
     with_phase("preview", "show what `up` would change, phase by phase")
-    destroy = with_phase("destroy", "destroy the phases in reverse order")
+    destroy = with_phase(
+        "destroy",
+        "destroy the phases in reverse order; the image cache (the registry mirrors' images) is kept whatever preserveData says: "
+        "--wipe-cache removes it",
+    )
     keep = destroy.add_mutually_exclusive_group()
     keep.add_argument("--preserve-data", action="store_true", help="record preserveData=true first, so every piece of data stays")
     keep.add_argument("--wipe-data", action="store_true", help="record preserveData=false first, so the data folder is removed")
@@ -61,6 +65,12 @@ def _parser() -> argparse.ArgumentParser:
         "--cluster-gone",
         action="store_true",
         help="Docker and the kind cluster are gone for good: remove what lived in the cluster from Pulumi's state instead of deleting it",
+    )
+    destroy.add_argument(
+        "--wipe-cache",
+        action="store_true",
+        help="also remove the image cache folder (blueprint:imageCacheDir) once phase1's destroy stopped its mirrors; refused when "
+        "this destroy keeps phase1, and while another platform's mirrors still use the folder",
     )
 
     plan = commands.add_parser(
@@ -138,6 +148,16 @@ def _parser() -> argparse.ArgumentParser:
         help="print that credential's value alone (for a pipe; a newline after it only on a terminal), read from OpenBao "
         "as user blueprint, or from its file for the three not in OpenBao",
     )
+    images = commands.add_parser(
+        "images",
+        help="list every image the platform pulls (from the offline plans), its registry, and whether the image cache holds it",
+        description=(
+            "Every image the phase stacks pull, read from their offline plans (no Docker or network needed): its registry, "
+            "who pulls it (containerd: a kind node; buildkit: a Dockerfile's FROM in CI; docker: the host's Docker), whether "
+            "the image cache's mirrors serve it that way, whether it is pinned by digest, and where the plans name it."
+        ),
+    )
+    images.add_argument("--json", action="store_true", help="print the list as one JSON object")
     diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
     diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
     commands.add_parser(
@@ -256,6 +276,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return diagram.run(["--check"] if args.check else [])
     if args.command == "env":
         return _env()
+    if args.command == "images":
+        from cli import images
+
+        return images.run(args.json)
     if args.command == "secrets":
         from cli import secrets
 

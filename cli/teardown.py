@@ -30,7 +30,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -101,6 +101,10 @@ class World:
     wipe_folder: Callable[[str, str], subprocess.CompletedProcess[str]] = lambda folder, owner: _wipe_folder(folder, owner)
     checkout_id: Callable[[], str | None] = lambda: _checkout_id()
     """This checkout's id (`stacks.config.read_checkout_id`): None when no stack of it ever ran."""
+    docker: Callable[[Sequence[str]], tuple[int, str]] = lambda argv: _docker(argv)
+    """Run a `docker ...` argv: its exit code and output (`cli.image_cache.DockerRun`)."""
+    wipe_cache: Callable[[Path], Any] = lambda folder: _wipe_cache_folder(folder)
+    """Remove the image cache folder (`cli.image_cache.wipe`): a `Wiped`."""
 
 
 class Refused(Exception):
@@ -156,12 +160,14 @@ def destroy(
     preserve: bool | None,
     *,
     cluster_gone: bool = False,
+    wipe_cache: bool = False,
     world: World | None = None,
     confirm: Callable[[str], bool] = lambda question: True,
 ) -> int:
     """Destroy `phase_stacks` (in reverse order), keeping or wiping the data as `preserve` says
     (None: as phase1's config says, when the last `up` recorded the same), once `confirm` says yes.
-    Returns an exit code; every refusal is said with its fix.
+    The image cache stays whatever `preserve` says; `wipe_cache` removes it too, once phase1's destroy
+    (which stops its mirrors) succeeded. Returns an exit code; every refusal is said with its fix.
     """
     world = world or World()
     existing = {stack: values for stack in ORDER if (values := runner.outputs(stack)) is not None}
@@ -171,6 +177,8 @@ def destroy(
     keep = preserve if preserve is not None else configured
     name = str((existing.get("phase1") or {}).get(outputs.CLUSTER_NAME) or config.get("blueprint:clusterName", "blueprint"))
     try:
+        if wipe_cache:
+            _refuse_cache_wipe_without_phase1(phase_stacks)
         recorded = next(
             (bool(existing[s][outputs.PRESERVE_DATA]) for s in ("phase1", "phase2") if outputs.PRESERVE_DATA in existing.get(s, {})), None
         )
@@ -217,6 +225,7 @@ def destroy(
                 "deleted through it. Bring it back (`uv run blueprint up --phase 2`; `kubectl -n gitlab get pods` shows what "
                 "is wrong), or destroy everything with `uv run blueprint destroy --wipe-data`, which wipes GitLab's data too."
             )
+        cache = _cache_to_wipe(say, existing, config, world) if wipe_cache else None
     except Refused as refused:
         say(f"blueprint: {refused}")
         return 1
@@ -225,11 +234,15 @@ def destroy(
         return 0
     destroyed = [stack for stack in targets if not (stack == "phase3" and keep)]
     data_goes = unowned_wipe or (not keep and bool({"phase1", "phase2"} & set(targets)))
-    if destroyed or unowned_wipe:
+    if destroyed or unowned_wipe or cache:
         fate = "REMOVING the platform's data (GitLab, Postgres, OpenBao and its keys, the CA's key)" if data_goes else "keeping the data"
         question = f"Destroy {', '.join(destroyed) or 'what is left'}, {fate}?"
         if destroyed == ["phase3"] and not data_goes:
             question = "Destroy phase3, deleting its projects from GitLab (the platform, its group and its data stay)?"
+        if cache and not (destroyed or unowned_wipe):
+            question = f"Remove the image cache {cache} (the images the next `up` would otherwise not download again)?"
+        elif cache:
+            question = f"{question.removesuffix('?')}, and REMOVING the image cache {cache}?"
         if not confirm(question):
             say(f"blueprint: {question} Nothing was destroyed: answer yes in a terminal, or run with --yes.")
             return 1
@@ -279,9 +292,113 @@ def destroy(
         _import_if_changed(runner, stack, exported, state)
         say(f"== {stack}: pulumi destroy")
         runner.destroy(stack, say, {})
-    if "phase1" in phase_stacks and "phase1" not in existing:
-        return _unowned_data(say, config, world, wipe=unowned_wipe)
-    return 0
+    code = _unowned_data(say, config, world, wipe=unowned_wipe) if "phase1" in phase_stacks and "phase1" not in existing else 0
+    if cache is not None:
+        return max(code, _wipe_cache(say, cache, world))
+    if not wipe_cache and "phase1" in destroyed:
+        _say_cache_kept(say, existing["phase1"])
+    return code
+
+
+def _refuse_cache_wipe_without_phase1(phase_stacks: tuple[str, ...]) -> None:
+    """`--wipe-cache` goes with the destroy of phase1, which stops the mirrors that store into the cache."""
+    if "phase1" not in phase_stacks:
+        shown = "phase " + " and ".join(stack.removeprefix("phase") for stack in phase_stacks)
+        raise Refused(
+            f"--wipe-cache removes the image cache, which phase1's registry mirrors store into, so it goes with phase1's "
+            f"destroy only, and this destroy ({shown}) keeps phase1 up; nothing was destroyed. Run `uv run blueprint destroy "
+            "--wipe-cache` (everything), or this destroy without --wipe-cache"
+        )
+
+
+def _cache_to_wipe(say: Callable[[str], None], existing: Mapping[str, Any], config: Mapping[str, str], world: World) -> Path | None:
+    """The image cache folder `--wipe-cache` removes after the destroy, checked before anything is
+    destroyed; None, said, when there is nothing to wipe; `Refused` when it must not be removed.
+    """
+    from cli import image_cache
+    from components.image_cache import CACHE_MARKER
+    from stacks.config import ways_to_set
+
+    try:
+        folder = image_cache.cache_folder(existing.get("phase1"), config)
+    except image_cache.CacheConfigError as error:
+        raise Refused(f"--wipe-cache: {error}") from None
+    if folder is None:
+        say("== image cache: off (blueprint:imageCache=false): nothing to wipe")
+        return None
+    if not folder.exists():
+        say(f"== image cache: {folder} does not exist: nothing to wipe")
+        return None
+    if not (folder / CACHE_MARKER).is_file():
+        raise Refused(
+            f"--wipe-cache: {folder} has no {CACHE_MARKER}, so it is not an image cache blueprint made, and blueprint removes "
+            f"nothing from it; nothing was destroyed. If blueprint:imageCacheDir names the wrong folder, "
+            f"{ways_to_set('phase1', 'imageCacheDir', '<the cache folder>')}; if the folder is yours and you want it gone: "
+            f"rm -rf {shlex.quote(str(folder))}. Or destroy without --wipe-cache"
+        )
+    users = image_cache.cache_users(folder, world.docker)
+    if users is None:
+        raise Refused(
+            f"--wipe-cache: Docker does not answer, so whether another platform's mirrors still store into the image cache "
+            f"{folder} cannot be told; nothing was destroyed. Start Docker and run this again, or destroy without --wipe-cache "
+            "(the cache is kept)"
+        )
+    # phase1's own mirrors store into it until its destroy removes them; any other container is another platform's.
+    phase1 = existing.get("phase1") or {}
+    own = {str(endpoint).rsplit(":", 1)[0] for endpoint in (phase1.get(outputs.IMAGE_MIRRORS) or {}).values()}
+    owner = f"blueprint/phase1@{world.checkout_id()}"
+    if others := [(name, by) for name, by in users if not (name in own and by == owner)]:
+        refused = image_cache.refusal_for_users(folder, others).replace("not removing", "--wipe-cache: not removing", 1)
+        raise Refused(f"{refused} (nothing was destroyed)")
+    return folder
+
+
+def _wipe_cache(say: Callable[[str], None], folder: Path, world: World) -> int:
+    """After phase1's destroy: remove the image cache `folder`, once no container stores into it."""
+    from cli import image_cache
+    from components.image_cache import CACHE_MARKER
+
+    users = image_cache.cache_users(folder, world.docker)
+    if users is None:
+        say(
+            f"blueprint: the image cache {folder} is kept: Docker does not answer, so whether a mirror still stores into it "
+            "cannot be told; start Docker and run `uv run blueprint destroy --wipe-cache` again"
+        )
+        return 1
+    if users:
+        say(f"blueprint: {image_cache.refusal_for_users(folder, users)}")
+        return 1
+    if not (folder / CACHE_MARKER).is_file():
+        say(f"== image cache: {folder} is gone already: nothing to wipe")
+        return 0
+    wiped = world.wipe_cache(folder)
+    say(f"== {wiped.said}" if wiped.ok else f"blueprint: {wiped.said}")
+    return 0 if wiped.ok else 1
+
+
+def _say_cache_kept(say: Callable[[str], None], phase1: Mapping[str, Any]) -> None:
+    """After phase1's destroy: where the image cache stays, and how to remove it."""
+    from cli import image_cache
+
+    folder = str(phase1.get(outputs.IMAGE_CACHE_DIR) or "")
+    if folder and Path(folder).is_dir():
+        size, complete = image_cache.size_on_disk(Path(folder))
+        held = f"{'at least ' if not complete else ''}{image_cache.shown_size(size)}"
+        say(f"== the image cache {folder} ({held}) is kept for the next `up`: `uv run blueprint destroy --wipe-cache` removes it")
+
+
+def _docker(argv: Sequence[str]) -> tuple[int, str]:
+    from cli.image_cache import docker_run
+
+    return docker_run(argv)
+
+
+def _wipe_cache_folder(folder: Path) -> Any:
+    import versions
+    from cli.image_cache import WIPE_TIMEOUT, docker_run, wipe
+
+    # The kind node image, as the data folder's wipe: the machine has it, and it has `find`.
+    return wipe(folder, lambda argv: docker_run(argv, WIPE_TIMEOUT), versions.KIND_NODE_IMAGE)
 
 
 def _import_if_changed(runner: Teardown, stack: str, exported: Mapping[str, Any], state: Mapping[str, Any]) -> None:

@@ -11,6 +11,10 @@ Two `local.Command`s, so that `pulumi preview` shows exactly what will run:
   (deleting first: the name is fixed); any other change is an in-place update that reuses the
   running cluster.
 
+With the image cache on (`components/image_cache.py`), its mirrors and their `hosts.toml` files come
+before the cluster, so the nodes' first pull goes through them; they are not in the kind config, so
+turning the cache on, off or elsewhere never replaces the cluster.
+
 Nodes mount only what pods and containerd need: `containerd/` (registry `hosts.toml` files, read-only) and
 `volumes/` (the platform's PersistentVolumes). The rest of the data folder, phase2's secrets
 above all (OpenBao's keys, the CA's key, MinIO's root credentials), stays on the host: a pod
@@ -31,6 +35,7 @@ from pulumi_command import local
 
 import versions
 from components.host_folder import LEASES_FOLDER, SHELL_QUOTE, HostFolderArgs, Subfolder, host_folder
+from components.image_cache import ImageCache, ImageCacheArgs
 
 NODE_DATA_PATH = "/var/lib/blueprint"
 """Where every node mounts NODE_MOUNTS, each at `<NODE_DATA_PATH>/<subfolder>`."""
@@ -89,6 +94,9 @@ class KindClusterArgs:
     inner_owners: tuple[str, ...] = ()
     """The owners of the folders other stacks claim inside the data folder (phase2's, over phase1):
     its wipe removes those, and no one else's."""
+    image_cache_dir: Path | None = None
+    """Host folder of the image cache whose mirrors every node pulls through (`components/image_cache.py`),
+    or None for none. Not part of the kind config: the cluster is not replaced when it changes."""
     node_image: str = versions.KIND_NODE_IMAGE
 
     def __post_init__(self) -> None:
@@ -142,8 +150,10 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
         "apiVersion": "kind.x-k8s.io/v1alpha4",
         "networking": {"apiServerAddress": "127.0.0.1", "apiServerPort": args.api_server_port},
         # kind v0.31 node images still ship a version-2 containerd config, which containerd 2 migrates;
-        # this is the patch kind documents (site/content/docs/user/private-registries.md). One folder
-        # only: whether containerd splits a ':'-separated config_path is disputed.
+        # this is the patch kind documents (site/content/docs/user/private-registries.md). One folder,
+        # for GitLab's registry and the image cache's mirrors alike: containerd would take several
+        # (it splits config_path on ':', internal/cri/server/images/image_pull.go in v2.2.0), but any
+        # change here changes the kind config, which replaces the cluster.
         "containerdConfigPatches": [
             f'[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "{NODE_DATA_PATH}/{REGISTRY_HOSTS_SUBDIR}"'
         ],
@@ -295,6 +305,23 @@ class KindCluster(pulumi.ComponentResource):
             opts=child,
         )
 
+        # Before the cluster: its nodes' first pull goes through the mirrors.
+        image_cache = (
+            ImageCache(
+                f"{name}-image-cache",
+                ImageCacheArgs(
+                    cluster_name=args.cluster_name,
+                    cache_dir=args.image_cache_dir,
+                    hosts_dir=args.data_dir / REGISTRY_HOSTS_SUBDIR,
+                    hosts_dir_claim=self.data_folder,
+                    owner=args.owner,
+                ),
+                opts=child,
+            )
+            if args.image_cache_dir
+            else None
+        )
+
         self.cluster = local.Command(
             f"{name}-cluster",
             create=CLUSTER_UP_SCRIPT,
@@ -309,7 +336,7 @@ class KindCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 child,
                 pulumi.ResourceOptions(
-                    depends_on=[self.data_folder],
+                    depends_on=[self.data_folder, *(image_cache.ready if image_cache else [])],
                     additional_secret_outputs=["stdout"],
                     replace_on_changes=["stdin", "environment"],
                     delete_before_replace=True,
@@ -317,6 +344,8 @@ class KindCluster(pulumi.ComponentResource):
             ),
         )
 
+        if image_cache:
+            image_cache.join(self.cluster)
         self.kubeconfig = pulumi.Output.secret(self.cluster.stdout)
         self.cluster_id = cluster_id(args)
         self.register_outputs({"kubeconfig": self.kubeconfig, "cluster_id": self.cluster_id})

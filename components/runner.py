@@ -149,6 +149,10 @@ class RunnerArgs:
     s3_access_key: pulumi.Input[str]
     s3_secret_key: pulumi.Input[str]
     concurrent: int = 4
+    docker_hub_mirror: str = ""
+    """`<host>:<port>` of the image cache's Docker Hub mirror (plain HTTP), or "" for none: the
+    image-build runner's jobs hand it to BuildKit, which pulls base images itself, not through the
+    node's containerd (whose hosts.toml files send it to the mirror anyway)."""
 
     @property
     def kube_namespace(self) -> str:
@@ -174,6 +178,17 @@ def _image_build_limits(args: RunnerArgs) -> str:
 """
 
 
+DOCKER_HUB_MIRROR_VARIABLE = "BLUEPRINT_DOCKER_HUB_MIRROR"
+"""The job variable that names the image cache's Docker Hub mirror to the pipeline's BuildKit
+(apps/shared-code/templates/pipeline.yml writes it into buildkitd.toml)."""
+
+
+def _job_environment(args: RunnerArgs) -> str:
+    if not (args.image_builds and args.docker_hub_mirror):
+        return ""
+    return f'  environment = ["{DOCKER_HUB_MIRROR_VARIABLE}={args.docker_hub_mirror}"]\n'
+
+
 def _build_container_context(args: RunnerArgs) -> str:
     if not args.image_builds:
         return ""
@@ -195,6 +210,7 @@ def runner_config(args: RunnerArgs) -> str:
     image = versions.BUILDKIT_IMAGE if args.image_builds else versions.JOB_DEFAULT_IMAGE
     return f"""\
 [[runners]]
+{_job_environment(args)}\
   [runners.kubernetes]
     namespace = "{{{{.Release.Namespace}}}}"
     image = "{image}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import json
 import os
 import re
@@ -68,6 +69,9 @@ class Phase1Config:
     headlamp: bool
     headlamp_admin: bool
     """Headlamp's account is cluster-admin rather than the read-only `view`."""
+    image_cache_dir: Path | None = None
+    """Absolute host path of the image cache the registry mirrors keep (`components/image_cache.py`),
+    or None when `imageCache` is false."""
 
 
 PHASE_KEYS: dict[str, frozenset[str]] = {
@@ -86,6 +90,8 @@ PHASE_KEYS: dict[str, frozenset[str]] = {
             "apiServerPort",
             "headlamp",
             "headlampAdmin",
+            "imageCache",
+            "imageCacheDir",
         }
     ),  # fmt: skip
     "phase2": frozenset(),
@@ -451,41 +457,42 @@ UNSAFE_PROJECT_EXAMPLE = "~/blueprint-data"
 """The data folder a fix suggests when the project's own path holds characters a data folder's may not."""
 
 
-def _characters_problem(text: str) -> str:
+def _characters_problem(text: str, what: str = "the data folder") -> str:
     allowed = "".join(sorted(_PATH_PUNCTUATION - {" "}))
     return (
-        f"the data folder's path may hold only letters, digits, spaces and {allowed} (it reaches shell scripts "
+        f"{what}'s path may hold only letters, digits, spaces and {allowed} (it reaches shell scripts "
         f"and Docker's mount syntax); it holds {unsafe_characters(text)}"
     )
 
 
-def data_dir_problem(path: Path, project_dir: Path) -> str | None:
-    """Why `path` (absolute) cannot hold the platform data, or None.
+def data_dir_problem(path: Path, project_dir: Path, what: str = "the data folder") -> str | None:
+    """Why `path` (absolute) cannot hold the platform data (or, as `what` says, another folder a
+    wipe removes whole: the image cache), or None.
 
     The data folder is wiped on a `preserveData=false` destroy, so it must never be a folder
     whose removal would take something else with it, nor one whose path a shell could misread.
     """
     if unsafe_characters(str(path)):
-        return _characters_problem(str(path))
+        return _characters_problem(str(path), what)
     if ".git" in path.parts:
-        return "the data folder must not be inside a .git folder"
+        return f"{what} must not be inside a .git folder"
     if path == project_dir or path in project_dir.parents:
-        return "the data folder must not be the project folder or one of its parents"
+        return f"{what} must not be the project folder or one of its parents"
     if any(path == home or path in home.parents for home in own_homes()):
-        return "the data folder must not be the home folder or one of its parents; a folder inside it, such as ~/blueprint-data, is fine"
+        return f"{what} must not be the home folder or one of its parents; a folder inside it, such as ~/blueprint-data, is fine"
     if tree := next((tree for tree in SYSTEM_TREES if path == tree or tree in path.parents), None):
-        return f"the data folder must not be inside {tree}, which belongs to the operating system"
+        return f"{what} must not be inside {tree}, which belongs to the operating system"
     if path in SHARED_FOLDERS:
-        return f"the data folder must not be {path} itself, which holds other folders; a folder inside it ({path / 'blueprint'}) is fine"
+        return f"{what} must not be {path} itself, which holds other folders; a folder inside it ({path / 'blueprint'}) is fine"
     # However it is written: `~bob/x` is refused as such (`home_problem`), and so is `/home/bob/x`.
     for home, user in other_homes().items():
         if path == home or home in path.parents:
             return (
-                f"the data folder must not be in {home}, the home folder of {user}: not yours to fill with secrets or to wipe; "
+                f"{what} must not be in {home}, the home folder of {user}: not yours to fill with secrets or to wipe; "
                 "use one in your own home, such as ~/blueprint-data"
             )
         if path in home.parents:
-            return f"the data folder must not hold {home}, the home folder of {user}, which a wipe would remove with it"
+            return f"{what} must not hold {home}, the home folder of {user}, which a wipe would remove with it"
     inside = project_dir / DATA_PARENT
     if project_dir in path.parents and inside not in path.parents:
         return f"a data folder inside the project must be inside {DATA_PARENT}/, {_OUTSIDE_INFRA_DATA}"
@@ -512,6 +519,55 @@ def data_dir_value_problem(value: str, project_dir: Path) -> str | None:
     if not Path(value).expanduser().is_absolute() and (project_dir / DATA_PARENT) not in as_written.parents:
         return f"a relative data folder must be inside {DATA_PARENT}/, {_OUTSIDE_INFRA_DATA}"
     return None
+
+
+IMAGE_CACHE = "the image cache folder"
+
+
+def default_image_cache_dir(environ: Mapping[str, str] = os.environ, system: str | None = None) -> Path:
+    """Where the image cache lives when `imageCacheDir` is empty: the user's cache folder (macOS's
+    ~/Library/Caches; elsewhere XDG_CACHE_HOME when it is absolute, else ~/.cache), `blueprint/images`
+    in it. Outside every data folder, so no wipe of the data takes it, and shared by every checkout
+    of this user, so a second checkout downloads nothing either.
+    """
+    system = system or os.uname().sysname
+    xdg = environ.get("XDG_CACHE_HOME", "")
+    if system == "Darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif xdg and Path(xdg).is_absolute():
+        base = Path(xdg)
+    else:
+        base = Path.home() / ".cache"
+    return base / "blueprint" / "images"
+
+
+def image_cache_dir_problem(value: str, project_dir: Path, data_dir: Path) -> str | None:
+    """Why the `imageCacheDir` setting `value` cannot be used, or None. Empty is the default
+    (`default_image_cache_dir`); otherwise an absolute path or one in the user's own home (`~/...`),
+    checked as a data folder is, since `blueprint destroy --wipe-cache` removes it whole; and never
+    inside the data folder nor holding it: each is wiped without the other.
+    """
+    if not value:
+        return None
+    if unsafe_characters(value):
+        return _characters_problem(value, IMAGE_CACHE)
+    if problem := home_problem(value):
+        return problem
+    if not Path(value).expanduser().is_absolute():
+        return f"{IMAGE_CACHE} is shared by every checkout, so it is given as an absolute path or as ~/<folder>, not relative to this one"
+    path = Path(value).expanduser().resolve()
+    if problem := data_dir_problem(path, project_dir, IMAGE_CACHE):
+        return problem
+    if path == data_dir or data_dir in path.parents:
+        return f"{IMAGE_CACHE} must not be inside the data folder ({data_dir}), which a destroy with preserveData=false wipes"
+    if path in data_dir.parents:
+        return f"{IMAGE_CACHE} must not hold the data folder ({data_dir}): `blueprint destroy --wipe-cache` would remove it"
+    return None
+
+
+def image_cache_dir(value: str) -> Path:
+    """The image cache folder `imageCacheDir = value` names (checked by `image_cache_dir_problem`)."""
+    return Path(value).expanduser().resolve() if value else default_image_cache_dir()
 
 
 CHECKOUT_ID_FILE = PROJECT_DIR / ".pulumi-state" / "blueprint-checkout-id"
@@ -602,6 +658,11 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     refused = unsafe_characters(data_dir_value) or home_problem(data_dir_value)
     data_dir = absolute_data_dir(default_string("dataDir") if refused else data_dir_value, project_dir)
 
+    image_cache = check.boolean("imageCache")
+    cache_problem = functools.partial(image_cache_dir_problem, project_dir=project_dir, data_dir=data_dir)
+    cache_value = check.text("imageCacheDir", cache_problem, example="~/.cache/blueprint/images")
+    cache_dir = image_cache_dir(cache_value) if image_cache and not cache_problem(cache_value) else None
+
     port_keys = ("httpPort", "httpsPort", "sshPort", "openbaoPort", "apiServerPort")
     ports = {key: check.integer(key, minimum=1, maximum=65535) for key in port_keys}
     unchecked = set(check.stand_ins)
@@ -634,6 +695,7 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
         ),
         headlamp=headlamp,
         headlamp_admin=headlamp_admin,
+        image_cache_dir=cache_dir,
     )
 
 

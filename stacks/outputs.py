@@ -51,11 +51,16 @@ RUNNER_NODE_LABEL = "runnerNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes CI jobs run on."""
 HEADLAMP = "headlamp"
 """Whether phase1 installed Headlamp (a plain bool): phase2 then routes `headlamp.<domain>` to it."""
+IMAGE_CACHE_DIR = "imageCacheDir"
+"""Absolute host path of the image cache (`components/image_cache.py`), or "" when phase1 runs none."""
+IMAGE_MIRRORS = "imageMirrors"
+"""Registry -> `<host>:<port>` of its mirror on kind's network, which nodes and pods reach (plain
+HTTP); empty when phase1 runs no image cache."""
 
 PHASE1 = (
     CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, VOLUMES_NODE_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
     SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
-    OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL, HEADLAMP,
+    OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL, HEADLAMP, IMAGE_CACHE_DIR, IMAGE_MIRRORS,
 )  # fmt: skip
 """Everything phase1 exports."""
 
@@ -131,7 +136,7 @@ def writer_password_file(platform: Mapping[str, Any]) -> str:
 
 def fill_newer_exports(upstream: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """`values` (the outputs of stack `upstream`) with the exports an earlier blueprint's upstream
-    lacks (phase1's HEADLAMP, phase2's OPENBAO_WRITER_PASSWORD_FILE) filled in, so the downstream
+    lacks (phase1's HEADLAMP and image cache, phase2's OPENBAO_WRITER_PASSWORD_FILE) filled in, so the downstream
     goes on instead of stopping until the upstream's next `up` exports them; and a warning for each
     fill that changes what is deployed.
     """
@@ -141,6 +146,12 @@ def fill_newer_exports(upstream: str, values: Mapping[str, Any]) -> tuple[dict[s
         warnings.append(
             "stack phase1 was brought up by an earlier blueprint and does not say whether it installed Headlamp: "
             "no route to it for now; its next `up` says (`uv run blueprint up`, or `pulumi up -s phase1`)"
+        )
+    if upstream == "phase1" and IMAGE_MIRRORS not in filled:
+        filled[IMAGE_CACHE_DIR], filled[IMAGE_MIRRORS] = "", {}
+        warnings.append(
+            "stack phase1 was brought up by an earlier blueprint, which ran no image cache: phase2 pulls everything "
+            "from the internet for now; phase1's next `up` starts the cache (`uv run blueprint up`, or `pulumi up -s phase1`)"
         )
     if upstream == "phase2" and OPENBAO_WRITER_PASSWORD_FILE not in filled and OPENBAO_ADMIN_PASSWORD_FILE in filled:
         filled[OPENBAO_WRITER_PASSWORD_FILE] = writer_password_file(filled)

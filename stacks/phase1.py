@@ -9,7 +9,7 @@ from typing import Any
 import pulumi
 from pulumi_command import local
 
-from components import kind_cluster
+from components import image_cache, kind_cluster
 from components.kind_cluster import KindCluster, KindClusterArgs
 from stacks import outputs
 from stacks.config import Phase1Config, folder_owner, load_phase1
@@ -28,6 +28,7 @@ def cluster_args(config: Phase1Config, *, owner: str, inner_owners: tuple[str, .
         ssh_port=config.ports.ssh,
         openbao_port=config.ports.openbao,
         api_server_port=config.ports.api_server,
+        image_cache_dir=config.image_cache_dir,
         owner=owner,
         inner_owners=inner_owners,
     )
@@ -111,6 +112,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.GITLAB_NODE_LABEL: kind_cluster.GITLAB_NODE_LABEL,
         outputs.RUNNER_NODE_LABEL: kind_cluster.RUNNER_NODE_LABEL,
         outputs.HEADLAMP: config.headlamp,
+        outputs.IMAGE_CACHE_DIR: str(config.image_cache_dir or ""),
+        outputs.IMAGE_MIRRORS: image_cache.mirrors(config.cluster_name) if config.image_cache_dir else {},
         **in_stack,
         outputs.DATA_FOLDER_CLAIM: cluster.data_folder,
         outputs.CLUSTER: cluster.cluster,

@@ -30,6 +30,7 @@ from components.gitlab import GitLab, GitLabArgs
 from components.gitlab_projects import GROUP as APPS_GROUP
 from components.headlamp import HeadlampArgs
 from components.headlamp_route import HeadlampRoute, HeadlampRouteArgs
+from components.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.kind_cluster import cluster_lease
 from components.minio import Minio, MinioArgs
 from components.node_registry import NodeRegistry, NodeRegistryArgs
@@ -188,6 +189,13 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     envoy = f"{gl.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
     platform_names = host_names(domain, [])
     # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
+    if inputs[outputs.IMAGE_MIRRORS]:
+        # GitLab's images onto its nodes while the data tier comes up; nothing waits for it.
+        ImagePrepull(
+            "gitlab-image-prepull",
+            ImagePrepullArgs(namespace=gitlab_namespace.metadata.name, node_selector=gitlab_nodes, images=versions.GITLAB_CHART_IMAGES),
+            opts=on_cluster,
+        )
     ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest()), target=envoy), opts=on_cluster)
     NodeRegistry(
         "node-registry",
@@ -302,6 +310,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 s3_access_key=minio.credentials_for(mn.RUNNER_CACHE).access_key,
                 s3_secret_key=minio.credentials_for(mn.RUNNER_CACHE).secret_key,
                 concurrent=2 if image_builds else 4,
+                docker_hub_mirror=str(dict(inputs[outputs.IMAGE_MIRRORS]).get("docker.io", "")),
             ),
             opts=on_cluster,
         )

@@ -244,7 +244,33 @@ def test_the_summary_prints_commands_that_show_the_root_password_and_token_from_
 
 
 def test_status_of_nothing_says_not_up() -> None:
-    assert commands.status(FakeRunner(), lambda *_: "ok").splitlines() == ["phase1: not up", "phase2: not up", "phase3: not up"]
+    text = commands.status(FakeRunner(), lambda *_: "ok", lambda phase1: [])
+    assert text.splitlines() == ["phase1: not up", "phase2: not up", "phase3: not up"]
+
+
+def test_status_ends_with_the_image_cache_read_from_phase1s_outputs_or_none_when_it_is_not_up() -> None:
+    seen: list[Any] = []
+
+    def cache(phase1: Mapping[str, Any] | None) -> list[str]:
+        seen.append(phase1)
+        return ["image cache: /cache, 1.0 GiB on disk"]
+
+    up = {outputs.IMAGE_CACHE_DIR: "/cache"}
+    text = commands.status(FakeRunner(existing={"phase1": up}), lambda *_: "ok", cache)
+    assert text.splitlines()[-1] == "image cache: /cache, 1.0 GiB on disk"
+    commands.status(FakeRunner(), lambda *_: "ok", cache)
+    assert seen == [up, None]
+
+
+def test_destroy_wipe_cache_reaches_the_destroy_which_refuses_it_when_phase1_stays() -> None:
+    out = io.StringIO()
+    args = argparse.Namespace(
+        command="destroy", phase="2", preserve_data=True, wipe_data=False, wipe_cache=True, cluster_gone=False, yes=True
+    )
+    runner = FakeRunner(existing={"phase1": {}, "phase2": PHASE2})
+    assert commands.main_for(args, runner, out) == 1
+    assert "--wipe-cache removes the image cache" in out.getvalue()
+    assert ("destroy", "phase2") not in runner.calls
 
 
 @pytest.mark.parametrize("argv", [["up", "--phase", "4"], ["destroy", "--preserve-data", "--wipe-data"], ["frobnicate"]])
@@ -389,3 +415,11 @@ def test_the_summary_of_a_cluster_alone_gives_the_kubeconfig_command_that_parses
     text = commands.summary({"phase1": {outputs.CLUSTER_NAME: "blueprint"}})
     command = text.split("(for kubectl: uv run ", 1)[1].split(")", 1)[0]
     assert _parser().parse_args(command.split()[1:]).command == "kubeconfig"
+
+
+def test_destroys_help_says_the_image_cache_is_kept_and_how_to_wipe_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["destroy", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the image cache (the registry mirrors' images) is kept whatever preserveData says: --wipe-cache removes it" in text
+    assert "--wipe-cache also remove the image cache folder (blueprint:imageCacheDir)" in text

@@ -273,3 +273,16 @@ def test_the_committed_diagram_draws_the_defaults_whatever_the_stack_files_say(
     monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:headlamp: true\n  blueprint:gitlabNodes: 5\n")
     assert run(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_every_image_cache_mirror_phase1_starts_is_drawn(plans: list[Plan], diagram: str) -> None:
+    from components.image_cache import MIRRORED_REGISTRIES, mirror_container
+
+    cluster = architecture(plans).cluster
+    for registry in MIRRORED_REGISTRIES:
+        assert f"{mirror_container(cluster, registry)}<br/>mirror of {registry} · phase1" in diagram
+    assert "cluster -.->" in diagram
+
+
+def test_without_the_image_cache_no_mirror_is_drawn() -> None:
+    assert "mirror of" not in mermaid([planned("phase1", imageCache="false")])

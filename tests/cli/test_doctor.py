@@ -85,6 +85,12 @@ class FakeMachine:
     """What is there besides `files` (folders, binaries), for `exists`."""
     user_id: int | None = 1000
     user: str | None = "dev"
+    free: int | None = 100 * GIB
+    """Free bytes on every filesystem; None: not readable."""
+    held: dict[str, int] = field(default_factory=dict)
+    """Bytes on disk under each folder (the image cache's)."""
+    read_only: set[str] = field(default_factory=set)
+    """Folders this user cannot write to."""
 
     def _installed(self, name: str) -> Path | None:
         for path in (self.home_dir / ".local/bin" / name, self.home_dir / ".pulumi/bin" / name):
@@ -135,6 +141,15 @@ class FakeMachine:
 
     def uid(self) -> int | None:
         return self.user_id
+
+    def free_bytes(self, path: str) -> int | None:
+        return self.free
+
+    def used_bytes(self, path: str) -> int:
+        return self.held.get(path, 0)
+
+    def writable(self, path: str) -> bool:
+        return path not in self.read_only
 
     def user_name(self) -> str | None:
         return self.user
@@ -1124,3 +1139,48 @@ def test_a_fix_command_that_ends_before_reading_its_input_fails_without_a_traceb
     out = io.StringIO()
     assert doctor.execute(Command(argv=("sh", "-c", "exit 3"), stdin="x" * (1 << 20)), out) == 3
     assert "(sh ended before it read all its input)" in out.getvalue()
+
+
+CACHE = Path("/home/dev/.cache/blueprint/images")
+
+
+def cache_check(machine: FakeMachine, name: str, folder: Path | None = CACHE, stack: str = "phase1") -> Check:
+    return next(check for check in doctor.image_cache_checks(machine, folder, stack) if check.name == name)
+
+
+def test_too_little_room_for_the_image_cache_fails_naming_how_to_free_it_move_it_or_turn_it_off() -> None:
+    machine = FakeMachine(free=5 * GIB, paths={"/home/dev", "/home/dev/.cache"})
+    check = cache_check(machine, doctor.CACHE_SPACE)
+    assert not check.ok
+    assert "5.0 GiB free on the filesystem of /home/dev/.cache" in check.found
+    assert "`docker image prune`" in check.fix
+    assert "`pulumi config set -s phase1 blueprint:imageCacheDir <a folder on a disk with more room>`" in check.fix
+    assert "`pulumi config set -s phase1 blueprint:imageCache false`" in check.fix
+
+
+def test_what_the_image_cache_already_holds_is_not_needed_again() -> None:
+    full = doctor.CACHE_FULL_BYTES
+    room = 2 * GIB  # less than a whole cache, more than what is left to download with the margin
+    filled = FakeMachine(free=room, paths={str(CACHE)}, held={str(CACHE): full - GIB // 2})
+    empty = FakeMachine(free=room, paths={str(CACHE)})
+    assert cache_check(filled, doctor.CACHE_SPACE).ok
+    assert not cache_check(empty, doctor.CACHE_SPACE).ok
+
+
+def test_an_image_cache_folder_that_cannot_be_made_fails_with_the_command_that_makes_it_the_users() -> None:
+    machine = FakeMachine(paths={"/srv"}, read_only={"/srv"})
+    check = cache_check(machine, doctor.CACHE_FOLDER, Path("/srv/blueprint cache"))
+    assert not check.ok
+    assert check.found == "/srv (where /srv/blueprint cache will be made) is not a folder you can write to"
+    assert """`sudo mkdir -p '/srv/blueprint cache' && sudo chown "$(id -u):$(id -g)" '/srv/blueprint cache'`""" in check.fix
+    assert "`pulumi config set -s phase1 blueprint:imageCacheDir <folder>`" in check.fix
+
+
+def test_with_the_image_cache_off_no_room_is_asked_for_it() -> None:
+    assert [(check.name, check.ok) for check in doctor.image_cache_checks(FakeMachine(free=0), None, "dev")] == [(doctor.CACHE_SPACE, True)]
+
+
+@pytest.mark.parametrize(("argv", "checked"), [(["--phase", "1"], True), (["--stack", "dev"], True), (["--phase", "2"], False)])
+def test_the_image_cache_is_checked_only_for_the_stack_that_runs_its_mirrors(argv: list[str], checked: bool) -> None:
+    _, output = doctor_output(argv, FakeMachine(free=GIB))
+    assert ("FAIL  image cache space" in output) == checked

@@ -251,7 +251,11 @@ def test_the_destroy_json_gives_each_resource_its_fate_and_each_folder_its_own(c
     assert {r["destroy"] for r in document["resources"]} <= {"delete", "retain", "forget"}
     fates = {r["name"]: r["destroy"] for r in document["resources"]}
     assert (fates["kind-cluster"], fates["kind-data-folder"]) == ("delete", "retain")
-    assert document["folders"] == [{"path": planned("phase1").outputs[outputs.DATA_DIR]["value"], "destroy": "keep"}]
+    planned_outputs = planned("phase1").outputs
+    assert document["folders"] == [
+        {"path": planned_outputs[outputs.DATA_DIR]["value"], "destroy": "keep"},
+        {"path": planned_outputs[outputs.IMAGE_CACHE_DIR]["value"], "destroy": "keep"},
+    ]
 
 
 def test_the_destroy_tree_says_why_each_resource_meets_its_fate(capsys: pytest.CaptureFixture[str]) -> None:

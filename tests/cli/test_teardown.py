@@ -14,8 +14,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import io
+import shutil
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -877,3 +878,137 @@ def test_a_data_dir_this_version_refuses_does_not_stop_a_destroy_that_keeps_the_
     code, said = run_destroy(pulumi, True, world=world(pulumi, dataDir="/srv")[0])
     assert code == 0, said
     assert not any(pulumi.is_up(stack) for stack in ("phase1", "phase2"))
+
+
+# The image cache: kept by every destroy, removed by `--wipe-cache` once phase1's destroy stopped its mirrors.
+
+
+def with_a_cache(tmp_path: Path, *, marker: bool = True, others: tuple[str, ...] = ()) -> tuple[FakePulumi, World, Path, list[list[str]]]:
+    """Every stack up, phase1's mirrors storing into a cache folder in `tmp_path` (with its marker), and
+    `others`: containers of another platform labelled with the same folder. Docker lists phase1's own
+    mirrors until phase1 is destroyed."""
+    from cli import image_cache
+    from components.image_cache import CACHE_LABEL, CACHE_MARKER, mirrors
+
+    folder = tmp_path / "images"
+    (folder / "docker.io" / "storage").mkdir(parents=True)
+    (folder / "docker.io" / "storage" / "blob").write_bytes(b"x" * 300_000)
+    if marker:
+        (folder / CACHE_MARKER).write_text("blueprint's image cache\n")
+    pulumi = FakePulumi(all_stacks())
+    own = mirrors("blueprint")
+    pulumi.stack_outputs["phase1"] = {
+        **pulumi.stack_outputs["phase1"],
+        outputs.IMAGE_CACHE_DIR: (str(folder), False),
+        outputs.IMAGE_MIRRORS: (own, False),
+    }
+    asked: list[list[str]] = []
+
+    def docker(argv: Sequence[str]) -> tuple[int, str]:
+        asked.append(list(argv))
+        assert argv[:5] == ["docker", "ps", "--all", "--filter", f"label={CACHE_LABEL}={folder}"], argv
+        listed = [f"{name}\tblueprint/phase2@elsewhere" for name in others]
+        if pulumi.is_up("phase1"):
+            listed += [f"{endpoint.split(':')[0]}\t{PHASE1_HERE}" for endpoint in own.values()]
+        return 0, "".join(f"{line}\n" for line in listed)
+
+    the_world = dataclasses.replace(world(pulumi)[0], docker=docker, wipe_cache=lambda path: image_cache.wipe(path, docker, "unused-image"))
+    return pulumi, the_world, folder, asked
+
+
+def test_wipe_cache_removes_the_cache_after_phase1s_destroy_and_says_how_much_it_freed(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert not folder.exists()
+    assert [stack for verb, stack in pulumi.calls if verb == "destroy"] == ["phase2", "phase1"]
+    assert f"== removed the image cache {folder}, freeing " in said
+    assert said.index("== phase1: pulumi destroy") < said.index("removed the image cache")
+
+
+def test_every_destroy_keeps_the_image_cache_and_says_how_to_remove_it(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0, said
+    assert (folder / "docker.io" / "storage" / "blob").exists()
+    assert f"== the image cache {folder} (" in said
+    assert "is kept for the next `up`: `uv run blueprint destroy --wipe-cache` removes it" in said
+
+
+def test_wipe_cache_with_a_destroy_that_keeps_phase1_is_refused_before_anything_is_destroyed(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    assert run_destroy(pulumi, False, phase="3")[0] == 0
+    code, said = run_destroy(pulumi, True, phase="2", world=the_world, wipe_cache=True)
+    assert code == 1
+    assert "--wipe-cache removes the image cache, which phase1's registry mirrors store into" in said
+    assert "this destroy (phase 2) keeps phase1 up; nothing was destroyed" in said
+    assert pulumi.is_up("phase2")
+    assert folder.exists()
+
+
+def test_wipe_cache_with_the_cache_off_says_there_is_nothing_to_wipe_and_goes_on(tmp_path: Path) -> None:
+    pulumi = FakePulumi(all_stacks())
+    pulumi.stack_outputs["phase1"][outputs.IMAGE_CACHE_DIR] = ("", False)
+    the_world = world(pulumi, imageCache="false")[0]
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert "== image cache: off (blueprint:imageCache=false): nothing to wipe" in said
+    assert not pulumi.is_up("phase1")
+
+
+def test_wipe_cache_of_a_folder_that_is_not_there_says_so_and_goes_on(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    shutil.rmtree(folder)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert f"== image cache: {folder} does not exist: nothing to wipe" in said
+    assert not pulumi.is_up("phase1")
+
+
+def test_wipe_cache_refuses_a_folder_without_the_cache_marker_before_anything_is_destroyed(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path, marker=False)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 1
+    assert f"--wipe-cache: {folder} has no .blueprint-image-cache, so it is not an image cache blueprint made" in said
+    assert "`pulumi config set -s phase1 blueprint:imageCacheDir <the cache folder>`" in said
+    assert pulumi.is_up("phase1")
+    assert (folder / "docker.io" / "storage" / "blob").exists()
+
+
+def test_wipe_cache_refuses_while_another_platforms_mirrors_store_into_the_folder(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path, others=("other-mirror-docker-io",))
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 1
+    assert "these containers still store into it: other-mirror-docker-io (blueprint/phase2@elsewhere)" in said
+    assert "`docker rm --force other-mirror-docker-io`" in said
+    assert pulumi.is_up("phase1")
+    assert folder.exists()
+
+
+def test_wipe_cache_is_refused_when_docker_cannot_say_who_uses_the_folder(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    silent = dataclasses.replace(the_world, docker=lambda argv: (1, "Cannot connect to the Docker daemon"))
+    code, said = run_destroy(pulumi, True, world=silent, wipe_cache=True)
+    assert code == 1
+    assert "--wipe-cache: Docker does not answer" in said
+    assert pulumi.is_up("phase1")
+    assert folder.exists()
+
+
+def test_wipe_cache_after_phase1_was_destroyed_earlier_asks_then_removes_the_cache(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    phase1 = {key: value for key, (value, _) in pulumi.stack_outputs["phase1"].items()}
+    assert run_destroy(pulumi, True, world=the_world)[0] == 0
+    questions: list[str] = []
+    kept_config = dataclasses.replace(
+        the_world, phase1_config=lambda: {**stack_config("phase1")[0], "blueprint:imageCacheDir": phase1[outputs.IMAGE_CACHE_DIR]}
+    )
+
+    def confirm(question: str) -> bool:
+        questions.append(question)
+        return True
+
+    code, said = run_destroy(pulumi, True, world=kept_config, wipe_cache=True, confirm=confirm)
+    assert code == 0, said
+    assert questions == [f"Remove the image cache {folder} (the images the next `up` would otherwise not download again)?"]
+    assert not folder.exists()

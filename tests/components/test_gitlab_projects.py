@@ -223,7 +223,7 @@ def project_copy(tmp_path: Path) -> Path:
         Path(__file__).resolve().parents[2],
         copy,
         symlinks=True,
-        ignore=shutil.ignore_patterns(".venv", ".git", "infra", "*cache*", "node_modules"),
+        ignore=shutil.ignore_patterns(".venv", ".git", "infra", "__pycache__", ".*_cache", "node_modules"),
     )
     return copy
 

@@ -5,7 +5,10 @@ to a runner whose build container has seccomp and AppArmor `Unconfined`, and not
 
 from __future__ import annotations
 
+import os
+import subprocess
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +17,8 @@ import yaml
 import versions
 from apps_manifest import APPS_DIR
 from components.gitlab_projects import GROUP
-from components.runner import BUILDKIT_USER, IMAGE_BUILD_TAG, NO_SERVICES
+from components.runner import BUILDKIT_USER, DOCKER_HUB_MIRROR_VARIABLE, IMAGE_BUILD_TAG, NO_SERVICES
+from stacks import outputs
 from tests.plans import planned
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -251,3 +255,40 @@ def test_the_image_build_runners_build_container_runs_as_buildkits_non_root_user
 def test_job_pods_get_no_service_account_token(runner: str) -> None:
     """Jobs need no Kubernetes API: the deploy job brings DEPLOY_KUBECONFIG."""
     assert kubernetes(runner)["automount_service_account_token"] is False
+
+
+# moby/buildkit v0.24.0 util/resolver/config/config.go, RegistryConfig's toml keys.
+BUILDKIT_REGISTRY_KEYS = {"mirrors", "http", "insecure", "ca", "keypair", "tlsconfigdir"}
+
+
+def buildkitd_toml(tmp_path: Path, **env: str) -> dict[str, Any]:
+    """The buildkitd.toml the pipeline's build-image job writes, run as its script runs it."""
+    pipeline = yaml.safe_load((APPS_DIR / "shared-code" / "templates" / "pipeline.yml").read_text())
+    lines = [line for line in pipeline["build-image"]["script"] if "/tmp/buildkitd.toml" in line]
+    script = "\n".join(lines).replace("/tmp/buildkitd.toml", str(tmp_path / "buildkitd.toml"))
+    base = {"PATH": os.environ["PATH"], "CI_REGISTRY": "registry.local.example.net", "CI_SERVER_TLS_CA_FILE": "/ca.crt"}
+    subprocess.run(["/bin/sh", "-ec", script], env={**base, **env}, check=True)
+    return tomllib.loads((tmp_path / "buildkitd.toml").read_text())
+
+
+def test_the_image_build_runner_names_the_docker_hub_mirror_to_its_jobs() -> None:
+    mirror = planned("phase1").outputs[outputs.IMAGE_MIRRORS]["value"]["docker.io"]
+    assert config("image-build-runner")["runners"][0]["environment"] == [f"{DOCKER_HUB_MIRROR_VARIABLE}={mirror}"]
+    assert "environment" not in config("runner")["runners"][0]
+
+
+def test_image_builds_pull_base_images_through_the_docker_hub_mirror(tmp_path: Path) -> None:
+    document = buildkitd_toml(tmp_path, **{DOCKER_HUB_MIRROR_VARIABLE: "blueprint-mirror-docker-io:5000"})
+    assert document["registry"]["docker.io"] == {"mirrors": ["blueprint-mirror-docker-io:5000"]}
+    assert document["registry"]["blueprint-mirror-docker-io:5000"] == {"http": True}
+    for registry in document["registry"].values():
+        assert set(registry) <= BUILDKIT_REGISTRY_KEYS
+
+
+def test_image_builds_without_the_cache_go_to_docker_hub_itself(tmp_path: Path) -> None:
+    assert set(buildkitd_toml(tmp_path)["registry"]) == {"registry.local.example.net"}
+
+
+def test_no_runner_names_a_mirror_when_phase1_runs_no_image_cache() -> None:
+    chart = planned("phase2", imageCache="false").one(RELEASE, "image-build-runner-chart")
+    assert "environment" not in tomllib.loads(chart["inputs"]["values"]["runners"]["config"])["runners"][0]

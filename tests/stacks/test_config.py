@@ -390,7 +390,7 @@ def readme_configuration_rows() -> dict[str, tuple[str, str]]:
     for line in table.splitlines()[2:]:
         keys, read_by, defaults = (cell.strip() for cell in line.strip("|").split("|")[:3])
         names = [name.strip(" `").removeprefix("blueprint:") for name in keys.split(" / ")]
-        values = [value.strip(" `") for value in defaults.split(" / ")]
+        values = [value.strip(" `").removeprefix('""') for value in defaults.split(" / ")]  # `""`: the empty string
         for index, name in enumerate(names):
             rows[name] = (read_by, values[min(index, len(values) - 1)])
     return rows
@@ -482,3 +482,37 @@ def test_a_plan_takes_a_secret_that_another_key_depends_on(monkeypatch: pytest.M
 def test_a_misspelt_namespace_is_told_the_key_it_most_likely_means(key: str, said: str) -> None:
     [problem] = key_problems("phase1", {key: "5"}, set_keys={key}, secret_keys=set())
     assert said in problem
+
+
+def test_the_image_cache_is_on_by_default_in_the_users_cache_folder() -> None:
+    assert parse_phase1({}).image_cache_dir == config.default_image_cache_dir()
+
+
+def test_image_cache_false_turns_the_cache_off() -> None:
+    assert parse_phase1({"imageCache": "false"}).image_cache_dir is None
+
+
+def test_the_default_cache_folder_follows_xdg_cache_home_and_macos_caches() -> None:
+    assert config.default_image_cache_dir({"XDG_CACHE_HOME": "/srv/cache"}, "Linux") == Path("/srv/cache/blueprint/images")
+    assert config.default_image_cache_dir({"XDG_CACHE_HOME": "relative"}, "Linux") == Path.home() / ".cache/blueprint/images"
+    assert config.default_image_cache_dir({}, "Darwin") == Path.home() / "Library/Caches/blueprint/images"
+
+
+def test_an_image_cache_folder_relative_to_the_checkout_is_refused() -> None:
+    message = error_for(imageCacheDir="cache")
+    assert "blueprint:imageCacheDir = 'cache'" in message
+    assert "absolute path or as ~/<folder>" in message
+
+
+def test_an_image_cache_folder_inside_the_data_folder_is_refused() -> None:
+    inside = str(PROJECT_DIR / "infra" / "data" / "shared" / "images")
+    assert "must not be inside the data folder" in error_for(imageCacheDir=inside)
+
+
+def test_an_image_cache_folder_that_holds_the_data_folder_is_refused(tmp_path: Path) -> None:
+    message = error_for(dataDir=str(tmp_path / "cache" / "data"), imageCacheDir=str(tmp_path / "cache"))
+    assert "must not hold the data folder" in message
+
+
+def test_an_image_cache_folder_is_checked_as_a_folder_a_wipe_removes() -> None:
+    assert "the image cache folder must not be inside /etc" in error_for(imageCacheDir="/etc/blueprint")

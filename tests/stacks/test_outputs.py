@@ -177,6 +177,21 @@ def test_phase2_over_a_phase1_that_does_not_export_headlamp_plans_no_route_and_w
     ]
 
 
+def test_phase2_over_a_phase1_without_the_image_cache_goes_on_without_mirrors_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A phase1 brought up before the image cache: phase2 plans, with no pre-pull and no mirror for builds."""
+    earlier = planned("phase1")
+    raw = {key: value for key, value in earlier.raw_outputs.items() if key not in (outputs.IMAGE_MIRRORS, outputs.IMAGE_CACHE_DIR)}
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warned.append(message))
+    config, secret_keys = stack_config("phase2")
+    result = _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {"phase1": dataclasses.replace(earlier, raw_outputs=raw)})
+    assert not [resource for resource in result.resources if "prepull" in resource["name"]]
+    assert [message for message in warned if "image cache" in message] == [
+        "stack phase1 was brought up by an earlier blueprint, which ran no image cache: phase2 pulls everything "
+        "from the internet for now; phase1's next `up` starts the cache (`uv run blueprint up`, or `pulumi up -s phase1`)"
+    ]
+
+
 def test_phase3_over_a_phase2_that_does_not_export_the_writer_password_file_reads_it_beside_the_admin_password(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

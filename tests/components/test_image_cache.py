@@ -1,0 +1,308 @@
+"""The image cache: pull-through mirrors before the cluster, containerd's hosts.toml pointing every
+node at them, and a cache folder that every destroy keeps.
+
+The mirrors' configuration is checked against the keys the registry reads (distribution v3.1.1,
+configuration/configuration.go: its parser ignores unknown keys, so a misspelt one would silently
+make a plain registry, not a cache), and the hosts.toml files against containerd's format
+(containerd v2.2.0, core/remotes/docker/config/hosts.go). The mirror's scripts run for real, with a
+fake `docker` on PATH that records what it is asked.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli.lifecycle import destroy_view
+from components import image_cache
+from components.image_cache import (
+    CACHE_LABEL,
+    CACHE_MARKER,
+    MIRRORED_REGISTRIES,
+    OWNER_LABEL,
+    hosts_toml,
+    mirror_config,
+    mirror_container,
+)
+from components.kind_cluster import REGISTRY_HOSTS_SUBDIR, KindClusterArgs, cluster_id
+from stacks import outputs
+from tests.plans import COMMAND, fake_command, planned, run_script, waits_for
+
+MIRROR_NAMES = [f"kind-image-cache-{registry.replace('.', '-')}" for registry in MIRRORED_REGISTRIES]
+
+# The yaml keys of distribution v3.1.1's Configuration that a mirror sets, with the keys each takes
+# (configuration/configuration.go: `Configuration`, `Log`, `HTTP`, `Proxy`; `Storage` is a map of one
+# driver to its parameters plus "maintenance", "cache", "delete", "redirect" and "tag", each a map of
+# parameters; the filesystem driver's parameters are "rootdirectory" and "maxthreads",
+# registry/storage/driver/filesystem/driver.go; "delete" takes "enabled").
+REGISTRY_KEYS: dict[str, Any] = {
+    "version": None,
+    "log": {"accesslog", "level", "formatter", "fields", "hooks", "reportcaller"},
+    "storage": {"filesystem": {"rootdirectory", "maxthreads"}, "delete": {"enabled"}, "maintenance": None, "cache": None},
+    "http": {"addr", "net", "host", "prefix", "secret", "relativeurls", "draintimeout", "tls", "headers", "debug", "http2", "h2c"},
+    "proxy": {"remoteurl", "username", "password", "exec", "ttl", "cachewritetimeout"},
+}
+# containerd v2.2.0 hostFileConfig (core/remotes/docker/config/hosts.go): the top level takes `server`
+# and the `host` table, and each host and the top level the same fields.
+CONTAINERD_HOST_KEYS = {"capabilities", "ca", "client", "skip_verify", "header", "override_path", "dial_timeout"}
+CONTAINERD_CAPABILITIES = {"pull", "resolve", "push"}
+GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+
+
+def go_duration_seconds(text: str) -> float:
+    """A Go `time.ParseDuration` string as seconds (the subset these files use)."""
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+    assert GO_DURATION.match(text), text
+    return sum(float(number) * units[unit] for number, _, unit in re.findall(r"(\d+(\.\d+)?)(ns|us|µs|ms|s|m|h)", text))
+
+
+def mirror(result: Any, registry: str) -> dict[str, Any]:
+    return dict(result.one(COMMAND, f"kind-image-cache-{registry.replace('.', '-')}"))
+
+
+def test_phase1_runs_one_mirror_per_registry_the_cache_covers() -> None:
+    result = planned("phase1")
+    assert sorted(r["name"] for r in result.resources if r["name"] in MIRROR_NAMES) == sorted(MIRROR_NAMES)
+    containers = {mirror(result, registry)["inputs"]["environment"]["CONTAINER"] for registry in MIRRORED_REGISTRIES}
+    assert len(containers) == len(MIRRORED_REGISTRIES)
+
+
+def test_the_cluster_waits_for_every_mirror_and_the_hosts_files() -> None:
+    result = planned("phase1")
+    before_cluster = waits_for(result, result.one(COMMAND, "kind-cluster")["urn"])
+    assert {result.one(COMMAND, name)["urn"] for name in [*MIRROR_NAMES, "kind-image-cache-hosts"]} <= before_cluster
+
+
+def test_the_hosts_files_are_written_after_the_data_folder_is_claimed() -> None:
+    result = planned("phase1")
+    hosts = result.one(COMMAND, "kind-image-cache-hosts")
+    assert result.one(COMMAND, "kind-data-folder")["urn"] in waits_for(result, hosts["urn"])
+    assert hosts["inputs"]["environment"]["HOSTS_DIR"] == str(Path(result.outputs[outputs.DATA_DIR]["value"]) / REGISTRY_HOSTS_SUBDIR)
+
+
+def test_the_mirrors_join_kinds_network_once_the_cluster_has_made_it() -> None:
+    result = planned("phase1")
+    network = result.one(COMMAND, "kind-image-cache-network")
+    assert result.one(COMMAND, "kind-cluster")["urn"] in network["dependsOn"]
+    containers = network["inputs"]["environment"]["CONTAINERS"].split()
+    assert sorted(containers) == sorted(mirror_container("blueprint", registry) for registry in MIRRORED_REGISTRIES)
+
+
+def test_the_dev_stack_runs_the_mirrors_of_its_own_cluster() -> None:
+    result = planned("dev", clusterName="blueprint-dev")
+    assert mirror(result, "docker.io")["inputs"]["environment"]["CONTAINER"] == mirror_container("blueprint-dev", "docker.io")
+
+
+@pytest.mark.parametrize("preserve", ["true", "false"])
+def test_every_destroy_keeps_the_cache_folder_whatever_preserve_data_says(preserve: str) -> None:
+    result = planned("phase1", preserveData=preserve)
+    view = destroy_view(result)
+    cache = result.outputs[outputs.IMAGE_CACHE_DIR]["value"]
+    assert {"path": cache, "destroy": "keep"} in (view.folders or [])
+
+
+def test_a_destroy_removes_the_mirror_containers_but_not_their_storage(tmp_path: Path) -> None:
+    command = mirror(planned("phase1"), "quay.io")
+    cache = tmp_path / "cache"
+    (cache / "quay.io" / "storage" / "docker").mkdir(parents=True)
+    calls = tmp_path / "calls"
+    fake_command(tmp_path / "bin", "docker", f'echo "$*" >> {calls}\ncase "$1" in inspect) exit 1 ;; esac\n')
+    done = run_script(command, "delete", path_prefix=tmp_path / "bin", env={"CACHE_DIR": str(cache)})
+    assert done.returncode == 0, done.stderr
+    assert f"rm --force {command['inputs']['environment']['CONTAINER']}" in calls.read_text()
+    assert (cache / "quay.io" / "storage" / "docker").is_dir()
+
+
+def test_image_cache_false_runs_no_mirror_and_writes_no_hosts_file() -> None:
+    result = planned("phase1", imageCache="false")
+    assert not [r for r in result.resources if "image-cache" in r["name"]]
+    assert result.outputs[outputs.IMAGE_MIRRORS]["value"] == {}
+    assert result.outputs[outputs.IMAGE_CACHE_DIR]["value"] == ""
+
+
+def test_the_cache_folder_is_the_configured_one(tmp_path: Path) -> None:
+    result = planned("phase1", imageCacheDir=str(tmp_path / "images"))
+    assert mirror(result, "ghcr.io")["inputs"]["environment"]["CACHE_DIR"] == str(tmp_path / "images")
+
+
+def test_turning_the_cache_on_or_moving_it_does_not_replace_the_cluster(tmp_path: Path) -> None:
+    def args(cache: Path | None) -> KindClusterArgs:
+        return KindClusterArgs(
+            cluster_name="blueprint", gitlab_nodes=3, runner_nodes=1, data_dir=tmp_path / "data", preserve_data=False,
+            http_port=80, https_port=443, ssh_port=2222, openbao_port=8200, api_server_port=6443, owner="o",
+            image_cache_dir=cache,
+        )  # fmt: skip
+
+    assert cluster_id(args(None)) == cluster_id(args(tmp_path / "a")) == cluster_id(args(tmp_path / "b"))
+
+
+@pytest.mark.parametrize("registry", list(MIRRORED_REGISTRIES))
+def test_every_key_of_a_mirrors_config_is_one_the_registry_reads(registry: str) -> None:
+    def unknown(config: dict[str, Any], allowed: Any, path: str) -> list[str]:
+        if allowed is None:
+            return []
+        if isinstance(allowed, set):
+            return [f"{path}.{key}" for key in config if key not in allowed]
+        found = []
+        for key, value in config.items():
+            if key not in allowed:
+                found.append(f"{path}.{key}")
+            elif isinstance(value, dict):
+                found += unknown(value, allowed[key], f"{path}.{key}")
+        return found
+
+    config = yaml.safe_load(mirror_config(registry))
+    assert unknown(config, REGISTRY_KEYS, "") == []
+    assert config["version"] == "0.1"  # configuration.CurrentVersion
+
+
+@pytest.mark.parametrize("registry", list(MIRRORED_REGISTRIES))
+def test_a_mirror_proxies_its_registry_and_never_expires_what_it_cached(registry: str) -> None:
+    proxy = yaml.safe_load(mirror_config(registry))["proxy"]
+    assert proxy["remoteurl"] == MIRRORED_REGISTRIES[registry]
+    # Unset, the registry deletes each image 7 days after caching it; 0 never (registry/proxy/proxyregistry.go).
+    assert go_duration_seconds(proxy["ttl"]) == 0
+
+
+def test_docker_hubs_mirror_proxies_its_registry_api_host() -> None:
+    assert yaml.safe_load(mirror_config("docker.io"))["proxy"]["remoteurl"] == "https://registry-1.docker.io"
+
+
+@pytest.mark.parametrize("registry", list(MIRRORED_REGISTRIES))
+def test_every_hosts_toml_key_is_one_containerd_reads(registry: str) -> None:
+    document = tomllib.loads(hosts_toml("blueprint", registry))
+    assert set(document) <= {"server", "host", *CONTAINERD_HOST_KEYS}
+    for host in document["host"].values():
+        assert set(host) <= CONTAINERD_HOST_KEYS
+        assert set(host["capabilities"]) <= CONTAINERD_CAPABILITIES
+        assert GO_DURATION.match(host["dial_timeout"])
+
+
+@pytest.mark.parametrize("registry", list(MIRRORED_REGISTRIES))
+def test_nodes_pull_through_the_mirror_first_and_from_the_registry_when_it_is_down(registry: str) -> None:
+    document = tomllib.loads(hosts_toml("blueprint", registry))
+    # containerd tries the hosts in order, then `server` (docs/hosts.md); resolve too, so a tag resolves offline.
+    assert list(document["host"]) == [f"http://{mirror_container('blueprint', registry)}:5000"]
+    assert set(next(iter(document["host"].values()))["capabilities"]) == {"pull", "resolve"}
+    assert document["server"] == MIRRORED_REGISTRIES[registry]
+
+
+def test_the_hosts_script_writes_one_hosts_toml_per_registry_and_its_delete_removes_them(tmp_path: Path) -> None:
+    command = planned("phase1").one(COMMAND, "kind-image-cache-hosts")
+    hosts_dir = tmp_path / "certs.d"
+    (hosts_dir / "registry.local.example.net").mkdir(parents=True)  # phase2's, not the cache's
+    assert run_script(command, "create", env={"HOSTS_DIR": str(hosts_dir)}).returncode == 0
+    for registry in MIRRORED_REGISTRIES:
+        assert (hosts_dir / registry / "hosts.toml").read_text() == hosts_toml("blueprint", registry)
+    assert run_script(command, "delete", env={"HOSTS_DIR": str(hosts_dir)}).returncode == 0
+    assert sorted(path.name for path in hosts_dir.iterdir()) == ["registry.local.example.net"]
+
+
+DOCKER_LOG = """\
+echo "$*" >> "$CALLS"
+case "$1 $2" in
+  "info "*) [ -n "${DOCKER_DOWN:-}" ] && exit 1; echo "${SECURITY:-[name=seccomp]}"; exit 0 ;;
+  "network inspect") [ -n "${KIND_NETWORK:-}" ] || exit 1 ;;
+  "inspect -f")
+    [ -n "${EXISTING_LABELS:-}" ] || exit 1
+    case "$3" in *owner*) echo "$EXISTING_OWNER" ;; *) echo "$EXISTING_SPEC" ;; esac ;;
+esac
+exit 0
+"""
+
+
+@pytest.fixture
+def docker(tmp_path: Path) -> Path:
+    fake_command(tmp_path / "bin", "docker", DOCKER_LOG)
+    return tmp_path / "bin"
+
+
+def run_mirror(tmp_path: Path, docker: Path, **env: str) -> tuple[Any, list[str]]:
+    command = mirror(planned("phase1"), "docker.io")
+    calls = tmp_path / "calls"
+    calls.unlink(missing_ok=True)
+    done = run_script(command, "create", path_prefix=docker, env={"CALLS": str(calls), "CACHE_DIR": str(tmp_path / "cache"), **env})
+    return done, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_a_mirror_starts_as_the_host_user_storing_in_the_cache_folder(tmp_path: Path, docker: Path) -> None:
+    done, calls = run_mirror(tmp_path, docker)
+    assert done.returncode == 0, done.stderr
+    run = next(call for call in calls if call.startswith("run "))
+    assert re.search(r"--user=\d+:\d+", run)
+    assert f"--label {CACHE_LABEL}={tmp_path / 'cache'}" in run
+    assert f"{tmp_path / 'cache' / 'docker.io' / 'storage'}:/var/lib/registry" in run
+    assert (tmp_path / "cache" / CACHE_MARKER).is_file()
+    assert yaml.safe_load((tmp_path / "cache" / "docker.io" / "config.yml").read_text()) == yaml.safe_load(mirror_config("docker.io"))
+
+
+def test_a_mirror_publishes_no_host_port(tmp_path: Path, docker: Path) -> None:
+    _, calls = run_mirror(tmp_path, docker)
+    run = next(call for call in calls if call.startswith("run "))
+    assert " -p " not in run
+    assert "--publish" not in run
+
+
+def test_a_mirror_joins_kinds_network_when_it_exists_and_docker_default_before(tmp_path: Path, docker: Path) -> None:
+    _, before = run_mirror(tmp_path, docker)
+    _, after = run_mirror(tmp_path, docker, KIND_NETWORK="yes")
+    assert "--network=bridge" in next(call for call in before if call.startswith("run "))
+    assert "--network=kind" in next(call for call in after if call.startswith("run "))
+
+
+def test_rootless_docker_runs_the_mirror_as_its_own_root_which_is_the_host_user(tmp_path: Path, docker: Path) -> None:
+    _, calls = run_mirror(tmp_path, docker, SECURITY="[name=seccomp name=rootless]")
+    assert "--user=0:0" in next(call for call in calls if call.startswith("run "))
+
+
+def test_a_rerun_keeps_the_mirror_that_runs_from_the_same_spec(tmp_path: Path, docker: Path) -> None:
+    _, first = run_mirror(tmp_path, docker)
+    spec = re.search(r"blueprint.mirror-spec=(\S+)", next(call for call in first if call.startswith("run ")))
+    assert spec
+    owner = mirror(planned("phase1"), "docker.io")["inputs"]["environment"]["OWNER"]
+    done, again = run_mirror(tmp_path, docker, EXISTING_LABELS="yes", EXISTING_OWNER=owner, EXISTING_SPEC=spec.group(1))
+    assert done.returncode == 0, done.stderr
+    assert not [call for call in again if call.startswith(("run ", "rm "))]
+    assert [call for call in again if call.startswith("start ")]
+
+
+def test_a_mirror_another_stack_started_is_never_taken_over(tmp_path: Path, docker: Path) -> None:
+    done, calls = run_mirror(tmp_path, docker, EXISTING_LABELS="yes", EXISTING_OWNER="blueprint/phase1@0123456789abcdef", EXISTING_SPEC="1")
+    assert done.returncode == 1
+    assert "set another blueprint:clusterName" in done.stderr
+    assert not [call for call in calls if call.startswith(("run ", "rm "))]
+
+
+def test_a_mirror_says_docker_must_run_when_it_does_not(tmp_path: Path, docker: Path) -> None:
+    done, _ = run_mirror(tmp_path, docker, DOCKER_DOWN="yes")
+    assert done.returncode == 1
+    assert "Docker does not answer" in done.stderr
+    assert "blueprint doctor" in done.stderr
+
+
+def test_phase1_exports_each_registrys_mirror_for_the_later_phases() -> None:
+    mirrors = planned("phase1").outputs[outputs.IMAGE_MIRRORS]["value"]
+    assert mirrors == {registry: f"{mirror_container('blueprint', registry)}:5000" for registry in MIRRORED_REGISTRIES}
+    assert mirrors == image_cache.mirrors("blueprint")
+
+
+def test_the_owner_label_names_the_stack() -> None:
+    environment = mirror(planned("phase1"), "docker.io")["inputs"]["environment"]
+    assert environment["OWNER"].startswith("blueprint/phase1@")
+    assert OWNER_LABEL in mirror(planned("phase1"), "docker.io")["inputs"]["create"]
+
+
+def test_the_network_join_runs_again_whenever_a_mirror_or_the_cluster_is_made_anew() -> None:
+    result = planned("phase1")
+    triggers = result.one(COMMAND, "kind-image-cache-network")["inputs"]["triggers"]
+    # The plan's stand-in id of a resource is `<name>-id` (cli/plan.py `_stand_in_id`).
+    assert sorted(triggers) == sorted(f"{name}-id" for name in ["kind-cluster", *MIRROR_NAMES])
+
+
+def test_the_mirrors_accept_no_delete() -> None:
+    assert "delete" not in yaml.safe_load(mirror_config("docker.io"))["storage"]
