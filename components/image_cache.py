@@ -140,21 +140,33 @@ if owner=$(docker inspect -f '{{{{index .Config.Labels "{OWNER_LABEL}"}}}}' "$CO
 fi
 spec=$(printf '%s\\n' "$IMAGE" "$MIRROR_CONFIG" "$CACHE_DIR" | cksum | cut -d ' ' -f 1)
 if [ "$(docker inspect -f '{{{{index .Config.Labels "{SPEC_LABEL}"}}}}' "$CONTAINER" 2>/dev/null)" = "$spec" ]; then
-  docker start "$CONTAINER" >/dev/null
-  exit 0
+  docker start "$CONTAINER" >/dev/null || failed=yes
+else
+  docker rm -f "$CONTAINER" >/dev/null 2>&1 || true
+  # As the host user, so that the user can remove what it stores; rootless Docker maps its root to
+  # that user already, and a --user there would be a sub-uid the host user cannot write as.
+  user="--user=$(id -u):$(id -g)"
+  case "$(docker info -f '{{{{.SecurityOptions}}}}' 2>/dev/null)" in *rootless*) user="--user=0:0" ;; esac
+  network=bridge
+  if docker network inspect {DOCKER_NETWORK} >/dev/null 2>&1; then network={DOCKER_NETWORK}; fi
+  echo "blueprint: starting $CONTAINER, the image cache's mirror of $REGISTRY, over $(quoted "$folder")" >&2
+  docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$network" "$user" \\
+    --label "{CACHE_LABEL}=$CACHE_DIR" --label "{OWNER_LABEL}=$OWNER" --label "{SPEC_LABEL}=$spec" \\
+    --volume "$folder/{STORAGE}:/var/lib/registry" --volume "$folder/config.yml:/etc/distribution/config.yml:ro" \\
+    "$IMAGE" >/dev/null || failed=yes
 fi
-docker rm -f "$CONTAINER" >/dev/null 2>&1 || true
-# As the host user, so that the user can remove what it stores; rootless Docker maps its root to
-# that user already, and a --user there would be a sub-uid the host user cannot write as.
-user="--user=$(id -u):$(id -g)"
-case "$(docker info -f '{{{{.SecurityOptions}}}}' 2>/dev/null)" in *rootless*) user="--user=0:0" ;; esac
-network=bridge
-if docker network inspect {DOCKER_NETWORK} >/dev/null 2>&1; then network={DOCKER_NETWORK}; fi
-echo "blueprint: starting $CONTAINER, the image cache's mirror of $REGISTRY, over $(quoted "$folder")" >&2
-docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$network" "$user" \\
-  --label "{CACHE_LABEL}=$CACHE_DIR" --label "{OWNER_LABEL}=$OWNER" --label "{SPEC_LABEL}=$spec" \\
-  --volume "$folder/{STORAGE}:/var/lib/registry" --volume "$folder/config.yml:/etc/distribution/config.yml:ro" \\
-  "$IMAGE" >/dev/null
+# A registry that refuses its configuration or its folder exits at once: give it a moment, and show why.
+[ -n "${{failed:-}}" ] || {{ sleep 2; [ "$(docker inspect -f '{{{{.State.Running}}}}' "$CONTAINER" 2>/dev/null)" = true ]; }} || {{
+  docker logs --tail 20 "$CONTAINER" >&2 2>&1 || true
+  failed=yes
+}}
+if [ -n "${{failed:-}}" ]; then
+  docker rm --force "$CONTAINER" >/dev/null 2>&1 || true  # so the next `up` starts it anew
+  stack=${{OWNER#*/}}
+  echo "blueprint: the image cache's mirror of $REGISTRY ($CONTAINER) did not start (Docker said why above). The" \\
+    "platform comes up without the cache too: pulumi config set -s $(quoted "${{stack%@*}}") blueprint:imageCache false" >&2
+  exit 1
+fi
 """
 """Start the mirror of $REGISTRY, or keep the one that runs when it was started from the same image,
 configuration and folder (an `up` re-run after a crash half-way finds it so)."""

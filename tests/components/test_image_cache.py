@@ -209,8 +209,10 @@ case "$1 $2" in
   "info "*) [ -n "${DOCKER_DOWN:-}" ] && exit 1; echo "${SECURITY:-[name=seccomp]}"; exit 0 ;;
   "network inspect") [ -n "${KIND_NETWORK:-}" ] || exit 1 ;;
   "inspect -f")
+    case "$3" in *Running*) [ -n "${NOT_RUNNING:-}" ] && echo false || echo true; exit 0 ;; esac
     [ -n "${EXISTING_LABELS:-}" ] || exit 1
     case "$3" in *owner*) echo "$EXISTING_OWNER" ;; *) echo "$EXISTING_SPEC" ;; esac ;;
+  "logs "*) echo "configuration error: unknown storage driver" >&2 ;;
 esac
 exit 0
 """
@@ -219,6 +221,7 @@ exit 0
 @pytest.fixture
 def docker(tmp_path: Path) -> Path:
     fake_command(tmp_path / "bin", "docker", DOCKER_LOG)
+    fake_command(tmp_path / "bin", "sleep", "exit 0\n")  # the script waits 2 s for a registry that exits at once
     return tmp_path / "bin"
 
 
@@ -306,3 +309,35 @@ def test_the_network_join_runs_again_whenever_a_mirror_or_the_cluster_is_made_an
 
 def test_the_mirrors_accept_no_delete() -> None:
     assert "delete" not in yaml.safe_load(mirror_config("docker.io"))["storage"]
+
+
+def test_the_kind_config_points_every_registry_the_nodes_pull_from_at_its_mirror() -> None:
+    from cli.images import CONTAINERD, images
+    from tests.plans import kind_config_of
+
+    plans = [planned("phase1"), planned("phase2"), planned("phase3")]
+    pulled = {image.registry for image in images(plans) if image.puller == CONTAINERD}
+    phase1 = plans[0]
+    # containerd reads the hosts.toml files from the folder the kind config names, which the nodes mount
+    # from the data folder's containerd/certs.d, where phase1 writes one per mirrored registry.
+    patch = kind_config_of(phase1)["containerdConfigPatches"][0]
+    assert f'config_path = "/var/lib/blueprint/{REGISTRY_HOSTS_SUBDIR}"' in patch
+    written = phase1.one(COMMAND, "kind-image-cache-hosts")["inputs"]["create"]
+    for registry in pulled:
+        assert f'"$HOSTS_DIR"/{registry}/hosts.toml' in written, registry
+        assert f"http://{mirror_container('blueprint', registry)}:5000" in written, registry
+
+
+def test_a_mirror_that_exits_at_once_fails_the_up_with_its_log_and_how_to_go_on_without_the_cache(tmp_path: Path, docker: Path) -> None:
+    done, calls = run_mirror(tmp_path, docker, NOT_RUNNING="yes")
+    assert done.returncode == 1
+    assert "configuration error: unknown storage driver" in done.stderr
+    assert "pulumi config set -s phase1 blueprint:imageCache false" in done.stderr
+    assert calls[-1].startswith("rm --force ")  # the next `up` starts it anew, not the broken one again
+
+
+def test_a_mirror_docker_refuses_to_run_fails_the_up(tmp_path: Path, docker: Path) -> None:
+    fake_command(docker, "docker", DOCKER_LOG.replace("exit 0\n", 'case "$1" in run) exit 125 ;; esac\nexit 0\n'))
+    done, _ = run_mirror(tmp_path, docker)
+    assert done.returncode == 1
+    assert "did not start" in done.stderr
