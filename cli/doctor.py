@@ -952,7 +952,8 @@ def image_cache_checks(machine: Machine, folder: Path | None, stack: str) -> lis
     if free >= needed:
         return [writable, Check(name=CACHE_SPACE, ok=True, found=found)]
     fix = (
-        f"free {shown_size(needed - free)} on that filesystem (`docker image prune` removes the images no container uses); "
+        f"free {shown_size(needed - free)} on that filesystem (`docker image prune -a` removes the images no container "
+        "uses, if Docker keeps them there); "
         f"or put the cache on a disk with more room: {elsewhere}; or run without a cache (every up downloads every image "
         f"again): {off}"
     )

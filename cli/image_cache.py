@@ -6,16 +6,19 @@ Docker is asked through a `DockerRun` (argv -> exit code and output), so the tes
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.image_cache import CACHE_LABEL, CACHE_MARKER, OWNER_LABEL
+from components.image_cache import CACHE_LABEL, CACHE_MARKER, MIRRORED_REGISTRIES, OWNER_LABEL, mirror_container
 from stacks import outputs
 
 DockerRun = Callable[[Sequence[str]], tuple[int, str]]
@@ -129,8 +132,34 @@ def mirror_states(containers: Sequence[str], run: DockerRun) -> dict[str, str] |
     states = {}
     for name in containers:
         status = found.get(name)
-        states[name] = "down (no such container)" if status is None else "up" if status.startswith("Up") else f"down ({status})"
+        if status is None:
+            states[name] = "down (no such container)"
+        elif status.startswith("Up"):
+            states[name] = "up"
+        elif status.startswith("Restarting"):
+            # --restart=unless-stopped brings back a registry that exits at once: distribution v3.1.1 asks
+            # its upstream's /v2/ as it starts and panics when that fails (registry/proxy/proxyauth.go
+            # getAuthURLs, registry/handlers/app.go NewRegistryPullThroughCache), as on a bad config.
+            states[name] = (
+                f"restarting ({status}): the registry it mirrors was unreachable when it started, or its config is refused; "
+                f"`docker logs {shlex.quote(name)}` says which"
+            )
+        else:
+            states[name] = f"down ({status})"
     return states
+
+
+def mirror_containers(phase1: Mapping[str, Any]) -> dict[str, str]:
+    """Each registry phase1's last `up` mirrored -> its mirror's container: `mirror_container` of phase1's
+    cluster, else the host of its endpoint without the final dot of a rooted DNS name.
+    """
+    cluster = str(phase1.get(outputs.CLUSTER_NAME) or "")
+    return {
+        registry: mirror_container(cluster, registry)
+        if cluster and registry in MIRRORED_REGISTRIES
+        else str(endpoint).rsplit(":", 1)[0].removesuffix(".")
+        for registry, endpoint in sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items())
+    }
 
 
 def status_lines(
@@ -158,7 +187,7 @@ def status_lines(
         return [*lines, "  mirrors: none (phase1 is not up)"]
     if not mirrors:
         return [*lines, "  mirrors: none (phase1's last `up` ran none)"]
-    containers = {registry: str(endpoint).rsplit(":", 1)[0] for registry, endpoint in sorted(mirrors.items())}
+    containers = mirror_containers(phase1)
     states = mirror_states(list(containers.values()), run)
     for registry, container in containers.items():
         state = "unknown (Docker does not answer)" if states is None else states[container]
@@ -174,63 +203,166 @@ class Wiped:
     said: str
 
 
-def _left(folder: Path) -> list[Path]:
-    return [path for path in folder.iterdir() if path.name != CACHE_MARKER] if folder.is_dir() else []
+def user_name(uid: int) -> str:
+    """The login name of `uid`, else `uid <n>`."""
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
-def _mounts_inside(folder: Path) -> list[str]:
-    """Folders inside `folder` on another filesystem: nothing is removed from them."""
-    device = folder.stat().st_dev
+def _registry_folders(fd: int) -> list[str]:
+    """The folders blueprint's mirrors store into in the cache folder open as `fd`: one per mirrored
+    registry (its config.yml, `.config.*` drafts and storage/), real folders only, no link.
+    """
     found = []
-    for root, dirs, _ in os.walk(folder):
-        for name in list(dirs):
-            path = os.path.join(root, name)
-            try:
-                if os.lstat(path).st_dev != device:
-                    found.append(path)
-                    dirs.remove(name)
-            except OSError:
-                continue
+    for registry in MIRRORED_REGISTRIES:
+        try:
+            if stat.S_ISDIR(os.stat(registry, dir_fd=fd, follow_symlinks=False).st_mode):
+                found.append(registry)
+        except OSError:
+            continue
     return found
+
+
+def _mounts_inside(fd: int, names: Sequence[str]) -> list[str]:
+    """Folders among `names` (in the folder open as `fd`), or inside them, on another filesystem:
+    nothing is removed from them.
+    """
+    device = os.fstat(fd).st_dev
+    found = []
+    for name in names:
+        try:
+            if os.stat(name, dir_fd=fd, follow_symlinks=False).st_dev != device:
+                found.append(name)
+                continue
+        except OSError:
+            continue
+        for root, dirs, _, root_fd in os.fwalk(name, dir_fd=fd):
+            for inner in list(dirs):
+                try:
+                    if os.stat(inner, dir_fd=root_fd, follow_symlinks=False).st_dev != device:
+                        found.append(os.path.join(root, inner))
+                        dirs.remove(inner)
+                except OSError:
+                    continue
+    return found
+
+
+def _resolved_path(fd: int, folder: Path) -> str:
+    """The path the folder open as `fd` has now: the kernel's (/proc/self/fd on Linux, which follows a
+    rename), else `folder` with its links resolved (macOS).
+    """
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(folder)
+
+
+def _names(path: str, info: os.stat_result) -> bool:
+    """Whether `path`, its last part not followed, is the file `info` describes."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)
 
 
 def wipe(folder: Path, run: DockerRun, image: str, measure: Callable[[Path], tuple[int, bool]] = size_on_disk) -> Wiped:
     """Remove the image cache `folder`, which has its `CACHE_MARKER` and which no container uses (the caller
-    checked). What the user cannot remove goes through a one-shot container of `image`, which the
-    machine already has (as the data folder's wipe does); the marker goes last, so a wipe that stops
-    half-way can be run again.
+    checked): only what blueprint writes there, each mirrored registry's folder, then the marker, then
+    the folder if nothing else is left in it. The folder is opened once, not through a link, and must
+    be the user's; everything is removed relative to that open folder, so a link another user swaps in
+    for it (in a shared parent such as /tmp) leads nowhere. What the user cannot remove goes through a
+    one-shot container of `image`, which the machine already has (as the data folder's wipe does); the
+    marker goes last, so a wipe that stops half-way can be run again.
     """
-    by_hand = f"sudo rm -rf {shlex.quote(str(folder))}"
-    if folder.is_symlink() or not folder.is_dir():
-        return Wiped(False, f"not removing {folder}: it is not a folder (a link, or a file); remove it yourself if it is yours: {by_hand}")
-    if mounts := _mounts_inside(folder):
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return Wiped(True, f"the image cache {folder} is gone already: nothing to wipe")
+    except OSError as error:
+        quoted = shlex.quote(str(folder))
+        if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+            return Wiped(
+                False,
+                f"not removing the image cache {folder}: it cannot be opened ({error.strerror}); nothing was removed. If it "
+                f"is yours: chmod u+rwx {quoted}, then run `uv run blueprint destroy --wipe-cache` again",
+            )
+        return Wiped(
+            False, f"not removing {folder}: it is not a folder (a link, or a file); remove it yourself if it is yours: rm -f {quoted}"
+        )
+    try:
+        return _wipe_open(folder, fd, run, image, measure)
+    finally:
+        os.close(fd)
+
+
+def _wipe_open(folder: Path, fd: int, run: DockerRun, image: str, measure: Callable[[Path], tuple[int, bool]]) -> Wiped:
+    info = os.fstat(fd)
+    if info.st_uid != os.getuid():
         return Wiped(
             False,
-            f"not removing the image cache {folder}: another filesystem is mounted inside it ({', '.join(mounts)}), and "
-            "blueprint removes nothing from one; unmount it (`sudo umount <that folder>`), then run the destroy again",
+            f"not removing the image cache {folder}: it belongs to {user_name(info.st_uid)}, not to you "
+            f"({user_name(os.getuid())}), and blueprint removes only a cache folder of yours. If blueprint:imageCacheDir "
+            "names a folder someone else made, set another one; if the folder is the cache, its owner removes it",
         )
-    before, _ = measure(folder)
-    for path in _left(folder):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
-    if _left(folder):
-        # Files of another uid (a mirror Docker ran as root): removed as root, in a container.
-        argv = ["docker", "run", "--rm", "--network", "none", "--user", "0", "--pull", "never", "--volume", f"{folder}:/blueprint-cache"]
-        argv += ["--entrypoint", "find", image, "/blueprint-cache", "-mindepth", "1", "-xdev", "!", "-path"]
-        argv += [f"/blueprint-cache/{CACHE_MARKER}", "-delete"]
+    try:
+        marked = stat.S_ISREG(os.stat(CACHE_MARKER, dir_fd=fd, follow_symlinks=False).st_mode)
+    except OSError:
+        marked = False
+    if not marked:
+        return Wiped(
+            False, f"not removing {folder}: it has no {CACHE_MARKER}, so it is not an image cache blueprint made; nothing was removed"
+        )
+    names = _registry_folders(fd)
+    if mounts := _mounts_inside(fd, names):
+        return Wiped(
+            False,
+            f"not removing the image cache {folder}: another filesystem is mounted inside it "
+            f"({', '.join(str(folder / mount) for mount in mounts)}), and blueprint removes nothing from one; unmount it "
+            "(`sudo umount <that folder>`), then run the destroy again",
+        )
+    before = sum(measure(folder / name)[0] for name in names)
+    for name in names:
+        shutil.rmtree(name, ignore_errors=True, dir_fd=fd)
+    if left := _registry_folders(fd):
+        # Files of another uid (a mirror Docker ran as root): removed as root, in a container. Docker
+        # mounts by path: the path the open folder has now, checked to be it right before the run.
+        path = _resolved_path(fd, folder)
+        if not _names(path, info):
+            return Wiped(
+                False,
+                f"not removing the rest of the image cache {folder}: the folder changed while it was being removed (its "
+                f"path no longer names the folder blueprint opened), so Docker was not asked; look at it, then run "
+                "`uv run blueprint destroy --wipe-cache` again",
+            )
+        argv = ["docker", "run", "--rm", "--network", "none", "--user", "0", "--pull", "never", "--volume", f"{path}:/blueprint-cache"]
+        argv += ["--entrypoint", "find", image, *(f"/blueprint-cache/{name}" for name in left), "-xdev", "-delete"]
         run(argv)
-    if _left(folder):
-        after, _ = measure(folder)
+    if left := _registry_folders(fd):
+        after = sum(measure(folder / name)[0] for name in left)
+        by_hand = "sudo rm -rf " + " ".join(shlex.quote(str(folder / name)) for name in left)
         return Wiped(
             False,
             f"could not remove all of the image cache {folder} ({shown_size(after)} left: files of another user, and Docker "
-            f"could not remove them with its image {image}); remove it by hand: {by_hand}",
+            f"could not remove them with its image {image}); remove them by hand: {by_hand}; then run "
+            "`uv run blueprint destroy --wipe-cache` again",
         )
-    (folder / CACHE_MARKER).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(CACHE_MARKER, dir_fd=fd)
+    freed = f"freeing {shown_size(before)}"
+    if others := sorted(os.listdir(fd)):
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        return Wiped(
+            True, f"removed the image cache's mirror folders from {folder}, {freed}, and left {folder}: it holds other files ({shown})"
+        )
+    if not _names(str(folder), info):
+        return Wiped(True, f"emptied the image cache {folder}, {freed}, and left the folder itself (its path no longer names it)")
     try:
         folder.rmdir()
     except OSError as error:
-        return Wiped(True, f"emptied the image cache {folder}, freeing {shown_size(before)}, and left the folder itself ({error.strerror})")
-    return Wiped(True, f"removed the image cache {folder}, freeing {shown_size(before)}")
+        return Wiped(True, f"emptied the image cache {folder}, {freed}, and left the folder itself ({error.strerror})")
+    return Wiped(True, f"removed the image cache {folder}, {freed}")

@@ -150,7 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     images = commands.add_parser(
         "images",
-        help="list every image the platform pulls (from the offline plans), its registry, and whether the image cache holds it",
+        help="list every image the platform pulls (from the offline plans), its registry, and whether the image cache would serve it",
         description=(
             "Every image the phase stacks pull, read from their offline plans (no Docker or network needed): its registry, "
             "who pulls it (containerd: a kind node; buildkit: a Dockerfile's FROM in CI; docker: the host's Docker), whether "

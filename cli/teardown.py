@@ -345,7 +345,7 @@ def _cache_to_wipe(say: Callable[[str], None], existing: Mapping[str, Any], conf
         )
     # phase1's own mirrors store into it until its destroy removes them; any other container is another platform's.
     phase1 = existing.get("phase1") or {}
-    own = {str(endpoint).rsplit(":", 1)[0] for endpoint in (phase1.get(outputs.IMAGE_MIRRORS) or {}).values()}
+    own = set(image_cache.mirror_containers(phase1).values())
     owner = f"blueprint/phase1@{world.checkout_id()}"
     if others := [(name, by) for name, by in users if not (name in own and by == owner)]:
         refused = image_cache.refusal_for_users(folder, others).replace("not removing", "--wipe-cache: not removing", 1)

@@ -45,9 +45,12 @@ and anything a later Kubernetes add-on pulls."""
 
 MIRROR_PORT = 5000
 """The registry's listener inside its container (the image's default `http.addr`)."""
-DOCKER_NETWORK = "kind"
-"""kind's Docker network: kind makes it on the first `kind create cluster` and never deletes it
-(sigs.k8s.io/kind pkg/cluster/internal/providers/docker/network.go), and reuses it if it exists."""
+KIND_NETWORK = 'kind_network="${KIND_EXPERIMENTAL_DOCKER_NETWORK:-kind}"'
+"""Sets $kind_network to kind's Docker network: `kind` unless KIND_EXPERIMENTAL_DOCKER_NETWORK says
+another (kind v0.31 pkg/cluster/internal/providers/docker/provider.go). kind makes it on the first
+`kind create cluster` and never deletes it (network.go), and reuses it if it exists."""
+CONTAINER_NAME_MAX = 63
+"""A mirror's container name is the host name nodes and pods look it up by: one DNS label (RFC 1035)."""
 CACHE_LABEL = "blueprint.image-cache"
 """Docker label on every mirror container: the cache folder it stores into. `--wipe-cache` refuses
 while a container still names the folder (another cluster's mirrors using it)."""
@@ -75,8 +78,13 @@ def mirror_container(cluster_name: str, registry: str) -> str:
 
 
 def mirror_endpoint(cluster_name: str, registry: str) -> str:
-    """`<host>:<port>` of `registry`'s mirror on kind's network, where nodes and pods reach it."""
-    return f"{mirror_container(cluster_name, registry)}:{MIRROR_PORT}"
+    """`<host>:<port>` of `registry`'s mirror on kind's network, where nodes and pods reach it. The
+    host is rooted (a final dot), so a resolver tries no search domain: kind passes the laptop's own
+    to the nodes, and a name looked up under one would go to the network's DNS, which could answer
+    for it (Go's resolver: net/dnsclient_unix.go `nameList` tries a rooted name alone). Docker's DNS
+    answers the same query, which is always rooted on the wire.
+    """
+    return f"{mirror_container(cluster_name, registry)}.:{MIRROR_PORT}"
 
 
 def mirrors(cluster_name: str) -> dict[str, str]:
@@ -121,14 +129,25 @@ if ! docker info >/dev/null 2>&1; then
     "('uv run blueprint doctor' checks it)" >&2
   exit 1
 fi
+if [ -L "$CACHE_DIR" ] || {{ [ -e "$CACHE_DIR" ] && [ ! -O "$CACHE_DIR" ]; }}; then
+  echo "blueprint: the image cache folder $(quoted "$CACHE_DIR") is a link, or not yours; blueprint stores only in a" \\
+    "folder of your own: set another blueprint:imageCacheDir" >&2
+  exit 1
+fi
+if [ -d "$CACHE_DIR" ] && [ ! -f "$CACHE_DIR/{CACHE_MARKER}" ] && [ -n "$(ls -A "$CACHE_DIR")" ]; then
+  echo "blueprint: the image cache folder $(quoted "$CACHE_DIR") holds files blueprint did not write, which" \\
+    "'uv run blueprint destroy --wipe-cache' must never take for its own: set blueprint:imageCacheDir to a new or empty folder" >&2
+  exit 1
+fi
 folder="$CACHE_DIR/$REGISTRY"
 if ! mkdir -p "$folder/{STORAGE}"; then
   echo "blueprint: cannot make the image cache folder $(quoted "$folder"); make it writable, or set another" \\
     "blueprint:imageCacheDir" >&2
   exit 1
 fi
-[ -f "$CACHE_DIR/{CACHE_MARKER}" ] || printf '%s\\n' "blueprint's image cache (registry mirrors' storage)." \\
-  "It holds public images only; 'uv run blueprint destroy --wipe-cache' removes it." > "$CACHE_DIR/{CACHE_MARKER}"
+# Never through a link someone left at the marker's name (noclobber); another mirror may have written it first.
+[ -f "$CACHE_DIR/{CACHE_MARKER}" ] || (set -C; printf '%s\\n' "blueprint's image cache (registry mirrors' storage)." \\
+  "It holds public images only; 'uv run blueprint destroy --wipe-cache' removes it." > "$CACHE_DIR/{CACHE_MARKER}") 2>/dev/null || true
 draft=$(mktemp "$folder/.config.XXXXXX")
 printf '%s' "$MIRROR_CONFIG" > "$draft"
 chmod 0644 "$draft"
@@ -148,9 +167,12 @@ else
   user="--user=$(id -u):$(id -g)"
   case "$(docker info -f '{{{{.SecurityOptions}}}}' 2>/dev/null)" in *rootless*) user="--user=0:0" ;; esac
   network=bridge
-  if docker network inspect {DOCKER_NETWORK} >/dev/null 2>&1; then network={DOCKER_NETWORK}; fi
+  {KIND_NETWORK}
+  if docker network inspect "$kind_network" >/dev/null 2>&1; then network=$kind_network; fi
   echo "blueprint: starting $CONTAINER, the image cache's mirror of $REGISTRY, over $(quoted "$folder")" >&2
+  # It writes only its storage: nothing else of the container, no capability, no new privilege.
   docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$network" "$user" \\
+    --read-only --tmpfs /tmp --cap-drop=ALL --security-opt=no-new-privileges \\
     --label "{CACHE_LABEL}=$CACHE_DIR" --label "{OWNER_LABEL}=$OWNER" --label "{SPEC_LABEL}=$spec" \\
     --volume "$folder/{STORAGE}:/var/lib/registry" --volume "$folder/config.yml:/etc/distribution/config.yml:ro" \\
     "$IMAGE" >/dev/null || failed=yes
@@ -173,10 +195,11 @@ configuration and folder (an `up` re-run after a crash half-way finds it so)."""
 
 MIRROR_DOWN_SCRIPT = f"""\
 {SHELL_QUOTE}
-owner=$(docker inspect -f '{{{{index .Config.Labels "{OWNER_LABEL}"}}}}' "$CONTAINER" 2>/dev/null || true)
-if [ -n "$owner" ] && [ "$owner" != "$OWNER" ]; then
+if ! owner=$(docker inspect -f '{{{{index .Config.Labels "{OWNER_LABEL}"}}}}' "$CONTAINER" 2>/dev/null); then
+  :  # no such container (or Docker gone, and nothing of it runs): nothing to remove
+elif [ "$owner" != "$OWNER" ]; then
   echo "blueprint: leaving the container $CONTAINER, which $OWNER did not start (it says: $owner)" >&2
-elif ! docker rm --force "$CONTAINER" >/dev/null 2>&1 && docker inspect "$CONTAINER" >/dev/null 2>&1; then
+elif ! docker rm --force "$CONTAINER" >/dev/null 2>&1; then
   echo "blueprint: could not remove the mirror container $CONTAINER; remove it with:" \\
     "docker rm --force $(quoted "$CONTAINER")" >&2
 fi
@@ -185,12 +208,20 @@ fi
 
 JOIN_SCRIPT = f"""\
 set -eu
+{KIND_NETWORK}
 for container in $CONTAINERS; do
-  joined=$(docker inspect -f '{{{{range $name, $_ := .NetworkSettings.Networks}}}}{{{{$name}}}} {{{{end}}}}' "$container")
+  if ! joined=$(docker inspect -f '{{{{range $name, $_ := .NetworkSettings.Networks}}}}{{{{$name}}}} {{{{end}}}}' "$container"); then
+    echo "blueprint: warning: the image cache's mirror $container is gone (removed outside blueprint): the nodes pull" \\
+      "from that registry itself until it runs again; 'pulumi up --replace <its urn>' of its kind-image-cache-* resource" \\
+      "(pulumi stack --show-urns lists it) starts it anew" >&2
+    continue
+  fi
   case " $joined" in
-    *" {DOCKER_NETWORK} "*) ;;
-    *) docker network connect {DOCKER_NETWORK} "$container" ;;
+    *" $kind_network "*) ;;
+    *) docker network connect "$kind_network" "$container" ;;
   esac
+  # Off Docker's default network, where every other container of the machine could reach it.
+  case " $joined" in *" bridge "*) docker network disconnect bridge "$container" ;; esac
 done
 """
 """Join the mirrors to kind's network, which the first cluster made after they started (as kind's own
@@ -213,7 +244,7 @@ def hosts_removal_script(registries: tuple[str, ...]) -> str:
     """
     return (
         "rm -rf " + " ".join(f'"$HOSTS_DIR"/{shlex.quote(registry)}' for registry in registries) + "\n"
-        "echo \"blueprint: the image cache stays on this machine; 'uv run blueprint destroy --wipe-cache' removes it\" >&2\n"
+        "echo \"blueprint: the image cache stays in $CACHE_DIR; 'uv run blueprint destroy --wipe-cache' removes it\" >&2\n"
     )
 
 
@@ -282,7 +313,7 @@ class ImageCache(pulumi.ComponentResource):
             create=hosts_script(args.cluster_name, args.registries),
             update=hosts_script(args.cluster_name, args.registries),
             delete=hosts_removal_script(args.registries),
-            environment={"HOSTS_DIR": str(args.hosts_dir)},
+            environment={"HOSTS_DIR": str(args.hosts_dir), "CACHE_DIR": str(args.cache_dir)},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.hosts_dir_claim])),
         )
         self.ready = [*self.mirrors, hosts]

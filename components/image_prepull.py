@@ -1,17 +1,20 @@
-"""GitLab's images pulled onto the GitLab nodes while the data tier comes up.
+"""GitLab's images pulled through the image cache while the data tier comes up.
 
 GitLab's release is the slowest step of phase2, and waits for Postgres, Redis and MinIO; its images
-are gigabytes. This DaemonSet, on the GitLab nodes only, starts pulling them as soon as the cluster
-answers: one container per image, each sleeping in a static busybox copied into a shared emptyDir
+are gigabytes. This one pod, on a GitLab node, starts pulling them as soon as the cluster answers,
+which fills the image cache with them: when GitLab's pods start, their nodes pull from the cache on
+this machine, and the node this pod ran on has them already. One pod, not one per GitLab node: the
+mirror sends a second request for a layer it is still fetching to the registry itself
+(distribution registry/proxy/proxyblobstore.go, `inflight`), so nodes pulling the same images at
+the same moment would each download them. One container per image, each sleeping in a static busybox copied into a shared emptyDir
 by an init container, since some of those images have no shell of their own (Envoy's are
 distroless). Containers, not one init container per image as JupyterHub's image puller has it:
 init containers run one after the other, so one reference that cannot be pulled would hold back
 every pull after it; a container that cannot be pulled only retries its own. Nothing waits for it: the GitLab release does not
-depend on it, and Pulumi does not wait for its pods (`pulumi.com/skipAwait`), so a slow or failed
+depend on it, and Pulumi does not wait for its pod (`pulumi.com/skipAwait`), so a slow or failed
 pull costs GitLab nothing but the head start.
 
-It runs only with the image cache (`components/image_cache.py`): through the cache, an image the
-three GitLab nodes all pull crosses the internet once.
+It runs only with the image cache (`components/image_cache.py`), which it is there to fill.
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class ImagePrepullArgs:
     images: tuple[str, ...]
     """Exactly the references the chart renders, in the order its pods need them: another reference
     to the same image would be resolved and stored again."""
+    mirrors_joined: tuple[pulumi.Resource, ...] = ()
+    """The step that joins the mirrors to kind's network, when it is in the same graph (`dev`)."""
     busybox_image: str = versions.STATIC_BUSYBOX_IMAGE
     """Whose statically linked /bin/busybox runs in every pulled image."""
 
@@ -61,7 +66,7 @@ def container_name(index: int, image: str) -> str:
 
 
 def prepull_spec(args: ImagePrepullArgs, labels: dict[str, str]) -> dict[str, Any]:
-    """The DaemonSet's spec: copy busybox, then one container per image."""
+    """The Deployment's spec: one pod that copies busybox, then runs one container per image."""
     shared = {"name": "prepull", "mountPath": SHARED}
     copy = {
         "name": "copy-busybox",
@@ -82,9 +87,8 @@ def prepull_spec(args: ImagePrepullArgs, labels: dict[str, str]) -> dict[str, An
         for index, image in enumerate(args.images, start=1)
     ]
     return {
+        "replicas": 1,
         "selector": {"matchLabels": labels},
-        # All nodes at once: an image change starts every node's pulls together.
-        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%"}},
         "template": {
             "metadata": {"labels": labels},
             "spec": {
@@ -103,22 +107,22 @@ def prepull_spec(args: ImagePrepullArgs, labels: dict[str, str]) -> dict[str, An
 
 
 class ImagePrepull(pulumi.ComponentResource):
-    """A DaemonSet that pulls `images` onto the nodes `node_selector` picks; nothing waits for it."""
+    """A pod that pulls `images` on a node `node_selector` picks, through the image cache; nothing waits for it."""
 
     def __init__(self, name: str, args: ImagePrepullArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:ImagePrepull", name, None, opts)
         labels = {"app.kubernetes.io/name": name}
-        k8s.apps.v1.DaemonSet(
-            f"{name}-daemonset",
+        k8s.apps.v1.Deployment(
+            f"{name}-deployment",
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=name,
                 namespace=args.namespace,
                 labels=labels,
-                # pulumi-kubernetes waits for a DaemonSet's pods otherwise (provider/pkg/await/daemonset.go):
+                # pulumi-kubernetes waits for a Deployment's pods otherwise (provider/pkg/await/deployment.go):
                 # the pulls would hold `up` for as long as they take.
                 annotations={"pulumi.com/skipAwait": "true"},
             ),
             spec=as_input(prepull_spec(args, labels)),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.mirrors_joined)),
         )
         self.register_outputs({})

@@ -287,6 +287,8 @@ class KindCluster(pulumi.ComponentResource):
     """The command that claims the data folder: whatever writes under the folder waits for it."""
     cluster_id: str
     """`cluster_id(args)`: changes exactly when the cluster is replaced."""
+    image_cache_joined: local.Command | None
+    """The step that joins the image cache's mirrors to kind's network, or None without the cache."""
 
     def __init__(self, name: str, args: KindClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:KindCluster", name, None, opts)
@@ -344,8 +346,7 @@ class KindCluster(pulumi.ComponentResource):
             ),
         )
 
-        if image_cache:
-            image_cache.join(self.cluster)
+        self.image_cache_joined = image_cache.join(self.cluster) if image_cache else None
         self.kubeconfig = pulumi.Output.secret(self.cluster.stdout)
         self.cluster_id = cluster_id(args)
         self.register_outputs({"kubeconfig": self.kubeconfig, "cluster_id": self.cluster_id})

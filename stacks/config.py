@@ -336,6 +336,14 @@ def _domain_problem(domain: str) -> str | None:
     if labels[-1].isdigit():
         # No top-level domain is all digits (RFC 3696, section 2): this is an IP address, which no wildcard certificate covers.
         return "expected a DNS name, not an IP address (the platform's names are <service>.<domain>), such as local.example.net"
+    from components.image_cache import MIRRORED_REGISTRIES
+
+    if f"registry.{domain}" in MIRRORED_REGISTRIES:
+        # Both would own containerd's hosts.toml folder of that name (components/node_registry.py, image_cache.py).
+        return (
+            f"registry.{domain} is a public registry the platform pulls from, not a name for GitLab's: "
+            "use a domain of your own, such as local.example.net"
+        )
     return None
 
 
@@ -524,21 +532,16 @@ def data_dir_value_problem(value: str, project_dir: Path) -> str | None:
 IMAGE_CACHE = "the image cache folder"
 
 
-def default_image_cache_dir(environ: Mapping[str, str] = os.environ, system: str | None = None) -> Path:
-    """Where the image cache lives when `imageCacheDir` is empty: the user's cache folder (macOS's
-    ~/Library/Caches; elsewhere XDG_CACHE_HOME when it is absolute, else ~/.cache), `blueprint/images`
-    in it. Outside every data folder, so no wipe of the data takes it, and shared by every checkout
-    of this user, so a second checkout downloads nothing either.
+def default_image_cache_dir(system: str | None = None) -> Path:
+    """Where the image cache lives when `imageCacheDir` is empty: `blueprint/images` in the user's
+    cache folder (~/Library/Caches on macOS, else ~/.cache), resolved. Outside every data folder, so
+    no wipe of the data takes it, and shared by every checkout of this user, so a second checkout
+    downloads nothing either. Not XDG_CACHE_HOME: the folder is recorded in the mirrors' inputs, and
+    an `up` from a shell that set it otherwise would start them anew over an empty folder.
     """
     system = system or os.uname().sysname
-    xdg = environ.get("XDG_CACHE_HOME", "")
-    if system == "Darwin":
-        base = Path.home() / "Library" / "Caches"
-    elif xdg and Path(xdg).is_absolute():
-        base = Path(xdg)
-    else:
-        base = Path.home() / ".cache"
-    return base / "blueprint" / "images"
+    base = Path.home() / ("Library/Caches" if system == "Darwin" else ".cache")
+    return (base / "blueprint" / "images").resolve()
 
 
 def image_cache_dir_problem(value: str, project_dir: Path, data_dir: Path) -> str | None:
@@ -556,6 +559,8 @@ def image_cache_dir_problem(value: str, project_dir: Path, data_dir: Path) -> st
     if not Path(value).expanduser().is_absolute():
         return f"{IMAGE_CACHE} is shared by every checkout, so it is given as an absolute path or as ~/<folder>, not relative to this one"
     path = Path(value).expanduser().resolve()
+    if path == project_dir or project_dir in path.parents:
+        return f"{IMAGE_CACHE} is shared by every checkout: give one outside this project, such as ~/.cache/blueprint/images"
     if problem := data_dir_problem(path, project_dir, IMAGE_CACHE):
         return problem
     if path == data_dir or data_dir in path.parents:
@@ -662,6 +667,24 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     cache_problem = functools.partial(image_cache_dir_problem, project_dir=project_dir, data_dir=data_dir)
     cache_value = check.text("imageCacheDir", cache_problem, example="~/.cache/blueprint/images")
     cache_dir = image_cache_dir(cache_value) if image_cache and not cache_problem(cache_value) else None
+    if image_cache and not cache_value and (default_problem := cache_problem(str(default_image_cache_dir()))):
+        # The default is this user's cache folder, so the same checks hold for it (a dataDir inside it, a ':' in XDG_CACHE_HOME).
+        why = f"its default here, {default_image_cache_dir()}, cannot be used: {default_problem}"
+        check.fail("imageCacheDir", "", why, "~/blueprint-images")
+        cache_dir = None
+    from components.image_cache import CONTAINER_NAME_MAX, MIRRORED_REGISTRIES, mirror_container
+
+    longest = max((mirror_container(cluster_name, registry) for registry in MIRRORED_REGISTRIES), key=len)
+    if image_cache and len(longest) > CONTAINER_NAME_MAX and "clusterName" not in check.stand_ins:
+        most = len(cluster_name) - (len(longest) - CONTAINER_NAME_MAX)
+        check.fail(
+            "clusterName",
+            cluster_name,
+            f"with blueprint:imageCache on, each mirror's container is named after the cluster ({longest}), and nodes look it "
+            f"up by that name, one DNS label of at most {CONTAINER_NAME_MAX} characters: at most {most} characters here, "
+            "or set blueprint:imageCache to false",
+            cluster_name[:most].rstrip("-"),
+        )
 
     port_keys = ("httpPort", "httpsPort", "sshPort", "openbaoPort", "apiServerPort")
     ports = {key: check.integer(key, minimum=1, maximum=65535) for key in port_keys}

@@ -181,7 +181,13 @@ OPENBAO_WRITER_PASSWORD = "openbaoWriterPassword"
 with this, in the graph. A phase3 stack reads it from OPENBAO_WRITER_PASSWORD_FILE."""
 OPENBAO_INIT = "openbaoInit"
 """The resource that initialises OpenBao: in `dev`, phase3's KV writes wait for it."""
-IN_STACK_ONLY = (DATA_FOLDER_CLAIM, CLUSTER, KUBECONFIG, SEEDED_ADMIN_TOKEN, HEADLAMP_DASHBOARD, OPENBAO_WRITER_PASSWORD, OPENBAO_INIT)
+IMAGE_CACHE_JOINED = "imageCacheJoined"
+"""The step that joins the image cache's mirrors to kind's network, when phase1 runs them: in `dev`,
+phase2's pre-pull waits for it, so its pulls reach the mirrors (a phase2 stack runs once phase1 is up)."""
+IN_STACK_ONLY = (
+    DATA_FOLDER_CLAIM, CLUSTER, KUBECONFIG, SEEDED_ADMIN_TOKEN, HEADLAMP_DASHBOARD, OPENBAO_WRITER_PASSWORD, OPENBAO_INIT,
+    IMAGE_CACHE_JOINED,
+)  # fmt: skip
 
 UPSTREAM_STACK = {"phase2": "phase1", "phase3": "phase2"}
 """The stack each phase stack reads its inputs from."""

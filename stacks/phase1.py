@@ -116,6 +116,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.IMAGE_MIRRORS: image_cache.mirrors(config.cluster_name) if config.image_cache_dir else {},
         **in_stack,
         outputs.DATA_FOLDER_CLAIM: cluster.data_folder,
+        **({outputs.IMAGE_CACHE_JOINED: cluster.image_cache_joined} if cluster.image_cache_joined else {}),
         outputs.CLUSTER: cluster.cluster,
         outputs.KUBECONFIG: cluster.kubeconfig,
     }

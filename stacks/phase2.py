@@ -193,7 +193,12 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         # GitLab's images onto its nodes while the data tier comes up; nothing waits for it.
         ImagePrepull(
             "gitlab-image-prepull",
-            ImagePrepullArgs(namespace=gitlab_namespace.metadata.name, node_selector=gitlab_nodes, images=versions.GITLAB_CHART_IMAGES),
+            ImagePrepullArgs(
+                namespace=gitlab_namespace.metadata.name,
+                node_selector=gitlab_nodes,
+                images=versions.GITLAB_CHART_IMAGES,
+                mirrors_joined=tuple(inputs[key] for key in [outputs.IMAGE_CACHE_JOINED] if key in inputs),
+            ),
             opts=on_cluster,
         )
     ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest()), target=envoy), opts=on_cluster)

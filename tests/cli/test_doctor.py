@@ -1153,7 +1153,7 @@ def test_too_little_room_for_the_image_cache_fails_naming_how_to_free_it_move_it
     check = cache_check(machine, doctor.CACHE_SPACE)
     assert not check.ok
     assert "5.0 GiB free on the filesystem of /home/dev/.cache" in check.found
-    assert "`docker image prune`" in check.fix
+    assert "`docker image prune -a`" in check.fix
     assert "`pulumi config set -s phase1 blueprint:imageCacheDir <a folder on a disk with more room>`" in check.fix
     assert "`pulumi config set -s phase1 blueprint:imageCache false`" in check.fix
 

@@ -32,7 +32,7 @@ def test_files_the_user_cannot_remove_go_through_a_one_shot_container_of_an_imag
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = a_cache(tmp_path)
-    monkeypatch.setattr("cli.image_cache.shutil.rmtree", lambda path, ignore_errors=False: None)  # as EACCES would leave them
+    monkeypatch.setattr("cli.image_cache.shutil.rmtree", lambda *args, **kwargs: None)  # as EACCES would leave them
     ran: list[list[str]] = []
 
     def docker(argv: Sequence[str]) -> tuple[int, str]:
@@ -49,7 +49,7 @@ def test_files_the_user_cannot_remove_go_through_a_one_shot_container_of_an_imag
     assert ran[0][ran[0].index("--pull") + 1] == "never"
     assert ran[0][ran[0].index("--user") + 1] == "0"
     assert "kindest/node:v1" in ran[0]
-    assert f"/blueprint-cache/{CACHE_MARKER}" in ran[0], "the marker goes last, so a wipe cut short can be run again"
+    assert ran[0][ran[0].index("find") + 2 :] == ["/blueprint-cache/quay.io", "-xdev", "-delete"], "the registry's folder alone"
 
 
 def test_a_wipe_that_cannot_remove_everything_keeps_the_marker_and_says_what_to_run(
@@ -59,10 +59,10 @@ def test_a_wipe_that_cannot_remove_everything_keeps_the_marker_and_says_what_to_
     folder.mkdir()
     (folder / CACHE_MARKER).write_text("\n")
     (folder / "ghcr.io").mkdir()
-    monkeypatch.setattr("cli.image_cache.shutil.rmtree", lambda path, ignore_errors=False: None)
+    monkeypatch.setattr("cli.image_cache.shutil.rmtree", lambda *args, **kwargs: None)
     wiped = image_cache.wipe(folder, lambda argv: (125, "Unable to find image locally"), "kindest/node:v1")
     assert not wiped.ok
-    assert wiped.said.endswith(f"remove it by hand: sudo rm -rf '{tmp_path}/it'\"'\"'s cached'")
+    assert f"remove them by hand: sudo rm -rf '{tmp_path}/it'\"'\"'s cached/ghcr.io'; then" in wiped.said
     assert (folder / CACHE_MARKER).exists()
 
 
@@ -136,6 +136,147 @@ def test_status_with_an_unreadable_config_says_unknown_not_a_traceback() -> None
 def test_the_mirror_names_status_reads_are_the_containers_phase1_starts() -> None:
     from components.image_cache import mirror_container
 
-    assert {registry: endpoint.rsplit(":", 1)[0] for registry, endpoint in mirrors("blueprint").items()} == {
+    assert image_cache.mirror_containers({outputs.IMAGE_MIRRORS: mirrors("blueprint")}) == {
         registry: mirror_container("blueprint", registry) for registry in mirrors("blueprint")
     }
+
+
+def test_the_wipe_removes_only_the_registry_folders_and_the_marker(tmp_path: Path) -> None:
+    folder = a_cache(tmp_path)
+    (folder / "notes.txt").write_text("mine\n")
+    (folder / "photos").mkdir()
+    (folder / "photos" / "cat.jpg").write_bytes(b"x")
+    (folder / "docker.io" / "storage").mkdir(parents=True)
+    (folder / "docker.io" / ".config.a1b2c3").write_text("draft")
+    image_cache.wipe(folder, no_docker, "unused")
+    assert sorted(path.name for path in folder.iterdir()) == ["notes.txt", "photos"]
+    assert (folder / "photos" / "cat.jpg").exists()
+
+
+def test_the_wipe_leaves_a_folder_that_holds_other_files_and_says_so(tmp_path: Path) -> None:
+    folder = a_cache(tmp_path)
+    (folder / "notes.txt").write_text("mine\n")
+    wiped = image_cache.wipe(folder, no_docker, "unused")
+    assert wiped.ok
+    assert wiped.said.endswith(f"left {folder}: it holds other files (notes.txt)")
+    assert folder.is_dir()
+
+
+def test_the_wipe_refuses_a_folder_without_the_cache_marker(tmp_path: Path) -> None:
+    folder = a_cache(tmp_path)
+    (folder / CACHE_MARKER).unlink()
+    wiped = image_cache.wipe(folder, no_docker, "unused")
+    assert not wiped.ok
+    assert f"it has no {CACHE_MARKER}" in wiped.said
+    assert (folder / "quay.io" / "storage").is_dir()
+
+
+def test_the_wipe_refuses_a_cache_folder_another_user_owns_and_names_the_owner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = a_cache(tmp_path)
+    owner = folder.stat().st_uid
+    monkeypatch.setattr("cli.image_cache.os.getuid", lambda: owner + 4242)
+    wiped = image_cache.wipe(folder, no_docker, "unused")
+    assert not wiped.ok
+    assert f"it belongs to {image_cache.user_name(owner)}" in wiped.said
+    assert (folder / "quay.io" / "storage").is_dir()
+
+
+def a_victim(tmp_path: Path) -> Path:
+    """Another folder of the user's, with what a cache folder would hold: a link swapped in for the cache leads here."""
+    victim = tmp_path / "home"
+    (victim / "quay.io").mkdir(parents=True)
+    (victim / "quay.io" / "thesis.tex").write_text("years of work\n")
+    (victim / CACHE_MARKER).write_text("\n")
+    return victim
+
+
+def swap_for_a_link(folder: Path, victim: Path) -> Path:
+    """What another local user does in a shared parent: the cache folder moves away, a link to `victim` takes its name."""
+    moved = folder.with_name("moved")
+    if not folder.is_symlink():
+        folder.rename(moved)
+        folder.symlink_to(victim)
+    return moved
+
+
+def test_a_cache_folder_swapped_for_a_link_during_the_wipe_loses_nothing_through_the_link(tmp_path: Path) -> None:
+    folder, victim = a_cache(tmp_path), a_victim(tmp_path)
+
+    def measure(path: Path) -> tuple[int, bool]:
+        swap_for_a_link(folder, victim)  # after the wipe's checks, before it removes anything
+        return 0, True
+
+    image_cache.wipe(folder, no_docker, "unused", measure)
+    assert (victim / "quay.io" / "thesis.tex").exists()
+    assert (victim / CACHE_MARKER).exists()
+    assert not (tmp_path / "moved" / "quay.io").exists(), "what was removed is the cache folder the wipe opened"
+
+
+def test_the_one_shot_container_mounts_the_folder_the_wipe_opened_not_a_link_swapped_in_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, victim = a_cache(tmp_path), a_victim(tmp_path)
+    moved = tmp_path / "moved"
+    monkeypatch.setattr("cli.image_cache.shutil.rmtree", lambda *args, **kwargs: swap_for_a_link(folder, victim))
+    ran: list[list[str]] = []
+
+    def docker(argv: Sequence[str]) -> tuple[int, str]:
+        ran.append(list(argv))
+        return 0, ""
+
+    image_cache.wipe(folder, docker, "kindest/node:v1")
+    assert ran[0][ran[0].index("--volume") + 1] == f"{moved}:/blueprint-cache"
+
+
+def test_the_one_shot_container_is_not_run_when_the_folder_path_no_longer_names_the_folder_the_wipe_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, victim = a_cache(tmp_path), a_victim(tmp_path)
+    monkeypatch.setattr("cli.image_cache.shutil.rmtree", lambda *args, **kwargs: None)
+    monkeypatch.setattr("cli.image_cache._resolved_path", lambda fd, path: str(victim))
+    wiped = image_cache.wipe(folder, no_docker, "kindest/node:v1")
+    assert not wiped.ok
+    assert "changed while it was being removed" in wiped.said
+    assert (folder / CACHE_MARKER).exists()
+
+
+ROOTED = {
+    outputs.CLUSTER_NAME: "blueprint",
+    outputs.IMAGE_MIRRORS: {"docker.io": "blueprint-mirror-docker-io.:5000", "quay.io": "blueprint-mirror-quay-io.:5000"},
+}
+
+
+def test_status_names_each_mirror_container_from_phase1s_cluster_not_from_its_rooted_dns_endpoint(tmp_path: Path) -> None:
+    folder = a_cache(tmp_path)
+    listing = "blueprint-mirror-docker-io\tUp 3 hours\nblueprint-mirror-quay-io\tUp 3 hours\n"
+    lines = image_cache.status_lines(
+        {**ROOTED, outputs.IMAGE_CACHE_DIR: str(folder)}, lambda: {}, lambda argv: (0, listing), lambda p: (0, True)
+    )
+    assert lines[1:] == ["  mirror of docker.io (blueprint-mirror-docker-io): up", "  mirror of quay.io (blueprint-mirror-quay-io): up"]
+
+
+def test_status_without_a_recorded_cluster_name_drops_the_rooted_dns_dot_of_an_endpoint(tmp_path: Path) -> None:
+    phase1 = {outputs.IMAGE_MIRRORS: ROOTED[outputs.IMAGE_MIRRORS]}
+    assert image_cache.mirror_containers(phase1) == {"docker.io": "blueprint-mirror-docker-io", "quay.io": "blueprint-mirror-quay-io"}
+
+
+def test_status_says_a_restarting_mirror_crash_loops_and_names_the_docker_logs_that_say_why(tmp_path: Path) -> None:
+    folder = a_cache(tmp_path)
+    listing = "blueprint-mirror-docker-io\tRestarting (2) 4 seconds ago\nblueprint-mirror-quay-io\tUp 3 hours\n"
+    lines = image_cache.status_lines(
+        {**ROOTED, outputs.IMAGE_CACHE_DIR: str(folder)}, lambda: {}, lambda argv: (0, listing), lambda p: (0, True)
+    )
+    assert lines[1] == (
+        "  mirror of docker.io (blueprint-mirror-docker-io): restarting (Restarting (2) 4 seconds ago): the registry it "
+        "mirrors was unreachable when it started, or its config is refused; `docker logs blueprint-mirror-docker-io` says which"
+    )
+
+
+def test_the_wipe_refuses_a_cache_folder_that_is_a_link_and_removes_nothing_behind_it(tmp_path: Path) -> None:
+    victim = a_victim(tmp_path)
+    link = tmp_path / "images"
+    link.symlink_to(victim)
+    wiped = image_cache.wipe(link, no_docker, "unused")
+    assert not wiped.ok
+    assert wiped.said == f"not removing {link}: it is not a folder (a link, or a file); remove it yourself if it is yours: rm -f {link}"
+    assert (victim / "quay.io" / "thesis.tex").exists()

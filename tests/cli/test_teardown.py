@@ -888,7 +888,7 @@ def with_a_cache(tmp_path: Path, *, marker: bool = True, others: tuple[str, ...]
     `others`: containers of another platform labelled with the same folder. Docker lists phase1's own
     mirrors until phase1 is destroyed."""
     from cli import image_cache
-    from components.image_cache import CACHE_LABEL, CACHE_MARKER, mirrors
+    from components.image_cache import CACHE_LABEL, CACHE_MARKER, mirror_container, mirrors
 
     folder = tmp_path / "images"
     (folder / "docker.io" / "storage").mkdir(parents=True)
@@ -909,7 +909,7 @@ def with_a_cache(tmp_path: Path, *, marker: bool = True, others: tuple[str, ...]
         assert argv[:5] == ["docker", "ps", "--all", "--filter", f"label={CACHE_LABEL}={folder}"], argv
         listed = [f"{name}\tblueprint/phase2@elsewhere" for name in others]
         if pulumi.is_up("phase1"):
-            listed += [f"{endpoint.split(':')[0]}\t{PHASE1_HERE}" for endpoint in own.values()]
+            listed += [f"{mirror_container('blueprint', registry)}\t{PHASE1_HERE}" for registry in own]
         return 0, "".join(f"{line}\n" for line in listed)
 
     the_world = dataclasses.replace(world(pulumi)[0], docker=docker, wipe_cache=lambda path: image_cache.wipe(path, docker, "unused-image"))
@@ -983,6 +983,17 @@ def test_wipe_cache_refuses_while_another_platforms_mirrors_store_into_the_folde
     assert "`docker rm --force other-mirror-docker-io`" in said
     assert pulumi.is_up("phase1")
     assert folder.exists()
+
+
+def test_wipe_cache_takes_phase1s_mirrors_named_by_rooted_dns_endpoints_for_its_own(tmp_path: Path) -> None:
+    from components.image_cache import MIRRORED_REGISTRIES, mirror_container
+
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    rooted = {registry: f"{mirror_container('blueprint', registry)}.:5000" for registry in MIRRORED_REGISTRIES}
+    pulumi.stack_outputs["phase1"] = {**pulumi.stack_outputs["phase1"], outputs.IMAGE_MIRRORS: (rooted, False)}
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert not folder.exists()
 
 
 def test_wipe_cache_is_refused_when_docker_cannot_say_who_uses_the_folder(tmp_path: Path) -> None:

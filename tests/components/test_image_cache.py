@@ -106,16 +106,32 @@ def test_every_destroy_keeps_the_cache_folder_whatever_preserve_data_says(preser
     assert {"path": cache, "destroy": "keep"} in (view.folders or [])
 
 
-def test_a_destroy_removes_the_mirror_containers_but_not_their_storage(tmp_path: Path) -> None:
+def run_mirror_delete(tmp_path: Path, labelled_owner: str | None) -> tuple[Any, str, Path]:
+    """The mirror's delete over a cache folder, with a container whose owner label is `labelled_owner`
+    (None: no such container)."""
     command = mirror(planned("phase1"), "quay.io")
     cache = tmp_path / "cache"
     (cache / "quay.io" / "storage" / "docker").mkdir(parents=True)
     calls = tmp_path / "calls"
-    fake_command(tmp_path / "bin", "docker", f'echo "$*" >> {calls}\ncase "$1" in inspect) exit 1 ;; esac\n')
+    answer = "exit 1" if labelled_owner is None else f"echo {labelled_owner!r}"
+    fake_command(tmp_path / "bin", "docker", f'echo "$*" >> {calls}\ncase "$1" in inspect) {answer} ;; esac\n')
     done = run_script(command, "delete", path_prefix=tmp_path / "bin", env={"CACHE_DIR": str(cache)})
+    return done, calls.read_text(), cache
+
+
+def test_a_destroy_removes_the_mirror_containers_but_not_their_storage(tmp_path: Path) -> None:
+    owner = mirror(planned("phase1"), "quay.io")["inputs"]["environment"]["OWNER"]
+    done, calls, cache = run_mirror_delete(tmp_path, owner)
     assert done.returncode == 0, done.stderr
-    assert f"rm --force {command['inputs']['environment']['CONTAINER']}" in calls.read_text()
+    assert f"rm --force {mirror_container('blueprint', 'quay.io')}" in calls
     assert (cache / "quay.io" / "storage" / "docker").is_dir()
+
+
+def test_a_destroy_leaves_a_container_of_that_name_it_did_not_start(tmp_path: Path) -> None:
+    done, calls, _ = run_mirror_delete(tmp_path, "<no value>")
+    assert done.returncode == 0, done.stderr
+    assert "rm " not in calls
+    assert "did not start" in done.stderr
 
 
 def test_image_cache_false_runs_no_mirror_and_writes_no_hosts_file() -> None:
@@ -187,7 +203,8 @@ def test_every_hosts_toml_key_is_one_containerd_reads(registry: str) -> None:
 def test_nodes_pull_through_the_mirror_first_and_from_the_registry_when_it_is_down(registry: str) -> None:
     document = tomllib.loads(hosts_toml("blueprint", registry))
     # containerd tries the hosts in order, then `server` (docs/hosts.md); resolve too, so a tag resolves offline.
-    assert list(document["host"]) == [f"http://{mirror_container('blueprint', registry)}:5000"]
+    # Rooted (a final dot): no search domain is tried, which the laptop's network DNS could answer.
+    assert list(document["host"]) == [f"http://{mirror_container('blueprint', registry)}.:5000"]
     assert set(next(iter(document["host"].values()))["capabilities"]) == {"pull", "resolve"}
     assert document["server"] == MIRRORED_REGISTRIES[registry]
 
@@ -290,7 +307,7 @@ def test_a_mirror_says_docker_must_run_when_it_does_not(tmp_path: Path, docker: 
 
 def test_phase1_exports_each_registrys_mirror_for_the_later_phases() -> None:
     mirrors = planned("phase1").outputs[outputs.IMAGE_MIRRORS]["value"]
-    assert mirrors == {registry: f"{mirror_container('blueprint', registry)}:5000" for registry in MIRRORED_REGISTRIES}
+    assert mirrors == {registry: f"{mirror_container('blueprint', registry)}.:5000" for registry in MIRRORED_REGISTRIES}
     assert mirrors == image_cache.mirrors("blueprint")
 
 
@@ -325,7 +342,7 @@ def test_the_kind_config_points_every_registry_the_nodes_pull_from_at_its_mirror
     written = phase1.one(COMMAND, "kind-image-cache-hosts")["inputs"]["create"]
     for registry in pulled:
         assert f'"$HOSTS_DIR"/{registry}/hosts.toml' in written, registry
-        assert f"http://{mirror_container('blueprint', registry)}:5000" in written, registry
+        assert f"http://{mirror_container('blueprint', registry)}.:5000" in written, registry
 
 
 def test_a_mirror_that_exits_at_once_fails_the_up_with_its_log_and_how_to_go_on_without_the_cache(tmp_path: Path, docker: Path) -> None:
@@ -341,3 +358,69 @@ def test_a_mirror_docker_refuses_to_run_fails_the_up(tmp_path: Path, docker: Pat
     done, _ = run_mirror(tmp_path, docker)
     assert done.returncode == 1
     assert "did not start" in done.stderr
+
+
+def test_a_folder_holding_files_blueprint_did_not_write_is_never_made_the_cache(tmp_path: Path, docker: Path) -> None:
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "thesis.txt").write_text("mine")
+    done, calls = run_mirror(tmp_path, docker)
+    assert done.returncode == 1
+    assert "holds files blueprint did not write" in done.stderr
+    assert not (tmp_path / "cache" / CACHE_MARKER).exists()
+    assert not [call for call in calls if call.startswith("run ")]
+
+
+def test_a_cache_folder_that_is_a_link_is_refused(tmp_path: Path, docker: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "cache").symlink_to(tmp_path / "elsewhere")
+    done, _ = run_mirror(tmp_path, docker)
+    assert done.returncode == 1
+    assert "is a link, or not yours" in done.stderr
+
+
+def test_a_mirror_runs_read_only_without_capabilities(tmp_path: Path, docker: Path) -> None:
+    _, calls = run_mirror(tmp_path, docker)
+    run = next(call for call in calls if call.startswith("run "))
+    for flag in ("--read-only", "--cap-drop=ALL", "--security-opt=no-new-privileges"):
+        assert flag in run.split()
+
+
+def test_the_mirrors_follow_kinds_experimental_network_setting(tmp_path: Path, docker: Path) -> None:
+    _, calls = run_mirror(tmp_path, docker, KIND_NETWORK="yes", KIND_EXPERIMENTAL_DOCKER_NETWORK="lab")
+    assert "network inspect lab" in calls
+
+
+JOIN_DOCKER = """\
+echo "$*" >> "$CALLS"
+case "$1" in
+  inspect) case "$4" in *missing*) exit 1 ;; *) echo "${NETWORKS:-bridge }" ;; esac ;;
+esac
+exit 0
+"""
+
+
+def run_join(tmp_path: Path, containers: str, **env: str) -> tuple[Any, list[str]]:
+    command = planned("phase1").one(COMMAND, "kind-image-cache-network")
+    fake_command(tmp_path / "bin", "docker", JOIN_DOCKER)
+    calls = tmp_path / "calls"
+    done = run_script(command, "create", path_prefix=tmp_path / "bin", env={"CALLS": str(calls), "CONTAINERS": containers, **env})
+    return done, calls.read_text().splitlines()
+
+
+def test_the_join_moves_a_mirror_from_dockers_default_network_to_kinds(tmp_path: Path) -> None:
+    done, calls = run_join(tmp_path, "blueprint-mirror-docker-io")
+    assert done.returncode == 0, done.stderr
+    assert "network connect kind blueprint-mirror-docker-io" in calls
+    assert "network disconnect bridge blueprint-mirror-docker-io" in calls
+
+
+def test_the_join_leaves_a_mirror_already_on_kinds_network(tmp_path: Path) -> None:
+    _, calls = run_join(tmp_path, "blueprint-mirror-docker-io", NETWORKS="kind ")
+    assert not [call for call in calls if call.startswith("network")]
+
+
+def test_the_join_warns_of_a_mirror_removed_outside_blueprint_and_joins_the_others(tmp_path: Path) -> None:
+    done, calls = run_join(tmp_path, "missing-mirror blueprint-mirror-quay-io")
+    assert done.returncode == 0
+    assert "missing-mirror is gone" in done.stderr
+    assert "network connect kind blueprint-mirror-quay-io" in calls

@@ -12,11 +12,12 @@ from tests.plans import planned, waits_for
 from tests.pod_security import violations
 from tests.stacks.test_phase2 import longest_chain
 
-DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 
 
 def prepull(**config: str) -> dict[str, Any]:
-    return dict(planned("phase2", **config).one(DAEMONSET, "gitlab-image-prepull-daemonset"))
+    """The pre-pull's Deployment in phase2's plan."""
+    return dict(planned("phase2", **config).one(DEPLOYMENT, "gitlab-image-prepull-deployment"))
 
 
 def pod(daemonset: dict[str, Any]) -> dict[str, Any]:
@@ -35,16 +36,22 @@ def test_the_prepull_runs_on_the_gitlab_nodes_only() -> None:
 
 def test_the_prepull_starts_as_soon_as_the_cluster_answers() -> None:
     result = planned("phase2")
-    waits = waits_for(result, result.one(DAEMONSET, "gitlab-image-prepull-daemonset")["urn"])
+    waits = waits_for(result, result.one(DEPLOYMENT, "gitlab-image-prepull-deployment")["urn"])
     names = {resource["name"] for resource in result.resources if resource["urn"] in waits}
     assert names <= {"kubernetes", "gitlab-namespace", "cluster-lease"}, names
 
 
 def test_the_gitlab_release_does_not_wait_for_the_prepull() -> None:
     result = planned("phase2")
-    daemonset = result.one(DAEMONSET, "gitlab-image-prepull-daemonset")["urn"]
-    assert daemonset not in waits_for(result, result.one("kubernetes:helm.sh/v3:Release", "gitlab-chart")["urn"])
-    assert not [resource["name"] for resource in result.resources if daemonset in resource["dependsOn"]]
+    prepull_urn = result.one(DEPLOYMENT, "gitlab-image-prepull-deployment")["urn"]
+    assert prepull_urn not in waits_for(result, result.one("kubernetes:helm.sh/v3:Release", "gitlab-chart")["urn"])
+    assert not [resource["name"] for resource in result.resources if prepull_urn in resource["dependsOn"]]
+
+
+def test_one_pod_pulls_so_that_the_cache_fetches_each_layer_once() -> None:
+    # The mirror sends a request for a layer it is still fetching to the registry itself: pods on every
+    # GitLab node pulling at once would download each image once per node.
+    assert prepull()["inputs"]["spec"]["replicas"] == 1
 
 
 def test_pulumi_does_not_wait_for_the_pulls() -> None:
@@ -85,3 +92,9 @@ def test_the_prepull_does_not_lengthen_phase2s_longest_chain() -> None:
     with_prepull, _ = longest_chain(planned("phase2"))
     without, _ = longest_chain(planned("phase2", imageCache="false"))
     assert with_prepull == without
+
+
+def test_in_dev_the_prepull_waits_for_the_mirrors_to_join_kinds_network() -> None:
+    result = planned("dev")
+    prepull_urn = result.one(DEPLOYMENT, "gitlab-image-prepull-deployment")["urn"]
+    assert result.one("command:local:Command", "kind-image-cache-network")["urn"] in waits_for(result, prepull_urn)

@@ -67,7 +67,8 @@ def test_cluster_name_that_is_not_a_short_dns_label_is_refused(name: str) -> Non
 
 
 def test_longest_valid_cluster_name_is_accepted() -> None:
-    assert parse_phase1({"clusterName": "a" * 49}).cluster_name == "a" * 49
+    # Without the image cache, whose mirrors' names take 27 characters more (a test below).
+    assert parse_phase1({"clusterName": "a" * 49, "imageCache": "false"}).cluster_name == "a" * 49
 
 
 @pytest.mark.parametrize("key", ["httpPort", "httpsPort", "sshPort", "openbaoPort", "apiServerPort"])
@@ -492,10 +493,36 @@ def test_image_cache_false_turns_the_cache_off() -> None:
     assert parse_phase1({"imageCache": "false"}).image_cache_dir is None
 
 
-def test_the_default_cache_folder_follows_xdg_cache_home_and_macos_caches() -> None:
-    assert config.default_image_cache_dir({"XDG_CACHE_HOME": "/srv/cache"}, "Linux") == Path("/srv/cache/blueprint/images")
-    assert config.default_image_cache_dir({"XDG_CACHE_HOME": "relative"}, "Linux") == Path.home() / ".cache/blueprint/images"
-    assert config.default_image_cache_dir({}, "Darwin") == Path.home() / "Library/Caches/blueprint/images"
+def test_the_default_cache_folder_is_in_the_users_cache_folder_whatever_xdg_cache_home_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", "/srv/cache")
+    assert config.default_image_cache_dir("Linux") == (Path.home() / ".cache/blueprint/images").resolve()
+    assert config.default_image_cache_dir("Darwin") == (Path.home() / "Library/Caches/blueprint/images").resolve()
+
+
+def test_the_default_cache_folder_is_resolved_so_one_folder_has_one_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".cache").symlink_to(tmp_path / "real")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert config.default_image_cache_dir("Linux") == tmp_path / "real" / "blueprint" / "images"
+
+
+def test_a_default_cache_folder_that_would_hold_the_data_folder_is_refused_naming_it() -> None:
+    message = error_for(dataDir=str(config.default_image_cache_dir() / "platform"))
+    assert f"blueprint:imageCacheDir = '' is not valid: its default here, {config.default_image_cache_dir()}, cannot be used" in message
+
+
+def test_a_cluster_name_too_long_for_the_mirrors_names_is_refused_with_the_cache_on() -> None:
+    assert "at most 36 characters here, or set blueprint:imageCache to false" in error_for(clusterName="a" * 40)
+    assert parse_phase1({"clusterName": "a" * 40, "imageCache": "false"}).cluster_name == "a" * 40
+
+
+def test_a_domain_whose_registry_name_is_a_public_registry_is_refused() -> None:
+    assert "registry.gitlab.com is a public registry the platform pulls from" in error_for(domain="gitlab.com")
+
+
+def test_an_image_cache_folder_inside_the_project_is_refused() -> None:
+    assert "give one outside this project" in error_for(imageCacheDir=str(PROJECT_DIR / "infra" / "data" / "images"))
 
 
 def test_an_image_cache_folder_relative_to_the_checkout_is_refused() -> None:
@@ -504,9 +531,9 @@ def test_an_image_cache_folder_relative_to_the_checkout_is_refused() -> None:
     assert "absolute path or as ~/<folder>" in message
 
 
-def test_an_image_cache_folder_inside_the_data_folder_is_refused() -> None:
-    inside = str(PROJECT_DIR / "infra" / "data" / "shared" / "images")
-    assert "must not be inside the data folder" in error_for(imageCacheDir=inside)
+def test_an_image_cache_folder_inside_the_data_folder_is_refused(tmp_path: Path) -> None:
+    message = error_for(dataDir=str(tmp_path / "data"), imageCacheDir=str(tmp_path / "data" / "images"))
+    assert "must not be inside the data folder" in message
 
 
 def test_an_image_cache_folder_that_holds_the_data_folder_is_refused(tmp_path: Path) -> None:
