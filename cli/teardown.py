@@ -316,7 +316,7 @@ def _cache_to_wipe(say: Callable[[str], None], existing: Mapping[str, Any], conf
     destroyed; None, said, when there is nothing to wipe; `Refused` when it must not be removed.
     """
     from cli import image_cache
-    from components.image_cache import CACHE_MARKER
+    from components.image_cache import CACHE_MARKER, MIRRORED_REGISTRIES
     from stacks.config import ways_to_set
 
     try:
@@ -324,8 +324,15 @@ def _cache_to_wipe(say: Callable[[str], None], existing: Mapping[str, Any], conf
     except image_cache.CacheConfigError as error:
         raise Refused(f"--wipe-cache: {error}") from None
     if folder is None:
-        say("== image cache: off (blueprint:imageCache=false): nothing to wipe")
-        return None
+        # Turned off since: the folder it stored into stays, and is still removed when it is a cache.
+        try:
+            folder = image_cache.cache_folder(None, {**config, "blueprint:imageCache": "true"})
+        except image_cache.CacheConfigError:
+            folder = None
+        if folder is None or not (folder / CACHE_MARKER).is_file():
+            say("== image cache: off (blueprint:imageCache=false): nothing to wipe")
+            return None
+        say(f"== image cache: off (blueprint:imageCache=false), but {folder} still holds what it cached: removing it")
     if not folder.exists():
         say(f"== image cache: {folder} does not exist: nothing to wipe")
         return None
@@ -341,7 +348,14 @@ def _cache_to_wipe(say: Callable[[str], None], existing: Mapping[str, Any], conf
         raise Refused(
             f"--wipe-cache: Docker does not answer, so whether another platform's mirrors still store into the image cache "
             f"{folder} cannot be told; nothing was destroyed. Start Docker and run this again, or destroy without --wipe-cache "
-            "(the cache is kept)"
+            "(the cache is kept). With Docker gone for good, no mirror runs: remove what blueprint stored there yourself: "
+            + " ".join(
+                [
+                    "rm -rf",
+                    *(shlex.quote(str(folder / registry)) for registry in MIRRORED_REGISTRIES),
+                    shlex.quote(str(folder / CACHE_MARKER)),
+                ]
+            )
         )
     # phase1's own mirrors store into it until its destroy removes them; any other container is another platform's.
     phase1 = existing.get("phase1") or {}

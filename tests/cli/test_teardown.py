@@ -956,6 +956,31 @@ def test_wipe_cache_with_the_cache_off_says_there_is_nothing_to_wipe_and_goes_on
     assert not pulumi.is_up("phase1")
 
 
+def test_wipe_cache_after_the_cache_was_turned_off_removes_the_folder_it_left(tmp_path: Path) -> None:
+    from cli import image_cache
+
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    pulumi.stack_outputs["phase1"][outputs.IMAGE_CACHE_DIR] = ("", False)
+    pulumi.stack_outputs["phase1"][outputs.IMAGE_MIRRORS] = ({}, False)
+    config = {**the_world.phase1_config(), "blueprint:imageCache": "false", "blueprint:imageCacheDir": str(folder)}
+    no_mirrors = lambda argv: (0, "")  # noqa: E731 (turned off: phase1 runs none)
+    wipe = lambda path: image_cache.wipe(path, no_mirrors, "unused-image")  # noqa: E731
+    the_world = dataclasses.replace(the_world, phase1_config=lambda: config, docker=no_mirrors, wipe_cache=wipe)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert f"but {folder} still holds what it cached: removing it" in said
+    assert not (folder / "docker.io").exists()
+
+
+def test_wipe_cache_refused_for_a_silent_docker_gives_the_removal_by_hand(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    the_world = dataclasses.replace(the_world, docker=lambda argv: (1, "Cannot connect to the Docker daemon"))
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 1
+    assert f"rm -rf {folder / 'docker.io'}" in said
+    assert pulumi.is_up("phase1")
+
+
 def test_wipe_cache_of_a_folder_that_is_not_there_says_so_and_goes_on(tmp_path: Path) -> None:
     pulumi, the_world, folder, _ = with_a_cache(tmp_path)
     shutil.rmtree(folder)
