@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.image_cache import CACHE_LABEL, CACHE_MARKER, MIRRORED_REGISTRIES, OWNER_LABEL, mirror_container
+from components.image_cache import CACHE_LABEL, CACHE_MARKER, MIRRORED_REGISTRIES, OWNER_LABEL, mirror_container, mirror_urn
 from stacks import outputs
 
 DockerRun = Callable[[Sequence[str]], tuple[int, str]]
@@ -133,7 +133,7 @@ def mirror_states(containers: Sequence[str], run: DockerRun) -> dict[str, str] |
     for name in containers:
         status = found.get(name)
         if status is None:
-            states[name] = "down (no such container)"
+            states[name] = "down (no such container)"  # status_lines adds how to start it anew
         elif status.startswith("Up"):
             states[name] = "up"
         elif status.startswith("Restarting"):
@@ -145,7 +145,7 @@ def mirror_states(containers: Sequence[str], run: DockerRun) -> dict[str, str] |
                 f"`docker logs {shlex.quote(name)}` says which"
             )
         else:
-            states[name] = f"down ({status})"
+            states[name] = f"down ({status}): `docker start {shlex.quote(name)}` starts it"
     return states
 
 
@@ -191,6 +191,10 @@ def status_lines(
     states = mirror_states(list(containers.values()), run)
     for registry, container in containers.items():
         state = "unknown (Docker does not answer)" if states is None else states[container]
+        if state == "down (no such container)":
+            # Removed outside blueprint: pulumi-command reads nothing back, so no `up` notices; a replace does.
+            urn = mirror_urn("phase1", registry)
+            state += f"; the nodes pull from {registry} itself until `pulumi up -s phase1 --replace {shlex.quote(urn)}` starts it anew"
         lines.append(f"  mirror of {registry} ({container}): {state}")
     return lines
 

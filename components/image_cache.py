@@ -92,6 +92,12 @@ def mirrors(cluster_name: str) -> dict[str, str]:
     return {registry: mirror_endpoint(cluster_name, registry) for registry in MIRRORED_REGISTRIES}
 
 
+def mirror_urn(stack: str, registry: str) -> str:
+    """The URN of the command that runs `registry`'s mirror in `stack` (phase1's KindCluster `kind`)."""
+    types = "blueprint:index:KindCluster$blueprint:index:ImageCache$command:local:Command"
+    return f"urn:pulumi:{stack}::blueprint::{types}::kind-image-cache-{registry.replace('.', '-')}"
+
+
 def mirror_config(registry: str) -> str:
     """The registry's configuration file for the mirror of `registry` (distribution v3,
     configuration/configuration.go: the parser ignores unknown keys, so tests check these against it).
@@ -134,20 +140,24 @@ if [ -L "$CACHE_DIR" ] || {{ [ -e "$CACHE_DIR" ] && [ ! -O "$CACHE_DIR" ]; }}; t
     "folder of your own: set another blueprint:imageCacheDir" >&2
   exit 1
 fi
-if [ -d "$CACHE_DIR" ] && [ ! -f "$CACHE_DIR/{CACHE_MARKER}" ] && [ -n "$(ls -A "$CACHE_DIR")" ]; then
+# The five mirrors start at once over a new folder: each writes the marker before anything else, and
+# what a mirror lists before it looks for the marker holds nothing of another's without the marker.
+listing=$(ls -A "$CACHE_DIR" 2>/dev/null || true)
+if [ -n "$listing" ] && [ ! -f "$CACHE_DIR/{CACHE_MARKER}" ]; then
   echo "blueprint: the image cache folder $(quoted "$CACHE_DIR") holds files blueprint did not write, which" \\
     "'uv run blueprint destroy --wipe-cache' must never take for its own: set blueprint:imageCacheDir to a new or empty folder" >&2
   exit 1
 fi
 folder="$CACHE_DIR/$REGISTRY"
-if ! mkdir -p "$folder/{STORAGE}"; then
-  echo "blueprint: cannot make the image cache folder $(quoted "$folder"); make it writable, or set another" \\
+if ! mkdir -p "$CACHE_DIR"; then
+  echo "blueprint: cannot make the image cache folder $(quoted "$CACHE_DIR"); make it writable, or set another" \\
     "blueprint:imageCacheDir" >&2
   exit 1
 fi
 # Never through a link someone left at the marker's name (noclobber); another mirror may have written it first.
 [ -f "$CACHE_DIR/{CACHE_MARKER}" ] || (set -C; printf '%s\\n' "blueprint's image cache (registry mirrors' storage)." \\
   "It holds public images only; 'uv run blueprint destroy --wipe-cache' removes it." > "$CACHE_DIR/{CACHE_MARKER}") 2>/dev/null || true
+mkdir -p "$folder/{STORAGE}"
 draft=$(mktemp "$folder/.config.XXXXXX")
 printf '%s' "$MIRROR_CONFIG" > "$draft"
 chmod 0644 "$draft"
@@ -212,8 +222,7 @@ set -eu
 for container in $CONTAINERS; do
   if ! joined=$(docker inspect -f '{{{{range $name, $_ := .NetworkSettings.Networks}}}}{{{{$name}}}} {{{{end}}}}' "$container"); then
     echo "blueprint: warning: the image cache's mirror $container is gone (removed outside blueprint): the nodes pull" \\
-      "from that registry itself until it runs again; 'pulumi up --replace <its urn>' of its kind-image-cache-* resource" \\
-      "(pulumi stack --show-urns lists it) starts it anew" >&2
+      "from that registry itself until it runs again; 'uv run blueprint status' gives the command that starts it anew" >&2
     continue
   fi
   case " $joined" in

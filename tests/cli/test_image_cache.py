@@ -96,8 +96,24 @@ def test_status_shows_the_cache_folder_its_size_and_each_mirror_up_or_down(tmp_p
     assert lines == [
         f"image cache: {folder}, 3.0 GiB on disk",
         "  mirror of docker.io (blueprint-mirror-docker-io): up",
-        "  mirror of quay.io (blueprint-mirror-quay-io): down (Exited (2) 5 minutes ago)",
+        "  mirror of quay.io (blueprint-mirror-quay-io): down (Exited (2) 5 minutes ago): "
+        "`docker start blueprint-mirror-quay-io` starts it",
     ]
+
+
+def test_status_gives_the_command_that_starts_anew_a_mirror_removed_outside_blueprint(tmp_path: Path) -> None:
+    folder = a_cache(tmp_path)
+    lines = image_cache.status_lines(
+        {**PHASE1, outputs.IMAGE_CACHE_DIR: str(folder)},
+        lambda: {},
+        lambda argv: (0, "blueprint-mirror-docker-io\tUp 1 hour\n"),
+        image_cache.size_on_disk,
+    )
+    assert lines[2] == (
+        "  mirror of quay.io (blueprint-mirror-quay-io): down (no such container); the nodes pull from quay.io itself until "
+        "`pulumi up -s phase1 --replace 'urn:pulumi:phase1::blueprint::blueprint:index:KindCluster$blueprint:index:ImageCache"
+        "$command:local:Command::kind-image-cache-quay-io'` starts it anew"
+    )
 
 
 def test_status_says_unknown_for_the_mirrors_when_docker_does_not_answer(tmp_path: Path) -> None:

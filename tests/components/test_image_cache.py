@@ -424,3 +424,24 @@ def test_the_join_warns_of_a_mirror_removed_outside_blueprint_and_joins_the_othe
     assert done.returncode == 0
     assert "missing-mirror is gone" in done.stderr
     assert "network connect kind blueprint-mirror-quay-io" in calls
+
+
+def test_the_five_mirrors_starting_at_once_over_a_new_folder_all_start(tmp_path: Path, docker: Path) -> None:
+    import concurrent.futures
+
+    result = planned("phase1")
+    commands = [mirror(result, registry) for registry in MIRRORED_REGISTRIES]
+    for attempt in range(10):  # the engine runs them in parallel; a race shows in a few rounds
+        cache = tmp_path / f"cache-{attempt}"
+        env = {"CALLS": str(tmp_path / "calls"), "CACHE_DIR": str(cache)}
+        with concurrent.futures.ThreadPoolExecutor(len(commands)) as pool:
+            done = list(pool.map(lambda command, env=env: run_script(command, "create", path_prefix=docker, env=env), commands))
+        assert [run.returncode for run in done] == [0] * len(commands), [run.stderr for run in done if run.returncode]
+        assert (cache / CACHE_MARKER).is_file()
+
+
+def test_the_mirror_urn_the_status_gives_is_the_one_the_plan_records() -> None:
+    from components.image_cache import mirror_urn
+
+    for registry in MIRRORED_REGISTRIES:
+        assert mirror(planned("phase1"), registry)["urn"] == mirror_urn("phase1", registry)
