@@ -296,6 +296,10 @@ class Machine(Protocol):
         """Whether this user may create and remove files in the existing folder `path`."""
         ...
 
+    def cache_refusal(self, path: str) -> str | None:
+        """Why the image cache's mirrors would refuse the folder `path` (`cli.image_cache.folder_refusal`), or None."""
+        ...
+
     def uid(self) -> int | None:
         """The user id this runs as (0: root); None where there is none (Windows)."""
         ...
@@ -397,6 +401,11 @@ class RealMachine:
 
     def writable(self, path: str) -> bool:
         return os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)
+
+    def cache_refusal(self, path: str) -> str | None:
+        from cli.image_cache import folder_refusal
+
+        return folder_refusal(Path(path))
 
     def uid(self) -> int | None:
         return os.getuid() if hasattr(os, "getuid") else None
@@ -931,7 +940,14 @@ def image_cache_checks(machine: Machine, folder: Path | None, stack: str) -> lis
     where = str(folder) if existing == path else f"{existing} (where {folder} will be made)"
     quoted = shlex.quote(str(folder))
     elsewhere_any = ways_to_set(stack, "imageCacheDir", "<folder>")
-    if not machine.writable(str(existing)):
+    if refusal := machine.cache_refusal(str(folder)):
+        writable = Check(
+            name=CACHE_FOLDER,
+            ok=False,
+            found=f"{folder} {refusal}: the image cache is made only of a new or empty folder of your own",
+            fix=elsewhere_any,
+        )
+    elif not machine.writable(str(existing)):
         writable = Check(
             name=CACHE_FOLDER,
             ok=False,

@@ -65,6 +65,24 @@ def cache_folder(phase1: Mapping[str, Any] | None, config: Mapping[str, str]) ->
     return image_cache_dir(value)
 
 
+def folder_refusal(folder: Path) -> str | None:
+    """Why the mirrors would refuse `folder` as the image cache (components/image_cache.py
+    MIRROR_UP_SCRIPT: a link, not the user's, or holding files without the cache's marker), or None.
+    """
+    if folder.is_symlink():
+        return "is a link"
+    try:
+        if folder.stat().st_uid != os.getuid():
+            return "is not yours"
+        if not (folder / CACHE_MARKER).is_file() and any(folder.iterdir()):
+            return "holds files blueprint did not write"
+    except FileNotFoundError:
+        return None  # the up makes it
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    return None
+
+
 def size_on_disk(folder: Path) -> tuple[int, bool]:
     """The bytes the files under `folder` take on disk (each file once, links not followed), and whether
     every entry could be read (False: the size is at least that).
@@ -355,14 +373,16 @@ def _wipe_open(folder: Path, fd: int, run: DockerRun, image: str, measure: Calla
             f"could not remove them with its image {image}); remove them by hand: {by_hand}; then run "
             "`uv run blueprint destroy --wipe-cache` again",
         )
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(CACHE_MARKER, dir_fd=fd)
     freed = f"freeing {shown_size(before)}"
-    if others := sorted(os.listdir(fd)):
+    if others := sorted(name for name in os.listdir(fd) if name != CACHE_MARKER):
+        # The marker stays: the folder is still blueprint's cache (a .DS_Store that Finder left does not make
+        # it the user's), so the next `up` may store into it again.
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         return Wiped(
             True, f"removed the image cache's mirror folders from {folder}, {freed}, and left {folder}: it holds other files ({shown})"
         )
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(CACHE_MARKER, dir_fd=fd)
     if not _names(str(folder), info):
         return Wiped(True, f"emptied the image cache {folder}, {freed}, and left the folder itself (its path no longer names it)")
     try:

@@ -62,6 +62,10 @@ SPEC_LABEL = "blueprint.mirror-spec"
 is when that still holds, and made anew when it does not."""
 CACHE_MARKER = ".blueprint-image-cache"
 """File in the cache folder saying what it is: `--wipe-cache` removes only a folder that has it."""
+CONFIG_PATH = "/etc/distribution/config.yml"
+"""Where the registry:3 image reads its configuration (distribution-library-image Dockerfile: `CMD
+["/etc/distribution/config.yml"]`; registry:2 read /etc/docker/registry/config.yml). Anywhere else,
+the mirror would run the image's example config: a plain registry, no cache."""
 STORAGE = "storage"
 """Subfolder of `<cache>/<registry>/` the mirror stores into (its /var/lib/registry)."""
 DIAL_TIMEOUT = "2s"
@@ -184,7 +188,7 @@ else
   docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$network" "$user" \\
     --read-only --tmpfs /tmp --cap-drop=ALL --security-opt=no-new-privileges \\
     --label "{CACHE_LABEL}=$CACHE_DIR" --label "{OWNER_LABEL}=$OWNER" --label "{SPEC_LABEL}=$spec" \\
-    --volume "$folder/{STORAGE}:/var/lib/registry" --volume "$folder/config.yml:/etc/distribution/config.yml:ro" \\
+    --volume "$folder/{STORAGE}:/var/lib/registry" --volume "$folder/config.yml:{CONFIG_PATH}:ro" \\
     "$IMAGE" >/dev/null || failed=yes
 fi
 # A registry that refuses its configuration or its folder exits at once: give it a moment, and show why.
@@ -229,8 +233,9 @@ for container in $CONTAINERS; do
     *" $kind_network "*) ;;
     *) docker network connect "$kind_network" "$container" ;;
   esac
-  # Off Docker's default network, where every other container of the machine could reach it.
-  case " $joined" in *" bridge "*) docker network disconnect bridge "$container" ;; esac
+  # Off Docker's default network, where every other container of the machine could reach it (unless
+  # kind was told to use that one).
+  case " $joined" in *" bridge "*) [ "$kind_network" = bridge ] || docker network disconnect bridge "$container" ;; esac
 done
 """
 """Join the mirrors to kind's network, which the first cluster made after they started (as kind's own

@@ -439,14 +439,21 @@ def other_homes() -> dict[Path, str]:
         entries = pwd.getpwall()
     except ImportError:
         return {}
-    own = own_homes()
+    return dict(_other_homes(tuple((entry.pw_name, entry.pw_dir) for entry in entries), frozenset(own_homes())))
+
+
+@cache
+def _other_homes(users: tuple[tuple[str, str], ...], own: frozenset[Path]) -> tuple[tuple[Path, str], ...]:
+    """`other_homes` of these `(name, home)` users: resolving each home is the cost, once per process
+    (the config is checked several times a run: every key of every stack at once, then each stack's own).
+    """
     homes: dict[Path, str] = {}
-    for entry in entries:
-        written = Path(entry.pw_dir)
+    for name, folder in users:
+        written = Path(folder)
         for home in (written, written.resolve()):
             if home.is_absolute() and home != Path("/") and home not in own and home not in SHARED_FOLDERS:
-                homes.setdefault(home, entry.pw_name)
-    return homes
+                homes.setdefault(home, name)
+    return tuple(homes.items())
 
 
 def unsafe_characters(text: str) -> str:
@@ -668,7 +675,7 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     cache_value = check.text("imageCacheDir", cache_problem, example="~/.cache/blueprint/images")
     cache_dir = image_cache_dir(cache_value) if image_cache and not cache_problem(cache_value) else None
     if image_cache and not cache_value and (default_problem := cache_problem(str(default_image_cache_dir()))):
-        # The default is this user's cache folder, so the same checks hold for it (a dataDir inside it, a ':' in XDG_CACHE_HOME).
+        # The default is this user's cache folder, so the same checks hold for it (a dataDir inside it, a ':' in HOME).
         why = f"its default here, {default_image_cache_dir()}, cannot be used: {default_problem}"
         check.fail("imageCacheDir", "", why, "~/blueprint-images")
         cache_dir = None

@@ -90,6 +90,8 @@ class FakeMachine:
     held: dict[str, int] = field(default_factory=dict)
     """Bytes on disk under each folder (the image cache's)."""
     read_only: set[str] = field(default_factory=set)
+    refused: dict[str, str] = field(default_factory=dict)
+    """Cache folders the mirrors would refuse, and why (`Machine.cache_refusal`)."""
     """Folders this user cannot write to."""
 
     def _installed(self, name: str) -> Path | None:
@@ -150,6 +152,9 @@ class FakeMachine:
 
     def writable(self, path: str) -> bool:
         return path not in self.read_only
+
+    def cache_refusal(self, path: str) -> str | None:
+        return self.refused.get(path)
 
     def user_name(self) -> str | None:
         return self.user
@@ -1156,6 +1161,23 @@ def test_too_little_room_for_the_image_cache_fails_naming_how_to_free_it_move_it
     assert "`docker image prune -a`" in check.fix
     assert "`pulumi config set -s phase1 blueprint:imageCacheDir <a folder on a disk with more room>`" in check.fix
     assert "`pulumi config set -s phase1 blueprint:imageCache false`" in check.fix
+
+
+def test_a_cache_folder_the_mirrors_would_refuse_fails_the_doctor_too() -> None:
+    machine = FakeMachine(paths={str(CACHE)}, refused={str(CACHE): "holds files blueprint did not write"})
+    check = cache_check(machine, doctor.CACHE_FOLDER)
+    assert not check.ok
+    assert f"{CACHE} holds files blueprint did not write" in check.found
+    assert "blueprint:imageCacheDir" in check.fix
+
+
+def test_an_empty_image_cache_needs_room_for_the_whole_cache_and_a_margin() -> None:
+    # The README's "about 9 GiB": the platform's images and a margin for what else writes there.
+    just_the_images = FakeMachine(free=doctor.CACHE_FULL_BYTES + GIB // 2, paths={str(CACHE)})
+    with_the_margin = FakeMachine(free=doctor.CACHE_FULL_BYTES + doctor.CACHE_MARGIN_BYTES, paths={str(CACHE)})
+    assert not cache_check(just_the_images, doctor.CACHE_SPACE).ok
+    assert cache_check(with_the_margin, doctor.CACHE_SPACE).ok
+    assert doctor.CACHE_FULL_BYTES + doctor.CACHE_MARGIN_BYTES == 9 * GIB
 
 
 def test_what_the_image_cache_already_holds_is_not_needed_again() -> None:

@@ -157,7 +157,7 @@ def test_the_mirror_names_status_reads_are_the_containers_phase1_starts() -> Non
     }
 
 
-def test_the_wipe_removes_only_the_registry_folders_and_the_marker(tmp_path: Path) -> None:
+def test_the_wipe_removes_only_the_registry_folders(tmp_path: Path) -> None:
     folder = a_cache(tmp_path)
     (folder / "notes.txt").write_text("mine\n")
     (folder / "photos").mkdir()
@@ -165,7 +165,8 @@ def test_the_wipe_removes_only_the_registry_folders_and_the_marker(tmp_path: Pat
     (folder / "docker.io" / "storage").mkdir(parents=True)
     (folder / "docker.io" / ".config.a1b2c3").write_text("draft")
     image_cache.wipe(folder, no_docker, "unused")
-    assert sorted(path.name for path in folder.iterdir()) == ["notes.txt", "photos"]
+    # The marker too, unless something else is left (then it stays: the folder is still the cache).
+    assert sorted(path.name for path in folder.iterdir()) == [CACHE_MARKER, "notes.txt", "photos"]
     assert (folder / "photos" / "cat.jpg").exists()
 
 
@@ -176,6 +177,13 @@ def test_the_wipe_leaves_a_folder_that_holds_other_files_and_says_so(tmp_path: P
     assert wiped.ok
     assert wiped.said.endswith(f"left {folder}: it holds other files (notes.txt)")
     assert folder.is_dir()
+
+
+def test_a_folder_the_wipe_left_for_other_files_stays_the_cache_the_next_up_may_use(tmp_path: Path) -> None:
+    folder = a_cache(tmp_path)
+    (folder / ".DS_Store").write_bytes(b"Finder")
+    assert image_cache.wipe(folder, no_docker, "unused").ok
+    assert (folder / CACHE_MARKER).is_file()  # the up's check refuses a folder with files and no marker
 
 
 def test_the_wipe_refuses_a_folder_without_the_cache_marker(tmp_path: Path) -> None:
@@ -296,3 +304,15 @@ def test_the_wipe_refuses_a_cache_folder_that_is_a_link_and_removes_nothing_behi
     assert not wiped.ok
     assert wiped.said == f"not removing {link}: it is not a folder (a link, or a file); remove it yourself if it is yours: rm -f {link}"
     assert (victim / "quay.io" / "thesis.tex").exists()
+
+
+def test_the_doctors_folder_check_refuses_what_the_mirrors_refuse(tmp_path: Path) -> None:
+    mine = tmp_path / "Documents"
+    mine.mkdir()
+    (mine / "thesis.txt").write_text("mine")
+    assert image_cache.folder_refusal(mine) == "holds files blueprint did not write"
+    (mine / CACHE_MARKER).write_text("")
+    assert image_cache.folder_refusal(mine) is None
+    (tmp_path / "link").symlink_to(mine)
+    assert image_cache.folder_refusal(tmp_path / "link") == "is a link"
+    assert image_cache.folder_refusal(tmp_path / "new") is None

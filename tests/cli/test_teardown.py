@@ -981,6 +981,18 @@ def test_wipe_cache_refused_for_a_silent_docker_gives_the_removal_by_hand(tmp_pa
     assert pulumi.is_up("phase1")
 
 
+def test_wipe_cache_keeps_the_folder_when_a_mirror_still_stores_into_it_after_the_destroy(tmp_path: Path) -> None:
+    from components.image_cache import mirror_container
+
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    left = mirror_container("blueprint", "docker.io")  # its `docker rm` failed: the destroy only warned
+    still = lambda argv: (0, f"{left}\t{PHASE1_HERE}\n")  # noqa: E731
+    code, said = run_destroy(pulumi, True, world=dataclasses.replace(the_world, docker=still), wipe_cache=True)
+    assert code == 1
+    assert f"docker rm --force {left}" in said
+    assert (folder / "docker.io" / "storage" / "blob").is_file()
+
+
 def test_wipe_cache_of_a_folder_that_is_not_there_says_so_and_goes_on(tmp_path: Path) -> None:
     pulumi, the_world, folder, _ = with_a_cache(tmp_path)
     shutil.rmtree(folder)

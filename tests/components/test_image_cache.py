@@ -10,6 +10,7 @@ fake `docker` on PATH that records what it is asked.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -94,8 +95,9 @@ def test_the_mirrors_join_kinds_network_once_the_cluster_has_made_it() -> None:
 
 
 def test_the_dev_stack_runs_the_mirrors_of_its_own_cluster() -> None:
-    result = planned("dev", clusterName="blueprint-dev")
-    assert mirror(result, "docker.io")["inputs"]["environment"]["CONTAINER"] == mirror_container("blueprint-dev", "docker.io")
+    result = planned("dev")
+    cluster = result.outputs[outputs.CLUSTER_NAME]["value"]
+    assert mirror(result, "docker.io")["inputs"]["environment"]["CONTAINER"] == mirror_container(cluster, "docker.io")
 
 
 @pytest.mark.parametrize("preserve", ["true", "false"])
@@ -254,9 +256,11 @@ def test_a_mirror_starts_as_the_host_user_storing_in_the_cache_folder(tmp_path: 
     done, calls = run_mirror(tmp_path, docker)
     assert done.returncode == 0, done.stderr
     run = next(call for call in calls if call.startswith("run "))
-    assert re.search(r"--user=\d+:\d+", run)
+    assert f"--user={os.getuid()}:{os.getgid()}" in run.split()
     assert f"--label {CACHE_LABEL}={tmp_path / 'cache'}" in run
     assert f"{tmp_path / 'cache' / 'docker.io' / 'storage'}:/var/lib/registry" in run
+    # registry:3 reads its config there (the image's CMD); elsewhere it would be a plain registry.
+    assert f"{tmp_path / 'cache' / 'docker.io' / 'config.yml'}:/etc/distribution/config.yml:ro" in run
     assert (tmp_path / "cache" / CACHE_MARKER).is_file()
     assert yaml.safe_load((tmp_path / "cache" / "docker.io" / "config.yml").read_text()) == yaml.safe_load(mirror_config("docker.io"))
 
@@ -311,10 +315,11 @@ def test_phase1_exports_each_registrys_mirror_for_the_later_phases() -> None:
     assert mirrors == image_cache.mirrors("blueprint")
 
 
-def test_the_owner_label_names_the_stack() -> None:
-    environment = mirror(planned("phase1"), "docker.io")["inputs"]["environment"]
-    assert environment["OWNER"].startswith("blueprint/phase1@")
-    assert OWNER_LABEL in mirror(planned("phase1"), "docker.io")["inputs"]["create"]
+def test_the_owner_label_names_the_stack(tmp_path: Path, docker: Path) -> None:
+    owner = mirror(planned("phase1"), "docker.io")["inputs"]["environment"]["OWNER"]
+    assert owner.startswith("blueprint/phase1@")
+    _, calls = run_mirror(tmp_path, docker)
+    assert f"--label {OWNER_LABEL}={owner}" in next(call for call in calls if call.startswith("run "))
 
 
 def test_the_network_join_runs_again_whenever_a_mirror_or_the_cluster_is_made_anew() -> None:
@@ -385,6 +390,32 @@ def test_a_mirror_runs_read_only_without_capabilities(tmp_path: Path, docker: Pa
         assert flag in run.split()
 
 
+def test_docker_restarts_a_mirror_that_stops(tmp_path: Path, docker: Path) -> None:
+    # Until its registry answers at start, and after a reboot.
+    _, calls = run_mirror(tmp_path, docker)
+    assert "--restart=unless-stopped" in next(call for call in calls if call.startswith("run ")).split()
+
+
+def test_a_mirror_started_from_another_spec_is_made_anew(tmp_path: Path, docker: Path) -> None:
+    owner = mirror(planned("phase1"), "docker.io")["inputs"]["environment"]["OWNER"]
+    done, calls = run_mirror(tmp_path, docker, EXISTING_LABELS="yes", EXISTING_OWNER=owner, EXISTING_SPEC="an-older-config")
+    assert done.returncode == 0, done.stderr
+    removed = calls.index(next(call for call in calls if call.startswith("rm -f ")))
+    assert any(call.startswith("run ") for call in calls[removed + 1 :])
+
+
+def test_a_cache_folder_that_is_not_the_users_is_refused(tmp_path: Path, docker: Path) -> None:
+    if os.getuid() == 0:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)  # root owns nothing of nobody's: `[ -O ]` says so for root too
+    else:
+        theirs = Path("/usr/share")  # root's, and no user's own
+    done, _ = run_mirror(tmp_path, docker, CACHE_DIR=str(theirs))
+    assert done.returncode == 1
+    assert "is a link, or not yours" in done.stderr
+
+
 def test_the_mirrors_follow_kinds_experimental_network_setting(tmp_path: Path, docker: Path) -> None:
     _, calls = run_mirror(tmp_path, docker, KIND_NETWORK="yes", KIND_EXPERIMENTAL_DOCKER_NETWORK="lab")
     assert "network inspect lab" in calls
@@ -445,3 +476,16 @@ def test_the_mirror_urn_the_status_gives_is_the_one_the_plan_records() -> None:
 
     for registry in MIRRORED_REGISTRIES:
         assert mirror(planned("phase1"), registry)["urn"] == mirror_urn("phase1", registry)
+
+
+def test_turning_the_cache_off_or_moving_it_leaves_the_cluster_commands_inputs_as_they_are(tmp_path: Path) -> None:
+    def cluster_inputs(**config: str) -> tuple[Any, Any, Any]:
+        inputs = planned("phase1", **config).one(COMMAND, "kind-cluster")["inputs"]
+        return inputs["stdin"], inputs["environment"], inputs["create"]
+
+    assert cluster_inputs() == cluster_inputs(imageCache="false") == cluster_inputs(imageCacheDir=str(tmp_path / "elsewhere"))
+
+
+def test_the_join_keeps_a_mirror_on_dockers_default_network_when_kind_was_told_to_use_it(tmp_path: Path) -> None:
+    _, calls = run_join(tmp_path, "blueprint-mirror-docker-io", KIND_EXPERIMENTAL_DOCKER_NETWORK="bridge")
+    assert not [call for call in calls if call.startswith("network")]

@@ -20,8 +20,8 @@ def prepull(**config: str) -> dict[str, Any]:
     return dict(planned("phase2", **config).one(DEPLOYMENT, "gitlab-image-prepull-deployment"))
 
 
-def pod(daemonset: dict[str, Any]) -> dict[str, Any]:
-    return dict(daemonset["inputs"]["spec"]["template"])
+def pod(deployment: dict[str, Any]) -> dict[str, Any]:
+    return dict(deployment["inputs"]["spec"]["template"])
 
 
 def test_the_prepull_pulls_exactly_the_gitlab_charts_images() -> None:

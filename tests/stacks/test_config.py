@@ -512,6 +512,10 @@ def test_a_default_cache_folder_that_would_hold_the_data_folder_is_refused_namin
     assert f"blueprint:imageCacheDir = '' is not valid: its default here, {config.default_image_cache_dir()}, cannot be used" in message
 
 
+def test_a_cluster_name_whose_mirrors_names_are_one_dns_label_is_accepted_with_the_cache_on() -> None:
+    assert parse_phase1({"clusterName": "a" * 36}).cluster_name == "a" * 36  # "-mirror-registry-gitlab-com" makes 63
+
+
 def test_a_cluster_name_too_long_for_the_mirrors_names_is_refused_with_the_cache_on() -> None:
     assert "at most 36 characters here, or set blueprint:imageCache to false" in error_for(clusterName="a" * 40)
     assert parse_phase1({"clusterName": "a" * 40, "imageCache": "false"}).cluster_name == "a" * 40
