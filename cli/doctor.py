@@ -328,15 +328,7 @@ class RealMachine:
         return shutil.which(name)
 
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
-        try:
-            done = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
-        except FileNotFoundError:
-            return 127, f"{argv[0]}: command not found"
-        except subprocess.TimeoutExpired:
-            return 124, f"{shlex.join(argv)} did not answer within {timeout:g}s"
-        except OSError as error:
-            return 126, f"{argv[0]}: {error}"
-        return done.returncode, done.stdout
+        return run_argv(argv, timeout, merged=True)
 
     def port_free(self, port: int) -> bool:
         # No SO_REUSEADDR: with it, a bind can succeed next to a listener and hide it.
@@ -469,6 +461,31 @@ class FixStep:
     download: Download | None = None
     commands: tuple[Command, ...] = ()
     """Commands to show, and run once the user agrees (`--yes` agrees for scripts)."""
+
+
+def run_argv(argv: Sequence[str], timeout: float, *, merged: bool) -> tuple[int, str]:
+    """Run `argv`: its exit code and what it said; never an exception for a program that is missing,
+    cannot start or does not answer (127, 126, 124). `merged`: stdout and stderr as one stream; else
+    stdout when it succeeds, stderr (or stdout) when it fails.
+    """
+    try:
+        done = subprocess.run(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        return 127, f"{argv[0]}: command not found"
+    except subprocess.TimeoutExpired:
+        return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
+    except OSError as error:
+        return 126, f"{argv[0]}: {error}"
+    if merged or done.returncode == 0:
+        return done.returncode, done.stdout
+    return done.returncode, done.stderr or done.stdout
 
 
 def _version(text: str) -> tuple[int, int, int] | None:

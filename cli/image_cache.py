@@ -12,7 +12,6 @@ import os
 import shlex
 import shutil
 import stat
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +31,9 @@ WIPE_TIMEOUT = 1800
 
 def docker_run(argv: Sequence[str], timeout: float = 20) -> tuple[int, str]:
     """The real `DockerRun`: never an exception for a missing or silent docker."""
-    try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
-    except FileNotFoundError:
-        return 127, f"{argv[0]}: command not found"
-    except subprocess.TimeoutExpired:
-        return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
-    except OSError as error:
-        return 126, f"{argv[0]}: {error}"
-    return done.returncode, done.stdout if done.returncode == 0 else (done.stderr or done.stdout)
+    from cli.doctor import run_argv
+
+    return run_argv(argv, timeout, merged=False)
 
 
 class CacheConfigError(Exception):
