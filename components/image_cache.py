@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
-import yaml
 from pulumi_command import local
 
 import versions
@@ -105,20 +104,26 @@ def mirror_urn(stack: str, registry: str) -> str:
 def mirror_config(registry: str) -> str:
     """The registry's configuration file for the mirror of `registry` (distribution v3,
     configuration/configuration.go: the parser ignores unknown keys, so tests check these against it).
+    Written out, not dumped: the same text every run, and no YAML emitter in the plan's path.
     """
-    config = {
-        "version": "0.1",
-        "log": {"level": "info"},
+    return (
+        'version: "0.1"\n'
+        "log:\n"
+        "  level: info\n"
         # No `storage.delete`: nothing is ever deleted (the API refuses deletes and pushes to a
         # pull-through cache anyway: registry/proxy/proxyblobstore.go, proxymanifeststore.go).
-        "storage": {"filesystem": {"rootdirectory": "/var/lib/registry"}},
-        "http": {"addr": f":{MIRROR_PORT}"},
+        "storage:\n"
+        "  filesystem:\n"
+        "    rootdirectory: /var/lib/registry\n"
+        "http:\n"
+        f'  addr: ":{MIRROR_PORT}"\n'
+        "proxy:\n"
+        f'  remoteurl: "{MIRRORED_REGISTRIES[registry]}"\n'
         # ttl 0: keep what was pulled until --wipe-cache. Unset, the mirror deletes each image 7
         # days after it first cached it (registry/proxy/proxyregistry.go), and the next bring-up a
         # week later downloads again.
-        "proxy": {"remoteurl": MIRRORED_REGISTRIES[registry], "ttl": "0s"},
-    }
-    return yaml.safe_dump(config, sort_keys=False)
+        "  ttl: 0s\n"
+    )
 
 
 def hosts_toml(cluster_name: str, registry: str) -> str:
