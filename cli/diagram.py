@@ -487,13 +487,13 @@ def _data(
 
 def _mirrors(plans: Sequence[Plan]) -> list[tuple[str, str, str]]:
     """(registry, container, phase) of each image cache mirror the plans start (components/image_cache.py)."""
-    from components.image_cache import cache_folder
+    from components.image_cache import mirror_cache_folder
 
     return sorted(
         (str(r["inputs"]["environment"]["REGISTRY"]), str(r["inputs"]["environment"]["CONTAINER"]), result.stack)
         for result in plans
         for r in result.resources
-        if r["type"] == "command:local:Command" and cache_folder(r["inputs"])
+        if r["type"] == "command:local:Command" and mirror_cache_folder(r["inputs"])
     )
 
 

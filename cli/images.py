@@ -32,7 +32,7 @@ import yaml
 
 import versions
 from cli.plan import SECRET, UNKNOWN, Plan
-from components.image_cache import cache_folder
+from components.image_cache import mirror_cache_folder
 from components.runner import DOCKER_HUB_MIRROR_VARIABLE
 
 STACKS = ("phase1", "phase2", "phase3")
@@ -124,7 +124,7 @@ def mirrored_registries(plans: Iterable[Plan]) -> dict[str, frozenset[str]]:
     for result in plans:
         for resource in result.resources:
             inputs = resource.get("inputs") or {}
-            if resource["type"].startswith(COMMAND_PREFIX) and cache_folder(inputs):
+            if resource["type"].startswith(COMMAND_PREFIX) and mirror_cache_folder(inputs):
                 nodes.add(str(inputs["environment"]["REGISTRY"]))
             if re.search(rf"{DOCKER_HUB_MIRROR_VARIABLE}=[^\"\s]", json.dumps(inputs)):
                 buildkit.add(DOCKER_HUB)

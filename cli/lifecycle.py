@@ -26,7 +26,7 @@ from typing import Any
 from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
 from components.host_folder import KEEP_SCRIPT
 from components.host_folder import claimed_folder as host_folder_of
-from components.image_cache import cache_folder
+from components.image_cache import mirror_cache_folder
 
 COMMAND = "command:local:Command"
 KV_SECRET = "pulumi-python:dynamic/openbao:KvSecret"
@@ -116,7 +116,9 @@ def folders(result: Plan) -> list[dict[str, str]]:
         keep = claims[max(owners, key=len)]["inputs"].get("delete") == KEEP_SCRIPT
         listed.append({"path": path, "destroy": "keep" if keep else "wipe"})
     # Whatever preserveData says: it holds public images only (`uv run blueprint destroy --wipe-cache` wipes it).
-    caches = {folder for resource in result.resources if resource["type"] == COMMAND and (folder := cache_folder(resource["inputs"]))}
+    caches = {
+        folder for resource in result.resources if resource["type"] == COMMAND and (folder := mirror_cache_folder(resource["inputs"]))
+    }
     listed += [{"path": folder, "destroy": "keep"} for folder in sorted(caches)]
     return listed
 

@@ -267,7 +267,7 @@ def hosts_removal_script(registries: tuple[str, ...]) -> str:
     )
 
 
-def cache_folder(command_inputs: dict[str, object]) -> str | None:
+def mirror_cache_folder(command_inputs: dict[str, object]) -> str | None:
     """The image cache folder a mirror command (from a plan or a state) stores into, else None."""
     environment = command_inputs.get("environment")
     if command_inputs.get("create") != MIRROR_UP_SCRIPT or not isinstance(environment, dict):

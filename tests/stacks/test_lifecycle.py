@@ -16,7 +16,7 @@ import pytest
 
 from cli.lifecycle import claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab, record_preserve_data
 from cli.plan import Plan
-from components.image_cache import cache_folder
+from components.image_cache import mirror_cache_folder
 from tests.plans import planned, planned_as, waits_for
 
 STACKS = ("phase1", "phase2", "phase3", "dev")
@@ -96,7 +96,7 @@ def test_with_preserve_data_a_destroy_deletes_nothing_that_holds_user_data(stack
 @pytest.mark.parametrize("stack", STACKS)
 def test_without_preserve_data_a_destroy_deletes_all_user_data(stack: str) -> None:
     result = destroyed(stack, False)
-    caches = {cache_folder(resource["inputs"]) for resource in result.resources}  # public images only: every destroy keeps them
+    caches = {mirror_cache_folder(resource["inputs"]) for resource in result.resources}  # public images only: every destroy keeps them
     assert all(folder["destroy"] == "wipe" for folder in result.folders or [] if folder["path"] not in caches), result.folders
     for resource in result.resources:
         if lives_in_gitlab(resource):
