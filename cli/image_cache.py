@@ -197,7 +197,9 @@ def status_lines(
     if phase1 is None:
         return [*lines, "  mirrors: none (phase1 is not up)"]
     if not mirrors:
-        return [*lines, "  mirrors: none (phase1's last `up` ran none)"]
+        # Outputs are those of phase1's last up that succeeded: one that failed may have started mirrors since.
+        listed = f"docker ps --all --filter label={CACHE_LABEL}={shlex.quote(str(folder))}"
+        return [*lines, f"  mirrors: none recorded (phase1's last successful `up` ran none; `{listed}` lists any that run)"]
     containers = mirror_containers(phase1)
     states = mirror_states(list(containers.values()), run)
     for registry, container in containers.items():

@@ -357,11 +357,10 @@ def _cache_to_wipe(say: Callable[[str], None], existing: Mapping[str, Any], conf
                 ]
             )
         )
-    # phase1's own mirrors store into it until its destroy removes them; any other container is another platform's.
-    phase1 = existing.get("phase1") or {}
-    own = set(image_cache.mirror_containers(phase1).values())
+    # phase1's own mirrors (its owner label: this checkout's phase1, whether or not its last outputs list them,
+    # as after an up that failed) store into it until its destroy removes them; any other is another platform's.
     owner = f"blueprint/phase1@{world.checkout_id()}"
-    if others := [(name, by) for name, by in users if not (name in own and by == owner)]:
+    if others := [(name, by) for name, by in users if by != owner]:
         refused = image_cache.refusal_for_users(folder, others).replace("not removing", "--wipe-cache: not removing", 1)
         raise Refused(f"{refused} (nothing was destroyed)")
     return folder

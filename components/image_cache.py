@@ -153,8 +153,9 @@ fi
 # what a mirror lists before it looks for the marker holds nothing of another's without the marker.
 listing=$(ls -A "$CACHE_DIR" 2>/dev/null || true)
 if [ -n "$listing" ] && [ ! -f "$CACHE_DIR/{CACHE_MARKER}" ]; then
-  echo "blueprint: the image cache folder $(quoted "$CACHE_DIR") holds files blueprint did not write, which" \\
-    "'uv run blueprint destroy --wipe-cache' must never take for its own: set blueprint:imageCacheDir to a new or empty folder" >&2
+  echo "blueprint: the image cache folder $(quoted "$CACHE_DIR") holds files blueprint did not write ($(printf '%s\\n' \\
+    "$listing" | head -n 3 | tr '\\n' ' ')...), which 'uv run blueprint destroy --wipe-cache' must never take for its" \\
+    "own: set blueprint:imageCacheDir to a new or empty folder" >&2
   exit 1
 fi
 folder="$CACHE_DIR/$REGISTRY"
@@ -167,6 +168,12 @@ fi
 [ -f "$CACHE_DIR/{CACHE_MARKER}" ] || (set -C; printf '%s\\n' "blueprint's image cache (registry mirrors' storage)." \\
   "It holds public images only; 'uv run blueprint destroy --wipe-cache' removes it." > "$CACHE_DIR/{CACHE_MARKER}") 2>/dev/null || true
 mkdir -p "$folder/{STORAGE}"
+if [ -d "$folder/config.yml" ]; then
+  # What Docker makes of a missing bind-mount source (`--volume`), as root: an earlier blueprint's mount.
+  echo "blueprint: $(quoted "$folder/config.yml") is a folder, not the mirror's config; remove it (sudo rm -r if" \\
+    "it is root's) and run the up again" >&2
+  exit 1
+fi
 draft=$(mktemp "$folder/.config.XXXXXX")
 printf '%s' "$MIRROR_CONFIG" > "$draft"
 chmod 0644 "$draft"
@@ -193,11 +200,18 @@ else
   docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$network" "$user" \\
     --read-only --tmpfs /tmp --cap-drop=ALL --security-opt=no-new-privileges \\
     --label "{CACHE_LABEL}=$CACHE_DIR" --label "{OWNER_LABEL}=$OWNER" --label "{SPEC_LABEL}=$spec" \\
-    --volume "$folder/{STORAGE}:/var/lib/registry" --volume "$folder/config.yml:{CONFIG_PATH}:ro" \\
+    --mount "type=bind,source=$folder/{STORAGE},target=/var/lib/registry" \\
+    --mount "type=bind,source=$folder/config.yml,target={CONFIG_PATH},readonly" \\
     "$IMAGE" >/dev/null || failed=yes
 fi
 # A registry that refuses its configuration or its folder exits at once: give it a moment, and show why.
-[ -n "${{failed:-}}" ] || {{ sleep 2; [ "$(docker inspect -f '{{{{.State.Running}}}}' "$CONTAINER" 2>/dev/null)" = true ]; }} || {{
+# Docker says Running of a container it is restarting (moby container/state.go SetRestarting): a mirror runs
+# when its status is "running" and Docker has not restarted it meanwhile.
+[ -n "${{failed:-}}" ] || {{
+  restarts=$(docker inspect -f '{{{{.RestartCount}}}}' "$CONTAINER" 2>/dev/null || echo unknown)
+  sleep 2
+  [ "$(docker inspect -f '{{{{.State.Status}}}} {{{{.RestartCount}}}}' "$CONTAINER" 2>/dev/null)" = "running $restarts" ]
+}} || {{
   docker logs --tail 20 "$CONTAINER" >&2 2>&1 || true
   failed=yes
 }}

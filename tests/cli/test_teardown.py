@@ -993,6 +993,15 @@ def test_wipe_cache_keeps_the_folder_when_a_mirror_still_stores_into_it_after_th
     assert (folder / "docker.io" / "storage" / "blob").is_file()
 
 
+def test_wipe_cache_takes_the_mirrors_phase1_started_for_its_own_when_its_outputs_do_not_list_them(tmp_path: Path) -> None:
+    # An up that failed after the mirrors started keeps the outputs of the last that succeeded, without them.
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    del pulumi.stack_outputs["phase1"][outputs.IMAGE_MIRRORS]
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert not (folder / "docker.io").exists()
+
+
 def test_wipe_cache_of_a_folder_that_is_not_there_says_so_and_goes_on(tmp_path: Path) -> None:
     pulumi, the_world, folder, _ = with_a_cache(tmp_path)
     shutil.rmtree(folder)

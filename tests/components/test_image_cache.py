@@ -228,7 +228,10 @@ case "$1 $2" in
   "info "*) [ -n "${DOCKER_DOWN:-}" ] && exit 1; echo "${SECURITY:-[name=seccomp]}"; exit 0 ;;
   "network inspect") [ -n "${KIND_NETWORK:-}" ] || exit 1 ;;
   "inspect -f")
-    case "$3" in *Running*) [ -n "${NOT_RUNNING:-}" ] && echo false || echo true; exit 0 ;; esac
+    case "$3" in
+      *Status*) echo "${STATUS:-running} ${RESTARTS_AFTER:-0}"; exit 0 ;;
+      *RestartCount*) echo 0; exit 0 ;;
+    esac
     [ -n "${EXISTING_LABELS:-}" ] || exit 1
     case "$3" in *owner*) echo "$EXISTING_OWNER" ;; *) echo "$EXISTING_SPEC" ;; esac ;;
   "logs "*) echo "configuration error: unknown storage driver" >&2 ;;
@@ -258,9 +261,10 @@ def test_a_mirror_starts_as_the_host_user_storing_in_the_cache_folder(tmp_path: 
     run = next(call for call in calls if call.startswith("run "))
     assert f"--user={os.getuid()}:{os.getgid()}" in run.split()
     assert f"--label {CACHE_LABEL}={tmp_path / 'cache'}" in run
-    assert f"{tmp_path / 'cache' / 'docker.io' / 'storage'}:/var/lib/registry" in run
+    # --mount, not --volume: a missing source is an error, never a folder Docker makes as root.
+    assert f"type=bind,source={tmp_path / 'cache' / 'docker.io' / 'storage'},target=/var/lib/registry" in run
     # registry:3 reads its config there (the image's CMD); elsewhere it would be a plain registry.
-    assert f"{tmp_path / 'cache' / 'docker.io' / 'config.yml'}:/etc/distribution/config.yml:ro" in run
+    assert f"type=bind,source={tmp_path / 'cache' / 'docker.io' / 'config.yml'},target=/etc/distribution/config.yml,readonly" in run
     assert (tmp_path / "cache" / CACHE_MARKER).is_file()
     assert yaml.safe_load((tmp_path / "cache" / "docker.io" / "config.yml").read_text()) == yaml.safe_load(mirror_config("docker.io"))
 
@@ -351,7 +355,7 @@ def test_the_kind_config_points_every_registry_the_nodes_pull_from_at_its_mirror
 
 
 def test_a_mirror_that_exits_at_once_fails_the_up_with_its_log_and_how_to_go_on_without_the_cache(tmp_path: Path, docker: Path) -> None:
-    done, calls = run_mirror(tmp_path, docker, NOT_RUNNING="yes")
+    done, calls = run_mirror(tmp_path, docker, STATUS="exited")
     assert done.returncode == 1
     assert "configuration error: unknown storage driver" in done.stderr
     assert "pulumi config set -s phase1 blueprint:imageCache false" in done.stderr
@@ -489,3 +493,26 @@ def test_turning_the_cache_off_or_moving_it_leaves_the_cluster_commands_inputs_a
 def test_the_join_keeps_a_mirror_on_dockers_default_network_when_kind_was_told_to_use_it(tmp_path: Path) -> None:
     _, calls = run_join(tmp_path, "blueprint-mirror-docker-io", KIND_EXPERIMENTAL_DOCKER_NETWORK="bridge")
     assert not [call for call in calls if call.startswith("network")]
+
+
+def test_a_mirror_docker_keeps_restarting_fails_the_up(tmp_path: Path, docker: Path) -> None:
+    # Docker reports a container it restarts as Running: the restart count tells it crashed meanwhile.
+    done, calls = run_mirror(tmp_path, docker, STATUS="running", RESTARTS_AFTER="3")
+    assert done.returncode == 1
+    assert "did not start" in done.stderr
+    assert calls[-1].startswith("rm --force ")
+
+
+def test_a_config_path_docker_made_a_folder_is_refused_with_the_fix(tmp_path: Path, docker: Path) -> None:
+    (tmp_path / "cache" / "docker.io" / "config.yml").mkdir(parents=True)
+    (tmp_path / "cache" / CACHE_MARKER).write_text("")
+    done, _ = run_mirror(tmp_path, docker)
+    assert done.returncode == 1
+    assert "is a folder, not the mirror's config" in done.stderr
+
+
+def test_the_refusal_of_a_folder_holding_other_files_names_them(tmp_path: Path, docker: Path) -> None:
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / ".DS_Store").write_bytes(b"Finder")
+    done, _ = run_mirror(tmp_path, docker)
+    assert "(.DS_Store ...)" in done.stderr
