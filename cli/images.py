@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 import versions
+from cli.lifecycle import strings_in
 from cli.plan import SECRET, UNKNOWN, Plan
 from components.image_cache import mirror_cache_folder
 from components.runner import DOCKER_HUB_MIRROR_VARIABLE
@@ -183,17 +184,6 @@ def _toml_images(text: str) -> Iterator[str]:
     yield from walk(document)
 
 
-def _strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def dockerfile_images(text: str) -> list[str]:
     """The base images a Dockerfile's `FROM` lines pull: not `scratch`, not an earlier stage, with
     `ARG` defaults filled in (a FROM still naming an unset argument is left out).
@@ -302,7 +292,7 @@ def _resource_images(stack: str, resource: Mapping[str, Any]) -> Iterator[Found]
             if not full:  # a tag for the chart's default repository
                 ref = next((image for image in defaults or () if _tag(image) == ref), f"(the {chart} chart's default image):{ref}")
             yield Found(ref, CONTAINERD, where)
-        for text in _strings(inputs.get("values")):
+        for text in strings_in(inputs.get("values")):
             if "[[runners]]" in text:
                 yield from (Found(ref, CONTAINERD, f"{where} (runner config)") for ref in _toml_images(text))
         return

@@ -77,20 +77,21 @@ def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -
     return "delete", ""
 
 
-def _strings(value: Any) -> Iterator[str]:
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string among `value`'s nested mappings and lists."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from strings_in(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from strings_in(item)
 
 
 def host_paths(resource: Mapping[str, Any]) -> set[str]:
     """Every absolute path among `resource`'s input values (files and folders it reads or writes)."""
-    return {text.rstrip("/") or "/" for text in _strings(resource["inputs"]) if text.startswith("/") and "\n" not in text}
+    return {text.rstrip("/") or "/" for text in strings_in(resource["inputs"]) if text.startswith("/") and "\n" not in text}
 
 
 def is_under(path: str, folder: str) -> bool:

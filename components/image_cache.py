@@ -341,10 +341,11 @@ class ImageCache(pulumi.ComponentResource):
             )
             for registry in args.registries
         ]
+        write_hosts = hosts_script(args.cluster_name, args.registries)
         hosts = local.Command(
             f"{name}-hosts",
-            create=hosts_script(args.cluster_name, args.registries),
-            update=hosts_script(args.cluster_name, args.registries),
+            create=write_hosts,
+            update=write_hosts,
             delete=hosts_removal_script(args.registries),
             environment={"HOSTS_DIR": str(args.hosts_dir), "CACHE_DIR": str(args.cache_dir)},
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.hosts_dir_claim])),

@@ -671,12 +671,14 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     data_dir = absolute_data_dir(default_string("dataDir") if refused else data_dir_value, project_dir)
 
     image_cache = check.boolean("imageCache")
-    cache_problem = functools.partial(image_cache_dir_problem, project_dir=project_dir, data_dir=data_dir)
+    # Cached: `check.text` asks it of the value, and the cache folder below asks again.
+    cache_problem = functools.cache(functools.partial(image_cache_dir_problem, project_dir=project_dir, data_dir=data_dir))
     cache_value = check.text("imageCacheDir", cache_problem, example="~/.cache/blueprint/images")
     cache_dir = image_cache_dir(cache_value) if image_cache and not cache_problem(cache_value) else None
-    if image_cache and not cache_value and (default_problem := cache_problem(str(default_image_cache_dir()))):
+    default = default_image_cache_dir()
+    if image_cache and not cache_value and (default_problem := cache_problem(str(default))):
         # The default is this user's cache folder, so the same checks hold for it (a dataDir inside it, a ':' in HOME).
-        why = f"its default here, {default_image_cache_dir()}, cannot be used: {default_problem}"
+        why = f"its default here, {default}, cannot be used: {default_problem}"
         check.fail("imageCacheDir", "", why, "~/blueprint-images")
         cache_dir = None
     from components.image_cache import CONTAINER_NAME_MAX, MIRRORED_REGISTRIES, mirror_container
