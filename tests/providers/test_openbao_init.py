@@ -357,11 +357,12 @@ def test_the_rollout_wait_has_its_own_budget(shared: BaoServer, tmp_path: Path, 
 def test_a_slow_rollout_leaves_the_steps_after_it_their_whole_wait(
     shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A rollout that takes longer than `wait_seconds` (a slow image pull), then an answer that must be asked for again."""
-    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'slow-bin', 'sleep 1.5')}:{os.environ['PATH']}")
-    proxy = Proxy(shared.port, hold_first=1, seconds=0.6)
+    """A rollout that takes longer than `wait_seconds` (a slow image pull), then an answer that must be asked for again.
+    Every margin is a second or more: a loaded machine answers slowly."""
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'slow-bin', 'sleep 3.5')}:{os.environ['PATH']}")
+    proxy = Proxy(shared.port, hold_first=1, seconds=2.0)
     try:
-        inputs = init_inputs(shared, tmp_path, address=proxy.address, wait_seconds=1.0, http_timeout=0.3)
+        inputs = init_inputs(shared, tmp_path, address=proxy.address, wait_seconds=3.0, http_timeout=1.0)
         outputs_of(init_provider().create(inputs))
     finally:
         proxy.close()
