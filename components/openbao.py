@@ -12,8 +12,7 @@ blueprint generates, and configured by the server itself on its first start.
   before the server started.
 - `providers/openbao_init.py` checks the result, and applies the same requests (`SELF_INIT`, one
   list for both) through the API where self-initialisation cannot reach: a vault already
-  initialised when a request changed (the `admin` user's token TTLs came later), and a vault of the
-  earlier, Shamir-sealed blueprint, which it moves to the static seal and then configures.
+  initialised when a request changed.
 - The seal key and the passwords reach the server as environment variables from a Secret
   (`server.extraSecretEnvironmentVars`), never in the chart's values: the config names them
   (`current_key = "env://..."`, `eval_source = "env"`).
@@ -23,8 +22,8 @@ blueprint generates, and configured by the server itself on its first start.
   in place of `connection_url`: physical/postgresql/postgresql.go), so the values hold no secret.
   The backend creates its table, `openbao_kv_store`, itself when the role owns the database.
 - The chart's readiness probe is `bao status`, false while sealed; the probe here asks
-  `sys/health` with `sealedcode=204&uninitcode=204`, so a server that waits for something (a
-  Shamir-sealed vault of an earlier blueprint, say) still lets the release finish and
+  `sys/health` with `sealedcode=204&uninitcode=204`, so a server that waits for something (its
+  storage sealed with another key than the seal key file's, say) still lets the release finish and
   `OpenBaoInit` says what is wrong. The release does not wait for the pod either: a server that
   exits (its storage refuses it) would otherwise only time Helm out, with no word of why.
   `OpenBaoInit` waits instead (`kubectl rollout status`, for up to 10 minutes of its own: the
@@ -334,7 +333,6 @@ class OpenBao(pulumi.ComponentResource):
                 request_secrets={env: environment[env] for env in (WRITER_PASSWORD_ENV, ADMIN_PASSWORD_ENV)},
                 release_digest=release_digest(values),
                 mount=KV_MOUNT,
-                legacy_keys_file=f"{args.secrets_path}/openbao-init.json",
                 seal_key_file=f"{args.secrets_path}/openbao-seal-key",
                 kind_cluster_name=args.kind_cluster_name,
                 namespace=args.namespace,

@@ -26,40 +26,14 @@ moment, or losing any answer, loses nothing: the next run starts over from the s
   does not log in with its file's password is refused before anything is written, so no account
   gets blueprint's policies under a password blueprint does not hold. These runs are what applies
   the requests; a change made by hand later is not undone unless one of them runs (`diff`).
-- **A vault of the earlier design is upgraded in place.** An earlier blueprint initialised OpenBao
-  with Shamir keys and kept them, with its root token, in `openbao-init.json`. Under this version's
-  config that storage waits in seal-migration mode. While that file is there, each run resumes:
-  1. storage still Shamir-sealed: `sys/unseal` with `migrate`, the file's keys one by one, until
-     unsealed. OpenBao then seals its root key with the static key, and turns the Shamir key into
-     the vault's recovery key (internal/vault/core.go `migrateSeal`);
-  2. the file's root token still valid here (so this is the file's vault): first, a userpass user
-     `admin` or `blueprint` someone made by hand that does not log in with its file's password, or
-     a policy of blueprint's name with other rules, is refused, with the root token still valid
-     and the file in place (configuring would give that account blueprint's policies, or every
-     holder of that policy blueprint's rules, and after step 4 nothing could set it right); then
-     the requests above, with that token (the vault has none of blueprint's configuration yet:
-     self-initialisation never runs on initialised storage); then user `admin` must log in with
-     its file's password; only then is its recovery key rotated to a new one nobody is shown
-     (`sys/rotate/recovery`), so the file's keys open nothing any more and, as in a
-     self-initialised vault, nobody holds a recovery key;
-  3. the file is renamed `openbao-init.json.migrated`, never deleted (its keys still open a backup
-     of the storage taken before the upgrade), and its folder flushed;
-  4. the root token in it is revoked. Every later run revokes the root token of a `.migrated` file
-     again (a dead token is just refused): a revoked token leaves no trace in the vault, so a crash
-     between a revocation and the rename would leave a vault nothing tells from another one, which
-     is why the rename comes first.
-  A keys file beside a vault whose root token it does not hold is refused (never renamed, never a
-  reason to replace the vault): it is not that file's vault.
 
 What waiting cannot fix is refused at once, with the exact way out:
 
-- a keys file beside another vault (above); Shamir-sealed storage without its keys file, or with a
-  keys file that does not open it;
 - a server that answers but has no userpass login: its first start was stopped between
-  initialising its storage and configuring itself (a vault without recovery keys, as only
-  self-initialisation makes them here), or userpass was disabled by hand, or, with recovery keys,
-  a vault the earlier blueprint made whose keys file went missing half-way through its upgrade;
-  the message tells these apart, and says what a reset of OpenBao's own storage would lose;
+  initialising its storage and configuring itself, or userpass was disabled by hand (a vault
+  without recovery keys, as self-initialisation makes none); or, with recovery keys, storage
+  initialised some other way, which may hold data. The message tells these apart, and says what a
+  reset of OpenBao's own storage would lose;
 - a server that exits with "self-initialization failed": interrupted after OpenBao marked its
   self-initialisation started, after which it refuses that storage for good
   (internal/vault/self_init.go). The server exits before anyone can ask it, so this shows only in
@@ -71,8 +45,8 @@ What waiting cannot fix is refused at once, with the exact way out:
 
 The passwords are secret inputs (the engine keeps the outputs of the same names secret too). The
 provider keeps nothing on `self` and imports `requests` lazily: the engine's provider host imports
-this module by reference (Pulumi's dynamic providers: the resource pickles its provider with dill). No error carries a secret: OpenBao's
-error texts never repeat a request's data, and a recovery key it returns is never read.
+this module by reference (Pulumi's dynamic providers: the resource pickles its provider with dill).
+No error carries a secret: OpenBao's error texts never repeat a request's data.
 """
 
 from __future__ import annotations
@@ -80,7 +54,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 import shlex
 import subprocess
 import time
@@ -99,17 +72,13 @@ input change makes the engine call `update` with the new code."""
 
 INPUTS = (
     "address", "username", "password", "password_file", "admin_username", "admin_password_file", "requests", "request_secrets",
-    "release_digest", "mount", "legacy_keys_file", "seal_key_file", "kind_cluster_name", "namespace", "pod", "statefulset",
+    "release_digest", "mount", "seal_key_file", "kind_cluster_name", "namespace", "pod", "statefulset",
     "postgres_namespace", "postgres_pod", "database", "table", "rollout_seconds", "wait_seconds", "http_timeout",
     "provider_version",
 )  # fmt: skip
 SECRET_OUTPUTS = ["password", "request_secrets"]
-EARLIER_SECRET_OUTPUTS = ("root_token", "unseal_keys")
-"""What the earlier, Shamir-sealed design recorded as outputs: never kept."""
 SELF_INIT_FAILED = "self-initialization failed"
 """What OpenBao logs when it refuses storage whose self-initialisation was interrupted (internal/vault/self_init.go)."""
-MIGRATED = ".migrated"
-"""The suffix the upgrade gives the earlier design's keys file once the vault no longer needs it."""
 STATIC_KEY_BYTES = 32
 
 
@@ -153,18 +122,6 @@ def _storage(props: dict[str, Any]) -> str:
     return f"the table {props['table']} of the {props['database']} database; GitLab's data and everything else stay"
 
 
-def _move_aside(props: dict[str, Any]) -> str:
-    keys = str(props["legacy_keys_file"])
-    return shlex.join(["mv", "-n", keys, f"{keys}.shamir"])
-
-
-def _put_back(props: dict[str, Any]) -> str:
-    """How to put the keys file back from a copy beside it, when there is one."""
-    keys = Path(str(props["legacy_keys_file"]))
-    copies = sorted(path for path in keys.parent.glob(f"{keys.name}.*") if path.is_file())
-    return f" ({shlex.join(['mv', '-n', str(copies[0]), str(keys)])})" if copies else ""
-
-
 def _reset_loses_nothing(props: dict[str, Any], unless: str = "") -> str:
     secrets = Path(str(props["seal_key_file"])).parent
     return (
@@ -177,19 +134,15 @@ def _reset_loses_nothing(props: dict[str, Any], unless: str = "") -> str:
 
 def no_userpass_error(props: dict[str, Any], recovery_shares: int) -> OpenBaoInitError:
     """Initialised, no userpass login. Which vault this is shows in its recovery keys (sys/seal-status `n`):
-    a self-initialisation makes none; the upgrade of an earlier blueprint's vault turns its Shamir keys into them.
+    a self-initialisation makes none, so storage that has some was initialised another way and may hold data.
     """
     said = f"OpenBao at {props['address']} is initialised but has no userpass login."
     if recovery_shares:
-        keys = props["legacy_keys_file"]
         return OpenBaoInitError(
-            f"{said} It has recovery keys, which a vault that configured itself never has: it is a vault an earlier "
-            f"blueprint made with Shamir keys (OpenBao turned them into recovery keys when `up` moved the vault to the static "
-            f"seal), and its keys file {keys} was taken away before `up` had configured it. It may hold data. Put that file "
-            f"back{_put_back(props)} and run `uv run blueprint up`: it finishes the upgrade with the file's root token. Only "
-            f"if that file is lost for good, start OpenBao over: resetting its own storage ({_storage(props)}) loses what the "
-            f"vault holds (the credentials blueprint keeps there are written again by the next `up`; anything you stored "
-            f"there yourself is gone). Run:\n{storage_reset(props)}"
+            f"{said} It has recovery keys, which a vault that configured itself never has: its storage was initialised some "
+            f"other way, and it may hold data. Read out what you want to keep with a token of that vault, if you hold one; "
+            f"then start OpenBao over: resetting its own storage ({_storage(props)}) loses what the vault holds (the "
+            f"credentials blueprint keeps there are written again by the next `up`). Run:\n{storage_reset(props)}"
         )
     unless = (
         " The one other way to a vault like this is userpass disabled by hand: every token it gave died with it, so then "
@@ -208,38 +161,6 @@ def self_init_failed_error(props: dict[str, Any]) -> OpenBaoInitError:
         f"({kubectl(props, str(props['namespace']), 'logs', str(props['pod']))}). Its first start was interrupted while it "
         f"configured itself, and OpenBao then refuses that storage for good; it never answered a request. "
         f"{_reset_loses_nothing(props)}"
-    )
-
-
-def legacy_keys_error(props: dict[str, Any]) -> OpenBaoInitError:
-    """A keys file of the earlier design beside a vault that is not the file's."""
-    keys = props["legacy_keys_file"]
-    return OpenBaoInitError(
-        f"{keys} holds the unseal keys and root token of an OpenBao that an earlier blueprint initialised with Shamir keys, "
-        f"but the OpenBao at {props['address']} is not that vault: the root token is not valid there (this vault was "
-        f"sealed with the static key in {props['seal_key_file']} from its start, or was upgraded already and the old root "
-        f"token revoked). Those keys open nothing here, and `up` neither uses that file nor replaces this vault on its own. "
-        f"If the old vault is what you want, restore its storage (the {props['database']} database) from a backup and run "
-        f"`uv run blueprint up` again: it upgrades that vault. Otherwise move the file aside, then run again:\n"
-        f"  {_move_aside(props)}\n  uv run blueprint up"
-    )
-
-
-def shamir_storage_error(props: dict[str, Any], why: str | None = None) -> OpenBaoInitError:
-    """Shamir-sealed storage of an earlier blueprint, and no keys file that opens it (`why` says what the file did)."""
-    keys = props["legacy_keys_file"]
-    if why is None:
-        what = f"and its keys file {keys} is not there. Put that file back{_put_back(props)}"
-        then = ""
-    else:
-        what = f"and the unseal keys in {keys} do not open it ({why}): that file is another vault's. Put back the one of this vault"
-        then = _move_aside(props)
-    return OpenBaoInitError(
-        f"OpenBao's storage is a vault an earlier blueprint initialised with Shamir keys (OpenBao waits in seal-migration "
-        f"mode), {what} and run `uv run blueprint up`: it moves the vault to the static seal, its data kept. Only if that "
-        f"file is lost for good, start OpenBao over: resetting its own storage ({_storage(props)}) loses what the vault "
-        f"holds (the credentials blueprint keeps there are written again by the next `up`; anything you stored there "
-        f"yourself is gone). Run:\n{storage_reset(props, *([then] if then else []))}"
     )
 
 
@@ -278,75 +199,6 @@ def wrong_password_error(props: dict[str, Any], user: str, password_file: str) -
     return OpenBaoInitError(
         f"OpenBao at {props['address']} refuses user {user}'s password from {password_file}: that file is not the one this "
         f"vault was first started with. {fix}"
-    )
-
-
-ROOT_TOKEN_OF = 'import json, sys; print(json.load(open(sys.argv[1]))["root_token"])'
-"""Prints the root token of the keys file named by its argument: commands read it, never show it."""
-
-
-def as_root(props: dict[str, Any]) -> str:
-    """The shell lines that give the `uv run bao` commands after them OpenBao's address and the keys
-    file's root token (read from the file into the environment, never shown).
-    """
-    token = shlex.join(["uv", "run", "python", "-c", ROOT_TOKEN_OF, str(props["legacy_keys_file"])])
-    return f'  export BAO_ADDR={shlex.quote(str(props["address"]))}\n  export BAO_TOKEN="$({token})"'
-
-
-def _set_password(user: str, password_file: str) -> str:
-    """The command that gives user `user` the password in `password_file` (on stdin, never in the process list)."""
-    write = ["uv", "run", "bao", "write", f"auth/userpass/users/{user}/password", "password=-"]
-    return f"tr -d '\\n' < {shlex.quote(password_file)} | {shlex.join(write)}"
-
-
-def made_by_hand_error(props: dict[str, Any], users: dict[str, str], policies: list[str]) -> OpenBaoInitError:
-    """The vault being upgraded has users (user -> what its login with the file's password said) or
-    policies of blueprint's names that are not blueprint's.
-    """
-    keys, admin = props["legacy_keys_file"], str(props["admin_username"])
-    found = [
-        f"userpass user {user}, which does not log in with the password in {_password_file(props, user)} ({said})"
-        for user, said in users.items()
-    ]
-    found += [f"policy {policy}, whose rules are not blueprint's" for policy in policies]
-    ways = []
-    for user in users:
-        path = f"auth/userpass/users/{user}"
-        ways.append(
-            f"user {user}: either let blueprint have it, with the password in its file (blueprint then gives it its policies: "
-            f"{_policies_of(props, user)}):\n    {_set_password(user, _password_file(props, user))}\n"
-            f"  or delete it, once you have what you need of it ({shlex.join(['uv', 'run', 'bao', 'read', path])} shows it):\n"
-            f"    {shlex.join(['uv', 'run', 'bao', 'delete', path])}"
-        )
-    for policy in policies:
-        ways.append(
-            f"policy {policy}: delete it, once whoever holds it has its rules under another name "
-            f"({shlex.join(['uv', 'run', 'bao', 'policy', 'read', policy])} shows them); blueprint then writes its own:\n"
-            f"    {shlex.join(['uv', 'run', 'bao', 'policy', 'delete', policy])}"
-        )
-    return OpenBaoInitError(
-        f"OpenBao at {props['address']}, the vault of {keys}, already has {'; '.join(found)}: made there by hand (the earlier "
-        f"blueprint made no userpass users or policies). Going on would give such a user blueprint's policies (to {admin}: "
-        f"{_policies_of(props, admin)}, which allows everything) under a password blueprint does not hold, and every holder "
-        f"of such a policy blueprint's rules, then revoke the root token, after which no file of blueprint's could set it "
-        f"right. The upgrade stopped before anything that cannot be undone: the root token in {keys} still works, and the "
-        f"file stays. In one shell, with that root token:\n{as_root(props)}\nthen choose, for each:\n"
-        + "\n".join(f"- {way}" for way in ways)
-        + "\nand run `uv run blueprint up` again, which finishes the upgrade (and revokes that token):\n  unset BAO_TOKEN\n"
-        "  uv run blueprint up"
-    )
-
-
-def admin_refused_error(props: dict[str, Any], said: str) -> OpenBaoInitError:
-    """The upgrade configured the vault, and user admin still does not log in with its file's password."""
-    admin, keys = str(props["admin_username"]), props["legacy_keys_file"]
-    return OpenBaoInitError(
-        f"OpenBao at {props['address']}, configured by the upgrade with the root token in {keys}, still refuses user {admin}'s "
-        f"password from {props['admin_password_file']} ({said}). The upgrade stopped before anything that cannot be undone: "
-        f"that root token still works, and the file stays. With it, look at the user "
-        f"({shlex.join(['uv', 'run', 'bao', 'read', f'auth/userpass/users/{admin}'])}) and give it the password in its file, "
-        f"then run `uv run blueprint up` again:\n{as_root(props)}\n"
-        f"  {_set_password(admin, str(props['admin_password_file']))}\n  unset BAO_TOKEN\n  uv run blueprint up"
     )
 
 
@@ -603,50 +455,31 @@ def _password_file(props: dict[str, Any], user: str) -> str:
     return str(files.get(user, "its password file"))
 
 
-def _policies_of(props: dict[str, Any], user: str) -> str:
-    """The policies the requests give user `user`, for a message."""
-    data: dict[str, Any] = next((request["data"] for request in props["requests"] if request["path"] == f"auth/userpass/users/{user}"), {})
-    return ", ".join(str(policy) for policy in data.get("token_policies") or []) or "none"
-
-
-def _logs_in(props: dict[str, Any], user: str) -> str | None:
-    """None when user `user` logs in with the password the requests give it (the token is revoked at
-    once); otherwise what OpenBao said. A 5xx or 429 is `_NotYet`.
+def _logs_in(props: dict[str, Any], user: str) -> bool:
+    """Whether user `user` logs in with the password the requests give it (the token is revoked at
+    once). A 5xx or 429 is `_NotYet`.
     """
     response = _request(props, "POST", f"auth/userpass/login/{user}", body={"password": _user_password(props, user)})
     if response.status_code == 200:
         _revoke(props, str(response.json()["auth"]["client_token"]))
-        return None
+        return True
     if response.status_code >= 500 or response.status_code == 429:
         raise _NotYet(f"a login as {user} answered HTTP {response.status_code}")
-    return _said(response)
+    return False
 
 
-def _users_not_blueprints(props: dict[str, Any], token: str) -> dict[str, str]:
-    """The users the requests make that exist already and do not log in with their file's password
-    (user -> what OpenBao said): blueprint must not give them its policies.
+def _refusing_user(props: dict[str, Any], token: str) -> str | None:
+    """The first user the requests make that exists already and does not log in with its file's
+    password: blueprint must not give it its policies.
     """
-    users = {}
     for request in props["requests"]:
         path = str(request["path"])
         # A user that does not exist, or a userpass not mounted, reads as 404 (verified against bao 2.7.2).
         if path.startswith("auth/userpass/users/") and _is_env(request["data"].get("password")) and _exists(props, path, token):
             user = path.rsplit("/", 1)[1]
-            if (said := _logs_in(props, user)) is not None:
-                users[user] = said
-    return users
-
-
-def _policies_not_blueprints(props: dict[str, Any], token: str) -> list[str]:
-    """The policies the requests write that exist already with other rules."""
-    policies = []
-    for request in props["requests"]:
-        path = str(request["path"])
-        if path.startswith("sys/policies/acl/") and _exists(props, path, token):
-            rules = (_done(props, _get(props, path, token), f"reading {path}").get("data") or {}).get("policy")
-            if rules != request["data"].get("policy"):
-                policies.append(path.rsplit("/", 1)[1])
-    return policies
+            if not _logs_in(props, user):
+                return user
+    return None
 
 
 def _mount_conflict(props: dict[str, Any], path: str, existing: dict[str, Any], wanted: dict[str, Any]) -> OpenBaoInitError:
@@ -661,8 +494,7 @@ def _mount_conflict(props: dict[str, Any], path: str, existing: dict[str, Any], 
         fix = f"move it to another path first: {shlex.join(move)}"
     return OpenBaoInitError(
         f"OpenBao at {props['address']} has a {have} engine at {mount}/, where blueprint needs {need}. As admin (README: "
-        f"OpenBao), or with the root token in {props['legacy_keys_file']} while that file is there, {fix}; then run "
-        f"`uv run blueprint up` again."
+        f"OpenBao), {fix}; then run `uv run blueprint up` again."
     )
 
 
@@ -679,8 +511,7 @@ def configure(props: dict[str, Any], token: str) -> None:
     A user that exists and refuses its file's password is refused before anything is written: its
     policies stay as they are.
     """
-    if refusing := _users_not_blueprints(props, token):
-        user = next(iter(refusing))
+    if (user := _refusing_user(props, token)) is not None:
         raise wrong_password_error(props, user, _password_file(props, user))
     for request in props["requests"]:
         path, data = str(request["path"]), dict(request["data"])
@@ -700,117 +531,6 @@ def configure(props: dict[str, Any], token: str) -> None:
             data = {key: value for key, value in data.items() if key not in secret_fields}  # the vault keeps its own
         body = {key: _secret(props, value) if _is_env(value) else value for key, value in data.items()}
         _done(props, _request(props, "POST", path, token, body), f"writing {path}")
-
-
-def legacy_keys(props: dict[str, Any]) -> dict[str, Any] | None:
-    """The earlier design's keys file (unseal keys, root token), or None when it is not there."""
-    path = Path(str(props["legacy_keys_file"]))
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text())
-        keys, root_token = [str(key) for key in data["unseal_keys"]], str(data["root_token"])
-    except (OSError, ValueError, KeyError, TypeError):
-        keys, root_token = [], ""
-    if not keys or not root_token:
-        raise OpenBaoInitError(
-            f"{path} is not the keys file an earlier blueprint wrote (JSON with unseal_keys and root_token): restore it from "
-            f"a backup of the data folder; or, if it belongs to no vault, move it aside and run again:\n"
-            f"  {_move_aside(props)}\n  uv run blueprint up"
-        )
-    return {"unseal_keys": keys, "root_token": root_token}
-
-
-def _migrate(props: dict[str, Any], unseal_keys: list[str]) -> None:
-    """Unseal Shamir-sealed storage with `migrate`: OpenBao moves it to the static seal, its data kept."""
-    _done(props, _request(props, "PUT", "sys/unseal", body={"reset": True}), "forgetting a half-given set of unseal keys")
-    for key in unseal_keys:
-        response = _request(props, "PUT", "sys/unseal", body={"key": key, "migrate": True})
-        if response.status_code == 400:
-            raise shamir_storage_error(props, _said(response))
-        if not _done(props, response, "an unseal key with migrate").get("sealed", True):
-            return
-    raise shamir_storage_error(props, f"all {len(unseal_keys)} of them given, it stays sealed")
-
-
-def _token_valid(props: dict[str, Any], token: str) -> bool:
-    response = _get(props, "auth/token/lookup-self", token)
-    if response.status_code == 403:
-        return False
-    _done(props, response, "looking up the keys file's root token")
-    return True
-
-
-def _retire_recovery_keys(props: dict[str, Any], token: str, unseal_keys: list[str]) -> None:
-    """Rotate the vault's recovery key (the old Shamir key since the move) to one nobody is shown;
-    done already when the old keys are refused.
-    """
-    path = "sys/rotate/recovery"
-    _done(props, _request(props, "DELETE", f"{path}/init", token), "cancelling a recovery key rotation a killed run left")
-    started = _done(props, _request(props, "PUT", f"{path}/init", token, {"secret_shares": 1, "secret_threshold": 1}), "a rotation")
-    nonce = str((started.get("data") or {}).get("nonce"))
-    try:
-        for key in unseal_keys:
-            response = _request(props, "PUT", f"{path}/update", token, {"key": key, "nonce": nonce})
-            if response.status_code == 400 and "recovery key verification failed" in response.text:
-                return  # the file's keys are no longer the recovery key: rotated before
-            # The answer holds the new recovery key once complete: it is not read, nor kept.
-            if (_done(props, response, "a recovery key for the rotation").get("data") or {}).get("complete"):
-                return
-    finally:
-        with contextlib.suppress(_NotYet):
-            _request(props, "DELETE", f"{path}/init", token)
-    raise OpenBaoInitError(
-        f"OpenBao at {props['address']} asks for more recovery keys than the {len(unseal_keys)} in {props['legacy_keys_file']}"
-    )
-
-
-def _set_aside(props: dict[str, Any]) -> None:
-    """Rename the keys file (never over another file), durably: the revocation that follows relies on it."""
-    keys = Path(str(props["legacy_keys_file"]))
-    target, number = keys.with_name(keys.name + MIGRATED), 1
-    while target.exists():
-        number += 1
-        target = keys.with_name(f"{keys.name}{MIGRATED}.{number}")
-    os.rename(keys, target)
-    descriptor = os.open(keys.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _revoke_set_aside_root_tokens(props: dict[str, Any]) -> None:
-    """Revoke the root token of every renamed keys file (a token revoked before is just refused)."""
-    keys = Path(str(props["legacy_keys_file"]))
-    for migrated in sorted(keys.parent.glob(f"{keys.name}{MIGRATED}*")):
-        try:
-            root_token = str(json.loads(migrated.read_text())["root_token"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        response = _request(props, "POST", "auth/token/revoke-self", root_token)
-        if response.status_code != 403:
-            _done(props, response, f"revoking the root token of {migrated}")
-
-
-def _upgrade(props: dict[str, Any], seal: dict[str, Any], legacy: dict[str, Any]) -> None:
-    """Steps 1-3 of the upgrade (module docstring), from wherever the last run stopped."""
-    if seal.get("migration"):
-        _migrate(props, legacy["unseal_keys"])
-        raise _NotYet("moved to the static seal, not active yet")
-    _ready(props, seal)
-    root_token = legacy["root_token"]
-    if not _token_valid(props, root_token):
-        raise legacy_keys_error(props)
-    # Nothing below the checks can be undone once the root token is revoked (step 4), so they come first.
-    users, policies = _users_not_blueprints(props, root_token), _policies_not_blueprints(props, root_token)
-    if users or policies:
-        raise made_by_hand_error(props, users, policies)
-    configure(props, root_token)
-    if (said := _logs_in(props, str(props["admin_username"]))) is not None:
-        raise admin_refused_error(props, said)
-    _retire_recovery_keys(props, root_token, legacy["unseal_keys"])
-    _set_aside(props)
 
 
 def check_writer(props: dict[str, Any]) -> None:
@@ -833,24 +553,13 @@ def check_writer(props: dict[str, Any]) -> None:
 
 def check_once(props: dict[str, Any]) -> None:
     """The checks alone, changing nothing; `_NotYet` when the server cannot answer yet."""
-    seal = _seal_status(props)
-    if seal.get("migration"):
-        raise shamir_storage_error(props)
-    _ready(props, seal)
+    _ready(props, _seal_status(props))
     check_writer(props)
 
 
 def converge_once(props: dict[str, Any]) -> None:
     """One pass over every step; `_NotYet` when the server cannot answer yet."""
-    seal = _seal_status(props)
-    legacy = legacy_keys(props)
-    if legacy is not None:
-        _upgrade(props, seal, legacy)
-    elif seal.get("migration"):
-        raise shamir_storage_error(props)
-    else:
-        _ready(props, seal)
-    _revoke_set_aside_root_tokens(props)
+    _ready(props, _seal_status(props))
     admin, admin_file = str(props["admin_username"]), str(props["admin_password_file"])
     token = _login(props, admin, _user_password(props, admin), admin_file)
     try:
@@ -877,8 +586,6 @@ def converge(props: dict[str, Any]) -> dict[str, Any]:
 
 def usable(props: dict[str, Any]) -> bool | None:
     """Whether OpenBao passes the checks right now; None when it does not answer (nothing to report)."""
-    if Path(str(props["legacy_keys_file"])).exists():
-        return False  # an upgrade to finish, or a file to refuse: `update` does either
     try:
         check_once({**props, "http_timeout": min(float(props["http_timeout"]), 5.0)})
     except _NotYet as not_yet:
@@ -895,7 +602,7 @@ class OpenBaoInitProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         news = {**DEFAULTS, **{key: value for key, value in news.items() if value is not None}}
         failures = []
-        for key in ("legacy_keys_file", "seal_key_file", "password_file", "admin_password_file"):
+        for key in ("seal_key_file", "password_file", "admin_password_file"):
             if not Path(str(news.get(key))).is_absolute():
                 failures.append(CheckFailure(key, f"expected an absolute path, got {news.get(key)!r}"))
         for key in ("rollout_seconds", "wait_seconds", "http_timeout"):
@@ -922,10 +629,8 @@ class OpenBaoInitProvider(ResourceProvider):
         return UpdateResult(outs=converge({**DEFAULTS, **news}))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        """On refresh: nothing to read back, the vault's state lives in the vault (`diff` checks it);
-        but the root token and unseal keys an earlier version recorded leave the state.
-        """
-        return ReadResult(id_, {key: value for key, value in props.items() if key not in EARLIER_SECRET_OUTPUTS})
+        """On refresh: nothing to read back, the vault's state lives in the vault (`diff` checks it)."""
+        return ReadResult(id_, props)
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Nothing to undo: the vault's storage, its seal key and passwords live with the platform's
@@ -949,15 +654,13 @@ class OpenBaoInitArgs:
     """Host path of its password, for the messages."""
     requests: list[dict[str, Any]]
     """What self-initialisation does, in order ({path, data}; passwords as `env` references): applied
-    to a vault that exists already, and to one the earlier design made."""
+    to a vault that exists already too."""
     request_secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
     """The values of the `env` references in `requests` (secret)."""
     release_digest: str
     """Changes whenever the release may roll the pod: then this is an update, which waits for the rollout."""
     mount: str
     """Where KV v2 must be."""
-    legacy_keys_file: str
-    """Host path where the earlier design kept Shamir keys and a root token: upgraded from, then renamed."""
     seal_key_file: str
     """Host path of the static seal key, checked before the wait and named in the messages."""
     kind_cluster_name: pulumi.Input[str]
@@ -979,8 +682,8 @@ class OpenBaoInitArgs:
 
 
 class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
-    """OpenBao rolled out, unsealed, active, configured as blueprint's requests say (an earlier
-    Shamir-sealed vault upgraded first); user `blueprint` logs in; KV v2 at `secret/`.
+    """OpenBao rolled out, unsealed, active, configured as blueprint's requests say; user `blueprint`
+    logs in; KV v2 at `secret/`.
     """
 
     def __init__(self, name: str, args: OpenBaoInitArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -995,7 +698,6 @@ class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
             "request_secrets": pulumi.Output.secret(args.request_secrets),
             "release_digest": args.release_digest,
             "mount": args.mount,
-            "legacy_keys_file": args.legacy_keys_file,
             "seal_key_file": args.seal_key_file,
             "kind_cluster_name": args.kind_cluster_name,
             "namespace": args.namespace,

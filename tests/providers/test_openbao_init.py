@@ -8,8 +8,7 @@ client gave up, loses nothing, and the next run succeeds (followed by what an `u
 write and read as user `blueprint`). The provider waits for the StatefulSet's rollout before it
 asks anything (here `kind` and `kubectl` are stand-ins on PATH), applies the self-initialisation's
 requests to a vault that exists already, and refuses what waiting cannot fix (a first start cut
-short, a wrong file) with the exact way out. The upgrade of the earlier, Shamir-sealed design:
-test_openbao_upgrade.py.
+short, a wrong file) with the exact way out.
 """
 
 from __future__ import annotations
@@ -77,9 +76,10 @@ def test_a_provider_killed_during_first_bring_up_loses_nothing(fresh: BaoServer,
 
 
 def test_an_answer_slower_than_the_client_timeout_is_retried(shared: BaoServer, tmp_path: Path) -> None:
-    proxy = Proxy(shared.port, hold_first=2, seconds=0.6)
+    """Answers held a second past the timeout, which is a second: a loaded machine still answers the others within it."""
+    proxy = Proxy(shared.port, hold_first=2, seconds=2.0)
     try:
-        outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path, address=proxy.address, http_timeout=0.2)))
+        outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path, address=proxy.address, http_timeout=1.0)))
     finally:
         proxy.close()
     assert proxy.delayed == 2
@@ -92,12 +92,6 @@ def test_the_outputs_hold_no_token_and_no_key(shared: BaoServer, tmp_path: Path)
     outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
     assert set(outs) == set(openbao_init.INPUTS)
     assert not {"root_token", "unseal_keys", "token"} & set(outs)
-
-
-def test_refresh_drops_the_root_token_and_keys_an_earlier_state_recorded(tmp_path: Path) -> None:
-    recorded = {**init_inputs(BaoServer(tmp_path), tmp_path), "root_token": "s.old", "unseal_keys": ["old"]}
-    outs = outputs_of(init_provider().read("id", recorded))
-    assert not {"root_token", "unseal_keys"} & set(outs)
 
 
 def test_the_self_initialisations_root_token_was_revoked(shared: BaoServer) -> None:
@@ -150,51 +144,16 @@ def test_delete_leaves_the_vault_as_it_is(shared: BaoServer, tmp_path: Path) -> 
     writer_token(shared)
 
 
-def legacy_keys(folder: Path) -> Path:
-    """A keys file of the earlier design whose root token this vault never made."""
-    keys = folder / "secrets" / "openbao-init.json"
-    keys.parent.mkdir(parents=True, exist_ok=True)
-    keys.write_text('{"unseal_keys": ["b2xk"], "root_token": "s.old"}')
-    return keys
-
-
-def test_a_legacy_keys_file_beside_another_vault_is_refused_and_kept(shared: BaoServer, tmp_path: Path) -> None:
-    """Issue item 3: an existing keys file with fresh storage is never renamed nor replaced silently."""
-    keys = legacy_keys(tmp_path)
-    with pytest.raises(OpenBaoInitError) as refused:
-        init_provider().create(init_inputs(shared, tmp_path))
-    message = str(refused.value)
-    assert f"the OpenBao at {shared.address} is not that vault: the root token is not valid there" in message
-    assert f"mv -n {keys} {keys}.shamir" in message
-    assert keys.read_text() == '{"unseal_keys": ["b2xk"], "root_token": "s.old"}', "the file is never moved or rewritten"
-    assert not list(keys.parent.glob("*.migrated*"))
-
-
-def test_a_keys_file_path_with_a_quote_is_quoted_in_the_command(shared: BaoServer, tmp_path: Path) -> None:
-    folder = tmp_path / "it's"
-    legacy_keys(folder)
-    with pytest.raises(OpenBaoInitError) as refused:
-        init_provider().create(init_inputs(shared, folder))
-    assert f"mv -n '{tmp_path}/it'\"'\"'s/secrets/openbao-init.json'" in str(refused.value)
-
-
-def test_a_keys_file_that_is_not_one_is_refused_naming_it(shared: BaoServer, tmp_path: Path) -> None:
-    keys = legacy_keys(tmp_path)
-    keys.write_text("")
-    with pytest.raises(OpenBaoInitError) as refused:
-        init_provider().create(init_inputs(shared, tmp_path))
-    assert f"{keys} is not the keys file an earlier blueprint wrote" in str(refused.value)
-
-
-def test_a_server_stopped_before_it_configured_itself_is_refused_with_a_reset_that_loses_nothing(tmp_path: Path) -> None:
-    """Initialised (auto-unsealed) but never configured: what a kill between OpenBao's own init and
-    its self-initialisation leaves. Then no userpass exists, and nobody ever had a token."""
+def refusal_of_storage_initialised_with(tmp_path: Path, init: dict[str, Any]) -> str:
+    """What `up` says of a vault whose storage `sys/init` initialised (with `init`) under the static seal,
+    then started with the full config: initialised storage is never self-initialised again, so no
+    userpass exists."""
     server = BaoServer(tmp_path / "bao", tail=SEAL_HCL)
     server.start()
     try:
-        requests.put(f"{server.address}/v1/sys/init", json={}, timeout=30).raise_for_status()
+        requests.put(f"{server.address}/v1/sys/init", json=init, timeout=30).raise_for_status()
         server.stop()
-        server.tail = None  # the full config: initialised storage is never self-initialised again
+        server.tail = None
         server.start()
         server.wait_until_active()
         with pytest.raises(OpenBaoInitError) as refused:
@@ -202,9 +161,25 @@ def test_a_server_stopped_before_it_configured_itself_is_refused_with_a_reset_th
     finally:
         server.stop()
     message = str(refused.value)
+    assert message.endswith(storage_reset(init_inputs(server, tmp_path)))
+    return message
+
+
+def test_a_server_stopped_before_it_configured_itself_is_refused_with_a_reset_that_loses_nothing(tmp_path: Path) -> None:
+    """Initialised (auto-unsealed) but never configured: what a kill between OpenBao's own init and
+    its self-initialisation leaves. Then no userpass exists, and nobody ever had a token."""
+    message = refusal_of_storage_initialised_with(tmp_path, {})
     assert "has no userpass login. It has no recovery keys, as a vault that configured itself" in message
     assert "loses nothing: nobody ever had a token for this vault" in message
-    assert storage_reset(init_inputs(server, tmp_path)) in message
+
+
+def test_a_vault_with_recovery_keys_and_no_userpass_is_not_called_empty(tmp_path: Path) -> None:
+    """Self-initialisation makes no recovery keys: storage that has some was initialised another way,
+    and may hold data, so the reset is not said to lose nothing."""
+    message = refusal_of_storage_initialised_with(tmp_path, {"recovery_shares": 1, "recovery_threshold": 1})
+    assert "has no userpass login. It has recovery keys" in message
+    assert "it may hold data" in message
+    assert "loses nothing" not in message
 
 
 def test_a_server_whose_self_initialisation_failed_is_named_from_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,7 +241,7 @@ def test_the_reset_empties_only_openbaos_table_with_the_server_stopped(tmp_path:
     ]
 
 
-@pytest.mark.parametrize("key", ["legacy_keys_file", "seal_key_file", "password_file", "admin_password_file"])
+@pytest.mark.parametrize("key", ["seal_key_file", "password_file", "admin_password_file"])
 def test_check_refuses_a_relative_path(tmp_path: Path, key: str) -> None:
     result = init_provider().check({}, {**init_inputs(BaoServer(tmp_path), tmp_path), key: "relative"})
     assert [failure.property for failure in result.failures] == [key]
@@ -383,11 +358,12 @@ def test_the_rollout_wait_has_its_own_budget(shared: BaoServer, tmp_path: Path, 
 def test_a_slow_rollout_leaves_the_steps_after_it_their_whole_wait(
     shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A rollout that takes longer than `wait_seconds` (a slow image pull), then an answer that must be asked for again."""
-    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'slow-bin', 'sleep 1.5')}:{os.environ['PATH']}")
-    proxy = Proxy(shared.port, hold_first=1, seconds=0.6)
+    """A rollout that takes longer than `wait_seconds` (a slow image pull), then an answer that must be asked for again.
+    Every margin is a second or more: a loaded machine answers slowly."""
+    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'slow-bin', 'sleep 3.5')}:{os.environ['PATH']}")
+    proxy = Proxy(shared.port, hold_first=1, seconds=2.0)
     try:
-        inputs = init_inputs(shared, tmp_path, address=proxy.address, wait_seconds=1.0, http_timeout=0.3)
+        inputs = init_inputs(shared, tmp_path, address=proxy.address, wait_seconds=3.0, http_timeout=1.0)
         outputs_of(init_provider().create(inputs))
     finally:
         proxy.close()
