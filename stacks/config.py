@@ -773,15 +773,6 @@ PHASE_VALUES: dict[str, Callable[[_Checker, Path], object]] = {
 """How each phase that reads values of its own checks them."""
 
 
-RETIRED_KEYS = {
-    "openbaoKeyShares": "OpenBao seals with a static key now and has no unseal key shares",
-    "openbaoKeyThreshold": "OpenBao seals with a static key now and has no unseal key shares",
-}
-"""Keys an earlier blueprint declared, read no more. A stack that still sets one is refused: the
-value would be recorded in the stack's config as if it were applied, and a vault's key shares could
-never change after its initialisation anyway."""
-
-
 def stack_reads(stack: str, full_key: str) -> bool:
     """Whether a phase that `stack` runs reads the config key `full_key`."""
     from stacks import STACK_PHASES
@@ -801,33 +792,23 @@ def key_problems(
     stack: str, values: Mapping[str, str], *, set_keys: Set[str], secret_keys: Set[str], given: Set[str] = frozenset()
 ) -> list[str]:
     """What is wrong with the keys (not the values) that `stack` is given: one of ours in a misspelt
-    namespace or another's (Pulumi passes it on and nothing reads it), a misspelt or retired key of
-    ours, and a key set on a stack that does not read it (it would be silently ignored there), naming
-    the stack that does. The keys in `given` came from the command line (`--config`), not the stack file.
+    namespace or another's (Pulumi passes it on and nothing reads it), a key Pulumi.yaml does not
+    declare (naming the closest one), and a key set on a stack that does not read it (it would be
+    silently ignored there), naming the stack that does. The keys in `given` came from the command
+    line (`--config`), not the stack file.
     """
     problems = []
     for name in sorted(values):
         namespace, _, key = name.partition(":")
         shown = "[secret]" if name in secret_keys else repr(values[name])
         where = f"--config {name}" if name in given else f"Pulumi.{stack}.yaml"
-        drop = (
-            f"drop `--config {name}`"
-            if name in given
-            else f"`pulumi config rm -s {shlex.quote(stack)} {name}`, or delete its line from {where}"
-        )
         if namespace != NAMESPACE:
             close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
-            if key in declared_keys() or key in RETIRED_KEYS or close:
-                # The key itself may be misspelt or retired too: name the one it most likely is.
-                known = [*declared_keys(), *RETIRED_KEYS]
-                key = key if key in known else next(iter(difflib.get_close_matches(key, known, n=1)), "")
+            if key in declared_keys() or close:
+                # The key itself may be misspelt too: name the one it most likely is.
+                key = key if key in declared_keys() else next(iter(difflib.get_close_matches(key, declared_keys(), n=1)), "")
                 if not key:
                     problems.append(f"{name} = {shown} (in {where}) is not a blueprint setting, nor close to one; Pulumi.yaml lists them")
-                    continue
-                if key in RETIRED_KEYS:
-                    problems.append(
-                        f"{name} = {shown} (in {where}) is not read by blueprint, and {NAMESPACE}:{key} no longer is; remove it: {drop}"
-                    )
                     continue
                 readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
                 target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else f"Pulumi.{stack}.yaml"
@@ -835,8 +816,6 @@ def key_problems(
                 problems.append(
                     f"{name} = {shown} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; write it as {target}"
                 )
-        elif key in RETIRED_KEYS:
-            problems.append(f"{name} = {shown} is no longer read: {RETIRED_KEYS[key]}, so the setting cannot apply; remove it: {drop}")
         elif key not in declared_keys():
             close_keys = difflib.get_close_matches(key, declared_keys(), n=1)
             hint = f"did you mean {NAMESPACE}:{close_keys[0]}?" if close_keys else "Pulumi.yaml declares every valid key"
