@@ -209,7 +209,7 @@ GITLAB_NUMBERED = tuple(f"pulumi-python:dynamic/gitlab:{kind}" for kind in ("Gro
 
 def _stand_in_id(typ: str, name: str) -> str:
     """GitLab's ids are numbers (programs pass them on as ints); other ids are `<name>-id`."""
-    if typ.startswith("gitlab:index/") or typ in GITLAB_NUMBERED:
+    if typ in GITLAB_NUMBERED:
         return str(int(hashlib.sha256(name.encode()).hexdigest()[:6], 16))
     return f"{name}-id"
 
