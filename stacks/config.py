@@ -26,6 +26,8 @@ from typing import Any
 
 import pulumi
 
+from stacks import runtime
+
 NAMESPACE = "blueprint"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -586,9 +588,6 @@ CHECKOUT_ID_FILE = PROJECT_DIR / ".pulumi-state" / "blueprint-checkout-id"
 """This checkout's id: random, made on first use beside Pulumi's local state (git-ignored with it),
 so it outlives every destroy but differs between two clones. The host folders a stack claims name
 it (`folder_owner`): another checkout of the same stack never takes them over, nor wipes them."""
-PLAN_CHECKOUT_ID = "offline-plan"
-"""The checkout id under Pulumi's mocks (the offline plan, the tests): that file is neither read
-nor written, so a plan is the same in every checkout."""
 _CHECKOUT_ID = re.compile(r"[0-9a-f]{16}")
 
 
@@ -640,13 +639,10 @@ def checkout_id(path: Path = CHECKOUT_ID_FILE) -> str:
 
 def folder_owner(stack: str | None = None) -> str:
     """`<project>/<stack>@<checkout id>` of the running program (or of its `stack` in the same
-    checkout): the owner a host folder's `.blueprint-owner` names. Under Pulumi's mocks, the id is
-    PLAN_CHECKOUT_ID.
+    checkout): the owner a host folder's `.blueprint-owner` names. The id is the runtime's when it
+    gives one (the offline plan's, the same in every checkout), else this checkout's.
     """
-    from pulumi.runtime.mocks import MockMonitor
-    from pulumi.runtime.settings import get_monitor
-
-    identity = PLAN_CHECKOUT_ID if isinstance(get_monitor(), MockMonitor) else checkout_id(CHECKOUT_ID_FILE)
+    identity = runtime.current().checkout_id or checkout_id(CHECKOUT_ID_FILE)
     return f"{pulumi.get_project()}/{stack or pulumi.get_stack()}@{identity}"
 
 
@@ -890,13 +886,11 @@ def secret_keys() -> frozenset[str]:
 
 
 def stand_in_keys() -> frozenset[str]:
-    """The `blueprint:` keys whose value the running program has only as a stand-in: under Pulumi's
-    mocks (the offline plan), every secret, which the plan cannot decrypt; for real, none.
+    """The `blueprint:` keys (without the namespace) whose value the running program has only as a
+    stand-in, as its runtime says: in the offline plan, every secret, which it cannot decrypt; for real, none.
     """
-    from pulumi.runtime.mocks import MockMonitor
-    from pulumi.runtime.settings import get_monitor
-
-    return secret_keys() if isinstance(get_monitor(), MockMonitor) else frozenset()
+    prefix = f"{NAMESPACE}:"
+    return frozenset(key[len(prefix) :] for key in runtime.current().stand_in_keys if key.startswith(prefix))
 
 
 def load_phase1() -> Phase1Config:
