@@ -699,7 +699,7 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
         if weak := passphrase.weak_choice(os.environ):
             print(weak, file=sys.stderr)
         try:
-            problem = doctor.preflight(args.command, project_dir=PROJECT_DIR, environ=os.environ)
+            problem = doctor.preflight(args.command)
             pulumi_environment()  # makes, or checks, blueprint's passphrase file
         except passphrase.PassphraseFileError as error:
             problem = str(error)

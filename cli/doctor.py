@@ -1433,18 +1433,15 @@ def run(
 # and end Pulumi's failures for expected conditions with one message and its fix, never a traceback.
 
 
-def preflight(command: str, *, project_dir: Path, environ: Mapping[str, str], machine: Machine | None = None) -> str | None:
-    """What stops `blueprint <command>` before it starts Pulumi, as one message with its fix, or None.
-    `up` runs the whole doctor itself; the others need a recent enough Pulumi CLI; all of them need
-    a state they can decrypt.
+def preflight(command: str, *, machine: Machine | None = None) -> str | None:
+    """What stops `blueprint <command>` before it starts Pulumi, as one message with its fix, or None:
+    `up` runs the whole doctor itself; the others need a recent enough Pulumi CLI.
     """
-    from cli import passphrase
-
     if command != "up":
         check = _pulumi_check(machine or RealMachine(), PULUMI_MIN_VERSION)
         if not check.ok:
             return f"blueprint {command} needs the {PULUMI} {PULUMI_MIN_VERSION} or later: {check.found}.\nfix: {check.fix}"
-    return passphrase.legacy_state(project_dir, environ)
+    return None
 
 
 _DECRYPT = re.compile(r"incorrect passphrase|passphrase must be set|unable to read PULUMI_CONFIG_PASSPHRASE_FILE")
@@ -1476,7 +1473,7 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
         return f"{PULUMI}: {failure}\n{reinstall}"
     text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
     if _DECRYPT.search(text):
-        return passphrase.cannot_decrypt(project_dir, environ)
+        return passphrase.cannot_decrypt(environ)
     if "the stack is currently locked" in text:
         lock = _LOCK.search(text)
         stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")

@@ -150,8 +150,7 @@ def lives_in_cluster(resource: Mapping[str, Any]) -> bool:
 def lives_in_gitlab(resource: Mapping[str, Any]) -> bool:
     """An object in GitLab's database that its delete removes through GitLab's API."""
     type_ = str(resource["type"])
-    through_gitlab = type_.startswith(("gitlab:", "pulumi-python:dynamic/gitlab:")) or _provider_type(resource) == "pulumi:providers:gitlab"
-    return bool(resource.get("custom")) and through_gitlab and not type_.startswith("pulumi:providers:") and type_ not in DELETE_LEAVES
+    return bool(resource.get("custom")) and type_.startswith("pulumi-python:dynamic/gitlab:") and type_ not in DELETE_LEAVES
 
 
 def forget(deployment: Mapping[str, Any], urns: set[str]) -> dict[str, Any]:

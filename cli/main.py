@@ -212,18 +212,13 @@ def _env() -> int:
     import os
 
     from cli import passphrase
-    from stacks.config import PROJECT_DIR
 
-    # Before the exports, which create the passphrase file: old state is told apart by its absence.
-    # The note goes to stderr, which `eval "$(...)"` leaves on the terminal.
-    legacy = passphrase.legacy_state(PROJECT_DIR, os.environ)
     try:
         sys.stdout.write(passphrase.exports(os.environ))
     except passphrase.PassphraseFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    if legacy is not None:
-        print(legacy, file=sys.stderr)
+    # The warning goes to stderr, which `eval "$(...)"` leaves on the terminal.
     if weak := passphrase.weak_choice(os.environ):
         print(weak, file=sys.stderr)
     return 0

@@ -14,19 +14,11 @@ when the user set either, blueprint adds nothing, so theirs wins exactly as it w
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shlex
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-
-PUBLIC_DEFAULT = "blueprint"
-"""What blueprint encrypted state with before it kept a private passphrase: public, in its source."""
-
-_STACK_FILE = re.compile(r"^(?P<stack>.+)\.json(\.gz|\.zst)?$")
-"""A stack's state file in the local backend: `<stack>.json`, maybe compressed; `.bak` copies are not
-stacks (pulumi/pulumi pkg/backend/diy/store.go, `ListReferences`)."""
 
 
 class PassphraseFileError(Exception):
@@ -132,7 +124,8 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 def weak_choice(environ: Mapping[str, str]) -> str | None:
     """A warning when the user's own passphrase, PULUMI_CONFIG_PASSPHRASE or else the text of their
-    PULUMI_CONFIG_PASSPHRASE_FILE as Pulumi reads it (trimmed), is empty or the old public default.
+    PULUMI_CONFIG_PASSPHRASE_FILE as Pulumi reads it (trimmed), is empty or `blueprint`, the first
+    one anybody would try.
     """
     if "PULUMI_CONFIG_PASSPHRASE" in environ:
         chosen, name = environ["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_CONFIG_PASSPHRASE"
@@ -144,13 +137,12 @@ def weak_choice(environ: Mapping[str, str]) -> str | None:
         name = "the passphrase in PULUMI_CONFIG_PASSPHRASE_FILE"
     else:
         return None
-    if chosen not in ("", PUBLIC_DEFAULT):
+    if chosen not in ("", "blueprint"):
         return None
     return (
-        f"warning: {name} is "
-        + ("empty" if chosen == "" else f"`{PUBLIC_DEFAULT}`, blueprint's old public default")
-        + ": anyone with the state can read its secrets. Unset it to use blueprint's private passphrase"
-        + " (the `pulumi stack change-secrets-provider` commands blueprint then prints move the stacks)."
+        f"warning: {name} is {'empty' if chosen == '' else '`blueprint`, the project name'}: anyone with the state can read its "
+        f"secrets. Unset it to use blueprint's private passphrase, and move the stacks written with yours to it "
+        f"(`pulumi stack change-secrets-provider passphrase`)."
     )
 
 
@@ -159,51 +151,7 @@ def exports(environ: Mapping[str, str]) -> str:
     return "".join(f"export {key}={shlex.quote(value)}\n" for key, value in environment(environ).items())
 
 
-def stacks(project_dir: Path) -> list[str]:
-    """The stacks whose state is kept in this checkout's `.pulumi-state/`."""
-    folder = project_dir / ".pulumi-state" / ".pulumi" / "stacks" / "blueprint"
-    found = (_STACK_FILE.match(path.name) for path in folder.glob("*")) if folder.is_dir() else ()
-    return sorted({match["stack"] for match in found if match})
-
-
-def _move_to_private(project_dir: Path, environ: Mapping[str, str]) -> str:
-    file = shlex.quote(str(passphrase_file(environ)))
-    # Pulumi decrypts with PULUMI_CONFIG_PASSPHRASE and, when rotating without a terminal, reads the
-    # new passphrase from the first line of stdin (pulumi/pulumi#11094; manager.go, promptForNewPassphrase).
-    moves = [
-        f"  PULUMI_CONFIG_PASSPHRASE={PUBLIC_DEFAULT} pulumi stack change-secrets-provider passphrase -s {shlex.quote(stack)} < {file}"
-        for stack in stacks(project_dir) or ["<stack>"]
-    ]
-    return "\n".join(
-        [
-            f"Move each stack to your private passphrase, once, from {project_dir}:",
-            f"  uv run blueprint env > /dev/null   # creates {file} if it is not there yet",
-            *moves,
-            "then run the command again. If you created the stacks with a passphrase of your own, "
-            "set PULUMI_CONFIG_PASSPHRASE to it instead.",
-        ]
-    )
-
-
-def legacy_state(project_dir: Path, environ: Mapping[str, str]) -> str | None:
-    """When this checkout has stacks but blueprint has no passphrase yet (and the user chose none),
-    they were encrypted with the old public default: say how to move them, rather than let Pulumi
-    fail to decrypt them. None when there is nothing to move.
-    """
-    found = stacks(project_dir)
-    try:
-        kept = passphrase_file(environ).exists()
-    except PassphraseFileError:
-        return None  # where it would be cannot be told: `environment` says so, with the fix
-    if _user_chose(environ) or kept or not found:
-        return None
-    return (
-        f"The stacks {', '.join(found)} in .pulumi-state/ were written before blueprint kept a private passphrase: "
-        f"they are encrypted with the old public default `{PUBLIC_DEFAULT}`.\n" + _move_to_private(project_dir, environ)
-    )
-
-
-def cannot_decrypt(project_dir: Path, environ: Mapping[str, str]) -> str:
+def cannot_decrypt(environ: Mapping[str, str]) -> str:
     """What to say when Pulumi could not decrypt a stack with the passphrase it was given."""
     if "PULUMI_CONFIG_PASSPHRASE" in environ:
         return "Pulumi cannot decrypt the state with PULUMI_CONFIG_PASSPHRASE: set it to the passphrase the stacks were created with."
@@ -211,6 +159,6 @@ def cannot_decrypt(project_dir: Path, environ: Mapping[str, str]) -> str:
     if chosen and Path(chosen) != passphrase_file(environ):
         return f"Pulumi cannot decrypt the state with PULUMI_CONFIG_PASSPHRASE_FILE ({chosen}): point it at the stacks' passphrase."
     return (
-        "Pulumi cannot decrypt the state with blueprint's passphrase. Stacks written before blueprint kept a private "
-        f"passphrase are encrypted with the old public default `{PUBLIC_DEFAULT}`.\n" + _move_to_private(project_dir, environ)
+        f"Pulumi cannot decrypt the state with blueprint's passphrase ({passphrase_file(environ)}): the stacks were written "
+        f"with another one. Put back the passphrase file they were written with, or set PULUMI_CONFIG_PASSPHRASE to their passphrase."
     )

@@ -3,8 +3,9 @@
 No Pulumi CLI, cluster or network is involved. A recording resource monitor keeps every
 registration as the engine would receive it (parent, dependencies, provider, options, inputs);
 secret values are replaced by "[secret]" on the way in; outputs only a real provider could know
-are filled with deterministic stand-ins; a StackReference resolves to the upstream stack's own
-planned outputs. The test suite plans through this same module.
+are filled with deterministic stand-ins (cli/stand_ins.py), and the program runs with the plan's
+runtime (stacks/runtime.py); a StackReference resolves to the upstream stack's own planned
+outputs. The test suite plans through this same module.
 
 The JSON contract is in README.md ("See the plan offline").
 """
@@ -12,7 +13,6 @@ The JSON contract is in README.md ("See the plan offline").
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import heapq
 import json
 import logging
@@ -32,9 +32,11 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockCallArgs, MockEngine, MockMonitor, MockResourceArgs, Mocks, MockSettings
 from pulumi.runtime.stack import run_in_stack
 
+from cli import stand_ins
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError, stack_config, stack_reads, stacks_reading
 from stacks.outputs import UPSTREAM_STACK
+from stacks.runtime import installed
 
 SECRET = "[secret]"
 UNKNOWN = "[unknown]"
@@ -180,102 +182,6 @@ def _plain(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def _stand_in_kubeconfig(inputs: Mapping[str, Any]) -> str:
-    """What `kind get kubeconfig` prints for the cluster these inputs create (fake credentials)."""
-    kind = yaml.safe_load(inputs.get("stdin") or "{}") or {}
-    port = kind.get("networking", {}).get("apiServerPort", 6443)
-    context = f"kind-{(inputs.get('environment') or {}).get('KIND_CLUSTER_NAME', 'kind')}"
-    return yaml.safe_dump(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": context,
-                    "cluster": {"server": f"https://127.0.0.1:{int(port)}", "certificate-authority-data": "c3RhbmQtaW4="},
-                }
-            ],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
-            "current-context": context,
-            "users": [{"name": context, "user": {"client-certificate-data": "c3RhbmQtaW4=", "client-key-data": "c3RhbmQtaW4="}}],
-        },
-        sort_keys=False,
-    )
-
-
-GITLAB_NUMBERED = tuple(f"pulumi-python:dynamic/gitlab:{kind}" for kind in ("Group", "Project", "Runner", "DeployToken"))
-"""Our dynamic GitLab resources whose id is GitLab's number for the object."""
-
-
-def _stand_in_id(typ: str, name: str) -> str:
-    """GitLab's ids are numbers (programs pass them on as ints); other ids are `<name>-id`."""
-    if typ.startswith("gitlab:index/") or typ in GITLAB_NUMBERED:
-        return str(int(hashlib.sha256(name.encode()).hexdigest()[:6], 16))
-    return f"{name}-id"
-
-
-def _pem(kind: str, name: str) -> str:
-    return f"-----BEGIN {kind}-----\nstand-in for {name}\n-----END {kind}-----\n"
-
-
-def _stand_ins(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Outputs that only a real provider could know, for the types the program uses."""
-    if typ == "command:local:Command":
-        create = str(inputs.get("create") or "")
-        return {"stdout": _stand_in_kubeconfig(inputs) if "kind get kubeconfig" in create else "", "stderr": ""}
-    if typ == "pulumi-python:dynamic/blueprint:DeployKubeconfig":
-        user = {"name": "ci-deployer", "user": {"token": f"stand-in-token-{name}"}}
-        return {"kubeconfig": yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [user]}), "expires_at": 1_893_456_000}
-    if typ == "kubernetes:helm.sh/v3:Release":
-        return {
-            "status": {
-                "status": "deployed",
-                "name": inputs.get("name"),
-                "namespace": inputs.get("namespace"),
-                "version": inputs.get("version"),
-            }
-        }
-    if typ == "random:index/randomPassword:RandomPassword":
-        return {"result": f"stand-in-password-{name}", "bcryptHash": f"stand-in-hash-{name}"}
-    if typ == "tls:index/privateKey:PrivateKey":
-        return {
-            "privateKeyPem": _pem("PRIVATE KEY", name),
-            "privateKeyPemPkcs8": _pem("PRIVATE KEY", name),
-            "publicKeyPem": _pem("PUBLIC KEY", name),
-        }
-    if typ == "tls:index/certRequest:CertRequest":
-        return {"certRequestPem": _pem("CERTIFICATE REQUEST", name)}
-    if typ == "tls:index/locallySignedCert:LocallySignedCert":
-        return {"certPem": _pem("CERTIFICATE", name)}
-    if typ == "pulumi-python:dynamic/blueprint:CaCertificate":
-        return {"cert_pem": _pem("CERTIFICATE", name)}
-    if typ == "pulumi-python:dynamic/blueprint:HostSecret":
-        if inputs.get("kind") == "ssh-host-keys":
-            files = [f"ssh_host_{kind}_key{suffix}" for kind in ("rsa", "ecdsa", "ed25519") for suffix in ("", ".pub")]
-            return {"value": json.dumps({file: f"stand-in-secret-{name}-{file}" for file in files})}
-        if inputs.get("kind") == "ca-key":
-            return {"value": _pem("EC PRIVATE KEY", name)}
-        return {"value": f"stand-in-secret-{name}"}
-    if typ == "pulumi-python:dynamic/gitlab:AdminToken":
-        return {}
-    if typ == "pulumi-python:dynamic/gitlab:ProjectSync":
-        # A commit id that follows the files, as the real one does.
-        digest = hashlib.sha1(json.dumps(inputs.get("files") or {}, sort_keys=True).encode(), usedforsecurity=False)
-        return {"commit": digest.hexdigest(), "changed": []}
-    if typ == "pulumi-python:dynamic/gitlab:SmokePipeline":
-        return {"pipeline_id": 1, "status": "success", "web_url": f"https://gitlab.example/{name}/-/pipelines/1"}
-    if typ == "pulumi-python:dynamic/gitlab:Group":
-        return {"full_path": inputs.get("path"), "web_url": f"{inputs.get('gitlab_url')}/groups/{inputs.get('path')}"}
-    if typ == "pulumi-python:dynamic/gitlab:Project":
-        full_path = f"{inputs.get('namespace')}/{inputs.get('path')}"
-        return {"full_path": full_path, "web_url": f"{inputs.get('gitlab_url')}/{full_path}"}
-    if typ == "pulumi-python:dynamic/gitlab:DeployToken":
-        return {"username": f"gitlab+deploy-token-{_stand_in_id(typ, name)}"}
-    if typ == "pulumi-python:dynamic/gitlab:Runner":
-        return {"authentication_token": f"glrt-stand-in-{name}"}
-    return {}
-
-
 def _has_unknown(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_has_unknown(item) for item in value.values())
@@ -302,7 +208,7 @@ class _StandInMocks(Mocks):
             if (args.provider or "").rsplit("::", 1)[0] in self.unconfigured:
                 return None, {}
             return None, dict(args.inputs)
-        return _stand_in_id(args.typ, args.name), {**args.inputs, **_stand_ins(args.typ, args.name, args.inputs)}
+        return stand_ins.resource_id(args.typ, args.name), {**args.inputs, **stand_ins.provider_outputs(args.typ, args.name, args.inputs)}
 
     def _reference(self, name: str) -> dict[str, Any]:
         stack = name.rsplit("/", 1)[-1]
@@ -336,7 +242,7 @@ class _StandInMocks(Mocks):
                 inputs = resource["inputs"]
                 creates = "kind get kubeconfig" in str(inputs.get("create") or "")
                 if creates and (inputs.get("environment") or {}).get("KIND_CLUSTER_NAME") == words[4]:
-                    return {"stdout": _stand_in_kubeconfig(inputs), "stderr": ""}
+                    return {"stdout": stand_ins.kubeconfig(inputs), "stderr": ""}
         return {"stdout": "", "stderr": "ERROR: could not locate any control plane nodes"}
 
 
@@ -587,7 +493,8 @@ def _run(
         def run_program() -> None:
             runpy.run_path(str(program), run_name="__main__")
 
-        loop.run_until_complete(run_in_stack(run_program))
+        with installed(stand_ins.runtime(secret_keys)):
+            loop.run_until_complete(run_in_stack(run_program))
     except Exception as error:
         raise ProgramFailed(error, _plan_order(recorder.records)) from error
     finally:

@@ -26,6 +26,8 @@ from typing import Any
 
 import pulumi
 
+from stacks import runtime
+
 NAMESPACE = "blueprint"
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 
@@ -586,9 +588,6 @@ CHECKOUT_ID_FILE = PROJECT_DIR / ".pulumi-state" / "blueprint-checkout-id"
 """This checkout's id: random, made on first use beside Pulumi's local state (git-ignored with it),
 so it outlives every destroy but differs between two clones. The host folders a stack claims name
 it (`folder_owner`): another checkout of the same stack never takes them over, nor wipes them."""
-PLAN_CHECKOUT_ID = "offline-plan"
-"""The checkout id under Pulumi's mocks (the offline plan, the tests): that file is neither read
-nor written, so a plan is the same in every checkout."""
 _CHECKOUT_ID = re.compile(r"[0-9a-f]{16}")
 
 
@@ -640,13 +639,10 @@ def checkout_id(path: Path = CHECKOUT_ID_FILE) -> str:
 
 def folder_owner(stack: str | None = None) -> str:
     """`<project>/<stack>@<checkout id>` of the running program (or of its `stack` in the same
-    checkout): the owner a host folder's `.blueprint-owner` names. Under Pulumi's mocks, the id is
-    PLAN_CHECKOUT_ID.
+    checkout): the owner a host folder's `.blueprint-owner` names. The id is the runtime's when it
+    gives one (the offline plan's, the same in every checkout), else this checkout's.
     """
-    from pulumi.runtime.mocks import MockMonitor
-    from pulumi.runtime.settings import get_monitor
-
-    identity = PLAN_CHECKOUT_ID if isinstance(get_monitor(), MockMonitor) else checkout_id(CHECKOUT_ID_FILE)
+    identity = runtime.current().checkout_id or checkout_id(CHECKOUT_ID_FILE)
     return f"{pulumi.get_project()}/{stack or pulumi.get_stack()}@{identity}"
 
 
@@ -773,15 +769,6 @@ PHASE_VALUES: dict[str, Callable[[_Checker, Path], object]] = {
 """How each phase that reads values of its own checks them."""
 
 
-RETIRED_KEYS = {
-    "openbaoKeyShares": "OpenBao seals with a static key now and has no unseal key shares",
-    "openbaoKeyThreshold": "OpenBao seals with a static key now and has no unseal key shares",
-}
-"""Keys an earlier blueprint declared, read no more. A stack that still sets one is refused: the
-value would be recorded in the stack's config as if it were applied, and a vault's key shares could
-never change after its initialisation anyway."""
-
-
 def stack_reads(stack: str, full_key: str) -> bool:
     """Whether a phase that `stack` runs reads the config key `full_key`."""
     from stacks import STACK_PHASES
@@ -801,33 +788,23 @@ def key_problems(
     stack: str, values: Mapping[str, str], *, set_keys: Set[str], secret_keys: Set[str], given: Set[str] = frozenset()
 ) -> list[str]:
     """What is wrong with the keys (not the values) that `stack` is given: one of ours in a misspelt
-    namespace or another's (Pulumi passes it on and nothing reads it), a misspelt or retired key of
-    ours, and a key set on a stack that does not read it (it would be silently ignored there), naming
-    the stack that does. The keys in `given` came from the command line (`--config`), not the stack file.
+    namespace or another's (Pulumi passes it on and nothing reads it), a key Pulumi.yaml does not
+    declare (naming the closest one), and a key set on a stack that does not read it (it would be
+    silently ignored there), naming the stack that does. The keys in `given` came from the command
+    line (`--config`), not the stack file.
     """
     problems = []
     for name in sorted(values):
         namespace, _, key = name.partition(":")
         shown = "[secret]" if name in secret_keys else repr(values[name])
         where = f"--config {name}" if name in given else f"Pulumi.{stack}.yaml"
-        drop = (
-            f"drop `--config {name}`"
-            if name in given
-            else f"`pulumi config rm -s {shlex.quote(stack)} {name}`, or delete its line from {where}"
-        )
         if namespace != NAMESPACE:
             close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
-            if key in declared_keys() or key in RETIRED_KEYS or close:
-                # The key itself may be misspelt or retired too: name the one it most likely is.
-                known = [*declared_keys(), *RETIRED_KEYS]
-                key = key if key in known else next(iter(difflib.get_close_matches(key, known, n=1)), "")
+            if key in declared_keys() or close:
+                # The key itself may be misspelt too: name the one it most likely is.
+                key = key if key in declared_keys() else next(iter(difflib.get_close_matches(key, declared_keys(), n=1)), "")
                 if not key:
                     problems.append(f"{name} = {shown} (in {where}) is not a blueprint setting, nor close to one; Pulumi.yaml lists them")
-                    continue
-                if key in RETIRED_KEYS:
-                    problems.append(
-                        f"{name} = {shown} (in {where}) is not read by blueprint, and {NAMESPACE}:{key} no longer is; remove it: {drop}"
-                    )
                     continue
                 readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
                 target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else f"Pulumi.{stack}.yaml"
@@ -835,8 +812,6 @@ def key_problems(
                 problems.append(
                     f"{name} = {shown} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; write it as {target}"
                 )
-        elif key in RETIRED_KEYS:
-            problems.append(f"{name} = {shown} is no longer read: {RETIRED_KEYS[key]}, so the setting cannot apply; remove it: {drop}")
         elif key not in declared_keys():
             close_keys = difflib.get_close_matches(key, declared_keys(), n=1)
             hint = f"did you mean {NAMESPACE}:{close_keys[0]}?" if close_keys else "Pulumi.yaml declares every valid key"
@@ -911,13 +886,11 @@ def secret_keys() -> frozenset[str]:
 
 
 def stand_in_keys() -> frozenset[str]:
-    """The `blueprint:` keys whose value the running program has only as a stand-in: under Pulumi's
-    mocks (the offline plan), every secret, which the plan cannot decrypt; for real, none.
+    """The `blueprint:` keys (without the namespace) whose value the running program has only as a
+    stand-in, as its runtime says: in the offline plan, every secret, which it cannot decrypt; for real, none.
     """
-    from pulumi.runtime.mocks import MockMonitor
-    from pulumi.runtime.settings import get_monitor
-
-    return secret_keys() if isinstance(get_monitor(), MockMonitor) else frozenset()
+    prefix = f"{NAMESPACE}:"
+    return frozenset(key[len(prefix) :] for key in runtime.current().stand_in_keys if key.startswith(prefix))
 
 
 def load_phase1() -> Phase1Config:

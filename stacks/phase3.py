@@ -15,54 +15,38 @@ import credentials
 from apps_manifest import load_manifest
 from components.gitlab_projects import GROUP, GitLabProjects, GitLabProjectsArgs
 from components.openbao import WRITER_USER
-from stacks import outputs, preflight
+from stacks import outputs, preflight, runtime
 from stacks.config import load_phase3
 from stacks.mirror import mirror
-
-OFFLINE_PLAN_TOKEN = "glpat-offline-plan"
-"""What the offline plan (Pulumi's mocks) calls GitLab with: it reads no file and calls nothing."""
-
-
-def offline_plan() -> bool:
-    """Whether the program runs under Pulumi's mocks (`blueprint plan`, the tests), as
-    `stacks.config.folder_owner` tells it.
-    """
-    from pulumi.runtime.mocks import MockMonitor
-    from pulumi.runtime.settings import get_monitor
-
-    return isinstance(get_monitor(), MockMonitor)
 
 
 def admin_token(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
     """Root's GitLab token (secret): in `dev`, the seeded one phase2 hands on in the graph, so that every
     call waits for the seeding; in a phase3 stack, read from phase2's file (no stack output holds
-    it), or a RunError naming the file and the fix when phase2's data folder has none.
+    it), or a RunError naming the file and the fix when phase2's data folder has none; the
+    runtime's stand-in when it stands in for the platform (stacks/runtime.py).
     """
     if outputs.SEEDED_ADMIN_TOKEN in inputs:
         seeded: pulumi.Input[str] = inputs[outputs.SEEDED_ADMIN_TOKEN]
         return seeded
-    if offline_plan():
-        return pulumi.Output.secret(OFFLINE_PLAN_TOKEN)
+    if (stand_in := runtime.current().platform) is not None:
+        return pulumi.Output.secret(stand_in.gitlab_token)
     try:
         return pulumi.Output.secret(outputs.read_admin_token(str(inputs[outputs.ADMIN_TOKEN_FILE])))
     except outputs.SecretFileUnavailable as error:
         raise pulumi.RunError(str(error)) from None
 
 
-OFFLINE_PLAN_WRITER_PASSWORD = "offline-plan"
-"""What the offline plan logs in to OpenBao with: it reads no file and calls nothing."""
-
-
 def writer_password(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
     """The password of OpenBao's `blueprint` user (secret), which phase3's credentials are written
     with: in `dev`, phase2's in the graph; in a phase3 stack, read from phase2's file (no stack
-    output holds it), or a RunError naming the file and the fix.
+    output holds it), or a RunError naming the file and the fix; the runtime's stand-in, as the token.
     """
     if outputs.OPENBAO_WRITER_PASSWORD in inputs:
         in_graph: pulumi.Input[str] = inputs[outputs.OPENBAO_WRITER_PASSWORD]
         return in_graph
-    if offline_plan():
-        return pulumi.Output.secret(OFFLINE_PLAN_WRITER_PASSWORD)
+    if (stand_in := runtime.current().platform) is not None:
+        return pulumi.Output.secret(stand_in.openbao_password)
     path = str(inputs[outputs.OPENBAO_WRITER_PASSWORD_FILE])
     try:
         password = outputs.read_secret_file(path, "OpenBao's blueprint password")
@@ -79,9 +63,10 @@ def writer_password(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
 def preflight_applies(inputs: Mapping[str, Any]) -> bool:
     """Whether phase3 checks the platform before it starts (stacks/preflight.py): in a phase3 stack,
     whose platform phase2 brought up earlier; not in `dev`, where GitLab comes up in the same run (phase2
-    hands on the seeded token there), nor under the offline plan's mocks, which call nothing.
+    hands on the seeded token there), nor with a runtime that stands in for the platform (the offline
+    plan), which calls nothing.
     """
-    return outputs.SEEDED_ADMIN_TOKEN not in inputs and not offline_plan()
+    return outputs.SEEDED_ADMIN_TOKEN not in inputs and runtime.current().platform is None
 
 
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:

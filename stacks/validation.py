@@ -1,7 +1,7 @@
 """One pass over everything a stack reads, before anything exists.
 
 A stack is refused, with every problem at once, when any key it is given is wrong (no namespace, a
-misspelt namespace or key, a retired key, a key set on a stack that does not read it), when any
+misspelt namespace or key, a key set on a stack that does not read it), when any
 value of a phase it runs is wrong, or, when it runs phase2 or phase3, when `apps/apps_manifest.yaml`
 is. The program runs it first, before its first resource (even before it reads its upstream
 stack); `blueprint plan`, `up`, `preview` and `doctor` run the same pass first, over every stack

@@ -157,10 +157,6 @@ CASES: dict[str, Bad] = {
             "did you mean blueprint:gitlabNodes?",
         ),
     ),
-    "override-a-retired-key": Bad(
-        argv=("plan", "phase2", "--config", "blueprint:openbaoKeyShares=5"),
-        says=("blueprint:openbaoKeyShares = '5' is no longer read", "remove it: drop `--config blueprint:openbaoKeyShares`"),
-    ),
     "pipeline-timeout-base-60-is-text-to-pulumi": config_case(
         "phase3", "pipelineTimeout", "10:00", "'10:00' is not valid: expected an integer"
     ),
@@ -192,12 +188,6 @@ CASES: dict[str, Bad] = {
             "bluprint:gitlabnode = '2' (in Pulumi.phase2.yaml) is not read by blueprint",
             "write it as blueprint:gitlabNodes in Pulumi.phase1.yaml",
         ),
-        program="phase2",
-    ),
-    "misspelt-namespace-of-a-retired-key": Bad(
-        argv=("plan", "phase2"),
-        files={"phase2": stack_file(**{"blueprnt:openbaoKeyShares": 3})},
-        says=("blueprint:openbaoKeyShares no longer is; remove it: `pulumi config rm -s phase2 blueprnt:openbaoKeyShares`",),
         program="phase2",
     ),
     "key-on-the-wrong-stack-with-a-bad-value-too": Bad(
@@ -255,12 +245,6 @@ CASES: dict[str, Bad] = {
         files={"phase1": stack_file(**{"blueprint:pipelineTimeout": 900})},
         says=("blueprint:pipelineTimeout = '900' is set on stack phase1", "phase3 reads it", "to Pulumi.phase3.yaml"),
         program="phase1",
-    ),
-    "retired-openbao-key-shares": Bad(
-        argv=("plan", "phase2"),
-        files={"phase2": stack_file(**{"blueprint:openbaoKeyShares": 5})},
-        says=("blueprint:openbaoKeyShares = '5' is no longer read", "`pulumi config rm -s phase2 blueprint:openbaoKeyShares`"),
-        program="phase2",
     ),
     "old-config-module-form-read-as-pulumi-reads-it": Bad(
         argv=("plan", "phase1"),

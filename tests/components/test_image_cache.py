@@ -329,7 +329,7 @@ def test_the_owner_label_names_the_stack(tmp_path: Path, docker: Path) -> None:
 def test_the_network_join_runs_again_whenever_a_mirror_or_the_cluster_is_made_anew() -> None:
     result = planned("phase1")
     triggers = result.one(COMMAND, "kind-image-cache-network")["inputs"]["triggers"]
-    # The plan's stand-in id of a resource is `<name>-id` (cli/plan.py `_stand_in_id`).
+    # The plan's stand-in id of a resource is `<name>-id` (cli/stand_ins.py `resource_id`).
     assert sorted(triggers) == sorted(f"{name}-id" for name in ["kind-cluster", *MIRROR_NAMES])
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from cli import stand_ins
 from components.host_folder import KEEP_SCRIPT, WIPE_SCRIPT
 from components.storage import STORAGE_CLASS
 from stacks import outputs
-from stacks.config import PLAN_CHECKOUT_ID
 from stacks.phase2 import VOLUMES
 from tests.plans import COMMAND, planned
 
@@ -62,7 +62,7 @@ def test_each_volume_folder_belongs_to_its_pods_user_with_mode_0700() -> None:
 @pytest.mark.parametrize("name", ["storage-platform-folder", "storage-volumes-folder"])
 def test_both_platform_folders_are_owned_by_the_phase2_stack_of_this_checkout(name: str) -> None:
     environment = planned("phase2").one(COMMAND, name)["inputs"]["environment"]
-    assert environment["OWNER"] == f"blueprint/phase2@{PLAN_CHECKOUT_ID}"
+    assert environment["OWNER"] == f"blueprint/phase2@{stand_ins.CHECKOUT_ID}"
 
 
 def test_the_platform_folder_is_beside_the_volumes_the_nodes_mount_not_inside() -> None:

@@ -194,24 +194,6 @@ def test_a_secret_value_never_appears_in_an_error() -> None:
     assert "blueprint:clusterName = [secret]" in str(error.value)
 
 
-@pytest.mark.parametrize("key", ["openbaoKeyShares", "openbaoKeyThreshold"])
-def test_a_retired_openbao_key_is_refused_with_the_reason_and_the_command_that_removes_it(key: str) -> None:
-    assert key not in declared_keys()
-    [problem] = key_problems("phase2", {f"blueprint:{key}": "3"}, set_keys={f"blueprint:{key}"}, secret_keys=set())
-    assert problem == (
-        f"blueprint:{key} = '3' is no longer read: OpenBao seals with a static key now and has no unseal key shares, so "
-        f"the setting cannot apply; remove it: `pulumi config rm -s phase2 blueprint:{key}`, or delete its line from Pulumi.phase2.yaml"
-    )
-
-
-def test_a_stack_that_still_sets_a_retired_openbao_key_is_refused_before_any_resource() -> None:
-    config, secret_keys = stack_config("phase2", {"blueprint:openbaoKeyShares": "1"})
-    with pytest.raises(ProgramFailed) as failed:
-        _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {})
-    assert "blueprint:openbaoKeyShares = '1' is no longer read" in str(failed.value.cause)
-    assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack"]
-
-
 @pytest.mark.parametrize("char", ["'", '"', "$", "`", ";", "&", "|", "*", "?", "[", "\\", "\n", "\t", "<", ">", "(", "#", "!"])
 def test_data_folder_with_a_character_a_shell_or_glob_would_read_is_refused(char: str) -> None:
     message = error_for(dataDir=f"/srv/blue{char}print")
@@ -476,13 +458,18 @@ def test_a_plan_takes_a_secret_that_another_key_depends_on(monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("key", "said"),
     [
-        ("bluprint:openbaoKeyShare", "and blueprint:openbaoKeyShares no longer is; remove it"),
+        ("bluprint:gitlabNode", "write it as blueprint:gitlabNodes in Pulumi.phase1.yaml"),
         ("bluprint:zzzz", "is not a blueprint setting, nor close to one; Pulumi.yaml lists them"),
     ],
 )
 def test_a_misspelt_namespace_is_told_the_key_it_most_likely_means(key: str, said: str) -> None:
     [problem] = key_problems("phase1", {key: "5"}, set_keys={key}, secret_keys=set())
     assert said in problem
+
+
+def test_a_key_that_pulumi_yaml_does_not_declare_nor_comes_close_to_is_unknown() -> None:
+    [problem] = key_problems("phase1", {"blueprint:zzzzzz": "5"}, set_keys={"blueprint:zzzzzz"}, secret_keys=set())
+    assert problem == "blueprint:zzzzzz = '5' (in Pulumi.phase1.yaml) is not a blueprint setting; Pulumi.yaml declares every valid key"
 
 
 def test_the_image_cache_is_on_by_default_in_the_users_cache_folder() -> None:

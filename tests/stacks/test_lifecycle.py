@@ -27,9 +27,9 @@ SMOKE_PIPELINE = "pulumi-python:dynamic/gitlab:SmokePipeline"
 
 
 def uses_gitlab_api(resource: dict[str, Any]) -> bool:
-    """pulumi-gitlab's resources and provider, and our dynamic resources that call GitLab."""
+    """Our dynamic resources that call GitLab."""
     type_ = str(resource["type"])
-    return type_.startswith(("gitlab:", "pulumi:providers:gitlab", "pulumi-python:dynamic/gitlab:")) and type_ != ADMIN_TOKEN
+    return type_.startswith("pulumi-python:dynamic/gitlab:") and type_ != ADMIN_TOKEN
 
 
 @pytest.mark.parametrize("mode", MODES)

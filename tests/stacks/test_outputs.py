@@ -11,7 +11,7 @@ import pulumi
 import pytest
 
 import cli.plan
-import stacks.phase3
+import cli.stand_ins
 import stacks.preflight
 from cli.plan import ProgramFailed, _run, plan
 from stacks import outputs
@@ -79,7 +79,7 @@ def _plan_phase3_as_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     """phase3 planned over a data folder under `tmp_path`, as a real run reads its token (not the
     plan's stand-in); returns the token file and the inputs each ProjectSync is registered with
     (secrets in their wire wrapper)."""
-    monkeypatch.setattr(stacks.phase3, "offline_plan", lambda: False)
+    monkeypatch.setattr(cli.stand_ins, "PLATFORM", None)
     # No platform answers here: the pre-flight has its own tests (tests/stacks/test_preflight.py).
     monkeypatch.setattr(stacks.preflight, "run", lambda _inputs, *, preview: None)
     registered: list[dict[str, Any]] = []

@@ -17,7 +17,8 @@ import pytest
 
 import cli.plan
 import stacks.phase1 as phase1_stack
-from cli.plan import Plan, ProgramFailed, _plain, _run, _stand_in_kubeconfig
+from cli.plan import Plan, ProgramFailed, _plain, _run
+from cli.stand_ins import kubeconfig
 from stacks import outputs
 from stacks.config import PROJECT_DIR, stack_config
 from tests.plans import fake_command, kind_config_of, planned, waits_for
@@ -112,7 +113,7 @@ def test_dev_hands_the_clusters_kubeconfig_to_phase2_in_its_graph(monkeypatch: p
     dev, recorded = plan_recording(monkeypatch, "dev", {})
     assert recorded.invokes == [], "dev asks kind for nothing: the cluster's command prints the kubeconfig"
     cluster = dev.one("command:local:Command", "kind-cluster")
-    assert _plain(recorded.provider_inputs["kubeconfig"]) == (_stand_in_kubeconfig(cluster["inputs"]), True)
+    assert _plain(recorded.provider_inputs["kubeconfig"]) == (kubeconfig(cluster["inputs"]), True)
     assert cluster["urn"] in dev.one("pulumi:providers:kubernetes", "kubernetes")["dependsOn"]
 
 

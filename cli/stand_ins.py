@@ -1,0 +1,126 @@
+"""The offline plan's stand-ins for what only a real provider, checkout or platform could know.
+
+Deterministic, so that a plan is the same on every run and in every checkout: the outputs a
+provider computes (an id, a command's stdout, a password, a certificate) and the runtime that the
+program runs with in the plan (stacks/runtime.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+from stacks.runtime import PlatformStandIn, Runtime
+
+CHECKOUT_ID = "offline-plan"
+"""The checkout id the plan gives the program, which reads and writes no id file in the plan: a
+plan is the same in every checkout."""
+PLATFORM = PlatformStandIn(gitlab_token="glpat-offline-plan", openbao_password="offline-plan")
+"""What phase3 calls GitLab and OpenBao with in the plan, which reads no file of phase2's and calls nothing."""
+
+
+def runtime(secret_keys: Iterable[str]) -> Runtime:
+    """The runtime the plan runs the program with: its checkout id and platform, and every secret
+    config key's value a stand-in, since the plan cannot decrypt it.
+    """
+    return Runtime(checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM)
+
+
+def kubeconfig(inputs: Mapping[str, Any]) -> str:
+    """What `kind get kubeconfig` prints for the cluster these inputs create (fake credentials)."""
+    kind = yaml.safe_load(inputs.get("stdin") or "{}") or {}
+    port = kind.get("networking", {}).get("apiServerPort", 6443)
+    context = f"kind-{(inputs.get('environment') or {}).get('KIND_CLUSTER_NAME', 'kind')}"
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": context,
+                    "cluster": {"server": f"https://127.0.0.1:{int(port)}", "certificate-authority-data": "c3RhbmQtaW4="},
+                }
+            ],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+            "current-context": context,
+            "users": [{"name": context, "user": {"client-certificate-data": "c3RhbmQtaW4=", "client-key-data": "c3RhbmQtaW4="}}],
+        },
+        sort_keys=False,
+    )
+
+
+GITLAB_NUMBERED = tuple(f"pulumi-python:dynamic/gitlab:{kind}" for kind in ("Group", "Project", "Runner", "DeployToken"))
+"""Our dynamic GitLab resources whose id is GitLab's number for the object."""
+
+
+def resource_id(typ: str, name: str) -> str:
+    """GitLab's ids are numbers (programs pass them on as ints); other ids are `<name>-id`."""
+    if typ in GITLAB_NUMBERED:
+        return str(int(hashlib.sha256(name.encode()).hexdigest()[:6], 16))
+    return f"{name}-id"
+
+
+def _pem(kind: str, name: str) -> str:
+    return f"-----BEGIN {kind}-----\nstand-in for {name}\n-----END {kind}-----\n"
+
+
+def provider_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs that only a real provider could know, for the types the program uses."""
+    if typ == "command:local:Command":
+        create = str(inputs.get("create") or "")
+        return {"stdout": kubeconfig(inputs) if "kind get kubeconfig" in create else "", "stderr": ""}
+    if typ == "pulumi-python:dynamic/blueprint:DeployKubeconfig":
+        user = {"name": "ci-deployer", "user": {"token": f"stand-in-token-{name}"}}
+        return {"kubeconfig": yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [user]}), "expires_at": 1_893_456_000}
+    if typ == "kubernetes:helm.sh/v3:Release":
+        return {
+            "status": {
+                "status": "deployed",
+                "name": inputs.get("name"),
+                "namespace": inputs.get("namespace"),
+                "version": inputs.get("version"),
+            }
+        }
+    if typ == "random:index/randomPassword:RandomPassword":
+        return {"result": f"stand-in-password-{name}", "bcryptHash": f"stand-in-hash-{name}"}
+    if typ == "tls:index/privateKey:PrivateKey":
+        return {
+            "privateKeyPem": _pem("PRIVATE KEY", name),
+            "privateKeyPemPkcs8": _pem("PRIVATE KEY", name),
+            "publicKeyPem": _pem("PUBLIC KEY", name),
+        }
+    if typ == "tls:index/certRequest:CertRequest":
+        return {"certRequestPem": _pem("CERTIFICATE REQUEST", name)}
+    if typ == "tls:index/locallySignedCert:LocallySignedCert":
+        return {"certPem": _pem("CERTIFICATE", name)}
+    if typ == "pulumi-python:dynamic/blueprint:CaCertificate":
+        return {"cert_pem": _pem("CERTIFICATE", name)}
+    if typ == "pulumi-python:dynamic/blueprint:HostSecret":
+        if inputs.get("kind") == "ssh-host-keys":
+            files = [f"ssh_host_{kind}_key{suffix}" for kind in ("rsa", "ecdsa", "ed25519") for suffix in ("", ".pub")]
+            return {"value": json.dumps({file: f"stand-in-secret-{name}-{file}" for file in files})}
+        if inputs.get("kind") == "ca-key":
+            return {"value": _pem("EC PRIVATE KEY", name)}
+        return {"value": f"stand-in-secret-{name}"}
+    if typ == "pulumi-python:dynamic/gitlab:AdminToken":
+        return {}
+    if typ == "pulumi-python:dynamic/gitlab:ProjectSync":
+        # A commit id that follows the files, as the real one does.
+        digest = hashlib.sha1(json.dumps(inputs.get("files") or {}, sort_keys=True).encode(), usedforsecurity=False)
+        return {"commit": digest.hexdigest(), "changed": []}
+    if typ == "pulumi-python:dynamic/gitlab:SmokePipeline":
+        return {"pipeline_id": 1, "status": "success", "web_url": f"https://gitlab.example/{name}/-/pipelines/1"}
+    if typ == "pulumi-python:dynamic/gitlab:Group":
+        return {"full_path": inputs.get("path"), "web_url": f"{inputs.get('gitlab_url')}/groups/{inputs.get('path')}"}
+    if typ == "pulumi-python:dynamic/gitlab:Project":
+        full_path = f"{inputs.get('namespace')}/{inputs.get('path')}"
+        return {"full_path": full_path, "web_url": f"{inputs.get('gitlab_url')}/{full_path}"}
+    if typ == "pulumi-python:dynamic/gitlab:DeployToken":
+        return {"username": f"gitlab+deploy-token-{resource_id(typ, name)}"}
+    if typ == "pulumi-python:dynamic/gitlab:Runner":
+        return {"authentication_token": f"glrt-stand-in-{name}"}
+    return {}

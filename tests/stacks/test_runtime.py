@@ -1,0 +1,46 @@
+"""The program never asks whether it runs under Pulumi's mocks: the plan harness hands it what
+differs (stacks/runtime.py), and a real run gets the real runtime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli.plan import ProgramFailed, _run, plan
+from stacks import runtime
+from stacks.config import PROJECT_DIR, stack_config
+
+HARNESS = PROJECT_DIR / "cli" / "plan.py"
+
+
+def program_files() -> list[Path]:
+    """Every Python file of the project but the tests', its virtual environment's and other hidden folders'."""
+    return [
+        path
+        for path in PROJECT_DIR.rglob("*.py")
+        if not {part for part in path.relative_to(PROJECT_DIR).parts[:-1] if part == "tests" or part.startswith(".")}
+    ]
+
+
+def test_only_the_plan_harness_knows_about_pulumis_mocks() -> None:
+    files = program_files()
+    assert HARNESS in files
+    asking = [
+        str(path.relative_to(PROJECT_DIR))
+        for path in files
+        if path != HARNESS and any(word in path.read_text() for word in ("pulumi.runtime.mocks", "MockMonitor", "get_monitor"))
+    ]
+    assert asking == []
+
+
+def test_a_plan_leaves_the_real_runtime_behind() -> None:
+    plan("phase1")
+    assert runtime.current() is runtime.REAL
+
+
+def test_a_program_that_fails_in_the_plan_leaves_the_real_runtime_behind() -> None:
+    config, secret_keys = stack_config("phase1", {"blueprint:gitlabNodes": "0"})
+    with pytest.raises(ProgramFailed):
+        _run("phase1", config, secret_keys, PROJECT_DIR / "__main__.py", {})
+    assert runtime.current() is runtime.REAL
