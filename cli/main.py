@@ -160,11 +160,18 @@ def _parser() -> argparse.ArgumentParser:
     images.add_argument("--json", action="store_true", help="print the list as one JSON object")
     diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
     diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
+    docs = commands.add_parser("docs", help="write the reference pages in docs/reference/, generated from the code (for maintainers)")
+    docs.add_argument("--check", action="store_true", help="only check that the committed pages are up to date")
     commands.add_parser(
         "env",
         help='print the exports that give the plain `pulumi` commands blueprint\'s state passphrase: eval "$(uv run blueprint env)"',
     )
     return parser
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole `blueprint` command tree: what `main` parses, and what docs/reference/cli.md is generated from."""
+    return _parser()
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -269,6 +276,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from cli import diagram
 
         return diagram.run(["--check"] if args.check else [])
+    if args.command == "docs":
+        from cli import docs
+
+        return docs.run(check=args.check)
     if args.command == "env":
         return _env()
     if args.command == "images":

@@ -17,7 +17,7 @@ import pytest
 from cli.main import _parser
 
 ROOT = Path(__file__).resolve().parent.parent
-USER_DOCS = sorted([ROOT / "README.md", ROOT / "apps" / "README.md", ROOT / "charts" / "README.md", *(ROOT / "docs").glob("*.md")])
+USER_DOCS = sorted([ROOT / "README.md", ROOT / "apps" / "README.md", ROOT / "charts" / "README.md", *(ROOT / "docs").rglob("*.md")])
 """Every page a user reads."""
 
 OUTSIDE = re.compile(r"\.\./shared|shared/docs|shared/conformance|DESIGN\.md|house-style|pulumi-mechanics|(?<!infra/data/)shared/")
