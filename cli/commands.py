@@ -223,13 +223,6 @@ def up(context: Context, phase: str) -> int:
         return 1
     from cli import teardown
 
-    try:
-        # Folders an earlier blueprint's state claimed, noted first: the claims that follow take them over.
-        code = teardown.note_claimed_folders(context.runner, context.say, tuple(s for s in PHASES[phase] if s in ("phase1", "phase2")))
-    except StackFailed as failure:
-        return _failed(context, failure, "up", resume="uv run blueprint up" if phase == "all" else None)
-    if code != 0:
-        return code
     if phase in ("all", "1"):
         try:
             code = teardown.make_way_for_a_new_cluster(context.runner, context.say, phase, world=context.world, confirm=context.confirm)
