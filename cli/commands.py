@@ -441,9 +441,7 @@ def status(
     if phase2:
         ca = str(phase2.get(outputs.CA_CERT_FILE))
         gitlab_url = str(phase2.get(outputs.GITLAB_URL))
-        # The group's runners; a phase2 brought up before its runners had a group registered an instance runner.
-        group = phase2.get(outputs.APPS_GROUP_ID)
-        runners = f"groups/{group}/runners?type=group_type" if group else "runners/all?type=instance_type"
+        runners = f"groups/{phase2.get(outputs.APPS_GROUP_ID)}/runners?type=group_type"
         try:
             token: dict[str, str] | None = {"PRIVATE-TOKEN": admin_token(phase2)}
         except outputs.SecretFileUnavailable as error:
