@@ -223,13 +223,6 @@ def up(context: Context, phase: str) -> int:
         return 1
     from cli import teardown
 
-    try:
-        # Folders an earlier blueprint's state claimed, noted first: the claims that follow take them over.
-        code = teardown.note_claimed_folders(context.runner, context.say, tuple(s for s in PHASES[phase] if s in ("phase1", "phase2")))
-    except StackFailed as failure:
-        return _failed(context, failure, "up", resume="uv run blueprint up" if phase == "all" else None)
-    if code != 0:
-        return code
     if phase in ("all", "1"):
         try:
             code = teardown.make_way_for_a_new_cluster(context.runner, context.say, phase, world=context.world, confirm=context.confirm)
@@ -372,41 +365,28 @@ def trust_ca_lines(ca_file: object, family: OsFamily | None) -> list[str]:
     return [f"  trust the CA:   {commands[0]}", *(f"                  {command}" for command in commands[1:])]
 
 
-AGAIN = "run `uv run blueprint up --phase 2` once more"
-"""What to do when phase2's outputs, from an earlier blueprint, lack a file's path."""
-
-
 def root_password_command(phase2: Mapping[str, Any]) -> str:
     """The shell command that prints GitLab root's password from its file."""
-    password_file = phase2.get(outputs.GITLAB_ROOT_PASSWORD_FILE)
-    return f"cat {shlex.quote(str(password_file))}" if password_file else f"README, 'GitLab and its Runners' ({AGAIN} to see it here)"
+    return f"cat {shlex.quote(str(phase2[outputs.GITLAB_ROOT_PASSWORD_FILE]))}"
 
 
 def admin_token_command(phase2: Mapping[str, Any]) -> str:
     """The shell command that prints root's admin token: its file keeps it without GitLab's prefix."""
-    token_file = phase2.get(outputs.ADMIN_TOKEN_FILE)
-    if not token_file:
-        return f"README, 'GitLab and its Runners' ({AGAIN} to see it here)"
-    return f'echo "{outputs.ADMIN_TOKEN_PREFIX}$(cat {shlex.quote(str(token_file))})"'
+    return f'echo "{outputs.ADMIN_TOKEN_PREFIX}$(cat {shlex.quote(str(phase2[outputs.ADMIN_TOKEN_FILE]))})"'
 
 
 def admin_token(phase2: Mapping[str, Any]) -> str:
     """Root's GitLab token, read from the file phase2's outputs name (no output holds it); an
     `outputs.SecretFileUnavailable` says which file is missing and what to run.
     """
-    token_file = phase2.get(outputs.ADMIN_TOKEN_FILE)
-    if not token_file:
-        raise outputs.SecretFileUnavailable(f"phase2's outputs name no admin token file, as an earlier blueprint left them: {AGAIN}")
-    return outputs.read_admin_token(str(token_file))
+    return outputs.read_admin_token(str(phase2[outputs.ADMIN_TOKEN_FILE]))
 
 
 def openbao_login(phase2: Mapping[str, Any]) -> str:
     """The shell command that logs the OpenBao CLI in as `admin`, its password read from its file
     (stdin, so it never shows in a process list; the file ends with a newline, which is no part of it).
     """
-    password_file = phase2.get(outputs.OPENBAO_ADMIN_PASSWORD_FILE)
-    if not password_file:
-        return f"README, 'The data and secrets tier' ({AGAIN} to see it here)"
+    password_file = phase2[outputs.OPENBAO_ADMIN_PASSWORD_FILE]
     address = shlex.quote(str(phase2.get(outputs.OPENBAO_ADDR)))
     login = "uv run bao login -method=userpass username=admin password=-"
     return f"export BAO_ADDR={address}; tr -d '\\n' < {shlex.quote(str(password_file))} | {login}"
@@ -461,9 +441,7 @@ def status(
     if phase2:
         ca = str(phase2.get(outputs.CA_CERT_FILE))
         gitlab_url = str(phase2.get(outputs.GITLAB_URL))
-        # The group's runners; a phase2 brought up before its runners had a group registered an instance runner.
-        group = phase2.get(outputs.APPS_GROUP_ID)
-        runners = f"groups/{group}/runners?type=group_type" if group else "runners/all?type=instance_type"
+        runners = f"groups/{phase2.get(outputs.APPS_GROUP_ID)}/runners?type=group_type"
         try:
             token: dict[str, str] | None = {"PRIVATE-TOKEN": admin_token(phase2)}
         except outputs.SecretFileUnavailable as error:

@@ -211,51 +211,20 @@ def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
     )
 
 
-def record_claims(deployment: Mapping[str, Any]) -> dict[str, Any]:
-    """`deployment` with each host-folder command whose state records no stdout (an earlier
-    blueprint's claim printed nothing) given, as that stdout, the folder its recorded inputs name:
-    what this version's claim prints, and what its `update` reads back (PULUMI_COMMAND_STDOUT) as the
-    proof that the state claimed that very folder. pulumi-command gives an update the new inputs and
-    the old outputs, never the old inputs (provider/pkg/provider/local/commandController.go, `Update`),
-    so without this such a state proves no claim, and the update refuses a marker naming the stack alone.
-    """
-    noted = []
-    for resource in deployment.get("resources") or []:
-        recorded = dict(resource.get("outputs") or {})
-        folder = (host_folder_of(recorded) or claimed_folder(resource)) if resource["type"] == COMMAND else None
-        if folder and not recorded.get("stdout"):
-            resource = {**resource, "outputs": {**recorded, "stdout": folder}}
-        noted.append(resource)
-    return {**deployment, "resources": noted}
-
-
 def inner_owners(owner: str, stacks: Sequence[str]) -> str:
-    """INNER_OWNERS of the folder `owner` (`<project>/<stack>@<checkout id>`, or an earlier blueprint's
-    `<project>/<stack>`) claims: `stacks` of the same project and checkout, one per line
-    (`components/host_folder.py`).
+    """INNER_OWNERS of the folder `owner` (`<project>/<stack>@<checkout id>`) claims: `stacks` of the
+    same project and checkout, one per line (`components/host_folder.py`).
     """
     project, _, claim = owner.partition("/")
-    _, at, checkout = claim.partition("@")
-    return "\n".join(f"{project}/{stack}{at}{checkout}" for stack in stacks)  # no id where the owner names none
+    checkout = claim.partition("@")[2]
+    return "\n".join(f"{project}/{stack}@{checkout}" for stack in stacks)
 
 
-KV_FOLLOWS_DATA_IN = ("phase3",)
-"""The stacks whose every OpenBao entry holds what the stack's own destroy revokes (phase3's deploy
-tokens): with the data wiped the entries go too, kept they stay (`stacks.phase3`, `delete_on_destroy`)."""
-
-
-def _stack_of(resource: Mapping[str, Any]) -> str:
-    """The stack a state's resource belongs to (`urn:pulumi:<stack>::<project>::...`)."""
-    return str(resource.get("urn") or "").removeprefix("urn:pulumi:").split("::", 1)[0]
-
-
-def record_preserve_data(deployment: Mapping[str, Any], keep: bool, *, inner_stacks: Sequence[str] = ()) -> dict[str, Any]:
+def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str, Any]:
     """`deployment` as an `up` with `preserveData=keep` would have recorded it: what a destroy does
     with the data is decided there (the host folders' delete scripts, `retainOnDelete` on the objects
-    in GitLab's database, the stack's own `preserveData` output), and nothing else changes, so a
-    destroy never applies a change the user has not brought up yet. A claim recorded before claims
-    named the owners whose folders belong in them gets `inner_stacks` as those (the stacks over phase1,
-    for its data folder, as `stacks.phase1` records them): its wipe removes their folders with it.
+    in GitLab's database, phase3's OpenBao entries, the stack's own `preserveData` output), and nothing
+    else changes, so a destroy never applies a change the user has not brought up yet.
     """
     from components.host_folder import WIPE_SCRIPT
 
@@ -266,18 +235,10 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool, *, inner_sta
         if claimed_folder(resource):
             resource["inputs"] = {**resource["inputs"], "delete": script}
             resource["outputs"] = {**(resource.get("outputs") or {}), "delete": script}
-            # pulumi-command's delete runs with the recorded outputs' environment (commandController.go, `Delete`).
-            environment = dict(resource["outputs"].get("environment") or {})
-            if inner_stacks and "INNER_OWNERS" not in environment and "OWNER" in environment:
-                environment["INNER_OWNERS"] = inner_owners(str(environment["OWNER"]), inner_stacks)
-                resource["inputs"] = {**resource["inputs"], "environment": {**resource["inputs"].get("environment", {}), **environment}}
-                resource["outputs"] = {**resource["outputs"], "environment": environment}
         elif lives_in_gitlab(resource):
             resource["retainOnDelete"] = keep
-        elif resource["type"] == KV_SECRET and (
-            _stack_of(resource) in KV_FOLLOWS_DATA_IN or "delete_on_destroy" in (resource.get("outputs") or {})
-        ):
-            # An entry recorded before `delete_on_destroy` existed gets it too (providers/openbao_kv.py).
+        elif resource["type"] == KV_SECRET and "delete_on_destroy" in (resource.get("outputs") or {}):
+            # phase3's entries (`stacks.phase3`): what they hold is revoked with the data, kept with it.
             resource["inputs"] = {**(resource.get("inputs") or {}), "delete_on_destroy": not keep}
             resource["outputs"] = {**(resource.get("outputs") or {}), "delete_on_destroy": not keep}
         elif resource["type"] == STACK_TYPE and "preserveData" in (resource.get("outputs") or {}):

@@ -120,7 +120,7 @@ def _from_openbao(entry: Credential, platform: dict[str, object], folder: Path, 
 
     assert entry.path is not None
     address = str(platform[outputs.OPENBAO_ADDR])
-    password_file = Path(outputs.writer_password_file(platform))
+    password_file = Path(str(platform[outputs.OPENBAO_WRITER_PASSWORD_FILE]))
     password = _read_file(password_file, "OpenBao's blueprint password", stack)
     props = {"address": address, "username": WRITER_USER, "password": password, "mount": credentials.KV_MOUNT, "path": entry.path}
     where = f"{credentials.KV_MOUNT}/{entry.path}"

@@ -1,5 +1,4 @@
-"""`blueprint destroy` on every route, a cluster change under a running platform, and, before an
-`up`, the folders an earlier blueprint's states claimed without saying which (`note_claimed_folders`).
+"""`blueprint destroy` on every route, and a cluster change under a running platform.
 
 Pulumi deletes what a stack's state records through the providers that made it, so a destroy
 needs what those providers talk to. When that is gone, this module decides per resource, from
@@ -43,7 +42,6 @@ from cli.lifecycle import (
     lives_in_cluster,
     lives_in_gitlab,
     pending_operations,
-    record_claims,
     record_preserve_data,
 )
 from providers.host_secret import WIPING_MARKER
@@ -263,7 +261,7 @@ def destroy(
         say(f"== preserveData={str(keep).lower()}: {'every piece of data stays' if keep else 'the data is removed'}")
     states = {}
     for stack, exported in exports.items():
-        recorded_state = record_preserve_data(exported.get("deployment") or {}, keep, inner_stacks=OVER_PHASE1 if stack == "phase1" else ())
+        recorded_state = record_preserve_data(exported.get("deployment") or {}, keep)
         _import_if_changed(runner, stack, exported, recorded_state)
         states[stack] = ({**exported, "deployment": recorded_state}, recorded_state)
     for stack in reversed(ORDER):
@@ -537,29 +535,6 @@ def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:
         raise Refused(f"cannot ask GitLab whether it answers, for want of its admin token: {error}") from None
     answer = probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(phase2.get(outputs.CA_CERT_FILE)), token, timeout=15)
     return answer.startswith("ok")
-
-
-def note_claimed_folders(runner: Teardown, say: Callable[[str], None], stacks: tuple[str, ...]) -> int:
-    """Before an `up`: in the state of each of `stacks` that is up, record which folder each host-folder
-    command claimed, where an earlier blueprint's state does not say (`cli.lifecycle.record_claims`),
-    so that the `up` takes over that folder's marker, which names the stack alone, and no other.
-    Returns an exit code.
-    """
-    for stack in stacks:
-        if runner.outputs(stack) is None:
-            continue
-        exported = runner.export_state(stack)
-        state = exported.get("deployment") or {}
-        noted = record_claims(state)
-        if noted == state:
-            continue
-        if problem := pending_operations(stack, state):
-            say(f"blueprint: {problem}")
-            return 1
-        runner.import_state(stack, {**exported, "deployment": noted})
-        folders = sorted({str(r["outputs"]["stdout"]) for r, was in zip(noted["resources"], state["resources"], strict=True) if r != was})
-        say(f"== {stack}: noted the folders its state claims, which an earlier blueprint did not record: {', '.join(folders)}")
-    return 0
 
 
 def make_way_for_a_new_cluster(

@@ -12,11 +12,10 @@ token could read every Secret and change anything. It is bound to Kubernetes' bu
 `view` role instead (no Secrets), and to `cluster-admin` only with `blueprint:headlampAdmin`.
 
 That binding is ours, not the chart's: Kubernetes refuses to change a binding's `roleRef` ("cannot
-change roleRef"), so a Helm upgrade that changed the chart's binding (`headlamp-admin`) would fail,
-both for an install made before (bound to `cluster-admin`) and for every later toggle of the flag.
-The chart's binding is turned off (Helm deletes an existing one on upgrade), and ours is named for
-its role (`headlamp-view`, `headlamp-cluster-admin`): a toggle creates the new binding and deletes
-the old one. pulumi-kubernetes itself also replaces a ClusterRoleBinding whose `roleRef` changes
+change roleRef"), so a Helm upgrade that changed the chart's binding (`headlamp-admin`) would fail
+on every toggle of the flag. The chart's binding is turned off, and ours is named for its role
+(`headlamp-view`, `headlamp-cluster-admin`): a toggle creates the new binding and deletes the old
+one. pulumi-kubernetes itself also replaces a ClusterRoleBinding whose `roleRef` changes
 (provider/pkg/provider/diff.go, `forceNew` `roleBinding`).
 """
 

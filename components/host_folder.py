@@ -15,12 +15,6 @@ What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the
 be able to remove. Root in a one-shot container of an image already on the machine (the kind node
 image) can, without --privileged; it empties the folder, and the host user removes the folder. The
 same container gives a volume's folder to the user its pod runs as, on `up`.
-
-A folder that an older layout kept elsewhere (phase2's volumes, inside its platform folder before
-the nodes stopped mounting the whole data folder) is moved into place by the `up` that claims it,
-once Docker shows that no container can still be writing there (MOVE_LEGACY), and only by a rename
-on one filesystem. A marker of that layout, naming the stack alone, is not claimed for this checkout
-while that layout's cluster still mounts the whole data folder (EARLIER_CLUSTER).
 """
 
 from __future__ import annotations
@@ -59,188 +53,24 @@ MOUNTS_INSIDE = r"""mounts_inside() {
 }"""
 """A shell function that lists the mount points inside a folder."""
 
-OWNER_ABOVE = f"""folder_above() {{
+FOLDER_ABOVE = f"""folder_above() {{
   # The nearest folder above $1 that has a {OWNER_MARKER}, or nothing.
   above=$1
   while [ "$above" != / ]; do
     above=$(dirname "$above")
     if [ -f "$above/{OWNER_MARKER}" ]; then printf '%s\\n' "$above"; return 0; fi
   done
-}}
-owner_above() {{
-  # What the {OWNER_MARKER} of the nearest folder above $1 that has one holds, or nothing.
-  above=$(folder_above "$1")
-  [ -z "$above" ] || cat "$above/{OWNER_MARKER}"
-}}
-of_this_checkout() {{
-  # Whether $1 is `<this project>/<a stack>@<this checkout's id>` exactly: no other checkout writes that id.
-  case "$1" in "${{OWNER%%/*}}"/?*@?*) [ "${{1#*@}}" = "${{OWNER#*@}}" ] ;; *) return 1 ;; esac
 }}"""
-"""Shell functions: the owner of the folder a folder is inside, and whether that is this checkout."""
-
-CONTAINERS_OVER = r"""containers_over() {
-  # The containers, running or stopped (a stopped one may be started again), with a mount
-  # whose source is $1, a folder $1 is in, or (unless $2 is `above`) a folder in $1, one name per
-  # line; fails when Docker does not answer. $1 as written and as the filesystem resolves it:
-  # Docker may show either.
-  physical=$(cd "$1" 2>/dev/null && pwd -P) || physical=$1
-  ids=$(docker ps -aq) || return 1
-  tab=$(printf '\t')
-  # One container at a time: one that goes away meanwhile (any `docker run --rm`) is skipped, where
-  # a single `docker inspect` of them all would fail. Each line: the container's name, a tab, one
-  # mount's source. Not in a pipeline, so that `return 1` returns.
-  all=""
-  for id in $ids; do
-    if ! mounts=$(docker inspect --type container \
-        --format '{{range .Mounts}}{{$.Name}}{{"\t"}}{{.Source}}{{"\n"}}{{end}}' "$id" 2>&1); then
-      # Gone since `docker ps`: the daemon's "No such container: <id>" (moby daemon/errors.go), or the
-      # CLI's "no such object" without --type (docker/cli cli/command/system/inspect.go). Anything else
-      # (the daemon stopped answering) proves nothing.
-      case "$(printf '%s' "$mounts" | tr '[:upper:]' '[:lower:]')" in
-        *"no such container"* | *"no such object"*) continue ;;
-        *) return 1 ;;
-      esac
-    fi
-    all="$all$mounts
-"
-  done
-  printf '%s' "$all" | while IFS="$tab" read -r name source; do
-    [ -n "$source" ] || continue  # a tmpfs has no source (nor has a line that is no mount's)
-    source=${source%/}  # `/` itself becomes "", under which every path is
-    for path in "$1" "$physical"; do
-      case "$path/" in "$source"/*) printf '%s\n' "$name"; break ;; esac
-      [ "${2:-}" = above ] && continue
-      case "$source/" in "$path"/*) printf '%s\n' "$name"; break ;; esac
-    done
-  done | tr -cd 'A-Za-z0-9._/\n-' | sed 's|^/||' | sort -u
-}"""
-"""A shell function that lists the containers whose mounts reach a folder: what may still write there."""
-
-MOVE_LEGACY = f"""\
-# An older layout kept this folder's content at LEGACY_PATH. It is moved here whole (a rename, which
-# keeps every file's owner), only once nothing can be writing there: LEGACY_PATH is in a folder this
-# owner has claimed, this folder does not exist yet (a move onto it would nest one in the other),
-# and Docker shows no container, running or stopped, whose mounts reach it.
-if [ -n "${{LEGACY_PATH:-}}" ] && {{ [ -e "$LEGACY_PATH" ] || [ -L "$LEGACY_PATH" ]; }}; then
-  kept="$LEGACY_PATH holds what an older blueprint kept there, which now belongs in $FOLDER"
-  if [ -L "$LEGACY_PATH" ] || [ ! -d "$LEGACY_PATH" ]; then
-    echo "blueprint: $kept, but it is not a folder; move it aside and run the up again:" >&2
-    echo "  mv -- $(quoted "$LEGACY_PATH") $(quoted "$LEGACY_PATH.old")" >&2
-    exit 1
-  fi
-  if [ "$(head -n 1 "$(dirname "$LEGACY_PATH")/{OWNER_MARKER}" 2>/dev/null)" != "$OWNER" ]; then
-    echo "blueprint: $kept; it is moved once $(dirname "$LEGACY_PATH") is claimed by $OWNER, which it is not:" \\
-      "run the whole up again (uv run blueprint up)" >&2
-    exit 1
-  fi
-  if [ -e "$FOLDER" ] || [ -L "$FOLDER" ]; then
-    echo "blueprint: $kept, and $FOLDER exists too: blueprint moves nothing onto it (one would end up inside the" \\
-      "other). Look into both. If $LEGACY_PATH holds the data you keep, remove $FOLDER and run the up again, which" \\
-      "moves it there:" >&2
-    echo "  sudo rm -rf -- $(quoted "$FOLDER")" >&2
-    echo "blueprint: if $FOLDER holds it, move the other aside (a destroy with preserveData=false removes it" \\
-      "with $(dirname "$LEGACY_PATH")):" >&2
-    echo "  mv -- $(quoted "$LEGACY_PATH") $(quoted "$LEGACY_PATH.old")" >&2
-    exit 1
-  fi
-  if [ ! -d "$(dirname "$FOLDER")" ]; then
-    echo "blueprint: $kept, and $(dirname "$FOLDER") does not exist yet: the data folder's claim (phase1) makes it." \\
-      "Run the whole up (uv run blueprint up), which brings phase1 up first" >&2
-    exit 1
-  fi
-  if ! users=$(containers_over "$LEGACY_PATH"); then
-    echo "blueprint: $kept; blueprint moves it once Docker shows that no container mounts it, and Docker did not" \\
-      "answer (docker ps -a): start Docker, then run the up again" >&2
-    exit 1
-  fi
-  if [ -n "$users" ]; then
-    # $users unquoted below: one name per word (a name is only A-Za-z0-9._/-).
-    echo "blueprint: $kept; blueprint moves it once no container mounts it, and these still do, so their pods may" \\
-      "still write there: $(printf '%s ' $users)(the nodes of a kind cluster an older blueprint made" \\
-      "over the whole data folder). Take that cluster down, keeping its data (README: \\"Upgrading from an earlier" \\
-      "blueprint\\"), then run the up again" >&2
-    exit 1
-  fi
-  # The marker first: a move cut short leaves the folder where it was, claimed as before. Written as a
-  # new file (noclobber: O_EXCL), never through a link a pod of the older layout, whose nodes mounted
-  # this folder, may have left at its name.
-  rm -f -- "$LEGACY_PATH/{OWNER_MARKER}"
-  if ! (set -C; printf '%s\\n' "$OWNER" > "$LEGACY_PATH/{OWNER_MARKER}") 2>/dev/null; then
-    echo "blueprint: $kept, and blueprint cannot write $LEGACY_PATH/{OWNER_MARKER}, which claims it for the move" >&2
-    exit 1
-  fi
-  # A rename only: across filesystems (`$(dirname "$FOLDER")` a link to another disk) `mv` copies, file
-  # by file, which the host user cannot do for folders the pods own (0700), and which, cut short,
-  # leaves a copy in part on each side.
-  from=$(device_of "$(dirname "$LEGACY_PATH")")
-  to=$(device_of "$(dirname "$FOLDER")")
-  if [ -z "$from" ] || [ "$from" != "$to" ]; then
-    echo "blueprint: $kept, and $(dirname "$FOLDER") is on another filesystem (a link to another disk?), where" \\
-      "a move is a copy of every file, which needs root for the files the pods own. Move it as root (every file keeps" \\
-      "its owner, and its claim goes with it), then run the up again:" >&2
-    echo "  sudo mv -- $(quoted "$LEGACY_PATH") $(quoted "$FOLDER")" >&2
-    exit 1
-  fi
-  echo "blueprint: moving $LEGACY_PATH, where an older blueprint kept it, to $FOLDER (no container mounts it)" >&2
-  mv -- "$LEGACY_PATH" "$FOLDER"
-fi"""
-"""Part of UP_SCRIPT: move an older layout's folder here, or refuse, saying why and what to do."""
-
-DEVICE_OF = r"""device_of() {
-  # The device number of the filesystem folder $1 is on (through a link: `$1/.`), or nothing.
-  # GNU and BusyBox `stat -c`, else BSD and macOS `stat -f` (where -f is the format, not the filesystem).
-  stat -c %d "$1/." 2>/dev/null || stat -f %d "$1/." 2>/dev/null
-}"""
-"""A shell function that prints which filesystem a folder is on: a rename works within one only."""
+"""A shell function: the claimed folder a folder is inside."""
 
 LEASES_FOLDER = ".blueprint-on-cluster"
 """Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds
 a file naming itself while it does (`components/kind_cluster.py`, `cluster_lease`)."""
 
-EARLIER_CLUSTER = f"""earlier_cluster_runs() {{
-  # For a marker naming the stack alone in the data folder $1 or in a folder inside it: whether a kind
-  # cluster of the earlier layout still runs over that folder, a container mounting $1 itself or a folder
-  # above it (this layout's nodes mount two folders inside it). Then the marker is not rewritten, nor is
-  # the user told to rewrite it: this blueprint does not delete a cluster a platform is on (its lease),
-  # and the earlier blueprint, which takes it down, refuses a rewritten marker. $2 = yes: this claim's own
-  # state proves the marker its own; with no lease left (`blueprint up` took phase2 down first), this same
-  # `up` replaces that cluster next, and Docker is not asked. Says why, and returns 0, when so.
-  leases=""
-  for lease in "$1/{LEASES_FOLDER}"/*; do
-    [ -f "$lease" ] && [ ! -L "$lease" ] || continue
-    leases="$leases $(head -n 1 "$lease" | cut -c 1-120 | tr -cd 'A-Za-z0-9._/-')"
-  done
-  [ "$2" != yes ] || [ -n "$leases" ] || return 1
-  if ! nodes=$(containers_over "$1" above); then
-    echo "blueprint: $FOLDER was claimed by $shown before blueprint told checkouts apart; blueprint claims it for this" \\
-      "checkout once Docker shows that no kind cluster of that earlier blueprint still runs over $1, and Docker did not" \\
-      "answer (docker ps -a): start Docker, then run the up again" >&2
-    return 0
-  fi
-  [ -n "$nodes" ] || return 1
-  on_it=""
-  [ -z "$leases" ] || on_it=", with a platform on it (${{leases# }})"
-  # $nodes unquoted below: one name per word (a name is only A-Za-z0-9._/-).
-  echo "blueprint: $FOLDER was claimed by $shown before blueprint told checkouts apart, and a kind cluster of that" \\
-    "earlier blueprint still mounts the whole data folder $1: $(printf '%s ' $nodes)(its nodes)$on_it." \\
-    "Its marker is not to be rewritten, by blueprint or by hand, while that cluster runs: this" \\
-    "blueprint does not delete a cluster a platform is on, and the earlier blueprint, which takes it down, refuses a" \\
-    "rewritten marker. Take that platform and its cluster down first, keeping the data: dev with the blueprint you ran" \\
-    "before (README: \\"Upgrading from an earlier blueprint\\"), the phase stacks with 'uv run blueprint up', which does" \\
-    "it for you. Then run the up again" >&2
-  return 0
-}}"""
-"""A shell function that refuses to claim a folder of the earlier layout for this checkout while that
-layout's cluster still runs over it."""
-
 UP_SCRIPT = f"""\
 set -eu
-claim=new
 {SHELL_QUOTE}
-{OWNER_ABOVE}
-{CONTAINERS_OVER}
-{DEVICE_OF}
-{EARLIER_CLUSTER}
+{FOLDER_ABOVE}
 marker="$FOLDER/{OWNER_MARKER}"
 # Every folder up from this one: the one being wiped may be any folder this one is inside.
 wiped=$FOLDER
@@ -261,11 +91,7 @@ if [ -n "$container" ]; then
   holder=$(cat "$container/{OWNER_MARKER}" 2>/dev/null || true)
   if [ "$holder" != "${{PARENT_OWNER:-}}" ]; then
     held=$(printf '%s' "$holder" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
-    if [ -n "${{PARENT_OWNER:-}}" ] && [ "$holder" = "${{PARENT_OWNER%@*}}" ]; then
-      echo "blueprint: $FOLDER is inside $container, which $held claimed as an earlier blueprint did, before" \\
-        "blueprint told checkouts apart: that stack's own up claims it for this checkout first; run the whole up" \\
-        "(uv run blueprint up)" >&2
-    elif [ -z "${{PARENT_OWNER:-}}" ]; then
+    if [ -z "${{PARENT_OWNER:-}}" ]; then
       echo "blueprint: $FOLDER is inside $container, which ${{held:-another stack}} claimed: a destroy of that one would" \\
         "remove this one with it; give $OWNER a folder outside every folder blueprint claimed (blueprint:dataDir)" >&2
     else
@@ -279,34 +105,12 @@ elif [ -n "${{PARENT_OWNER:-}}" ]; then
     "bring that stack up first (uv run blueprint up)" >&2
   exit 1
 fi
-{MOVE_LEGACY}
 first=no
 if [ -f "$marker" ]; then
   claimed=$(cat "$marker")
-  # Shown only, with a stack name's characters: the folder is one that the nodes mount.
-  shown=$(printf '%s' "$claimed" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
-  # The folder this state claimed, as its last `up` printed it (none from versions that printed none).
-  previous=$(printf '%s\\n' "${{PULUMI_COMMAND_STDOUT:-}}" | head -n 1)
-  proven=no
-  if [ "$claim" = recorded ] && [ -n "$previous" ] && [ "$previous" = "$FOLDER" ]; then proven=yes; fi
-  if [ "$claimed" = "${{OWNER%@*}}" ] && earlier_cluster_runs "${{container:-$FOLDER}}" "$proven"; then
-    exit 1
-  elif [ "$claimed" = "${{OWNER%@*}}" ] && [ "$proven" = yes ]; then
-    : # claimed by this stack's state, of this very folder, before owners named their checkout: from now on, the marker does
-  elif [ "$claimed" = "${{OWNER%@*}}" ] && of_this_checkout "$(owner_above "$FOLDER")"; then
-    : # the same, inside a data folder this checkout owns (an upgrade's `up` takes phase2 down for the
-    # cluster change, so its state no longer holds the claim): another checkout could not have claimed a folder in there
-  elif [ "$claimed" = "${{OWNER%@*}}" ]; then
-    echo "blueprint: $FOLDER was claimed by $shown before blueprint told checkouts apart, so it may be another" \\
-      "checkout's, whose data a destroy of this one would remove; give this stack its own folder (blueprint:dataDir)." \\
-      "If it is this checkout's own (kept by a destroy with preserveData), claim it for this checkout and run again:" >&2
-    echo "  echo $(quoted "$OWNER") > $(quoted "$marker")" >&2
-    if [ "$claim" = recorded ] && [ -z "$previous" ]; then
-      echo "blueprint: (this stack's state, written by an earlier blueprint, does not say which folder it claimed;" \\
-        "uv run blueprint up reads that from the state, and takes the folder over itself when it is this one)" >&2
-    fi
-    exit 1
-  elif [ "$claimed" != "$OWNER" ]; then
+  if [ "$claimed" != "$OWNER" ]; then
+    # Shown only, with a stack name's characters: the folder may be one that the nodes mount.
+    shown=$(printf '%s' "$claimed" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
     echo "blueprint: $FOLDER belongs to $shown; give $OWNER its own folder (blueprint:dataDir)" >&2
     case "$claimed" in
       "${{OWNER%@*}}@"*) echo "blueprint: (that is this stack in another checkout: each checkout has its own id, in" \\
@@ -334,12 +138,11 @@ if [ "$first" = yes ]; then
       exit 1
     fi
   fi
-elif [ -L "$marker" ] || [ "$claimed" != "$OWNER" ]; then
+elif [ -L "$marker" ]; then
   # Rewritten as a new file (noclobber: O_EXCL), never through a link left at its name.
   rm -f -- "$marker"
   (set -C; printf '%s\\n' "$OWNER" > "$marker") 2>/dev/null || {{ echo "blueprint: cannot write $marker" >&2; exit 1; }}
 fi
-printf '%s\\n' "$FOLDER"  # stdout, recorded in the state: the claim an `update` finds (PULUMI_COMMAND_STDOUT)
 # One line per subfolder: `<path> <mode> <uid>:<gid>`, or `-` for the host user.
 while read -r sub mode owner; do
   [ -n "$sub" ] || continue
@@ -349,7 +152,7 @@ while read -r sub mode owner; do
     chmod "$mode" "$FOLDER/$sub" 2>/dev/null || [ ! -O "$FOLDER/$sub" ]
   elif [ -z "$(find "$FOLDER/$sub" -maxdepth 0 -user "${{owner%:*}}" -group "${{owner#*:}}" -perm "$mode")" ]; then
     # The host user cannot give a folder away; root in a one-shot container of an image already on
-    # the machine can. Recursive: data an older version wrote as another user follows its folder.
+    # the machine can. Recursive: whatever the folder already holds (kept data) follows it.
     echo "blueprint: giving $FOLDER/$sub to $owner (mode $mode) through a one-shot container" >&2
     if ! docker run --rm --network none --user 0 -v "$FOLDER/$sub:/blueprint-volume" --entrypoint sh "$WIPE_IMAGE" \\
         -c 'chown -R "$0" /blueprint-volume && chmod "$1" /blueprint-volume' "$owner" "$mode"; then
@@ -362,20 +165,6 @@ $SUBFOLDERS
 SUBFOLDERS
 """
 """Create the folder and its subfolders and claim them; refuse a folder that holds anything else."""
-
-RECLAIM_SCRIPT = UP_SCRIPT.replace("\nclaim=new\n", "\nclaim=recorded\n", 1)
-"""UP_SCRIPT as `update` runs it, for a claim the stack's state records: a marker that names the
-stack alone, as markers did before they named the checkout, is this stack's own when the state
-claimed this very folder (pulumi-command passes the last run's stdout, which names it, as
-PULUMI_COMMAND_STDOUT: provider/pkg/provider/local/commandOutputs.go, `AddPreviousOutputInEnv`), and
-is rewritten. pulumi-command gives `update` the new inputs and the old outputs only, never the old
-inputs (commandController.go, `Update`), and an earlier blueprint's script printed nothing: for such
-a state `blueprint up` records, as its stdout, the folder its recorded inputs name
-(`cli.lifecycle.record_claims`); with no stdout at all, this proof is missing. Any claim rewrites such
-a marker too when the folder is inside a data folder whose marker names this checkout's id
-(phase2's folders, after an upgrade took phase2 down and phase1 upgraded its own marker). Any other
-claim, a claim moved to another folder among them, refuses such a folder: it may be another
-checkout's."""
 
 KEEP_SCRIPT = 'echo "blueprint: preserveData=true, keeping $FOLDER" >&2'
 
@@ -406,16 +195,13 @@ if [ -n "$mounts" ]; then
 fi
 # Folders claimed inside: those of this owner, and of the owners whose folders belong in this one
 # (INNER_OWNERS, one per line: phase2's, in phase1's data folder), go with it. Any other claim (another
-# checkout's folder, dev's data folder in phase1's, claimed before claims looked above them) is refused,
-# before anything is removed: that data is not this stack's to remove. A marker that cannot be read, or
-# whose path cannot be, counts as another's.
+# checkout's folder, dev's data folder in phase1's) is refused, before anything is removed: that data is
+# not this stack's to remove. A marker that cannot be read, or whose path cannot be, counts as another's.
 may_remove() {{
   [ "$1" = "$OWNER" ] && return 0
-  # One owner per word: an owner holds no space. Also as the earlier blueprint wrote it, the stack alone
-  # (phase2's folders not claimed again since the upgrade); only a data folder's claim, never one of
-  # those, could have made another checkout's folders nest in here, and that one is refused.
+  # One owner per word: an owner holds no space.
   for inner_owner in ${{INNER_OWNERS:-}}; do
-    {{ [ "$1" = "$inner_owner" ] || [ "$1" = "${{inner_owner%@*}}" ]; }} && return 0
+    [ "$1" = "$inner_owner" ] && return 0
   done
   return 1
 }}
@@ -507,9 +293,6 @@ class HostFolderArgs:
     subfolders to their owners."""
     subfolders: tuple[Subfolder, ...] = ()
     """Folders to create inside."""
-    legacy_path: str | None = None
-    """Absolute path where an older layout kept what now belongs in this folder: an `up` that finds it
-    moves it here (MOVE_LEGACY says when), or stops and says why, so no data is silently left behind."""
     parent_owner: str = ""
     """The owner of the folder this one belongs in (the data folder's, for a folder a stack claims
     inside it), or "" for a folder inside no claimed folder (a data folder): a claim refuses to be
@@ -521,8 +304,6 @@ class HostFolderArgs:
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
             raise ValueError(f"path must be absolute, got {self.path!r}")
-        if self.legacy_path is not None and not self.legacy_path.startswith("/"):
-            raise ValueError(f"legacy_path must be absolute, got {self.legacy_path!r}")
         for other in (self.parent_owner, *self.inner_owners):
             if any(char.isspace() for char in other):
                 raise ValueError(f"an owner holds no whitespace (the scripts split owners on it), got {other!r}")
@@ -546,7 +327,7 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
     return local.Command(
         name,
         create=UP_SCRIPT,
-        update=RECLAIM_SCRIPT,
+        update=UP_SCRIPT,
         delete=pulumi.Output.from_input(args.preserve).apply(lambda keep: KEEP_SCRIPT if keep else WIPE_SCRIPT),
         environment={
             "FOLDER": args.path,
@@ -554,7 +335,6 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
             "WIPE_IMAGE": args.wipe_image,
             "SUBFOLDERS": "\n".join(sub.line for sub in args.subfolders),
             # Each only where there is one (none: the scripts' default): other folders' recorded inputs stay as they were.
-            **({"LEGACY_PATH": args.legacy_path} if args.legacy_path else {}),
             **({"PARENT_OWNER": args.parent_owner} if args.parent_owner else {}),
             **({"INNER_OWNERS": "\n".join(args.inner_owners)} if args.inner_owners else {}),
         },

@@ -168,12 +168,6 @@ fi
 [ -f "$CACHE_DIR/{CACHE_MARKER}" ] || (set -C; printf '%s\\n' "blueprint's image cache (registry mirrors' storage)." \\
   "It holds public images only; 'uv run blueprint destroy --wipe-cache' removes it." > "$CACHE_DIR/{CACHE_MARKER}") 2>/dev/null || true
 mkdir -p "$folder/{STORAGE}"
-if [ -d "$folder/config.yml" ]; then
-  # What Docker makes of a missing bind-mount source (`--volume`), as root: an earlier blueprint's mount.
-  echo "blueprint: $(quoted "$folder/config.yml") is a folder, not the mirror's config; remove it (sudo rm -r if" \\
-    "it is root's) and run the up again" >&2
-  exit 1
-fi
 draft=$(mktemp "$folder/.config.XXXXXX")
 printf '%s' "$MIRROR_CONFIG" > "$draft"
 chmod 0644 "$draft"

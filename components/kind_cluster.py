@@ -206,7 +206,7 @@ set -eu
 held=""
 for lease in "$DATA_DIR/{LEASES_FOLDER}"/*; do
   [ -f "$lease" ] && [ ! -L "$lease" ] || continue  # no lease (the pattern itself), or not one of ours
-  # Only a stack name's characters: older versions let pods write here (nodes mounted it all).
+  # Only a stack name's characters: what a file holds is never echoed raw to a terminal.
   stack=$(head -n 1 "$lease" | tr -cd 'A-Za-z0-9._/-')
   held=yes
   echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \\
@@ -216,9 +216,7 @@ for lease in "$DATA_DIR/{LEASES_FOLDER}"/*; do
         "phase stacks. To replace dev's cluster and keep its data, first go back to what made this cluster (the config" \\
         "value you changed, or, if a new blueprint version brings the change, the commit you ran before), and run" \\
         "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \\
-        "then apply the change again and run 'pulumi up -s dev'. If that commit refuses the data folder, which" \\
-        "this version's markers name with this checkout's id, write blueprint/dev back into them first (README:" \\
-        "\\"Upgrading from an earlier blueprint\\")." >&2 ;;
+        "then apply the change again and run 'pulumi up -s dev'." >&2 ;;
     *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \\
         "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \\
         "By hand: 'pulumi destroy -s $(quoted "${{stack##*/}}")' first." >&2 ;;

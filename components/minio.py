@@ -78,8 +78,7 @@ a Kubernetes container name and Secret key."""
 _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 MINIO_USER = (1000, 1000)
 """(uid, gid) the server runs as (what MinIO's own operator runs it as), and the owner of the
-volume's folder. Data an older blueprint's MinIO wrote as root is given to it with its folder
-(`components/host_folder.py`)."""
+volume's folder."""
 SERVER_HOME = "/home/minio"
 
 

@@ -16,9 +16,7 @@ The mechanism is **pre-bound static PersistentVolumes**, not a provisioner:
   secrets and the CA, which no node mounts) and the volumes folder `<data folder>/volumes/platform`
   (inside the folder the nodes mount; phase2 cannot own `<data folder>/volumes` itself, which is a
   mount's source: a wipe would remove it under a running cluster). Both are claimed before every
-  PV and removed after them. An earlier blueprint kept the volumes in `<data folder>/platform/volumes`,
-  when the nodes mounted the whole data folder: the volumes folder's claim moves them into place
-  (`components/host_folder.py`, MOVE_LEGACY) once no container mounts them any more.
+  PV and removed after them.
 
 Why not kind's local-path provisioner: its directory names are random unless a `pathPattern` is
 set, whose rules changed between the versions kind ships (v0.0.32 and v0.0.34), and its `Delete`
@@ -45,9 +43,6 @@ PLATFORM_SUBDIR = "platform"
 """The name of phase2's folders: `<data folder>/platform` and `<data folder>/volumes/platform`."""
 VOLUME_MODE = "0700"
 """Every volume's folder: its pod's user alone."""
-LEGACY_VOLUMES = "volumes"
-"""Where, in the platform folder, blueprint kept the volumes before the nodes stopped mounting the
-whole data folder."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,8 +159,6 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
         )
-        # After the platform folder's claim: an older layout's volumes, inside the platform folder, are
-        # moved here only once that folder is this stack's (and no container mounts them).
         self.volumes_folder = host_folder(
             f"{name}-volumes-folder",
             HostFolderArgs(
@@ -173,11 +166,10 @@ class Storage(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
-                legacy_path=f"{args.host_path}/{LEGACY_VOLUMES}",
                 parent_owner=args.data_folder_owner,
                 subfolders=tuple(Subfolder(path=volume.folder, mode=VOLUME_MODE, owner=volume.owner) for volume in args.volumes),
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*args.inside, self.folder])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
         )
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-class",

@@ -60,9 +60,7 @@ class TlsArgs:
 
 
 CA_KEY_FILE = "platform-ca-name-constrained.key"
-"""The CA key's file in the secrets folder. Earlier versions kept an unconstrained CA's key in
-`platform-ca.key`: a copy of that CA in a trust store would still trust anything its key signs, so
-this CA has a key, and a name, of its own, and users trust it anew (and remove the old one)."""
+"""The CA key's file in the secrets folder."""
 
 
 COMMON_NAME_MAX = 64
@@ -70,8 +68,8 @@ COMMON_NAME_MAX = 64
 
 
 def ca_common_name(domain: str) -> str:
-    """Distinct from the earlier, unconstrained CA's `blueprint CA (<domain>)`, so a trust store shows
-    which is which; without the domain when that would be too long for a common name.
+    """The CA's name, which says what it may sign; without the domain when that would be too long
+    for a common name.
     """
     named = f"blueprint name-constrained CA ({domain})"
     return named if len(named) <= COMMON_NAME_MAX else "blueprint name-constrained CA"

@@ -62,8 +62,7 @@ an administrator made by hand at that path passes too: only an administrator can
 
 **Another stack's group.** The platform's group is phase2's, its projects phase3's: a project is
 made only in a group that carries the mark `group_owner` names (phase2's), and the group's
-variables are checked against that mark too (`parent_owner`). phase3 made the group before phase2 did; a group that
-carries the mark of a stack named in `previous_owners` is adopted and marked as the new owner's.
+variables are checked against that mark too (`parent_owner`).
 
 **Default branch.** A project's default branch is protected (Maintainers push and merge) when the
 project is made, adopted or updated, before its first push: the deploy credential is a protected
@@ -481,7 +480,7 @@ def _mark(api: GitLab, path: str, owner: str) -> None:
 
 class GroupProvider(GetOrCreateProvider):
     kind = "group"
-    inputs = (*CONNECTION, "path", "name", "description", "visibility", "owner", "previous_owners", "provider_version")
+    inputs = (*CONNECTION, "path", "name", "description", "visibility", "owner", "provider_version")
     replace_on = ("path",)
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
@@ -501,11 +500,7 @@ class GroupProvider(GetOrCreateProvider):
         return self.marked(api, props, group, f"/groups/{group['id']}")
 
     def adopt(self, api: GitLab, props: dict[str, Any], found: dict[str, Any]) -> dict[str, Any]:
-        path = f"/groups/{found['id']}"
-        if _mark_of(api, path, found) in (props.get("previous_owners") or ()):
-            _mark(api, path, str(props["owner"]))  # moved to this stack (GroupArgs.previous_owners)
-        else:
-            _claim(api, "group", found, path, str(props["owner"]), lambda: _group_made_by_us(api, found))
+        _claim(api, "group", found, f"/groups/{found['id']}", str(props["owner"]), lambda: _group_made_by_us(api, found))
         return self.change(api, props, found)
 
     def change(self, api: GitLab, props: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
@@ -840,9 +835,6 @@ class GroupArgs:
     """`<pulumi project>/<stack>`: the mark that makes the group ours."""
     visibility: str = "internal"
     description: str = ""
-    previous_owners: tuple[str, ...] = ()
-    """Marks of the stacks that held the group before `owner` (phase3's, before phase2 made the
-    platform's group): one carrying such a mark is adopted and marked as `owner`'s."""
 
 
 class Group(pulumi.dynamic.Resource, module="gitlab", name="Group"):

@@ -16,17 +16,15 @@ missed and a second made.
 `<pulumi project>/<stack>` (runners have no custom attributes). When there is one, it is
 adopted: its settings are brought to the inputs, and, since its token is unknown to this state,
 GitLab gives it a new one (`POST /runners/:id/reset_authentication_token`, which invalidates the
-old one). Any further runner of ours (what earlier lost states left) is deleted, so no stale
-offline runner stays: among the group's runners, and the instance runners of our description that
-blueprint made before its runners were group runners. A runner of our description in another group
-is not ours. The token is a secret output, `authentication_token` (`token` is the admin token the
-calls are made with).
+old one). Any further runner of ours among the group's runners (what earlier lost states left) is
+deleted, so no stale offline runner stays. A runner of our description in another group, or an
+instance runner, is not ours. The token is a secret output, `authentication_token` (`token` is the
+admin token the calls are made with).
 
 **At the recorded id**, as for the group and projects (providers/gitlab_objects.py): the runner
 there must be a group runner of our exact description that belongs to the group (the `groups` of
-`GET /runners/:id`, Entities::Ci::RunnerDetails; an instance runner for a state recorded before
-runners had a group). A state can outlive its GitLab, and in the new one that id may be someone's
-runner: `read` then reports ours gone (the next `up` makes or adopts it), `update` refuses, naming
+`GET /runners/:id`, Entities::Ci::RunnerDetails). A state can outlive its GitLab, and in the new
+one that id may be someone's runner: `read` then reports ours gone (the next `up` makes or adopts it), `update` refuses, naming
 `pulumi refresh -s <stack>`, and `delete` leaves that runner alone. When GitLab gives no answer,
 `read` keeps the recorded state. Another group is another runner (`group_id` replaces it).
 """
@@ -61,12 +59,6 @@ class RunnerProvider(GetOrCreateProvider):
         # only one that this group holds is ours.
         return sorted((runner for runner in ours if _in_group(api, runner, group)), key=lambda runner: int(runner["id"]))
 
-    @staticmethod
-    def _legacy(api: GitLab, props: dict[str, Any]) -> list[dict[str, Any]]:
-        """Instance runners of our description: what blueprint made before its runners served a group."""
-        listed = api.pages("/runners/all", type="instance_type")
-        return [runner for runner in listed if runner["description"] == props["description"] and runner["runner_type"] == "instance_type"]
-
     def before_create(self, api: GitLab, props: dict[str, Any]) -> None:
         # Never a runner for a group that is not ours (a state that outlived its GitLab names an id
         # that may be someone else's group there): the group must carry this stack's mark.
@@ -79,11 +71,9 @@ class RunnerProvider(GetOrCreateProvider):
         found: dict[str, Any] | None = api.find(f"/runners/{encode(id_)}")
         if found is None:
             return None
-        group = props.get("group_id")
-        wanted = "instance_type" if group is None else "group_type"  # a state recorded before runners had a group
-        if (found.get("description"), found.get("runner_type")) != (props["description"], wanted):
+        if (found.get("description"), found.get("runner_type")) != (props["description"], "group_type"):
             raise NotOurs(f"it is the {found.get('runner_type')} runner {found.get('description')!r}")
-        if group is not None and not _held_by(found, _group_id(props)):
+        if not _held_by(found, _group_id(props)):
             held = ", ".join(str(item.get("id")) for item in found.get("groups") or []) or "none"
             raise NotOurs(f"it is a runner of group(s) {held}, not of group {_group_id(props)}")
         return found
@@ -99,7 +89,7 @@ class RunnerProvider(GetOrCreateProvider):
 
     def _delete_stale(self, api: GitLab, props: dict[str, Any], keep: object) -> None:
         """Delete every runner of ours but `keep` (see the module docstring)."""
-        for stale in [*self._ours(api, props), *self._legacy(api, props)]:
+        for stale in self._ours(api, props):
             if stale["id"] != keep:
                 api.delete(f"/runners/{stale['id']}")
 

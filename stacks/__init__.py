@@ -61,14 +61,11 @@ async def read_upstream(stack: str) -> dict[str, Any]:
             values[key] = pulumi.Output.secret(details.secret_value)
         elif details.value is not None:
             values[key] = details.value
-    values, warnings = outputs.fill_newer_exports(upstream, values)
-    for warning in warnings:
-        pulumi.log.warn(warning)
     missing = [key for key in outputs.EXPORTS[upstream] if key not in values]
     if missing:
         raise pulumi.RunError(
             f"stack {stack!r} reads {', '.join(missing)} from stack {upstream!r}, which does not export "
-            f"{'it' if len(missing) == 1 else 'them'} (it is not up, or an earlier blueprint brought it up): bring {upstream} up "
+            f"{'it' if len(missing) == 1 else 'them'} (it is not up): bring {upstream} up "
             f"first with `uv run blueprint up`, which brings every phase up in order (and applies a change that replaces "
             f"phase1's cluster under a running phase2), or with `pulumi up -s {upstream}`"
         )

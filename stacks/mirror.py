@@ -19,7 +19,7 @@ from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 
 
 def kv_resource_name(path: str) -> str:
-    """The resource's name for `path`: the one the earlier mirror gave it, so no state moves."""
+    """The resource's name for `path`: one resource per KV path."""
     return f"openbao-kv-{path.replace('/', '-')}"
 
 

@@ -9,9 +9,7 @@ data folder). What needs root's GitLab token reads it from its file (`read_admin
 the cluster's admin kubeconfig gets it from kind (`kind get kubeconfig`).
 """
 
-from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
-from typing import Any
+from pathlib import Path
 
 # phase1 -> phase2
 CLUSTER_NAME = "clusterName"
@@ -27,10 +25,8 @@ NODE_DATA_PATH = "nodeDataPath"
 """The folder on every node under which the data folder's `containerd` and `volumes` subfolders
 are mounted, each at its own name (the rest of the data folder stays on the host)."""
 VOLUMES_NODE_PATH = "volumesNodePath"
-"""Where every node sees the data folder's `volumes` subfolder, the only one pods write to. Only a
-phase1 whose nodes mount the data folder's subfolders, never the whole folder with the platform's
-secrets, exports it: a phase2 reads it, so it refuses (`stacks.read_upstream`: "bring phase1 up
-first") to run on the cluster of an earlier phase1, whose nodes mount everything."""
+"""Where every node sees the data folder's `volumes` subfolder, the only one pods write to: phase2's
+PersistentVolumes are there."""
 REGISTRY_HOSTS_DIR = "registryHostsDir"
 """Host folder that containerd on every node reads registry `hosts.toml` files from."""
 PRESERVE_DATA = "preserveData"
@@ -119,43 +115,6 @@ PHASE3 = (APP_URLS, PIPELINES)
 """Everything phase3 exports."""
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
-
-
-def writer_password_file(platform: Mapping[str, Any]) -> str:
-    """Where phase2 keeps the `blueprint` user's password: its OPENBAO_WRITER_PASSWORD_FILE, or, from
-    a phase2 brought up before it exported that, the file beside OPENBAO_ADMIN_PASSWORD_FILE, where
-    components/openbao.py has always kept it (`openbao-<user>-password`, one folder for both).
-    """
-    from components.openbao import WRITER_USER
-
-    recorded = platform.get(OPENBAO_WRITER_PASSWORD_FILE)
-    if recorded:
-        return str(recorded)
-    return str(PurePosixPath(str(platform[OPENBAO_ADMIN_PASSWORD_FILE])).parent / f"openbao-{WRITER_USER}-password")
-
-
-def fill_newer_exports(upstream: str, values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`values` (the outputs of stack `upstream`) with the exports an earlier blueprint's upstream
-    lacks (phase1's HEADLAMP and image cache, phase2's OPENBAO_WRITER_PASSWORD_FILE) filled in, so the downstream
-    goes on instead of stopping until the upstream's next `up` exports them; and a warning for each
-    fill that changes what is deployed.
-    """
-    filled, warnings = dict(values), []
-    if upstream == "phase1" and HEADLAMP not in filled:
-        filled[HEADLAMP] = False
-        warnings.append(
-            "stack phase1 was brought up by an earlier blueprint and does not say whether it installed Headlamp: "
-            "no route to it for now; its next `up` says (`uv run blueprint up`, or `pulumi up -s phase1`)"
-        )
-    if upstream == "phase1" and IMAGE_MIRRORS not in filled:
-        filled[IMAGE_CACHE_DIR], filled[IMAGE_MIRRORS] = "", {}
-        warnings.append(
-            "stack phase1 was brought up by an earlier blueprint, which ran no image cache: phase2 pulls everything "
-            "from the internet for now; phase1's next `up` starts the cache (`uv run blueprint up`, or `pulumi up -s phase1`)"
-        )
-    if upstream == "phase2" and OPENBAO_WRITER_PASSWORD_FILE not in filled and OPENBAO_ADMIN_PASSWORD_FILE in filled:
-        filled[OPENBAO_WRITER_PASSWORD_FILE] = writer_password_file(filled)
-    return filled, warnings
 
 
 # Handed from one phase to the next inside `dev` only, never exported: in `dev` the phases are one

@@ -75,8 +75,6 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # the data folder's `volumes`, which every node mounts.
     host_folder = f"{inputs[outputs.DATA_DIR]}/{PLATFORM_SUBDIR}"
     volumes_host_folder = f"{inputs[outputs.DATA_DIR]}/{kind_cluster.VOLUMES_SUBDIR}/{PLATFORM_SUBDIR}"
-    # Only a phase1 whose nodes mount the data folder's subfolders exports it: over an earlier phase1,
-    # whose nodes see the secrets too, phase2 stops before anything is registered.
     volumes_node_folder = f"{inputs[outputs.VOLUMES_NODE_PATH]}/{PLATFORM_SUBDIR}"
     secrets_folder = f"{host_folder}/secrets"
 
@@ -277,8 +275,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         opts=pulumi.ResourceOptions(depends_on=[gitlab_release.release, gitlab_release.gateway_programmed]),
     )
     # The platform's group, before its runners: they serve its projects and no other, and phase3
-    # puts the apps' projects in it. The seeded token: making it waits for the seeding. phase3 made
-    # it before phase2 did (its mark is taken over); in `dev` it was a child of phase3's component.
+    # puts the apps' projects in it. The seeded token: making it waits for the seeding.
     apps_group = Group(
         "apps-group",
         GroupArgs(
@@ -287,12 +284,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             name=APPS_GROUP,
             owner=owner,
             description="Apps that blueprint builds and deploys.",
-            previous_owners=tuple(f"{pulumi.get_project()}/{stack}" for stack in outputs.stacks_over(pulumi.get_stack())),
         ),
-        opts=pulumi.ResourceOptions(
-            retain_on_delete=bool(inputs[outputs.PRESERVE_DATA]),
-            aliases=[pulumi.Alias(parent=pulumi.create_urn("apps", "blueprint:index:GitLabProjects"))],
-        ),
+        opts=pulumi.ResourceOptions(retain_on_delete=bool(inputs[outputs.PRESERVE_DATA])),
     )
     # Two runners of the group: the default one, confined, and the one for image builds alone.
     runner, image_build_runner = (

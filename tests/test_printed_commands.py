@@ -58,30 +58,6 @@ def up_over_a_half_wipe(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]
     return _data_folder_script("create", folder, bin_dir), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
 
 
-def new_claim_of_a_marker_naming_the_stack_alone(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
-    folder = root / HOSTILE
-    folder.mkdir()
-    (folder / OWNER_MARKER).write_text("blueprint/phase1\n")
-    fake_command(bin_dir, "docker", "exit 0\n")  # no container
-    printed = _data_folder_script("create", folder, bin_dir)
-    return printed, "echo", ["echo", "blueprint/phase1@offline-plan", ">", str(folder / OWNER_MARKER)]
-
-
-def legacy_volumes_on_another_filesystem(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
-    data = root / HOSTILE
-    legacy, new = data / "platform" / "volumes", data / "volumes" / "platform"
-    legacy.mkdir(parents=True)
-    (data / "volumes").mkdir()
-    (data / OWNER_MARKER).write_text("blueprint/phase1@offline-plan\n")
-    (data / "platform" / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
-    fake_command(bin_dir, "docker", "exit 0\n")  # no container
-    fake_command(bin_dir, "stat", 'case "$3" in */volumes/.) echo 2 ;; *) echo 1 ;; esac\n')  # `volumes` on another disk
-    command = planned("phase2").one(COMMAND, "storage-volumes-folder")
-    done = run_script(command, "create", path_prefix=bin_dir, env={"FOLDER": str(new), "LEGACY_PATH": str(legacy)})
-    assert done.returncode == 1, done.stderr
-    return done.stderr, "sudo mv", ["sudo", "mv", "--", str(legacy), str(new)]
-
-
 def cluster_delete_with_a_lease_left(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
     lease = root / HOSTILE / LEASES_FOLDER / "blueprint_phase2"
     lease.parent.mkdir(parents=True)
@@ -140,8 +116,6 @@ def missing_ca_certificate(root: Path, bin_dir: Path) -> tuple[str, str, list[st
 CASES: list[Callable[[Path, Path], tuple[str, str, list[str]]]] = [
     wipe_that_cannot_finish,
     up_over_a_half_wipe,
-    new_claim_of_a_marker_naming_the_stack_alone,
-    legacy_volumes_on_another_filesystem,
     cluster_delete_with_a_lease_left,
     cluster_of_that_name_not_ours,
     data_folder_no_stack_holds,

@@ -25,6 +25,7 @@ PHASE2 = {
     outputs.CA_CERT_FILE: "/data/platform/ca.crt",
     outputs.ADMIN_TOKEN_FILE: "/data/platform/secrets/gitlab-admin-token",
     outputs.GITLAB_ROOT_PASSWORD_FILE: "/data/platform/secrets/gitlab-root-password",
+    outputs.OPENBAO_ADMIN_PASSWORD_FILE: "/data/platform/secrets/openbao-admin-password",
     outputs.APPS_GROUP_ID: "7",
 }
 """phase2's outputs: where root's token and password are kept, never what they are."""

@@ -282,6 +282,9 @@ PHASE2 = {
     outputs.REGISTRY_HOST: "registry.local.example.net",
     outputs.OPENBAO_ADDR: "https://127.0.0.1:8200",
     outputs.CA_CERT_FILE: "/home/dev/blue print/infra/data/shared/platform/ca.crt",
+    outputs.ADMIN_TOKEN_FILE: "/home/dev/blue print/infra/data/shared/platform/secrets/gitlab-admin-token",
+    outputs.GITLAB_ROOT_PASSWORD_FILE: "/home/dev/blue print/infra/data/shared/platform/secrets/gitlab-root-password",
+    outputs.OPENBAO_ADMIN_PASSWORD_FILE: "/home/dev/blue print/infra/data/shared/platform/secrets/openbao-admin-password",
 }
 
 

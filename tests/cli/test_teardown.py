@@ -24,14 +24,14 @@ import pytest
 
 from cli import commands, teardown
 from cli.commands import Context, StackFailed
-from cli.lifecycle import KV_SECRET, claimed_folder, lives_in_cluster, lives_in_gitlab
+from cli.lifecycle import KV_SECRET, lives_in_cluster, lives_in_gitlab
 from cli.teardown import ClusterState, World, cluster_state, destroy, make_way_for_a_new_cluster
 from components.host_folder import KEEP_SCRIPT, LEASES_FOLDER, OWNER_MARKER, UP_SCRIPT, WIPE_SCRIPT
 from components.kind_cluster import CLUSTER_MARKER
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 from stacks.config import stack_config
-from tests.plans import COMMAND, fake_command, planned, run_script
+from tests.plans import COMMAND, fake_command, planned
 
 
 def recorded_state(stack: str, **config: str) -> dict[str, Any]:
@@ -241,28 +241,6 @@ def test_wipe_data_records_the_wipe_over_a_recorded_keep() -> None:
     assert run_destroy(pulumi, False)[0] == 0
     folders = [r for stack in ("phase1", "phase2") for r in pulumi.destroyed[stack] if r["inputs"].get("create") == UP_SCRIPT]
     assert all(r["inputs"]["delete"] == WIPE_SCRIPT and r["outputs"]["delete"] == WIPE_SCRIPT for r in folders)
-
-
-def test_a_wipe_of_a_data_folder_claimed_by_an_earlier_version_removes_phase2s_kept_folders_too(tmp_path: Path) -> None:
-    """A claim recorded before claims named whose folders belong in them (no INNER_OWNERS), with
-    phase2 destroyed earlier and its data kept: phase1's recorded wipe removes phase2's folders too."""
-    state = copy.deepcopy(recorded_state("phase1"))
-    for resource in state["deployment"]["resources"]:
-        for key in ("inputs", "outputs"):
-            resource[key] = {**resource[key], "environment": dict(resource[key].get("environment") or {})}
-            resource[key]["environment"].pop("INNER_OWNERS", None)
-    pulumi = FakePulumi({"phase1": state})
-    code, said = run_destroy(pulumi, False)
-    assert code == 0, said
-    [claim] = [r for r in pulumi.destroyed["phase1"] if claimed_folder(r)]
-    data = tmp_path / "data"
-    (data / "platform").mkdir(parents=True)
-    (data / OWNER_MARKER).write_text(claim["outputs"]["environment"]["OWNER"] + "\n")
-    (data / "platform" / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
-    recorded = {"inputs": {"environment": {**claim["outputs"]["environment"], "FOLDER": str(data)}, "delete": claim["outputs"]["delete"]}}
-    done = run_script(recorded, "delete")  # as pulumi-command deletes: the recorded outputs' script and environment
-    assert done.returncode == 0, done.stderr
-    assert not data.exists()
 
 
 def test_without_a_flag_the_destroy_follows_phase1s_config() -> None:
@@ -744,136 +722,8 @@ def test_a_checkout_that_never_ran_a_stack_wipes_no_data_folder(left_data: Path)
     assert wiped == []
 
 
-# An upgrade from the earlier blueprint: its nodes mounted the whole data folder, it kept the volumes
-# in `<dataDir>/platform/volumes`, its markers named the stack alone, and its host-folder commands
-# printed nothing (so their states record no stdout).
-
-
-def earlier_layout(data_dir: Path) -> Path:
-    """The data folder as the earlier blueprint left it; returns where Postgres's data is."""
-    pgdata = data_dir / "platform" / "volumes" / "postgres" / "pg-1" / "pgdata"
-    pgdata.mkdir(parents=True)
-    (pgdata / "PG_VERSION").write_text("17\n")
-    (data_dir / "platform" / "secrets").mkdir()
-    (data_dir / OWNER_MARKER).write_text("blueprint/phase1\n")
-    (data_dir / "platform" / OWNER_MARKER).write_text("blueprint/phase2\n")
-    return pgdata
-
-
-def earlier_state(stack: str, data_dir: Path) -> dict[str, Any]:
-    """A state the earlier blueprint's `up` recorded: host-folder commands whose owner names the stack
-    alone and with no stdout, and no volumes folder (its volumes were inside the platform folder)."""
-    state = recorded_state(stack, dataDir=str(data_dir))
-    resources = []
-    for resource in state["deployment"]["resources"]:
-        if resource["urn"].endswith("::storage-volumes-folder"):
-            continue
-        if claimed_folder(resource):
-            environment = {**resource["inputs"]["environment"], "OWNER": f"blueprint/{stack}"}
-            resource = {**resource, "inputs": {**resource["inputs"], "environment": environment}}
-            resource["outputs"] = resource["inputs"]
-        resources.append(resource)
-    return {**state, "deployment": {**state["deployment"], "resources": resources}}
-
-
-class Upgrading(FakePulumi):
-    """The earlier blueprint's stacks, up over `data_dir`. An `up` registers this version's plan over
-    `up_data_dir` and runs its host-folder claims for real, as pulumi-command does: `create` for a
-    resource the state lacks, `update` with the recorded stdout (PULUMI_COMMAND_STDOUT) for one it
-    holds. phase2 refuses an earlier phase1, as `stacks.read_upstream` does."""
-
-    def __init__(self, stacks: tuple[str, ...], data_dir: Path, bin_: Path, up_data_dir: Path | None = None) -> None:
-        super().__init__({stack: earlier_state(stack, data_dir) for stack in stacks})
-        self.data_dir, self.bin, self.up_data_dir = data_dir, bin_, up_data_dir or data_dir
-        self.stack_outputs = {stack: dict(planned(stack, dataDir=str(data_dir)).raw_outputs) for stack in stacks}
-        if "phase1" in self.stack_outputs:
-            del self.stack_outputs["phase1"][outputs.VOLUMES_NODE_PATH]
-            self.stack_outputs["phase1"][outputs.CLUSTER_ID] = ("the earlier cluster", False)
-
-    def up(self, stack: str, on_output: Callable[[str], None]) -> None:
-        super().up(stack, on_output)
-        if stack == "phase2" and outputs.VOLUMES_NODE_PATH not in self.stack_outputs.get("phase1", {}):
-            raise StackFailed(stack, "stack 'phase2' reads volumesNodePath from stack 'phase1', which does not export it")
-        result = planned(stack, dataDir=str(self.up_data_dir))
-        recorded = {r["urn"]: r for r in self.states.get(stack, {}).get("deployment", {}).get("resources", [])}
-        stdout = {}
-        for command in result.find(COMMAND):
-            if not claimed_folder(command):
-                continue
-            before = recorded.get(command["urn"])
-            env = {"PULUMI_COMMAND_STDOUT": str(before["outputs"].get("stdout", ""))} if before else {}
-            done = run_script(command, "update" if before else "create", path_prefix=self.bin, env=env)
-            if done.returncode != 0:
-                raise StackFailed(stack, done.stderr)
-            stdout[command["urn"]] = done.stdout.strip()
-        state = recorded_state(stack, dataDir=str(self.up_data_dir))
-        for resource in state["deployment"]["resources"]:
-            if resource["urn"] in stdout:
-                resource["outputs"] = {**resource["outputs"], "stdout": stdout[resource["urn"]]}
-        self.states[stack] = state
-        self.stack_outputs[stack] = dict(result.raw_outputs)
-
-
-@pytest.fixture
-def no_containers(tmp_path: Path) -> Path:
-    """A fake `docker` with no container: every node of the earlier cluster is gone."""
-    fake_command(tmp_path / "bin", "docker", "exit 0\n")
-    return tmp_path / "bin"
-
-
-@pytest.mark.parametrize(
-    ("up", "destroyed"),
-    [(("phase1", "phase2", "phase3"), ["phase2"]), (("phase1", "phase3"), [])],
-    ids=["phase2 up", "phase2 destroyed with its data kept"],
-)
-def test_the_whole_up_of_an_earlier_blueprints_platform_needs_no_step_by_hand(
-    tmp_path: Path, no_containers: Path, up: tuple[str, ...], destroyed: list[str]
-) -> None:
-    """phase2 goes down for the new cluster (if it is up), keeping its data; phase1 takes its folder's
-    marker over (its state, noted first, proves the claim); phase2 comes back and moves its volumes
-    into place."""
-    data_dir = tmp_path / "data"
-    earlier_layout(data_dir)
-    pulumi = Upgrading(up, data_dir, no_containers)
-    out = io.StringIO()
-    context = Context(runner=pulumi, out=out, world=world(pulumi, dataDir=str(data_dir))[0], confirm=lambda question: True)
-    assert commands.up(context, "all") == 0, out.getvalue()
-    assert [call for call in pulumi.calls if call[0] in ("destroy", "up")] == [
-        *(("destroy", stack) for stack in destroyed), ("up", "phase1"), ("up", "phase2"), ("up", "phase3"),
-    ]  # fmt: skip
-    assert (data_dir / "volumes" / "platform" / "postgres" / "pg-1" / "pgdata" / "PG_VERSION").read_text() == "17\n"
-    assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1@offline-plan\n"
-    for folder in (data_dir / "platform", data_dir / "volumes" / "platform"):
-        assert (folder / OWNER_MARKER).read_text() == "blueprint/phase2@offline-plan\n", folder
-    assert f"== phase1: noted the folders its state claims, which an earlier blueprint did not record: {data_dir}" in out.getvalue()
-
-
-def test_an_upgrade_that_also_changes_data_dir_takes_over_no_folder_marked_by_the_stack_alone(tmp_path: Path, no_containers: Path) -> None:
-    """The state claimed the old folder: the new one, marked `blueprint/phase1` by another checkout of
-    the earlier blueprint, may be that checkout's."""
-    old, other = tmp_path / "data", tmp_path / "other"
-    earlier_layout(old)
-    earlier_layout(other)
-    pulumi = Upgrading(("phase1",), old, no_containers, up_data_dir=other)
-    out = io.StringIO()
-    context = Context(runner=pulumi, out=out, world=world(pulumi, dataDir=str(other))[0], confirm=lambda question: True)
-    assert commands.up(context, "1") == 1
-    assert (other / OWNER_MARKER).read_text() == "blueprint/phase1\n"
-
-
-def test_the_claims_an_earlier_blueprint_recorded_are_noted_once_and_never_changed() -> None:
-    """`blueprint up` writes a state only where a host folder's claim records no stdout."""
-    pulumi = FakePulumi({"phase1": recorded_state("phase1")})
-    assert teardown.note_claimed_folders(pulumi, print, ("phase1",)) == 0
-    [claim] = [r for r in pulumi.states["phase1"]["deployment"]["resources"] if claimed_folder(r)]
-    assert claim["outputs"]["stdout"] == claim["inputs"]["environment"]["FOLDER"]
-    pulumi.calls.clear()
-    assert teardown.note_claimed_folders(pulumi, print, ("phase1",)) == 0
-    assert pulumi.calls == [("export", "phase1")]
-
-
-def test_a_data_dir_this_version_refuses_does_not_stop_a_destroy_that_keeps_the_data() -> None:
-    """The way out of such a folder starts with this destroy, made from the states, not the config."""
+def test_a_data_dir_the_config_refuses_does_not_stop_a_destroy_that_keeps_the_data() -> None:
+    """A config edited since the `up` to a folder blueprint refuses: the destroy works from the states, not the config."""
     pulumi = FakePulumi(all_stacks())
     code, said = run_destroy(pulumi, True, world=world(pulumi, dataDir="/srv")[0])
     assert code == 0, said

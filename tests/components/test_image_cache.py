@@ -503,14 +503,6 @@ def test_a_mirror_docker_keeps_restarting_fails_the_up(tmp_path: Path, docker: P
     assert calls[-1].startswith("rm --force ")
 
 
-def test_a_config_path_docker_made_a_folder_is_refused_with_the_fix(tmp_path: Path, docker: Path) -> None:
-    (tmp_path / "cache" / "docker.io" / "config.yml").mkdir(parents=True)
-    (tmp_path / "cache" / CACHE_MARKER).write_text("")
-    done, _ = run_mirror(tmp_path, docker)
-    assert done.returncode == 1
-    assert "is a folder, not the mirror's config" in done.stderr
-
-
 def test_the_refusal_of_a_folder_holding_other_files_names_them(tmp_path: Path, docker: Path) -> None:
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / ".DS_Store").write_bytes(b"Finder")

@@ -235,6 +235,8 @@ def test_the_summary_logs_in_as_admin_from_the_password_file_never_a_root_token(
         outputs.GITLAB_URL: "https://gitlab.local.example.net",
         outputs.OPENBAO_ADDR: "http://127.0.0.1:8200",
         outputs.OPENBAO_ADMIN_PASSWORD_FILE: "/data/it's/openbao-admin-password",
+        outputs.ADMIN_TOKEN_FILE: "/data/it's/gitlab-admin-token",
+        outputs.GITLAB_ROOT_PASSWORD_FILE: "/data/it's/gitlab-root-password",
     }
     text = commands.summary({"phase1": {}, "phase2": phase2, "phase3": {}})
     assert "openbaoRootToken" not in text

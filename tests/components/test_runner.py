@@ -68,7 +68,7 @@ def test_the_runners_are_runners_of_the_group_not_of_the_instance() -> None:
 
 def test_the_group_is_phase2s_and_phase3_puts_its_projects_in_it() -> None:
     group = planned("phase2").one(GROUP_TYPE, "apps-group")
-    assert (group["inputs"]["owner"], group["inputs"]["previous_owners"]) == ("blueprint/phase2", ["blueprint/phase3"])
+    assert group["inputs"]["owner"] == "blueprint/phase2"
     assert planned("phase3").find(GROUP_TYPE) == []
     for project in planned("phase3").find("pulumi-python:dynamic/gitlab:Project"):
         inputs = project["inputs"]

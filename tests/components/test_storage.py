@@ -46,13 +46,6 @@ def test_the_volumes_folder_exists_before_any_volume() -> None:
         assert folder["urn"] in volume["dependsOn"], volume["urn"]
 
 
-def test_the_volumes_folder_is_claimed_after_the_platform_folder() -> None:
-    """Whose claim refuses the previous layout's volumes before the folder they move to is made."""
-    result = planned("phase2")
-    platform = result.one(COMMAND, "storage-platform-folder")["urn"]
-    assert platform in result.one(COMMAND, "storage-volumes-folder")["dependsOn"]
-
-
 def test_each_volume_folder_belongs_to_its_pods_user_with_mode_0700() -> None:
     environment = planned("phase2").one(COMMAND, "storage-volumes-folder")["inputs"]["environment"]
     lines = environment["SUBFOLDERS"].splitlines()
@@ -89,13 +82,3 @@ def test_in_dev_both_platform_folders_are_claimed_after_the_data_folder() -> Non
     data_folder = result.one(COMMAND, "kind-data-folder")["urn"]
     for name in ("storage-platform-folder", "storage-volumes-folder"):
         assert data_folder in result.one(COMMAND, name)["dependsOn"], name
-
-
-def test_the_previous_layouts_volumes_are_moved_by_the_volumes_folders_claim_after_the_platform_folders() -> None:
-    """The earlier blueprint kept them inside the platform folder: its claim, which proves that folder
-    this stack's, goes first."""
-    result = planned("phase2")
-    platform, volumes = result.one(COMMAND, "storage-platform-folder"), result.one(COMMAND, "storage-volumes-folder")
-    assert volumes["inputs"]["environment"]["LEGACY_PATH"] == f"{platform['inputs']['environment']['FOLDER']}/volumes"
-    assert "LEGACY_PATH" not in platform["inputs"]["environment"]
-    assert platform["urn"] in volumes["dependsOn"]

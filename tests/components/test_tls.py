@@ -60,13 +60,10 @@ def test_the_ca_key_outlives_the_stack_in_the_data_folder() -> None:
     assert result.one(CA_CERTIFICATE, "tls-ca")["inputs"]["private_key_pem"] == "[secret]"
 
 
-def test_the_constrained_ca_has_its_own_key_and_name_not_the_unconstrained_cas_of_earlier_versions() -> None:
-    """A trust store that holds the earlier CA would still trust whatever that key signs: this CA can
-    share neither its key nor its name."""
-    result = planned("phase2")
-    assert not result.one("pulumi-python:dynamic/blueprint:HostSecret", "tls-ca-key")["inputs"]["path"].endswith("/platform-ca.key")
-    assert result.one(CA_CERTIFICATE, "tls-ca")["inputs"]["common_name"] == ca_common_name("local.example.net")
-    assert ca_common_name("local.example.net") != "blueprint CA (local.example.net)"
+def test_the_ca_is_named_for_what_it_may_sign() -> None:
+    """A trust store shows it as a name-constrained CA, of its domain."""
+    common_name = planned("phase2").one(CA_CERTIFICATE, "tls-ca")["inputs"]["common_name"]
+    assert common_name == ca_common_name("local.example.net") == "blueprint name-constrained CA (local.example.net)"
 
 
 def test_the_ca_name_leaves_the_domain_out_when_it_would_be_longer_than_a_certificate_name_holds() -> None:

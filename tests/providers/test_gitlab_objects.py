@@ -671,22 +671,6 @@ def test_a_deploy_token_of_new_scopes_replaces_the_old_one_deleting_it_first() -
     assert (diff.replaces, diff.delete_before_replace) == (["scopes"], True)
 
 
-def test_a_group_marked_by_the_stack_that_held_it_before_is_adopted_and_marked_as_ours(
-    gitlab: str, state: GitLabState, groups: GroupProvider
-) -> None:
-    """phase3 made the group before phase2 did: phase2 takes it over, and phase3's mark goes."""
-    existing = state.add_group(GROUP, owner="blueprint/phase3")
-    made = groups.create(group_props(gitlab, owner="blueprint/phase2", previous_owners=["blueprint/phase3"]))
-    assert made.id == str(existing["id"])
-    assert state.attributes[f"groups/{made.id}"] == {"blueprint_owner": "blueprint/phase2"}
-
-
-def test_a_group_of_another_stack_is_refused_when_that_stack_never_held_it(gitlab: str, state: GitLabState, groups: GroupProvider) -> None:
-    state.add_group(GROUP, owner="blueprint/dev")
-    with pytest.raises(GitLabObjectError, match="its blueprint_owner is 'blueprint/dev'"):
-        groups.create(group_props(gitlab, owner="blueprint/phase2", previous_owners=["blueprint/phase3"]))
-
-
 def test_a_project_goes_into_the_group_another_stack_made(gitlab: str, state: GitLabState, projects: ProjectProvider) -> None:
     """phase2 makes the platform's group, phase3 its projects: the group must carry phase2's mark."""
     group = state.add_group(GROUP, owner="blueprint/phase2")
@@ -763,13 +747,3 @@ def test_a_variable_of_another_stacks_group_is_checked_against_that_groups_mark(
     with pytest.raises(GitLabObjectError) as refused:
         variables.update(str(made.id), outputs_of(made), {**props, "value": "other"})
     assert "`pulumi refresh -s phase3`" in str(refused.value)  # the variable's own stack
-
-
-def test_the_group_phase3_recorded_is_left_alone_once_phase2_took_it_over(gitlab: str, state: GitLabState, groups: GroupProvider) -> None:
-    """phase3's state still records the group it made; its next `up` deletes that resource (the group
-    is phase2's now), which must leave the group, and the projects in it, where they are."""
-    recorded = groups.create(group_props(gitlab))  # phase3 made it, before phase2 made the group
-    groups.create(group_props(gitlab, owner="blueprint/phase2", previous_owners=["blueprint/phase3"]))
-    groups.delete(recorded.id, outputs_of(recorded))
-    assert state.groups[int(recorded.id)]["marked_for_deletion_on"] is None
-    assert f"DELETE /groups/{recorded.id}" not in state.calls

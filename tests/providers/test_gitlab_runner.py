@@ -86,27 +86,15 @@ def test_only_a_runner_of_the_group_is_adopted(gitlab: str, state: GitLabState, 
     assert (state.runners[theirs["id"]]["token"], state.runners[in_child["id"]]["token"]) == (theirs["token"], in_child["token"])
 
 
-def test_an_instance_runner_of_ours_from_before_gives_way_to_a_group_runner(
+def test_an_instance_runner_of_our_description_is_neither_adopted_nor_removed(
     gitlab: str, state: GitLabState, group: dict[str, Any], runners: RunnerProvider
 ) -> None:
-    """blueprint registered an instance runner before: it is deleted, not adopted (it would serve every project)."""
-    legacy = state.add_runner(DESCRIPTION, TAGS)
+    """It would serve every project of the instance; blueprint makes none, so it is someone else's."""
+    instance = state.add_runner(DESCRIPTION, TAGS)
     made = runners.create(props(gitlab, group))
-    assert legacy["id"] not in state.runners
-    assert [runner["runner_type"] for runner in state.runners.values()] == ["group_type"]
-    assert made.id != str(legacy["id"])
-
-
-def test_a_state_recorded_before_runners_had_a_group_replaces_its_instance_runner(
-    gitlab: str, state: GitLabState, group: dict[str, Any], runners: RunnerProvider
-) -> None:
-    legacy = state.add_runner(DESCRIPTION, TAGS)
-    recorded = {key: value for key, value in props(gitlab, group).items() if key != "group_id"}
-    assert runners.diff(str(legacy["id"]), recorded, props(gitlab, group)).replaces == ["group_id"]
-    assert runners.read(str(legacy["id"]), recorded).id == str(legacy["id"])  # still ours, as recorded
-    made = runners.create(props(gitlab, group))
-    runners.delete(str(legacy["id"]), recorded)  # the replacement's delete of the old one
-    assert list(state.runners) == [int(made.id)]
+    assert made.id != str(instance["id"])
+    assert state.runners[instance["id"]]["token"] == instance["token"]
+    assert state.runners[int(made.id)]["groups"] == [group["id"]]
 
 
 def test_no_runner_is_made_for_a_group_that_is_not_ours(gitlab: str, state: GitLabState, runners: RunnerProvider) -> None:

@@ -262,8 +262,8 @@ def test_a_file_changed_since_the_last_up_is_a_change_whose_value_is_the_files(t
 
 
 def test_a_secret_moved_to_another_file_is_not_copied_from_the_old_one(tmp_path: Path, provider: HostSecretProvider) -> None:
-    """The CA's key moved to a file of its own so that the new CA shares nothing with the old one."""
-    old, new = tmp_path / "platform-ca.key", tmp_path / "platform-ca-name-constrained.key"
+    """A secret given a new path is a new secret: what the state recorded for the old file never follows it."""
+    old, new = tmp_path / "ca.key", tmp_path / "moved" / "ca.key"
     outs = outputs_of(provider.create(props(old, kind="ca-key")))
     moved = outputs_of(provider.update(str(old), outs, props(new, kind="ca-key")))
     assert moved["value"] != outs["value"]

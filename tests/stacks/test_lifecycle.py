@@ -130,11 +130,10 @@ def kv_state(stack: str, recorded: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("recorded", [{}, {"delete_on_destroy": False}], ids=["an-earlier-blueprints-state", "brought-up-keeping-the-data"])
-def test_a_wiping_destroy_records_that_phase3s_openbao_entries_go(recorded: dict[str, Any]) -> None:
-    """`blueprint destroy --phase 3 --wipe-data` over a phase3 brought up with preserveData=true, or before
-    the input existed: the delete reads the recorded outputs, so they must say it."""
-    [entry] = record_preserve_data({"resources": [kv_state("phase3", recorded)]}, keep=False)["resources"]
+def test_a_wiping_destroy_records_that_phase3s_openbao_entries_go() -> None:
+    """`blueprint destroy --phase 3 --wipe-data` over a phase3 brought up with preserveData=true: the
+    delete reads the recorded outputs, so they must say it."""
+    [entry] = record_preserve_data({"resources": [kv_state("phase3", {"delete_on_destroy": False})]}, keep=False)["resources"]
     assert (entry["inputs"]["delete_on_destroy"], entry["outputs"]["delete_on_destroy"]) == (True, True)
     [kept] = record_preserve_data({"resources": [kv_state("phase3", {"delete_on_destroy": True})]}, keep=True)["resources"]
     assert (kept["inputs"]["delete_on_destroy"], kept["outputs"]["delete_on_destroy"]) == (False, False)

@@ -3,7 +3,6 @@ GitLab token (phase3, in a phase stack) reads it from phase2's file, or stops wi
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,8 @@ import pytest
 import cli.plan
 import cli.stand_ins
 import stacks.preflight
-from cli.plan import ProgramFailed, _run, plan
+from cli.plan import ProgramFailed, plan
 from stacks import outputs
-from stacks.config import PROJECT_DIR, stack_config
 from tests.plans import planned, planned_as
 
 HOST_SECRET = "pulumi-python:dynamic/blueprint:HostSecret"
@@ -159,65 +157,3 @@ def test_the_offline_plan_reads_no_token_file(tmp_path: Path) -> None:
     """Over a data folder with no platform in it, phase3 plans with a stand-in token all the same."""
     result = plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
     assert {sync["inputs"]["token"] for sync in result.find(SYNC)} == {"[secret]"}
-
-
-def test_phase2_over_a_phase1_that_does_not_export_headlamp_plans_no_route_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A phase1 brought up by the blueprint before Headlamp was exported: phase2 goes on, without the route."""
-    earlier = planned("phase1", headlamp="true")
-    raw = {key: value for key, value in earlier.raw_outputs.items() if key != outputs.HEADLAMP}
-    warned: list[str] = []
-    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warned.append(message))
-    config, secret_keys = stack_config("phase2")
-    result = _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {"phase1": dataclasses.replace(earlier, raw_outputs=raw)})
-    assert planned("phase2", headlamp="true").find(HEADLAMP_ROUTE, "headlamp-route")  # the route, from a phase1 that says
-    assert result.find(HEADLAMP_ROUTE, "headlamp-route") == []
-    assert [message for message in warned if "Headlamp" in message] == [
-        "stack phase1 was brought up by an earlier blueprint and does not say whether it installed Headlamp: "
-        "no route to it for now; its next `up` says (`uv run blueprint up`, or `pulumi up -s phase1`)"
-    ]
-
-
-def test_phase2_over_a_phase1_without_the_image_cache_goes_on_without_mirrors_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A phase1 brought up before the image cache: phase2 plans, with no pre-pull and no mirror for builds."""
-    earlier = planned("phase1")
-    raw = {key: value for key, value in earlier.raw_outputs.items() if key not in (outputs.IMAGE_MIRRORS, outputs.IMAGE_CACHE_DIR)}
-    warned: list[str] = []
-    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warned.append(message))
-    config, secret_keys = stack_config("phase2")
-    result = _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {"phase1": dataclasses.replace(earlier, raw_outputs=raw)})
-    assert not [resource for resource in result.resources if "prepull" in resource["name"]]
-    assert [message for message in warned if "image cache" in message] == [
-        "stack phase1 was brought up by an earlier blueprint, which ran no image cache: phase2 pulls everything "
-        "from the internet for now; phase1's next `up` starts the cache (`uv run blueprint up`, or `pulumi up -s phase1`)"
-    ]
-
-
-def test_phase3_over_a_phase2_that_does_not_export_the_writer_password_file_reads_it_beside_the_admin_password(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    token_file, _ = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
-    token_file.parent.mkdir(parents=True)
-    token_file.write_text("FromTheFile42\n")
-    (token_file.parent / "openbao-blueprint-password").write_text("Writer1\n")
-    earlier = planned("phase2", dataDir=str(tmp_path / "data"))
-    raw = {key: value for key, value in earlier.raw_outputs.items() if key != outputs.OPENBAO_WRITER_PASSWORD_FILE}
-    registered: list[dict[str, Any]] = []
-    real = cli.plan._StandInMocks.new_resource
-
-    def recording(self: cli.plan._StandInMocks, args: Any) -> Any:
-        if args.typ == "pulumi-python:dynamic/openbao:KvSecret":
-            registered.append(dict(args.inputs))
-        return real(self, args)
-
-    monkeypatch.setattr(cli.plan._StandInMocks, "new_resource", recording)
-    config, secret_keys = stack_config("phase3")
-    _run("phase3", config, secret_keys, PROJECT_DIR / "__main__.py", {"phase2": dataclasses.replace(earlier, raw_outputs=raw)})
-    assert registered
-    assert {cli.plan._plain(inputs["password"]) for inputs in registered} == {("Writer1", True)}
-
-
-def test_the_writer_password_file_of_an_earlier_phase2_is_the_one_phase2_keeps() -> None:
-    """The fallback names the very file components/openbao.py writes (and `blueprint secrets` reads it too)."""
-    exported = {key: value for key, (value, _secret) in planned("phase2").raw_outputs.items()}
-    earlier = {key: value for key, value in exported.items() if key != outputs.OPENBAO_WRITER_PASSWORD_FILE}
-    assert outputs.writer_password_file(earlier) == exported[outputs.OPENBAO_WRITER_PASSWORD_FILE]

@@ -285,14 +285,13 @@ def test_the_root_password_and_the_admin_token_live_with_the_data(name: str) -> 
     assert not result.find("random:index/randomPassword:RandomPassword", name)
 
 
-def test_phase2_refuses_the_cluster_of_a_phase1_whose_nodes_mount_the_whole_data_folder() -> None:
-    """An earlier phase1 (nodes mounting the data folder, secrets and all) exports no volumesNodePath:
-    phase2 stops before registering anything on its cluster, and names the up that replaces it."""
-    earlier = planned("phase1")
-    raw = {key: value for key, value in earlier.raw_outputs.items() if key != outputs.VOLUMES_NODE_PATH}
+def test_phase2_over_a_phase1_that_lacks_an_output_stops_before_anything_and_says_to_bring_phase1_up() -> None:
+    """Nothing is registered on a cluster phase2 cannot describe: it names the output and the up that brings it."""
+    phase1 = planned("phase1")
+    raw = {key: value for key, value in phase1.raw_outputs.items() if key != outputs.VOLUMES_NODE_PATH}
     config, secret_keys = stack_config("phase2")
     with pytest.raises(ProgramFailed) as failed:
-        _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {"phase1": dataclasses.replace(earlier, raw_outputs=raw)})
+        _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {"phase1": dataclasses.replace(phase1, raw_outputs=raw)})
     assert f"reads {outputs.VOLUMES_NODE_PATH} from stack 'phase1', which does not export it" in str(failed.value)
     assert "bring phase1 up first with `uv run blueprint up`" in str(failed.value)
     assert [r["type"] for r in failed.value.registered if r["custom"]] == ["pulumi:pulumi:StackReference"]
