@@ -1,7 +1,13 @@
-"""Every pinned version the platform deploys, one line each, with where it comes from.
+"""blueprint's own version, and every pinned version the platform deploys, one line each, with where
+it comes from.
 
 Bump a pin here and nowhere else; the plan (`blueprint plan <stack>`) shows what it changes.
 """
+
+# This checkout's release (CHANGELOG.md; pyproject.toml's version is the same, which a test checks).
+# Every stack records it as its output `blueprintVersion`; an `up` over state a newer one recorded is
+# refused, and one over an older one runs the migrations in between first (stacks/migrations.py).
+BLUEPRINT = "0.1.0"
 
 # renovate: datasource=github-releases depName=kubernetes-sigs/kind
 KIND_VERSION = "v0.31.0"

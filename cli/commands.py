@@ -436,7 +436,8 @@ def status(
     lines = []
     stack_outputs = {stack: runner.outputs(stack) for stack in PHASES["all"]}
     for stack, values in stack_outputs.items():
-        lines.append(f"{stack}: {'not up' if values is None else 'up'}")
+        recorded = (values or {}).get(outputs.BLUEPRINT_VERSION)
+        lines.append(f"{stack}: {'not up' if values is None else 'up'}{f', by blueprint {recorded}' if recorded else ''}")
     phase2, phase3 = stack_outputs["phase2"] or {}, stack_outputs["phase3"] or {}
     if phase2:
         ca = str(phase2.get(outputs.CA_CERT_FILE))

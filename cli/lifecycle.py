@@ -56,7 +56,7 @@ def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -
     if type_.startswith("pulumi:providers:"):
         return "forget", "a provider: nothing to delete"
     if type_ == STACK_REFERENCE_TYPE:
-        return "forget", "a read of another stack's outputs"
+        return "forget", "a read of a stack's last outputs"
     if resource["protect"]:
         return "retain", "protected: the destroy stops here until it is unprotected"
     if resource["retainOnDelete"]:

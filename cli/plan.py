@@ -5,7 +5,8 @@ registration as the engine would receive it (parent, dependencies, provider, opt
 secret values are replaced by "[secret]" on the way in; outputs only a real provider could know
 are filled with deterministic stand-ins (cli/stand_ins.py), and the program runs with the plan's
 runtime (stacks/runtime.py); a StackReference resolves to the upstream stack's own planned
-outputs. The test suite plans through this same module.
+outputs, and the stack's reference to itself to what its last `up` recorded (by default nothing:
+a new stack). The test suite plans through this same module.
 
 The JSON contract is in README.md ("See the plan offline").
 """
@@ -214,7 +215,7 @@ class _StandInMocks(Mocks):
         stack = name.rsplit("/", 1)[-1]
         if stack not in self.upstream:
             raise LookupError(
-                f"StackReference {name!r}: the plan resolves references to upstream stacks only "
+                f"StackReference {name!r}: the plan resolves references to the stack itself and its upstream stacks only "
                 f"({', '.join(self.upstream) or 'none for this stack'}); see stacks.outputs.UPSTREAM_STACK"
             )
         raw = self.upstream[stack].raw_outputs
@@ -365,13 +366,21 @@ def _plan_order(records: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return ordered
 
 
-def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJECT_DIR / "__main__.py", preview: bool = False) -> Plan:
+def plan(
+    stack: str,
+    overrides: Mapping[str, str] = {},
+    *,
+    program: Path = PROJECT_DIR / "__main__.py",
+    preview: bool = False,
+    recorded: Mapping[str, Any] = {},
+) -> Plan:
     """Plan `stack` offline. Upstream stacks are planned first, as they stand after their own `up`,
-    so that StackReferences resolve to their planned outputs. Each override (a full key) goes to the
-    stacks of the chain that read it (phase3 takes preserveData from phase1, through phase2); one
-    that none of them reads is refused. With `preview`, plan as `pulumi preview` of a first `up`
-    does: every output that only a provider can compute is unknown, and `apply` callbacks on it do
-    not run.
+    so that StackReferences resolve to their planned outputs; `stack`'s reference to itself resolves
+    to `recorded`, the (plain) outputs of its last `up` (none: a new stack, as upstream stacks are).
+    Each override (a full key) goes to the stacks of the chain that read it (phase3 takes
+    preserveData from phase1, through phase2); one that none of them reads is refused. With
+    `preview`, plan as `pulumi preview` of a first `up` does: every output that only a provider can
+    compute is unknown, and `apply` callbacks on it do not run.
     Raises ProgramFailed when the program raises; before anything, when anything `stack` or a stack
     it reads from reads is wrong (each program's own first check, run here first over the whole
     chain, so every problem is said at once, each under its stack).
@@ -383,10 +392,12 @@ def plan(stack: str, overrides: Mapping[str, str] = {}, *, program: Path = PROJE
         routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
         if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
             raise ProgramFailed(ConfigError(problem), [])
-    return _plan(stack, overrides, program=program, preview=preview)
+    return _plan(stack, overrides, program=program, preview=preview, recorded=recorded)
 
 
-def _plan(stack: str, overrides: Mapping[str, str], *, program: Path, preview: bool, planned: str | None = None) -> Plan:
+def _plan(
+    stack: str, overrides: Mapping[str, str], *, program: Path, preview: bool, planned: str | None = None, recorded: Mapping[str, Any] = {}
+) -> Plan:
     upstream: dict[str, Plan] = {}
     name = stack
     while name in UPSTREAM_STACK:
@@ -400,7 +411,7 @@ def _plan(stack: str, overrides: Mapping[str, str], *, program: Path, preview: b
             cause = RunError(f"{stack} reads the outputs of {name}, which does not plan: {failed.cause}")
             raise ProgramFailed(cause, []) from failed
     config, secret_keys = stack_config(stack, routed_overrides(stack, overrides, planned=planned or stack))
-    return _run(stack, config, secret_keys, program, upstream, preview=preview)
+    return _run(stack, config, secret_keys, program, upstream, preview=preview, recorded=recorded)
 
 
 def override_summary(stack: str, overrides: Mapping[str, str], before: Plan | BaseException, after: Plan) -> str:
@@ -468,10 +479,19 @@ def _chain(stack: str) -> list[str]:
 
 
 def _run(
-    stack: str, config: dict[str, str], secret_keys: list[str], program: Path, upstream: Mapping[str, Plan], *, preview: bool = False
+    stack: str,
+    config: dict[str, str],
+    secret_keys: list[str],
+    program: Path,
+    upstream: Mapping[str, Plan],
+    *,
+    preview: bool = False,
+    recorded: Mapping[str, Any] = {},
 ) -> Plan:
     project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
-    recorder = _Recorder(_StandInMocks(upstream, preview))
+    # The stack as its last `up` left it, for its reference to itself (stacks/migrations.py).
+    last_up = Plan(project, stack, [], {}, {key: (value, False) for key, value in recorded.items()})
+    recorder = _Recorder(_StandInMocks({**upstream, stack: last_up}, preview))
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:

@@ -36,12 +36,16 @@ def run(stack: str) -> None:
 
 async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     # Everything this stack reads (the config of each of its phases, the apps manifest), checked in
-    # one pass before anything is registered, the upstream stack's reference included.
+    # one pass before anything is registered; then the release that last brought it up, read back
+    # (its first resource), refused when newer, migrated from when older: before anything else.
+    import versions
+    from stacks.migrations import bring_up_to_date
     from stacks.validation import check_running_stack
 
     check_running_stack(stack)
+    await bring_up_to_date(stack, phases)
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
-    exports: dict[str, Any] = {}
+    exports: dict[str, Any] = {outputs.BLUEPRINT_VERSION: versions.BLUEPRINT}
     for phase in phases:
         module = importlib.import_module(f"stacks.{phase}")
         produced = module.deploy(inputs)

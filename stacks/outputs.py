@@ -115,6 +115,12 @@ PHASE3 = (APP_URLS, PIPELINES)
 """Everything phase3 exports."""
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
+"""What each phase hands to the next: what a phase stack reads from its upstream."""
+
+BLUEPRINT_VERSION = "blueprintVersion"
+"""The blueprint release (`versions.BLUEPRINT`) that last brought the stack up. Every stack exports
+it (`dev` once), beside EXPORTS: it is the stack's record of itself, which the stack reads back
+before anything else (stacks/migrations.py), never an input of the next phase."""
 
 
 # Handed from one phase to the next inside `dev` only, never exported: in `dev` the phases are one
@@ -157,11 +163,16 @@ def stacks_over(stack: str) -> tuple[str, ...]:
     return tuple(over for over, upstream in UPSTREAM_STACK.items() if upstream == stack)
 
 
-def upstream_stack_name(project: str, stack: str) -> str:
-    """Fully qualified name of `stack`'s upstream on the local backend, whose organization is
-    the literal `organization` (Pulumi's DIY backend, project-scoped stacks).
+def stack_name(project: str, stack: str) -> str:
+    """Fully qualified name of `stack` on the local backend, whose organization is the literal
+    `organization` (Pulumi's DIY backend, project-scoped stacks).
     """
-    return f"organization/{project}/{UPSTREAM_STACK[stack]}"
+    return f"organization/{project}/{stack}"
+
+
+def upstream_stack_name(project: str, stack: str) -> str:
+    """Fully qualified name of `stack`'s upstream on the local backend."""
+    return stack_name(project, UPSTREAM_STACK[stack])
 
 
 ADMIN_TOKEN_PREFIX = "glpat-"

@@ -244,6 +244,12 @@ def test_the_summary_prints_commands_that_show_the_root_password_and_token_from_
     assert not (tmp_path / "pwned").exists()
 
 
+def test_status_says_which_blueprint_release_brought_each_stack_up() -> None:
+    runner = FakeRunner(existing={"phase1": {outputs.BLUEPRINT_VERSION: "0.1.0"}})
+    text = commands.status(runner, lambda *_: "ok", lambda phase1: [])
+    assert text.splitlines() == ["phase1: up, by blueprint 0.1.0", "phase2: not up", "phase3: not up"]
+
+
 def test_status_of_nothing_says_not_up() -> None:
     text = commands.status(FakeRunner(), lambda *_: "ok", lambda phase1: [])
     assert text.splitlines() == ["phase1: not up", "phase2: not up", "phase3: not up"]

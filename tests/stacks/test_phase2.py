@@ -25,8 +25,12 @@ from tests.plans import fake_command, kind_config_of, planned, waits_for
 
 
 def test_phase2_reads_phase1_through_its_stack_reference() -> None:
-    [reference] = planned("phase2").find("pulumi:pulumi:StackReference")
-    assert reference["inputs"]["name"] == "organization/blueprint/phase1"
+    references = planned("phase2").find("pulumi:pulumi:StackReference")
+    # Beside its reference to itself (stacks/migrations.py).
+    assert sorted(reference["inputs"]["name"] for reference in references) == [
+        "organization/blueprint/phase1",
+        "organization/blueprint/phase2",
+    ]
 
 
 def test_every_kubernetes_resource_uses_the_provider_built_from_phase1s_kubeconfig() -> None:
@@ -135,7 +139,7 @@ def test_a_kind_that_gives_no_kubeconfig_stops_phase2_with_what_to_check() -> No
 
 def test_phase2_exports_what_phase3_reads() -> None:
     result = planned("phase2")
-    assert set(result.outputs) == set(outputs.PHASE2)
+    assert set(result.outputs) == set(outputs.PHASE2) | {outputs.BLUEPRINT_VERSION}
 
 
 def ancestors(result: Plan, urn: str) -> set[str]:
@@ -194,7 +198,11 @@ def test_a_missing_phase1_output_is_refused_naming_it_and_the_fix() -> None:
     message = str(failed.value.cause)
     assert "reads clusterName from stack 'phase1'" in message
     assert "pulumi up -s phase1" in message
-    assert [r["type"] for r in failed.value.registered] == ["pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"]
+    assert [(r["type"], r["name"]) for r in failed.value.registered] == [
+        ("pulumi:pulumi:Stack", "blueprint-phase2"),
+        ("pulumi:pulumi:StackReference", "organization/blueprint/phase1"),
+        ("pulumi:pulumi:StackReference", "organization/blueprint/phase2"),
+    ]
 
 
 def test_the_dev_stack_plans_the_cluster_gitlab_and_the_projects_in_one_graph() -> None:
@@ -203,7 +211,7 @@ def test_the_dev_stack_plans_the_cluster_gitlab_and_the_projects_in_one_graph() 
     assert dev.find("kubernetes:postgresql.cnpg.io/v1:Cluster", "postgres-cluster")
     assert dev.find("kubernetes:helm.sh/v3:Release", "gitlab-chart")
     assert dev.find("pulumi-python:dynamic/gitlab:Project", "apps-guestbook")
-    assert not dev.find("pulumi:pulumi:StackReference")
+    assert [reference["inputs"]["name"] for reference in dev.find("pulumi:pulumi:StackReference")] == ["organization/blueprint/dev"]
     cluster = dev.one("command:local:Command", "kind-cluster")["urn"]
     assert cluster in dev.one("pulumi:providers:kubernetes", "kubernetes")["dependsOn"]
 
@@ -294,7 +302,10 @@ def test_phase2_over_a_phase1_that_lacks_an_output_stops_before_anything_and_say
         _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", {"phase1": dataclasses.replace(phase1, raw_outputs=raw)})
     assert f"reads {outputs.VOLUMES_NODE_PATH} from stack 'phase1', which does not export it" in str(failed.value)
     assert "bring phase1 up first with `uv run blueprint up`" in str(failed.value)
-    assert [r["type"] for r in failed.value.registered if r["custom"]] == ["pulumi:pulumi:StackReference"]
+    assert [(r["type"], r["name"]) for r in failed.value.registered if r["custom"]] == [
+        ("pulumi:pulumi:StackReference", "organization/blueprint/phase1"),
+        ("pulumi:pulumi:StackReference", "organization/blueprint/phase2"),
+    ]
 
 
 def test_the_volumes_node_path_phase2_reads_is_where_the_nodes_mount_the_volumes_folder() -> None:

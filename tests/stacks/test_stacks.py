@@ -23,11 +23,11 @@ def test_unknown_stack_is_refused_naming_the_valid_ones() -> None:
 
 
 def test_phase1_exports_exactly_what_phase2_reads() -> None:
-    assert set(planned("phase1").outputs) == set(outputs.PHASE1)
+    assert set(planned("phase1").outputs) == set(outputs.PHASE1) | {outputs.BLUEPRINT_VERSION}
 
 
 def test_dev_stack_exports_what_every_built_phase_exports() -> None:
-    assert set(planned("dev").outputs) == set(outputs.PHASE1) | set(outputs.PHASE2) | set(outputs.PHASE3)
+    assert set(planned("dev").outputs) == set(outputs.PHASE1) | set(outputs.PHASE2) | set(outputs.PHASE3) | {outputs.BLUEPRINT_VERSION}
 
 
 def test_dev_stack_as_committed_has_its_own_cluster_and_data_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
