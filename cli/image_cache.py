@@ -385,3 +385,105 @@ def _wipe_open(folder: Path, fd: int, run: DockerRun, image: str, measure: Calla
     except OSError as error:
         return Wiped(True, f"emptied the image cache {folder}, {freed}, and left the folder itself ({error.strerror})")
     return Wiped(True, f"removed the image cache {folder}, {freed}")
+
+
+# `blueprint destroy --wipe-cache`: the folder checked before anything is destroyed, removed after phase1's destroy.
+
+
+class WipeRefused(Exception):
+    """`--wipe-cache` must not remove the folder: the message says why and what to do."""
+
+
+def folder_to_wipe(
+    say: Callable[[str], None],
+    phase1: Mapping[str, Any] | None,
+    config: Mapping[str, str],
+    run: DockerRun,
+    checkout_id: Callable[[], str | None],
+) -> Path | None:
+    """The image cache folder `--wipe-cache` removes after the destroy, checked before anything is
+    destroyed; None, said, when there is nothing to wipe; `WipeRefused` when it must not be removed.
+    """
+    from stacks.config import ways_to_set
+
+    try:
+        folder = cache_folder(phase1, config)
+    except CacheConfigError as error:
+        raise WipeRefused(f"--wipe-cache: {error}") from None
+    if folder is None:
+        # Turned off since: the folder it stored into stays, and is still removed when it is a cache.
+        try:
+            folder = cache_folder(None, {**config, "blueprint:imageCache": "true"})
+        except CacheConfigError:
+            folder = None
+        if folder is None or not (folder / CACHE_MARKER).is_file():
+            say("== image cache: off (blueprint:imageCache=false): nothing to wipe")
+            return None
+        say(f"== image cache: off (blueprint:imageCache=false), but {folder} still holds what it cached: removing it")
+    if not folder.exists():
+        say(f"== image cache: {folder} does not exist: nothing to wipe")
+        return None
+    if not (folder / CACHE_MARKER).is_file():
+        raise WipeRefused(
+            f"--wipe-cache: {folder} has no {CACHE_MARKER}, so it is not an image cache blueprint made, and blueprint removes "
+            f"nothing from it; nothing was destroyed. If blueprint:imageCacheDir names the wrong folder, "
+            f"{ways_to_set('phase1', 'imageCacheDir', '<the cache folder>')}; if the folder is yours and you want it gone: "
+            f"rm -rf {shlex.quote(str(folder))}. Or destroy without --wipe-cache"
+        )
+    users = cache_users(folder, run)
+    if users is None:
+        raise WipeRefused(
+            f"--wipe-cache: Docker does not answer, so whether another platform's mirrors still store into the image cache "
+            f"{folder} cannot be told; nothing was destroyed. Start Docker and run this again, or destroy without --wipe-cache "
+            "(the cache is kept). With Docker gone for good, no mirror runs: remove what blueprint stored there yourself: "
+            + " ".join(
+                [
+                    "rm -rf",
+                    *(shlex.quote(str(folder / registry)) for registry in MIRRORED_REGISTRIES),
+                    shlex.quote(str(folder / CACHE_MARKER)),
+                ]
+            )
+        )
+    # phase1's own mirrors (its owner label: this checkout's phase1, whether or not its last outputs list them,
+    # as after an up that failed) store into it until its destroy removes them; any other is another platform's.
+    owner = f"blueprint/phase1@{checkout_id()}"
+    if others := [(name, by) for name, by in users if by != owner]:
+        refused = refusal_for_users(folder, others).replace("not removing", "--wipe-cache: not removing", 1)
+        raise WipeRefused(f"{refused} (nothing was destroyed)")
+    return folder
+
+
+def wipe_after_destroy(say: Callable[[str], None], folder: Path, run: DockerRun, remove: Callable[[Path], Wiped]) -> int:
+    """After phase1's destroy: remove the image cache `folder`, once no container stores into it."""
+    users = cache_users(folder, run)
+    if users is None:
+        say(
+            f"blueprint: the image cache {folder} is kept: Docker does not answer, so whether a mirror still stores into it "
+            "cannot be told; start Docker and run `uv run blueprint destroy --wipe-cache` again"
+        )
+        return 1
+    if users:
+        say(f"blueprint: {refusal_for_users(folder, users)}")
+        return 1
+    if not (folder / CACHE_MARKER).is_file():
+        say(f"== image cache: {folder} is gone already: nothing to wipe")
+        return 0
+    wiped = remove(folder)
+    say(f"== {wiped.said}" if wiped.ok else f"blueprint: {wiped.said}")
+    return 0 if wiped.ok else 1
+
+
+def say_kept(say: Callable[[str], None], phase1: Mapping[str, Any]) -> None:
+    """After phase1's destroy: where the image cache stays, and how to remove it."""
+    folder = str(phase1.get(outputs.IMAGE_CACHE_DIR) or "")
+    if folder and Path(folder).is_dir():
+        size, complete = size_on_disk(Path(folder))
+        held = f"{'at least ' if not complete else ''}{shown_size(size)}"
+        say(f"== the image cache {folder} ({held}) is kept for the next `up`: `uv run blueprint destroy --wipe-cache` removes it")
+
+
+def wipe_with_node_image(folder: Path) -> Wiped:
+    import versions
+
+    # The kind node image, as the data folder's wipe: the machine has it, and it has `find`.
+    return wipe(folder, lambda argv: docker_run(argv, WIPE_TIMEOUT), versions.KIND_NODE_IMAGE)

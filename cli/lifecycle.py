@@ -30,6 +30,8 @@ from components.image_cache import mirror_cache_folder
 
 COMMAND = "command:local:Command"
 KV_SECRET = "pulumi-python:dynamic/openbao:KvSecret"
+KIND_CLUSTER_NAME = "kind-cluster"
+"""The kind cluster's own command in phase1's state."""
 
 DELETE_LEAVES: dict[str, str] = {
     "pulumi-python:dynamic/blueprint:HostSecret": "its file stays in its host folder, which is kept or wiped",
@@ -189,6 +191,40 @@ def forget(deployment: Mapping[str, Any], urns: set[str]) -> dict[str, Any]:
                 resource.pop(option)
         kept.append(resource)
     return {**deployment, "resources": kept}
+
+
+def plan_destroy(
+    state: Mapping[str, Any],
+    *,
+    keep: bool,
+    cluster_is_gone: bool,
+    gitlab_reachable: bool,
+    gitlab_data_goes: bool,
+    cluster_gone_for_good: bool,
+) -> dict[str, str]:
+    """The resources of a stack's `state` to forget rather than delete, each with why.
+
+    `cluster_is_gone`: kind no longer lists the kind cluster, or the user said it is gone.
+    `gitlab_reachable`: GitLab can answer. `gitlab_data_goes`: this destroy wipes GitLab's database
+    (deleting its objects one by one first would be pointless, and impossible while GitLab itself
+    is taken down). `cluster_gone_for_good`: the user said Docker and the cluster are gone.
+    """
+    reasons: dict[str, str] = {}
+    for resource in state.get("resources") or []:
+        urn = str(resource["urn"])
+        if cluster_is_gone and lives_in_cluster(resource):
+            reasons[urn] = "it lived in the kind cluster, which is gone"
+        elif cluster_is_gone and resource["type"] == KV_SECRET:
+            # Its delete would wait for that OpenBao, then warn of an entry nobody can reach any more.
+            reasons[urn] = "it was in OpenBao, which lived in the kind cluster, which is gone"
+        elif lives_in_gitlab(resource) and not (keep and resource.get("retainOnDelete")):
+            if gitlab_data_goes:
+                reasons[urn] = "it lives in GitLab's database, which this destroy wipes"
+            elif not gitlab_reachable:
+                reasons[urn] = "it lived in GitLab's database, and that GitLab is gone"
+        elif cluster_gone_for_good and resource["type"] == COMMAND and urn.endswith(f"::{KIND_CLUSTER_NAME}"):
+            reasons[urn] = "you said Docker and the cluster are gone (--cluster-gone)"
+    return reasons
 
 
 def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:

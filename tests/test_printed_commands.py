@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.data_folder import unowned_data
 from cli.passphrase import PassphraseFileError, _trusted
-from cli.teardown import World, _unowned_data
+from cli.teardown import World
 from components.host_folder import LEASES_FOLDER, OWNER_MARKER
 from providers.gitlab_api import missing_ca_file
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
@@ -85,7 +86,7 @@ def data_folder_no_stack_holds(root: Path, bin_dir: Path) -> tuple[str, str, lis
     folder.mkdir()
     (folder / OWNER_MARKER).write_text("blueprint/phase1@0123456789abcdef\n")
     said: list[str] = []
-    _unowned_data(said.append, {"blueprint:dataDir": str(folder)}, World(), wipe=False)
+    unowned_data(said.append, {"blueprint:dataDir": str(folder)}, World(), wipe=False)
     return "\n".join(said), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
 
 

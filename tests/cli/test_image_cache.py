@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from cli import image_cache
+from cli.teardown import World
 from components.image_cache import CACHE_MARKER, mirrors
 from stacks import outputs
+from stacks.config import stack_config
+from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, all_stacks, run_destroy, world
 
 REAL_RMTREE = shutil.rmtree
 
@@ -316,3 +320,195 @@ def test_the_doctors_folder_check_refuses_what_the_mirrors_refuse(tmp_path: Path
     (tmp_path / "link").symlink_to(mine)
     assert image_cache.folder_refusal(tmp_path / "link") == "is a link"
     assert image_cache.folder_refusal(tmp_path / "new") is None
+
+
+# `blueprint destroy --wipe-cache`: the image cache is kept by every destroy, removed by `--wipe-cache` once
+# phase1's destroy stopped its mirrors.
+
+
+def with_a_cache(tmp_path: Path, *, marker: bool = True, others: tuple[str, ...] = ()) -> tuple[FakePulumi, World, Path, list[list[str]]]:
+    """Every stack up, phase1's mirrors storing into a cache folder in `tmp_path` (with its marker), and
+    `others`: containers of another platform labelled with the same folder. Docker lists phase1's own
+    mirrors until phase1 is destroyed."""
+    from cli import image_cache
+    from components.image_cache import CACHE_LABEL, CACHE_MARKER, mirror_container, mirrors
+
+    folder = tmp_path / "images"
+    (folder / "docker.io" / "storage").mkdir(parents=True)
+    (folder / "docker.io" / "storage" / "blob").write_bytes(b"x" * 300_000)
+    if marker:
+        (folder / CACHE_MARKER).write_text("blueprint's image cache\n")
+    pulumi = FakePulumi(all_stacks())
+    own = mirrors("blueprint")
+    pulumi.stack_outputs["phase1"] = {
+        **pulumi.stack_outputs["phase1"],
+        outputs.IMAGE_CACHE_DIR: (str(folder), False),
+        outputs.IMAGE_MIRRORS: (own, False),
+    }
+    asked: list[list[str]] = []
+
+    def docker(argv: Sequence[str]) -> tuple[int, str]:
+        asked.append(list(argv))
+        assert argv[:5] == ["docker", "ps", "--all", "--filter", f"label={CACHE_LABEL}={folder}"], argv
+        listed = [f"{name}\tblueprint/phase2@elsewhere" for name in others]
+        if pulumi.is_up("phase1"):
+            listed += [f"{mirror_container('blueprint', registry)}\t{PHASE1_HERE}" for registry in own]
+        return 0, "".join(f"{line}\n" for line in listed)
+
+    the_world = dataclasses.replace(world(pulumi)[0], docker=docker, wipe_cache=lambda path: image_cache.wipe(path, docker, "unused-image"))
+    return pulumi, the_world, folder, asked
+
+
+def test_wipe_cache_removes_the_cache_after_phase1s_destroy_and_says_how_much_it_freed(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert not folder.exists()
+    assert [stack for verb, stack in pulumi.calls if verb == "destroy"] == ["phase2", "phase1"]
+    assert f"== removed the image cache {folder}, freeing " in said
+    assert said.index("== phase1: pulumi destroy") < said.index("removed the image cache")
+
+
+def test_every_destroy_keeps_the_image_cache_and_says_how_to_remove_it(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0, said
+    assert (folder / "docker.io" / "storage" / "blob").exists()
+    assert f"== the image cache {folder} (" in said
+    assert "is kept for the next `up`: `uv run blueprint destroy --wipe-cache` removes it" in said
+
+
+def test_wipe_cache_with_a_destroy_that_keeps_phase1_is_refused_before_anything_is_destroyed(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    assert run_destroy(pulumi, False, phase="3")[0] == 0
+    code, said = run_destroy(pulumi, True, phase="2", world=the_world, wipe_cache=True)
+    assert code == 1
+    assert "--wipe-cache removes the image cache, which phase1's registry mirrors store into" in said
+    assert "this destroy (phase 2) keeps phase1 up; nothing was destroyed" in said
+    assert pulumi.is_up("phase2")
+    assert folder.exists()
+
+
+def test_wipe_cache_with_the_cache_off_says_there_is_nothing_to_wipe_and_goes_on(tmp_path: Path) -> None:
+    pulumi = FakePulumi(all_stacks())
+    pulumi.stack_outputs["phase1"][outputs.IMAGE_CACHE_DIR] = ("", False)
+    the_world = world(pulumi, imageCache="false")[0]
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert "== image cache: off (blueprint:imageCache=false): nothing to wipe" in said
+    assert not pulumi.is_up("phase1")
+
+
+def test_wipe_cache_after_the_cache_was_turned_off_removes_the_folder_it_left(tmp_path: Path) -> None:
+    from cli import image_cache
+
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    pulumi.stack_outputs["phase1"][outputs.IMAGE_CACHE_DIR] = ("", False)
+    pulumi.stack_outputs["phase1"][outputs.IMAGE_MIRRORS] = ({}, False)
+    config = {**the_world.phase1_config(), "blueprint:imageCache": "false", "blueprint:imageCacheDir": str(folder)}
+    no_mirrors = lambda argv: (0, "")  # noqa: E731 (turned off: phase1 runs none)
+    wipe = lambda path: image_cache.wipe(path, no_mirrors, "unused-image")  # noqa: E731
+    the_world = dataclasses.replace(the_world, phase1_config=lambda: config, docker=no_mirrors, wipe_cache=wipe)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert f"but {folder} still holds what it cached: removing it" in said
+    assert not (folder / "docker.io").exists()
+
+
+def test_wipe_cache_refused_for_a_silent_docker_gives_the_removal_by_hand(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    the_world = dataclasses.replace(the_world, docker=lambda argv: (1, "Cannot connect to the Docker daemon"))
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 1
+    assert f"rm -rf {folder / 'docker.io'}" in said
+    assert pulumi.is_up("phase1")
+
+
+def test_wipe_cache_keeps_the_folder_when_a_mirror_still_stores_into_it_after_the_destroy(tmp_path: Path) -> None:
+    from components.image_cache import mirror_container
+
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    left = mirror_container("blueprint", "docker.io")  # its `docker rm` failed: the destroy only warned
+    still = lambda argv: (0, f"{left}\t{PHASE1_HERE}\n")  # noqa: E731
+    code, said = run_destroy(pulumi, True, world=dataclasses.replace(the_world, docker=still), wipe_cache=True)
+    assert code == 1
+    assert f"docker rm --force {left}" in said
+    assert (folder / "docker.io" / "storage" / "blob").is_file()
+
+
+def test_wipe_cache_takes_the_mirrors_phase1_started_for_its_own_when_its_outputs_do_not_list_them(tmp_path: Path) -> None:
+    # An up that failed after the mirrors started keeps the outputs of the last that succeeded, without them.
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    del pulumi.stack_outputs["phase1"][outputs.IMAGE_MIRRORS]
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert not (folder / "docker.io").exists()
+
+
+def test_wipe_cache_of_a_folder_that_is_not_there_says_so_and_goes_on(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    shutil.rmtree(folder)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert f"== image cache: {folder} does not exist: nothing to wipe" in said
+    assert not pulumi.is_up("phase1")
+
+
+def test_wipe_cache_refuses_a_folder_without_the_cache_marker_before_anything_is_destroyed(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path, marker=False)
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 1
+    assert f"--wipe-cache: {folder} has no .blueprint-image-cache, so it is not an image cache blueprint made" in said
+    assert "`pulumi config set -s phase1 blueprint:imageCacheDir <the cache folder>`" in said
+    assert pulumi.is_up("phase1")
+    assert (folder / "docker.io" / "storage" / "blob").exists()
+
+
+def test_wipe_cache_refuses_while_another_platforms_mirrors_store_into_the_folder(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path, others=("other-mirror-docker-io",))
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 1
+    assert "these containers still store into it: other-mirror-docker-io (blueprint/phase2@elsewhere)" in said
+    assert "`docker rm --force other-mirror-docker-io`" in said
+    assert pulumi.is_up("phase1")
+    assert folder.exists()
+
+
+def test_wipe_cache_takes_phase1s_mirrors_named_by_rooted_dns_endpoints_for_its_own(tmp_path: Path) -> None:
+    from components.image_cache import MIRRORED_REGISTRIES, mirror_container
+
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    rooted = {registry: f"{mirror_container('blueprint', registry)}.:5000" for registry in MIRRORED_REGISTRIES}
+    pulumi.stack_outputs["phase1"] = {**pulumi.stack_outputs["phase1"], outputs.IMAGE_MIRRORS: (rooted, False)}
+    code, said = run_destroy(pulumi, True, world=the_world, wipe_cache=True)
+    assert code == 0, said
+    assert not folder.exists()
+
+
+def test_wipe_cache_is_refused_when_docker_cannot_say_who_uses_the_folder(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    silent = dataclasses.replace(the_world, docker=lambda argv: (1, "Cannot connect to the Docker daemon"))
+    code, said = run_destroy(pulumi, True, world=silent, wipe_cache=True)
+    assert code == 1
+    assert "--wipe-cache: Docker does not answer" in said
+    assert pulumi.is_up("phase1")
+    assert folder.exists()
+
+
+def test_wipe_cache_after_phase1_was_destroyed_earlier_asks_then_removes_the_cache(tmp_path: Path) -> None:
+    pulumi, the_world, folder, _ = with_a_cache(tmp_path)
+    phase1 = {key: value for key, (value, _) in pulumi.stack_outputs["phase1"].items()}
+    assert run_destroy(pulumi, True, world=the_world)[0] == 0
+    questions: list[str] = []
+    kept_config = dataclasses.replace(
+        the_world, phase1_config=lambda: {**stack_config("phase1")[0], "blueprint:imageCacheDir": phase1[outputs.IMAGE_CACHE_DIR]}
+    )
+
+    def confirm(question: str) -> bool:
+        questions.append(question)
+        return True
+
+    code, said = run_destroy(pulumi, True, world=kept_config, wipe_cache=True, confirm=confirm)
+    assert code == 0, said
+    assert questions == [f"Remove the image cache {folder} (the images the next `up` would otherwise not download again)?"]
+    assert not folder.exists()

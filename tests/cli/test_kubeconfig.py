@@ -17,7 +17,7 @@ import pytest
 from cli import commands
 from cli.main import _parser
 from stacks import config, outputs
-from tests.cli.test_commands import FakeRunner
+from tests.cli.fake_runner import FakeRunner
 from tests.plans import fake_command
 
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters:\n- name: kind-x\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import commands
+from cli import stack_runner
 from cli.main import main
 from stacks.config import PROJECT_DIR
 
@@ -42,7 +42,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_home: Path) 
     """A checkout without state: the commands read and write Pulumi state here, not in this repository."""
     folder = tmp_path / "project"
     folder.mkdir()
-    monkeypatch.setattr(commands, "PROJECT_DIR", folder)
+    monkeypatch.setattr(stack_runner, "PROJECT_DIR", folder)
     return folder
 
 
@@ -117,7 +117,7 @@ def test_a_pulumi_cli_older_than_the_minimum_stops_preview_before_pulumi_runs(
 def test_a_stack_pulumi_cannot_decrypt_is_one_message_with_the_fix(
     project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    commands.pulumi_environment()  # the passphrase exists already: this is not the first run
+    stack_runner.pulumi_environment()  # the passphrase exists already: this is not the first run
     monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack output")
     monkeypatch.setenv("FAKE_PULUMI_ERROR", DECRYPT_ERROR)
     monkeypatch.setenv("FAKE_PULUMI_STACKS", '[{"name": "phase1", "current": false, "resourceCount": 4}]')
@@ -154,7 +154,7 @@ def test_no_output_shows_the_passphrase(
     project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     main(["env"])
-    passphrase = Path(commands.pulumi_environment()["PULUMI_CONFIG_PASSPHRASE_FILE"]).read_text().strip()
+    passphrase = Path(stack_runner.pulumi_environment()["PULUMI_CONFIG_PASSPHRASE_FILE"]).read_text().strip()
     monkeypatch.setenv("FAKE_PULUMI_FAIL", " preview ")
     monkeypatch.setenv("FAKE_PULUMI_ERROR", DECRYPT_ERROR)
     main(["preview"])

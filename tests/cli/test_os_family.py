@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import commands, os_family
+from cli import os_family, phases, report
 from cli.os_family import Command, OsFamily, detect
 from stacks import outputs
 
@@ -290,7 +290,7 @@ PHASE2 = {
 
 def test_the_up_summary_prints_the_ca_trust_command_of_this_family_with_the_real_ca_path() -> None:
     fedora = detect(system="Linux", os_release=FEDORA_42)
-    text = commands.summary({"phase1": {}, "phase2": PHASE2, "phase3": {}}, family=fedora)
+    text = report.summary({"phase1": {}, "phase2": PHASE2, "phase3": {}}, family=fedora)
     [line] = [line for line in text.splitlines() if "trust the CA:" in line]
     command = line.split("trust the CA:", 1)[1].strip()
     assert shlex.split(command) == [
@@ -300,7 +300,7 @@ def test_the_up_summary_prints_the_ca_trust_command_of_this_family_with_the_real
 
 
 def test_the_up_summary_of_an_unknown_family_names_the_ca_path_and_the_readme_section() -> None:
-    text = commands.summary({"phase1": {}, "phase2": PHASE2, "phase3": {}}, family=detect(system="Linux", os_release=OPENSUSE_TUMBLEWEED))
+    text = report.summary({"phase1": {}, "phase2": PHASE2, "phase3": {}}, family=detect(system="Linux", os_release=OPENSUSE_TUMBLEWEED))
     assert f"trust the CA:   {PHASE2[outputs.CA_CERT_FILE]}   (README: 'Trust the platform CA'" in text
 
 
@@ -316,14 +316,14 @@ def test_the_readme_gives_the_ca_trust_command_of_every_family_for_the_data_fold
 
 def test_up_ends_with_the_ca_trust_command_of_the_machine_it_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
     from cli import doctor
-    from tests.cli.test_commands import FakeRunner, context
+    from tests.cli.fake_runner import FakeRunner, context
     from tests.cli.test_doctor import FakeMachine
 
     machine = FakeMachine(files={"/etc/os-release": ARCH})
     monkeypatch.setattr(doctor, "RealMachine", lambda: machine)
     runner = FakeRunner(existing={"phase2": PHASE2})
     ctx, out = context(runner, probe=lambda url, ca, headers: "ok")
-    assert commands.up(ctx, "2") == 0
+    assert phases.up(ctx, "2") == 0
     assert f"trust the CA:   sudo trust anchor --store {shlex.quote(PHASE2[outputs.CA_CERT_FILE])}\n" in out.getvalue()
 
 

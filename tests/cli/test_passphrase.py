@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from cli import commands, passphrase
+from cli import passphrase, stack_runner
 from cli.main import main
 from stacks.config import PROJECT_DIR
 
 
 def passphrase_file() -> Path:
-    return Path(commands.pulumi_environment()["PULUMI_CONFIG_PASSPHRASE_FILE"])
+    return Path(stack_runner.pulumi_environment()["PULUMI_CONFIG_PASSPHRASE_FILE"])
 
 
 def test_the_first_run_creates_a_passphrase_file_readable_by_the_user_alone(config_home: Path) -> None:
@@ -50,21 +50,21 @@ def test_without_xdg_config_home_the_passphrase_is_under_dot_config_outside_the_
 
 
 def test_every_checkout_of_the_user_shares_one_passphrase(config_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands, "PROJECT_DIR", tmp_path / "one")
+    monkeypatch.setattr(stack_runner, "PROJECT_DIR", tmp_path / "one")
     first = passphrase_file()
-    monkeypatch.setattr(commands, "PROJECT_DIR", tmp_path / "two")
+    monkeypatch.setattr(stack_runner, "PROJECT_DIR", tmp_path / "two")
     assert passphrase_file() == first
 
 
 def test_the_passphrase_itself_never_goes_into_the_environment_blueprint_passes_on(config_home: Path) -> None:
-    env = commands.pulumi_environment()
+    env = stack_runner.pulumi_environment()
     assert "PULUMI_CONFIG_PASSPHRASE" not in env
     assert Path(env["PULUMI_CONFIG_PASSPHRASE_FILE"]).read_text().strip() not in repr(env)
 
 
 def test_pulumi_config_passphrase_set_by_the_user_wins(config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "mine")
-    env = commands.pulumi_environment()
+    env = stack_runner.pulumi_environment()
     assert "PULUMI_CONFIG_PASSPHRASE_FILE" not in env
     assert env.get("PULUMI_CONFIG_PASSPHRASE", "mine") == "mine"
     assert not config_home.exists()
@@ -73,7 +73,7 @@ def test_pulumi_config_passphrase_set_by_the_user_wins(config_home: Path, monkey
 def test_pulumi_config_passphrase_file_set_by_the_user_wins(config_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mine = tmp_path / "my-passphrase"
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(mine))
-    env = commands.pulumi_environment()
+    env = stack_runner.pulumi_environment()
     assert env.get("PULUMI_CONFIG_PASSPHRASE_FILE", str(mine)) == str(mine)
     assert "PULUMI_CONFIG_PASSPHRASE" not in env
     assert not config_home.exists()
@@ -89,7 +89,7 @@ def test_a_link_in_place_of_the_passphrase_file_is_refused(config_home: Path, tm
     (config_home / "blueprint").mkdir(parents=True)
     (config_home / "blueprint" / "pulumi-passphrase").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(passphrase.PassphraseFileError, match="not a plain file"):
-        commands.pulumi_environment()
+        stack_runner.pulumi_environment()
 
 
 def test_a_passphrase_file_others_can_read_is_made_private(config_home: Path) -> None:
@@ -116,7 +116,7 @@ def test_an_empty_passphrase_file_is_refused_with_the_fix(config_home: Path, tex
     path.write_text(text)
     path.chmod(0o600)
     with pytest.raises(passphrase.PassphraseFileError) as refused:
-        commands.pulumi_environment()
+        stack_runner.pulumi_environment()
     assert f"{path} is empty: it holds no passphrase" in str(refused.value)
     assert f"`rm -- {path}`" in str(refused.value)
     assert path.read_text() == text, "never replaced: stacks may be encrypted with what it held"
@@ -143,7 +143,7 @@ def test_a_config_folder_that_cannot_be_made_is_one_message_with_the_fix(tmp_pat
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
     with pytest.raises(passphrase.PassphraseFileError, match="blueprint cannot create its passphrase file .*: set HOME"):
-        commands.pulumi_environment()
+        stack_runner.pulumi_environment()
 
 
 @pytest.mark.parametrize("text", ["\n", "blueprint\n"])

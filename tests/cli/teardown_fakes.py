@@ -1,0 +1,135 @@
+"""Fakes for the destroy routes: stacks with the state the real program's plans record, a fake
+Pulumi whose destroy fails as the real providers do, and the world outside Pulumi's state.
+
+The stacks' states here are made from the real program's plans (what `pulumi up` would have
+recorded), and the fake Pulumi fails a destroy the way the real providers do when what a resource
+lives in is unreachable: pulumi-kubernetes refuses to delete a Helm release on an unreachable
+cluster before it looks at PULUMI_K8S_DELETE_UNREACHABLE (provider.go, v4.32; pulumi-kubernetes
+#2675), and GitLab's objects need GitLab's API. So a route passes only if it removed exactly those
+resources from state first.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cli.lifecycle import lives_in_cluster, lives_in_gitlab
+from cli.phases import PHASES
+from cli.stack_runner import StackFailed
+from cli.teardown import ClusterState, World, destroy
+from stacks.config import stack_config
+from tests.plans import planned
+
+
+def recorded_state(stack: str, **config: str) -> dict[str, Any]:
+    """What `pulumi stack export` would give after an `up` of `stack` with `config`."""
+    resources = []
+    for resource in planned(stack, **config).resources:
+        state = {
+            "urn": resource["urn"],
+            "type": resource["type"],
+            "custom": resource["custom"],
+            "inputs": resource["inputs"],
+            "outputs": resource["inputs"],
+            "dependencies": resource["dependsOn"],
+            "retainOnDelete": resource["retainOnDelete"],
+        }
+        for key in ("parent", "provider", "deletedWith"):
+            if resource[key]:
+                state[key] = resource[key]
+        resources.append(state)
+    return {"version": 3, "deployment": {"manifest": {}, "resources": resources}}
+
+
+class FakePulumi:
+    """Stacks with recorded state; a destroy fails like the real providers would."""
+
+    def __init__(self, stacks: Mapping[str, dict[str, Any]], *, cluster: str = "running", gitlab: bool = True) -> None:
+        self.states = {stack: copy.deepcopy(state) for stack, state in stacks.items()}
+        self.stack_outputs = {stack: planned(stack).raw_outputs for stack in stacks}
+        self.cluster, self.gitlab = cluster, gitlab
+        self.calls: list[tuple[str, str]] = []
+        self.config: dict[tuple[str, str], str] = {}
+        self.destroyed: dict[str, list[dict[str, Any]]] = {}
+
+    def outputs(self, stack: str) -> dict[str, Any] | None:
+        if not self.is_up(stack):
+            return None
+        return {key: value for key, (value, _) in self.stack_outputs[stack].items()}
+
+    def export_state(self, stack: str) -> dict[str, Any]:
+        self.calls.append(("export", stack))
+        return copy.deepcopy(self.states[stack])
+
+    def import_state(self, stack: str, state: dict[str, Any]) -> None:
+        self.calls.append(("import", stack))
+        self.states[stack] = copy.deepcopy(state)
+
+    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+        self.calls.append(("destroy", stack))
+        resources = self.states[stack]["deployment"]["resources"]
+        for resource in resources:
+            if resource.get("retainOnDelete"):
+                continue
+            if self.cluster != "running" and lives_in_cluster(resource):
+                raise StackFailed(stack, f"{resource['urn']}: can't delete Helm Release with unreachable cluster")
+            if not self.gitlab and lives_in_gitlab(resource):
+                raise StackFailed(stack, f"{resource['urn']}: GitLab does not answer")
+        self.destroyed[stack] = resources
+        self.states[stack] = {"version": 3, "deployment": {"resources": []}}  # as Pulumi does: the stack stays, empty
+
+    def is_up(self, stack: str) -> bool:
+        return bool(self.states.get(stack, {}).get("deployment", {}).get("resources"))
+
+    def set_config(self, stack: str, key: str, value: str) -> None:
+        self.config[(stack, key)] = value
+
+    def up(self, stack: str, on_output: Callable[[str], None]) -> None:
+        self.calls.append(("up", stack))
+
+    def preview(self, stack: str, on_output: Callable[[str], None]) -> None:
+        self.calls.append(("preview", stack))
+
+
+CHECKOUT = "0123456789abcdef"
+"""This checkout's id, in the tests' world."""
+
+
+PHASE1_HERE = f"blueprint/phase1@{CHECKOUT}"
+"""phase1 of this checkout: the owner its data folder's marker names."""
+
+
+def world(
+    pulumi: FakePulumi, *, cluster: ClusterState | None = None, checkout: str | None = CHECKOUT, **config: str
+) -> tuple[World, list[tuple[str, str]]]:
+    wiped: list[tuple[str, str]] = []
+
+    def wipe(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
+        wiped.append((folder, owner))
+        return subprocess.CompletedProcess([], 0, "wiped", "")
+
+    phase1_config = {**stack_config("phase1")[0], **{f"blueprint:{key}": value for key, value in config.items()}}
+    return (
+        World(
+            cluster=lambda name: cluster or ClusterState("gone" if pulumi.cluster == "gone" else "running"),
+            gitlab_answers=lambda phase2: pulumi.gitlab,
+            phase1_config=lambda: phase1_config,
+            wipe_folder=wipe,
+            checkout_id=lambda: checkout,
+        ),
+        wiped,
+    )
+
+
+def all_stacks(**config: str) -> dict[str, dict[str, Any]]:
+    return {stack: recorded_state(stack, **config) for stack in ("phase1", "phase2", "phase3")}
+
+
+def run_destroy(pulumi: FakePulumi, preserve: bool | None, phase: str = "all", **options: Any) -> tuple[int, str]:
+    out: list[str] = []
+    the_world = options.pop("world", None) or world(pulumi)[0]
+    code = destroy(pulumi, out.append, PHASES[phase], preserve, world=the_world, **options)
+    return code, "\n".join(out)

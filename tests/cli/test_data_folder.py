@@ -1,0 +1,130 @@
+"""phase1's data folder once no stack holds it (an earlier destroy kept it): removed by a
+`destroy --wipe-data` of the checkout that owned it, and only then."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli import data_folder
+from cli.teardown import ClusterState, World
+from components.host_folder import LEASES_FOLDER, OWNER_MARKER
+from components.kind_cluster import CLUSTER_MARKER
+from providers.host_secret import WIPING_MARKER
+from tests.cli.teardown_fakes import CHECKOUT, PHASE1_HERE, FakePulumi, recorded_state, run_destroy, world
+
+
+@pytest.fixture
+def left_data(tmp_path: Path) -> Path:
+    """A data folder phase1 claimed, kept by a preserveData destroy, over a cluster now deleted."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / OWNER_MARKER).write_text(f"{PHASE1_HERE}\n")
+    (folder / CLUSTER_MARKER).write_text("blueprint\n")
+    return folder
+
+
+def after_a_preserve_destroy(left_data: Path, preserve_data: str = "false") -> tuple[FakePulumi, World, list[tuple[str, str]]]:
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False, cluster="gone")
+    the_world, wiped = world(pulumi, dataDir=str(left_data), preserveData=preserve_data)
+    return pulumi, the_world, wiped
+
+
+def test_wiping_after_a_preserve_destroy_removes_the_data_folder_no_stack_holds(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0, said
+    assert wiped == [(str(left_data), PHASE1_HERE)]
+
+
+def test_the_data_folder_no_stack_holds_is_wiped_with_the_folders_its_phase2_claimed_inside(left_data: Path) -> None:
+    """As phase1's own wipe would have: phase2 of this checkout, kept by the same preserveData destroy."""
+    platform = left_data / "platform"
+    platform.mkdir()
+    (platform / OWNER_MARKER).write_text(f"blueprint/phase2@{CHECKOUT}\n")
+    done = data_folder.wipe_folder(str(left_data), PHASE1_HERE)
+    assert done.returncode == 0, done.stderr
+    assert not left_data.exists()
+
+
+def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data, preserve_data="true")
+    code, said = run_destroy(pulumi, None, world=the_world)
+    assert code == 0, said
+    assert wiped == []
+
+
+def test_a_data_folder_with_a_platform_still_on_its_cluster_is_not_wiped(left_data: Path) -> None:
+    (left_data / LEASES_FOLDER).mkdir()
+    (left_data / LEASES_FOLDER / "blueprint_phase2").write_text("blueprint/phase2\n")
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert "a platform still runs on a cluster over it" in said
+    assert wiped == []
+
+
+def test_a_data_folder_whose_cluster_still_runs_is_not_wiped(left_data: Path) -> None:
+    pulumi, _, wiped = after_a_preserve_destroy(left_data)
+    the_world, wiped = world(pulumi, cluster=ClusterState("running"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert "the kind cluster blueprint blueprint made over it still runs" in said
+    assert wiped == []
+
+
+def test_a_checkout_with_no_stack_left_never_wipes_a_data_folder(left_data: Path) -> None:
+    """A fresh clone, or another checkout with the same absolute dataDir: it holds nothing here."""
+    pulumi = FakePulumi({})
+    the_world, wiped = world(pulumi, dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0
+    assert wiped == []
+    assert f"sudo rm -rf {left_data}" in said
+
+
+def test_wiping_the_folder_of_an_earlier_preserve_destroy_asks_first(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world, confirm=lambda question: "REMOVING" not in question)
+    assert code == 1
+    assert wiped == []
+
+
+def test_the_folder_is_not_wiped_from_under_phase3_by_destroying_phase1_alone(left_data: Path) -> None:
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, phase="1", world=the_world)
+    assert code == 1
+    assert "destroy phase3 too" in said
+    assert wiped == []
+
+
+def test_a_wipe_of_that_folder_started_before_is_finished_with_no_stack_left(left_data: Path) -> None:
+    """Only this wipe's own marker proves a checkout with no stack left may finish it."""
+    (left_data / WIPING_MARKER).touch()
+    pulumi = FakePulumi({})
+    the_world, wiped = world(pulumi, cluster=ClusterState("gone"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0, said
+    assert wiped == [(str(left_data), PHASE1_HERE)]
+
+
+@pytest.mark.parametrize("marker", ["blueprint/phase1@fedcba9876543210", "blueprint/phase1"], ids=["another checkout", "before ids"])
+def test_a_data_folder_that_names_another_checkouts_phase1_is_not_wiped(left_data: Path, marker: str) -> None:
+    """The same stack of another checkout (or a marker from before markers named the checkout, which
+    may be another's) is another owner: only the user can remove its data."""
+    (left_data / OWNER_MARKER).write_text(f"{marker}\n")
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert f"not this checkout's phase1 ({PHASE1_HERE})" in said
+    assert wiped == []
+
+
+def test_a_checkout_that_never_ran_a_stack_wipes_no_data_folder(left_data: Path) -> None:
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False, cluster="gone")
+    the_world, wiped = world(pulumi, checkout=None, dataDir=str(left_data), preserveData="false")
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 1
+    assert "this checkout never ran a stack" in said
+    assert wiped == []

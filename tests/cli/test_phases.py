@@ -1,0 +1,76 @@
+"""`blueprint up | preview`: the phases in order, and the failure help, against a fake runner.
+Every destroy route is in test_teardown.py."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from apps_manifest import load_manifest
+from cli import phases
+from stacks import outputs
+from tests.cli.fake_runner import PHASE2, FakeRunner, context
+
+
+def test_up_runs_every_phase_in_order() -> None:
+    runner = FakeRunner()
+    assert phases.up(context(runner)[0], "all") == 0
+    assert runner.calls == [("up", "phase1"), ("up", "phase2"), ("up", "phase3")]
+
+
+def test_up_of_one_phase_runs_only_that_stack() -> None:
+    runner = FakeRunner()
+    phases.up(context(runner)[0], "2")
+    assert runner.calls == [("up", "phase2")]
+
+
+def test_up_stops_when_the_doctor_finds_a_missing_prerequisite() -> None:
+    runner = FakeRunner()
+    ctx, out = context(runner, doctor=lambda: 1)
+    assert phases.up(ctx, "all") == 1
+    assert runner.calls == []
+    assert "blueprint doctor" in out.getvalue()
+
+
+def test_a_failed_phase_stops_the_next_and_is_explained() -> None:
+    runner = FakeRunner(failing="phase2")
+    ctx, out = context(runner, explain=lambda phase, stack, output, resume: f"EXPLAINED {phase} {stack}")
+    assert phases.up(ctx, "all") == 1
+    assert runner.calls == [("up", "phase1"), ("up", "phase2")]
+    assert "EXPLAINED 2 phase2" in out.getvalue()
+
+
+def test_preview_runs_in_order_and_changes_nothing() -> None:
+    runner = FakeRunner()
+    phases.preview(context(runner)[0], "all")
+    assert runner.calls == [("preview", "phase1"), ("preview", "phase2"), ("preview", "phase3")]
+
+
+def phase3_up() -> dict[str, Any]:
+    """phase3's outputs: a green pipeline for every project of the real manifest, and the guestbook's URL."""
+    names = [project.name for project in load_manifest()]
+    return {
+        outputs.APP_URLS: {"guestbook": "https://guestbook.local.example.net"},
+        outputs.PIPELINES: {name: f"https://gitlab.local.example.net/blueprint-apps/{name}/-/pipelines/1" for name in names},
+    }
+
+
+def test_up_ends_with_the_tally_of_every_manifest_projects_smoke_pipeline() -> None:
+    runner = FakeRunner(existing={"phase2": PHASE2, "phase3": phase3_up()})
+    ctx, out = context(runner, probe=lambda url, ca, headers: "ok")
+    assert phases.up(ctx, "3") == 0
+    assert out.getvalue().splitlines()[-1] == f"{len(load_manifest())}/{len(load_manifest())} smoke pipelines green"
+
+
+def test_up_checks_each_app_url_from_the_laptop_through_the_gateway_with_our_ca() -> None:
+    runner = FakeRunner(existing={"phase2": PHASE2, "phase3": phase3_up()})
+    asked: list[tuple[str, str, dict[str, str]]] = []
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        asked.append((url, ca, dict(headers)))
+        return "HTTP 503"
+
+    ctx, out = context(runner, probe=probe)
+    assert phases.up(ctx, "3") == 0
+    assert asked == [("https://guestbook.local.example.net/healthz", "/data/platform/ca.crt", {})]
+    assert "  app guestbook: https://guestbook.local.example.net  (/healthz from this laptop: HTTP 503)" in out.getvalue().splitlines()

@@ -1,0 +1,134 @@
+"""The end of an `up`: the summary, the smoke pipelines' tally, and `--glab-login`."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli import report
+from stacks import outputs
+from tests.cli.fake_runner import PHASE2, phase2_with_token
+
+
+def test_the_summary_says_where_things_and_credentials_are_never_the_credentials() -> None:
+    text = report.summary(
+        {"phase1": {}, "phase2": PHASE2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.local.example.net"}}}
+    )
+    assert "https://gitlab.local.example.net" in text
+    assert "cat /data/platform/secrets/gitlab-root-password" in text
+    assert 'echo "glpat-$(cat /data/platform/secrets/gitlab-admin-token)"' in text
+    assert "--show-secrets" not in text
+    assert "secret/gitlab/bootstrap/admin_token" in text
+    assert "127.0.0.1 gitlab.local.example.net registry.local.example.net kas.local.example.net guestbook.local.example.net" in text
+    assert "/data/platform/ca.crt" in text
+    assert "glpat-secret-value" not in text
+    assert "root-secret-value" not in text
+
+
+def test_the_summary_names_headlamp_and_puts_it_on_the_hosts_line_only_when_phase1_installed_it() -> None:
+    hosts_line = "127.0.0.1 gitlab.local.example.net registry.local.example.net kas.local.example.net"
+    without = report.summary({"phase1": {outputs.HEADLAMP: False}, "phase2": PHASE2})
+    assert f"{hosts_line}\n" in without
+    assert "headlamp" not in without.lower()
+    with_headlamp = report.summary({"phase1": {outputs.HEADLAMP: True}, "phase2": PHASE2})
+    assert f"{hosts_line} headlamp.local.example.net\n" in with_headlamp
+    assert "Headlamp:  https://headlamp.local.example.net" in with_headlamp
+
+
+def test_the_smoke_tally_counts_the_manifests_projects_that_have_a_green_pipeline() -> None:
+    projects = ["shared-code", "guestbook", "redis", "redis-slave"]
+    green = {name: f"https://gitlab.x/blueprint-apps/{name}/-/pipelines/1" for name in projects}
+    assert report.smoke_tally(projects, green) == "4/4 smoke pipelines green"
+    del green["shared-code"]
+    assert report.smoke_tally(projects, green) == (
+        "3/4 smoke pipelines green (none recorded for shared-code: `uv run blueprint up --phase 3` runs them)"
+    )
+
+
+def test_the_summary_prints_commands_that_show_the_root_password_and_token_from_their_files(tmp_path: Path) -> None:
+    folder = tmp_path / "it's $(touch pwned) `id`"
+    folder.mkdir()
+    (folder / "gitlab-root-password").write_text("RootPassword1\n")
+    phase2 = {**phase2_with_token(folder, "Token2"), outputs.GITLAB_ROOT_PASSWORD_FILE: str(folder / "gitlab-root-password")}
+    text = report.summary({"phase1": {}, "phase2": phase2, "phase3": {}})
+    shown = {}
+    for command in (report.root_password_command(phase2), report.admin_token_command(phase2)):
+        assert command in text
+        shown[command] = subprocess.run(["/bin/sh", "-c", command], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert sorted(shown.values()) == ["RootPassword1\n", "glpat-Token2\n"]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_the_summary_of_a_cluster_alone_gives_the_kubeconfig_command_that_parses() -> None:
+    from cli.main import _parser
+
+    text = report.summary({"phase1": {outputs.CLUSTER_NAME: "blueprint"}})
+    command = text.split("(for kubectl: uv run ", 1)[1].split(")", 1)[0]
+    assert _parser().parse_args(command.split()[1:]).command == "kubeconfig"
+
+
+def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    calls: list[tuple[list[str], str | None]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> Any:
+        calls.append((argv, kwargs.get("input")))
+        return None
+
+    assert report.glab_login(phase2_with_token(tmp_path), run) == "glab is logged in to gitlab.local.example.net as root"
+    assert calls[0][0] == ["glab", "config", "set", "ca_cert", "/data/platform/ca.crt", "--host", "gitlab.local.example.net"]
+    assert calls[1] == (["glab", "auth", "login", "--hostname", "gitlab.local.example.net", "--stdin"], "glpat-secret-value")
+
+
+def test_glab_login_without_glab_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    assert "glab is not installed" in report.glab_login(PHASE2)
+
+
+def test_a_glab_that_fails_is_said_and_the_up_still_stands(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+
+    def run(argv: list[str], **kwargs: Any) -> Any:
+        raise subprocess.CalledProcessError(1, argv, stderr="error: could not authenticate")
+
+    said = report.glab_login(phase2_with_token(tmp_path), run)
+    assert "could not authenticate" in said
+    assert "secret-value" not in said
+
+
+def test_glab_login_without_the_admin_token_file_says_which_file_and_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> Any:
+        calls.append(argv)
+
+    said = report.glab_login(PHASE2, run)
+    assert said == (
+        "glab could not be logged in to gitlab.local.example.net: phase2 is not up, or its data folder is not on this machine: "
+        "/data/platform/secrets/gitlab-admin-token; run `uv run blueprint up` / `pulumi up -s phase2` first; the platform is up regardless"
+    )
+    assert calls == []
+
+
+def test_glab_login_touches_the_platform_host_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    (tmp_path / "token").write_text("abc\n")
+    ran: list[list[str]] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    phase2 = {
+        outputs.GITLAB_URL: "https://gitlab.local.example.net",
+        outputs.CA_CERT_FILE: "/ca.crt",
+        outputs.ADMIN_TOKEN_FILE: str(tmp_path / "token"),
+    }
+    report.glab_login(phase2, run=run)
+    hosts = [argv[argv.index("--host" if "--host" in argv else "--hostname") + 1] for argv in ran]
+    assert len(hosts) == 2
+    assert set(hosts) == {"gitlab.local.example.net"}

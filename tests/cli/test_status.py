@@ -1,0 +1,87 @@
+"""`blueprint status`, against a fake runner and a fake probe."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cli import status
+from stacks import outputs
+from tests.cli.fake_runner import PHASE2, FakeRunner, phase2_with_token
+
+
+def test_status_reports_each_phase_and_each_health(tmp_path: Path) -> None:
+    phase2 = phase2_with_token(tmp_path)
+    runner = FakeRunner(existing={"phase1": {}, "phase2": phase2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.x"}}})
+    probed: list[str] = []
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        probed.append(url)
+        return "ok"
+
+    text = status.status(runner, probe)
+    assert "phase1: up" in text
+    assert "phase3: up" in text
+    assert [url.split("/", 3)[-1] for url in probed] == [
+        "api/v4/version",
+        "v1/sys/seal-status",
+        "api/v4/groups/7/runners?type=group_type&status=online",
+        "healthz",
+    ]
+
+
+def test_the_cli_calls_gitlab_with_the_admin_token_of_phase2s_file(tmp_path: Path) -> None:
+    runner = FakeRunner(existing={"phase2": phase2_with_token(tmp_path, "FromTheFile42")})
+    sent: dict[str, str] = {}
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        sent[url.split("/", 3)[-1]] = dict(headers).get("PRIVATE-TOKEN", "")
+        return "ok"
+
+    status.status(runner, probe)
+    assert sent["api/v4/version"] == sent["api/v4/groups/7/runners?type=group_type&status=online"] == "glpat-FromTheFile42"
+    assert sent["v1/sys/seal-status"] == ""
+
+
+def test_status_without_the_admin_token_file_says_which_file_and_what_to_run(tmp_path: Path) -> None:
+    missing = tmp_path / "gitlab-admin-token"
+    runner = FakeRunner(existing={"phase2": {**PHASE2, outputs.ADMIN_TOKEN_FILE: str(missing)}})
+    probed: list[str] = []
+
+    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+        probed.append(url)
+        return "ok"
+
+    text = status.status(runner, probe)
+    assert (
+        f"  GitLab:  unknown: phase2 is not up, or its data folder is not on this machine: {missing}; "
+        "run `uv run blueprint up` / `pulumi up -s phase2` first"
+    ) in text.splitlines()
+    assert "  Runners: unknown: no admin token (above)" in text.splitlines()
+    assert [url.split("/", 3)[-1] for url in probed] == ["v1/sys/seal-status"]
+
+
+def test_status_says_which_blueprint_release_brought_each_stack_up() -> None:
+    runner = FakeRunner(existing={"phase1": {outputs.BLUEPRINT_VERSION: "0.1.0"}})
+    text = status.status(runner, lambda *_: "ok", lambda phase1: [])
+    assert text.splitlines() == ["phase1: up, by blueprint 0.1.0", "phase2: not up", "phase3: not up"]
+
+
+def test_status_of_nothing_says_not_up() -> None:
+    text = status.status(FakeRunner(), lambda *_: "ok", lambda phase1: [])
+    assert text.splitlines() == ["phase1: not up", "phase2: not up", "phase3: not up"]
+
+
+def test_status_ends_with_the_image_cache_read_from_phase1s_outputs_or_none_when_it_is_not_up() -> None:
+    seen: list[Any] = []
+
+    def cache(phase1: Mapping[str, Any] | None) -> list[str]:
+        seen.append(phase1)
+        return ["image cache: /cache, 1.0 GiB on disk"]
+
+    up = {outputs.IMAGE_CACHE_DIR: "/cache"}
+    text = status.status(FakeRunner(existing={"phase1": up}), lambda *_: "ok", cache)
+    assert text.splitlines()[-1] == "image cache: /cache, 1.0 GiB on disk"
+    status.status(FakeRunner(), lambda *_: "ok", cache)
+    assert seen == [up, None]
