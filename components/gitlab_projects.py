@@ -158,6 +158,10 @@ def variables(project: AppProject, args: GitLabProjectsArgs) -> dict[str, str]:
     return values
 
 
+_Made = tuple[AppProject, Project, list[pulumi.Resource]]
+"""A project, its repository, and the settings its first sync waits for: the group's and its variables, its deploy token."""
+
+
 class GitLabProjects(pulumi.ComponentResource):
     """The apps' projects in the platform's group, and what makes each build and deploy itself."""
 
@@ -172,9 +176,26 @@ class GitLabProjects(pulumi.ComponentResource):
         # What lives in GitLab's database leaves Pulumi's state on a preserveData destroy, not GitLab.
         kept = pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data)
         connection = Connection(args.gitlab_url, args.token, args.ca_file)
-        # The group's variables live in phase2's group: they are checked against its mark.
-        # The deploy credential is protected: GitLab hands it to jobs of protected refs alone.
-        group_variables = [
+        group_variables = self._group_variables(name, args, connection, kept)
+        self.deploy_tokens = {}
+        made: dict[str, _Made] = {}
+        previous: Project | None = None
+        for project in args.projects:
+            repository, project_variables, token = self._project(f"{name}-{project.name}", project, args, connection, kept, previous)
+            if token is not None:
+                self.deploy_tokens[project.name] = token
+            made[project.name] = (project, repository, [*group_variables, *project_variables, *([token] if token else [])])
+            previous = repository
+        self.pipelines = self._pipelines(name, args, connection, child, made)
+        self.register_outputs({"pipelines": self.pipelines})
+
+    def _group_variables(
+        self, name: str, args: GitLabProjectsArgs, connection: Connection, kept: pulumi.ResourceOptions
+    ) -> list[GroupVariable]:
+        """The group's variables. They live in phase2's group: they are checked against its mark.
+        The deploy credential is protected: GitLab hands it to jobs of protected refs alone.
+        """
+        return [
             GroupVariable(
                 f"{name}-{key.lower().replace('_', '-')}",
                 VariableArgs(
@@ -194,57 +215,67 @@ class GitLabProjects(pulumi.ComponentResource):
                 ("BLUEPRINT_DOMAIN", args.domain, False, "env_var", False),
             )
         ]
-        self.pipelines = {}
-        self.deploy_tokens = {}
+
+    def _project(
+        self,
+        prefix: str,
+        project: AppProject,
+        args: GitLabProjectsArgs,
+        connection: Connection,
+        kept: pulumi.ResourceOptions,
+        previous: Project | None,
+    ) -> tuple[Project, list[ProjectVariable], DeployToken | None]:
+        """One project, its variables and, when it builds an image, its deploy token."""
+        repository = Project(
+            prefix,
+            ProjectArgs(
+                connection=connection,
+                namespace=GROUP,
+                namespace_id=args.group_id,
+                path=project.name,
+                name=project.name,
+                owner=args.owner,
+                group_owner=args.group_owner,
+            ),
+            # Projects are made in manifest order: shared-code, whose templates the others include, first.
+            opts=pulumi.ResourceOptions.merge(kept, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
+        )
+        project_variables = [
+            ProjectVariable(
+                f"{prefix}-{key.lower().replace('_', '-')}",
+                VariableArgs(connection=connection, parent=repository.id, key=key, value=value),
+                opts=kept,
+            )
+            for key, value in variables(project, args).items()
+        ]
+        if not project.build:
+            return repository, project_variables, None
+        # GitLab hands a deploy token of this name to jobs as CI_DEPLOY_USER/PASSWORD: the
+        # cluster pulls the image with it, after the job's own token has expired.
+        token = DeployToken(
+            f"{prefix}-deploy-token",
+            DeployTokenArgs(connection=connection, project=repository.id, name="gitlab-deploy-token", scopes=("read_registry",)),
+            opts=kept,
+        )
+        return repository, project_variables, token
+
+    def _pipelines(
+        self, name: str, args: GitLabProjectsArgs, connection: Connection, child: pulumi.ResourceOptions, made: dict[str, _Made]
+    ) -> dict[str, pulumi.Output[str]]:
+        """Each project's sources and smoke pipeline, in dependency order: the templates first, then
+        each project once what it needs is green. Returns each pipeline's web URL.
+        """
         # The cluster the apps deploy to, as a digest (the kubeconfig is secret; its digest is not):
         # a new cluster (a restore over preserved data) runs every smoke pipeline again.
         deploy_target = pulumi.Output.unsecret(
             pulumi.Output.secret(args.deploy_kubeconfig).apply(lambda text: hashlib.sha256(text.encode()).hexdigest()[:16])
         )
-        previous: pulumi.Resource | None = None
         shared_code: pulumi.Resource | None = None
         smoke: dict[str, SmokePipeline] = {}
-        syncs: dict[str, tuple[AppProject, Project, list[pulumi.Resource]]] = {}
-        for project in args.projects:
-            prefix = f"{name}-{project.name}"
-            repository = Project(
-                prefix,
-                ProjectArgs(
-                    connection=connection,
-                    namespace=GROUP,
-                    namespace_id=args.group_id,
-                    path=project.name,
-                    name=project.name,
-                    owner=args.owner,
-                    group_owner=args.group_owner,
-                ),
-                # Projects are made in manifest order: shared-code, whose templates the others include, first.
-                opts=pulumi.ResourceOptions.merge(kept, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
-            )
-            previous = repository
-            setting: list[pulumi.Resource] = [
-                ProjectVariable(
-                    f"{prefix}-{key.lower().replace('_', '-')}",
-                    VariableArgs(connection=connection, parent=repository.id, key=key, value=value),
-                    opts=kept,
-                )
-                for key, value in variables(project, args).items()
-            ]
-            if project.build:
-                # GitLab hands a deploy token of this name to jobs as CI_DEPLOY_USER/PASSWORD: the
-                # cluster pulls the image with it, after the job's own token has expired.
-                self.deploy_tokens[project.name] = DeployToken(
-                    f"{prefix}-deploy-token",
-                    DeployTokenArgs(connection=connection, project=repository.id, name="gitlab-deploy-token", scopes=("read_registry",)),
-                    opts=kept,
-                )
-                setting.append(self.deploy_tokens[project.name])
-            syncs[project.name] = (project, repository, setting)
-        # Sources go in dependency order: the templates first, then each project once what it needs is green.
         for project_name in _push_order(args.projects):
-            project, repository, setting = syncs[project_name]
+            project, repository, settings = made[project_name]
             prefix = f"{name}-{project.name}"
-            waits = [*group_variables, *setting, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
+            waits = [*settings, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
             sync = GitLabSync(
                 f"{prefix}-sync",
                 GitLabSyncArgs(connection=connection, project=repository.id, files=project_files(project)),
@@ -274,5 +305,4 @@ class GitLabProjects(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            self.pipelines[project.name] = smoke[project.name].web_url
-        self.register_outputs({"pipelines": self.pipelines})
+        return {project_name: pipeline.web_url for project_name, pipeline in smoke.items()}

@@ -269,16 +269,45 @@ class OpenBao(pulumi.ComponentResource):
     def __init__(self, name: str, args: OpenBaoArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:OpenBao", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self.writer_password_file = f"{args.secrets_path}/openbao-{WRITER_USER}-password"
+        self.admin_password_file = f"{args.secrets_path}/openbao-{ADMIN_USER}-password"
+        environment = self._bootstrap_secrets(name, args, child)
+        namespace, values, release = self._server(name, args, child, environment)
+        self.init = self._init(name, args, child, environment, values, release)
+        self.address = pulumi.Output.from_input(args.host_address)
+        self.cluster_address = pulumi.Output.concat("http://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
+        self.writer_username = WRITER_USER
+        self.writer_password = environment[WRITER_PASSWORD_ENV]
+        self.register_outputs(
+            {
+                "address": self.address,
+                "cluster_address": self.cluster_address,
+                "writer_username": self.writer_username,
+                "writer_password": self.writer_password,
+                "admin_password_file": self.admin_password_file,
+            }
+        )
+
+    def _bootstrap_secrets(self, name: str, args: OpenBaoArgs, child: pulumi.ResourceOptions) -> dict[str, pulumi.Output[str]]:
+        """The seal key and the users' passwords, kept in the data folder: by the variable the server reads each from."""
         after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
         seal_key = HostSecret(
             f"{name}-seal-key",
             HostSecretArgs(path=f"{args.secrets_path}/openbao-seal-key", kind="static-seal-key", length=SEAL_KEY_LENGTH),
             opts=after_folder,
         )
-        self.writer_password_file = f"{args.secrets_path}/openbao-{WRITER_USER}-password"
         writer_password = HostSecret(f"{name}-writer-password", HostSecretArgs(path=self.writer_password_file), opts=after_folder)
-        self.admin_password_file = f"{args.secrets_path}/openbao-{ADMIN_USER}-password"
         admin_password = HostSecret(f"{name}-admin-password", HostSecretArgs(path=self.admin_password_file), opts=after_folder)
+        return {
+            SEAL_KEY_ENV: seal_key.value,
+            WRITER_PASSWORD_ENV: writer_password.value,
+            ADMIN_PASSWORD_ENV: admin_password.value,
+        }
+
+    def _server(
+        self, name: str, args: OpenBaoArgs, child: pulumi.ResourceOptions, environment: dict[str, pulumi.Output[str]]
+    ) -> tuple[k8s.core.v1.Namespace, dict[str, Any], k8s.helm.v3.Release]:
+        """The namespace, the Secrets the server reads its environment from, and the chart's release."""
         # restricted: the chart's pod default (non-root, RuntimeDefault seccomp) and the container context set in openbao_values.
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
@@ -293,11 +322,6 @@ class OpenBao(pulumi.ComponentResource):
             },
             opts=child,
         )
-        environment: dict[str, pulumi.Output[str]] = {
-            SEAL_KEY_ENV: seal_key.value,
-            WRITER_PASSWORD_ENV: writer_password.value,
-            ADMIN_PASSWORD_ENV: admin_password.value,
-        }
         bootstrap = k8s.core.v1.Secret(
             f"{name}-bootstrap",
             metadata={"name": BOOTSTRAP_SECRET, "namespace": namespace.metadata.name},
@@ -314,18 +338,30 @@ class OpenBao(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.OPENBAO_CHART_REPO),
                 namespace=namespace.metadata.name,
                 values=values,
-                # OpenBaoInit waits for the server, and says why when it does not come (see above).
+                # OpenBaoInit waits for the server, and says why when it does not come (the module's docstring).
                 skip_await=True,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, bootstrap, args.database_ready])),
         )
-        self.init = OpenBaoInit(
+        return namespace, values, release
+
+    def _init(
+        self,
+        name: str,
+        args: OpenBaoArgs,
+        child: pulumi.ResourceOptions,
+        environment: dict[str, pulumi.Output[str]],
+        values: dict[str, Any],
+        release: k8s.helm.v3.Release,
+    ) -> OpenBaoInit:
+        """The check of the vault, and the requests self-initialisation cannot reach, once the release is up."""
+        return OpenBaoInit(
             f"{name}-init",
             OpenBaoInitArgs(
                 address=args.host_address,
                 username=WRITER_USER,
-                password=writer_password.value,
-                password_file=f"{args.secrets_path}/openbao-{WRITER_USER}-password",
+                password=environment[WRITER_PASSWORD_ENV],
+                password_file=self.writer_password_file,
                 admin_username=ADMIN_USER,
                 admin_password_file=self.admin_password_file,
                 requests=init_requests(),
@@ -344,17 +380,4 @@ class OpenBao(pulumi.ComponentResource):
                 table=STORAGE_TABLE,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[release])),
-        )
-        self.address = pulumi.Output.from_input(args.host_address)
-        self.cluster_address = pulumi.Output.concat("http://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
-        self.writer_username = WRITER_USER
-        self.writer_password = writer_password.value
-        self.register_outputs(
-            {
-                "address": self.address,
-                "cluster_address": self.cluster_address,
-                "writer_username": self.writer_username,
-                "writer_password": self.writer_password,
-                "admin_password_file": self.admin_password_file,
-            }
         )
