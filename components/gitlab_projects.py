@@ -2,22 +2,18 @@
 their CI/CD variables, their sources (one commit per change) and, for each project, a smoke
 pipeline that must go green (a deploying project's deploys its app; shared-code's checks the templates).
 
-The group is phase2's, not this component's: it is the platform's, which the runners serve (and
-only its projects), so it exists before them and outlives a destroy of the apps alone. phase2
-exports its id and its mark, and this component checks what it puts in the group against that
-mark (`group_owner`).
-
-Every project's `.gitlab-ci.yml` is rendered here from the manifest (`render_ci`): it includes
-`shared-code`'s `templates/pipeline.yml`, so a change to the templates reaches every project, and
-the file a project holds is visible in the plan. CI deploys with the kubeconfig of an account
-limited to the apps namespace, never the cluster-admin one: a file variable of the group, and a
-protected one, which GitLab hands only to jobs of protected refs; each project's default branch
-is protected (`providers/gitlab_objects.py`), and the pipeline deploys from it alone.
+The group is phase2's, which exports its id and its mark; what this component puts in the group is
+checked against that mark (`group_owner`). Every project's `.gitlab-ci.yml` is rendered here from
+the manifest (`render_ci`): it includes `shared-code`'s `templates/pipeline.yml`, so a change to
+the templates reaches every project, and the file a project holds is visible in the plan. CI
+deploys with the kubeconfig of an account limited to the apps namespace: a protected file variable
+of the group, which GitLab hands only to jobs of protected refs; each project's default branch is
+protected (`providers/gitlab_objects.py`), and the pipeline deploys from it alone.
 
 Everything here that lives in GitLab's database (projects, variables, deploy tokens) is got or
-created (`providers/gitlab_objects.py`): a new state over a preserved GitLab adopts what is ours
-and refuses what is not. With `preserve_data` a destroy leaves all of it in GitLab
-(`retain_on_delete`); without, it deletes it.
+created: a new state over a preserved GitLab adopts what is ours and refuses what is not. With
+`preserve_data` a destroy leaves all of it in GitLab (`retain_on_delete`); without, it deletes it.
+Why: docs/design/decisions.md, entries 1, 29, 30, 31 and 33.
 """
 
 from __future__ import annotations

@@ -1,42 +1,21 @@
 """OpenBao, the platform's vault: our own install of the openbao chart, sealed with a static key
 blueprint generates, and configured by the server itself on its first start.
 
-- **No initialisation window.** Before the server exists, blueprint generates and keeps (0600,
-  under `<dataDir>/platform/secrets/`) a 32-byte static seal key and the passwords of two userpass
-  users. The server auto-unseals with that key (`seal "static"`) and, on its very first start,
-  initialises itself from the `initialize` stanzas below (declarative self-initialisation): KV v2
-  at `secret/`, the policies `blueprint-writer` and `admin`, the userpass users `blueprint` and
-  `admin`. Self-initialisation runs inside the server before its API listens, creates no recovery
-  or unseal keys, and revokes the root token it used (internal/command/server.go `Initialize`), so
-  no credential is ever handed out that a crash or a lost answer could lose: all of them existed
-  before the server started.
-- `providers/openbao_init.py` checks the result, and applies the same requests (`SELF_INIT`, one
-  list for both) through the API where self-initialisation cannot reach: a vault already
-  initialised when a request changed.
-- The seal key and the passwords reach the server as environment variables from a Secret
-  (`server.extraSecretEnvironmentVars`), never in the chart's values: the config names them
-  (`current_key = "env://..."`, `eval_source = "env"`).
-- Standalone, storage `postgresql` in the `openbao` database, set explicitly: the chart still
-  defaults to `file` storage, which OpenBao 2.7 removed. The connection URL, which carries the
-  role's password, reaches the server as `BAO_PG_CONNECTION_URL` from a Secret (OpenBao reads it
-  in place of `connection_url`: physical/postgresql/postgresql.go), so the values hold no secret.
-  The backend creates its table, `openbao_kv_store`, itself when the role owns the database.
-- The chart's readiness probe is `bao status`, false while sealed; the probe here asks
-  `sys/health` with `sealedcode=204&uninitcode=204`, so a server that waits for something (its
-  storage sealed with another key than the seal key file's, say) still lets the release finish and
-  `OpenBaoInit` says what is wrong. The release does not wait for the pod either: a server that
-  exits (its storage refuses it) would otherwise only time Helm out, with no word of why.
-  `OpenBaoInit` waits instead (`kubectl rollout status`, for up to 10 minutes of its own: the
-  first pull of the image can be slow on a laptop), reads the log when the pod never gets ready,
-  and names a pod of the earlier revision that holds the rollout up (the chart's
-  `podManagementPolicy` is OrderedReady, which an existing StatefulSet cannot change). Its
-  `release_digest` input is a digest of the release's chart and values, so any
-  change that rolls the pod is an update of `OpenBaoInit` too: it waits for the new pod, never
-  checking the old one while it is replaced, and the KV writes that depend on it wait as well.
-  The values set `configAnnotation`, so a change of the server's config alone rolls the pod too.
-- The pod runs as the chart's non-root user with RuntimeDefault seccomp; its container also drops
-  every capability, which makes it fit the `restricted` Pod Security level.
-- The API is a NodePort on the port phase1 maps to 127.0.0.1, so the provider on the host checks it.
+The seal key and the passwords of the userpass users `blueprint` and `admin` are generated into
+0600 files before the server exists, and reach it as environment variables from a Secret, never
+in the chart's values: the config names them (`current_key = "env://..."`, `eval_source = "env"`).
+The `initialize` stanzas (`SELF_INIT`) mount KV v2 at `secret/` and make the policies and users;
+`providers/openbao_init.py` checks the result, and applies the same requests through the API to a
+vault initialised before a request changed. Storage is `postgresql` in the `openbao` database, its
+URL, with the role's password, from a Secret as `BAO_PG_CONNECTION_URL`; the backend makes its table.
+
+The release does not wait for the pod, and the readiness probe asks `sys/health`, so a sealed or
+uninitialised server still lets it finish: `OpenBaoInit` waits (up to 10 minutes: a first image
+pull is slow), reads the log when the pod never gets ready, and names a pod of an earlier revision
+that holds the rollout up. Its `release_digest` input changes with whatever rolls the pod
+(`configAnnotation` rolls it on a config change), so it waits for the new pod, never checking the
+old one. The pod fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to
+127.0.0.1. Why: docs/design/decisions.md, entries 3, 4 and 8.
 """
 
 from __future__ import annotations
@@ -338,7 +317,7 @@ class OpenBao(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.OPENBAO_CHART_REPO),
                 namespace=namespace.metadata.name,
                 values=values,
-                # OpenBaoInit waits for the server, and says why when it does not come (the module's docstring).
+                # OpenBaoInit waits for the server, and says why when it does not come (the module docstring).
                 skip_await=True,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, bootstrap, args.database_ready])),
