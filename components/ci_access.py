@@ -1,26 +1,13 @@
 """What CI deploys with: a namespace for the apps and a ServiceAccount whose rights end there.
 
-The old blueprint handed jobs the cluster-admin kubeconfig. Here the account `ci-deployer` may
-manage the usual application objects in the apps namespace only: what `helm upgrade --install` of
-the apps' charts touches, and HTTPRoutes but no Gateway (the apps attach routes to GitLab's
-Gateway; a Gateway of the shared class would take listeners, and NodePorts, beside GitLab's). Its
-kubeconfig, for pods (server `https://kubernetes.default.svc`), carries a token of a year
-(`kubectl create token`) and the cluster's CA; it is made when the namespace or the ServiceAccount
-is, so a new cluster or a new account gets a new one, and made again by the first `up` within
-RENEW_DAYS of the token's expiry (`providers/deploy_kubeconfig.py`), which hands the new one on to
-phase3's CI variable in the same `blueprint up`.
+`ci-deployer` may manage what the apps' charts need, and HTTPRoutes but no Gateway, in the apps
+namespace only. Its kubeconfig (for pods, with the cluster's CA) carries a bound token of a year,
+made with the namespace or the account, and again by the first `up` within RENEW_DAYS of its expiry
+(`providers/deploy_kubeconfig.py`), which hands it on to phase3's CI variable. Bound tokens die with
+the account, so no job may mint a credential of its own: two ValidatingAdmissionPolicies
+(CREDENTIAL_POLICIES) refuse a token Secret and a `ci-deployer` pod (docs/design/decisions.md, entry 29).
 
-No credential of the account outlives it. Its tokens are bound tokens (TokenRequest): there is no
-revoking one by one, but each dies with the ServiceAccount (its uid is in the token). So a job
-must not be able to mint a credential of its own, which the Role's `secrets` and `pods` rights
-(the deploy job writes a registry pull Secret; the charts make pods) would otherwise allow: two
-ValidatingAdmissionPolicies (CREDENTIAL_POLICIES, bound to the apps namespace) refuse there a
-Secret of type `kubernetes.io/service-account-token` (a token with no expiry, which a renewal does
-not touch) and a pod that runs as `ci-deployer` (its kubelet-refreshed token; and, as a pod names
-its account by name only, it would get tokens of a new account of the same name too).
-
-To take CI's access away at once (a leaked kubeconfig, a job that misbehaved): delete the account,
-which voids every token of it, and have `up` make it again with a new token:
+To take CI's access away at once, delete the account, tell Pulumi it is gone, and `up`:
 
     kubectl --context kind-<clusterName> -n apps delete serviceaccount ci-deployer
     eval "$(uv run blueprint env)"
@@ -28,10 +15,8 @@ which voids every token of it, and have `up` make it again with a new token:
     pulumi refresh -s phase2 --yes --target "$deployer"
     uv run blueprint up
 
-The refresh of that one resource is what tells Pulumi the account is gone: `up` compares with the
-state, in which it still exists (pulumi-kubernetes' Diff reads no live object), and would make
-nothing. Then `up` makes the account again; its new uid is an input of the kubeconfig
-(`service_account_uid`), so the same `up` makes a new token and phase3 hands it to CI.
+Without the refresh `up` compares with the state, where the account still exists, and makes nothing.
+The new account's uid is an input of the kubeconfig: the same `up` makes a new token for CI.
 """
 
 from __future__ import annotations

@@ -1,28 +1,21 @@
 """GitLab 19 (chart 10.1.x) on the external data tier, behind its bundled Envoy Gateway.
 
-Chart facts, from the chart's own values.yaml, templates and docs (`platform-stack.md` section 1,
-`gitlab-on-kind.md`; mirror nobidev/gitlab-charts):
-
-- 10.x has no bundled PostgreSQL, Redis or MinIO: `global.psql`, `global.redis` and consolidated
-  object storage are required, each credential named by Secret. Object storage wants three
-  formats: a Fog connection for Rails, the registry's S3 driver config, and an s3cmd INI for the
-  toolbox's backups; the builders below make each from plain strings.
-- The bundled runner, cert-manager, Prometheus and GitLab's own OpenBao (an Ultimate feature,
-  unrelated to ours) are off. Gateway API CRDs come from `components/gateway_crds.py`: the
-  release skips its own, and the bundled Envoy Gateway's copy of the Gateway API safe-upgrade
-  policy, which the CRD chart already installs.
-- Envoy's Service is a NodePort on exactly the NodePorts phase1 maps from the host, with
-  `externalTrafficPolicy: Cluster` (the mapped node runs no Envoy) and a fixed name, so
-  in-cluster DNS can point `*.<domain>` at it (`components/cluster_dns.py`).
-- The rails secret and the SSH host keys are generated once into the data folder
-  (`providers/host_secret.py`): a GitLab whose rails secret changes cannot read its own database,
-  and clients would see new host keys. The chart's shared-secrets job fills in the rest.
+Chart facts come from the chart's own values.yaml, templates and docs (mirror nobidev/gitlab-charts).
+The values name every credential by its Secret and hold none. Object storage takes three formats
+(Rails' Fog connection, the registry's S3 driver config, the toolbox's s3cmd INI), built below from
+plain strings. Envoy's Service is a NodePort on the NodePorts phase1 maps, under a fixed name that
+in-cluster DNS points `*.<domain>` at (`components/cluster_dns.py`); the apps' and Headlamp's
+listeners are patched onto the chart's Gateway, and a last patch waits for it to be Programmed.
+The rails secret and the SSH host keys are kept in the data folder (`providers/host_secret.py`).
+Why the bundled data tier, runner, cert-manager, Prometheus and OpenBao are off, and the rest:
+docs/design/decisions.md, entries 7, 11, 19 and 20.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,7 +247,7 @@ def envoy_proxy_spec(args: GitLabArgs) -> dict[str, Any]:
                 "envoyService": {
                     "name": ENVOY_SERVICE,
                     "type": "NodePort",
-                    "externalTrafficPolicy": "Cluster",
+                    "externalTrafficPolicy": "Cluster",  # the node phase1 maps runs no Envoy
                     "patch": {
                         "type": "StrategicMerge",
                         "value": {
@@ -348,87 +341,111 @@ def _one_replica(memory: str, cpu: str = "100m") -> dict[str, Any]:
     return {"minReplicas": 1, "maxReplicas": 1, "resources": {"requests": {"cpu": cpu, "memory": memory}}}
 
 
-def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> dict[str, Any]:
-    """The chart's values. Every credential is a Secret's name: the values hold no secret."""
-    app_config: dict[str, Any] = {
+def _app_config() -> dict[str, Any]:
+    """Rails' object storage: one connection (a Secret), every object type in its bucket, and the backups'."""
+    return {
         "object_store": {"enabled": True, "proxy_download": True, "connection": {"secret": OBJECT_STORE_SECRET, "key": "connection"}},
         **{kind: {"enabled": True, "bucket": bucket} for kind, bucket in BUCKET_OF.items()},
         "backups": {"bucket": "gitlab-backups", "tmpBucket": "tmp"},
     }
+
+
+def _global_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> dict[str, Any]:
+    """`global`: the hosts, the secrets by name, the external data tier, the Gateway, our CA."""
     return {
-        "global": {
-            "edition": "ce",
-            "hosts": {"domain": args.domain, "https": True},
-            "shell": {"port": args.ssh_port, "hostKeys": {"secret": HOST_KEYS_SECRET}},
-            "initialRootPassword": {"secret": ROOT_PASSWORD_SECRET, "key": "password"},
-            "railsSecrets": {"secret": RAILS_SECRET},
-            # One database for GitLab's `main` and `ci` connections: since chart 7.0 both are made from
-            # `global.psql`, the `ci` one without database tasks (charts issue #4248, gitlab#388030). GitLab
-            # 19 requires no separate `ci` database: its upgrade notes name none (gitlab
-            # doc/update/versions/gitlab_19_changes.md), and the chart's own CI runs 10.x on one CNPG
-            # database (scripts/ci/values/gitlab-chart/dev-stack.values.yaml).
-            "psql": {
-                "host": postgres_host,
-                "port": 5432,
-                "database": args.postgres_database,
-                "username": args.postgres_user,
-                "password": {"secret": PSQL_SECRET, "key": "password"},
-            },
-            "redis": {"host": redis_host, "port": 6379, "auth": {"enabled": True, "secret": REDIS_SECRET, "key": "password"}},
-            "minio": {"enabled": False},
-            "appConfig": app_config,
-            "registry": {"bucket": "registry"},
-            # The redirect (the chart's default since 9.10.0) is what makes the Gateway listen on 80,
-            # which the Envoy Service patch names (check_envoy_service_ports).
-            "gatewayApi": {"enabled": True, "installEnvoy": True, "configureCertmanager": False, "httpToHttpsRedirect": True},
-            "openbao": {"enabled": False},
-            "certificates": {"customCAs": [{"secret": args.ca_secret}]},
-            "nodeSelector": args.node_selector,
+        "edition": "ce",
+        "hosts": {"domain": args.domain, "https": True},
+        "shell": {"port": args.ssh_port, "hostKeys": {"secret": HOST_KEYS_SECRET}},
+        "initialRootPassword": {"secret": ROOT_PASSWORD_SECRET, "key": "password"},
+        "railsSecrets": {"secret": RAILS_SECRET},
+        # One database for GitLab's `main` and `ci` connections: since chart 7.0 both are made from
+        # `global.psql`, the `ci` one without database tasks (charts issue #4248, gitlab#388030). GitLab
+        # 19 requires no separate `ci` database: its upgrade notes name none (gitlab
+        # doc/update/versions/gitlab_19_changes.md), and the chart's own CI runs 10.x on one CNPG
+        # database (scripts/ci/values/gitlab-chart/dev-stack.values.yaml).
+        "psql": {
+            "host": postgres_host,
+            "port": 5432,
+            "database": args.postgres_database,
+            "username": args.postgres_user,
+            "password": {"secret": PSQL_SECRET, "key": "password"},
         },
+        "redis": {"host": redis_host, "port": 6379, "auth": {"enabled": True, "secret": REDIS_SECRET, "key": "password"}},
+        "minio": {"enabled": False},
+        "appConfig": _app_config(),
+        "registry": {"bucket": "registry"},
+        # The redirect (the chart's default since 9.10.0) is what makes the Gateway listen on 80,
+        # which the Envoy Service patch names (check_envoy_service_ports).
+        "gatewayApi": {"enabled": True, "installEnvoy": True, "configureCertmanager": False, "httpToHttpsRedirect": True},
+        "openbao": {"enabled": False},
+        "certificates": {"customCAs": [{"secret": args.ca_secret}]},
+        "nodeSelector": args.node_selector,
+    }
+
+
+def _envoy_gateway_values(args: GitLabArgs) -> dict[str, Any]:
+    """`envoy-gateway`: the bundled Envoy Gateway's controller, on GitLab's nodes."""
+    return {
+        # The CRD chart installs this policy; a second copy from this release would collide with it.
+        "crds": {"gatewayAPI": {"safeUpgradePolicy": {"enabled": False}}},
+        "deployment": {"pod": {"nodeSelector": args.node_selector}},
+        "certgen": {"job": {"nodeSelector": args.node_selector}},
+    }
+
+
+def _gitlab_subchart_values(args: GitLabArgs) -> dict[str, Any]:
+    """`gitlab`: one replica of each service, and Gitaly on its static volume."""
+    return {
+        "webservice": {**_one_replica("2.5Gi", "300m"), "workhorse": {"resources": {"requests": {"cpu": "50m", "memory": "100Mi"}}}},
+        "sidekiq": _one_replica("1.5Gi", "200m"),
+        "gitlab-shell": _one_replica("64Mi", "20m"),
+        "kas": _one_replica("128Mi", "20m"),
+        "toolbox": {"backups": {"objectStorage": {"config": {"secret": BACKUP_STORAGE_SECRET, "key": "config"}}}},
+        "gitaly": {
+            "persistence": {"storageClass": STORAGE_CLASS, "size": args.gitaly_volume.size, "matchLabels": {}},
+            "resources": {"requests": {"cpu": "100m", "memory": "400Mi"}},
+            # The user its volume's folder is given to (the chart's default, 1000, made explicit:
+            # charts/gitlab/charts/gitaly/values.yaml securityContext, containerSecurityContext).
+            "securityContext": {
+                "runAsUser": args.gitaly_volume.owner[0],
+                "runAsGroup": args.gitaly_volume.owner[1],
+                "fsGroup": args.gitaly_volume.owner[1],
+            },
+            "containerSecurityContext": {"runAsUser": args.gitaly_volume.owner[0], "runAsGroup": args.gitaly_volume.owner[1]},
+        },
+    }
+
+
+def _registry_values() -> dict[str, Any]:
+    """`registry`: its storage in MinIO (a Secret), no metadata database, one replica."""
+    return {
+        "storage": {"secret": REGISTRY_STORAGE_SECRET, "key": "config", "redirect": {"disable": True}},
+        # The metadata database, set explicitly: with external PostgreSQL the chart refuses its
+        # default, `prefer` (templates/_checkConfig_registry.tpl, charts MR !4671/!4672). Off, not on:
+        # the registry's images live in MinIO, which preserveData keeps; over a registry that holds
+        # images the metadata database starts empty and they become unreachable (gitlab-org/gitlab#600955;
+        # GitLab's docs enable it for "a new container registry with no images pushed" only, and
+        # migrate an existing one by an import). Metadata in object storage is deprecated, not removed,
+        # and no breaking change (gitlab-org/gitlab#571531).
+        "database": {"enabled": False},
+        "hpa": {"minReplicas": 1, "maxReplicas": 1},
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
+    }
+
+
+def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> dict[str, Any]:
+    """The chart's values. Every credential is a Secret's name: the values hold no secret."""
+    return {
+        "global": _global_values(args, postgres_host=postgres_host, redis_host=redis_host),
         "installCertmanager": False,
         "prometheus": {"install": False},
         "gitlab-runner": {"install": False},
         "postgresql": {"install": False},
         "redis": {"install": False},
         "gatewayApiResources": {"envoy": {"proxySpec": envoy_proxy_spec(args)}},
-        "envoy-gateway": {
-            # The CRD chart installs this policy; a second copy from this release would collide with it.
-            "crds": {"gatewayAPI": {"safeUpgradePolicy": {"enabled": False}}},
-            "deployment": {"pod": {"nodeSelector": args.node_selector}},
-            "certgen": {"job": {"nodeSelector": args.node_selector}},
-        },
-        "gitlab": {
-            "webservice": {**_one_replica("2.5Gi", "300m"), "workhorse": {"resources": {"requests": {"cpu": "50m", "memory": "100Mi"}}}},
-            "sidekiq": _one_replica("1.5Gi", "200m"),
-            "gitlab-shell": _one_replica("64Mi", "20m"),
-            "kas": _one_replica("128Mi", "20m"),
-            "toolbox": {"backups": {"objectStorage": {"config": {"secret": BACKUP_STORAGE_SECRET, "key": "config"}}}},
-            "gitaly": {
-                "persistence": {"storageClass": STORAGE_CLASS, "size": args.gitaly_volume.size, "matchLabels": {}},
-                "resources": {"requests": {"cpu": "100m", "memory": "400Mi"}},
-                # The user its volume's folder is given to (the chart's default, 1000, made explicit:
-                # charts/gitlab/charts/gitaly/values.yaml securityContext, containerSecurityContext).
-                "securityContext": {
-                    "runAsUser": args.gitaly_volume.owner[0],
-                    "runAsGroup": args.gitaly_volume.owner[1],
-                    "fsGroup": args.gitaly_volume.owner[1],
-                },
-                "containerSecurityContext": {"runAsUser": args.gitaly_volume.owner[0], "runAsGroup": args.gitaly_volume.owner[1]},
-            },
-        },
-        "registry": {
-            "storage": {"secret": REGISTRY_STORAGE_SECRET, "key": "config", "redirect": {"disable": True}},
-            # The metadata database, set explicitly: with external PostgreSQL the chart refuses its
-            # default, `prefer` (templates/_checkConfig_registry.tpl, charts MR !4671/!4672). Off, not on:
-            # the registry's images live in MinIO, which preserveData keeps; over a registry that holds
-            # images the metadata database starts empty and they become unreachable (gitlab-org/gitlab#600955;
-            # GitLab's docs enable it for "a new container registry with no images pushed" only, and
-            # migrate an existing one by an import). Metadata in object storage is deprecated, not removed,
-            # and no breaking change (gitlab-org/gitlab#571531).
-            "database": {"enabled": False},
-            "hpa": {"minReplicas": 1, "maxReplicas": 1},
-            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
-        },
+        "envoy-gateway": _envoy_gateway_values(args),
+        "gitlab": _gitlab_subchart_values(args),
+        "registry": _registry_values(),
     }
 
 
@@ -451,19 +468,27 @@ class GitLab(pulumi.ComponentResource):
     def __init__(self, name: str, args: GitLabArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:GitLab", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # Before any resource: a Service patch that does not match the chart's listeners stops the plan.
+        check_envoy_service_ports(versions.GITLAB_CHART_VERSION, gitlab_values(args, postgres_host="", redis_host=""))
+        self.root_password_file = f"{args.secrets_path}/gitlab-root-password"
+        root_password, rails, host_keys = kept = self._host_secrets(name, args, child)
+        secrets = self._secrets(name, args, child, kept)
+        values = pulumi.Output.all(args.postgres_host, args.redis_host).apply(
+            lambda hosts: gitlab_values(args, postgres_host=hosts[0], redis_host=hosts[1])
+        )
+        after = pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on])
+        self.release = self._release(name, args, values, pulumi.ResourceOptions.merge(child, after))
+        self.gateway_programmed = self._gateway_patches(name, args, child, values)
+        self.root_password = root_password.value
+        self.rails_secrets = rails.value
+        self.ssh_host_keys = host_keys.value
+        self.register_outputs({"root_password": self.root_password})
 
-        def secret(suffix: str, secret_name: str, data: dict[str, pulumi.Input[str]]) -> k8s.core.v1.Secret:
-            return k8s.core.v1.Secret(
-                f"{name}-{suffix}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=args.namespace),
-                string_data=data,
-                opts=child,
-            )
-
+    def _host_secrets(self, name: str, args: GitLabArgs, child: pulumi.ResourceOptions) -> tuple[HostSecret, HostSecret, HostSecret]:
+        """The root password, the rails secrets and the SSH host keys, kept in the data folder."""
         after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
         # With the data, not the stack: the preserved database keeps the password it was seeded
         # with, so a new one after a preserveData cycle would be a documented login that fails.
-        self.root_password_file = f"{args.secrets_path}/gitlab-root-password"
         root_password = HostSecret(f"{name}-root-password", HostSecretArgs(path=self.root_password_file, length=32), opts=after_folder)
         rails = HostSecret(
             f"{name}-rails-secrets",
@@ -475,25 +500,33 @@ class GitLab(pulumi.ComponentResource):
             HostSecretArgs(path=f"{args.secrets_path}/gitlab-ssh-host-keys.json", kind="ssh-host-keys"),
             opts=after_folder,
         )
+        return root_password, rails, host_keys
+
+    def _secrets(
+        self, name: str, args: GitLabArgs, child: pulumi.ResourceOptions, kept: tuple[HostSecret, HostSecret, HostSecret]
+    ) -> list[k8s.core.v1.Secret]:
+        """The Secrets the chart's values name: every credential GitLab reads."""
+        root_password, rails, host_keys = kept
+
+        def secret(suffix: str, secret_name: str, data: dict[str, pulumi.Input[str]]) -> k8s.core.v1.Secret:
+            return k8s.core.v1.Secret(
+                f"{name}-{suffix}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=secret_name, namespace=args.namespace),
+                string_data=data,
+                opts=child,
+            )
+
         s3 = pulumi.Output.all(args.s3_endpoint, args.s3_access_key, args.s3_secret_key)
-        secrets = [
+
+        def s3_config(render: Callable[..., str]) -> pulumi.Output[str]:
+            return s3.apply(lambda v: render(endpoint=v[0], access_key=v[1], secret_key=v[2]))
+
+        return [
             secret("postgres-password", PSQL_SECRET, {"password": args.postgres_password}),
             secret("redis-password", REDIS_SECRET, {"password": args.redis_password}),
-            secret(
-                "object-storage",
-                OBJECT_STORE_SECRET,
-                {"connection": s3.apply(lambda v: fog_connection(endpoint=v[0], access_key=v[1], secret_key=v[2]))},
-            ),
-            secret(
-                "registry-storage",
-                REGISTRY_STORAGE_SECRET,
-                {"config": s3.apply(lambda v: registry_storage(endpoint=v[0], access_key=v[1], secret_key=v[2]))},
-            ),
-            secret(
-                "backup-storage",
-                BACKUP_STORAGE_SECRET,
-                {"config": s3.apply(lambda v: backup_storage(endpoint=v[0], access_key=v[1], secret_key=v[2]))},
-            ),
+            secret("object-storage", OBJECT_STORE_SECRET, {"connection": s3_config(fog_connection)}),
+            secret("registry-storage", REGISTRY_STORAGE_SECRET, {"config": s3_config(registry_storage)}),
+            secret("backup-storage", BACKUP_STORAGE_SECRET, {"config": s3_config(backup_storage)}),
             secret("root-password-secret", ROOT_PASSWORD_SECRET, {"password": root_password.value}),
             secret("rails-secret", RAILS_SECRET, {"secrets.yml": rails.value}),
             k8s.core.v1.Secret(
@@ -503,12 +536,12 @@ class GitLab(pulumi.ComponentResource):
                 opts=child,
             ),
         ]
-        # Before any resource: a Service patch that does not match the chart's listeners stops the plan.
-        check_envoy_service_ports(versions.GITLAB_CHART_VERSION, gitlab_values(args, postgres_host="", redis_host=""))
-        values = pulumi.Output.all(args.postgres_host, args.redis_host).apply(
-            lambda hosts: gitlab_values(args, postgres_host=hosts[0], redis_host=hosts[1])
-        )
-        self.release = k8s.helm.v3.Release(
+
+    def _release(
+        self, name: str, args: GitLabArgs, values: pulumi.Output[dict[str, Any]], opts: pulumi.ResourceOptions
+    ) -> k8s.helm.v3.Release:
+        """The chart's release."""
+        return k8s.helm.v3.Release(
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(
                 name=RELEASE,
@@ -522,10 +555,14 @@ class GitLab(pulumi.ComponentResource):
                 # GitLab's first install runs migrations and seeds the database: allow 30 minutes.
                 timeout=1800,
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on])),
+            opts=opts,
         )
-        # The release's chart and values, hashed: both patches of the chart's Gateway below carry it, so
-        # a new release re-applies them.
+
+    def _gateway_patches(
+        self, name: str, args: GitLabArgs, child: pulumi.ResourceOptions, values: pulumi.Output[dict[str, Any]]
+    ) -> k8s.apiextensions.CustomResourcePatch:
+        """The two patches of the chart's Gateway, after the release: our listeners, then the gate."""
+        # The release's chart and values, hashed: both patches carry it, so a new release re-applies them.
         digest = values.apply(lambda v: release_digest(versions.GITLAB_CHART_VERSION, v))
         apps_listener_patch = k8s.apiextensions.CustomResourcePatch(
             f"{name}-apps-listener",
@@ -544,7 +581,7 @@ class GitLab(pulumi.ComponentResource):
         )
         # The gate: an annotation-only server-side apply on the chart's Gateway that completes once
         # the Gateway is Programmed (see programmed_gate_annotations), after every writer of its spec.
-        self.gateway_programmed = k8s.apiextensions.CustomResourcePatch(
+        return k8s.apiextensions.CustomResourcePatch(
             f"{name}-gateway-programmed",
             api_version="gateway.networking.k8s.io/v1",
             kind="Gateway",
@@ -555,7 +592,3 @@ class GitLab(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release, apps_listener_patch])),
         )
-        self.root_password = root_password.value
-        self.rails_secrets = rails.value
-        self.ssh_host_keys = host_keys.value
-        self.register_outputs({"root_password": self.root_password})

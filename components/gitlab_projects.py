@@ -2,22 +2,18 @@
 their CI/CD variables, their sources (one commit per change) and, for each project, a smoke
 pipeline that must go green (a deploying project's deploys its app; shared-code's checks the templates).
 
-The group is phase2's, not this component's: it is the platform's, which the runners serve (and
-only its projects), so it exists before them and outlives a destroy of the apps alone. phase2
-exports its id and its mark, and this component checks what it puts in the group against that
-mark (`group_owner`).
-
-Every project's `.gitlab-ci.yml` is rendered here from the manifest (`render_ci`): it includes
-`shared-code`'s `templates/pipeline.yml`, so a change to the templates reaches every project, and
-the file a project holds is visible in the plan. CI deploys with the kubeconfig of an account
-limited to the apps namespace, never the cluster-admin one: a file variable of the group, and a
-protected one, which GitLab hands only to jobs of protected refs; each project's default branch
-is protected (`providers/gitlab_objects.py`), and the pipeline deploys from it alone.
+The group is phase2's, which exports its id and its mark; what this component puts in the group is
+checked against that mark (`group_owner`). Every project's `.gitlab-ci.yml` is rendered here from
+the manifest (`render_ci`): it includes `shared-code`'s `templates/pipeline.yml`, so a change to
+the templates reaches every project, and the file a project holds is visible in the plan. CI
+deploys with the kubeconfig of an account limited to the apps namespace: a protected file variable
+of the group, which GitLab hands only to jobs of protected refs; each project's default branch is
+protected (`providers/gitlab_objects.py`), and the pipeline deploys from it alone.
 
 Everything here that lives in GitLab's database (projects, variables, deploy tokens) is got or
-created (`providers/gitlab_objects.py`): a new state over a preserved GitLab adopts what is ours
-and refuses what is not. With `preserve_data` a destroy leaves all of it in GitLab
-(`retain_on_delete`); without, it deletes it.
+created: a new state over a preserved GitLab adopts what is ours and refuses what is not. With
+`preserve_data` a destroy leaves all of it in GitLab (`retain_on_delete`); without, it deletes it.
+Why: docs/design/decisions.md, entries 1, 29, 30, 31 and 33.
 """
 
 from __future__ import annotations
@@ -158,6 +154,10 @@ def variables(project: AppProject, args: GitLabProjectsArgs) -> dict[str, str]:
     return values
 
 
+_Made = tuple[AppProject, Project, list[pulumi.Resource]]
+"""A project, its repository, and the settings its first sync waits for: the group's and its variables, its deploy token."""
+
+
 class GitLabProjects(pulumi.ComponentResource):
     """The apps' projects in the platform's group, and what makes each build and deploy itself."""
 
@@ -172,9 +172,26 @@ class GitLabProjects(pulumi.ComponentResource):
         # What lives in GitLab's database leaves Pulumi's state on a preserveData destroy, not GitLab.
         kept = pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data)
         connection = Connection(args.gitlab_url, args.token, args.ca_file)
-        # The group's variables live in phase2's group: they are checked against its mark.
-        # The deploy credential is protected: GitLab hands it to jobs of protected refs alone.
-        group_variables = [
+        group_variables = self._group_variables(name, args, connection, kept)
+        self.deploy_tokens = {}
+        made: dict[str, _Made] = {}
+        previous: Project | None = None
+        for project in args.projects:
+            repository, project_variables, token = self._project(f"{name}-{project.name}", project, args, connection, kept, previous)
+            if token is not None:
+                self.deploy_tokens[project.name] = token
+            made[project.name] = (project, repository, [*group_variables, *project_variables, *([token] if token else [])])
+            previous = repository
+        self.pipelines = self._pipelines(name, args, connection, child, made)
+        self.register_outputs({"pipelines": self.pipelines})
+
+    def _group_variables(
+        self, name: str, args: GitLabProjectsArgs, connection: Connection, kept: pulumi.ResourceOptions
+    ) -> list[GroupVariable]:
+        """The group's variables. They live in phase2's group: they are checked against its mark.
+        The deploy credential is protected: GitLab hands it to jobs of protected refs alone.
+        """
+        return [
             GroupVariable(
                 f"{name}-{key.lower().replace('_', '-')}",
                 VariableArgs(
@@ -194,57 +211,67 @@ class GitLabProjects(pulumi.ComponentResource):
                 ("BLUEPRINT_DOMAIN", args.domain, False, "env_var", False),
             )
         ]
-        self.pipelines = {}
-        self.deploy_tokens = {}
+
+    def _project(
+        self,
+        prefix: str,
+        project: AppProject,
+        args: GitLabProjectsArgs,
+        connection: Connection,
+        kept: pulumi.ResourceOptions,
+        previous: Project | None,
+    ) -> tuple[Project, list[ProjectVariable], DeployToken | None]:
+        """One project, its variables and, when it builds an image, its deploy token."""
+        repository = Project(
+            prefix,
+            ProjectArgs(
+                connection=connection,
+                namespace=GROUP,
+                namespace_id=args.group_id,
+                path=project.name,
+                name=project.name,
+                owner=args.owner,
+                group_owner=args.group_owner,
+            ),
+            # Projects are made in manifest order: shared-code, whose templates the others include, first.
+            opts=pulumi.ResourceOptions.merge(kept, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
+        )
+        project_variables = [
+            ProjectVariable(
+                f"{prefix}-{key.lower().replace('_', '-')}",
+                VariableArgs(connection=connection, parent=repository.id, key=key, value=value),
+                opts=kept,
+            )
+            for key, value in variables(project, args).items()
+        ]
+        if not project.build:
+            return repository, project_variables, None
+        # GitLab hands a deploy token of this name to jobs as CI_DEPLOY_USER/PASSWORD: the
+        # cluster pulls the image with it, after the job's own token has expired.
+        token = DeployToken(
+            f"{prefix}-deploy-token",
+            DeployTokenArgs(connection=connection, project=repository.id, name="gitlab-deploy-token", scopes=("read_registry",)),
+            opts=kept,
+        )
+        return repository, project_variables, token
+
+    def _pipelines(
+        self, name: str, args: GitLabProjectsArgs, connection: Connection, child: pulumi.ResourceOptions, made: dict[str, _Made]
+    ) -> dict[str, pulumi.Output[str]]:
+        """Each project's sources and smoke pipeline, in dependency order: the templates first, then
+        each project once what it needs is green. Returns each pipeline's web URL.
+        """
         # The cluster the apps deploy to, as a digest (the kubeconfig is secret; its digest is not):
         # a new cluster (a restore over preserved data) runs every smoke pipeline again.
         deploy_target = pulumi.Output.unsecret(
             pulumi.Output.secret(args.deploy_kubeconfig).apply(lambda text: hashlib.sha256(text.encode()).hexdigest()[:16])
         )
-        previous: pulumi.Resource | None = None
         shared_code: pulumi.Resource | None = None
         smoke: dict[str, SmokePipeline] = {}
-        syncs: dict[str, tuple[AppProject, Project, list[pulumi.Resource]]] = {}
-        for project in args.projects:
-            prefix = f"{name}-{project.name}"
-            repository = Project(
-                prefix,
-                ProjectArgs(
-                    connection=connection,
-                    namespace=GROUP,
-                    namespace_id=args.group_id,
-                    path=project.name,
-                    name=project.name,
-                    owner=args.owner,
-                    group_owner=args.group_owner,
-                ),
-                # Projects are made in manifest order: shared-code, whose templates the others include, first.
-                opts=pulumi.ResourceOptions.merge(kept, pulumi.ResourceOptions(depends_on=[previous] if previous else [])),
-            )
-            previous = repository
-            setting: list[pulumi.Resource] = [
-                ProjectVariable(
-                    f"{prefix}-{key.lower().replace('_', '-')}",
-                    VariableArgs(connection=connection, parent=repository.id, key=key, value=value),
-                    opts=kept,
-                )
-                for key, value in variables(project, args).items()
-            ]
-            if project.build:
-                # GitLab hands a deploy token of this name to jobs as CI_DEPLOY_USER/PASSWORD: the
-                # cluster pulls the image with it, after the job's own token has expired.
-                self.deploy_tokens[project.name] = DeployToken(
-                    f"{prefix}-deploy-token",
-                    DeployTokenArgs(connection=connection, project=repository.id, name="gitlab-deploy-token", scopes=("read_registry",)),
-                    opts=kept,
-                )
-                setting.append(self.deploy_tokens[project.name])
-            syncs[project.name] = (project, repository, setting)
-        # Sources go in dependency order: the templates first, then each project once what it needs is green.
         for project_name in _push_order(args.projects):
-            project, repository, setting = syncs[project_name]
+            project, repository, settings = made[project_name]
             prefix = f"{name}-{project.name}"
-            waits = [*group_variables, *setting, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
+            waits = [*settings, *([shared_code] if shared_code else []), *(smoke[need] for need in project.needs)]
             sync = GitLabSync(
                 f"{prefix}-sync",
                 GitLabSyncArgs(connection=connection, project=repository.id, files=project_files(project)),
@@ -274,5 +301,4 @@ class GitLabProjects(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            self.pipelines[project.name] = smoke[project.name].web_url
-        self.register_outputs({"pipelines": self.pipelines})
+        return {project_name: pipeline.web_url for project_name, pipeline in smoke.items()}

@@ -4,21 +4,19 @@ nodes share.
 Two `local.Command`s, so that `pulumi preview` shows exactly what will run:
 
 - `<name>-data-folder` creates the data folder before the cluster mounts its subfolders, and
-  removes it on destroy when `preserveData` is false (it is deleted after the cluster, which depends
-  on it); see `components/host_folder.py`.
+  removes it on destroy when `preserveData` is false (after the cluster, which depends on it);
+  see `components/host_folder.py`.
 - `<name>-cluster` runs `kind create cluster --config=-` with the kind config as its stdin and
   prints the kubeconfig. Only a change of the kind config or of the cluster name replaces it
-  (deleting first: the name is fixed); any other change is an in-place update that reuses the
-  running cluster.
+  (deleting first: the name is fixed); any other change is an in-place update.
 
 With the image cache on (`components/image_cache.py`), its mirrors and their `hosts.toml` files come
 before the cluster, so the nodes' first pull goes through them; they are not in the kind config, so
 turning the cache on, off or elsewhere never replaces the cluster.
 
-Nodes mount only what pods and containerd need: `containerd/` (registry `hosts.toml` files, read-only) and
-`volumes/` (the platform's PersistentVolumes). The rest of the data folder, phase2's secrets
-above all (OpenBao's keys, the CA's key, MinIO's root credentials), stays on the host: a pod
-with a hostPath volume on a node reaches nothing that is not mounted there.
+Nodes mount only `containerd/` (registry `hosts.toml` files, read-only) and `volumes/` (the
+PersistentVolumes): phase2's secrets (OpenBao's keys, the CA's key, MinIO's root credentials) stay
+on the host, out of a hostPath pod's reach. Why: docs/design/decisions.md, entries 5, 13 and 24.
 """
 
 from __future__ import annotations

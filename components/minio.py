@@ -1,30 +1,19 @@
 """S3 for GitLab and the runner cache: one MinIO server, their buckets, and one user for each.
 
-MinIO's community edition is no longer published (source-only since October 2025, Docker Hub's
-images removed in 2026), so this runs the last image published on quay.io, pinned, as a plain
-Deployment: MinIO's own charts are archived. The root credentials are generated once into files
-under the data folder (`providers/host_secret.py`), so that they stay the same over preserved data.
-They do not protect the data at rest: with no KMS configured (none is), MinIO keeps its IAM data
-(users with their secret keys, policies) and its config as plain text in its backend, under the
-volume's `.minio.sys/`, since RELEASE.2021-04-22T15-44-28Z (minio/minio#12041, docs/kms/IAM.md:
-"If the KMS is not enabled, MinIO will store the IAM data as plain text"); the volume's folder,
-`0700` and MinIO's user's, is what keeps them. No consumer gets the root credentials (only their
-mirror in OpenBao, which holds every generated credential: credentials.py):
-each consumer (GitLab, the runner cache) gets a MinIO user of its own whose policy allows only its
-buckets, its secret key generated once beside the root ones.
+The last image published on quay.io, pinned, as a plain Deployment: MinIO's community edition is
+source-only now, its charts archived. The root credentials are generated once into files under the
+data folder (`providers/host_secret.py`), so they stay the same over preserved data; no consumer
+gets them (only their mirror in OpenBao: credentials.py). Each consumer (GitLab, the runner cache)
+gets a MinIO user of its own, its secret key generated once beside the root ones, whose policy
+allows every S3 action on its buckets alone and denies bucket administration, which neither does
+(DENIED_BUCKET_ACTIONS: making a bucket public, deleting it, changing its versioning, object lock,
+lifecycle, encryption, notifications or replication). A Deny wins over any Allow (minio/pkg
+policy/policy.go `IsAllowed` checks every Deny statement first).
 
-A consumer's policy allows every S3 action on its buckets and their objects, but denies the
-bucket-administration ones (DENIED_BUCKET_ACTIONS): a consumer cannot make its bucket public
-(PutBucketPolicy), delete it, or change its versioning, object lock, lifecycle, encryption,
-notifications or replication. Neither GitLab nor the runner cache does any of these: they read and
-write objects in buckets this Job made. A Deny wins over any Allow (minio/pkg policy/policy.go
-`IsAllowed` checks every Deny statement first).
-
-One Job, with no shell (the mc image has none to rely on), one mc command per container, in order,
-each safe to run again after a crash: `mc mb --ignore-existing`; `mc admin policy create`, which
-overwrites a policy of the same name; `mc admin user add`, which sets an existing user's secret
-key again; `mc admin policy attach`, which since mc RELEASE.2024-10 succeeds when the policy is
-already attached (minio/mc#5058, cmd/admin-policy-attach.go: `XMinioAdminPolicyChangeAlreadyApplied`).
+Without a KMS, MinIO keeps its users' secret keys as plain text under the volume's `.minio.sys/`:
+the volume's folder (0700, MinIO's user's) is what protects them. One Job with no shell makes the
+buckets, the policies and the users, one mc command per container, each safe to run again
+(`setup_job_spec`). Why: docs/design/decisions.md, entry 16.
 """
 
 from __future__ import annotations
@@ -228,6 +217,11 @@ def setup_job_spec(args: MinioArgs, *, root_secret: str, users_secret: str, poli
     one to the other. Each step is one container (init containers run in order). `$(VAR)`
     expansion builds the mc alias from the root Secret and passes each user's secret key from the
     users Secret, so the spec holds names only. The pod meets the `restricted` Pod Security Standard.
+    The mc image has no shell to rely on. Each step is safe to run again after a crash: `mc mb
+    --ignore-existing`; `mc admin policy create` overwrites a policy of the same name; `mc admin
+    user add` sets an existing user's secret key again; `mc admin policy attach` succeeds when the
+    policy is already attached, since mc RELEASE.2024-10 (minio/mc#5058, cmd/admin-policy-attach.go:
+    `XMinioAdminPolicyChangeAlreadyApplied`).
     """
     files = policy_files(args)
     env = [

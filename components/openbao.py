@@ -1,42 +1,21 @@
 """OpenBao, the platform's vault: our own install of the openbao chart, sealed with a static key
 blueprint generates, and configured by the server itself on its first start.
 
-- **No initialisation window.** Before the server exists, blueprint generates and keeps (0600,
-  under `<dataDir>/platform/secrets/`) a 32-byte static seal key and the passwords of two userpass
-  users. The server auto-unseals with that key (`seal "static"`) and, on its very first start,
-  initialises itself from the `initialize` stanzas below (declarative self-initialisation): KV v2
-  at `secret/`, the policies `blueprint-writer` and `admin`, the userpass users `blueprint` and
-  `admin`. Self-initialisation runs inside the server before its API listens, creates no recovery
-  or unseal keys, and revokes the root token it used (internal/command/server.go `Initialize`), so
-  no credential is ever handed out that a crash or a lost answer could lose: all of them existed
-  before the server started.
-- `providers/openbao_init.py` checks the result, and applies the same requests (`SELF_INIT`, one
-  list for both) through the API where self-initialisation cannot reach: a vault already
-  initialised when a request changed.
-- The seal key and the passwords reach the server as environment variables from a Secret
-  (`server.extraSecretEnvironmentVars`), never in the chart's values: the config names them
-  (`current_key = "env://..."`, `eval_source = "env"`).
-- Standalone, storage `postgresql` in the `openbao` database, set explicitly: the chart still
-  defaults to `file` storage, which OpenBao 2.7 removed. The connection URL, which carries the
-  role's password, reaches the server as `BAO_PG_CONNECTION_URL` from a Secret (OpenBao reads it
-  in place of `connection_url`: physical/postgresql/postgresql.go), so the values hold no secret.
-  The backend creates its table, `openbao_kv_store`, itself when the role owns the database.
-- The chart's readiness probe is `bao status`, false while sealed; the probe here asks
-  `sys/health` with `sealedcode=204&uninitcode=204`, so a server that waits for something (its
-  storage sealed with another key than the seal key file's, say) still lets the release finish and
-  `OpenBaoInit` says what is wrong. The release does not wait for the pod either: a server that
-  exits (its storage refuses it) would otherwise only time Helm out, with no word of why.
-  `OpenBaoInit` waits instead (`kubectl rollout status`, for up to 10 minutes of its own: the
-  first pull of the image can be slow on a laptop), reads the log when the pod never gets ready,
-  and names a pod of the earlier revision that holds the rollout up (the chart's
-  `podManagementPolicy` is OrderedReady, which an existing StatefulSet cannot change). Its
-  `release_digest` input is a digest of the release's chart and values, so any
-  change that rolls the pod is an update of `OpenBaoInit` too: it waits for the new pod, never
-  checking the old one while it is replaced, and the KV writes that depend on it wait as well.
-  The values set `configAnnotation`, so a change of the server's config alone rolls the pod too.
-- The pod runs as the chart's non-root user with RuntimeDefault seccomp; its container also drops
-  every capability, which makes it fit the `restricted` Pod Security level.
-- The API is a NodePort on the port phase1 maps to 127.0.0.1, so the provider on the host checks it.
+The seal key and the passwords of the userpass users `blueprint` and `admin` are generated into
+0600 files before the server exists, and reach it as environment variables from a Secret, never
+in the chart's values: the config names them (`current_key = "env://..."`, `eval_source = "env"`).
+The `initialize` stanzas (`SELF_INIT`) mount KV v2 at `secret/` and make the policies and users;
+`providers/openbao_init.py` checks the result, and applies the same requests through the API to a
+vault initialised before a request changed. Storage is `postgresql` in the `openbao` database, its
+URL, with the role's password, from a Secret as `BAO_PG_CONNECTION_URL`; the backend makes its table.
+
+The release does not wait for the pod, and the readiness probe asks `sys/health`, so a sealed or
+uninitialised server still lets it finish: `OpenBaoInit` waits (up to 10 minutes: a first image
+pull is slow), reads the log when the pod never gets ready, and names a pod of an earlier revision
+that holds the rollout up. Its `release_digest` input changes with whatever rolls the pod
+(`configAnnotation` rolls it on a config change), so it waits for the new pod, never checking the
+old one. The pod fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to
+127.0.0.1. Why: docs/design/decisions.md, entries 3, 4 and 8.
 """
 
 from __future__ import annotations
@@ -269,16 +248,45 @@ class OpenBao(pulumi.ComponentResource):
     def __init__(self, name: str, args: OpenBaoArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:OpenBao", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self.writer_password_file = f"{args.secrets_path}/openbao-{WRITER_USER}-password"
+        self.admin_password_file = f"{args.secrets_path}/openbao-{ADMIN_USER}-password"
+        environment = self._bootstrap_secrets(name, args, child)
+        namespace, values, release = self._server(name, args, child, environment)
+        self.init = self._init(name, args, child, environment, values, release)
+        self.address = pulumi.Output.from_input(args.host_address)
+        self.cluster_address = pulumi.Output.concat("http://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
+        self.writer_username = WRITER_USER
+        self.writer_password = environment[WRITER_PASSWORD_ENV]
+        self.register_outputs(
+            {
+                "address": self.address,
+                "cluster_address": self.cluster_address,
+                "writer_username": self.writer_username,
+                "writer_password": self.writer_password,
+                "admin_password_file": self.admin_password_file,
+            }
+        )
+
+    def _bootstrap_secrets(self, name: str, args: OpenBaoArgs, child: pulumi.ResourceOptions) -> dict[str, pulumi.Output[str]]:
+        """The seal key and the users' passwords, kept in the data folder: by the variable the server reads each from."""
         after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
         seal_key = HostSecret(
             f"{name}-seal-key",
             HostSecretArgs(path=f"{args.secrets_path}/openbao-seal-key", kind="static-seal-key", length=SEAL_KEY_LENGTH),
             opts=after_folder,
         )
-        self.writer_password_file = f"{args.secrets_path}/openbao-{WRITER_USER}-password"
         writer_password = HostSecret(f"{name}-writer-password", HostSecretArgs(path=self.writer_password_file), opts=after_folder)
-        self.admin_password_file = f"{args.secrets_path}/openbao-{ADMIN_USER}-password"
         admin_password = HostSecret(f"{name}-admin-password", HostSecretArgs(path=self.admin_password_file), opts=after_folder)
+        return {
+            SEAL_KEY_ENV: seal_key.value,
+            WRITER_PASSWORD_ENV: writer_password.value,
+            ADMIN_PASSWORD_ENV: admin_password.value,
+        }
+
+    def _server(
+        self, name: str, args: OpenBaoArgs, child: pulumi.ResourceOptions, environment: dict[str, pulumi.Output[str]]
+    ) -> tuple[k8s.core.v1.Namespace, dict[str, Any], k8s.helm.v3.Release]:
+        """The namespace, the Secrets the server reads its environment from, and the chart's release."""
         # restricted: the chart's pod default (non-root, RuntimeDefault seccomp) and the container context set in openbao_values.
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
@@ -293,11 +301,6 @@ class OpenBao(pulumi.ComponentResource):
             },
             opts=child,
         )
-        environment: dict[str, pulumi.Output[str]] = {
-            SEAL_KEY_ENV: seal_key.value,
-            WRITER_PASSWORD_ENV: writer_password.value,
-            ADMIN_PASSWORD_ENV: admin_password.value,
-        }
         bootstrap = k8s.core.v1.Secret(
             f"{name}-bootstrap",
             metadata={"name": BOOTSTRAP_SECRET, "namespace": namespace.metadata.name},
@@ -314,18 +317,30 @@ class OpenBao(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.OPENBAO_CHART_REPO),
                 namespace=namespace.metadata.name,
                 values=values,
-                # OpenBaoInit waits for the server, and says why when it does not come (see above).
+                # OpenBaoInit waits for the server, and says why when it does not come (the module docstring).
                 skip_await=True,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, bootstrap, args.database_ready])),
         )
-        self.init = OpenBaoInit(
+        return namespace, values, release
+
+    def _init(
+        self,
+        name: str,
+        args: OpenBaoArgs,
+        child: pulumi.ResourceOptions,
+        environment: dict[str, pulumi.Output[str]],
+        values: dict[str, Any],
+        release: k8s.helm.v3.Release,
+    ) -> OpenBaoInit:
+        """The check of the vault, and the requests self-initialisation cannot reach, once the release is up."""
+        return OpenBaoInit(
             f"{name}-init",
             OpenBaoInitArgs(
                 address=args.host_address,
                 username=WRITER_USER,
-                password=writer_password.value,
-                password_file=f"{args.secrets_path}/openbao-{WRITER_USER}-password",
+                password=environment[WRITER_PASSWORD_ENV],
+                password_file=self.writer_password_file,
                 admin_username=ADMIN_USER,
                 admin_password_file=self.admin_password_file,
                 requests=init_requests(),
@@ -344,17 +359,4 @@ class OpenBao(pulumi.ComponentResource):
                 table=STORAGE_TABLE,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[release])),
-        )
-        self.address = pulumi.Output.from_input(args.host_address)
-        self.cluster_address = pulumi.Output.concat("http://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
-        self.writer_username = WRITER_USER
-        self.writer_password = writer_password.value
-        self.register_outputs(
-            {
-                "address": self.address,
-                "cluster_address": self.cluster_address,
-                "writer_username": self.writer_username,
-                "writer_password": self.writer_password,
-                "admin_password_file": self.admin_password_file,
-            }
         )

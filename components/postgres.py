@@ -173,46 +173,13 @@ class Postgres(pulumi.ComponentResource):
         super().__init__("blueprint:index:Postgres", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
 
-        # restricted: the operator chart's pod and container securityContext (cloudnative-pg 0.29.0 values.yaml).
-        operator_namespace = k8s.core.v1.Namespace(
-            f"{name}-operator-namespace",
-            metadata={"name": args.operator_namespace, "labels": pod_security_labels("restricted")},
-            opts=child,
-        )
-        operator = k8s.helm.v3.Release(
-            f"{name}-operator",
-            k8s.helm.v3.ReleaseArgs(
-                name="cnpg",
-                chart="cloudnative-pg",
-                version=versions.CNPG_CHART_VERSION,
-                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.CNPG_CHART_REPO),
-                namespace=operator_namespace.metadata.name,
-                values={"resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}},
-            ),
-            opts=child,
-        )
+        operator = self._operator(name, args, child)
         # restricted: CloudNativePG's instance and job pods (pkg/specs/pods.go GetPodSecurityContext, containers.go GetSecurityContext).
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
         )
-
-        def role_secret(role: str) -> tuple[random.RandomPassword, k8s.core.v1.Secret]:
-            password = random.RandomPassword(f"{name}-{role}-password", length=32, special=False, opts=child)
-            secret = k8s.core.v1.Secret(
-                f"{name}-{role}-secret",
-                metadata={
-                    "name": f"{CLUSTER}-{role}",
-                    "namespace": namespace.metadata.name,
-                    "labels": {"cnpg.io/reload": "true"},
-                },
-                type="kubernetes.io/basic-auth",
-                string_data={"username": role, "password": password.result},
-                opts=child,
-            )
-            return password, secret
-
-        gitlab_password, gitlab_secret = role_secret(GITLAB_ROLE)
-        openbao_password, openbao_secret = role_secret(OPENBAO_ROLE)
+        gitlab_password, gitlab_secret = self._role_secret(name, GITLAB_ROLE, namespace, child)
+        openbao_password, openbao_secret = self._role_secret(name, OPENBAO_ROLE, namespace, child)
 
         adopt = local.Command(
             f"{name}-adopt-data",
@@ -231,7 +198,69 @@ class Postgres(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, args.volume_resource])),
         )
 
-        cluster = k8s.apiextensions.CustomResource(
+        cluster = self._cluster(name, args, namespace, child, [operator, gitlab_secret, openbao_secret, adopt, args.volume_resource])
+        self.gitlab_database = self._database(name, namespace, cluster, child, GITLAB_DATABASE, GITLAB_ROLE, GITLAB_EXTENSIONS)
+        self.openbao_database = self._database(name, namespace, cluster, child, OPENBAO_DATABASE, OPENBAO_ROLE)
+        self.host = pulumi.Output.concat(CLUSTER, "-rw.", namespace.metadata.name, ".svc.cluster.local")
+        self.gitlab_password = gitlab_password.result
+        self.openbao_password = openbao_password.result
+        self.register_outputs(
+            {
+                "host": self.host,
+                "gitlab_password": self.gitlab_password,
+                "openbao_password": self.openbao_password,
+            }
+        )
+
+    def _operator(self, name: str, args: PostgresArgs, child: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+        """The CloudNativePG operator, in a namespace of its own."""
+        # restricted: the operator chart's pod and container securityContext (cloudnative-pg 0.29.0 values.yaml).
+        operator_namespace = k8s.core.v1.Namespace(
+            f"{name}-operator-namespace",
+            metadata={"name": args.operator_namespace, "labels": pod_security_labels("restricted")},
+            opts=child,
+        )
+        return k8s.helm.v3.Release(
+            f"{name}-operator",
+            k8s.helm.v3.ReleaseArgs(
+                name="cnpg",
+                chart="cloudnative-pg",
+                version=versions.CNPG_CHART_VERSION,
+                repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.CNPG_CHART_REPO),
+                namespace=operator_namespace.metadata.name,
+                values={"resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}},
+            ),
+            opts=child,
+        )
+
+    def _role_secret(
+        self, name: str, role: str, namespace: k8s.core.v1.Namespace, child: pulumi.ResourceOptions
+    ) -> tuple[random.RandomPassword, k8s.core.v1.Secret]:
+        """`role`'s generated password, and the Secret CloudNativePG sets it from (on every start)."""
+        password = random.RandomPassword(f"{name}-{role}-password", length=32, special=False, opts=child)
+        secret = k8s.core.v1.Secret(
+            f"{name}-{role}-secret",
+            metadata={
+                "name": f"{CLUSTER}-{role}",
+                "namespace": namespace.metadata.name,
+                "labels": {"cnpg.io/reload": "true"},
+            },
+            type="kubernetes.io/basic-auth",
+            string_data={"username": role, "password": password.result},
+            opts=child,
+        )
+        return password, secret
+
+    def _cluster(
+        self,
+        name: str,
+        args: PostgresArgs,
+        namespace: k8s.core.v1.Namespace,
+        child: pulumi.ResourceOptions,
+        depends_on: list[pulumi.Resource],
+    ) -> k8s.apiextensions.CustomResource:
+        """The `Cluster`, created after `depends_on` (the operator, the roles' Secrets, the adoption, the PV)."""
+        return k8s.apiextensions.CustomResource(
             f"{name}-cluster",
             api_version="postgresql.cnpg.io/v1",
             kind="Cluster",
@@ -242,34 +271,29 @@ class Postgres(pulumi.ComponentResource):
                 "annotations": {"pulumi.com/waitFor": "condition=Ready", "pulumi.com/timeoutSeconds": "900"},
             },
             spec=cluster_spec(args),
-            opts=pulumi.ResourceOptions.merge(
-                child, pulumi.ResourceOptions(depends_on=[operator, gitlab_secret, openbao_secret, adopt, args.volume_resource])
-            ),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=depends_on)),
         )
 
-        def database(database: str, owner: str, extensions: tuple[str, ...] = ()) -> k8s.apiextensions.CustomResource:
-            return k8s.apiextensions.CustomResource(
-                f"{name}-{database.replace('_', '-')}-database",
-                api_version="postgresql.cnpg.io/v1",
-                kind="Database",
-                metadata={
-                    "name": database.replace("_", "-"),
-                    "namespace": namespace.metadata.name,
-                    "annotations": {"pulumi.com/waitFor": "jsonpath={.status.applied}=true"},
-                },
-                spec=database_spec(database, owner, extensions),
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[cluster])),
-            )
-
-        self.gitlab_database = database(GITLAB_DATABASE, GITLAB_ROLE, GITLAB_EXTENSIONS)
-        self.openbao_database = database(OPENBAO_DATABASE, OPENBAO_ROLE)
-        self.host = pulumi.Output.concat(CLUSTER, "-rw.", namespace.metadata.name, ".svc.cluster.local")
-        self.gitlab_password = gitlab_password.result
-        self.openbao_password = openbao_password.result
-        self.register_outputs(
-            {
-                "host": self.host,
-                "gitlab_password": self.gitlab_password,
-                "openbao_password": self.openbao_password,
-            }
+    def _database(
+        self,
+        name: str,
+        namespace: k8s.core.v1.Namespace,
+        cluster: pulumi.Resource,
+        child: pulumi.ResourceOptions,
+        database: str,
+        owner: str,
+        extensions: tuple[str, ...] = (),
+    ) -> k8s.apiextensions.CustomResource:
+        """A `Database` of the cluster, reported created once CloudNativePG has applied it."""
+        return k8s.apiextensions.CustomResource(
+            f"{name}-{database.replace('_', '-')}-database",
+            api_version="postgresql.cnpg.io/v1",
+            kind="Database",
+            metadata={
+                "name": database.replace("_", "-"),
+                "namespace": namespace.metadata.name,
+                "annotations": {"pulumi.com/waitFor": "jsonpath={.status.applied}=true"},
+            },
+            spec=database_spec(database, owner, extensions),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[cluster])),
         )

@@ -1,60 +1,22 @@
 """GitLab Runner: a runner of the platform's group, registered through the runner API, installed
 with the gitlab-runner chart. phase2 runs two: the default one, and one for image builds.
 
-- **A runner of the group, not of the instance.** It takes the jobs of the `blueprint-apps` group's
-  projects and of no other project on the instance. Registration tokens are disabled in GitLab 19:
-  the runner is a group runner created through the runner API with the admin token, or, over a
-  preserved GitLab, ours adopted with a new token (`providers/gitlab_runner.py`). The group is
-  phase2's (it is the platform's: its runners hang off it), made before the runners; phase3 puts its
-  projects in it. The chart gets its `glrt-` authentication token from a Secret (keys
-  `runner-token`, and `runner-registration-token` empty, which some chart versions still read).
-  `unregisterRunners` is off: Pulumi owns the runner's life, not the chart; with preserveData a
-  destroy leaves it in GitLab, for the next `up` to adopt.
-- **Two runners, two namespaces.** The default runner takes every untagged job, in namespace
-  `gitlab-runner`; the image-build runner takes only jobs tagged `IMAGE_BUILD_TAG` (the pipeline's
-  `build-image`), in `gitlab-runner-image-build`, and no untagged job. What differs is the build
-  container's confinement, which a runner sets for every job it takes: so only image builds get
-  the relaxed one.
-- **Every container of the default runner's jobs** runs with `allowPrivilegeEscalation: false`
-  (nothing in it gains privileges through setuid binaries or file capabilities), seccomp
-  `RuntimeDefault`, not privileged, without `NET_RAW` (the runner drops it by default). Job images,
-  and the runner's helper, keep the rest of the container runtime's default capabilities: they often
-  run as root (`apk add`, `apt-get`, which changes user; the helper reads and archives what the job's
-  user wrote), and the namespace's Pod Security level, `baseline`, is the strictest such images pass.
-- **Image builds without kaniko**: rootless BuildKit runs in the job's build container and needs
-  seccomp and AppArmor relaxed (`Unconfined`: it creates user namespaces and mounts), not
-  `privileged`; and privilege escalation, since it maps its user namespace with the setuid-root
-  `newuidmap`/`newgidmap` (moby/buildkit Dockerfile, `rootless-base-internal`:
-  `chmod u+s /usr/bin/newuidmap /usr/bin/newgidmap`), which `allowPrivilegeEscalation: false`
-  (no_new_privs) would stop. That is the build container of the image-build runner only; its
-  helper and init containers are as confined as the default runner's. `Unconfined` is refused by
-  every Pod Security level but `privileged`, so that namespace enforces `privileged`.
-- **The image-build runner runs BuildKit and nothing else.** Any job author can write the tag, so
-  the runner, not the tag, decides what gets the relaxed container: `allowed_images` is exactly
-  the pipeline's rootless BuildKit image (`versions.BUILDKIT_IMAGE`), and so is the runner's
-  default image (gitlab-runner lets the default and helper images through whatever the allowlist
-  says: common/allowed_images.go, executors/kubernetes `verifyAllowedImages`); a service container
-  may only be that same image (`verifyAllowedImages` lets the runner's own images through as
-  services too: NO_SERVICES matches nothing else), and it runs confined, as service containers do;
-  the build container runs as BuildKit's non-root user (BUILDKIT_USER). Any job script still runs in
-  that image, unconfined: what the job runs, BuildKit or not, is the job author's code.
-- **Job pods get no ServiceAccount token** (`automount_service_account_token = false`, common/config.go
-  in 19.1): jobs need no Kubernetes API (the deploy job brings its own `DEPLOY_KUBECONFIG`).
-- Kubernetes executor; the manager and every job on the nodes labelled for the runner; RBAC is
-  the list the runner's Kubernetes executor docs give (pods, exec, attach, logs, secrets,
-  services, events) in its own namespace, not the chart's default `*` on `*`. The manager runs as
-  the chart's non-root user, with no capability, no privilege escalation and seccomp
-  `RuntimeDefault`: the `restricted` level.
-- Our CA: the manager trusts it (`certsSecretName`, key `<gitlab host>.crt`) and hands it to jobs
-  as `CI_SERVER_TLS_CA_FILE`.
-- The runner cache is MinIO's `runner-cache` bucket.
+- A group runner (`providers/gitlab_runner.py`): it takes the jobs of the `blueprint-apps` group's
+  projects and of no other; created with the admin token, or, over a preserved GitLab, ours adopted
+  with a new token. The chart reads its `glrt-` token from a Secret (`runner-token`, and an empty
+  `runner-registration-token`, which some chart versions still read).
+- The default runner takes every untagged job, in namespace `gitlab-runner` (Pod Security
+  `baseline`): job containers without privilege escalation, seccomp `RuntimeDefault`, no
+  ServiceAccount token. The image-build runner takes only jobs tagged `IMAGE_BUILD_TAG`, in
+  `gitlab-runner-image-build` (`privileged`), and runs rootless BuildKit's image alone; its build
+  container has seccomp and AppArmor `Unconfined` and may escalate privileges (BuildKit maps its
+  user namespace with the setuid `newuidmap`); its helper and init containers stay confined.
+- The manager runs at `restricted`, with the Kubernetes executor's RBAC list in its own namespace;
+  it trusts our CA and hands it to jobs as `CI_SERVER_TLS_CA_FILE`. The cache is MinIO's
+  `runner-cache` bucket.
 
-The config keys are gitlab-runner 19.1's (common/config.go: `allow_privilege_escalation`,
-`pod_security_context`, `build_container_security_context`, `helper_container_security_context`,
-`init_permissions_container_security_context`, each with `seccomp_profile` and `app_armor_profile`,
-and `run_as_user`, `run_as_group`, `run_as_non_root`; a container's own setting wins over the
-runner-wide one, `GetContainerSecurityContext`; `allowed_images`, `allowed_services` and
-`automount_service_account_token` of `KubernetesConfig`), read at tag v19.1.0 of gitlab-runner.
+The config keys are gitlab-runner 19.1's (common/config.go at tag v19.1.0). Why each of these:
+docs/design/decisions.md, entries 26, 27 and 28.
 """
 
 from __future__ import annotations
@@ -169,7 +131,13 @@ class RunnerArgs:
 
 
 def _image_build_limits(args: RunnerArgs) -> str:
-    """What the image-build runner runs at all: BuildKit, and no service container."""
+    """What the image-build runner runs at all: BuildKit, and no service container. Any job author
+    can write the tag, so the runner, not the tag, decides what gets the relaxed build container:
+    `allowed_images` is exactly the pipeline's BuildKit image, and so is the runner's default image
+    (gitlab-runner lets its default and helper images through whatever the allowlist says:
+    common/allowed_images.go, executors/kubernetes `verifyAllowedImages`). A job's script still
+    runs in that image, unconfined: what the job runs is its author's code.
+    """
     if not args.image_builds:
         return ""
     return f"""\
@@ -237,6 +205,7 @@ def runner_config(args: RunnerArgs) -> str:
 def runner_values(args: RunnerArgs, *, token_secret: str, certs_secret: str, cache_secret: str) -> dict[str, Any]:
     return {
         "gitlabUrl": f"{args.gitlab_url}/",
+        # Pulumi owns the runner's life, not the chart: with preserveData a destroy leaves it in GitLab, for the next `up` to adopt.
         "unregisterRunners": False,
         "concurrent": args.concurrent,
         "checkInterval": 3,

@@ -1,31 +1,22 @@
 """Stable storage: every stateful volume of the platform at a fixed host path under the data folder.
 
-The mechanism is **pre-bound static PersistentVolumes**, not a provisioner:
+Pre-bound static PersistentVolumes, not a provisioner (docs/design/decisions.md, entry 9):
 
 - each volume is a `hostPath` PV at `<node data path>/volumes/platform/<namespace>/<claim>`; every
   kind node mounts the same host folder, `<data folder>/volumes`, there, so the PV needs no node
   affinity and a pod may run on any node;
 - the PV names the one claim it serves (`claimRef`), so the claim a chart or operator creates under
   a fixed name (`pg-1`, `repo-data-gitlab-gitaly-0`, ...) binds to it, on this cluster or on a new
-  one over the same folder: a new cluster finds the old data at the old path;
-- the PVs belong to the non-default StorageClass `blueprint-static` (no provisioner), so nothing
-  else lands on them and kind's default `standard` class stays the only default;
-- `Retain`, always: Kubernetes never deletes the data. Whether a `destroy` of phase2 removes it is
-  decided by `preserveData`, through the two folders this component owns
-  (`components/host_folder.py`): the platform folder `<data folder>/platform` (host only: the
-  secrets and the CA, which no node mounts) and the volumes folder `<data folder>/volumes/platform`
-  (inside the folder the nodes mount; phase2 cannot own `<data folder>/volumes` itself, which is a
-  mount's source: a wipe would remove it under a running cluster). Both are claimed before every
-  PV and removed after them.
+  one over the same folder;
+- the PVs are in the non-default StorageClass `blueprint-static` (no provisioner), so nothing else
+  lands on them and kind's `standard` stays the only default;
+- `Retain`, always. Whether a destroy removes the data is `preserveData`'s, through the two folders
+  this component claims before every PV and removes after them (`components/host_folder.py`):
+  `<data folder>/platform` (host only) and `<data folder>/volumes/platform` (not `volumes` itself,
+  a mount's source, which a wipe would remove under a running cluster).
 
-Why not kind's local-path provisioner: its directory names are random unless a `pathPattern` is
-set, whose rules changed between the versions kind ships (v0.0.32 and v0.0.34), and its `Delete`
-teardown runs `rm -rf` on the data when a claim goes; static PVs make each path explicit in the plan.
-
-Each volume's folder belongs to the user its pod runs as (`Volume.owner`), mode 0700: kubelet
-applies no fsGroup to hostPath volumes, so the folder must be the pod user's before the pod starts,
-and no other user of the host or of a node may read it. The host user cannot give a folder away;
-the volumes folder's claim does it through a one-shot root container, only when it is not so yet.
+Each volume's folder is its pod user's (`Volume.owner`), mode 0700, given away by a one-shot root
+container when it is not yet: kubelet applies no fsGroup to hostPath volumes.
 """
 
 from __future__ import annotations
