@@ -459,7 +459,7 @@ def status(
 
 def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
     from cli.image_cache import docker_run, size_on_disk, status_lines
-    from stacks.config import stack_config
+    from stacks.config.schema import stack_config
 
     return status_lines(phase1, lambda: stack_config("phase1")[0], docker_run, size_on_disk)
 
@@ -509,7 +509,8 @@ def kubeconfig_cluster(runner: StackRunner, stack: str) -> tuple[str, str]:
     values = runner.outputs(stack)
     if values and values.get(outputs.CLUSTER_NAME):
         return str(values[outputs.CLUSTER_NAME]), f"stack {stack}'s output {outputs.CLUSTER_NAME}"
-    from stacks.config import NAMESPACE, stack_config
+    from stacks.config import NAMESPACE
+    from stacks.config.schema import stack_config
 
     config, secret = stack_config(stack)
     key = f"{NAMESPACE}:clusterName"

@@ -315,7 +315,7 @@ def _cache_to_wipe(say: Callable[[str], None], existing: Mapping[str, Any], conf
     """
     from cli import image_cache
     from components.image_cache import CACHE_MARKER, MIRRORED_REGISTRIES
-    from stacks.config import ways_to_set
+    from stacks.config.schema import ways_to_set
 
     try:
         folder = image_cache.cache_folder(existing.get("phase1"), config)
@@ -443,7 +443,8 @@ def _unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: 
     """
     from components.host_folder import LEASES_FOLDER, OWNER_MARKER
     from components.kind_cluster import CLUSTER_MARKER
-    from stacks.config import PROJECT_DIR, ConfigError, data_dir_problem
+    from stacks.config import PROJECT_DIR, ConfigError
+    from stacks.config.paths import data_dir_problem
 
     folder = _data_folder(config)
     if not (folder / OWNER_MARKER).is_file():
@@ -512,13 +513,13 @@ def _wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
 
 
 def _checkout_id() -> str | None:
-    from stacks.config import read_checkout_id
+    from stacks.config.paths import read_checkout_id
 
     return read_checkout_id()
 
 
 def _phase1_config() -> Mapping[str, str]:
-    from stacks.config import stack_config
+    from stacks.config.schema import stack_config
 
     return stack_config("phase1")[0]
 
@@ -605,7 +606,8 @@ def make_way_for_a_new_cluster(
 
 def _data_folder(config: Mapping[str, str]) -> Path:
     """phase1's data folder as its config names it."""
-    from stacks.config import PROJECT_DIR, absolute_data_dir
+    from stacks.config import PROJECT_DIR
+    from stacks.config.paths import absolute_data_dir
 
     return absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
 
@@ -613,7 +615,8 @@ def _data_folder(config: Mapping[str, str]) -> Path:
 def planned_cluster_id(config: Mapping[str, str]) -> str | None:
     """The cluster identity phase1's config gives now; None when the config is invalid (the `up` says so)."""
     from components.kind_cluster import cluster_id
-    from stacks.config import NAMESPACE, ConfigError, parse_phase1
+    from stacks.config import NAMESPACE, ConfigError
+    from stacks.config.phases import parse_phase1
     from stacks.phase1 import cluster_args
 
     prefix = f"{NAMESPACE}:"

@@ -47,7 +47,7 @@ from providers.gitlab_objects import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import outputs
-from stacks.config import folder_owner
+from stacks.config.paths import folder_owner
 from stacks.mirror import mirror
 from stacks.phase1 import kind_kubeconfig
 

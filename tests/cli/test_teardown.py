@@ -30,7 +30,7 @@ from components.host_folder import KEEP_SCRIPT, LEASES_FOLDER, OWNER_MARKER, UP_
 from components.kind_cluster import CLUSTER_MARKER
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
-from stacks.config import stack_config
+from stacks.config.schema import stack_config
 from tests.plans import COMMAND, fake_command, planned
 
 
