@@ -94,7 +94,8 @@ def _take_phase2_down(runner: Teardown, say: Callable[[str], None], cluster: Clu
 def planned_cluster_id(config: Mapping[str, str]) -> str | None:
     """The cluster identity phase1's config gives now; None when the config is invalid (the `up` says so)."""
     from components.kind_cluster import cluster_id
-    from stacks.config import NAMESPACE, ConfigError, parse_phase1
+    from stacks.config import NAMESPACE, ConfigError
+    from stacks.config.phases import parse_phase1
     from stacks.phase1 import cluster_args
 
     prefix = f"{NAMESPACE}:"

@@ -22,7 +22,8 @@ OVER_PHASE1 = outputs.stacks_over("phase1")
 
 def configured_folder(config: Mapping[str, str]) -> Path:
     """phase1's data folder as its config names it."""
-    from stacks.config import PROJECT_DIR, absolute_data_dir
+    from stacks.config import PROJECT_DIR
+    from stacks.config.paths import absolute_data_dir
 
     return absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
 
@@ -38,7 +39,8 @@ def unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: W
     """
     from components.host_folder import LEASES_FOLDER, OWNER_MARKER
     from components.kind_cluster import CLUSTER_MARKER
-    from stacks.config import PROJECT_DIR, ConfigError, data_dir_problem
+    from stacks.config import PROJECT_DIR, ConfigError
+    from stacks.config.paths import data_dir_problem
 
     folder = configured_folder(config)
     if not (folder / OWNER_MARKER).is_file():

@@ -37,7 +37,8 @@ import yaml
 
 from cli.plan import Plan, ProgramFailed, plan
 from stacks import outputs
-from stacks.config import PROJECT_DIR, defaults_only
+from stacks.config import PROJECT_DIR
+from stacks.config.schema import defaults_only
 
 PHASES = ("phase1", "phase2", "phase3")
 DEFAULT_OUTPUT = PROJECT_DIR / "docs" / "architecture.md"

@@ -4,7 +4,7 @@ A hand-kept reference drifts the day a key, a flag or an image changes; these pa
 from the code instead, and `--check` (run by the test suite) fails when a committed page is not what
 the code would give today, naming the page and the command that rewrites it:
 
-- configuration.md: Pulumi.yaml's `config:` block, and which stacks read each key (stacks/config.py);
+- configuration.md: Pulumi.yaml's `config:` block, and which stacks read each key (stacks/config/schema.py);
 - cli.md: the `blueprint` argument parser (cli/main.py `parser`), walked generically, verb by verb;
 - credentials.md: the credential catalogue (credentials.py);
 - images.md: what `blueprint images` reads from the offline plans of the phase stacks.
@@ -82,7 +82,8 @@ def code(text: str) -> str:
 
 
 def configuration() -> str:
-    from stacks.config import NAMESPACE, config_string, declared_keys, stacks_reading
+    from stacks.config import NAMESPACE
+    from stacks.config.schema import config_string, declared_keys, stacks_reading
 
     keys = declared_keys()
     example = next(key for key, spec in keys.items() if spec.get("type") == "integer")
@@ -127,7 +128,7 @@ def configuration() -> str:
 
 
 def _readers(key: str) -> str:
-    from stacks.config import stacks_reading
+    from stacks.config.schema import stacks_reading
 
     return ", ".join([*stacks_reading(key), "dev"])
 
@@ -261,7 +262,7 @@ def credentials_reference() -> str:
 def phase_plans() -> list[Plan]:
     """The offline plans `blueprint images` reads, with Pulumi.yaml's defaults alone."""
     from cli.images import plans
-    from stacks.config import defaults_only
+    from stacks.config.schema import defaults_only
 
     with defaults_only():
         return plans()
@@ -313,7 +314,7 @@ def images_reference() -> str:
 
 
 PAGES = (
-    Page(name="configuration.md", sources="Pulumi.yaml and stacks/config.py", render=configuration),
+    Page(name="configuration.md", sources="Pulumi.yaml and stacks/config/schema.py", render=configuration),
     Page(name="cli.md", sources="the argument parser, cli/main.py", render=cli_reference),
     Page(name="credentials.md", sources="the credential catalogue, credentials.py", render=credentials_reference),
     Page(

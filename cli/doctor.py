@@ -157,7 +157,7 @@ def resources_needed(*, gitlab_nodes: int, runner_nodes: int, headlamp: bool) ->
 
 def default_needs() -> Needs:
     """What the default config (Pulumi.yaml) needs."""
-    from stacks.config import default_string
+    from stacks.config.schema import default_string
 
     return resources_needed(
         gitlab_nodes=int(default_string("gitlabNodes")),
@@ -811,7 +811,7 @@ def _uv_check(machine: Machine) -> Check:
 
 
 def _port_check(machine: Machine, key: str, port: int, stack: str, cluster_name: str | None) -> Check:
-    from stacks.config import ways_to_set
+    from stacks.config.schema import ways_to_set
 
     name = f"port {port} ({key})"
     if machine.port_free(port):
@@ -946,7 +946,7 @@ def image_cache_checks(machine: Machine, folder: Path | None, stack: str) -> lis
     filesystem with room for what the cache still has to download (`CACHE_FULL_BYTES` less what it holds).
     """
     from cli.image_cache import shown_size
-    from stacks.config import ways_to_set
+    from stacks.config.schema import ways_to_set
 
     if folder is None:
         return [Check(name=CACHE_SPACE, ok=True, found="off (blueprint:imageCache=false): every up downloads every image again")]
@@ -1233,7 +1233,9 @@ def config_check(stacks: Sequence[str]) -> Check:
 
 def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
     # Imported here: the config code imports pulumi, which `--help` should not wait for.
-    from stacks.config import NAMESPACE, ConfigError, parse_phase1, stack_config
+    from stacks.config import NAMESPACE, ConfigError
+    from stacks.config.phases import parse_phase1
+    from stacks.config.schema import stack_config
 
     # The machine's checks read the cluster's settings: phase1's, or dev's own.
     stack = "dev" if "dev" in stacks else "phase1"

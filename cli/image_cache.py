@@ -49,7 +49,9 @@ def cache_folder(phase1: Mapping[str, Any] | None, config: Mapping[str, str]) ->
         return Path(recorded)
     if str(config.get("blueprint:imageCache", "true")).lower() != "true":
         return None
-    from stacks.config import PROJECT_DIR, absolute_data_dir, image_cache_dir, image_cache_dir_problem, ways_to_set
+    from stacks.config import PROJECT_DIR
+    from stacks.config.paths import absolute_data_dir, image_cache_dir, image_cache_dir_problem
+    from stacks.config.schema import ways_to_set
 
     value = str(config.get("blueprint:imageCacheDir", ""))
     data_dir = absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
@@ -404,7 +406,7 @@ def folder_to_wipe(
     """The image cache folder `--wipe-cache` removes after the destroy, checked before anything is
     destroyed; None, said, when there is nothing to wipe; `WipeRefused` when it must not be removed.
     """
-    from stacks.config import ways_to_set
+    from stacks.config.schema import ways_to_set
 
     try:
         folder = cache_folder(phase1, config)

@@ -35,7 +35,8 @@ def kubeconfig_cluster(runner: StackRunner, stack: str) -> tuple[str, str]:
     values = runner.outputs(stack)
     if values and values.get(outputs.CLUSTER_NAME):
         return str(values[outputs.CLUSTER_NAME]), f"stack {stack}'s output {outputs.CLUSTER_NAME}"
-    from stacks.config import NAMESPACE, stack_config
+    from stacks.config import NAMESPACE
+    from stacks.config.schema import stack_config
 
     config, secret = stack_config(stack)
     key = f"{NAMESPACE}:clusterName"

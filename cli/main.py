@@ -19,7 +19,8 @@ def _config_override(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {text!r}")
-    from stacks.config import NAMESPACE, declared_keys, full_key
+    from stacks.config import NAMESPACE
+    from stacks.config.schema import declared_keys, full_key
 
     name = full_key(key)
     if name.count(":") != 1 or not name.startswith(f"{NAMESPACE}:"):

@@ -35,7 +35,8 @@ from pulumi.runtime.stack import run_in_stack
 
 from cli import stand_ins
 from stacks import STACK_PHASES
-from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError, stack_config, stack_reads, stacks_reading
+from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
+from stacks.config.schema import stack_config, stack_reads, stacks_reading
 from stacks.outputs import UPSTREAM_STACK
 from stacks.runtime import installed
 

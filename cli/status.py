@@ -51,7 +51,7 @@ def status(
 
 def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
     from cli.image_cache import docker_run, size_on_disk, status_lines
-    from stacks.config import stack_config
+    from stacks.config.schema import stack_config
 
     return status_lines(phase1, lambda: stack_config("phase1")[0], docker_run, size_on_disk)
 

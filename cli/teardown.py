@@ -87,7 +87,7 @@ class World:
     phase1_config: Callable[[], Mapping[str, str]] = lambda: _phase1_config()
     wipe_folder: Callable[[str, str], subprocess.CompletedProcess[str]] = lambda folder, owner: data_folder.wipe_folder(folder, owner)
     checkout_id: Callable[[], str | None] = lambda: _checkout_id()
-    """This checkout's id (`stacks.config.read_checkout_id`): None when no stack of it ever ran."""
+    """This checkout's id (`stacks.config.paths.read_checkout_id`): None when no stack of it ever ran."""
     docker: image_cache.DockerRun = lambda argv: image_cache.docker_run(argv)
     """Run a `docker ...` argv: its exit code and output."""
     wipe_cache: Callable[[Path], image_cache.Wiped] = lambda folder: image_cache.wipe_with_node_image(folder)
@@ -423,13 +423,13 @@ def _image_cache_after(say: Callable[[str], None], route: _Route, world: World) 
 
 
 def _checkout_id() -> str | None:
-    from stacks.config import read_checkout_id
+    from stacks.config.paths import read_checkout_id
 
     return read_checkout_id()
 
 
 def _phase1_config() -> Mapping[str, str]:
-    from stacks.config import stack_config
+    from stacks.config.schema import stack_config
 
     return stack_config("phase1")[0]
 

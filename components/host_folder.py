@@ -28,7 +28,7 @@ from pulumi_command import local
 from providers.host_secret import WIPING_MARKER
 
 OWNER_MARKER = ".blueprint-owner"
-"""File in an owned folder naming the owner, `<project>/<stack>@<checkout id>` (`stacks.config.folder_owner`):
+"""File in an owned folder naming the owner, `<project>/<stack>@<checkout id>` (`stacks.config.paths.folder_owner`):
 the same stack of another checkout is another owner."""
 
 SHELL_QUOTE = r"""quoted() {
@@ -285,7 +285,7 @@ class HostFolderArgs:
     path: str
     """Absolute host path."""
     owner: str
-    """`<project>/<stack>@<checkout id>` of the owning stack (`stacks.config.folder_owner`)."""
+    """`<project>/<stack>@<checkout id>` of the owning stack (`stacks.config.paths.folder_owner`)."""
     preserve: pulumi.Input[bool]
     """Keep the folder on destroy (the stack's preserveData)."""
     wipe_image: str

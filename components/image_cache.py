@@ -294,7 +294,7 @@ class ImageCacheArgs:
     hosts_dir_claim: pulumi.Resource
     """The claim of the data folder `hosts_dir` is in: the hosts files wait for it."""
     owner: str
-    """`<project>/<stack>@<checkout id>` of the stack that runs the mirrors (`stacks.config.folder_owner`)."""
+    """`<project>/<stack>@<checkout id>` of the stack that runs the mirrors (`stacks.config.paths.folder_owner`)."""
     registries: tuple[str, ...] = tuple(MIRRORED_REGISTRIES)
     image: str = versions.REGISTRY_MIRROR_IMAGE
 

@@ -88,7 +88,7 @@ class KindClusterArgs:
     openbao_port: int
     api_server_port: int
     owner: str
-    """`<project>/<stack>@<checkout id>` of the stack that owns the data folder (`stacks.config.folder_owner`)."""
+    """`<project>/<stack>@<checkout id>` of the stack that owns the data folder (`stacks.config.paths.folder_owner`)."""
     inner_owners: tuple[str, ...] = ()
     """The owners of the folders other stacks claim inside the data folder (phase2's, over phase1):
     its wipe removes those, and no one else's."""

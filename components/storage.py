@@ -64,7 +64,7 @@ class StorageArgs:
     volumes_node_path: str
     """Where the nodes see the volumes folder."""
     owner: str
-    """`<project>/<stack>@<checkout id>` that owns both folders (`stacks.config.folder_owner`)."""
+    """`<project>/<stack>@<checkout id>` that owns both folders (`stacks.config.paths.folder_owner`)."""
     data_folder_owner: str
     """The owner of the data folder both folders are in (phase1's; in `dev`, dev's own): they are
     claimed only inside a folder it claimed."""

@@ -12,7 +12,8 @@ from pulumi_command import local
 from components import image_cache, kind_cluster
 from components.kind_cluster import KindCluster, KindClusterArgs
 from stacks import outputs
-from stacks.config import Phase1Config, folder_owner, load_phase1
+from stacks.config.paths import folder_owner
+from stacks.config.phases import Phase1Config, load_phase1
 
 
 def cluster_args(config: Phase1Config, *, owner: str, inner_owners: tuple[str, ...] = ()) -> KindClusterArgs:

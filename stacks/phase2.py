@@ -4,12 +4,14 @@ Gateway API CRDs, stable storage, Postgres, Redis, MinIO, OpenBao (self-initiali
 its static key, holding every generated credential), TLS, then GitLab, its admin token, the
 platform's group and its two Runners. The slowest chain is Postgres -> GitLab -> token -> group ->
 runners; everything else starts beside it: TLS, Redis, MinIO and the CRDs beside Postgres, OpenBao
-beside GitLab, cluster DNS and node registry access at once.
+beside GitLab, cluster DNS and node registry access at once. `deploy` is the table of contents:
+one function per tier, called in the order the tiers are registered (the order a plan lists).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -47,7 +49,7 @@ from providers.gitlab_objects import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import outputs
-from stacks.config import folder_owner
+from stacks.config.paths import folder_owner
 from stacks.mirror import mirror
 from stacks.phase1 import kind_kubeconfig
 
@@ -71,18 +73,108 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     # The stack, as the cluster lease and the Runner's description name it; the host folders it
     # claims name this checkout too (`folder_owner`), since another checkout may hold the same stack.
     owner = f"{pulumi.get_project()}/{pulumi.get_stack()}"
-    # Two folders: the platform's own (secrets, the CA; no node mounts it) and its volumes, inside
-    # the data folder's `volumes`, which every node mounts.
-    host_folder = f"{inputs[outputs.DATA_DIR]}/{PLATFORM_SUBDIR}"
-    volumes_host_folder = f"{inputs[outputs.DATA_DIR]}/{kind_cluster.VOLUMES_SUBDIR}/{PLATFORM_SUBDIR}"
-    volumes_node_folder = f"{inputs[outputs.VOLUMES_NODE_PATH]}/{PLATFORM_SUBDIR}"
-    secrets_folder = f"{host_folder}/secrets"
+    folders = Folders.of(inputs)
+    on_cluster = _cluster_access(inputs, owner)
+    storage = _storage(inputs, folders, on_cluster)
+    gateway_crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(), opts=on_cluster)
+    # baseline: GitLab chart 10.1's containers drop ALL and run as non-root but set no seccomp profile
+    # (e.g. charts/gitlab/charts/gitaly/values.yaml containerSecurityContext); nothing needs the host.
+    gitlab_namespace = k8s.core.v1.Namespace(
+        "gitlab-namespace", metadata={"name": GITALY_VOLUME.namespace, "labels": pod_security_labels("baseline")}, opts=on_cluster
+    )
+    namespace = gitlab_namespace.metadata.name
+    tls = _tls(inputs, folders, storage, namespace, on_cluster)
+    data = _data_tier(inputs, folders, storage, on_cluster)
+    openbao = _openbao(inputs, folders, storage, data.postgres, on_cluster)
+    _node_access(inputs, namespace, tls, on_cluster)
+    gitlab = _gitlab(inputs, folders, storage, gateway_crds, namespace, tls, data, on_cluster)
+    admin = _admin(inputs, folders, storage, namespace, tls, gitlab, owner)
+    runners = _runners(inputs, tls, data.minio, admin, owner, on_cluster)
+    _headlamp_route(inputs, namespace, gitlab, on_cluster)
+    ci_access = CiAccess(
+        "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
+    )
+    platform = Platform(tls=tls, data=data, openbao=openbao, gitlab=gitlab, admin=admin, runners=runners, ci_access=ci_access)
+    _mirror_credentials(inputs, platform)
+    return _outputs(inputs, platform, owner)
 
-    # In `dev`, what phase1 made in this same graph: the data folder's claim and the cluster.
-    data_claim = [inputs[outputs.DATA_FOLDER_CLAIM]] if outputs.DATA_FOLDER_CLAIM in inputs else []
-    cluster = [inputs[outputs.CLUSTER]] if outputs.CLUSTER in inputs else []
-    headlamp_dashboard = [inputs[outputs.HEADLAMP_DASHBOARD]] if outputs.HEADLAMP_DASHBOARD in inputs else []
 
+@dataclass(frozen=True, kw_only=True)
+class Folders:
+    """phase2's two host folders: the platform's own (secrets, the CA; no node mounts it) and its
+    volumes, inside the data folder's `volumes`, which every node mounts.
+    """
+
+    host: str
+    secrets: str
+    volumes_host: str
+    """The volumes' folder on the host."""
+    volumes_node: str
+    """The same folder as the nodes mount it."""
+
+    @staticmethod
+    def of(inputs: Mapping[str, Any]) -> Folders:
+        host = f"{inputs[outputs.DATA_DIR]}/{PLATFORM_SUBDIR}"
+        return Folders(
+            host=host,
+            secrets=f"{host}/secrets",
+            volumes_host=f"{inputs[outputs.DATA_DIR]}/{kind_cluster.VOLUMES_SUBDIR}/{PLATFORM_SUBDIR}",
+            volumes_node=f"{inputs[outputs.VOLUMES_NODE_PATH]}/{PLATFORM_SUBDIR}",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataTier:
+    """The data tier GitLab and OpenBao keep their state in."""
+
+    postgres: Postgres
+    redis: Redis
+    minio: Minio
+
+
+@dataclass(frozen=True, kw_only=True)
+class Admin:
+    """GitLab's admin token and the platform's group, made with it."""
+
+    token_file: str
+    """Where the token is kept, without GitLab's prefix."""
+    token_value: pulumi.Output[str]
+    """The token as the file holds it, with GitLab's prefix."""
+    token: GitLabToken
+    """The token, once GitLab has it: what waits on it waits for the seeding."""
+    group: Group
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    """What the tiers made that the catalogue's writes and the stack's outputs read."""
+
+    tls: Tls
+    data: DataTier
+    openbao: OpenBao
+    gitlab: GitLab
+    admin: Admin
+    runners: tuple[Runner, Runner]
+    """The default runner, then the one for image builds."""
+    ci_access: CiAccess
+
+
+def _in_graph(inputs: Mapping[str, Any], key: str) -> list[Any]:
+    """In `dev`, what phase1 made in this same graph under `key`; in a phase2 stack, nothing."""
+    return [inputs[key]] if key in inputs else []
+
+
+def _gitlab_host(inputs: Mapping[str, Any]) -> str:
+    return f"gitlab.{inputs[outputs.DOMAIN]}"
+
+
+def _gitlab_nodes(inputs: Mapping[str, Any]) -> dict[str, str]:
+    """The node selector of GitLab's nodes."""
+    return {str(inputs[outputs.NODE_LABEL_KEY]): str(inputs[outputs.GITLAB_NODE_LABEL])}
+
+
+def _cluster_access(inputs: Mapping[str, Any], owner: str) -> pulumi.ResourceOptions:
+    """The lease on the cluster and the one Kubernetes provider: the options of everything on the cluster."""
     # While phase2 has anything on the cluster, the cluster's delete refuses to run (a destroy of
     # phase1, or a change that replaces the cluster, would orphan it). Everything on the cluster
     # comes after the lease, through the provider; in `dev` the lease goes before the cluster.
@@ -90,7 +182,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "cluster-lease",
         data_dir=str(inputs[outputs.DATA_DIR]),
         user=owner,
-        opts=pulumi.ResourceOptions(depends_on=[*data_claim, *cluster]),
+        opts=pulumi.ResourceOptions(depends_on=[*_in_graph(inputs, outputs.DATA_FOLDER_CLAIM), *_in_graph(inputs, outputs.CLUSTER)]),
     )
     # Explicit, never ambient. Keyed on the cluster's identity, so that only a replaced cluster
     # replaces it (and every resource on it), not a kubeconfig a preview does not know yet. A
@@ -105,48 +197,51 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         cluster_identifier=str(inputs[outputs.CLUSTER_ID]),
         opts=pulumi.ResourceOptions(depends_on=[lease]),
     )
-    on_cluster = pulumi.ResourceOptions(providers=[provider])
+    return pulumi.ResourceOptions(providers=[provider])
 
-    storage = Storage(
+
+def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.ResourceOptions) -> Storage:
+    return Storage(
         "storage",
         StorageArgs(
-            host_path=host_folder,
-            volumes_host_path=volumes_host_folder,
-            volumes_node_path=volumes_node_folder,
+            host_path=folders.host,
+            volumes_host_path=folders.volumes_host,
+            volumes_node_path=folders.volumes_node,
             owner=folder_owner(),
             # phase1's, which phase2 reads its data folder from; in `dev`, dev's own.
             data_folder_owner=folder_owner(outputs.UPSTREAM_STACK.get(pulumi.get_stack(), pulumi.get_stack())),
             preserve=bool(inputs[outputs.PRESERVE_DATA]),
             wipe_image=versions.KIND_NODE_IMAGE,
             volumes=VOLUMES,
-            inside=tuple(data_claim),
+            inside=tuple(_in_graph(inputs, outputs.DATA_FOLDER_CLAIM)),
         ),
         opts=on_cluster,
     )
-    gateway_crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(), opts=on_cluster)
 
-    # baseline: GitLab chart 10.1's containers drop ALL and run as non-root but set no seccomp profile
-    # (e.g. charts/gitlab/charts/gitaly/values.yaml containerSecurityContext); nothing needs the host.
-    gitlab_namespace = k8s.core.v1.Namespace(
-        "gitlab-namespace", metadata={"name": GITALY_VOLUME.namespace, "labels": pod_security_labels("baseline")}, opts=on_cluster
-    )
-    tls = Tls(
+
+def _tls(
+    inputs: Mapping[str, Any], folders: Folders, storage: Storage, namespace: pulumi.Output[str], on_cluster: pulumi.ResourceOptions
+) -> Tls:
+    return Tls(
         "tls",
         TlsArgs(
             domain=str(inputs[outputs.DOMAIN]),
-            namespace=gitlab_namespace.metadata.name,
-            ca_file=f"{host_folder}/ca.crt",
+            namespace=namespace,
+            ca_file=f"{folders.host}/ca.crt",
             ca_folder=storage.folder,
-            ca_key_file=f"{secrets_folder}/{tls_component.CA_KEY_FILE}",
+            ca_key_file=f"{folders.secrets}/{tls_component.CA_KEY_FILE}",
         ),
         opts=on_cluster,
     )
+
+
+def _data_tier(inputs: Mapping[str, Any], folders: Folders, storage: Storage, on_cluster: pulumi.ResourceOptions) -> DataTier:
     postgres = Postgres(
         "postgres",
         PostgresArgs(
             volume=POSTGRES_VOLUME,
             volume_resource=storage.volumes[POSTGRES_VOLUME.key],
-            data_host_path=f"{volumes_host_folder}/{POSTGRES_VOLUME.folder}",
+            data_host_path=f"{folders.volumes_host}/{POSTGRES_VOLUME.folder}",
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
         ),
         opts=on_cluster,
@@ -157,12 +252,18 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         MinioArgs(
             volume=MINIO_VOLUME,
             volume_resource=storage.volumes[MINIO_VOLUME.key],
-            secrets_path=secrets_folder,
+            secrets_path=folders.secrets,
             secrets_folder=storage.folder,
         ),
         opts=on_cluster,
     )
-    openbao = OpenBao(
+    return DataTier(postgres=postgres, redis=redis, minio=minio)
+
+
+def _openbao(
+    inputs: Mapping[str, Any], folders: Folders, storage: Storage, postgres: Postgres, on_cluster: pulumi.ResourceOptions
+) -> OpenBao:
+    return OpenBao(
         "openbao",
         OpenBaoArgs(
             node_port=int(inputs[outputs.OPENBAO_NODE_PORT]),
@@ -174,77 +275,91 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             database_ready=postgres.openbao_database,
             postgres_namespace=POSTGRES_VOLUME.namespace,
             postgres_pod=f"{pg.CLUSTER}-1",
-            secrets_path=secrets_folder,
+            secrets_path=folders.secrets,
             secrets_folder=storage.folder,
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
         ),
         opts=on_cluster,
     )
 
+
+def _node_access(inputs: Mapping[str, Any], namespace: pulumi.Output[str], tls: Tls, on_cluster: pulumi.ResourceOptions) -> None:
+    """What the nodes need of the platform: GitLab's images ahead of time, and its names resolved
+    (pods by cluster DNS, containerd by the registry's hosts folder) to the Gateway.
+    """
     domain = str(inputs[outputs.DOMAIN])
-    gitlab_host, registry_host = f"gitlab.{domain}", f"registry.{domain}"
-    gitlab_nodes = {str(inputs[outputs.NODE_LABEL_KEY]): str(inputs[outputs.GITLAB_NODE_LABEL])}
     envoy = f"{gl.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
-    platform_names = host_names(domain, [])
-    # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
     if inputs[outputs.IMAGE_MIRRORS]:
         # GitLab's images onto its nodes while the data tier comes up; nothing waits for it.
         ImagePrepull(
             "gitlab-image-prepull",
             ImagePrepullArgs(
-                namespace=gitlab_namespace.metadata.name,
-                node_selector=gitlab_nodes,
+                namespace=namespace,
+                node_selector=_gitlab_nodes(inputs),
                 images=versions.GITLAB_CHART_IMAGES,
                 mirrors_joined=tuple(inputs[key] for key in [outputs.IMAGE_CACHE_JOINED] if key in inputs),
             ),
             opts=on_cluster,
         )
+    # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
     ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest()), target=envoy), opts=on_cluster)
     NodeRegistry(
         "node-registry",
         NodeRegistryArgs(
-            registry_host=registry_host,
-            names=platform_names,
+            registry_host=f"registry.{domain}",
+            names=host_names(domain, []),
             target=envoy,
             hosts_dir_host=str(inputs[outputs.REGISTRY_HOSTS_DIR]),
             hosts_dir_node=f"{inputs[outputs.NODE_DATA_PATH]}/{kind_cluster.REGISTRY_HOSTS_SUBDIR}",
             ca_pem=tls.ca_cert_pem,
-            hosts_dir_claim=tuple(data_claim),
+            hosts_dir_claim=tuple(_in_graph(inputs, outputs.DATA_FOLDER_CLAIM)),
         ),
         opts=on_cluster,
     )
-    gitlab_release = GitLab(
+
+
+def _gitlab(
+    inputs: Mapping[str, Any],
+    folders: Folders,
+    storage: Storage,
+    gateway_crds: GatewayCrds,
+    namespace: pulumi.Output[str],
+    tls: Tls,
+    data: DataTier,
+    on_cluster: pulumi.ResourceOptions,
+) -> GitLab:
+    return GitLab(
         "gitlab",
         GitLabArgs(
-            namespace=gitlab_namespace.metadata.name,
-            domain=domain,
+            namespace=namespace,
+            domain=str(inputs[outputs.DOMAIN]),
             ssh_port=int(inputs[outputs.SSH_PORT]),
             node_ports=(
                 int(inputs[outputs.GATEWAY_HTTP_NODE_PORT]),
                 int(inputs[outputs.GATEWAY_HTTPS_NODE_PORT]),
                 int(inputs[outputs.GATEWAY_SSH_NODE_PORT]),
             ),
-            node_selector=gitlab_nodes,
-            postgres_host=postgres.host,
+            node_selector=_gitlab_nodes(inputs),
+            postgres_host=data.postgres.host,
             postgres_database=pg.GITLAB_DATABASE,
             postgres_user=pg.GITLAB_ROLE,
-            postgres_password=postgres.gitlab_password,
-            redis_host=redis.host,
-            redis_password=redis.password,
-            s3_endpoint=minio.endpoint,
-            s3_access_key=minio.credentials_for(mn.GITLAB).access_key,
-            s3_secret_key=minio.credentials_for(mn.GITLAB).secret_key,
+            postgres_password=data.postgres.gitlab_password,
+            redis_host=data.redis.host,
+            redis_password=data.redis.password,
+            s3_endpoint=data.minio.endpoint,
+            s3_access_key=data.minio.credentials_for(mn.GITLAB).access_key,
+            s3_secret_key=data.minio.credentials_for(mn.GITLAB).secret_key,
             ca_secret=tls_component.CA_SECRET,
             gitaly_volume=GITALY_VOLUME,
             apps_namespace=APPS_NAMESPACE,
             headlamp_namespace=HeadlampArgs().namespace if inputs[outputs.HEADLAMP] else None,
-            secrets_path=secrets_folder,
+            secrets_path=folders.secrets,
             secrets_folder=storage.folder,
             depends_on=(
                 gateway_crds.chart,
-                postgres.gitlab_database,
-                redis.release,
-                minio.buckets,
+                data.postgres.gitlab_database,
+                data.redis.release,
+                data.minio.buckets,
                 *tls.secrets,
                 storage.volumes[GITALY_VOLUME.key],
             ),
@@ -252,34 +367,46 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         opts=on_cluster,
     )
 
+
+def _admin(
+    inputs: Mapping[str, Any],
+    folders: Folders,
+    storage: Storage,
+    namespace: pulumi.Output[str],
+    tls: Tls,
+    gitlab: GitLab,
+    owner: str,
+) -> Admin:
+    """GitLab's admin token, from its file, checked at GitLab's URL; then the platform's group."""
+    gitlab_url = f"https://{_gitlab_host(inputs)}"
     # Lives with the data, like the rails secrets: after a preserveData cycle GitLab's database
     # still holds this token, and what users scripted against it keeps working. The file keeps it
     # without GitLab's prefix, which `outputs.admin_token` adds (for every reader of the file too).
-    admin_token_file = f"{secrets_folder}/gitlab-admin-token"
-    admin_token_value = HostSecret(
+    token_file = f"{folders.secrets}/gitlab-admin-token"
+    token_value = HostSecret(
         "gitlab-admin-token-value",
-        HostSecretArgs(path=admin_token_file),
+        HostSecretArgs(path=token_file),
         opts=pulumi.ResourceOptions(depends_on=[storage.folder]),
     ).value.apply(outputs.admin_token)
-    admin_token = GitLabToken(
+    token = GitLabToken(
         "gitlab-admin-token",
         GitLabTokenArgs(
-            gitlab_url=f"https://{gitlab_host}",
+            gitlab_url=gitlab_url,
             ca_file=tls.ca_file,
-            token=admin_token_value,
+            token=token_value,
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
-            namespace=gitlab_namespace.metadata.name,
+            namespace=namespace,
             toolbox=gl.TOOLBOX,
         ),
         # It checks the token at GitLab's URL, through the Gateway: that must be Programmed first.
-        opts=pulumi.ResourceOptions(depends_on=[gitlab_release.release, gitlab_release.gateway_programmed]),
+        opts=pulumi.ResourceOptions(depends_on=[gitlab.release, gitlab.gateway_programmed]),
     )
     # The platform's group, before its runners: they serve its projects and no other, and phase3
     # puts the apps' projects in it. The seeded token: making it waits for the seeding.
-    apps_group = Group(
+    group = Group(
         "apps-group",
         GroupArgs(
-            connection=Connection(f"https://{gitlab_host}", admin_token.token, tls.ca_file),
+            connection=Connection(gitlab_url, token.token, tls.ca_file),
             path=APPS_GROUP,
             name=APPS_GROUP,
             owner=owner,
@@ -287,7 +414,14 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(retain_on_delete=bool(inputs[outputs.PRESERVE_DATA])),
     )
-    # Two runners of the group: the default one, confined, and the one for image builds alone.
+    return Admin(token_file=token_file, token_value=token_value, token=token, group=group)
+
+
+def _runners(
+    inputs: Mapping[str, Any], tls: Tls, minio: Minio, admin: Admin, owner: str, on_cluster: pulumi.ResourceOptions
+) -> tuple[Runner, Runner]:
+    """The group's two runners: the default one, confined, and the one for image builds alone."""
+    gitlab_host = _gitlab_host(inputs)
     runner, image_build_runner = (
         Runner(
             "image-build-runner" if image_builds else "runner",
@@ -296,10 +430,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 gitlab_url=f"https://{gitlab_host}",
                 gitlab_host=gitlab_host,
                 # The seeded token: registering the runner waits for the seeding.
-                token=admin_token.token,
+                token=admin.token.token,
                 ca_file=tls.ca_file,
                 ca_pem=tls.ca_cert_pem,
-                group_id=apps_group.id,
+                group_id=admin.group.id,
                 owner=owner,
                 preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
                 node_label_key=str(inputs[outputs.NODE_LABEL_KEY]),
@@ -314,27 +448,34 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         )
         for image_builds in (False, True)
     )
+    return runner, image_build_runner
+
+
+def _headlamp_route(inputs: Mapping[str, Any], namespace: pulumi.Output[str], gitlab: GitLab, on_cluster: pulumi.ResourceOptions) -> None:
     if inputs[outputs.HEADLAMP]:
         # Headlamp at https://headlamp.<domain>, like every other UI: after its listener (the gate
         # comes after every writer of the Gateway), and in `dev` after Headlamp itself.
         HeadlampRoute(
             "headlamp-route",
             HeadlampRouteArgs(
-                host=f"{HEADLAMP_HOST}.{domain}",
+                host=f"{HEADLAMP_HOST}.{inputs[outputs.DOMAIN]}",
                 gateway=gl.GATEWAY,
-                gateway_namespace=gitlab_namespace.metadata.name,
+                gateway_namespace=namespace,
                 listener=gl.HEADLAMP_LISTENER,
-                depends_on=(gitlab_release.gateway_programmed, *headlamp_dashboard),
+                depends_on=(gitlab.gateway_programmed, *_in_graph(inputs, outputs.HEADLAMP_DASHBOARD)),
             ),
             opts=on_cluster,
         )
-    ci_access = CiAccess(
-        "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
-    )
 
-    # Every credential phase2 generates, mirrored into OpenBao from the catalogue (credentials.py),
-    # each write after OpenBao's initialisation and its own source only; the three that open
-    # OpenBao itself stay in their files alone.
+
+def _mirror_credentials(inputs: Mapping[str, Any], platform: Platform) -> None:
+    """Every credential phase2 generates, mirrored into OpenBao from the catalogue (credentials.py),
+    each write after OpenBao's initialisation and its own source only; the three that open OpenBao
+    itself stay in their files alone.
+    """
+    postgres, redis, minio = platform.data.postgres, platform.data.redis, platform.data.minio
+    tls, gitlab, openbao, ci_access = platform.tls, platform.gitlab, platform.openbao, platform.ci_access
+    runner, image_build_runner = platform.runners
     mirror(
         credentials.PLATFORM,
         {
@@ -345,10 +486,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             "minio-root-password": minio.root_password,
             "minio-gitlab-secret-key": minio.credentials_for(mn.GITLAB).secret_key,
             "minio-runner-cache-secret-key": minio.credentials_for(mn.RUNNER_CACHE).secret_key,
-            "gitlab-root-password": gitlab_release.root_password,
-            "gitlab-admin-token": admin_token_value,
-            "gitlab-rails-secrets": gitlab_release.rails_secrets,
-            "gitlab-ssh-host-keys": gitlab_release.ssh_host_keys,
+            "gitlab-root-password": gitlab.root_password,
+            "gitlab-admin-token": platform.admin.token_value,
+            "gitlab-rails-secrets": gitlab.rails_secrets,
+            "gitlab-ssh-host-keys": gitlab.ssh_host_keys,
             "platform-ca-key": tls.ca_key_pem,
             "gateway-tls-key": tls.wildcard_key_pem,
             "runner-token": runner.token,
@@ -364,7 +505,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 f"minio/{consumer}": {"accessKey": user.access_key, "endpoint": minio.endpoint}
                 for consumer, user in minio.credentials.items()
             },
-            "gitlab/root": {"username": "root", "url": f"https://{gitlab_host}"},
+            "gitlab/root": {"username": "root", "url": f"https://{_gitlab_host(inputs)}"},
             "tls/ca": {"certificate": tls.ca_cert_pem},
             "ci/deploy-kubeconfig": {"token": ci_access.kubeconfig.apply(kubeconfig_token)},
         },
@@ -374,6 +515,10 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         depends_on=[openbao.init],
     )
 
+
+def _outputs(inputs: Mapping[str, Any], platform: Platform, owner: str) -> dict[str, Any]:
+    tls, openbao, gitlab, admin, ci_access = platform.tls, platform.openbao, platform.gitlab, platform.admin, platform.ci_access
+    runner, image_build_runner = platform.runners
     return {
         # phase3's group and projects live in GitLab's database: they follow the same flag.
         outputs.PRESERVE_DATA: bool(inputs[outputs.PRESERVE_DATA]),
@@ -387,24 +532,24 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         # In `dev` only, never exported: what phase3's KV writes log in with, and wait for.
         outputs.OPENBAO_WRITER_PASSWORD: openbao.writer_password,
         outputs.OPENBAO_INIT: openbao.init,
-        outputs.POSTGRES_HOST: postgres.host,
-        outputs.REDIS_HOST: redis.host,
-        outputs.MINIO_ENDPOINT: minio.endpoint,
+        outputs.POSTGRES_HOST: platform.data.postgres.host,
+        outputs.REDIS_HOST: platform.data.redis.host,
+        outputs.MINIO_ENDPOINT: platform.data.minio.endpoint,
         # Plain strings, not the component's Outputs: phase3 derives names from them in `dev` too.
-        outputs.GITLAB_URL: f"https://{gitlab_host}",
-        outputs.REGISTRY_HOST: registry_host,
+        outputs.GITLAB_URL: f"https://{_gitlab_host(inputs)}",
+        outputs.REGISTRY_HOST: f"registry.{inputs[outputs.DOMAIN]}",
         # Where root's token and password are, never what they are: no output is a root credential.
         # phase3 and the `blueprint` commands read the token from its file.
-        outputs.ADMIN_TOKEN_FILE: admin_token_file,
-        outputs.GITLAB_ROOT_PASSWORD_FILE: gitlab_release.root_password_file,
+        outputs.ADMIN_TOKEN_FILE: admin.token_file,
+        outputs.GITLAB_ROOT_PASSWORD_FILE: gitlab.root_password_file,
         # In `dev` only, never exported: the seeded token, so that what phase3 does through GitLab's
         # API waits for the seeding.
-        outputs.SEEDED_ADMIN_TOKEN: pulumi.Output.secret(admin_token.token),
+        outputs.SEEDED_ADMIN_TOKEN: pulumi.Output.secret(admin.token.token),
         outputs.APPS_NAMESPACE: ci_access.namespace,
         outputs.DEPLOY_KUBECONFIG: ci_access.kubeconfig,
         # The default runner's id, once both runners are up: a smoke pipeline needs both.
         outputs.RUNNER_ID: pulumi.Output.all(runner.runner_id, image_build_runner.runner_id).apply(lambda ids: str(ids[0])),
-        outputs.APPS_GROUP_ID: apps_group.id,
+        outputs.APPS_GROUP_ID: admin.group.id,
         outputs.APPS_GROUP_PATH: APPS_GROUP,
         outputs.APPS_GROUP_OWNER: owner,
     }

@@ -16,7 +16,7 @@ from apps_manifest import load_manifest
 from components.gitlab_projects import GROUP, GitLabProjects, GitLabProjectsArgs
 from components.openbao import WRITER_USER
 from stacks import outputs, preflight, runtime
-from stacks.config import load_phase3
+from stacks.config.phases import load_phase3
 from stacks.mirror import mirror
 
 

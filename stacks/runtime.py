@@ -32,7 +32,7 @@ class Runtime:
 
     checkout_id: str | None = None
     """The checkout id that the host folders' owner names; None: this checkout's own, read from
-    (or made in) its file (`stacks.config.checkout_id`)."""
+    (or made in) its file (`stacks.config.paths.checkout_id`)."""
     stand_in_keys: frozenset[str] = frozenset()
     """The full config keys whose value the program has only as a stand-in (the plan cannot
     decrypt a secret): checks across keys skip them."""

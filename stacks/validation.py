@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
 from stacks import STACK_PHASES
-from stacks.config import PROJECT_DIR, ConfigError, key_problems, keys_set_on, stack_config, value_problems
+from stacks.config import PROJECT_DIR, ConfigError
+from stacks.config.phases import key_problems, value_problems
+from stacks.config.schema import keys_set_on, stack_config
 
 
 def problems(
@@ -78,7 +80,8 @@ def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, Mapping[str
 
 def check_running_stack(stack: str) -> None:
     """Refuse the running program's stack, before its first resource, when anything it reads is wrong."""
-    from stacks.config import NAMESPACE, passed_config, passed_secret_keys, stand_in_keys
+    from stacks.config import NAMESPACE
+    from stacks.config.schema import passed_config, passed_secret_keys, stand_in_keys
 
     values = passed_config()
     stand_ins = {f"{NAMESPACE}:{key}" for key in stand_in_keys()}

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from stacks.config import defaults_only
+from stacks.config.schema import defaults_only
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -21,7 +21,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def stack_files_of_the_defaults() -> Iterator[None]:
     """Plans in tests read Pulumi.yaml's defaults alone, never the stack files a user has edited
     (Pulumi.<stack>.yaml): a test that means the defaults gets them, whatever a checkout's stack
-    files say. A test that wants a stack file points `stacks.config.STACK_FILES_DIR` at its own.
+    files say. A test that wants a stack file points `stacks.config.schema.STACK_FILES_DIR` at its own.
     """
     with defaults_only():
         yield

@@ -13,7 +13,8 @@ import pytest
 from apps_manifest import SHARED_TEMPLATES, ManifestError, ProjectFiles, folder_files, load_manifest, parse_manifest
 from cli.main import main
 from cli.plan import ProgramFailed, _run
-from stacks.config import PROJECT_DIR, ConfigError, stack_config
+from stacks.config import PROJECT_DIR, ConfigError
+from stacks.config.schema import stack_config
 
 
 @pytest.fixture

@@ -21,7 +21,8 @@ from apps_manifest import APPS_DIR, folder_files, load_manifest
 from cli import doctor
 from cli.main import main
 from cli.plan import ProgramFailed
-from stacks.config import PROJECT_DIR, ConfigError, stack_config
+from stacks.config import PROJECT_DIR, ConfigError
+from stacks.config.schema import stack_config
 from tests.cli.test_doctor import FakeMachine
 
 PROGRAM = PROJECT_DIR / "__main__.py"
@@ -404,7 +405,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
     """Stack files and an apps folder of the test's own, a fake machine for the doctor, and the
     record of every program the plan harness runs (what each one registered).
     """
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     apps = tmp_path / "apps"
     copy_apps(apps)
     monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")

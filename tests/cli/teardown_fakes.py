@@ -20,7 +20,7 @@ from cli.lifecycle import lives_in_cluster, lives_in_gitlab
 from cli.phases import PHASES
 from cli.stack_runner import StackFailed
 from cli.teardown import ClusterState, World, destroy
-from stacks.config import stack_config
+from stacks.config.schema import stack_config
 from tests.plans import planned
 
 

@@ -82,7 +82,7 @@ def test_up_checks_every_selected_phase_with_its_doctor_before_any_stack_runs(mo
 def test_a_bad_phase3_value_stops_the_preview_of_every_phase_before_phase1_runs(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase3.yaml").write_text("config:\n  blueprint:pipelineTimeout: 5\n")
     runner = FakeRunner()
     assert commands.main_for(argparse.Namespace(command="preview", phase="all"), runner, io.StringIO()) == 1

@@ -270,7 +270,7 @@ def test_written_document_passes_the_check(tmp_path: Path, plans: list[Plan]) ->
 def test_the_committed_diagram_draws_the_defaults_whatever_the_stack_files_say(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:headlamp: true\n  blueprint:gitlabNodes: 5\n")
     assert run(["--check"]) == 0, capsys.readouterr().err
 

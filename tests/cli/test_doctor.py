@@ -317,7 +317,7 @@ def test_the_memory_and_cpus_needed_count_headlamp_only_when_it_is_on() -> None:
 
 def test_doctor_checks_memory_and_cpus_for_the_configured_node_counts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: 6\n  blueprint:runnerNodes: 2\n")
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     _, output = doctor_output([], FakeMachine(memory=4 * GIB, cpus=1))
     memory, cpus = (line for line in output.splitlines() if line.startswith(("FAIL  memory", "FAIL  CPUs")))
     needed = resources_needed(gitlab_nodes=6, runner_nodes=2, headlamp=False)
@@ -784,7 +784,7 @@ def test_a_bad_data_folder_setting_read_by_destroy_itself_is_one_message_not_a_t
 
 
 def test_doctor_reports_a_data_folder_in_the_home_of_no_user_as_its_config_check(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:dataDir: ~blueprint-test-no-such-user/x\n")
     code, output = doctor_output([], FakeMachine())
     assert code == 1
@@ -793,7 +793,7 @@ def test_doctor_reports_a_data_folder_in_the_home_of_no_user_as_its_config_check
 
 
 def test_doctor_of_the_dev_stack_checks_devs_own_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  blueprint:pipelineTimeout: 5\n  blueprint:httpPort: 8080\n")
     code, output = doctor_output(["--stack", "dev"], FakeMachine())
     assert code == 1
@@ -803,7 +803,7 @@ def test_doctor_of_the_dev_stack_checks_devs_own_config(monkeypatch: pytest.Monk
 
 
 def test_doctor_of_one_phase_checks_that_phases_stack_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase3.yaml").write_text("config:\n  blueprint:pipelineTimeout: 5\n")
     assert doctor_output(["--phase", "1"], FakeMachine())[0] == 0
     code, output = doctor_output(["--phase", "3"], FakeMachine())
@@ -813,7 +813,7 @@ def test_doctor_of_one_phase_checks_that_phases_stack_alone(monkeypatch: pytest.
 
 def test_a_phase1_the_checked_phases_do_not_read_fails_no_check_of_theirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`blueprint up --phase 3` runs `doctor --phase 3`: phase1's settings are not phase3's to refuse."""
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: 12\n")
     code, output = doctor_output(["--phase", "3"], FakeMachine())
     assert code == 0, output
@@ -821,7 +821,7 @@ def test_a_phase1_the_checked_phases_do_not_read_fails_no_check_of_theirs(monkey
 
 
 def test_a_port_set_as_a_secret_is_said_not_checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:sshPort:\n    secure: v1:AAAA\n")
     code, output = doctor_output(["--phase", "1"], FakeMachine())
     assert "blueprint:sshPort: not checked (secret, so not known here)" in output

@@ -14,7 +14,7 @@ from cli import image_cache
 from cli.teardown import World
 from components.image_cache import CACHE_MARKER, mirrors
 from stacks import outputs
-from stacks.config import stack_config
+from stacks.config.schema import stack_config
 from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, all_stacks, run_destroy, world
 
 REAL_RMTREE = shutil.rmtree

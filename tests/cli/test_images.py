@@ -232,7 +232,7 @@ def test_images_text_names_each_images_registry_and_whether_it_is_cached(capsys:
 def test_images_says_which_config_value_is_wrong_without_a_traceback(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: many\n")
     assert main(["images"]) == 1
     captured = capsys.readouterr()

@@ -16,7 +16,8 @@ import pytest
 
 from cli import commands
 from cli.main import _parser
-from stacks import config, outputs
+from stacks import outputs
+from stacks.config import schema
 from tests.cli.fake_runner import FakeRunner
 from tests.plans import fake_command
 
@@ -63,7 +64,7 @@ def test_a_stack_that_is_not_up_takes_the_cluster_name_from_its_config_and_says_
     bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     calls = fake_kind(bin_dir)
-    monkeypatch.setattr(config, "STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr(schema, "STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  blueprint:clusterName: from-config\n")
     code, out = run(["--stack", "dev"], FakeRunner())
     assert (code, out) == (0, KUBECONFIG)
@@ -75,7 +76,7 @@ def test_a_secret_cluster_name_of_a_stack_not_up_is_refused_not_guessed(
     bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     calls = fake_kind(bin_dir)
-    monkeypatch.setattr(config, "STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr(schema, "STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  blueprint:clusterName:\n    secure: v1:abc\n")
     assert run(["--stack", "dev"], FakeRunner()) == (1, "")
     assert not calls.exists()  # no guess at the default name, which may be another stack's cluster

@@ -186,7 +186,7 @@ def test_blueprint_env_says_why_it_refuses_a_link_without_a_traceback(config_hom
 def test_a_stack_file_that_is_not_yaml_is_one_message_without_a_traceback(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", project)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", project)
     (project / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: [3\n")
     assert main(["plan", "phase1"]) == 1
     err = capsys.readouterr().err

@@ -15,7 +15,8 @@ import yaml
 from cli.main import main
 from cli.plan import SECRET, UNKNOWN, ProgramFailed, _run, plan
 from stacks import outputs
-from stacks.config import PROJECT_DIR, stack_config
+from stacks.config import PROJECT_DIR
+from stacks.config.schema import stack_config
 from tests.plans import COMMAND, kind_config_of, planned, planned_as
 
 CONTRACT_FIELDS = [

@@ -20,7 +20,8 @@ import stacks.phase1 as phase1_stack
 from cli.plan import Plan, ProgramFailed, _plain, _run
 from cli.stand_ins import kubeconfig
 from stacks import outputs
-from stacks.config import PROJECT_DIR, stack_config
+from stacks.config import PROJECT_DIR
+from stacks.config.schema import stack_config
 from tests.plans import fake_command, kind_config_of, planned, waits_for
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from cli.plan import ProgramFailed, _run, plan
 from stacks import runtime
-from stacks.config import PROJECT_DIR, stack_config
+from stacks.config import PROJECT_DIR
+from stacks.config.schema import stack_config
 
 HARNESS = PROJECT_DIR / "cli" / "plan.py"
 

@@ -34,7 +34,7 @@ def test_dev_stack_as_committed_has_its_own_cluster_and_data_folder(monkeypatch:
     # Pulumi.dev.yaml as committed, not as a user may have changed it.
     committed = subprocess.run(["git", "show", "HEAD:Pulumi.dev.yaml"], cwd=PROJECT_DIR, capture_output=True, text=True, check=True)
     (tmp_path / "Pulumi.dev.yaml").write_text(committed.stdout)
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     dev, phase1 = plan("dev").outputs, planned("phase1").outputs
     assert dev[outputs.CLUSTER_NAME] != phase1[outputs.CLUSTER_NAME]
     assert dev[outputs.DATA_DIR] != phase1[outputs.DATA_DIR]
@@ -42,7 +42,7 @@ def test_dev_stack_as_committed_has_its_own_cluster_and_data_folder(monkeypatch:
 
 def test_a_stack_whose_upstream_stack_file_is_wrong_names_that_stack(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:gitlabNodes: 0\n")
-    monkeypatch.setattr("stacks.config.STACK_FILES_DIR", tmp_path)
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     with pytest.raises(ProgramFailed) as failed:
         plan("phase2")
     assert "\nstack phase1:\n  blueprint:gitlabNodes = '0' is not valid" in str(failed.value.cause)

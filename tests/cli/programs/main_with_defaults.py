@@ -4,7 +4,7 @@ how a test runs the command in a process of its own, whatever a checkout's stack
 import sys
 
 from cli.main import main
-from stacks.config import defaults_only
+from stacks.config.schema import defaults_only
 
 with defaults_only():
     sys.exit(main())

@@ -1,0 +1,233 @@
+"""What the project declares and what each stack sets: the schema of blueprint's config.
+
+Every key is declared once, with its type, default and description, in `Pulumi.yaml`; this module
+reads it, the stack files (`Pulumi.<stack>.yaml`) as Pulumi reads them, and what Pulumi passed the
+running program, and says which stacks read which key. The checks of the values are
+`stacks.config.phases`; the folders the values name, `stacks.config.paths`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shlex
+import tempfile
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from stacks import STACK_PHASES, runtime
+from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
+
+PHASE_KEYS: dict[str, frozenset[str]] = {
+    "phase1": frozenset(
+        {
+            "clusterName",
+            "gitlabNodes",
+            "runnerNodes",
+            "dataDir",
+            "preserveData",
+            "domain",
+            "httpPort",
+            "httpsPort",
+            "sshPort",
+            "openbaoPort",
+            "apiServerPort",
+            "headlamp",
+            "headlampAdmin",
+            "imageCache",
+            "imageCacheDir",
+        }
+    ),  # fmt: skip
+    "phase2": frozenset(),
+    "phase3": frozenset({"pipelineTimeout"}),
+}
+"""The keys each phase reads from its stack's config. phase2 has none of its own: it builds from
+phase1's outputs (preserveData and the domain included), so a key is set where it is read."""
+
+
+def read_yaml(path: Path) -> Any:
+    """The YAML document in `path`, read as Pulumi reads it, or a ConfigError naming the file, the
+    line and the fix.
+    """
+    from yaml_files import YamlFileError, load_file
+
+    try:
+        return load_file(path)
+    except YamlFileError as error:
+        raise ConfigError(str(error)) from None
+
+
+@cache
+def declared_keys() -> dict[str, dict[str, Any]]:
+    """The `config:` block of Pulumi.yaml: key (without namespace) -> its declaration."""
+    return dict(read_yaml(PROJECT_DIR / "Pulumi.yaml")["config"])
+
+
+def default_string(key: str) -> str:
+    """The declared default of `key` as Pulumi passes config to a program: a string."""
+    return config_string(declared_keys()[key]["default"])
+
+
+def config_string(value: Any) -> str:
+    """A config value as Pulumi hands it to a program (Go's `%v` of what its YAML parser read)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))  # Go prints 2.0 and 1e3 as 2 and 1000
+    if isinstance(value, dict | list):
+        return json.dumps(value)
+    return str(value)
+
+
+STACK_FILES_DIR = PROJECT_DIR
+"""Where the stack files (Pulumi.<stack>.yaml) are; read when a stack file is, so the tests plan
+with Pulumi.yaml's defaults alone, whatever a user has put in the stack files."""
+
+
+def stack_file(stack: str) -> Path:
+    return STACK_FILES_DIR / f"Pulumi.{stack}.yaml"
+
+
+@contextlib.contextmanager
+def defaults_only() -> Iterator[None]:
+    """Within it, no stack file is read: every stack has Pulumi.yaml's defaults alone (what the
+    committed architecture document draws, and what the tests plan).
+    """
+    global STACK_FILES_DIR
+    kept = STACK_FILES_DIR
+    with tempfile.TemporaryDirectory(prefix="blueprint-no-stack-files-") as empty:
+        STACK_FILES_DIR = Path(empty)
+        try:
+            yield
+        finally:
+            STACK_FILES_DIR = kept
+
+
+def stack_file_config(stack: str) -> dict[str, Any]:
+    """The `config:` block of Pulumi.<stack>.yaml (full keys), empty when there is none; its keys
+    as Pulumi reads them: one without a namespace is the project's, `blueprint:<key>`
+    (sdk/go/common/workspace/loaders.go, `stackConfigNamespacedWithProject`), and one in the old
+    `<namespace>:config:<name>` form is `<namespace>:<name>` (resource/config/key.go, `ParseKey`).
+    """
+    path = stack_file(stack)
+    if not path.exists():
+        return {}
+    document = read_yaml(path)
+    if not isinstance(document, dict | None):
+        raise ConfigError(f"{path}: expected a mapping whose `config:` holds the stack's settings, such as `config: {{}}`")
+    block = (document or {}).get("config")
+    if not isinstance(block, dict | None):
+        raise ConfigError(f"{path}: `config:` must hold one `<namespace>:<key>: <value>` per line, such as blueprint:gitlabNodes: 2")
+    found = {}
+    spelt: dict[str, str] = {}
+    for key, value in (block or {}).items():
+        name = full_key(str(key))
+        if name.count(":") > 1:
+            raise ConfigError(f"{path}: {key!r} is not a config key (Pulumi takes `<namespace>:<name>`), such as blueprint:gitlabNodes")
+        if name in spelt:
+            # Pulumi keeps one of the two, whichever its map gives last.
+            raise ConfigError(f"{path}: {spelt[name]!r} and {key!r} are the same key, {name}; keep one of them")
+        spelt[name] = str(key)
+        found[name] = value
+    return found
+
+
+def full_key(key: str) -> str:
+    """`key` as Pulumi names it: `blueprint:<key>` without a namespace, `<ns>:<name>` for `<ns>:config:<name>`."""
+    parts = key.split(":")
+    if len(parts) == 1:
+        return f"{NAMESPACE}:{key}"
+    return f"{parts[0]}:{parts[2]}" if len(parts) == 3 and parts[1] == "config" else key
+
+
+def stack_config(stack: str, overrides: Mapping[str, str] = {}) -> tuple[dict[str, str], list[str]]:
+    """The config `pulumi up -s <stack>` would pass: Pulumi.yaml defaults, then Pulumi.<stack>.yaml,
+    then `overrides` (full keys). Returns the values and the keys that are secret.
+    """
+    values = {f"{NAMESPACE}:{key}": config_string(spec["default"]) for key, spec in declared_keys().items() if "default" in spec}
+    secret = []
+    for key, value in stack_file_config(stack).items():
+        if isinstance(value, dict) and "secure" in value:
+            # Encrypted with the user's passphrase: plan with a stand-in, kept secret; for a key of
+            # ours, its default, which is valid (the program itself checks the real value).
+            values[key] = values.get(key, f"stand-in-for-{key}")
+            secret.append(key)
+        else:
+            values[key] = config_string(value)
+    values.update(overrides)
+    return values, secret
+
+
+def keys_set_on(stack: str, values: Mapping[str, str]) -> set[str]:
+    """The full keys `stack` sets itself: those of its stack file, and any value that is not
+    Pulumi.yaml's default (set some other way: `pulumi up --config`, another config file).
+    """
+    defaults = {f"{NAMESPACE}:{key}": config_string(spec.get("default")) for key, spec in declared_keys().items()}
+    return set(stack_file_config(stack)) | {key for key, value in values.items() if defaults.get(key) != value}
+
+
+def ways_to_set(stack: str, key: str, example: object) -> str:
+    """How to set `key` on `stack`: with the Pulumi CLI, or by hand in the stack's file. An
+    `example` such as `<free port>` is a placeholder for the user to fill in, shown as it is.
+    """
+    text = str(example)
+    value = text if text.startswith("<") and text.endswith(">") else shlex.quote(text)
+    by_hand = f"add the line `  {NAMESPACE}:{key}: {value}` under `config:` in Pulumi.{stack}.yaml (a `config: {{}}` becoming `config:`)"
+    return f"`pulumi config set -s {shlex.quote(stack)} {NAMESPACE}:{key} {value}`, or {by_hand}"
+
+
+def fix_hint(stack: str, key: str, example: object) -> str:
+    return f"fix: {ways_to_set(stack, key, example)}"
+
+
+def stack_reads(stack: str, full_key: str) -> bool:
+    """Whether a phase that `stack` runs reads the config key `full_key`."""
+    namespace, _, key = full_key.partition(":")
+    return namespace == NAMESPACE and any(key in PHASE_KEYS[phase] for phase in STACK_PHASES[stack])
+
+
+def stacks_reading(key: str) -> list[str]:
+    """The phase stacks that read `key` (without namespace); `dev` reads every key."""
+    return [stack for stack in STACK_PHASES if stack != "dev" and stack_reads(stack, f"{NAMESPACE}:{key}")]
+
+
+def passed_config() -> dict[str, str]:
+    """Every config value Pulumi passed to the program, full keys (Pulumi.yaml defaults included).
+
+    The language host passes config in the PULUMI_CONFIG environment variable, mocks and the
+    Automation API through `set_all_config`: read both, as `pulumi.Config` does.
+    """
+    from pulumi.runtime.config import CONFIG, get_config_env
+
+    return {key: str(value) for key, value in {**get_config_env(), **CONFIG.get()}.items()}
+
+
+def raw_config() -> dict[str, str]:
+    """Every `blueprint:` value Pulumi passed to the program, without the namespace."""
+    prefix = f"{NAMESPACE}:"
+    return {key[len(prefix) :]: value for key, value in passed_config().items() if key.startswith(prefix)}
+
+
+def passed_secret_keys() -> frozenset[str]:
+    """The full keys Pulumi passed that were set with `--secret`."""
+    from pulumi.runtime.config import is_config_secret
+
+    return frozenset(key for key in passed_config() if is_config_secret(key))
+
+
+def secret_keys() -> frozenset[str]:
+    """The `blueprint:` keys set with `--secret` (without the namespace)."""
+    prefix = f"{NAMESPACE}:"
+    return frozenset(key[len(prefix) :] for key in passed_secret_keys() if key.startswith(prefix))
+
+
+def stand_in_keys() -> frozenset[str]:
+    """The `blueprint:` keys (without the namespace) whose value the running program has only as a
+    stand-in, as its runtime says: in the offline plan, every secret, which it cannot decrypt; for real, none.
+    """
+    prefix = f"{NAMESPACE}:"
+    return frozenset(key[len(prefix) :] for key in runtime.current().stand_in_keys if key.startswith(prefix))
