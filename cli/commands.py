@@ -26,7 +26,7 @@ from typing import Any, Protocol, TextIO
 
 from apps_manifest import HEADLAMP_HOST, PLATFORM_HOSTS
 from cli import os_family
-from cli.doctor import PHASE_STACKS
+from cli.main import PHASE_STACKS
 from cli.os_family import OsFamily
 from stacks import outputs
 from stacks.config import PROJECT_DIR
@@ -552,9 +552,10 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
             f"fix: bring it up with `{_bring_up(stack)}`, then run this again"
         )
     # Else ask Docker itself, as `blueprint doctor` does, for its fix on this OS.
-    from cli.doctor import DOCKER_ENGINE, RealMachine, _docker_checks
+    from cli.doctor import RealMachine
+    from cli.doctor.docker import DOCKER_ENGINE, docker_checks
 
-    docker = next((check for check in _docker_checks(RealMachine()) if not check.ok), None)
+    docker = next((check for check in docker_checks(RealMachine()) if not check.ok), None)
     if docker is not None:
         where = "Docker" if docker.name == DOCKER_ENGINE else "the Docker CLI"
         raise KubeconfigError(f"`{command}` failed, and {where} does not answer ({docker.found}); fix: {docker.fix}, then run this again")
@@ -707,7 +708,7 @@ def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = 
             from cli import secrets
 
             return secrets.show(args.show, args.stack, chosen.outputs(args.stack), stream, sys.stderr)
-        doctor_run = (lambda: doctor.run(["--phase", args.phase])) if args.command == "up" else None
+        doctor_run = (lambda: doctor.run(PHASES[args.phase])) if args.command == "up" else None
         context = Context(runner=chosen, out=stream, doctor=doctor_run, explain=explained, confirm=_confirmer(getattr(args, "yes", False)))
         if args.command == "up":
             code = up(context, args.phase)

@@ -22,7 +22,7 @@ from cli import doctor
 from cli.main import main
 from cli.plan import ProgramFailed
 from stacks.config import PROJECT_DIR, ConfigError, stack_config
-from tests.cli.test_doctor import FakeMachine
+from tests.cli.doctor.fakes import FakeMachine
 
 PROGRAM = PROJECT_DIR / "__main__.py"
 MANIFEST = (APPS_DIR / "apps_manifest.yaml").read_text()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -296,7 +296,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     runner = FakeRunner(failing="phase2")
     out = io.StringIO()
     args = argparse.Namespace(command="up", phase="all", glab_login=False)
@@ -307,14 +307,14 @@ def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume
 
 
 def test_a_failed_up_of_one_phase_resumes_that_phase(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     out = io.StringIO()
     assert commands.main_for(argparse.Namespace(command="up", phase="2", glab_login=False), FakeRunner(failing="phase2"), out) == 1
     assert "uv run blueprint up --phase 2" in out.getvalue()
 
 
 def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: pytest.fail("status must not run the doctor"))
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: pytest.fail("status must not run the doctor"))
     out = io.StringIO()
     assert commands.main_for(argparse.Namespace(command="status"), FakeRunner(), out) == 0
     assert "phase1: not up" in out.getvalue()
@@ -365,16 +365,16 @@ def test_glab_login_without_the_admin_token_file_says_which_file_and_what_to_run
 
 
 def test_up_checks_every_selected_phase_with_its_doctor_before_any_stack_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[list[str]] = []
+    asked: list[Sequence[str]] = []
 
-    def doctor(argv: list[str]) -> int:
-        asked.append(argv)
+    def doctor(stacks: Sequence[str]) -> int:
+        asked.append(stacks)
         return 1
 
     monkeypatch.setattr("cli.doctor.run", doctor)
     runner = FakeRunner()
     assert commands.main_for(argparse.Namespace(command="up", phase="all", glab_login=False), runner, io.StringIO()) == 1
-    assert asked == [["--phase", "all"]]
+    assert asked == [("phase1", "phase2", "phase3")]
     assert runner.calls == []
 
 
@@ -390,10 +390,10 @@ def test_a_bad_phase3_value_stops_the_preview_of_every_phase_before_phase1_runs(
 
 
 def test_up_logs_glab_in_by_default_and_no_glab_login_leaves_it_alone() -> None:
-    from cli.main import _parser
+    from cli.main import parser
 
-    assert _parser().parse_args(["up"]).glab_login is True
-    assert _parser().parse_args(["up", "--no-glab-login"]).glab_login is False
+    assert parser().parse_args(["up"]).glab_login is True
+    assert parser().parse_args(["up", "--no-glab-login"]).glab_login is False
 
 
 def test_glab_login_touches_the_platform_host_alone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -417,11 +417,11 @@ def test_glab_login_touches_the_platform_host_alone(monkeypatch: pytest.MonkeyPa
 
 
 def test_the_summary_of_a_cluster_alone_gives_the_kubeconfig_command_that_parses() -> None:
-    from cli.main import _parser
+    from cli.main import parser
 
     text = commands.summary({"phase1": {outputs.CLUSTER_NAME: "blueprint"}})
     command = text.split("(for kubectl: uv run ", 1)[1].split(")", 1)[0]
-    assert _parser().parse_args(command.split()[1:]).command == "kubeconfig"
+    assert parser().parse_args(command.split()[1:]).command == "kubeconfig"
 
 
 def test_destroys_help_says_the_image_cache_is_kept_and_how_to_wipe_it(capsys: pytest.CaptureFixture[str]) -> None:

@@ -131,7 +131,7 @@ def test_a_stack_pulumi_cannot_decrypt_is_one_message_with_the_fix(
 def test_a_locked_stack_is_one_message_naming_who_holds_it_and_pulumi_cancel(
     project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     monkeypatch.setenv("FAKE_PULUMI_FAIL", " up ")
     monkeypatch.setenv("FAKE_PULUMI_ERROR", LOCK_ERROR)
     assert main(["up", "--phase", "1"]) != 0
