@@ -215,8 +215,13 @@ def _verb_images(verbs: Verbs) -> None:
 
 
 def _verb_diagram(verbs: Verbs) -> None:
-    diagram = verbs.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
-    diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
+    diagram = verbs.add_parser(
+        "diagram",
+        help="write docs/design/architecture.md, the architecture drawn from the offline plans, and the README's traffic diagram",
+    )
+    diagram.add_argument(
+        "--check", action="store_true", help="only check that the committed diagrams are up to date: exit 1 when either is stale"
+    )
 
 
 def _verb_docs(verbs: Verbs) -> None:
@@ -331,7 +336,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "diagram":
         from cli import diagram
 
-        return diagram.run(["--check"] if args.check else [])
+        return diagram.run(check=args.check)
     if args.command == "docs":
         from cli import docs
 

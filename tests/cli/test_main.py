@@ -193,3 +193,11 @@ def test_a_stack_file_that_is_not_yaml_is_one_message_without_a_traceback(
     assert f"{project / 'Pulumi.phase1.yaml'} is not valid YAML: " in err
     assert "(line 3, column 1)" in err
     assert "Traceback" not in err
+
+
+def test_the_blueprint_command_tree_is_the_only_argument_parser_in_cli() -> None:
+    """Each flag is declared once, in cli/main.py's tree: a module's own parser would drift from it (as
+    the doctor's and the diagram's once did) and from docs/reference/cli.md, which is generated from it."""
+    folder = PROJECT_DIR / "cli"
+    parsers = {str(path.relative_to(folder)): path.read_text().count("ArgumentParser(") for path in sorted(folder.rglob("*.py"))}
+    assert {path: count for path, count in parsers.items() if count} == {"main.py": 1}
