@@ -99,7 +99,7 @@ def _dispatch(args: Any, runner: StackRunner, stream: TextIO) -> int:
         from cli import secrets
 
         return secrets.show(args.show, args.stack, runner.outputs(args.stack), stream, sys.stderr)
-    doctor_run = (lambda: doctor.run(["--phase", args.phase])) if args.command == "up" else None
+    doctor_run = (lambda: doctor.run(PHASES[args.phase])) if args.command == "up" else None
     confirm = _confirmer(getattr(args, "yes", False))
     context = Context(runner=runner, out=stream, doctor=doctor_run, explain=_explainer(runner), confirm=confirm)
     if args.command == "up":

@@ -31,7 +31,7 @@ WIPE_TIMEOUT = 1800
 
 def docker_run(argv: Sequence[str], timeout: float = 20) -> tuple[int, str]:
     """The real `DockerRun`: never an exception for a missing or silent docker."""
-    from cli.doctor import run_argv
+    from cli.doctor.machine import run_argv
 
     return run_argv(argv, timeout, merged=False)
 

@@ -79,9 +79,10 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
             f"fix: bring it up with `{_bring_up(stack)}`, then run this again"
         )
     # Else ask Docker itself, as `blueprint doctor` does, for its fix on this OS.
-    from cli.doctor import DOCKER_ENGINE, RealMachine, _docker_checks
+    from cli.doctor import RealMachine
+    from cli.doctor.docker import DOCKER_ENGINE, docker_checks
 
-    docker = next((check for check in _docker_checks(RealMachine()) if not check.ok), None)
+    docker = next((check for check in docker_checks(RealMachine()) if not check.ok), None)
     if docker is not None:
         where = "Docker" if docker.name == DOCKER_ENGINE else "the Docker CLI"
         raise KubeconfigError(f"`{command}` failed, and {where} does not answer ({docker.found}); fix: {docker.fix}, then run this again")

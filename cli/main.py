@@ -6,11 +6,14 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-PHASE_CHOICES = ("1", "2", "3", "all")
+if TYPE_CHECKING:
+    Verbs = argparse._SubParsersAction[argparse.ArgumentParser]
 
-
-STACKS = ("phase1", "phase2", "phase3", "dev")
+PHASE_STACKS = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
+"""The stacks of each `--phase`, in the order `blueprint up` runs them."""
+STACKS = (*PHASE_STACKS["all"], "dev")
 """The stacks of this project (stacks.STACK_PHASES; not imported, so `--help` stays fast)."""
 
 
@@ -30,16 +33,43 @@ def _config_override(text: str) -> tuple[str, str]:
     return name, value
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="blueprint", description="A self-hosted developer platform on one laptop.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def parser() -> argparse.ArgumentParser:
+    """The whole `blueprint` command tree, each flag declared once: what `main` parses, and what
+    docs/reference/cli.md is generated from (`blueprint docs`).
+    """
+    root = argparse.ArgumentParser(prog="blueprint", description="A self-hosted developer platform on one laptop.")
+    verbs = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for verb in (
+        _verb_up,
+        _verb_preview,
+        _verb_destroy,
+        _verb_plan,
+        _verb_doctor,
+        _verb_status,
+        _verb_kubeconfig,
+        _verb_secrets,
+        _verb_images,
+        _verb_diagram,
+        _verb_docs,
+        _verb_env,
+    ):
+        verb(verbs)
+    return root
 
-    def with_phase(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--phase", choices=PHASE_CHOICES, default="all", help="one phase, or all of them in order (default)")
-        return sub
 
-    up = with_phase("up", "check the machine, then bring the phases up in order, and say where everything is")
+def _phase(target: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, help_text: str) -> None:
+    """`--phase`, which up, preview, destroy and doctor take: one phase, or all of them in order."""
+    target.add_argument("--phase", choices=PHASE_STACKS, default="all", help=help_text)
+
+
+def _with_phase(verbs: Verbs, name: str, help_text: str) -> argparse.ArgumentParser:
+    verb = verbs.add_parser(name, help=help_text, description=help_text)
+    _phase(verb, "one phase, or all of them in order (default)")
+    return verb
+
+
+def _verb_up(verbs: Verbs) -> None:
+    up = _with_phase(verbs, "up", "check the machine, then bring the phases up in order, and say where everything is")
     up.add_argument(
         "--glab-login",
         action=argparse.BooleanOptionalAction,
@@ -52,8 +82,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="when a cluster setting changed, take phase2 down (its data kept) and bring it back without asking",
     )
-    with_phase("preview", "show what `up` would change, phase by phase")
-    destroy = with_phase(
+
+
+def _verb_preview(verbs: Verbs) -> None:
+    _with_phase(verbs, "preview", "show what `up` would change, phase by phase")
+
+
+def _verb_destroy(verbs: Verbs) -> None:
+    destroy = _with_phase(
+        verbs,
         "destroy",
         "destroy the phases in reverse order; the image cache (the registry mirrors' images) is kept whatever preserveData says: "
         "--wipe-cache removes it",
@@ -74,7 +111,9 @@ def _parser() -> argparse.ArgumentParser:
         "this destroy keeps phase1, and while another platform's mirrors still use the folder",
     )
 
-    plan = commands.add_parser(
+
+def _verb_plan(verbs: Verbs) -> None:
+    plan = verbs.add_parser(
         "plan",
         help="show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network)",
         description="Evaluate the real program under Pulumi mocks and print every resource it would register.",
@@ -100,19 +139,28 @@ def _parser() -> argparse.ArgumentParser:
         default=[],
         help="override a config value for this plan, e.g. blueprint:gitlabNodes=2 (one per --config; repeat it for more)",
     )
-    doctor = commands.add_parser("doctor", help="check every prerequisite of a real run, with the fix for each")
+
+
+def _verb_doctor(verbs: Verbs) -> None:
+    doctor = verbs.add_parser("doctor", help="check every prerequisite of a real run, with the fix for each")
     doctor.add_argument(
         "--fix",
         action="store_true",
         help="install the Pulumi CLI, kind and kubectl under your home folder; show your OS family's commands for Docker and the "
-        "kernel limits and run them once you say yes",
+        "kernel limits, and run them once you say yes; say what to do for the rest",
     )
     doctor.add_argument("--yes", action="store_true", help="with --fix: run those commands without asking (for scripts)")
     chosen = doctor.add_mutually_exclusive_group()
-    chosen.add_argument("--phase", choices=PHASE_CHOICES, default="all", help="check what these phases read (default: all, in order)")
+    _phase(chosen, "check what these phases read (default: all, in order)")
     chosen.add_argument("--stack", choices=STACKS, help="check what this stack reads instead (dev: every phase, in one stack)")
-    commands.add_parser("status", help="per phase, whether it is up, and the health of GitLab, OpenBao, the runner and the apps")
-    kubeconfig = commands.add_parser(
+
+
+def _verb_status(verbs: Verbs) -> None:
+    verbs.add_parser("status", help="per phase, whether it is up, and the health of GitLab, OpenBao, the runner and the apps")
+
+
+def _verb_kubeconfig(verbs: Verbs) -> None:
+    kubeconfig = verbs.add_parser(
         "kubeconfig",
         help="print the kind cluster's admin kubeconfig, or write it to a file (0600), for kubectl and Headlamp: it is cluster-admin",
         description=(
@@ -129,7 +177,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="write it to the file PATH (mode 0600) instead of printing it; refused: a folder, a file that is not a kubeconfig",
     )
-    secrets = commands.add_parser(
+
+
+def _verb_secrets(verbs: Verbs) -> None:
+    secrets = verbs.add_parser(
         "secrets",
         help="list every credential the platform generates (what it is, where it is; no value), or show one with --show NAME",
         description=(
@@ -149,7 +200,10 @@ def _parser() -> argparse.ArgumentParser:
         help="print that credential's value alone (for a pipe; a newline after it only on a terminal), read from OpenBao "
         "as user blueprint, or from its file for the three not in OpenBao",
     )
-    images = commands.add_parser(
+
+
+def _verb_images(verbs: Verbs) -> None:
+    images = verbs.add_parser(
         "images",
         help="list every image the platform pulls (from the offline plans), its registry, and whether the image cache would serve it",
         description=(
@@ -159,20 +213,28 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     images.add_argument("--json", action="store_true", help="print the list as one JSON object")
-    diagram = commands.add_parser("diagram", help="write docs/architecture.md, the architecture drawn from the offline plans")
-    diagram.add_argument("--check", action="store_true", help="only check that the committed diagram is up to date")
-    docs = commands.add_parser("docs", help="write the reference pages in docs/reference/, generated from the code (for maintainers)")
+
+
+def _verb_diagram(verbs: Verbs) -> None:
+    diagram = verbs.add_parser(
+        "diagram",
+        help="write docs/design/architecture.md, the architecture drawn from the offline plans, and the README's traffic diagram",
+    )
+    diagram.add_argument(
+        "--check", action="store_true", help="only check that the committed diagrams are up to date: exit 1 when either is stale"
+    )
+
+
+def _verb_docs(verbs: Verbs) -> None:
+    docs = verbs.add_parser("docs", help="write the reference pages in docs/reference/, generated from the code (for maintainers)")
     docs.add_argument("--check", action="store_true", help="only check that the committed pages are up to date")
-    commands.add_parser(
+
+
+def _verb_env(verbs: Verbs) -> None:
+    verbs.add_parser(
         "env",
         help='print the exports that give the plain `pulumi` commands blueprint\'s state passphrase: eval "$(uv run blueprint env)"',
     )
-    return parser
-
-
-def parser() -> argparse.ArgumentParser:
-    """The whole `blueprint` command tree: what `main` parses, and what docs/reference/cli.md is generated from."""
-    return _parser()
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -233,7 +295,7 @@ def _env() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     try:
         return _dispatch(args)
     except run_error() as error:
@@ -271,12 +333,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "doctor":
         from cli import doctor
 
-        chosen = ["--stack", args.stack] if args.stack else ["--phase", args.phase]
-        return doctor.run([*(["--fix"] if args.fix else []), *(["--yes"] if args.yes else []), *chosen])
+        return doctor.run((args.stack,) if args.stack else PHASE_STACKS[args.phase], fix=args.fix, yes=args.yes)
     if args.command == "diagram":
         from cli import diagram
 
-        return diagram.run(["--check"] if args.check else [])
+        return diagram.run(check=args.check)
     if args.command == "docs":
         from cli import docs
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from cli.doctor import PHASE_STACKS
+from cli.main import PHASE_STACKS
 from cli.report import check_apps, pipeline_tally, summary
 from cli.stack_runner import StackFailed, StackRunner
 from cli.status import probe

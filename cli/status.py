@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cli.doctor import PHASE_STACKS
+from cli.main import PHASE_STACKS
 from cli.report import admin_token
 from cli.stack_runner import StackRunner
 from stacks import outputs

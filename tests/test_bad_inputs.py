@@ -23,7 +23,7 @@ from cli.main import main
 from cli.plan import ProgramFailed
 from stacks.config import PROJECT_DIR, ConfigError
 from stacks.config.schema import stack_config
-from tests.cli.test_doctor import FakeMachine
+from tests.cli.doctor.fakes import FakeMachine
 
 PROGRAM = PROJECT_DIR / "__main__.py"
 MANIFEST = (APPS_DIR / "apps_manifest.yaml").read_text()

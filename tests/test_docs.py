@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import _parser
+from cli.main import parser
 
 ROOT = Path(__file__).resolve().parent.parent
 USER_DOCS = sorted([ROOT / "README.md", ROOT / "apps" / "README.md", ROOT / "charts" / "README.md", *(ROOT / "docs").rglob("*.md")])
@@ -75,7 +75,7 @@ def parse_error(command: str) -> str | None:
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
         try:
-            _parser().parse_args(words[1:])
+            parser().parse_args(words[1:])
         except SystemExit as exit_:
             return stderr.getvalue().strip().splitlines()[-1] if exit_.code else "prints help instead of running"
     return None
@@ -91,11 +91,11 @@ def test_no_user_page_points_outside_the_repository(page: Path) -> None:
 
 def test_no_cli_text_points_outside_the_repository() -> None:
     # The help every command prints, and every message in the CLI's source.
-    parser = _parser()
-    [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    tree = parser()
+    [commands] = [action for action in tree._actions if isinstance(action, argparse._SubParsersAction)]
     helps = {f"blueprint {name} --help": sub.format_help() for name, sub in commands.choices.items()}
-    helps["blueprint --help"] = parser.format_help()
-    helps |= {str(path.relative_to(ROOT)): path.read_text() for path in sorted((ROOT / "cli").glob("*.py"))}
+    helps["blueprint --help"] = tree.format_help()
+    helps |= {str(path.relative_to(ROOT)): path.read_text() for path in sorted((ROOT / "cli").rglob("*.py"))}
     found = [f"{where}: {line.strip()}" for where, text in helps.items() for line in text.splitlines() if OUTSIDE.search(line)]
     assert not found, "\n".join(found)
 
@@ -110,10 +110,10 @@ def test_every_blueprint_command_the_docs_show_parses() -> None:
 
 
 def test_the_readme_says_how_to_run_the_dev_stack_which_no_blueprint_command_drives() -> None:
-    parser = _parser()
+    tree = parser()
     for command in ("up", "preview", "destroy"):
         with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
-            parser.parse_args([command, "--stack", "dev"])  # if this ever parses, the README's dev section must say so
+            tree.parse_args([command, "--stack", "dev"])  # if this ever parses, the README's dev section must say so
     env = 'eval "$(uv run blueprint env)"'
     for block in FENCE.findall((ROOT / "README.md").read_text()):
         lines = [COMMENT.sub("", line).strip() for line in block.splitlines()]

@@ -1,4 +1,4 @@
-"""Every Mermaid diagram the docs show (README.md, docs/*.md) parses with the real Mermaid parser,
+"""Every Mermaid diagram the docs show (README.md, docs/**/*.md) parses with the real Mermaid parser,
 so a page renders as a diagram and not as an error box.
 
 The parser is the `mermaid` npm package's `mermaid.parse`, run by the Node.js of the
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKER = ROOT / "tests" / "mermaid"
 """package.json, package-lock.json (the pinned parser) and parse.mjs (the script that runs it)."""
 
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 """Every page whose diagrams are checked."""
 
 WORKFLOW_PAGES = ["bring-up.md", "inner-loop.md", "destroy.md", "failure-and-resume.md"]
@@ -160,7 +160,8 @@ def parsed() -> dict[str, dict[str, str | None]]:
 
 def test_every_mermaid_diagram_in_the_docs_parses(parsed: dict[str, dict[str, str | None]]) -> None:
     pages = [where for where in parsed if not where.startswith("probe:")]
-    assert any(where.startswith("docs/architecture.md") for where in pages), "docs/architecture.md's diagram was not found"
+    assert any(where.startswith("docs/design/architecture.md") for where in pages), "docs/design/architecture.md's diagram was not found"
+    assert any(where.startswith("README.md") for where in pages), "the README's traffic diagram was not found"
     failed = [f"{where}: {result['error']}" for where, result in parsed.items() if not where.startswith("probe:") and result["error"]]
     assert not failed, "\n\n".join(failed)
 

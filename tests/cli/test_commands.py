@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     runner = FakeRunner(failing="phase2")
     out = io.StringIO()
     args = argparse.Namespace(command="up", phase="all", glab_login=False)
@@ -52,30 +53,30 @@ def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume
 
 
 def test_a_failed_up_of_one_phase_resumes_that_phase(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     out = io.StringIO()
     assert commands.main_for(argparse.Namespace(command="up", phase="2", glab_login=False), FakeRunner(failing="phase2"), out) == 1
     assert "uv run blueprint up --phase 2" in out.getvalue()
 
 
 def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: pytest.fail("status must not run the doctor"))
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: pytest.fail("status must not run the doctor"))
     out = io.StringIO()
     assert commands.main_for(argparse.Namespace(command="status"), FakeRunner(), out) == 0
     assert "phase1: not up" in out.getvalue()
 
 
 def test_up_checks_every_selected_phase_with_its_doctor_before_any_stack_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    asked: list[list[str]] = []
+    asked: list[Sequence[str]] = []
 
-    def doctor(argv: list[str]) -> int:
-        asked.append(argv)
+    def doctor(stacks: Sequence[str]) -> int:
+        asked.append(stacks)
         return 1
 
     monkeypatch.setattr("cli.doctor.run", doctor)
     runner = FakeRunner()
     assert commands.main_for(argparse.Namespace(command="up", phase="all", glab_login=False), runner, io.StringIO()) == 1
-    assert asked == [["--phase", "all"]]
+    assert asked == [("phase1", "phase2", "phase3")]
     assert runner.calls == []
 
 
@@ -91,10 +92,10 @@ def test_a_bad_phase3_value_stops_the_preview_of_every_phase_before_phase1_runs(
 
 
 def test_up_logs_glab_in_by_default_and_no_glab_login_leaves_it_alone() -> None:
-    from cli.main import _parser
+    from cli.main import parser
 
-    assert _parser().parse_args(["up"]).glab_login is True
-    assert _parser().parse_args(["up", "--no-glab-login"]).glab_login is False
+    assert parser().parse_args(["up"]).glab_login is True
+    assert parser().parse_args(["up", "--no-glab-login"]).glab_login is False
 
 
 def test_destroys_help_says_the_image_cache_is_kept_and_how_to_wipe_it(capsys: pytest.CaptureFixture[str]) -> None:

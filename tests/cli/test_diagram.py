@@ -1,6 +1,7 @@
-"""docs/architecture.md is drawn from the offline plans: the kind nodes and what runs on each, the
-laptop's ports and names and what answers them, where data lives and which phase owns each; no
-Pulumi type name; and the committed file is what `blueprint diagram` would write today."""
+"""docs/design/architecture.md is drawn from the offline plans: the kind nodes and what runs on each,
+the laptop's ports and names and what answers them, where data lives and which phase owns each; no
+Pulumi type name; the README shows the traffic alone, drawn from the same plans; and both committed
+drawings are what `blueprint diagram` would write today."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from cli.diagram import PHASES, architecture, mermaid, render_document, run
+from cli.diagram import BEGIN, END, PHASES, README, architecture, mermaid, render_document, run, traffic_diagram
 from cli.plan import Plan
 from stacks.config import PROJECT_DIR
 from tests.plans import kind_config_of, planned
@@ -248,23 +249,23 @@ def cached_plans(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("cached_plans")
 def test_committed_architecture_document_is_up_to_date() -> None:
-    assert run(["--check"]) == 0, "docs/architecture.md is stale: run `uv run blueprint diagram`"
+    assert run(check=True) == 0, "docs/design/architecture.md or the README's traffic diagram is stale: run `uv run blueprint diagram`"
 
 
 @pytest.mark.usefixtures("cached_plans")
 def test_check_fails_on_a_stale_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stale = tmp_path / "architecture.md"
     stale.write_text("# Architecture\n\nDrawn by hand.\n")
-    assert run(["--output", str(stale), "--check"]) == 1
+    assert run(output=stale, check=True) == 1
     assert "uv run blueprint diagram" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("cached_plans")
 def test_written_document_passes_the_check(tmp_path: Path, plans: list[Plan]) -> None:
-    written = tmp_path / "docs" / "architecture.md"
-    assert run(["--output", str(written)]) == 0
+    written, readme = tmp_path / "docs" / "design" / "architecture.md", readme_with_markers(tmp_path)
+    assert run(output=written, readme=readme) == 0
     assert written.read_text() == render_document(plans)
-    assert run(["--output", str(written), "--check"]) == 0
+    assert run(output=written, readme=readme, check=True) == 0
 
 
 def test_the_committed_diagram_draws_the_defaults_whatever_the_stack_files_say(
@@ -272,7 +273,7 @@ def test_the_committed_diagram_draws_the_defaults_whatever_the_stack_files_say(
 ) -> None:
     monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:headlamp: true\n  blueprint:gitlabNodes: 5\n")
-    assert run(["--check"]) == 0, capsys.readouterr().err
+    assert run(check=True) == 0, capsys.readouterr().err
 
 
 def test_every_image_cache_mirror_phase1_starts_is_drawn(plans: list[Plan], diagram: str) -> None:
@@ -286,3 +287,112 @@ def test_every_image_cache_mirror_phase1_starts_is_drawn(plans: list[Plan], diag
 
 def test_without_the_image_cache_no_mirror_is_drawn() -> None:
     assert "mirror of" not in mermaid([planned("phase1", imageCache="false")])
+
+
+# --- the README's traffic diagram ------------------------------------------------------------------
+
+
+def readme_with_markers(folder: Path, between: str = "") -> Path:
+    """A README of the test's own: a first paragraph, then the markers, `between` them."""
+    readme = folder / "README.md"
+    readme.write_text(f"# blueprint\n\nA platform.\n\n{BEGIN}\n{between}{END}\n\n## The two commands\n")
+    return readme
+
+
+@pytest.fixture(scope="module")
+def traffic(plans: list[Plan]) -> str:
+    return traffic_diagram(plans)
+
+
+def test_the_traffic_diagram_is_small_enough_for_the_readme(traffic: str) -> None:
+    assert traffic.startswith("flowchart LR\n")
+    assert len(traffic.splitlines()) <= 25, traffic
+
+
+def test_the_traffic_diagram_draws_each_laptop_port_to_what_answers_it(plans: list[Plan], traffic: str) -> None:
+    config = kind_config_of(by_stack(plans, "phase1"))
+    labels = node_labels(traffic)
+    mapped = {m["hostPort"]: m["containerPort"] for node in config["nodes"] for m in node.get("extraPortMappings", [])}
+    assert len(mapped) == 4
+    for host_port, node_port in mapped.items():
+        (port,) = [n for n, label in labels.items() if label == f":{host_port}"]
+        assert re.search(rf'^  {port} -->\|"NodePort {node_port}"\| \w+$', traffic, re.MULTILINE), host_port
+    (api_port,) = [n for n, label in labels.items() if label == f":{config['networking']['apiServerPort']}"]
+    assert f"  {api_port} --> api\n" in traffic
+    assert labels["api"] == "Kubernetes API server"
+
+
+def test_the_traffic_diagram_draws_openbaos_port_to_openbao(plans: list[Plan], traffic: str) -> None:
+    openbao_port = by_stack(plans, "phase1").outputs["openbaoPort"]["value"]
+    labels = node_labels(traffic)
+    (port,) = [n for n, label in labels.items() if label == f":{openbao_port}"]
+    (openbao,) = ids_labelled(traffic, "openbao")
+    assert re.search(rf'^  {port} -->\|"NodePort \d+"\| {openbao}$', traffic, re.MULTILINE)
+
+
+def test_the_traffic_diagram_routes_every_name_of_the_hosts_line_through_the_gateway(plans: list[Plan], traffic: str) -> None:
+    corefile = by_stack(plans, "phase2").one("kubernetes:core/v1:ConfigMapPatch", "cluster-dns-corefile")["inputs"]["data"]["Corefile"]
+    names = re.findall(r"rewrite name exact (\S+) ", corefile)
+    (gateway,) = [n for n, label in node_labels(traffic).items() if label.startswith("gateway ")]
+    routed = [host for label in re.findall(rf'^  {gateway} -->\|"(.*)"\| \w+$', traffic, re.MULTILINE) for host in label.split("<br/>")]
+    assert sorted(routed) == sorted([*(name.removesuffix("local.example.net") for name in names), "SSH :22"])
+    (gitlab,) = ids_labelled(traffic, "gitlab")
+    assert f'  {gateway} -->|"gitlab.<br/>registry.<br/>kas."| {gitlab}\n' in traffic
+
+
+def test_the_traffic_diagram_draws_headlamp_when_it_is_on() -> None:
+    assert "headlamp" not in traffic_diagram([planned("dev")])
+    with_headlamp = traffic_diagram([planned("dev", headlamp="true")])
+    (gateway,) = [n for n, label in node_labels(with_headlamp).items() if label.startswith("gateway ")]
+    (headlamp,) = ids_labelled(with_headlamp, "headlamp")
+    assert f'  {gateway} -->|"headlamp."| {headlamp}\n' in with_headlamp
+    assert len(with_headlamp.splitlines()) <= 25, with_headlamp
+
+
+def test_the_traffic_diagram_ids_are_mermaid_safe(traffic: str) -> None:
+    ids = re.findall(r"^ +(\w+)\[", traffic, re.MULTILINE)
+    assert ids
+    for node in ids:
+        assert MERMAID_ID.match(node), node
+        assert node not in MERMAID_KEYWORDS
+    assert len(ids) == len(set(ids))
+
+
+def test_the_architecture_page_shows_the_traffic_diagram_too(document: str, traffic: str) -> None:
+    assert f"```mermaid\n{traffic}```\n" in document
+
+
+def test_the_committed_readme_shows_the_traffic_diagram_after_its_first_paragraph(traffic: str) -> None:
+    text = README.read_text()
+    first_paragraph_ends = text.index("\n\n", text.index("\n\n") + 2)
+    assert text.index(BEGIN) == first_paragraph_ends + 2
+    assert f"{BEGIN}\n```mermaid\n{traffic}```\n{END}\n" in text
+
+
+@pytest.mark.usefixtures("cached_plans")
+def test_written_readme_gets_the_traffic_diagram_between_its_markers_and_nothing_else_changes(tmp_path: Path, traffic: str) -> None:
+    readme = readme_with_markers(tmp_path, between="an old drawing\n")
+    assert run(output=tmp_path / "architecture.md", readme=readme) == 0
+    assert readme.read_text() == f"# blueprint\n\nA platform.\n\n{BEGIN}\n```mermaid\n{traffic}```\n{END}\n\n## The two commands\n"
+
+
+@pytest.mark.usefixtures("cached_plans")
+def test_check_fails_on_a_stale_readme_traffic_diagram_naming_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    written = tmp_path / "architecture.md"
+    assert run(output=written, readme=readme_with_markers(tmp_path)) == 0
+    readme_with_markers(tmp_path, between="```mermaid\nflowchart LR\n  a --> b\n```\n")
+    capsys.readouterr()
+    assert run(output=written, readme=tmp_path / "README.md", check=True) == 1
+    err = capsys.readouterr().err
+    assert f"the traffic diagram in {tmp_path / 'README.md'} is out of date with the program: run `uv run blueprint diagram`" in err
+    assert str(written) not in err, "the page itself is current"
+
+
+@pytest.mark.usefixtures("cached_plans")
+@pytest.mark.parametrize("check", [True, False], ids=["check", "write"])
+def test_a_readme_without_the_markers_is_reported_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str], check: bool) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# blueprint\n\nA platform.\n")
+    assert run(output=tmp_path / "architecture.md", readme=readme, check=check) == 1
+    assert f"{readme} has no traffic diagram markers: put the lines `{BEGIN}` and `{END}`" in capsys.readouterr().err
+    assert readme.read_text() == "# blueprint\n\nA platform.\n"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cli import commands
-from cli.main import _parser
+from cli.main import parser
 from stacks import outputs
 from stacks.config import schema
 from tests.cli.fake_runner import FakeRunner
@@ -45,7 +45,7 @@ def fake_kind(bin_dir: Path, *, exit_code: int = 0, stderr: str = "") -> Path:
 
 def run(args: list[str], runner: FakeRunner) -> tuple[int, str]:
     out = io.StringIO()
-    code = commands.main_for(_parser().parse_args(["kubeconfig", *args]), runner, out)
+    code = commands.main_for(parser().parse_args(["kubeconfig", *args]), runner, out)
     return code, out.getvalue()
 
 
@@ -220,7 +220,7 @@ def test_another_kind_failure_shows_what_kind_said(bin_dir: Path, capsys: pytest
 
 def test_the_help_says_the_kubeconfig_is_cluster_admin(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        _parser().parse_args(["kubeconfig", "--help"])
+        parser().parse_args(["kubeconfig", "--help"])
     assert "cluster-admin" in " ".join(capsys.readouterr().out.split())
 
 
@@ -230,7 +230,7 @@ def test_the_readme_kubeconfig_commands_parse() -> None:
     argvs = [shlex.split(match.group(0).strip())[1:] for match in found if match]
     assert any("--output" in argv for argv in argvs), lines
     for argv in argvs:
-        parsed = _parser().parse_args(argv)
+        parsed = parser().parse_args(argv)
         assert parsed.command == "kubeconfig"
 
 

@@ -131,7 +131,7 @@ def test_a_stack_pulumi_cannot_decrypt_is_one_message_with_the_fix(
 def test_a_locked_stack_is_one_message_naming_who_holds_it_and_pulumi_cancel(
     project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("cli.doctor.run", lambda argv: 0)
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     monkeypatch.setenv("FAKE_PULUMI_FAIL", " up ")
     monkeypatch.setenv("FAKE_PULUMI_ERROR", LOCK_ERROR)
     assert main(["up", "--phase", "1"]) != 0
@@ -193,3 +193,11 @@ def test_a_stack_file_that_is_not_yaml_is_one_message_without_a_traceback(
     assert f"{project / 'Pulumi.phase1.yaml'} is not valid YAML: " in err
     assert "(line 3, column 1)" in err
     assert "Traceback" not in err
+
+
+def test_the_blueprint_command_tree_is_the_only_argument_parser_in_cli() -> None:
+    """Each flag is declared once, in cli/main.py's tree: a module's own parser would drift from it (as
+    the doctor's and the diagram's once did) and from docs/reference/cli.md, which is generated from it."""
+    folder = PROJECT_DIR / "cli"
+    parsers = {str(path.relative_to(folder)): path.read_text().count("ArgumentParser(") for path in sorted(folder.rglob("*.py"))}
+    assert {path: count for path, count in parsers.items() if count} == {"main.py": 1}

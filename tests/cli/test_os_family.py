@@ -316,8 +316,8 @@ def test_the_readme_gives_the_ca_trust_command_of_every_family_for_the_data_fold
 
 def test_up_ends_with_the_ca_trust_command_of_the_machine_it_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
     from cli import doctor
+    from tests.cli.doctor.fakes import FakeMachine
     from tests.cli.fake_runner import FakeRunner, context
-    from tests.cli.test_doctor import FakeMachine
 
     machine = FakeMachine(files={"/etc/os-release": ARCH})
     monkeypatch.setattr(doctor, "RealMachine", lambda: machine)

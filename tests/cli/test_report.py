@@ -63,11 +63,11 @@ def test_the_summary_prints_commands_that_show_the_root_password_and_token_from_
 
 
 def test_the_summary_of_a_cluster_alone_gives_the_kubeconfig_command_that_parses() -> None:
-    from cli.main import _parser
+    from cli.main import parser
 
     text = report.summary({"phase1": {outputs.CLUSTER_NAME: "blueprint"}})
     command = text.split("(for kubectl: uv run ", 1)[1].split(")", 1)[0]
-    assert _parser().parse_args(command.split()[1:]).command == "kubeconfig"
+    assert parser().parse_args(command.split()[1:]).command == "kubeconfig"
 
 
 def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import hvac
 import pytest
 
 from cli import commands, secrets
-from cli.main import _parser, main
+from cli.main import main, parser
 from components.openbao import WRITER_USER
 from stacks import outputs
 from tests.cli.fake_runner import FakeRunner
@@ -105,7 +105,7 @@ def test_show_reads_a_credential_not_in_openbao_from_its_file(bao: BaoServer, tm
 
 def test_show_through_the_command_reads_the_stacks_outputs(bao: BaoServer, tmp_path: Path) -> None:
     runner, out = FakeRunner(existing={"dev": platform(tmp_path, bao)}), io.StringIO()
-    args = _parser().parse_args(["secrets", "--stack", "dev", "--show", "redis-password"])
+    args = parser().parse_args(["secrets", "--stack", "dev", "--show", "redis-password"])
     assert commands.main_for(args, runner, out) == 0
     assert out.getvalue() == VALUE
 
@@ -165,7 +165,7 @@ def test_show_of_a_missing_host_file_names_it(bao: BaoServer, tmp_path: Path) ->
 
 
 def test_secrets_is_a_command_of_the_parser() -> None:
-    args = _parser().parse_args(["secrets", "--show", "runner-token"])
+    args = parser().parse_args(["secrets", "--show", "runner-token"])
     assert isinstance(args, argparse.Namespace)
     assert (args.command, args.show, args.stack) == ("secrets", "runner-token", "phase2")
 

@@ -1,0 +1,268 @@
+"""`blueprint doctor`: is this machine ready for a real `pulumi up`?
+
+Every prerequisite in README.md "Prerequisites" becomes one pass/fail line with the exact fix, so
+a first run fails here, in a second, rather than twenty minutes into phase2. The checks only talk to
+the machine through the small `Machine` protocol (cli/doctor/machine.py), so the tests run them
+against a fake one. Docker's checks are in cli/doctor/docker.py, the others in cli/doctor/checks.py,
+what the platform needs of Docker in cli/doctor/needs.py.
+
+`--fix` (cli/doctor/fixes.py) installs what needs no root (Pulumi into ~/.pulumi, kind and kubectl
+into ~/.local/bin) without asking, each download checked against its published SHA-256
+(cli/doctor/install.py); what needs root or the system's package manager (Docker, the docker group,
+the inotify limits) it does with the exact commands of the detected OS family (cli/os_family.py),
+once the user agrees. Ports, memory and the names are the user's call: it says what to do.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TextIO
+
+from cli.doctor import checks, fixes
+from cli.doctor.checks import CACHE_SPACE, CONFIG, PULUMI_MIN_VERSION, Check, image_cache_checks
+from cli.doctor.docker import docker_checks
+from cli.doctor.install import PULUMI
+from cli.doctor.machine import Machine, RealMachine, machine_family
+from cli.doctor.needs import Needs, default_needs, resources_needed
+from versions import PULUMI_VERSION
+
+__all__ = ["RealMachine", "machine_checks", "machine_family", "preflight", "pulumi_failure", "run"]
+
+_WSL_NOTE = "; on Windows, run blueprint inside WSL2, the supported way"
+
+NAMES_NEEDED_BY = frozenset({"phase2", "phase3", "dev"})
+"""The stacks that call GitLab from this machine through the gateway, and so need the platform's names to
+resolve to 127.0.0.1 (the /etc/hosts line); phase1 only makes the cluster."""
+
+
+def machine_checks(
+    machine: Machine,
+    *,
+    ports: Mapping[str, int],
+    needs: Needs,
+    pulumi_min_version: str,
+    stack: str = "phase1",
+    cluster_name: str | None = None,
+    names: Sequence[str] = (),
+) -> list[Check]:
+    """Every prerequisite of a real run, in README order. `ports` maps full config keys to host
+    ports ("blueprint:httpsPort": 443); `stack` is the stack whose config sets them, for the
+    `pulumi config set` fix; a port published by `cluster_name`'s own node counts as free; `needs`
+    is what the config needs of Docker (`resources_needed`).
+    """
+    result = docker_checks(machine, machine_family(machine))
+    result += [
+        checks.kind_check(machine),
+        checks.pulumi_check(machine, pulumi_min_version),
+        checks.kubectl_check(machine),
+        checks.uv_check(machine),
+    ]
+    result += [checks.port_check(machine, key, port, stack, cluster_name) for key, port in ports.items()]
+    result += [checks.memory_check(machine, needs), checks.cpu_check(machine, needs)]
+    if names:
+        result.append(checks.names_check(machine, names))
+    if machine.system == "linux":
+        result.append(checks.inotify_check(machine))
+        result.append(checks.userns_check(machine))
+    if machine.system == "windows":
+        result = [check if check.ok else replace(check, found=check.found + _WSL_NOTE) for check in result]
+    if machine.uid() == 0:
+        result = [_as_root(check) for check in result]
+    return result
+
+
+_SUDO = re.compile(r"(`|\| )sudo ")
+"""`sudo` where a fix's text starts a command with it: at a backtick, or after a pipe."""
+
+
+def _as_root(check: Check) -> Check:
+    """`check` for a doctor run as root (`sudo blueprint doctor`, a container's root): its commands and
+    their text without `sudo`, which root does not need and a container may not have.
+    """
+    return replace(
+        check,
+        commands=tuple(command.as_root() for command in check.commands),
+        fix=_SUDO.sub(r"\1", check.fix),
+        advice=_SUDO.sub(r"\1", check.advice),
+    )
+
+
+def _print_checks(results: list[Check], out: TextIO) -> None:
+    width = max(len(check.name) for check in results)
+    for check in results:
+        out.write(f"{'FAIL' if not check.ok else 'WARN' if check.advice else 'PASS'}  {check.name:<{width}}  {check.found}\n")
+        if not check.ok or check.advice:
+            fix = (check.fix or check.advice).replace("\n", "\n           ")
+            out.write(f"      {'fix' if not check.ok else 'if it does'}: {fix}\n")
+    failed = [check.name for check in results if not check.ok]
+    if failed:
+        out.write(f"{len(failed)} of {len(results)} checks failed: {', '.join(failed)}\n")
+    else:
+        out.write(f"all {len(results)} checks passed: ready for `pulumi up`\n")
+
+
+def platform_names(domain: str) -> tuple[str, ...]:
+    """The names the laptop must resolve: GitLab's, the registry's, KAS's, and every app's."""
+    from apps_manifest import ManifestError, host_names, load_manifest
+
+    try:
+        return host_names(domain, load_manifest())
+    except ManifestError:
+        return host_names(domain, [])
+
+
+def config_check(stacks: Sequence[str]) -> Check:
+    """Everything the `stacks` read (each one's config, the apps manifest), checked in one pass."""
+    from stacks.validation import check_stack_files
+
+    checked = f"the config of {', '.join(stacks)}{' and the apps manifest' if list(stacks) != ['phase1'] else ''}"
+    problem = check_stack_files(stacks)
+    if problem is None:
+        return Check(name=CONFIG, ok=True, found=f"{checked}: valid")
+    return Check(name=CONFIG, ok=False, found=f"{checked}: {problem.splitlines()[0]}", fix="\n".join(problem.splitlines()[1:]))
+
+
+def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
+    # Imported here: the config code imports pulumi, which `--help` should not wait for.
+    from stacks.config import NAMESPACE, ConfigError
+    from stacks.config.phases import parse_phase1
+    from stacks.config.schema import stack_config
+
+    # The machine's checks read the cluster's settings: phase1's, or dev's own.
+    stack = "dev" if "dev" in stacks else "phase1"
+    stacks_checked = config_check(stacks)
+    prefix = f"{NAMESPACE}:"
+    try:
+        values, secret = stack_config(stack)
+        raw = {key.removeprefix(prefix): value for key, value in values.items() if key.startswith(prefix)}
+        hidden = frozenset(key.removeprefix(prefix) for key in secret)
+        config = parse_phase1(raw, secret_keys=hidden, stack=stack, stand_ins=hidden)
+    except ConfigError:
+        # Said by the config check when `stack` is selected; else only a note: phase2 and phase3 do not read it.
+        found = machine_checks(machine, ports={}, needs=default_needs(), pulumi_min_version=PULUMI_MIN_VERSION)
+        unchecked = f"not checked: Pulumi.{stack}.yaml is invalid (`uv run blueprint doctor --stack {stack}` says why)"
+        note = [] if stack in stacks else [Check(name=f"ports, names, sizes of {stack}", ok=True, found=unchecked)]
+        return [*found, *note, stacks_checked]
+    ports = {
+        f"{prefix}httpPort": config.ports.http,
+        f"{prefix}httpsPort": config.ports.https,
+        f"{prefix}sshPort": config.ports.ssh,
+        f"{prefix}openbaoPort": config.ports.openbao,
+        f"{prefix}apiServerPort": config.ports.api_server,
+    }
+    # A port set as a secret is not known here (its stand-in is the default): not checked, and said so.
+    unknown = sorted(key for key in ports if key in secret)
+    ports = {key: port for key, port in ports.items() if key not in secret}
+    found = machine_checks(
+        machine,
+        ports=ports,
+        needs=resources_needed(gitlab_nodes=config.gitlab_nodes, runner_nodes=config.runner_nodes, headlamp=config.headlamp),
+        pulumi_min_version=PULUMI_MIN_VERSION,
+        stack=stack,
+        names=platform_names(config.domain) if any(name in NAMES_NEEDED_BY for name in stacks) else (),
+        cluster_name=config.cluster_name,
+    )
+    if unknown:
+        found.append(Check(name="secret ports", ok=True, found=f"{', '.join(unknown)}: not checked (secret, so not known here)"))
+    if stack in stacks:  # the stack that runs the image cache's mirrors is selected
+        if f"{prefix}imageCacheDir" in secret:
+            unknown_folder = "not checked: blueprint:imageCacheDir is a secret, so not known here"
+            found.append(Check(name=CACHE_SPACE, ok=True, found=unknown_folder))
+        else:
+            found += image_cache_checks(machine, config.image_cache_dir, stack)
+    return [*found, stacks_checked]
+
+
+def run(
+    stacks: Sequence[str],
+    *,
+    fix: bool = False,
+    yes: bool = False,
+    machine: Machine | None = None,
+    out: TextIO | None = None,
+    terminal: bool | None = None,
+    ask: Callable[[str], str] = fixes.ask,
+    run_command: fixes.Execute = fixes.execute,
+) -> int:
+    """`blueprint doctor`: check what `stacks` need, and with `fix`, fix what it can (`yes`: run the
+    OS family's commands without asking), then check again; 1 when any check fails, 0 otherwise.
+    `out` defaults to the sys.stdout of the call, not of the import, so captured output (pytest,
+    redirects) sees it. `terminal` (default: whether stdin is one) says whether `--fix` may ask.
+    """
+    out = out or sys.stdout
+    machine = machine or RealMachine()
+    stacks = list(stacks)
+    family = machine_family(machine)
+    out.write(f"system: {family.label}\n")
+    results = _all_checks(machine, stacks)
+    _print_checks(results, out)
+    failed = [check for check in results if not check.ok]
+    if not fix or not failed:
+        return 1 if failed else 0
+    if not fixes.apply(failed, machine, family, out, yes=yes, terminal=terminal, ask=ask, run=run_command):
+        return 1
+    out.write("\nchecking again:\n")
+    results = _all_checks(machine, stacks)
+    _print_checks(results, out)
+    return 1 if any(not check.ok for check in results) else 0
+
+
+# The commands that drive Pulumi (`up`, `preview`, `destroy`, `status`) check first what they need,
+# and end Pulumi's failures for expected conditions with one message and its fix, never a traceback.
+
+
+def preflight(command: str, *, machine: Machine | None = None) -> str | None:
+    """What stops `blueprint <command>` before it starts Pulumi, as one message with its fix, or None:
+    `up` runs the whole doctor itself; the others need a recent enough Pulumi CLI.
+    """
+    if command != "up":
+        check = checks.pulumi_check(machine or RealMachine(), PULUMI_MIN_VERSION)
+        if not check.ok:
+            return f"blueprint {command} needs the {PULUMI} {PULUMI_MIN_VERSION} or later: {check.found}.\nfix: {check.fix}"
+    return None
+
+
+_DECRYPT = re.compile(r"incorrect passphrase|passphrase must be set|unable to read PULUMI_CONFIG_PASSPHRASE_FILE")
+# The local backend's lock error names each lock file, .pulumi/locks/<org>/<project>/<stack>/<id>.json, and
+# who created it (pulumi/pulumi pkg/backend/diy/lock.go, `checkForLock`).
+_LOCK = re.compile(r"locks/(?:[^/\s]+/)*(?P<stack>[^/\s]+)/[^/\s]+\.json: created by (?P<holder>.+?)\s*$", re.MULTILINE)
+
+
+def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: Mapping[str, str]) -> str | None:
+    """One message with its fix for a Pulumi failure that is an expected condition, or None for any
+    other. `failure` is what the Automation API raised, or the output of a failed stack operation
+    (or a config error the CLI met reading a stack's config itself).
+    """
+    from pulumi import automation as auto
+
+    from cli import passphrase
+    from stacks.config import ConfigError
+
+    # A config value the CLI reads itself (destroy reads phase1's dataDir): the message names the fix.
+    if isinstance(failure, ConfigError):
+        return str(failure)
+    reinstall = f"fix: `blueprint doctor --fix` (installs Pulumi {PULUMI_VERSION})"
+    # The Automation API runs `pulumi version` before anything else: a missing or broken CLI fails there.
+    if isinstance(failure, FileNotFoundError) and Path(str(failure.filename)).name == "pulumi":
+        return f"{PULUMI}: no `pulumi` on PATH.\n{reinstall}"
+    if isinstance(failure, subprocess.CalledProcessError) and Path(str(failure.cmd[0])).name == "pulumi":
+        return f"{PULUMI}: `pulumi version` failed (exit {failure.returncode}).\n{reinstall}"
+    if isinstance(failure, auto.InvalidVersionError):
+        return f"{PULUMI}: {failure}\n{reinstall}"
+    text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
+    if _DECRYPT.search(text):
+        return passphrase.cannot_decrypt(environ)
+    if "the stack is currently locked" in text:
+        lock = _LOCK.search(text)
+        stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")
+        return (
+            f"Another Pulumi command holds the lock of stack {stack}{holder}. Wait for it to end; if none is running "
+            f"(an interrupted run leaves its lock behind), release the lock from {project_dir}: pulumi cancel --yes -s {shlex.quote(stack)}"
+        )
+    return None

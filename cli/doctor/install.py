@@ -1,0 +1,223 @@
+"""What `--fix` installs without asking, into the user's home alone: kind and kubectl into
+~/.local/bin, the Pulumi CLI into ~/.pulumi/bin. It runs no installer script: it downloads each
+pinned release file and the checksum its publisher puts beside it, and installs the file only if its
+SHA-256 matches; on a mismatch it stops and installs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from cli.doctor.machine import DownloadError, Machine, release_arch
+from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
+
+KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
+"""The node image's Kubernetes version, so kubectl is within the supported skew of the cluster."""
+
+_PULUMI_ARCH = {"amd64": "x64", "arm64": "arm64"}
+"""Pulumi names its release files' architectures x64 and arm64 (pulumi/docs data/versions.json)."""
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+KIND = "kind"
+PULUMI = "Pulumi CLI"
+KUBECTL = "kubectl"
+"""The tools `--fix` installs, named as their checks are (cli/doctor/checks.py)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Download:
+    """A pinned release file that `--fix` installs only once it matches its published SHA-256."""
+
+    tool: str
+    url: str
+    checksum_url: str
+    """The publisher's checksum file for it, beside it."""
+    listed_as: str | None
+    """The name the checksum file lists it under (a `sha256sum` list), or None when the file holds
+    the bare digest."""
+    target: Path
+    """What it becomes: the executable (kind, kubectl), or, for Pulumi's tarball, the folder its
+    `pulumi/` folder becomes."""
+    unpack: bool = False
+
+
+def kind_url(system: str, arch: str) -> str:
+    """The release asset on GitHub: kind's release build writes `<asset>.sha256sum` beside each
+    (kubernetes-sigs/kind hack/release/build/cross.sh: `shasum -a 256 "$f" > "$f".sha256sum`).
+    """
+    return f"https://github.com/kubernetes-sigs/kind/releases/download/{KIND_VERSION}/kind-{system}-{arch}"
+
+
+def kubectl_url(system: str, arch: str) -> str:
+    """The release binary; `<url>.sha256` holds its bare digest (kubernetes.io, "Install and Set Up
+    kubectl": `echo "$(cat kubectl.sha256)  kubectl" | sha256sum --check`).
+    """
+    return f"https://dl.k8s.io/release/{KUBECTL_VERSION}/bin/{system}/{arch}/kubectl"
+
+
+PULUMI_RELEASES = "https://get.pulumi.com/releases/sdk"
+"""Where each Pulumi release's tarballs and its `pulumi-<version>-checksums.txt` (no "v" in that
+name, a `sha256sum` list) are (pulumi/docs data/versions.json; pulumi/actions installs from there)."""
+
+
+def pulumi_url(system: str, arch: str) -> str:
+    return f"{PULUMI_RELEASES}/pulumi-v{PULUMI_VERSION}-{system}-{_PULUMI_ARCH[arch]}.tar.gz"
+
+
+def downloads(machine: Machine, tool: str, arch: str) -> Download:
+    """What `--fix` fetches for `tool` on this machine, and where it installs it."""
+    local_bin = machine.home() / ".local" / "bin"
+    if tool == KIND:
+        url = kind_url(machine.system, arch)
+        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256sum", listed_as=url.rsplit("/", 1)[1], target=local_bin / "kind")
+    if tool == KUBECTL:
+        url = kubectl_url(machine.system, arch)
+        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256", listed_as=None, target=local_bin / "kubectl")
+    url = pulumi_url(machine.system, arch)
+    return Download(
+        tool=tool,
+        url=url,
+        checksum_url=f"{PULUMI_RELEASES}/pulumi-{PULUMI_VERSION}-checksums.txt",
+        listed_as=url.rsplit("/", 1)[1],
+        target=machine.home() / ".pulumi" / "bin",
+        unpack=True,
+    )
+
+
+INSTALLS_ON = ("linux", "darwin")
+"""Where `--fix` installs: the release files it knows are these systems' (on Windows, run blueprint in WSL2)."""
+
+
+def download_fix(machine: Machine, tool: str, page: str) -> str:
+    """The fix of a missing or unusable `tool`: `--fix`, or the same by hand; else its download `page`."""
+    arch = release_arch(machine)
+    if arch is None or machine.system not in INSTALLS_ON:
+        return f"download {tool} for {machine.system}/{machine.machine} from {page}"
+    what = downloads(machine, tool, arch)
+    where = "its pulumi/ folder as ~/.pulumi/bin" if what.unpack else f"as ~/.local/bin/{tool}, executable"
+    return (
+        f"`blueprint doctor --fix` (downloads {what.url}, checks it against its published SHA-256, installs it); or by hand: "
+        f"download it and {what.checksum_url}, compare its SHA-256 (`sha256sum`), and install {where}"
+    )
+
+
+class InstallError(Exception):
+    """A download could not be installed; nothing of it was. The message says why and what to do."""
+
+
+class ChecksumMismatch(InstallError):
+    """A download does not match its published SHA-256: `--fix` stops."""
+
+
+def published_digest(text: str, listed_as: str | None) -> str | None:
+    """The SHA-256 a checksum file publishes: the bare digest (kubectl's `.sha256`), or the one a
+    `sha256sum` list gives `listed_as` (kind's `.sha256sum`, Pulumi's checksums.txt); None if absent.
+    """
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or not _SHA256.fullmatch(fields[0].lower()):
+            continue
+        if (listed_as is None and len(fields) == 1) or (listed_as is not None and fields[1:] in ([listed_as], [f"*{listed_as}"])):
+            return fields[0].lower()
+    return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def unpack(archive: tarfile.TarFile, folder: Path) -> None:
+    """Unpack `archive` into `folder`, nothing outside it: tarfile's `data` filter (PEP 706), which
+    Python has from 3.11.4 on (Debian 12 ships 3.11.2); on an older Python, stricter rules checked
+    here: regular files and folders only (no link, device or fifo), no absolute name, no `..`, each
+    file made new (never written through something already there), with no mode but rwx for its user
+    and r-x for the rest, owned by whoever unpacks it. A member that breaks them is a TarError.
+    """
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(folder, filter="data")
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for member in archive.getmembers():
+        parts = [part for part in PurePosixPath(member.name).parts if part != "."]
+        if member.name.startswith("/") or ".." in parts:
+            raise tarfile.TarError(f"{member.name!r} would be unpacked outside its folder")
+        if not (member.isreg() or member.isdir()):
+            raise tarfile.TarError(f"{member.name!r} is not a plain file or folder (a link, a device or a fifo)")
+        target = folder.joinpath(*parts)
+        if member.isdir():
+            target.mkdir(mode=0o755, parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        source = archive.extractfile(member)
+        if source is None:
+            raise tarfile.TarError(f"{member.name!r} cannot be read")
+        mode = 0o755 if member.mode & 0o100 else 0o644
+        try:
+            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        except FileExistsError:
+            raise tarfile.TarError(f"{member.name!r} is in the archive twice") from None
+        with source, os.fdopen(descriptor, "wb") as written:
+            shutil.copyfileobj(source, written)
+        target.chmod(mode)  # os.open's mode goes through the umask
+
+
+def install(machine: Machine, download: Download) -> None:
+    """Fetch `download` and its checksum into a scratch folder, check it, and only then put it in
+    place (renamed into its target, so a failure half-way leaves the old one or none, never a part).
+    """
+    with tempfile.TemporaryDirectory(prefix=f"blueprint-{download.tool}-") as scratch:
+        fetched, sums = Path(scratch) / "download", Path(scratch) / "checksum"
+        try:
+            machine.download(download.url, fetched)
+            machine.download(download.checksum_url, sums)
+        except DownloadError as error:
+            raise InstallError(f"{error}; nothing was installed: run `blueprint doctor --fix` again") from None
+        expected = published_digest(sums.read_text(errors="replace"), download.listed_as)
+        if expected is None:
+            listed = f" for {download.listed_as}" if download.listed_as else ""
+            raise InstallError(f"{download.checksum_url} holds no SHA-256{listed}; nothing was installed")
+        actual = _sha256(fetched)
+        if actual != expected:
+            raise ChecksumMismatch(
+                f"{download.url} does not match its published SHA-256 ({download.checksum_url}): expected {expected}, got {actual}. "
+                f"Nothing was installed. The download was altered or cut short: run `blueprint doctor --fix` again later, "
+                f"and if it still differs, do not install that file"
+            )
+        download.target.parent.mkdir(parents=True, exist_ok=True)
+        staged = download.target.with_name(f".{download.target.name}.blueprint-new")
+        if staged.is_dir():  # left by an install that was killed half-way
+            shutil.rmtree(staged)
+        staged.unlink(missing_ok=True)
+        if not download.unpack:
+            shutil.copyfile(fetched, staged)
+            staged.chmod(0o755)
+            os.replace(staged, download.target)
+            return
+        unpacked = Path(scratch) / "unpacked"
+        try:
+            with tarfile.open(fetched) as archive:
+                unpack(archive, unpacked)
+        except tarfile.TarError as error:
+            raise InstallError(f"{download.url} cannot be unpacked ({error}); nothing was installed") from None
+        # Pulumi's tarball holds `pulumi/<binaries>`; older ones held `pulumi/bin/<binaries>`.
+        root = unpacked / "pulumi" / "bin" if (unpacked / "pulumi" / "bin").is_dir() else unpacked / "pulumi"
+        if not (root / "pulumi").is_file():
+            raise InstallError(f"{download.url} holds no pulumi/pulumi binary; nothing was installed")
+        shutil.copytree(root, staged)
+        previous = download.target.with_name(f".{download.target.name}.blueprint-old")
+        shutil.rmtree(previous, ignore_errors=True)
+        if download.target.exists():
+            os.replace(download.target, previous)
+        os.replace(staged, download.target)
+        shutil.rmtree(previous, ignore_errors=True)

@@ -1,0 +1,191 @@
+"""`--fix` installs only a download that matches the SHA-256 its publisher puts beside it, into the user's
+home, and runs no installer script; an archive is unpacked into its folder alone."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import io
+import stat
+import tarfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import versions
+from cli.doctor import install
+from tests.cli.doctor.fakes import (
+    KIND_URL,
+    FakeMachine,
+    doctor_output,
+    serve_releases,
+    without,
+)
+
+
+def test_the_pulumi_cli_fix_installs_the_sdks_version() -> None:
+    assert importlib.metadata.version("pulumi") == versions.PULUMI_VERSION
+
+
+def test_run_fix_installs_each_download_once_it_matches_its_published_sha256_and_checks_again(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"))
+    code, output = doctor_output(["--fix"], fake)
+    kind = tmp_path / ".local/bin/kind"
+    assert kind.read_bytes() == fake.served[KIND_URL]
+    assert stat.S_IMODE(kind.stat().st_mode) == 0o755
+    assert (tmp_path / ".pulumi/bin/pulumi").read_bytes() == b"#!/bin/sh\necho v3.272.0\n"
+    first, again = output.split("checking again:")
+    assert "FAIL  kind" in first
+    assert "PASS  kind" in again
+    assert "PASS  Pulumi CLI" in again
+    assert code == 0, output
+
+
+def test_run_fix_runs_no_installer_script(tmp_path: Path) -> None:
+    """Piping an installer into `sh` runs whatever the server sends, unchecked."""
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "kubectl", "pulumi"))
+    doctor_output(["--fix"], fake)
+    assert [call for call in fake.calls if call[0] in ("sh", "bash", "curl", "chmod")] == []
+    assert all(
+        url.endswith((".tar.gz", "sha256sum", ".sha256", "checksums.txt")) or url.rsplit("/", 1)[1] in ("kind-linux-amd64", "kubectl")
+        for url in fake.downloads
+    )
+
+
+def test_a_download_that_does_not_match_its_published_sha256_stops_the_fix_and_installs_nothing(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"), tampered=install.KIND)
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert f"stopped: {KIND_URL} does not match its published SHA-256 ({KIND_URL}.sha256sum)" in output
+    assert "Nothing was installed" in output
+    assert not (tmp_path / ".local").exists()
+    assert not any("pulumi" in url for url in fake.downloads)  # stopped: the next install is not tried
+
+
+def test_a_pulumi_tarball_that_does_not_match_leaves_the_installed_pulumi_alone(tmp_path: Path) -> None:
+    installed = tmp_path / ".pulumi/bin/pulumi"
+    installed.parent.mkdir(parents=True)
+    installed.write_text("the old one")
+    fake = serve_releases(FakeMachine(home_dir=tmp_path), tampered=install.PULUMI)
+    fake.outputs["pulumi"] = (0, "v3.120.0\n")
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert "does not match its published SHA-256" in output
+    assert installed.read_text() == "the old one"
+    assert sorted(path.name for path in (tmp_path / ".pulumi").iterdir()) == ["bin"]
+
+
+def test_a_checksum_file_that_does_not_list_the_download_installs_nothing(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind"))
+    fake.served[f"{KIND_URL}.sha256sum"] = b"0123  kind-linux-amd64\n"
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert f"failed: {KIND_URL}.sha256sum holds no SHA-256 for kind-linux-amd64; nothing was installed" in output
+    assert not (tmp_path / ".local/bin/kind").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "listed_as", "digest"),
+    [
+        (f"{'a' * 64}\n", None, "a" * 64),
+        (f"{'b' * 64}  kind-linux-amd64\n", "kind-linux-amd64", "b" * 64),
+        (
+            f"{'c' * 64}  pulumi-v3.272.0-linux-arm64.tar.gz\n{'d' * 64}  pulumi-v3.272.0-linux-x64.tar.gz\n",
+            "pulumi-v3.272.0-linux-x64.tar.gz",
+            "d" * 64,
+        ),
+        (f"{'e' * 64}  kind-linux-arm64\n", "kind-linux-amd64", None),
+    ],
+)
+def test_the_published_digest_is_read_in_each_publishers_format(text: str, listed_as: str | None, digest: str | None) -> None:
+    assert install.published_digest(text, listed_as) == digest
+
+
+@pytest.fixture
+def python_3_11_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tarfile as Python before 3.11.4 has it (Debian 12 ships 3.11.2): no `data_filter`, and no
+    `filter` argument to extract (PEP 706)."""
+    monkeypatch.delattr(tarfile, "data_filter")
+    for name in ("extractall", "extract"):
+        original = getattr(tarfile.TarFile, name)
+
+        def without_filter(self: tarfile.TarFile, *args: object, _original: Callable[..., None] = original, **kwargs: object) -> None:
+            if "filter" in kwargs:
+                raise TypeError(f"{_original.__name__}() got an unexpected keyword argument 'filter'")
+            _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(tarfile.TarFile, name, without_filter)
+
+
+@pytest.mark.usefixtures("python_3_11_2")
+def test_fix_installs_pulumi_on_a_python_without_tarfiles_data_filter(tmp_path: Path) -> None:
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "pulumi"))
+    code, output = doctor_output(["--fix"], fake)
+    installed = tmp_path / ".pulumi/bin/pulumi"
+    assert installed.read_bytes() == b"#!/bin/sh\necho v3.272.0\n", output
+    assert stat.S_IMODE(installed.stat().st_mode) == 0o755
+    assert code == 0, output
+
+
+def _archive(*members: tuple[tarfile.TarInfo, bytes]) -> tarfile.TarFile:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for member, data in members:
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data) if member.isreg() else None)
+    buffer.seek(0)
+    return tarfile.open(fileobj=buffer)
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, linkname: str = "") -> tarfile.TarInfo:
+    member = tarfile.TarInfo(name)
+    member.type, member.linkname, member.mode = kind, linkname, 0o755
+    return member
+
+
+def _escapes(outside: Path) -> dict[str, tuple[tuple[tarfile.TarInfo, bytes], ...]]:
+    """Archives whose members would write `outside/evil` (or into `outside/victim`) if unpacked naively."""
+    return {
+        "dot-dot": ((_member("pulumi/../../outside/evil"), b"x"),),
+        "absolute": ((_member(f"{outside}/evil"), b"x"),),
+        "through-a-symlink": ((_member("pulumi/link", tarfile.SYMTYPE, str(outside)), b""), (_member("pulumi/link/evil"), b"x")),
+        "through-a-hard-link": ((_member("pulumi/hard", tarfile.LNKTYPE, str(outside / "victim")), b""), (_member("pulumi/hard"), b"x")),
+    }
+
+
+@pytest.mark.parametrize("kind", ["dot-dot", "absolute", "through-a-symlink", "through-a-hard-link"])
+@pytest.mark.parametrize("python", ["with-data-filter", "3.11.2"])
+def test_unpacking_a_download_writes_nothing_outside_its_folder(
+    tmp_path: Path, request: pytest.FixtureRequest, kind: str, python: str
+) -> None:
+    if python == "3.11.2":
+        request.getfixturevalue("python_3_11_2")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("mine")
+    folder = tmp_path / "unpacked" / "here"
+    with contextlib.suppress(tarfile.TarError):  # refused or not, what counts is that nothing got out
+        install.unpack(_archive(*_escapes(outside)[kind]), folder)
+    assert sorted(path.name for path in outside.iterdir()) == ["victim"]
+    assert (outside / "victim").read_text() == "mine"
+    assert not (tmp_path / "unpacked" / "outside").exists()
+
+
+@pytest.mark.usefixtures("python_3_11_2")
+@pytest.mark.parametrize(
+    "member",
+    [_member("pulumi/link", tarfile.SYMTYPE, "pulumi"), _member("pulumi/fifo", tarfile.FIFOTYPE), _member("pulumi/dev", tarfile.CHRTYPE)],
+    ids=["symlink", "fifo", "device"],
+)
+def test_unpacking_without_the_data_filter_takes_plain_files_and_folders_only(tmp_path: Path, member: tarfile.TarInfo) -> None:
+    with pytest.raises(tarfile.TarError, match="not a plain file or folder"):
+        install.unpack(_archive((member, b"")), tmp_path / "unpacked")
+
+
+@pytest.mark.usefixtures("python_3_11_2")
+def test_unpacking_without_the_data_filter_keeps_no_setuid_bit(tmp_path: Path) -> None:
+    member = _member("pulumi/pulumi")
+    member.mode = 0o4777
+    install.unpack(_archive((member, b"#!/bin/sh\n")), tmp_path / "unpacked")
+    assert stat.S_IMODE((tmp_path / "unpacked" / "pulumi" / "pulumi").stat().st_mode) == 0o755

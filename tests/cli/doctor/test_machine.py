@@ -1,0 +1,31 @@
+"""The machine the doctor runs on, as `RealMachine` answers for it, and the OS family it detects."""
+
+from __future__ import annotations
+
+import socket
+
+from cli.doctor.machine import RealMachine
+from tests.cli.doctor.fakes import (
+    doctor_output,
+    on,
+)
+from tests.cli.test_os_family import UBUNTU_24_04
+
+
+def test_real_machine_run_of_a_missing_binary_gives_127() -> None:
+    code, output = RealMachine().run(["blueprint-doctor-no-such-binary"], timeout=5)
+    assert code == 127
+    assert "not found" in output
+
+
+def test_real_machine_sees_a_port_held_by_a_listener() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert not RealMachine().port_free(port)
+
+
+def test_doctor_names_the_system_and_the_family_it_detected() -> None:
+    _, output = doctor_output(["--phase", "1"], on(UBUNTU_24_04))
+    assert output.splitlines()[0] == "system: Ubuntu 24.04.3 LTS (Debian/Ubuntu family)"
