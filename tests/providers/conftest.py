@@ -4,7 +4,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.providers.clock import FakeClock, install
 from tests.providers.gitlab_stub import GitLabState, Repository, gitlab_stub
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The clock every wait and retry runs on (providers/poll.py), driven by the test."""
+    return install(monkeypatch)
 
 
 @pytest.fixture
@@ -24,3 +31,4 @@ def gitlab(state: GitLabState) -> Iterator[str]:
     """A local stand-in for GitLab's API, serving `state`; yields its base URL."""
     with gitlab_stub(state) as url:
         yield url
+
