@@ -62,12 +62,12 @@ def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float 
     """
     import requests
 
+    from providers.http import session
+
     if url.startswith("https://") and not os.path.isfile(ca_file):
         return f"unknown: the CA file {ca_file} is missing"  # no token goes where our CA cannot vouch
-    session = requests.Session()
-    session.trust_env = False  # no CA bundle or proxy from the environment
     try:
-        response = session.get(url, headers=dict(headers), verify=ca_file, timeout=timeout, allow_redirects=False)
+        response = session(ca_file=ca_file, headers=headers).get(url, timeout=timeout)
         body = response.json() if "json" in response.headers.get("Content-Type", "") else None
     except (requests.RequestException, ValueError) as error:
         return f"unreachable ({type(error).__name__})"

@@ -8,10 +8,10 @@ the manifest (`render_ci`): it includes `shared-code`'s `templates/pipeline.yml`
 the templates reaches every project, and the file a project holds is visible in the plan. CI
 deploys with the kubeconfig of an account limited to the apps namespace: a protected file variable
 of the group, which GitLab hands only to jobs of protected refs; each project's default branch is
-protected (`providers/gitlab_objects.py`), and the pipeline deploys from it alone.
+protected (`providers/gitlab_project.py`), and the pipeline deploys from it alone.
 
 Everything here that lives in GitLab's database (projects, variables, deploy tokens) is got or
-created: a new state over a preserved GitLab adopts what is ours and refuses what is not. With
+created (`providers/gitlab_get_or_create.py`): a new state over a preserved GitLab adopts what is ours and refuses what is not. With
 `preserve_data` a destroy leaves all of it in GitLab (`retain_on_delete`); without, it deletes it.
 Why: docs/design/decisions.md, entries 1, 29, 30, 31 and 33.
 """
@@ -27,17 +27,11 @@ import yaml
 
 from apps_manifest import APPS_DIR, PIPELINE_TEMPLATE, SHARED_CODE, SHARED_CODE_PIPELINE, AppProject, folder_files
 from providers.gitlab_api import Connection
-from providers.gitlab_objects import (
-    DeployToken,
-    DeployTokenArgs,
-    GroupVariable,
-    Project,
-    ProjectArgs,
-    ProjectVariable,
-    VariableArgs,
-)
+from providers.gitlab_deploy_token import DeployToken, DeployTokenArgs
 from providers.gitlab_pipeline import SmokePipeline, SmokePipelineArgs
+from providers.gitlab_project import Project, ProjectArgs
 from providers.gitlab_sync import FileContent, GitLabSync, GitLabSyncArgs
+from providers.gitlab_variable import GroupVariable, ProjectVariable, VariableArgs
 
 GROUP = "blueprint-apps"
 """The platform's group (phase2 makes it), where the apps' projects go."""

@@ -2,29 +2,21 @@
 
 A `GitLab` is built per call from a resource's wire properties (`gitlab_url`, `token`,
 `ca_file`): the providers are pickled by reference and keep nothing on `self`. It sends the token
-as `PRIVATE-TOKEN`, trusts the CA file and nothing from the environment, follows `X-Next-Page`
-pagination, and retries what is transient: a gateway answer while GitLab restarts (502, 503,
-504), a timeout, a refused connection, and a throttled request (429, after the `Retry-After` it
-names, bounded). Only an idempotent method (GET, HEAD, PUT, DELETE, OPTIONS: RFC 9110 section
-9.2.2) is sent again after a gateway error or a read timeout; any other (POST, PATCH) only when it
-never reached GitLab (the connection was refused or timed out while connecting, or it was
-throttled): after a gateway error GitLab may have acted on it, so the caller, which knows what the
-request makes, looks for it before asking again (gitlab_objects adopts on proof, gitlab_pipeline
-looks for the commit's pipeline) instead of making it twice.
-
-**The environment.** The session ignores `REQUESTS_CA_BUNDLE`, `CURL_CA_BUNDLE` and proxy
-variables (`trust_env` off): with it on, `requests` puts an environment bundle above the
-session's `verify`, so the admin token could be sent to whatever that bundle trusts. GitLab is on
-the laptop's 127.0.0.1 gateway: no proxy applies.
-
-**Redirects** are never followed by `requests`, which re-sends the `PRIVATE-TOKEN` header to any
-host (it strips only `Authorization`). GitLab answers a GET of a renamed project's old path with a
-301 to the project's id (lib/api/helpers.rb `find_project!`, `redirect!`); `call` follows that
-one redirect itself, on GitLab's own host only.
+as `PRIVATE-TOKEN` through a session of providers/http.py (our CA alone, nothing from the
+environment, no redirect followed), follows `X-Next-Page` pagination, and retries what is
+transient: a gateway answer while GitLab restarts (502, 503, 504), a timeout, a refused
+connection, and a throttled request (429, after the `Retry-After` it names, bounded). Only an
+idempotent method (GET, HEAD, PUT, DELETE, OPTIONS: RFC 9110 section 9.2.2) is sent again after a
+gateway error or a read timeout; any other (POST, PATCH) only when it never reached GitLab (the
+connection was refused or timed out while connecting, or it was throttled): after a gateway error
+GitLab may have acted on it, so the caller, which knows what the request makes, looks for it
+before asking again (the get-or-create providers adopt on proof, gitlab_pipeline looks for the
+commit's pipeline) instead of making it twice. GitLab's one redirect, a renamed project's old path
+(lib/api/helpers.rb `find_project!`), `call` follows itself, on GitLab's own host only.
 
 Every failure is a `GitLabApiError` naming the method, the path, the status and the start of the
 body, never the token nor a string value the request sent (a variable's value, say), which a
-refusal may echo.
+refusal may echo. Why this way: docs/design/decisions.md, entry 36.
 """
 
 from __future__ import annotations
@@ -32,15 +24,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import pulumi
+
+from providers import http, poll
+
+if TYPE_CHECKING:
+    import requests
 
 RETRY_PAUSES = (1.0, 2.0, 4.0, 8.0)
 """Seconds between attempts: five in all, about 15 s, what a restarting webservice pod needs."""
@@ -126,17 +122,9 @@ def wire(args: Any, version: str, *outputs: str) -> dict[str, Any]:
     return {**args.connection.props(), **fields, "provider_version": version, **dict.fromkeys(outputs)}
 
 
-def session(token: str, ca_file: str) -> Any:
-    """A `requests` session that sends `token` to GitLab and trusts `ca_file`, and nothing from the
-    environment (no CA bundle, proxy or .netrc): see the module docstring.
-    """
-    import requests  # not at import time: the provider host imports this module first
-
-    made = requests.Session()
-    made.trust_env = False
-    made.headers["PRIVATE-TOKEN"] = token
-    made.verify = ca_file
-    return made
+def session(token: str, ca_file: str) -> requests.Session:
+    """A session that sends `token` to GitLab and trusts `ca_file` alone (providers/http.py)."""
+    return http.session(ca_file=ca_file, headers={"PRIVATE-TOKEN": token})
 
 
 @dataclass(frozen=True)
@@ -155,7 +143,7 @@ class GitLab:
         return cls(str(props["gitlab_url"]).rstrip("/"), str(props["token"]), str(props["ca_file"]), secrets)
 
     @cached_property
-    def _session(self) -> Any:
+    def _session(self) -> requests.Session:
         return session(self.token, self.ca_file)
 
     def send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None) -> Any:
@@ -166,20 +154,27 @@ class GitLab:
 
         if self.url.startswith("https://") and (problem := missing_ca_file(self.ca_file)):
             raise GitLabApiError(method, path, None, problem)
-        for pause in (*RETRY_PAUSES, None):
+
+        def attempt() -> requests.Response:
             try:
-                response = self._session.request(
-                    method, f"{self.url}/api/v4{path}", params=params, json=body, timeout=TIMEOUT_SECONDS, allow_redirects=False
-                )
+                response = self._session.request(method, f"{self.url}/api/v4{path}", params=params, json=body, timeout=TIMEOUT_SECONDS)
             except (requests.ConnectionError, requests.Timeout) as error:
-                if pause is None or (method not in IDEMPOTENT and not _never_sent(error)):
-                    raise GitLabApiError(method, path, None, f"cannot reach {self.url} ({type(error).__name__})") from error
-            else:
-                throttled = response.status_code == THROTTLED
-                if pause is None or not (throttled or (response.status_code in TRANSIENT and method in IDEMPOTENT)):
-                    break
-                pause = _retry_after(response, pause) if throttled else pause
-            time.sleep(pause)
+                unreachable = f"cannot reach {self.url} ({type(error).__name__})"
+                if method not in IDEMPOTENT and not _never_sent(error):
+                    raise GitLabApiError(method, path, None, unreachable) from error
+                raise poll.NotYet(unreachable) from error
+            if response.status_code == THROTTLED:
+                raise poll.NotYet("throttled", outcome=response, pause=_retry_after(response))
+            if response.status_code in TRANSIENT and method in IDEMPOTENT:
+                raise poll.NotYet(f"HTTP {response.status_code}", outcome=response)
+            return response
+
+        try:
+            response = poll.retry(attempt, RETRY_PAUSES)
+        except poll.NotYet as gave_up:
+            if gave_up.outcome is None:
+                raise GitLabApiError(method, path, None, str(gave_up)) from gave_up.__cause__
+            response = gave_up.outcome
         if response.status_code >= 400 and response.status_code != 404:
             raise GitLabApiError(method, path, response.status_code, self._short(response.text, body))
         if response.status_code == 404 and not _gitlabs_own(response):
@@ -268,10 +263,10 @@ def _strings(body: Any) -> Iterator[str]:
             yield from _strings(value)
 
 
-def _retry_after(response: Any, otherwise: float) -> float:
-    """The pause a 429 asks for (`Retry-After` in seconds, at most RETRY_AFTER_MAX), else `otherwise`."""
+def _retry_after(response: Any) -> float | None:
+    """The pause a 429 asks for (`Retry-After` in seconds, at most RETRY_AFTER_MAX), if it names one."""
     named = str(response.headers.get("Retry-After", "")).strip()
-    return min(float(named), RETRY_AFTER_MAX) if named.isdigit() else otherwise
+    return min(float(named), RETRY_AFTER_MAX) if named.isdigit() else None
 
 
 def _gitlabs_own(response: Any) -> bool:

@@ -1,25 +1,16 @@
 """The smoke pipeline: wait for the pipeline of a commit, and fail with the job that failed.
 
 The sync's commit starts the pipeline, so a re-run with no new commit (same `sha`, no diff) waits
-for nothing and starts nothing. A new commit is a new `sha`: an update, which waits again. Two
-cases start a new run, because only a new run can answer them:
-
-- `create` finds the commit's pipeline finished. A create means no state has seen it pass on
-  this cluster: a failed `up` left no state, or a new state runs over a preserved GitLab (the
-  sync found the files there, made no commit, and the pipeline it finds ran on the previous
-  cluster). A finished pipeline is no evidence for this cluster, so a new one runs on the branch;
-  a pending or running one is waited for;
-- `update` finds the new commit's pipeline failed or canceled already: an earlier `up` failed on
-  it and kept the old state, and this `up` is the user trying again, so it runs again;
-- `target` changed with the same `sha` (a new cluster over preserved data: the apps must be
-  deployed there).
-
-A run is never started beside one that is still pending or running for the same ref and commit:
-that one is adopted and waited for. And a start whose answer was lost (a gateway error or a
-timeout after GitLab may have acted: `gitlab_api` never sends such a POST again itself) looks for
-the commit's pipelines again and adopts one newer than it knew before asking, and only asks again
-when there is none (`GET /projects/:id/pipelines` with `ref` and `sha`, lib/api/ci/pipelines.rb).
-So one `up` starts at most one pipeline per commit.
+for nothing and starts nothing; a new commit is an update, which waits again. Three cases start a
+new run, because only a new run can answer them: `create` finds the commit's pipeline finished (no
+state has seen it pass on this cluster: a failed `up`, or a new state over a preserved GitLab whose
+pipeline ran on the previous cluster); `update` finds the new commit's pipeline failed or canceled
+already (an earlier `up` failed on it, and this one is the user trying again); `target` changed with
+the same `sha` (a new cluster over preserved data). A run is never started beside one still pending
+or running for the same ref and commit: that one is adopted. A start whose answer was lost (GitLab
+may have acted: `gitlab_api` never sends such a POST again itself) looks for the commit's pipelines
+and adopts one newer than it knew before asking again (`GET /projects/:id/pipelines` with `ref` and
+`sha`, lib/api/ci/pipelines.rb): one `up` starts at most one pipeline per commit.
 
 A failed pipeline fails the `up` with the failed job's name, stage and web URL; a pipeline that
 waits for a person (`manual`, `scheduled`) or still runs at the limit fails it with its URL, and
@@ -28,13 +19,13 @@ one still pending says whether its runner (`runner`, when given) is online.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from providers import poll
 from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
 
 PROVIDER_VERSION = "4"
@@ -70,11 +61,12 @@ def wait(props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, ne
     """
     api, project = GitLab.of(props), f"/projects/{encode(props['project'])}"
     timeout = float(props.get("timeout_seconds") or 600)
-    started = time.monotonic()
-    poll_seconds = min(5.0, max(0.2, timeout / 20))
+    budget = poll.within(timeout, every=min(5.0, max(0.2, timeout / 20)))  # from before a start: it counts too
     sha = str(props["sha"])
     pipeline: dict[str, Any] | None = start(api, project, sha, latest(api, project, sha)) if new_run else None
-    while True:
+
+    def ended() -> dict[str, Any]:
+        nonlocal pipeline, rerun
         if pipeline is None:
             pipeline = latest(api, project, sha)
             if pipeline is not None and pipeline["status"] in rerun:
@@ -82,24 +74,27 @@ def wait(props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, ne
             rerun = set()  # only what was there before this call: a run that fails now fails the up
         else:
             pipeline = api.get(f"{project}/pipelines/{pipeline['id']}")
-        if pipeline is not None and (pipeline["status"] in DONE or pipeline["status"] in WAITS_FOR_A_PERSON):
-            break
-        if time.monotonic() - started >= timeout:
-            raise PipelineFailed(timeout_message(api, props, pipeline))
-        time.sleep(poll_seconds)
-    if pipeline["status"] in WAITS_FOR_A_PERSON:
+        if pipeline is None or (pipeline["status"] not in DONE and pipeline["status"] not in WAITS_FOR_A_PERSON):
+            raise poll.NotYet(pipeline["status"] if pipeline else "not started")
+        return pipeline
+
+    try:
+        done = poll.retry(ended, budget)
+    except poll.NotYet:
+        raise PipelineFailed(timeout_message(api, props, pipeline)) from None
+    if done["status"] in WAITS_FOR_A_PERSON:
         raise PipelineFailed(
-            f"the smoke pipeline of {props['project']} waits for a person ({pipeline['status']}): {pipeline['web_url']}; "
+            f"the smoke pipeline of {props['project']} waits for a person ({done['status']}): {done['web_url']}; "
             f"the smoke pipeline must run on its own: make no job manual or delayed"
         )
-    if pipeline["status"] != "success":
-        failed = api.get(f"{project}/pipelines/{pipeline['id']}/jobs", **{"scope[]": "failed"})
-        raise PipelineFailed(failure_message(str(props["project"]), pipeline, failed))
+    if done["status"] != "success":
+        failed = api.get(f"{project}/pipelines/{done['id']}/jobs", **{"scope[]": "failed"})
+        raise PipelineFailed(failure_message(str(props["project"]), done, failed))
     return {
         **{key: props.get(key) for key in (*INPUTS, "runner")},
-        "pipeline_id": pipeline["id"],
-        "status": pipeline["status"],
-        "web_url": pipeline["web_url"],
+        "pipeline_id": done["id"],
+        "status": done["status"],
+        "web_url": done["web_url"],
     }
 
 
@@ -118,20 +113,26 @@ def start(api: GitLab, project: str, sha: str, newest: dict[str, Any] | None) ->
     if newest is not None and newest["status"] not in DONE and newest["status"] not in WAITS_FOR_A_PERSON:
         return newest
     known = int(newest["id"]) if newest is not None else 0
-    for pause in START_PAUSES:
+    asked = False
+
+    def started() -> dict[str, Any]:
+        nonlocal asked
+        if asked and (found := latest(api, project, sha)) is not None and int(found["id"]) > known:
+            return found  # what a lost answer made
+        asked = True
         try:
             made: dict[str, Any] = api.post(f"{project}/pipeline", {"ref": BRANCH})
         except GitLabApiError as error:
             if not error.unanswered:
                 raise
-        else:
-            return made
-        time.sleep(pause)
-        found = latest(api, project, sha)
-        if found is not None and int(found["id"]) > known:
-            return found  # what the lost answer made
-    last: dict[str, Any] = api.post(f"{project}/pipeline", {"ref": BRANCH})  # its failure fails the up
-    return last
+            raise poll.NotYet(str(error), outcome=error) from error
+        return made
+
+    try:
+        return poll.retry(started, START_PAUSES)
+    except poll.NotYet as gave_up:
+        failed: GitLabApiError = gave_up.outcome
+    raise failed  # the last start's failure fails the up
 
 
 def timeout_message(api: GitLab, props: dict[str, Any], pipeline: dict[str, Any] | None) -> str:

@@ -21,7 +21,7 @@ deleted, so no stale offline runner stays. A runner of our description in anothe
 instance runner, is not ours. The token is a secret output, `authentication_token` (`token` is the
 admin token the calls are made with).
 
-**At the recorded id**, as for the group and projects (providers/gitlab_objects.py): the runner
+**At the recorded id**, as for the group and projects (providers/gitlab_get_or_create.py): the runner
 there must be a group runner of our exact description that belongs to the group (the `groups` of
 `GET /runners/:id`, Entities::Ci::RunnerDetails). A state can outlive its GitLab, and in the new
 one that id may be someone's runner: `read` then reports ours gone (the next `up` makes or adopts it), `update` refuses, naming
@@ -38,7 +38,7 @@ from typing import Any
 import pulumi
 
 from providers.gitlab_api import CONNECTION, Connection, GitLab, encode, wire
-from providers.gitlab_objects import GetOrCreateProvider, NotOurs, program_owner
+from providers.gitlab_get_or_create import GetOrCreateProvider, NotOurs, program_owner
 
 PROVIDER_VERSION = "4"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""

@@ -13,7 +13,7 @@ file makes no commit as an unchanged text file makes none.
 
 **Only into a project of ours.** One commit deletes every file of the branch that is not in
 `apps/<name>/`, so before any commit the project must carry our `blueprint_owner` mark (one GET,
-as providers/gitlab_objects.py explains): a state can outlive its GitLab, and in the new one the
+as providers/gitlab_get_or_create.py explains): a state can outlive its GitLab, and in the new one the
 recorded project id may be a user's. If it is not ours the sync refuses, naming the fix. `read`
 (refresh) reports the sync gone when its project is gone or not ours, so that the next `up`, once it
 has got or created the project (perhaps under the same id in a new GitLab), syncs it again; it
@@ -33,7 +33,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
-from providers.gitlab_objects import (
+from providers.gitlab_get_or_create import (
     GitLabObjectError,
     NotOurs,
     gone_message,
@@ -141,7 +141,7 @@ class GitLabSyncProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         def look() -> dict[str, Any] | None:
-            return {} if in_one_of_ours(GitLab.of(props), "projects", props["project"], props.get("owner")) else None
+            return {} if in_one_of_ours(GitLab.of(props), "projects", props["project"], str(props["owner"])) else None
 
         return refreshed(id_, props, look, lambda _: {})
 

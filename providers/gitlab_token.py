@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from providers import poll
 from providers.gitlab_api import missing_ca_file, session
 from providers.kind_access import KindAccessError, admin_kubeconfig
 
@@ -73,8 +73,9 @@ ADMIN_TOKEN_SCOPES = (
 `admin_mode`: with the instance's Admin Mode on, admin API calls need it (custom attributes,
 `GET /runners/all`, instance runners); without it, it changes nothing. `sudo` and `admin_mode` only
 administrators may hold (lib/gitlab/auth.rb `ADMIN_SCOPES`; doc/security/tokens/access_token_scopes.md).
-A token seeded with fewer scopes is brought to these on the next `up`: `diff` sees the inputs change (and
-GitLab's answer lacking one), and the seed script updates an active token's scopes in place, keeping its value."""
+A token that lacks one of them (this list grown, or GitLab's database restored from before it grew)
+is brought to them on the next `up`: `diff` sees the inputs change or GitLab's answer lacking one, and
+the seed script updates an active token's scopes in place, keeping its value."""
 
 
 class GitLabTokenError(Exception):
@@ -127,9 +128,7 @@ def accepted(props: dict[str, Any]) -> bool | None:
         return None
     try:
         with session(str(props["token"]), str(props["ca_file"])) as asking:
-            response = asking.get(
-                f"{str(props['gitlab_url']).rstrip('/')}/api/v4/personal_access_tokens/self", timeout=10, allow_redirects=False
-            )
+            response = asking.get(f"{str(props['gitlab_url']).rstrip('/')}/api/v4/personal_access_tokens/self", timeout=10)
             granted = set(response.json().get("scopes") or []) if response.status_code == 200 else set()
     except requests.RequestException:
         return None
@@ -141,19 +140,20 @@ def accepted(props: dict[str, Any]) -> bool | None:
 
 
 def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> None:
-    deadline = time.monotonic() + wait_seconds
-    while True:
+    def attempt() -> None:
         verdict = accepted(props)
-        if verdict:
-            return
-        if time.monotonic() >= deadline:
-            host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-            raise GitLabTokenError(
-                f"{props['gitlab_url']} did not accept the seeded admin token within {wait_seconds:.0f}s "
-                f"({'refused' if verdict is False else 'no answer'}). If the laptop cannot reach {host}, add "
-                f"'127.0.0.1 {host}' to /etc/hosts; the CA it must trust is {props['ca_file']}."
-            )
-        time.sleep(min(5.0, max(0.1, deadline - time.monotonic())))
+        if not verdict:
+            raise poll.NotYet("refused" if verdict is False else "no answer")
+
+    try:
+        poll.retry(attempt, poll.within(wait_seconds, every=5.0))
+    except poll.NotYet as not_yet:
+        host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+        raise GitLabTokenError(
+            f"{props['gitlab_url']} did not accept the seeded admin token within {wait_seconds:.0f}s "
+            f"({not_yet}). If the laptop cannot reach {host}, add "
+            f"'127.0.0.1 {host}' to /etc/hosts; the CA it must trust is {props['ca_file']}."
+        ) from None
 
 
 def converge(props: dict[str, Any]) -> dict[str, Any]:

@@ -191,7 +191,7 @@ def invalid(kind: str, value: str) -> str | None:
             return "it is not the JSON of SSH host key files blueprint writes"
         return None
     if kind == "static-seal-key":
-        from providers.openbao_init import static_key_problem
+        from providers.openbao_seal_key import static_key_problem
 
         return static_key_problem(value)
     if kind == "ca-key":

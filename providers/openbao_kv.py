@@ -1,50 +1,36 @@
 """One secret in OpenBao's KV v2 engine, written idempotently.
 
 A write that would store what is already there stores nothing (no new KV version); a changed value
-updates the secret in place; a changed path or mount replaces it. Deleting does nothing by default:
-the secret lives in OpenBao's storage, which `preserveData` keeps or wipes with the rest of the
-data. An entry whose `delete_on_destroy` is true (phase3's deploy tokens under preserveData=false:
-its destroy revokes them in GitLab, and OpenBao's storage outlives it) is deleted, metadata and
-every version, so that no revoked token stays there as if valid. That delete is best effort,
-bounded by `DELETE_WAIT_SECONDS`: an OpenBao that cannot answer (the cluster gone), or refuses,
-does not fail the destroy; a warning names the entry left behind and the command that removes it.
-A dynamic provider has no connection to the engine, so `pulumi.log.warn` prints the warning on the
-provider's stderr (pulumi/pulumi#6065), which the engine shows as a message of the run
-(pkg/resource/plugin/plugin.go: a plugin's stderr becomes diagnostics).
-An entry recorded without `delete_on_destroy` (phase2's, and every one of an earlier blueprint) is
-the same as one where it is false: adding it false shows no change (phase2's entries never have
-it); phase3's entries, which get it true with preserveData=false, show one update on the first `up`
-of this version, which writes nothing new.
+updates the secret in place; a changed path or mount replaces it. Each call logs in as a userpass
+user (`blueprint`: components/openbao.py) and revokes that token after it (docs/design/decisions.md,
+entry 18), through a client that takes no token, proxy or CA bundle from the environment.
 
-It logs in as a userpass user (`blueprint`, whose policy allows reading and writing `secret/data/*`,
-deleting phase3's deploy-token entries, and nothing else: components/openbao.py) for each call and revokes that token after it. A token
-input would be new on every `up` and make every secret look changed; the username and password are
-the same on every `up`. `password` and `data` are secret inputs, so the engine keeps the outputs of
-the same names secret too.
+Deleting does nothing by default: the secret lives in OpenBao's storage, which `preserveData` keeps
+or wipes with the rest of the data. An entry whose `delete_on_destroy` is true (phase3's deploy
+tokens under preserveData=false) is deleted, metadata and every version, so that no revoked token
+stays there as if valid; left out (phase2's entries) is false. That delete is best effort, bounded by
+`DELETE_WAIT_SECONDS`: an OpenBao that cannot answer or refuses does not fail the destroy, and a
+warning (the provider's stderr, which the engine shows: pulumi/pulumi#6065) names the entry left.
 
-Every call to OpenBao, read or write, waits up to `WAIT_SECONDS` while OpenBao cannot answer yet:
-unreachable (the pod restarting), sealed (a restart: it unseals itself with its static key a
-moment later), unsealed but not active ("local node not active"), or a KV v2 mount upgrading its
-storage, which a new mount does for a moment after it is enabled. If OpenBao still cannot answer,
-`read` keeps the recorded state as it is (refresh cannot tell, so it changes nothing and does not
-fail), and so does a state recorded before this provider logged in (it has no password to log in
-with: the next `up` updates it), while `create`/`update` fail naming the server and the path.
-Only a server that answers that the secret is not there makes refresh drop it (the next `up`
-writes it again). No error carries a secret: hvac's messages hold the URL, never the password, a
-token or the data.
+Every call waits up to `WAIT_SECONDS` while OpenBao cannot answer yet: unreachable, sealed (a
+restart unseals itself a moment later), not active, or a new KV v2 mount upgrading its storage.
+Then `read` keeps the recorded state (refresh cannot tell), and `create`/`update` fail naming the
+server and the path; only a server that answers that the secret is not there makes refresh drop it.
+No error carries a secret: hvac's messages hold the URL, never the password, a token or the data.
 """
 
 from __future__ import annotations
 
 import contextlib
 import shlex
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+from providers import http, poll
 
 PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
@@ -76,16 +62,14 @@ class OpenBaoUnavailable(Exception):
 
 
 def _client(address: str) -> Any:
-    """A client of OpenBao alone: no proxy or CA bundle from the environment (OpenBao is on this
-    laptop, and a proxy would see the password), no token from VAULT_TOKEN or ~/.vault-token (hvac
-    sends those with every request: after a `bao login` as admin, an admin token), no redirect.
+    """A client of OpenBao alone: a session of providers/http.py (no proxy or CA bundle from the
+    environment: OpenBao is on this laptop, and a proxy would see the password; no redirect), and no
+    token from VAULT_TOKEN or ~/.vault-token (hvac sends those with every request: after a
+    `bao login` as admin, an admin token).
     """
     import hvac
-    import requests
 
-    session = requests.Session()
-    session.trust_env = False
-    return hvac.Client(url=address, token="", session=session, allow_redirects=False, timeout=10)
+    return hvac.Client(url=address, token="", session=http.session(), allow_redirects=False, timeout=10)
 
 
 class _NoLoginAnswer(Exception):
@@ -137,23 +121,26 @@ def _patiently(props: dict[str, Any], call: Callable[[Any], T], wait_seconds: fl
     for `wait_seconds` (WAIT_SECONDS by default).
     """
     wait_seconds = WAIT_SECONDS if wait_seconds is None else wait_seconds
-    deadline = time.monotonic() + wait_seconds
-    while True:
+
+    def attempt() -> T:
         try:
             return _logged_in(props, call)
         except Exception as error:
-            why = _not_yet(error)
-            if why is None:
+            if (why := _not_yet(error)) is None:
                 raise
-            if time.monotonic() >= deadline:
-                # Sealed for this long is sealed by hand (a restart unseals itself at once): only a start unseals it.
-                hint = "; OpenBao unseals itself only when it starts: restart its pod" if why == "sealed" else ""
-                raise OpenBaoUnavailable(
-                    f"OpenBao at {props['address']} could not answer for {props['mount']}/{props['path']} within "
-                    f"{wait_seconds:.0f}s ({why}){hint}; then run {RESUME} again",
-                    why,
-                ) from error
-        time.sleep(0.2)
+            raise poll.NotYet(why) from error
+
+    try:
+        return poll.retry(attempt, poll.within(wait_seconds, every=0.2))
+    except poll.NotYet as gave_up:
+        why = str(gave_up)
+        # Sealed for this long is sealed by hand (a restart unseals itself at once): only a start unseals it.
+        hint = "; OpenBao unseals itself only when it starts: restart its pod" if why == "sealed" else ""
+        raise OpenBaoUnavailable(
+            f"OpenBao at {props['address']} could not answer for {props['mount']}/{props['path']} within "
+            f"{wait_seconds:.0f}s ({why}){hint}; then run {RESUME} again",
+            why,
+        ) from gave_up.__cause__
 
 
 def current(props: dict[str, Any], wait_seconds: float | None = None) -> dict[str, Any] | None:
@@ -223,7 +210,7 @@ class OpenBaoKvProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = [key for key in INPUTS if olds.get(key) != news.get(key)]
         if bool(olds.get(DELETE_ON_DESTROY)) != bool(news.get(DELETE_ON_DESTROY)):
-            changed.append(DELETE_ON_DESTROY)  # absent is false: an entry recorded without it shows no change
+            changed.append(DELETE_ON_DESTROY)  # left out is false
         replaces: list[str] = [key for key in ("mount", "path") if key in changed]
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
@@ -235,8 +222,6 @@ class OpenBaoKvProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """On refresh: report the data OpenBao holds, so drift shows as a change."""
-        if not props.get("username") or not props.get("password"):
-            return ReadResult(id_, props)  # recorded by the token-based version: the next `up` updates it
         try:
             data = current(props)
         except OpenBaoUnavailable:

@@ -45,7 +45,7 @@ from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume
 from components.tls import Tls, TlsArgs
 from providers.deploy_kubeconfig import kubeconfig_token
 from providers.gitlab_api import Connection
-from providers.gitlab_objects import Group, GroupArgs
+from providers.gitlab_group import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import outputs

@@ -44,7 +44,6 @@ registry or OpenBao), and no answer's body is quoted.
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +51,9 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from apps_manifest import host_names, load_manifest
 from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, runner_description
+from providers import poll
 from providers.gitlab_api import missing_ca_file
+from providers.http import session
 from stacks import outputs
 
 REQUEST_TIMEOUT = 5.0
@@ -132,14 +133,6 @@ class NoAnswer(Exception):
     """A request got no HTTP answer; the message says why, and what to do, in a few words."""
 
 
-def _session() -> Any:
-    import requests
-
-    made = requests.Session()
-    made.trust_env = False  # no CA bundle, proxy or .netrc from the environment: our CA alone
-    return made
-
-
 def get(url: str, *, ca_file: str | None, headers: Mapping[str, str] | None = None, waits: Waits, hosts_line: str = "") -> Any:
     """The answer to `GET url` (any status), trusting `ca_file` alone for https; a gateway's
     502/503/504, a refused connection and a timeout are tried `waits.attempts` times. No answer is
@@ -154,12 +147,11 @@ def get(url: str, *, ca_file: str | None, headers: Mapping[str, str] | None = No
     where = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
     if url.startswith("https://") and ca_file is not None and (problem := missing_ca_file(ca_file)):
         raise NoAnswer(problem)
-    verify: str | bool = ca_file if ca_file is not None else True
-    for attempt in range(1, waits.attempts + 1):
-        last = attempt == waits.attempts
+
+    def attempt() -> Any:
         try:
-            with _session() as session:
-                response = session.get(url, headers=dict(headers or {}), verify=verify, timeout=waits.timeout, allow_redirects=False)
+            with session(ca_file=ca_file, headers=headers) as asking:
+                response = asking.get(url, timeout=waits.timeout)
         except requests.exceptions.SSLError:
             raise NoAnswer(
                 f"{host}'s certificate does not verify against our CA {ca_file}: that file is not phase2's CA (write it again: "
@@ -167,20 +159,23 @@ def get(url: str, *, ca_file: str | None, headers: Mapping[str, str] | None = No
                 f"(`kubectl -n gitlab get secrets`)"
             ) from None
         except requests.Timeout:  # before ConnectionError: a ConnectTimeout is both
-            if last:
-                raise NoAnswer(f"{host} gave no answer within {waits.timeout:g}s") from None
+            raise poll.NotYet(f"{host} gave no answer within {waits.timeout:g}s") from None
         except requests.ConnectionError as error:
             reason = getattr(error.args[0], "reason", None) if error.args else None
             if isinstance(reason, urllib3.exceptions.NameResolutionError):
                 fix = f"add this line to /etc/hosts: {hosts_line}" if hosts_line else "add it to /etc/hosts"
                 raise NoAnswer(f"{host} does not resolve on this machine: {fix}") from None
-            if last:
-                raise NoAnswer(f"nothing answers at {where}: is the kind cluster running? (`docker ps`)") from None
-        else:
-            if response.status_code not in TRANSIENT or last:
-                return response
-        time.sleep(waits.pause)
-    raise AssertionError("unreachable")  # the last attempt returns or raises
+            raise poll.NotYet(f"nothing answers at {where}: is the kind cluster running? (`docker ps`)") from None
+        if response.status_code in TRANSIENT:
+            raise poll.NotYet(f"HTTP {response.status_code}", outcome=response)
+        return response
+
+    try:
+        return poll.retry(attempt, [waits.pause] * (waits.attempts - 1))
+    except poll.NotYet as gave_up:
+        if gave_up.outcome is None:
+            raise NoAnswer(str(gave_up)) from None
+        return gave_up.outcome  # a gateway's answer is an answer: the checks name it
 
 
 def check_openbao(address: str, *, waits: Waits) -> str | None:
@@ -307,21 +302,33 @@ def check_runner(api: GitLabReader, runner: RunnerToCheck, *, waits: Waits) -> s
     look = f"`kubectl -n {runner.namespace} get pods` and `kubectl -n {runner.namespace} logs deploy/gitlab-runner`"
     if runner.runner_id is None:
         return f"{runner.what} is not in GitLab: {REFRESH_PHASE2}, then {PHASE2_UP} registers it"
-    deadline = time.monotonic() + waits.runner_wait
-    while True:
-        found = api.find(f"/runners/{quote(runner.runner_id, safe='')}")
+    path = f"/runners/{quote(runner.runner_id, safe='')}"
+
+    def settled() -> Any:
+        found = api.find(path)
+        if found is not None and _status(found) in WAITING_RUNNER:
+            raise poll.NotYet(_status(found))
+        return found
+
+    try:
+        found = poll.retry(settled, poll.within(waits.runner_wait, every=waits.runner_poll))
+    except poll.NotYet as still:
+        status = str(still)
+    else:
         if found is None:
             return f"{runner.what} (runner {runner.runner_id}) is gone from GitLab: {REFRESH_PHASE2}, then {PHASE2_UP} registers it again"
-        status = str(found.get("status") or ("online" if found.get("online") else "offline"))
-        if status == "online":
-            return None
-        if status not in WAITING_RUNNER or time.monotonic() + waits.runner_poll > deadline:
-            break
-        time.sleep(waits.runner_poll)
+        status = _status(found)
+    if status == "online":
+        return None
     if status == "paused":
         return f"{runner.what} (runner {runner.runner_id}) is paused in GitLab: resume it (Admin area > CI/CD > Runners)"
     waited = f" after {waits.runner_wait:g}s" if status in WAITING_RUNNER and waits.runner_wait else ""
     return f"{runner.what} (runner {runner.runner_id}) is {status}{waited}: its manager does not ask GitLab for jobs; look at it: {look}"
+
+
+def _status(runner: Mapping[str, Any]) -> str:
+    """A runner's status as GitLab shows it (`online`, `offline`, `never_contacted`, `stale`, `paused`)."""
+    return str(runner.get("status") or ("online" if runner.get("online") else "offline"))
 
 
 def problems(platform: Platform, token: str | None, *, waits: Waits = Waits(), token_problem: str | None = None) -> list[str]:

@@ -5,12 +5,10 @@ the status but never the token nor what the request sent."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,26 +17,15 @@ import pytest
 
 from providers import gitlab_api
 from providers.gitlab_api import GitLab, GitLabApiError
-from stacks.config import PROJECT_DIR
+from tests.providers.clock import FakeClock
 from tests.providers.engine import free_port
 from tests.providers.gitlab_stub import TOKEN, GitLabState, gitlab_stub
 
-
-@pytest.fixture(autouse=True)
-def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gitlab_api, "RETRY_PAUSES", (0.01, 0.01, 0.01, 0.01))
+pytestmark = pytest.mark.usefixtures("clock")  # every retry on a clock the test drives
 
 
 def client(url: str, token: str = TOKEN, **props: Any) -> GitLab:
     return GitLab.of({"gitlab_url": url, "token": token, "ca_file": "/nonexistent/ca.crt", **props})
-
-
-@pytest.fixture
-def pauses(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The client's pauses between attempts, recorded instead of slept."""
-    recorded: list[float] = []
-    monkeypatch.setattr("providers.gitlab_api.time.sleep", recorded.append)
-    return recorded
 
 
 @pytest.fixture
@@ -62,23 +49,15 @@ def test_a_post_is_not_repeated_after_a_gateway_error(gitlab: str, state: GitLab
     assert state.calls == ["POST /groups"]
 
 
-def test_a_post_that_never_reached_gitlab_is_sent_again(monkeypatch: pytest.MonkeyPatch, state: GitLabState) -> None:
+def test_a_post_that_never_reached_gitlab_is_sent_again(state: GitLabState, clock: FakeClock) -> None:
     """Refused connections while GitLab starts: nothing was sent, so the create is safe to repeat."""
-    monkeypatch.setattr(gitlab_api, "RETRY_PAUSES", (0.2, 0.2, 0.2, 0.2))
-    port, done = free_port(), threading.Event()
-
-    def serve_late() -> None:
-        time.sleep(0.3)
-        with gitlab_stub(state, port=port):
-            done.wait(10)
-
-    threading.Thread(target=serve_late).start()
-    try:
+    port = free_port()
+    with contextlib.ExitStack() as later:
+        clock.at(1.0, lambda: later.enter_context(gitlab_stub(state, port=port)))  # GitLab answers from then on
         made = client(f"http://127.0.0.1:{port}").post("/groups", {"name": "g", "path": "g"})
-    finally:
-        done.set()
     assert made["path"] == "g"
     assert state.calls == ["POST /groups"]
+    assert clock.pauses == [1.0]
 
 
 def test_a_gitlab_that_never_answers_is_named(state: GitLabState) -> None:
@@ -102,14 +81,6 @@ def test_every_page_is_read(gitlab: str, state: GitLabState) -> None:
     assert [runner["description"] for runner in client(gitlab).pages("/runners/all")] == [f"runner {n}" for n in range(5)]
 
 
-def test_importing_the_gitlab_providers_imports_no_client_library() -> None:
-    """The engine's provider host imports them by reference: nothing may happen until a call."""
-    modules = "providers.gitlab_api, providers.gitlab_objects, providers.gitlab_runner, providers.gitlab_sync, providers.gitlab_pipeline"
-    code = f"import sys, {modules}; print(sorted(m for m in ('requests', 'urllib3') if m in sys.modules))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, capture_output=True, text=True, check=True, timeout=60)
-    assert done.stdout.strip() == "[]"
-
-
 def test_a_missing_ca_file_is_named_with_how_to_get_it_back() -> None:
     """requests would raise a bare OSError, and the user would see a traceback instead of the fix."""
     api = GitLab.of({"gitlab_url": "https://gitlab.local.example.net", "token": TOKEN, "ca_file": "/nonexistent/ca.crt"})
@@ -127,18 +98,18 @@ def test_the_missing_ca_files_fix_says_what_the_plain_pulumi_command_needs() -> 
     assert 'eval "$(uv run blueprint env)"' in str(failed.value)
 
 
-def test_a_throttled_request_is_sent_again_after_the_pause_gitlab_names(gitlab: str, state: GitLabState, pauses: list[float]) -> None:
+def test_a_throttled_request_is_sent_again_after_the_pause_gitlab_names(gitlab: str, state: GitLabState, clock: FakeClock) -> None:
     """A 429 was refused before GitLab acted on it, so even a POST is sent again."""
     state.failures, state.retry_after = [429], "2"
     assert client(gitlab).post("/groups", {"name": "g", "path": "g"})["path"] == "g"
     assert state.calls == ["POST /groups", "POST /groups"]
-    assert pauses == [2.0]
+    assert clock.pauses == [2.0]
 
 
-def test_a_pause_gitlab_names_is_bounded(gitlab: str, state: GitLabState, pauses: list[float]) -> None:
+def test_a_pause_gitlab_names_is_bounded(gitlab: str, state: GitLabState, clock: FakeClock) -> None:
     state.failures, state.retry_after = [429], "3600"
     client(gitlab).get("/runners/all")
-    assert pauses == [gitlab_api.RETRY_AFTER_MAX]
+    assert clock.pauses == [gitlab_api.RETRY_AFTER_MAX]
 
 
 def test_a_proxy_from_the_environment_is_not_used(gitlab: str, monkeypatch: pytest.MonkeyPatch, no_proxy_exemption: None) -> None:

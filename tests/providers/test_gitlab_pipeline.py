@@ -5,15 +5,13 @@ whose answer was lost (GitLab may have made it)."""
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import pytest
 
-from providers import gitlab_pipeline
 from providers.gitlab_api import GitLabApiError
 from providers.gitlab_pipeline import PROVIDER_VERSION, PipelineFailed, SmokePipelineProvider, failure_message
+from tests.providers.clock import FakeClock
 from tests.providers.engine import as_engine_loads, outputs_of
 from tests.providers.gitlab_stub import TOKEN, GitLabState, Repository
 
@@ -38,9 +36,7 @@ def pipeline(status: str, pipeline_id: int = 7, sha: str = SHA) -> dict[str, Any
     return {"id": pipeline_id, "sha": sha, "ref": "main", "status": status, "web_url": f"https://gitlab/p/-/pipelines/{pipeline_id}"}
 
 
-@pytest.fixture(autouse=True)
-def quick_restarts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gitlab_pipeline, "START_PAUSES", (0.01, 0.01, 0.01))
+pytestmark = pytest.mark.usefixtures("clock")  # every wait on a clock the test drives
 
 
 @pytest.fixture
@@ -48,25 +44,26 @@ def provider() -> SmokePipelineProvider:
     return as_engine_loads(SmokePipelineProvider())
 
 
-def finish_later(repository: Repository, status: str) -> None:
+def finish_later(clock: FakeClock, repository: Repository, status: str) -> None:
     def finish() -> None:
-        time.sleep(0.5)
         repository.pipelines[0]["status"] = status
 
-    threading.Thread(target=finish).start()
+    clock.at(2.0, finish)
 
 
-def test_a_green_pipeline_is_recorded(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+def test_a_green_pipeline_is_recorded(gitlab: str, repository: Repository, provider: SmokePipelineProvider, clock: FakeClock) -> None:
     repository.pipelines.append(pipeline("running"))
-    finish_later(repository, "success")
+    finish_later(clock, repository, "success")
     outs = outputs_of(provider.create(props(gitlab)))
     assert (outs["status"], outs["web_url"]) == ("success", "https://gitlab/p/-/pipelines/7")
 
 
-def test_a_failed_pipeline_names_the_failed_job_and_its_url(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+def test_a_failed_pipeline_names_the_failed_job_and_its_url(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider, clock: FakeClock
+) -> None:
     repository.pipelines.append(pipeline("running"))
     repository.jobs[7] = [{"name": "build-image", "stage": "build", "web_url": "https://gitlab/p/-/jobs/99"}]
-    finish_later(repository, "failed")
+    finish_later(clock, repository, "failed")
     with pytest.raises(PipelineFailed) as failed:
         provider.create(props(gitlab))
     assert "job 'build-image' (stage build) failed: https://gitlab/p/-/jobs/99" in str(failed.value)
@@ -74,11 +71,12 @@ def test_a_failed_pipeline_names_the_failed_job_and_its_url(gitlab: str, reposit
 
 
 def test_a_pipeline_that_never_finishes_fails_at_the_limit_with_its_url(
-    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider, clock: FakeClock
 ) -> None:
     repository.pipelines.append(pipeline("running"))
     with pytest.raises(PipelineFailed, match=r"did not finish within 1.0s \(running\): https://gitlab/p/-/pipelines/7"):
         provider.create(props(gitlab, timeout_seconds=1.0))
+    assert clock.waited == pytest.approx(1.0)
 
 
 def test_a_pending_pipeline_at_the_limit_says_whether_the_runner_is_online(
@@ -120,10 +118,10 @@ def test_a_pipeline_found_finished_on_create_is_run_again(
 
 
 def test_a_running_pipeline_found_on_create_is_waited_for_not_run_again(
-    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider, clock: FakeClock
 ) -> None:
     repository.pipelines.append(pipeline("running"))
-    finish_later(repository, "success")
+    finish_later(clock, repository, "success")
     outputs_of(provider.create(props(gitlab)))
     assert repository.posts == []
 
@@ -136,12 +134,13 @@ def test_a_new_cluster_runs_the_apps_again_on_the_same_commit(gitlab: str, repos
     assert repository.posts == ["/api/v4/projects/42/pipeline"]
 
 
-def test_a_pipeline_waiting_for_a_person_fails_at_once(gitlab: str, repository: Repository, provider: SmokePipelineProvider) -> None:
+def test_a_pipeline_waiting_for_a_person_fails_at_once(
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider, clock: FakeClock
+) -> None:
     repository.pipelines.append(pipeline("manual"))
-    started = time.monotonic()
     with pytest.raises(PipelineFailed, match="waits for a person"):
         provider.create(props(gitlab, timeout_seconds=60.0))
-    assert time.monotonic() - started < 10
+    assert clock.pauses == []
 
 
 def test_a_new_commits_pipeline_found_failed_by_an_update_is_run_again(
@@ -194,11 +193,11 @@ def test_a_refused_start_is_not_asked_for_again(gitlab: str, state: GitLabState,
 
 
 def test_a_new_cluster_adopts_a_run_of_the_commit_still_running_instead_of_starting_another(
-    gitlab: str, repository: Repository, provider: SmokePipelineProvider
+    gitlab: str, repository: Repository, provider: SmokePipelineProvider, clock: FakeClock
 ) -> None:
     """An earlier `up` started it and lost the answer: two runs would deploy the same apps at once."""
     repository.pipelines.append(pipeline("running"))
-    finish_later(repository, "success")
+    finish_later(clock, repository, "success")
     outs = outputs_of(provider.update("42@sha", props(gitlab), props(gitlab, target="cluster-b")))
     assert repository.posts == []
     assert outs["pipeline_id"] == 7

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from providers import gitlab_api
-from providers.gitlab_objects import GitLabObjectError
+from providers.gitlab_get_or_create import GitLabObjectError
 from providers.gitlab_runner import PROVIDER_VERSION, RunnerProvider
 from tests.providers.engine import as_engine_loads, free_port, outputs_of
 from tests.providers.gitlab_stub import ADMIN, TOKEN, GitLabState
@@ -167,10 +166,8 @@ def test_a_runner_at_the_recorded_id_that_is_not_ours_is_left_alone(
     assert (gone.id, gone.outs) == (None, {})
 
 
-def test_a_refresh_keeps_the_runner_when_gitlab_gives_no_answer(
-    gitlab: str, group: dict[str, Any], runners: RunnerProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(gitlab_api, "RETRY_PAUSES", (0.0, 0.0, 0.0, 0.0))
+@pytest.mark.usefixtures("clock")  # the client's retries on a clock the test drives
+def test_a_refresh_keeps_the_runner_when_gitlab_gives_no_answer(gitlab: str, group: dict[str, Any], runners: RunnerProvider) -> None:
     made = runners.create(props(gitlab, group))
     recorded = {**outputs_of(made), "gitlab_url": f"http://127.0.0.1:{free_port()}"}
     kept = runners.read(str(made.id), recorded)

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from providers import gitlab_api
 from providers.gitlab_api import GitLabApiError
-from providers.gitlab_objects import GitLabObjectError
+from providers.gitlab_get_or_create import GitLabObjectError
 from providers.gitlab_sync import PROVIDER_VERSION, FileContent, GitLabSyncProvider, blob_id, commit_actions, file_bytes
 from tests.providers.engine import as_engine_loads, free_port, outputs_of
 from tests.providers.gitlab_stub import ADMIN, TOKEN, GitLabState, Repository
@@ -188,10 +187,8 @@ def test_a_refresh_drops_a_sync_whose_project_is_not_ours(gitlab: str, state: Gi
     assert (gone.id, gone.outs) == (None, {})
 
 
-def test_a_refresh_keeps_a_sync_when_gitlab_gives_no_answer(
-    gitlab: str, provider: GitLabSyncProvider, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(gitlab_api, "RETRY_PAUSES", (0.0, 0.0, 0.0, 0.0))
+@pytest.mark.usefixtures("clock")  # the client's retries on a clock the test drives
+def test_a_refresh_keeps_a_sync_when_gitlab_gives_no_answer(gitlab: str, provider: GitLabSyncProvider) -> None:
     made = provider.create(props(gitlab, {"a": "1"}))
     recorded = {**outputs_of(made), "gitlab_url": f"http://127.0.0.1:{free_port()}"}
     kept = provider.read(str(made.id), recorded)

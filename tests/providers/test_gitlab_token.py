@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from providers.gitlab_token import (
-    ADMIN_TOKEN_SCOPES,
     PROVIDER_VERSION,
     GitLabTokenArgs,
     GitLabTokenError,
@@ -23,6 +22,7 @@ from providers.gitlab_token import (
     seed_script,
 )
 from tests.plans import fake_command
+from tests.providers.clock import FakeClock
 from tests.providers.engine import as_engine_loads, free_port
 
 TOKEN = "glpat-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
@@ -94,6 +94,9 @@ def without_ca(gitlab: type[TokenApi]) -> dict[str, Any]:
     return props(gitlab, gitlab_url=gitlab.url.replace("http://", "https://"))
 
 
+pytestmark = pytest.mark.usefixtures("clock")  # every wait on a clock the test drives
+
+
 @pytest.fixture
 def provider() -> GitLabTokenProvider:
     return as_engine_loads(GitLabTokenProvider())
@@ -126,11 +129,14 @@ def test_refresh_drops_a_token_gitlab_refuses(gitlab: type[TokenApi], provider: 
     assert provider.read("root/blueprint", props(gitlab)).id is None
 
 
-def test_a_token_that_never_works_fails_naming_the_hosts_line(gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider) -> None:
+def test_a_token_that_never_works_fails_naming_the_hosts_line(
+    gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider, clock: FakeClock
+) -> None:
     with pytest.raises(GitLabTokenError) as failed:
         provider.create(props(gitlab))
     assert "did not accept the seeded admin token within 2s (refused)" in str(failed.value)
     assert "add '127.0.0.1 127.0.0.1' to /etc/hosts" in str(failed.value)
+    assert clock.waited == pytest.approx(2.0)
 
 
 def test_diff_without_the_ca_file_reports_no_change(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
@@ -179,20 +185,6 @@ def test_the_admin_token_has_the_old_blueprints_scopes_and_creates_runners() -> 
     assert set(scopes) >= old_blueprints | {"create_runner"}
 
 
-def test_a_token_seeded_with_the_earlier_scopes_is_given_the_new_ones_on_the_next_up(
-    gitlab: type[TokenApi], provider: GitLabTokenProvider
-) -> None:
-    """A token of an earlier blueprint (api, create_runner, admin_mode), recorded with today's inputs (a
-    state edited, or a refresh): GitLab's own answer shows it lacks scopes, so the next `up` seeds it,
-    and the seed script updates an active token's scopes in place, keeping its value."""
-    gitlab.accepted.add(TOKEN)
-    gitlab.scopes = ["api", "create_runner", "admin_mode"]
-    today = {**props(gitlab), "scopes": list(ADMIN_TOKEN_SCOPES)}
-    assert provider.diff("root/blueprint", today, today).changes is True
-    gitlab.scopes = list(ADMIN_TOKEN_SCOPES)
-    assert provider.diff("root/blueprint", today, today).changes is False
-
-
 def test_the_admin_token_asks_for_the_admin_mode_scope() -> None:
     """With the instance's Admin Mode on, admin API calls need it; with it off, it changes nothing."""
     assert (
@@ -202,10 +194,13 @@ def test_the_admin_token_asks_for_the_admin_mode_scope() -> None:
 
 
 def test_a_token_without_a_scope_the_inputs_name_shows_as_a_change(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
-    """A token seeded before `admin_mode` was asked for: the next `up` seeds it again, with the scope."""
+    """GitLab's database restored from before the scopes grew: its token has the value but not every
+    scope, so the next `up` seeds it again, and the seed script gives it the scopes in place."""
     gitlab.accepted.add(TOKEN)
     gitlab.scopes = ["api", "create_runner"]
     assert provider.diff("root/blueprint", props(gitlab), props(gitlab)).changes is True
+    gitlab.scopes = list(SCOPES)
+    assert provider.diff("root/blueprint", props(gitlab), props(gitlab)).changes is False
 
 
 def test_the_seed_script_gives_an_active_token_the_inputs_scopes() -> None:

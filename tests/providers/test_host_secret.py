@@ -238,7 +238,7 @@ def test_a_new_secret_and_its_folder_are_flushed_to_disk(
 
 
 def test_a_new_static_seal_key_is_one_openbaos_seal_takes(tmp_path: Path, provider: HostSecretProvider) -> None:
-    from providers.openbao_init import static_key_problem
+    from providers.openbao_seal_key import static_key_problem
 
     value = outputs_of(provider.create(props(tmp_path / "openbao-seal-key", kind="static-seal-key")))["value"]
     assert static_key_problem(value) is None

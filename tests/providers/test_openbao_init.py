@@ -27,9 +27,10 @@ import pytest
 import requests
 
 from components.openbao import ADMIN_USER, SEAL_HCL, SELF_INIT, initialize_hcl
-from providers import openbao_init
-from providers.openbao_init import OpenBaoInitError, storage_reset
+from providers import openbao_converge, openbao_init, openbao_rollout, openbao_seal_key
+from providers.openbao_errors import OpenBaoInitError, storage_reset
 from tests.plans import fake_command
+from tests.providers.clock import FakeClock
 from tests.providers.engine import (
     BaoServer,
     Proxy,
@@ -182,6 +183,7 @@ def test_a_vault_with_recovery_keys_and_no_userpass_is_not_called_empty(tmp_path
     assert "loses nothing" not in message
 
 
+@pytest.mark.usefixtures("clock")  # the wait on a clock the test drives
 def test_a_server_whose_self_initialisation_failed_is_named_from_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A self-initialisation cut short marks the storage, and OpenBao then exits on every start: only
     its log says why (here the real server's log, as `kubectl logs` would show it)."""
@@ -193,7 +195,7 @@ def test_a_server_whose_self_initialisation_failed_is_named_from_its_log(tmp_pat
     server.tail = None
     server.start(may_exit=True)
     assert server.process.wait(timeout=30) != 0
-    monkeypatch.setattr(openbao_init, "server_log", lambda _props: server.log.read_text())
+    monkeypatch.setattr(openbao_converge, "server_log", lambda _props: server.log.read_text())
     with pytest.raises(OpenBaoInitError) as refused:
         init_provider().create(init_inputs(server, tmp_path, wait_seconds=0.5))
     message = str(refused.value)
@@ -209,14 +211,15 @@ def test_a_wrong_password_is_refused_naming_its_file(shared: BaoServer, tmp_path
     assert "not-the-one" not in message
 
 
-def test_an_unreachable_server_fails_naming_it_and_where_to_look(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(openbao_init, "server_log", lambda _props: "")
+def test_an_unreachable_server_fails_naming_it_and_where_to_look(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FakeClock) -> None:
+    monkeypatch.setattr(openbao_converge, "server_log", lambda _props: "")
     unreachable = {**init_inputs(BaoServer(tmp_path), tmp_path), "address": "http://127.0.0.1:9", "wait_seconds": 1.0}
     with pytest.raises(OpenBaoInitError) as refused:
         init_provider().create(unreachable)
     message = str(refused.value)
     assert "OpenBao at http://127.0.0.1:9 was not ready within 1s (unreachable: ConnectionError)" in message
     assert "kubectl --context kind-blueprint -n openbao logs openbao-0" in message
+    assert clock.waited == pytest.approx(1.0)
 
 
 def test_the_server_log_is_read_through_kind_and_kubectl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,7 +227,7 @@ def test_the_server_log_is_read_through_kind_and_kubectl(tmp_path: Path, monkeyp
     fake_command(tmp_path / "bin", "kind", 'test "$*" = "get kubeconfig --name blueprint" && echo "apiVersion: v1"\n')
     fake_command(tmp_path / "bin", "kubectl", 'echo "log of: $*"\n')
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
-    log = openbao_init.server_log(init_inputs(BaoServer(tmp_path), tmp_path))
+    log = openbao_rollout.server_log(init_inputs(BaoServer(tmp_path), tmp_path))
     assert "-n openbao logs openbao-0 --previous=true --tail=200" in log
     assert "-n openbao logs openbao-0 --previous=false --tail=200" in log
 
@@ -356,11 +359,11 @@ def test_the_rollout_wait_has_its_own_budget(shared: BaoServer, tmp_path: Path, 
 
 
 def test_a_slow_rollout_leaves_the_steps_after_it_their_whole_wait(
-    shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shared: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: FakeClock
 ) -> None:
-    """A rollout that takes longer than `wait_seconds` (a slow image pull), then an answer that must be asked for again.
-    Every margin is a second or more: a loaded machine answers slowly."""
-    monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'slow-bin', 'sleep 3.5')}:{os.environ['PATH']}")
+    """A rollout that takes far longer than `wait_seconds` (a slow image pull), then an answer that
+    must be asked for again: the steps after the rollout still get their whole `wait_seconds`."""
+    monkeypatch.setattr(openbao_converge, "wait_for_rollout", lambda _props: clock.advance(600.0))
     proxy = Proxy(shared.port, hold_first=1, seconds=2.0)
     try:
         inputs = init_inputs(shared, tmp_path, address=proxy.address, wait_seconds=3.0, http_timeout=1.0)
@@ -368,6 +371,7 @@ def test_a_slow_rollout_leaves_the_steps_after_it_their_whole_wait(
     finally:
         proxy.close()
     assert proxy.delayed == 1
+    assert clock.pauses, "the held answer was asked for again, after a pause"
 
 
 def test_a_release_change_is_an_update_of_the_check(shared: BaoServer, tmp_path: Path) -> None:
@@ -502,17 +506,16 @@ def test_the_seal_key_check_agrees_with_openbao(tmp_path: Path, form: str) -> No
     assert server.process is not None
     starts = server.process.poll() is None
     server.stop()
-    assert (openbao_init.static_key_problem(value) is None) == starts, (form, openbao_init.static_key_problem(value))
+    assert (openbao_seal_key.static_key_problem(value) is None) == starts, (form, openbao_seal_key.static_key_problem(value))
 
 
-def test_a_seal_key_file_the_seal_cannot_take_is_refused_before_waiting(shared: BaoServer, tmp_path: Path) -> None:
+def test_a_seal_key_file_the_seal_cannot_take_is_refused_before_waiting(shared: BaoServer, tmp_path: Path, clock: FakeClock) -> None:
     key_file = tmp_path / "secrets" / "openbao-seal-key"
     key_file.parent.mkdir(parents=True)
     key_file.write_text("k" * 40 + "\n")
-    started = time.monotonic()
     with pytest.raises(OpenBaoInitError) as refused:
         init_provider().create(init_inputs(shared, tmp_path, address="http://127.0.0.1:9"))
     message = str(refused.value)
-    assert time.monotonic() - started < 5
+    assert clock.pauses == []
     assert f"OpenBao's seal key {key_file} is no key its static seal can take: it is 40 bytes long" in message
     assert "k" * 40 not in message

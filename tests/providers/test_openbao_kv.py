@@ -140,7 +140,7 @@ def test_the_read_before_a_write_waits_out_a_kv_v2_upgrade(bao: BaoServer, path:
     assert stored(bao, "new", mount=path) == {"password": "s3cret"}
 
 
-@pytest.mark.usefixtures("restored_afterwards")
+@pytest.mark.usefixtures("restored_afterwards", "clock")
 def test_refresh_of_a_sealed_server_keeps_the_recorded_secret(
     bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -151,7 +151,7 @@ def test_refresh_of_a_sealed_server_keeps_the_recorded_secret(
     assert (result.id, result.outs) == (f"secret/{path}", outs)
 
 
-@pytest.mark.usefixtures("restored_afterwards")
+@pytest.mark.usefixtures("restored_afterwards", "clock")
 def test_a_write_to_a_server_sealed_by_hand_says_only_a_start_unseals_it(
     bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +163,7 @@ def test_a_write_to_a_server_sealed_by_hand_says_only_a_start_unseals_it(
     assert "within 1s (sealed); OpenBao unseals itself only when it starts: restart its pod; then run" in str(failed.value)
 
 
+@pytest.mark.usefixtures("clock")  # the wait on a clock the test drives
 def test_refresh_of_an_unreachable_server_keeps_the_recorded_secret(
     bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -205,21 +206,6 @@ def test_each_call_revokes_the_token_it_logged_in_with(bao: BaoServer, path: str
     assert writer_tokens(bao) == before
 
 
-def test_a_state_recorded_with_a_token_is_kept_on_refresh(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
-    """Written by the token-based version: no password to log in with, so refresh cannot tell."""
-    recorded = {"address": bao.address, "token": "s.recorded", "mount": "secret", "path": path, "data": {"a": "b"}, "provider_version": "2"}
-    assert (provider.read(f"secret/{path}", recorded).outs) == recorded
-
-
-def test_a_state_recorded_with_a_token_is_updated_to_log_in(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
-    recorded = {"address": bao.address, "token": "s.recorded", "mount": "secret", "path": path, "data": {"a": "b"}, "provider_version": "2"}
-    diff = provider.diff(f"secret/{path}", recorded, kv(bao, path, a="b"))
-    assert (diff.changes, diff.replaces) == (True, [])
-    outs = outputs_of(provider.update(f"secret/{path}", recorded, kv(bao, path, a="b")))
-    assert "token" not in outs
-    assert stored(bao, path) == {"a": "b"}
-
-
 def test_openbao_is_called_without_the_environments_proxy_or_token(
     bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -237,6 +223,7 @@ def test_openbao_is_called_without_the_environments_proxy_or_token(
     assert stored(bao, path) == {"password": "value"}
 
 
+@pytest.mark.usefixtures("clock")  # the wait on a clock the test drives
 def test_a_failed_write_names_a_command_that_resumes_every_stack_that_writes(
     bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,7 +265,7 @@ def test_a_destroy_keeps_an_entry_not_marked_delete_on_destroy(
 
 
 def test_delete_on_destroy_left_out_is_false_and_changing_it_is_an_update(bao: BaoServer, path: str, provider: OpenBaoKvProvider) -> None:
-    """An entry recorded before the input existed shows no change when it comes as false (or not at all)."""
+    """phase2 leaves the input out: that is false, so it coming as false shows no change."""
     outs = outputs_of(provider.create(kv(bao, path, password="one")))
     assert "delete_on_destroy" not in outs
     assert provider.diff(f"secret/{path}", outs, {**kv(bao, path, password="one"), "delete_on_destroy": False}).changes is False
@@ -295,6 +282,7 @@ def warnings_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return warned
 
 
+@pytest.mark.usefixtures("clock")  # the wait on a clock the test drives
 def test_a_destroy_that_cannot_reach_openbao_goes_on_and_warns_naming_the_entry_left(
     bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -324,6 +312,7 @@ def test_a_delete_openbao_refuses_goes_on_and_warns_without_the_password(
     assert stored(bao, path) == {"password": "one"}
 
 
+@pytest.mark.usefixtures("clock")  # the wait on a clock the test drives
 def test_a_login_answered_without_a_token_is_not_blueprints_openbao(provider: OpenBaoKvProvider, path: str) -> None:
     """A JSON answer with no `auth` (another server on the port): waited out as not answering, then one message, no KeyError."""
 

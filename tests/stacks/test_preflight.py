@@ -25,12 +25,19 @@ from components.runner import runner_description
 from providers.ca_certificate import issue_ca_certificate
 from stacks import outputs, preflight
 from stacks.phase3 import preflight_applies
+from tests.providers.clock import FakeClock, install
 from tests.providers.engine import BaoServer, free_port, running_bao
 from tests.providers.gitlab_stub import TOKEN, GitLabState, gitlab_stub
 
 OWNER = "blueprint/phase2"
 FAST = preflight.Waits(timeout=2.0, attempts=2, pause=0.01, runner_wait=0.5, runner_poll=0.05)
 HOSTS_LINE = "127.0.0.1 gitlab.local.example.net registry.local.example.net"
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """Every wait and retry of the checks on a clock the test drives (providers/poll.py)."""
+    return install(monkeypatch)
 
 
 @dataclass(frozen=True)
@@ -259,13 +266,14 @@ def test_registry_401_without_a_challenge_is_not_the_registry(world: World) -> N
     assert problem.startswith(f"the registry at {world.platform.registry_url}: the gateway answers HTTP 401")
 
 
-def test_offline_runner_is_named_with_its_kubectl_command(world: World) -> None:
+def test_offline_runner_is_named_with_its_kubectl_command(world: World, clock: FakeClock) -> None:
     world.default_runner.update(status="never_contacted", online=False)
     [problem] = world.problems()
     assert problem == (
         f"the default runner (runner {world.default_runner['id']}) is never_contacted after {FAST.runner_wait:g}s: its manager does "
         "not ask GitLab for jobs; look at it: `kubectl -n gitlab-runner get pods` and `kubectl -n gitlab-runner logs deploy/gitlab-runner`"
     )
+    assert clock.waited == pytest.approx(FAST.runner_wait)  # waited for, as long as the budget says
 
 
 def test_offline_image_build_runner_is_named_with_its_namespace(world: World) -> None:
