@@ -92,14 +92,15 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     import os
 
     import versions
-    from components.host_folder import OWNER_MARKER, WIPE_SCRIPT
+    from components.host_folder import OWNER_MARKER, SCRIPT_ENVIRONMENT, WIPE_SCRIPT
 
     marker = os.path.join(folder, OWNER_MARKER)
     if not os.path.exists(marker):
         return subprocess.CompletedProcess([], 0, "", "")
     # As phase1's own wipe has it: the folders of the stacks over it go with it.
     inner = inner_owners(owner, OVER_PHASE1)
-    env = {**os.environ, "FOLDER": folder, "OWNER": owner, "INNER_OWNERS": inner, "WIPE_IMAGE": versions.KIND_NODE_IMAGE}
+    env = {**os.environ, **SCRIPT_ENVIRONMENT, "FOLDER": folder, "OWNER": owner, "INNER_OWNERS": inner}
+    env["WIPE_IMAGE"] = versions.KIND_NODE_IMAGE
     try:
         done = subprocess.run(["/bin/sh", "-c", WIPE_SCRIPT], env=env, capture_output=True, text=True, check=False, timeout=1800)
     except subprocess.TimeoutExpired:

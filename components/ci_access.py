@@ -27,6 +27,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.pod_security import pod_security_labels
+from components.scripts import script
 from components.storage import as_input
 from providers.deploy_kubeconfig import DeployKubeconfig, DeployKubeconfigArgs
 
@@ -101,52 +102,7 @@ class CiAccessArgs:
     namespace: str = "apps"
 
 
-KUBECONFIG_SCRIPT = f"""\
-set -eu
-admin=$(mktemp)
-trap 'rm -f "$admin" "$admin.err"' EXIT
-kind get kubeconfig --name "$KIND_CLUSTER_NAME" > "$admin"
-token=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" create token {DEPLOYER} --duration={TOKEN_HOURS}h)
-# The cluster's CA, from the ConfigMap kube-controller-manager publishes in every namespace shortly
-# after it is made (its root-ca-cert-publisher): asked until it answers, a few times, and never taken
-# empty, which would be a kubeconfig that trusts nothing (recorded until the token's renewal).
-pem=""
-for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
-  if pem=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" get configmap kube-root-ca.crt -o jsonpath='{{.data.ca\\.crt}}' 2>"$admin.err") \\
-    && [ -n "$pem" ]; then
-    break
-  fi
-  pem=""
-  [ "$attempt" = 15 ] || sleep 2
-done
-if [ -z "$pem" ]; then
-  echo "blueprint: the ConfigMap kube-root-ca.crt in namespace $NAMESPACE gave no CA certificate after 15 tries" \\
-    "($(tail -n 1 "$admin.err" 2>/dev/null)); kube-controller-manager publishes it in every namespace: check that it" \\
-    "runs (kubectl -n kube-system get pods), then run the up again" >&2
-  exit 1
-fi
-ca=$(printf '%s\\n' "$pem" | base64 | tr -d '\\n')
-cat <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: platform
-  cluster:
-    server: https://kubernetes.default.svc
-    certificate-authority-data: $ca
-users:
-- name: {DEPLOYER}
-  user:
-    token: $token
-contexts:
-- name: {DEPLOYER}
-  context:
-    cluster: platform
-    user: {DEPLOYER}
-    namespace: $NAMESPACE
-current-context: {DEPLOYER}
-KUBECONFIG
-"""
+KUBECONFIG_SCRIPT = script("ci_access_kubeconfig.sh")
 """Print the deployer's kubeconfig; nothing else goes to stdout."""
 
 
@@ -207,6 +163,7 @@ class CiAccess(pulumi.ComponentResource):
                 namespace_uid=namespace.metadata.apply(lambda metadata: metadata.uid or ""),
                 service_account_uid=account.metadata.apply(lambda metadata: metadata.uid or ""),
                 script=KUBECONFIG_SCRIPT,
+                environment={"DEPLOYER": DEPLOYER, "TOKEN_HOURS": str(TOKEN_HOURS)},
                 renew_days=RENEW_DAYS,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[binding])),

@@ -20,7 +20,6 @@ The cache holds public images only, so no destroy removes it, whatever `preserve
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import pulumi
 from pulumi_command import local
 
 import versions
-from components.host_folder import SHELL_QUOTE
+from components.scripts import script
 
 MIRRORED_REGISTRIES = {
     "docker.io": "https://registry-1.docker.io",
@@ -44,10 +43,6 @@ and anything a later Kubernetes add-on pulls."""
 
 MIRROR_PORT = 5000
 """The registry's listener inside its container (the image's default `http.addr`)."""
-KIND_NETWORK = 'kind_network="${KIND_EXPERIMENTAL_DOCKER_NETWORK:-kind}"'
-"""Sets $kind_network to kind's Docker network: `kind` unless KIND_EXPERIMENTAL_DOCKER_NETWORK says
-another (kind v0.31 pkg/cluster/internal/providers/docker/provider.go). kind makes it on the first
-`kind create cluster` and never deletes it (network.go), and reuses it if it exists."""
 CONTAINER_NAME_MAX = 63
 """A mirror's container name is the host name nodes and pods look it up by: one DNS label (RFC 1035)."""
 CACHE_LABEL = "blueprint.image-cache"
@@ -136,143 +131,46 @@ def hosts_toml(cluster_name: str, registry: str) -> str:
     )
 
 
-MIRROR_UP_SCRIPT = f"""\
-set -eu
-{SHELL_QUOTE}
-if ! docker info >/dev/null 2>&1; then
-  echo "blueprint: Docker does not answer, so the image cache's mirror $CONTAINER cannot start; start Docker" \\
-    "('uv run blueprint doctor' checks it)" >&2
-  exit 1
-fi
-if [ -L "$CACHE_DIR" ] || {{ [ -e "$CACHE_DIR" ] && [ ! -O "$CACHE_DIR" ]; }}; then
-  echo "blueprint: the image cache folder $(quoted "$CACHE_DIR") is a link, or not yours; blueprint stores only in a" \\
-    "folder of your own: set another blueprint:imageCacheDir" >&2
-  exit 1
-fi
-# The five mirrors start at once over a new folder: each writes the marker before anything else, and
-# what a mirror lists before it looks for the marker holds nothing of another's without the marker.
-listing=$(ls -A "$CACHE_DIR" 2>/dev/null || true)
-if [ -n "$listing" ] && [ ! -f "$CACHE_DIR/{CACHE_MARKER}" ]; then
-  echo "blueprint: the image cache folder $(quoted "$CACHE_DIR") holds files blueprint did not write ($(printf '%s\\n' \\
-    "$listing" | head -n 3 | tr '\\n' ' ')...), which 'uv run blueprint destroy --wipe-cache' must never take for its" \\
-    "own: set blueprint:imageCacheDir to a new or empty folder" >&2
-  exit 1
-fi
-folder="$CACHE_DIR/$REGISTRY"
-if ! mkdir -p "$CACHE_DIR"; then
-  echo "blueprint: cannot make the image cache folder $(quoted "$CACHE_DIR"); make it writable, or set another" \\
-    "blueprint:imageCacheDir" >&2
-  exit 1
-fi
-# Never through a link someone left at the marker's name (noclobber); another mirror may have written it first.
-[ -f "$CACHE_DIR/{CACHE_MARKER}" ] || (set -C; printf '%s\\n' "blueprint's image cache (registry mirrors' storage)." \\
-  "It holds public images only; 'uv run blueprint destroy --wipe-cache' removes it." > "$CACHE_DIR/{CACHE_MARKER}") 2>/dev/null || true
-mkdir -p "$folder/{STORAGE}"
-draft=$(mktemp "$folder/.config.XXXXXX")
-printf '%s' "$MIRROR_CONFIG" > "$draft"
-chmod 0644 "$draft"
-mv -f "$draft" "$folder/config.yml"
-if owner=$(docker inspect -f '{{{{index .Config.Labels "{OWNER_LABEL}"}}}}' "$CONTAINER" 2>/dev/null) && [ "$owner" != "$OWNER" ]; then
-  echo "blueprint: a container named $CONTAINER exists, and $OWNER did not start it (it says: $owner);" \\
-    "set another blueprint:clusterName, or remove it if it is nobody's: docker rm --force $(quoted "$CONTAINER")" >&2
-  exit 1
-fi
-spec=$(printf '%s\\n' "$IMAGE" "$MIRROR_CONFIG" "$CACHE_DIR" | cksum | cut -d ' ' -f 1)
-if [ "$(docker inspect -f '{{{{index .Config.Labels "{SPEC_LABEL}"}}}}' "$CONTAINER" 2>/dev/null)" = "$spec" ]; then
-  docker start "$CONTAINER" >/dev/null || failed=yes
-else
-  docker rm -f "$CONTAINER" >/dev/null 2>&1 || true
-  # As the host user, so that the user can remove what it stores; rootless Docker maps its root to
-  # that user already, and a --user there would be a sub-uid the host user cannot write as.
-  user="--user=$(id -u):$(id -g)"
-  case "$(docker info -f '{{{{.SecurityOptions}}}}' 2>/dev/null)" in *rootless*) user="--user=0:0" ;; esac
-  network=bridge
-  {KIND_NETWORK}
-  if docker network inspect "$kind_network" >/dev/null 2>&1; then network=$kind_network; fi
-  echo "blueprint: starting $CONTAINER, the image cache's mirror of $REGISTRY, over $(quoted "$folder")" >&2
-  # It writes only its storage: nothing else of the container, no capability, no new privilege.
-  docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$network" "$user" \\
-    --read-only --tmpfs /tmp --cap-drop=ALL --security-opt=no-new-privileges \\
-    --label "{CACHE_LABEL}=$CACHE_DIR" --label "{OWNER_LABEL}=$OWNER" --label "{SPEC_LABEL}=$spec" \\
-    --mount "type=bind,source=$folder/{STORAGE},target=/var/lib/registry" \\
-    --mount "type=bind,source=$folder/config.yml,target={CONFIG_PATH},readonly" \\
-    "$IMAGE" >/dev/null || failed=yes
-fi
-# A registry that refuses its configuration or its folder exits at once: give it a moment, and show why.
-# Docker says Running of a container it is restarting (moby container/state.go SetRestarting): a mirror runs
-# when its status is "running" and Docker has not restarted it meanwhile.
-[ -n "${{failed:-}}" ] || {{
-  restarts=$(docker inspect -f '{{{{.RestartCount}}}}' "$CONTAINER" 2>/dev/null || echo unknown)
-  sleep 2
-  [ "$(docker inspect -f '{{{{.State.Status}}}} {{{{.RestartCount}}}}' "$CONTAINER" 2>/dev/null)" = "running $restarts" ]
-}} || {{
-  docker logs --tail 20 "$CONTAINER" >&2 2>&1 || true
-  failed=yes
-}}
-if [ -n "${{failed:-}}" ]; then
-  docker rm --force "$CONTAINER" >/dev/null 2>&1 || true  # so the next `up` starts it anew
-  stack=${{OWNER#*/}}
-  echo "blueprint: the image cache's mirror of $REGISTRY ($CONTAINER) did not start (Docker said why above). The" \\
-    "platform comes up without the cache too: pulumi config set -s $(quoted "${{stack%@*}}") blueprint:imageCache false" >&2
-  exit 1
-fi
-"""
+MIRROR_SCRIPT_ENVIRONMENT = {
+    "CACHE_MARKER": CACHE_MARKER,
+    "CACHE_LABEL": CACHE_LABEL,
+    "OWNER_LABEL": OWNER_LABEL,
+    "SPEC_LABEL": SPEC_LABEL,
+    "CONFIG_PATH": CONFIG_PATH,
+    "STORAGE": STORAGE,
+}
+"""The names the mirror's scripts read from their environment, the same for every mirror."""
+
+MIRROR_UP_SCRIPT = script("image_cache_mirror_up.sh", uses=("lib_quoted.sh", "lib_kind_network.sh"))
 """Start the mirror of $REGISTRY, or keep the one that runs when it was started from the same image,
 configuration and folder (an `up` re-run after a crash half-way finds it so)."""
 
-MIRROR_DOWN_SCRIPT = f"""\
-{SHELL_QUOTE}
-if ! owner=$(docker inspect -f '{{{{index .Config.Labels "{OWNER_LABEL}"}}}}' "$CONTAINER" 2>/dev/null); then
-  :  # no such container (or Docker gone, and nothing of it runs): nothing to remove
-elif [ "$owner" != "$OWNER" ]; then
-  echo "blueprint: leaving the container $CONTAINER, which $OWNER did not start (it says: $owner)" >&2
-elif ! docker rm --force "$CONTAINER" >/dev/null 2>&1; then
-  echo "blueprint: could not remove the mirror container $CONTAINER; remove it with:" \\
-    "docker rm --force $(quoted "$CONTAINER")" >&2
-fi
-"""
+MIRROR_DOWN_SCRIPT = script("image_cache_mirror_down.sh", uses=("lib_quoted.sh",))
 """Remove the mirror container, never its storage. Docker gone: nothing of it runs, nothing to do."""
 
-JOIN_SCRIPT = f"""\
-set -eu
-{KIND_NETWORK}
-for container in $CONTAINERS; do
-  if ! joined=$(docker inspect -f '{{{{range $name, $_ := .NetworkSettings.Networks}}}}{{{{$name}}}} {{{{end}}}}' "$container"); then
-    echo "blueprint: warning: the image cache's mirror $container is gone (removed outside blueprint): the nodes pull" \\
-      "from that registry itself until it runs again; 'uv run blueprint status' gives the command that starts it anew" >&2
-    continue
-  fi
-  case " $joined" in
-    *" $kind_network "*) ;;
-    *) docker network connect "$kind_network" "$container" ;;
-  esac
-  # Off Docker's default network, where every other container of the machine could reach it (unless
-  # kind was told to use that one).
-  case " $joined" in *" bridge "*) [ "$kind_network" = bridge ] || docker network disconnect bridge "$container" ;; esac
-done
-"""
+JOIN_SCRIPT = script("image_cache_join.sh", uses=("lib_kind_network.sh",))
 """Join the mirrors to kind's network, which the first cluster made after they started (as kind's own
 local-registry script does: site/static/examples/kind-with-registry.sh); a mirror started when the
 network existed is on it already."""
 
 
-def hosts_script(cluster_name: str, registries: tuple[str, ...]) -> str:
-    """Write containerd's hosts.toml for each of `registries` under $HOSTS_DIR."""
-    lines = ["set -eu"]
-    for registry in registries:
-        folder = f'"$HOSTS_DIR"/{shlex.quote(registry)}'
-        lines += [f"mkdir -p {folder}", f"printf '%s' {shlex.quote(hosts_toml(cluster_name, registry))} > {folder}/hosts.toml"]
-    return "\n".join(lines) + "\n"
+HOSTS_SCRIPT = script("image_cache_hosts.sh")
+"""Write containerd's hosts.toml for each of $REGISTRIES under $HOSTS_DIR (`hosts_environment`)."""
+
+HOSTS_REMOVAL_SCRIPT = """\
+for registry in $REGISTRIES; do rm -rf "${HOSTS_DIR:?}/${registry:?}"; done
+echo "blueprint: the image cache stays in $CACHE_DIR; 'uv run blueprint destroy --wipe-cache' removes it" >&2
+"""
+"""Remove the hosts.toml folders HOSTS_SCRIPT wrote (the data folder may be gone: nothing to do), and
+say, once for all mirrors, that their cache stays."""
 
 
-def hosts_removal_script(registries: tuple[str, ...]) -> str:
-    """Remove the hosts.toml folders `hosts_script` wrote (the data folder may be gone: nothing to do),
-    and say, once for all mirrors, that their cache stays.
+def hosts_environment(cluster_name: str, registries: tuple[str, ...]) -> dict[str, str]:
+    """HOSTS_SCRIPT's registries, and each one's hosts.toml in `HOSTS_TOML_<registry>` (`.` and `-`
+    as `_`), which it reads with printenv (POSIX sh names a variable by a variable only through eval).
     """
-    return (
-        "rm -rf " + " ".join(f'"$HOSTS_DIR"/{shlex.quote(registry)}' for registry in registries) + "\n"
-        "echo \"blueprint: the image cache stays in $CACHE_DIR; 'uv run blueprint destroy --wipe-cache' removes it\" >&2\n"
-    )
+    files = {f"HOSTS_TOML_{registry.replace('.', '_').replace('-', '_')}": hosts_toml(cluster_name, registry) for registry in registries}
+    return {"REGISTRIES": " ".join(registries), **files}
 
 
 def mirror_cache_folder(command_inputs: dict[str, object]) -> str | None:
@@ -328,6 +226,7 @@ class ImageCache(pulumi.ComponentResource):
                     "MIRROR_CONFIG": mirror_config(registry),
                     "IMAGE": args.image,
                     "OWNER": args.owner,
+                    **MIRROR_SCRIPT_ENVIRONMENT,
                 },
                 logging=local.Logging.STDERR,
                 # Any change makes the container anew, and its name stays: the old one goes first.
@@ -335,13 +234,16 @@ class ImageCache(pulumi.ComponentResource):
             )
             for registry in args.registries
         ]
-        write_hosts = hosts_script(args.cluster_name, args.registries)
         hosts = local.Command(
             f"{name}-hosts",
-            create=write_hosts,
-            update=write_hosts,
-            delete=hosts_removal_script(args.registries),
-            environment={"HOSTS_DIR": str(args.hosts_dir), "CACHE_DIR": str(args.cache_dir)},
+            create=HOSTS_SCRIPT,
+            update=HOSTS_SCRIPT,
+            delete=HOSTS_REMOVAL_SCRIPT,
+            environment={
+                "HOSTS_DIR": str(args.hosts_dir),
+                "CACHE_DIR": str(args.cache_dir),
+                **hosts_environment(args.cluster_name, args.registries),
+            },
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.hosts_dir_claim])),
         )
         self.ready = [*self.mirrors, hosts]

@@ -32,8 +32,9 @@ import yaml
 from pulumi_command import local
 
 import versions
-from components.host_folder import LEASES_FOLDER, SHELL_QUOTE, HostFolderArgs, Subfolder, host_folder
+from components.host_folder import LEASES_FOLDER, HostFolderArgs, Subfolder, host_folder
 from components.image_cache import ImageCache, ImageCacheArgs
+from components.scripts import script
 
 NODE_DATA_PATH = "/var/lib/blueprint"
 """Where every node mounts NODE_MOUNTS, each at `<NODE_DATA_PATH>/<subfolder>`."""
@@ -106,14 +107,17 @@ class KindClusterArgs:
 
 def cluster_id(args: KindClusterArgs) -> str:
     """The cluster's identity: a digest of exactly what replaces the cluster when it changes (the
-    kind config and the command's environment). It stays the same across in-place updates, so a
-    Kubernetes provider keyed on it (`cluster_identifier`) is replaced only with the cluster.
+    kind config, and the command's triggers: its name and data folder). It stays the same across
+    in-place updates, so a Kubernetes provider keyed on it (`cluster_identifier`) is replaced only
+    with the cluster.
     """
-    identity = json.dumps({"config": kind_config(args), "environment": _environment(args)}, sort_keys=True)
+    # The key "environment" stays as the digest was first made: another name would change every clusterId.
+    identity = json.dumps({"config": kind_config(args), "environment": _identity(args)}, sort_keys=True)
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
-def _environment(args: KindClusterArgs) -> dict[str, str]:
+def _identity(args: KindClusterArgs) -> dict[str, str]:
+    """The cluster's name and data folder, as its scripts read them from their environment."""
     return {"KIND_CLUSTER_NAME": args.cluster_name, "DATA_DIR": str(args.data_dir)}
 
 
@@ -167,92 +171,24 @@ CLUSTER_MARKER = ".blueprint-kind-cluster"
 """File in the data folder naming the kind cluster blueprint created over it: an existing cluster
 is reused only when it is that one."""
 
-CLUSTER_UP_SCRIPT = f"""\
-set -eu
-{SHELL_QUOTE}
-if ! command -v kind >/dev/null; then
-  echo "blueprint: kind is not on PATH; install kind {versions.KIND_VERSION}:" \\
-    "https://kind.sigs.k8s.io/docs/user/quick-start/#installation" >&2
-  exit 127
-fi
-case "$(kind version)" in
-  "kind {versions.KIND_VERSION} "*) ;;
-  *) echo "blueprint: warning: $(kind version) differs from kind {versions.KIND_VERSION}," \\
-       "which the pinned node image is built for" >&2 ;;
-esac
-marker="$DATA_DIR/{CLUSTER_MARKER}"
-if kind get clusters 2>/dev/null | grep -qxF -- "$KIND_CLUSTER_NAME"; then
-  if [ "$(cat "$marker" 2>/dev/null)" != "$KIND_CLUSTER_NAME" ]; then
-    echo "blueprint: a kind cluster named $KIND_CLUSTER_NAME exists, but blueprint did not create it over" \\
-      "$DATA_DIR; set another blueprint:clusterName, or delete that cluster if it is nobody's:" >&2
-    echo "  kind delete cluster --name $(quoted "$KIND_CLUSTER_NAME")" >&2
-    exit 1
-  fi
-  echo "blueprint: kind cluster $KIND_CLUSTER_NAME already runs over $DATA_DIR; using it" >&2
-else
-  kind create cluster --name "$KIND_CLUSTER_NAME" --config=- >&2
-  printf '%s\\n' "$KIND_CLUSTER_NAME" > "$marker"
-fi
-kind get kubeconfig --name "$KIND_CLUSTER_NAME"
-"""
+SCRIPT_ENVIRONMENT = {"KIND_VERSION": versions.KIND_VERSION, "CLUSTER_MARKER": CLUSTER_MARKER, "LEASES_FOLDER": LEASES_FOLDER}
+"""What the cluster's scripts read from their environment besides the cluster's name and data folder:
+no part of what makes the cluster, so a change of one updates the command in place."""
+
+CLUSTER_UP_SCRIPT = script("kind_cluster_up.sh", uses=("lib_quoted.sh",))
 """Create the cluster, or reuse the one this stack created before (an interrupted `up` may have
 left it running), then print the kubeconfig. Progress goes to stderr: stdout is the kubeconfig."""
 
-CLUSTER_DOWN_SCRIPT = f"""\
-set -eu
-{SHELL_QUOTE}
-held=""
-for lease in "$DATA_DIR/{LEASES_FOLDER}"/*; do
-  [ -f "$lease" ] && [ ! -L "$lease" ] || continue  # no lease (the pattern itself), or not one of ours
-  # Only a stack name's characters: what a file holds is never echoed raw to a terminal.
-  stack=$(head -n 1 "$lease" | tr -cd 'A-Za-z0-9._/-')
-  held=yes
-  echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \\
-    "(a destroy, or a change of clusterName, dataDir, the node counts or the ports, which replaces the cluster)." >&2
-  case "$stack" in
-    */dev) echo "blueprint: dev cannot take its own platform down half-way, as 'uv run blueprint up' does for the" \\
-        "phase stacks. To replace dev's cluster and keep its data, first go back to what made this cluster (the config" \\
-        "value you changed, or, if a new blueprint version brings the change, the commit you ran before), and run" \\
-        "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \\
-        "then apply the change again and run 'pulumi up -s dev'." >&2 ;;
-    *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \\
-        "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \\
-        "By hand: 'pulumi destroy -s $(quoted "${{stack##*/}}")' first." >&2 ;;
-  esac
-  echo "blueprint: if that stack no longer exists, remove its lease:" >&2
-  echo "  rm -- $(quoted "$lease")" >&2
-done
-[ -z "$held" ] || exit 1
-kind delete cluster --name "$KIND_CLUSTER_NAME"
-rm -f "$DATA_DIR/{CLUSTER_MARKER}"
-"""
+CLUSTER_DOWN_SCRIPT = script("kind_cluster_down.sh", uses=("lib_quoted.sh",))
 """Delete the cluster, unless a stack still has resources on it: they would be orphaned in that
 stack's state, pointing at a cluster that is gone (and, after a replacement, at a new one with a
 new CA, which no delete can reach)."""
 
 
-LEASE_SCRIPT = f"""\
-set -eu
-users="$DATA_DIR/{LEASES_FOLDER}"
-if [ -L "$users" ]; then
-  echo "blueprint: $users is a symbolic link; blueprint writes no lease through one" >&2
-  exit 1
-fi
-mkdir -p "$users"
-# A new file renamed into place: never written through a link someone left at the lease's name.
-lease="$users/$(printf '%s' "$USER_STACK" | tr -c 'A-Za-z0-9._-' '_')"
-if [ -L "$lease" ]; then rm -f -- "$lease"; fi  # mv would move the lease into a linked folder
-if [ -e "$lease" ] && [ ! -f "$lease" ]; then
-  echo "blueprint: $lease is not a file; blueprint writes its lease only as one" >&2
-  exit 1
-fi
-draft=$(mktemp "$users/.lease.XXXXXX")
-printf '%s\\n' "$USER_STACK" > "$draft"
-mv -f "$draft" "$lease"
-"""
-RELEASE_SCRIPT = f"""\
-rm -f "$DATA_DIR/{LEASES_FOLDER}/$(printf '%s' "$USER_STACK" | tr -c 'A-Za-z0-9._-' '_')"
-rmdir "$DATA_DIR/{LEASES_FOLDER}" 2>/dev/null || true
+LEASE_SCRIPT = script("kind_cluster_lease.sh")
+RELEASE_SCRIPT = """\
+rm -f "$DATA_DIR/$LEASES_FOLDER/$(printf '%s' "$USER_STACK" | tr -c 'A-Za-z0-9._-' '_')"
+rmdir "$DATA_DIR/$LEASES_FOLDER" 2>/dev/null || true
 """
 
 
@@ -266,7 +202,7 @@ def cluster_lease(name: str, *, data_dir: str, user: str, opts: pulumi.ResourceO
         create=LEASE_SCRIPT,
         update=LEASE_SCRIPT,
         delete=RELEASE_SCRIPT,
-        environment={"DATA_DIR": data_dir, "USER_STACK": user},
+        environment={"DATA_DIR": data_dir, "USER_STACK": user, "LEASES_FOLDER": LEASES_FOLDER},
         opts=opts,
     )
 
@@ -326,7 +262,10 @@ class KindCluster(pulumi.ComponentResource):
             update=CLUSTER_UP_SCRIPT,
             delete=CLUSTER_DOWN_SCRIPT,
             stdin=yaml.safe_dump(kind_config(args), sort_keys=False),
-            environment=_environment(args),
+            environment={**_identity(args), **SCRIPT_ENVIRONMENT},
+            # With the kind config, its name and data folder make the cluster: a change of either replaces it,
+            # a change of anything else its scripts read (SCRIPT_ENVIRONMENT) updates it in place.
+            triggers=list(_identity(args).values()),
             # stdout is the kubeconfig: keep it out of the logs, and out of the environment of the
             # next update or delete (pulumi-command passes the previous stdout there by default).
             logging=local.Logging.STDERR,
@@ -336,7 +275,7 @@ class KindCluster(pulumi.ComponentResource):
                 pulumi.ResourceOptions(
                     depends_on=[self.data_folder, *(image_cache.ready if image_cache else [])],
                     additional_secret_outputs=["stdout"],
-                    replace_on_changes=["stdin", "environment"],
+                    replace_on_changes=["stdin"],
                     delete_before_replace=True,
                 ),
             ),

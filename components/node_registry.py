@@ -23,6 +23,7 @@ from pulumi_command import local
 
 import versions
 from components.pod_security import pod_security_labels
+from components.scripts import script
 from components.storage import as_input
 
 WRITE_SCRIPT = """\
@@ -31,22 +32,9 @@ mkdir -p "$HOSTS_DIR/$REGISTRY_HOST"
 printf '%s' "$HOSTS_TOML" > "$HOSTS_DIR/$REGISTRY_HOST/hosts.toml"
 printf '%s' "$CA_PEM" > "$HOSTS_DIR/$REGISTRY_HOST/ca.crt"
 """
-MARK = "# blueprint"
 NAMESPACE = "blueprint-system"
-KEEP_HOSTS_SCRIPT = f"""\
-while true; do
-  ip=$(nslookup -type=A "$TARGET" 2>/dev/null | awk '/^Address: / {{ print $2 }}' | tail -n 1)
-  if [ -n "$ip" ]; then
-    line="$ip $NAMES {MARK}"
-    if ! grep -qxF "$line" /host/hosts; then
-      grep -v ' {MARK}$' /host/hosts > /tmp/hosts || true
-      echo "$line" >> /tmp/hosts
-      cat /tmp/hosts > /host/hosts  # in place: the file is a bind mount
-    fi
-  fi
-  sleep 30
-done
-"""
+KEEP_HOSTS_SCRIPT = script("node_registry_keep_hosts.sh")
+"""Keep one line, marked `# blueprint`, in the node's /etc/hosts: the gateway's address for $NAMES."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,7 +99,7 @@ class NodeRegistry(pulumi.ComponentResource):
             f"{name}-hosts-toml",
             create=WRITE_SCRIPT,
             update=WRITE_SCRIPT,
-            delete='rm -rf "$HOSTS_DIR/$REGISTRY_HOST"',
+            delete='rm -rf "${HOSTS_DIR:?}/${REGISTRY_HOST:?}"',
             environment={
                 "HOSTS_DIR": args.hosts_dir_host,
                 "REGISTRY_HOST": args.registry_host,

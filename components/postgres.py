@@ -30,6 +30,7 @@ from pulumi_command import local
 
 import versions
 from components.pod_security import pod_security_labels
+from components.scripts import script
 from components.storage import STORAGE_CLASS, Volume, volume_name
 
 CLUSTER = "pg"
@@ -120,39 +121,9 @@ def adopted_claim(args: PostgresArgs) -> dict[str, Any]:
     }
 
 
-ADOPT_SCRIPT = f"""\
-set -eu
-volume=$(dirname "$PGDATA_DIR")
-if [ -x "$volume" ] || [ ! -e "$volume" ]; then
-  [ -d "$PGDATA_DIR" ] && found=yes || found=no
-elif docker run --rm --network none --user 0 -v "$volume:/blueprint-volume:ro" --entrypoint test "$PROBE_IMAGE" \\
-    -d /blueprint-volume/pgdata; then
-  found=yes  # the volume's folder is Postgres' own (0700): root in a one-shot container looked
-else
-  status=$?
-  if [ "$status" != 1 ]; then
-    echo "blueprint: cannot tell whether $PGDATA_DIR holds PostgreSQL data (docker run exited $status);" \\
-      "start Docker and run the up again" >&2
-    exit 1
-  fi
-  found=no
-fi
-if [ "$found" = no ]; then
-  echo "blueprint: no PostgreSQL data at $PGDATA_DIR: CloudNativePG initialises a new cluster" >&2
-  exit 0
-fi
-kubeconfig=$(mktemp)
-trap 'rm -f "$kubeconfig"' EXIT
-kind get kubeconfig --name "$KIND_CLUSTER_NAME" > "$kubeconfig"
-if found=$(kubectl --kubeconfig "$kubeconfig" -n "$NAMESPACE" get clusters.postgresql.cnpg.io {CLUSTER} -o name 2>&1); then
-  exit 0
-elif ! printf '%s' "$found" | grep -q NotFound; then
-  echo "blueprint: cannot tell whether the Postgres cluster exists: $found" >&2
-  exit 1
-fi
-echo "blueprint: adopting the PostgreSQL data at $PGDATA_DIR (claim {CLUSTER}-1 made before the Cluster)" >&2
-kubectl --kubeconfig "$kubeconfig" apply --server-side --field-manager=blueprint -f -
-"""
+ADOPT_SCRIPT = script("postgres_adopt.sh")
+"""Adopt kept PostgreSQL data: make the claim of `adopted_claim` (stdin) before the Cluster, when the
+volume holds data and no Cluster exists yet."""
 
 
 class Postgres(pulumi.ComponentResource):
@@ -192,6 +163,7 @@ class Postgres(pulumi.ComponentResource):
                 "PROBE_IMAGE": versions.KIND_NODE_IMAGE,
                 "KIND_CLUSTER_NAME": args.kind_cluster_name,
                 "NAMESPACE": args.namespace,
+                "CLUSTER": CLUSTER,
             },
             # A new cluster (a new namespace) decides again; nothing else does.
             triggers=[namespace.metadata.apply(lambda metadata: metadata.uid)],

@@ -9,7 +9,7 @@ once the token is within `renew_days` of it: the next `up` makes a new one, and 
 to CI. Until then a second `up` compares the same inputs and the same expiry: no change.
 
 The kubeconfig is printed by `script` (the component's shell, run with `/bin/sh -c` as
-`local.Command` runs one), with the environment `KIND_CLUSTER_NAME` and `NAMESPACE`; the admin
+`local.Command` runs one), with `environment` and `KIND_CLUSTER_NAME` and `NAMESPACE`; the admin
 credentials it needs come from `kind get kubeconfig` at that moment and never pass through Pulumi.
 """
 
@@ -30,7 +30,9 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = ("kind_cluster_name", "namespace", "namespace_uid", "service_account_uid", "script", "renew_days", "provider_version")
+INPUTS = (
+    "kind_cluster_name", "namespace", "namespace_uid", "service_account_uid", "script", "environment", "renew_days", "provider_version",
+)  # fmt: skip
 DAY_SECONDS = 86400
 SCRIPT_TIMEOUT_SECONDS = 120
 
@@ -72,7 +74,7 @@ def renewal_due(olds: dict[str, Any], renew_days: float, now: float) -> bool:
 def make(props: dict[str, Any]) -> dict[str, Any]:
     """Run the script; the outputs: the inputs, the kubeconfig and its token's expiry."""
     cluster, namespace = str(props["kind_cluster_name"]), str(props["namespace"])
-    environment = {**os.environ, "KIND_CLUSTER_NAME": cluster, "NAMESPACE": namespace}
+    environment = {**os.environ, **dict(props.get("environment") or {}), "KIND_CLUSTER_NAME": cluster, "NAMESPACE": namespace}
     try:
         done = subprocess.run(
             ["/bin/sh", "-c", str(props["script"])],
@@ -131,6 +133,8 @@ class DeployKubeconfigArgs:
     to revoke CI's access, then made again by `up`) gets a new token at once."""
     script: str
     """The shell that prints the kubeconfig (and nothing else) on stdout."""
+    environment: dict[str, str]
+    """What else `script` reads from its environment."""
     renew_days: int
     """Make a new token once the recorded one expires within this many days."""
 
@@ -150,6 +154,7 @@ class DeployKubeconfig(pulumi.dynamic.Resource, module="blueprint", name="Deploy
             "namespace_uid": args.namespace_uid,
             "service_account_uid": args.service_account_uid,
             "script": args.script,
+            "environment": args.environment,
             "renew_days": args.renew_days,
             "provider_version": PROVIDER_VERSION,
             "kubeconfig": None,

@@ -58,6 +58,7 @@ def props(**extra: object) -> dict[str, object]:
         "namespace_uid": "uid-1",
         "service_account_uid": "sa-uid-1",
         "script": KUBECONFIG_SCRIPT,
+        "environment": planned("phase2").one(KUBECONFIG, "ci-access-kubeconfig")["inputs"]["environment"],
     }
     return {**inputs, "renew_days": float(RENEW_DAYS), "provider_version": PROVIDER_VERSION, **extra}
 
@@ -76,7 +77,8 @@ def test_the_deploy_kubeconfig_is_a_secret_made_after_the_binding() -> None:
     kubeconfig = result.one(KUBECONFIG, "ci-access-kubeconfig")
     assert result.one("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "ci-access-binding")["urn"] in kubeconfig["dependsOn"]
     assert kubeconfig["additionalSecretOutputs"] == ["kubeconfig"]
-    assert "create token ci-deployer" in kubeconfig["inputs"]["script"]
+    assert 'create token "$DEPLOYER"' in kubeconfig["inputs"]["script"]
+    assert kubeconfig["inputs"]["environment"]["DEPLOYER"] == "ci-deployer"
     assert result.outputs[outputs.DEPLOY_KUBECONFIG] == {"secret": True}
     assert result.outputs[outputs.APPS_NAMESPACE]["value"] == "apps"
 

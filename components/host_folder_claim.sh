@@ -1,0 +1,96 @@
+# Claim $FOLDER for $OWNER and make its $SUBFOLDERS (components/host_folder.py, on up); reads too
+# WIPE_IMAGE, OWNER_MARKER, WIPING_MARKER and, for a folder inside a data folder, PARENT_OWNER.
+set -eu
+marker="$FOLDER/$OWNER_MARKER"
+# Every folder up from this one: the one being wiped may be any folder this one is inside.
+wiped=$FOLDER
+while :; do
+  if [ -e "$wiped/$WIPING_MARKER" ]; then
+    echo "blueprint: a destroy that removes $wiped stopped half-way, so its secrets may be gone while its" \
+      "databases remain; finish it: run the destroy again (uv run blueprint destroy --wipe-data), or sudo rm -rf $(quoted "$wiped")" >&2
+    exit 1
+  fi
+  [ "$wiped" != / ] || break
+  wiped=$(dirname "$wiped")
+done
+# The nearest claimed folder above this one is the one the owner expects there (PARENT_OWNER: the data
+# folder's owner, for a folder a stack claims inside it), or there is none (a data folder): a folder
+# claimed inside another owner's would go with that owner's wipe.
+container=$(folder_above "$FOLDER")
+if [ -n "$container" ]; then
+  holder=$(cat "$container/$OWNER_MARKER" 2>/dev/null || true)
+  if [ "$holder" != "${PARENT_OWNER:-}" ]; then
+    held=$(printf '%s' "$holder" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
+    if [ -z "${PARENT_OWNER:-}" ]; then
+      echo "blueprint: $FOLDER is inside $container, which ${held:-another stack} claimed: a destroy of that one would" \
+        "remove this one with it; give $OWNER a folder outside every folder blueprint claimed (blueprint:dataDir)" >&2
+    else
+      echo "blueprint: $FOLDER is inside $container, which ${held:-nobody blueprint knows} claimed, not $PARENT_OWNER," \
+        "in whose data folder it belongs; give that data folder a place of its own (blueprint:dataDir)" >&2
+    fi
+    exit 1
+  fi
+elif [ -n "${PARENT_OWNER:-}" ]; then
+  echo "blueprint: $FOLDER belongs in the data folder $PARENT_OWNER claims, and no folder above it is claimed:" \
+    "bring that stack up first (uv run blueprint up)" >&2
+  exit 1
+fi
+first=no
+if [ -f "$marker" ]; then
+  claimed=$(cat "$marker")
+  if [ "$claimed" != "$OWNER" ]; then
+    # Shown only, with a stack name's characters: the folder may be one that the nodes mount.
+    shown=$(printf '%s' "$claimed" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
+    echo "blueprint: $FOLDER belongs to $shown; give $OWNER its own folder (blueprint:dataDir)" >&2
+    case "$claimed" in
+      "${OWNER%@*}@"*) echo "blueprint: (that is this stack in another checkout: each checkout has its own id, in" \
+        ".pulumi-state/blueprint-checkout-id, and never takes over or removes another's data)" >&2 ;;
+    esac
+    exit 1
+  fi
+elif [ -d "$FOLDER" ] && [ -n "$(ls -A "$FOLDER")" ]; then
+  echo "blueprint: $FOLDER holds files blueprint did not write, which a destroy would remove;" \
+    "use a new or empty folder (blueprint:dataDir)" >&2
+  exit 1
+else
+  first=yes
+fi
+mkdir -p "$FOLDER"
+if [ "$first" = yes ]; then
+  # The first claim of a new or empty folder makes the marker only if none exists yet (noclobber opens
+  # it with O_EXCL): of two claims at the same moment, one wins and the other refuses.
+  if ! (set -C; printf '%s\n' "$OWNER" > "$marker") 2>/dev/null; then
+    [ -f "$marker" ] || { echo "blueprint: cannot write $marker" >&2; exit 1; }
+    winner=$(head -n 1 "$marker" | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
+    if [ "$winner" != "$OWNER" ]; then
+      echo "blueprint: $FOLDER was claimed by ${winner:-another up} at the same moment;" \
+        "give $OWNER its own folder (blueprint:dataDir)" >&2
+      exit 1
+    fi
+  fi
+elif [ -L "$marker" ]; then
+  # Rewritten as a new file (noclobber: O_EXCL), never through a link left at its name.
+  rm -f -- "$marker"
+  (set -C; printf '%s\n' "$OWNER" > "$marker") 2>/dev/null || { echo "blueprint: cannot write $marker" >&2; exit 1; }
+fi
+# One line per subfolder: `<path> <mode> <uid>:<gid>`, or `-` for the host user.
+while read -r sub mode ids; do
+  [ -n "$sub" ] || continue
+  mkdir -p "$FOLDER/$sub"
+  if [ "$ids" = - ]; then
+    # A pod may have taken the folder over (chown to its own user): then its mode is the pod's business.
+    # shellcheck disable=SC3067 # test -O (owned by the user): dash, bash and busybox sh all have it
+    chmod "$mode" "$FOLDER/$sub" 2>/dev/null || [ ! -O "$FOLDER/$sub" ]
+  elif [ -z "$(find "$FOLDER/$sub" -maxdepth 0 -user "${ids%:*}" -group "${ids#*:}" -perm "$mode")" ]; then
+    # The host user cannot give a folder away; root in a one-shot container of an image already on
+    # the machine can. Recursive: whatever the folder already holds (kept data) follows it.
+    echo "blueprint: giving $FOLDER/$sub to $ids (mode $mode) through a one-shot container" >&2
+    if ! docker run --rm --network none --user 0 -v "$FOLDER/$sub:/blueprint-volume" --entrypoint sh "$WIPE_IMAGE" \
+        -c 'chown -R "$0" /blueprint-volume && chmod "$1" /blueprint-volume' "$ids" "$mode"; then
+      echo "blueprint: could not give $FOLDER/$sub to $ids: is Docker running? Start it and run the up again" >&2
+      exit 1
+    fi
+  fi
+done <<SUBFOLDERS
+$SUBFOLDERS
+SUBFOLDERS

@@ -1,0 +1,27 @@
+# Delete the kind cluster $KIND_CLUSTER_NAME unless a stack holds a lease in $DATA_DIR/$LEASES_FOLDER
+# (components/kind_cluster.py); reads too CLUSTER_MARKER.
+set -eu
+held=""
+for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
+  [ -f "$lease" ] && [ ! -L "$lease" ] || continue  # no lease (the pattern itself), or not one of ours
+  # Only a stack name's characters: what a file holds is never echoed raw to a terminal.
+  stack=$(head -n 1 "$lease" | tr -cd 'A-Za-z0-9._/-')
+  held=yes
+  echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \
+    "(a destroy, or a change of clusterName, dataDir, the node counts or the ports, which replaces the cluster)." >&2
+  case "$stack" in
+    */dev) echo "blueprint: dev cannot take its own platform down half-way, as 'uv run blueprint up' does for the" \
+        "phase stacks. To replace dev's cluster and keep its data, first go back to what made this cluster (the config" \
+        "value you changed, or, if a new blueprint version brings the change, the commit you ran before), and run" \
+        "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \
+        "then apply the change again and run 'pulumi up -s dev'." >&2 ;;
+    *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \
+        "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \
+        "By hand: 'pulumi destroy -s $(quoted "${stack##*/}")' first." >&2 ;;
+  esac
+  echo "blueprint: if that stack no longer exists, remove its lease:" >&2
+  echo "  rm -- $(quoted "$lease")" >&2
+done
+[ -z "$held" ] || exit 1
+kind delete cluster --name "$KIND_CLUSTER_NAME"
+rm -f "$DATA_DIR/$CLUSTER_MARKER"
