@@ -40,7 +40,7 @@ from cli.doctor import (
     run,
 )
 from cli.os_family import Command
-from tests.cli.test_os_family import ARCH, DEBIAN_13, FEDORA_42, OPENSUSE_TUMBLEWEED, UBUNTU_24_04, WSL2_KERNEL
+from tests.cli.test_os_family import ARCH, BRING_UP, DEBIAN_13, FEDORA_42, OPENSUSE_TUMBLEWEED, UBUNTU_24_04, WSL2_KERNEL
 
 GIB = 1024**3
 MIB = 1024**2
@@ -353,14 +353,15 @@ def test_too_little_memory_for_more_than_the_fewest_nodes_names_fewer_nodes_as_a
     )
 
 
-def test_the_readme_states_what_the_default_config_needs_and_what_each_node_adds() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_bring_up_guide_states_what_the_default_config_needs_and_what_each_node_adds() -> None:
+    # The README's own statement is tests/test_readme.py's.
+    guide = BRING_UP.read_text()
     needs = doctor.default_needs()
-    stated = re.findall(r"at least (\d+) CPUs and (\d+) GiB", readme)
+    stated = re.findall(r"at least (\d+) CPUs and (\d+) GiB", guide)
     assert len(stated) >= 2, "the prerequisites table and the sizing paragraph both state it"
     assert set(stated) == {(str(needs.cpus), str(needs.gib))}
-    assert f"{needs.nodes} nodes" in readme
-    assert f"{doctor.NODE_MEMORY_BYTES // MIB} MiB more for each further node" in readme
+    assert f"{needs.nodes} nodes" in guide
+    assert f"{doctor.NODE_MEMORY_BYTES // MIB} MiB more for each further node" in guide
 
 
 def _requests_in(value: object) -> list[tuple[str, str]]:
@@ -393,9 +394,8 @@ def test_a_pulumi_cli_older_than_3_145_fails_because_it_runs_dynamic_providers_o
     assert "dynamic providers" in output
 
 
-def test_the_readme_names_the_oldest_pulumi_cli_the_doctor_accepts() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    assert f"Pulumi CLI {doctor.PULUMI_MIN_VERSION} or later" in readme
+def test_the_bring_up_guide_names_the_oldest_pulumi_cli_the_doctor_accepts() -> None:
+    assert f"Pulumi CLI {doctor.PULUMI_MIN_VERSION} or later" in BRING_UP.read_text()
 
 
 def test_inotify_fix_says_how_to_persist_it() -> None:
@@ -466,9 +466,8 @@ def test_user_namespaces_are_not_checked_on_darwin() -> None:
     assert doctor.USERNS not in checked(machine)
 
 
-def test_the_readme_gives_the_user_namespace_fix() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    assert "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in readme
+def test_the_bring_up_guide_gives_the_user_namespace_fix() -> None:
+    assert "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in BRING_UP.read_text()
 
 
 def test_another_kind_version_passes_with_a_note() -> None:
@@ -1172,7 +1171,7 @@ def test_a_cache_folder_the_mirrors_would_refuse_fails_the_doctor_too() -> None:
 
 
 def test_an_empty_image_cache_needs_room_for_the_whole_cache_and_a_margin() -> None:
-    # The README's "about 9 GiB": the platform's images and a margin for what else writes there.
+    # The bring-up guide's "about 9 GiB": the platform's images and a margin for what else writes there.
     just_the_images = FakeMachine(free=doctor.CACHE_FULL_BYTES + GIB // 2, paths={str(CACHE)})
     with_the_margin = FakeMachine(free=doctor.CACHE_FULL_BYTES + doctor.CACHE_MARGIN_BYTES, paths={str(CACHE)})
     assert not cache_check(just_the_images, doctor.CACHE_SPACE).ok

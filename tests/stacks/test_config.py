@@ -365,22 +365,20 @@ def test_a_project_folder_whose_path_a_shell_would_misread_gets_an_absolute_data
     assert "fix: `pulumi config set -s phase1 blueprint:dataDir '~/blueprint-data'`" in str(error.value)
 
 
-def readme_configuration_rows() -> dict[str, tuple[str, str]]:
-    """The README's configuration table: each key (a row may name two) -> (read by, default)."""
-    text = (PROJECT_DIR / "README.md").read_text()
-    table = text[text.index("| key | read by | default | meaning |") :].split("\n\n", 1)[0]
+def reference_configuration_rows() -> dict[str, tuple[str, str]]:
+    """docs/reference/configuration.md's table: each key -> (read by, default)."""
+    text = (PROJECT_DIR / "docs" / "reference" / "configuration.md").read_text()
+    table = text[text.index("| Key | Type | Default | Read by |") :].split("\n\n", 1)[0]
     rows: dict[str, tuple[str, str]] = {}
     for line in table.splitlines()[2:]:
-        keys, read_by, defaults = (cell.strip() for cell in line.strip("|").split("|")[:3])
-        names = [name.strip(" `").removeprefix("blueprint:") for name in keys.split(" / ")]
-        values = [value.strip(" `").removeprefix('""') for value in defaults.split(" / ")]  # `""`: the empty string
-        for index, name in enumerate(names):
-            rows[name] = (read_by, values[min(index, len(values) - 1)])
+        key, _type, default, read_by = (cell.strip() for cell in line.strip("|").split("|"))
+        name = re.sub(r"^\[`(\w+)`\]\(#\w+\)$", r"\1", key)
+        rows[name] = (read_by, "" if default == "empty" else default.strip("`"))
     return rows
 
 
-def test_the_readme_configuration_table_says_which_stack_reads_each_key_and_its_default() -> None:
-    rows = readme_configuration_rows()
+def test_the_configuration_reference_says_which_stack_reads_each_key_and_its_default() -> None:
+    rows = reference_configuration_rows()
     assert set(rows) == set(declared_keys())
     for key, (read_by, default) in rows.items():
         assert read_by == ", ".join([*config.stacks_reading(key), "dev"]), key
