@@ -8,7 +8,7 @@ runtime (stacks/runtime.py); a StackReference resolves to the upstream stack's o
 outputs, and the stack's reference to itself to what its last `up` recorded (by default nothing:
 a new stack). The test suite plans through this same module.
 
-The JSON contract is in README.md ("See the plan offline").
+The JSON contract is in docs/reference/plan.md.
 """
 
 from __future__ import annotations

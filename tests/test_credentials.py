@@ -139,24 +139,6 @@ def test_catalogue_names_are_unique_and_kebab_case() -> None:
     assert all(name.replace("-", "").isalnum() and name == name.lower() for name in names)
 
 
-def test_the_readme_credentials_table_is_the_catalogue() -> None:
-    """README's "Credentials" table names every entry, with its OpenBao path and key (or its file), and what it is."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme.split("### Credentials", 1)[1].split("\n\n**", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
-    expected = [
-        f"| `{c.name}` | "
-        + (
-            f"`{credentials.KV_MOUNT}/{c.path}` (`{c.key}`)"
-            if c.path
-            else f"not in OpenBao: `{c.file or credentials.KIND_KUBECONFIG_COMMAND}`"
-        )
-        + f" | {c.what} |"
-        for c in CATALOGUE
-    ]
-    assert rows == expected
-
-
 def test_the_deploy_tokens_follow_the_apps_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A manifest whose guestbook no longer builds, with another project that does: phase3 plans (no
     crash), mirrors the other project's deploy token alone, and the catalogue matches that plan."""

@@ -1,6 +1,7 @@
 """The user's documentation (README.md, docs/, the apps' and charts' READMEs, the CLI's help) stands on
-its own and says only what the code does: it points at nothing outside this repository, and every
-`blueprint` command it shows is one the real CLI parser takes.
+its own and says only what the code does: it points at nothing outside this repository, every link
+and repository path it gives leads somewhere, and every `blueprint` command it shows is one the real
+CLI parser takes. The README's own claims are tests/test_readme.py's.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import contextlib
 import io
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -101,7 +103,7 @@ def test_no_cli_text_points_outside_the_repository() -> None:
 
 
 def test_every_blueprint_command_the_docs_show_parses() -> None:
-    shown = {(page.name, command) for page in USER_DOCS for command in shown_commands(page.read_text())}
+    shown = {(str(page.relative_to(ROOT)), command) for page in USER_DOCS for command in shown_commands(page.read_text())}
     # The extraction itself: the README's own first command, and one inside `eval "$(...)"`, are found.
     assert ("README.md", "uv run blueprint up") in shown
     assert ("README.md", "uv run blueprint env") in shown
@@ -133,11 +135,11 @@ def test_ci_runs_exactly_the_test_command_the_readme_gives() -> None:
     assert [line for line in ci if "pytest" in line] == ["uv run pytest"]
 
 
-def test_the_readmes_layout_names_every_module() -> None:
-    """docs/contributing.md sends a newcomer to the README's "Layout": every module of the program is
-    there, a top-level one as `<name>.py`, a package's in that package's entry."""
-    readme = (ROOT / "README.md").read_text()
-    layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
+def test_the_contributing_layout_names_every_module() -> None:
+    """docs/contributing.md's "Layout": every module of the program is there, a top-level one as
+    `<name>.py`, a package's in that package's entry."""
+    page = (ROOT / "docs" / "contributing.md").read_text()
+    layout = page.split("## Layout", 1)[1].split("```", 2)[1]
     entries: dict[str, str] = {}
     for line in layout.splitlines():
         if line and not line[0].isspace():
@@ -150,3 +152,63 @@ def test_the_readmes_layout_names_every_module() -> None:
         words = set(re.findall(r"\w+", entries.get(f"{package}/", "")))
         missing += [f"{package}/{path.name}" for path in (ROOT / package).glob("*.py") if path.stem not in words | {"__init__"}]
     assert sorted(missing) == []
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+"""A Markdown link, and its target."""
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them: lowercase, punctuation dropped, spaces
+    as hyphens, a repeated heading's with `-1`, `-2`, ..."""
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} (.+)$", FENCE.sub("", page.read_text()), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def test_every_link_in_the_docs_leads_to_a_page_and_heading_that_exist() -> None:
+    broken = []
+    for page in USER_DOCS:
+        for target in LINK.findall(FENCE.sub("", page.read_text())):
+            if re.match(r"[a-z]+:", target):
+                continue  # a web address: not a page of this repository
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists() or (anchor and anchor not in anchors(linked)):
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert broken == []
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    """A word of inline code whose first part is a file or folder of this repository names a path in
+    it (`components/host_folder.py`, `apps/apps_manifest.yaml`), which must exist; a placeholder
+    (`apps/<name>/`) names none. The README's are tests/test_readme.py's."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    tops = {path.split("/", 1)[0] for path in tracked} - {".pulumi-state"}  # the state folder's files are the user's
+    missing = []
+    for page in (page for page in USER_DOCS if page != ROOT / "README.md"):
+        for span in set(SPAN.findall(FENCE.sub("", page.read_text()))):
+            for word in (word.strip("(),;:") for word in span.split()):
+                is_path = re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", word) and ("/" in word or "." in word)
+                if is_path and word.split("/", 1)[0] in tops and not (ROOT / word).exists():
+                    missing.append(f"{page.relative_to(ROOT)}: {word}")
+    assert missing == []
+
+
+UPGRADES_FROM_BEFORE = re.compile(
+    r"\b(earlier|older|previous|pre-release)\b[^.]{0,30}\b(blueprint|version|layout|commit|marker|vault|CA)\b|Shamir",
+    re.IGNORECASE,
+)
+"""A sentence about upgrading what a blueprint before the first release left: 0.1.0 upgrades nothing."""
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))], ids=lambda page: str(page.relative_to(ROOT))
+)
+def test_no_users_page_speaks_of_an_earlier_blueprint(page: Path) -> None:
+    found = [line.strip() for line in page.read_text().splitlines() if UPGRADES_FROM_BEFORE.search(line)]
+    assert found == []

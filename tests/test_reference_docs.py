@@ -5,6 +5,7 @@ and the design page maps the old blueprint's names to the ones the code uses."""
 from __future__ import annotations
 
 import argparse
+import html
 import re
 from pathlib import Path
 
@@ -115,11 +116,15 @@ def test_the_cli_reference_walks_nested_commands_and_exclusive_flags(monkeypatch
 
 
 def test_the_credentials_reference_names_every_credential_and_where_it_is_kept() -> None:
+    """Each entry of the catalogue: its name, what it is, its OpenBao path and key (or none), its file,
+    and, for the one kind keeps, the command that prints it."""
     page = committed("credentials.md")
     for entry in credentials.PLATFORM:
-        row = next(line for line in page.splitlines() if line.startswith(f"| `{entry.name}` |"))
-        assert (f"`{credentials.KV_MOUNT}/{entry.path}`" in row) == (entry.path is not None), row
+        row = html.unescape(next(line for line in page.splitlines() if line.startswith(f"| `{entry.name}` |")))
+        assert f"| {entry.what} |" in row, row
+        assert (f"`{credentials.KV_MOUNT}/{entry.path}`, key `{entry.key}`" in row) == (entry.path is not None), row
         assert entry.file is None or f"`{entry.file}`" in row, row
+        assert entry.path or entry.file or f"`{credentials.KIND_KUBECONFIG_COMMAND}`" in row, row
     assert f"`{credentials.deploy_token('<project>').name}`" in page
 
 

@@ -304,9 +304,13 @@ def test_the_up_summary_of_an_unknown_family_names_the_ca_path_and_the_readme_se
     assert f"trust the CA:   {PHASE2[outputs.CA_CERT_FILE]}   (README: 'Trust the platform CA'" in text
 
 
-def test_the_readme_gives_the_ca_trust_command_of_every_family_for_the_data_folders_ca() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("### Trust the platform CA") :]
+BRING_UP = Path(__file__).parents[2] / "docs" / "guide" / "bring-up.md"
+"""The guide that lists the prerequisites per family and the CA trust commands."""
+
+
+def test_the_bring_up_guide_gives_the_ca_trust_command_of_every_family_for_the_data_folders_ca() -> None:
+    guide = BRING_UP.read_text()
+    section = guide[guide.index("### Trust the platform CA") :]
     section = section[: section.index("\n## ")]
     for key in (os_family.DEBIAN, os_family.FEDORA, os_family.ARCH, os_family.MACOS):
         [line] = os_family.ca_trust(OsFamily(key=key, distro=key), "<dataDir>/platform/ca.crt")
@@ -328,9 +332,9 @@ def test_up_ends_with_the_ca_trust_command_of_the_machine_it_runs_on(monkeypatch
 
 
 @pytest.mark.parametrize("text", [DEBIAN_13, FEDORA_42, ROCKY_9, ARCH], ids=["debian", "fedora", "rocky", "arch"])
-def test_the_readme_gives_the_docker_commands_doctor_runs_for_each_family(text: str) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Prerequisites") : readme.index("## Names and trust")]
+def test_the_bring_up_guide_gives_the_docker_commands_doctor_runs_for_each_family(text: str) -> None:
+    guide = BRING_UP.read_text()
+    section = guide[guide.index("## Prerequisites") : guide.index("## Names and trust")]
     for command in (*os_family.docker_install(detect(system="Linux", os_release=text)), os_family.DOCKER_START):
         assert f"`{command.shown}`" in section, command.shown
     assert f"`{os_family.MACOS_DOCKER_INSTALL.shown}`" in section
@@ -374,8 +378,8 @@ def test_a_relative_of_fedora_by_id_like_alone_is_unknown_and_gets_no_fedora_or_
     assert os_family.docker_install(family) == ()
 
 
-def test_the_readme_says_how_docker_starts_where_systemd_does_not_run() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Prerequisites") : readme.index("## Names and trust")]
+def test_the_bring_up_guide_says_how_docker_starts_where_systemd_does_not_run() -> None:
+    guide = BRING_UP.read_text()
+    section = guide[guide.index("## Prerequisites") : guide.index("## Names and trust")]
     assert f"`{os_family.DOCKER_SERVICE_START.shown}`" in section
     assert "`sudo dockerd`" in section

@@ -1,4 +1,4 @@
-"""The offline plan's contract (README, "See the plan offline"): what `blueprint plan <stack> --json` prints,
+"""The offline plan's contract (docs/reference/plan.md): what `blueprint plan <stack> --json` prints,
 which both users and this test suite rely on."""
 
 from __future__ import annotations

@@ -212,13 +212,13 @@ def test_the_renewed_kubeconfig_is_what_ci_gets() -> None:
 
 
 def test_the_revocation_steps_refresh_the_deployers_service_account() -> None:
-    """README's steps to cut CI's access: the refresh must target the very account `up` makes again,
-    or `up` would still believe it exists and make no new token."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    [target] = re.findall(r"pulumi refresh -s phase2 --yes --target '([^']+)'", readme)
+    """The security guide's steps to cut CI's access: the refresh must target the very account `up` makes
+    again, or `up` would still believe it exists and make no new token."""
+    guide = (Path(__file__).parents[2] / "docs" / "guide" / "security.md").read_text()
+    [target] = re.findall(r"pulumi refresh -s phase2 --yes --target '([^']+)'", guide)
     account = planned("phase2").one("kubernetes:core/v1:ServiceAccount", "ci-access-deployer")
     assert target == account["urn"]
-    assert "kubectl --context kind-blueprint -n apps delete serviceaccount ci-deployer" in readme
+    assert "kubectl --context kind-blueprint -n apps delete serviceaccount ci-deployer" in guide
 
 
 def _kubectl_whose_ca_appears_after(tools: Path, failures: int) -> None:

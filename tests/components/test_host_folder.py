@@ -510,7 +510,7 @@ def test_a_wipe_of_a_data_folder_that_is_a_mount_point_empties_it_and_a_second_d
 def test_a_wipe_of_a_data_folder_whose_parent_the_user_cannot_write_empties_it_and_a_second_destroy_finds_it_wiped(
     data_dir: Path,
 ) -> None:
-    """README's own example, /srv/blueprint: a folder the user owns, in a folder only root may write."""
+    """The destroy guide's own example, /srv/blueprint: a folder the user owns, in a folder only root may write."""
     data_dir.mkdir()
     parent = data_dir.parent
     user = None

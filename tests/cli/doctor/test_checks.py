@@ -32,6 +32,7 @@ from tests.cli.doctor.fakes import (
     userns_restricted,
     without,
 )
+from tests.cli.test_os_family import BRING_UP
 
 
 @pytest.mark.parametrize(
@@ -106,9 +107,8 @@ def test_too_little_memory_for_more_than_the_fewest_nodes_names_fewer_nodes_as_a
     assert memory.fix.endswith(f"or fewer nodes (blueprint:gitlabNodes, blueprint:runnerNodes): each needs {NODE_MEMORY_BYTES // MIB} MiB")
 
 
-def test_the_readme_names_the_oldest_pulumi_cli_the_doctor_accepts() -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
-    assert f"Pulumi CLI {checks.PULUMI_MIN_VERSION} or later" in readme
+def test_the_bring_up_guide_names_the_oldest_pulumi_cli_the_doctor_accepts() -> None:
+    assert f"Pulumi CLI {checks.PULUMI_MIN_VERSION} or later" in BRING_UP.read_text()
 
 
 def test_inotify_fix_says_how_to_persist_it() -> None:
@@ -171,9 +171,8 @@ def test_user_namespaces_are_not_checked_on_darwin() -> None:
     assert checks.USERNS not in checked(machine)
 
 
-def test_the_readme_gives_the_user_namespace_fix() -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
-    assert "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in readme
+def test_the_bring_up_guide_gives_the_user_namespace_fix() -> None:
+    assert "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`" in BRING_UP.read_text()
 
 
 def test_another_kind_version_passes_with_a_note() -> None:
@@ -247,7 +246,7 @@ def test_a_cache_folder_the_mirrors_would_refuse_fails_the_doctor_too() -> None:
 
 
 def test_an_empty_image_cache_needs_room_for_the_whole_cache_and_a_margin() -> None:
-    # The README's "about 9 GiB": the platform's images and a margin for what else writes there.
+    # The bring-up guide's "about 9 GiB": the platform's images and a margin for what else writes there.
     just_the_images = FakeMachine(free=checks.CACHE_FULL_BYTES + GIB // 2, paths={str(CACHE)})
     with_the_margin = FakeMachine(free=checks.CACHE_FULL_BYTES + checks.CACHE_MARGIN_BYTES, paths={str(CACHE)})
     assert not cache_check(just_the_images, checks.CACHE_SPACE).ok

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from cli.doctor.needs import (
     CLUSTER_REQUESTS,
@@ -18,6 +17,7 @@ from tests.cli.doctor.fakes import (
     MIB,
     NEEDS,
 )
+from tests.cli.test_os_family import BRING_UP
 
 
 def test_the_memory_needed_grows_with_each_node() -> None:
@@ -35,8 +35,9 @@ def test_the_memory_and_cpus_needed_count_headlamp_only_when_it_is_on() -> None:
     assert on.millicpus > NEEDS.millicpus
 
 
-def test_the_readme_states_what_the_default_config_needs_and_what_each_node_adds() -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
+def test_the_bring_up_guide_states_what_the_default_config_needs_and_what_each_node_adds() -> None:
+    # The README's own statement is tests/test_readme.py's.
+    readme = BRING_UP.read_text()
     needs = default_needs()
     stated = re.findall(r"at least (\d+) CPUs and (\d+) GiB", readme)
     assert len(stated) >= 2, "the prerequisites table and the sizing paragraph both state it"

@@ -1,5 +1,5 @@
 """The schema: Pulumi.yaml declares every key once, a stack file's value reaches the program as
-Pulumi passes it, and the README says which stack reads each key."""
+Pulumi passes it, and the configuration reference says which stack reads each key."""
 
 from __future__ import annotations
 
@@ -38,22 +38,20 @@ def test_default_strings_are_what_pulumi_passes() -> None:
     assert (default_string("preserveData"), default_string("gitlabNodes")) == ("false", "3")
 
 
-def readme_configuration_rows() -> dict[str, tuple[str, str]]:
-    """The README's configuration table: each key (a row may name two) -> (read by, default)."""
-    text = (PROJECT_DIR / "README.md").read_text()
-    table = text[text.index("| key | read by | default | meaning |") :].split("\n\n", 1)[0]
+def reference_configuration_rows() -> dict[str, tuple[str, str]]:
+    """docs/reference/configuration.md's table: each key -> (read by, default)."""
+    text = (PROJECT_DIR / "docs" / "reference" / "configuration.md").read_text()
+    table = text[text.index("| Key | Type | Default | Read by |") :].split("\n\n", 1)[0]
     rows: dict[str, tuple[str, str]] = {}
     for line in table.splitlines()[2:]:
-        keys, read_by, defaults = (cell.strip() for cell in line.strip("|").split("|")[:3])
-        names = [name.strip(" `").removeprefix("blueprint:") for name in keys.split(" / ")]
-        values = [value.strip(" `").removeprefix('""') for value in defaults.split(" / ")]  # `""`: the empty string
-        for index, name in enumerate(names):
-            rows[name] = (read_by, values[min(index, len(values) - 1)])
+        key, _type, default, read_by = (cell.strip() for cell in line.strip("|").split("|"))
+        name = re.sub(r"^\[`(\w+)`\]\(#\w+\)$", r"\1", key)
+        rows[name] = (read_by, "" if default == "empty" else default.strip("`"))
     return rows
 
 
-def test_the_readme_configuration_table_says_which_stack_reads_each_key_and_its_default() -> None:
-    rows = readme_configuration_rows()
+def test_the_configuration_reference_says_which_stack_reads_each_key_and_its_default() -> None:
+    rows = reference_configuration_rows()
     assert set(rows) == set(declared_keys())
     for key, (read_by, default) in rows.items():
         assert read_by == ", ".join([*stacks_reading(key), "dev"]), key
