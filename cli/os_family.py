@@ -231,8 +231,8 @@ MACOS_DOCKER_OPEN = Command(
 
 
 def ca_trust(family: OsFamily, ca_file: str) -> list[str]:
-    """The command, per family, that makes this system trust the CA in `ca_file` (README "Trust the
-    platform CA"); in WSL2, the Windows one for Windows' own browsers too. Empty for an unknown family.
+    """The command, per family, that makes this system trust the CA in `ca_file` (docs/guide/bring-up.md,
+    "Trust the platform CA"); in WSL2, the Windows one for Windows' own browsers too. Empty for an unknown family.
     """
     ca = shlex.quote(ca_file)
     commands = {

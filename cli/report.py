@@ -71,12 +71,12 @@ def summary(
 def trust_ca_lines(ca_file: object, family: OsFamily | None) -> list[str]:
     """The summary's "trust the CA" lines: the exact command for this machine's OS `family` with the
     CA's real path (two in WSL2: the distro's, and Windows' for its browsers); without a known
-    family, the path and where the README lists the commands.
+    family, the path and where the bring-up guide lists the commands.
     """
     commands = os_family.ca_trust(family, str(ca_file)) if family is not None and ca_file else []
     if not commands:
         where = ca_file or "<dataDir>/platform/ca.crt"
-        return [f"  trust the CA:   {where}   (README: 'Trust the platform CA' has the command for each system)"]
+        return [f"  trust the CA:   {where}   (docs/guide/bring-up.md, 'Trust the platform CA', has the command for each system)"]
     return [f"  trust the CA:   {commands[0]}", *(f"                  {command}" for command in commands[1:])]
 
 

@@ -108,7 +108,9 @@ def _read_file(path: Path, what: str, stack: str) -> str:
         raise SecretsError(f"cannot read {what} in {path} ({why}): run this as the user who brought the platform up") from None
     value = text.strip()
     if not value:
-        raise SecretsError(f"{what} in {path} is empty: restore it from a backup, as the README's 'The data and secrets tier' says")
+        raise SecretsError(
+            f"{what} in {path} is empty: restore it from a backup, as docs/guide/security.md ('Where each secret lives') says"
+        )
     return value
 
 
@@ -143,7 +145,7 @@ def _from_openbao(entry: Credential, platform: dict[str, object], folder: Path, 
     except (hvac.exceptions.Forbidden, hvac.exceptions.InvalidPath):
         raise SecretsError(
             f"OpenBao at {address} does not let user {WRITER_USER} log in or read {where}: its userpass login or its "
-            f"policy is not blueprint's (changed by hand, or a first start cut short: README, 'Troubleshooting'); "
+            f"policy is not blueprint's (changed by hand, or a first start cut short: docs/guide/troubleshooting.md); "
             f"`uv run blueprint up --phase 2` applies both again"
         ) from None
     except hvac.exceptions.VaultError as error:

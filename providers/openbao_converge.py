@@ -123,7 +123,7 @@ def check_writer(props: dict[str, Any]) -> None:
         if data.get("type") != "kv" or (data.get("options") or {}).get("version") != "2":
             raise OpenBaoInitError(
                 f"OpenBao at {props['address']} has no KV v2 engine at {props['mount']}/ that user {props['username']} may use "
-                f"(HTTP {mount.status_code}): it was changed after OpenBao configured itself. As admin (README: OpenBao), "
+                f"(HTTP {mount.status_code}): it was changed after OpenBao configured itself. As admin (docs/guide/access.md, 'OpenBao'), "
                 f"enable it again: uv run bao secrets enable -path={shlex.quote(str(props['mount']))} kv-v2"
             )
     finally:

@@ -128,7 +128,8 @@ def wrong_password_error(props: dict[str, Any], user: str, password_file: str) -
             f"tr -d '\\n' < {shlex.quote(password_file)} | uv run bao write auth/userpass/users/{shlex.quote(user)}/password password=-"
         )
         fix = (
-            f"Restore it from a backup of the data folder; or, logged in as admin (README: OpenBao), give the user that password: {set_it}"
+            "Restore it from a backup of the data folder; or, logged in as admin (docs/guide/access.md, 'OpenBao'), "
+            f"give the user that password: {set_it}"
         )
     return OpenBaoInitError(
         f"OpenBao at {props['address']} refuses user {user}'s password from {password_file}: that file is not the one this "
@@ -147,8 +148,8 @@ def mount_conflict(props: dict[str, Any], path: str, existing: dict[str, Any], w
         move = ["uv", "run", "bao", "auth" if table == "auth" else "secrets", "move", f"{mount}/", f"{mount}-moved/"]
         fix = f"move it to another path first: {shlex.join(move)}"
     return OpenBaoInitError(
-        f"OpenBao at {props['address']} has a {have} engine at {mount}/, where blueprint needs {need}. As admin (README: "
-        f"OpenBao), {fix}; then run `uv run blueprint up` again."
+        f"OpenBao at {props['address']} has a {have} engine at {mount}/, where blueprint needs {need}. As admin (docs/guide/access.md, "
+        f"'OpenBao'), {fix}; then run `uv run blueprint up` again."
     )
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import yaml
 
 from apps_manifest import host_names, load_manifest
-from cli import doctor
 from cli.diagram import architecture
+from cli.doctor.needs import default_needs
 from tests.plans import planned
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,7 +124,7 @@ def test_every_file_path_the_readme_names_exists() -> None:
 
 
 def test_the_resources_it_asks_of_docker_are_what_the_doctor_computes_for_the_default_nodes() -> None:
-    needs = doctor.default_needs()
+    needs = default_needs()
     stated = re.findall(r"(\d+) CPUs and (\d+) GiB", text())
     assert stated, "the README states no CPUs and memory"
     assert set(stated) == {(str(needs.cpus), str(needs.gib))}

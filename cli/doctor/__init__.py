@@ -1,6 +1,6 @@
 """`blueprint doctor`: is this machine ready for a real `pulumi up`?
 
-Every prerequisite in README.md "Prerequisites" becomes one pass/fail line with the exact fix, so
+Every prerequisite in docs/guide/bring-up.md "Prerequisites" becomes one pass/fail line with the exact fix, so
 a first run fails here, in a second, rather than twenty minutes into phase2. The checks only talk to
 the machine through the small `Machine` protocol (cli/doctor/machine.py), so the tests run them
 against a fake one. Docker's checks are in cli/doctor/docker.py, the others in cli/doctor/checks.py,
@@ -51,7 +51,7 @@ def machine_checks(
     cluster_name: str | None = None,
     names: Sequence[str] = (),
 ) -> list[Check]:
-    """Every prerequisite of a real run, in README order. `ports` maps full config keys to host
+    """Every prerequisite of a real run, in the bring-up guide's order. `ports` maps full config keys to host
     ports ("blueprint:httpsPort": 443); `stack` is the stack whose config sets them, for the
     `pulumi config set` fix; a port published by `cluster_name`'s own node counts as free; `needs`
     is what the config needs of Docker (`resources_needed`).

@@ -301,7 +301,7 @@ def test_the_up_summary_prints_the_ca_trust_command_of_this_family_with_the_real
 
 def test_the_up_summary_of_an_unknown_family_names_the_ca_path_and_the_readme_section() -> None:
     text = report.summary({"phase1": {}, "phase2": PHASE2, "phase3": {}}, family=detect(system="Linux", os_release=OPENSUSE_TUMBLEWEED))
-    assert f"trust the CA:   {PHASE2[outputs.CA_CERT_FILE]}   (README: 'Trust the platform CA'" in text
+    assert f"trust the CA:   {PHASE2[outputs.CA_CERT_FILE]}   (docs/guide/bring-up.md, 'Trust the platform CA'" in text
 
 
 BRING_UP = Path(__file__).parents[2] / "docs" / "guide" / "bring-up.md"

@@ -3,6 +3,7 @@ Pulumi passes it, and the configuration reference says which stack reads each ke
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
