@@ -1,27 +1,21 @@
 """`blueprint destroy` on every route (a cluster change under a running platform: cli/cluster_change.py).
 
 Pulumi deletes what a stack's state records through the providers that made it, so a destroy
-needs what those providers talk to. When that is gone, the destroy decides per resource, from
-what can be known (`lifecycle.plan_destroy`), and says so:
+needs what those providers talk to. When that is gone, the destroy decides per resource, from what
+can be known (`lifecycle.plan_destroy`), and says so:
 
-- **The kind cluster** is asked of kind. Listed: it runs. Not listed while kind answers: it is
-  gone, and what lived in it (everything made through a Kubernetes provider) is forgotten, since it
-  went with the cluster. kind cannot answer (Docker stopped, kind missing): nobody can tell, so the
-  destroy stops with the fix; only the user can say the cluster is gone for good
-  (`--cluster-gone`, when Docker itself is gone), and then the kind cluster's own command is
-  forgotten too.
-- **GitLab's objects** (phase2's group and Runners, phase3's projects, variables, tokens) live in GitLab's
-  database. They are forgotten when that database goes anyway (this destroy wipes the data) or is
-  out of reach for good (the cluster is gone, or phase2 is no longer up); with the data kept they
-  are retained, to be adopted by the next `up`. Otherwise GitLab must answer: they are deleted
-  through its API.
-- **preserveData** is phase1's config (`--preserve-data`/`--wipe-data` set it first). Before
-  anything is destroyed it is recorded in the state of every stack that exists
-  (`record_preserve_data`), so no two stacks disagree, and never by an `up`: an `up` would also
-  apply any other pending change, and cannot run at all once the cluster is gone.
+- **The kind cluster** is asked of kind. Not listed while kind answers: what lived in it is
+  forgotten. kind cannot answer (Docker stopped): the destroy stops with the fix, unless the user
+  says `--cluster-gone`, which forgets the cluster's own command too.
+- **GitLab's objects** live in GitLab's database: forgotten when it goes anyway (a wipe) or is out
+  of reach for good; retained with the data kept, for the next `up` to adopt; otherwise deleted
+  through GitLab's API.
+- **preserveData** (`--preserve-data`/`--wipe-data` set it first) is recorded in the state of every
+  stack that exists before anything is destroyed (`record_preserve_data`), never by an `up`.
 
-Stacks are destroyed dependants first. A stack is not destroyed from under one that depends on it
-(phase2 needs phase1's cluster, phase3 needs phase2's GitLab), except phase3 over preserved data.
+Stacks are destroyed dependants first, and never from under one that depends on it (phase2 needs
+phase1's cluster, phase3 needs phase2's GitLab), except phase3 over preserved data.
+Why: docs/design/decisions.md, entry 14.
 """
 
 from __future__ import annotations

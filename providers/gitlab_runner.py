@@ -1,32 +1,22 @@
 """A group runner of the platform's group, got or created, with a fresh authentication token.
 
-Registration tokens are disabled in GitLab 19, so a runner is created through the API, which
-returns its `glrt-` authentication token once: `POST /user/runners` with `runner_type=group_type`
-and `group_id` (lib/api/user_runners.rb: `group_id` is required for a group runner, and a group
-that is not there is refused as "Missing/invalid group"; Ci::Runners::CreateRunnerService with its
-GroupRunnerStrategy). The admin token has the `create_runner` scope. A group runner takes jobs of
-that group's projects only, never of another project on the instance (which an instance runner
-would). A runner lives in GitLab's database, which `preserveData` keeps when Pulumi's state goes,
-so `create` first looks for ours among the group's runners (`GET /groups/:id/runners` with
-`type=group_type`; lib/api/ci/runners.rb, which for a top-level group lists its own). Not by tags:
-`tag_list` lists the runners that carry every tag named, so one whose tags someone edited would be
-missed and a second made.
+Registration tokens are disabled in GitLab 19, so a runner is created through the API
+(`POST /user/runners`, `runner_type=group_type`, `group_id`), which returns its `glrt-` token once.
+A group runner takes jobs of that group's projects only. A runner lives in GitLab's database, which
+`preserveData` keeps when Pulumi's state goes, so `create` first looks for ours among the group's
+runners (`GET /groups/:id/runners?type=group_type`; not by tags, which someone may edit).
 
-**Ours** is a group runner of that group whose description is exactly ours: it carries the owner,
-`<pulumi project>/<stack>` (runners have no custom attributes). When there is one, it is
-adopted: its settings are brought to the inputs, and, since its token is unknown to this state,
-GitLab gives it a new one (`POST /runners/:id/reset_authentication_token`, which invalidates the
-old one). Any further runner of ours among the group's runners (what earlier lost states left) is
-deleted, so no stale offline runner stays. A runner of our description in another group, or an
-instance runner, is not ours. The token is a secret output, `authentication_token` (`token` is the
-admin token the calls are made with).
+**Ours** is a group runner of that group whose description is exactly ours (it carries the owner,
+`<pulumi project>/<stack>`: runners have no custom attributes). Found, it is adopted: its settings
+are brought to the inputs and GitLab gives it a new token (`reset_authentication_token`). Any
+further runner of ours in the group (what lost states left) is deleted. One of our description in
+another group, or an instance runner, is not ours. The token is the secret output
+`authentication_token`.
 
-**At the recorded id**, as for the group and projects (providers/gitlab_get_or_create.py): the runner
-there must be a group runner of our exact description that belongs to the group (the `groups` of
-`GET /runners/:id`, Entities::Ci::RunnerDetails). A state can outlive its GitLab, and in the new
-one that id may be someone's runner: `read` then reports ours gone (the next `up` makes or adopts it), `update` refuses, naming
-`pulumi refresh -s <stack>`, and `delete` leaves that runner alone. When GitLab gives no answer,
-`read` keeps the recorded state. Another group is another runner (`group_id` replaces it).
+**At the recorded id** the runner must be a group runner of our exact description in the group: a
+state can outlive its GitLab, where that id may be someone's runner. `read` then reports ours gone,
+`update` refuses (naming `pulumi refresh -s <stack>`), `delete` leaves it alone; with no answer
+from GitLab, `read` keeps the recorded state. Why, and sources: docs/design/decisions.md, entry 27.
 """
 
 from __future__ import annotations

@@ -1,44 +1,21 @@
 """phase3's pre-flight: before phase3 touches GitLab, everything it needs answers from this machine.
 
-A phase3 stack calls GitLab from the laptop, through the gateway, trusting our CA alone; its
-pipelines need the registry and both runners. When one of these is down, Pulumi would stop deep in
-the first project's creation with a message about that project. So phase3 first checks, in order:
+In order: OpenBao answers at phase2's `openbaoAddr`, initialised and unsealed (`/v1/sys/health`);
+GitLab's API answers at `https://gitlab.<domain>` with our CA file as the only trust
+(`/api/v4/metadata`, with the admin token read from phase2's file); the registry answers at
+`https://registry.<domain>/v2/` (200, or 401 with `WWW-Authenticate`); and both runners are
+`online` (asked only when GitLab's API answered). Otherwise Pulumi would stop deep in the first
+project's creation with a message about that project. Every failure is one sentence naming the
+component, what it answered and the fix; all are reported at once. No secret goes into a message:
+the token goes to GitLab alone, and no answer's body is quoted.
 
-1. **OpenBao** answers at phase2's `openbaoAddr`, initialised and unsealed: `GET /v1/sys/health`,
-   whose JSON says `initialized` and `sealed` whatever its status code (501 not initialised, 503
-   sealed, 429 a standby; OpenBao internal/http/sys_health.go).
-2. **GitLab's API** answers at `https://gitlab.<domain>` with our CA file as the only trust:
-   `GET /api/v4/metadata` with the admin token read from phase2's file (lib/api/metadata.rb: any
-   authenticated user; `/version`, the same, is deprecated).
-3. **The registry** answers at `https://registry.<domain>/v2/`, the same way: 200, or 401 with a
-   `WWW-Authenticate` header (the distribution spec's version check; GitLab's registry asks for a
-   token from GitLab's `/jwt/auth`), is an answer.
-4. **Both runners are online**: the default one (phase2's `runnerId`) and the image-build one
-   (found among the group's runners by its description), `GET /api/v4/runners/:id`, whose
-   `status` is `online`, `offline`, `never_contacted`, `stale` or `paused` (Entities::Ci::Runner
-   exposes `deprecated_rest_status` as `status`; app/models/ci/runner.rb). A runner is online once
-   its manager has asked for jobs within ONLINE_CONTACT_TIMEOUT (2 hours); ours asks every 3 s
-   (components/runner.py `checkInterval`). The runners are checked only when GitLab's API answered.
-
-Each failure is one sentence naming the component, what it answered and the fix (the `/etc/hosts`
-line, the CA file, the `kubectl` command to look at its pods); all failures are reported at once.
-
-**Waits.** Every request has a short timeout (REQUEST_TIMEOUT). What may pass in seconds (a refused
-connection, a timeout, a gateway's 502/503/504 while a pod restarts) is tried ATTEMPTS times,
-PAUSE apart; a name that does not resolve or a certificate that does not verify is not retried. A
-runner that is `never_contacted` or `offline` is waited for up to RUNNER_WAIT: right after phase2 a
-runner's manager pod may still be starting (a restart of its pod takes well under a minute, then it
-asks for jobs within 3 s). A paused or stale runner is not waited for: nothing changes it by itself.
-
-**Where it runs** (stacks/phase3.py `deploy`): in the phase3 stack only, for `blueprint up` and a
-plain `pulumi up -s phase3` alike, before any resource is registered. Not in `dev` (GitLab comes
-up in the same run there) and not under the offline plan's mocks. A preview (`pulumi preview`,
-`blueprint preview`, and the preview `pulumi up` shows before it asks) checks each once, without
-waiting, and warns: a preview changes nothing, and should still show the plan; the update then
-checks with the waits and stops.
-
-No secret goes into a message: the token is sent as a header to GitLab alone (never to the
-registry or OpenBao), and no answer's body is quoted.
+Waits: a short timeout per request (REQUEST_TIMEOUT); what may pass in seconds (a refused
+connection, a gateway's 502/503/504) is tried ATTEMPTS times, PAUSE apart; a name that does not
+resolve or a certificate that does not verify is not retried. A runner `never_contacted` or
+`offline` is waited for up to RUNNER_WAIT (its manager pod may be starting); a paused or stale one
+is not. It runs in the phase3 stack only (not in `dev`, where GitLab comes up in the same run),
+before any resource is registered; a preview checks each once, without waiting, and warns.
+Why, and the upstream sources: docs/design/decisions.md, entry 34.
 """
 
 from __future__ import annotations

@@ -1,0 +1,108 @@
+"""The program stays a size a maintainer can hold in their head: modules of at most 600 lines,
+functions of at most 80, module docstrings of at most 20 lines (the long reasoning lives in
+docs/design/decisions.md). What is over a limit today is named in ALLOWED_OVER with the size it
+has: the list may only shrink. An entry that grows fails, and so does one back under its limit
+(remove it, so it cannot grow back unseen).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from stacks.config import PROJECT_DIR
+
+MODULE_LINES = 600
+FUNCTION_LINES = 80
+DOCSTRING_LINES = 20
+
+ALLOWED_OVER: Mapping[str, int] = {}
+"""`path` (a module) or `path:qualified.name` (a function) -> the lines it has today. Empty since
+0.1.0; at most 2 modules and 3 functions may ever be on it."""
+
+SKIPPED = {".venv", ".git", "tests", "node_modules", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+
+
+def program_files(root: Path) -> list[Path]:
+    """Every Python file of the program (the tests are not the program)."""
+    return sorted(p for p in root.rglob("*.py") if not SKIPPED & set(p.relative_to(root).parts))
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            name = f"{prefix}{node.name}"
+            if not isinstance(node, ast.ClassDef):
+                yield name, (node.end_lineno or node.lineno) - node.lineno + 1
+            yield from _functions(node, f"{name}.")
+        else:
+            yield from _functions(node, prefix)
+
+
+def sizes(root: Path) -> dict[str, tuple[int, int]]:
+    """Every module and function of the program under `root` -> (its lines, its limit)."""
+    found: dict[str, tuple[int, int]] = {}
+    for path in program_files(root):
+        source = path.read_text()
+        where = str(path.relative_to(root))
+        found[where] = (len(source.splitlines()), MODULE_LINES)
+        for name, lines in _functions(ast.parse(source)):
+            found[f"{where}:{name}"] = (lines, FUNCTION_LINES)
+    return found
+
+
+def problems(found: Mapping[str, tuple[int, int]], allowed: Mapping[str, int]) -> list[str]:
+    """What breaks the limits or the allowlist's rule, one line each with the fix."""
+    said = []
+    for where, (lines, limit) in sorted(found.items()):
+        if lines > limit and where not in allowed:
+            said.append(f"{where} has {lines} lines, over {limit}: split it along its seams")
+    for where, recorded in sorted(allowed.items()):
+        lines, limit = found.get(where, (0, 0))
+        if lines <= limit:
+            said.append(f"{where} is no longer over {limit} lines: remove it from ALLOWED_OVER")
+        elif lines > recorded:
+            said.append(f"{where} grew to {lines} lines from the {recorded} ALLOWED_OVER records: shrink it")
+    return said
+
+
+def test_no_module_or_function_is_over_its_limit_unless_allowed_and_none_allowed_grows() -> None:
+    assert problems(sizes(PROJECT_DIR), ALLOWED_OVER) == []
+
+
+def test_the_allowlist_holds_at_most_two_modules_and_three_functions() -> None:
+    functions = [where for where in ALLOWED_OVER if ":" in where]
+    assert len(functions) <= 3
+    assert len(ALLOWED_OVER) - len(functions) <= 2
+
+
+def test_a_module_over_the_limit_fails_unless_allowed(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("x = 1\n" * (MODULE_LINES + 1))
+    assert problems(sizes(tmp_path), {}) == [f"big.py has {MODULE_LINES + 1} lines, over {MODULE_LINES}: split it along its seams"]
+    assert problems(sizes(tmp_path), {"big.py": MODULE_LINES + 1}) == []
+
+
+def test_an_allowed_function_that_grows_fails(tmp_path: Path) -> None:
+    body = "".join(f"        x{i} = {i}\n" for i in range(FUNCTION_LINES))
+    (tmp_path / "m.py").write_text(f"class C:\n    def long(self) -> None:\n{body}")
+    lines = FUNCTION_LINES + 1
+    assert sizes(tmp_path)["m.py:C.long"] == (lines, FUNCTION_LINES)
+    assert problems(sizes(tmp_path), {"m.py:C.long": lines}) == []
+    assert problems(sizes(tmp_path), {"m.py:C.long": lines - 1}) == [
+        f"m.py:C.long grew to {lines} lines from the {lines - 1} ALLOWED_OVER records: shrink it"
+    ]
+
+
+def test_an_allowed_entry_back_under_its_limit_must_leave_the_list(tmp_path: Path) -> None:
+    (tmp_path / "small.py").write_text("x = 1\n")
+    assert problems(sizes(tmp_path), {"small.py": 700}) == [f"small.py is no longer over {MODULE_LINES} lines: remove it from ALLOWED_OVER"]
+
+
+def test_every_module_docstring_is_at_most_twenty_lines() -> None:
+    long = []
+    for path in program_files(PROJECT_DIR):
+        docstring = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+        if docstring and len(docstring.splitlines()) > DOCSTRING_LINES:
+            long.append(f"{path.relative_to(PROJECT_DIR)}: {len(docstring.splitlines())} lines")
+    assert long == [], f"move the long reasoning to docs/design/decisions.md and link to it: {long}"
