@@ -86,7 +86,7 @@ OPENBAO_IMAGE_TAG = "2.7.2"
 # 10.2.3 of 2026-08-13): 10.1.2 adds the HTTP git paths to the long-running HTTPRoute (large clones
 # and pushes over HTTPS time out through Envoy without it) and moves the bundled runner to 0.90.1,
 # 10.1.3 gives KAS's k8s-proxy its own HTTPRoute, 10.1.4 drops the GatewayClass's namespace; no
-# value this blueprint sets changed. Its SSH listener port: components/gitlab.py SSH_LISTENER_PORT_OF_CHART.
+# value this blueprint sets changed. Its SSH listener port: components/gitlab_gateway.py SSH_LISTENER_PORT_OF_CHART.
 # renovate: datasource=helm registryUrl=https://charts.gitlab.io/ depName=gitlab
 GITLAB_CHART_VERSION = "10.1.4"
 GITLAB_CHART_REPO = "https://charts.gitlab.io/"

@@ -106,14 +106,21 @@ class KindClusterArgs:
 
 
 def cluster_id(args: KindClusterArgs) -> str:
-    """The cluster's identity: a digest of exactly what replaces the cluster when it changes (the
-    kind config, and the command's triggers: its name and data folder). It stays the same across
-    in-place updates, so a Kubernetes provider keyed on it (`cluster_identifier`) is replaced only
-    with the cluster.
+    """The cluster's identity: a digest of exactly what replaces the cluster's command when it
+    changes (`replacing_inputs`). It stays the same across in-place updates, so a Kubernetes
+    provider keyed on it (`cluster_identifier`) is replaced only with the cluster.
     """
-    # The key "environment" stays as the digest was first made: another name would change every clusterId.
-    identity = json.dumps({"config": kind_config(args), "environment": _identity(args)}, sort_keys=True)
+    identity = json.dumps(replacing_inputs(args), sort_keys=True)
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def replacing_inputs(args: KindClusterArgs) -> dict[str, Any]:
+    """The cluster command's inputs whose change replaces it: `stdin`, the kind config as it is
+    registered (`replace_on_changes`), and `triggers`, its name and data folder (pulumi-command
+    marks `triggers` replaceOnChanges, provider/pkg/provider/common/inputs.go; every other input
+    of a Command with an `update` script updates it in place).
+    """
+    return {"stdin": yaml.safe_dump(kind_config(args), sort_keys=False), "triggers": list(_identity(args).values())}
 
 
 def _identity(args: KindClusterArgs) -> dict[str, str]:
@@ -256,16 +263,17 @@ class KindCluster(pulumi.ComponentResource):
             else None
         )
 
+        replacing = replacing_inputs(args)
         self.cluster = local.Command(
             f"{name}-cluster",
             create=CLUSTER_UP_SCRIPT,
             update=CLUSTER_UP_SCRIPT,
             delete=CLUSTER_DOWN_SCRIPT,
-            stdin=yaml.safe_dump(kind_config(args), sort_keys=False),
+            stdin=replacing["stdin"],
             environment={**_identity(args), **SCRIPT_ENVIRONMENT},
             # With the kind config, its name and data folder make the cluster: a change of either replaces it,
             # a change of anything else its scripts read (SCRIPT_ENVIRONMENT) updates it in place.
-            triggers=list(_identity(args).values()),
+            triggers=replacing["triggers"],
             # stdout is the kubeconfig: keep it out of the logs, and out of the environment of the
             # next update or delete (pulumi-command passes the previous stdout there by default).
             logging=local.Logging.STDERR,

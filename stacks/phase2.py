@@ -21,6 +21,7 @@ import credentials
 import versions
 from apps_manifest import HEADLAMP_HOST, host_names, load_manifest
 from components import gitlab as gl
+from components import gitlab_gateway as gw
 from components import kind_cluster
 from components import minio as mn
 from components import postgres as pg
@@ -288,7 +289,7 @@ def _node_access(inputs: Mapping[str, Any], namespace: pulumi.Output[str], tls: 
     (pods by cluster DNS, containerd by the registry's hosts folder) to the Gateway.
     """
     domain = str(inputs[outputs.DOMAIN])
-    envoy = f"{gl.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
+    envoy = f"{gw.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
     if inputs[outputs.IMAGE_MIRRORS]:
         # GitLab's images onto its nodes while the data tier comes up; nothing waits for it.
         ImagePrepull(
@@ -461,7 +462,7 @@ def _headlamp_route(inputs: Mapping[str, Any], namespace: pulumi.Output[str], gi
                 host=f"{HEADLAMP_HOST}.{inputs[outputs.DOMAIN]}",
                 gateway=gl.GATEWAY,
                 gateway_namespace=namespace,
-                listener=gl.HEADLAMP_LISTENER,
+                listener=gw.HEADLAMP_LISTENER,
                 depends_on=(gitlab.gateway_programmed, *_in_graph(inputs, outputs.HEADLAMP_DASHBOARD)),
             ),
             opts=on_cluster,

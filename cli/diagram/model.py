@@ -39,7 +39,7 @@ charts/registry/templates/httproute.yaml and charts/gitlab/charts/kas/templates/
 (mirror nobidev/gitlab-charts). Chart knowledge, not in the plan: the routes are rendered by Helm."""
 GITLAB_CHART_SSH = (22, "Git over SSH (gitlab-shell)")
 """The GitLab chart's `gitlab-ssh` TCP listener on its Gateway, routed to gitlab-shell: its port is set in
-the chart's templates/_gateway.tpl, not by a value (see SSH_LISTENER_PORT_OF_CHART in components/gitlab.py)."""
+the chart's templates/_gateway.tpl, not by a value (see SSH_LISTENER_PORT_OF_CHART in components/gitlab_gateway.py)."""
 KIND_TAINTS_ITS_CONTROL_PLANE = True
 """kind removes the control plane's NoSchedule taint only when the cluster has no other node
 (kubernetes-sigs/kind pkg/cluster/internal/create/actions/kubeadminit/init.go: "if we are only

@@ -295,11 +295,12 @@ def test_the_gateway_commands_quote_the_cluster_name() -> None:
 
 def test_the_gateway_help_names_what_the_platform_makes() -> None:
     from components import gitlab as gl
+    from components import gitlab_gateway as gw
     from components.tls import LISTENER_SECRETS
     from stacks.phase2 import GITALY_VOLUME
     from tests.plans import planned
 
-    assert (cli.explain.GATEWAY, cli.explain.ENVOY_SERVICE) == (gl.GATEWAY, gl.ENVOY_SERVICE)
+    assert (cli.explain.GATEWAY, cli.explain.ENVOY_SERVICE) == (gl.GATEWAY, gw.ENVOY_SERVICE)
     assert GITALY_VOLUME.namespace == cli.explain.GITLAB_NAMESPACE
     assert cli.explain.LISTENER_SECRETS == LISTENER_SECRETS
     gate = planned("phase2").one("kubernetes:gateway.networking.k8s.io/v1:GatewayPatch", cli.explain.GATEWAY_GATE)

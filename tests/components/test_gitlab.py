@@ -13,6 +13,7 @@ import yaml
 import versions
 from apps_manifest import APPS_DIR
 from components import gitlab as gl
+from components import gitlab_gateway as gw
 from stacks import outputs
 from tests.plans import planned
 
@@ -142,7 +143,7 @@ def test_a_bucket_gitlabs_minio_user_may_not_use_is_refused() -> None:
 def test_envoy_is_a_node_port_on_the_ports_phase1_maps() -> None:
     phase1 = planned("phase1").outputs
     service = values()["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
-    assert (service["type"], service["externalTrafficPolicy"], service["name"]) == ("NodePort", "Cluster", gl.ENVOY_SERVICE)
+    assert (service["type"], service["externalTrafficPolicy"], service["name"]) == ("NodePort", "Cluster", gw.ENVOY_SERVICE)
     ports = {port["port"]: port["nodePort"] for port in service["patch"]["value"]["spec"]["ports"]}
     assert ports == {
         80: phase1[outputs.GATEWAY_HTTP_NODE_PORT]["value"],
@@ -215,47 +216,7 @@ def test_the_apps_get_a_listener_on_gitlabs_gateway_for_their_namespace_only() -
 
 def test_the_guestbook_charts_route_attaches_to_that_listener() -> None:
     values = yaml.safe_load((APPS_DIR / "guestbook" / "chart" / "values.yaml").read_text())
-    assert values["gateway"] == {"name": gl.GATEWAY, "namespace": "gitlab", "sectionName": gl.APPS_LISTENER}
-
-
-def test_the_pinned_charts_ssh_listener_is_on_22_not_on_global_shell_port() -> None:
-    # templates/_gateway.tpl of chart 10.1: `$port = 22` for TCP (gl.SSH_LISTENER_PORT_OF_CHART says where from)
-    assert gl.ssh_listener_port(versions.GITLAB_CHART_VERSION, shell_port=2222) == 22
-
-
-def test_a_chart_whose_ssh_listener_port_is_not_recorded_stops_the_plan() -> None:
-    with pytest.raises(ValueError, match=r"GitLab chart 10\.2\.0 .*add it to components\.gitlab\.SSH_LISTENER_PORT_OF_CHART"):
-        gl.ssh_listener_port("10.2.0", shell_port=2222)
-
-
-def test_envoy_service_patch_names_exactly_the_gateways_listener_ports() -> None:
-    planned_values = values()
-    patched = {
-        port["port"]
-        for port in planned_values["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]["patch"]["value"][
-            "spec"
-        ]["ports"]
-    }
-    assert patched == gl.gateway_listener_ports(versions.GITLAB_CHART_VERSION, planned_values) == {80, 443, 22}
-    assert gl.check_envoy_service_ports(versions.GITLAB_CHART_VERSION, planned_values) is planned_values
-
-
-def test_values_without_the_http_listener_make_the_service_patch_refused() -> None:
-    # Without the redirect (or cert-manager), the Gateway has no listener on 80: the patch's 80 would be a fourth port.
-    changed = json.loads(json.dumps(values()))
-    changed["global"]["gatewayApi"]["httpToHttpsRedirect"] = False
-    with pytest.raises(ValueError, match=r"listens on ports \[22, 443\], but the Envoy Service patch sets \[22, 80, 443\]"):
-        gl.check_envoy_service_ports(versions.GITLAB_CHART_VERSION, changed)
-
-
-def test_a_service_patch_on_global_shell_port_is_refused_for_a_chart_listening_on_22() -> None:
-    changed = json.loads(json.dumps(values()))
-    service = changed["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
-    for port in service["patch"]["value"]["spec"]["ports"]:
-        if port["port"] == 22:
-            port["port"] = changed["global"]["shell"]["port"]
-    with pytest.raises(ValueError, match=r"listens on ports \[22, 80, 443\], but the Envoy Service patch sets \[80, 443, 2222\]"):
-        gl.check_envoy_service_ports(versions.GITLAB_CHART_VERSION, changed)
+    assert values["gateway"] == {"name": gl.GATEWAY, "namespace": "gitlab", "sectionName": gw.APPS_LISTENER}
 
 
 def test_the_apps_listener_is_reapplied_whenever_the_release_changes() -> None:
@@ -279,7 +240,7 @@ def test_the_bring_up_waits_for_gitlabs_gateway_to_be_programmed() -> None:
     assert (gate["metadata"]["name"], gate["metadata"]["namespace"]) == (gl.GATEWAY, "gitlab")
     annotations = gate["metadata"]["annotations"]
     assert annotations["pulumi.com/waitFor"] == "condition=Programmed"
-    assert annotations["pulumi.com/timeoutSeconds"] == str(gl.PROGRAMMED_TIMEOUT_SECONDS)
+    assert annotations["pulumi.com/timeoutSeconds"] == str(gw.PROGRAMMED_TIMEOUT_SECONDS)
     # Annotations only: the gate owns no listener or other field of the chart's Gateway.
     assert "spec" not in gate
 
@@ -295,7 +256,7 @@ def test_the_programmed_gate_comes_after_every_writer_of_the_gateway() -> None:
 
 def test_a_changed_gitlab_release_is_waited_for_again() -> None:
     gate = planned("phase2").one(GATEWAY_PATCH, "gitlab-gateway-programmed")["inputs"]
-    digest = gate["metadata"]["annotations"][gl.RELEASE_DIGEST_ANNOTATION]
+    digest = gate["metadata"]["annotations"][gw.RELEASE_DIGEST_ANNOTATION]
     assert digest == gl.release_digest(versions.GITLAB_CHART_VERSION, values())
     assert gl.release_digest("0.0.0", values()) != digest
     assert gl.release_digest(versions.GITLAB_CHART_VERSION, {**values(), "installCertmanager": True}) != digest

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from components import gitlab as gl
+from components import gitlab_gateway as gw
 from stacks import outputs
 from tests.plans import planned, waits_for
 
@@ -31,7 +32,7 @@ def test_with_headlamp_phase2_routes_its_name_to_headlamps_service_on_gitlabs_ga
     assert (route["metadata"]["name"], route["metadata"]["namespace"]) == ("headlamp", "headlamp")
     assert route["spec"]["hostnames"] == [HOST]
     [parent] = route["spec"]["parentRefs"]
-    assert (parent["name"], parent["namespace"], parent["sectionName"]) == (gl.GATEWAY, "gitlab", gl.HEADLAMP_LISTENER)
+    assert (parent["name"], parent["namespace"], parent["sectionName"]) == (gl.GATEWAY, "gitlab", gw.HEADLAMP_LISTENER)
     [rule] = route["spec"]["rules"]
     # The chart's Service (fullnameOverride `headlamp`, port 80), in the route's own namespace: no ReferenceGrant.
     assert rule["backendRefs"] == [{"group": "", "kind": "Service", "name": "headlamp", "port": 80}]
@@ -40,21 +41,21 @@ def test_with_headlamp_phase2_routes_its_name_to_headlamps_service_on_gitlabs_ga
 
 def test_without_headlamp_phase2_has_no_route_and_no_listener_for_it() -> None:
     assert planned("phase2").find(ROUTE) == []
-    assert set(_listeners()) == {gl.APPS_LISTENER}
+    assert set(_listeners()) == {gw.APPS_LISTENER}
 
 
 def test_headlamps_listener_takes_its_exact_name_from_its_namespace_alone_with_the_wildcard_cert() -> None:
-    listener = _listeners(headlamp="true")[gl.HEADLAMP_LISTENER]
+    listener = _listeners(headlamp="true")[gw.HEADLAMP_LISTENER]
     assert (listener["port"], listener["protocol"], listener["hostname"]) == (443, "HTTPS", HOST)
     assert listener["allowedRoutes"]["namespaces"] == {
         "from": "Selector",
         "selector": {"matchLabels": {"kubernetes.io/metadata.name": "headlamp"}},
     }
-    assert listener["tls"] == _listeners(headlamp="true")[gl.APPS_LISTENER]["tls"]
+    assert listener["tls"] == _listeners(headlamp="true")[gw.APPS_LISTENER]["tls"]
 
 
 def test_the_apps_listener_stays_the_apps_alone_with_headlamp_on() -> None:
-    assert _listeners(headlamp="true")[gl.APPS_LISTENER] == _listeners()[gl.APPS_LISTENER]
+    assert _listeners(headlamp="true")[gw.APPS_LISTENER] == _listeners()[gw.APPS_LISTENER]
 
 
 def test_headlamps_route_comes_after_its_listener_and_so_goes_before_it_on_destroy() -> None:

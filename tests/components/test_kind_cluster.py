@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import versions
+from components import kind_cluster
 from components.host_folder import LEASES_FOLDER
 from components.kind_cluster import (
     CLUSTER_MARKER,
@@ -27,6 +29,8 @@ from components.kind_cluster import (
     REGISTRY_HOSTS_SUBDIR,
     RUNNER_NODE_LABEL,
     VOLUMES_SUBDIR,
+    KindClusterArgs,
+    cluster_id,
 )
 from stacks import outputs
 from stacks.config import PROJECT_DIR
@@ -176,6 +180,39 @@ def test_the_cluster_identity_changes_with_what_replaces_the_cluster(config: dic
 @pytest.mark.parametrize("config", [{"preserveData": "true"}, {"headlamp": "true"}, {"domain": "other.example.net"}])
 def test_the_cluster_identity_stays_through_what_updates_the_cluster_in_place(config: dict[str, str]) -> None:
     assert cluster_identity(**config) == cluster_identity()
+
+
+def replacing(**config: str) -> tuple[str, list[str]]:
+    """What replaces the planned cluster command when it changes: its `stdin` (replace_on_changes)
+    and its `triggers` (pulumi-command v1.2.1 marks them replaceOnChanges, common/inputs.go)."""
+    inputs = planned("phase1", **config).one(COMMAND, "kind-cluster")["inputs"]
+    return inputs["stdin"], inputs["triggers"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"gitlabNodes": "2"},
+        {"clusterName": "lab"},
+        {"dataDir": "/tmp/elsewhere"},
+        {"preserveData": "true"},
+        {"domain": "other.example.net"},
+    ],
+)
+def test_the_cluster_identity_changes_exactly_when_the_cluster_command_is_replaced(config: dict[str, str]) -> None:
+    assert (cluster_identity(**config) != cluster_identity()) == (replacing(**config) != replacing())
+
+
+def test_a_kind_config_written_in_another_order_is_another_identity(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The command compares `stdin` as text: the same config written otherwise replaces the cluster."""
+    args = KindClusterArgs(
+        cluster_name="blueprint", gitlab_nodes=1, runner_nodes=1, data_dir=tmp_path, preserve_data=False,
+        http_port=80, https_port=443, ssh_port=2222, openbao_port=8200, api_server_port=6443, owner="o",
+    )  # fmt: skip
+    written, config = cluster_id(args), kind_cluster.kind_config(args)
+    monkeypatch.setattr(kind_cluster, "kind_config", lambda args: dict(reversed(config.items())))
+    assert yaml.safe_load(kind_cluster.replacing_inputs(args)["stdin"]) == config
+    assert cluster_id(args) != written
 
 
 @pytest.mark.parametrize("mode", ["up", "preview"])

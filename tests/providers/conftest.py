@@ -38,11 +38,11 @@ def gitlab(state: GitLabState) -> Iterator[str]:
 
 @pytest.fixture
 def groups() -> GroupProvider:
-    """The group provider, as the engine loads it."""
+    """The group provider, after the engine's pickle round trip (in this process)."""
     return as_engine_loads(GroupProvider())
 
 
 @pytest.fixture
 def projects() -> ProjectProvider:
-    """The project provider, as the engine loads it."""
+    """The project provider, after the engine's pickle round trip (in this process)."""
     return as_engine_loads(ProjectProvider())

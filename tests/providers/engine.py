@@ -1,8 +1,11 @@
-"""Helpers that treat dynamic providers the way the Pulumi engine does, and a real OpenBao server.
+"""Helpers for the providers' tests: the engine's pickle round trip, in this process, and a real OpenBao server.
 
-The engine pickles the provider with dill into the `__provider` input and a separate host process
-unpickles it (once) and calls its methods with wire values: ints arrive as floats, keys keep their
-Python spelling (pulumi sdk/python/lib/pulumi/dynamic/dynamic.py). `as_engine_loads` does the same round trip.
+`as_engine_loads` pickles a provider as `pulumi.dynamic.Resource` does (dill, by reference) and loads
+it back as the provider host does (pulumi sdk/python/lib/pulumi/dynamic/__main__.py), here, in the
+test's process: the tests then call its methods themselves, with the values the wire would bring
+(ints as floats, keys as Python spells them) written by hand. It is no provider host: no gRPC, no
+`__provider` among the properties, no secrets stripped; tests/providers/provider_host.py drives the
+real host, as the engine does.
 
 For `OpenBaoInit`: its inputs against a `BaoServer`, a TCP `Proxy` that holds answers back (to kill
 the provider after the server acted, before it heard), and stand-ins for the `kind` and `kubectl`
@@ -43,7 +46,7 @@ P = TypeVar("P", bound=ResourceProvider)
 
 
 def as_engine_loads(provider: P) -> P:
-    """`provider` after the pickle round trip the engine's provider host performs."""
+    """`provider` pickled as the SDK pickles it and loaded as the provider host loads it, in this process."""
     serialized, _ = _serialize(True, serialize_provider, provider)
     loaded: P = _deserialize(lambda: dill.loads(base64.b64decode(serialized)))
     return loaded
