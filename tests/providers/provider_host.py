@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -107,6 +108,10 @@ class Host:
         self.stub.Delete(provider_pb2.DeleteRequest(id=id_, urn=resource.urn, properties=_wire(outputs), old_inputs=_wire(inputs)))
 
 
+STARTUP_SECONDS = 120
+"""How long the host may take to print its port (it prints it at once; this only ends a hang)."""
+
+
 @contextmanager
 def provider_host(log: Path) -> Iterator[Host]:
     """A `python -u -m pulumi.dynamic` started as the engine starts it, configured once; its stderr in `log`."""
@@ -114,7 +119,10 @@ def provider_host(log: Path) -> Iterator[Host]:
     with log.open("w") as errors, subprocess.Popen(command, cwd=PROJECT_DIR, stdout=subprocess.PIPE, stderr=errors, text=True) as process:
         try:
             assert process.stdout is not None
+            hung = threading.Timer(STARTUP_SECONDS, process.kill)  # a host that never prints its port is killed
+            hung.start()
             line = process.stdout.readline()  # the port, or nothing when the host died
+            hung.cancel()
             assert line.strip().isdigit(), f"the provider host printed {line!r}: {log.read_text()[-2000:]}"
             with grpc.insecure_channel(f"127.0.0.1:{int(line)}") as channel:
                 stub = provider_pb2_grpc.ResourceProviderStub(channel)
