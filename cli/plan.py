@@ -19,7 +19,9 @@ import json
 import logging
 import runpy
 import shlex
+import sys
 import threading
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +59,17 @@ class ProgramFailed(Exception):
         super().__init__(str(cause))
         self.cause = cause
         self.registered = registered
+
+    def say(self, stopped: str = "") -> int:
+        """Say on stderr that a phase failed to plan, and return the exit code, 1. A RunError (a config or
+        manifest problem, a refusal of the program) is its message alone, after `stopped` (what it
+        stops); anything else is a bug of the program, which keeps its traceback.
+        """
+        if isinstance(self.cause, RunError):
+            print(f"error: {stopped}{self.cause}", file=sys.stderr)
+        else:
+            traceback.print_exception(self.cause)
+        return 1
 
 
 @dataclass(frozen=True)
