@@ -397,3 +397,4 @@ def test_a_readme_without_the_markers_is_reported_as_such(tmp_path: Path, capsys
     assert run(output=tmp_path / "architecture.md", readme=readme, check=check) == 1
     assert f"{readme} has no traffic diagram markers: put the lines `{BEGIN}` and `{END}`" in capsys.readouterr().err
     assert readme.read_text() == "# blueprint\n\nA platform.\n"
+    assert not (tmp_path / "architecture.md").exists(), "nothing is written while a page cannot be made"
