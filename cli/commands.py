@@ -1,9 +1,10 @@
-"""The one dispatch of `blueprint up | preview | destroy | status | kubeconfig | secrets` (from
-cli/main.py): the pre-flight of what Pulumi needs here, the real `StackRunner`, the failure help, and
-each verb's module (cli/phases.py, cli/status.py, cli/kubeconfig.py, cli/secrets.py).
+"""The verbs that drive Pulumi: `blueprint up | preview | destroy | status | kubeconfig`, each a `Verb`
+that cli/main.py's table runs through `main_for` (as cli/secrets.py runs `secrets --show`).
 
-A Pulumi failure for an expected condition (no CLI, a state it cannot decrypt, a locked stack) ends in
-one message with its fix, not a traceback.
+`main_for` gives a verb the real `StackRunner` after the pre-flight of what Pulumi needs here
+(cli/stack_runner.py `preflight`), and ends a Pulumi failure for an expected condition (no CLI, a
+state it cannot decrypt, a locked stack) in one message with its fix, not a traceback. Each verb's
+logic is in its own module: cli/phases.py, cli/status.py, cli/kubeconfig.py.
 """
 
 from __future__ import annotations
@@ -11,15 +12,67 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO
 
+from cli import phases
 from cli.kubeconfig import kubeconfig
-from cli.phases import PHASES, Context, destroy, preview, up
+from cli.phases import PHASES, Context
 from cli.report import glab_login
-from cli.stack_runner import AutomationRunner, StackRunner, pulumi_environment
+from cli.stack_runner import AutomationRunner, StackRunner, preflight, pulumi_environment, pulumi_failure
 from cli.status import status
 from stacks import outputs
 from stacks.config import PROJECT_DIR
+
+
+def _nothing_first(args: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A verb that drives Pulumi, as `main_for` runs it."""
+
+    run: Callable[[Any, StackRunner, TextIO], int]
+    """(the parsed arguments, the runner, where to print) -> the exit code."""
+    first: Callable[[Any], str | None] = _nothing_first
+    """What stops it before anything else, Pulumi's pre-flight included (no tool is needed to say it), or None."""
+
+
+def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: TextIO | None = None) -> int:
+    """Run `verb` with the parsed `args`. Without a `runner`, the real one, after a pre-flight of what
+    Pulumi needs here. A Pulumi failure for an expected condition ends in one message with its fix.
+    """
+    stream = out or sys.stdout  # the stdout of the call, not of the import, so captured output sees it
+    if (problem := verb.first(args) or (_ready(args.command) if runner is None else None)) is not None:
+        print(problem, file=sys.stderr)
+        return 1
+    try:
+        return verb.run(args, runner or AutomationRunner(), stream)
+    except Exception as error:
+        from pulumi import automation as auto
+
+        known = pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
+        if known is None and isinstance(error, auto.CommandError):
+            known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{error}"
+        if known is None:
+            raise
+        print(known, file=sys.stderr)
+        return 1
+
+
+def _ready(command: str) -> str | None:
+    """What stops `command` before the real runner runs: what Pulumi needs here, and the passphrase."""
+    from cli import passphrase
+
+    if weak := passphrase.weak_choice(os.environ):
+        print(weak, file=sys.stderr)
+    try:
+        problem = preflight(command)
+        pulumi_environment()  # makes, or checks, blueprint's passphrase file
+    except passphrase.PassphraseFileError as error:
+        problem = str(error)
+    return problem
 
 
 def _confirmer(yes: bool) -> Callable[[str], bool]:
@@ -35,95 +88,62 @@ def _confirmer(yes: bool) -> Callable[[str], bool]:
     return confirm
 
 
-def main_for(args: Any, runner: StackRunner | None = None, out: TextIO | None = None) -> int:
-    """Dispatch a parsed `up`, `preview`, `destroy`, `status` or `kubeconfig` command. Without a `runner`, the real
-    one, after a pre-flight of what Pulumi needs here. A Pulumi failure for an expected condition (no
-    CLI, a state it cannot decrypt, a locked stack) ends in one message with its fix, not a traceback.
-    """
-    import cli.doctor as doctor
-
-    stream = out or sys.stdout  # the stdout of the call, not of the import, so captured output sees it
-    if (problem := _preflight(args, real=runner is None)) is not None:
-        print(problem, file=sys.stderr)
-        return 1
-    try:
-        return _dispatch(args, runner or AutomationRunner(), stream)
-    except Exception as error:
-        from pulumi import automation as auto
-
-        known = doctor.pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
-        if known is None and isinstance(error, auto.CommandError):
-            known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{error}"
-        if known is None:
-            raise
-        print(known, file=sys.stderr)
-        return 1
-
-
-def _preflight(args: Any, *, real: bool) -> str | None:
-    """What stops the command before any stack is read, or None: a bad value in a selected phase's
-    stack file (`preview`), and, before the `real` runner, what Pulumi needs here.
-    """
-    import cli.doctor as doctor
-
-    if args.command == "preview":
-        from stacks.validation import check_stack_files
-
-        # What every selected phase reads, first (`up` has its doctor check it, with the machine):
-        # a bad phase3 value stops the preview of phase1 too, and no tool is needed to say so.
-        if (problem := check_stack_files(PHASES[args.phase])) is not None:
-            return problem
-    if not real:
-        return None
-    from cli import passphrase
-
-    if weak := passphrase.weak_choice(os.environ):
-        print(weak, file=sys.stderr)
-    try:
-        problem = doctor.preflight(args.command)
-        pulumi_environment()  # makes, or checks, blueprint's passphrase file
-    except passphrase.PassphraseFileError as error:
-        problem = str(error)
-    return problem
-
-
-def _dispatch(args: Any, runner: StackRunner, stream: TextIO) -> int:
-    import cli.doctor as doctor
-
-    if args.command == "status":
-        stream.write(status(runner) + "\n")
-        return 0
-    if args.command == "kubeconfig":
-        return kubeconfig(runner, args.stack, args.output, stream, sys.stderr)
-    if args.command == "secrets":
-        from cli import secrets
-
-        return secrets.show(args.show, args.stack, runner.outputs(args.stack), stream, sys.stderr)
-    doctor_run = (lambda: doctor.run(PHASES[args.phase])) if args.command == "up" else None
+def _context(args: Any, runner: StackRunner, out: TextIO, doctor: Callable[[], int] | None = None) -> Context:
     confirm = _confirmer(getattr(args, "yes", False))
-    context = Context(runner=runner, out=stream, doctor=doctor_run, explain=_explainer(runner), confirm=confirm)
-    if args.command == "up":
-        code = up(context, args.phase)
-        if code == 0 and args.glab_login:
-            context.say(glab_login(runner.outputs("phase2") or {}))
-        return code
-    if args.command == "preview":
-        return preview(context, args.phase)
+    return Context(runner=runner, out=out, doctor=doctor, explain=_explainer(runner), confirm=confirm)
+
+
+def _up(args: Any, runner: StackRunner, out: TextIO) -> int:
+    import cli.doctor as doctor
+
+    context = _context(args, runner, out, doctor=lambda: doctor.run(PHASES[args.phase]))
+    code = phases.up(context, args.phase)
+    if code == 0 and args.glab_login:
+        context.say(glab_login(runner.outputs("phase2") or {}))
+    return code
+
+
+def _stack_files(args: Any) -> str | None:
+    from stacks.validation import check_stack_files
+
+    # What every selected phase reads, first (`up` has its doctor check it, with the machine):
+    # a bad phase3 value stops the preview of phase1 too, and no tool is needed to say so.
+    return check_stack_files(PHASES[args.phase])
+
+
+def _preview(args: Any, runner: StackRunner, out: TextIO) -> int:
+    return phases.preview(_context(args, runner, out), args.phase)
+
+
+def _destroy(args: Any, runner: StackRunner, out: TextIO) -> int:
     preserve = True if args.preserve_data else False if args.wipe_data else None
-    return destroy(
-        context, args.phase, preserve, cluster_gone=getattr(args, "cluster_gone", False), wipe_cache=getattr(args, "wipe_cache", False)
-    )
+    return phases.destroy(_context(args, runner, out), args.phase, preserve, cluster_gone=args.cluster_gone, wipe_cache=args.wipe_cache)
+
+
+def _status(args: Any, runner: StackRunner, out: TextIO) -> int:
+    out.write(status(runner) + "\n")
+    return 0
+
+
+def _kubeconfig(args: Any, runner: StackRunner, out: TextIO) -> int:
+    return kubeconfig(runner, args.stack, args.output, out, sys.stderr)
+
+
+UP = Verb(_up)
+PREVIEW = Verb(_preview, first=_stack_files)
+DESTROY = Verb(_destroy)
+STATUS = Verb(_status)
+KUBECONFIG = Verb(_kubeconfig)
 
 
 def _explainer(runner: StackRunner) -> Callable[[str, str, str, str], str]:
     """What to tell of a failed stack: blueprint's fix for a Pulumi failure it knows, else the failure
     explained (with the pods that are not Ready, after a Kubernetes timeout).
     """
-    import cli.doctor as doctor
     import cli.explain as explain
 
     def explained(phase: str, stack: str, output: str, resume: str) -> str:
-        known = doctor.pulumi_failure(output, project_dir=PROJECT_DIR, environ=os.environ)
+        known = pulumi_failure(output, project_dir=PROJECT_DIR, environ=os.environ)
         if known is not None:
             return known
         phase1 = runner.outputs("phase1") or {}

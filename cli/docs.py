@@ -10,7 +10,8 @@ the code would give today, naming the page and the command that rewrites it:
 - images.md: what `blueprint images` reads from the offline plans of the phase stacks.
 
 Only images.md needs the plans (a few seconds); every page shows the project's defaults, never the
-stack files of this checkout.
+stack files of this checkout. `generate`, the one write-or-check run, writes these pages and those
+of `blueprint diagram` (cli/diagram).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cli.plan import Plan
 
-REFERENCE_DIR = Path(__file__).resolve().parent.parent / "docs" / "reference"
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE_DIR = ROOT / "docs" / "reference"
 COMMAND = "uv run blueprint docs"
 
 
@@ -326,29 +328,70 @@ PAGES = (
 
 
 def run(*, check: bool, folder: Path = REFERENCE_DIR, pages: Sequence[Page] = PAGES) -> int:
-    """Write every page into `folder`, or, with `check`, say which committed page is stale (exit 1)."""
+    """`blueprint docs [--check]`: every page, into `folder`."""
+    return generate([_reference(page, folder) for page in pages], check=check, command=COMMAND)
+
+
+def _reference(page: Page, folder: Path) -> Generated:
+    return Generated(path=folder / page.name, text=lambda _current: page_text(page))
+
+
+# --- the one generator run ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Generated:
+    """A file, or a block of one, that a command writes from the code (`generate`)."""
+
+    path: Path
+    text: Callable[[str | None], str]
+    """Its text, given the file's current text (None: no such file yet): a whole page ignores it; a
+    block puts itself into its place there, or raises NoPlace."""
+    what: str = ""
+    """How the messages name it (empty: by its path)."""
+
+
+class NoPlace(Exception):
+    """The file of a generated block has no place for it; the message says where to put it."""
+
+
+def generate(files: Sequence[Generated], *, check: bool, command: str) -> int:
+    """Write each of `files` whose text is not what the code gives today, or, with `check`, say which
+    (exit 1); `command` is the one that writes them. Nothing is written when any cannot be made (a
+    phase that does not plan, a block without its place).
+    """
     from cli.plan import ProgramFailed
 
     try:
-        wanted = {folder / page.name: page_text(page) for page in pages}
+        wanted = [(file, file.text(_current(file.path))) for file in files]
     except ProgramFailed as failed:
-        print(f"error: a phase does not plan, so its images cannot be listed: {failed.cause}", file=sys.stderr)
+        return failed.say(f"a phase does not plan, so `{command}` cannot make its pages: ")
+    except NoPlace as error:
+        print(f"error: {error}", file=sys.stderr)
         return 1
-    if check:
-        stale = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
-        for path in stale:
-            state = "is missing" if not path.exists() else "is out of date with the code"
-            print(f"{_shown(path)} {state}: run `{COMMAND}` and commit the result.", file=sys.stderr)
-        if not stale:
-            print(f"{len(wanted)} reference pages are up to date.")
-        return 1 if stale else 0
-    folder.mkdir(parents=True, exist_ok=True)
-    for path, text in wanted.items():
-        path.write_text(text)
-        print(f"wrote {_shown(path)}")
-    return 0
+    fresh = [_named(file) for file, text in wanted if _current(file.path) == text]
+    stale = [(file, text) for file, text in wanted if _current(file.path) != text]
+    for file, text in stale:
+        if check:
+            state = "is missing" if not file.path.exists() else "is out of date with the program"
+            print(f"{_named(file)} {state}: run `{command}` and commit the result.", file=sys.stderr)
+        else:
+            file.path.parent.mkdir(parents=True, exist_ok=True)
+            file.path.write_text(text)
+            print(f"wrote {_named(file)}")
+    if fresh:
+        print(f"up to date: {', '.join(fresh)}")
+    return 1 if check and stale else 0
 
 
-def _shown(path: Path) -> str:
-    root = REFERENCE_DIR.parent.parent
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+def _current(path: Path) -> str | None:
+    return path.read_text() if path.exists() else None
+
+
+def _named(file: Generated) -> str:
+    return file.what or shown(file.path)
+
+
+def shown(path: Path) -> str:
+    """`path` as messages show it: from the checkout's root when it is in the checkout."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)

@@ -17,14 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cli.doctor.needs import GIB, MIB
 from components.image_cache import CACHE_LABEL, CACHE_MARKER, MIRRORED_REGISTRIES, OWNER_LABEL, mirror_container, mirror_urn
 from stacks import outputs
 
 DockerRun = Callable[[Sequence[str]], tuple[int, str]]
 """Run a `docker ...` argv: its exit code and its output; 127 when there is no docker."""
 
-GIB = 1 << 30
-MIB = 1 << 20
 WIPE_TIMEOUT = 1800
 """Seconds the one-shot container that removes what the user cannot may take (as the data folder's wipe)."""
 

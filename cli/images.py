@@ -403,9 +403,6 @@ def run(as_json: bool) -> int:
     """`blueprint images [--json]`: plan the phase stacks offline, print what they pull."""
     import logging
     import sys
-    import traceback
-
-    from pulumi import RunError
 
     from cli.plan import ProgramFailed
 
@@ -413,10 +410,6 @@ def run(as_json: bool) -> int:
     try:
         results = plans()
     except ProgramFailed as failed:
-        if not isinstance(failed.cause, RunError):
-            traceback.print_exception(failed.cause)  # a bug of the program, not of the user's config
-            return 1
-        print(f"error: {failed.cause}", file=sys.stderr)  # a config problem: the message names it and its fix
-        return 1
+        return failed.say()
     sys.stdout.write(to_json(results) if as_json else to_text(results))
     return 0

@@ -79,8 +79,8 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
             f"fix: bring it up with `{_bring_up(stack)}`, then run this again"
         )
     # Else ask Docker itself, as `blueprint doctor` does, for its fix on this OS.
-    from cli.doctor import RealMachine
     from cli.doctor.docker import DOCKER_ENGINE, docker_checks
+    from cli.doctor.machine import RealMachine
 
     docker = next((check for check in docker_checks(RealMachine()) if not check.ok), None)
     if docker is not None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     Verbs = argparse._SubParsersAction[argparse.ArgumentParser]
+
+Handler = Callable[[argparse.Namespace], int]
+"""What runs one verb: its parsed arguments -> the exit code."""
 
 PHASE_STACKS = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
 """The stacks of each `--phase`, in the order `blueprint up` runs them."""
@@ -239,9 +242,6 @@ def _verb_env(verbs: Verbs) -> None:
 
 def _plan(args: argparse.Namespace) -> int:
     import logging
-    import traceback
-
-    import pulumi
 
     from cli.plan import Plan, ProgramFailed, plan
 
@@ -250,11 +250,7 @@ def _plan(args: argparse.Namespace) -> int:
     try:
         result = plan(args.stack, dict(args.config), preview=args.preview)
     except ProgramFailed as failed:
-        if isinstance(failed.cause, pulumi.RunError):
-            print(f"error: {failed.cause}", file=sys.stderr)  # a user error: the message says it all
-        else:
-            traceback.print_exception(failed.cause)
-        return 1
+        return failed.say()
     if args.destroy:
         from cli.lifecycle import destroy_view
 
@@ -278,9 +274,7 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _env() -> int:
-    import os
-
+def _env(args: argparse.Namespace) -> int:
     from cli import passphrase
 
     try:
@@ -294,10 +288,72 @@ def _env() -> int:
     return 0
 
 
+def _pulumi(verb: str) -> Handler:
+    """The handler of a verb that drives Pulumi: the `Verb` named `verb` in cli/commands.py, run by
+    `commands.main_for` (the pre-flight, the real runner, the failure help).
+    """
+
+    def handler(args: argparse.Namespace) -> int:
+        from cli import commands
+
+        chosen: commands.Verb = getattr(commands, verb)
+        return commands.main_for(chosen, args)
+
+    return handler
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from cli import doctor
+
+    return doctor.run((args.stack,) if args.stack else PHASE_STACKS[args.phase], fix=args.fix, yes=args.yes)
+
+
+def _secrets(args: argparse.Namespace) -> int:
+    from cli import secrets
+
+    return secrets.run(args)
+
+
+def _images(args: argparse.Namespace) -> int:
+    from cli import images
+
+    return images.run(args.json)
+
+
+def _diagram(args: argparse.Namespace) -> int:
+    from cli import diagram
+
+    return diagram.run(check=args.check)
+
+
+def _docs(args: argparse.Namespace) -> int:
+    from cli import docs
+
+    return docs.run(check=args.check)
+
+
+# Each handler imports what its verb needs only when it runs, so `--help` and usage errors stay fast.
+VERBS: dict[str, Handler] = {
+    "up": _pulumi("UP"),
+    "preview": _pulumi("PREVIEW"),
+    "destroy": _pulumi("DESTROY"),
+    "plan": _plan,
+    "doctor": _doctor,
+    "status": _pulumi("STATUS"),
+    "kubeconfig": _pulumi("KUBECONFIG"),
+    "secrets": _secrets,
+    "images": _images,
+    "diagram": _diagram,
+    "docs": _docs,
+    "env": _env,
+}
+"""The one dispatch: each verb of `parser` and its handler."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        return _dispatch(args)
+        return VERBS[args.command](args)
     except run_error() as error:
         # A user error the program's own code raises (a config or manifest problem read by the CLI): its message says it all.
         print(f"error: {error}", file=sys.stderr)
@@ -324,42 +380,6 @@ def yaml_error() -> type[Exception]:
     import yaml
 
     return yaml.YAMLError
-
-
-def _dispatch(args: argparse.Namespace) -> int:
-    # Each command imports what it needs only now, so `--help` and usage errors stay fast.
-    if args.command == "plan":
-        return _plan(args)
-    if args.command == "doctor":
-        from cli import doctor
-
-        return doctor.run((args.stack,) if args.stack else PHASE_STACKS[args.phase], fix=args.fix, yes=args.yes)
-    if args.command == "diagram":
-        from cli import diagram
-
-        return diagram.run(check=args.check)
-    if args.command == "docs":
-        from cli import docs
-
-        return docs.run(check=args.check)
-    if args.command == "env":
-        return _env()
-    if args.command == "images":
-        from cli import images
-
-        return images.run(args.json)
-    if args.command == "secrets":
-        from cli import secrets
-
-        if args.show is None:
-            sys.stdout.write(secrets.listing(args.stack))
-            return 0
-        if problem := secrets.not_shown(args.show):
-            print(f"error: {problem}", file=sys.stderr)  # before the stack is read: no Pulumi needed to be told
-            return 1
-    from cli import commands
-
-    return commands.main_for(args)
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ def up(context: Context, phase: str) -> int:
     code = _in_order(context, phase, "up", context.runner.up)
     if code == 0:
         values = {stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}
-        from cli.doctor import RealMachine, machine_family
+        from cli.doctor.machine import RealMachine, machine_family
 
         tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
         context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine())))

@@ -18,8 +18,9 @@ import heapq
 import json
 import logging
 import runpy
-import shlex
+import sys
 import threading
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,17 @@ class ProgramFailed(Exception):
         self.cause = cause
         self.registered = registered
 
+    def say(self, stopped: str = "") -> int:
+        """Say on stderr that a phase failed to plan, and return the exit code, 1. A RunError (a config or
+        manifest problem, a refusal of the program) is its message alone, after `stopped` (what it
+        stops); anything else is a bug of the program, which keeps its traceback.
+        """
+        if isinstance(self.cause, RunError):
+            print(f"error: {stopped}{self.cause}", file=sys.stderr)
+        else:
+            traceback.print_exception(self.cause)
+        return 1
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -78,6 +90,8 @@ class Plan:
     folders: list[dict[str, str]] | None = None
     destroy_reasons: dict[str, str] = field(repr=False, default_factory=dict)
     """Why each resource meets its destroy fate (a destroy view's text shows it; JSON does not)."""
+    invokes: list[dict[str, Any]] = field(repr=False, default_factory=list)
+    """Every invoke the program made (`local.run` and the like): its token and arguments (never printed)."""
 
     def to_json(self) -> str:
         document: dict[str, Any] = {"project": self.project, "stack": self.stack}
@@ -198,6 +212,8 @@ class _StandInMocks(Mocks):
         self.preview = preview
         self.unconfigured: set[str] = set()
         """Providers whose config a preview does not know (the recorder fills it)."""
+        self.invokes: list[dict[str, Any]] = []
+        """Every invoke the program made: its token and arguments."""
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == STACK_REFERENCE_TYPE:
@@ -227,24 +243,26 @@ class _StandInMocks(Mocks):
         }
 
     def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        self.invokes.append({"token": args.token, **args.args})
         if args.token == RUN_TOKEN:
-            return self._run_command(str(args.args.get("command") or "")), []
+            return self._run_command(args.args), []
         raise NotImplementedError(f"the offline plan has no stand-in for the invoke {args.token}")
 
-    def _run_command(self, command: str) -> dict[str, Any]:
-        """What pulumi-command's `local.run` returns: for `kind get kubeconfig --name <cluster>`
-        (phase2's kubeconfig), the stand-in kubeconfig of the cluster an upstream plan creates, the
-        same as its cluster command's; for a cluster no upstream creates, kind's error.
+    def _run_command(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """What pulumi-command's `local.run` returns: for `kind get kubeconfig` of the cluster its
+        environment names (stacks/phase1.py `kind_kubeconfig`, phase2's kubeconfig), the stand-in
+        kubeconfig of the cluster an upstream plan creates, the same as its cluster command's; for a
+        cluster no upstream creates, kind's error.
         """
-        words = shlex.split(command)
-        if words[:4] != ["kind", "get", "kubeconfig", "--name"] or len(words) < 5:
-            raise NotImplementedError(f"the offline plan has no stand-in for the command {command!r}")
+        from stacks.phase1 import KIND_KUBECONFIG
+
+        if args.get("command") != KIND_KUBECONFIG:
+            raise NotImplementedError(f"the offline plan has no stand-in for the command {args.get('command')!r}")
+        name = (args.get("environment") or {}).get("KIND_CLUSTER_NAME")
         for upstream in self.upstream.values():
-            for resource in upstream.find("command:local:Command"):
-                inputs = resource["inputs"]
-                creates = "kind get kubeconfig" in str(inputs.get("create") or "")
-                if creates and (inputs.get("environment") or {}).get("KIND_CLUSTER_NAME") == words[4]:
-                    return {"stdout": stand_ins.kubeconfig(inputs), "stderr": ""}
+            for cluster in upstream.find(*stand_ins.KIND_CLUSTER):
+                if (cluster["inputs"].get("environment") or {}).get("KIND_CLUSTER_NAME") == name:
+                    return {"stdout": stand_ins.kubeconfig(cluster["inputs"]), "stderr": ""}
         return {"stdout": "", "stderr": "ERROR: could not locate any control plane nodes"}
 
 
@@ -492,7 +510,8 @@ def _run(
     project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
     # The stack as its last `up` left it, for its reference to itself (stacks/migrations.py).
     last_up = Plan(project, stack, [], {}, {key: (value, False) for key, value in recorded.items()})
-    recorder = _Recorder(_StandInMocks({**upstream, stack: last_up}, preview))
+    mocks = _StandInMocks({**upstream, stack: last_up}, preview)
+    recorder = _Recorder(mocks)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
@@ -526,4 +545,5 @@ def _run(
         key: {"secret": True} if secret else {"secret": False, "value": _redact(value)}
         for key, (value, secret) in sorted(recorder.stack_outputs.items())
     }
-    return Plan(project, stack, _plan_order(recorder.records), outputs, dict(recorder.stack_outputs), preview=preview)
+    records = _plan_order(recorder.records)
+    return Plan(project, stack, records, outputs, dict(recorder.stack_outputs), preview=preview, invokes=mocks.invokes)

@@ -1,4 +1,5 @@
-"""`blueprint secrets`: every credential the platform generates, and, with `--show NAME`, one's value.
+"""`blueprint secrets`: every credential the platform generates, and, with `--show NAME`, one's value
+(`run`, the whole verb).
 
 The list is the catalogue (credentials.py) and needs nothing running: each credential's name, what
 it is, and where it is (its OpenBao path and key, or, for the three that open OpenBao itself, its
@@ -16,12 +17,16 @@ from __future__ import annotations
 
 import difflib
 import shlex
+import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import credentials
 from credentials import Credential
 from stacks import outputs
+
+if TYPE_CHECKING:
+    from cli.stack_runner import StackRunner
 
 SHOW_WAIT_SECONDS = 5.0
 """How long `--show` waits for OpenBao to be able to answer (a pod restarting unseals itself in that time)."""
@@ -188,3 +193,22 @@ def show(name: str, stack: str, platform: dict[str, object] | None, out: TextIO,
     out.write(found + ("\n" if out.isatty() else ""))
     out.flush()
     return 0
+
+
+def run(args: Any, runner: StackRunner | None = None, out: TextIO | None = None) -> int:
+    """`blueprint secrets [--stack STACK] [--show NAME]`: the list, which needs no Pulumi; or one value,
+    read from the stack's outputs through a `StackRunner` (the real one without `runner`).
+    """
+    if args.show is None:
+        (out or sys.stdout).write(listing(args.stack))
+        return 0
+    if problem := not_shown(args.show):
+        print(f"error: {problem}", file=sys.stderr)  # before the stack is read: no Pulumi needed to be told
+        return 1
+    from cli import commands
+
+    return commands.main_for(commands.Verb(_show), args, runner, out)
+
+
+def _show(args: Any, runner: StackRunner, out: TextIO) -> int:
+    return show(args.show, args.stack, runner.outputs(args.stack), out, sys.stderr)

@@ -1,6 +1,8 @@
 """The stacks driven through Pulumi's Automation API: every command that talks to Pulumi goes through a
 `StackRunner`, so the command logic (phase order, the preserveData recording, the summary) is tested
-without a Pulumi CLI; `AutomationRunner` is the real one.
+without a Pulumi CLI; `AutomationRunner` is the real one. Before it runs, `preflight` says what
+Pulumi needs here; `pulumi_failure` turns a Pulumi failure for an expected condition (no CLI, a state
+it cannot decrypt, a locked stack) into one message with its fix.
 
 Each phase is a stack of this project on the local `file://` backend (`.pulumi-state/`), with the
 user's private passphrase (cli/passphrase.py). Pulumi's own progress is streamed as it comes.
@@ -10,13 +12,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol
 
+from cli.doctor.checks import PULUMI_MIN_VERSION, pulumi_check
+from cli.doctor.install import PULUMI
+from cli.doctor.machine import Machine, RealMachine
 from stacks.config import PROJECT_DIR
+from versions import PULUMI_VERSION
 
 
 class StackFailed(Exception):
@@ -151,3 +159,58 @@ class AutomationRunner:
         from pulumi import automation as auto
 
         return auto.LocalWorkspaceOptions(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment())
+
+
+# The commands that drive Pulumi check first what they need, and end Pulumi's failures for expected
+# conditions with one message and its fix, never a traceback.
+
+
+def preflight(command: str, *, machine: Machine | None = None) -> str | None:
+    """What stops `blueprint <command>` before it starts Pulumi, as one message with its fix, or None:
+    `up` runs the whole doctor itself; the others need a recent enough Pulumi CLI.
+    """
+    if command != "up":
+        check = pulumi_check(machine or RealMachine(), PULUMI_MIN_VERSION)
+        if not check.ok:
+            return f"blueprint {command} needs the {PULUMI} {PULUMI_MIN_VERSION} or later: {check.found}.\nfix: {check.fix}"
+    return None
+
+
+_DECRYPT = re.compile(r"incorrect passphrase|passphrase must be set|unable to read PULUMI_CONFIG_PASSPHRASE_FILE")
+# The local backend's lock error names each lock file, .pulumi/locks/<org>/<project>/<stack>/<id>.json, and
+# who created it (pulumi/pulumi pkg/backend/diy/lock.go, `checkForLock`).
+_LOCK = re.compile(r"locks/(?:[^/\s]+/)*(?P<stack>[^/\s]+)/[^/\s]+\.json: created by (?P<holder>.+?)\s*$", re.MULTILINE)
+
+
+def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: Mapping[str, str]) -> str | None:
+    """One message with its fix for a Pulumi failure that is an expected condition, or None for any
+    other. `failure` is what the Automation API raised, or the output of a failed stack operation
+    (or a config error the CLI met reading a stack's config itself).
+    """
+    from pulumi import automation as auto
+
+    from cli import passphrase
+    from stacks.config import ConfigError
+
+    # A config value the CLI reads itself (destroy reads phase1's dataDir): the message names the fix.
+    if isinstance(failure, ConfigError):
+        return str(failure)
+    reinstall = f"fix: `blueprint doctor --fix` (installs Pulumi {PULUMI_VERSION})"
+    # The Automation API runs `pulumi version` before anything else: a missing or broken CLI fails there.
+    if isinstance(failure, FileNotFoundError) and Path(str(failure.filename)).name == "pulumi":
+        return f"{PULUMI}: no `pulumi` on PATH.\n{reinstall}"
+    if isinstance(failure, subprocess.CalledProcessError) and Path(str(failure.cmd[0])).name == "pulumi":
+        return f"{PULUMI}: `pulumi version` failed (exit {failure.returncode}).\n{reinstall}"
+    if isinstance(failure, auto.InvalidVersionError):
+        return f"{PULUMI}: {failure}\n{reinstall}"
+    text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
+    if _DECRYPT.search(text):
+        return passphrase.cannot_decrypt(environ)
+    if "the stack is currently locked" in text:
+        lock = _LOCK.search(text)
+        stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")
+        return (
+            f"Another Pulumi command holds the lock of stack {stack}{holder}. Wait for it to end; if none is running "
+            f"(an interrupted run leaves its lock behind), release the lock from {project_dir}: pulumi cancel --yes -s {shlex.quote(stack)}"
+        )
+    return None

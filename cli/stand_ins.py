@@ -30,8 +30,15 @@ def runtime(secret_keys: Iterable[str]) -> Runtime:
     return Runtime(checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM)
 
 
+KIND_CLUSTER = ("command:local:Command", "kind-cluster")
+"""The type and name of the command that makes the kind cluster and prints its kubeconfig (the
+KindCluster "kind" of stacks/phase1.py, whose command components/kind_cluster.py names `<name>-cluster`)."""
+
+
 def kubeconfig(inputs: Mapping[str, Any]) -> str:
-    """What `kind get kubeconfig` prints for the cluster these inputs create (fake credentials)."""
+    """What `kind get kubeconfig` prints for the cluster the KIND_CLUSTER command with these inputs
+    creates (fake credentials).
+    """
     kind = yaml.safe_load(inputs.get("stdin") or "{}") or {}
     port = kind.get("networking", {}).get("apiServerPort", 6443)
     context = f"kind-{(inputs.get('environment') or {}).get('KIND_CLUSTER_NAME', 'kind')}"
@@ -71,8 +78,7 @@ def _pem(kind: str, name: str) -> str:
 def provider_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Outputs that only a real provider could know, for the types the program uses."""
     if typ == "command:local:Command":
-        create = str(inputs.get("create") or "")
-        return {"stdout": kubeconfig(inputs) if "kind get kubeconfig" in create else "", "stderr": ""}
+        return {"stdout": kubeconfig(inputs) if (typ, name) == KIND_CLUSTER else "", "stderr": ""}
     if typ == "pulumi-python:dynamic/blueprint:DeployKubeconfig":
         user = {"name": "ci-deployer", "user": {"token": f"stand-in-token-{name}"}}
         return {"kubeconfig": yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [user]}), "expires_at": 1_893_456_000}

@@ -55,8 +55,6 @@ GITLAB_BUCKETS = (
 """GitLab chart 10.x's default bucket names (values.yaml) and the registry's."""
 CONSUMERS: Mapping[str, tuple[str, ...]] = {GITLAB: GITLAB_BUCKETS, RUNNER_CACHE: ("runner-cache",)}
 """Who uses MinIO: each gets a user of this name (its access key) allowed only these buckets."""
-BUCKETS = tuple(dict.fromkeys(bucket for buckets in CONSUMERS.values() for bucket in buckets))
-"""Every bucket MinIO creates."""
 POLICY_PREFIX = "blueprint-"
 """A consumer's policy is `blueprint-<consumer>`."""
 POLICY_MAX_CHARS = 2048

@@ -35,9 +35,10 @@ def cluster_args(config: Phase1Config, *, owner: str, inner_owners: tuple[str, .
     )
 
 
-def kind_kubeconfig_command(cluster_name: str) -> str:
-    """The shell command that prints the admin kubeconfig of the kind cluster `cluster_name`."""
-    return f"kind get kubeconfig --name {shlex.quote(cluster_name)}"
+KIND_KUBECONFIG = 'kind get kubeconfig --name "$KIND_CLUSTER_NAME" || true'
+"""The command `kind_kubeconfig` runs, the cluster's name in its environment. `|| true`: a failed kind
+(not on PATH, Docker stopped, no such cluster) becomes the RunError that says what to check, not a
+failed invoke with its traceback."""
 
 
 def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
@@ -52,16 +53,14 @@ def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
     takes it sees no diff until the cluster is replaced; and the cluster's own command prints it with
     the same `kind get kubeconfig`.
     """
-    command = kind_kubeconfig_command(cluster_name)
-    # `|| true`: a failed kind (not on PATH, Docker stopped, no such cluster) becomes the RunError
-    # below, which says what to check, not a failed invoke with its traceback. Nothing is logged
-    # (pulumi-command logs stdout unless told not to: provider/pkg/provider/local/logging.go):
-    # stdout is the kubeconfig; what kind says on stderr goes into that error.
-    ran = local.run_output(command=f"{command} || true", logging=local.Logging.NONE)
+    # Nothing is logged (pulumi-command logs stdout unless told not to: provider/pkg/provider/local/logging.go):
+    # stdout is the kubeconfig; what kind says on stderr goes into the error below.
+    ran = local.run_output(command=KIND_KUBECONFIG, environment={"KIND_CLUSTER_NAME": cluster_name}, logging=local.Logging.NONE)
 
     def checked(result: local.RunResult) -> str:
         if not result.stdout.strip():
             said = (result.stderr or "").strip()[-500:] or "it printed nothing"
+            command = f"kind get kubeconfig --name {shlex.quote(cluster_name)}"
             raise pulumi.RunError(
                 f"phase2 reads the admin kubeconfig of phase1's kind cluster {cluster_name} from kind, and `{command}` "
                 f"gave none: {said}. Docker must run and kind be on PATH (`uv run blueprint doctor` checks both), and "

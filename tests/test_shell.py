@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from cli.plan import RUN_TOKEN, Plan
 from stacks.config import PROJECT_DIR
 from tests.plans import COMMAND, planned
 
@@ -72,6 +73,12 @@ def plan_scripts(resource: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     yield from (("sh-c", text) for text in sh_c_texts(inputs))
 
 
+def invoke_scripts(result: Plan) -> Iterator[tuple[str, str]]:
+    """(label, script) of every command `result`'s program runs as an invoke (`local.run`), on every
+    preview and up."""
+    yield from ((f"invoke{index}", str(invoke["command"])) for index, invoke in enumerate(result.invokes) if invoke["token"] == RUN_TOKEN)
+
+
 def ci_job_scripts() -> Iterator[tuple[str, str]]:
     """(label, script) of every job of the apps' CI templates: its lines, as the runner runs them in
     one shell (YAML anchors resolved); `after_script` runs in a shell of its own."""
@@ -97,14 +104,17 @@ def test_shellcheck_finds_nothing_in_any_script_the_program_runs(tmp_path: Path)
     (tmp_path / ".shellcheckrc").write_text("shell=sh\n")
     texts: dict[str, str] = {}
     for stack, config in PLANS:
-        for resource in planned(stack, **config).resources:
+        result = planned(stack, **config)
+        for resource in result.resources:
             for key, text in plan_scripts(resource):
                 texts.setdefault(text, f"{stack}.{resource['name']}.{key}")
+        texts.update({text: f"{stack}.{label}" for label, text in invoke_scripts(result)})
     texts.update({text: f"ci.{label}" for label, text in ci_job_scripts()})
     for text, label in texts.items():
         (tmp_path / f"{label}.sh").write_text(text)
     files = [*shell_files(), *sorted(tmp_path.glob("*.sh"))]
     assert any("kind create cluster" in text for text in texts), "the plans' scripts were not found"
+    assert any(label.startswith("phase2.invoke") for label in texts.values()), "phase2's invoke was not found"
     assert PROJECT_DIR / "components" / "host_folder_wipe.sh" in files, "the .sh files were not found"
     done = subprocess.run([str(SHELLCHECK), *map(str, files)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -118,6 +128,17 @@ def test_script_texts_hold_no_values() -> None:
         return {f"{r['type']} {r['name']} {key}": text for r in planned("dev", **config).resources for key, text in plan_scripts(r)}
 
     assert scripts() == scripts(clusterName="lab", dataDir="/tmp/elsewhere", domain="other.example.net", imageCacheDir="/tmp/images")
+
+
+def test_invoke_commands_hold_no_values() -> None:
+    """As a script: the command phase2 runs on every preview and up reads the cluster's name from its
+    environment, so another name, folder and domain run the very same command."""
+
+    def commands(**config: str) -> list[str]:
+        return [text for _, text in invoke_scripts(planned("phase2", **config))]
+
+    assert commands(), "phase2 runs `kind get kubeconfig` as an invoke"
+    assert commands() == commands(clusterName="lab", dataDir="/tmp/elsewhere", domain="other.example.net")
 
 
 def long_shell_strings(source: str) -> Iterator[int]:

@@ -3,7 +3,8 @@
 docs/design/architecture.md and the README's traffic diagram are generated, never edited by hand: a
 hand-drawn picture goes stale the day a port, a node group or a volume changes, while one read from
 the plans shows what `pulumi up` would really make. `--check` (run by the test suite) fails when
-either committed drawing is not what the program would give.
+either committed drawing is not what the program would give; both go through the generated pages'
+one write-or-check run (cli/docs.py `generate`).
 
 What a person wants from it, each read from the plans' inputs (not from a table kept beside them):
 what runs where (cli/diagram/workloads.py); which hosts and ports reach what (the laptop's ports,
@@ -16,15 +17,16 @@ Nothing here names a Pulumi type: a reader wants GitLab, not `kubernetes:helm.sh
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 from cli.diagram import data, routes, workloads
 from cli.diagram.drawing import drawing, traffic
 from cli.diagram.model import Architecture, PortMapping, output, relative_to
 from cli.diagram.tables import tables
-from cli.plan import Plan, ProgramFailed, plan
+from cli.docs import Generated, NoPlace, generate, shown
+from cli.plan import Plan, plan
 from stacks import outputs
 from stacks.config import PROJECT_DIR
 from stacks.config.schema import defaults_only
@@ -86,11 +88,6 @@ def architecture(plans: Sequence[Plan]) -> Architecture:
     )
 
 
-def mermaid(plans: Sequence[Plan]) -> str:
-    """A Mermaid flowchart of `plans`: the laptop, the cluster's node groups and the data folder."""
-    return drawing(architecture(plans))
-
-
 def traffic_diagram(plans: Sequence[Plan]) -> str:
     """A small Mermaid flowchart of `plans`' traffic alone: the laptop's ports to what answers them."""
     return traffic(architecture(plans))
@@ -145,36 +142,29 @@ def run(*, check: bool = False, output: Path = DEFAULT_OUTPUT, readme: Path = RE
     """`blueprint diagram [--check]`: write the architecture page at `output` and the traffic diagram
     into `readme`, or check that both are what the plans give today.
     """
-    try:
-        # The project's architecture, not this checkout's settings: the stack files are not read.
-        with defaults_only():
-            plans = [plan(stack) for stack in PHASES]
-    except ProgramFailed as failed:
-        print(f"error: a phase does not plan, so there is nothing to draw: {failed.cause}", file=sys.stderr)
-        return 1
-    document = render_document(plans)
-    current_readme = readme.read_text() if readme.exists() else ""
-    new_readme = with_traffic(current_readme, traffic_diagram(plans))
-    no_markers = f"{readme} has no traffic diagram markers: put the lines `{BEGIN}` and `{END}` where it goes, then run `{COMMAND}`."
-    if check:
-        current = output.read_text() if output.exists() else None
-        stale = [] if current == document else [f"{output} {'is missing' if current is None else 'is out of date with the program'}"]
-        stale += [] if new_readme in (None, current_readme) else [f"the traffic diagram in {readme} is out of date with the program"]
-        for problem in stale:
-            print(f"{problem}: run `{COMMAND}` and commit the result.", file=sys.stderr)
-        if new_readme is None:
-            print(no_markers, file=sys.stderr)
-        if stale or new_readme is None:
-            return 1
-        print(f"{output} and the traffic diagram in {readme} are up to date.")
-        return 0
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(document)
-    print(f"wrote {output}")
-    if new_readme is None:
-        print(no_markers, file=sys.stderr)
-        return 1
-    if new_readme != current_readme:
-        readme.write_text(new_readme)
-        print(f"wrote the traffic diagram into {readme}")
-    return 0
+    return generate(pages(output, readme), check=check, command=COMMAND)
+
+
+def pages(output: Path, readme: Path) -> tuple[Generated, Generated]:
+    """The architecture page at `output` and the traffic diagram block of `readme`, drawn from the
+    phases' plans, planned once for both.
+    """
+    plans = cache(_default_plans)
+
+    def with_diagram(current: str | None) -> str:
+        text = with_traffic(current or "", traffic_diagram(plans()))
+        if text is None:
+            where = f"put the lines `{BEGIN}` and `{END}` where it goes, then run `{COMMAND}`"
+            raise NoPlace(f"{readme} has no traffic diagram markers: {where}.")
+        return text
+
+    return (
+        Generated(path=output, text=lambda _current: render_document(plans())),
+        Generated(path=readme, text=with_diagram, what=f"the traffic diagram in {shown(readme)}"),
+    )
+
+
+def _default_plans() -> list[Plan]:
+    # The project's architecture, not this checkout's settings: the stack files are not read.
+    with defaults_only():
+        return [plan(stack) for stack in PHASES]

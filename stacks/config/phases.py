@@ -85,7 +85,7 @@ class Phase1Config:
 MAX_GITLAB_NODES = 10
 """Beyond this, GitLab nodes stand empty: ten pods are pinned to them (GitLab's eight, each of one
 replica, the gateway's controller and its proxy); and each node costs memory of its own, which
-`blueprint doctor` counts (cli/doctor.py, `resources_needed`)."""
+`blueprint doctor` counts (cli/doctor/needs.py, `resources_needed`)."""
 MAX_RUNNER_NODES = 8
 """Beyond this, runner nodes stand empty: the two Runners' pods and at most six jobs at a time
 (their `concurrent` settings, components/runner.py)."""

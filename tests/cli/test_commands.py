@@ -1,5 +1,5 @@
-"""The dispatch of `blueprint up | preview | destroy | status` (`main_for`), and the arguments it is
-given, against a fake runner (no Pulumi CLI here)."""
+"""The verbs that drive Pulumi (`blueprint up | preview | destroy | status`, run by `main_for`), the one
+dispatch of cli/main.py, and the arguments each verb is given, against a fake runner (no Pulumi CLI here)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from cli import commands
-from cli.main import main
+from cli.main import VERBS, main, parser
 from tests.cli.fake_runner import PHASE2, FakeRunner
 
 
@@ -21,7 +21,7 @@ def test_destroy_wipe_cache_reaches_the_destroy_which_refuses_it_when_phase1_sta
         command="destroy", phase="2", preserve_data=True, wipe_data=False, wipe_cache=True, cluster_gone=False, yes=True
     )
     runner = FakeRunner(existing={"phase1": {}, "phase2": PHASE2})
-    assert commands.main_for(args, runner, out) == 1
+    assert commands.main_for(commands.DESTROY, args, runner, out) == 1
     assert "--wipe-cache removes the image cache" in out.getvalue()
     assert ("destroy", "phase2") not in runner.calls
 
@@ -31,6 +31,24 @@ def test_bad_arguments_are_usage_errors(argv: list[str], capsys: pytest.CaptureF
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2
+
+
+def test_every_command_of_the_parser_has_its_handler_in_the_one_dispatch() -> None:
+    [verbs] = [action for action in parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    assert list(VERBS) == list(verbs.choices)
+
+
+@pytest.mark.parametrize("verb", ["up", "preview", "destroy", "status", "kubeconfig"])
+def test_each_verb_that_drives_pulumi_runs_its_own_verb_through_main_for(verb: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[commands.Verb] = []
+
+    def main_for(chosen: commands.Verb, args: argparse.Namespace) -> int:
+        ran.append(chosen)
+        return 0
+
+    monkeypatch.setattr(commands, "main_for", main_for)
+    assert main([verb]) == 0
+    assert ran == [getattr(commands, verb.upper())]
 
 
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,7 +64,7 @@ def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume
     runner = FakeRunner(failing="phase2")
     out = io.StringIO()
     args = argparse.Namespace(command="up", phase="all", glab_login=False)
-    assert commands.main_for(args, runner, out) == 1
+    assert commands.main_for(commands.UP, args, runner, out) == 1
     text = out.getvalue()
     assert "phase2-chart" in text
     assert "  uv run blueprint up\n" in text, "after a whole up stopped, the whole up again: phase3 is still to do"
@@ -55,14 +73,15 @@ def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume
 def test_a_failed_up_of_one_phase_resumes_that_phase(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     out = io.StringIO()
-    assert commands.main_for(argparse.Namespace(command="up", phase="2", glab_login=False), FakeRunner(failing="phase2"), out) == 1
+    args = argparse.Namespace(command="up", phase="2", glab_login=False)
+    assert commands.main_for(commands.UP, args, FakeRunner(failing="phase2"), out) == 1
     assert "uv run blueprint up --phase 2" in out.getvalue()
 
 
 def test_status_through_the_cli_needs_no_doctor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("cli.doctor.run", lambda stacks: pytest.fail("status must not run the doctor"))
     out = io.StringIO()
-    assert commands.main_for(argparse.Namespace(command="status"), FakeRunner(), out) == 0
+    assert commands.main_for(commands.STATUS, argparse.Namespace(command="status"), FakeRunner(), out) == 0
     assert "phase1: not up" in out.getvalue()
 
 
@@ -75,7 +94,7 @@ def test_up_checks_every_selected_phase_with_its_doctor_before_any_stack_runs(mo
 
     monkeypatch.setattr("cli.doctor.run", doctor)
     runner = FakeRunner()
-    assert commands.main_for(argparse.Namespace(command="up", phase="all", glab_login=False), runner, io.StringIO()) == 1
+    assert commands.main_for(commands.UP, argparse.Namespace(command="up", phase="all", glab_login=False), runner, io.StringIO()) == 1
     assert asked == [("phase1", "phase2", "phase3")]
     assert runner.calls == []
 
@@ -86,14 +105,12 @@ def test_a_bad_phase3_value_stops_the_preview_of_every_phase_before_phase1_runs(
     monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase3.yaml").write_text("config:\n  blueprint:pipelineTimeout: 5\n")
     runner = FakeRunner()
-    assert commands.main_for(argparse.Namespace(command="preview", phase="all"), runner, io.StringIO()) == 1
+    assert commands.main_for(commands.PREVIEW, argparse.Namespace(command="preview", phase="all"), runner, io.StringIO()) == 1
     assert "blueprint:pipelineTimeout = '5' is not valid" in capsys.readouterr().err
     assert runner.calls == []
 
 
 def test_up_logs_glab_in_by_default_and_no_glab_login_leaves_it_alone() -> None:
-    from cli.main import parser
-
     assert parser().parse_args(["up"]).glab_login is True
     assert parser().parse_args(["up", "--no-glab-login"]).glab_login is False
 

@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from cli.diagram import BEGIN, END, PHASES, README, architecture, mermaid, render_document, run, traffic_diagram
+from cli.diagram import BEGIN, END, PHASES, README, architecture, render_document, run, traffic_diagram
+from cli.diagram.drawing import drawing
 from cli.plan import Plan
 from stacks.config import PROJECT_DIR
 from tests.plans import kind_config_of, planned
@@ -29,7 +30,7 @@ def plans() -> list[Plan]:
 
 @pytest.fixture(scope="module")
 def diagram(plans: list[Plan]) -> str:
-    return mermaid(plans)
+    return drawing(architecture(plans))
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_every_node_group_of_the_kind_config_is_drawn_with_its_node_count(plans:
 
 def test_the_node_groups_follow_the_config_not_a_table(plans: list[Plan]) -> None:
     two_gitlab_nodes = [planned("phase1", gitlabNodes="2"), *plans[1:]]
-    assert 'gitlab workers (blueprint/role=gitlab): 2 nodes"]' in mermaid(two_gitlab_nodes)
+    assert 'gitlab workers (blueprint/role=gitlab): 2 nodes"]' in drawing(architecture(two_gitlab_nodes))
 
 
 def test_each_workload_is_drawn_in_the_node_group_its_node_selector_picks(plans: list[Plan], diagram: str) -> None:
@@ -155,9 +156,9 @@ def test_a_name_routed_by_an_httproute_of_the_plans_is_drawn_to_the_workload_beh
     ]
     resources = [r for r in phase2.resources if r is not corefile] + extra
     with_route = [plans[0], dataclasses.replace(phase2, resources=resources), plans[2]]
-    (gateway,) = [n for n, label in node_labels(mermaid(with_route)).items() if label.startswith("gateway ")]
-    (web,) = ids_labelled(mermaid(with_route), "web")
-    assert f'  {gateway} -->|"web.local.example.net"| {web}\n' in mermaid(with_route)
+    (gateway,) = [n for n, label in node_labels(drawing(architecture(with_route))).items() if label.startswith("gateway ")]
+    (web,) = ids_labelled(drawing(architecture(with_route)), "web")
+    assert f'  {gateway} -->|"web.local.example.net"| {web}\n' in drawing(architecture(with_route))
 
 
 def test_every_volume_folder_is_drawn_next_to_its_workload(plans: list[Plan], diagram: str, document: str) -> None:
@@ -228,7 +229,7 @@ def test_drawing_reuses_the_plans_and_costs_little(plans: list[Plan]) -> None:
 
 
 def test_the_diagram_is_deterministic(plans: list[Plan], diagram: str) -> None:
-    assert mermaid(plans) == diagram
+    assert drawing(architecture(plans)) == diagram
     assert render_document(plans) == render_document(plans)
 
 
@@ -286,7 +287,7 @@ def test_every_image_cache_mirror_phase1_starts_is_drawn(plans: list[Plan], diag
 
 
 def test_without_the_image_cache_no_mirror_is_drawn() -> None:
-    assert "mirror of" not in mermaid([planned("phase1", imageCache="false")])
+    assert "mirror of" not in drawing(architecture([planned("phase1", imageCache="false")]))
 
 
 # --- the README's traffic diagram ------------------------------------------------------------------
@@ -394,3 +395,4 @@ def test_a_readme_without_the_markers_is_reported_as_such(tmp_path: Path, capsys
     assert run(output=tmp_path / "architecture.md", readme=readme, check=check) == 1
     assert f"{readme} has no traffic diagram markers: put the lines `{BEGIN}` and `{END}`" in capsys.readouterr().err
     assert readme.read_text() == "# blueprint\n\nA platform.\n"
+    assert not (tmp_path / "architecture.md").exists(), "nothing is written while a page cannot be made"

@@ -45,7 +45,7 @@ def fake_kind(bin_dir: Path, *, exit_code: int = 0, stderr: str = "") -> Path:
 
 def run(args: list[str], runner: FakeRunner) -> tuple[int, str]:
     out = io.StringIO()
-    code = commands.main_for(parser().parse_args(["kubeconfig", *args]), runner, out)
+    code = commands.main_for(commands.KUBECONFIG, parser().parse_args(["kubeconfig", *args]), runner, out)
     return code, out.getvalue()
 
 

@@ -9,12 +9,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pulumi import RunError
 
 from cli import stack_runner
 from cli.main import main
+from cli.plan import ProgramFailed
 from stacks.config import PROJECT_DIR
 
 FAKE_PULUMI = """#!/bin/sh
@@ -201,3 +204,45 @@ def test_the_blueprint_command_tree_is_the_only_argument_parser_in_cli() -> None
     folder = PROJECT_DIR / "cli"
     parsers = {str(path.relative_to(folder)): path.read_text().count("ArgumentParser(") for path in sorted(folder.rglob("*.py"))}
     assert {path: count for path, count in parsers.items() if count} == {"main.py": 1}
+
+
+PLANNING_COMMANDS = [["plan", "phase1"], ["images"], ["docs", "--check"], ["diagram", "--check"]]
+"""The commands that plan the phases offline."""
+
+
+def failing_plans(monkeypatch: pytest.MonkeyPatch, fail: Callable[[], object]) -> None:
+    """Every plan stops as the program does when `fail` raises (the harness wraps what it raised)."""
+
+    def failed(*args: object, **kwargs: object) -> None:
+        try:
+            fail()
+        except Exception as error:
+            raise ProgramFailed(error, []) from error
+
+    monkeypatch.setattr("cli.plan._run", failed)
+
+
+def refused() -> None:
+    raise RunError("blueprint:gitlabNodes = 'many' is not valid")
+
+
+@pytest.mark.parametrize("argv", PLANNING_COMMANDS, ids=" ".join)
+def test_a_phase_that_fails_to_plan_on_a_config_problem_is_said_as_its_message_alone(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing_plans(monkeypatch, refused)
+    assert main(argv) == 1
+    [said] = capsys.readouterr().err.splitlines()
+    assert said.startswith("error: ")
+    assert said.endswith("blueprint:gitlabNodes = 'many' is not valid")
+
+
+@pytest.mark.parametrize("argv", PLANNING_COMMANDS, ids=" ".join)
+def test_a_bug_that_stops_a_plan_keeps_its_traceback(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing_plans(monkeypatch, lambda: dict[str, str]()["a bug of the program"])
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err
+    assert "KeyError: 'a bug of the program'" in err

@@ -319,12 +319,12 @@ def test_the_bring_up_guide_gives_the_ca_trust_command_of_every_family_for_the_d
 
 
 def test_up_ends_with_the_ca_trust_command_of_the_machine_it_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cli import doctor
+    from cli.doctor import machine as real
     from tests.cli.doctor.fakes import FakeMachine
     from tests.cli.fake_runner import FakeRunner, context
 
     machine = FakeMachine(files={"/etc/os-release": ARCH})
-    monkeypatch.setattr(doctor, "RealMachine", lambda: machine)
+    monkeypatch.setattr(real, "RealMachine", lambda: machine)
     runner = FakeRunner(existing={"phase2": PHASE2})
     ctx, out = context(runner, probe=lambda url, ca, headers: "ok")
     assert phases.up(ctx, "2") == 0

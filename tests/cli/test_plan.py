@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli import stand_ins
 from cli.main import main
 from cli.plan import SECRET, UNKNOWN, ProgramFailed, _run, plan
 from stacks import outputs
@@ -122,6 +123,17 @@ def test_the_offline_plan_answers_kind_get_kubeconfig_with_the_upstream_clusters
     program = Path(__file__).parent / "programs" / "reads_kind_kubeconfig.py"
     result = _run("phase2", config, secret_keys, program, {"phase1": planned("phase1", apiServerPort="7443")})
     assert result.raw_outputs["server"] == ("https://127.0.0.1:7443", True)
+
+
+def test_the_cluster_command_alone_prints_a_kubeconfig_in_the_plan() -> None:
+    """Another command runs `kind get kubeconfig` for itself (Postgres' adoption of its data) and prints
+    no kubeconfig: the plan gives its stand-in to the command that makes the cluster alone."""
+    printing = [
+        command["name"]
+        for command in planned("dev").find(COMMAND)
+        if "kind-" in stand_ins.provider_outputs(COMMAND, command["name"], command["inputs"])["stdout"]
+    ]
+    assert printing == ["kind-cluster"]
 
 
 def test_stack_reference_is_recorded_with_the_upstream_name() -> None:

@@ -106,7 +106,7 @@ def test_show_reads_a_credential_not_in_openbao_from_its_file(bao: BaoServer, tm
 def test_show_through_the_command_reads_the_stacks_outputs(bao: BaoServer, tmp_path: Path) -> None:
     runner, out = FakeRunner(existing={"dev": platform(tmp_path, bao)}), io.StringIO()
     args = parser().parse_args(["secrets", "--stack", "dev", "--show", "redis-password"])
-    assert commands.main_for(args, runner, out) == 0
+    assert secrets.run(args, runner, out) == 0
     assert out.getvalue() == VALUE
 
 

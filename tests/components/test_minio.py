@@ -14,7 +14,7 @@ import versions
 from cli import report
 from cli.plan import Plan
 from components import minio as mn
-from components.minio import BUCKETS, MinioArgs, S3Credentials, bucket_policy, lookup_credentials
+from components.minio import CONSUMERS, MinioArgs, S3Credentials, bucket_policy, lookup_credentials
 from components.storage import Volume
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2 as PHASE2_OUTPUTS
@@ -150,7 +150,7 @@ def test_each_consumers_policy_grants_only_its_own_buckets() -> None:
     policies = planned_policies()
     assert set(policies) == {"gitlab", "runner-cache"}
     assert granted_buckets(policies["runner-cache"]) == {"runner-cache"}
-    assert granted_buckets(policies["gitlab"]) == set(BUCKETS) - {"runner-cache"}
+    assert granted_buckets(policies["gitlab"]) == set(minio_args(dict(CONSUMERS)).buckets) - {"runner-cache"}
 
 
 def test_bucket_policy_allows_s3_on_the_buckets_and_their_objects_only() -> None:
@@ -198,7 +198,7 @@ def test_every_policy_fits_minios_limit_for_a_policy_file() -> None:
 def test_every_bucket_is_created_idempotently() -> None:
     first = steps()[0]
     assert first["args"][:2] == ["mb", "--ignore-existing"]
-    assert sorted(first["args"][2:]) == sorted(f"platform/{bucket}" for bucket in BUCKETS)
+    assert sorted(first["args"][2:]) == sorted(f"platform/{bucket}" for bucket in minio_args(dict(CONSUMERS)).buckets)
     for bucket in ("git-lfs", "gitlab-artifacts", "gitlab-uploads", "gitlab-packages", "gitlab-backups", "tmp", "registry",
                    "gitlab-terraform-state", "gitlab-ci-secure-files", "gitlab-pages", "gitlab-dependency-proxy",
                    "gitlab-mr-diffs", "runner-cache"):  # fmt: skip

@@ -83,7 +83,9 @@ def plan_recording(monkeypatch: pytest.MonkeyPatch, stack: str, upstream: Mappin
 def test_phase2_gets_its_kubeconfig_from_kind_get_kubeconfig_of_phase1s_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     phase1 = planned("phase1", clusterName="elsewhere")
     _, recorded = plan_recording(monkeypatch, "phase2", {"phase1": phase1})
-    assert [invoke["command"] for invoke in recorded.invokes] == ["kind get kubeconfig --name elsewhere || true"]
+    assert [(invoke["command"], invoke["environment"]) for invoke in recorded.invokes] == [
+        (phase1_stack.KIND_KUBECONFIG, {"KIND_CLUSTER_NAME": "elsewhere"})
+    ]
     assert _plain(recorded.provider_inputs["kubeconfig"]) == (recorded.answers[0]["stdout"], True)
 
 
@@ -93,15 +95,17 @@ def test_the_kubeconfig_kind_prints_for_phase2_is_logged_nowhere(monkeypatch: py
     assert [invoke["logging"] for invoke in recorded.invokes] == ["none"]
 
 
-def run_as_pulumi_command(command: str, kind: Path) -> subprocess.CompletedProcess[str]:
-    """`command` as pulumi-command's `local.run` runs it (`/bin/sh -c`), with the `kind` of folder `kind` on PATH."""
-    env = {**os.environ, "PATH": f"{kind}:{os.environ['PATH']}"}
-    return subprocess.run(["/bin/sh", "-c", command], env=env, capture_output=True, text=True, timeout=30, check=False)
+def run_as_pulumi_command(invoke: Mapping[str, Any], kind: Path) -> subprocess.CompletedProcess[str]:
+    """A `local.run` invoke as pulumi-command runs it (`/bin/sh -c`, its environment over ours), with the
+    `kind` of folder `kind` on PATH."""
+    env = {**os.environ, **invoke.get("environment", {}), "PATH": f"{kind}:{os.environ['PATH']}"}
+    return subprocess.run(["/bin/sh", "-c", invoke["command"]], env=env, capture_output=True, text=True, timeout=30, check=False)
 
 
 def test_the_kubeconfig_command_passes_the_cluster_name_to_kind_as_one_word(tmp_path: Path) -> None:
     fake_command(tmp_path, "kind", 'printf "%s|" "$@"\n')
-    done = run_as_pulumi_command(phase1_stack.kind_kubeconfig_command("blue print; rm -rf x"), tmp_path)
+    invoke = {"command": phase1_stack.KIND_KUBECONFIG, "environment": {"KIND_CLUSTER_NAME": "blue print; rm -rf x"}}
+    done = run_as_pulumi_command(invoke, tmp_path)
     assert (done.returncode, done.stdout) == (0, "get|kubeconfig|--name|blue print; rm -rf x|")
 
 
@@ -110,7 +114,7 @@ def test_a_failed_kind_reaches_phase2_as_what_it_said_not_as_a_failed_invoke(mon
     a traceback; phase2's command never does, and phase2 stops with what kind said (next test)."""
     fake_command(tmp_path, "kind", 'echo "ERROR: no such cluster" >&2\nexit 1\n')
     _, recorded = plan_recording(monkeypatch, "phase2", {"phase1": planned("phase1")})
-    done = run_as_pulumi_command(recorded.invokes[0]["command"], tmp_path)
+    done = run_as_pulumi_command(recorded.invokes[0], tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "ERROR: no such cluster\n")
 
 

@@ -3,7 +3,6 @@ config of those stacks checked in the same pass."""
 
 from __future__ import annotations
 
-import argparse
 import io
 from pathlib import Path
 
@@ -70,6 +69,7 @@ def test_a_bad_data_folder_setting_read_by_destroy_itself_is_one_message_not_a_t
 ) -> None:
     """`destroy --wipe-data` with no stack left reads phase1's dataDir to find the kept data folder."""
     from cli import commands, teardown
+    from cli.main import parser
 
     class NoStacks:
         """Every stack destroyed (Pulumi keeps them, empty) and nothing else to do."""
@@ -85,8 +85,8 @@ def test_a_bad_data_folder_setting_read_by_destroy_itself_is_one_message_not_a_t
 
     config = {**teardown._phase1_config(), "blueprint:dataDir": "~blueprint-test-no-such-user/x"}
     monkeypatch.setattr(teardown, "_phase1_config", lambda: config)
-    args = argparse.Namespace(command="destroy", phase="all", preserve_data=False, wipe_data=True, cluster_gone=False, yes=True)
-    assert commands.main_for(args, NoStacks(), io.StringIO()) == 1  # type: ignore[arg-type]
+    args = parser().parse_args(["destroy", "--wipe-data", "--yes"])
+    assert commands.main_for(commands.DESTROY, args, NoStacks(), io.StringIO()) == 1  # type: ignore[arg-type]
     said = capsys.readouterr().err
     assert "blueprint:dataDir = '~blueprint-test-no-such-user/x' is not valid: there is no user" in said
     assert "Traceback" not in said
