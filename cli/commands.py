@@ -14,7 +14,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from cli.kubeconfig import kubeconfig
-from cli.phases import PHASES, Context, destroy, preview, up
+from cli.main import PHASE_STACKS
+from cli.phases import Context, destroy, preview, up
 from cli.report import glab_login
 from cli.stack_runner import AutomationRunner, StackRunner, pulumi_environment
 from cli.status import status
@@ -71,7 +72,7 @@ def _preflight(args: Any, *, real: bool) -> str | None:
 
         # What every selected phase reads, first (`up` has its doctor check it, with the machine):
         # a bad phase3 value stops the preview of phase1 too, and no tool is needed to say so.
-        if (problem := check_stack_files(PHASES[args.phase])) is not None:
+        if (problem := check_stack_files(PHASE_STACKS[args.phase])) is not None:
             return problem
     if not real:
         return None
@@ -99,7 +100,7 @@ def _dispatch(args: Any, runner: StackRunner, stream: TextIO) -> int:
         from cli import secrets
 
         return secrets.show(args.show, args.stack, runner.outputs(args.stack), stream, sys.stderr)
-    doctor_run = (lambda: doctor.run(PHASES[args.phase])) if args.command == "up" else None
+    doctor_run = (lambda: doctor.run(PHASE_STACKS[args.phase])) if args.command == "up" else None
     confirm = _confirmer(getattr(args, "yes", False))
     context = Context(runner=runner, out=stream, doctor=doctor_run, explain=_explainer(runner), confirm=confirm)
     if args.command == "up":
