@@ -1,6 +1,8 @@
 """`blueprint up | preview | destroy`: the phases' stacks in order (destroy in reverse, through
 cli/teardown.py), each through a `StackRunner` (cli/stack_runner.py).
 
+Before anything, a stack that a newer release brought up stops them all (`newer_release`).
+
 A failure names the phase and the resource, explains Kubernetes timeouts with the pods that are
 not Ready, and gives the command that resumes; every step is re-runnable. An `up` that succeeded
 ends with the report of cli/report.py.
