@@ -2,6 +2,6 @@
 
 import pulumi
 
-import stacks
+from stacks import program
 
-stacks.run(pulumi.get_stack())
+program.run(pulumi.get_stack())

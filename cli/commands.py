@@ -17,7 +17,8 @@ from typing import Any, TextIO
 
 from cli import phases
 from cli.kubeconfig import kubeconfig
-from cli.phases import PHASES, Context
+from cli.main import PHASE_STACKS
+from cli.phases import Context
 from cli.report import glab_login
 from cli.stack_runner import AutomationRunner, StackRunner, preflight, pulumi_environment, pulumi_failure
 from cli.status import status
@@ -96,7 +97,7 @@ def _context(args: Any, runner: StackRunner, out: TextIO, doctor: Callable[[], i
 def _up(args: Any, runner: StackRunner, out: TextIO) -> int:
     import cli.doctor as doctor
 
-    context = _context(args, runner, out, doctor=lambda: doctor.run(PHASES[args.phase]))
+    context = _context(args, runner, out, doctor=lambda: doctor.run(PHASE_STACKS[args.phase]))
     code = phases.up(context, args.phase)
     if code == 0 and args.glab_login:
         context.say(glab_login(runner.outputs("phase2") or {}))
@@ -108,7 +109,7 @@ def _stack_files(args: Any) -> str | None:
 
     # What every selected phase reads, first (`up` has its doctor check it, with the machine):
     # a bad phase3 value stops the preview of phase1 too, and no tool is needed to say so.
-    return check_stack_files(PHASES[args.phase])
+    return check_stack_files(PHASE_STACKS[args.phase])
 
 
 def _preview(args: Any, runner: StackRunner, out: TextIO) -> int:

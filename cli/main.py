@@ -8,16 +8,18 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from stacks import STACK_PHASES
+
 if TYPE_CHECKING:
     Verbs = argparse._SubParsersAction[argparse.ArgumentParser]
 
 Handler = Callable[[argparse.Namespace], int]
 """What runs one verb: its parsed arguments -> the exit code."""
 
-PHASE_STACKS = {"1": ("phase1",), "2": ("phase2",), "3": ("phase3",), "all": ("phase1", "phase2", "phase3")}
-"""The stacks of each `--phase`, in the order `blueprint up` runs them."""
-STACKS = (*PHASE_STACKS["all"], "dev")
-"""The stacks of this project (stacks.STACK_PHASES; not imported, so `--help` stays fast)."""
+PHASE_STACKS = {**{phase.removeprefix("phase"): (phase,) for phase in STACK_PHASES["dev"]}, "all": STACK_PHASES["dev"]}
+"""The stacks of each `--phase` (a phase's stack has its name), in the order `blueprint up` runs them."""
+STACKS = tuple(STACK_PHASES)
+"""The stacks of this project."""
 
 
 def _config_override(text: str) -> tuple[str, str]:

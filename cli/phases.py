@@ -1,6 +1,8 @@
 """`blueprint up | preview | destroy`: the phases' stacks in order (destroy in reverse, through
 cli/teardown.py), each through a `StackRunner` (cli/stack_runner.py).
 
+Before anything, a stack that a newer release brought up stops them all (`newer_release`).
+
 A failure names the phase and the resource, explains Kubernetes timeouts with the pods that are
 not Ready, and gives the command that resumes; every step is re-runnable. An `up` that succeeded
 ends with the report of cli/report.py.
@@ -17,8 +19,6 @@ from cli.main import PHASE_STACKS
 from cli.report import check_apps, pipeline_tally, summary
 from cli.stack_runner import StackFailed, StackRunner
 from cli.status import probe
-
-PHASES = PHASE_STACKS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +60,7 @@ def _failed(context: Context, failure: StackFailed, verb: str, resume: str | Non
 
 def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Callable[[str], None]], None]) -> int:
     """Run `action` on the phase's stacks in order; stop at the first failure, explained."""
-    for stack in PHASES[phase]:
+    for stack in PHASE_STACKS[phase]:
         context.say(f"== {stack}: pulumi {verb}")
         try:
             action(stack, context.say)
@@ -70,7 +70,20 @@ def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Ca
     return 0
 
 
+def newer_release(context: Context) -> bool:
+    """Whether a phase stack records another release than this checkout may act on (said, with the
+    fix): checked before anything (the doctor, a cluster change's export and destroy) in up and preview.
+    """
+    from stacks.migrations import newer_stack
+
+    if (problem := newer_stack(context.runner.outputs)) is not None:
+        context.say(f"blueprint: {problem}")
+    return problem is not None
+
+
 def up(context: Context, phase: str) -> int:
+    if newer_release(context):
+        return 1
     if context.doctor is not None and context.doctor() != 0:
         context.say("blueprint doctor found what stops a real run (above); fix it and run `uv run blueprint up` again.")
         return 1
@@ -86,7 +99,7 @@ def up(context: Context, phase: str) -> int:
             return code
     code = _in_order(context, phase, "up", context.runner.up)
     if code == 0:
-        values = {stack: context.runner.outputs(stack) or {} for stack in PHASES["all"]}
+        values = {stack: context.runner.outputs(stack) or {} for stack in PHASE_STACKS["all"]}
         from cli.doctor.machine import RealMachine, machine_family
 
         tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
@@ -95,6 +108,8 @@ def up(context: Context, phase: str) -> int:
 
 
 def preview(context: Context, phase: str) -> int:
+    if newer_release(context):
+        return 1
     return _in_order(context, phase, "preview", context.runner.preview)
 
 
@@ -106,7 +121,7 @@ def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone
         return teardown.destroy(
             context.runner,
             context.say,
-            PHASES[phase],
+            PHASE_STACKS[phase],
             preserve,
             cluster_gone=cluster_gone,
             wipe_cache=wipe_cache,

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from stacks.release_record import ReleaseRecords
 from stacks.runtime import PlatformStandIn, Runtime
 
 CHECKOUT_ID = "offline-plan"
@@ -23,11 +24,28 @@ PLATFORM = PlatformStandIn(gitlab_token="glpat-offline-plan", openbao_password="
 """What phase3 calls GitLab and OpenBao with in the plan, which reads no file of phase2's and calls nothing."""
 
 
-def runtime(secret_keys: Iterable[str]) -> Runtime:
-    """The runtime the plan runs the program with: its checkout id and platform, and every secret
-    config key's value a stand-in, since the plan cannot decrypt it.
+def runtime(secret_keys: Iterable[str], release_records: ReleaseRecords | None = None) -> Runtime:
+    """The runtime the plan runs the program with: its checkout id and platform, every secret
+    config key's value a stand-in, since the plan cannot decrypt it, and `release_records` (None:
+    none, a new platform) for the records beside the data, since the plan reads no host folder.
     """
-    return Runtime(checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM)
+    records = release_records or RecordedRelease()
+    return Runtime(checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM, release_records=records)
+
+
+class RecordedRelease:
+    """The release record beside a planned stack's data, whatever its folder: `release` (None:
+    none), and what the program records there (stacks/release_record.py).
+    """
+
+    def __init__(self, release: str | None = None) -> None:
+        self.release = release
+
+    def read(self, folder: str) -> str | None:
+        return self.release
+
+    def write(self, folder: str, release: str) -> None:
+        self.release = release
 
 
 KIND_CLUSTER = ("command:local:Command", "kind-cluster")

@@ -29,7 +29,7 @@ def status(
     stack_outputs = {stack: runner.outputs(stack) for stack in PHASE_STACKS["all"]}
     for stack, values in stack_outputs.items():
         recorded = (values or {}).get(outputs.BLUEPRINT_VERSION)
-        lines.append(f"{stack}: {'not up' if values is None else 'up'}{f', by blueprint {recorded}' if recorded else ''}")
+        lines.append(f"{stack}: {'not up' if values is None else 'up'}{f', by blueprint {_shown(recorded)}' if recorded else ''}")
     phase2, phase3 = stack_outputs["phase2"] or {}, stack_outputs["phase3"] or {}
     if phase2:
         ca = str(phase2.get(outputs.CA_CERT_FILE))
@@ -47,6 +47,17 @@ def status(
         lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
     lines += image_cache(stack_outputs["phase1"])
     return "\n".join(lines)
+
+
+def _shown(recorded: object) -> str:
+    """A recorded release as `parse` takes it, else its repr, cut short: a state holds what anyone wrote."""
+    from stacks.migrations import parse
+
+    try:
+        parse(recorded)
+    except ValueError:
+        return f"{recorded!r:.60} (not a blueprint version)"
+    return str(recorded)
 
 
 def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
@@ -67,7 +78,8 @@ def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float 
     if url.startswith("https://") and not os.path.isfile(ca_file):
         return f"unknown: the CA file {ca_file} is missing"  # no token goes where our CA cannot vouch
     try:
-        response = session(ca_file=ca_file, headers=headers).get(url, timeout=timeout)
+        with session(ca_file=ca_file, headers=headers) as http:
+            response = http.get(url, timeout=timeout)
         body = response.json() if "json" in response.headers.get("Content-Type", "") else None
     except (requests.RequestException, ValueError) as error:
         return f"unreachable ({type(error).__name__})"

@@ -122,6 +122,11 @@ def destroy(
     The image cache stays whatever `preserve` says; `wipe_cache` removes it too, once phase1's destroy
     (which stops its mirrors) succeeded. Returns an exit code; every refusal is said with its fix.
     """
+    from stacks.migrations import newer_stack
+
+    if (problem := newer_stack(runner.outputs)) is not None:
+        say(f"blueprint: {problem}")  # before this checkout's scripts go into a newer release's state
+        return 1
     world = world or World()
     try:
         route = _route(runner, say, world, phase_stacks, preserve, cluster_gone=cluster_gone, wipe_cache=wipe_cache)

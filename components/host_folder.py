@@ -31,6 +31,8 @@ from providers.host_secret import WIPING_MARKER
 OWNER_MARKER = ".blueprint-owner"
 """File in an owned folder naming the owner, `<project>/<stack>@<checkout id>` (`stacks.config.paths.folder_owner`):
 the same stack of another checkout is another owner."""
+RELEASE_MARKER = ".blueprint-release"
+"""File in an owned folder naming the blueprint release that last claimed it (X.Y.Z): a release record that outlives the stack's state."""
 
 LEASES_FOLDER = ".blueprint-on-cluster"
 """Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds

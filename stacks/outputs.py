@@ -2,7 +2,7 @@
 all use these constants, so a rename cannot split the contract.
 
 A phase stack reads its upstream through `StackReference(upstream_stack_name(...))`; the `dev`
-stack passes the same values directly (one code path, two wirings: stacks/__init__.py).
+stack passes the same values directly (one code path, two wirings: stacks/program.py).
 
 No output is a root credential: where one is kept, never what it is (the files are 0600, under the
 data folder). What needs root's GitLab token reads it from its file (`read_admin_token`); what needs

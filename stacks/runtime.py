@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from stacks.release_record import HOST, ReleaseRecords
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlatformStandIn:
@@ -30,6 +32,9 @@ class PlatformStandIn:
 class Runtime:
     """What differs between a real run and the offline plan."""
 
+    release_records: ReleaseRecords = HOST
+    """Where the release record beside each stack's data is (stacks/release_record.py): the host
+    folders of this machine, or, in the plan, what its caller gives."""
     checkout_id: str | None = None
     """The checkout id that the host folders' owner names; None: this checkout's own, read from
     (or made in) its file (`stacks.config.paths.checkout_id`)."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cli.lifecycle import lives_in_cluster, lives_in_gitlab
-from cli.phases import PHASES
+from cli.main import PHASE_STACKS
 from cli.stack_runner import StackFailed
 from cli.teardown import ClusterState, World, destroy
 from stacks.config.schema import stack_config
@@ -131,5 +131,5 @@ def all_stacks(**config: str) -> dict[str, dict[str, Any]]:
 def run_destroy(pulumi: FakePulumi, preserve: bool | None, phase: str = "all", **options: Any) -> tuple[int, str]:
     out: list[str] = []
     the_world = options.pop("world", None) or world(pulumi)[0]
-    code = destroy(pulumi, out.append, PHASES[phase], preserve, world=the_world, **options)
+    code = destroy(pulumi, out.append, PHASE_STACKS[phase], preserve, world=the_world, **options)
     return code, "\n".join(out)

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cli import status
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2, FakeRunner, phase2_with_token
@@ -85,3 +87,38 @@ def test_status_ends_with_the_image_cache_read_from_phase1s_outputs_or_none_when
     assert text.splitlines()[-1] == "image cache: /cache, 1.0 GiB on disk"
     status.status(FakeRunner(), lambda *_: "ok", cache)
     assert seen == [up, None]
+
+
+def test_status_shows_a_crafted_recorded_version_bounded_and_without_control_characters() -> None:
+    crafted = "\x1b]0;owned\x07\x1b[2J" + "A" * 5000 + "\nphase2: up, by blueprint 0.1.0"
+    runner = FakeRunner(existing={"phase1": {outputs.BLUEPRINT_VERSION: crafted}})
+    text = status.status(runner, lambda url, ca, headers: "ok", image_cache=lambda phase1: [])
+    assert text.splitlines() == [
+        f"phase1: up, by blueprint {repr(crafted)[:60]} (not a blueprint version)",
+        "phase2: not up",
+        "phase3: not up",
+    ]
+    assert "\x1b" not in text
+
+
+def test_a_probe_closes_the_session_it_opens(monkeypatch: pytest.MonkeyPatch) -> None:
+    import requests
+
+    import providers.http
+
+    closed: list[bool] = []
+
+    class Answering(requests.Session):
+        def get(self, url: str | bytes, **kwargs: Any) -> requests.Response:
+            answer = requests.Response()
+            answer.status_code, answer._content = 200, b'{"sealed": false}'
+            answer.headers["Content-Type"] = "application/json"
+            return answer
+
+        def close(self) -> None:
+            closed.append(True)
+            super().close()
+
+    monkeypatch.setattr(providers.http, "session", lambda **options: Answering())
+    assert status.probe("http://127.0.0.1:8200/v1/sys/seal-status", "", {}) == "unsealed"
+    assert closed == [True]

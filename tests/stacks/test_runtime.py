@@ -45,3 +45,15 @@ def test_a_program_that_fails_in_the_plan_leaves_the_real_runtime_behind() -> No
     with pytest.raises(ProgramFailed):
         _run("phase1", config, secret_keys, PROJECT_DIR / "__main__.py", {})
     assert runtime.current() is runtime.REAL
+
+
+@pytest.mark.parametrize("stack", ["phase1", "phase2", "dev"])
+def test_a_plan_reads_and_writes_no_release_record_in_a_host_folder(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
+    from stacks.release_record import HostRecords
+
+    def touched(self: HostRecords, folder: str, *release: str) -> None:
+        raise AssertionError(f"the plan touched {folder}")
+
+    monkeypatch.setattr(HostRecords, "read", touched)
+    monkeypatch.setattr(HostRecords, "write", touched)
+    plan(stack)

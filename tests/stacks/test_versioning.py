@@ -6,19 +6,23 @@ here resolve the stack's reference to itself to `recorded`, the outputs its last
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 
 import versions
+from cli import plan as plan_module
 from cli.plan import ProgramFailed, plan
+from cli.stand_ins import RecordedRelease
 from stacks import STACK_PHASES, migrations, outputs
 from stacks.config import PROJECT_DIR
 from stacks.migrations import Migration, MigrationContext
+from stacks.release_record import HostRecords
 from tests.plans import planned
 
-SELF_REFERENCE = "pulumi:pulumi:StackReference"
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
 
 
 def recorded(version: object) -> dict[str, Any]:
@@ -72,12 +76,14 @@ def test_a_stack_over_state_of_a_newer_blueprint_is_refused_naming_both_versions
     )
 
 
-def test_a_stack_over_state_of_a_newer_blueprint_registers_nothing_but_its_reference_to_itself() -> None:
-    """phase2 stops before it reads phase1, let alone registers anything on its cluster."""
+def test_a_stack_over_state_of_a_newer_blueprint_registers_nothing_but_reads_of_stacks() -> None:
+    """phase2 stops once it read phase1 (which says where its data is) and itself, before it registers
+    anything on its cluster."""
     failed = refusal("phase2", "0.10.0")  # newer than 0.1.0 as numbers, older as text
     assert [(r["type"], r["name"]) for r in failed.registered] == [
         ("pulumi:pulumi:Stack", "blueprint-phase2"),
-        (SELF_REFERENCE, "organization/blueprint/phase2"),
+        (STACK_REFERENCE, "organization/blueprint/phase1"),
+        (STACK_REFERENCE, "organization/blueprint/phase2"),
     ]
 
 
@@ -95,7 +101,7 @@ def test_a_recorded_version_that_is_not_a_version_is_refused_with_the_fix() -> N
         "its state and data need; nothing was changed. Something other than blueprint wrote it: set it to the release that "
         "last brought the stack up (`pulumi stack export -s phase1`, in the root stack's outputs, then `pulumi stack import -s phase1`)"
     )
-    assert [r["type"] for r in failed.registered if r["custom"]] == [SELF_REFERENCE]
+    assert [r["type"] for r in failed.registered if r["custom"]] == [STACK_REFERENCE]
 
 
 def test_an_up_over_an_older_state_runs_each_pending_migration_once_in_version_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,7 +139,8 @@ def test_a_migration_is_given_the_stack_its_phases_and_its_last_outputs(monkeypa
     contexts: list[MigrationContext] = []
     monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=versions.BLUEPRINT, summary="moves a folder", run=contexts.append),))
     plan("phase1", recorded=recorded("0.0.2"))
-    assert contexts == [MigrationContext(stack="phase1", phases=("phase1",), recorded="0.0.2", outputs=recorded("0.0.2"))]
+    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
+    assert contexts == [MigrationContext(stack="phase1", phases=("phase1",), recorded="0.0.2", outputs=recorded("0.0.2"), folder=data_dir)]
 
 
 def test_a_migration_that_fails_stops_the_up_before_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,7 +154,7 @@ def test_a_migration_that_fails_stops_the_up_before_anything_else(monkeypatch: p
     with pytest.raises(ProgramFailed) as failed:
         plan("phase1", recorded=recorded("0.0.2"))
     assert str(failed.value.cause) == "the folder cannot be moved: fix it, then run `uv run blueprint up` again"
-    assert [r["type"] for r in failed.value.registered if r["custom"]] == [SELF_REFERENCE]
+    assert [r["type"] for r in failed.value.registered if r["custom"]] == [STACK_REFERENCE]
 
 
 def test_the_migration_table_is_empty_in_the_first_release() -> None:
@@ -163,3 +170,131 @@ def test_no_migration_upgrades_beyond_this_release() -> None:
 def test_a_migration_to_a_malformed_version_cannot_be_declared() -> None:
     with pytest.raises(ValueError, match="'0.2' is not a blueprint version"):
         Migration(version="0.2", summary="moves a folder", run=lambda context: None)
+
+
+# The record beside the data (stacks/release_record.py): it outlives the state's outputs, which
+# every `pulumi destroy` deletes, and is written before the `up` of a new release goes on.
+
+NEWER = "9.0.0"
+
+
+def newer_release(monkeypatch: pytest.MonkeyPatch, *summaries_by_phase: str) -> list[tuple[str, str]]:
+    """This checkout becomes 9.0.0, with one migration of each phase's data named in
+    `summaries_by_phase` (`phase2`, ...): it acts where that phase runs. What ran, as (stack, recorded)."""
+    ran: list[tuple[str, str]] = []
+
+    def run(context: MigrationContext) -> None:
+        if set(summaries_by_phase) & set(context.phases):
+            ran.append((context.stack, context.recorded))
+
+    monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=NEWER, summary="moves the volumes", run=run),))
+    return ran
+
+
+@pytest.mark.parametrize(("stack", "phase"), [("phase1", "phase1"), ("phase2", "phase2"), ("dev", "phase1"), ("dev", "phase2")])
+def test_an_up_of_a_newer_release_over_data_a_destroy_kept_runs_its_data_migrations(
+    monkeypatch: pytest.MonkeyPatch, stack: str, phase: str
+) -> None:
+    """A destroy with preserveData (or a cluster change's destroy of phase2) deleted the stack's
+    outputs, its blueprintVersion with them; the record beside the data still says who wrote it."""
+    ran = newer_release(monkeypatch, phase)
+    plan(stack, recorded={}, release_records=RecordedRelease("0.1.0"))
+    assert ran == [(stack, "0.1.0")]
+
+
+def test_an_up_over_kept_data_whose_record_is_newer_is_refused_naming_the_record() -> None:
+    """0.2.0 brought phase1 up and was destroyed keeping the data; this older checkout takes nothing of it."""
+    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1", recorded={}, release_records=RecordedRelease(NEWER))
+    assert str(failed.value.cause) == (
+        f"stack phase1 was last brought up by blueprint {NEWER} (so says {data_dir}/.blueprint-release, beside its data), "
+        f"newer than this checkout ({versions.BLUEPRINT}), which cannot know what {NEWER} changed in its state and data; "
+        "nothing was changed. Update this checkout (`git pull`), or run the checkout that brought the stack up"
+    )
+    assert [r["type"] for r in failed.value.registered if r["custom"]] == [STACK_REFERENCE]
+
+
+@pytest.mark.parametrize("stack", ["phase2", "dev"])
+def test_an_up_that_migrated_then_failed_is_refused_to_an_older_checkout(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
+    """The newer `up` migrates, then GitLab's release times out: the state's outputs still say the older
+    release, but the record beside the data says the newer one, written before anything else ran."""
+    ran = newer_release(monkeypatch, "phase2")
+    record = RecordedRelease("0.1.0")
+    new_resource = plan_module._StandInMocks.new_resource
+
+    def gitlab_times_out(self: Any, args: Any) -> Any:
+        if args.name == "gitlab-chart":
+            raise RuntimeError("gitlab-chart: timed out waiting for the condition")
+        return new_resource(self, args)
+
+    with monkeypatch.context() as failing:
+        failing.setattr(plan_module._StandInMocks, "new_resource", gitlab_times_out)
+        with pytest.raises(ProgramFailed):
+            plan(stack, recorded=recorded("0.1.0"), release_records=record)
+    assert ran == [(stack, "0.1.0")]
+    assert record.release == NEWER
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.1.0")  # back to the checkout that ran before
+    monkeypatch.setattr(migrations, "MIGRATIONS", ())
+    with pytest.raises(ProgramFailed, match=f"was last brought up by blueprint {NEWER} .*newer than this checkout"):
+        plan(stack, recorded=recorded("0.1.0"), release_records=record)
+
+
+def test_the_migrations_run_from_the_older_of_the_state_and_the_data_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = table(monkeypatch, "0.0.3", versions.BLUEPRINT)
+    plan("phase1", recorded=recorded("0.0.5"), release_records=RecordedRelease("0.0.2"))
+    assert ran == [("0.0.3", "phase1", "0.0.2"), (versions.BLUEPRINT, "phase1", "0.0.2")]
+
+
+def test_an_up_records_this_release_beside_the_data() -> None:
+    record = RecordedRelease("0.0.2")
+    plan("phase1", recorded=recorded("0.0.2"), release_records=record)
+    assert record.release == versions.BLUEPRINT
+
+
+def test_a_preview_records_nothing_beside_the_data() -> None:
+    record = RecordedRelease("0.0.2")
+    plan("phase1", preview=True, recorded=recorded("0.0.2"), release_records=record)
+    assert record.release == "0.0.2"
+
+
+def test_phase3_reads_no_record_beside_data() -> None:
+    """A destroy that keeps the data keeps phase3's state too: its outputs are its record."""
+
+    class Unread(RecordedRelease):
+        def read(self, folder: str) -> str | None:
+            raise AssertionError(f"phase3 read {folder}")
+
+    plan("phase3", release_records=Unread())
+
+
+@pytest.mark.parametrize("text", ["banana", "0.1.0\n0.2.0", "\x1b[2J" + "9" * 5000])
+def test_a_data_record_that_is_not_a_version_is_refused_naming_the_file_in_a_bounded_message(text: str) -> None:
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1", release_records=RecordedRelease(text))
+    said = str(failed.value.cause)
+    assert isinstance(failed.value.cause, pulumi.RunError)
+    assert "/.blueprint-release, beside stack phase1's data, records" in said
+    assert "which is not a blueprint version" in said
+    assert len(said) < 600
+    assert "\x1b" not in said
+    assert "\n" not in said
+
+
+@pytest.mark.parametrize("version", ["9" * 5000 + ".0.0", "1" + "0" * 3000 + ".0.0", "0.10000.0"])
+def test_a_recorded_version_of_more_than_four_digits_a_part_is_refused_in_a_bounded_message(version: str) -> None:
+    failed = refusal("phase1", version)
+    assert isinstance(failed.cause, pulumi.RunError)
+    assert "is not a blueprint version" in str(failed.cause)
+    assert len(str(failed.cause)) < 600
+
+
+def test_a_data_record_that_cannot_be_read_is_refused_naming_the_file(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    (data_dir / ".blueprint-release").mkdir(parents=True)  # not a file: reading it fails whoever runs this
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1", {"blueprint:dataDir": str(data_dir)}, release_records=HostRecords())
+    assert str(failed.value.cause).startswith(
+        f"stack phase1 reads the release that last brought it up from {data_dir}/.blueprint-release, which it cannot read ("
+    )

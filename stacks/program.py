@@ -1,0 +1,82 @@
+"""The Pulumi program (run from __main__.py): the phases the stack selects, and how their outputs travel.
+
+A phase stack (`phase1`, `phase2`, `phase3`) runs one phase and reads its inputs from the upstream
+stack's outputs through a StackReference (`read_upstream`); `dev` runs the phases in order in one
+program and passes each phase's outputs straight to the next (`_deploy`): one code path, two wirings.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pulumi
+
+from stacks import STACK_PHASES, outputs
+
+
+def run(stack: str) -> None:
+    """Run the phases `stack` selects and export their outputs."""
+    if stack not in STACK_PHASES:
+        raise pulumi.RunError(
+            f"unknown stack {stack!r}: blueprint's stacks are {', '.join(STACK_PHASES)}; "
+            f"select one with `pulumi stack select --create phase1`"
+        )
+    # Async, so a phase stack can read its upstream's outputs as plain values (they decide which
+    # resources exist, which an Output cannot); pulumi.run exports what the program returns.
+    pulumi.run(lambda: _deploy(stack, STACK_PHASES[stack]))
+
+
+async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
+    # Everything this stack reads (the config of each of its phases, the apps manifest), checked in
+    # one pass before anything is registered; then its upstream's outputs (a read: they say where
+    # phase2's data is); then the release that last brought it up, read back from its state and from
+    # beside its data, refused when newer, migrated from when older: before anything is registered.
+    import versions
+    from stacks.migrations import bring_up_to_date
+    from stacks.validation import check_running_stack
+
+    check_running_stack(stack)
+    inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
+    await bring_up_to_date(stack, phases, inputs)
+    exports: dict[str, Any] = {outputs.BLUEPRINT_VERSION: versions.BLUEPRINT}
+    for phase in phases:
+        module = importlib.import_module(f"stacks.{phase}")
+        produced = module.deploy(inputs)
+        inputs = {**inputs, **produced}
+        exports.update({key: value for key, value in produced.items() if key not in outputs.IN_STACK_ONLY})
+    return exports
+
+
+async def read_upstream(stack: str) -> dict[str, Any]:
+    """The upstream stack's outputs: plain values, and secret Outputs for its secrets. Refused when
+    a newer release brought the upstream up, and when an older one did (a preview only warns: it
+    reads the outputs as they are); the upstream's `blueprintVersion` is checked, never an input.
+    """
+    from stacks.migrations import behind, refusal
+
+    upstream = outputs.UPSTREAM_STACK[stack]
+    reference = pulumi.StackReference(outputs.upstream_stack_name(pulumi.get_project(), stack))
+    values: dict[str, Any] = {}
+    for key in outputs.EXPORTS[upstream]:
+        details = await reference.get_output_details(key)
+        if details.secret_value is not None:
+            values[key] = pulumi.Output.secret(details.secret_value)
+        elif details.value is not None:
+            values[key] = details.value
+    release = (await reference.get_output_details(outputs.BLUEPRINT_VERSION)).value
+    if release is not None and (refused := refusal(upstream, release)):
+        raise pulumi.RunError(f"stack {stack} reads the outputs of stack {upstream}: {refused}")
+    if (release is not None or values) and (lag := behind(stack, upstream, release)):
+        if not pulumi.runtime.is_dry_run():
+            raise pulumi.RunError(lag)
+        pulumi.log.warn(f"{lag}; this preview reads {upstream}'s outputs as they are")
+    missing = [key for key in outputs.EXPORTS[upstream] if key not in values]
+    if missing:
+        raise pulumi.RunError(
+            f"stack {stack!r} reads {', '.join(missing)} from stack {upstream!r}, which does not export "
+            f"{'it' if len(missing) == 1 else 'them'} (it is not up): bring {upstream} up "
+            f"first with `uv run blueprint up`, which brings every phase up in order (and applies a change that replaces "
+            f"phase1's cluster under a running phase2), or with `pulumi up -s {upstream}`"
+        )
+    return values

@@ -1,0 +1,71 @@
+"""The release record beside a stack's data: `.blueprint-release` (components/host_folder.py
+RELEASE_MARKER) in the host folder the stack claims, one line `X.Y.Z`, which outlives the stack's
+state (a destroy that keeps the data deletes the state's outputs, `blueprintVersion` with them).
+
+The claim of the folder writes it in each release's first `up`; `stacks/migrations.py` reads it,
+and writes it too, before anything else of an `up` (after the migrations). The program reaches it
+through the runtime (stacks/runtime.py, `Runtime.release_records`): a real run, the file on this
+machine; the offline plan, what its caller gives it, never a user's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+
+LONGEST = 64
+"""Bytes read of a record at most: a version is far shorter; a longer file is not one."""
+
+
+class ReleaseRecords(Protocol):
+    """Where the program reads and writes the release record of a folder."""
+
+    def read(self, folder: str) -> str | None:
+        """The record in `folder` (at most LONGEST characters, its one newline dropped), or None when
+        there is none; an OSError naming the file when it cannot be read.
+        """
+        ...
+
+    def write(self, folder: str, release: str) -> None:
+        """Record `release` in `folder`, when the folder is there and claimed; else nothing."""
+        ...
+
+
+def record_file(folder: str) -> Path:
+    from components.host_folder import RELEASE_MARKER
+
+    return Path(folder) / RELEASE_MARKER
+
+
+class HostRecords:
+    """The records in the host folders of this machine."""
+
+    def read(self, folder: str) -> str | None:
+        try:
+            with record_file(folder).open("rb") as file:
+                raw = file.read(LONGEST + 1)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        text = raw.decode("utf-8", errors="replace")
+        return text[:-1] if text.endswith("\n") and len(raw) <= LONGEST else text
+
+    def write(self, folder: str, release: str) -> None:
+        from components.host_folder import OWNER_MARKER
+
+        if not (Path(folder) / OWNER_MARKER).is_file():
+            return  # nobody claimed it (yet): a file here would make its claim refuse the folder
+        # A new file renamed over the record: never written through a link left at its name.
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".blueprint-release.")
+        try:
+            with os.fdopen(descriptor, "w") as file:
+                file.write(f"{release}\n")
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, record_file(folder))
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+HOST = HostRecords()
