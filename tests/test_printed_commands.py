@@ -20,7 +20,7 @@ from cli.data_folder import unowned_data
 from cli.passphrase import PassphraseFileError, _trusted
 from cli.teardown import World
 from components.host_folder import LEASES_FOLDER, OWNER_MARKER
-from providers.gitlab_api import missing_ca_file
+from providers.http import missing_ca_file
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
 from tests.plans import COMMAND, fake_command, planned, run_script
 

@@ -9,6 +9,7 @@ from typing import Any
 from cli import status
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2, FakeRunner, phase2_with_token
+from tests.providers.engine import free_port
 
 
 def test_status_reports_each_phase_and_each_health(tmp_path: Path) -> None:
@@ -85,3 +86,16 @@ def test_status_ends_with_the_image_cache_read_from_phase1s_outputs_or_none_when
     assert text.splitlines()[-1] == "image cache: /cache, 1.0 GiB on disk"
     status.status(FakeRunner(), lambda *_: "ok", cache)
     assert seen == [up, None]
+
+
+def test_probe_sends_nothing_where_our_missing_ca_cannot_vouch(tmp_path: Path) -> None:
+    gone = tmp_path / "ca.crt"
+    assert status.probe("https://gitlab.local.example.net/api/v4/version", str(gone), {"PRIVATE-TOKEN": "t"}) == (
+        f"unknown: the CA file {gone} is missing"
+    )
+
+
+def test_probe_of_plain_http_needs_no_ca_file(tmp_path: Path) -> None:
+    """OpenBao answers on plain http at 127.0.0.1: our CA file, missing or not, plays no part."""
+    said = status.probe(f"http://127.0.0.1:{free_port()}/v1/sys/seal-status", str(tmp_path / "ca.crt"), {})
+    assert said == "unreachable (ConnectionError)"
