@@ -1,20 +1,16 @@
 """GitLab's first admin token: a personal access token of `root` whose value Pulumi generates.
 
-Creating a token through the API needs a token, so the first one is seeded inside GitLab: a Ruby
-script run by `gitlab-rails runner` in the toolbox pod (kubectl exec, the script on stdin so the
-value never reaches a command line). The script is idempotent: it does nothing when the value is
-an active token with the inputs' scopes already (and only sets the scopes of one without them),
-and otherwise replaces any stale row with a new token of that value, revoking root's other
-"blueprint" tokens.
+Seeded inside GitLab (docs/design/decisions.md, entry 35): a Ruby script run by `gitlab-rails
+runner` in the toolbox pod (kubectl exec, the script on stdin so the value never reaches a command
+line; the kubeconfig from `kind get kubeconfig` at the moment of use). The script is idempotent: it
+does nothing when the value is an active token with the inputs' scopes (and only sets the scopes of
+one without them), and otherwise replaces any stale row with a new token of that value, revoking
+root's other "blueprint" tokens.
 
 `diff` asks GitLab whether it still accepts the token (`GET /personal_access_tokens/self`) and
-reports a change when it does not (expired, revoked, a new GitLab over wiped data) or when the
-token lacks a scope the inputs name, so the next `up` seeds it again; `read` (refresh) drops such
-a token. The kubeconfig comes from `kind get kubeconfig` at the moment of use: no credential
-passes through the inputs but the token.
-
-GitLab's answer is checked against the CA in `ca_file`. Without that file (deleted with the data
-folder, say) nothing GitLab says can be trusted, so `diff` and `read` cannot tell and change
+reports a change when it does not (expired, revoked, a new GitLab over wiped data) or when the token
+lacks a scope, so the next `up` seeds it again; `read` (refresh) drops such a token. Without the CA
+file GitLab's answer is checked against, nothing it says can be trusted: `diff` and `read` change
 nothing, and `create`/`update` fail before seeding, saying how to write the file again.
 """
 

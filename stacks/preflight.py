@@ -4,17 +4,15 @@ In order: OpenBao answers at phase2's `openbaoAddr`, initialised and unsealed (`
 GitLab's API answers at `https://gitlab.<domain>` with our CA file as the only trust
 (`/api/v4/metadata`, with the admin token read from phase2's file); the registry answers at
 `https://registry.<domain>/v2/` (200, or 401 with `WWW-Authenticate`); and both runners are
-`online` (asked only when GitLab's API answered). Otherwise Pulumi would stop deep in the first
-project's creation with a message about that project. Every failure is one sentence naming the
+`online` (asked only when GitLab's API answered). Every failure is one sentence naming the
 component, what it answered and the fix; all are reported at once. The token goes to GitLab alone,
 through the providers' client (providers/gitlab_api.py), whose errors never show it.
 
-Waits: a short timeout per request (REQUEST_TIMEOUT); what may pass in seconds (providers/http.py
-`send`) is tried ATTEMPTS times, PAUSE apart. A runner `never_contacted` or `offline` is waited for
-up to RUNNER_WAIT (its manager pod may be starting); a paused or stale one is not. It runs in the
-phase3 stack only (not in `dev`, where GitLab comes up in the same run), before any resource is
-registered; a preview checks each once, without waiting, and warns.
-Why, and the upstream sources: docs/design/decisions.md, entry 34.
+Each request is tried ATTEMPTS times, PAUSE apart, while what failed may pass in seconds
+(providers/http.py `send`); a runner `never_contacted` or `offline` is waited for up to RUNNER_WAIT
+(its manager pod may be starting), a paused or stale one is not. It runs in the phase3 stack only,
+before any resource is registered; a preview checks each once, without waiting, and warns. Why,
+and the upstream sources: docs/design/decisions.md, entry 34.
 """
 
 from __future__ import annotations
