@@ -94,7 +94,7 @@ def send(
             response = asking.request(method, url, timeout=timeout, **request)
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
             reason = getattr(error.args[0], "reason", None) if error.args else None
-            if (final := _final(error, reason, host, str(asking.verify), hosts_line)) is not None:
+            if (final := _final(reason, host, str(asking.verify), hosts_line)) is not None:
                 raise NoAnswer(final) from None
             if isinstance(error, requests.Timeout):  # a ConnectTimeout is a ConnectionError too
                 why = f"{host} gave no answer within {timeout:g}s"
@@ -120,20 +120,19 @@ def send(
         return outcome
 
 
-def _final(error: Exception, reason: object, host: str, ca_file: str, hosts_line: str) -> str | None:
+def _final(reason: object, host: str, ca_file: str, hosts_line: str) -> str | None:
     """Why there is no answer, when waiting cannot change it: a name that does not resolve, a
     certificate our CA does not vouch for (not any TLS failure: a gateway starting up drops the
     handshake, which passes).
     """
     import ssl
 
-    import requests
     import urllib3
 
     if isinstance(reason, urllib3.exceptions.NameResolutionError):
         return f"{host} does not resolve on this machine: add this line to /etc/hosts: {hosts_line or f'127.0.0.1 {host}'}"
     cause = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) and reason.args else None
-    if isinstance(error, requests.exceptions.SSLError) and isinstance(cause, ssl.SSLCertVerificationError):
+    if isinstance(cause, ssl.SSLCertVerificationError):
         return (
             f"{host}'s certificate does not verify against our CA {ca_file}: that file is not phase2's CA (write it again: "
             f"`pulumi stack output -s phase2 caCertPem > {shlex.quote(ca_file)}`), or the gateway serves another certificate "

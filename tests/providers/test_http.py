@@ -122,3 +122,27 @@ def test_a_handshake_that_is_dropped_is_tried_again_not_called_a_certificate_pro
     assert len(accepted) == 2
     assert "certificate" not in str(failed.value)
     assert str(failed.value).startswith("nothing answers at 127.0.0.1:")
+
+
+def test_an_answer_that_breaks_off_is_asked_for_again(clock: FakeClock) -> None:
+    """A pod that restarts mid-answer: what was cut off is no answer, and a GET may be sent again."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    served: list[object] = []
+
+    def cut_off() -> None:
+        while len(served) < 2:
+            connection, _ = listening.accept()
+            served.append(connection)
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nonly part")
+            connection.close()
+
+    threading.Thread(target=cut_off, daemon=True).start()
+    where = f"127.0.0.1:{listening.getsockname()[1]}"
+    try:
+        with pytest.raises(NoAnswer) as failed:
+            send(session(), "GET", f"http://{where}/", timeout=10, pauses=[1.0])
+    finally:
+        listening.close()
+    assert len(served) == 2
+    assert str(failed.value) == f"the answer from {where} broke off"
