@@ -47,10 +47,11 @@ ENVOY_CONTROLLER = "envoy-gateway"
 """Envoy Gateway's controller Deployment (gateway-helm templates/envoy-gateway-deployment.yaml)."""
 LISTENER_SECRETS = ("gitlab-wildcard-tls", "gitlab-tls", "registry-tls", "kas-tls", "pages-tls", "minio-tls", "kas-workspaces-tls")
 """The Secrets the Gateway's listeners take their certificates from (components/tls.py LISTENER_SECRETS)."""
-# What the GitLab clients say when GitLab's URL does not answer (providers/gitlab_api.py, gitlab_token.py),
+# What the GitLab clients say when GitLab's URL does not answer (providers/http.py `send`, gitlab_token.py),
 # and what Envoy answers when it has no route or no backend yet.
 _GITLAB_UNREACHABLE = re.compile(
-    r"cannot reach https?://|the gateway answered \d+ for GitLab|did not accept the seeded admin token within \S+ \(no answer\)|"
+    r"GitLab: [A-Z]+ /api/v4\S* failed \(no answer\): (?:nothing answers at |\S+ gave no answer within )|"
+    r"the gateway answered \d+ for GitLab|did not accept the seeded admin token within \S+ \(no answer\)|"
     r"GitLab: [A-Z]+ /api/v4\S* failed \(HTTP 50[234]\)"
 )
 # What reaches GitLab through its Gateway: the gate, the release, the admin token, the group, the runners.

@@ -12,16 +12,31 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pulumi
 import yaml
 
 from stacks.release_record import ReleaseRecords
-from stacks.runtime import PlatformStandIn, Runtime
+from stacks.runtime import Platform, Runtime
 
 CHECKOUT_ID = "offline-plan"
 """The checkout id the plan gives the program, which reads and writes no id file in the plan: a
 plan is the same in every checkout."""
-PLATFORM = PlatformStandIn(gitlab_token="glpat-offline-plan", openbao_password="offline-plan")
-"""What phase3 calls GitLab and OpenBao with in the plan, which reads no file of phase2's and calls nothing."""
+
+
+class StandInPlatform:
+    """What phase3 calls GitLab and OpenBao with in the plan, which reads no file of phase2's and calls nothing."""
+
+    def admin_token(self, _inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+        return pulumi.Output.secret("glpat-offline-plan")
+
+    def writer_password(self, _inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+        return pulumi.Output.secret("offline-plan")
+
+    def preflight(self, _inputs: Mapping[str, Any]) -> None:
+        """Nothing to check: the plan calls nothing."""
+
+
+PLATFORM: Platform = StandInPlatform()
 
 
 def runtime(secret_keys: Iterable[str], release_records: ReleaseRecords | None = None) -> Runtime:

@@ -5,7 +5,6 @@ image cache.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -73,14 +72,14 @@ def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float 
     """
     import requests
 
-    from providers.http import session
+    from providers.http import NoAnswer, session
 
-    if url.startswith("https://") and not os.path.isfile(ca_file):
-        return f"unknown: the CA file {ca_file} is missing"  # no token goes where our CA cannot vouch
     try:
-        with session(ca_file=ca_file, headers=headers) as http:
-            response = http.get(url, timeout=timeout)
+        with session(ca_file=ca_file if url.startswith("https://") else None, headers=headers) as asking:
+            response = asking.get(url, timeout=timeout)
         body = response.json() if "json" in response.headers.get("Content-Type", "") else None
+    except NoAnswer:  # our CA file, the only trust, is missing: no token goes where it cannot vouch
+        return f"unknown: the CA file {ca_file} is missing"
     except (requests.RequestException, ValueError) as error:
         return f"unreachable ({type(error).__name__})"
     if response.status_code != 200:

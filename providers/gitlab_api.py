@@ -1,18 +1,13 @@
-"""The one small client for GitLab's REST API that every GitLab dynamic provider uses.
+"""The one small client for GitLab's REST API: every GitLab dynamic provider and phase3's pre-flight.
 
-A `GitLab` is built per call from a resource's wire properties (`gitlab_url`, `token`,
-`ca_file`): the providers are pickled by reference and keep nothing on `self`. It sends the token
-as `PRIVATE-TOKEN` through a session of providers/http.py (our CA alone, nothing from the
-environment, no redirect followed), follows `X-Next-Page` pagination, and retries what is
-transient: a gateway answer while GitLab restarts (502, 503, 504), a timeout, a refused
-connection, and a throttled request (429, after the `Retry-After` it names, bounded). Only an
-idempotent method (GET, HEAD, PUT, DELETE, OPTIONS: RFC 9110 section 9.2.2) is sent again after a
-gateway error or a read timeout; any other (POST, PATCH) only when it never reached GitLab (the
-connection was refused or timed out while connecting, or it was throttled): after a gateway error
-GitLab may have acted on it, so the caller, which knows what the request makes, looks for it
-before asking again (the get-or-create providers adopt on proof, gitlab_pipeline looks for the
-commit's pipeline) instead of making it twice. GitLab's one redirect, a renamed project's old path
-(lib/api/helpers.rb `find_project!`), `call` follows itself, on GitLab's own host only.
+A `GitLab` is built per call from a resource's wire properties (`gitlab_url`, `token`, `ca_file`):
+the providers are pickled by reference and keep nothing on `self`. It sends the token as
+`PRIVATE-TOKEN` through providers/http.py (our CA alone, nothing from the environment, no redirect
+followed, what is transient sent again after `pauses`), follows `X-Next-Page` pagination, and
+follows GitLab's one redirect, a renamed project's old path (lib/api/helpers.rb `find_project!`),
+itself, on GitLab's own host only. A request that GitLab may have acted on (a POST after a gateway
+error) is not sent again: the caller, which knows what it makes, looks for it first (the
+get-or-create providers adopt on proof, gitlab_pipeline looks for the commit's pipeline).
 
 Every failure is a `GitLabApiError` naming the method, the path, the status and the start of the
 body, never the token nor a string value the request sent (a variable's value, say), which a
@@ -23,46 +18,37 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import pulumi
 
-from providers import http, poll
+from providers import http
 
 if TYPE_CHECKING:
     import requests
 
 RETRY_PAUSES = (1.0, 2.0, 4.0, 8.0)
 """Seconds between attempts: five in all, about 15 s, what a restarting webservice pod needs."""
-TRANSIENT = frozenset({502, 503, 504})
-IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-"""Methods whose repetition changes nothing more (RFC 9110 section 9.2.2): the only ones sent again
-after GitLab may have acted on them."""
-THROTTLED = 429
-"""Rack::Attack and the API's rate limits answer it before acting, with `Retry-After` in seconds
-(lib/api/helpers.rb `too_many_requests!`: a minute by default), so even a POST may be sent again."""
-RETRY_AFTER_MAX = 60.0
-"""The longest `Retry-After` honoured: GitLab's throttles count over periods of a minute."""
 MOVED = frozenset({301, 302, 307, 308})
 REDACT_MIN_LENGTH = 4
 """Request strings shorter than this are left in error messages (hiding "*" or "main" only garbles them)."""
-TIMEOUT_SECONDS = 60
+TIMEOUT_SECONDS = 60.0
 """Per request: a commit of a whole project's files is the slowest call."""
-PLAIN_PULUMI = 'the plain `pulumi` commands need `eval "$(uv run blueprint env)"` in that shell first'
-"""What every message that names a plain `pulumi` command adds: blueprint's state passphrase."""
 
 
 class GitLabApiError(Exception):
     """GitLab refused a request, or could not be reached; `status` is None for the latter."""
 
-    def __init__(self, method: str, path: str, status: int | None, detail: str) -> None:
+    def __init__(self, method: str, path: str, status: int | None, detail: str, *, gateway: int | None = None) -> None:
         self.status = status
+        self.detail = detail
+        """Why, without the call: what the pre-flight quotes."""
+        self.gateway = gateway if gateway is not None else (status if status in http.TRANSIENT else None)
+        """The status GitLab's gateway answered in GitLab's stead: 502-504, or a 404 of its own."""
         answer = f"HTTP {status}" if status is not None else "no answer"
         super().__init__(f"GitLab: {method} /api/v4{path} failed ({answer}): {detail}")
 
@@ -72,20 +58,7 @@ class GitLabApiError(Exception):
         missing, or only its gateway answered (502/503/504, GitLab restarting) until the retries ran
         out. Nothing can be told then about what GitLab holds.
         """
-        return self.status is None or self.status in TRANSIENT
-
-
-def missing_ca_file(ca_file: str) -> str | None:
-    """What to do about a missing CA file, or None when it is there. `requests` would raise a bare
-    OSError for it ("Could not find a suitable TLS CA certificate bundle").
-    """
-    if Path(ca_file).is_file():
-        return None
-    return (
-        f"the CA certificate {ca_file} that GitLab's certificate is checked against is missing. Write it again from "
-        f"phase2's output: `pulumi stack output -s phase2 caCertPem > {shlex.quote(ca_file)}` (`-s dev` in the dev stack; "
-        f"{PLAIN_PULUMI}), then re-run."
-    )
+        return self.status is None or self.gateway is not None
 
 
 def encode(id_or_path: object) -> str:
@@ -122,11 +95,6 @@ def wire(args: Any, version: str, *outputs: str) -> dict[str, Any]:
     return {**args.connection.props(), **fields, "provider_version": version, **dict.fromkeys(outputs)}
 
 
-def session(token: str, ca_file: str) -> requests.Session:
-    """A session that sends `token` to GitLab and trusts `ca_file` alone (providers/http.py)."""
-    return http.session(ca_file=ca_file, headers={"PRIVATE-TOKEN": token})
-
-
 @dataclass(frozen=True)
 class GitLab:
     """A client for one GitLab, from one call's properties."""
@@ -134,53 +102,44 @@ class GitLab:
     url: str
     token: str = field(repr=False)
     ca_file: str
+    """Our CA, the only trust over https (a GitLab over plain http, the tests' stub, needs none)."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """Further values no error may show: the runner's token, when the call's properties hold it."""
+    timeout: float = field(default=TIMEOUT_SECONDS, kw_only=True)
+    """Seconds one request waits for its answer."""
+    pauses: tuple[float, ...] = field(default=RETRY_PAUSES, kw_only=True)
+    """Seconds between the attempts of a request that failed in a way that may pass."""
+    hosts_line: str = field(default="", kw_only=True)
+    """The `/etc/hosts` line a name that does not resolve asks for; "": GitLab's own."""
 
     @classmethod
-    def of(cls, props: Mapping[str, Any]) -> GitLab:
+    def of(cls, props: Mapping[str, Any], **options: Any) -> GitLab:
+        """The client of a resource's wire properties; `options`: the keyword-only fields."""
         secrets = tuple(str(props[key]) for key in ("authentication_token",) if props.get(key))
-        return cls(str(props["gitlab_url"]).rstrip("/"), str(props["token"]), str(props["ca_file"]), secrets)
+        return cls(str(props["gitlab_url"]).rstrip("/"), str(props["token"]), str(props["ca_file"]), secrets, **options)
 
     @cached_property
     def _session(self) -> requests.Session:
-        return session(self.token, self.ca_file)
+        ca_file = self.ca_file if self.url.startswith("https://") else None
+        return http.session(ca_file=ca_file, headers={"PRIVATE-TOKEN": self.token})
 
     def send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None) -> Any:
-        """The `requests` response to one call (retried while transient, never redirected); raises
-        on a refusal, except 404 and a redirect, which callers decide about.
+        """The `requests` response to one call (providers/http.py `send`: retried while transient,
+        never redirected); raises on a refusal, except 404 and a redirect, which callers decide about.
         """
-        import requests
-
-        if self.url.startswith("https://") and (problem := missing_ca_file(self.ca_file)):
-            raise GitLabApiError(method, path, None, problem)
-
-        def attempt() -> requests.Response:
-            try:
-                response = self._session.request(method, f"{self.url}/api/v4{path}", params=params, json=body, timeout=TIMEOUT_SECONDS)
-            except (requests.ConnectionError, requests.Timeout) as error:
-                unreachable = f"cannot reach {self.url} ({type(error).__name__})"
-                if method not in IDEMPOTENT and not _never_sent(error):
-                    raise GitLabApiError(method, path, None, unreachable) from error
-                raise poll.NotYet(unreachable) from error
-            if response.status_code == THROTTLED:
-                raise poll.NotYet("throttled", outcome=response, pause=_retry_after(response))
-            if response.status_code in TRANSIENT and method in IDEMPOTENT:
-                raise poll.NotYet(f"HTTP {response.status_code}", outcome=response)
-            return response
-
         try:
-            response = poll.retry(attempt, RETRY_PAUSES)
-        except poll.NotYet as gave_up:
-            if gave_up.outcome is None:
-                raise GitLabApiError(method, path, None, str(gave_up)) from gave_up.__cause__
-            response = gave_up.outcome
+            response = http.send(
+                self._session, method, f"{self.url}/api/v4{path}", timeout=self.timeout, pauses=self.pauses,
+                hosts_line=self.hosts_line, params=params, json=body,
+            )  # fmt: skip
+        except http.NoAnswer as error:
+            raise GitLabApiError(method, path, None, str(error)) from None
         if response.status_code >= 400 and response.status_code != 404:
             raise GitLabApiError(method, path, response.status_code, self._short(response.text, body))
         if response.status_code == 404 and not _gitlabs_own(response):
             # Envoy answers 404, empty, for a route it does not have yet (GitLab being replaced):
             # that says nothing of what GitLab holds, and must not drop anything from state.
-            raise GitLabApiError(method, path, None, "the gateway answered 404 for GitLab, which did not answer itself")
+            raise GitLabApiError(method, path, None, "the gateway answered 404 for GitLab, which did not answer itself", gateway=404)
         return response
 
     def call(
@@ -203,7 +162,7 @@ class GitLab:
             if missing_ok:
                 return None
             raise GitLabApiError(method, path, response.status_code, self._short(response.text, body))
-        return response.json() if response.content else None
+        return _decoded(method, path, response) if response.content else None
 
     def _moved(self, path: str, response: Any) -> str:
         """The API path a redirect points to, if it points to this GitLab's API."""
@@ -238,7 +197,7 @@ class GitLab:
             response = self.send("GET", path, params={**params, "per_page": 100, "page": page})
             if response.status_code == 404:
                 raise GitLabApiError("GET", path, 404, self._short(response.text))
-            yield from response.json()
+            yield from _decoded("GET", path, response)
             page = response.headers.get("X-Next-Page", "")
 
     def _short(self, text: str, body: Any = None) -> str:
@@ -263,12 +222,6 @@ def _strings(body: Any) -> Iterator[str]:
             yield from _strings(value)
 
 
-def _retry_after(response: Any) -> float | None:
-    """The pause a 429 asks for (`Retry-After` in seconds, at most RETRY_AFTER_MAX), if it names one."""
-    named = str(response.headers.get("Retry-After", "")).strip()
-    return min(float(named), RETRY_AFTER_MAX) if named.isdigit() else None
-
-
 def _gitlabs_own(response: Any) -> bool:
     """Whether a 404 is GitLab's own answer: a JSON body with its `message` or `error`."""
     try:
@@ -278,10 +231,11 @@ def _gitlabs_own(response: Any) -> bool:
     return isinstance(body, dict) and bool(body.get("message") or body.get("error"))
 
 
-def _never_sent(error: Exception) -> bool:
-    """Whether a failed request never reached the server (so even a POST may be sent again)."""
-    import requests
-    import urllib3
-
-    reason = getattr(error.args[0], "reason", None) if error.args else None
-    return isinstance(error, requests.ConnectTimeout) or isinstance(reason, urllib3.exceptions.NewConnectionError)
+def _decoded(method: str, path: str, response: Any) -> Any:
+    """An answer's JSON. GitLab's API answers nothing else: another body is not GitLab's (a page
+    of something else on its port), so it tells nothing of what GitLab holds.
+    """
+    try:
+        return response.json()
+    except ValueError:
+        raise GitLabApiError(method, path, None, f"the answer (HTTP {response.status_code}) is not GitLab's JSON") from None

@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-from providers.gitlab_api import PLAIN_PULUMI, GitLab, GitLabApiError, encode
+from providers.gitlab_api import GitLab, GitLabApiError, encode
+from providers.http import PLAIN_PULUMI
 
 PROVIDER_VERSION = "4"
 """Bump when the behaviour of the group, project, variable or deploy token provider changes (they

@@ -1,20 +1,17 @@
 """The smoke pipeline: wait for the pipeline of a commit, and fail with the job that failed.
 
-The sync's commit starts the pipeline, so a re-run with no new commit (same `sha`, no diff) waits
-for nothing and starts nothing; a new commit is an update, which waits again. Three cases start a
-new run, because only a new run can answer them: `create` finds the commit's pipeline finished (no
-state has seen it pass on this cluster: a failed `up`, or a new state over a preserved GitLab whose
-pipeline ran on the previous cluster); `update` finds the new commit's pipeline failed or canceled
-already (an earlier `up` failed on it, and this one is the user trying again); `target` changed with
-the same `sha` (a new cluster over preserved data). A run is never started beside one still pending
-or running for the same ref and commit: that one is adopted. A start whose answer was lost (GitLab
-may have acted: `gitlab_api` never sends such a POST again itself) looks for the commit's pipelines
-and adopts one newer than it knew before asking again (`GET /projects/:id/pipelines` with `ref` and
-`sha`, lib/api/ci/pipelines.rb): one `up` starts at most one pipeline per commit.
+The sync's commit starts the pipeline, so a re-run with no new commit waits for nothing; a new
+commit is an update, which waits again. A new run is started only where a new run alone can answer:
+`create` finds the commit's pipeline finished (by a failed `up`, or on the cluster before this one);
+`update` finds the new commit's pipeline failed or canceled already (the user trying again);
+`target` changed with the same `sha` (a new cluster over preserved data). One still pending or
+running for the same ref and commit is adopted; a start whose answer was lost looks for the
+commit's pipelines (`GET /projects/:id/pipelines`, `ref` and `sha`) and adopts one newer than it
+knew before asking again.
 
-A failed pipeline fails the `up` with the failed job's name, stage and web URL; a pipeline that
-waits for a person (`manual`, `scheduled`) or still runs at the limit fails it with its URL, and
-one still pending says whether its runner (`runner`, when given) is online.
+A failed pipeline fails the `up` with the failed job's name, stage and web URL; one that waits for
+a person (`manual`, `scheduled`) or still runs at the limit fails it with its URL, and one still
+pending says whether its runner (`runner`, when given) is online. Why: decisions.md, entry 33.
 """
 
 from __future__ import annotations

@@ -1,22 +1,17 @@
 """A group runner of the platform's group, got or created, with a fresh authentication token.
 
-Registration tokens are disabled in GitLab 19, so a runner is created through the API
-(`POST /user/runners`, `runner_type=group_type`, `group_id`), which returns its `glrt-` token once.
-A group runner takes jobs of that group's projects only. A runner lives in GitLab's database, which
-`preserveData` keeps when Pulumi's state goes, so `create` first looks for ours among the group's
-runners (`GET /groups/:id/runners?type=group_type`; not by tags, which someone may edit).
+Created through `POST /user/runners` (`runner_type=group_type`, `group_id`), which returns its
+`glrt-` token once (the secret output `authentication_token`). `preserveData` keeps it in GitLab
+when Pulumi's state goes, so `create` first looks for ours among the group's runners.
 
 **Ours** is a group runner of that group whose description is exactly ours (it carries the owner,
 `<pulumi project>/<stack>`: runners have no custom attributes). Found, it is adopted: its settings
 are brought to the inputs and GitLab gives it a new token (`reset_authentication_token`). Any
-further runner of ours in the group (what lost states left) is deleted. One of our description in
-another group, or an instance runner, is not ours. The token is the secret output
-`authentication_token`.
-
-**At the recorded id** the runner must be a group runner of our exact description in the group: a
-state can outlive its GitLab, where that id may be someone's runner. `read` then reports ours gone,
-`update` refuses (naming `pulumi refresh -s <stack>`), `delete` leaves it alone; with no answer
-from GitLab, `read` keeps the recorded state. Why, and sources: docs/design/decisions.md, entry 27.
+further runner of ours in the group (what lost states left) is deleted; one of our description in
+another group, or an instance runner, is not ours. **At the recorded id** the runner must be ours
+too (a state can outlive its GitLab): else `read` reports it gone, `update` refuses (naming
+`pulumi refresh -s <stack>`), `delete` leaves it alone; with no answer from GitLab, `read` keeps the
+recorded state. Why, and sources: docs/design/decisions.md, entry 27.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """One commit per project per change: a project's files pushed to its branch by the Commits API.
 
-The provider compares the files it should hold with the branch's tree (git blob ids, computed
-locally, so no file is downloaded), and sends every difference (create, update, delete) as the
-actions of **one** commit: one edit makes one pipeline. Unchanged files make no commit; a file
-gone from `apps/<name>/` is deleted from the repository. The outputs carry the branch's head, which
-the smoke pipeline waits on.
+The files it should hold are compared with the branch's tree by git blob id (computed locally: no
+file is downloaded), and every difference (create, update, delete) goes into **one** commit; no
+difference, no commit. A file is a string (text, sent as it is) or `{"base64": <its bytes>}`
+(binary, sent as a `base64` action); its blob id is git's over the bytes either way. The outputs
+carry the branch's head, which the smoke pipeline waits on.
 
-**Text and binary files.** A file's content is a string (a text file, sent as it is) or
-`{"base64": <its bytes, base64>}` (a binary one, sent as a `base64` action, which GitLab decodes
-before it writes the blob). Its blob id is git's over the bytes either way, so an unchanged binary
-file makes no commit as an unchanged text file makes none.
-
-**Only into a project of ours.** One commit deletes every file of the branch that is not in
-`apps/<name>/`, so before any commit the project must carry our `blueprint_owner` mark (one GET,
-as providers/gitlab_get_or_create.py explains): a state can outlive its GitLab, and in the new one the
-recorded project id may be a user's. If it is not ours the sync refuses, naming the fix. `read`
-(refresh) reports the sync gone when its project is gone or not ours, so that the next `up`, once it
-has got or created the project (perhaps under the same id in a new GitLab), syncs it again; it
-keeps the recorded state when GitLab gives no answer.
+Only into a project of ours: before any commit the project must carry our `blueprint_owner` mark
+(one GET, providers/gitlab_get_or_create.py), or the sync refuses, naming the fix. `read` reports
+the sync gone when its project is gone or not ours (the next `up` syncs it again), and keeps the
+recorded state when GitLab gives no answer. Why: docs/design/decisions.md, entry 30.
 """
 
 from __future__ import annotations

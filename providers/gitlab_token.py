@@ -1,20 +1,16 @@
 """GitLab's first admin token: a personal access token of `root` whose value Pulumi generates.
 
-Creating a token through the API needs a token, so the first one is seeded inside GitLab: a Ruby
-script run by `gitlab-rails runner` in the toolbox pod (kubectl exec, the script on stdin so the
-value never reaches a command line). The script is idempotent: it does nothing when the value is
-an active token with the inputs' scopes already (and only sets the scopes of one without them),
-and otherwise replaces any stale row with a new token of that value, revoking root's other
-"blueprint" tokens.
+Seeded inside GitLab (docs/design/decisions.md, entry 35): a Ruby script run by `gitlab-rails
+runner` in the toolbox pod (kubectl exec, the script on stdin so the value never reaches a command
+line; the kubeconfig from `kind get kubeconfig` at the moment of use). The script is idempotent: it
+does nothing when the value is an active token with the inputs' scopes (and only sets the scopes of
+one without them), and otherwise replaces any stale row with a new token of that value, revoking
+root's other "blueprint" tokens.
 
 `diff` asks GitLab whether it still accepts the token (`GET /personal_access_tokens/self`) and
-reports a change when it does not (expired, revoked, a new GitLab over wiped data) or when the
-token lacks a scope the inputs name, so the next `up` seeds it again; `read` (refresh) drops such
-a token. The kubeconfig comes from `kind get kubeconfig` at the moment of use: no credential
-passes through the inputs but the token.
-
-GitLab's answer is checked against the CA in `ca_file`. Without that file (deleted with the data
-folder, say) nothing GitLab says can be trusted, so `diff` and `read` cannot tell and change
+reports a change when it does not (expired, revoked, a new GitLab over wiped data) or when the token
+lacks a scope, so the next `up` seeds it again; `read` (refresh) drops such a token. Without the CA
+file GitLab's answer is checked against, nothing it says can be trusted: `diff` and `read` change
 nothing, and `create`/`update` fail before seeding, saying how to write the file again.
 """
 
@@ -29,7 +25,8 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers import poll
-from providers.gitlab_api import missing_ca_file, session
+from providers.gitlab_api import GitLab, GitLabApiError
+from providers.http import missing_ca_file
 from providers.kind_access import KindAccessError, admin_kubeconfig
 
 PROVIDER_VERSION = "3"
@@ -40,7 +37,7 @@ INPUTS = (
     "provider_version",
 )  # fmt: skip
 SEED_SCRIPT = """\
-value = STDIN_TOKEN
+value = TOKEN_VALUE
 scopes = SCOPES
 token = PersonalAccessToken.find_by_token(value)
 if token&.active? && token.scopes.map(&:to_s).sort == scopes.sort
@@ -85,9 +82,9 @@ class GitLabTokenError(Exception):
 def seed_script(token: str, scopes: list[str], expires_days: int) -> str:
     """The Ruby seed script with its values inlined as JSON literals (valid Ruby, no escaping issues)."""
     return (
-        SEED_SCRIPT.replace("STDIN_TOKEN", json.dumps(token))
-        .replace("SCOPES", json.dumps(scopes))
+        SEED_SCRIPT.replace("SCOPES", json.dumps(scopes))
         .replace("EXPIRES_DAYS", str(int(expires_days)))
+        .replace("TOKEN_VALUE", json.dumps(token))  # last: no other placeholder is looked for in the value
     )
 
 
@@ -119,24 +116,15 @@ def seed(props: dict[str, Any]) -> str:
 def accepted(props: dict[str, Any]) -> bool | None:
     """Whether GitLab accepts the token with every scope the inputs name: True, False (401/403, or
     a scope missing, which the seed script adds), or None when GitLab does not answer or its answer
-    cannot be checked (no CA file, for which requests raises a bare OSError). Asked as the API
-    client asks: no CA bundle or proxy from the environment, no redirect followed with the token.
+    cannot be checked (no CA file). Asked once, through the GitLab client: a wait asks again.
     """
-    import requests
-
-    if missing_ca_file(str(props["ca_file"])):
-        return None
     try:
-        with session(str(props["token"]), str(props["ca_file"])) as asking:
-            response = asking.get(f"{str(props['gitlab_url']).rstrip('/')}/api/v4/personal_access_tokens/self", timeout=10)
-            granted = set(response.json().get("scopes") or []) if response.status_code == 200 else set()
-    except requests.RequestException:
-        return None
-    if response.status_code == 200:
-        return set(props["scopes"]) <= granted
-    if response.status_code in (401, 403):
-        return False
-    return None
+        granted = GitLab.of(props, timeout=10.0, pauses=()).get("/personal_access_tokens/self")
+    except GitLabApiError as error:
+        return False if error.status in (401, 403) else None
+    if not isinstance(granted, dict):
+        return None  # not the token's details: nothing to tell by
+    return set(props["scopes"]) <= set(granted.get("scopes") or [])
 
 
 def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> None:

@@ -1,20 +1,15 @@
-"""A generated secret that lives with the data, not with the stack.
+"""A generated secret that lives with the data, not with the stack (docs/design/decisions.md, entry 11).
 
-pulumi-random values exist only in Pulumi state, so a `destroy` + `up` generates new ones; that is
-fine for a password the platform re-applies (CloudNativePG re-sets role passwords from their
-Secrets), and wrong for one the preserved data depends on (GitLab's rails secrets encrypt database
-columns; MinIO signs what it derives from its root credentials, minio/minio#16839). `HostSecret` generates such a value once, in
-a 0600 file under the data folder, and reads it back on every run. The folder's lifecycle
-(`preserveData`) decides when the value is gone, never a stack's.
+`HostSecret` generates a value once, in a 0600 file under the data folder, and reads it back on
+every run: the folder's lifecycle (`preserveData`) decides when the value is gone, never a stack's.
 
 **A kept file is never trusted blindly, nor written carelessly.** An empty file (what a crash can
 leave of a file written but not flushed) or one that is not a value of its kind is refused, never
 handed on as a secret nor replaced: the message names the file and says whether a new value is
-safe. Some are (SSH host keys, the CA's key, the admin token: a new one is re-trusted or re-seeded);
-some are not while the data is kept (GitLab's rails secrets encrypt database columns; MinIO's root
-credentials sign its users; GitLab keeps the root password it was seeded with). A new file is
-written to a temporary file, flushed to disk (`fsync`), linked into place, and its folder flushed
-too, so after a crash the name holds the whole value or nothing.
+safe (SSH host keys, the CA's key, the admin token: re-trusted or re-seeded) or not while the data
+is kept (GitLab's rails secrets, MinIO's root credentials, GitLab's root password). A new file is
+written to a temporary file, flushed (`fsync`), linked into place, and its folder flushed too, so
+after a crash the name holds the whole value or nothing.
 """
 
 from __future__ import annotations

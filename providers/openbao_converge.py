@@ -16,8 +16,8 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from providers import openbao_api as api
 from providers import poll
+from providers.openbao_api import OpenBao, Unreachable
 from providers.openbao_errors import OpenBaoInitError, mount_conflict, timeout_error, wrong_password_error
 from providers.openbao_rollout import server_log, wait_for_rollout
 from providers.openbao_seal_key import check_seal_key_file
@@ -50,73 +50,75 @@ def _password_file(props: dict[str, Any], user: str) -> str:
     return str(files.get(user, "its password file"))
 
 
-def _logs_in(props: dict[str, Any], user: str) -> bool:
+def _logs_in(bao: OpenBao, user: str) -> bool:
     """Whether user `user` logs in with the password the requests give it (the token is revoked at
     once). A 5xx or 429 is `poll.NotYet`.
     """
-    response = api.request(props, "POST", f"auth/userpass/login/{user}", body={"password": _user_password(props, user)})
+    response = bao.request("POST", f"auth/userpass/login/{user}", body={"password": _user_password(bao.props, user)})
     if response.status_code == 200:
-        api.revoke(props, str(response.json()["auth"]["client_token"]))
+        bao.revoke(str(response.json()["auth"]["client_token"]))
         return True
     if response.status_code >= 500 or response.status_code == 429:
         raise poll.NotYet(f"a login as {user} answered HTTP {response.status_code}")
     return False
 
 
-def _refusing_user(props: dict[str, Any], token: str) -> str | None:
+def _refusing_user(bao: OpenBao, token: str) -> str | None:
     """The first user the requests make that exists already and does not log in with its file's
     password: blueprint must not give it its policies.
     """
-    for request in props["requests"]:
+    for request in bao.props["requests"]:
         path = str(request["path"])
         # A user that does not exist, or a userpass not mounted, reads as 404 (verified against bao 2.7.2).
-        if path.startswith("auth/userpass/users/") and _is_env(request["data"].get("password")) and _exists(props, path, token):
+        if path.startswith("auth/userpass/users/") and _is_env(request["data"].get("password")) and _exists(bao, path, token):
             user = path.rsplit("/", 1)[1]
-            if not _logs_in(props, user):
+            if not _logs_in(bao, user):
                 return user
     return None
 
 
-def _exists(props: dict[str, Any], path: str, token: str) -> bool:
-    response = api.get(props, path, token)
+def _exists(bao: OpenBao, path: str, token: str) -> bool:
+    response = bao.get(path, token)
     if response.status_code == 404:
         return False
-    api.done(props, response, f"reading {path}")
+    bao.done(response, f"reading {path}")
     return True
 
 
-def configure(props: dict[str, Any], token: str) -> None:
+def configure(bao: OpenBao, token: str) -> None:
     """Apply `requests` with `token`, idempotently: what self-initialisation did on a vault's first start.
     A user that exists and refuses its file's password is refused before anything is written: its
     policies stay as they are.
     """
-    if (user := _refusing_user(props, token)) is not None:
+    props = bao.props
+    if (user := _refusing_user(bao, token)) is not None:
         raise wrong_password_error(props, user, _password_file(props, user))
     for request in props["requests"]:
         path, data = str(request["path"]), dict(request["data"])
         if path.startswith(("sys/mounts/", "sys/auth/")):
             table, mount = path.split("/", 2)[1:]
-            listing = api.done(props, api.get(props, f"sys/{table}", token), f"reading sys/{table}")
+            listing = bao.done(bao.get(f"sys/{table}", token), f"reading sys/{table}")
             existing = (listing.get("data") or {}).get(f"{mount}/")
             if existing is None:
-                api.done(props, api.request(props, "POST", path, token, data), f"enabling {path}")
+                bao.done(bao.request("POST", path, token, data), f"enabling {path}")
             elif existing.get("type") != data.get("type") or any(
                 (existing.get("options") or {}).get(key) != value for key, value in (data.get("options") or {}).items()
             ):
                 raise mount_conflict(props, path, existing, data)
             continue
         secret_fields = [key for key, value in data.items() if _is_env(value)]
-        if secret_fields and _exists(props, path, token):
+        if secret_fields and _exists(bao, path, token):
             data = {key: value for key, value in data.items() if key not in secret_fields}  # the vault keeps its own
         body = {key: _secret(props, value) if _is_env(value) else value for key, value in data.items()}
-        api.done(props, api.request(props, "POST", path, token, body), f"writing {path}")
+        bao.done(bao.request("POST", path, token, body), f"writing {path}")
 
 
-def check_writer(props: dict[str, Any]) -> None:
+def check_writer(bao: OpenBao) -> None:
     """User `username` logs in and may use KV v2 at `mount`."""
-    token = api.login(props, str(props["username"]), str(props["password"]), str(props["password_file"]))
+    props = bao.props
+    token = bao.login(str(props["username"]), str(props["password"]), str(props["password_file"]))
     try:
-        mount = api.get(props, f"sys/internal/ui/mounts/{props['mount']}", token)
+        mount = bao.get(f"sys/internal/ui/mounts/{props['mount']}", token)
         if mount.status_code >= 500:
             raise poll.NotYet(f"the mount check answered HTTP {mount.status_code}")
         data = (mount.json().get("data") or {}) if mount.status_code == 200 else {}
@@ -127,25 +129,27 @@ def check_writer(props: dict[str, Any]) -> None:
                 f"enable it again: uv run bao secrets enable -path={shlex.quote(str(props['mount']))} kv-v2"
             )
     finally:
-        api.revoke(props, token)
+        bao.revoke(token)
 
 
 def check_once(props: dict[str, Any]) -> None:
     """The checks alone, changing nothing; `poll.NotYet` when the server cannot answer yet."""
-    api.ready(props, api.seal_status(props))
-    check_writer(props)
+    bao = OpenBao(props)
+    bao.ready()
+    check_writer(bao)
 
 
 def converge_once(props: dict[str, Any]) -> None:
-    """One pass over every step; `poll.NotYet` when the server cannot answer yet."""
-    api.ready(props, api.seal_status(props))
+    """One pass over every step, on one session; `poll.NotYet` when the server cannot answer yet."""
+    bao = OpenBao(props)
+    bao.ready()
     admin, admin_file = str(props["admin_username"]), str(props["admin_password_file"])
-    token = api.login(props, admin, _user_password(props, admin), admin_file)
+    token = bao.login(admin, _user_password(props, admin), admin_file)
     try:
-        configure(props, token)
+        configure(bao, token)
     finally:
-        api.revoke(props, token)
-    check_writer(props)
+        bao.revoke(token)
+    check_writer(bao)
 
 
 def converge(props: dict[str, Any]) -> None:
@@ -160,11 +164,11 @@ def converge(props: dict[str, Any]) -> None:
 
 
 def usable(props: dict[str, Any]) -> bool | None:
-    """Whether OpenBao passes the checks right now; None when it does not answer (nothing to report)."""
+    """Whether OpenBao passes the checks right now; None when it gives no answer (nothing to report)."""
     try:
         check_once({**props, "http_timeout": min(float(props["http_timeout"]), 5.0)})
-    except poll.NotYet as not_yet:
-        return None if str(not_yet).startswith("unreachable") else False
-    except OpenBaoInitError:
+    except Unreachable:
+        return None
+    except (poll.NotYet, OpenBaoInitError):
         return False
     return True

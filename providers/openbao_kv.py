@@ -2,15 +2,11 @@
 
 A write that would store what is already there stores nothing (no new KV version); a changed value
 updates the secret in place; a changed path or mount replaces it. Each call logs in as a userpass
-user (`blueprint`: components/openbao.py) and revokes that token after it (docs/design/decisions.md,
-entry 18), through a client that takes no token, proxy or CA bundle from the environment.
-
-Deleting does nothing by default: the secret lives in OpenBao's storage, which `preserveData` keeps
-or wipes with the rest of the data. An entry whose `delete_on_destroy` is true (phase3's deploy
-tokens under preserveData=false) is deleted, metadata and every version, so that no revoked token
-stays there as if valid; left out (phase2's entries) is false. That delete is best effort, bounded by
-`DELETE_WAIT_SECONDS`: an OpenBao that cannot answer or refuses does not fail the destroy, and a
-warning (the provider's stderr, which the engine shows: pulumi/pulumi#6065) names the entry left.
+user (`blueprint`: components/openbao.py) and revokes that token after it, through a session of
+providers/http.py. Delete does nothing unless `delete_on_destroy`: then it deletes the entry,
+metadata and every version, best effort within `DELETE_WAIT_SECONDS`, and a warning (the
+provider's stderr, which the engine shows: pulumi/pulumi#6065) names an entry it left. Why:
+docs/design/decisions.md, entry 18.
 
 Every call waits up to `WAIT_SECONDS` while OpenBao cannot answer yet: unreachable, sealed (a
 restart unseals itself a moment later), not active, or a new KV v2 mount upgrading its storage.

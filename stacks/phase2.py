@@ -83,15 +83,17 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     gitlab_namespace = k8s.core.v1.Namespace(
         "gitlab-namespace", metadata={"name": GITALY_VOLUME.namespace, "labels": pod_security_labels("baseline")}, opts=on_cluster
     )
-    namespace = gitlab_namespace.metadata.name
-    tls = _tls(inputs, folders, storage, namespace, on_cluster)
-    data = _data_tier(inputs, folders, storage, on_cluster)
-    openbao = _openbao(inputs, folders, storage, data.postgres, on_cluster)
-    _node_access(inputs, namespace, tls, on_cluster)
-    gitlab = _gitlab(inputs, folders, storage, gateway_crds, namespace, tls, data, on_cluster)
-    admin = _admin(inputs, folders, storage, namespace, tls, gitlab, owner)
-    runners = _runners(inputs, tls, data.minio, admin, owner, on_cluster)
-    _headlamp_route(inputs, namespace, gitlab, on_cluster)
+    ground = Ground(
+        inputs=inputs, owner=owner, folders=folders, storage=storage, namespace=gitlab_namespace.metadata.name, on_cluster=on_cluster
+    )
+    tls = _tls(ground)
+    data = _data_tier(ground)
+    openbao = _openbao(ground, data.postgres)
+    _node_access(ground, tls)
+    gitlab = _gitlab(ground, gateway_crds, tls, data)
+    admin = _admin(ground, tls, gitlab)
+    runners = _runners(ground, tls, data.minio, admin)
+    _headlamp_route(ground, gitlab)
     ci_access = CiAccess(
         "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
     )
@@ -122,6 +124,22 @@ class Folders:
             volumes_host=f"{inputs[outputs.DATA_DIR]}/{kind_cluster.VOLUMES_SUBDIR}/{PLATFORM_SUBDIR}",
             volumes_node=f"{inputs[outputs.VOLUMES_NODE_PATH]}/{PLATFORM_SUBDIR}",
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ground:
+    """What every tier builds on: phase1's outputs, the stack, its folders and the cluster."""
+
+    inputs: Mapping[str, Any]
+    """phase1's outputs (in `dev`, with what phase1 hands on in the graph)."""
+    owner: str
+    """`<project>/<stack>`, as the cluster lease and the runners' description name it."""
+    folders: Folders
+    storage: Storage
+    namespace: pulumi.Output[str]
+    """GitLab's namespace, which its certificates, token and routes live in too."""
+    on_cluster: pulumi.ResourceOptions
+    """The options of everything on the cluster: its one Kubernetes provider, after the lease."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,23 +238,22 @@ def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.Res
     )
 
 
-def _tls(
-    inputs: Mapping[str, Any], folders: Folders, storage: Storage, namespace: pulumi.Output[str], on_cluster: pulumi.ResourceOptions
-) -> Tls:
+def _tls(ground: Ground) -> Tls:
     return Tls(
         "tls",
         TlsArgs(
-            domain=str(inputs[outputs.DOMAIN]),
-            namespace=namespace,
-            ca_file=f"{folders.host}/ca.crt",
-            ca_folder=storage.folder,
-            ca_key_file=f"{folders.secrets}/{tls_component.CA_KEY_FILE}",
+            domain=str(ground.inputs[outputs.DOMAIN]),
+            namespace=ground.namespace,
+            ca_file=f"{ground.folders.host}/ca.crt",
+            ca_folder=ground.storage.folder,
+            ca_key_file=f"{ground.folders.secrets}/{tls_component.CA_KEY_FILE}",
         ),
-        opts=on_cluster,
+        opts=ground.on_cluster,
     )
 
 
-def _data_tier(inputs: Mapping[str, Any], folders: Folders, storage: Storage, on_cluster: pulumi.ResourceOptions) -> DataTier:
+def _data_tier(ground: Ground) -> DataTier:
+    inputs, folders, storage, on_cluster = ground.inputs, ground.folders, ground.storage, ground.on_cluster
     postgres = Postgres(
         "postgres",
         PostgresArgs(
@@ -261,9 +278,8 @@ def _data_tier(inputs: Mapping[str, Any], folders: Folders, storage: Storage, on
     return DataTier(postgres=postgres, redis=redis, minio=minio)
 
 
-def _openbao(
-    inputs: Mapping[str, Any], folders: Folders, storage: Storage, postgres: Postgres, on_cluster: pulumi.ResourceOptions
-) -> OpenBao:
+def _openbao(ground: Ground, postgres: Postgres) -> OpenBao:
+    inputs, folders = ground.inputs, ground.folders
     return OpenBao(
         "openbao",
         OpenBaoArgs(
@@ -277,17 +293,18 @@ def _openbao(
             postgres_namespace=POSTGRES_VOLUME.namespace,
             postgres_pod=f"{pg.CLUSTER}-1",
             secrets_path=folders.secrets,
-            secrets_folder=storage.folder,
+            secrets_folder=ground.storage.folder,
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
         ),
-        opts=on_cluster,
+        opts=ground.on_cluster,
     )
 
 
-def _node_access(inputs: Mapping[str, Any], namespace: pulumi.Output[str], tls: Tls, on_cluster: pulumi.ResourceOptions) -> None:
+def _node_access(ground: Ground, tls: Tls) -> None:
     """What the nodes need of the platform: GitLab's images ahead of time, and its names resolved
     (pods by cluster DNS, containerd by the registry's hosts folder) to the Gateway.
     """
+    inputs, on_cluster = ground.inputs, ground.on_cluster
     domain = str(inputs[outputs.DOMAIN])
     envoy = f"{gw.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
     if inputs[outputs.IMAGE_MIRRORS]:
@@ -295,7 +312,7 @@ def _node_access(inputs: Mapping[str, Any], namespace: pulumi.Output[str], tls: 
         ImagePrepull(
             "gitlab-image-prepull",
             ImagePrepullArgs(
-                namespace=namespace,
+                namespace=ground.namespace,
                 node_selector=_gitlab_nodes(inputs),
                 images=versions.GITLAB_CHART_IMAGES,
                 mirrors_joined=tuple(inputs[key] for key in [outputs.IMAGE_CACHE_JOINED] if key in inputs),
@@ -319,20 +336,12 @@ def _node_access(inputs: Mapping[str, Any], namespace: pulumi.Output[str], tls: 
     )
 
 
-def _gitlab(
-    inputs: Mapping[str, Any],
-    folders: Folders,
-    storage: Storage,
-    gateway_crds: GatewayCrds,
-    namespace: pulumi.Output[str],
-    tls: Tls,
-    data: DataTier,
-    on_cluster: pulumi.ResourceOptions,
-) -> GitLab:
+def _gitlab(ground: Ground, gateway_crds: GatewayCrds, tls: Tls, data: DataTier) -> GitLab:
+    inputs, storage = ground.inputs, ground.storage
     return GitLab(
         "gitlab",
         GitLabArgs(
-            namespace=namespace,
+            namespace=ground.namespace,
             domain=str(inputs[outputs.DOMAIN]),
             ssh_port=int(inputs[outputs.SSH_PORT]),
             node_ports=(
@@ -354,7 +363,7 @@ def _gitlab(
             gitaly_volume=GITALY_VOLUME,
             apps_namespace=APPS_NAMESPACE,
             headlamp_namespace=HeadlampArgs().namespace if inputs[outputs.HEADLAMP] else None,
-            secrets_path=folders.secrets,
+            secrets_path=ground.folders.secrets,
             secrets_folder=storage.folder,
             depends_on=(
                 gateway_crds.chart,
@@ -365,29 +374,22 @@ def _gitlab(
                 storage.volumes[GITALY_VOLUME.key],
             ),
         ),
-        opts=on_cluster,
+        opts=ground.on_cluster,
     )
 
 
-def _admin(
-    inputs: Mapping[str, Any],
-    folders: Folders,
-    storage: Storage,
-    namespace: pulumi.Output[str],
-    tls: Tls,
-    gitlab: GitLab,
-    owner: str,
-) -> Admin:
+def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
     """GitLab's admin token, from its file, checked at GitLab's URL; then the platform's group."""
+    inputs = ground.inputs
     gitlab_url = f"https://{_gitlab_host(inputs)}"
     # Lives with the data, like the rails secrets: after a preserveData cycle GitLab's database
     # still holds this token, and what users scripted against it keeps working. The file keeps it
     # without GitLab's prefix, which `outputs.admin_token` adds (for every reader of the file too).
-    token_file = f"{folders.secrets}/gitlab-admin-token"
+    token_file = f"{ground.folders.secrets}/gitlab-admin-token"
     token_value = HostSecret(
         "gitlab-admin-token-value",
         HostSecretArgs(path=token_file),
-        opts=pulumi.ResourceOptions(depends_on=[storage.folder]),
+        opts=pulumi.ResourceOptions(depends_on=[ground.storage.folder]),
     ).value.apply(outputs.admin_token)
     token = GitLabToken(
         "gitlab-admin-token",
@@ -396,7 +398,7 @@ def _admin(
             ca_file=tls.ca_file,
             token=token_value,
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
-            namespace=namespace,
+            namespace=ground.namespace,
             toolbox=gl.TOOLBOX,
         ),
         # It checks the token at GitLab's URL, through the Gateway: that must be Programmed first.
@@ -410,7 +412,7 @@ def _admin(
             connection=Connection(gitlab_url, token.token, tls.ca_file),
             path=APPS_GROUP,
             name=APPS_GROUP,
-            owner=owner,
+            owner=ground.owner,
             description="Apps that blueprint builds and deploys.",
         ),
         opts=pulumi.ResourceOptions(retain_on_delete=bool(inputs[outputs.PRESERVE_DATA])),
@@ -418,10 +420,9 @@ def _admin(
     return Admin(token_file=token_file, token_value=token_value, token=token, group=group)
 
 
-def _runners(
-    inputs: Mapping[str, Any], tls: Tls, minio: Minio, admin: Admin, owner: str, on_cluster: pulumi.ResourceOptions
-) -> tuple[Runner, Runner]:
+def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runner, Runner]:
     """The group's two runners: the default one, confined, and the one for image builds alone."""
+    inputs = ground.inputs
     gitlab_host = _gitlab_host(inputs)
     runner, image_build_runner = (
         Runner(
@@ -435,7 +436,7 @@ def _runners(
                 ca_file=tls.ca_file,
                 ca_pem=tls.ca_cert_pem,
                 group_id=admin.group.id,
-                owner=owner,
+                owner=ground.owner,
                 preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
                 node_label_key=str(inputs[outputs.NODE_LABEL_KEY]),
                 node_label=str(inputs[outputs.RUNNER_NODE_LABEL]),
@@ -445,14 +446,15 @@ def _runners(
                 concurrent=2 if image_builds else 4,
                 docker_hub_mirror=str(dict(inputs[outputs.IMAGE_MIRRORS]).get("docker.io", "")),
             ),
-            opts=on_cluster,
+            opts=ground.on_cluster,
         )
         for image_builds in (False, True)
     )
     return runner, image_build_runner
 
 
-def _headlamp_route(inputs: Mapping[str, Any], namespace: pulumi.Output[str], gitlab: GitLab, on_cluster: pulumi.ResourceOptions) -> None:
+def _headlamp_route(ground: Ground, gitlab: GitLab) -> None:
+    inputs = ground.inputs
     if inputs[outputs.HEADLAMP]:
         # Headlamp at https://headlamp.<domain>, like every other UI: after its listener (the gate
         # comes after every writer of the Gateway), and in `dev` after Headlamp itself.
@@ -461,11 +463,11 @@ def _headlamp_route(inputs: Mapping[str, Any], namespace: pulumi.Output[str], gi
             HeadlampRouteArgs(
                 host=f"{HEADLAMP_HOST}.{inputs[outputs.DOMAIN]}",
                 gateway=gl.GATEWAY,
-                gateway_namespace=namespace,
+                gateway_namespace=ground.namespace,
                 listener=gw.HEADLAMP_LISTENER,
                 depends_on=(gitlab.gateway_programmed, *_in_graph(inputs, outputs.HEADLAMP_DASHBOARD)),
             ),
-            opts=on_cluster,
+            opts=ground.on_cluster,
         )
 
 

@@ -15,58 +15,37 @@ import credentials
 from apps_manifest import load_manifest
 from components.gitlab_projects import GROUP, GitLabProjects, GitLabProjectsArgs
 from components.openbao import WRITER_USER
-from stacks import outputs, preflight, runtime
+from stacks import outputs, runtime
 from stacks.config.phases import load_phase3
 from stacks.mirror import mirror
 
 
 def admin_token(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
     """Root's GitLab token (secret): in `dev`, the seeded one phase2 hands on in the graph, so that every
-    call waits for the seeding; in a phase3 stack, read from phase2's file (no stack output holds
-    it), or a RunError naming the file and the fix when phase2's data folder has none; the
-    runtime's stand-in when it stands in for the platform (stacks/runtime.py).
+    call waits for the seeding; in a phase3 stack, the platform's (stacks/runtime.py).
     """
     if outputs.SEEDED_ADMIN_TOKEN in inputs:
         seeded: pulumi.Input[str] = inputs[outputs.SEEDED_ADMIN_TOKEN]
         return seeded
-    if (stand_in := runtime.current().platform) is not None:
-        return pulumi.Output.secret(stand_in.gitlab_token)
-    try:
-        return pulumi.Output.secret(outputs.read_admin_token(str(inputs[outputs.ADMIN_TOKEN_FILE])))
-    except outputs.SecretFileUnavailable as error:
-        raise pulumi.RunError(str(error)) from None
+    return runtime.current().platform.admin_token(inputs)
 
 
 def writer_password(inputs: Mapping[str, Any]) -> pulumi.Input[str]:
     """The password of OpenBao's `blueprint` user (secret), which phase3's credentials are written
-    with: in `dev`, phase2's in the graph; in a phase3 stack, read from phase2's file (no stack
-    output holds it), or a RunError naming the file and the fix; the runtime's stand-in, as the token.
+    with: in `dev`, phase2's in the graph; in a phase3 stack, the platform's, as the token.
     """
     if outputs.OPENBAO_WRITER_PASSWORD in inputs:
         in_graph: pulumi.Input[str] = inputs[outputs.OPENBAO_WRITER_PASSWORD]
         return in_graph
-    if (stand_in := runtime.current().platform) is not None:
-        return pulumi.Output.secret(stand_in.openbao_password)
-    path = str(inputs[outputs.OPENBAO_WRITER_PASSWORD_FILE])
-    try:
-        password = outputs.read_secret_file(path, "OpenBao's blueprint password")
-    except outputs.SecretFileUnavailable as error:
-        raise pulumi.RunError(str(error)) from None
-    if not password:
-        raise pulumi.RunError(
-            f"phase2 is not up, or its data folder is not on this machine: {path} is missing or empty; "
-            f"run `uv run blueprint up` / `pulumi up -s phase2` first"
-        )
-    return pulumi.Output.secret(password)
+    return runtime.current().platform.writer_password(inputs)
 
 
 def preflight_applies(inputs: Mapping[str, Any]) -> bool:
-    """Whether phase3 checks the platform before it starts (stacks/preflight.py): in a phase3 stack,
-    whose platform phase2 brought up earlier; not in `dev`, where GitLab comes up in the same run (phase2
-    hands on the seeded token there), nor with a runtime that stands in for the platform (the offline
-    plan), which calls nothing.
+    """Whether phase3 checks the platform before it starts: in a phase3 stack, whose platform phase2
+    brought up earlier; not in `dev`, where GitLab comes up in the same run (phase2 hands on the
+    seeded token there).
     """
-    return outputs.SEEDED_ADMIN_TOKEN not in inputs and runtime.current().platform is None
+    return outputs.SEEDED_ADMIN_TOKEN not in inputs
 
 
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,9 +60,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             f"version of blueprint. Bring it up from this one (`pulumi up -s phase2`, or `uv run blueprint up --phase 2`)"
         )
     if preflight_applies(inputs):
-        # OpenBao, GitLab's API and registry through the gateway, both runners: what does not answer stops
-        # here, before any resource, named with its fix (a preview warns instead).
-        preflight.run(inputs, preview=pulumi.runtime.is_dry_run())
+        # What does not answer stops here, before any resource, named with its fix.
+        runtime.current().platform.preflight(inputs)
     token = admin_token(inputs)  # a missing token file stops here, before any resource
     openbao_password = writer_password(inputs)  # so does a missing OpenBao password file
     apps = GitLabProjects(

@@ -4,33 +4,28 @@ In order: OpenBao answers at phase2's `openbaoAddr`, initialised and unsealed (`
 GitLab's API answers at `https://gitlab.<domain>` with our CA file as the only trust
 (`/api/v4/metadata`, with the admin token read from phase2's file); the registry answers at
 `https://registry.<domain>/v2/` (200, or 401 with `WWW-Authenticate`); and both runners are
-`online` (asked only when GitLab's API answered). Otherwise Pulumi would stop deep in the first
-project's creation with a message about that project. Every failure is one sentence naming the
-component, what it answered and the fix; all are reported at once. No secret goes into a message:
-the token goes to GitLab alone, and no answer's body is quoted.
+`online` (asked only when GitLab's API answered). Every failure is one sentence naming the
+component, what it answered and the fix; all are reported at once. The token goes to GitLab alone,
+through the providers' client (providers/gitlab_api.py), whose errors never show it.
 
-Waits: a short timeout per request (REQUEST_TIMEOUT); what may pass in seconds (a refused
-connection, a gateway's 502/503/504) is tried ATTEMPTS times, PAUSE apart; a name that does not
-resolve or a certificate that does not verify is not retried. A runner `never_contacted` or
-`offline` is waited for up to RUNNER_WAIT (its manager pod may be starting); a paused or stale one
-is not. It runs in the phase3 stack only (not in `dev`, where GitLab comes up in the same run),
-before any resource is registered; a preview checks each once, without waiting, and warns.
-Why, and the upstream sources: docs/design/decisions.md, entry 34.
+Each request is tried ATTEMPTS times, PAUSE apart, while what failed may pass in seconds
+(providers/http.py `send`); a runner `never_contacted` or `offline` is waited for up to RUNNER_WAIT
+(its manager pod may be starting), a paused or stale one is not. It runs in the phase3 stack only,
+before any resource is registered; a preview checks each once, without waiting, and warns. Why,
+and the upstream sources: docs/design/decisions.md, entry 34.
 """
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from apps_manifest import host_names, load_manifest
 from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, runner_description
-from providers import poll
-from providers.gitlab_api import missing_ca_file
-from providers.http import session
+from providers import http, poll
+from providers.gitlab_api import GitLab, GitLabApiError, encode
 from stacks import outputs
 
 REQUEST_TIMEOUT = 5.0
@@ -43,7 +38,6 @@ RUNNER_WAIT = 120.0
 """Seconds a runner that is not online yet (`never_contacted`, `offline`) is waited for."""
 RUNNER_POLL = 5.0
 """Seconds between two looks at a runner that is not online yet."""
-TRANSIENT = frozenset({502, 503, 504})
 WAITING_RUNNER = frozenset({"never_contacted", "offline"})
 """A runner status that its manager pod ends by asking for jobs (starting, or restarting)."""
 PHASE2_UP = "`uv run blueprint up --phase 2` (or `pulumi up -s phase2`)"
@@ -60,6 +54,11 @@ class Waits:
     pause: float = PAUSE
     runner_wait: float = RUNNER_WAIT
     runner_poll: float = RUNNER_POLL
+
+    @property
+    def pauses(self) -> tuple[float, ...]:
+        """The pauses between the tries of one request."""
+        return (self.pause,) * (self.attempts - 1)
 
 
 PREVIEW = Waits(attempts=1, runner_wait=0.0)
@@ -106,62 +105,21 @@ def _id(value: Any) -> str:
     return str(int(float(text))) if text.replace(".", "", 1).isdigit() else text
 
 
-class NoAnswer(Exception):
-    """A request got no HTTP answer; the message says why, and what to do, in a few words."""
-
-
-def get(url: str, *, ca_file: str | None, headers: Mapping[str, str] | None = None, waits: Waits, hosts_line: str = "") -> Any:
-    """The answer to `GET url` (any status), trusting `ca_file` alone for https; a gateway's
-    502/503/504, a refused connection and a timeout are tried `waits.attempts` times. No answer is
-    a NoAnswer saying why, with the fix for a name that does not resolve (`hosts_line`) or a
-    certificate our CA does not vouch for.
+def get(url: str, *, waits: Waits, ca_file: str | None = None, hosts_line: str = "") -> Any:
+    """The answer to `GET url` (any status; a gateway's 502-504 once the tries run out), trusting
+    `ca_file` alone for https; an http.NoAnswer saying why there is none.
     """
-    import requests
-    import urllib3
-
-    parts = urlsplit(url)
-    host = parts.hostname or url
-    where = f"{host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
-    if url.startswith("https://") and ca_file is not None and (problem := missing_ca_file(ca_file)):
-        raise NoAnswer(problem)
-
-    def attempt() -> Any:
-        try:
-            with session(ca_file=ca_file, headers=headers) as asking:
-                response = asking.get(url, timeout=waits.timeout)
-        except requests.exceptions.SSLError:
-            raise NoAnswer(
-                f"{host}'s certificate does not verify against our CA {ca_file}: that file is not phase2's CA (write it again: "
-                f"`pulumi stack output -s phase2 caCertPem > {shlex.quote(str(ca_file))}`), or the gateway serves another certificate "
-                f"(`kubectl -n gitlab get secrets`)"
-            ) from None
-        except requests.Timeout:  # before ConnectionError: a ConnectTimeout is both
-            raise poll.NotYet(f"{host} gave no answer within {waits.timeout:g}s") from None
-        except requests.ConnectionError as error:
-            reason = getattr(error.args[0], "reason", None) if error.args else None
-            if isinstance(reason, urllib3.exceptions.NameResolutionError):
-                fix = f"add this line to /etc/hosts: {hosts_line}" if hosts_line else "add it to /etc/hosts"
-                raise NoAnswer(f"{host} does not resolve on this machine: {fix}") from None
-            raise poll.NotYet(f"nothing answers at {where}: is the kind cluster running? (`docker ps`)") from None
-        if response.status_code in TRANSIENT:
-            raise poll.NotYet(f"HTTP {response.status_code}", outcome=response)
-        return response
-
-    try:
-        return poll.retry(attempt, [waits.pause] * (waits.attempts - 1))
-    except poll.NotYet as gave_up:
-        if gave_up.outcome is None:
-            raise NoAnswer(str(gave_up)) from None
-        return gave_up.outcome  # a gateway's answer is an answer: the checks name it
+    with http.session(ca_file=ca_file) as asking:
+        return http.send(asking, "GET", url, timeout=waits.timeout, pauses=waits.pauses, hosts_line=hosts_line)
 
 
 def check_openbao(address: str, *, waits: Waits) -> str | None:
     """Why OpenBao at `address` cannot serve phase3, or None: it answers, initialised and unsealed."""
     where = f"OpenBao at {address}"
     try:
-        response = get(f"{address}/v1/sys/health", ca_file=None, waits=waits)
+        response = get(f"{address}/v1/sys/health", waits=waits)
         health = response.json()
-    except NoAnswer as error:
+    except http.NoAnswer as error:
         return f"{where} does not answer: {error}; look at its pod: `kubectl -n openbao get pods`"
     except ValueError:
         health = None
@@ -177,23 +135,23 @@ def check_openbao(address: str, *, waits: Waits) -> str | None:
     return None
 
 
-def check_gitlab(url: str, token: str, *, ca_file: str, waits: Waits, hosts_line: str = "") -> str | None:
-    """Why GitLab's API at `url` cannot serve phase3, or None: `/api/v4/metadata` answers with the admin token."""
-    where = f"GitLab's API at {url}"
+def check_gitlab(api: GitLab) -> str | None:
+    """Why GitLab's API cannot serve phase3, or None: `/api/v4/metadata` answers the admin token."""
+    where = f"GitLab's API at {api.url}"
     try:
-        response = get(f"{url}/api/v4/metadata", ca_file=ca_file, headers={"PRIVATE-TOKEN": token}, waits=waits, hosts_line=hosts_line)
-    except NoAnswer as error:
-        return f"{where} does not answer: {error}"
-    if response.status_code == 200:
-        return None
-    if response.status_code in (401, 403):
-        return f"{where} refuses the admin token (HTTP {response.status_code}): {PHASE2_UP} makes it again"
-    if response.status_code in TRANSIENT or response.status_code == 404:
-        return (
-            f"{where}: the gateway answers HTTP {response.status_code}, GitLab does not: look at its pods "
-            f"(`kubectl -n gitlab get pods`) and its Gateway (`kubectl -n gitlab describe gateway gitlab-gw`)"
-        )
-    return f"{where} answered HTTP {response.status_code}"
+        response = api.send("GET", "/metadata")
+    except GitLabApiError as error:
+        if error.status in (401, 403):
+            return f"{where} refuses the admin token (HTTP {error.status}): {PHASE2_UP} makes it again"
+        if error.gateway is not None:
+            return (
+                f"{where}: the gateway answers HTTP {error.gateway}, GitLab does not: look at its pods "
+                f"(`kubectl -n gitlab get pods`) and its Gateway (`kubectl -n gitlab describe gateway gitlab-gw`)"
+            )
+        if error.status is None:
+            return f"{where} does not answer: {error.detail}"
+        return f"{where} answered HTTP {error.status}"
+    return None if response.status_code == 200 else f"{where} answered HTTP {response.status_code}"
 
 
 def check_registry(url: str, *, ca_file: str, waits: Waits, hosts_line: str = "") -> str | None:
@@ -202,8 +160,8 @@ def check_registry(url: str, *, ca_file: str, waits: Waits, hosts_line: str = ""
     """
     where = f"the registry at {url}"
     try:
-        response = get(f"{url}/v2/", ca_file=ca_file, waits=waits, hosts_line=hosts_line)
-    except NoAnswer as error:
+        response = get(f"{url}/v2/", waits=waits, ca_file=ca_file, hosts_line=hosts_line)
+    except http.NoAnswer as error:
         return f"{where} does not answer: {error}"
     if response.status_code == 200 or (response.status_code == 401 and response.headers.get("WWW-Authenticate")):
         return None
@@ -211,45 +169,6 @@ def check_registry(url: str, *, ca_file: str, waits: Waits, hosts_line: str = ""
         f"{where}: the gateway answers HTTP {response.status_code}, the registry does not: look at its pods "
         f"(`kubectl -n gitlab get pods -l app=registry`)"
     )
-
-
-@dataclass(frozen=True)
-class GitLabReader:
-    """Reads GitLab's API with the admin token, as the checks need it: short timeouts, few retries."""
-
-    url: str
-    token: str = field(repr=False)
-    ca_file: str
-    waits: Waits
-    hosts_line: str = ""
-
-    def _get(self, path: str, query: Mapping[str, Any] | None = None) -> Any:
-        url = f"{self.url}/api/v4{path}" + (f"?{urlencode(query)}" if query else "")
-        response = get(url, ca_file=self.ca_file, headers={"PRIVATE-TOKEN": self.token}, waits=self.waits, hosts_line=self.hosts_line)
-        if response.status_code not in (200, 404):
-            raise NoAnswer(f"GitLab answered HTTP {response.status_code} to GET /api/v4{path}")
-        return response
-
-    def _json(self, response: Any, path: str) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            raise NoAnswer(f"GitLab's answer to GET /api/v4{path} is not JSON") from None
-
-    def find(self, path: str) -> Any:
-        """What `path` holds, or None for GitLab's 404."""
-        response = self._get(path)
-        return None if response.status_code == 404 else self._json(response, path)
-
-    def pages(self, path: str, **query: Any) -> Iterator[Any]:
-        """Every item of a paginated list (GitLab's `X-Next-Page` header)."""
-        page = "1"
-        while page:
-            response = self._get(path, {**query, "per_page": 100, "page": page})
-            if response.status_code == 404:
-                raise NoAnswer(f"GitLab answered HTTP 404 to GET /api/v4{path}")
-            yield from self._json(response, path)
-            page = response.headers.get("X-Next-Page", "")
 
 
 @dataclass(frozen=True)
@@ -262,10 +181,10 @@ class RunnerToCheck:
     """Its id; None when GitLab holds no such runner."""
 
 
-def runners_to_check(api: GitLabReader, platform: Platform) -> list[RunnerToCheck]:
+def runners_to_check(api: GitLab, platform: Platform) -> list[RunnerToCheck]:
     """The default runner (phase2's `runnerId`) and the image-build one (the group's runner of its description)."""
     wanted = runner_description(platform.runner_owner, image_builds=True)
-    listed = api.pages(f"/groups/{quote(platform.group_id, safe='')}/runners", type="group_type")
+    listed = api.pages(f"/groups/{encode(platform.group_id)}/runners", type="group_type")
     image_build = next((str(runner["id"]) for runner in listed if runner.get("description") == wanted), None)
     return [
         RunnerToCheck("the default runner", DEFAULT_NAMESPACE, platform.runner_id),
@@ -273,13 +192,13 @@ def runners_to_check(api: GitLabReader, platform: Platform) -> list[RunnerToChec
     ]
 
 
-def check_runner(api: GitLabReader, runner: RunnerToCheck, *, waits: Waits) -> str | None:
+def check_runner(api: GitLab, runner: RunnerToCheck, *, waits: Waits) -> str | None:
     """Why `runner` cannot take jobs, or None: GitLab says it is online (waited for, see the module docstring)."""
     # Both charts are released as `gitlab-runner` (components/runner.py), each in its own namespace.
     look = f"`kubectl -n {runner.namespace} get pods` and `kubectl -n {runner.namespace} logs deploy/gitlab-runner`"
     if runner.runner_id is None:
         return f"{runner.what} is not in GitLab: {REFRESH_PHASE2}, then {PHASE2_UP} registers it"
-    path = f"/runners/{quote(runner.runner_id, safe='')}"
+    path = f"/runners/{encode(runner.runner_id)}"
 
     def settled() -> Any:
         found = api.find(path)
@@ -315,22 +234,22 @@ def problems(platform: Platform, token: str | None, *, waits: Waits = Waits(), t
     found = []
     if problem := check_openbao(platform.openbao_addr, waits=waits):
         found.append(problem)
-    gitlab_up = False
-    if token is None:
-        found.append(f"GitLab's API at {platform.gitlab_url} was not checked: {token_problem}")
-    elif problem := check_gitlab(platform.gitlab_url, token, ca_file=platform.ca_file, waits=waits, hosts_line=platform.hosts_line):
-        found.append(problem)
-    else:
-        gitlab_up = True
+    api = None
+    if token is not None:
+        api = GitLab(
+            platform.gitlab_url, token, platform.ca_file, timeout=waits.timeout, pauses=waits.pauses, hosts_line=platform.hosts_line
+        )
+    gitlab = check_gitlab(api) if api else f"GitLab's API at {platform.gitlab_url} was not checked: {token_problem}"
+    if gitlab:
+        found.append(gitlab)
     if problem := check_registry(platform.registry_url, ca_file=platform.ca_file, waits=waits, hosts_line=platform.hosts_line):
         found.append(problem)
-    if gitlab_up and token is not None:
-        api = GitLabReader(platform.gitlab_url, token, platform.ca_file, waits, platform.hosts_line)
+    if api and not gitlab:  # the runners are asked only of a GitLab that answered
         try:
             for runner in runners_to_check(api, platform):
                 if problem := check_runner(api, runner, waits=waits):
                     found.append(problem)
-        except NoAnswer as error:
+        except GitLabApiError as error:
             found.append(f"the runners could not be checked: {error}")
     return found
 

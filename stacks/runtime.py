@@ -1,31 +1,79 @@
-"""What the program takes from where it runs: the one seam through which the offline plan stands in.
+"""What the program takes from where it runs: the seam through which the offline plan stands in.
 
-A real run (`pulumi up`, `blueprint up`) runs with `REAL`: this checkout's own id, phase2's files
-for the platform's secrets and a pre-flight of the platform, every config value as Pulumi gives
-it. The offline plan (`cli/plan.py`, which the tests plan through) installs its own `Runtime`
+A real run (`pulumi up`, `blueprint up`) runs with `REAL`: this checkout's own id, the platform
+phase2 brought up on this machine (its files, and a pre-flight), every config value as Pulumi
+gives it. The offline plan (`cli/plan.py`, which the tests plan through) installs its own `Runtime`
 before it runs the program, and the real one again after. The program reads it through `current()`
-and never asks what it runs under.
+and never asks what it runs under. Which stack files the config comes from is another switch
+(stacks/config/schema.py `STACK_FILES_DIR`, which the tests and the generated pages point at none):
+it chooses the config, real run or plan alike, and stands in for nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pulumi
 
 from stacks.release_record import HOST, ReleaseRecords
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlatformStandIn:
-    """What phase3 takes from a running platform, for a run that has none: it reads no file of
-    phase2's and checks nothing before it starts.
+class Platform(Protocol):
+    """What a phase3 stack takes from the platform phase2 brought up (`inputs`: phase2's outputs)."""
+
+    def admin_token(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+        """Root's GitLab token (secret)."""
+
+    def writer_password(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+        """The password of OpenBao's `blueprint` user (secret)."""
+
+    def preflight(self, inputs: Mapping[str, Any]) -> None:
+        """Check that the platform answers before phase3 touches it."""
+
+
+class Phase2OnThisMachine:
+    """The platform as a real run finds it: its secrets in phase2's files (no stack output holds
+    them; a missing file is a RunError naming it and the fix), checked by the pre-flight first.
     """
 
-    gitlab_token: str
-    """GitLab's admin token, which a real run reads from phase2's file."""
-    openbao_password: str
-    """The password of OpenBao's `blueprint` user, which a real run reads from phase2's file."""
+    def admin_token(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+        import pulumi
+
+        from stacks import outputs
+
+        try:
+            return pulumi.Output.secret(outputs.read_admin_token(str(inputs[outputs.ADMIN_TOKEN_FILE])))
+        except outputs.SecretFileUnavailable as error:
+            raise pulumi.RunError(str(error)) from None
+
+    def writer_password(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+        import pulumi
+
+        from stacks import outputs
+
+        path = str(inputs[outputs.OPENBAO_WRITER_PASSWORD_FILE])
+        try:
+            password = outputs.read_secret_file(path, "OpenBao's blueprint password")
+        except outputs.SecretFileUnavailable as error:
+            raise pulumi.RunError(str(error)) from None
+        if not password:
+            raise pulumi.RunError(
+                f"phase2 is not up, or its data folder is not on this machine: {path} is missing or empty; "
+                f"run `uv run blueprint up` / `pulumi up -s phase2` first"
+            )
+        return pulumi.Output.secret(password)
+
+    def preflight(self, inputs: Mapping[str, Any]) -> None:
+        """OpenBao, GitLab's API and registry, both runners (stacks/preflight.py); a preview warns instead."""
+        import pulumi
+
+        from stacks import preflight
+
+        preflight.run(inputs, preview=pulumi.runtime.is_dry_run())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,8 +89,8 @@ class Runtime:
     stand_in_keys: frozenset[str] = frozenset()
     """The full config keys whose value the program has only as a stand-in (the plan cannot
     decrypt a secret): checks across keys skip them."""
-    platform: PlatformStandIn | None = None
-    """None: phase3 reads the platform's secrets from phase2's files and checks the platform first."""
+    platform: Platform = Phase2OnThisMachine()
+    """What a phase3 stack calls GitLab and OpenBao with, and how it checks them first."""
 
 
 REAL = Runtime()

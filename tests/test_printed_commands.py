@@ -20,8 +20,8 @@ from cli.data_folder import unowned_data
 from cli.passphrase import PassphraseFileError, _trusted
 from cli.teardown import World
 from components.host_folder import LEASES_FOLDER, OWNER_MARKER
-from providers.gitlab_api import missing_ca_file
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
+from providers.http import missing_ca_file
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 HOSTILE = 'it\'s; $(touch pwned) `id` & | * ? [a] \\ ~ "q" <x> #'

@@ -225,7 +225,7 @@ GITLAB_UNREACHABLE = """\
 Diagnostics:
   pulumi-python:dynamic/gitlab:Group (apps-group):
     error: Exception calling application: GitLab: GET /api/v4/groups/blueprint-apps failed (no answer): \
-cannot reach https://gitlab.local.example.net (ConnectionError)
+nothing answers at gitlab.local.example.net:443: is the kind cluster running? (`docker ps`)
 """
 
 TOKEN_NO_ANSWER = """\

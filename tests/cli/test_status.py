@@ -11,6 +11,7 @@ import pytest
 from cli import status
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2, FakeRunner, phase2_with_token
+from tests.providers.engine import free_port
 
 
 def test_status_reports_each_phase_and_each_health(tmp_path: Path) -> None:
@@ -122,3 +123,16 @@ def test_a_probe_closes_the_session_it_opens(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(providers.http, "session", lambda **options: Answering())
     assert status.probe("http://127.0.0.1:8200/v1/sys/seal-status", "", {}) == "unsealed"
     assert closed == [True]
+
+
+def test_probe_sends_nothing_where_our_missing_ca_cannot_vouch(tmp_path: Path) -> None:
+    gone = tmp_path / "ca.crt"
+    assert status.probe("https://gitlab.local.example.net/api/v4/version", str(gone), {"PRIVATE-TOKEN": "t"}) == (
+        f"unknown: the CA file {gone} is missing"
+    )
+
+
+def test_probe_of_plain_http_needs_no_ca_file(tmp_path: Path) -> None:
+    """OpenBao answers on plain http at 127.0.0.1: our CA file, missing or not, plays no part."""
+    said = status.probe(f"http://127.0.0.1:{free_port()}/v1/sys/seal-status", str(tmp_path / "ca.crt"), {})
+    assert said == "unreachable (ConnectionError)"

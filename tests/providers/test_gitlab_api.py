@@ -6,6 +6,7 @@ the status but never the token nor what the request sent."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.server
 import json
 import threading
@@ -15,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from providers import gitlab_api
 from providers.gitlab_api import GitLab, GitLabApiError
+from providers.http import RETRY_AFTER_MAX
 from tests.providers.clock import FakeClock
 from tests.providers.engine import free_port
 from tests.providers.gitlab_stub import TOKEN, GitLabState, gitlab_stub
@@ -61,7 +62,7 @@ def test_a_post_that_never_reached_gitlab_is_sent_again(state: GitLabState, cloc
 
 
 def test_a_gitlab_that_never_answers_is_named(state: GitLabState) -> None:
-    with pytest.raises(GitLabApiError, match=r"GET /api/v4/groups/g failed \(no answer\): cannot reach http://127.0.0.1:"):
+    with pytest.raises(GitLabApiError, match=r"GET /api/v4/groups/g failed \(no answer\): nothing answers at 127.0.0.1:\d+: is the kind"):
         client(f"http://127.0.0.1:{free_port()}").get("/groups/g")
 
 
@@ -109,7 +110,7 @@ def test_a_throttled_request_is_sent_again_after_the_pause_gitlab_names(gitlab: 
 def test_a_pause_gitlab_names_is_bounded(gitlab: str, state: GitLabState, clock: FakeClock) -> None:
     state.failures, state.retry_after = [429], "3600"
     client(gitlab).get("/runners/all")
-    assert clock.pauses == [gitlab_api.RETRY_AFTER_MAX]
+    assert clock.pauses == [RETRY_AFTER_MAX]
 
 
 def test_a_proxy_from_the_environment_is_not_used(gitlab: str, monkeypatch: pytest.MonkeyPatch, no_proxy_exemption: None) -> None:
@@ -127,7 +128,7 @@ def test_a_ca_bundle_from_the_environment_does_not_replace_the_ca_file(tmp_path:
     ca_file = tmp_path / "ca.crt"
     ca_file.write_text("-----BEGIN CERTIFICATE-----\n")
     api = GitLab.of({"gitlab_url": f"https://127.0.0.1:{free_port()}", "token": TOKEN, "ca_file": str(ca_file)})
-    with pytest.raises(GitLabApiError, match=r"failed \(no answer\): cannot reach https://127.0.0.1:\d+ \(ConnectionError\)"):
+    with pytest.raises(GitLabApiError, match=r"failed \(no answer\): nothing answers at 127.0.0.1:\d+"):
         api.get("/version")
 
 
@@ -204,3 +205,30 @@ def test_a_patch_is_not_repeated_after_a_gateway_error(gitlab: str, state: GitLa
     with pytest.raises(GitLabApiError, match=r"PATCH /api/v4/groups/1 failed \(HTTP 502\)"):
         client(gitlab).call("PATCH", "/groups/1", body={"name": "g"})
     assert state.calls == ["PATCH /groups/1"]
+
+
+def test_a_name_that_does_not_resolve_names_its_hosts_line_without_retrying(clock: FakeClock) -> None:
+    """Waiting does not add the line to /etc/hosts: the user does, and the message gives it."""
+    with pytest.raises(GitLabApiError) as failed:
+        client("http://gitlab.blueprint.invalid").get("/version")
+    assert failed.value.detail == (
+        "gitlab.blueprint.invalid does not resolve on this machine: add this line to /etc/hosts: 127.0.0.1 gitlab.blueprint.invalid"
+    )
+    assert clock.pauses == []
+
+
+def test_an_answer_that_is_not_json_tells_nothing_of_what_gitlab_holds(tmp_path: Path) -> None:
+    """Something else on GitLab's port: a refresh must keep the state (`unanswered`), not fail on a decode."""
+    (tmp_path / "api" / "v4" / "groups").mkdir(parents=True)
+    (tmp_path / "api" / "v4" / "groups" / "g").write_text("<html>not GitLab</html>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        with pytest.raises(GitLabApiError) as failed:
+            client(f"http://127.0.0.1:{server.server_address[1]}").get("/groups/g")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert failed.value.unanswered
+    assert "the answer (HTTP 200) is not GitLab's JSON" in str(failed.value)

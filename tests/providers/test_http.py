@@ -1,9 +1,11 @@
-"""The one session factory (providers/http.py): every session blueprint builds sends its credential
-to the service named and nowhere else: no redirect followed, nothing taken from the environment."""
+"""The one session factory and sender (providers/http.py): every session blueprint builds sends its
+credential to the service named and nowhere else (no redirect followed, nothing taken from the
+environment), and a request that gets no answer says why."""
 
 from __future__ import annotations
 
 import http.server
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,19 +13,21 @@ from typing import Any
 
 import pytest
 
-from providers.http import session
+from providers.http import NoAnswer, send, session
+from tests.providers.clock import FakeClock
 from tests.providers.engine import free_port
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):
-    """Answers `/moved` with a redirect to `elsewhere`, anything else with 200; records each request's headers."""
+    """Answers `/moved` with a redirect (`moved`) to `elsewhere`, anything else with 200; records each request's headers."""
 
     seen: list[dict[str, str]] = []
     elsewhere = ""
+    moved = 301
 
     def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
         self.seen.append(dict(self.headers))
-        self.send_response(301 if self.path == "/moved" else 200)
+        self.send_response(self.moved if self.path == "/moved" else 200)
         if self.path == "/moved":
             self.send_header("Location", f"{self.elsewhere}/landed")
         self.send_header("Content-Length", "0")
@@ -48,16 +52,17 @@ def here() -> Iterator[tuple[str, type[Recorder]]]:
     server.server_close()
 
 
-def test_a_redirect_is_never_followed_so_the_credential_goes_nowhere_else(here: tuple[str, type[Recorder]]) -> None:
+@pytest.mark.parametrize("moved", [301, 302, 303, 307, 308])
+def test_a_redirect_is_never_followed_so_the_credential_goes_nowhere_else(here: tuple[str, type[Recorder]], moved: int) -> None:
     url, handler = here
     elsewhere, other, server = serve()
-    handler.elsewhere = elsewhere
+    handler.elsewhere, handler.moved = elsewhere, moved
     try:
         response = session(headers={"PRIVATE-TOKEN": "glpat-secret"}).get(f"{url}/moved")  # `get` would follow by default
     finally:
         server.shutdown()
         server.server_close()
-    assert response.status_code == 301
+    assert response.status_code == moved
     assert other.seen == []
     assert handler.seen[0]["PRIVATE-TOKEN"] == "glpat-secret"
 
@@ -83,5 +88,61 @@ def test_credentials_in_netrc_are_not_sent(here: tuple[str, type[Recorder]], mon
     assert "Authorization" not in handler.seen[0]
 
 
-def test_the_ca_file_named_is_the_only_trust() -> None:
-    assert session(ca_file="/our/ca.crt").verify == "/our/ca.crt"
+def test_the_ca_file_named_is_the_only_trust(tmp_path: Path) -> None:
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert session(ca_file=str(ca_file)).verify == str(ca_file)
+
+
+def test_a_missing_ca_file_is_refused_saying_how_to_write_it_again(tmp_path: Path) -> None:
+    """`requests` would raise a bare OSError at the first https request, and the user would see a traceback."""
+    with pytest.raises(NoAnswer) as refused:
+        session(ca_file=str(tmp_path / "gone.crt"))
+    assert f"pulumi stack output -s phase2 caCertPem > {tmp_path / 'gone.crt'}" in str(refused.value)
+
+
+def test_a_handshake_that_is_dropped_is_tried_again_not_called_a_certificate_problem(clock: FakeClock) -> None:
+    """A gateway that accepts connections before it has its certificate drops the handshake: that passes."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    accepted: list[object] = []
+
+    def drop() -> None:
+        while len(accepted) < 2:
+            connection, _ = listening.accept()
+            accepted.append(connection)
+            connection.close()
+
+    threading.Thread(target=drop, daemon=True).start()
+    url = f"https://127.0.0.1:{listening.getsockname()[1]}/"
+    try:
+        with pytest.raises(NoAnswer) as failed:
+            send(session(), "GET", url, timeout=10, pauses=[1.0])
+    finally:
+        listening.close()
+    assert len(accepted) == 2
+    assert "certificate" not in str(failed.value)
+    assert str(failed.value).startswith("nothing answers at 127.0.0.1:")
+
+
+def test_an_answer_that_breaks_off_is_asked_for_again(clock: FakeClock) -> None:
+    """A pod that restarts mid-answer: what was cut off is no answer, and a GET may be sent again."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    served: list[object] = []
+
+    def cut_off() -> None:
+        while len(served) < 2:
+            connection, _ = listening.accept()
+            served.append(connection)
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nonly part")
+            connection.close()
+
+    threading.Thread(target=cut_off, daemon=True).start()
+    where = f"127.0.0.1:{listening.getsockname()[1]}"
+    try:
+        with pytest.raises(NoAnswer) as failed:
+            send(session(), "GET", f"http://{where}/", timeout=10, pauses=[1.0])
+    finally:
+        listening.close()
+    assert len(served) == 2
+    assert str(failed.value) == f"the answer from {where} broke off"

@@ -38,6 +38,7 @@ from tests.providers.engine import (
     an_up_succeeds,
     call,
     fake_cluster,
+    free_port,
     init_inputs,
     init_provider,
     kill_converge_while_held,
@@ -138,6 +139,18 @@ def test_unchanged_inputs_against_a_usable_server_show_no_diff(shared: BaoServer
     assert init_provider().diff("id", outs, init_inputs(shared, tmp_path)).changes is False
 
 
+def test_a_server_that_gives_no_answer_shows_no_diff(tmp_path: Path) -> None:
+    """Nothing can be told of a server that does not answer (the cluster stopped): a preview shows no change."""
+    inputs = {**init_inputs(BaoServer(tmp_path), tmp_path), "address": f"http://127.0.0.1:{free_port()}"}
+    assert init_provider().diff("id", inputs, inputs).changes is False
+
+
+def test_a_server_that_answers_but_refuses_the_writer_shows_a_diff(shared: BaoServer, tmp_path: Path) -> None:
+    """The next `up` then says why (here: the writer's password is not the one its file holds)."""
+    inputs = {**init_inputs(shared, tmp_path), "password": "not-the-writers-password"}
+    assert init_provider().diff("id", inputs, inputs).changes is True
+
+
 def test_delete_leaves_the_vault_as_it_is(shared: BaoServer, tmp_path: Path) -> None:
     outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
     init_provider().delete("id", outs)
@@ -217,7 +230,7 @@ def test_an_unreachable_server_fails_naming_it_and_where_to_look(tmp_path: Path,
     with pytest.raises(OpenBaoInitError) as refused:
         init_provider().create(unreachable)
     message = str(refused.value)
-    assert "OpenBao at http://127.0.0.1:9 was not ready within 1s (unreachable: ConnectionError)" in message
+    assert "OpenBao at http://127.0.0.1:9 was not ready within 1s (nothing answers at 127.0.0.1:9: is the kind cluster running?" in message
     assert "kubectl --context kind-blueprint -n openbao logs openbao-0" in message
     assert clock.waited == pytest.approx(1.0)
 

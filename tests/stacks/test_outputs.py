@@ -12,6 +12,7 @@ import pytest
 import cli.plan
 import cli.stand_ins
 import stacks.preflight
+import stacks.runtime
 from cli.plan import ProgramFailed, plan
 from stacks import outputs
 from tests.plans import planned, planned_as
@@ -77,7 +78,7 @@ def _plan_phase3_as_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     """phase3 planned over a data folder under `tmp_path`, as a real run reads its token (not the
     plan's stand-in); returns the token file and the inputs each ProjectSync is registered with
     (secrets in their wire wrapper)."""
-    monkeypatch.setattr(cli.stand_ins, "PLATFORM", None)
+    monkeypatch.setattr(cli.stand_ins, "PLATFORM", stacks.runtime.Phase2OnThisMachine())
     # No platform answers here: the pre-flight has its own tests (tests/stacks/test_preflight.py).
     monkeypatch.setattr(stacks.preflight, "run", lambda _inputs, *, preview: None)
     registered: list[dict[str, Any]] = []

@@ -3,10 +3,14 @@ differs (stacks/runtime.py), and a real run gets the real runtime."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import pulumi
 import pytest
 
+import cli.stand_ins
 from cli.plan import ProgramFailed, _run, plan
 from stacks import runtime
 from stacks.config import PROJECT_DIR
@@ -57,3 +61,28 @@ def test_a_plan_reads_and_writes_no_release_record_in_a_host_folder(monkeypatch:
     monkeypatch.setattr(HostRecords, "read", touched)
     monkeypatch.setattr(HostRecords, "write", touched)
     plan(stack)
+
+
+def test_a_phase3_stack_takes_the_platforms_secrets_and_check_from_the_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """phase3 asks no question of its own about whether the platform is real: the runtime's platform answers."""
+    asked: list[str] = []
+
+    class Recording(cli.stand_ins.StandInPlatform):
+        def admin_token(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+            asked.append("admin_token")
+            return super().admin_token(inputs)
+
+        def writer_password(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
+            asked.append("writer_password")
+            return super().writer_password(inputs)
+
+        def preflight(self, inputs: Mapping[str, Any]) -> None:
+            asked.append("preflight")
+
+    monkeypatch.setattr(cli.stand_ins, "PLATFORM", Recording())
+    plan("phase3")
+    assert asked == ["preflight", "admin_token", "writer_password"]
+
+
+def test_a_real_run_reads_phase2s_files_and_checks_the_platform() -> None:
+    assert isinstance(runtime.REAL.platform, runtime.Phase2OnThisMachine)

@@ -1,0 +1,81 @@
+"""What the program builds in one place only, where ruff's banned-api cannot tell a call from a type
+annotation (pyproject.toml bans the rest: time.sleep, time.monotonic, requests.get and the like).
+
+A `requests.Session` built anywhere but providers/http.py would take a proxy and a CA bundle from
+the environment and follow redirects with its credential; an `argparse.ArgumentParser` anywhere but
+cli/main.py would declare flags outside the one command tree docs/reference/cli.md is generated from.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stacks.config import PROJECT_DIR
+from tests.test_shape import program_files
+
+ONLY_HERE = {
+    "requests.Session": "providers/http.py",
+    "requests.sessions.Session": "providers/http.py",
+    "argparse.ArgumentParser": "cli/main.py",
+}
+
+
+def _imported(tree: ast.AST) -> dict[str, str]:
+    """Each name a module binds by an import -> the dotted name it stands for."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(
+                {alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0] for alias in node.names}
+            )
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.update({alias.asname or alias.name: f"{node.module}.{alias.name}" for alias in node.names})
+    return names
+
+
+def _dotted(node: ast.expr, names: dict[str, str]) -> str | None:
+    """What a call's callee names, with its first part resolved through the module's imports."""
+    if isinstance(node, ast.Name):
+        return names.get(node.id, node.id)
+    if isinstance(node, ast.Attribute) and (owner := _dotted(node.value, names)) is not None:
+        return f"{owner}.{node.attr}"
+    return None
+
+
+def called(source: str) -> Iterator[str]:
+    """The dotted name of every callee in `source` that names one."""
+    tree = ast.parse(source)
+    names = _imported(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (name := _dotted(node.func, names)) is not None:
+            yield name
+
+
+def sites(root: Path) -> dict[str, set[str]]:
+    """Each of ONLY_HERE's callees -> the program's modules that call it."""
+    found: dict[str, set[str]] = {name: set() for name in ONLY_HERE}
+    for path in program_files(root):
+        for name in set(called(path.read_text())) & set(ONLY_HERE):
+            found[name].add(str(path.relative_to(root)))
+    return found
+
+
+@pytest.mark.parametrize("callee", ["requests.Session", "argparse.ArgumentParser"])
+def test_the_program_builds_it_in_one_module_only(callee: str) -> None:
+    assert sites(PROJECT_DIR)[callee] == {ONLY_HERE[callee]}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import requests\nrequests.Session()\n",
+        "from requests import Session\nSession()\n",
+        "import requests as r\nr.sessions.Session()\n",
+    ],
+)
+def test_a_session_built_however_it_is_imported_is_found(source: str) -> None:
+    assert set(called(source)) & set(ONLY_HERE)
