@@ -40,12 +40,12 @@ SCRIPT_ENVIRONMENT = {"OWNER_MARKER": OWNER_MARKER, "WIPING_MARKER": WIPING_MARK
 """The names of the markers, as the scripts read them from their environment: every command, and a
 wipe `cli/teardown.py` runs itself, passes them."""
 
-UP_SCRIPT = script("host_folder_claim.sh", uses=("lib_quoted.sh", "lib_folder_above.sh"))
+UP_SCRIPT = script("host_folder_claim.sh")
 """Create the folder and its subfolders and claim them; refuse a folder that holds anything else."""
 
 KEEP_SCRIPT = 'echo "blueprint: preserveData=true, keeping $FOLDER" >&2'
 
-WIPE_SCRIPT = script("host_folder_wipe.sh", uses=("lib_quoted.sh", "lib_mounts_inside.sh"))
+WIPE_SCRIPT = script("host_folder_wipe.sh")
 """Remove the folder this stack owns, including what pods wrote as their own users."""
 
 
