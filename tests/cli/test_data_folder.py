@@ -69,6 +69,22 @@ def test_a_data_folder_with_a_platform_still_on_its_cluster_is_not_wiped(left_da
     assert wiped == []
 
 
+def test_a_wipe_data_the_folders_checks_refuse_destroys_nothing_and_is_finished_by_running_it_again(left_data: Path) -> None:
+    """Once the last stack is gone, nothing would prove this checkout may finish the wipe: the checks come first."""
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False)
+    running, wiped = world(pulumi, cluster=ClusterState("running"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=running)
+    assert code == 1
+    assert "the kind cluster blueprint blueprint made over it still runs" in said
+    assert "Nothing was destroyed" in said
+    assert pulumi.is_up("phase3")
+    assert wiped == []
+    gone, wiped = world(pulumi, cluster=ClusterState("gone"), dataDir=str(left_data))  # the user deleted the cluster, as told
+    code, said = run_destroy(pulumi, False, world=gone)
+    assert code == 0, said
+    assert wiped == [(str(left_data), PHASE1_HERE)]
+
+
 def test_a_wipe_data_the_folders_checks_refuse_never_says_to_remove_it_by_hand(left_data: Path) -> None:
     pulumi, _, _ = after_a_preserve_destroy(left_data)
     running, _ = world(pulumi, cluster=ClusterState("running"), dataDir=str(left_data))
