@@ -12,7 +12,7 @@ unless an option says otherwise. What really happens to the thing behind the res
   elsewhere (a secret in OpenBao's storage, a token in GitLab's database, a file in the data folder).
 
 Host folders are claimed by `components/host_folder.py` commands: their delete script keeps or
-wipes the folder, as `preserveData` said at the last `up`.
+wipes the folder, as the PRESERVE_DATA recorded at the last `up` (or by a destroy) says.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
-from components.host_folder import KEEP_SCRIPT
+from components.host_folder import PRESERVE_DATA, keeps_data
 from components.host_folder import claimed_folder as host_folder_of
 from components.image_cache import mirror_cache_folder
 
@@ -74,7 +74,7 @@ def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -
         script = resource["inputs"].get("delete")
         if script in (None, "", "true"):
             return "forget", "its delete does nothing"
-        if script == KEEP_SCRIPT:
+        if keeps_data(resource["inputs"]):
             return "retain", "preserveData=true: the folder is kept"
     return "delete", ""
 
@@ -116,7 +116,7 @@ def folders(result: Plan) -> list[dict[str, str]]:
         owners = [folder for folder in claims if is_under(path, folder)]
         if not owners:
             continue  # claimed by an upstream stack: its own destroy view shows it
-        keep = claims[max(owners, key=len)]["inputs"].get("delete") == KEEP_SCRIPT
+        keep = keeps_data(claims[max(owners, key=len)]["inputs"])
         listed.append({"path": path, "destroy": "keep" if keep else "wipe"})
     # Whatever preserveData says: it holds public images only (`uv run blueprint destroy --wipe-cache` wipes it).
     caches = {
@@ -258,19 +258,21 @@ def inner_owners(owner: str, stacks: Sequence[str]) -> str:
 
 def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str, Any]:
     """`deployment` as an `up` with `preserveData=keep` would have recorded it: what a destroy does
-    with the data is decided there (the host folders' delete scripts, `retainOnDelete` on the objects
-    in GitLab's database, phase3's OpenBao entries, the stack's own `preserveData` output), and nothing
-    else changes, so a destroy never applies a change the user has not brought up yet.
+    with the data is decided there (the host folders' PRESERVE_DATA, which their recorded delete
+    script reads, `retainOnDelete` on the objects in GitLab's database, phase3's OpenBao entries, the
+    stack's own `preserveData` output), and nothing else changes: no script text, whatever release
+    recorded it, and no change the user has not brought up yet.
     """
-    from components.host_folder import WIPE_SCRIPT
-
-    script = KEEP_SCRIPT if keep else WIPE_SCRIPT
+    value = "true" if keep else "false"
     recorded = []
     for resource in deployment.get("resources") or []:
         resource = dict(resource)
         if claimed_folder(resource):
-            resource["inputs"] = {**resource["inputs"], "delete": script}
-            resource["outputs"] = {**(resource.get("outputs") or {}), "delete": script}
+            # The outputs are what the delete runs with; the inputs, what the next diff compares.
+            for part in ("inputs", "outputs"):
+                fields = dict(resource.get(part) or {})
+                fields["environment"] = {**dict(fields.get("environment") or {}), PRESERVE_DATA: value}
+                resource[part] = fields
         elif lives_in_gitlab(resource):
             resource["retainOnDelete"] = keep
         elif resource["type"] == KV_SECRET and "delete_on_destroy" in (resource.get("outputs") or {}):

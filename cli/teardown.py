@@ -210,6 +210,13 @@ def _route(
     _refuse_a_guess(existing, preserve, configured)
     _refuse_orphans(existing, targets, keep)
     unowned_wipe = _wipes_unowned_data(phase_stacks, preserve, existing, targets, config)
+    # The folder's own checks, before anything is destroyed: once the last stack is gone, nothing
+    # would prove any more that this checkout may finish the wipe.
+    if unowned_wipe and (problem := data_folder.wipe_refused(config, world)):
+        raise Refused(
+            f"the data folder {data_folder.configured_folder(config)} is not removed: {problem}. Nothing was destroyed; "
+            "run this again once that is fixed"
+        )
     route = _Route(
         phase_stacks=phase_stacks,
         preserve=preserve,

@@ -8,8 +8,10 @@ a folder inside a folder anyone but the expected owner claimed (PARENT_OWNER: th
 owner for phase2's folders, nobody for a data folder). `destroy` only ever removes a folder that
 names the stack being destroyed, nothing on another filesystem mounted inside it, and nothing at all
 while a folder inside is claimed by anyone but that stack and the stacks whose folders belong in it
-(INNER_OWNERS). A folder that cannot be removed itself once emptied (a mount point, or in a folder
-the user cannot write) is left in place, empty and unclaimed: the wipe is done.
+(INNER_OWNERS). Both are always passed, empty when there is none: never read from the user's shell.
+One delete script keeps or wipes, as the recorded PRESERVE_DATA says. A folder that cannot be
+removed itself once emptied (a mount point, or in a folder the user cannot write) is left in
+place, empty and unclaimed: the wipe is done.
 
 What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the host user may not
 be able to remove. Root in a one-shot container of an image already on the machine (the kind node
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_command import local
 
+import versions
 from components.scripts import script
 from providers.host_secret import WIPING_MARKER
 
@@ -38,17 +41,21 @@ LEASES_FOLDER = ".blueprint-on-cluster"
 """Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds
 a file naming itself while it does (`components/kind_cluster.py`, `cluster_lease`)."""
 
-SCRIPT_ENVIRONMENT = {"OWNER_MARKER": OWNER_MARKER, "WIPING_MARKER": WIPING_MARKER}
+SCRIPT_ENVIRONMENT = {"OWNER_MARKER": OWNER_MARKER, "WIPING_MARKER": WIPING_MARKER, "RELEASE_MARKER": RELEASE_MARKER}
 """The names of the markers, as the scripts read them from their environment: every command, and a
 wipe `cli/teardown.py` runs itself, passes them."""
 
-UP_SCRIPT = script("host_folder_claim.sh", uses=("lib_quoted.sh", "lib_folder_above.sh"))
-"""Create the folder and its subfolders and claim them; refuse a folder that holds anything else."""
+PRESERVE_DATA = "PRESERVE_DATA"
+"""The environment variable, recorded with each command, that its delete script reads: "true"
+keeps the folder, "false" wipes it (`cli/lifecycle.py`, `record_preserve_data`, flips it)."""
 
-KEEP_SCRIPT = 'echo "blueprint: preserveData=true, keeping $FOLDER" >&2'
+UP_SCRIPT = script("host_folder_claim.sh")
+"""Create the folder and its subfolders, claim them and record the release (BLUEPRINT_RELEASE) in
+RELEASE_MARKER; refuse a folder that holds anything but blueprint's markers."""
 
-WIPE_SCRIPT = script("host_folder_wipe.sh", uses=("lib_quoted.sh", "lib_mounts_inside.sh"))
-"""Remove the folder this stack owns, including what pods wrote as their own users."""
+DELETE_SCRIPT = script("host_folder_delete.sh")
+"""Keep the folder (PRESERVE_DATA=true), or remove it, with what pods wrote as their own users
+(PRESERVE_DATA=false): one text whatever the choice, so a destroy flips only the recorded value."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +91,7 @@ class HostFolderArgs:
     owner: str
     """`<project>/<stack>@<checkout id>` of the owning stack (`stacks.config.paths.folder_owner`)."""
     preserve: pulumi.Input[bool]
-    """Keep the folder on destroy (the stack's preserveData)."""
+    """Keep the folder on destroy (the stack's preserveData), recorded as PRESERVE_DATA."""
     wipe_image: str
     """An image already on the machine, whose root removes pod-owned files on a wipe and gives
     subfolders to their owners."""
@@ -117,24 +124,33 @@ def claimed_folder(command_inputs: dict[str, object]) -> str | None:
     return None
 
 
+def keeps_data(command_inputs: dict[str, object]) -> bool:
+    """Whether a recorded `host_folder` command's delete keeps its folder (PRESERVE_DATA=true)."""
+    environment = command_inputs.get("environment")
+    return isinstance(environment, dict) and environment.get(PRESERVE_DATA) == "true"
+
+
 def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | None = None) -> local.Command:
     """The command resource that owns the folder. A change of `preserve` is an in-place update that
-    records the new delete script, which is what `destroy` runs (it acts on recorded state).
+    records the new PRESERVE_DATA, which the delete script reads (`destroy` acts on recorded state).
+    Every name the scripts read is passed, empty when there is none: pulumi-command runs them with
+    the user's environment below this one, and a stray `export INNER_OWNERS=...` must change nothing.
     """
     return local.Command(
         name,
         create=UP_SCRIPT,
         update=UP_SCRIPT,
-        delete=pulumi.Output.from_input(args.preserve).apply(lambda keep: KEEP_SCRIPT if keep else WIPE_SCRIPT),
+        delete=DELETE_SCRIPT,
         environment={
             "FOLDER": args.path,
             "OWNER": args.owner,
             "WIPE_IMAGE": args.wipe_image,
             "SUBFOLDERS": "\n".join(sub.line for sub in args.subfolders),
+            "PARENT_OWNER": args.parent_owner,
+            "INNER_OWNERS": "\n".join(args.inner_owners),
+            PRESERVE_DATA: pulumi.Output.from_input(args.preserve).apply(lambda keep: "true" if keep else "false"),
+            "BLUEPRINT_RELEASE": versions.BLUEPRINT,
             **SCRIPT_ENVIRONMENT,
-            # Each only where there is one (none: the scripts' default): other folders' recorded inputs stay as they were.
-            **({"PARENT_OWNER": args.parent_owner} if args.parent_owner else {}),
-            **({"INNER_OWNERS": "\n".join(args.inner_owners)} if args.inner_owners else {}),
         },
         opts=opts,
     )

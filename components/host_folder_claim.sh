@@ -1,5 +1,6 @@
-# Claim $FOLDER for $OWNER and make its $SUBFOLDERS (components/host_folder.py, on up); reads too
-# WIPE_IMAGE, OWNER_MARKER, WIPING_MARKER and, for a folder inside a data folder, PARENT_OWNER.
+# Claim $FOLDER for $OWNER, record $BLUEPRINT_RELEASE in it and make its $SUBFOLDERS (components/host_folder.py,
+# on up); reads too WIPE_IMAGE, OWNER_MARKER, WIPING_MARKER, RELEASE_MARKER and PARENT_OWNER (empty but for a
+# folder inside a data folder).
 set -eu
 marker="$FOLDER/$OWNER_MARKER"
 # Every folder up from this one: the one being wiped may be any folder this one is inside.
@@ -19,9 +20,9 @@ done
 container=$(folder_above "$FOLDER")
 if [ -n "$container" ]; then
   holder=$(cat "$container/$OWNER_MARKER" 2>/dev/null || true)
-  if [ "$holder" != "${PARENT_OWNER:-}" ]; then
+  if [ "$holder" != "$PARENT_OWNER" ]; then
     held=$(printf '%s' "$holder" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
-    if [ -z "${PARENT_OWNER:-}" ]; then
+    if [ -z "$PARENT_OWNER" ]; then
       echo "blueprint: $FOLDER is inside $container, which ${held:-another stack} claimed: a destroy of that one would" \
         "remove this one with it; give $OWNER a folder outside every folder blueprint claimed (blueprint:dataDir)" >&2
     else
@@ -30,7 +31,7 @@ if [ -n "$container" ]; then
     fi
     exit 1
   fi
-elif [ -n "${PARENT_OWNER:-}" ]; then
+elif [ -n "$PARENT_OWNER" ]; then
   echo "blueprint: $FOLDER belongs in the data folder $PARENT_OWNER claims, and no folder above it is claimed:" \
     "bring that stack up first (uv run blueprint up)" >&2
   exit 1
@@ -48,7 +49,8 @@ if [ -f "$marker" ]; then
     esac
     exit 1
   fi
-elif [ -d "$FOLDER" ] && [ -n "$(ls -A "$FOLDER")" ]; then
+# Only blueprint's release record (left by nothing blueprint does, yet no one else's file) counts as empty.
+elif [ -d "$FOLDER" ] && [ -n "$(find "$FOLDER" -mindepth 1 -maxdepth 1 ! -name "$RELEASE_MARKER" | head -n 1)" ]; then
   echo "blueprint: $FOLDER holds files blueprint did not write, which a destroy would remove;" \
     "use a new or empty folder (blueprint:dataDir)" >&2
   exit 1
@@ -73,6 +75,10 @@ elif [ -L "$marker" ]; then
   rm -f -- "$marker"
   (set -C; printf '%s\n' "$OWNER" > "$marker") 2>/dev/null || { echo "blueprint: cannot write $marker" >&2; exit 1; }
 fi
+# The folder is ours now: record the release, as a new file (never through a link left at its name).
+release="$FOLDER/$RELEASE_MARKER"
+rm -f -- "$release"
+(set -C; printf '%s\n' "$BLUEPRINT_RELEASE" > "$release") 2>/dev/null || { echo "blueprint: cannot write $release" >&2; exit 1; }
 # One line per subfolder: `<path> <mode> <uid>:<gid>`, or `-` for the host user.
 while read -r sub mode ids; do
   [ -n "$sub" ] || continue

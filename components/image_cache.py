@@ -141,14 +141,14 @@ MIRROR_SCRIPT_ENVIRONMENT = {
 }
 """The names the mirror's scripts read from their environment, the same for every mirror."""
 
-MIRROR_UP_SCRIPT = script("image_cache_mirror_up.sh", uses=("lib_quoted.sh", "lib_kind_network.sh"))
+MIRROR_UP_SCRIPT = script("image_cache_mirror_up.sh")
 """Start the mirror of $REGISTRY, or keep the one that runs when it was started from the same image,
 configuration and folder (an `up` re-run after a crash half-way finds it so)."""
 
-MIRROR_DOWN_SCRIPT = script("image_cache_mirror_down.sh", uses=("lib_quoted.sh",))
+MIRROR_DOWN_SCRIPT = script("image_cache_mirror_down.sh")
 """Remove the mirror container, never its storage. Docker gone: nothing of it runs, nothing to do."""
 
-JOIN_SCRIPT = script("image_cache_join.sh", uses=("lib_kind_network.sh",))
+JOIN_SCRIPT = script("image_cache_join.sh")
 """Join the mirrors to kind's network, which the first cluster made after they started (as kind's own
 local-registry script does: site/static/examples/kind-with-registry.sh); a mirror started when the
 network existed is on it already."""

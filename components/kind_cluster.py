@@ -182,11 +182,11 @@ SCRIPT_ENVIRONMENT = {"KIND_VERSION": versions.KIND_VERSION, "CLUSTER_MARKER": C
 """What the cluster's scripts read from their environment besides the cluster's name and data folder:
 no part of what makes the cluster, so a change of one updates the command in place."""
 
-CLUSTER_UP_SCRIPT = script("kind_cluster_up.sh", uses=("lib_quoted.sh",))
+CLUSTER_UP_SCRIPT = script("kind_cluster_up.sh")
 """Create the cluster, or reuse the one this stack created before (an interrupted `up` may have
 left it running), then print the kubeconfig. Progress goes to stderr: stdout is the kubeconfig."""
 
-CLUSTER_DOWN_SCRIPT = script("kind_cluster_down.sh", uses=("lib_quoted.sh",))
+CLUSTER_DOWN_SCRIPT = script("kind_cluster_down.sh")
 """Delete the cluster, unless a stack still has resources on it: they would be orphaned in that
 stack's state, pointing at a cluster that is gone (and, after a replacement, at a new one with a
 new CA, which no delete can reach)."""

@@ -21,7 +21,9 @@ if kind get clusters 2>/dev/null | grep -qxF -- "$KIND_CLUSTER_NAME"; then
   fi
   echo "blueprint: kind cluster $KIND_CLUSTER_NAME already runs over $DATA_DIR; using it" >&2
 else
-  kind create cluster --name "$KIND_CLUSTER_NAME" --config=- >&2
+  # The marker first: a create cut short (Ctrl-C stops this shell, kind goes on) leaves a cluster the
+  # next up knows for its own, and adopts.
   printf '%s\n' "$KIND_CLUSTER_NAME" > "$marker"
+  kind create cluster --name "$KIND_CLUSTER_NAME" --config=- >&2
 fi
 kind get kubeconfig --name "$KIND_CLUSTER_NAME"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -25,3 +26,22 @@ def stack_files_of_the_defaults() -> Iterator[None]:
     """
     with defaults_only():
         yield
+
+
+MOUNT_NAMESPACES_REQUIRED = "BLUEPRINT_TEST_MOUNT_NAMESPACES"
+"""Set by .ci/run: there, a machine without unprivileged mount namespaces fails these tests rather
+than skipping them."""
+
+
+@pytest.fixture(scope="module")
+def mount_namespaces() -> None:
+    """The wipe's mount tests need to mount a tmpfs without root: Linux's unprivileged user and mount
+    namespaces. macOS has none, and some Linux distributions turn them off (Ubuntu 24.04's AppArmor
+    default): there those tests cannot run, and say so, unless CI requires them."""
+    probe = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", "mount -t tmpfs probe /mnt"]
+    try:
+        works = subprocess.run(probe, capture_output=True, timeout=30, check=False).returncode == 0
+    except OSError:
+        works = False
+    if not works and not os.environ.get(MOUNT_NAMESPACES_REQUIRED):
+        pytest.skip("this machine cannot mount a filesystem without root (no unprivileged mount namespaces)")

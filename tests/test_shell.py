@@ -1,5 +1,6 @@
 """Shell is kept as shell: every script the program runs passes shellcheck, holds no value in its
-text, and none of any length hides in a Python string (`components/scripts.py`)."""
+text, reads no name its command does not pass, and none of any length hides in a Python string
+(`components/scripts.py`)."""
 
 from __future__ import annotations
 
@@ -115,9 +116,85 @@ def test_shellcheck_finds_nothing_in_any_script_the_program_runs(tmp_path: Path)
     files = [*shell_files(), *sorted(tmp_path.glob("*.sh"))]
     assert any("kind create cluster" in text for text in texts), "the plans' scripts were not found"
     assert any(label.startswith("phase2.invoke") for label in texts.values()), "phase2's invoke was not found"
-    assert PROJECT_DIR / "components" / "host_folder_wipe.sh" in files, "the .sh files were not found"
+    assert PROJECT_DIR / "components" / "host_folder_delete.sh" in files, "the .sh files were not found"
     done = subprocess.run([str(SHELLCHECK), *map(str, files)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+FROM_THE_USERS_ENVIRONMENT = {
+    "KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind reads it from the user's shell to pick its Docker network; the image "
+    "cache's mirrors must join the same one (components/lib_kind_network.sh)",
+}
+"""The names a script reads on purpose from the user's environment, each with why: pulumi-command
+runs a script with the user's environment below its own, so any other name a script reads and its
+command does not pass is one a stray `export` in the user's shell decides."""
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SET = re.compile(r"(?:^|[\s;&|(])([A-Za-z_]\w*)=|\bfor\s+([A-Za-z_]\w*)\s+in\b|\bread\s+(?:-r\s+)?([A-Za-z_][\w ]*)")
+"""A name the script sets itself: `name=...`, `for name in`, `read [-r] name...`."""
+
+
+def names_read(text: str) -> set[str]:
+    """Every `$NAME` and `${NAME...}` `text` expands: outside comments and single quotes (text
+    another program reads: a Go template, awk, a container's `sh -c`), inside double quotes and
+    command substitutions."""
+    found: set[str] = set()
+    modes, index = ["code"], 0
+    while index < len(text):
+        char, mode = text[index], modes[-1]
+        step = 1
+        if char == "\\":
+            step = 2
+        elif mode == "quoted" and char == '"':
+            modes.pop()
+        elif mode != "quoted" and char == "#" and (index == 0 or text[index - 1] in " \t\n;"):
+            step = (text.find("\n", index) % (len(text) + 1)) - index  # to the line's end (or the text's)
+        elif mode != "quoted" and char == "'":
+            step = (text.find("'", index + 1) % (len(text) + 1)) + 1 - index
+        elif mode != "quoted" and char == '"':
+            modes.append("quoted")
+        elif mode == "substitution" and char == ")":
+            modes.pop()
+        elif char == "$" and text[index + 1 : index + 2] == "(":
+            modes.append("substitution")
+            step = 2
+        elif char == "$":
+            braces = 2 if text.startswith("{#", index + 1) else 1 if text.startswith("{", index + 1) else 0  # ${NAME}, ${#NAME}
+            if name := NAME.match(text, index + 1 + braces):
+                found.add(name.group())
+        index += step
+    return found
+
+
+def names_set(text: str) -> set[str]:
+    return {name for match in SET.finditer(text) for group in match.groups() if group for name in group.split()}
+
+
+def test_every_name_a_script_reads_is_passed_by_its_command() -> None:
+    """pulumi-command (and DeployKubeconfig) run a script with the user's environment below the
+    command's: a name read and not passed (PARENT_OWNER, say) is decided by the user's shell."""
+    unpassed = set()
+    for stack, config in PLANS:
+        for resource in planned(stack, **config).resources:
+            inputs = resource.get("inputs") or {}
+            passed = set(inputs.get("environment") or {}) | set(FROM_THE_USERS_ENVIRONMENT)
+            if resource["type"].endswith(":DeployKubeconfig"):
+                passed |= {"KIND_CLUSTER_NAME", "NAMESPACE"}  # providers/deploy_kubeconfig.py adds both
+            elif resource["type"] != COMMAND:
+                continue
+            for key, text in plan_scripts(resource):
+                for name in names_read(text) - names_set(text) - passed:
+                    unpassed.add((stack, resource["name"], key, name))
+    assert unpassed == set()
+
+
+def test_the_check_finds_the_names_a_script_reads_and_not_those_another_program_reads() -> None:
+    text = """set -eu
+x=$(printf '%s' "$FOLDER" | awk '{ print $5 }')  # not $IN_A_COMMENT
+for item in ${LIST:-}; do echo "$item ${#OTHER} $(cat "$DEEP")"; done
+docker inspect -f '{{range $name, $_ := .Networks}}{{$name}}{{end}}' "$CONTAINER"
+while read -r sub mode; do echo "$sub $mode"; done
+"""
+    assert names_read(text) - names_set(text) == {"FOLDER", "LIST", "OTHER", "DEEP", "CONTAINER"}
 
 
 def test_script_texts_hold_no_values() -> None:

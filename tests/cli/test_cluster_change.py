@@ -13,7 +13,7 @@ from cli.lifecycle import lives_in_gitlab
 from cli.phases import Context
 from cli.stack_runner import StackFailed
 from cli.teardown import World
-from components.host_folder import KEEP_SCRIPT, UP_SCRIPT
+from components.host_folder import PRESERVE_DATA, UP_SCRIPT
 from tests.cli.teardown_fakes import FakePulumi, all_stacks, world
 
 
@@ -29,7 +29,7 @@ def test_a_change_that_replaces_the_cluster_takes_phase2_down_first_keeping_its_
     assert pulumi.calls[-1] == ("destroy", "phase2")
     destroyed = pulumi.destroyed["phase2"]
     folders = [r for r in destroyed if r["inputs"].get("create") == UP_SCRIPT]
-    assert [r["outputs"]["delete"] for r in folders] == [KEEP_SCRIPT] * 2, "the platform's folders' data must stay"
+    assert [r["outputs"]["environment"][PRESERVE_DATA] for r in folders] == ["true"] * 2, "the platform's folders' data must stay"
     assert all(r["retainOnDelete"] for r in destroyed if lives_in_gitlab(r)), "the runner stays in GitLab's kept database"
     assert pulumi.is_up("phase3")
     assert "phase2 goes first, keeping its data" in "\n".join(out)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ from cli.teardown import ClusterState, World
 from components.host_folder import LEASES_FOLDER, OWNER_MARKER
 from components.kind_cluster import CLUSTER_MARKER
 from providers.host_secret import WIPING_MARKER
+from stacks.config import PROJECT_DIR
 from tests.cli.teardown_fakes import CHECKOUT, PHASE1_HERE, FakePulumi, recorded_state, run_destroy, world
 
 
@@ -63,6 +67,62 @@ def test_a_data_folder_with_a_platform_still_on_its_cluster_is_not_wiped(left_da
     assert code == 1
     assert "a platform still runs on a cluster over it" in said
     assert wiped == []
+
+
+def test_a_wipe_data_the_folders_checks_refuse_destroys_nothing_and_is_finished_by_running_it_again(left_data: Path) -> None:
+    """Once the last stack is gone, nothing would prove this checkout may finish the wipe: the checks come first."""
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False)
+    running, wiped = world(pulumi, cluster=ClusterState("running"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=running)
+    assert code == 1
+    assert "the kind cluster blueprint blueprint made over it still runs" in said
+    assert "Nothing was destroyed" in said
+    assert pulumi.is_up("phase3")
+    assert wiped == []
+    gone, wiped = world(pulumi, cluster=ClusterState("gone"), dataDir=str(left_data))  # the user deleted the cluster, as told
+    code, said = run_destroy(pulumi, False, world=gone)
+    assert code == 0, said
+    assert wiped == [(str(left_data), PHASE1_HERE)]
+
+
+def test_a_wipe_data_the_folders_checks_refuse_never_says_to_remove_it_by_hand(left_data: Path) -> None:
+    pulumi, _, _ = after_a_preserve_destroy(left_data)
+    running, _ = world(pulumi, cluster=ClusterState("running"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=running)
+    assert code == 1
+    assert "rm -rf" not in said
+
+
+REFUSED_FOR_A_MOUNT = """
+import dataclasses, sys
+from cli import data_folder
+from cli.teardown import ClusterState
+from tests.cli.teardown_fakes import FakePulumi, world
+config = {"blueprint:dataDir": sys.argv[1]}
+gone, _ = world(FakePulumi({}), cluster=ClusterState("gone"), dataDir=sys.argv[1])
+sys.exit(data_folder.unowned_data(print, config, dataclasses.replace(gone, wipe_folder=data_folder.wipe_folder), wipe=True))
+"""
+
+
+@pytest.mark.usefixtures("mount_namespaces")
+def test_a_wipe_refused_for_a_filesystem_mounted_inside_never_says_to_remove_it_by_hand(left_data: Path) -> None:
+    """`rm -rf` crosses mounts: it would remove what the other filesystem holds."""
+    mount = left_data / "volumes"
+    mount.mkdir()
+    inside = 'mount -t tmpfs blueprint-test "$1" && exec "$2" -c "$3" "$4"'
+    argv = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", inside, "sh"]
+    done = subprocess.run(
+        [*argv, str(mount), sys.executable, REFUSED_FOR_A_MOUNT, str(left_data)],
+        cwd=PROJECT_DIR,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "another filesystem is mounted inside it" in done.stdout
+    assert "rm -rf" not in done.stdout
 
 
 def test_a_data_folder_whose_cluster_still_runs_is_not_wiped(left_data: Path) -> None:

@@ -16,7 +16,7 @@ from cli.lifecycle import KV_SECRET, lives_in_cluster, lives_in_gitlab
 from cli.phases import Context
 from cli.stack_runner import StackFailed
 from cli.teardown import ClusterState, cluster_state
-from components.host_folder import KEEP_SCRIPT, UP_SCRIPT, WIPE_SCRIPT
+from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, UP_SCRIPT
 from stacks import outputs
 from tests.cli.teardown_fakes import FakePulumi, all_stacks, recorded_state, run_destroy, world
 from tests.plans import COMMAND, fake_command, planned
@@ -111,7 +111,7 @@ def test_preserve_data_is_recorded_in_every_stack_before_anything_is_destroyed()
     assert {stack for verb, stack in pulumi.calls[:first_destroy] if verb == "import"} == {"phase1", "phase2", "phase3"}
     folders = [r for stack in ("phase1", "phase2") for r in pulumi.destroyed[stack] if r["inputs"].get("create") == UP_SCRIPT]
     assert len(folders) == 3  # the data folder; the platform's folder and its volumes folder
-    assert all(r["inputs"]["delete"] == KEEP_SCRIPT for r in folders)
+    assert all(r["outputs"]["environment"][PRESERVE_DATA] == "true" for r in folders)
     assert pulumi.config == {("phase1", "blueprint:preserveData"): "true"}
 
 
@@ -119,7 +119,8 @@ def test_wipe_data_records_the_wipe_over_a_recorded_keep() -> None:
     pulumi = FakePulumi(all_stacks(preserveData="true"))
     assert run_destroy(pulumi, False)[0] == 0
     folders = [r for stack in ("phase1", "phase2") for r in pulumi.destroyed[stack] if r["inputs"].get("create") == UP_SCRIPT]
-    assert all(r["inputs"]["delete"] == WIPE_SCRIPT and r["outputs"]["delete"] == WIPE_SCRIPT for r in folders)
+    assert all(r[part]["environment"][PRESERVE_DATA] == "false" for r in folders for part in ("inputs", "outputs"))
+    assert all(r["outputs"]["delete"] == DELETE_SCRIPT for r in folders)
 
 
 def test_without_a_flag_the_destroy_follows_phase1s_config() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import versions
-from components.host_folder import OWNER_MARKER, Subfolder
+from components.host_folder import OWNER_MARKER, PRESERVE_DATA, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
 from tests.plans import COMMAND, fake_command, planned, run_script
 
@@ -133,7 +133,8 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     expected = (
         f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE} "
-        "/blueprint-data -mindepth 1 -xdev ! -path /blueprint-data/.blueprint-owner ! -path /blueprint-data/.blueprint-wiping -delete"
+        "/blueprint-data -mindepth 1 -xdev ! -path /blueprint-data/.blueprint-owner ! -path /blueprint-data/.blueprint-wiping "
+        "! -path /blueprint-data/.blueprint-release -delete"
     )
     assert calls.read_text().strip() == expected
 
@@ -145,6 +146,16 @@ def test_wipe_fails_loudly_when_the_data_folder_survives(locked_data_dir: tuple[
     done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     assert done.returncode == 1
     assert f"could not remove {data_dir}" in done.stderr
+
+
+def test_a_wipe_that_could_not_remove_the_folder_gives_the_removal_by_hand_on_a_line_of_its_own(
+    locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path
+) -> None:
+    data_dir, user = locked_data_dir
+    fake_command(fake_docker_dir, "docker", "exit 0\n")  # a container that removed nothing
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
+    assert ["sudo", "rm", "-rf", str(data_dir)] in printed_commands(done.stderr)
 
 
 def test_a_wipe_that_failed_half_way_can_be_run_again(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
@@ -160,8 +171,9 @@ def test_a_wipe_that_failed_half_way_can_be_run_again(locked_data_dir: tuple[Pat
 def test_preserve_data_change_updates_the_data_folder_in_place() -> None:
     keep = planned("phase1", preserveData="true").one(COMMAND, "kind-data-folder")
     wipe = planned("phase1", preserveData="false").one(COMMAND, "kind-data-folder")
-    assert keep["inputs"]["delete"] != wipe["inputs"]["delete"]
-    assert "delete" not in keep["replaceOnChanges"]
+    assert keep["inputs"]["environment"][PRESERVE_DATA] != wipe["inputs"]["environment"][PRESERVE_DATA]
+    assert keep["inputs"]["delete"] == wipe["inputs"]["delete"], "one delete script, whatever preserveData says"
+    assert "environment" not in keep["replaceOnChanges"]
     assert keep["inputs"]["update"] == keep["inputs"]["create"]
 
 
@@ -312,25 +324,6 @@ def test_a_foreign_owner_is_shown_with_a_stack_names_characters_only(data_dir: P
     assert "\x1b" not in done.stderr
 
 
-MOUNT_NAMESPACES_REQUIRED = "BLUEPRINT_TEST_MOUNT_NAMESPACES"
-"""Set by .ci/run: there, a machine without unprivileged mount namespaces fails these tests rather
-than skipping them."""
-
-
-@pytest.fixture(scope="module")
-def mount_namespaces() -> None:
-    """The wipe's mount tests need to mount a tmpfs without root: Linux's unprivileged user and mount
-    namespaces. macOS has none, and some Linux distributions turn them off (Ubuntu 24.04's AppArmor
-    default): there the two tests cannot run, and say so, unless CI requires them."""
-    probe = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", "mount -t tmpfs probe /mnt"]
-    try:
-        works = subprocess.run(probe, capture_output=True, timeout=30, check=False).returncode == 0
-    except OSError:
-        works = False
-    if not works and not os.environ.get(MOUNT_NAMESPACES_REQUIRED):
-        pytest.skip("this machine cannot mount a filesystem without root (no unprivileged mount namespaces)")
-
-
 def _in_a_mount_namespace(command: dict[str, object], script: str, mount: Path, *, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """Run a recorded script of `command` where a tmpfs holding the file `kept` is mounted at
     `mount`, inside a user and mount namespace of its own (no real root needed, nothing mounted
@@ -358,6 +351,7 @@ def test_a_wipe_over_a_filesystem_mounted_inside_removes_nothing_and_says_to_unm
     assert done.stdout == "kept\n"
     assert "another filesystem is mounted inside it" in done.stderr
     assert ["sudo", "umount", str(mount)] in printed_commands(done.stderr)
+    assert "rm -rf" not in done.stderr, "rm -rf crosses mounts"
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists(), "refused before anything is removed"
 
 
@@ -472,6 +466,41 @@ def test_phase1s_wipe_removes_the_folders_its_phase2_claimed_inside(data_dir: Pa
     done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
     assert done.returncode == 0, done.stderr
     assert not data_dir.exists()
+
+
+# What the user's shell exports never decides anything: every name the scripts read is passed, empty when unset.
+
+
+def test_an_inner_owners_exported_in_the_users_shell_never_lets_a_wipe_remove_anothers_folder(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dev's data folder has no inner owners: pulumi-command runs its wipe with the user's environment below its own."""
+    dev = planned("dev").one(COMMAND, "kind-data-folder")
+    assert run_script(dev, "create", env={"FOLDER": str(data_dir)}).returncode == 0
+    theirs = data_dir / "volumes" / "theirs"
+    theirs.mkdir(parents=True)
+    (theirs / OWNER_MARKER).write_text("blueprint/dev@0123456789abcdef\n")
+    monkeypatch.setenv("INNER_OWNERS", "blueprint/dev@0123456789abcdef")
+    done = run_script(dev, "delete", env={"FOLDER": str(data_dir)})
+    assert done.returncode == 1
+    assert (theirs / OWNER_MARKER).exists()
+
+
+def test_a_parent_owner_exported_in_the_users_shell_never_makes_a_data_folders_claim_refuse(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PARENT_OWNER", PHASE1_HERE)
+    done = run_script(planned("phase1").one(COMMAND, "kind-data-folder"), "create", env={"FOLDER": str(data_dir)})
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("value", ["", "yes", "True"])
+def test_a_delete_whose_preserve_data_is_neither_true_nor_false_removes_nothing(data_dir: Path, value: str) -> None:
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", env={PRESERVE_DATA: value})
+    assert done.returncode == 1
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
 
 
 # A data folder that is emptied but cannot be removed itself.

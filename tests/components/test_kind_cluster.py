@@ -34,6 +34,7 @@ from components.kind_cluster import (
 )
 from stacks import outputs
 from stacks.config import PROJECT_DIR
+from tests import crash
 from tests.plans import COMMAND, fake_command, kind_config_of, planned, planned_as, run_script, waits_for
 
 # Field names kind v0.31.0 accepts (pkg/apis/config/v1alpha4/types.go, json tags); kind decodes
@@ -292,6 +293,23 @@ def test_a_cluster_of_that_name_blueprint_did_not_create_is_refused(fake_kind: d
     assert done.returncode == 1
     assert "blueprint did not create it" in done.stderr
     assert "create cluster" not in Path(fake_kind["KIND_CALLS"]).read_text()
+
+
+def test_a_create_cut_short_anywhere_leaves_a_cluster_the_next_up_adopts(fake_kind: dict[str, str], tmp_path: Path) -> None:
+    """A Ctrl-C stops the up's shell while kind goes on making the cluster: the next up must know it for its own."""
+    counter = tmp_path / "counter"
+    tools = crash.wrap_tools(tmp_path / "tools", counter, {"kind": Path(fake_kind["BIN"]) / "kind"})
+    command = planned("phase1").one(COMMAND, "kind-cluster")
+    assert crash.run(command, "create", tools, counter, None, fake_kind).returncode == 0
+    failures = []
+    for cut in range(1, crash.calls(counter) + 1):
+        Path(fake_kind["KIND_RUNNING"]).unlink(missing_ok=True)
+        (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).unlink(missing_ok=True)
+        crash.run(command, "create", tools, counter, cut, fake_kind)
+        again = crash.run(command, "create", tools, counter, None, fake_kind)
+        if again.returncode != 0:
+            failures.append((cut, again.stderr))
+    assert failures == []
 
 
 def test_deleting_the_cluster_forgets_it(fake_kind: dict[str, str]) -> None:

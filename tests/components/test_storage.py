@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cli import stand_ins
-from components.host_folder import KEEP_SCRIPT, WIPE_SCRIPT
+from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA
 from components.storage import STORAGE_CLASS
 from stacks import outputs
 from stacks.phase2 import VOLUMES
@@ -67,14 +67,14 @@ def test_the_platform_folder_is_beside_the_volumes_the_nodes_mount_not_inside() 
 
 @pytest.mark.parametrize("name", ["storage-platform-folder", "storage-volumes-folder"])
 def test_destroy_keeps_the_platform_data_when_preserve_data_is_true(name: str) -> None:
-    delete = planned("dev", preserveData="true").one(COMMAND, name)["inputs"]["delete"]
-    assert delete == KEEP_SCRIPT
+    inputs = planned("dev", preserveData="true").one(COMMAND, name)["inputs"]
+    assert (inputs["delete"], inputs["environment"][PRESERVE_DATA]) == (DELETE_SCRIPT, "true")
 
 
 @pytest.mark.parametrize("name", ["storage-platform-folder", "storage-volumes-folder"])
 def test_destroy_removes_the_platform_data_when_preserve_data_is_false(name: str) -> None:
-    delete = planned("dev", preserveData="false").one(COMMAND, name)["inputs"]["delete"]
-    assert delete == WIPE_SCRIPT
+    inputs = planned("dev", preserveData="false").one(COMMAND, name)["inputs"]
+    assert (inputs["delete"], inputs["environment"][PRESERVE_DATA]) == (DELETE_SCRIPT, "false")
 
 
 def test_in_dev_both_platform_folders_are_claimed_after_the_data_folder() -> None:

@@ -10,14 +10,16 @@ has them: a rule that held only with known outputs would be a defect.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cli.lifecycle import claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab, record_preserve_data
 from cli.plan import Plan
+from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA
 from components.image_cache import mirror_cache_folder
-from tests.plans import planned, planned_as, waits_for
+from tests.plans import COMMAND, planned, planned_as, run_script, waits_for
 
 STACKS = ("phase1", "phase2", "phase3", "dev")
 MODES = ("up", "preview")
@@ -139,3 +141,28 @@ def test_a_wiping_destroy_records_that_phase3s_openbao_entries_go() -> None:
     assert (kept["inputs"]["delete_on_destroy"], kept["outputs"]["delete_on_destroy"]) == (False, False)
     [phase2s] = record_preserve_data({"resources": [kv_state("phase2", {})]}, keep=False)["resources"]
     assert "delete_on_destroy" not in phase2s["outputs"]
+
+
+def _data_folder_state(delete: str = DELETE_SCRIPT, **config: str) -> dict[str, Any]:
+    """phase1's data-folder claim as an `up` with `config` records it, with `delete` as its delete script."""
+    inputs = {**planned("phase1", **config).one(COMMAND, "kind-data-folder")["inputs"], "delete": delete}
+    return {"urn": "urn:pulumi:phase1::blueprint::command:local:Command::kind-data-folder", "custom": True, "type": COMMAND,
+            "inputs": inputs, "outputs": dict(inputs)}  # fmt: skip
+
+
+def test_recording_preserve_data_changes_the_recorded_choice_and_never_a_script() -> None:
+    """Whatever release recorded the state: its own delete script runs, with the choice it reads."""
+    older = _data_folder_state('echo "the delete script of another release"')
+    [recorded] = record_preserve_data({"resources": [older]}, keep=True)["resources"]
+    for part in ("inputs", "outputs"):
+        assert recorded[part] == {**older[part], "environment": {**older[part]["environment"], PRESERVE_DATA: "true"}}
+
+
+def test_a_folder_an_up_recorded_to_keep_is_wiped_by_a_destroy_that_records_the_wipe(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    kept = _data_folder_state(preserveData="true")
+    assert run_script(kept, "create", env={"FOLDER": str(folder)}).returncode == 0
+    [wiping] = record_preserve_data({"resources": [kept]}, keep=False)["resources"]
+    done = run_script({"inputs": wiping["outputs"]}, "delete", env={"FOLDER": str(folder)})  # Pulumi deletes from the outputs
+    assert done.returncode == 0, done.stderr
+    assert not folder.exists()

@@ -1,0 +1,150 @@
+"""phase1's data folder and phase2's folders inside it through whole lifecycles, with the recorded
+scripts run for real and a `docker` that does what their one-shot containers do: at paths a shell
+misreads easily, and cut short after any outside call (`tests/crash.py`), as a Ctrl-C of an `up` or
+a `destroy` may leave them."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.host_folder import OWNER_MARKER, RELEASE_MARKER
+from stacks import outputs
+from tests import crash
+from tests.plans import COMMAND, planned, run_script
+
+ODD = ["with space", "a~b+c@d", "-dash start", "x y  two", "trailing "]
+"""Folder names a shell splits, globs or reads as an option when a script forgets a quote."""
+
+
+@pytest.fixture
+def parent() -> Iterator[Path]:
+    """A folder outside pytest's tmp (its paths are long and tidy: a shell misreads neither)."""
+    folder = Path(tempfile.mkdtemp(prefix="blueprint lifecycle ", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _folders(data: Path) -> list[dict[str, Any]]:
+    """The claims of phase1's data folder, then of phase2's platform and volumes folders inside it,
+    moved to `data` (one plan serves every path: the scripts read the folder from FOLDER alone)."""
+    planned_data = Path(planned("phase1").outputs[outputs.DATA_DIR]["value"])
+    commands = [planned("phase1").one(COMMAND, "kind-data-folder")]
+    commands += [planned("phase2").one(COMMAND, f"storage-{name}-folder") for name in ("platform", "volumes")]
+    moved = []
+    for command in commands:
+        environment = command["inputs"]["environment"]
+        folder = data / Path(environment["FOLDER"]).relative_to(planned_data)
+        moved.append({**command, "inputs": {**command["inputs"], "environment": {**environment, "FOLDER": str(folder)}}})
+    return moved
+
+
+POSTGRES = Path("volumes", "platform", "postgres", "pg-1", "pgdata", "PG_VERSION")
+"""A file a pod wrote in its volume."""
+
+
+def _up(data: Path, tools: Path, counter: Path) -> None:
+    for command in _folders(data):
+        done = crash.run(command, "create", tools, counter, None)
+        assert done.returncode == 0, (command["name"], done.stderr)
+    (data / POSTGRES).parent.mkdir()
+    (data / POSTGRES).write_text("17\n")
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> tuple[Path, Path]:
+    """The wrapped tools (docker doing its containers' work) and their call counter."""
+    counter = tmp_path / "counter"
+    return crash.wrap_tools(tmp_path / "tools", counter, {"docker": crash.docker_that_does_the_work(tmp_path / "docker")}), counter
+
+
+@pytest.mark.parametrize("name", ODD)
+def test_the_folders_at_a_path_a_shell_misreads_are_claimed_updated_and_wiped_whole(
+    parent: Path, tools: tuple[Path, Path], name: str
+) -> None:
+    data = parent / name / "data"
+    _up(data, *tools)
+    folders = _folders(data)
+    for command in folders:
+        done = run_script(command, "update", path_prefix=tools[0])
+        assert done.returncode == 0, (command["name"], done.stderr)
+    for command in reversed(folders):  # phase2's, then phase1's
+        done = run_script(command, "delete", path_prefix=tools[0])
+        assert done.returncode == 0, (command["name"], done.stderr)
+    assert not data.exists()
+    assert (parent / name).is_dir(), "nothing outside the data folder goes"
+
+
+def _restore(data: Path, saved: Path | None) -> None:
+    """`data` as `saved` holds it (nothing, for None): each cut starts from the same folders."""
+    shutil.rmtree(data, ignore_errors=True)
+    if saved is not None:
+        shutil.copytree(saved, data, symlinks=True)
+
+
+def _saved(parent: Path, data: Path) -> Path:
+    saved = parent / "saved"
+    shutil.copytree(data, saved, symlinks=True)
+    return saved
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["data folder", "platform folder", "volumes folder"])
+def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(parent: Path, tools: tuple[Path, Path], which: int) -> None:
+    data = parent / "data"
+    commands = _folders(data)
+    for command in commands[:which]:
+        assert crash.run(command, "create", *tools, None).returncode == 0
+    saved = _saved(parent, data) if which else None
+    assert crash.run(commands[which], "create", *tools, None).returncode == 0
+    failures = []
+    for cut in range(1, crash.calls(tools[1]) + 1):
+        _restore(data, saved)
+        crash.run(commands[which], "create", *tools, cut)
+        again = crash.run(commands[which], "create", *tools, None)
+        if again.returncode != 0:
+            failures.append((cut, again.stderr))
+    assert failures == []
+
+
+def _up_then_cuts(parent: Path, tools: tuple[Path, Path], which: int) -> Iterator[tuple[int, dict[str, Any], Path]]:
+    """The platform up, then, for each call its wipe of folder `which` makes, that wipe cut short
+    after it: (the cut, the folder's command, the data folder)."""
+    data = parent / "data"
+    command = _folders(data)[which]
+    _up(data, *tools)
+    saved = _saved(parent, data)
+    crash.run(command, "delete", *tools, None)
+    for cut in range(1, crash.calls(tools[1]) + 1):
+        _restore(data, saved)
+        crash.run(command, "delete", *tools, cut)
+        yield cut, command, data
+
+
+@pytest.mark.parametrize("which", [0, 2], ids=["data folder", "volumes folder"])
+def test_a_wipe_cut_short_anywhere_is_finished_by_the_next_destroy(parent: Path, tools: tuple[Path, Path], which: int) -> None:
+    failures = []
+    for cut, command, _ in _up_then_cuts(parent, tools, which):
+        again = crash.run(command, "delete", *tools, None)
+        if again.returncode != 0 or Path(command["inputs"]["environment"]["FOLDER"]).exists():
+            failures.append((cut, again.stderr))
+    assert failures == []
+
+
+@pytest.mark.parametrize("which", [0, 2], ids=["data folder", "volumes folder"])
+def test_an_up_never_takes_over_a_folder_whose_wipe_was_cut_short(parent: Path, tools: tuple[Path, Path], which: int) -> None:
+    """It refuses the half-wiped folder, or finds it whole, or wiped to nothing but blueprint's
+    markers: never the data half gone."""
+    failures = []
+    for cut, command, data in _up_then_cuts(parent, tools, which):
+        folder = Path(command["inputs"]["environment"]["FOLDER"])
+        left = sorted(str(path.relative_to(folder)) for path in folder.rglob("*")) if folder.exists() else []
+        whole = (data / POSTGRES).exists()
+        up = crash.run(command, "create", *tools, None)
+        if up.returncode == 0 and not whole and left not in ([], [OWNER_MARKER], [OWNER_MARKER, RELEASE_MARKER]):
+            failures.append((cut, left))
+    assert failures == []

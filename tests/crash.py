@@ -1,0 +1,104 @@
+"""Run a recorded command's script as pulumi-command does, cut short anywhere: killed (SIGKILL to its
+whole process group, as a Ctrl-C of `pulumi up` may leave it) right after its k-th call of an
+outside tool. A script must then be finished by running it again, or refuse and say why.
+
+Usage: `wrap_tools` once, `run` the script uncut to count its calls (`calls`), then once per k.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+TOOLS = ("mkdir", "rm", "rmdir", "find", "chmod", "ls", "cat", "mv", "docker", "kind", "kubectl", "mktemp")
+"""The outside tools the scripts call, counted: after each, the script may be cut short."""
+
+
+def wrap_tools(folder: Path, counter: Path, real: Mapping[str, Path] = {}) -> Path:
+    """A folder of wrappers, one per tool of TOOLS (the one in `real`, else the one on PATH), each
+    counting its call in `counter` and killing the script's process group at the CRASH_AT-th."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for tool in TOOLS:
+        target = str(real[tool]) if tool in real else shutil.which(tool)
+        if target is None:
+            continue
+        (folder / tool).write_text(
+            "#!/bin/sh\n"
+            f'"{target}" "$@"; status=$?\n'
+            f"n=$(( $(/bin/cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}\n"
+            'if [ -n "${CRASH_AT:-}" ] && [ "$n" = "$CRASH_AT" ]; then kill -9 -"$CRASH_PGID"; fi\n'
+            "exit $status\n"
+        )
+        (folder / tool).chmod(0o755)
+    return folder
+
+
+def run(
+    command: Mapping[str, Any], key: str, tools: Path, counter: Path, crash_at: int | None, env: Mapping[str, str] = {}
+) -> subprocess.CompletedProcess[str]:
+    """Run the script `key` of the recorded `command` (`/bin/sh -c`, the recorded environment over
+    ours, the recorded stdin) in a process group of its own, cut short after call `crash_at`."""
+    counter.write_text("0")
+    inputs = command["inputs"]
+    environment = {**os.environ, **inputs.get("environment", {}), **env, "BP_SCRIPT": inputs[key]}
+    environment["PATH"] = f"{tools}:{environment['PATH']}"
+    if crash_at is not None:
+        environment["CRASH_AT"] = str(crash_at)
+    # setsid: a process group of its own, whose id is the shell's pid.
+    wrapper = 'export CRASH_PGID=$$; exec /bin/sh -c "$BP_SCRIPT"'
+    return subprocess.run(
+        ["setsid", "-w", "/bin/sh", "-c", wrapper],
+        input=inputs.get("stdin", ""),
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def calls(counter: Path) -> int:
+    """How many outside tools the last `run` called."""
+    return int(counter.read_text() or 0)
+
+
+DOCKER = r"""#!/bin/sh
+# `docker run --rm ... -v <host>:<target>[:ro] --entrypoint <tool> <image> <args>`, done on the host.
+[ "$1" = run ] || exit 1
+shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rm) shift ;;
+    -v) volume=${2%:ro}; source=${volume%:*}; target=${volume##*:}; shift 2 ;;
+    --entrypoint) entry=$2; shift 2 ;;
+    -*) shift 2 ;;
+    *) shift; break ;;  # the image
+  esac
+done
+if [ "$entry" = sh ]; then
+  # The claim's `sh -c 'chown -R "$0" <target> && chmod "$1" <target>' <uid:gid> <mode>`: done by root
+  # only (else left undone, as by a container that did not run: the next up asks again).
+  [ "$(id -u)" = 0 ] || exit 0
+  chown -R "$3" "$source" && chmod "$4" "$source"
+  exit
+fi
+# Any other tool (the wipe's find): its arguments with the container's paths made the host's.
+for arg do
+  shift
+  case "$arg" in "$target"*) arg=$source${arg#"$target"} ;; esac
+  set -- "$@" "$arg"
+done
+exec "$entry" "$@"
+"""
+
+
+def docker_that_does_the_work(folder: Path) -> Path:
+    """A folder holding a `docker` that does on the host what the scripts' one-shot containers do."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "docker").write_text(DOCKER)
+    (folder / "docker").chmod(0o755)
+    return folder / "docker"
