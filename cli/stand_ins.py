@@ -56,10 +56,10 @@ class RecordedRelease:
     def __init__(self, release: str | None = None) -> None:
         self.release = release
 
-    def read(self, folder: str) -> str | None:
+    def read(self, folder: str, owner: str) -> str | None:
         return self.release
 
-    def write(self, folder: str, release: str) -> None:
+    def write(self, folder: str, owner: str, release: str) -> None:
         self.release = release
 
 

@@ -29,6 +29,7 @@ import pulumi
 
 import versions
 from stacks import outputs, runtime
+from stacks.config.paths import folder_owner
 from stacks.release_record import ReleaseRecords, record_file
 
 Version = tuple[int, int, int]
@@ -167,7 +168,8 @@ async def bring_up_to_date(stack: str, phases: tuple[str, ...], inputs: Mapping[
     last: dict[str, Any] = dict(await reference.outputs.future() or {})
     folder = record_folder(phases, inputs)
     records = runtime.current().release_records
-    data = _data_record(stack, records, folder)
+    owner = folder_owner(stack)
+    data = _data_record(stack, records, folder, owner)
     found: dict[str | None, Any] = {None: last[outputs.BLUEPRINT_VERSION]} if outputs.BLUEPRINT_VERSION in last else {}
     if folder is not None and data is not None:
         found[str(record_file(folder))] = data
@@ -192,14 +194,14 @@ async def bring_up_to_date(stack: str, phases: tuple[str, ...], inputs: Mapping[
             pulumi.log.info(f"stack {stack}: migrated to blueprint {migration.version}: {migration.summary}")
     # Recorded beside the data before anything of this release touches it: an older checkout is refused from now on.
     if folder is not None and data != versions.BLUEPRINT:
-        records.write(folder, versions.BLUEPRINT)
+        records.write(folder, owner, versions.BLUEPRINT)
 
 
-def _data_record(stack: str, records: ReleaseRecords, folder: str | None) -> str | None:
+def _data_record(stack: str, records: ReleaseRecords, folder: str | None, owner: str) -> str | None:
     if folder is None:
         return None
     try:
-        return records.read(folder)
+        return records.read(folder, owner)
     except OSError as error:
         raise pulumi.RunError(
             f"stack {stack} reads the release that last brought it up from {record_file(folder)}, which it cannot read "

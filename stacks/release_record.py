@@ -22,14 +22,15 @@ LONGEST = 64
 class ReleaseRecords(Protocol):
     """Where the program reads and writes the release record of a folder."""
 
-    def read(self, folder: str) -> str | None:
+    def read(self, folder: str, owner: str) -> str | None:
         """The record in `folder` (at most LONGEST characters, its one newline dropped), or None when
-        there is none; an OSError naming the file when it cannot be read.
+        there is none or `owner` has not claimed the folder; an OSError naming the file when it
+        cannot be read.
         """
         ...
 
-    def write(self, folder: str, release: str) -> None:
-        """Record `release` in `folder`, when the folder is there and claimed; else nothing."""
+    def write(self, folder: str, owner: str, release: str) -> None:
+        """Record `release` in `folder`, when `owner` has claimed it; else nothing."""
         ...
 
 
@@ -39,10 +40,26 @@ def record_file(folder: str) -> Path:
     return Path(folder) / RELEASE_MARKER
 
 
+def claimed_by(folder: str, owner: str) -> bool:
+    """Whether `folder`'s owner marker names `owner`: another stack's or checkout's folder is not read
+    (its record is not this stack's) nor written (the claim refuses that folder anyway).
+    """
+    from components.host_folder import OWNER_MARKER
+
+    try:
+        with (Path(folder) / OWNER_MARKER).open("rb") as file:
+            first = file.read(len(owner) + 2).decode("utf-8", errors="replace").split("\n", 1)[0]
+    except OSError:
+        return False
+    return first == owner
+
+
 class HostRecords:
     """The records in the host folders of this machine."""
 
-    def read(self, folder: str) -> str | None:
+    def read(self, folder: str, owner: str) -> str | None:
+        if not claimed_by(folder, owner):
+            return None
         try:
             with record_file(folder).open("rb") as file:
                 raw = file.read(LONGEST + 1)
@@ -51,11 +68,9 @@ class HostRecords:
         text = raw.decode("utf-8", errors="replace")
         return text[:-1] if text.endswith("\n") and len(raw) <= LONGEST else text
 
-    def write(self, folder: str, release: str) -> None:
-        from components.host_folder import OWNER_MARKER
-
-        if not (Path(folder) / OWNER_MARKER).is_file():
-            return  # nobody claimed it (yet): a file here would make its claim refuse the folder
+    def write(self, folder: str, owner: str, release: str) -> None:
+        if not claimed_by(folder, owner):
+            return  # nobody claimed it yet (a file here would make the claim refuse it), or another did
         # A new file renamed over the record: never written through a link left at its name.
         descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".blueprint-release.")
         try:

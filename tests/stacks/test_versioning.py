@@ -263,7 +263,7 @@ def test_phase3_reads_no_record_beside_data() -> None:
     """A destroy that keeps the data keeps phase3's state too: its outputs are its record."""
 
     class Unread(RecordedRelease):
-        def read(self, folder: str) -> str | None:
+        def read(self, folder: str, owner: str) -> str | None:
             raise AssertionError(f"phase3 read {folder}")
 
     plan("phase3", release_records=Unread())
@@ -293,6 +293,7 @@ def test_a_recorded_version_of_more_than_four_digits_a_part_is_refused_in_a_boun
 def test_a_data_record_that_cannot_be_read_is_refused_naming_the_file(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     (data_dir / ".blueprint-release").mkdir(parents=True)  # not a file: reading it fails whoever runs this
+    (data_dir / ".blueprint-owner").write_text("blueprint/phase1@offline-plan\n")  # claimed by this (planned) stack
     with pytest.raises(ProgramFailed) as failed:
         plan("phase1", {"blueprint:dataDir": str(data_dir)}, release_records=HostRecords())
     assert str(failed.value.cause).startswith(
