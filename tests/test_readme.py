@@ -11,6 +11,7 @@ an outside page is not a claim about the platform.
 from __future__ import annotations
 
 import argparse
+import io
 import re
 import subprocess
 from pathlib import Path
@@ -19,13 +20,16 @@ import yaml
 
 import credentials
 from apps_manifest import host_names, load_manifest
+from cli import phases
 from cli.diagram import architecture
 from cli.doctor.needs import default_needs
 from cli.main import parser
 from cli.passphrase import passphrase_file
 from components import headlamp
+from components.host_folder import RELEASE_MARKER
 from components.openbao import ADMIN_USER
 from stacks import outputs
+from tests.cli.teardown_fakes import FakePulumi, all_stacks, run_destroy, world
 from tests.plans import planned
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -196,3 +200,21 @@ def test_the_headlamp_login_names_headlamps_namespace_and_account() -> None:
 
 def test_openbaos_login_user_is_the_admin_user_openbao_configures() -> None:
     assert f"| OpenBao | http://127.0.0.1:8200 | user `{ADMIN_USER}`:" in text()
+
+
+def test_upgrading_names_the_release_record_beside_the_data_and_the_verbs_that_stop_over_a_newer_release() -> None:
+    upgrading = sections()["Upgrading"]
+    assert f"`{RELEASE_MARKER}` beside its data" in upgrading
+    said = re.search(r"((?:`[a-z]+`,?\s+)+and\s+`[a-z]+`)\s+stop before changing anything over a stack a newer release ran", upgrading)
+    assert said, upgrading
+    verbs = re.findall(r"`([a-z]+)`", said.group(1))
+    assert verbs == ["up", "preview", "destroy"]
+    for verb in verbs:
+        pulumi = FakePulumi(all_stacks())
+        pulumi.stack_outputs["phase2"] = {**pulumi.stack_outputs["phase2"], outputs.BLUEPRINT_VERSION: ("9999.0.0", False)}
+        if verb == "destroy":
+            code, _ = run_destroy(pulumi, preserve=False)
+        else:
+            context = phases.Context(runner=pulumi, out=io.StringIO(), world=world(pulumi)[0], confirm=lambda question: True)
+            code = phases.up(context, "all") if verb == "up" else phases.preview(context, "all")
+        assert (verb, code, pulumi.calls, pulumi.config) == (verb, 1, [], {})
