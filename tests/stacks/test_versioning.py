@@ -183,10 +183,6 @@ def test_the_layout_is_the_newest_migrations_version(monkeypatch: pytest.MonkeyP
     assert migrations.layout() == "0.10.0"
 
 
-def test_this_checkouts_layout_is_no_newer_than_its_release() -> None:
-    assert migrations.parse(migrations.layout()) <= migrations.parse(versions.BLUEPRINT)
-
-
 # The layout record beside the data (stacks/layout_record.py): it outlives the state's outputs, which
 # every `pulumi destroy` deletes, and changes only when a migration reshaped the data.
 
