@@ -38,8 +38,8 @@ from cli import stand_ins
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
 from stacks.config.schema import stack_config, stack_reads, stacks_reading
+from stacks.layout_record import LayoutRecords
 from stacks.outputs import UPSTREAM_STACK
-from stacks.release_record import ReleaseRecords
 from stacks.runtime import installed
 
 SECRET = "[secret]"
@@ -393,13 +393,13 @@ def plan(
     program: Path = PROJECT_DIR / "__main__.py",
     preview: bool = False,
     recorded: Mapping[str, Any] = {},
-    release_records: ReleaseRecords | None = None,
+    layout_records: LayoutRecords | None = None,
 ) -> Plan:
     """Plan `stack` offline. Upstream stacks are planned first, as they stand after their own `up`,
     so that StackReferences resolve to their planned outputs; `stack`'s reference to itself resolves
     to `recorded`, the (plain) outputs of its last `up` (none: a new stack, as upstream stacks are),
-    and the release record beside its data to what `release_records` holds (none: a new platform;
-    `cli.stand_ins.RecordedRelease`, which keeps what the program records there).
+    and the layout record beside its data to what `layout_records` holds (none: a new platform;
+    `cli.stand_ins.RecordedLayout`, which keeps what the program records there).
     Each override (a full key) goes to the stacks of the chain that read it (phase3 takes
     preserveData from phase1, through phase2); one that none of them reads is refused. With
     `preview`, plan as `pulumi preview` of a first `up` does: every output that only a provider can
@@ -415,7 +415,7 @@ def plan(
         routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
         if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
             raise ProgramFailed(ConfigError(problem), [])
-    return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, release_records=release_records)
+    return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, layout_records=layout_records)
 
 
 def _plan(
@@ -426,7 +426,7 @@ def _plan(
     preview: bool,
     planned: str | None = None,
     recorded: Mapping[str, Any] = {},
-    release_records: ReleaseRecords | None = None,
+    layout_records: LayoutRecords | None = None,
 ) -> Plan:
     upstream: dict[str, Plan] = {}
     name = stack
@@ -441,7 +441,7 @@ def _plan(
             cause = RunError(f"{stack} reads the outputs of {name}, which does not plan: {failed.cause}")
             raise ProgramFailed(cause, []) from failed
     config, secret_keys = stack_config(stack, routed_overrides(stack, overrides, planned=planned or stack))
-    return _run(stack, config, secret_keys, program, upstream, preview=preview, recorded=recorded, release_records=release_records)
+    return _run(stack, config, secret_keys, program, upstream, preview=preview, recorded=recorded, layout_records=layout_records)
 
 
 def override_summary(stack: str, overrides: Mapping[str, str], before: Plan | BaseException, after: Plan) -> str:
@@ -517,7 +517,7 @@ def _run(
     *,
     preview: bool = False,
     recorded: Mapping[str, Any] = {},
-    release_records: ReleaseRecords | None = None,
+    layout_records: LayoutRecords | None = None,
 ) -> Plan:
     project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
     # The stack as its last `up` left it, for its reference to itself (stacks/migrations.py).
@@ -545,7 +545,7 @@ def _run(
         def run_program() -> None:
             runpy.run_path(str(program), run_name="__main__")
 
-        with installed(stand_ins.runtime(secret_keys, release_records)):
+        with installed(stand_ins.runtime(secret_keys, layout_records)):
             loop.run_until_complete(run_in_stack(run_program))
     except Exception as error:
         raise ProgramFailed(error, _plan_order(recorder.records)) from error

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 import yaml
 
-from stacks.release_record import ReleaseRecords
+from stacks.layout_record import LayoutRecords
 from stacks.runtime import Platform, Runtime
 
 CHECKOUT_ID = "offline-plan"
@@ -39,28 +39,28 @@ class StandInPlatform:
 PLATFORM: Platform = StandInPlatform()
 
 
-def runtime(secret_keys: Iterable[str], release_records: ReleaseRecords | None = None) -> Runtime:
+def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = None) -> Runtime:
     """The runtime the plan runs the program with: its checkout id and platform, every secret
-    config key's value a stand-in, since the plan cannot decrypt it, and `release_records` (None:
+    config key's value a stand-in, since the plan cannot decrypt it, and `layout_records` (None:
     none, a new platform) for the records beside the data, since the plan reads no host folder.
     """
-    records = release_records or RecordedRelease()
-    return Runtime(checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM, release_records=records)
+    records = layout_records or RecordedLayout()
+    return Runtime(checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM, layout_records=records)
 
 
-class RecordedRelease:
-    """The release record beside a planned stack's data, whatever its folder: `release` (None:
-    none), and what the program records there (stacks/release_record.py).
+class RecordedLayout:
+    """The layout record beside a planned stack's data, whatever its folder: `layout` (None:
+    none), and what the program records there (stacks/layout_record.py).
     """
 
-    def __init__(self, release: str | None = None) -> None:
-        self.release = release
+    def __init__(self, layout: str | None = None) -> None:
+        self.layout = layout
 
     def read(self, folder: str, owner: str) -> str | None:
-        return self.release
+        return self.layout
 
-    def write(self, folder: str, owner: str, release: str) -> None:
-        self.release = release
+    def write(self, folder: str, owner: str, layout: str) -> None:
+        self.layout = layout
 
 
 KIND_CLUSTER = ("command:local:Command", "kind-cluster")

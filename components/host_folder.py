@@ -27,21 +27,21 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_command import local
 
-import versions
 from components.scripts import script
 from providers.host_secret import WIPING_MARKER
 
 OWNER_MARKER = ".blueprint-owner"
 """File in an owned folder naming the owner, `<project>/<stack>@<checkout id>` (`stacks.config.paths.folder_owner`):
 the same stack of another checkout is another owner."""
-RELEASE_MARKER = ".blueprint-release"
-"""File in an owned folder naming the blueprint release that last claimed it (X.Y.Z): a release record that outlives the stack's state."""
+LAYOUT_MARKER = ".blueprint-layout"
+"""File in an owned folder naming the layout of its data (X.Y.Z: the release of the last migration that
+shaped it, stacks/migrations.py `layout`): a record that outlives the stack's state."""
 
 LEASES_FOLDER = ".blueprint-on-cluster"
 """Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds
 a file naming itself while it does (`components/kind_cluster.py`, `cluster_lease`)."""
 
-SCRIPT_ENVIRONMENT = {"OWNER_MARKER": OWNER_MARKER, "WIPING_MARKER": WIPING_MARKER, "RELEASE_MARKER": RELEASE_MARKER}
+SCRIPT_ENVIRONMENT = {"OWNER_MARKER": OWNER_MARKER, "WIPING_MARKER": WIPING_MARKER, "LAYOUT_MARKER": LAYOUT_MARKER}
 """The names of the markers, as the scripts read them from their environment: every command, and a
 wipe `cli/teardown.py` runs itself, passes them."""
 
@@ -50,8 +50,8 @@ PRESERVE_DATA = "PRESERVE_DATA"
 keeps the folder, "false" wipes it (`cli/lifecycle.py`, `record_preserve_data`, flips it)."""
 
 UP_SCRIPT = script("host_folder_claim.sh")
-"""Create the folder and its subfolders, claim them and record the release (BLUEPRINT_RELEASE) in
-RELEASE_MARKER; refuse a folder that holds anything but blueprint's markers."""
+"""Create the folder and its subfolders, claim them and record the data's layout (BLUEPRINT_LAYOUT) in
+LAYOUT_MARKER; refuse a folder that holds anything but blueprint's markers."""
 
 DELETE_SCRIPT = script("host_folder_delete.sh")
 """Keep the folder (PRESERVE_DATA=true), or remove it, with what pods wrote as their own users
@@ -136,6 +136,9 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
     Every name the scripts read is passed, empty when there is none: pulumi-command runs them with
     the user's environment below this one, and a stray `export INNER_OWNERS=...` must change nothing.
     """
+    # The program's table of migrations says the layout; imported here, where only the program builds the command.
+    from stacks.migrations import layout
+
     return local.Command(
         name,
         create=UP_SCRIPT,
@@ -149,7 +152,7 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
             "PARENT_OWNER": args.parent_owner,
             "INNER_OWNERS": "\n".join(args.inner_owners),
             PRESERVE_DATA: pulumi.Output.from_input(args.preserve).apply(lambda keep: "true" if keep else "false"),
-            "BLUEPRINT_RELEASE": versions.BLUEPRINT,
+            "BLUEPRINT_LAYOUT": layout(),
             **SCRIPT_ENVIRONMENT,
         },
         opts=opts,

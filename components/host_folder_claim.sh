@@ -1,6 +1,6 @@
-# Claim $FOLDER for $OWNER, record $BLUEPRINT_RELEASE in it and make its $SUBFOLDERS (components/host_folder.py,
-# on up); reads too WIPE_IMAGE, OWNER_MARKER, WIPING_MARKER, RELEASE_MARKER and PARENT_OWNER (empty but for a
-# folder inside a data folder).
+# Claim $FOLDER for $OWNER, record its data's layout $BLUEPRINT_LAYOUT in it and make its $SUBFOLDERS
+# (components/host_folder.py, on up); reads too WIPE_IMAGE, OWNER_MARKER, WIPING_MARKER, LAYOUT_MARKER and
+# PARENT_OWNER (empty but for a folder inside a data folder).
 set -eu
 marker="$FOLDER/$OWNER_MARKER"
 # Every folder up from this one: the one being wiped may be any folder this one is inside.
@@ -49,8 +49,8 @@ if [ -f "$marker" ]; then
     esac
     exit 1
   fi
-# Only blueprint's release record (left by nothing blueprint does, yet no one else's file) counts as empty.
-elif [ -d "$FOLDER" ] && [ -n "$(find "$FOLDER" -mindepth 1 -maxdepth 1 ! -name "$RELEASE_MARKER" | head -n 1)" ]; then
+# Only blueprint's layout record (left by nothing blueprint does, yet no one else's file) counts as empty.
+elif [ -d "$FOLDER" ] && [ -n "$(find "$FOLDER" -mindepth 1 -maxdepth 1 ! -name "$LAYOUT_MARKER" | head -n 1)" ]; then
   echo "blueprint: $FOLDER holds files blueprint did not write, which a destroy would remove;" \
     "use a new or empty folder (blueprint:dataDir)" >&2
   exit 1
@@ -75,10 +75,11 @@ elif [ -L "$marker" ]; then
   rm -f -- "$marker"
   (set -C; printf '%s\n' "$OWNER" > "$marker") 2>/dev/null || { echo "blueprint: cannot write $marker" >&2; exit 1; }
 fi
-# The folder is ours now: record the release, as a new file (never through a link left at its name).
-release="$FOLDER/$RELEASE_MARKER"
-rm -f -- "$release"
-(set -C; printf '%s\n' "$BLUEPRINT_RELEASE" > "$release") 2>/dev/null || { echo "blueprint: cannot write $release" >&2; exit 1; }
+# The folder is ours now: record the layout (the program migrated the data to it before anything ran),
+# as a new file (never through a link left at its name).
+layout="$FOLDER/$LAYOUT_MARKER"
+rm -f -- "$layout"
+(set -C; printf '%s\n' "$BLUEPRINT_LAYOUT" > "$layout") 2>/dev/null || { echo "blueprint: cannot write $layout" >&2; exit 1; }
 # One line per subfolder: `<path> <mode> <uid>:<gid>`, or `-` for the host user.
 while read -r sub mode ids; do
   [ -n "$sub" ] || continue

@@ -1,6 +1,6 @@
 # Keep $FOLDER (PRESERVE_DATA=true), or remove it, which $OWNER claimed, and what pods wrote in it
 # (PRESERVE_DATA=false) (components/host_folder.py, on destroy); reads too WIPE_IMAGE, OWNER_MARKER,
-# WIPING_MARKER, RELEASE_MARKER and INNER_OWNERS (empty but for a data folder).
+# WIPING_MARKER, LAYOUT_MARKER and INNER_OWNERS (empty but for a data folder).
 set -u
 case "$PRESERVE_DATA" in
   true) echo "blueprint: preserveData=true, keeping $FOLDER" >&2; exit 0 ;;
@@ -62,7 +62,7 @@ fi
 # meanwhile: it neither removes nor looks into anything mounted inside.
 : > "$FOLDER/$WIPING_MARKER"
 left() {
-  find "$FOLDER" -mindepth 1 -xdev ! -path "$FOLDER/$OWNER_MARKER" ! -path "$FOLDER/$WIPING_MARKER" ! -path "$FOLDER/$RELEASE_MARKER" \
+  find "$FOLDER" -mindepth 1 -xdev ! -path "$FOLDER/$OWNER_MARKER" ! -path "$FOLDER/$WIPING_MARKER" ! -path "$FOLDER/$LAYOUT_MARKER" \
     "$@" 2>/dev/null
 }
 left -delete
@@ -70,7 +70,7 @@ if [ -n "$(left | head -n 1)" ]; then
   echo "blueprint: removing files owned by pod users in $FOLDER through a one-shot container" >&2
   docker run --rm --network none --user 0 -v "$FOLDER:/blueprint-data" \
     --entrypoint find "$WIPE_IMAGE" /blueprint-data -mindepth 1 -xdev ! -path "/blueprint-data/$OWNER_MARKER" \
-    ! -path "/blueprint-data/$WIPING_MARKER" ! -path "/blueprint-data/$RELEASE_MARKER" -delete
+    ! -path "/blueprint-data/$WIPING_MARKER" ! -path "/blueprint-data/$LAYOUT_MARKER" -delete
 fi
 if [ -n "$(left | head -n 1)" ]; then
   # The markers stay: the destroy can be run again. A mount that appeared meanwhile is said as one:
@@ -81,10 +81,10 @@ if [ -n "$(left | head -n 1)" ]; then
   echo "  sudo rm -rf $(quoted "$FOLDER")" >&2
   exit 1
 fi
-# The half-wipe marker, then the release record, then the claim: a wipe cut short between them is run
+# The half-wipe marker, then the layout record, then the claim: a wipe cut short between them is run
 # again as any other.
 rm -f -- "$FOLDER/$WIPING_MARKER"
-rm -f -- "$FOLDER/$RELEASE_MARKER"
+rm -f -- "$FOLDER/$LAYOUT_MARKER"
 rm -f -- "$FOLDER/$OWNER_MARKER"
 if ! why=$(rmdir -- "$FOLDER" 2>&1); then
   if listing=$(ls -A "$FOLDER" 2>/dev/null) && [ -z "$listing" ]; then

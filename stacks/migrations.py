@@ -1,13 +1,15 @@
 """Every upgrade of a stack's data from one blueprint release to the next: MIGRATIONS.
 
-Two records say which release last brought a stack up. Its output `blueprintVersion`: the engine
-writes a stack's outputs at the end of an `up`, once every export resolved (an `up` that fails after
-that merges them in), and every `pulumi destroy` deletes them. And `.blueprint-release` beside its
-data (stacks/release_record.py), which a destroy that keeps the data keeps, written early: by the
-claim of the folder, and by `bring_up_to_date` before anything else of the `up`. Before anything is
-registered, the program reads both back: none (a new platform): nothing to do; the newer of them
-newer than this checkout (versions.BLUEPRINT): refused, nothing changed; the older of them older:
-the migrations past it run in version order (a preview only names them), and the `up` goes on.
+Two records say where a stack stands. Its output `blueprintVersion`, the release that last brought it
+up: the engine writes a stack's outputs at the end of an `up`, once every export resolved (an `up` that
+fails after that merges them in), and every `pulumi destroy` deletes them. And `.blueprint-layout`
+beside its data (stacks/layout_record.py), which a destroy that keeps the data keeps: the data's
+`layout`, the release of the last migration that shaped it, written by the claim of the folder and by
+`bring_up_to_date` once it ran a migration. A release that migrates nothing leaves it as it was, so an
+older checkout still runs over that data. Before anything is registered, the program reads both back:
+a state's release or a data's layout newer than this checkout (versions.BLUEPRINT): refused, nothing
+changed; else the migrations past the data's layout (past the state's release where the data has no
+record: phase3) run in version order (a preview only names them), and the `up` goes on.
 
 A Migration upgrades what the engine does not hold: data and host-side layout (a moved folder, a
 changed file format). It cannot change state (the engine holds it through the `up`; outputs are
@@ -30,7 +32,7 @@ import pulumi
 import versions
 from stacks import outputs, runtime
 from stacks.config.paths import folder_owner
-from stacks.release_record import ReleaseRecords, record_file
+from stacks.layout_record import LayoutRecords, layout_file
 
 Version = tuple[int, int, int]
 _VERSION = re.compile(r"(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})")
@@ -51,12 +53,13 @@ class MigrationContext:
     stack: str
     phases: tuple[str, ...]
     """The phases the stack runs (`dev`: all three): a migration of one phase's data acts where it runs."""
-    recorded: str
-    """The release that last brought the stack up: the older of its two records."""
+    layout: str
+    """The layout the migrations start from: the record beside the stack's data, or, where there is
+    none (phase3), the release its state records."""
     outputs: Mapping[str, Any]
     """The stack's outputs from its last `up`, secret ones left out; none after a destroy that kept the data."""
     folder: str | None
-    """The host folder beside whose data the release is recorded (`record_folder`), or None (phase3)."""
+    """The host folder beside whose data the layout is recorded (`layout_folder`), or None (phase3)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,32 +78,45 @@ class Migration:
         parse(self.version)
 
 
+BASE_LAYOUT = "0.1.0"
+"""The layout of data no migration shaped: that of 0.1.0, the first release. No release before it left
+data to upgrade, so every migration is to a later one; until the first, every release lays data out
+as 0.1.0 did, and no checkout from 0.1.0 on is refused over it."""
+
 MIGRATIONS: tuple[Migration, ...] = ()
 """Every migration, oldest first. Empty since 0.1.0, the first release: nothing before it is upgraded."""
 
 
-def pending(recorded: str, current: str) -> tuple[Migration, ...]:
-    """The migrations an `up` of release `current` runs over a stack `recorded` last brought up, in
-    version order (the table's order among those to one version); a ValueError for a malformed version.
+def layout() -> str:
+    """The layout this checkout leaves data in once its migrations ran: the newest migration's
+    version, else BASE_LAYOUT. What the claim of a folder, and an `up` that migrated, record beside it.
     """
-    after, upto = parse(recorded), parse(current)
+    return max((migration.version for migration in MIGRATIONS), key=parse, default=BASE_LAYOUT)
+
+
+def pending(since: str, current: str) -> tuple[Migration, ...]:
+    """The migrations an `up` of release `current` runs over data laid out as release `since` left it,
+    in version order (the table's order among those to one version); a ValueError for a malformed version.
+    """
+    after, upto = parse(since), parse(current)
     return tuple(sorted((m for m in MIGRATIONS if after < parse(m.version) <= upto), key=lambda m: parse(m.version)))
 
 
-def refusal(stack: str, recorded: object, *, record: str | None = None) -> str | None:
-    """Why this checkout must not act on `stack`, which release `recorded` last brought up (as its
-    state says, or the file `record` beside its data): a newer release, or no version at all; None
-    for this release or an older one. What the program and the CLI's pre-flight both say.
-    """
+def _newer(recorded: object) -> bool | None:
+    """Whether `recorded` is a release newer than this checkout; None when it is no version."""
     try:
-        newer = parse(recorded) > parse(versions.BLUEPRINT)
+        return parse(recorded) > parse(versions.BLUEPRINT)
     except ValueError:
-        if record is not None:
-            return (
-                f"{record}, beside stack {stack}'s data, records {recorded!r:.60}, which is not a blueprint version (X.Y.Z), so "
-                f"blueprint cannot tell what that data needs; nothing was changed. Something other than blueprint wrote it: "
-                f"write the release that last brought the stack up into it (one line, X.Y.Z)"
-            )
+        return None
+
+
+def refusal(stack: str, recorded: object) -> str | None:
+    """Why this checkout must not act on `stack`, whose state says release `recorded` last brought it
+    up: a newer release, or no version at all; None for this release or an older one. What the
+    program and the CLI's pre-flight both say.
+    """
+    newer = _newer(recorded)
+    if newer is None:
         return (
             f"stack {stack} records {outputs.BLUEPRINT_VERSION} {recorded!r:.60}, which is not a blueprint version (X.Y.Z), so "
             f"blueprint cannot tell what its state and data need; nothing was changed. Something other than blueprint wrote "
@@ -109,11 +125,31 @@ def refusal(stack: str, recorded: object, *, record: str | None = None) -> str |
         )
     if not newer:
         return None
-    where = "" if record is None else f" (so says {record}, beside its data)"
     return (
-        f"stack {stack} was last brought up by blueprint {recorded}{where}, newer than this checkout ({versions.BLUEPRINT}), "
+        f"stack {stack} was last brought up by blueprint {recorded}, newer than this checkout ({versions.BLUEPRINT}), "
         f"which cannot know what {recorded} changed in its state and data; nothing was changed. Update this checkout "
         f"(`git pull`), or run the checkout that brought the stack up"
+    )
+
+
+def layout_refusal(stack: str, laid_out: object, record: str) -> str | None:
+    """Why this checkout must not act on `stack`, whose data the file `record` says release `laid_out`
+    laid out: a newer release migrated it, or no version at all; None for a layout this checkout knows.
+    """
+    newer = _newer(laid_out)
+    if newer is None:
+        return (
+            f"{record}, beside stack {stack}'s data, records {laid_out!r:.60}, which is not a blueprint version (X.Y.Z), so "
+            f"blueprint cannot tell how that data is laid out; nothing was changed. Something other than blueprint wrote it: "
+            f"write into it the release of the last migration that ran over that data (one line, X.Y.Z; CHANGELOG.md "
+            f"names each), or {BASE_LAYOUT} if none did"
+        )
+    if not newer:
+        return None
+    return (
+        f"stack {stack}'s data was migrated by blueprint {laid_out} (so says {record}), newer than this checkout "
+        f"({versions.BLUEPRINT}), which cannot know how {laid_out} laid it out; nothing was changed. Update this "
+        f"checkout (`git pull`), or run the checkout that migrated it"
     )
 
 
@@ -143,8 +179,8 @@ def behind(stack: str, upstream: str, release: object) -> str | None:
     )
 
 
-def record_folder(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> str | None:
-    """The host folder whose release record a stack that runs `phases` reads (`inputs`: its upstream's
+def layout_folder(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> str | None:
+    """The host folder whose layout record a stack that runs `phases` reads (`inputs`: its upstream's
     outputs): the data folder where phase1 runs (phase1, dev), else phase2's platform folder; none for
     phase3, whose state a destroy that keeps the data keeps too.
     """
@@ -161,50 +197,56 @@ def record_folder(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> str | N
 
 async def bring_up_to_date(stack: str, phases: tuple[str, ...], inputs: Mapping[str, Any]) -> None:
     """Read back the release that last brought `stack` up, from its state (a StackReference to
-    itself) and from beside its data (`record_folder`; `inputs`: its upstream's outputs), then refuse,
-    run the pending migrations, or (a preview) name them: the module docstring says which when.
+    itself), and its data's layout, from beside its data (`layout_folder`; `inputs`: its upstream's
+    outputs), then refuse, run the pending migrations, or (a preview) name them: the module docstring
+    says which when.
     """
     reference = pulumi.StackReference(outputs.stack_name(pulumi.get_project(), stack))
     last: dict[str, Any] = dict(await reference.outputs.future() or {})
-    folder = record_folder(phases, inputs)
-    records = runtime.current().release_records
+    if outputs.BLUEPRINT_VERSION in last and (problem := refusal(stack, last[outputs.BLUEPRINT_VERSION])):
+        raise pulumi.RunError(problem)
+    folder = layout_folder(phases, inputs)
+    records = runtime.current().layout_records
     owner = folder_owner(stack)
-    data = _data_record(stack, records, folder, owner)
-    found: dict[str | None, Any] = {None: last[outputs.BLUEPRINT_VERSION]} if outputs.BLUEPRINT_VERSION in last else {}
-    if folder is not None and data is not None:
-        found[str(record_file(folder))] = data
-    for where, recorded in found.items():
-        if problem := refusal(stack, recorded, record=where):
-            raise pulumi.RunError(problem)
-    oldest = min(found.values(), key=parse) if found else None
-    due = pending(oldest, versions.BLUEPRINT) if oldest is not None else ()
+    data = _data_layout(stack, records, folder, owner)
+    since = data if data is not None else last.get(outputs.BLUEPRINT_VERSION)
+    due = pending(since, versions.BLUEPRINT) if since is not None else ()
     if pulumi.runtime.is_dry_run():
         if due:
             pulumi.log.warn(
-                f"stack {stack} was last brought up by blueprint {oldest}: its `up` first migrates it to {versions.BLUEPRINT}: "
+                f"stack {stack}'s data is laid out as blueprint {since} left it: its `up` first migrates it: "
                 + "; ".join(f"({migration.version}) {migration.summary}" for migration in due)
             )
         return
-    if due:
-        secret = set(await reference.secret_output_names.future() or [])
-        shown = {key: value for key, value in last.items() if key not in secret}
-        context = MigrationContext(stack=stack, phases=phases, recorded=str(oldest), outputs=shown, folder=folder)
-        for migration in due:
-            migration.run(context)
-            pulumi.log.info(f"stack {stack}: migrated to blueprint {migration.version}: {migration.summary}")
-    # Recorded beside the data before anything of this release touches it: an older checkout is refused from now on.
-    if folder is not None and data != versions.BLUEPRINT:
-        records.write(folder, owner, versions.BLUEPRINT)
+    if not due:
+        return
+    secret = set(await reference.secret_output_names.future() or [])
+    shown = {key: value for key, value in last.items() if key not in secret}
+    context = MigrationContext(stack=stack, phases=phases, layout=str(since), outputs=shown, folder=folder)
+    for migration in due:
+        migration.run(context)
+        pulumi.log.info(f"stack {stack}: migrated to blueprint {migration.version}: {migration.summary}")
+    # Recorded once the data is migrated, before anything of this release touches it: from now on an
+    # older checkout, which cannot read that layout, is refused over it.
+    if folder is not None:
+        records.write(folder, owner, layout())
 
 
-def _data_record(stack: str, records: ReleaseRecords, folder: str | None, owner: str) -> str | None:
+def _data_layout(stack: str, records: LayoutRecords, folder: str | None, owner: str) -> str | None:
+    """The layout record beside `stack`'s data (None: none, or no folder), refused when it cannot be
+    read, is no version or is newer than this checkout.
+    """
     if folder is None:
         return None
+    record = layout_file(folder)
     try:
-        return records.read(folder, owner)
+        laid_out = records.read(folder, owner)
     except OSError as error:
         raise pulumi.RunError(
-            f"stack {stack} reads the release that last brought it up from {record_file(folder)}, which it cannot read "
+            f"stack {stack} reads its data's layout from {record}, which it cannot read "
             f"({error.strerror or type(error).__name__}); nothing was changed. Give it back to your user, readable "
-            f"(one line, X.Y.Z: the release that last brought the stack up)"
+            f"(one line, X.Y.Z: the release of the last migration that ran over that data, or {BASE_LAYOUT})"
         ) from None
+    if laid_out is not None and (problem := layout_refusal(stack, laid_out, str(record))):
+        raise pulumi.RunError(problem)
+    return laid_out

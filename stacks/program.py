@@ -30,8 +30,8 @@ def run(stack: str) -> None:
 async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     # Everything this stack reads (the config of each of its phases, the apps manifest), checked in
     # one pass before anything is registered; then its upstream's outputs (a read: they say where
-    # phase2's data is); then the release that last brought it up, read back from its state and from
-    # beside its data, refused when newer, migrated from when older: before anything is registered.
+    # phase2's data is); then the release that last brought it up (its state) and its data's layout
+    # (beside the data), refused when newer, migrated from when older: before anything is registered.
     import versions
     from stacks.migrations import bring_up_to_date
     from stacks.validation import check_running_stack

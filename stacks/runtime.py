@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import pulumi
 
-from stacks.release_record import HOST, ReleaseRecords
+from stacks.layout_record import HOST, LayoutRecords
 
 
 class Platform(Protocol):
@@ -80,8 +80,8 @@ class Phase2OnThisMachine:
 class Runtime:
     """What differs between a real run and the offline plan."""
 
-    release_records: ReleaseRecords = HOST
-    """Where the release record beside each stack's data is (stacks/release_record.py): the host
+    layout_records: LayoutRecords = HOST
+    """Where the layout record beside each stack's data is (stacks/layout_record.py): the host
     folders of this machine, or, in the plan, what its caller gives."""
     checkout_id: str | None = None
     """The checkout id that the host folders' owner names; None: this checkout's own, read from

@@ -26,7 +26,7 @@ from cli.doctor.needs import default_needs
 from cli.main import parser
 from cli.passphrase import passphrase_file
 from components import headlamp
-from components.host_folder import RELEASE_MARKER
+from components.host_folder import LAYOUT_MARKER
 from components.openbao import ADMIN_USER
 from stacks import outputs
 from tests.cli.teardown_fakes import FakePulumi, all_stacks, run_destroy, world
@@ -202,9 +202,9 @@ def test_openbaos_login_user_is_the_admin_user_openbao_configures() -> None:
     assert f"| OpenBao | http://127.0.0.1:8200 | user `{ADMIN_USER}`:" in text()
 
 
-def test_upgrading_names_the_release_record_beside_the_data_and_the_verbs_that_stop_over_a_newer_release() -> None:
+def test_upgrading_names_the_layout_record_beside_the_data_and_the_verbs_that_stop_over_a_newer_release() -> None:
     upgrading = sections()["Upgrading"]
-    assert f"`{RELEASE_MARKER}` beside its data" in upgrading
+    assert f"`{LAYOUT_MARKER}` beside its data" in upgrading
     said = re.search(r"((?:`[a-z]+`,?\s+)+and\s+`[a-z]+`)\s+stop before changing anything over a stack a newer release ran", upgrading)
     assert said, upgrading
     verbs = re.findall(r"`([a-z]+)`", said.group(1))

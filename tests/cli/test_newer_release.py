@@ -14,7 +14,7 @@ from cli import phases
 from cli.cluster_change import make_way_for_a_new_cluster
 from cli.phases import Context
 from cli.plan import ProgramFailed, plan
-from cli.stand_ins import RecordedRelease
+from cli.stand_ins import RecordedLayout
 from stacks import migrations, outputs
 from stacks.migrations import Migration, MigrationContext
 from tests.cli.teardown_fakes import FakePulumi, all_stacks, run_destroy, world
@@ -107,17 +107,17 @@ def test_an_up_over_an_older_releases_stacks_goes_on_through_the_cluster_change(
 
 def test_a_cluster_change_under_a_newer_release_still_runs_phase2s_data_migration(monkeypatch: pytest.MonkeyPatch) -> None:
     """The cluster change's destroy of phase2 deletes its outputs, its blueprintVersion with them; the
-    record beside its data (which 0.1.0's claim wrote) still says 0.1.0, so phase2's `up` migrates."""
+    layout record beside its data (which 0.1.0's claim wrote) still says 0.1.0, so phase2's `up` migrates."""
     ran: list[str] = []
 
     def move_volumes(context: MigrationContext) -> None:
         if "phase2" in context.phases:
-            ran.append(f"{context.stack} from {context.recorded}")
+            ran.append(f"{context.stack} from {context.layout}")
 
     pulumi = stacks_of(versions.BLUEPRINT, new_cluster=False)
     monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
     monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=NEWER, summary="moves phase2's volumes", run=move_volumes),))
     assert make_way_for_a_new_cluster(pulumi, print, "all", world=world(pulumi, gitlabNodes="2")[0]) == 0
     assert pulumi.outputs("phase2") is None
-    plan("phase2", recorded={}, release_records=RecordedRelease("0.1.0"))
+    plan("phase2", recorded={}, layout_records=RecordedLayout("0.1.0"))
     assert ran == ["phase2 from 0.1.0"]

@@ -134,7 +134,7 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
     expected = (
         f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE} "
         "/blueprint-data -mindepth 1 -xdev ! -path /blueprint-data/.blueprint-owner ! -path /blueprint-data/.blueprint-wiping "
-        "! -path /blueprint-data/.blueprint-release -delete"
+        "! -path /blueprint-data/.blueprint-layout -delete"
     )
     assert calls.read_text().strip() == expected
 

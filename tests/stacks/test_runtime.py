@@ -52,14 +52,14 @@ def test_a_program_that_fails_in_the_plan_leaves_the_real_runtime_behind() -> No
 
 
 @pytest.mark.parametrize("stack", ["phase1", "phase2", "dev"])
-def test_a_plan_reads_and_writes_no_release_record_in_a_host_folder(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
-    from stacks.release_record import HostRecords
+def test_a_plan_reads_and_writes_no_layout_record_in_a_host_folder(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
+    from stacks.layout_record import HostLayoutRecords
 
-    def touched(self: HostRecords, folder: str, *release: str) -> None:
+    def touched(self: HostLayoutRecords, folder: str, *layout: str) -> None:
         raise AssertionError(f"the plan touched {folder}")
 
-    monkeypatch.setattr(HostRecords, "read", touched)
-    monkeypatch.setattr(HostRecords, "write", touched)
+    monkeypatch.setattr(HostLayoutRecords, "read", touched)
+    monkeypatch.setattr(HostLayoutRecords, "write", touched)
     plan(stack)
 
 

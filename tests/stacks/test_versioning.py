@@ -1,7 +1,8 @@
-"""Every stack records the blueprint release that last brought it up, and reads it back first: an
-`up` over state a newer release wrote stops, one over an older release's runs the migrations in
-between, once each and in order, and a preview only names them (stacks/migrations.py). The plans
-here resolve the stack's reference to itself to `recorded`, the outputs its last `up` left."""
+"""Every stack records the blueprint release that last brought it up, and beside its data the layout
+of that data, and reads both back first: an `up` over state a newer release wrote, or over data a
+newer release migrated, stops; one over older ones runs the migrations in between, once each and in
+order, and a preview only names them (stacks/migrations.py). The plans here resolve the stack's
+reference to itself to `recorded`, the outputs its last `up` left."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ import pytest
 import versions
 from cli import plan as plan_module
 from cli.plan import ProgramFailed, plan
-from cli.stand_ins import RecordedRelease
+from cli.stand_ins import RecordedLayout
 from stacks import STACK_PHASES, migrations, outputs
 from stacks.config import PROJECT_DIR
-from stacks.migrations import Migration, MigrationContext
-from stacks.release_record import HostRecords
-from tests.plans import planned
+from stacks.layout_record import HostLayoutRecords
+from stacks.migrations import BASE_LAYOUT, Migration, MigrationContext
+from tests.plans import COMMAND, planned, run_script
 
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
 
@@ -38,12 +39,12 @@ def refusal(stack: str, version: object) -> ProgramFailed:
 
 def table(monkeypatch: pytest.MonkeyPatch, *versions_: str) -> list[tuple[str, str, str]]:
     """Patch MIGRATIONS to one migration to each of `versions_`, in that order; what they run, as
-    (version, stack, recorded version), goes in the list returned."""
+    (version, stack, the layout they start from), goes in the list returned."""
     ran: list[tuple[str, str, str]] = []
 
     def migration(version: str) -> Migration:
         def run(context: MigrationContext) -> None:
-            ran.append((version, context.stack, context.recorded))
+            ran.append((version, context.stack, context.layout))
 
         return Migration(version=version, summary=f"moves what {version} moved", run=run)
 
@@ -118,7 +119,7 @@ def test_a_preview_runs_no_migration_and_names_those_the_up_runs(monkeypatch: py
     plan("phase1", preview=True, recorded=recorded("0.0.2"))
     assert ran == []
     assert warned == [
-        f"stack phase1 was last brought up by blueprint 0.0.2: its `up` first migrates it to {versions.BLUEPRINT}: "
+        "stack phase1's data is laid out as blueprint 0.0.2 left it: its `up` first migrates it: "
         f"(0.0.5) moves what 0.0.5 moved; ({versions.BLUEPRINT}) moves what {versions.BLUEPRINT} moved"
     ]
 
@@ -140,7 +141,7 @@ def test_a_migration_is_given_the_stack_its_phases_and_its_last_outputs(monkeypa
     monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=versions.BLUEPRINT, summary="moves a folder", run=contexts.append),))
     plan("phase1", recorded=recorded("0.0.2"))
     data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
-    assert contexts == [MigrationContext(stack="phase1", phases=("phase1",), recorded="0.0.2", outputs=recorded("0.0.2"), folder=data_dir)]
+    assert contexts == [MigrationContext(stack="phase1", phases=("phase1",), layout="0.0.2", outputs=recorded("0.0.2"), folder=data_dir)]
 
 
 def test_a_migration_that_fails_stops_the_up_before_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,24 +173,57 @@ def test_a_migration_to_a_malformed_version_cannot_be_declared() -> None:
         Migration(version="0.2", summary="moves a folder", run=lambda context: None)
 
 
-# The record beside the data (stacks/release_record.py): it outlives the state's outputs, which
-# every `pulumi destroy` deletes, and is written before the `up` of a new release goes on.
+def test_without_migrations_the_layout_is_the_base_layout_of_the_first_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(migrations, "MIGRATIONS", ())
+    assert (migrations.layout(), BASE_LAYOUT) == ("0.1.0", "0.1.0")
+
+
+def test_the_layout_is_the_newest_migrations_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    table(monkeypatch, "0.0.3", "0.10.0", "0.2.0")  # newest as numbers, not as text
+    assert migrations.layout() == "0.10.0"
+
+
+# The layout record beside the data (stacks/layout_record.py): it outlives the state's outputs, which
+# every `pulumi destroy` deletes, and changes only when a migration reshaped the data.
 
 NEWER = "9.0.0"
 
 
 def newer_release(monkeypatch: pytest.MonkeyPatch, *summaries_by_phase: str) -> list[tuple[str, str]]:
     """This checkout becomes 9.0.0, with one migration of each phase's data named in
-    `summaries_by_phase` (`phase2`, ...): it acts where that phase runs. What ran, as (stack, recorded)."""
+    `summaries_by_phase` (`phase2`, ...): it acts where that phase runs. What ran, as (stack, layout)."""
     ran: list[tuple[str, str]] = []
 
     def run(context: MigrationContext) -> None:
         if set(summaries_by_phase) & set(context.phases):
-            ran.append((context.stack, context.recorded))
+            ran.append((context.stack, context.layout))
 
     monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
     monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=NEWER, summary="moves the volumes", run=run),))
     return ran
+
+
+def back_to_the_checkout_that_ran_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.1.0")
+    monkeypatch.setattr(migrations, "MIGRATIONS", ())
+
+
+def failing(monkeypatch: pytest.MonkeyPatch, name: str, error: str) -> None:
+    """The plan's `name` resource fails as the engine would say it, until the monkeypatch context ends."""
+    new_resource = plan_module._StandInMocks.new_resource
+
+    def fail(self: Any, args: Any) -> Any:
+        if args.name == name:
+            raise RuntimeError(f"{name}: {error}")
+        return new_resource(self, args)
+
+    monkeypatch.setattr(plan_module._StandInMocks, "new_resource", fail)
+
+
+def layout_file_of(stack: str) -> str:
+    """The layout record a planned `stack` reads: beside phase1's data (phase1, dev), else phase2's platform folder."""
+    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
+    return f"{data_dir}/.blueprint-layout" if "phase1" in STACK_PHASES[stack] else f"{data_dir}/platform/.blueprint-layout"
 
 
 @pytest.mark.parametrize(("stack", "phase"), [("phase1", "phase1"), ("phase2", "phase2"), ("dev", "phase1"), ("dev", "phase2")])
@@ -197,85 +231,150 @@ def test_an_up_of_a_newer_release_over_data_a_destroy_kept_runs_its_data_migrati
     monkeypatch: pytest.MonkeyPatch, stack: str, phase: str
 ) -> None:
     """A destroy with preserveData (or a cluster change's destroy of phase2) deleted the stack's
-    outputs, its blueprintVersion with them; the record beside the data still says who wrote it."""
+    outputs, its blueprintVersion with them; the record beside the data still says its layout."""
     ran = newer_release(monkeypatch, phase)
-    plan(stack, recorded={}, release_records=RecordedRelease("0.1.0"))
+    plan(stack, recorded={}, layout_records=RecordedLayout("0.1.0"))
     assert ran == [(stack, "0.1.0")]
 
 
-def test_an_up_over_kept_data_whose_record_is_newer_is_refused_naming_the_record() -> None:
-    """0.2.0 brought phase1 up and was destroyed keeping the data; this older checkout takes nothing of it."""
-    data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
+def test_an_up_over_kept_data_a_newer_release_migrated_is_refused_naming_the_record() -> None:
+    """9.0.0 migrated phase1's data and was destroyed keeping it; this older checkout takes nothing of it."""
     with pytest.raises(ProgramFailed) as failed:
-        plan("phase1", recorded={}, release_records=RecordedRelease(NEWER))
+        plan("phase1", recorded={}, layout_records=RecordedLayout(NEWER))
     assert str(failed.value.cause) == (
-        f"stack phase1 was last brought up by blueprint {NEWER} (so says {data_dir}/.blueprint-release, beside its data), "
-        f"newer than this checkout ({versions.BLUEPRINT}), which cannot know what {NEWER} changed in its state and data; "
-        "nothing was changed. Update this checkout (`git pull`), or run the checkout that brought the stack up"
+        f"stack phase1's data was migrated by blueprint {NEWER} (so says {layout_file_of('phase1')}), newer than this "
+        f"checkout ({versions.BLUEPRINT}), which cannot know how {NEWER} laid it out; nothing was changed. Update this "
+        "checkout (`git pull`), or run the checkout that migrated it"
     )
     assert [r["type"] for r in failed.value.registered if r["custom"]] == [STACK_REFERENCE]
 
 
 @pytest.mark.parametrize("stack", ["phase2", "dev"])
-def test_an_up_that_migrated_then_failed_is_refused_to_an_older_checkout(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
+def test_an_up_that_migrated_then_failed_is_refused_to_an_older_checkout_naming_the_record(
+    monkeypatch: pytest.MonkeyPatch, stack: str
+) -> None:
     """The newer `up` migrates, then GitLab's release times out: the state's outputs still say the older
-    release, but the record beside the data says the newer one, written before anything else ran."""
+    release, but the record beside the data says the newer layout, written before anything else ran."""
     ran = newer_release(monkeypatch, "phase2")
-    record = RecordedRelease("0.1.0")
-    new_resource = plan_module._StandInMocks.new_resource
-
-    def gitlab_times_out(self: Any, args: Any) -> Any:
-        if args.name == "gitlab-chart":
-            raise RuntimeError("gitlab-chart: timed out waiting for the condition")
-        return new_resource(self, args)
-
-    with monkeypatch.context() as failing:
-        failing.setattr(plan_module._StandInMocks, "new_resource", gitlab_times_out)
+    record = RecordedLayout(BASE_LAYOUT)
+    with monkeypatch.context() as patched:
+        failing(patched, "gitlab-chart", "timed out waiting for the condition")
         with pytest.raises(ProgramFailed):
-            plan(stack, recorded=recorded("0.1.0"), release_records=record)
-    assert ran == [(stack, "0.1.0")]
-    assert record.release == NEWER
-    monkeypatch.setattr(versions, "BLUEPRINT", "0.1.0")  # back to the checkout that ran before
+            plan(stack, recorded=recorded("0.1.0"), layout_records=record)
+    assert ran == [(stack, BASE_LAYOUT)]
+    assert record.layout == NEWER
+    back_to_the_checkout_that_ran_before(monkeypatch)
+    with pytest.raises(ProgramFailed) as failed:
+        plan(stack, recorded=recorded("0.1.0"), layout_records=record)
+    assert str(failed.value.cause).startswith(
+        f"stack {stack}'s data was migrated by blueprint {NEWER} (so says {layout_file_of(stack)}), newer than this checkout"
+    )
+
+
+def newer_dev_up_then_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *table_: Migration) -> None:
+    """dev over a newer release (9.0.0, migrating as `table_` says) whose kind config replaces the
+    cluster: its `up` claims the data folder again (the claim's update writes its layout), runs the
+    program (which writes its layout if it migrated), and fails at the cluster, since dev's platform is
+    still on it (components/kind_cluster_down.sh). Then the advice: back to the commit that ran before,
+    whose `up` is planned last (ProgramFailed if refused). The records are the files on disk."""
+    overrides = {"blueprint:dataDir": str(tmp_path / "data")}
+
+    def claim(script: str) -> None:
+        done = run_script(plan("dev", overrides).one(COMMAND, "kind-data-folder"), script)
+        assert done.returncode == 0, done.stderr
+
+    claim("create")  # the checkout that ran before brought dev up
+    monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
+    monkeypatch.setattr(migrations, "MIGRATIONS", table_)
+    with monkeypatch.context() as patched:
+        failing(patched, "kind-cluster", "dev still has its platform on the kind cluster")
+        with pytest.raises(ProgramFailed, match="still has its platform"):
+            plan("dev", overrides, recorded=recorded("0.1.0"), layout_records=HostLayoutRecords())
+    claim("update")
+    back_to_the_checkout_that_ran_before(monkeypatch)
+    plan("dev", overrides, recorded=recorded("0.1.0"), layout_records=HostLayoutRecords())
+
+
+def test_a_newer_release_that_migrated_nothing_leaves_devs_data_to_the_checkout_that_ran_before(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The way kind_cluster_down.sh gives to keep dev's data across a cluster change is open: no deadlock."""
+    newer_dev_up_then_back(monkeypatch, tmp_path)
+    assert (tmp_path / "data" / ".blueprint-layout").read_text() == f"{BASE_LAYOUT}\n"
+
+
+def test_a_newer_release_that_migrated_devs_data_is_refused_to_the_checkout_that_ran_before(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Why such a release tells dev's users to take dev down, keeping the data, before they update."""
+    moved = Migration(version=NEWER, summary="moves the volumes", run=lambda context: None)
+    with pytest.raises(ProgramFailed) as failed:
+        newer_dev_up_then_back(monkeypatch, tmp_path, moved)
+    assert str(failed.value.cause).startswith(
+        f"stack dev's data was migrated by blueprint {NEWER} (so says {tmp_path}/data/.blueprint-layout), newer than this checkout"
+    )
+
+
+@pytest.mark.parametrize(
+    ("state", "data", "due"),
+    [("0.0.5", "0.0.2", ["0.0.3", "0.0.4", versions.BLUEPRINT]), ("0.0.2", "0.0.4", [versions.BLUEPRINT])],
+    ids=["releases since migrated nothing", "an up that migrated failed before its outputs"],
+)
+def test_the_migrations_run_from_the_datas_layout_where_it_has_a_record(
+    monkeypatch: pytest.MonkeyPatch, state: str, data: str, due: list[str]
+) -> None:
+    ran = table(monkeypatch, "0.0.3", "0.0.4", versions.BLUEPRINT)
+    plan("phase1", recorded=recorded(state), layout_records=RecordedLayout(data))
+    assert ran == [(version, "phase1", data) for version in due]
+
+
+def test_phase3_runs_the_migrations_from_its_states_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    ran = table(monkeypatch, "0.0.1", versions.BLUEPRINT)
+    plan("phase3", recorded=recorded("0.0.2"))
+    assert ran == [(versions.BLUEPRINT, "phase3", "0.0.2")]
+
+
+def test_an_up_that_migrated_records_the_layout_not_its_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
+    table(monkeypatch, "0.2.0")
+    record = RecordedLayout(BASE_LAYOUT)
+    plan("phase1", recorded=recorded(BASE_LAYOUT), layout_records=record)
+    assert record.layout == "0.2.0"
+
+
+def test_an_up_that_migrated_nothing_leaves_the_layout_record_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newer release that does not reshape the data leaves older checkouts free to run over it."""
+    monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
     monkeypatch.setattr(migrations, "MIGRATIONS", ())
-    with pytest.raises(ProgramFailed, match=f"was last brought up by blueprint {NEWER} .*newer than this checkout"):
-        plan(stack, recorded=recorded("0.1.0"), release_records=record)
+    record = RecordedLayout(BASE_LAYOUT)
+    plan("phase1", recorded=recorded(BASE_LAYOUT), layout_records=record)
+    assert record.layout == BASE_LAYOUT
 
 
-def test_the_migrations_run_from_the_older_of_the_state_and_the_data_records(monkeypatch: pytest.MonkeyPatch) -> None:
-    ran = table(monkeypatch, "0.0.3", versions.BLUEPRINT)
-    plan("phase1", recorded=recorded("0.0.5"), release_records=RecordedRelease("0.0.2"))
-    assert ran == [("0.0.3", "phase1", "0.0.2"), (versions.BLUEPRINT, "phase1", "0.0.2")]
-
-
-def test_an_up_records_this_release_beside_the_data() -> None:
-    record = RecordedRelease("0.0.2")
-    plan("phase1", recorded=recorded("0.0.2"), release_records=record)
-    assert record.release == versions.BLUEPRINT
-
-
-def test_a_preview_records_nothing_beside_the_data() -> None:
-    record = RecordedRelease("0.0.2")
-    plan("phase1", preview=True, recorded=recorded("0.0.2"), release_records=record)
-    assert record.release == "0.0.2"
+def test_a_preview_records_nothing_beside_the_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    table(monkeypatch, versions.BLUEPRINT)
+    record = RecordedLayout("0.0.2")
+    plan("phase1", preview=True, recorded=recorded("0.0.2"), layout_records=record)
+    assert record.layout == "0.0.2"
 
 
 def test_phase3_reads_no_record_beside_data() -> None:
     """A destroy that keeps the data keeps phase3's state too: its outputs are its record."""
 
-    class Unread(RecordedRelease):
+    class Unread(RecordedLayout):
         def read(self, folder: str, owner: str) -> str | None:
             raise AssertionError(f"phase3 read {folder}")
 
-    plan("phase3", release_records=Unread())
+    plan("phase3", layout_records=Unread())
 
 
 @pytest.mark.parametrize("text", ["banana", "0.1.0\n0.2.0", "\x1b[2J" + "9" * 5000])
 def test_a_data_record_that_is_not_a_version_is_refused_naming_the_file_in_a_bounded_message(text: str) -> None:
     with pytest.raises(ProgramFailed) as failed:
-        plan("phase1", release_records=RecordedRelease(text))
+        plan("phase1", layout_records=RecordedLayout(text))
     said = str(failed.value.cause)
     assert isinstance(failed.value.cause, pulumi.RunError)
-    assert "/.blueprint-release, beside stack phase1's data, records" in said
+    assert said.startswith(f"{layout_file_of('phase1')}, beside stack phase1's data, records")
     assert "which is not a blueprint version" in said
     assert len(said) < 600
     assert "\x1b" not in said
@@ -292,10 +391,10 @@ def test_a_recorded_version_of_more_than_four_digits_a_part_is_refused_in_a_boun
 
 def test_a_data_record_that_cannot_be_read_is_refused_naming_the_file(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    (data_dir / ".blueprint-release").mkdir(parents=True)  # not a file: reading it fails whoever runs this
+    (data_dir / ".blueprint-layout").mkdir(parents=True)  # not a file: reading it fails whoever runs this
     (data_dir / ".blueprint-owner").write_text("blueprint/phase1@offline-plan\n")  # claimed by this (planned) stack
     with pytest.raises(ProgramFailed) as failed:
-        plan("phase1", {"blueprint:dataDir": str(data_dir)}, release_records=HostRecords())
+        plan("phase1", {"blueprint:dataDir": str(data_dir)}, layout_records=HostLayoutRecords())
     assert str(failed.value.cause).startswith(
-        f"stack phase1 reads the release that last brought it up from {data_dir}/.blueprint-release, which it cannot read ("
+        f"stack phase1 reads its data's layout from {data_dir}/.blueprint-layout, which it cannot read ("
     )

@@ -1,11 +1,12 @@
-"""The release record beside a stack's data: `.blueprint-release` (components/host_folder.py
-RELEASE_MARKER) in the host folder the stack claims, one line `X.Y.Z`, which outlives the stack's
-state (a destroy that keeps the data deletes the state's outputs, `blueprintVersion` with them).
+"""The layout record beside a stack's data: `.blueprint-layout` (components/host_folder.py
+LAYOUT_MARKER) in the host folder the stack claims, one line `X.Y.Z`: the release of the last
+migration that shaped that data (stacks/migrations.py, `layout`), which outlives the stack's state (a
+destroy that keeps the data deletes the state's outputs, `blueprintVersion` with them).
 
-The claim of the folder writes it in each release's first `up`; `stacks/migrations.py` reads it,
-and writes it too, before anything else of an `up` (after the migrations). The program reaches it
-through the runtime (stacks/runtime.py, `Runtime.release_records`): a real run, the file on this
-machine; the offline plan, what its caller gives it, never a user's folder.
+The claim of the folder writes it on create and update; `stacks/migrations.py` reads it, and writes
+it after running a migration. The program reaches it through the runtime (stacks/runtime.py,
+`Runtime.layout_records`): a real run, the file on this machine; the offline plan, what its caller
+gives it, never a user's folder.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ LONGEST = 64
 """Bytes read of a record at most: a version is far shorter; a longer file is not one."""
 
 
-class ReleaseRecords(Protocol):
-    """Where the program reads and writes the release record of a folder."""
+class LayoutRecords(Protocol):
+    """Where the program reads and writes the layout record of a folder."""
 
     def read(self, folder: str, owner: str) -> str | None:
         """The record in `folder` (at most LONGEST characters, its one newline dropped), or None when
@@ -29,15 +30,15 @@ class ReleaseRecords(Protocol):
         """
         ...
 
-    def write(self, folder: str, owner: str, release: str) -> None:
-        """Record `release` in `folder`, when `owner` has claimed it; else nothing."""
+    def write(self, folder: str, owner: str, layout: str) -> None:
+        """Record `layout` in `folder`, when `owner` has claimed it; else nothing."""
         ...
 
 
-def record_file(folder: str) -> Path:
-    from components.host_folder import RELEASE_MARKER
+def layout_file(folder: str) -> Path:
+    from components.host_folder import LAYOUT_MARKER
 
-    return Path(folder) / RELEASE_MARKER
+    return Path(folder) / LAYOUT_MARKER
 
 
 def claimed_by(folder: str, owner: str) -> bool:
@@ -54,33 +55,33 @@ def claimed_by(folder: str, owner: str) -> bool:
     return first == owner
 
 
-class HostRecords:
-    """The records in the host folders of this machine."""
+class HostLayoutRecords:
+    """The layout records in the host folders of this machine."""
 
     def read(self, folder: str, owner: str) -> str | None:
         if not claimed_by(folder, owner):
             return None
         try:
-            with record_file(folder).open("rb") as file:
+            with layout_file(folder).open("rb") as file:
                 raw = file.read(LONGEST + 1)
         except (FileNotFoundError, NotADirectoryError):
             return None
         text = raw.decode("utf-8", errors="replace")
         return text[:-1] if text.endswith("\n") and len(raw) <= LONGEST else text
 
-    def write(self, folder: str, owner: str, release: str) -> None:
+    def write(self, folder: str, owner: str, layout: str) -> None:
         if not claimed_by(folder, owner):
             return  # nobody claimed it yet (a file here would make the claim refuse it), or another did
         # A new file renamed over the record: never written through a link left at its name.
-        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".blueprint-release.")
+        descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".blueprint-layout.")
         try:
             with os.fdopen(descriptor, "w") as file:
-                file.write(f"{release}\n")
+                file.write(f"{layout}\n")
             os.chmod(temporary, 0o644)
-            os.replace(temporary, record_file(folder))
+            os.replace(temporary, layout_file(folder))
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
 
 
-HOST = HostRecords()
+HOST = HostLayoutRecords()

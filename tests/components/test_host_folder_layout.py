@@ -1,0 +1,102 @@
+"""The layout record beside the data (`components/host_folder.py`, LAYOUT_MARKER): each claim
+writes the layout of this checkout's data (stacks/migrations.py, `layout`) into the folder, once the
+folder is proven its own, so the record outlives the stack's state (which every destroy deletes);
+the wipe removes it with the claim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import versions
+from cli.plan import plan
+from components.host_folder import LAYOUT_MARKER, OWNER_MARKER
+from stacks import migrations
+from stacks.migrations import BASE_LAYOUT, Migration
+from tests.plans import COMMAND, planned, run_script
+
+CLAIMS = [(stack, name) for stack in ("phase1", "dev") for name in ("kind-data-folder",)] + [
+    (stack, f"storage-{name}-folder") for stack in ("phase2", "dev") for name in ("platform", "volumes")
+]
+"""Every folder a stack claims: phase1's data folder, phase2's platform and volumes folders, and dev's."""
+
+
+def _claim(folder: Path, script: str = "create", **env: str) -> tuple[int, str]:
+    done = run_script(planned("phase1").one(COMMAND, "kind-data-folder"), script, env={"FOLDER": str(folder), **env})
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize(("stack", "name"), CLAIMS)
+def test_every_folder_claim_is_given_this_checkouts_layout(stack: str, name: str) -> None:
+    assert planned(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == migrations.layout()
+
+
+def test_a_fresh_platform_of_a_release_without_migrations_records_the_base_layout(tmp_path: Path) -> None:
+    assert migrations.MIGRATIONS == ()
+    folder = tmp_path / "data"
+    assert _claim(folder)[0] == 0
+    assert (folder / LAYOUT_MARKER).read_text() == f"{BASE_LAYOUT}\n"
+
+
+@pytest.mark.parametrize(("stack", "name"), CLAIMS)
+def test_a_claim_records_the_layout_of_the_newest_migration(monkeypatch: pytest.MonkeyPatch, stack: str, name: str) -> None:
+    """Not the release that ran it: 0.3.0's claim over data 0.2.0 migrated records 0.2.0."""
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
+    monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version="0.2.0", summary="moves the volumes", run=lambda context: None),))
+    assert plan(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == "0.2.0"
+
+
+def test_a_claim_records_its_layout_in_the_folder_on_create_and_on_update(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    assert _claim(folder)[0] == 0
+    assert (folder / LAYOUT_MARKER).read_text() == f"{migrations.layout()}\n"
+    assert _claim(folder, "update", BLUEPRINT_LAYOUT="0.2.0")[0] == 0  # the up of a release that migrated to 0.2.0
+    assert (folder / LAYOUT_MARKER).read_text() == "0.2.0\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "kept"),
+    [
+        ({OWNER_MARKER: "blueprint/phase1@0123456789abcdef\n", LAYOUT_MARKER: "0.0.9\n"}, "0.0.9\n"),
+        ({"thesis.tex": "mine"}, None),
+        ({"thesis.tex": "mine", LAYOUT_MARKER: "0.0.9\n"}, "0.0.9\n"),
+    ],
+    ids=["another checkout's", "the user's files", "the user's files and a record"],
+)
+def test_a_claim_refused_records_no_layout(tmp_path: Path, files: dict[str, str], kept: str | None) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    assert _claim(folder)[0] == 1
+    assert ((folder / LAYOUT_MARKER).read_text() if (folder / LAYOUT_MARKER).exists() else None) == kept
+
+
+def test_a_folder_holding_only_a_layout_record_is_claimed_as_an_empty_one(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / LAYOUT_MARKER).write_text("0.0.9\n")
+    code, said = _claim(folder)
+    assert code == 0, said
+    assert (folder / OWNER_MARKER).read_text() == "blueprint/phase1@offline-plan\n"
+    assert (folder / LAYOUT_MARKER).read_text() == f"{migrations.layout()}\n"
+
+
+def test_the_layout_record_is_never_written_through_a_link(tmp_path: Path) -> None:
+    folder, outside = tmp_path / "data", tmp_path / "outside"
+    assert _claim(folder)[0] == 0
+    outside.write_text("mine\n")
+    (folder / LAYOUT_MARKER).unlink()
+    (folder / LAYOUT_MARKER).symlink_to(outside)
+    assert _claim(folder, "update")[0] == 0
+    assert outside.read_text() == "mine\n"
+    assert not (folder / LAYOUT_MARKER).is_symlink()
+
+
+def test_a_wipe_removes_the_layout_record_with_the_claim(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    assert _claim(folder)[0] == 0
+    code, said = _claim(folder, "delete")
+    assert code == 0, said
+    assert not folder.exists()
