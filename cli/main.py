@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stacks import STACK_PHASES
@@ -20,6 +21,39 @@ PHASE_STACKS = {**{phase.removeprefix("phase"): (phase,) for phase in STACK_PHAS
 """The stacks of each `--phase` (a phase's stack has its name), in the order `blueprint up` runs them."""
 STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
+
+PULUMI_BIN = (".pulumi", "bin")
+LOCAL_BIN = (".local", "bin")
+"""Where `doctor --fix` installs under the home folder (cli/doctor/install.py): the Pulumi CLI; kind
+and kubectl. In this order they go first on blueprint's PATH (`tools_first_on_path`)."""
+
+
+def tools_home() -> Path | None:
+    """The home folder the tools `doctor --fix` installs are under; None when there is none to tell."""
+    try:
+        return Path.home()
+    except RuntimeError:  # no HOME, and no entry in the password database
+        return None
+
+
+def tools_first_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
+    """Put the folders `doctor --fix` installs into under `home` that exist first on `environ`'s PATH,
+    each once (an entry further on is dropped); False, PATH left alone, when none exists.
+
+    `main` does it for the process, so what `--fix` installed is found with no PATH step by the
+    doctor, by the Automation API's `pulumi` and by every process started from there (Pulumi's
+    engine, the `kind` and `kubectl` local.Command runs); `blueprint env` exports it for the plain
+    `pulumi` commands. First, not last: an older `pulumi` elsewhere on PATH must not win.
+    """
+    first = [str(home.joinpath(*folder)) for folder in (PULUMI_BIN, LOCAL_BIN)] if home is not None else []
+    first = [folder for folder in first if os.path.isdir(folder)]
+    if not first:
+        return False
+    taken = {os.path.normpath(folder) for folder in first}
+    path = environ.get("PATH", "")
+    rest = [entry for entry in (path.split(os.pathsep) if path else []) if os.path.normpath(entry) not in taken]
+    environ["PATH"] = os.pathsep.join([*first, *rest])
+    return True
 
 
 def _config_override(text: str) -> tuple[str, str]:
@@ -238,7 +272,8 @@ def _verb_docs(verbs: Verbs) -> None:
 def _verb_env(verbs: Verbs) -> None:
     verbs.add_parser(
         "env",
-        help='print the exports that give the plain `pulumi` commands blueprint\'s state passphrase: eval "$(uv run blueprint env)"',
+        help="print the exports the plain `pulumi`, `kind` and `kubectl` commands need: blueprint's state passphrase, and the "
+        'folders `doctor --fix` installs into first on PATH: eval "$(uv run blueprint env)"',
     )
 
 
@@ -277,6 +312,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _env(args: argparse.Namespace) -> int:
+    import shlex
+
     from cli import passphrase
 
     try:
@@ -284,6 +321,8 @@ def _env(args: argparse.Namespace) -> int:
     except passphrase.PassphraseFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    if tools_first_on_path(os.environ, tools_home()):
+        sys.stdout.write(f"export PATH={shlex.quote(os.environ['PATH'])}\n")
     # The warning goes to stderr, which `eval "$(...)"` leaves on the terminal.
     if weak := passphrase.weak_choice(os.environ):
         print(weak, file=sys.stderr)
@@ -354,6 +393,7 @@ VERBS: dict[str, Handler] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    tools_first_on_path(os.environ, tools_home())
     try:
         return VERBS[args.command](args)
     except run_error() as error:
