@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stacks import STACK_PHASES
@@ -20,6 +21,39 @@ PHASE_STACKS = {**{phase.removeprefix("phase"): (phase,) for phase in STACK_PHAS
 """The stacks of each `--phase` (a phase's stack has its name), in the order `blueprint up` runs them."""
 STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
+
+PULUMI_BIN = (".pulumi", "bin")
+LOCAL_BIN = (".local", "bin")
+"""Where `doctor --fix` installs under the home folder (cli/doctor/install.py): the Pulumi CLI; kind
+and kubectl. In this order they go first on blueprint's PATH (`tools_first_on_path`)."""
+
+
+def tools_home() -> Path | None:
+    """The home folder the tools `doctor --fix` installs are under; None when there is none to tell."""
+    try:
+        return Path.home()
+    except RuntimeError:  # no HOME, and no entry in the password database
+        return None
+
+
+def tools_first_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
+    """Put the folders `doctor --fix` installs into under `home` that exist first on `environ`'s PATH,
+    each once (an entry further on is dropped); False, PATH left alone, when none exists.
+
+    `main` does it for the process, so what `--fix` installed is found with no PATH step by the
+    doctor, by the Automation API's `pulumi` and by every process started from there (Pulumi's
+    engine, the `kind` and `kubectl` local.Command runs); `blueprint env` exports it for the plain
+    `pulumi` commands. First, not last: an older `pulumi` elsewhere on PATH must not win.
+    """
+    first = [str(home.joinpath(*folder)) for folder in (PULUMI_BIN, LOCAL_BIN)] if home is not None else []
+    first = [folder for folder in first if os.path.isdir(folder)]
+    if not first:
+        return False
+    taken = {os.path.normpath(folder) for folder in first}
+    path = environ.get("PATH", "")
+    rest = [entry for entry in (path.split(os.pathsep) if path else []) if os.path.normpath(entry) not in taken]
+    environ["PATH"] = os.pathsep.join([*first, *rest])
+    return True
 
 
 def _config_override(text: str) -> tuple[str, str]:
@@ -67,8 +101,15 @@ def _phase(target: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, h
     target.add_argument("--phase", choices=PHASE_STACKS, default="all", help=help_text)
 
 
+def _add_verb(verbs: Verbs, name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
+    """The verb `name`: `help_text` in the list of commands, and in its own --help unless a longer
+    `description` is given, so every verb's --help says what it does (docs/reference/cli.md the same).
+    """
+    return verbs.add_parser(name, help=help_text, description=description or help_text)
+
+
 def _with_phase(verbs: Verbs, name: str, help_text: str) -> argparse.ArgumentParser:
-    verb = verbs.add_parser(name, help=help_text, description=help_text)
+    verb = _add_verb(verbs, name, help_text)
     _phase(verb, "one phase, or all of them in order (default)")
     return verb
 
@@ -118,10 +159,11 @@ def _verb_destroy(verbs: Verbs) -> None:
 
 
 def _verb_plan(verbs: Verbs) -> None:
-    plan = verbs.add_parser(
+    plan = _add_verb(
+        verbs,
         "plan",
-        help="show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network)",
-        description="Evaluate the real program under Pulumi mocks and print every resource it would register.",
+        "show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network)",
+        "Evaluate the real program under Pulumi mocks and print every resource it would register.",
     )
     plan.add_argument("stack", choices=STACKS, help="phase1, phase2, phase3 or dev")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
@@ -147,7 +189,7 @@ def _verb_plan(verbs: Verbs) -> None:
 
 
 def _verb_doctor(verbs: Verbs) -> None:
-    doctor = verbs.add_parser("doctor", help="check every prerequisite of a real run, with the fix for each")
+    doctor = _add_verb(verbs, "doctor", "check every prerequisite of a real run, with the fix for each")
     doctor.add_argument(
         "--fix",
         action="store_true",
@@ -161,14 +203,20 @@ def _verb_doctor(verbs: Verbs) -> None:
 
 
 def _verb_status(verbs: Verbs) -> None:
-    verbs.add_parser("status", help="per phase, whether it is up, and the health of GitLab, OpenBao, the runner and the apps")
+    _add_verb(
+        verbs,
+        "status",
+        "per phase, whether it is up and which release brought it up; the health of GitLab, OpenBao, the Runners and the "
+        "apps; the image cache and its mirrors",
+    )
 
 
 def _verb_kubeconfig(verbs: Verbs) -> None:
-    kubeconfig = verbs.add_parser(
+    kubeconfig = _add_verb(
+        verbs,
         "kubeconfig",
-        help="print the kind cluster's admin kubeconfig, or write it to a file (0600), for kubectl and Headlamp: it is cluster-admin",
-        description=(
+        "print the kind cluster's admin kubeconfig, or write it to a file (0600), for kubectl and Headlamp: it is cluster-admin",
+        (
             "The admin kubeconfig of the kind cluster a stack made, as `kind get kubeconfig` prints it. It is cluster-admin: "
             "whoever holds it can do anything in the cluster, Secrets included. Use it with "
             "`KUBECONFIG=<path> kubectl get nodes`."
@@ -180,15 +228,17 @@ def _verb_kubeconfig(verbs: Verbs) -> None:
     kubeconfig.add_argument(
         "--output",
         metavar="PATH",
-        help="write it to the file PATH (mode 0600) instead of printing it; refused: a folder, a file that is not a kubeconfig",
+        help="write it to the file PATH (mode 0600) instead of printing it; refused: a folder, a link, a file that is not a "
+        "kubeconfig, and a kubeconfig that holds another cluster, context or user (writing over it would lose them)",
     )
 
 
 def _verb_secrets(verbs: Verbs) -> None:
-    secrets = verbs.add_parser(
+    secrets = _add_verb(
+        verbs,
         "secrets",
-        help="list every credential the platform generates (what it is, where it is; no value), or show one with --show NAME",
-        description=(
+        "list every credential the platform generates (what it is, where it is; no value), or show one with --show NAME",
+        (
             "Every credential the platform generates: its name, its OpenBao path (secret/...) or, for the three that open "
             "OpenBao itself, its host file, and what it is. Nothing secret is printed, except by --show."
         ),
@@ -208,10 +258,11 @@ def _verb_secrets(verbs: Verbs) -> None:
 
 
 def _verb_images(verbs: Verbs) -> None:
-    images = verbs.add_parser(
+    images = _add_verb(
+        verbs,
         "images",
-        help="list every image the platform pulls (from the offline plans), its registry, and whether the image cache would serve it",
-        description=(
+        "list every image the platform pulls (from the offline plans), its registry, and whether the image cache would serve it",
+        (
             "Every image the phase stacks pull, read from their offline plans (no Docker or network needed): its registry, "
             "who pulls it (containerd: a kind node; buildkit: a Dockerfile's FROM in CI; docker: the host's Docker), whether "
             "the image cache's mirrors serve it that way, whether it is pinned by digest, and where the plans name it."
@@ -221,9 +272,10 @@ def _verb_images(verbs: Verbs) -> None:
 
 
 def _verb_diagram(verbs: Verbs) -> None:
-    diagram = verbs.add_parser(
+    diagram = _add_verb(
+        verbs,
         "diagram",
-        help="write docs/design/architecture.md, the architecture drawn from the offline plans, and the README's traffic diagram",
+        "write docs/design/architecture.md, the architecture drawn from the offline plans, and the README's traffic diagram",
     )
     diagram.add_argument(
         "--check", action="store_true", help="only check that the committed diagrams are up to date: exit 1 when either is stale"
@@ -231,14 +283,16 @@ def _verb_diagram(verbs: Verbs) -> None:
 
 
 def _verb_docs(verbs: Verbs) -> None:
-    docs = verbs.add_parser("docs", help="write the reference pages in docs/reference/, generated from the code (for maintainers)")
+    docs = _add_verb(verbs, "docs", "write the reference pages in docs/reference/, generated from the code (for maintainers)")
     docs.add_argument("--check", action="store_true", help="only check that the committed pages are up to date")
 
 
 def _verb_env(verbs: Verbs) -> None:
-    verbs.add_parser(
+    _add_verb(
+        verbs,
         "env",
-        help='print the exports that give the plain `pulumi` commands blueprint\'s state passphrase: eval "$(uv run blueprint env)"',
+        "print the exports the plain `pulumi`, `kind` and `kubectl` commands need: blueprint's state passphrase, and the "
+        'folders `doctor --fix` installs into first on PATH: eval "$(uv run blueprint env)"',
     )
 
 
@@ -277,6 +331,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _env(args: argparse.Namespace) -> int:
+    import shlex
+
     from cli import passphrase
 
     try:
@@ -284,6 +340,8 @@ def _env(args: argparse.Namespace) -> int:
     except passphrase.PassphraseFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    if tools_first_on_path(os.environ, tools_home()):
+        sys.stdout.write(f"export PATH={shlex.quote(os.environ['PATH'])}\n")
     # The warning goes to stderr, which `eval "$(...)"` leaves on the terminal.
     if weak := passphrase.weak_choice(os.environ):
         print(weak, file=sys.stderr)
@@ -354,6 +412,7 @@ VERBS: dict[str, Handler] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    tools_first_on_path(os.environ, tools_home())
     try:
         return VERBS[args.command](args)
     except run_error() as error:

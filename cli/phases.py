@@ -45,12 +45,18 @@ def _phase_number(stack: str) -> str:
     return stack.removeprefix("phase")
 
 
-def _failed(context: Context, failure: StackFailed, verb: str, resume: str | None = None) -> int:
-    # A failed destroy resumes with the same destroy, never with an `up` that would rebuild it.
-    if resume is None:
-        resume = (
-            f"uv run blueprint up --phase {_phase_number(failure.stack)}" if verb == "up" else f"the same `uv run blueprint {verb}` again"
-        )
+def _as_run(verb: str, phase: str, *flags: str) -> str:
+    """The command the user ran, to resume with: every step is re-runnable, and a `--phase` dropped
+    would run phases they did not ask for (a destroy's, phases they meant to keep).
+    """
+    return " ".join(["uv run blueprint", verb, *([] if phase == "all" else ["--phase", phase]), *flags])
+
+
+def _failed(context: Context, failure: StackFailed, verb: str, command: str) -> int:
+    """Say that `verb` failed at `failure`, and that `command`, the one the user ran, resumes it.
+    A failed destroy resumes with the same destroy, never with an `up` that would rebuild it.
+    """
+    resume = command if verb == "up" else f"the same `{command}` again"
     if context.explain is not None:
         context.say(context.explain(_phase_number(failure.stack), failure.stack, failure.output, resume))
     else:
@@ -65,8 +71,9 @@ def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Ca
         try:
             action(stack, context.say)
         except StackFailed as failure:
-            # After a whole `up` stopped, the whole `up` again: every phase after the failed one is still to do.
-            return _failed(context, failure, verb, resume="uv run blueprint up" if verb == "up" and phase == "all" else None)
+            # The command as run: after a whole `up` stopped, the whole `up` again (every phase after the
+            # failed one is still to do); after one phase's, that phase's.
+            return _failed(context, failure, verb, _as_run(verb, phase))
     return 0
 
 
@@ -85,7 +92,7 @@ def up(context: Context, phase: str) -> int:
     if newer_release(context):
         return 1
     if context.doctor is not None and context.doctor() != 0:
-        context.say("blueprint doctor found what stops a real run (above); fix it and run `uv run blueprint up` again.")
+        context.say(f"blueprint doctor found what stops a real run (above); fix it and run `{_as_run('up', phase)}` again.")
         return 1
     from cli.cluster_change import make_way_for_a_new_cluster
 
@@ -93,8 +100,8 @@ def up(context: Context, phase: str) -> int:
         try:
             code = make_way_for_a_new_cluster(context.runner, context.say, phase, world=context.world, confirm=context.confirm)
         except StackFailed as failure:
-            # Half-way through a cluster change: the whole `up` takes it up again, never a destroy.
-            return _failed(context, failure, "up", resume="uv run blueprint up")
+            # Half-way through a cluster change: the same `up` takes it up again, never a destroy.
+            return _failed(context, failure, "up", _as_run("up", phase))
         if code != 0:
             return code
     code = _in_order(context, phase, "up", context.runner.up)
@@ -129,4 +136,6 @@ def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone
             confirm=context.confirm,
         )
     except StackFailed as failure:
-        return _failed(context, failure, "destroy")
+        data = {True: ["--preserve-data"], False: ["--wipe-data"], None: []}[preserve]
+        flags = [*data, *(["--cluster-gone"] if cluster_gone else []), *(["--wipe-cache"] if wipe_cache else [])]
+        return _failed(context, failure, "destroy", _as_run("destroy", phase, *flags))

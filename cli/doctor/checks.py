@@ -112,7 +112,7 @@ def kind_check(machine: Machine) -> Check:
 
 
 def pulumi_check(machine: Machine, minimum: str) -> Check:
-    fix = download_fix(machine, PULUMI, "https://www.pulumi.com/docs/iac/download-install/") + "; then put ~/.pulumi/bin first on PATH"
+    fix = download_fix(machine, PULUMI, "https://www.pulumi.com/docs/iac/download-install/")
     if machine.which("pulumi") is None:
         return Check(name=PULUMI, ok=False, found="no `pulumi` on PATH", fix=fix)
     code, output = machine.run(["pulumi", "version"], timeout=20)

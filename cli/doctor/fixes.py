@@ -50,7 +50,7 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
     arch = release_arch(machine)
     can_install = machine.system in INSTALLS_ON and arch is not None
     steps: list[FixStep] = []
-    on_path: list[str] = []
+    installed: list[str] = []
     run_by_commands = {check.fix for check in failed if check.commands}
     for check in failed:
         if check.ok:
@@ -71,12 +71,15 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
             download = downloads(machine, check.name, arch)
             version = PULUMI_VERSION if check.name == PULUMI else KIND_VERSION if check.name == KIND else KUBECTL_VERSION
             steps.append(FixStep(what=f"install {check.name} {version} as {download.target}", download=download))
-            on_path.append("$HOME/.pulumi/bin" if check.name == PULUMI else "$HOME/.local/bin")
+            installed.append("pulumi" if check.name == PULUMI else check.name)
         else:
             steps.append(FixStep(what=f"{check.name}: {check.fix}"))
-    if on_path:
-        path = ":".join(dict.fromkeys(on_path))
-        steps.append(FixStep(what=f'if they are not on PATH yet, add to ~/.bashrc or ~/.zshrc: export PATH="{path}:$PATH"'))
+    if installed:
+        # blueprint puts the install folders on its own PATH (cli/main.py `tools_first_on_path`): only the user's shell lacks them.
+        tools = ", ".join(f"`{tool}`" for tool in dict.fromkeys(installed))
+        steps.append(
+            FixStep(what=f'for the plain {tools} commands in your shell (blueprint finds them itself): eval "$(uv run blueprint env)"')
+        )
     if not can_install and any(check.name in (KIND, KUBECTL, PULUMI) for check in failed):
         why = f"there is no download for {machine.system}/{machine.machine}"
         steps.insert(0, FixStep(what=f"nothing can be installed automatically here ({why}): follow the instructions below"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from cli.doctor.machine import DownloadError, Machine, release_arch
+from cli.main import LOCAL_BIN, PULUMI_BIN
 from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
 
 KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
@@ -73,7 +74,7 @@ def pulumi_url(system: str, arch: str) -> str:
 
 def downloads(machine: Machine, tool: str, arch: str) -> Download:
     """What `--fix` fetches for `tool` on this machine, and where it installs it."""
-    local_bin = machine.home() / ".local" / "bin"
+    local_bin = machine.home().joinpath(*LOCAL_BIN)
     if tool == KIND:
         url = kind_url(machine.system, arch)
         return Download(tool=tool, url=url, checksum_url=f"{url}.sha256sum", listed_as=url.rsplit("/", 1)[1], target=local_bin / "kind")
@@ -86,7 +87,7 @@ def downloads(machine: Machine, tool: str, arch: str) -> Download:
         url=url,
         checksum_url=f"{PULUMI_RELEASES}/pulumi-{PULUMI_VERSION}-checksums.txt",
         listed_as=url.rsplit("/", 1)[1],
-        target=machine.home() / ".pulumi" / "bin",
+        target=machine.home().joinpath(*PULUMI_BIN),
         unpack=True,
     )
 

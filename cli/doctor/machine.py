@@ -12,7 +12,7 @@ import shlex
 import shutil
 import socket
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -57,8 +57,10 @@ class Machine(Protocol):
         """The address `name` resolves to on this machine, or None."""
         ...
 
-    def environ(self) -> Mapping[str, str]:
-        """The environment variables: WSL's WSL_DISTRO_NAME, sudo's SUDO_USER."""
+    def environ(self) -> MutableMapping[str, str]:
+        """The environment variables: WSL's WSL_DISTRO_NAME, sudo's SUDO_USER; PATH, which `which`
+        and `run` search, and which the doctor puts the install folders on (cli/main.py).
+        """
         ...
 
     def exists(self, path: str) -> bool:
@@ -155,7 +157,7 @@ class RealMachine:
     def home(self) -> Path:
         return Path.home()
 
-    def environ(self) -> Mapping[str, str]:
+    def environ(self) -> MutableMapping[str, str]:
         return os.environ
 
     def exists(self, path: str) -> bool:

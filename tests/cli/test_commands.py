@@ -59,6 +59,39 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"    {command} " in text
 
 
+def _verb(name: str) -> argparse.ArgumentParser:
+    [verbs] = [action for action in parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    chosen: argparse.ArgumentParser = verbs.choices[name]
+    return chosen
+
+
+def _help_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """What `blueprint <argv> --help` prints, its lines joined as one."""
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_every_commands_help_says_what_it_does(verb: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """As docs/reference/cli.md promises: --help gives the same text."""
+    description = _verb(verb).description
+    assert description
+    assert " ".join(description.split()) in _help_of([verb], capsys)
+
+
+def test_status_help_names_everything_status_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    """cli/status.py: each phase and the release that brought it up, GitLab, OpenBao, the Runners, the apps, the image cache."""
+    text = _help_of(["status"], capsys)
+    for part in ("release", "GitLab", "OpenBao", "Runners", "apps", "image cache"):
+        assert part in text
+
+
+def test_kubeconfig_output_help_says_a_kubeconfig_of_other_clusters_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """cli/kubeconfig.py `write_kubeconfig` refuses it: writing over it would lose their credentials."""
+    assert "a kubeconfig that holds another cluster" in _help_of(["kubeconfig"], capsys)
+
+
 def test_a_failed_up_through_the_cli_names_the_phase_the_resource_and_the_resume_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     runner = FakeRunner(failing="phase2")

@@ -96,8 +96,8 @@ MAIN_WITH_DEFAULTS = str(Path(__file__).parent / "programs" / "main_with_default
 
 
 @pytest.mark.parametrize("command", ["preview", "status"])
-def test_blueprint_without_pulumi_on_path_exits_non_zero_without_a_traceback(command: str, config_home: Path) -> None:
-    env = {**os.environ, "PATH": without_pulumi_on_path()}
+def test_blueprint_without_pulumi_on_path_exits_non_zero_without_a_traceback(command: str, config_home: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": without_pulumi_on_path(), "HOME": str(tmp_path)}  # no ~/.pulumi/bin of the tester's
     done = subprocess.run(
         [sys.executable, MAIN_WITH_DEFAULTS, command], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=False
     )
@@ -151,6 +151,62 @@ def test_blueprint_env_exports_the_passphrase_file_for_the_plain_pulumi_commands
     )
     assert done.stdout == str(config_home / "blueprint" / "pulumi-passphrase")
     assert (config_home / "blueprint" / "pulumi-passphrase").read_text().strip()
+
+
+def home_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *installed: str) -> Path:
+    """A home folder holding what `doctor --fix` installs, each tool in its folder, blueprint's home
+    here; PATH holds git alone."""
+    home = tmp_path / "home"
+    for name in installed:
+        tool = home / (".pulumi/bin" if name == "pulumi" else ".local/bin") / name
+        tool.parent.mkdir(parents=True, exist_ok=True)
+        tool.write_text(FAKE_PULUMI if name == "pulumi" else f"#!/bin/sh\necho {name}\n")
+        tool.chmod(0o755)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    monkeypatch.setenv("PATH", with_git(bare))
+    monkeypatch.setattr("cli.main.tools_home", lambda: home)
+    return home
+
+
+def test_blueprint_runs_the_pulumi_doctor_fix_installed_though_its_folder_is_not_on_path(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README's Quick start: `uv run blueprint doctor --fix`, then `uv run blueprint up`, no PATH step between."""
+    home_with(tmp_path, monkeypatch, "pulumi")
+    log = tmp_path / "pulumi.log"
+    monkeypatch.setenv("FAKE_PULUMI_LOG", str(log))
+    monkeypatch.setenv("FAKE_PULUMI_VERSION", "3.272.0")
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "no command has this in it")
+    assert main(["status"]) == 0, capsys.readouterr().err
+    assert "version" in log.read_text().split()
+
+
+def test_the_processes_blueprint_starts_find_the_tools_doctor_fix_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pulumi's engine, and the `kind` and `kubectl` local.Command runs, inherit blueprint's PATH."""
+    home = home_with(tmp_path, monkeypatch, "kind", "kubectl", "pulumi")
+    assert main(["env"]) == 0
+    found = subprocess.run(
+        ["/bin/sh", "-c", "for tool in kind kubectl pulumi; do command -v $tool; done"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert found.stdout.split() == [str(home / ".local/bin/kind"), str(home / ".local/bin/kubectl"), str(home / ".pulumi/bin/pulumi")]
+
+
+def test_blueprint_env_puts_the_tools_doctor_fix_installed_on_the_shells_path(config_home: Path, tmp_path: Path) -> None:
+    """For the plain `pulumi` commands: `eval "$(uv run blueprint env)"`."""
+    (tmp_path / ".local/bin").mkdir(parents=True)
+    (tmp_path / ".local/bin/kind").write_text("#!/bin/sh\n")
+    (tmp_path / ".local/bin/kind").chmod(0o755)
+    env = {**os.environ, "HOME": str(tmp_path), "PATH": without_pulumi_on_path()}
+    shell = 'eval "$("$0" -m cli.main env)" && command -v kind'
+    done = subprocess.run(
+        ["sh", "-c", shell, sys.executable], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == str(tmp_path / ".local/bin/kind")
 
 
 def test_no_output_shows_the_passphrase(

@@ -32,6 +32,18 @@ def test_up_stops_when_the_doctor_finds_a_missing_prerequisite() -> None:
     assert "blueprint doctor" in out.getvalue()
 
 
+def test_up_of_one_phase_stopped_by_the_doctor_says_to_run_that_same_up_again() -> None:
+    ctx, out = context(FakeRunner(), doctor=lambda: 1)
+    assert phases.up(ctx, "3") == 1
+    assert "fix it and run `uv run blueprint up --phase 3` again" in out.getvalue()
+
+
+def test_a_failed_preview_of_one_phase_resumes_with_that_same_preview() -> None:
+    ctx, out = context(FakeRunner(failing="phase2"), explain=lambda phase, stack, output, resume: f"resume: {resume}")
+    assert phases.preview(ctx, "2") == 1
+    assert "resume: the same `uv run blueprint preview --phase 2` again" in out.getvalue()
+
+
 def test_a_failed_phase_stops_the_next_and_is_explained() -> None:
     runner = FakeRunner(failing="phase2")
     ctx, out = context(runner, explain=lambda phase, stack, output, resume: f"EXPLAINED {phase} {stack}")

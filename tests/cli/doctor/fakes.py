@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import stat
 import tarfile
 from collections.abc import Sequence
@@ -37,6 +38,10 @@ PORTS = {"blueprint:httpPort": 80, "blueprint:httpsPort": 443, "blueprint:sshPor
 TOOLS = ("docker", "kind", "pulumi", "kubectl", "uv")
 
 
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""PATH as a login shell sets it: no folder of the home among it."""
+
+
 HEALTHY_OUTPUTS = {
     "docker": (0, "29.1.3\n"),
     "kind": (0, "kind v0.31.0 go1.25.5 linux/amd64\n"),
@@ -60,8 +65,9 @@ ENGINE_UNDER_SYSTEMD = frozenset({SYSTEMD_RUNNING, "/usr/lib/systemd/system/dock
 @dataclass(frozen=True, kw_only=True)
 class FakeMachine:
     """A machine made of dictionaries. `outputs` is keyed by "argv[0] argv[1]" or by argv[0];
-    `served` is what its downloads get, by URL; what `--fix` installs under `home_dir` is on it, so
-    a re-check can see the result."""
+    `served` is what its downloads get, by URL. `tools` are the system's, always found; what `--fix`
+    installs under `home_dir` is found, as on a real machine, only from a folder on `env`'s PATH,
+    and before the system's (the install folders go first on PATH)."""
 
     system: str = "linux"
     machine: str = "x86_64"
@@ -76,7 +82,7 @@ class FakeMachine:
     home_dir: Path = HOME
     served: dict[str, bytes] = field(default_factory=dict)
     downloads: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=lambda: {"PATH": SYSTEM_PATH})
     paths: set[str] = field(default_factory=lambda: set(ENGINE_UNDER_SYSTEMD))
     """What is there besides `files` (folders, binaries), for `exists`."""
     user_id: int | None = 1000
@@ -91,20 +97,22 @@ class FakeMachine:
     """Folders this user cannot write to."""
 
     def _installed(self, name: str) -> Path | None:
-        for path in (self.home_dir / ".local/bin" / name, self.home_dir / ".pulumi/bin" / name):
-            if path.is_file() and path.stat().st_mode & stat.S_IXUSR:
+        """`name` as installed under the home folder, in a folder on PATH (the first such), else None."""
+        for folder in self.env.get("PATH", "").split(os.pathsep):
+            path = Path(folder, name)
+            if folder and path.is_relative_to(self.home_dir) and path.is_file() and path.stat().st_mode & stat.S_IXUSR:
                 return path
         return None
 
     def which(self, name: str) -> str | None:
         installed = self._installed(name)
-        return self.tools.get(name) or (str(installed) if installed else None)
+        return str(installed) if installed else self.tools.get(name)
 
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         self.calls.append(list(argv))
+        if self._installed(argv[0]):  # what `--fix` installed works
+            return HEALTHY_OUTPUTS[argv[0]]
         found = self.outputs.get(" ".join(argv)) or self.outputs.get(" ".join(argv[:2])) or self.outputs.get(argv[0])
-        if found is None and self._installed(argv[0]):
-            found = HEALTHY_OUTPUTS[argv[0]]
         return found or (127, f"{argv[0]}: command not found")
 
     def download(self, url: str, dest: Path) -> None:

@@ -25,6 +25,7 @@ from tests.cli.doctor.fakes import (
     fix,
     low_watches,
     never_asked,
+    old_pulumi,
     on,
     run_doctor,
     serve_releases,
@@ -146,6 +147,26 @@ def test_home_folder_installs_are_not_asked_for(tmp_path: Path) -> None:
     code = run_doctor(["--fix", "--phase", "1"], machine=machine, out=out, terminal=True, ask=never_asked, run_command=FakeShell())
     assert (tmp_path / ".local/bin/kind").is_file()
     assert code == 0, out.getvalue()
+
+
+def test_after_fix_the_doctor_asks_for_no_path_change_and_names_blueprint_env_for_the_plain_commands(tmp_path: Path) -> None:
+    """blueprint finds the tools it installed itself: a PATH line for ~/.bashrc would be a step nobody needs."""
+    output, _, _ = fix(serve_releases(without(on(DEBIAN_13, home_dir=tmp_path), "kind", "pulumi")), terminal=False)
+    assert "PATH" not in output.split("fixing:")[1]
+    assert (
+        'to do by hand: for the plain `kind`, `pulumi` commands in your shell (blueprint finds them itself): eval "$(uv run blueprint env)"'
+        in output
+    )
+
+
+def test_after_fix_the_pulumi_it_installed_is_checked_again_not_an_older_one_on_path(tmp_path: Path) -> None:
+    """The install folders go first on PATH: the older `pulumi` elsewhere on it does not win, which
+    would send the user round to `--fix` again."""
+    machine = serve_releases(old_pulumi(on(DEBIAN_13, home_dir=tmp_path)))
+    output, _, _ = fix(machine, terminal=False)
+    first, again = output.split("checking again:")
+    assert "FAIL  Pulumi CLI" in first
+    assert "PASS  Pulumi CLI" in again
 
 
 def test_under_sudo_the_tools_are_not_installed_into_roots_home(tmp_path: Path) -> None:
