@@ -60,7 +60,7 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
     if kind is None:
         raise KubeconfigError(
             "blueprint kubeconfig asks kind for the cluster's kubeconfig, and there is no `kind` on PATH; "
-            "fix: `uv run blueprint doctor --fix` installs it as ~/.local/bin/kind, where blueprint finds it"
+            "fix: `uv run blueprint doctor --fix` installs it as ~/.local/share/blueprint/bin/kind, where blueprint finds it"
         )
     try:
         done = subprocess.run([kind, *argv[1:]], capture_output=True, text=True, timeout=KIND_TIMEOUT, check=False)

@@ -23,9 +23,9 @@ STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
 
 PULUMI_BIN = (".pulumi", "bin")
-LOCAL_BIN = (".local", "bin")
+TOOLS_BIN = (".local", "share", "blueprint", "bin")
 """Where `doctor --fix` installs under the home folder (cli/doctor/install.py): the Pulumi CLI; kind
-and kubectl. In this order they go first on blueprint's PATH (`tools_first_on_path`)."""
+and kubectl. In this order they go first on blueprint's PATH (`tools_on_path`)."""
 
 
 def tools_home() -> Path | None:
@@ -36,16 +36,19 @@ def tools_home() -> Path | None:
         return None
 
 
-def tools_first_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
-    """Put the folders `doctor --fix` installs into under `home` that exist first on `environ`'s PATH,
-    each once (an entry further on is dropped); False, PATH left alone, when none exists.
+def tools_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
+    """Put the folders `doctor --fix` installs into under `home` (~/.pulumi/bin for Pulumi, blueprint's
+    own ~/.local/share/blueprint/bin for kind and kubectl), those that exist, first on `environ`'s
+    PATH, each once: an older `pulumi` or `kubectl` elsewhere must not win. Neither holds anything
+    but those tools, so nothing of the user's (a `python`, a `uv`) comes before the project's
+    environment. False, PATH left alone, when neither exists.
 
     `main` does it for the process, so what `--fix` installed is found with no PATH step by the
     doctor, by the Automation API's `pulumi` and by every process started from there (Pulumi's
     engine, the `kind` and `kubectl` local.Command runs); `blueprint env` exports it for the plain
-    `pulumi` commands. First, not last: an older `pulumi` elsewhere on PATH must not win.
+    `pulumi` commands.
     """
-    first = [str(home.joinpath(*folder)) for folder in (PULUMI_BIN, LOCAL_BIN)] if home is not None else []
+    first = [str(home.joinpath(*folder)) for folder in (PULUMI_BIN, TOOLS_BIN)] if home is not None else []
     first = [folder for folder in first if os.path.isdir(folder)]
     if not first:
         return False
@@ -340,7 +343,7 @@ def _env(args: argparse.Namespace) -> int:
     except passphrase.PassphraseFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    if tools_first_on_path(os.environ, tools_home()):
+    if tools_on_path(os.environ, tools_home()):
         sys.stdout.write(f"export PATH={shlex.quote(os.environ['PATH'])}\n")
     # The warning goes to stderr, which `eval "$(...)"` leaves on the terminal.
     if weak := passphrase.weak_choice(os.environ):
@@ -412,7 +415,7 @@ VERBS: dict[str, Handler] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    tools_first_on_path(os.environ, tools_home())
+    tools_on_path(os.environ, tools_home())
     try:
         return VERBS[args.command](args)
     except run_error() as error:

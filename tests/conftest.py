@@ -30,8 +30,8 @@ def stack_files_of_the_defaults() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def no_tools_in_the_home_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The `blueprint` CLI puts the folders `doctor --fix` installs into (~/.pulumi/bin, ~/.local/bin)
-    first on its PATH (cli/main.py `tools_first_on_path`): in a test it finds none of the tools of the person running
+    """The `blueprint` CLI puts the folders `doctor --fix` installs into (~/.pulumi/bin, ~/.local/share/blueprint/bin)
+    first on its PATH (cli/main.py `tools_on_path`): in a test it finds none of the tools of the person running
     the tests, only the fakes a test puts on PATH, and leaves PATH as it found it. A test of those
     folders gives its own home."""
     import cli.main

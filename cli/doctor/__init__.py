@@ -7,7 +7,7 @@ against a fake one. Docker's checks are in cli/doctor/docker.py, the others in c
 what the platform needs of Docker in cli/doctor/needs.py.
 
 `--fix` (cli/doctor/fixes.py) installs what needs no root (Pulumi into ~/.pulumi, kind and kubectl
-into ~/.local/bin) without asking, each download checked against its published SHA-256
+into ~/.local/share/blueprint/bin) without asking, each download checked against its published SHA-256
 (cli/doctor/install.py), where blueprint finds it with no PATH step (cli/main.py); what
 needs root or the system's package manager (Docker, the docker group, the inotify limits) it does
 with the exact commands of the detected OS family (cli/os_family.py), once the user agrees. Ports,
@@ -27,7 +27,7 @@ from cli.doctor.checks import CACHE_SPACE, CONFIG, PULUMI_MIN_VERSION, Check, im
 from cli.doctor.docker import docker_checks
 from cli.doctor.machine import Machine, RealMachine, machine_family
 from cli.doctor.needs import Needs, default_needs, resources_needed
-from cli.main import tools_first_on_path
+from cli.main import tools_on_path
 
 __all__ = ["machine_checks", "run"]
 
@@ -128,7 +128,7 @@ def config_check(stacks: Sequence[str]) -> Check:
 def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
     # The folders `--fix` installs into, first on PATH as the CLI puts them at its start: again after
     # a `--fix`, which may have made them, so its checking again finds what it installed.
-    tools_first_on_path(machine.environ(), machine.home())
+    tools_on_path(machine.environ(), machine.home())
     # Imported here: the config code imports pulumi, which `--help` should not wait for.
     from stacks.config import NAMESPACE, ConfigError
     from stacks.config.phases import parse_phase1

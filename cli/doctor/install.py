@@ -1,5 +1,5 @@
 """What `--fix` installs without asking, into the user's home alone: kind and kubectl into
-~/.local/bin, the Pulumi CLI into ~/.pulumi/bin. It runs no installer script: it downloads each
+~/.local/share/blueprint/bin, the Pulumi CLI into ~/.pulumi/bin. It runs no installer script: it downloads each
 pinned release file and the checksum its publisher puts beside it, and installs the file only if its
 SHA-256 matches; on a mismatch it stops and installs nothing.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from cli.doctor.machine import DownloadError, Machine, release_arch
-from cli.main import LOCAL_BIN, PULUMI_BIN
+from cli.main import PULUMI_BIN, TOOLS_BIN
 from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
 
 KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
@@ -74,13 +74,13 @@ def pulumi_url(system: str, arch: str) -> str:
 
 def downloads(machine: Machine, tool: str, arch: str) -> Download:
     """What `--fix` fetches for `tool` on this machine, and where it installs it."""
-    local_bin = machine.home().joinpath(*LOCAL_BIN)
+    tools_bin = machine.home().joinpath(*TOOLS_BIN)
     if tool == KIND:
         url = kind_url(machine.system, arch)
-        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256sum", listed_as=url.rsplit("/", 1)[1], target=local_bin / "kind")
+        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256sum", listed_as=url.rsplit("/", 1)[1], target=tools_bin / "kind")
     if tool == KUBECTL:
         url = kubectl_url(machine.system, arch)
-        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256", listed_as=None, target=local_bin / "kubectl")
+        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256", listed_as=None, target=tools_bin / "kubectl")
     url = pulumi_url(machine.system, arch)
     return Download(
         tool=tool,
@@ -102,7 +102,7 @@ def download_fix(machine: Machine, tool: str, page: str) -> str:
     if arch is None or machine.system not in INSTALLS_ON:
         return f"download {tool} for {machine.system}/{machine.machine} from {page}"
     what = downloads(machine, tool, arch)
-    where = "its pulumi/ folder as ~/.pulumi/bin" if what.unpack else f"as ~/.local/bin/{tool}, executable"
+    where = "its pulumi/ folder as ~/.pulumi/bin" if what.unpack else f"as ~/.local/share/blueprint/bin/{tool}, executable"
     return (
         f"`blueprint doctor --fix` (downloads {what.url}, checks it against its published SHA-256, installs it); or by hand: "
         f"download it and {what.checksum_url}, compare its SHA-256 (`sha256sum`), and install {where}"

@@ -158,7 +158,7 @@ def home_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *installed: str) 
     here; PATH holds git alone."""
     home = tmp_path / "home"
     for name in installed:
-        tool = home / (".pulumi/bin" if name == "pulumi" else ".local/bin") / name
+        tool = home / (".pulumi/bin" if name == "pulumi" else ".local/share/blueprint/bin") / name
         tool.parent.mkdir(parents=True, exist_ok=True)
         tool.write_text(FAKE_PULUMI if name == "pulumi" else f"#!/bin/sh\necho {name}\n")
         tool.chmod(0o755)
@@ -193,20 +193,24 @@ def test_the_processes_blueprint_starts_find_the_tools_doctor_fix_installed(tmp_
         timeout=60,
         check=True,
     )
-    assert found.stdout.split() == [str(home / ".local/bin/kind"), str(home / ".local/bin/kubectl"), str(home / ".pulumi/bin/pulumi")]
+    assert found.stdout.split() == [
+        str(home / ".local/share/blueprint/bin/kind"),
+        str(home / ".local/share/blueprint/bin/kubectl"),
+        str(home / ".pulumi/bin/pulumi"),
+    ]
 
 
 def test_blueprint_env_puts_the_tools_doctor_fix_installed_on_the_shells_path(config_home: Path, tmp_path: Path) -> None:
     """For the plain `pulumi` commands: `eval "$(uv run blueprint env)"`."""
-    (tmp_path / ".local/bin").mkdir(parents=True)
-    (tmp_path / ".local/bin/kind").write_text("#!/bin/sh\n")
-    (tmp_path / ".local/bin/kind").chmod(0o755)
+    (tmp_path / ".local/share/blueprint/bin").mkdir(parents=True)
+    (tmp_path / ".local/share/blueprint/bin/kind").write_text("#!/bin/sh\n")
+    (tmp_path / ".local/share/blueprint/bin/kind").chmod(0o755)
     env = {**os.environ, "HOME": str(tmp_path), "PATH": without_pulumi_on_path()}
     shell = 'eval "$("$0" -m cli.main env)" && command -v kind'
     done = subprocess.run(
         ["sh", "-c", shell, sys.executable], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=True
     )
-    assert done.stdout.strip() == str(tmp_path / ".local/bin/kind")
+    assert done.stdout.strip() == str(tmp_path / ".local/share/blueprint/bin/kind")
 
 
 def test_no_output_shows_the_passphrase(

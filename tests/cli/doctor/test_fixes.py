@@ -51,8 +51,8 @@ def test_fix_plan_downloads_kind_and_kubectl_for_the_machines_os_and_arch_with_t
     kind = f"https://github.com/kubernetes-sigs/kind/releases/download/v0.31.0/kind-{os_}-{arch}"
     kubectl = f"https://dl.k8s.io/release/v1.35.0/bin/{os_}/{arch}/kubectl"
     assert [(d.url, d.checksum_url, d.listed_as, d.target) for d in _downloads(fix_plan(failed, fake))] == [
-        (kind, f"{kind}.sha256sum", f"kind-{os_}-{arch}", HOME / ".local/bin/kind"),
-        (kubectl, f"{kubectl}.sha256", None, HOME / ".local/bin/kubectl"),
+        (kind, f"{kind}.sha256sum", f"kind-{os_}-{arch}", HOME / ".local/share/blueprint/bin/kind"),
+        (kubectl, f"{kubectl}.sha256", None, HOME / ".local/share/blueprint/bin/kubectl"),
     ]
 
 
@@ -145,7 +145,7 @@ def test_home_folder_installs_are_not_asked_for(tmp_path: Path) -> None:
     machine = serve_releases(without(on(DEBIAN_13, home_dir=tmp_path), "kind"))
     out = io.StringIO()
     code = run_doctor(["--fix", "--phase", "1"], machine=machine, out=out, terminal=True, ask=never_asked, run_command=FakeShell())
-    assert (tmp_path / ".local/bin/kind").is_file()
+    assert (tmp_path / ".local/share/blueprint/bin/kind").is_file()
     assert code == 0, out.getvalue()
 
 
@@ -176,7 +176,7 @@ def test_under_sudo_the_tools_are_not_installed_into_roots_home(tmp_path: Path) 
     )
     out = io.StringIO()
     run_doctor(["--fix", "--phase", "1"], machine=machine, out=out, terminal=True, ask=lambda _: "y", run_command=FakeShell())
-    assert not (tmp_path / ".local/bin/kind").exists()
+    assert not (tmp_path / ".local/share/blueprint/bin/kind").exists()
     assert "run `uv run blueprint doctor --fix` as dev, without sudo" in out.getvalue()
 
 

@@ -31,7 +31,7 @@ def test_the_pulumi_cli_fix_installs_the_sdks_version() -> None:
 def test_run_fix_installs_each_download_once_it_matches_its_published_sha256_and_checks_again(tmp_path: Path) -> None:
     fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"))
     code, output = doctor_output(["--fix"], fake)
-    kind = tmp_path / ".local/bin/kind"
+    kind = tmp_path / ".local/share/blueprint/bin/kind"
     assert kind.read_bytes() == fake.served[KIND_URL]
     assert stat.S_IMODE(kind.stat().st_mode) == 0o755
     assert (tmp_path / ".pulumi/bin/pulumi").read_bytes() == b"#!/bin/sh\necho v3.272.0\n"
@@ -82,7 +82,7 @@ def test_a_checksum_file_that_does_not_list_the_download_installs_nothing(tmp_pa
     code, output = doctor_output(["--fix"], fake)
     assert code == 1
     assert f"failed: {KIND_URL}.sha256sum holds no SHA-256 for kind-linux-amd64; nothing was installed" in output
-    assert not (tmp_path / ".local/bin/kind").exists()
+    assert not (tmp_path / ".local/share/blueprint/bin/kind").exists()
 
 
 @pytest.mark.parametrize(
