@@ -164,8 +164,9 @@ def _notes(resource: dict[str, Any], names: Mapping[str, str], reason: str) -> s
 
 
 def _hidden(value: Any) -> Any:
-    """A secret value with every leaf replaced by "[secret]": a secret map or list keeps its
-    shape (its keys are not secret), so the plan stays checkable against schemas.
+    """A secret value with every leaf replaced by "[secret]": a known secret map or list keeps its
+    shape (its keys are not secret), so the plan stays checkable against schemas. An unknown one
+    (in a preview) has no shape yet, and is "[secret]" whole.
     """
     if isinstance(value, dict) and value.get(rpc._special_sig_key) is None:
         return {key: _hidden(value[key]) for key in sorted(value)}

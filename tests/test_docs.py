@@ -117,13 +117,20 @@ def test_the_readme_says_how_to_run_the_dev_stack_which_no_blueprint_command_dri
         with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
             tree.parse_args([command, "--stack", "dev"])  # if this ever parses, the README's dev section must say so
     env = 'eval "$(uv run blueprint env)"'
-    for block in FENCE.findall((ROOT / "README.md").read_text()):
-        lines = [COMMENT.sub("", line).strip() for line in block.splitlines()]
-        if "pulumi up -s dev" in lines and "uv run blueprint doctor --stack dev" in lines and "pulumi destroy -s dev" in lines:
-            assert env in lines, block
-            assert lines.index(env) < lines.index("pulumi up -s dev"), block
-            return
-    pytest.fail("README.md has no code block that runs the dev stack: its doctor, the passphrase, `pulumi up -s dev`, its destroy")
+    blocks = [[COMMENT.sub("", line).strip() for line in block.splitlines()] for block in FENCE.findall((ROOT / "README.md").read_text())]
+    # Running it: its doctor, then the passphrase, then the up.
+    runs = [lines for lines in blocks if "pulumi up -s dev" in lines and "uv run blueprint doctor --stack dev" in lines]
+    assert runs, "README.md has no code block that runs the dev stack: its doctor, the passphrase, `pulumi up -s dev`"
+    for lines in runs:
+        assert env in lines, lines
+        assert lines.index(env) < lines.index("pulumi up -s dev"), lines
+    # Taking it down: a destroy does what the last up recorded, so the up that records the choice comes first.
+    downs = ["\n".join(lines) for lines in blocks if any("pulumi destroy -s dev" in line for line in lines)]
+    assert downs, "README.md has no code block that takes the dev stack down"
+    for block in downs:
+        assert env in block, block
+        assert "pulumi up -s dev" in block, block
+        assert block.index(env) < block.index("pulumi up -s dev") < block.index("pulumi destroy -s dev"), block
 
 
 def test_ci_runs_exactly_the_test_command_the_readme_gives() -> None:

@@ -1,6 +1,8 @@
 """The README is the page a newcomer reads in minutes, and each of its sentences is a claim the code
 backs: it is short, its two commands come first, it upgrades nothing from before the first release,
-and the names, ports, settings, files and resources it gives are the ones the code uses.
+and the names, ports, settings, files and resources it gives are the ones the code uses. Where a page
+of docs/ restates one of those facts (the hosts line, the platform's names, the laptop's ports, what
+Docker and the image cache need, the passphrase's file), it is checked there too, so no copy drifts.
 
 Names and ports are read from the offline plans: the gateway's routes (the GitLab chart's names,
 the HTTPRoutes and listeners phase2 makes, the apps' hosts) and the host ports phase1's kind config
@@ -22,7 +24,8 @@ import credentials
 from apps_manifest import host_names, load_manifest
 from cli import phases
 from cli.diagram import architecture
-from cli.doctor.needs import default_needs
+from cli.doctor.checks import CACHE_FULL_BYTES, CACHE_MARGIN_BYTES
+from cli.doctor.needs import GIB, MIB, NODE_MEMORY_BYTES, default_needs
 from cli.main import parser
 from cli.passphrase import passphrase_file
 from components import headlamp
@@ -42,6 +45,11 @@ FIRST_SCREEN = 80
 
 def text() -> str:
     return README.read_text()
+
+
+def pages() -> dict[str, str]:
+    """The README and every page of docs/, by path: where each states a fact, it must be the code's."""
+    return {str(page.relative_to(ROOT)): page.read_text() for page in [README, *sorted((ROOT / "docs").rglob("*.md"))]}
 
 
 def sections() -> dict[str, str]:
@@ -99,15 +107,31 @@ def test_no_section_upgrades_from_an_earlier_blueprint() -> None:
     assert len(upgrading.splitlines()) <= 4, upgrading
 
 
+HOSTS_LINE = re.compile(r"^ *(127\.0\.0\.1(?: [a-z0-9.-]+)+) *$", re.MULTILINE)
+
+
 def test_the_hosts_line_is_every_name_blueprint_up_checks() -> None:
-    [line] = re.findall(r"^ *(127\.0\.0\.1 [^\n]+)$", text(), re.MULTILINE)
+    [line] = HOSTS_LINE.findall(text())
     assert line.split() == ["127.0.0.1", *host_names(DOMAIN, load_manifest())]
+
+
+def test_every_hosts_line_a_docs_page_gives_is_the_readmes() -> None:
+    expected = ["127.0.0.1", *host_names(DOMAIN, load_manifest())]
+    lines = {(page, line) for page, body in pages().items() for line in HOSTS_LINE.findall(body)}
+    assert "docs/guide/bring-up.md" in {page for page, _ in lines}
+    assert sorted((page, line) for page, line in lines if line.split() != expected) == []
 
 
 def test_every_platform_name_the_readme_gives_is_routed_by_the_gateway() -> None:
     named = set(re.findall(rf"\b([a-z0-9-]+\.{re.escape(DOMAIN)})\b", text()))
     assert {f"gitlab.{DOMAIN}", f"registry.{DOMAIN}", f"guestbook.{DOMAIN}", f"headlamp.{DOMAIN}"} <= named
     assert sorted(named - routed_names()) == []
+
+
+def test_every_platform_name_a_docs_page_gives_is_routed_by_the_gateway() -> None:
+    routed = routed_names()
+    named = {(page, name) for page, body in pages().items() for name in re.findall(rf"\b([a-z0-9-]+\.{re.escape(DOMAIN)})\b", body)}
+    assert sorted((page, name) for page, name in named if name not in routed) == []
 
 
 def test_every_laptop_port_the_readme_gives_is_one_phase1_maps() -> None:
@@ -119,6 +143,20 @@ def test_every_laptop_port_the_readme_gives_is_one_phase1_maps() -> None:
     assert said, "the README names no port"
     assert in_urls | said <= ports, sorted((in_urls | said) - ports)
     assert {int(port) for port in re.findall(r"\d+", free)} == ports
+
+
+def test_every_laptop_port_a_docs_page_gives_is_one_phase1_maps_and_a_list_of_free_ports_is_all_of_them() -> None:
+    ports = mapped_ports()
+    wrong, lists = [], []
+    for page, body in pages().items():
+        given = re.findall(r"https?://127\.0\.0\.1:(\d+)", body) + re.findall(r"\bport (\d+)\b", body)
+        wrong += [(page, int(port)) for port in given if int(port) not in ports]
+        # "Free (host) ports on 127.0.0.1: 80, 443 (the gateway), ..., 6443 (...), all configurable but 443 (...)."
+        for listed in re.findall(r"Free (?:host )?ports on 127\.0\.0\.1: (.+?)\.(?:\s|$)", body, re.DOTALL):
+            lists.append((page, {int(port) for port in re.findall(r"\b\d+\b", listed)}))
+    assert wrong == []
+    assert "docs/guide/bring-up.md" in {page for page, _ in lists}
+    assert [(page, sorted(listed)) for page, listed in lists if listed != ports] == []
 
 
 def test_every_setting_the_readme_names_is_declared_in_pulumi_yaml() -> None:
@@ -147,6 +185,20 @@ def test_the_resources_it_asks_of_docker_are_what_the_doctor_computes_for_the_de
     assert f"The default {needs.nodes} nodes" in text()
 
 
+def test_what_every_page_asks_of_docker_and_of_the_disk_is_what_the_doctor_computes() -> None:
+    needs = default_needs()
+    expected = {
+        r"(\d+) CPUs and (\d+) GiB": (str(needs.cpus), str(needs.gib)),
+        r"\b[Dd]efault (\d+) nodes": str(needs.nodes),
+        r"(\d+) MiB more for each further node": str(round(NODE_MEMORY_BYTES / MIB)),
+        r"about (\d+) GiB free": str(round((CACHE_FULL_BYTES + CACHE_MARGIN_BYTES) / GIB)),
+    }
+    for pattern, value in expected.items():
+        stated = [(page, found) for page, body in pages().items() for found in re.findall(pattern, body)]
+        assert stated, f"no page states {pattern}"
+        assert [(page, found) for page, found in stated if found != value] == [], pattern
+
+
 def test_every_credential_the_readme_shows_is_in_the_catalogue() -> None:
     names = {entry.name for entry in credentials.PLATFORM}
     shown = set(re.findall(r"--show ([a-z0-9-]+)", text()))
@@ -173,6 +225,23 @@ def test_the_passphrase_file_is_where_the_readme_says() -> None:
     said = re.search(r"`(~/\.config/[^`]+)`", text())
     assert said, "the README does not say where the passphrase is"
     assert passphrase_file({"HOME": str(Path.home())}) == Path(said.group(1).replace("~", str(Path.home()), 1))
+
+
+def test_every_page_that_names_the_passphrase_file_names_the_one_blueprint_reads() -> None:
+    expected = passphrase_file({"HOME": str(Path.home())})
+    said = [(page, path) for page, body in pages().items() for path in re.findall(r"`(~/[^`\s]*passphrase[^`\s]*)`", body)]
+    assert "docs/guide/bring-up.md" in {page for page, _ in said}
+    assert [(page, path) for page, path in said if Path(path.replace("~", str(Path.home()), 1)) != expected] == []
+
+
+def test_no_committed_stack_file_holds_an_encryption_salt() -> None:
+    # The first `up` writes the passphrase's salt into Pulumi.<stack>.yaml; committed, it breaks every fresh clone's
+    # first `up` (the README's "Upgrading" says so). What git would commit is the index's copy.
+    tracked = subprocess.run(["git", "ls-files", "Pulumi.*.yaml"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    assert "Pulumi.phase1.yaml" in tracked
+    show = [subprocess.run(["git", "show", f":{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout for path in tracked]
+    assert [path for path, body in zip(tracked, show, strict=True) if "encryptionsalt" in body] == []
+    assert "`encryptionsalt:`" in sections()["Upgrading"]
 
 
 def test_the_dev_stacks_cluster_and_folder_are_what_the_readme_says() -> None:
