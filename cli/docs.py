@@ -85,7 +85,7 @@ def code(text: str) -> str:
 
 def configuration() -> str:
     from stacks.config import NAMESPACE
-    from stacks.config.schema import config_string, declared_keys, stacks_reading
+    from stacks.config.schema import ENV_STEP, config_string, declared_keys, stacks_reading, ways_to_set
 
     keys = declared_keys()
     example = next(key for key, spec in keys.items() if spec.get("type") == "integer")
@@ -102,8 +102,16 @@ def configuration() -> str:
         "",
         prose(intro),
         "",
-        "```sh",
-        f"pulumi config set -s {reader} {NAMESPACE}:{example} {value}              # writes Pulumi.{reader}.yaml",
+        f"In Pulumi.{reader}.yaml, the stack file as it comes, `config: {{}}` becomes:",
+        "",
+        "```yaml",
+        "config:",
+        f"  {NAMESPACE}:{example}: {value}",
+        "```",
+        "",
+        f"The same with Pulumi, which needs blueprint's passphrase first (`{ENV_STEP}`); and the offline look at what it changes:",
+        "",
+        f"```sh\n{ENV_STEP}\npulumi config set -s {reader} {NAMESPACE}:{example} {value}              # writes Pulumi.{reader}.yaml",
         f"uv run blueprint plan {reader} --config {NAMESPACE}:{example}={value}   # shows what it would change, offline",
         "```",
         "",
@@ -115,7 +123,7 @@ def configuration() -> str:
     lines += [table(["Key", "Type", "Default", "Read by"], rows)]
     for key, spec in keys.items():
         default = config_string(spec.get("default"))
-        setting = f"pulumi config set -s {(stacks_reading(key) or ['dev'])[0]} {NAMESPACE}:{key} <value>"
+        setting = ways_to_set((stacks_reading(key) or ["dev"])[0], key, "<value>")
         lines += [
             f"## {key}",
             "",
@@ -123,7 +131,7 @@ def configuration() -> str:
             "",
             f"- Type: {spec.get('type', '')}; default: {code(default) if default else 'empty'}.",
             f"- Read by: {_readers(key)}.",
-            f"- Set it: {code(setting)}.",
+            f"- Set it: {prose(setting)}.",
             "",
         ]
     return "\n".join(lines)
@@ -180,8 +188,6 @@ def _arguments(parser: argparse.ArgumentParser) -> list[list[str]]:
             notes.append("required")
         if action.default not in (None, False, [], argparse.SUPPRESS) and action.nargs != 0 and "default" not in (action.help or ""):
             notes.append(f"default {code(str(action.default))}")
-        if isinstance(action, argparse._AppendAction):
-            notes.append("may be repeated")
         if action.choices is not None and not action.option_strings:
             notes.append("one of " + ", ".join(code(str(choice)) for choice in action.choices))
         if exclusive.get(id(action)):
@@ -321,7 +327,7 @@ PAGES = (
     Page(name="credentials.md", sources="the credential catalogue, credentials.py", render=credentials_reference),
     Page(
         name="images.md",
-        sources="the offline plans of phase1, phase2 and phase3, as `blueprint images` reads them",
+        sources="the offline plans of phase1, phase2 and phase3, as `uv run blueprint images` reads them",
         render=images_reference,
     ),
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from collections.abc import Callable, MutableMapping, Sequence
 from pathlib import Path
@@ -22,10 +23,13 @@ PHASE_STACKS = {**{phase.removeprefix("phase"): (phase,) for phase in STACK_PHAS
 STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
 
-PULUMI_BIN = (".pulumi", "bin")
-TOOLS_BIN = (".local", "share", "blueprint", "bin")
-"""Where `doctor --fix` installs under the home folder (cli/doctor/install.py): the Pulumi CLI; kind
-and kubectl. In this order they go first on blueprint's PATH (`tools_on_path`)."""
+BLUEPRINT_SHARE = (".local", "share", "blueprint")
+"""blueprint's own folder under the home folder: nothing but what `doctor --fix` installs."""
+PULUMI_BIN = (*BLUEPRINT_SHARE, "pulumi", "bin")
+TOOLS_BIN = (*BLUEPRINT_SHARE, "bin")
+"""Where `doctor --fix` installs under the home folder (cli/doctor/install.py): the Pulumi CLI with its
+bundled plugins; kind and kubectl. In this order they go first on blueprint's PATH (`tools_on_path`).
+Pulumi's own installer folder, ~/.pulumi/bin, is the user's: blueprint never writes it nor moves it."""
 
 
 def tools_home() -> Path | None:
@@ -36,20 +40,55 @@ def tools_home() -> Path | None:
         return None
 
 
+def blueprint_folders(home: Path, folder: Path) -> list[Path]:
+    """The folders of blueprint's own from ~/.local/share/blueprint down to `folder`, which is one of them."""
+    top = home.joinpath(*BLUEPRINT_SHARE)
+    below = folder.relative_to(top).parts
+    return [top.joinpath(*below[:count]) for count in range(len(below) + 1)]
+
+
+OTHER_OWNER = "another user owns it"
+
+
+def not_yours_alone(folder: Path) -> str | None:
+    """Why `folder` must not go first on PATH (what every script blueprint runs calls `docker`, `rm`,
+    `pulumi` would be what is in it), or None: it is not a folder, another user owns it, or other
+    users may write in it. Group write is allowed (a umask of 002 gives every folder one's own group).
+    """
+    try:
+        found = folder.stat()
+    except OSError:
+        return "it is not there"
+    if not stat.S_ISDIR(found.st_mode):
+        return "it is not a folder"
+    if found.st_uid != os.getuid():
+        return OTHER_OWNER
+    return "other users may write in it" if found.st_mode & stat.S_IWOTH else None
+
+
+def tools_folders(home: Path | None) -> list[str]:
+    """The folders `doctor --fix` installs into under `home` that are there and, with blueprint's
+    folders above them, the user's alone (`not_yours_alone`), in PATH order.
+    """
+    if home is None:
+        return []
+    wanted = [home.joinpath(*folder) for folder in (PULUMI_BIN, TOOLS_BIN)]
+    return [str(folder) for folder in wanted if not any(map(not_yours_alone, blueprint_folders(home, folder)))]
+
+
 def tools_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
-    """Put the folders `doctor --fix` installs into under `home` (~/.pulumi/bin for Pulumi, blueprint's
-    own ~/.local/share/blueprint/bin for kind and kubectl), those that exist, first on `environ`'s
-    PATH, each once: an older `pulumi` or `kubectl` elsewhere must not win. Neither holds anything
-    but those tools, so nothing of the user's (a `python`, a `uv`) comes before the project's
-    environment. False, PATH left alone, when neither exists.
+    """Put the folders `doctor --fix` installs into under `home` (`tools_folders`) first on
+    `environ`'s PATH, each once: an older `pulumi` or `kubectl` elsewhere must not win. They are
+    blueprint's own and hold nothing but those tools, so nothing of the user's (a `python`, a `uv`)
+    comes before the project's environment, and no other folder is moved. False, PATH left alone,
+    when there is none.
 
     `main` does it for the process, so what `--fix` installed is found with no PATH step by the
-    doctor, by the Automation API's `pulumi` and by every process started from there (Pulumi's
-    engine, the `kind` and `kubectl` local.Command runs); `blueprint env` exports it for the plain
-    `pulumi` commands.
+    doctor, by the Automation API (which runs the `pulumi` first on PATH) and by every process
+    started from there (Pulumi's engine, the `kind` and `kubectl` local.Command runs); `blueprint
+    env` prints the same folders for the shell.
     """
-    first = [str(home.joinpath(*folder)) for folder in (PULUMI_BIN, TOOLS_BIN)] if home is not None else []
-    first = [folder for folder in first if os.path.isdir(folder)]
+    first = tools_folders(home)
     if not first:
         return False
     taken = {os.path.normpath(folder) for folder in first}
@@ -196,8 +235,8 @@ def _verb_doctor(verbs: Verbs) -> None:
     doctor.add_argument(
         "--fix",
         action="store_true",
-        help="install the Pulumi CLI, kind and kubectl under your home folder; show your OS family's commands for Docker and the "
-        "kernel limits, and run them once you say yes; say what to do for the rest",
+        help="install the Pulumi CLI, kind and kubectl into blueprint's own folders under ~/.local/share/blueprint; show your OS "
+        "family's commands for Docker and the kernel limits, and run them once you say yes; say what to do for the rest",
     )
     doctor.add_argument("--yes", action="store_true", help="with --fix: run those commands without asking (for scripts)")
     chosen = doctor.add_mutually_exclusive_group()
@@ -295,7 +334,8 @@ def _verb_env(verbs: Verbs) -> None:
         verbs,
         "env",
         "print the exports the plain `pulumi`, `kind` and `kubectl` commands need: blueprint's state passphrase, and the "
-        'folders `doctor --fix` installs into first on PATH: eval "$(uv run blueprint env)"',
+        "folders `doctor --fix` installs into, put first on your shell's own PATH (each once): "
+        'eval "$(uv run blueprint env)"',
     )
 
 
@@ -343,8 +383,13 @@ def _env(args: argparse.Namespace) -> int:
     except passphrase.PassphraseFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    if tools_on_path(os.environ, tools_home()):
-        sys.stdout.write(f"export PATH={shlex.quote(os.environ['PATH'])}\n")
+    # Onto the shell's own PATH as the shell has it when it evals this, never this process's (`uv run`
+    # put the checkout's .venv/bin first there): each folder once, however often it is run.
+    if folders := tools_folders(tools_home()):
+        for folder in reversed(folders):
+            quoted = shlex.quote(folder)
+            sys.stdout.write(f'case ":$PATH:" in *:{quoted}:*) ;; *) PATH={quoted}"${{PATH:+:$PATH}}" ;; esac\n')
+        sys.stdout.write("export PATH\n")
     # The warning goes to stderr, which `eval "$(...)"` leaves on the terminal.
     if weak := passphrase.weak_choice(os.environ):
         print(weak, file=sys.stderr)

@@ -1,7 +1,7 @@
 """`blueprint up | preview | destroy`: the phases' stacks in order (destroy in reverse, through
 cli/teardown.py), each through a `StackRunner` (cli/stack_runner.py).
 
-Before anything, a stack that a newer release brought up stops them all (`newer_release`).
+Before anything changes, a stack that a newer release brought up stops them all (`newer_release`).
 
 A failure names the phase and the resource, explains Kubernetes timeouts with the pods that are
 not Ready, and gives the command that resumes; every step is re-runnable. An `up` that succeeded
@@ -79,7 +79,8 @@ def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Ca
 
 def newer_release(context: Context) -> bool:
     """Whether a phase stack records another release than this checkout may act on (said, with the
-    fix): checked before anything (the doctor, a cluster change's export and destroy) in up and preview.
+    fix): checked before anything changes (a cluster change's export and destroy, a stack's up) in up
+    and preview; `up` runs the doctor, which changes nothing, first.
     """
     from stacks.migrations import newer_stack
 
@@ -89,10 +90,12 @@ def newer_release(context: Context) -> bool:
 
 
 def up(context: Context, phase: str) -> int:
-    if newer_release(context):
-        return 1
+    # The doctor first: it changes nothing, and reading the stacks' releases needs the Pulumi CLI, whose
+    # absence on a fresh machine would otherwise hide every other thing the doctor has to say.
     if context.doctor is not None and context.doctor() != 0:
         context.say(f"blueprint doctor found what stops a real run (above); fix it and run `{_as_run('up', phase)}` again.")
+        return 1
+    if newer_release(context):
         return 1
     from cli.cluster_change import make_way_for_a_new_cluster
 

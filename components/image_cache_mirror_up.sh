@@ -76,6 +76,7 @@ if [ -n "${failed:-}" ]; then
   docker rm --force "$CONTAINER" >/dev/null 2>&1 || true  # so the next `up` starts it anew
   stack=${OWNER#*/}
   echo "blueprint: the image cache's mirror of $REGISTRY ($CONTAINER) did not start (Docker said why above). The" \
-    "platform comes up without the cache too: pulumi config set -s $(quoted "${stack%@*}") blueprint:imageCache false" >&2
+    "platform comes up without the cache too: in Pulumi.${stack%@*}.yaml, replace 'config: {}' with 'config:' and the" \
+    "line '  blueprint:imageCache: false' (under a 'config:' that holds lines already, add that line)" >&2
   exit 1
 fi

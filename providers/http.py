@@ -152,4 +152,5 @@ def _never_sent(error: Exception, reason: object) -> bool:
 def _retry_after(response: Any) -> float | None:
     """The pause a 429 asks for (`Retry-After` in seconds, at most RETRY_AFTER_MAX), if it names one."""
     named = str(response.headers.get("Retry-After", "")).strip()
-    return min(float(named), RETRY_AFTER_MAX) if named.isdigit() else None
+    # ASCII digits alone: str.isdigit() also takes '²', which float() refuses.
+    return min(float(named), RETRY_AFTER_MAX) if named.isascii() and named.isdigit() else None

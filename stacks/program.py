@@ -50,8 +50,9 @@ async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
 
 async def read_upstream(stack: str) -> dict[str, Any]:
     """The upstream stack's outputs: plain values, and secret Outputs for its secrets. Refused when
-    a newer release brought the upstream up, and when an older one did (a preview only warns: it
-    reads the outputs as they are); the upstream's `blueprintVersion` is checked, never an input.
+    a newer release brought the upstream up, and when an older one did (a preview only warns, and
+    reads the outputs as they are, unless one this release reads is missing); the upstream's
+    `blueprintVersion` is checked, never an input.
     """
     from stacks.migrations import behind, refusal
 
@@ -67,11 +68,12 @@ async def read_upstream(stack: str) -> dict[str, Any]:
     release = (await reference.get_output_details(outputs.BLUEPRINT_VERSION)).value
     if release is not None and (refused := refusal(upstream, release)):
         raise pulumi.RunError(f"stack {stack} reads the outputs of stack {upstream}: {refused}")
+    missing = [key for key in outputs.EXPORTS[upstream] if key not in values]
     if (release is not None or values) and (lag := behind(stack, upstream, release)):
-        if not pulumi.runtime.is_dry_run():
+        # An older upstream lacks what this release added: that is why, not that it is down.
+        if missing or not pulumi.runtime.is_dry_run():
             raise pulumi.RunError(lag)
         pulumi.log.warn(f"{lag}; this preview reads {upstream}'s outputs as they are")
-    missing = [key for key in outputs.EXPORTS[upstream] if key not in values]
     if missing:
         raise pulumi.RunError(
             f"stack {stack!r} reads {', '.join(missing)} from stack {upstream!r}, which does not export "

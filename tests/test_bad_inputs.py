@@ -52,7 +52,11 @@ def config_case(stack: str, key: str, value: str, valid: str, fix: str = "") -> 
     return Bad(
         argv=("plan", stack),
         files={stack: stack_file(**{f"blueprint:{key}": value})},
-        says=(f"blueprint:{key} = ", valid, fix or f"fix: `pulumi config set -s {stack} blueprint:{key} "),
+        says=(
+            f"blueprint:{key} = ",
+            valid,
+            fix or f"fix: in Pulumi.{stack}.yaml, replace `config: {{}}` with `config:` and the line `  blueprint:{key}: ",
+        ),
         program=stack,
     )
 
@@ -119,7 +123,10 @@ CASES: dict[str, Bad] = {
     "no-namespace-read-as-blueprints": Bad(
         argv=("plan", "phase1"),
         files={"phase1": stack_file(gitlabNodes=0)},
-        says=("blueprint:gitlabNodes = '0' is not valid", "fix: `pulumi config set -s phase1 blueprint:gitlabNodes 3`"),
+        says=(
+            "blueprint:gitlabNodes = '0' is not valid",
+            "fix: in Pulumi.phase1.yaml, replace `config: {}` with `config:` and the line `  blueprint:gitlabNodes: 3`",
+        ),
         program="phase1",
     ),
     "headlamp-yes-as-pulumi-reads-it": config_case("phase1", "headlamp", "yes", "'yes' is not valid: expected true or false"),
@@ -136,7 +143,7 @@ CASES: dict[str, Bad] = {
         "headlampAdmin",
         "true",
         "blueprint:headlamp is false: there is no Headlamp",
-        "fix: `pulumi config set -s phase1 blueprint:headlampAdmin false`",
+        "fix: in Pulumi.phase1.yaml, replace `config: {}` with `config:` and the line `  blueprint:headlampAdmin: false`",
     ),
     "stack-file-key-twice": Bad(
         argv=("plan", "phase1"),
@@ -250,7 +257,10 @@ CASES: dict[str, Bad] = {
     "old-config-module-form-read-as-pulumi-reads-it": Bad(
         argv=("plan", "phase1"),
         files={"phase1": stack_file(**{"blueprint:config:gitlabNodes": 0})},
-        says=("blueprint:gitlabNodes = '0' is not valid", "fix: `pulumi config set -s phase1 blueprint:gitlabNodes 3`"),
+        says=(
+            "blueprint:gitlabNodes = '0' is not valid",
+            "fix: in Pulumi.phase1.yaml, replace `config: {}` with `config:` and the line `  blueprint:gitlabNodes: 3`",
+        ),
         program="phase1",
     ),
     # phase3's values

@@ -90,6 +90,26 @@ def test_the_configuration_reference_says_which_stacks_read_each_key() -> None:
     assert "| [`pipelineTimeout`](#pipelinetimeout) | integer | `600` | phase3, dev |" in page
 
 
+def test_the_cli_reference_says_once_that_an_option_may_be_repeated() -> None:
+    """Its help says so, as `--help` shows it: the page adds nothing to say it again."""
+    row = next(line for line in committed("cli.md").splitlines() if line.startswith("| `--config KEY=VALUE` |"))
+    assert row.count("repeat") == 1, row
+
+
+def test_the_configuration_reference_sets_each_key_in_the_stack_file_first_and_with_pulumi_after_blueprint_env() -> None:
+    """Before the first up, a plain `pulumi config set` finds no Pulumi on the shell's PATH, or creates the
+    stack with a passphrase of its own, which blueprint cannot decrypt."""
+    page = committed("configuration.md")
+    env = 'eval "$(uv run blueprint env)"'
+    intro = page.split("\n## ", 1)[0]
+    assert intro.index("```yaml\nconfig:\n  blueprint:gitlabNodes: 4\n```") < intro.index(f"{env}\npulumi config set -s phase1")
+    for key in yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"]:
+        section = page.split(f"\n## {key}\n", 1)[1].split("\n## ", 1)[0]
+        setting = next(line for line in section.splitlines() if line.startswith("- Set it: "))
+        assert setting.startswith("- Set it: in Pulumi."), setting
+        assert setting.index(f"`{env}`, then `pulumi config set -s ") > setting.index(f"the line `  blueprint:{key}: <value>`"), setting
+
+
 def test_the_cli_reference_names_every_verb_and_every_option_of_the_parser() -> None:
     page = committed("cli.md")
     [commands] = [action for action in parser()._actions if isinstance(action, argparse._SubParsersAction)]

@@ -24,7 +24,7 @@ def _shown(commands: Sequence[Command]) -> str:
 _RELOGIN = "then log out and in again (the docker group counts from your next login; `newgrp docker` gives it to one shell now)"
 _WSL_DOCKER = (
     "install Docker Desktop on Windows with the WSL2 backend (https://docs.docker.com/desktop/setup/install/windows-install/) "
-    "and turn on Settings > Resources > WSL integration for this distro: a Windows install, which `blueprint doctor --fix` "
+    "and turn on Settings > Resources > WSL integration for this distro: a Windows install, which `uv run blueprint doctor --fix` "
     "does not do from WSL"
 )
 

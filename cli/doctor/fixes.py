@@ -86,6 +86,13 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
     return steps
 
 
+CHECKSUM_PROVES = (
+    "each checksum comes from the same publisher as its file: it catches a download damaged or cut short on the way, "
+    "not a release whose publisher was compromised"
+)
+"""Said once by `--fix` before it installs: what the SHA-256 check shows, and what it does not."""
+
+
 Execute = Callable[[Command, TextIO], int]
 """Runs one command of `--fix`, writing its output to the stream; its exit code."""
 
@@ -187,6 +194,7 @@ def apply(
     """
     out.write("\nfixing:\n")
     commands: list[Command] = []
+    checked = False
     for step in fix_plan(failed, machine):
         if step.commands:
             commands += [command for command in step.commands if command not in commands]
@@ -195,6 +203,9 @@ def apply(
             out.write(f"  to do by hand: {step.what}\n")
             continue
         out.write(f"  {step.what}, from {step.download.url}, checked against {step.download.checksum_url}\n")
+        if not checked:
+            out.write(f"    ({CHECKSUM_PROVES})\n")
+            checked = True
         try:
             install(machine, step.download)
         except ChecksumMismatch as error:

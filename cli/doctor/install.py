@@ -1,7 +1,11 @@
-"""What `--fix` installs without asking, into the user's home alone: kind and kubectl into
-~/.local/share/blueprint/bin, the Pulumi CLI into ~/.pulumi/bin. It runs no installer script: it downloads each
-pinned release file and the checksum its publisher puts beside it, and installs the file only if its
-SHA-256 matches; on a mismatch it stops and installs nothing.
+"""What `--fix` installs without asking, into blueprint's own folders under the home folder alone: kind
+and kubectl into ~/.local/share/blueprint/bin, the Pulumi CLI and its bundled plugins into
+~/.local/share/blueprint/pulumi/bin (never Pulumi's own ~/.pulumi, which is the user's). It runs no
+installer script: it downloads each pinned release file and the checksum its publisher puts beside
+it, and installs the file only if its SHA-256 matches; on a mismatch it stops and installs nothing.
+That checksum comes from the same publisher as the file: it catches a download corrupted or cut
+short on the way, not a release whose file and checksum were both replaced (a digest pinned in
+this checkout would: versions.py pins none yet).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import tarfile
 import tempfile
@@ -16,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from cli.doctor.machine import DownloadError, Machine, release_arch
-from cli.main import PULUMI_BIN, TOOLS_BIN
+from cli.main import BLUEPRINT_SHARE, OTHER_OWNER, PULUMI_BIN, TOOLS_BIN, blueprint_folders, not_yours_alone
 from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
 
 KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
@@ -34,7 +39,9 @@ KUBECTL = "kubectl"
 
 @dataclass(frozen=True, kw_only=True)
 class Download:
-    """A pinned release file that `--fix` installs only once it matches its published SHA-256."""
+    """A pinned release file that `--fix` installs only once it matches its published SHA-256 (which
+    shows it arrived whole, not that its publisher is who made it).
+    """
 
     tool: str
     url: str
@@ -102,9 +109,13 @@ def download_fix(machine: Machine, tool: str, page: str) -> str:
     if arch is None or machine.system not in INSTALLS_ON:
         return f"download {tool} for {machine.system}/{machine.machine} from {page}"
     what = downloads(machine, tool, arch)
-    where = "its pulumi/ folder as ~/.pulumi/bin" if what.unpack else f"as ~/.local/share/blueprint/bin/{tool}, executable"
+    where = (
+        "its pulumi/ folder as ~/.local/share/blueprint/pulumi/bin"
+        if what.unpack
+        else f"as ~/.local/share/blueprint/bin/{tool}, executable"
+    )
     return (
-        f"`blueprint doctor --fix` (downloads {what.url}, checks it against its published SHA-256, installs it); or by hand: "
+        f"`uv run blueprint doctor --fix` (downloads {what.url}, checks it against its published SHA-256, installs it); or by hand: "
         f"download it and {what.checksum_url}, compare its SHA-256 (`sha256sum`), and install {where}"
     )
 
@@ -173,6 +184,26 @@ def unpack(archive: tarfile.TarFile, folder: Path) -> None:
         target.chmod(mode)  # os.open's mode goes through the umask
 
 
+def own_folders(home: Path, folder: Path) -> None:
+    """Make blueprint's folders down to `folder` (cli/main.py `blueprint_folders`), each 0755 whatever
+    the umask: they go first on PATH, so no one else may write in them. One there already that is
+    not the user's alone (`not_yours_alone`) is an InstallError: what it holds may not be theirs.
+    """
+    home.joinpath(*BLUEPRINT_SHARE[:-1]).mkdir(parents=True, exist_ok=True)  # ~/.local/share: the user's own
+    for each in blueprint_folders(home, folder):
+        try:
+            each.mkdir(mode=0o755)
+            each.chmod(0o755)  # mkdir's mode goes through the umask
+        except FileExistsError:
+            pass
+        if why := not_yours_alone(each):
+            raise InstallError(
+                f"{each} is not yours alone ({why}), and blueprint runs its tools from there: nothing was installed. "
+                f"Remove it (`{'sudo ' if why == OTHER_OWNER else ''}rm -rf -- {shlex.quote(str(each))}`: it holds only what "
+                f"`--fix` installs), then run `uv run blueprint doctor --fix` again"
+            )
+
+
 def install(machine: Machine, download: Download) -> None:
     """Fetch `download` and its checksum into a scratch folder, check it, and only then put it in
     place (renamed into its target, so a failure half-way leaves the old one or none, never a part).
@@ -183,7 +214,7 @@ def install(machine: Machine, download: Download) -> None:
             machine.download(download.url, fetched)
             machine.download(download.checksum_url, sums)
         except DownloadError as error:
-            raise InstallError(f"{error}; nothing was installed: run `blueprint doctor --fix` again") from None
+            raise InstallError(f"{error}; nothing was installed: run `uv run blueprint doctor --fix` again") from None
         expected = published_digest(sums.read_text(errors="replace"), download.listed_as)
         if expected is None:
             listed = f" for {download.listed_as}" if download.listed_as else ""
@@ -192,10 +223,10 @@ def install(machine: Machine, download: Download) -> None:
         if actual != expected:
             raise ChecksumMismatch(
                 f"{download.url} does not match its published SHA-256 ({download.checksum_url}): expected {expected}, got {actual}. "
-                f"Nothing was installed. The download was altered or cut short: run `blueprint doctor --fix` again later, "
+                f"Nothing was installed. The download was altered or cut short: run `uv run blueprint doctor --fix` again later, "
                 f"and if it still differs, do not install that file"
             )
-        download.target.parent.mkdir(parents=True, exist_ok=True)
+        own_folders(machine.home(), download.target.parent)
         staged = download.target.with_name(f".{download.target.name}.blueprint-new")
         if staged.is_dir():  # left by an install that was killed half-way
             shutil.rmtree(staged)
@@ -216,6 +247,7 @@ def install(machine: Machine, download: Download) -> None:
         if not (root / "pulumi").is_file():
             raise InstallError(f"{download.url} holds no pulumi/pulumi binary; nothing was installed")
         shutil.copytree(root, staged)
+        staged.chmod(0o755)  # first on PATH: the user's alone (`own_folders`)
         previous = download.target.with_name(f".{download.target.name}.blueprint-old")
         shutil.rmtree(previous, ignore_errors=True)
         if download.target.exists():

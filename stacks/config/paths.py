@@ -249,7 +249,7 @@ def image_cache_dir_problem(value: str, project_dir: Path, data_dir: Path) -> st
     if path == data_dir or data_dir in path.parents:
         return f"{IMAGE_CACHE} must not be inside the data folder ({data_dir}), which a destroy with preserveData=false wipes"
     if path in data_dir.parents:
-        return f"{IMAGE_CACHE} must not hold the data folder ({data_dir}): `blueprint destroy --wipe-cache` would remove it"
+        return f"{IMAGE_CACHE} must not hold the data folder ({data_dir}): `uv run blueprint destroy --wipe-cache` would remove it"
     return None
 
 

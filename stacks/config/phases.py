@@ -31,6 +31,7 @@ from stacks.config.paths import (
     unsafe_characters,
 )
 from stacks.config.schema import (
+    ENV_STEP,
     declared_keys,
     default_string,
     fix_hint,
@@ -57,7 +58,7 @@ class HostPorts:
     ssh: int
     """GitLab's SSH listener."""
     openbao: int
-    """The OpenBao API, for the init/unseal provider that runs on the host."""
+    """The OpenBao API, which blueprint calls from the host (OpenBaoInit, the credentials' writes, `blueprint secrets`)."""
     api_server: int
     """The Kubernetes API server."""
 
@@ -365,12 +366,21 @@ def key_problems(
             problems.append(f"{name} = {shown} (in {where}) is not a blueprint setting; {hint}")
         elif name in set_keys and not stack_reads(stack, name):
             readers = stacks_reading(key)
-            value = "<value>" if name in secret_keys else shlex.quote(values[name])
             target = readers[0]
+            if name in secret_keys:  # its line is encrypted for this stack alone: set anew on the other, never moved
+                move = (
+                    f"remove its line from {where}, and set it on {target} with Pulumi: `{ENV_STEP}`, then "
+                    f"`pulumi config set --secret -s {target} {name} <value>`"
+                )
+            else:
+                move = (
+                    f"move its line from {where} to Pulumi.{target}.yaml (a `config: {{}}` there becomes `config:` and that line); "
+                    f"or with Pulumi: `{ENV_STEP}`, then `pulumi config rm -s {shlex.quote(stack)} {name}` and "
+                    f"`pulumi config set -s {target} {name} {shlex.quote(values[name])}`"
+                )
             problems.append(
                 f"{name} = {shown} is set on stack {stack}, which does not read it: {' and '.join(readers)} reads it "
-                f"(and dev, which runs every phase). Move it: `pulumi config rm -s {shlex.quote(stack)} {name}` and "
-                f"`pulumi config set -s {target} {name} {value}`, or move its line from {where} to Pulumi.{target}.yaml"
+                f"(and dev, which runs every phase). Move it: {move}"
             )
             # Said now, not after the move: the value as the stack that reads it would check it.
             moved = value_problems(target, {name: values[name]}, secret_keys=set(secret_keys) & {name})

@@ -170,14 +170,23 @@ def keys_set_on(stack: str, values: Mapping[str, str]) -> set[str]:
     return set(stack_file_config(stack)) | {key for key, value in values.items() if defaults.get(key) != value}
 
 
+ENV_STEP = 'eval "$(uv run blueprint env)"'
+"""What a shell runs before a plain `pulumi` command: blueprint's passphrase (a `pulumi config set`
+without it makes a stack blueprint cannot decrypt) and the Pulumi CLI `doctor --fix` installed."""
+
+
 def ways_to_set(stack: str, key: str, example: object) -> str:
-    """How to set `key` on `stack`: with the Pulumi CLI, or by hand in the stack's file. An
-    `example` such as `<free port>` is a placeholder for the user to fill in, shown as it is.
+    """How to set `key` on `stack`: first by hand in the stack's file, which needs nothing; then with
+    the Pulumi CLI, after `ENV_STEP`. An `example` such as `<free port>` is a placeholder for the
+    user to fill in, shown as it is.
     """
     text = str(example)
     value = text if text.startswith("<") and text.endswith(">") else shlex.quote(text)
-    by_hand = f"add the line `  {NAMESPACE}:{key}: {value}` under `config:` in Pulumi.{stack}.yaml (a `config: {{}}` becoming `config:`)"
-    return f"`pulumi config set -s {shlex.quote(stack)} {NAMESPACE}:{key} {value}`, or {by_hand}"
+    return (
+        f"in Pulumi.{stack}.yaml, replace `config: {{}}` with `config:` and the line `  {NAMESPACE}:{key}: {value}` (under a "
+        f"`config:` that holds lines already, add that line); or with Pulumi: `{ENV_STEP}`, then "
+        f"`pulumi config set -s {shlex.quote(stack)} {NAMESPACE}:{key} {value}`"
+    )
 
 
 def fix_hint(stack: str, key: str, example: object) -> str:

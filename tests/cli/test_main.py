@@ -20,6 +20,12 @@ from cli.main import main
 from cli.plan import ProgramFailed
 from stacks.config import PROJECT_DIR
 
+PULUMI_BIN = ".local/share/blueprint/pulumi/bin"
+TOOLS_BIN = ".local/share/blueprint/bin"
+"""Where `doctor --fix` installs Pulumi, and kind and kubectl, under the home folder."""
+HOSTILE = 'it\'s; $(touch pwned) `touch pwned` & | * ? [a] \\ ~ "q" <x> #'
+"""A folder name that is shell syntax in every way a quote can fail."""
+
 FAKE_PULUMI = """#!/bin/sh
 printf '%s\\n' "$*" >> "$FAKE_PULUMI_LOG"
 case "$*" in
@@ -97,7 +103,7 @@ MAIN_WITH_DEFAULTS = str(Path(__file__).parent / "programs" / "main_with_default
 
 @pytest.mark.parametrize("command", ["preview", "status"])
 def test_blueprint_without_pulumi_on_path_exits_non_zero_without_a_traceback(command: str, config_home: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "PATH": without_pulumi_on_path(), "HOME": str(tmp_path)}  # no ~/.pulumi/bin of the tester's
+    env = {**os.environ, "PATH": without_pulumi_on_path(), "HOME": str(tmp_path)}  # no Pulumi `--fix` installed for the tester
     done = subprocess.run(
         [sys.executable, MAIN_WITH_DEFAULTS, command], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=False
     )
@@ -158,7 +164,7 @@ def home_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *installed: str) 
     here; PATH holds git alone."""
     home = tmp_path / "home"
     for name in installed:
-        tool = home / (".pulumi/bin" if name == "pulumi" else ".local/share/blueprint/bin") / name
+        tool = home / (PULUMI_BIN if name == "pulumi" else TOOLS_BIN) / name
         tool.parent.mkdir(parents=True, exist_ok=True)
         tool.write_text(FAKE_PULUMI if name == "pulumi" else f"#!/bin/sh\necho {name}\n")
         tool.chmod(0o755)
@@ -196,7 +202,7 @@ def test_the_processes_blueprint_starts_find_the_tools_doctor_fix_installed(tmp_
     assert found.stdout.split() == [
         str(home / ".local/share/blueprint/bin/kind"),
         str(home / ".local/share/blueprint/bin/kubectl"),
-        str(home / ".pulumi/bin/pulumi"),
+        str(home / PULUMI_BIN / "pulumi"),
     ]
 
 
@@ -211,6 +217,39 @@ def test_blueprint_env_puts_the_tools_doctor_fix_installed_on_the_shells_path(co
         ["sh", "-c", shell, sys.executable], cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == str(tmp_path / ".local/share/blueprint/bin/kind")
+
+
+def blueprint_env_twice(home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`eval "$(uv run blueprint env)"` twice in one `sh`, then its PATH: `uv run` starts blueprint with
+    the checkout's .venv/bin first on PATH, and the shell's own PATH is /usr/bin:/bin."""
+    env = {**os.environ, "HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_DIR)}
+    once = 'eval "$(PATH="$1:$PATH" "$0" -m cli.main env)"'
+    return subprocess.run(
+        ["sh", "-c", f'{once} && {once} && printf %s "$PATH"', sys.executable, str(Path(sys.executable).parent)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+
+def test_blueprint_env_puts_the_tools_first_on_the_shells_own_path_once(config_home: Path, tmp_path: Path) -> None:
+    """Not the PATH blueprint runs with: the checkout's python, pytest and bao would come first in the
+    user's shell; and an eval run again (a new terminal's rc file, a second checkout) adds nothing."""
+    for folder in (PULUMI_BIN, TOOLS_BIN):
+        (tmp_path / folder).mkdir(parents=True)
+    done = blueprint_env_twice(tmp_path, PROJECT_DIR)
+    assert done.stdout.split(":") == [str(tmp_path / PULUMI_BIN), str(tmp_path / TOOLS_BIN), "/usr/bin", "/bin"]
+
+
+def test_blueprint_env_gives_a_home_folder_with_shell_syntax_in_its_name_to_the_shell_as_it_is(config_home: Path, tmp_path: Path) -> None:
+    home = tmp_path / HOSTILE
+    (home / TOOLS_BIN).mkdir(parents=True)
+    done = blueprint_env_twice(home, tmp_path)
+    assert done.stdout.split(":") == [str(home / TOOLS_BIN), "/usr/bin", "/bin"]
+    assert not (tmp_path / "pwned").exists()
 
 
 def test_no_output_shows_the_passphrase(

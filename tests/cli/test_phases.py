@@ -32,6 +32,28 @@ def test_up_stops_when_the_doctor_finds_a_missing_prerequisite() -> None:
     assert "blueprint doctor" in out.getvalue()
 
 
+class NoPulumi(FakeRunner):
+    """A fresh machine: reading a stack needs the Pulumi CLI, which is not there."""
+
+    def outputs(self, stack: str) -> dict[str, Any] | None:
+        raise FileNotFoundError(2, "No such file or directory", "pulumi")
+
+
+def test_up_on_a_fresh_machine_gives_the_doctors_whole_report_before_it_reads_a_stack() -> None:
+    """The release check reads every stack through Pulumi: before the doctor, a missing Pulumi CLI
+    would be all `up` says, and the doctor has every other thing to fix too (it changes nothing)."""
+    said: list[str] = []
+
+    def doctor() -> int:
+        said.append("the doctor's report")
+        return 1
+
+    ctx, out = context(NoPulumi(), doctor=doctor)
+    assert phases.up(ctx, "all") == 1
+    assert said == ["the doctor's report"]
+    assert "blueprint doctor found what stops a real run (above)" in out.getvalue()
+
+
 def test_up_of_one_phase_stopped_by_the_doctor_says_to_run_that_same_up_again() -> None:
     ctx, out = context(FakeRunner(), doctor=lambda: 1)
     assert phases.up(ctx, "3") == 1

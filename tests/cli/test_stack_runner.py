@@ -3,10 +3,12 @@ secrets still encrypted, and a stack that holds no resource is not up."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from cli.main import tools_on_path
 from cli.stack_runner import AutomationRunner, StackFailed
 from tests.plans import fake_command
 
@@ -54,3 +56,18 @@ def test_a_failed_import_is_a_stack_failure_and_leaves_no_state_file_behind(fake
 def test_a_stack_that_holds_no_resource_is_not_up(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, listed: str) -> None:
     monkeypatch.setenv("PULUMI_STACKS", listed)
     assert AutomationRunner().outputs("phase2") is None
+
+
+def test_the_automation_api_runs_the_pulumi_doctor_fix_installed_before_any_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Automation API runs the `pulumi` first on the process's PATH, where `main` put blueprint's own
+    folder (cli/main.py `tools_on_path`): not the user's, nor an old one in Pulumi's ~/.pulumi/bin."""
+    home = tmp_path / "home"
+    fake_command(home / ".local/share/blueprint/pulumi/bin", "pulumi", FAKE_PULUMI)
+    for elsewhere in (tmp_path / "opt", home / ".pulumi/bin"):
+        fake_command(elsewhere, "pulumi", 'echo "error: not the pulumi blueprint installed" >&2; exit 1\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'opt'}:{home / '.pulumi/bin'}:/usr/bin:/bin")
+    monkeypatch.setenv("PULUMI_CALLS", str(tmp_path / "calls"))
+    monkeypatch.setenv("PULUMI_STACKS", "[]")
+    tools_on_path(os.environ, home)
+    assert AutomationRunner().outputs("phase2") is None
+    assert "stack ls --json" in (tmp_path / "calls").read_text()

@@ -1,25 +1,34 @@
-"""The folders `doctor --fix` installs into go first on blueprint's PATH: those that exist, each once.
-They hold only those tools, so nothing of the user's comes before the project's environment."""
+"""The folders `doctor --fix` installs into, blueprint's own under ~/.local/share/blueprint, go first on
+blueprint's PATH: those that are there and the user's alone, each once. They hold only those tools, so
+nothing of the user's comes before the project's environment; no folder of the user's is moved."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from cli.main import tools_on_path
 
 TOOLS = ".local/share/blueprint/bin"
+PULUMI = ".local/share/blueprint/pulumi/bin"
+
+
+def made(home: Path, *folders: str) -> None:
+    for folder in folders:
+        (home / folder).mkdir(parents=True)
 
 
 def test_the_install_folders_that_exist_go_first_on_path(tmp_path: Path) -> None:
-    (tmp_path / ".pulumi/bin").mkdir(parents=True)
-    (tmp_path / TOOLS).mkdir(parents=True)
+    made(tmp_path, PULUMI, TOOLS)
     environ = {"PATH": "/work/.venv/bin:/usr/local/bin:/usr/bin"}
     assert tools_on_path(environ, tmp_path)
-    assert environ["PATH"] == f"{tmp_path}/.pulumi/bin:{tmp_path}/{TOOLS}:/work/.venv/bin:/usr/local/bin:/usr/bin"
+    assert environ["PATH"] == f"{tmp_path}/{PULUMI}:{tmp_path}/{TOOLS}:/work/.venv/bin:/usr/local/bin:/usr/bin"
 
 
 def test_an_install_folder_that_does_not_exist_is_not_put_on_path(tmp_path: Path) -> None:
-    (tmp_path / TOOLS).mkdir(parents=True)
+    made(tmp_path, TOOLS)
     environ = {"PATH": "/usr/bin"}
     tools_on_path(environ, tmp_path)
     assert environ["PATH"] == f"{tmp_path}/{TOOLS}:/usr/bin"
@@ -27,19 +36,27 @@ def test_an_install_folder_that_does_not_exist_is_not_put_on_path(tmp_path: Path
 
 def test_an_install_folder_already_on_path_moves_first_and_stays_once(tmp_path: Path) -> None:
     """A `pulumi` older than blueprint needs, earlier on PATH, must not win over the one `--fix` installed."""
-    (tmp_path / ".pulumi/bin").mkdir(parents=True)
-    environ = {"PATH": f"/usr/local/bin:{tmp_path}/.pulumi/bin/:/usr/bin"}
+    made(tmp_path, PULUMI)
+    environ = {"PATH": f"/usr/local/bin:{tmp_path}/{PULUMI}/:/usr/bin"}
     tools_on_path(environ, tmp_path)
-    assert environ["PATH"] == f"{tmp_path}/.pulumi/bin:/usr/local/bin:/usr/bin"
+    assert environ["PATH"] == f"{tmp_path}/{PULUMI}:/usr/local/bin:/usr/bin"
 
 
 def test_the_users_own_local_bin_is_left_where_it_is(tmp_path: Path) -> None:
     """~/.local/bin may hold the user's own python or uv: it never comes before the project's environment."""
-    (tmp_path / ".local/bin").mkdir(parents=True)
-    (tmp_path / TOOLS).mkdir(parents=True)
+    made(tmp_path, ".local/bin", TOOLS)
     environ = {"PATH": f"/work/.venv/bin:/usr/bin:{tmp_path}/.local/bin"}
     tools_on_path(environ, tmp_path)
     assert environ["PATH"] == f"{tmp_path}/{TOOLS}:/work/.venv/bin:/usr/bin:{tmp_path}/.local/bin"
+
+
+def test_pulumis_own_install_folder_is_never_put_first_on_path(tmp_path: Path) -> None:
+    """~/.pulumi/bin is where Pulumi's installer put the user's Pulumi, maybe an old one: where the
+    user's PATH has it (or not) is theirs to say; the user's newer `pulumi` earlier on PATH still wins."""
+    made(tmp_path, ".pulumi/bin")
+    environ = {"PATH": f"/opt/pulumi/bin:/usr/bin:{tmp_path}/.pulumi/bin"}
+    assert not tools_on_path(environ, tmp_path)
+    assert environ["PATH"] == f"/opt/pulumi/bin:/usr/bin:{tmp_path}/.pulumi/bin"
 
 
 def test_without_install_folders_path_is_left_alone(tmp_path: Path) -> None:
@@ -47,3 +64,38 @@ def test_without_install_folders_path_is_left_alone(tmp_path: Path) -> None:
     assert not tools_on_path(environ, tmp_path)
     assert not tools_on_path(environ, None)
     assert environ == {"PATH": "/usr/bin::/bin"}
+
+
+@pytest.mark.parametrize("writable", [TOOLS, ".local/share/blueprint"])
+def test_a_tools_folder_other_users_may_write_in_is_not_put_on_path(tmp_path: Path, writable: str) -> None:
+    """What goes first on PATH is what every script blueprint runs calls `docker`, `rm` or `pulumi`:
+    a folder anyone can write in (or swap, through blueprint's folder above it) is no one's to trust."""
+    made(tmp_path, TOOLS)
+    (tmp_path / writable).chmod(0o777)
+    environ = {"PATH": "/usr/bin"}
+    assert not tools_on_path(environ, tmp_path)
+    assert environ["PATH"] == "/usr/bin"
+
+
+def test_a_tools_folder_its_group_may_write_in_goes_first_on_path(tmp_path: Path) -> None:
+    """A umask of 002 (each user with a group of their own) gives every folder group write."""
+    made(tmp_path, TOOLS)
+    (tmp_path / TOOLS).chmod(0o775)
+    environ = {"PATH": "/usr/bin"}
+    assert tools_on_path(environ, tmp_path)
+    assert environ["PATH"] == f"{tmp_path}/{TOOLS}:/usr/bin"
+
+
+def test_a_tools_folder_another_user_owns_is_not_put_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made(tmp_path, TOOLS)
+    owner = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: owner + 1)  # blueprint runs as someone else than the folder's owner
+    environ = {"PATH": "/usr/bin"}
+    assert not tools_on_path(environ, tmp_path)
+
+
+def test_a_file_where_a_tools_folder_goes_is_not_put_on_path(tmp_path: Path) -> None:
+    (tmp_path / TOOLS).parent.mkdir(parents=True)
+    (tmp_path / TOOLS).write_text("")
+    environ = {"PATH": "/usr/bin"}
+    assert not tools_on_path(environ, tmp_path)

@@ -358,7 +358,7 @@ def test_a_mirror_that_exits_at_once_fails_the_up_with_its_log_and_how_to_go_on_
     done, calls = run_mirror(tmp_path, docker, STATUS="exited")
     assert done.returncode == 1
     assert "configuration error: unknown storage driver" in done.stderr
-    assert "pulumi config set -s phase1 blueprint:imageCache false" in done.stderr
+    assert "in Pulumi.phase1.yaml, replace 'config: {}' with 'config:' and the line '  blueprint:imageCache: false'" in done.stderr
     assert calls[-1].startswith("rm --force ")  # the next `up` starts it anew, not the broken one again
 
 

@@ -4,6 +4,7 @@ environment), and a request that gets no answer says why."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import socket
 import threading
@@ -124,25 +125,41 @@ def test_a_handshake_that_is_dropped_is_tried_again_not_called_a_certificate_pro
     assert str(failed.value).startswith("nothing answers at 127.0.0.1:")
 
 
-def test_an_answer_that_breaks_off_is_asked_for_again(clock: FakeClock) -> None:
-    """A pod that restarts mid-answer: what was cut off is no answer, and a GET may be sent again."""
+@contextlib.contextmanager
+def answering_twice(raw: bytes) -> Iterator[tuple[str, list[object]]]:
+    """A server at (`host:port`, what it served) that answers two requests with the bytes `raw`, then hangs up."""
     listening = socket.create_server(("127.0.0.1", 0))
     served: list[object] = []
 
-    def cut_off() -> None:
+    def answer() -> None:
         while len(served) < 2:
             connection, _ = listening.accept()
             served.append(connection)
             connection.recv(65536)
-            connection.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nonly part")
+            connection.sendall(raw)
             connection.close()
 
-    threading.Thread(target=cut_off, daemon=True).start()
-    where = f"127.0.0.1:{listening.getsockname()[1]}"
+    threading.Thread(target=answer, daemon=True).start()
     try:
-        with pytest.raises(NoAnswer) as failed:
-            send(session(), "GET", f"http://{where}/", timeout=10, pauses=[1.0])
+        yield f"127.0.0.1:{listening.getsockname()[1]}", served
     finally:
         listening.close()
+
+
+def test_an_answer_that_breaks_off_is_asked_for_again(clock: FakeClock) -> None:
+    """A pod that restarts mid-answer: what was cut off is no answer, and a GET may be sent again."""
+    cut_off = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nonly part"
+    with answering_twice(cut_off) as (where, served), pytest.raises(NoAnswer) as failed:
+        send(session(), "GET", f"http://{where}/", timeout=10, pauses=[1.0])
     assert len(served) == 2
     assert str(failed.value) == f"the answer from {where} broke off"
+
+
+@pytest.mark.parametrize("header", [b"\xb2", b"\xb9\xb2\xb3"])  # latin-1 for superscript two; one, two, three
+def test_a_retry_after_in_digits_other_than_ascii_is_the_usual_pause_not_a_crash(clock: FakeClock, header: bytes) -> None:
+    """str.isdigit() takes '²' for a digit, float() does not: the throttled request is asked again."""
+    throttled = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: " + header + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    with answering_twice(throttled) as (where, served):
+        answer = send(session(), "GET", f"http://{where}/", timeout=10, pauses=[1.0])
+    assert answer.status_code == 429
+    assert len(served) == 2

@@ -17,8 +17,9 @@ from stacks import outputs
 from stacks.config import PROJECT_DIR
 
 
-def upstream_recorded(monkeypatch: pytest.MonkeyPatch, release: str | None) -> None:
-    """phase1's outputs, as phase2's reference reads them, say `release` brought it up (None: no release)."""
+def upstream_recorded(monkeypatch: pytest.MonkeyPatch, release: str | None, lacking: tuple[str, ...] = ()) -> None:
+    """phase1's outputs, as phase2's reference reads them, say `release` brought it up (None: no release),
+    and hold none of the outputs `lacking` (ones that release did not export yet)."""
     resolve = plan_module._StandInMocks._reference
 
     def reference(self: Any, name: str) -> dict[str, Any]:
@@ -28,6 +29,8 @@ def upstream_recorded(monkeypatch: pytest.MonkeyPatch, release: str | None) -> N
             del resolved["outputs"][outputs.BLUEPRINT_VERSION]
             if release is not None:
                 resolved["outputs"][outputs.BLUEPRINT_VERSION] = release
+            for key in lacking:
+                del resolved["outputs"][key]
         return resolved
 
     monkeypatch.setattr(plan_module._StandInMocks, "_reference", reference)
@@ -82,6 +85,19 @@ def test_a_preview_over_an_upstream_an_older_release_brought_up_warns_and_goes_o
     plan("phase2", preview=True)
     assert "stack phase2 reads the outputs of stack phase1, which blueprint 0.0.9 brought up" in warned[0]
     assert warned[0].endswith("; this preview reads phase1's outputs as they are")
+
+
+def test_a_preview_over_an_older_upstream_that_lacks_an_output_this_release_reads_names_the_release_not_a_stack_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """phase1 is up, brought up by a release that did not export yet what this one reads: the fix is
+    to bring it up with this release, not to bring up a stack that is up."""
+    upstream_recorded(monkeypatch, "0.0.9", lacking=(outputs.OPENBAO_PORT,))
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: None)
+    assert refused("phase2", preview=True) == (
+        f"stack phase2 reads the outputs of stack phase1, which blueprint 0.0.9 brought up, not this checkout "
+        f"({versions.BLUEPRINT}): bring phase1 up with this release first (`uv run blueprint up`)"
+    )
 
 
 def test_the_upstreams_release_is_no_input_of_the_phase(monkeypatch: pytest.MonkeyPatch) -> None:

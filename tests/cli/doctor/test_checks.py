@@ -60,7 +60,7 @@ from tests.cli.test_os_family import BRING_UP
             busy_https,
             "port 443 (blueprint:httpsPort)",
             "blueprint:httpsPort 443 is in use",
-            "`pulumi config set -s phase1 blueprint:httpsPort <free port>`, or add the line `  blueprint:httpsPort: <free port>`",
+            "in Pulumi.phase1.yaml, replace `config: {}` with `config:` and the line `  blueprint:httpsPort: <free port>`",
             id="busy-port",
         ),
         pytest.param(

@@ -32,7 +32,7 @@ def test_wsl2_fix_installs_no_docker_and_says_docker_desktop_is_a_windows_instal
     docker = checked(machine)[DOCKER_CLI]
     assert docker.commands == ()
     assert "Docker Desktop on Windows" in docker.fix
-    assert "a Windows install, which `blueprint doctor --fix` does not do" in docker.fix
+    assert "a Windows install, which `uv run blueprint doctor --fix` does not do" in docker.fix
     output, shell, _ = fix(machine, terminal=True, answer="y")
     assert shell.ran == []
     assert "to do by hand: Docker CLI: install Docker Desktop on Windows" in output

@@ -26,7 +26,7 @@ def test_a_machine_without_docker_or_pulumi_fails_naming_both_with_their_fixes()
     assert "FAIL  Docker CLI" in output
     assert "fix: install Docker Engine (https://docs.docker.com/engine/install/)" in output
     assert "FAIL  Pulumi CLI" in output
-    assert "fix: `blueprint doctor --fix` (downloads https://get.pulumi.com/releases/sdk/pulumi-v3.272.0-linux-x64.tar.gz" in output
+    assert "fix: `uv run blueprint doctor --fix` (downloads https://get.pulumi.com/releases/sdk/pulumi-v3.272.0-linux-x64.tar.gz" in output
     assert "checks failed: Docker CLI, Docker engine, Pulumi CLI" in output
 
 

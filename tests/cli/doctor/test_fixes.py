@@ -61,7 +61,11 @@ def test_fix_plan_installs_the_pinned_pulumi_release_into_home_pulumi_checked_ag
     [pulumi] = _downloads(fix_plan([checked(fake)["Pulumi CLI"]], fake))
     assert pulumi.url == "https://get.pulumi.com/releases/sdk/pulumi-v3.272.0-darwin-arm64.tar.gz"
     assert pulumi.checksum_url == "https://get.pulumi.com/releases/sdk/pulumi-3.272.0-checksums.txt"
-    assert (pulumi.listed_as, pulumi.target, pulumi.unpack) == ("pulumi-v3.272.0-darwin-arm64.tar.gz", HOME / ".pulumi/bin", True)
+    assert (pulumi.listed_as, pulumi.target, pulumi.unpack) == (
+        "pulumi-v3.272.0-darwin-arm64.tar.gz",
+        HOME / ".local/share/blueprint/pulumi/bin",
+        True,
+    )
 
 
 def test_fix_plan_only_prints_instructions_for_docker_ports_memory_and_inotify() -> None:

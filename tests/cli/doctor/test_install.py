@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import io
+import os
 import stat
 import tarfile
 from collections.abc import Callable
@@ -17,11 +18,16 @@ import versions
 from cli.doctor import install
 from tests.cli.doctor.fakes import (
     KIND_URL,
+    SYSTEM_PATH,
     FakeMachine,
     doctor_output,
     serve_releases,
     without,
 )
+
+PULUMI_BIN = ".local/share/blueprint/pulumi/bin"
+TOOLS_BIN = ".local/share/blueprint/bin"
+"""Where `--fix` installs Pulumi (with its bundled plugins), and kind and kubectl: blueprint's own folders."""
 
 
 def test_the_pulumi_cli_fix_installs_the_sdks_version() -> None:
@@ -34,12 +40,65 @@ def test_run_fix_installs_each_download_once_it_matches_its_published_sha256_and
     kind = tmp_path / ".local/share/blueprint/bin/kind"
     assert kind.read_bytes() == fake.served[KIND_URL]
     assert stat.S_IMODE(kind.stat().st_mode) == 0o755
-    assert (tmp_path / ".pulumi/bin/pulumi").read_bytes() == b"#!/bin/sh\necho v3.272.0\n"
+    assert (tmp_path / PULUMI_BIN / "pulumi").read_bytes() == b"#!/bin/sh\necho v3.272.0\n"
     first, again = output.split("checking again:")
     assert "FAIL  kind" in first
     assert "PASS  kind" in again
     assert "PASS  Pulumi CLI" in again
     assert code == 0, output
+
+
+def test_fix_installs_pulumi_into_blueprints_own_folder_and_leaves_pulumis_own_alone(tmp_path: Path) -> None:
+    """~/.pulumi/bin is where Pulumi's installer put the user's own Pulumi: theirs, never overwritten."""
+    users = tmp_path / ".pulumi/bin/pulumi"
+    users.parent.mkdir(parents=True)
+    users.write_text("#!/bin/sh\necho v3.120.0\n")
+    fake = serve_releases(FakeMachine(home_dir=tmp_path))
+    fake.outputs["pulumi"] = (0, "v3.120.0\n")  # the user's, older than blueprint needs
+    code, output = doctor_output(["--fix"], fake)
+    assert (tmp_path / PULUMI_BIN / "pulumi").read_bytes() == b"#!/bin/sh\necho v3.272.0\n"
+    assert (tmp_path / PULUMI_BIN / "pulumi-language-python").is_file()  # its bundled plugins, beside it
+    assert users.read_text() == "#!/bin/sh\necho v3.120.0\n"
+    assert sorted(path.name for path in (tmp_path / ".pulumi").iterdir()) == ["bin"]
+    assert code == 0, output
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o002, 0o077], ids=oct)
+def test_fix_makes_blueprints_folders_for_their_user_alone_to_write_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    """They go first on every PATH blueprint sets (cli/main.py `tools_on_path`)."""
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"))
+    old = os.umask(umask)
+    try:
+        code, output = doctor_output(["--fix"], fake)
+    finally:
+        os.umask(old)
+    for folder in (".local/share/blueprint", TOOLS_BIN, ".local/share/blueprint/pulumi", PULUMI_BIN):
+        assert stat.S_IMODE((tmp_path / folder).stat().st_mode) == 0o755, folder
+    assert code == 0, output
+
+
+def test_fix_installs_nothing_into_a_tools_folder_other_users_may_write_in(tmp_path: Path) -> None:
+    """Anyone may have put a `kubectl` (or a `docker`) there: blueprint would not run it, nor what `--fix` adds."""
+    tools = tmp_path / TOOLS_BIN
+    tools.mkdir(parents=True)
+    tools.chmod(0o777)
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path, env={"PATH": f"{tools}:{SYSTEM_PATH}"}), "kind"))
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert f"failed: {tools} is not yours alone (other users may write in it)" in output
+    assert f"Remove it (`rm -rf -- {tools}`: it holds only what `--fix` installs)" in output
+    assert list(tools.iterdir()) == []
+
+
+def test_fix_says_the_checksum_shows_a_download_arrived_whole_not_that_its_release_is_genuine(tmp_path: Path) -> None:
+    """The checksum comes from beside the file, from the same publisher: what it proves, and no more."""
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "kubectl"))
+    _, output = doctor_output(["--fix"], fake)
+    said = (
+        "(each checksum comes from the same publisher as its file: it catches a download damaged or cut short on the way, "
+        "not a release whose publisher was compromised)"
+    )
+    assert output.count(said) == 1, output
 
 
 def test_run_fix_runs_no_installer_script(tmp_path: Path) -> None:
@@ -64,7 +123,7 @@ def test_a_download_that_does_not_match_its_published_sha256_stops_the_fix_and_i
 
 
 def test_a_pulumi_tarball_that_does_not_match_leaves_the_installed_pulumi_alone(tmp_path: Path) -> None:
-    installed = tmp_path / ".pulumi/bin/pulumi"
+    installed = tmp_path / PULUMI_BIN / "pulumi"
     installed.parent.mkdir(parents=True)
     installed.write_text("the old one")
     fake = serve_releases(FakeMachine(home_dir=tmp_path), tampered=install.PULUMI)
@@ -73,7 +132,7 @@ def test_a_pulumi_tarball_that_does_not_match_leaves_the_installed_pulumi_alone(
     assert code == 1
     assert "does not match its published SHA-256" in output
     assert installed.read_text() == "the old one"
-    assert sorted(path.name for path in (tmp_path / ".pulumi").iterdir()) == ["bin"]
+    assert sorted(path.name for path in installed.parent.parent.iterdir()) == ["bin"]
 
 
 def test_a_checksum_file_that_does_not_list_the_download_installs_nothing(tmp_path: Path) -> None:
@@ -122,7 +181,7 @@ def python_3_11_2(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_fix_installs_pulumi_on_a_python_without_tarfiles_data_filter(tmp_path: Path) -> None:
     fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "pulumi"))
     code, output = doctor_output(["--fix"], fake)
-    installed = tmp_path / ".pulumi/bin/pulumi"
+    installed = tmp_path / PULUMI_BIN / "pulumi"
     assert installed.read_bytes() == b"#!/bin/sh\necho v3.272.0\n", output
     assert stat.S_IMODE(installed.stat().st_mode) == 0o755
     assert code == 0, output

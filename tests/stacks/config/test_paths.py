@@ -211,7 +211,9 @@ def test_a_project_folder_whose_path_a_shell_would_misread_gets_an_absolute_data
     with pytest.raises(ConfigError) as error:
         parse_phase1({}, Path("/srv/o'brien/blueprint"))
     assert "in the project's own folder, /srv/o'brien/blueprint: give an absolute data folder outside it" in str(error.value)
-    assert "fix: `pulumi config set -s phase1 blueprint:dataDir '~/blueprint-data'`" in str(error.value)
+    assert "fix: in Pulumi.phase1.yaml, replace `config: {}` with `config:` and the line `  blueprint:dataDir: '~/blueprint-data'`" in str(
+        error.value
+    )
 
 
 def test_the_default_cache_folder_is_in_the_users_cache_folder_whatever_xdg_cache_home_says(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -104,9 +104,33 @@ def test_every_bad_value_is_reported_at_once() -> None:
 
 def test_error_names_the_fix_on_the_stack_with_and_without_the_pulumi_cli() -> None:
     assert (
-        "fix: `pulumi config set -s phase1 blueprint:runnerNodes 1`, or add the line `  blueprint:runnerNodes: 1` under `config:` in "
-        "Pulumi.phase1.yaml (a `config: {}` becoming `config:`)" in error_for(runnerNodes="0")
+        "fix: in Pulumi.phase1.yaml, replace `config: {}` with `config:` and the line `  blueprint:runnerNodes: 1` (under a `config:` "
+        'that holds lines already, add that line); or with Pulumi: `eval "$(uv run blueprint env)"`, then '
+        "`pulumi config set -s phase1 blueprint:runnerNodes 1`" in error_for(runnerNodes="0")
     )
+
+
+ENV = 'eval "$(uv run blueprint env)"'
+
+
+def test_a_key_on_a_stack_that_does_not_read_it_is_moved_in_the_stack_files_first_and_with_pulumi_after_blueprint_env() -> None:
+    [problem] = key_problems("phase2", {"blueprint:domain": "x.example.net"}, set_keys={"blueprint:domain"}, secret_keys=set())
+    assert "Move it: move its line from Pulumi.phase2.yaml to Pulumi.phase1.yaml (a `config: {}` there becomes `config:`" in problem
+    assert problem.index("move its line") < problem.index(f"or with Pulumi: `{ENV}`, then `pulumi config rm -s phase2 blueprint:domain`")
+    assert problem.endswith("`pulumi config set -s phase1 blueprint:domain x.example.net`")
+
+
+def test_a_secret_on_a_stack_that_does_not_read_it_is_set_anew_on_the_other_never_moved() -> None:
+    """Its line is encrypted with its own stack's key: moved, the other stack could not decrypt it."""
+    [problem] = key_problems(
+        "phase2", {"blueprint:domain": "x.example.net"}, set_keys={"blueprint:domain"}, secret_keys={"blueprint:domain"}
+    )
+    assert "to Pulumi.phase1.yaml" not in problem
+    assert (
+        f"Move it: remove its line from Pulumi.phase2.yaml, and set it on phase1 with Pulumi: `{ENV}`, then "
+        "`pulumi config set --secret -s phase1 blueprint:domain <value>`"
+    ) in problem
+    assert "x.example.net" not in problem
 
 
 def test_a_secret_value_never_appears_in_an_error() -> None:

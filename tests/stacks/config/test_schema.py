@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stacks.config import PROJECT_DIR
-from stacks.config.schema import declared_keys, default_string, stack_config, stacks_reading
+from stacks.config.schema import declared_keys, default_string, fix_hint, stack_config, stacks_reading
 
 
 def test_every_declared_key_has_type_default_and_description() -> None:
@@ -66,3 +66,39 @@ def test_a_stack_file_number_is_read_as_gos_yaml_reads_it(monkeypatch: pytest.Mo
     monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     (tmp_path / "Pulumi.phase3.yaml").write_text(f"config:\n  blueprint:pipelineTimeout: {written}\n")
     assert stack_config("phase3")[0]["blueprint:pipelineTimeout"] == read
+
+
+ENV = '`eval "$(uv run blueprint env)"`'
+
+
+def test_the_fix_for_a_setting_shows_the_stack_file_first_and_pulumi_only_after_blueprint_env() -> None:
+    """Before the first up, a plain `pulumi config set` finds no Pulumi on the shell's PATH, or creates the
+    stack with a passphrase of its own, which blueprint cannot decrypt: the file needs neither."""
+    fix = fix_hint("phase1", "httpsPort", "<free port>")
+    assert fix.startswith(
+        "fix: in Pulumi.phase1.yaml, replace `config: {}` with `config:` and the line `  blueprint:httpsPort: <free port>`"
+    )
+    assert f"or with Pulumi: {ENV}, then `pulumi config set -s phase1 blueprint:httpsPort <free port>`" in fix
+
+
+@pytest.mark.parametrize("stack", ["phase1", "phase3", "dev"])
+def test_the_stack_file_edit_a_fix_shows_gives_the_program_the_value(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stack: str) -> None:
+    """Done as it says, on the stack file as it is committed (`config: {}`, or lines already)."""
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
+    fix = fix_hint(stack, "domain", "example.org")
+    line = fix.split("the line `", 1)[1].split("`", 1)[0]
+    shipped = (PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text()
+    edited = shipped.replace("config: {}", "config:\n" + line) if "config: {}" in shipped else shipped.rstrip("\n") + "\n" + line
+    (tmp_path / f"Pulumi.{stack}.yaml").write_text(edited + "\n")
+    assert stack_config(stack)[0]["blueprint:domain"] == "example.org"
+
+
+def test_the_openbao_port_is_described_by_who_calls_it_not_by_an_unseal_step_blueprint_has_none_of() -> None:
+    """OpenBao unseals itself with its static key: nothing on the host unseals it."""
+    from providers.openbao_init import OpenBaoInit
+
+    described = " ".join(declared_keys()["openbaoPort"]["description"].split())
+    assert "unseal" not in described
+    assert OpenBaoInit.__name__ in described
+    assert "phase3's pre-flight" in described
+    assert "`uv run blueprint secrets`" in described
