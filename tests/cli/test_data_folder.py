@@ -104,22 +104,28 @@ sys.exit(data_folder.unowned_data(print, config, dataclasses.replace(gone, wipe_
 """
 
 
-@pytest.mark.usefixtures("mount_namespaces")
-def test_a_wipe_refused_for_a_filesystem_mounted_inside_never_says_to_remove_it_by_hand(left_data: Path) -> None:
-    """`rm -rf` crosses mounts: it would remove what the other filesystem holds."""
+def over_a_mount(left_data: Path, scenario: str) -> subprocess.CompletedProcess[str]:
+    """Python's `scenario`, given the data folder, run where a tmpfs is mounted at its `volumes`, in a
+    user and mount namespace of its own."""
     mount = left_data / "volumes"
     mount.mkdir()
     inside = 'mount -t tmpfs blueprint-test "$1" && exec "$2" -c "$3" "$4"'
     argv = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", inside, "sh"]
-    done = subprocess.run(
-        [*argv, str(mount), sys.executable, REFUSED_FOR_A_MOUNT, str(left_data)],
+    return subprocess.run(
+        [*argv, str(mount), sys.executable, scenario, str(left_data)],
         cwd=PROJECT_DIR,
         env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
         check=False,
     )
+
+
+@pytest.mark.usefixtures("mount_namespaces")
+def test_a_wipe_refused_for_a_filesystem_mounted_inside_never_says_to_remove_it_by_hand(left_data: Path) -> None:
+    """`rm -rf` crosses mounts: it would remove what the other filesystem holds."""
+    done = over_a_mount(left_data, REFUSED_FOR_A_MOUNT)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "another filesystem is mounted inside it" in done.stdout
     assert "rm -rf" not in done.stdout
@@ -195,19 +201,7 @@ def test_a_wipe_data_the_wipe_script_refused_after_phase3_went_is_tried_again_by
     """The folder's own checks passed, phase3 was destroyed, then the script refused (a filesystem
     mounted inside): with no stack left, running the destroy again runs the script again, whose refusal
     says what to fix, until it is fixed; never "kept" with exit 0 and an `rm -rf` that crosses the mount."""
-    mount = left_data / "volumes"
-    mount.mkdir()
-    inside = 'mount -t tmpfs blueprint-test "$1" && exec "$2" -c "$3" "$4"'
-    argv = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", inside, "sh"]
-    done = subprocess.run(
-        [*argv, str(mount), sys.executable, RETRIED_AFTER_A_MOUNT, str(left_data)],
-        cwd=PROJECT_DIR,
-        env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = over_a_mount(left_data, RETRIED_AFTER_A_MOUNT)
     first, again = done.stdout.splitlines()[-2:]
     assert first.startswith("first 1 False"), done.stdout + done.stderr
     assert again.startswith("again 1 False"), again
