@@ -28,66 +28,107 @@ def configured_folder(config: Mapping[str, str]) -> Path:
     return absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
 
 
-def wipe_refused(config: Mapping[str, str], world: World) -> str | None:
+def _marker(path: Path) -> str | None:
+    """What the marker file `path` says, read as the scripts read it (a regular file, at most
+    MARKER_BYTES), stripped; None when it cannot be read.
+    """
+    from stacks.layout_record import MARKER_BYTES, read_plain
+
+    try:
+        return read_plain(path, MARKER_BYTES).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return None
+
+
+def _phase1_here(world: World) -> str | None:
+    """The owner phase1 of this checkout writes into its data folder; None when it never ran a stack."""
+    checkout = world.checkout_id()
+    return None if checkout is None else f"blueprint/phase1@{checkout}"
+
+
+def wipe_refused(config: Mapping[str, str], world: World, *, cluster_gone: bool = False) -> str | None:
     """Why this checkout must not remove phase1's data folder, which no stack holds any more, or None.
     It may only when the folder's owner file names phase1 of this checkout (its id: the same stack of
     another checkout is another owner), no stack has a lease on a cluster over it, and no cluster
-    blueprint made over it still runs. `cli/teardown.py` asks before anything is destroyed, so a
-    refused `--wipe-data` is finished by running it again; and asks again, here, right before the wipe.
+    blueprint made over it still runs (`cluster_gone`: the user said Docker and it are gone for good).
+    `cli/teardown.py` asks before anything is destroyed, so a refused `--wipe-data` is finished by
+    running it again; and asks again, here, right before the wipe.
     """
     from components.host_folder import LEASES_FOLDER, OWNER_MARKER
     from components.kind_cluster import CLUSTER_MARKER
     from stacks.config import PROJECT_DIR, ConfigError
     from stacks.config.paths import data_dir_problem
+    from stacks.layout_record import claimed_by
 
     folder = configured_folder(config)
     if not (folder / OWNER_MARKER).is_file():
         return None  # nothing of blueprint's there: nothing to remove
-    # As the cluster's delete script reads leases: regular files, not links, not dotfiles (drafts).
-    leases = (folder / LEASES_FOLDER).glob("[!.]*") if (folder / LEASES_FOLDER).is_dir() else []
-    users = sorted(path.name for path in leases if path.is_file() and not path.is_symlink())
-    cluster_name = (folder / CLUSTER_MARKER).read_text().strip() if (folder / CLUSTER_MARKER).is_file() else ""
-    running = world.cluster(cluster_name).status if cluster_name else "gone"
+    if problem := data_dir_problem(folder, PROJECT_DIR):
+        return problem
     try:
-        checkout = world.checkout_id()
+        owner = _phase1_here(world)
     except ConfigError as error:
         return str(error)
-    owner = f"blueprint/phase1@{checkout}"
+    if owner is None:
+        return "this checkout never ran a stack, so it claimed no folder"
+    if not claimed_by(str(folder), owner):
+        return f"its {OWNER_MARKER} names {(_marker(folder / OWNER_MARKER) or '<unreadable>')[:80]!r}, not this checkout's phase1 ({owner})"
+    # As the cluster's delete script reads leases: regular files, not links, not dotfiles (drafts).
+    leases = (folder / LEASES_FOLDER).glob("[!.]*") if (folder / LEASES_FOLDER).is_dir() else []
+    if users := sorted(path.name for path in leases if path.is_file() and not path.is_symlink()):
+        return f"a platform still runs on a cluster over it ({', '.join(users)})"
+    cluster_name = _marker(folder / CLUSTER_MARKER) or ""
+    running = world.cluster(cluster_name).status if cluster_name else "gone"
+    if running == "running":
+        return f"the kind cluster {cluster_name} blueprint made over it still runs"
+    if running == "unknown" and not cluster_gone:
+        return f"whether the kind cluster {cluster_name} over it still runs cannot be told (start Docker)"
+    return None
+
+
+def _say_kept(say: Callable[[str], None], folder: Path, world: World) -> None:
+    """The data folder kept, without `--wipe-data`: with the destroy that removes it, or whose it is.
+    Never with an `rm -rf`, which crosses a filesystem mounted inside, and may take the data another
+    checkout's platform runs on.
+    """
+    from components.host_folder import OWNER_MARKER
+    from stacks.config import ConfigError
+    from stacks.layout_record import claimed_by
+
     try:
-        claimed = (folder / OWNER_MARKER).read_text(errors="replace").strip()
-    except OSError as error:
-        claimed = f"<unreadable: {error.strerror}>"
-    return (
-        data_dir_problem(folder, PROJECT_DIR)
-        or ("this checkout never ran a stack, so it claimed no folder" if checkout is None else None)
-        or (f"its {OWNER_MARKER} names {claimed[:80]!r}, not this checkout's phase1 ({owner})" if claimed != owner else None)
-        or (f"a platform still runs on a cluster over it ({', '.join(users)})" if users else None)
-        or (f"the kind cluster {cluster_name} blueprint made over it still runs" if running == "running" else None)
-        or (f"whether the kind cluster {cluster_name} over it still runs cannot be told (start Docker)" if running == "unknown" else None)
-    )
+        here = _phase1_here(world)
+    except ConfigError:
+        here = None
+    if here is not None and claimed_by(str(folder), here):
+        say(
+            f"== the data folder {folder} is kept: no stack of this checkout holds it any more; "
+            "`uv run blueprint destroy --wipe-data` removes it"
+        )
+        return
+    claimed = _marker(folder / OWNER_MARKER)
+    who = repr(claimed[:80]) if claimed else "another stack or checkout"
+    say(f"== the data folder {folder} is kept: it belongs to {who}, not to this checkout's phase1; only its own destroy removes it")
 
 
-def unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: World, *, wipe: bool) -> int:
+def unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: World, *, wipe: bool, cluster_gone: bool = False) -> int:
     """phase1's data folder when phase1's stack is gone (destroyed earlier with its data kept): no
     stack holds it any more. It is removed here, as phase1's destroy would have, only when the user
-    said `--wipe-data` (and yes), from a checkout that still had a stack of that platform or that
-    started this wipe, and `wipe_refused` finds nothing. Otherwise it is kept, and said so: with the
-    command that removes it when the user did not ask for the wipe; with why, when it was refused.
+    said `--wipe-data` (and yes) and `wipe_refused` finds nothing: each run of it tries the wipe
+    again, whose own refusals say what to fix. Otherwise it is kept, and said so (`_say_kept`); with
+    why, when the wipe was refused.
     """
     from components.host_folder import OWNER_MARKER
 
     folder = configured_folder(config)
     if not (folder / OWNER_MARKER).is_file():
         return 0  # nothing of blueprint's there
-    kept = f"== the data folder {folder} is kept: no stack of this checkout holds it any more"
     if not wipe:
-        say(f"{kept}; if it is yours and you want it gone:")
-        say(f"  sudo rm -rf {shlex.quote(str(folder))}")
+        _say_kept(say, folder, world)
         return 0
-    if problem := wipe_refused(config, world):
-        say(f"{kept}, and not removed: {problem}; run the destroy again once that is fixed")
+    if problem := wipe_refused(config, world, cluster_gone=cluster_gone):
+        say(f"== the data folder {folder} is kept, and not removed: {problem}; run the destroy again once that is fixed")
         return 1
-    done = world.wipe_folder(str(folder), f"blueprint/phase1@{world.checkout_id()}")
+    done = world.wipe_folder(str(folder), str(_phase1_here(world)))
     if done.returncode != 0:
         # The wipe says why, and gives `sudo rm -rf` only where removing the folder by hand is the fix
         # (never after a refusal: a filesystem mounted inside, or folders another stack claimed).

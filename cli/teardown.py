@@ -30,7 +30,6 @@ from typing import Any, Literal, Protocol
 
 from cli import data_folder, image_cache
 from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data
-from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 
 ORDER = ("phase1", "phase2", "phase3")
@@ -212,7 +211,7 @@ def _route(
     unowned_wipe = _wipes_unowned_data(phase_stacks, preserve, existing, targets, config)
     # The folder's own checks, before anything is destroyed: once the last stack is gone, nothing
     # would prove any more that this checkout may finish the wipe.
-    if unowned_wipe and (problem := data_folder.wipe_refused(config, world)):
+    if unowned_wipe and (problem := data_folder.wipe_refused(config, world, cluster_gone=cluster_gone)):
         raise Refused(
             f"the data folder {data_folder.configured_folder(config)} is not removed: {problem}. Nothing was destroyed; "
             "run this again once that is fixed"
@@ -279,14 +278,17 @@ def _wipes_unowned_data(
     phase_stacks: tuple[str, ...], preserve: bool | None, existing: Mapping[str, Any], targets: list[str], config: Mapping[str, str]
 ) -> bool:
     """Whether this destroy removes the data folder no stack holds any more, kept by an earlier
-    preserveData destroy: only on `--wipe-data`, and only by a checkout that still had a stack of that
-    platform, or that started removing it (see `data_folder.unowned_data` for the rest of the proof).
+    preserveData destroy: only on `--wipe-data`, with a stack of that platform left or the folder
+    claimed, and only by the checkout whose phase1 claimed it (`data_folder.wipe_refused`). So a wipe
+    the wipe script refused after the last stack went is tried again by running the destroy again.
     """
+    from components.host_folder import OWNER_MARKER
+
     unowned_wipe = (
         "phase1" in phase_stacks
         and "phase1" not in existing
         and preserve is False
-        and (bool(existing) or (data_folder.configured_folder(config) / WIPING_MARKER).exists())
+        and (bool(existing) or (data_folder.configured_folder(config) / OWNER_MARKER).is_file())
     )
     if unowned_wipe and "phase3" in existing and "phase3" not in targets:
         raise Refused(
@@ -370,7 +372,7 @@ def _record_preserve_data(runner: Teardown, say: Callable[[str], None], route: _
             return None
     if route.preserve is not None and not route.apps_only:
         runner.set_config("phase1", "blueprint:preserveData", str(route.preserve).lower())
-    if not route.apps_only:
+    if route.destroyed and not route.apps_only:  # said of what this destroy destroys, nothing else
         say(f"== preserveData={str(route.keep).lower()}: {'every piece of data stays' if route.keep else 'the data is removed'}")
     states = {}
     for stack, exported in exports.items():
@@ -415,7 +417,7 @@ def _destroy_in_reverse(runner: Teardown, say: Callable[[str], None], route: _Ro
 def _unowned_data_folder(say: Callable[[str], None], route: _Route, world: World) -> int:
     """With phase1's stack gone before this destroy: its data folder, which no stack holds any more."""
     if "phase1" in route.phase_stacks and "phase1" not in route.existing:
-        return data_folder.unowned_data(say, route.config, world, wipe=route.unowned_wipe)
+        return data_folder.unowned_data(say, route.config, world, wipe=route.unowned_wipe, cluster_gone=route.cluster_gone)
     return 0
 
 

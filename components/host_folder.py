@@ -3,9 +3,10 @@
 Used for phase1's data folder (host only: the kind nodes mount two of its subfolders) and for
 phase2's folders inside it: the platform's secrets, and the volumes the nodes see. The owner,
 `<project>/<stack>@<checkout id>`, is written into the folder: a folder that holds anything else,
-or that another stack owns (the same stack of another checkout too), is refused on `up`, and so is
-a folder inside a folder anyone but the expected owner claimed (PARENT_OWNER: the data folder's
-owner for phase2's folders, nobody for a data folder). `destroy` only ever removes a folder that
+that another stack owns (the same stack of another checkout too), or that is not the user's alone
+(another user's, or one anyone may write in), is refused on `up`, and so is a folder inside a folder
+anyone but the expected owner claimed (PARENT_OWNER: the data folder's owner for phase2's folders,
+nobody for a data folder). `destroy` only ever removes a folder that
 names the stack being destroyed, nothing on another filesystem mounted inside it, and nothing at all
 while a folder inside is claimed by anyone but that stack and the stacks whose folders belong in it
 (INNER_OWNERS). Both are always passed, empty when there is none: never read from the user's shell.
@@ -34,8 +35,8 @@ OWNER_MARKER = ".blueprint-owner"
 """File in an owned folder naming the owner, `<project>/<stack>@<checkout id>` (`stacks.config.paths.folder_owner`):
 the same stack of another checkout is another owner."""
 LAYOUT_MARKER = ".blueprint-layout"
-"""File in an owned folder naming the layout of its data (X.Y.Z: the release of the last migration that
-shaped it, stacks/migrations.py `layout`): a record that outlives the stack's state."""
+"""File in an owned folder naming the layout of its data (X.Y.Z: the release of the last migration of the
+stack's phases that shaped it, stacks/migrations.py `layout`): a record that outlives the stack's state."""
 
 LEASES_FOLDER = ".blueprint-on-cluster"
 """Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds
@@ -51,11 +52,13 @@ keeps the folder, "false" wipes it (`cli/lifecycle.py`, `record_preserve_data`, 
 
 UP_SCRIPT = script("host_folder_claim.sh")
 """Create the folder and its subfolders, claim them and record the data's layout (BLUEPRINT_LAYOUT) in
-LAYOUT_MARKER; refuse a folder that holds anything but blueprint's markers."""
+LAYOUT_MARKER; refuse a folder that holds anything but blueprint's markers, and one that is not the
+user's alone (another user's, or one anyone may write in)."""
 
 DELETE_SCRIPT = script("host_folder_delete.sh")
-"""Keep the folder (PRESERVE_DATA=true), or remove it, with what pods wrote as their own users
-(PRESERVE_DATA=false): one text whatever the choice, so a destroy flips only the recorded value."""
+"""Keep the folder (PRESERVE_DATA=true; refused once a wipe of it stopped half-way), or remove it, with
+what pods wrote as their own users (PRESERVE_DATA=false): one text whatever the choice, so a destroy
+flips only the recorded value."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,7 +139,9 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
     Every name the scripts read is passed, empty when there is none: pulumi-command runs them with
     the user's environment below this one, and a stray `export INNER_OWNERS=...` must change nothing.
     """
-    # The program's table of migrations says the layout; imported here, where only the program builds the command.
+    # The program's table of migrations says the layout of this stack's data; imported here, where only
+    # the program builds the command.
+    from stacks import STACK_PHASES
     from stacks.migrations import layout
 
     return local.Command(
@@ -152,7 +157,7 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
             "PARENT_OWNER": args.parent_owner,
             "INNER_OWNERS": "\n".join(args.inner_owners),
             PRESERVE_DATA: pulumi.Output.from_input(args.preserve).apply(lambda keep: "true" if keep else "false"),
-            "BLUEPRINT_LAYOUT": layout(),
+            "BLUEPRINT_LAYOUT": layout(STACK_PHASES[pulumi.get_stack()]),
             **SCRIPT_ENVIRONMENT,
         },
         opts=opts,

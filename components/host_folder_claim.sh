@@ -19,7 +19,7 @@ done
 # claimed inside another owner's would go with that owner's wipe.
 container=$(folder_above "$FOLDER")
 if [ -n "$container" ]; then
-  holder=$(cat "$container/$OWNER_MARKER" 2>/dev/null || true)
+  holder=$(marker_of "$container/$OWNER_MARKER")
   if [ "$holder" != "$PARENT_OWNER" ]; then
     held=$(printf '%s' "$holder" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
     if [ -z "$PARENT_OWNER" ]; then
@@ -38,7 +38,7 @@ elif [ -n "$PARENT_OWNER" ]; then
 fi
 first=no
 if [ -f "$marker" ]; then
-  claimed=$(cat "$marker")
+  claimed=$(marker_of "$marker")
   if [ "$claimed" != "$OWNER" ]; then
     # Shown only, with a stack name's characters: the folder may be one that the nodes mount.
     shown=$(printf '%s' "$claimed" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
@@ -57,13 +57,30 @@ elif [ -d "$FOLDER" ] && [ -n "$(find "$FOLDER" -mindepth 1 -maxdepth 1 ! -name 
 else
   first=yes
 fi
+# The user's alone (a group may write in it: umask 002), with the mode $2 when given: another user who
+# owns a folder, or anyone who may write in it, could swap what it holds under the platform.
+yours_alone() {
+  if [ -n "$(find "$1" -maxdepth 0 ! -user "$(id -u)")" ]; then
+    echo "blueprint: $1 belongs to another user, who could swap what it holds (the platform's data and" \
+      "secrets); give $OWNER a folder of your own (blueprint:dataDir)" >&2
+    exit 1
+  fi
+  [ -z "${2:-}" ] || chmod "$2" "$1"
+  if [ -n "$(find "$1" -maxdepth 0 -perm -0002)" ]; then
+    echo "blueprint: anyone may write in $1, and swap what it holds (the platform's data and secrets); make it" \
+      "yours alone, then run the up again:" >&2
+    echo "  chmod o-w $(quoted "$1")" >&2
+    exit 1
+  fi
+}
 mkdir -p "$FOLDER"
+yours_alone "$FOLDER"
 if [ "$first" = yes ]; then
   # The first claim of a new or empty folder makes the marker only if none exists yet (noclobber opens
   # it with O_EXCL): of two claims at the same moment, one wins and the other refuses.
   if ! (set -C; printf '%s\n' "$OWNER" > "$marker") 2>/dev/null; then
     [ -f "$marker" ] || { echo "blueprint: cannot write $marker" >&2; exit 1; }
-    winner=$(head -n 1 "$marker" | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
+    winner=$(marker_of "$marker" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
     if [ "$winner" != "$OWNER" ]; then
       echo "blueprint: $FOLDER was claimed by ${winner:-another up} at the same moment;" \
         "give $OWNER its own folder (blueprint:dataDir)" >&2
@@ -75,19 +92,26 @@ elif [ -L "$marker" ]; then
   rm -f -- "$marker"
   (set -C; printf '%s\n' "$OWNER" > "$marker") 2>/dev/null || { echo "blueprint: cannot write $marker" >&2; exit 1; }
 fi
-# The folder is ours now: record the layout (the program migrated the data to it before anything ran),
-# as a new file (never through a link left at its name).
+# The folder is ours now: record the layout (the program migrated the data to it before anything ran).
+# A draft renamed over the record, so a claim cut short leaves the old record or the new, never none;
+# rename replaces a link left at its name, but mv would move the draft into a folder a link names.
 layout="$FOLDER/$LAYOUT_MARKER"
-rm -f -- "$layout"
-(set -C; printf '%s\n' "$BLUEPRINT_LAYOUT" > "$layout") 2>/dev/null || { echo "blueprint: cannot write $layout" >&2; exit 1; }
+if [ -L "$layout" ]; then rm -f -- "$layout"; fi
+if [ -e "$layout" ] && [ ! -f "$layout" ]; then
+  echo "blueprint: $layout is not a file; blueprint records the layout of the data only in one" >&2
+  exit 1
+fi
+draft=$(mktemp "$FOLDER/$LAYOUT_MARKER.XXXXXX")
+printf '%s\n' "$BLUEPRINT_LAYOUT" > "$draft"
+chmod 0644 "$draft"
+mv -f -- "$draft" "$layout"
 # One line per subfolder: `<path> <mode> <uid>:<gid>`, or `-` for the host user.
 while read -r sub mode ids; do
   [ -n "$sub" ] || continue
   mkdir -p "$FOLDER/$sub"
   if [ "$ids" = - ]; then
-    # A pod may have taken the folder over (chown to its own user): then its mode is the pod's business.
-    # shellcheck disable=SC3067 # test -O (owned by the user): dash, bash and busybox sh all have it
-    chmod "$mode" "$FOLDER/$sub" 2>/dev/null || [ ! -O "$FOLDER/$sub" ]
+    # blueprint's own, as the folder is (what pods own has ids): the user's, with its mode.
+    yours_alone "$FOLDER/$sub" "$mode"
   elif [ -z "$(find "$FOLDER/$sub" -maxdepth 0 -user "${ids%:*}" -group "${ids#*:}" -perm "$mode")" ]; then
     # The host user cannot give a folder away; root in a one-shot container of an image already on
     # the machine can. Recursive: whatever the folder already holds (kept data) follows it.

@@ -3,7 +3,15 @@
 # WIPING_MARKER, LAYOUT_MARKER and INNER_OWNERS (empty but for a data folder).
 set -u
 case "$PRESERVE_DATA" in
-  true) echo "blueprint: preserveData=true, keeping $FOLDER" >&2; exit 0 ;;
+  true)
+    # Kept whole, or not said kept: a wipe cut short already removed the secrets beside the databases.
+    if [ -e "$FOLDER/$WIPING_MARKER" ]; then
+      echo "blueprint: not keeping $FOLDER: a wipe of it stopped half-way, so its data is partly gone; finish the" \
+        "wipe: run the destroy again with the data wiped (uv run blueprint destroy --wipe-data)" >&2
+      exit 1
+    fi
+    echo "blueprint: preserveData=true, keeping $FOLDER" >&2
+    exit 0 ;;
   false) ;;
   *) echo "blueprint: not removing $FOLDER: PRESERVE_DATA is neither true nor false" >&2; exit 1 ;;
 esac
@@ -17,7 +25,7 @@ if [ -d "$FOLDER" ] && [ ! -e "$FOLDER/$OWNER_MARKER" ] && [ ! -L "$FOLDER/$OWNE
   echo "blueprint: $FOLDER is empty and claimed by no stack (an earlier wipe emptied it): nothing to remove" >&2
   exit 0
 fi
-if [ "$(cat "$FOLDER/$OWNER_MARKER" 2>/dev/null)" != "$OWNER" ]; then
+if [ "$(marker_of "$FOLDER/$OWNER_MARKER")" != "$OWNER" ]; then
   echo "blueprint: not removing $FOLDER: its $OWNER_MARKER does not name $OWNER" >&2
   exit 1
 fi
@@ -45,14 +53,14 @@ may_remove() {
   return 1
 }
 others=$(find "$FOLDER" -mindepth 2 -xdev -name "$OWNER_MARKER" 2>/dev/null | while IFS= read -r inner; do
-  may_remove "$(cat "$inner" 2>/dev/null)" || printf '%s\n' "$inner"
+  may_remove "$(marker_of "$inner")" || printf '%s\n' "$inner"
 done)
 if [ -n "$others" ]; then
   echo "blueprint: not removing $FOLDER, nor anything in it: folders in it are claimed by other stacks or checkouts," \
     "whose data its wipe would remove with it. Move each out of $FOLDER, or first destroy what claims it (from its" \
     "own checkout), then run the destroy again:" >&2
   printf '%s\n' "$others" | while IFS= read -r inner; do
-    by=$(head -n 1 "$inner" 2>/dev/null | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
+    by=$(marker_of "$inner" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
     echo "blueprint: - $(dirname "$inner" | tr -d '[:cntrl:]'), claimed by ${by:-an unreadable marker}" >&2
   done
   exit 1

@@ -14,7 +14,9 @@ for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
         "phase stacks. To replace dev's cluster and keep its data, first go back to what made this cluster (the config" \
         "value you changed, or, if a new blueprint version brings the change, the commit you ran before), and run" \
         "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \
-        "then apply the change again and run 'pulumi up -s dev'." >&2 ;;
+        "then apply the change again and run 'pulumi up -s dev'. The commit you ran before refuses dev's data if a newer" \
+        "version's up migrated it (that up said 'migrated to blueprint X.Y.Z'): then follow that version's CHANGELOG" \
+        "line on dev's data instead." >&2 ;;
     *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \
         "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \
         "By hand: 'pulumi destroy -s $(quoted "${stack##*/}")' first." >&2 ;;

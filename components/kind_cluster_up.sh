@@ -13,7 +13,7 @@ case "$(kind version)" in
 esac
 marker="$DATA_DIR/$CLUSTER_MARKER"
 if kind get clusters 2>/dev/null | grep -qxF -- "$KIND_CLUSTER_NAME"; then
-  if [ "$(cat "$marker" 2>/dev/null)" != "$KIND_CLUSTER_NAME" ]; then
+  if [ "$(marker_of "$marker")" != "$KIND_CLUSTER_NAME" ]; then
     echo "blueprint: a kind cluster named $KIND_CLUSTER_NAME exists, but blueprint did not create it over" \
       "$DATA_DIR; set another blueprint:clusterName, or delete that cluster if it is nobody's:" >&2
     echo "  kind delete cluster --name $(quoted "$KIND_CLUSTER_NAME")" >&2
@@ -22,8 +22,9 @@ if kind get clusters 2>/dev/null | grep -qxF -- "$KIND_CLUSTER_NAME"; then
   echo "blueprint: kind cluster $KIND_CLUSTER_NAME already runs over $DATA_DIR; using it" >&2
 else
   # The marker first: a create cut short (Ctrl-C stops this shell, kind goes on) leaves a cluster the
-  # next up knows for its own, and adopts.
-  printf '%s\n' "$KIND_CLUSTER_NAME" > "$marker"
+  # next up knows for its own, and adopts. A new file (noclobber: O_EXCL), never through a link left at its name.
+  rm -f -- "$marker"
+  (set -C; printf '%s\n' "$KIND_CLUSTER_NAME" > "$marker")
   kind create cluster --name "$KIND_CLUSTER_NAME" --config=- >&2
 fi
 kind get kubeconfig --name "$KIND_CLUSTER_NAME"

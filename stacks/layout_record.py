@@ -11,13 +11,17 @@ gives it, never a user's folder.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Protocol
 
 LONGEST = 64
 """Bytes read of a record at most: a version is far shorter; a longer file is not one."""
+MARKER_BYTES = 512
+"""Bytes of an owner marker compared at most, as the scripts read it (components/lib_marker_of.sh)."""
 
 
 class LayoutRecords(Protocol):
@@ -25,8 +29,9 @@ class LayoutRecords(Protocol):
 
     def read(self, folder: str, owner: str) -> str | None:
         """The record in `folder` (at most LONGEST characters, its one newline dropped), or None when
-        there is none or `owner` has not claimed the folder; an OSError naming the file when it
-        cannot be read.
+        `owner` has not claimed the folder; BASE_LAYOUT (stacks/migrations.py) when it claimed it and
+        the record is missing (a claim cut short: the migrations since run again, being idempotent); an
+        OSError naming the file when it cannot be read.
         """
         ...
 
@@ -41,31 +46,53 @@ def layout_file(folder: str) -> Path:
     return Path(folder) / LAYOUT_MARKER
 
 
+def read_plain(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of the regular file `path`: never through a link left at its name, never
+    waiting on a FIFO; an OSError for anything else (a folder: IsADirectoryError).
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise OSError(errno.ELOOP, "a link, not a file", str(path)) from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return os.read(descriptor, limit)
+    finally:
+        os.close(descriptor)
+
+
 def claimed_by(folder: str, owner: str) -> bool:
-    """Whether `folder`'s owner marker names `owner`: another stack's or checkout's folder is not read
-    (its record is not this stack's) nor written (the claim refuses that folder anyway).
+    """Whether `folder`'s owner marker names `owner`, compared whole as the scripts compare it (their
+    `$(...)` drops trailing newlines): another stack's or checkout's folder is not read (its record is
+    not this stack's) nor written (the claim refuses that folder anyway).
     """
     from components.host_folder import OWNER_MARKER
 
     try:
-        with (Path(folder) / OWNER_MARKER).open("rb") as file:
-            first = file.read(len(owner) + 2).decode("utf-8", errors="replace").split("\n", 1)[0]
+        text = read_plain(Path(folder) / OWNER_MARKER, MARKER_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return False
-    return first == owner
+    return text.rstrip("\n") == owner
 
 
 class HostLayoutRecords:
     """The layout records in the host folders of this machine."""
 
     def read(self, folder: str, owner: str) -> str | None:
+        from stacks.migrations import BASE_LAYOUT
+
         if not claimed_by(folder, owner):
             return None
         try:
-            with layout_file(folder).open("rb") as file:
-                raw = file.read(LONGEST + 1)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+            raw = read_plain(layout_file(folder), LONGEST + 1)
+        except FileNotFoundError:
+            return BASE_LAYOUT
         text = raw.decode("utf-8", errors="replace")
         return text[:-1] if text.endswith("\n") and len(raw) <= LONGEST else text
 
@@ -75,9 +102,9 @@ class HostLayoutRecords:
         # A new file renamed over the record: never written through a link left at its name.
         descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=".blueprint-layout.")
         try:
+            os.fchmod(descriptor, 0o644)  # the file made, never what its name may name by now
             with os.fdopen(descriptor, "w") as file:
                 file.write(f"{layout}\n")
-            os.chmod(temporary, 0o644)
             os.replace(temporary, layout_file(folder))
         except BaseException:
             Path(temporary).unlink(missing_ok=True)

@@ -1,23 +1,21 @@
 """Every upgrade of a stack's data from one blueprint release to the next: MIGRATIONS.
 
 Two records say where a stack stands. Its output `blueprintVersion`, the release that last brought it
-up: the engine writes a stack's outputs at the end of an `up`, once every export resolved (an `up` that
-fails after that merges them in), and every `pulumi destroy` deletes them. And `.blueprint-layout`
-beside its data (stacks/layout_record.py), which a destroy that keeps the data keeps: the data's
-`layout`, the release of the last migration that shaped it, written by the claim of the folder and by
-`bring_up_to_date` once it ran a migration. A release that migrates nothing leaves it as it was, so an
-older checkout still runs over that data. Before anything is registered, the program reads both back:
-a state's release or a data's layout newer than this checkout (versions.BLUEPRINT): refused, nothing
-changed; else the migrations past the data's layout (past the state's release where the data has no
-record: phase3) run in version order (a preview only names them), and the `up` goes on.
+up (written at the end of an `up`; every `pulumi destroy` deletes it). And `.blueprint-layout` beside
+its data (stacks/layout_record.py), which a destroy that keeps the data keeps: the release of the last
+migration of the stack's phases that shaped that data, written by the claim of the folder and after
+each migration `bring_up_to_date` runs. A release that migrates nothing of a stack's data leaves it
+as it was, so an older checkout still runs over that data. Before anything is registered, the program
+reads both back: a release or a layout newer than this checkout (versions.BLUEPRINT) is refused,
+nothing changed; else the migrations of the stack's phases past the data's layout (past the state's
+release where the data has no record: phase3) run in version order (a preview names them).
 
 A Migration upgrades what the engine does not hold: data and host-side layout (a moved folder, a
-changed file format). It cannot change state (the engine holds it through the `up`; outputs are
-read-only): a resource's new name or parent is an alias in the program, and a dynamic provider's
-module path never moves (state pickles it). Each comes with a CHANGELOG line and bumps
-versions.BLUEPRINT to its `version` (none beyond it); nothing else upgrades. It must be idempotent
-and do nothing where there is nothing to upgrade (after an `up` that failed, the next runs it
-again); for what it cannot upgrade it raises a pulumi.RunError naming the fix.
+changed file format); never state (a new name or parent is an alias; a dynamic provider's module path
+never moves). Each comes with a CHANGELOG line and bumps versions.BLUEPRINT to its `version` (none
+beyond it). It is idempotent and does nothing where there is nothing to upgrade (a failed `up` runs it
+again); for what it cannot upgrade it raises a pulumi.RunError naming the fix. One that must not run
+under a running platform says `needs_stack_down`: refused while the stack is up.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from typing import Any
 import pulumi
 
 import versions
-from stacks import outputs, runtime
+from stacks import STACK_PHASES, outputs, runtime
 from stacks.config.paths import folder_owner
 from stacks.layout_record import LayoutRecords, layout_file
 
@@ -52,7 +50,7 @@ class MigrationContext:
 
     stack: str
     phases: tuple[str, ...]
-    """The phases the stack runs (`dev`: all three): a migration of one phase's data acts where it runs."""
+    """The phases the stack runs (`dev`: all three): a migration of several phases' data acts on those it runs."""
     layout: str
     """The layout the migrations start from: the record beside the stack's data, or, where there is
     none (phase3), the release its state records."""
@@ -60,6 +58,10 @@ class MigrationContext:
     """The stack's outputs from its last `up`, secret ones left out; none after a destroy that kept the data."""
     folder: str | None
     """The host folder beside whose data the layout is recorded (`layout_folder`), or None (phase3)."""
+
+
+PHASES = STACK_PHASES["dev"]
+"""Every phase, in order."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,11 +73,24 @@ class Migration:
     earlier one recorded."""
     summary: str
     """One line: what it changes (a preview names it; its CHANGELOG line says the same)."""
+    phases: tuple[str, ...]
+    """The phases whose data it migrates: it runs, and its version is recorded beside the data, only
+    in a stack that runs one of them (dev: any)."""
     run: Callable[[MigrationContext], None]
     """Does it: idempotent, and nothing where there is nothing to upgrade."""
+    needs_stack_down: bool = False
+    """It must not run under the previous release's running platform: refused while the stack is up
+    (its state has outputs), naming the destroy that keeps the data; it runs in the `up` after that.
+    Set it too when the same release replaces the kind cluster: dev cannot take its platform down
+    half-way, so its users could not go back over data migrated under it (components/kind_cluster_down.sh).
+    Never for phase3, whose stack a destroy that keeps the data keeps up."""
 
     def __post_init__(self) -> None:
         parse(self.version)
+        if not self.phases or not set(self.phases) <= set(PHASES):
+            raise ValueError(f"a migration names the phases whose data it migrates, of {PHASES}; got {self.phases!r}")
+        if self.needs_stack_down and "phase3" in self.phases:
+            raise ValueError("a migration of phase3's data cannot need its stack down: a destroy that keeps the data keeps it up")
 
 
 BASE_LAYOUT = "0.1.0"
@@ -87,19 +102,26 @@ MIGRATIONS: tuple[Migration, ...] = ()
 """Every migration, oldest first. Empty since 0.1.0, the first release: nothing before it is upgraded."""
 
 
-def layout() -> str:
-    """The layout this checkout leaves data in once its migrations ran: the newest migration's
-    version, else BASE_LAYOUT. What the claim of a folder, and an `up` that migrated, record beside it.
+def _of(phases: tuple[str, ...]) -> list[Migration]:
+    """The migrations of the data of a stack that runs `phases`."""
+    return [migration for migration in MIGRATIONS if set(migration.phases) & set(phases)]
+
+
+def layout(phases: tuple[str, ...]) -> str:
+    """The layout this checkout leaves the data of a stack that runs `phases` in, once its migrations
+    ran: the newest version of a migration of one of them, else BASE_LAYOUT. What the claim of its
+    folders records beside them.
     """
-    return max((migration.version for migration in MIGRATIONS), key=parse, default=BASE_LAYOUT)
+    return max((migration.version for migration in _of(phases)), key=parse, default=BASE_LAYOUT)
 
 
-def pending(since: str, current: str) -> tuple[Migration, ...]:
-    """The migrations an `up` of release `current` runs over data laid out as release `since` left it,
-    in version order (the table's order among those to one version); a ValueError for a malformed version.
+def pending(since: str, current: str, phases: tuple[str, ...]) -> tuple[Migration, ...]:
+    """The migrations an `up` of release `current` runs over the data of a stack that runs `phases`,
+    laid out as release `since` left it, in version order (the table's order among those to one
+    version); a ValueError for a malformed version.
     """
     after, upto = parse(since), parse(current)
-    return tuple(sorted((m for m in MIGRATIONS if after < parse(m.version) <= upto), key=lambda m: parse(m.version)))
+    return tuple(sorted((m for m in _of(phases) if after < parse(m.version) <= upto), key=lambda m: parse(m.version)))
 
 
 def _newer(recorded: object) -> bool | None:
@@ -210,7 +232,9 @@ async def bring_up_to_date(stack: str, phases: tuple[str, ...], inputs: Mapping[
     owner = folder_owner(stack)
     data = _data_layout(stack, records, folder, owner)
     since = data if data is not None else last.get(outputs.BLUEPRINT_VERSION)
-    due = pending(since, versions.BLUEPRINT) if since is not None else ()
+    due = pending(since, versions.BLUEPRINT, phases) if since is not None else ()
+    if last and (down := next((migration for migration in due if migration.needs_stack_down), None)):
+        raise pulumi.RunError(_stack_down(stack, phases, down, last.get(outputs.BLUEPRINT_VERSION)))
     if pulumi.runtime.is_dry_run():
         if due:
             pulumi.log.warn(
@@ -226,10 +250,26 @@ async def bring_up_to_date(stack: str, phases: tuple[str, ...], inputs: Mapping[
     for migration in due:
         migration.run(context)
         pulumi.log.info(f"stack {stack}: migrated to blueprint {migration.version}: {migration.summary}")
-    # Recorded once the data is migrated, before anything of this release touches it: from now on an
-    # older checkout, which cannot read that layout, is refused over it.
-    if folder is not None:
-        records.write(folder, owner, layout())
+        # Recorded as soon as it ran, before the next migration or anything of this release touches the
+        # data: from now on an older checkout, which cannot read that layout, is refused over it.
+        if folder is not None:
+            records.write(folder, owner, migration.version)
+
+
+def _stack_down(stack: str, phases: tuple[str, ...], migration: Migration, release: object) -> str:
+    """Why `migration` does not run over `stack`, which is up, and how to take it down keeping the data."""
+    if phases == (stack,):
+        way = "Take it down keeping the data (`uv run blueprint destroy --preserve-data`), then bring it up (`uv run blueprint up`)"
+    else:  # dev: only an `up` records preserveData for its destroy, and this checkout's `up` is refused
+        way = (
+            f"Take it down keeping the data, from the checkout that brought it up (blueprint {release}): `pulumi config set "
+            f"-s {stack} blueprint:preserveData true && pulumi up -s {stack} && pulumi destroy -s {stack}`; then run `pulumi "
+            f"up -s {stack}` from this one"
+        )
+    return (
+        f"stack {stack} is up, and blueprint {migration.version}'s migration of its data ({migration.summary}) must not run "
+        f"under its running platform; nothing was changed. {way}"
+    )
 
 
 def _data_layout(stack: str, records: LayoutRecords, folder: str | None, owner: str) -> str | None:

@@ -16,9 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.data_folder import unowned_data
 from cli.passphrase import PassphraseFileError, _trusted
-from cli.teardown import World
 from components.host_folder import LEASES_FOLDER, OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
 from providers.http import missing_ca_file
@@ -59,6 +57,13 @@ def up_over_a_half_wipe(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]
     return _data_folder_script("create", folder, bin_dir), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
 
 
+def claim_of_a_folder_anyone_may_write_in(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / HOSTILE
+    folder.mkdir()
+    folder.chmod(0o777)
+    return _data_folder_script("create", folder, bin_dir), "chmod", ["chmod", "o-w", str(folder)]
+
+
 def cluster_delete_with_a_lease_left(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
     lease = root / HOSTILE / LEASES_FOLDER / "blueprint_phase2"
     lease.parent.mkdir(parents=True)
@@ -79,15 +84,6 @@ def cluster_of_that_name_not_ours(root: Path, bin_dir: Path) -> tuple[str, str, 
     done = run_script(command, "create", path_prefix=bin_dir, env=env)
     assert done.returncode == 1, done.stderr
     return done.stderr, "kind delete", ["kind", "delete", "cluster", "--name", name]
-
-
-def data_folder_no_stack_holds(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
-    folder = root / HOSTILE
-    folder.mkdir()
-    (folder / OWNER_MARKER).write_text("blueprint/phase1@0123456789abcdef\n")
-    said: list[str] = []
-    unowned_data(said.append, {"blueprint:dataDir": str(folder)}, World(), wipe=False)
-    return "\n".join(said), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
 
 
 def passphrase_file_that_is_a_link(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
@@ -117,9 +113,9 @@ def missing_ca_certificate(root: Path, bin_dir: Path) -> tuple[str, str, list[st
 CASES: list[Callable[[Path, Path], tuple[str, str, list[str]]]] = [
     wipe_that_cannot_finish,
     up_over_a_half_wipe,
+    claim_of_a_folder_anyone_may_write_in,
     cluster_delete_with_a_lease_left,
     cluster_of_that_name_not_ours,
-    data_folder_no_stack_holds,
     passphrase_file_that_is_a_link,
     secret_beside_a_half_wipe,
     missing_ca_certificate,

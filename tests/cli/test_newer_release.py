@@ -113,12 +113,12 @@ def test_a_cluster_change_under_a_newer_release_still_runs_phase2s_data_migratio
     ran: list[str] = []
 
     def move_volumes(context: MigrationContext) -> None:
-        if "phase2" in context.phases:
-            ran.append(f"{context.stack} from {context.layout}")
+        ran.append(f"{context.stack} from {context.layout}")
 
     pulumi = stacks_of(versions.BLUEPRINT, new_cluster=False)
     monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
-    monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=NEWER, summary="moves phase2's volumes", run=move_volumes),))
+    moves = Migration(version=NEWER, summary="moves phase2's volumes", phases=("phase2",), run=move_volumes, needs_stack_down=True)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (moves,))
     assert make_way_for_a_new_cluster(pulumi, print, "all", world=world(pulumi, gitlabNodes="2")[0]) == 0
     assert pulumi.outputs("phase2") is None
     plan("phase2", recorded={}, layout_records=RecordedLayout("0.1.0"))

@@ -254,6 +254,15 @@ def test_stacks_that_are_not_up_are_said_and_skipped() -> None:
     assert [call for call in pulumi.calls if call[0] == "destroy"] == [("destroy", "phase1")]
 
 
+@pytest.mark.parametrize("preserve", [False, True], ids=["--wipe-data", "--preserve-data"])
+def test_a_destroy_that_destroys_no_stack_says_nothing_of_the_data_going_or_staying(tmp_path: Path, preserve: bool) -> None:
+    """No stack exists, and no data folder: nothing is removed, and nothing kept either."""
+    pulumi = FakePulumi({})
+    code, said = run_destroy(pulumi, preserve, world=world(pulumi, dataDir=str(tmp_path / "data"))[0])
+    assert code == 0, said
+    assert "preserveData=" not in said
+
+
 FAKE_KIND = """\
 case "$KIND_MODE" in
   listed) echo blueprint ;;

@@ -516,7 +516,7 @@ def _in_a_namespace_over_a_tmpfs(
     environment = {**os.environ, **inputs["environment"], **env, "MOUNT": str(mount)}
     environment.update({f"SCRIPT_{index}": inputs[script] for index, script in enumerate(scripts)})
     inside = (
-        'mount -t tmpfs blueprint-test "$MOUNT" || exit 99; '
+        'mount -t tmpfs -o mode=0755 blueprint-test "$MOUNT" || exit 99; '  # as mkdir makes a folder: the user's alone
         + "".join(f'/bin/sh -c "$SCRIPT_{index}"; echo "rc=$?"; ' for index in range(len(scripts)))
         + 'ls -A "$MOUNT"'
     )

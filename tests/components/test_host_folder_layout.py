@@ -12,8 +12,9 @@ import pytest
 import versions
 from cli.plan import plan
 from components.host_folder import LAYOUT_MARKER, OWNER_MARKER
-from stacks import migrations
+from stacks import STACK_PHASES, migrations
 from stacks.migrations import BASE_LAYOUT, Migration
+from tests import crash
 from tests.plans import COMMAND, planned, run_script
 
 CLAIMS = [(stack, name) for stack in ("phase1", "dev") for name in ("kind-data-folder",)] + [
@@ -28,8 +29,9 @@ def _claim(folder: Path, script: str = "create", **env: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(("stack", "name"), CLAIMS)
-def test_every_folder_claim_is_given_this_checkouts_layout(stack: str, name: str) -> None:
-    assert planned(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == migrations.layout()
+def test_every_folder_claim_is_given_this_checkouts_layout_of_its_stacks_data(stack: str, name: str) -> None:
+    layout = migrations.layout(STACK_PHASES[stack])
+    assert planned(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == layout
 
 
 def test_a_fresh_platform_of_a_release_without_migrations_records_the_base_layout(tmp_path: Path) -> None:
@@ -43,14 +45,25 @@ def test_a_fresh_platform_of_a_release_without_migrations_records_the_base_layou
 def test_a_claim_records_the_layout_of_the_newest_migration(monkeypatch: pytest.MonkeyPatch, stack: str, name: str) -> None:
     """Not the release that ran it: 0.3.0's claim over data 0.2.0 migrated records 0.2.0."""
     monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
-    monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version="0.2.0", summary="moves the volumes", run=lambda context: None),))
+    moved = Migration(version="0.2.0", summary="moves the volumes", phases=STACK_PHASES["dev"], run=lambda context: None)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (moved,))
     assert plan(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == "0.2.0"
+
+
+@pytest.mark.parametrize(("stack", "name"), CLAIMS)
+def test_a_claim_records_only_the_migrations_of_its_stacks_phases(monkeypatch: pytest.MonkeyPatch, stack: str, name: str) -> None:
+    """A release that migrates phase2's data alone leaves phase1's record as it was: an older checkout still runs phase1."""
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
+    moved = Migration(version="0.2.0", summary="moves the volumes", phases=("phase2",), run=lambda context: None)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (moved,))
+    expected = "0.2.0" if "phase2" in STACK_PHASES[stack] else BASE_LAYOUT
+    assert plan(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == expected
 
 
 def test_a_claim_records_its_layout_in_the_folder_on_create_and_on_update(tmp_path: Path) -> None:
     folder = tmp_path / "data"
     assert _claim(folder)[0] == 0
-    assert (folder / LAYOUT_MARKER).read_text() == f"{migrations.layout()}\n"
+    assert (folder / LAYOUT_MARKER).read_text() == f"{BASE_LAYOUT}\n"
     assert _claim(folder, "update", BLUEPRINT_LAYOUT="0.2.0")[0] == 0  # the up of a release that migrated to 0.2.0
     assert (folder / LAYOUT_MARKER).read_text() == "0.2.0\n"
 
@@ -80,7 +93,7 @@ def test_a_folder_holding_only_a_layout_record_is_claimed_as_an_empty_one(tmp_pa
     code, said = _claim(folder)
     assert code == 0, said
     assert (folder / OWNER_MARKER).read_text() == "blueprint/phase1@offline-plan\n"
-    assert (folder / LAYOUT_MARKER).read_text() == f"{migrations.layout()}\n"
+    assert (folder / LAYOUT_MARKER).read_text() == f"{BASE_LAYOUT}\n"
 
 
 def test_the_layout_record_is_never_written_through_a_link(tmp_path: Path) -> None:
@@ -92,6 +105,21 @@ def test_the_layout_record_is_never_written_through_a_link(tmp_path: Path) -> No
     assert _claim(folder, "update")[0] == 0
     assert outside.read_text() == "mine\n"
     assert not (folder / LAYOUT_MARKER).is_symlink()
+
+
+def test_a_claim_cut_short_anywhere_never_loses_the_record_it_replaces(tmp_path: Path) -> None:
+    """A destroy kept the data; the next `up`'s claim is cut short (Ctrl-C): without its record, a newer
+    release would take the data for fresh, skip its migration and record it as migrated."""
+    folder, counter = tmp_path / "data", tmp_path / "counter"
+    claim = planned("phase1", dataDir=str(folder)).one(COMMAND, "kind-data-folder")
+    tools = crash.wrap_tools(tmp_path / "tools", counter)
+    assert crash.run(claim, "create", tools, counter, None).returncode == 0
+    lost = []
+    for cut in range(1, crash.calls(counter) + 1):
+        crash.run(claim, "create", tools, counter, cut)
+        if not (folder / LAYOUT_MARKER).is_file():
+            lost.append(cut)
+    assert lost == []
 
 
 def test_a_wipe_removes_the_layout_record_with_the_claim(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from components.host_folder import LAYOUT_MARKER, OWNER_MARKER
+from components.host_folder import LAYOUT_MARKER, OWNER_MARKER, PRESERVE_DATA
+from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 from tests import crash
 from tests.plans import COMMAND, planned, run_script
@@ -148,3 +149,19 @@ def test_an_up_never_takes_over_a_folder_whose_wipe_was_cut_short(parent: Path, 
         if up.returncode == 0 and not whole and left not in ([], [OWNER_MARKER], sorted([OWNER_MARKER, LAYOUT_MARKER])):
             failures.append((cut, left))
     assert failures == []
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["data folder", "platform folder", "volumes folder"])
+def test_a_folder_whose_wipe_was_cut_short_is_never_said_kept(parent: Path, tools: tuple[Path, Path], which: int) -> None:
+    """The destroy run again with the data kept (`--preserve-data`) after a wipe that removed the
+    secrets and not yet the databases: refused, with the wipe that finishes it, never "keeping"."""
+    said_kept, refused = [], 0
+    for cut, command, _ in _up_then_cuts(parent, tools, which):
+        if not (Path(command["inputs"]["environment"]["FOLDER"]) / WIPING_MARKER).exists():
+            continue
+        kept = crash.run(command, "delete", *tools, None, env={PRESERVE_DATA: "true"})
+        if kept.returncode == 0 or "uv run blueprint destroy --wipe-data" not in kept.stderr:
+            said_kept.append((cut, kept.stderr))
+        refused += 1
+    assert said_kept == []
+    assert refused, "no cut left the wipe half-way"

@@ -8,6 +8,7 @@ and stdin.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tomllib
@@ -312,6 +313,29 @@ def test_a_create_cut_short_anywhere_leaves_a_cluster_the_next_up_adopts(fake_ki
     assert failures == []
 
 
+def test_the_cluster_marker_is_never_written_through_a_link(fake_kind: dict[str, str], tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).symlink_to(victim)
+    done = run_cluster("create", fake_kind)
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "mine\n"
+    assert not (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).is_symlink()
+    assert (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).read_text() == "blueprint\n"
+
+
+def test_a_cluster_marker_that_is_a_fifo_never_hangs_the_up(fake_kind: dict[str, str]) -> None:
+    """A cluster of that name runs, and its marker cannot be read: not blueprint's, said at once."""
+    Path(fake_kind["KIND_RUNNING"]).write_text("blueprint\n")
+    os.mkfifo(Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER)
+    try:
+        done = run_cluster("create", fake_kind)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the up hangs reading a FIFO at the cluster marker's name")
+    assert done.returncode == 1
+    assert "blueprint did not create it" in done.stderr
+
+
 def test_deleting_the_cluster_forgets_it(fake_kind: dict[str, str]) -> None:
     assert run_cluster("create", fake_kind).returncode == 0
     assert run_cluster("delete", fake_kind).returncode == 0
@@ -353,6 +377,14 @@ def test_the_refusal_in_dev_does_not_assume_a_config_value_changed(fake_kind: di
     done = run_cluster("delete", fake_kind)
     assert "put the old value back" not in done.stderr
     assert "the config value you changed, or, if a new blueprint version brings the change, the commit you ran before" in done.stderr
+
+
+def test_the_refusal_in_dev_says_going_back_is_refused_over_data_a_newer_version_migrated(fake_kind: dict[str, str]) -> None:
+    """The commit that ran before refuses data a newer version's `up` migrated (tests/stacks/test_versioning.py)."""
+    assert run_script(lease("dev"), "create", env={"DATA_DIR": fake_kind["DATA_DIR"]}).returncode == 0
+    done = run_cluster("delete", fake_kind)
+    assert "The commit you ran before refuses dev's data if a newer version's up migrated it" in done.stderr
+    assert "follow that version's CHANGELOG line on dev's data instead" in done.stderr
 
 
 def test_the_cluster_is_deleted_once_the_lease_is_released(fake_kind: dict[str, str]) -> None:

@@ -20,7 +20,7 @@ from cli.stand_ins import RecordedLayout
 from stacks import STACK_PHASES, migrations, outputs
 from stacks.config import PROJECT_DIR
 from stacks.layout_record import HostLayoutRecords
-from stacks.migrations import BASE_LAYOUT, Migration, MigrationContext
+from stacks.migrations import BASE_LAYOUT, PHASES, Migration, MigrationContext
 from tests.plans import COMMAND, planned, run_script
 
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
@@ -46,7 +46,7 @@ def table(monkeypatch: pytest.MonkeyPatch, *versions_: str) -> list[tuple[str, s
         def run(context: MigrationContext) -> None:
             ran.append((version, context.stack, context.layout))
 
-        return Migration(version=version, summary=f"moves what {version} moved", run=run)
+        return Migration(version=version, summary=f"moves what {version} moved", phases=PHASES, run=run)
 
     monkeypatch.setattr(migrations, "MIGRATIONS", tuple(migration(version) for version in versions_))
     return ran
@@ -138,7 +138,8 @@ def test_a_new_stack_runs_no_migration(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_migration_is_given_the_stack_its_phases_and_its_last_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
     contexts: list[MigrationContext] = []
-    monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=versions.BLUEPRINT, summary="moves a folder", run=contexts.append),))
+    moves = Migration(version=versions.BLUEPRINT, summary="moves a folder", phases=("phase1",), run=contexts.append)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (moves,))
     plan("phase1", recorded=recorded("0.0.2"))
     data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
     assert contexts == [MigrationContext(stack="phase1", phases=("phase1",), layout="0.0.2", outputs=recorded("0.0.2"), folder=data_dir)]
@@ -151,7 +152,9 @@ def test_a_migration_that_fails_stops_the_up_before_anything_else(monkeypatch: p
     def fail(context: MigrationContext) -> None:
         raise pulumi.RunError("the folder cannot be moved: fix it, then run `uv run blueprint up` again")
 
-    monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=versions.BLUEPRINT, summary="moves a folder", run=fail),))
+    monkeypatch.setattr(
+        migrations, "MIGRATIONS", (Migration(version=versions.BLUEPRINT, summary="moves a folder", phases=PHASES, run=fail),)
+    )
     with pytest.raises(ProgramFailed) as failed:
         plan("phase1", recorded=recorded("0.0.2"))
     assert str(failed.value.cause) == "the folder cannot be moved: fix it, then run `uv run blueprint up` again"
@@ -170,17 +173,17 @@ def test_no_migration_upgrades_beyond_this_release() -> None:
 
 def test_a_migration_to_a_malformed_version_cannot_be_declared() -> None:
     with pytest.raises(ValueError, match="'0.2' is not a blueprint version"):
-        Migration(version="0.2", summary="moves a folder", run=lambda context: None)
+        Migration(version="0.2", summary="moves a folder", phases=PHASES, run=lambda context: None)
 
 
 def test_without_migrations_the_layout_is_the_base_layout_of_the_first_release(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(migrations, "MIGRATIONS", ())
-    assert (migrations.layout(), BASE_LAYOUT) == ("0.1.0", "0.1.0")
+    assert (migrations.layout(PHASES), BASE_LAYOUT) == ("0.1.0", "0.1.0")
 
 
 def test_the_layout_is_the_newest_migrations_version(monkeypatch: pytest.MonkeyPatch) -> None:
     table(monkeypatch, "0.0.3", "0.10.0", "0.2.0")  # newest as numbers, not as text
-    assert migrations.layout() == "0.10.0"
+    assert migrations.layout(PHASES) == "0.10.0"
 
 
 # The layout record beside the data (stacks/layout_record.py): it outlives the state's outputs, which
@@ -189,17 +192,17 @@ def test_the_layout_is_the_newest_migrations_version(monkeypatch: pytest.MonkeyP
 NEWER = "9.0.0"
 
 
-def newer_release(monkeypatch: pytest.MonkeyPatch, *summaries_by_phase: str) -> list[tuple[str, str]]:
-    """This checkout becomes 9.0.0, with one migration of each phase's data named in
-    `summaries_by_phase` (`phase2`, ...): it acts where that phase runs. What ran, as (stack, layout)."""
+def newer_release(monkeypatch: pytest.MonkeyPatch, *phases: str, needs_stack_down: bool = False) -> list[tuple[str, str]]:
+    """This checkout becomes 9.0.0, with one migration, of the data of `phases` (`phase2`, ...). What
+    ran, as (stack, layout)."""
     ran: list[tuple[str, str]] = []
 
     def run(context: MigrationContext) -> None:
-        if set(summaries_by_phase) & set(context.phases):
-            ran.append((context.stack, context.layout))
+        ran.append((context.stack, context.layout))
 
+    moves = Migration(version=NEWER, summary="moves the volumes", phases=phases, run=run, needs_stack_down=needs_stack_down)
     monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
-    monkeypatch.setattr(migrations, "MIGRATIONS", (Migration(version=NEWER, summary="moves the volumes", run=run),))
+    monkeypatch.setattr(migrations, "MIGRATIONS", (moves,))
     return ran
 
 
@@ -307,7 +310,7 @@ def test_a_newer_release_that_migrated_devs_data_is_refused_to_the_checkout_that
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Why such a release tells dev's users to take dev down, keeping the data, before they update."""
-    moved = Migration(version=NEWER, summary="moves the volumes", run=lambda context: None)
+    moved = Migration(version=NEWER, summary="moves the volumes", phases=("phase2",), run=lambda context: None)
     with pytest.raises(ProgramFailed) as failed:
         newer_dev_up_then_back(monkeypatch, tmp_path, moved)
     assert str(failed.value.cause).startswith(
@@ -398,3 +401,90 @@ def test_a_data_record_that_cannot_be_read_is_refused_naming_the_file(tmp_path: 
     assert str(failed.value.cause).startswith(
         f"stack phase1 reads its data's layout from {data_dir}/.blueprint-layout, which it cannot read ("
     )
+
+
+def test_the_layout_record_follows_each_migration_as_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of two pending migrations the first ran and the second failed: an older checkout is refused over
+    the data the first migrated, and the next `up` runs only the second again."""
+
+    def fails(context: MigrationContext) -> None:
+        raise pulumi.RunError("the file cannot be rewritten yet: fix it, then run `uv run blueprint up` again")
+
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
+    moves = Migration(version="0.2.0", summary="moves the volumes", phases=PHASES, run=lambda context: None)
+    rewrites = Migration(version="0.3.0", summary="rewrites a file", phases=PHASES, run=fails)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (moves, rewrites))
+    record = RecordedLayout(BASE_LAYOUT)
+    with pytest.raises(ProgramFailed):
+        plan("phase1", recorded=recorded(BASE_LAYOUT), layout_records=record)
+    assert record.layout == "0.2.0"
+
+
+@pytest.mark.parametrize("stack", ["phase1", "phase3"])
+def test_a_migration_of_another_phases_data_neither_runs_nor_is_recorded(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
+    """A release that migrates phase2's data alone: phase1's folder is not stamped migrated, so the
+    checkout that ran before still runs phase1 (after a failed cluster change, say)."""
+    ran = newer_release(monkeypatch, "phase2")
+    record = RecordedLayout(BASE_LAYOUT)
+    plan(stack, recorded=recorded(BASE_LAYOUT), layout_records=record)
+    assert (ran, record.layout) == ([], BASE_LAYOUT)
+    back_to_the_checkout_that_ran_before(monkeypatch)
+    plan(stack, recorded=recorded(BASE_LAYOUT), layout_records=record)
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
+@pytest.mark.parametrize("stack", ["phase2", "dev"])
+def test_a_migration_that_needs_the_stack_down_is_refused_while_it_is_up_naming_the_way(
+    monkeypatch: pytest.MonkeyPatch, stack: str, preview: bool
+) -> None:
+    """The previous release's pods still run on the data: nothing runs, nothing is registered."""
+    ran = newer_release(monkeypatch, "phase2", needs_stack_down=True)
+    with pytest.raises(ProgramFailed) as failed:
+        plan(stack, preview=preview, recorded=recorded(BASE_LAYOUT), layout_records=RecordedLayout(BASE_LAYOUT))
+    assert ran == []
+    said = str(failed.value.cause)
+    assert said.startswith(
+        f"stack {stack} is up, and blueprint {NEWER}'s migration of its data (moves the volumes) must not run under its running "
+        "platform; nothing was changed. Take it down keeping the data"
+    )
+    if stack == "dev":
+        assert "from the checkout that brought it up (blueprint 0.1.0)" in said
+        assert "`pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev`" in said
+    else:
+        assert "(`uv run blueprint destroy --preserve-data`), then bring it up (`uv run blueprint up`)" in said
+    assert not [r for r in failed.value.registered if r["custom"] and r["type"] != STACK_REFERENCE]
+
+
+@pytest.mark.parametrize("stack", ["phase2", "dev"])
+def test_a_migration_that_needs_the_stack_down_runs_once_a_destroy_kept_the_data(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
+    ran = newer_release(monkeypatch, "phase2", needs_stack_down=True)
+    record = RecordedLayout(BASE_LAYOUT)
+    plan(stack, recorded={}, layout_records=record)
+    assert (ran, record.layout) == ([(stack, BASE_LAYOUT)], NEWER)
+
+
+@pytest.mark.parametrize(
+    ("phases", "needs_stack_down"),
+    [((), False), (("phase4",), False), (("phase3",), True), (("phase2", "phase3"), True)],
+    ids=["no phase", "no such phase", "phase3 down", "phase3 among others down"],
+)
+def test_a_migration_names_the_phases_whose_data_it_migrates_and_never_needs_phase3_down(
+    phases: tuple[str, ...], needs_stack_down: bool
+) -> None:
+    """phase3's stack stays up through a destroy that keeps the data: no destroy would let such a migration run."""
+    with pytest.raises(ValueError, match="a migration"):
+        Migration(version="0.2.0", summary="moves a folder", phases=phases, run=lambda context: None, needs_stack_down=needs_stack_down)
+
+
+def test_kept_data_whose_record_a_cut_claim_lost_is_migrated_from_the_first_release(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The folder names this stack, and no record says how its data is laid out: a newer release runs
+    every migration since the first release over it, rather than take it for fresh and skip them."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / ".blueprint-owner").write_text("blueprint/phase1@offline-plan\n")
+    ran = newer_release(monkeypatch, "phase1")
+    plan("phase1", {"blueprint:dataDir": str(data_dir)}, recorded={}, layout_records=HostLayoutRecords())
+    assert ran == [("phase1", BASE_LAYOUT)]
+    assert (data_dir / ".blueprint-layout").read_text() == f"{NEWER}\n"
