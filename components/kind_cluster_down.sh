@@ -13,7 +13,7 @@ for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
     */dev) echo "blueprint: dev cannot take its own platform down half-way, as 'uv run blueprint up' does for the" \
         "phase stacks. To replace dev's cluster and keep its data, first go back to what made this cluster (the config" \
         "value you changed, or, if a new blueprint version brings the change, the commit you ran before), and run" \
-        "'pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \
+        "'eval \"\$(uv run blueprint env)\" && pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev';" \
         "then apply the change again and run 'pulumi up -s dev'. The commit you ran before refuses dev's data if a newer" \
         "version's up migrated it (that up said 'migrated to blueprint X.Y.Z'): then follow that version's CHANGELOG" \
         "line on dev's data instead." >&2 ;;

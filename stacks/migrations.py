@@ -30,6 +30,7 @@ import pulumi
 import versions
 from stacks import STACK_PHASES, outputs, runtime
 from stacks.config.paths import folder_owner
+from stacks.config.schema import ENV_STEP
 from stacks.layout_record import LayoutRecords, layout_file
 
 Version = tuple[int, int, int]
@@ -262,9 +263,9 @@ def _stack_down(stack: str, phases: tuple[str, ...], migration: Migration, relea
         way = "Take it down keeping the data (`uv run blueprint destroy --preserve-data`), then bring it up (`uv run blueprint up`)"
     else:  # dev: only an `up` records preserveData for its destroy, and this checkout's `up` is refused
         way = (
-            f"Take it down keeping the data, from the checkout that brought it up (blueprint {release}): `pulumi config set "
-            f"-s {stack} blueprint:preserveData true && pulumi up -s {stack} && pulumi destroy -s {stack}`; then run `pulumi "
-            f"up -s {stack}` from this one"
+            f"Take it down keeping the data, from the checkout that brought it up (blueprint {release}): `{ENV_STEP} && "
+            f"pulumi config set -s {stack} blueprint:preserveData true && pulumi up -s {stack} && "
+            f"pulumi destroy -s {stack}`; then run `pulumi up -s {stack}` from this one"
         )
     return (
         f"stack {stack} is up, and blueprint {migration.version}'s migration of its data ({migration.summary}) must not run "

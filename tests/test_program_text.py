@@ -86,6 +86,11 @@ def test_the_program_shows_pulumi_config_set_only_after_blueprint_env() -> None:
         for where, text in program_strings()
         if "pulumi config set" in text and ENV_STEP not in text.split("pulumi config set", 1)[0]
     ]
+    for path in sorted(p for folder in PROGRAM for p in (PROJECT_DIR / folder).rglob("*.sh")):
+        for where, line in script_lines(path):
+            echoed = line.replace('\\"', '"').replace("\\$", "$")
+            if "pulumi config set" in echoed and ENV_STEP not in echoed.split("pulumi config set", 1)[0]:
+                unprepared.append((where, line.strip()))
     assert unprepared == []
 
 

@@ -19,6 +19,7 @@ from cli.plan import ProgramFailed, plan
 from cli.stand_ins import RecordedLayout
 from stacks import STACK_PHASES, migrations, outputs
 from stacks.config import PROJECT_DIR
+from stacks.config.schema import ENV_STEP
 from stacks.layout_record import HostLayoutRecords
 from stacks.migrations import BASE_LAYOUT, PHASES, Migration, MigrationContext
 from tests.plans import COMMAND, planned, run_script
@@ -449,7 +450,8 @@ def test_a_migration_that_needs_the_stack_down_is_refused_while_it_is_up_naming_
     )
     if stack == "dev":
         assert "from the checkout that brought it up (blueprint 0.1.0)" in said
-        assert "`pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev`" in said
+        way = f"`{ENV_STEP} && pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev`"
+        assert way in said
     else:
         assert "(`uv run blueprint destroy --preserve-data`), then bring it up (`uv run blueprint up`)" in said
     assert not [r for r in failed.value.registered if r["custom"] and r["type"] != STACK_REFERENCE]
