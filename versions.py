@@ -55,9 +55,10 @@ POSTGRES_IMAGE = (
 VALKEY_CHART_VERSION = "0.11.0"
 VALKEY_CHART_REPO = "https://valkey.io/valkey-helm/"
 # The chart's appVersion. GitLab 19 documents "Redis 7.2 or Valkey 7.2" (doc/install/requirements.md),
-# and GitLab's own chart CI runs the Valkey chart's default image (9.x). Not moved back to 7.2: a
-# preserved data folder holds an RDB file that 9.1 wrote, which 7.2 refuses to load ("Can't handle RDB
-# format version"), so Valkey would restart for ever over kept data.
+# and GitLab's own chart CI runs the Valkey chart's default image (9.x). 9.1 rather than 7.2: Valkey
+# loads the RDB files of its own and earlier versions only ("Can't handle RDB format version"), so the
+# data a release keeps fixes the lowest Valkey every later release may run; starting at the current
+# one leaves them room to move forward (docs/design/decisions.md, 15).
 VALKEY_IMAGE_TAG = "9.1.1"
 
 # MinIO's community edition is source-only since October 2025 and Docker Hub's copies are gone; these

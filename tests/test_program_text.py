@@ -1,7 +1,9 @@
 """What the program says to its users (its messages and help, its config descriptions, its scripts'
-echoes) names each command as a user runs it on a fresh machine: `uv run blueprint <verb>` (a bare
-`blueprint` is found only inside the project's environment), and a plain `pulumi config set` only
-after `eval "$(uv run blueprint env)"`, which gives it blueprint's passphrase and Pulumi CLI."""
+echoes, the stack files' comments) and the pages they read (README.md, CHANGELOG.md, docs/) name each
+command as a user runs it on a fresh machine: `uv run blueprint <verb>` (a bare `blueprint` is found
+only inside the project's environment), and a plain `pulumi config set` only after
+`eval "$(uv run blueprint env)"`, which gives it blueprint's passphrase and Pulumi CLI; a page shows
+the edit of the stack file before it."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ from stacks.config.schema import ENV_STEP
 PROGRAM = ("cli", "stacks", "providers", "components")
 """The folders of the program's own code (apps/ holds the sample apps, not blueprint's)."""
 BARE = re.compile(rf"(?<!uv run )\bblueprint (?:{'|'.join(VERBS)})\b")
+PAGES = sorted([PROJECT_DIR / "README.md", PROJECT_DIR / "CHANGELOG.md", *(PROJECT_DIR / "docs").rglob("*.md")])
+"""The pages a user reads (docs/reference/ is generated, by the program: held to the same rules)."""
+FENCE = re.compile(r"^ *```(\w*)[^\n]*\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
 
 
 def strings(source: str, name: str) -> Iterator[tuple[str, str]]:
@@ -70,6 +75,11 @@ def descriptions() -> Iterator[tuple[str, str]]:
         yield f"Pulumi.yaml {key}", str(spec.get("description", ""))
 
 
+def unprepared(unit: str) -> bool:
+    """Whether `unit` shows `pulumi config set` with no env step before it."""
+    return "pulumi config set" in unit and ENV_STEP not in unit.split("pulumi config set", 1)[0]
+
+
 def test_every_blueprint_command_the_program_shows_is_run_with_uv_run() -> None:
     shown = [*program_strings(), *descriptions()]
     bare = [(where, span) for where, text in shown for span in re.findall(r"`[^`]*`", text) if BARE.search(span)]
@@ -81,17 +91,12 @@ def test_every_blueprint_command_the_program_shows_is_run_with_uv_run() -> None:
 def test_the_program_shows_pulumi_config_set_only_after_blueprint_env() -> None:
     """Before the first up, `pulumi` is not on the shell's PATH, or creates the stack with a passphrase
     of its own that blueprint cannot decrypt."""
-    unprepared = [
-        (where, text)
-        for where, text in program_strings()
-        if "pulumi config set" in text and ENV_STEP not in text.split("pulumi config set", 1)[0]
-    ]
+    found = [(where, text) for where, text in program_strings() if unprepared(text)]
     for path in sorted(p for folder in PROGRAM for p in (PROJECT_DIR / folder).rglob("*.sh")):
         for where, line in script_lines(path):
-            echoed = line.replace('\\"', '"').replace("\\$", "$")
-            if "pulumi config set" in echoed and ENV_STEP not in echoed.split("pulumi config set", 1)[0]:
-                unprepared.append((where, line.strip()))
-    assert unprepared == []
+            if unprepared(line.replace('\\"', '"').replace("\\$", "$")):
+                found.append((where, line.strip()))
+    assert found == []
 
 
 def test_the_checks_here_find_a_bare_command_and_an_unprepared_pulumi() -> None:
@@ -105,6 +110,64 @@ def test_the_checks_here_find_a_bare_command_and_an_unprepared_pulumi() -> None:
     assert [text for text in found if any(BARE.search(span) for span in re.findall(r"`[^`]*`", text))] == [
         "run `blueprint doctor --fix` for {}"
     ]
-    assert [text for text in found if "pulumi config set" in text and ENV_STEP not in text] == [
-        "fix: `pulumi config set -s phase1 blueprint:headlamp true`"
+    assert [text for text in found if unprepared(text)] == ["fix: `pulumi config set -s phase1 blueprint:headlamp true`"]
+
+
+def page_units(text: str) -> Iterator[tuple[str, str]]:
+    """(kind, text) for each piece of a page a reader takes as one: a fenced block (its info string
+    the kind: `sh`, `mermaid`, ...), and each paragraph of the prose around them ("prose")."""
+    yield from ((match[1], match[2]) for match in FENCE.finditer(text))
+    yield from (("prose", paragraph) for paragraph in re.split(r"\n\s*\n", FENCE.sub("", text)))
+
+
+def shown_in(text: str) -> Iterator[str]:
+    """What a reader may copy from a page into a shell: each inline code span of the prose, and each
+    line of a shell block without its comment (a diagram's labels and a layout are no commands)."""
+    for kind, unit in page_units(text):
+        if kind == "prose":
+            yield from re.findall(r"`[^`]+`", unit)
+        elif kind in ("sh", "shell", "bash"):
+            yield from (re.sub(r"(?:^|\s)#.*", "", line).strip() for line in unit.splitlines())
+
+
+def read_by_users() -> Iterator[tuple[str, str]]:
+    """(where, unit) for each unit of every page, and each stack file, whose comments a user reads."""
+    for path in [*PAGES, *sorted(PROJECT_DIR.glob("Pulumi.*.yaml"))]:
+        text = path.read_text()
+        for unit in [unit for _, unit in page_units(text)] if path.suffix == ".md" else [text]:
+            yield str(path.relative_to(PROJECT_DIR)), unit
+
+
+def edit_not_first(text: str) -> bool:
+    """Whether a page shows `pulumi config set` before the edit of the stack file's `config: {}`."""
+    return "pulumi config set" in text and "config: {}" not in text.split("pulumi config set", 1)[0]
+
+
+def test_every_blueprint_command_a_page_shows_is_run_with_uv_run() -> None:
+    shown = [(str(page.relative_to(PROJECT_DIR)), text) for page in PAGES for text in shown_in(page.read_text())]
+    assert ("README.md", "uv run blueprint up") in shown
+    assert [(where, text) for where, text in shown if BARE.search(text)] == []
+
+
+def test_a_page_shows_pulumi_config_set_only_after_blueprint_env() -> None:
+    assert [(where, unit.strip()) for where, unit in read_by_users() if unprepared(unit)] == []
+
+
+def test_a_page_shows_the_stack_files_edit_before_pulumi_config_set() -> None:
+    """The first way to set a key needs nothing: the stack file's shipped `config: {}` replaced."""
+    assert [str(page.relative_to(PROJECT_DIR)) for page in PAGES if edit_not_first(page.read_text())] == []
+
+
+def test_the_page_checks_find_a_bare_command_an_unprepared_pulumi_and_no_edit_first() -> None:
+    page = (
+        "Run `blueprint up`, or `uv run blueprint preview`.\n\n"
+        "```sh\nblueprint doctor   # not `uv run blueprint doctor`\n```\n\n"
+        "```mermaid\nflowchart LR\n  a[blueprint up] --> b\n```\n\n"
+        "Then `pulumi config set -s phase1 blueprint:headlamp true`.\n"
+    )
+    assert sorted(text for text in shown_in(page) if BARE.search(text)) == ["`blueprint up`", "blueprint doctor"]
+    assert [unit.strip() for _, unit in page_units(page) if unprepared(unit)] == [
+        "Then `pulumi config set -s phase1 blueprint:headlamp true`."
     ]
+    assert edit_not_first(page)
+    assert not edit_not_first("Replace `config: {}`.\n\n" + f"`{ENV_STEP}`, then `pulumi config set`.")

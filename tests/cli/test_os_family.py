@@ -315,7 +315,7 @@ def test_the_bring_up_guide_gives_the_ca_trust_command_of_every_family_for_the_d
     for key in (os_family.DEBIAN, os_family.FEDORA, os_family.ARCH, os_family.MACOS):
         [line] = os_family.ca_trust(OsFamily(key=key, distro=key), "<dataDir>/platform/ca.crt")
         assert f"`{line}`" in section, key
-    assert "`blueprint up` prints" in section
+    assert "`uv run blueprint up` prints" in section
 
 
 def test_up_ends_with_the_ca_trust_command_of_the_machine_it_runs_on(monkeypatch: pytest.MonkeyPatch) -> None:
