@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
-from collections.abc import Callable, MutableMapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from cli import tools_path
 from stacks import STACK_PHASES
 
 if TYPE_CHECKING:
@@ -22,80 +21,6 @@ PHASE_STACKS = {**{phase.removeprefix("phase"): (phase,) for phase in STACK_PHAS
 """The stacks of each `--phase` (a phase's stack has its name), in the order `blueprint up` runs them."""
 STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
-
-BLUEPRINT_SHARE = (".local", "share", "blueprint")
-"""blueprint's own folder under the home folder: nothing but what `doctor --fix` installs."""
-PULUMI_BIN = (*BLUEPRINT_SHARE, "pulumi", "bin")
-TOOLS_BIN = (*BLUEPRINT_SHARE, "bin")
-"""Where `doctor --fix` installs under the home folder (cli/doctor/install.py): the Pulumi CLI with its
-bundled plugins; kind and kubectl. In this order they go first on blueprint's PATH (`tools_on_path`).
-Pulumi's own installer folder, ~/.pulumi/bin, is the user's: blueprint never writes it nor moves it."""
-
-
-def tools_home() -> Path | None:
-    """The home folder the tools `doctor --fix` installs are under; None when there is none to tell."""
-    try:
-        return Path.home()
-    except RuntimeError:  # no HOME, and no entry in the password database
-        return None
-
-
-def blueprint_folders(home: Path, folder: Path) -> list[Path]:
-    """The folders of blueprint's own from ~/.local/share/blueprint down to `folder`, which is one of them."""
-    top = home.joinpath(*BLUEPRINT_SHARE)
-    below = folder.relative_to(top).parts
-    return [top.joinpath(*below[:count]) for count in range(len(below) + 1)]
-
-
-OTHER_OWNER = "another user owns it"
-
-
-def not_yours_alone(folder: Path) -> str | None:
-    """Why `folder` must not go first on PATH (what every script blueprint runs calls `docker`, `rm`,
-    `pulumi` would be what is in it), or None: it is not a folder, another user owns it, or other
-    users may write in it. Group write is allowed (a umask of 002 gives every folder one's own group).
-    """
-    try:
-        found = folder.stat()
-    except OSError:
-        return "it is not there"
-    if not stat.S_ISDIR(found.st_mode):
-        return "it is not a folder"
-    if found.st_uid != os.getuid():
-        return OTHER_OWNER
-    return "other users may write in it" if found.st_mode & stat.S_IWOTH else None
-
-
-def tools_folders(home: Path | None) -> list[str]:
-    """The folders `doctor --fix` installs into under `home` that are there and, with blueprint's
-    folders above them, the user's alone (`not_yours_alone`), in PATH order.
-    """
-    if home is None:
-        return []
-    wanted = [home.joinpath(*folder) for folder in (PULUMI_BIN, TOOLS_BIN)]
-    return [str(folder) for folder in wanted if not any(map(not_yours_alone, blueprint_folders(home, folder)))]
-
-
-def tools_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
-    """Put the folders `doctor --fix` installs into under `home` (`tools_folders`) first on
-    `environ`'s PATH, each once: an older `pulumi` or `kubectl` elsewhere must not win. They are
-    blueprint's own and hold nothing but those tools, so nothing of the user's (a `python`, a `uv`)
-    comes before the project's environment, and no other folder is moved. False, PATH left alone,
-    when there is none.
-
-    `main` does it for the process, so what `--fix` installed is found with no PATH step by the
-    doctor, by the Automation API (which runs the `pulumi` first on PATH) and by every process
-    started from there (Pulumi's engine, the `kind` and `kubectl` local.Command runs); `blueprint
-    env` prints the same folders for the shell.
-    """
-    first = tools_folders(home)
-    if not first:
-        return False
-    taken = {os.path.normpath(folder) for folder in first}
-    path = environ.get("PATH", "")
-    rest = [entry for entry in (path.split(os.pathsep) if path else []) if os.path.normpath(entry) not in taken]
-    environ["PATH"] = os.pathsep.join([*first, *rest])
-    return True
 
 
 def _config_override(text: str) -> tuple[str, str]:
@@ -334,8 +259,8 @@ def _verb_env(verbs: Verbs) -> None:
         verbs,
         "env",
         "print the exports the plain `pulumi`, `kind` and `kubectl` commands need: blueprint's state passphrase, and the "
-        "folders `doctor --fix` installs into, put first on your shell's own PATH (each once): "
-        'eval "$(uv run blueprint env)"',
+        "folders `doctor --fix` installs into, put first on your shell's own PATH unless it holds them already (then they stay "
+        'where they are): eval "$(uv run blueprint env)"',
     )
 
 
@@ -385,7 +310,7 @@ def _env(args: argparse.Namespace) -> int:
         return 1
     # Onto the shell's own PATH as the shell has it when it evals this, never this process's (`uv run`
     # put the checkout's .venv/bin first there): each folder once, however often it is run.
-    if folders := tools_folders(tools_home()):
+    if folders := tools_path.tools_folders(tools_path.tools_home()):
         for folder in reversed(folders):
             quoted = shlex.quote(folder)
             sys.stdout.write(f'case ":$PATH:" in *:{quoted}:*) ;; *) PATH={quoted}"${{PATH:+:$PATH}}" ;; esac\n')
@@ -460,7 +385,9 @@ VERBS: dict[str, Handler] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    tools_on_path(os.environ, tools_home())
+    # At least 022, so nothing blueprint, Pulumi or the scripts it runs make is writable by others.
+    os.umask(os.umask(0o022) | 0o022)
+    tools_path.tools_on_path(os.environ, tools_path.tools_home())
     try:
         return VERBS[args.command](args)
     except run_error() as error:

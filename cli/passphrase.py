@@ -47,9 +47,21 @@ def passphrase_file(environ: Mapping[str, str]) -> Path:
     return base / "blueprint" / "pulumi-passphrase"
 
 
+def _yours(path: Path, found: os.stat_result) -> None:
+    """Refuse what another user owns: root's, say, after a `sudo -E blueprint ...` made it."""
+    if found.st_uid == os.getuid():
+        return
+    raise PassphraseFileError(
+        f"{path} belongs to another user (uid {found.st_uid}), so blueprint can neither trust nor keep private the state's "
+        f"passphrase there. If a `sudo` run made it, make it yours again "
+        f"(`sudo chown -R {os.getuid()}:{os.getgid()} -- {shlex.quote(str(path))}`) and run again."
+    )
+
+
 def _trusted(path: Path) -> None:
     """Refuse a passphrase file that is a link or not a regular file (someone else's choice of
-    where the state's key lives), and take group and other access away from one that has it.
+    where the state's key lives), or that another user owns, and take group and other access away
+    from one that has it.
     """
     found = path.lstat()
     if not stat.S_ISREG(found.st_mode):
@@ -57,6 +69,7 @@ def _trusted(path: Path) -> None:
             f"{path} is not a plain file (a link, or something else): blueprint keeps the state's passphrase only in "
             f"a file of its own. Remove it (`rm {shlex.quote(str(path))}`) if you did not put it there, and run again."
         )
+    _yours(path, found)
     if found.st_mode & 0o077:
         path.chmod(0o600)
 
@@ -115,9 +128,17 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
     if _user_chose(environ):
         return {}
     path = passphrase_file(environ)
-    if not path.is_symlink() and not path.exists():
-        _create(path, environ)
-    _trusted(path)
+    try:
+        if path.parent.is_dir():
+            _yours(path.parent, path.parent.stat())  # first: another user's folder (0700) would refuse the looks below
+        if not path.is_symlink() and not path.exists():
+            _create(path, environ)
+        _trusted(path)
+    except OSError as error:
+        raise PassphraseFileError(
+            f"blueprint cannot use its passphrase file {path} ({error.strerror}): it and its folder must be yours, "
+            f"which `ls -ld -- {shlex.quote(str(path.parent))} {shlex.quote(str(path))}` shows; make them so and run again"
+        ) from None
     _not_empty(path)
     return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
 

@@ -36,6 +36,8 @@ RETRY_PAUSES = (1.0, 2.0, 4.0, 8.0)
 MOVED = frozenset({301, 302, 307, 308})
 REDACT_MIN_LENGTH = 4
 """Request strings shorter than this are left in error messages (hiding "*" or "main" only garbles them)."""
+MAX_PAGES = 1000
+"""Pages of a list `pages` reads at most (100,000 items): far more than any list blueprint makes."""
 TIMEOUT_SECONDS = 60.0
 """Per request: a commit of a whole project's files is the slowest call."""
 
@@ -191,14 +193,24 @@ class GitLab:
         self.call("DELETE", path, params=params, missing_ok=True)
 
     def pages(self, path: str, **params: Any) -> Iterator[Any]:
-        """Every item of a paginated list (GitLab's `X-Next-Page` header; 100 a page, its maximum)."""
-        page = "1"
-        while page:
+        """Every item of a paginated list (GitLab's `X-Next-Page` header; 100 a page, its maximum). A
+        next page that is not after this one, or past MAX_PAGES, is an error, never a request more.
+        """
+        page = 1
+        while True:
             response = self.send("GET", path, params={**params, "per_page": 100, "page": page})
             if response.status_code == 404:
                 raise GitLabApiError("GET", path, 404, self._short(response.text))
             yield from _decoded("GET", path, response)
-            page = response.headers.get("X-Next-Page", "")
+            named = str(response.headers.get("X-Next-Page", "")).strip()
+            if not named:
+                return
+            following = int(named) if named.isascii() and named.isdigit() else 0
+            if not page < following <= MAX_PAGES:
+                why = f"past the {MAX_PAGES} pages blueprint reads" if following > page else "not a page after it"
+                detail = f"after page {page}, the answer names page {named[:20]!r} as the next one, {why}: the list was not read whole"
+                raise GitLabApiError("GET", path, None, detail)
+            page = following
 
     def _short(self, text: str, body: Any = None) -> str:
         """The start of an answer's body, with the token, our other secrets and every string the

@@ -49,16 +49,38 @@ class OpenBao:
     def done(self, response: Any, what: str) -> dict[str, Any]:
         """The answer's JSON (or {}) when `what` succeeded; `poll.NotYet` for a 5xx or 429, an error for any other refusal."""
         if response.status_code in (200, 204):
-            return dict(response.json()) if response.status_code == 200 and response.content else {}
+            return self.answer(response, what) if response.status_code == 200 and response.content else {}
         if response.status_code >= 500 or response.status_code == 429:
             raise poll.NotYet(f"{what} answered HTTP {response.status_code}")
         raise OpenBaoInitError(f"OpenBao at {self.props['address']} refused {what} (HTTP {response.status_code}: {_said(response)})")
+
+    def answer(self, response: Any, what: str) -> dict[str, Any]:
+        """A 200's JSON object. Anything else is not OpenBao's (another program answering at its
+        address): an error naming the address alone, never what was sent or answered.
+        """
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            raise self.not_openbao(response, what)
+        return body
+
+    def not_openbao(self, response: Any, what: str) -> OpenBaoInitError:
+        return OpenBaoInitError(
+            f"the answer to {what} from {self.props['address']} (HTTP {response.status_code}) is not OpenBao's JSON: "
+            f"is another program answering at that address?"
+        )
 
     def login(self, user: str, password: str, password_file: str) -> str:
         """A token of `user`, or the error that says why there will be none."""
         response = self.request("POST", f"auth/userpass/login/{user}", body={"password": password})
         if response.status_code == 200:
-            return str(response.json()["auth"]["client_token"])
+            auth = self.answer(response, "the login").get("auth")
+            token = auth.get("client_token") if isinstance(auth, dict) else None
+            if isinstance(token, str) and token:
+                return token
+            raise self.not_openbao(response, "the login")
         # An auth path nobody mounted is answered like any unknown path: 403 (verified against bao 2.7.2).
         if response.status_code == 403:
             raise no_userpass_error(self.props, int(self.seal_status().get("n") or 0))
@@ -75,7 +97,7 @@ class OpenBao:
         status = self.get("sys/seal-status")
         if status.status_code != 200:
             raise poll.NotYet(f"sys/seal-status answered HTTP {status.status_code}")
-        return dict(status.json())
+        return self.answer(status, "sys/seal-status")
 
     def ready(self) -> None:
         """Initialised, unsealed and the active node, or `poll.NotYet`."""
@@ -92,7 +114,8 @@ class OpenBao:
 def _said(response: Any) -> str:
     """What OpenBao said (its `errors`), never the request's data."""
     try:
-        errors = response.json().get("errors") or []
+        body = response.json()
     except ValueError:
-        errors = []
-    return "; ".join(str(error) for error in errors)[:300] or f"HTTP {response.status_code}"
+        body = None
+    errors = body.get("errors") if isinstance(body, dict) else None
+    return "; ".join(str(error) for error in errors or [] if isinstance(errors, list))[:300] or f"HTTP {response.status_code}"

@@ -121,7 +121,7 @@ def check_writer(bao: OpenBao) -> None:
         mount = bao.get(f"sys/internal/ui/mounts/{props['mount']}", token)
         if mount.status_code >= 500:
             raise poll.NotYet(f"the mount check answered HTTP {mount.status_code}")
-        data = (mount.json().get("data") or {}) if mount.status_code == 200 else {}
+        data = (bao.answer(mount, "reading the mount").get("data") or {}) if mount.status_code == 200 else {}
         if data.get("type") != "kv" or (data.get("options") or {}).get("version") != "2":
             raise OpenBaoInitError(
                 f"OpenBao at {props['address']} has no KV v2 engine at {props['mount']}/ that user {props['username']} may use "

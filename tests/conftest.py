@@ -31,13 +31,23 @@ def stack_files_of_the_defaults() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def no_tools_in_the_home_folder(monkeypatch: pytest.MonkeyPatch) -> None:
     """The `blueprint` CLI puts the folders `doctor --fix` installs into (~/.pulumi/bin, ~/.local/share/blueprint/bin)
-    first on its PATH (cli/main.py `tools_on_path`): in a test it finds none of the tools of the person running
+    first on its PATH (cli/tools_path.py `tools_on_path`): in a test it finds none of the tools of the person running
     the tests, only the fakes a test puts on PATH, and leaves PATH as it found it. A test of those
     folders gives its own home."""
-    import cli.main
+    import cli.tools_path
 
-    monkeypatch.setattr(cli.main, "tools_home", lambda: None)
+    monkeypatch.setattr(cli.tools_path, "tools_home", lambda: None)
     monkeypatch.setenv("PATH", os.environ.get("PATH", ""))
+
+
+@pytest.fixture(autouse=True)
+def umask_as_found() -> Iterator[None]:
+    """`main` raises the process's umask to at least 022 for good (cli/main.py): a test that runs it
+    leaves the next one the umask the suite started with."""
+    found = os.umask(0o022)
+    os.umask(found)
+    yield
+    os.umask(found)
 
 
 MOUNT_NAMESPACES_REQUIRED = "BLUEPRINT_TEST_MOUNT_NAMESPACES"

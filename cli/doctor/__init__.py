@@ -8,7 +8,7 @@ what the platform needs of Docker in cli/doctor/needs.py.
 
 `--fix` (cli/doctor/fixes.py) installs what needs no root (Pulumi, kind and kubectl, into blueprint's
 own folders under ~/.local/share/blueprint) without asking, each download checked against the SHA-256
-its publisher lists (cli/doctor/install.py), where blueprint finds it with no PATH step (cli/main.py); what
+its publisher lists (cli/doctor/install.py), where blueprint finds it with no PATH step (cli/tools_path.py); what
 needs root or the system's package manager (Docker, the docker group, the inotify limits) it does
 with the exact commands of the detected OS family (cli/os_family.py), once the user agrees. Ports,
 memory and the names are the user's call: it says what to do.
@@ -27,7 +27,7 @@ from cli.doctor.checks import CACHE_SPACE, CONFIG, PULUMI_MIN_VERSION, Check, im
 from cli.doctor.docker import docker_checks
 from cli.doctor.machine import Machine, RealMachine, machine_family
 from cli.doctor.needs import Needs, default_needs, resources_needed
-from cli.main import tools_on_path
+from cli.tools_path import tools_on_path
 
 __all__ = ["machine_checks", "run"]
 

@@ -75,7 +75,7 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
         else:
             steps.append(FixStep(what=f"{check.name}: {check.fix}"))
     if installed:
-        # blueprint puts the install folders on its own PATH (cli/main.py `tools_on_path`): only the user's shell lacks them.
+        # blueprint puts the install folders on its own PATH (cli/tools_path.py `tools_on_path`): only the user's shell lacks them.
         tools = ", ".join(f"`{tool}`" for tool in dict.fromkeys(installed))
         steps.append(
             FixStep(what=f'for the plain {tools} commands in your shell (blueprint finds them itself): eval "$(uv run blueprint env)"')

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from cli.doctor.machine import DownloadError, Machine, release_arch
-from cli.main import BLUEPRINT_SHARE, OTHER_OWNER, PULUMI_BIN, TOOLS_BIN, blueprint_folders, not_yours_alone
+from cli.tools_path import BLUEPRINT_SHARE, OTHER_OWNER, PULUMI_BIN, TOOLS_BIN, blueprint_folders, not_yours_alone, unsafe_way
 from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
 
 KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
@@ -184,24 +184,37 @@ def unpack(archive: tarfile.TarFile, folder: Path) -> None:
         target.chmod(mode)  # os.open's mode goes through the umask
 
 
+def _made(folder: Path) -> None:
+    """Make `folder` 0755 whatever the umask, when it is not there; leave one that is as it is."""
+    try:
+        folder.mkdir(mode=0o755)
+        folder.chmod(0o755)  # mkdir's mode goes through the umask
+    except FileExistsError:
+        pass
+
+
 def own_folders(home: Path, folder: Path) -> None:
-    """Make blueprint's folders down to `folder` (cli/main.py `blueprint_folders`), each 0755 whatever
-    the umask: they go first on PATH, so no one else may write in them. One there already that is
-    not the user's alone (`not_yours_alone`) is an InstallError: what it holds may not be theirs.
+    """Make ~/.local, ~/.local/share (the user's) and blueprint's folders down to `folder`
+    (cli/tools_path.py `blueprint_folders`) that are not there, each 0755 whatever the umask:
+    blueprint's go first on PATH, and whoever may write in a folder above them may swap them. One of
+    blueprint's there already that is not the user's alone (`not_yours_alone`), or a way to `folder`
+    another user may change (`unsafe_way`), is an InstallError: what it holds may not be theirs.
     """
-    home.joinpath(*BLUEPRINT_SHARE[:-1]).mkdir(parents=True, exist_ok=True)  # ~/.local/share: the user's own
+    _made(home / BLUEPRINT_SHARE[0])
+    _made(home.joinpath(*BLUEPRINT_SHARE[:-1]))
     for each in blueprint_folders(home, folder):
-        try:
-            each.mkdir(mode=0o755)
-            each.chmod(0o755)  # mkdir's mode goes through the umask
-        except FileExistsError:
-            pass
+        _made(each)
         if why := not_yours_alone(each):
             raise InstallError(
                 f"{each} is not yours alone ({why}), and blueprint runs its tools from there: nothing was installed. "
                 f"Remove it (`{'sudo ' if why == OTHER_OWNER else ''}rm -rf -- {shlex.quote(str(each))}`: it holds only what "
                 f"`--fix` installs), then run `uv run blueprint doctor --fix` again"
             )
+    if why := unsafe_way(folder):
+        raise InstallError(
+            f"another user could swap {folder}, so blueprint does not run tools from there: {why}. Nothing was installed: "
+            f"fix that, then run `uv run blueprint doctor --fix` again"
+        )
 
 
 def install(machine: Machine, download: Download) -> None:
@@ -242,8 +255,7 @@ def install(machine: Machine, download: Download) -> None:
                 unpack(archive, unpacked)
         except tarfile.TarError as error:
             raise InstallError(f"{download.url} cannot be unpacked ({error}); nothing was installed") from None
-        # Pulumi's tarball holds `pulumi/<binaries>`; older ones held `pulumi/bin/<binaries>`.
-        root = unpacked / "pulumi" / "bin" if (unpacked / "pulumi" / "bin").is_dir() else unpacked / "pulumi"
+        root = unpacked / "pulumi"  # Pulumi's tarball holds `pulumi/<binaries>`
         if not (root / "pulumi").is_file():
             raise InstallError(f"{download.url} holds no pulumi/pulumi binary; nothing was installed")
         shutil.copytree(root, staged)

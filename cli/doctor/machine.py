@@ -59,7 +59,7 @@ class Machine(Protocol):
 
     def environ(self) -> MutableMapping[str, str]:
         """The environment variables: WSL's WSL_DISTRO_NAME, sudo's SUDO_USER; PATH, which `which`
-        and `run` search, and which the doctor puts the install folders on (cli/main.py).
+        and `run` search, and which the doctor puts the install folders on (cli/tools_path.py).
         """
         ...
 

@@ -171,7 +171,7 @@ def home_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *installed: str) 
     bare = tmp_path / "bare"
     bare.mkdir()
     monkeypatch.setenv("PATH", with_git(bare))
-    monkeypatch.setattr("cli.main.tools_home", lambda: home)
+    monkeypatch.setattr("cli.tools_path.tools_home", lambda: home)
     return home
 
 
@@ -219,10 +219,10 @@ def test_blueprint_env_puts_the_tools_doctor_fix_installed_on_the_shells_path(co
     assert done.stdout.strip() == str(tmp_path / ".local/share/blueprint/bin/kind")
 
 
-def blueprint_env_twice(home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+def blueprint_env_twice(home: Path, cwd: Path, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
     """`eval "$(uv run blueprint env)"` twice in one `sh`, then its PATH: `uv run` starts blueprint with
-    the checkout's .venv/bin first on PATH, and the shell's own PATH is /usr/bin:/bin."""
-    env = {**os.environ, "HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_DIR)}
+    the checkout's .venv/bin first on PATH, and the shell's own PATH is `path`."""
+    env = {**os.environ, "HOME": str(home), "PATH": path, "PYTHONPATH": str(PROJECT_DIR)}
     once = 'eval "$(PATH="$1:$PATH" "$0" -m cli.main env)"'
     return subprocess.run(
         ["sh", "-c", f'{once} && {once} && printf %s "$PATH"', sys.executable, str(Path(sys.executable).parent)],
@@ -242,6 +242,25 @@ def test_blueprint_env_puts_the_tools_first_on_the_shells_own_path_once(config_h
         (tmp_path / folder).mkdir(parents=True)
     done = blueprint_env_twice(tmp_path, PROJECT_DIR)
     assert done.stdout.split(":") == [str(tmp_path / PULUMI_BIN), str(tmp_path / TOOLS_BIN), "/usr/bin", "/bin"]
+
+
+def test_blueprint_env_leaves_a_tools_folder_the_shells_path_holds_already_where_it_is(config_home: Path, tmp_path: Path) -> None:
+    """As `blueprint env --help` says: it adds a folder the shell's PATH lacks, and moves none."""
+    (tmp_path / TOOLS_BIN).mkdir(parents=True)
+    done = blueprint_env_twice(tmp_path, PROJECT_DIR, f"/usr/bin:/bin:{tmp_path / TOOLS_BIN}")
+    assert done.stdout.split(":") == ["/usr/bin", "/bin", str(tmp_path / TOOLS_BIN)]
+
+
+@pytest.mark.parametrize(("umask", "runs_with"), [(0o000, 0o022), (0o002, 0o022), (0o077, 0o077)], ids=oct)
+def test_blueprint_runs_with_a_umask_that_lets_no_other_user_write_what_it_makes(
+    monkeypatch: pytest.MonkeyPatch, umask: int, runs_with: int
+) -> None:
+    """Pulumi, the scripts it runs (the data folder's) and the doctor inherit it: under a loose umask
+    (a shared laptop's 000, a 002 with a shared group) what they make would be anyone's to swap."""
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "correct horse battery staple")
+    os.umask(umask)
+    assert main(["env"]) == 0
+    assert os.umask(0o022) == runs_with
 
 
 def test_blueprint_env_gives_a_home_folder_with_shell_syntax_in_its_name_to_the_shell_as_it_is(config_home: Path, tmp_path: Path) -> None:

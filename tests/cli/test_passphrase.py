@@ -4,6 +4,7 @@ variables, which then win. No Pulumi runtime: these are the environment blueprin
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -152,3 +153,54 @@ def test_an_empty_or_public_passphrase_file_of_the_user_is_warned_about(tmp_path
     (tmp_path / "mine").write_text(text)
     warning = passphrase.weak_choice({"PULUMI_CONFIG_PASSPHRASE_FILE": str(tmp_path / "mine")})
     assert "the passphrase in PULUMI_CONFIG_PASSPHRASE_FILE is" in str(warning)
+
+
+NOBODY = 65534
+
+
+def test_a_config_folder_another_user_owns_is_one_message_with_the_chown(
+    config_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `sudo -E blueprint ...` makes ~/.config/blueprint root's, 0700: the user may not even look in it."""
+    folder = config_home / "blueprint"
+    folder.mkdir(parents=True, mode=0o700)
+    (folder / "pulumi-passphrase").write_text("made under sudo\n")
+    owner = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: owner + 1)  # blueprint runs as another user than the folder's owner
+    assert main(["env"]) == 1
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err.startswith(f"error: {folder} belongs to another user (uid {owner})"), said.err
+    assert f"`sudo chown -R {owner + 1}:{os.getgid()} -- {folder}`" in said.err
+
+
+def test_a_passphrase_file_another_user_owns_is_refused_and_left_as_it_is(config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not made private under someone else's name (a chmod blueprint may not do), nor trusted. Root
+    gives the file to nobody; any other user runs blueprint as another user than the files' owner."""
+    path = config_home / "blueprint" / "pulumi-passphrase"
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_text("theirs\n")
+    path.chmod(0o644)
+    if os.geteuid() == 0:
+        os.chown(path, NOBODY, NOBODY)
+    else:
+        owner = os.getuid()
+        monkeypatch.setattr(os, "getuid", lambda: owner + 1)
+    with pytest.raises(passphrase.PassphraseFileError, match="belongs to another user"):
+        stack_runner.pulumi_environment()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_a_passphrase_file_the_system_will_not_look_at_is_one_message_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever the system refuses while blueprint checks the file (a folder it may not search, a path
+    too long, as here) is said with the file's name."""
+    config = "/" + "x/" * 2100
+    monkeypatch.setenv("XDG_CONFIG_HOME", config)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    assert main(["env"]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith(f"error: blueprint cannot use its passphrase file {config}blueprint/pulumi-passphrase (File name too long)")
+    assert "Traceback" not in said

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cli.main import tools_on_path
 from cli.stack_runner import AutomationRunner, StackFailed
+from cli.tools_path import tools_on_path
 from tests.plans import fake_command
 
 FAKE_PULUMI = """\
@@ -60,7 +60,7 @@ def test_a_stack_that_holds_no_resource_is_not_up(fake_pulumi: Path, monkeypatch
 
 def test_the_automation_api_runs_the_pulumi_doctor_fix_installed_before_any_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Automation API runs the `pulumi` first on the process's PATH, where `main` put blueprint's own
-    folder (cli/main.py `tools_on_path`): not the user's, nor an old one in Pulumi's ~/.pulumi/bin."""
+    folder (cli/tools_path.py `tools_on_path`): not the user's, nor an old one in Pulumi's ~/.pulumi/bin."""
     home = tmp_path / "home"
     fake_command(home / ".local/share/blueprint/pulumi/bin", "pulumi", FAKE_PULUMI)
     for elsewhere in (tmp_path / "opt", home / ".pulumi/bin"):

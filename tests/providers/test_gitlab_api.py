@@ -10,13 +10,13 @@ import functools
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from providers.gitlab_api import GitLab, GitLabApiError
+from providers.gitlab_api import MAX_PAGES, GitLab, GitLabApiError
 from providers.http import RETRY_AFTER_MAX
 from tests.providers.clock import FakeClock
 from tests.providers.engine import free_port
@@ -232,3 +232,38 @@ def test_an_answer_that_is_not_json_tells_nothing_of_what_gitlab_holds(tmp_path:
         server.server_close()
     assert failed.value.unanswered
     assert "the answer (HTTP 200) is not GitLab's JSON" in str(failed.value)
+
+
+class Page:
+    """An answer of `http.send` holding one item and naming the next page."""
+
+    def __init__(self, next_page: str) -> None:
+        self.status_code, self.content, self.text = 200, b'[{"id": 1}]', '[{"id": 1}]'
+        self.headers = {"X-Next-Page": next_page}
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def pages_answered(monkeypatch: pytest.MonkeyPatch, next_page: Callable[[int], str]) -> list[int]:
+    """The pages `pages` asks for of a server naming `next_page(page)` after each, till it stops."""
+    asked: list[int] = []
+
+    def send(_session: Any, _method: str, _url: str, **options: Any) -> Page:
+        asked.append(int(options["params"]["page"]))
+        return Page(next_page(asked[-1]))
+
+    monkeypatch.setattr("providers.http.send", send)
+    with pytest.raises(GitLabApiError) as failed:
+        list(client("http://gitlab.test").pages("/projects"))
+    assert failed.value.unanswered, "it tells nothing of what GitLab holds"
+    return asked
+
+
+def test_a_next_page_that_is_not_after_this_one_stops_the_list_with_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that names page 2 for ever would be asked for it for ever."""
+    assert pages_answered(monkeypatch, lambda _page: "2") == [1, 2]
+
+
+def test_a_list_longer_than_blueprint_reads_stops_with_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert pages_answered(monkeypatch, lambda page: str(page + 1)) == list(range(1, MAX_PAGES + 1))

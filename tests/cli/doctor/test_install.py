@@ -65,16 +65,29 @@ def test_fix_installs_pulumi_into_blueprints_own_folder_and_leaves_pulumis_own_a
 
 @pytest.mark.parametrize("umask", [0o000, 0o002, 0o077], ids=oct)
 def test_fix_makes_blueprints_folders_for_their_user_alone_to_write_whatever_the_umask(tmp_path: Path, umask: int) -> None:
-    """They go first on every PATH blueprint sets (cli/main.py `tools_on_path`)."""
+    """They go first on every PATH blueprint sets (cli/tools_path.py `tools_on_path`)."""
     fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"))
     old = os.umask(umask)
     try:
         code, output = doctor_output(["--fix"], fake)
     finally:
         os.umask(old)
-    for folder in (".local/share/blueprint", TOOLS_BIN, ".local/share/blueprint/pulumi", PULUMI_BIN):
+    for folder in (".local", ".local/share", ".local/share/blueprint", TOOLS_BIN, ".local/share/blueprint/pulumi", PULUMI_BIN):
         assert stat.S_IMODE((tmp_path / folder).stat().st_mode) == 0o755, folder
     assert code == 0, output
+
+
+def test_fix_installs_nothing_under_a_folder_other_users_may_write_in_and_says_how_to_stop_it(tmp_path: Path) -> None:
+    """Whoever may write in ~/.local/share may rename blueprint's folder away and put theirs in its place."""
+    share = tmp_path / ".local/share"
+    share.mkdir(parents=True)
+    share.chmod(0o777)
+    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind"))
+    code, output = doctor_output(["--fix"], fake)
+    assert code == 1
+    assert f"other users may write in {share} (`chmod o-w -- {share}` stops that)" in output
+    assert "Nothing was installed" in output
+    assert not (tmp_path / TOOLS_BIN / "kind").exists()
 
 
 def test_fix_installs_nothing_into_a_tools_folder_other_users_may_write_in(tmp_path: Path) -> None:
