@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping
 
 from cli.data_folder import configured_folder
 from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data
-from cli.teardown import ClusterState, Teardown, World, import_if_changed, say_forgotten
+from cli.stack_runner import StackRunner
+from cli.teardown import ClusterState, World, import_if_changed, say_forgotten
 from stacks import outputs
 
 
 def make_way_for_a_new_cluster(
-    runner: Teardown,
+    runner: StackRunner,
     say: Callable[[str], None],
     phase: str,
     *,
@@ -66,7 +67,7 @@ def make_way_for_a_new_cluster(
     return _take_phase2_down(runner, say, cluster)
 
 
-def _take_phase2_down(runner: Teardown, say: Callable[[str], None], cluster: ClusterState) -> int:
+def _take_phase2_down(runner: StackRunner, say: Callable[[str], None], cluster: ClusterState) -> int:
     """phase2's destroy, every piece of its data kept; 1, said, when its state holds pending operations."""
     exported = runner.export_state("phase2")
     state = exported.get("deployment") or {}

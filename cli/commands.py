@@ -17,12 +17,11 @@ from typing import Any, TextIO
 
 from cli import phases
 from cli.kubeconfig import kubeconfig
-from cli.main import PHASE_STACKS
 from cli.phases import Context
 from cli.report import glab_login
 from cli.stack_runner import AutomationRunner, StackRunner, preflight, pulumi_environment, pulumi_failure
 from cli.status import status
-from stacks import outputs
+from stacks import PHASE_STACKS, outputs
 from stacks.config import PROJECT_DIR
 
 

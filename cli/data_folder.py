@@ -4,9 +4,10 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,8 @@ from stacks import outputs
 if TYPE_CHECKING:
     from cli.teardown import World
 
+PHASE1_OF = "blueprint/phase1@"
+"""The owner phase1 writes into its data folder, but the checkout's id (stacks.config.paths.folder_owner)."""
 OVER_PHASE1 = outputs.stacks_over("phase1")
 """The stacks whose folders belong in phase1's data folder (phase2), as `stacks.phase1` records them for its wipe."""
 
@@ -25,7 +28,7 @@ def configured_folder(config: Mapping[str, str]) -> Path:
     from stacks.config import PROJECT_DIR
     from stacks.config.paths import absolute_data_dir
 
-    return absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
+    return absolute_data_dir(config["blueprint:dataDir"], PROJECT_DIR)
 
 
 def _marker(path: Path) -> str | None:
@@ -43,17 +46,19 @@ def _marker(path: Path) -> str | None:
 def _phase1_here(world: World) -> str | None:
     """The owner phase1 of this checkout writes into its data folder; None when it never ran a stack."""
     checkout = world.checkout_id()
-    return None if checkout is None else f"blueprint/phase1@{checkout}"
+    return None if checkout is None else f"{PHASE1_OF}{checkout}"
 
 
-def wipe_refused(config: Mapping[str, str], world: World, *, cluster_gone: bool = False) -> str | None:
-    """Why this checkout must not remove phase1's data folder, which no stack holds any more, or None.
-    It may only when the folder's owner file names phase1 of this checkout (its id: the same stack of
-    another checkout is another owner), no stack has a lease on a cluster over it, and no cluster
-    blueprint made over it still runs (`cluster_gone`: the user said Docker and it are gone for good).
-    `cli/teardown.py` asks before anything is destroyed, so a refused `--wipe-data` is finished by
-    running it again; and asks again, here, right before the wipe.
+def wipe_refused(config: Mapping[str, str], world: World, up: Collection[str], *, cluster_gone: bool = False) -> str | None:
+    """Why this checkout must not remove phase1's data folder, which no stack holds any more, or None,
+    with what to run. It may only when the folder's owner file names phase1 of this checkout (its id:
+    the same stack of another checkout is another owner), no stack `up` has a lease on a cluster over
+    it (another stack's lease is stale), and no cluster blueprint made over it still runs
+    (`cluster_gone`: the user said Docker and it are gone for good). `cli/teardown.py` asks before
+    anything is destroyed, so a refused `--wipe-data` is finished by running it again; and asks
+    again, here, right before the wipe.
     """
+    from cli.teardown import START_DOCKER
     from components.host_folder import LEASES_FOLDER, OWNER_MARKER
     from components.kind_cluster import CLUSTER_MARKER
     from stacks.config import PROJECT_DIR, ConfigError
@@ -69,21 +74,56 @@ def wipe_refused(config: Mapping[str, str], world: World, *, cluster_gone: bool 
         owner = _phase1_here(world)
     except ConfigError as error:
         return str(error)
+    claimed = _marker(folder / OWNER_MARKER)
+    names = f"its {OWNER_MARKER} names {(claimed or '<unreadable>')[:80]!r}"
     if owner is None:
-        return "this checkout never ran a stack, so it claimed no folder"
+        return (
+            f"{names}, and this checkout has no id (.pulumi-state/blueprint-checkout-id), so it claimed no folder{_lost_id(claimed, owner)}"
+        )
     if not claimed_by(str(folder), owner):
-        return f"its {OWNER_MARKER} names {(_marker(folder / OWNER_MARKER) or '<unreadable>')[:80]!r}, not this checkout's phase1 ({owner})"
+        return f"{names}, not this checkout's phase1 ({owner}){_lost_id(claimed, owner)}"
     # As the cluster's delete script reads leases: regular files, not links, not dotfiles (drafts).
     leases = (folder / LEASES_FOLDER).glob("[!.]*") if (folder / LEASES_FOLDER).is_dir() else []
-    if users := sorted(path.name for path in leases if path.is_file() and not path.is_symlink()):
-        return f"a platform still runs on a cluster over it ({', '.join(users)})"
+    held = sorted(path for path in leases if path.is_file() and not path.is_symlink())
+    # A lease is named after its stack (components/kind_cluster.py): one whose stack is not up is stale.
+    if stale := [path for path in held if path.name not in {f"blueprint_{stack}" for stack in up}]:
+        removes = " && ".join(f"rm -- {shlex.quote(str(path))}" for path in stale)
+        left, them = ", ".join(path.name for path in stale), "it" if len(stale) == 1 else "them"
+        return f"a stack that is not up left its lease on the cluster in it ({left}): remove {them} (`{removes}`)"
+    if held:  # a stack's state removed by hand: phase1's (this folder's) while phase2 stays up
+        stack = held[0].name.removeprefix("blueprint_")
+        destroy = f"uv run blueprint destroy --phase {stack.removeprefix('phase')} --wipe-data"
+        return f"{stack} still runs on a cluster over it: destroy it first (`{destroy}`)"
     cluster_name = _marker(folder / CLUSTER_MARKER) or ""
     running = world.cluster(cluster_name).status if cluster_name else "gone"
     if running == "running":
-        return f"the kind cluster {cluster_name} blueprint made over it still runs"
+        return (
+            f"the kind cluster {cluster_name} blueprint made over it still runs, and phase1, which made it, is not up: "
+            "unless another checkout's platform runs on a cluster of that name, delete it "
+            f"(`kind delete cluster --name {shlex.quote(cluster_name)}`)"
+        )
     if running == "unknown" and not cluster_gone:
-        return f"whether the kind cluster {cluster_name} over it still runs cannot be told (start Docker)"
+        return (
+            f"whether the kind cluster {cluster_name} over it still runs cannot be told. {START_DOCKER}, then run this again; "
+            "if Docker and the cluster are gone for good, `uv run blueprint destroy --wipe-data --cluster-gone` says so"
+        )
     return None
+
+
+def _lost_id(claimed: str | None, here: str | None) -> str:
+    """When `claimed` (what the folder's owner file says) names phase1 of a checkout whose id this one
+    does not hold (`here`: None when it has none), the way back, should that checkout be this one
+    with its .pulumi-state/ lost: a clause to end a message with; else "".
+    """
+    from stacks.config.paths import CHECKOUT_ID_FILE
+
+    checkout = (claimed or "").removeprefix(PHASE1_OF)
+    # Only an id as the program writes it goes into a command: what a file holds is never pasted raw.
+    if claimed == here or checkout == claimed or not re.fullmatch(r"[0-9a-f]{16}", checkout):
+        return ""
+    folder, file = shlex.quote(str(CHECKOUT_ID_FILE.parent)), shlex.quote(str(CHECKOUT_ID_FILE))
+    write = f"mkdir -p {folder} && printf '%s\\n' {checkout} > {file}"
+    return f"; if it is this checkout's own, and its .pulumi-state/ was lost, write its id back (`{write}`), and it is again"
 
 
 def _say_kept(say: Callable[[str], None], folder: Path, world: World) -> None:
@@ -107,13 +147,18 @@ def _say_kept(say: Callable[[str], None], folder: Path, world: World) -> None:
         return
     claimed = _marker(folder / OWNER_MARKER)
     who = repr(claimed[:80]) if claimed else "another stack or checkout"
-    say(f"== the data folder {folder} is kept: it belongs to {who}, not to this checkout's phase1; only its own destroy removes it")
+    say(
+        f"== the data folder {folder} is kept: it belongs to {who}, not to this checkout's phase1; only its own destroy "
+        f"removes it{_lost_id(claimed, here)}"
+    )
 
 
-def unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: World, *, wipe: bool, cluster_gone: bool = False) -> int:
+def unowned_data(
+    say: Callable[[str], None], config: Mapping[str, str], world: World, up: Collection[str], *, wipe: bool, cluster_gone: bool = False
+) -> int:
     """phase1's data folder when phase1's stack is gone (destroyed earlier with its data kept): no
     stack holds it any more. It is removed here, as phase1's destroy would have, only when the user
-    said `--wipe-data` (and yes) and `wipe_refused` finds nothing: each run of it tries the wipe
+    said `--wipe-data` (and yes) and `wipe_refused` finds nothing (`up`: the stacks still up): each run of it tries the wipe
     again, whose own refusals say what to fix. Otherwise it is kept, and said so (`_say_kept`); with
     why, when the wipe was refused.
     """
@@ -125,7 +170,7 @@ def unowned_data(say: Callable[[str], None], config: Mapping[str, str], world: W
     if not wipe:
         _say_kept(say, folder, world)
         return 0
-    if problem := wipe_refused(config, world, cluster_gone=cluster_gone):
+    if problem := wipe_refused(config, world, up, cluster_gone=cluster_gone):
         say(f"== the data folder {folder} is kept, and not removed: {problem}; run the destroy again once that is fixed")
         return 1
     done = world.wipe_folder(str(folder), str(_phase1_here(world)))

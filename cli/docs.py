@@ -21,10 +21,6 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from cli.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE_DIR = ROOT / "docs" / "reference"
@@ -267,19 +263,11 @@ def credentials_reference() -> str:
 # --- images.md ------------------------------------------------------------------------------------
 
 
-def phase_plans() -> list[Plan]:
-    """The offline plans `blueprint images` reads, with Pulumi.yaml's defaults alone."""
-    from cli.images import plans
-    from stacks.config.schema import defaults_only
-
-    with defaults_only():
-        return plans()
-
-
 def images_reference() -> str:
     from cli import images as listing
+    from cli.plan import default_phase_plans
 
-    results = phase_plans()
+    results = default_phase_plans()
     found = listing.images(results)
     mirrored = listing.mirrored_registries(results)
     rows = []

@@ -46,14 +46,14 @@ def cache_folder(phase1: Mapping[str, Any] | None, config: Mapping[str, str]) ->
     recorded = str((phase1 or {}).get(outputs.IMAGE_CACHE_DIR) or "")
     if recorded:
         return Path(recorded)
-    if str(config.get("blueprint:imageCache", "true")).lower() != "true":
+    if str(config["blueprint:imageCache"]).lower() != "true":
         return None
     from stacks.config import PROJECT_DIR
     from stacks.config.paths import absolute_data_dir, image_cache_dir, image_cache_dir_problem
     from stacks.config.schema import ways_to_set
 
-    value = str(config.get("blueprint:imageCacheDir", ""))
-    data_dir = absolute_data_dir(config.get("blueprint:dataDir", "infra/data/shared"), PROJECT_DIR)
+    value = str(config["blueprint:imageCacheDir"])
+    data_dir = absolute_data_dir(config["blueprint:dataDir"], PROJECT_DIR)
     if problem := image_cache_dir_problem(value, PROJECT_DIR, data_dir):
         raise CacheConfigError(f"blueprint:imageCacheDir {value!r}: {problem}; fix: {ways_to_set('phase1', 'imageCacheDir', '<folder>')}")
     return image_cache_dir(value)

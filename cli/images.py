@@ -35,9 +35,7 @@ from cli.lifecycle import strings_in
 from cli.plan import SECRET, UNKNOWN, Plan
 from components.image_cache import mirror_cache_folder
 from components.runner import DOCKER_HUB_MIRROR_VARIABLE
-
-STACKS = ("phase1", "phase2", "phase3")
-"""The stacks read: those `blueprint up` brings up (dev runs the same phases, so the same images)."""
+from stacks import STACK_PHASES
 
 CONTAINERD, BUILDKIT, DOCKER = "containerd", "buildkit", "docker"
 PULLERS = {
@@ -353,10 +351,12 @@ def oci_charts(plans: Iterable[Plan]) -> list[dict[str, Any]]:
 
 
 def plans() -> list[Plan]:
-    """The offline plans of the phase stacks, with the user's stack files."""
+    """The offline plans of the phase stacks (dev runs the same phases, so the same images), with the user's
+    stack files.
+    """
     from cli.plan import plan
 
-    return [plan(stack) for stack in STACKS]
+    return [plan(stack) for stack in STACK_PHASES["dev"]]
 
 
 def to_json(results: list[Plan]) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cli import tools_path
-from stacks import STACK_PHASES
+from stacks import PHASE_STACKS, STACK_PHASES
 
 if TYPE_CHECKING:
     Verbs = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 Handler = Callable[[argparse.Namespace], int]
 """What runs one verb: its parsed arguments -> the exit code."""
 
-PHASE_STACKS = {**{phase.removeprefix("phase"): (phase,) for phase in STACK_PHASES["dev"]}, "all": STACK_PHASES["dev"]}
-"""The stacks of each `--phase` (a phase's stack has its name), in the order `blueprint up` runs them."""
 STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
 

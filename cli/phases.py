@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from cli.main import PHASE_STACKS
 from cli.report import check_apps, pipeline_tally, summary
 from cli.stack_runner import StackFailed, StackRunner
 from cli.status import probe
+from stacks import PHASE_STACKS, outputs
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,8 +79,9 @@ def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Ca
 
 def newer_release(context: Context) -> bool:
     """Whether a phase stack records another release than this checkout may act on (said, with the
-    fix): checked before anything changes (a cluster change's export and destroy, a stack's up) in up
-    and preview; `up` runs the doctor, which changes nothing, first.
+    fix): checked before anything changes (a cluster change's export and destroy, a stack's up, a
+    destroy's preserveData and its scripts in a newer release's state) in up, preview and destroy;
+    `up` runs the doctor, which changes nothing, first.
     """
     from stacks.migrations import newer_stack
 
@@ -89,13 +90,37 @@ def newer_release(context: Context) -> bool:
     return problem is not None
 
 
+def cluster_deleted_by_hand(context: Context) -> bool:
+    """Whether phase1 is up, its config keeps its cluster, and kind (answering) lists no such cluster
+    (said, with the fix): deleted outside blueprint, or with Docker's data. No `up` makes it again, its
+    command having no change, so every later phase would fail on it; a destroy that keeps the data
+    forgets what lived in it (`cli/teardown.py`), and the next `up` brings the platform back over it.
+    """
+    from cli.cluster_change import planned_cluster_id
+    from cli.teardown import World
+
+    phase1, world = context.runner.outputs("phase1") or {}, context.world or World()
+    recorded = phase1.get(outputs.CLUSTER_ID)
+    if recorded is None or recorded != planned_cluster_id(world.phase1_config()):
+        return False  # not up, or a new cluster replaces it (cli/cluster_change.py)
+    name = str(phase1.get(outputs.CLUSTER_NAME))
+    if world.cluster(name).status != "gone":
+        return False
+    context.say(
+        f"blueprint: phase1 is up, but kind lists no cluster {name}: it was deleted outside blueprint, and an `up` does "
+        "not make it again while phase1's state records it. Take the platform down keeping its data, then bring it back: "
+        "`uv run blueprint destroy --preserve-data`, then `uv run blueprint up`."
+    )
+    return True
+
+
 def up(context: Context, phase: str) -> int:
     # The doctor first: it changes nothing, and reading the stacks' releases needs the Pulumi CLI, whose
     # absence on a fresh machine would otherwise hide every other thing the doctor has to say.
     if context.doctor is not None and context.doctor() != 0:
         context.say(f"blueprint doctor found what stops a real run (above); fix it and run `{_as_run('up', phase)}` again.")
         return 1
-    if newer_release(context):
+    if newer_release(context) or cluster_deleted_by_hand(context):
         return 1
     from cli.cluster_change import make_way_for_a_new_cluster
 
@@ -127,6 +152,8 @@ def destroy(context: Context, phase: str, preserve: bool | None, *, cluster_gone
     """Destroy in reverse order, on every route: see `cli/teardown.py`."""
     from cli import teardown
 
+    if newer_release(context):
+        return 1
     try:
         return teardown.destroy(
             context.runner,

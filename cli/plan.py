@@ -419,6 +419,16 @@ def plan(
     return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, layout_records=layout_records)
 
 
+def default_phase_plans() -> tuple[Plan, ...]:
+    """The offline plans of the phase stacks, in order, with Pulumi.yaml's defaults alone (no stack file
+    is read): the project's own platform, which the generated pages draw and list.
+    """
+    from stacks.config.schema import defaults_only
+
+    with defaults_only():
+        return tuple(plan(stack) for stack in STACK_PHASES["dev"])
+
+
 def _plan(
     stack: str,
     overrides: Mapping[str, str],

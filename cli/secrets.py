@@ -58,11 +58,14 @@ def listing(stack: str) -> str:
     for entry in entries:
         made = f" (made by {entry.stack})" if stack != "dev" else ""
         lines.append(f"{entry.name:<{width}}  {entry.location:<{where}}  {entry.what}{made}")
-    folder = "infra/data/dev" if stack == "dev" else "infra/data/shared"
+    from stacks.config.schema import stack_config
+
+    owner = "dev" if stack == "dev" else "phase1"  # the phase stacks' files are in phase1's data folder
+    folder = stack_config(owner)[0]["blueprint:dataDir"]
     lines += [
         "",
         f"secret/... is OpenBao's KV v2 engine; {credentials.SECRETS_SUBDIR}/... is under the data folder "
-        f"(blueprint:dataDir, {folder} by default), files only you can read.",
+        f"({owner}'s blueprint:dataDir, {folder}), files only you can read.",
         *(f"not in OpenBao: {entry.name}, because {entry.not_in_openbao}" for entry in entries if entry.not_in_openbao),
         *([manifest_problem] if manifest_problem else []),
         f"Show one: uv run blueprint secrets{'' if stack == 'phase2' else ' --stack ' + shlex.quote(stack)} --show NAME",

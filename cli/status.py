@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cli.main import PHASE_STACKS
 from cli.report import admin_token
 from cli.stack_runner import StackRunner
-from stacks import outputs
+from stacks import PHASE_STACKS, outputs
 
 
 def status(

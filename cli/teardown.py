@@ -26,13 +26,18 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from cli import data_folder, image_cache
 from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data
-from stacks import outputs
+from cli.stack_runner import StackRunner
+from stacks import STACK_PHASES, outputs
 
-ORDER = ("phase1", "phase2", "phase3")
+START_DOCKER = (
+    "Start Docker (`sudo systemctl start docker`, or open Docker Desktop) and install kind if it is missing "
+    "(`uv run blueprint doctor --fix`)"
+)
+"""What lets kind answer whether a cluster exists (`cluster_state`)."""
 
 
 @dataclass(frozen=True)
@@ -56,19 +61,6 @@ def cluster_state(name: str, run: Callable[..., subprocess.CompletedProcess[str]
         lines = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
         return ClusterState("unknown", f"`kind get clusters` failed: {lines[-1] if lines else f'exit {done.returncode}'}")
     return ClusterState("running" if name in done.stdout.split() else "gone")
-
-
-class Teardown(Protocol):
-    """What the destroy routes need of Pulumi and of the machine (the tests give fakes)."""
-
-    def outputs(self, stack: str) -> dict[str, Any] | None: ...
-    def export_state(self, stack: str) -> dict[str, Any]:
-        """`pulumi stack export` (secrets stay ciphertext): {"version": ..., "deployment": {...}}."""
-        ...
-
-    def import_state(self, stack: str, state: dict[str, Any]) -> None: ...
-    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None: ...
-    def set_config(self, stack: str, key: str, value: str) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,13 +92,13 @@ def say_forgotten(say: Callable[[str], None], stack: str, reasons: Mapping[str, 
         say(f"   {stack}: removing {len(names)} resource(s) from Pulumi's state only, because {why}: {shown}")
 
 
-def import_if_changed(runner: Teardown, stack: str, exported: Mapping[str, Any], state: Mapping[str, Any]) -> None:
+def import_if_changed(runner: StackRunner, stack: str, exported: Mapping[str, Any], state: Mapping[str, Any]) -> None:
     if state != (exported.get("deployment") or {}):
         runner.import_state(stack, {**exported, "deployment": dict(state)})
 
 
 def destroy(
-    runner: Teardown,
+    runner: StackRunner,
     say: Callable[[str], None],
     phase_stacks: tuple[str, ...],
     preserve: bool | None,
@@ -120,12 +112,8 @@ def destroy(
     (None: as phase1's config says, when the last `up` recorded the same), once `confirm` says yes.
     The image cache stays whatever `preserve` says; `wipe_cache` removes it too, once phase1's destroy
     (which stops its mirrors) succeeded. Returns an exit code; every refusal is said with its fix.
+    Stacks a newer release brought up were refused before (`cli.phases.newer_release`).
     """
-    from stacks.migrations import newer_stack
-
-    if (problem := newer_stack(runner.outputs)) is not None:
-        say(f"blueprint: {problem}")  # before this checkout's scripts go into a newer release's state
-        return 1
     world = world or World()
     try:
         route = _route(runner, say, world, phase_stacks, preserve, cluster_gone=cluster_gone, wipe_cache=wipe_cache)
@@ -187,7 +175,7 @@ class _Route:
 
 
 def _route(
-    runner: Teardown,
+    runner: StackRunner,
     say: Callable[[str], None],
     world: World,
     phase_stacks: tuple[str, ...],
@@ -199,10 +187,10 @@ def _route(
     """The refusals, up front: `Refused` (or the cache's `WipeRefused`) when the destroy cannot go on
     without the user; else the route it takes.
     """
-    existing = {stack: values for stack in ORDER if (values := runner.outputs(stack)) is not None}
+    existing = {stack: values for stack in STACK_PHASES["dev"] if (values := runner.outputs(stack)) is not None}
     targets = [stack for stack in reversed(phase_stacks) if stack in existing]
     config = world.phase1_config()
-    configured = str(config.get("blueprint:preserveData", "false")).lower() == "true"
+    configured = str(config["blueprint:preserveData"]).lower() == "true"
     keep = preserve if preserve is not None else configured
     if wipe_cache:
         _refuse_cache_wipe_without_phase1(phase_stacks)
@@ -211,7 +199,7 @@ def _route(
     unowned_wipe = _wipes_unowned_data(phase_stacks, preserve, existing, targets, config)
     # The folder's own checks, before anything is destroyed: once the last stack is gone, nothing
     # would prove any more that this checkout may finish the wipe.
-    if unowned_wipe and (problem := data_folder.wipe_refused(config, world, cluster_gone=cluster_gone)):
+    if unowned_wipe and (problem := data_folder.wipe_refused(config, world, existing, cluster_gone=cluster_gone)):
         raise Refused(
             f"the data folder {data_folder.configured_folder(config)} is not removed: {problem}. Nothing was destroyed; "
             "run this again once that is fixed"
@@ -304,7 +292,7 @@ def _cluster(
     """The kind cluster, asked of kind when the destroy needs it; `Refused` when nobody can tell, or
     when `--cluster-gone` says gone and kind still lists it.
     """
-    name = str((existing.get("phase1") or {}).get(outputs.CLUSTER_NAME) or config.get("blueprint:clusterName", "blueprint"))
+    name = str((existing.get("phase1") or {}).get(outputs.CLUSTER_NAME) or config["blueprint:clusterName"])
     needs_cluster = bool({"phase1", "phase2"} & set(targets)) or ("phase3" in targets and not keep)
     cluster = world.cluster(name) if needs_cluster or cluster_gone else ClusterState("running")
     if cluster_gone:
@@ -314,8 +302,7 @@ def _cluster(
     if cluster.status == "unknown":
         raise Refused(
             f"cannot tell whether the kind cluster {name} still exists ({cluster.detail}), so nothing is destroyed: "
-            "resources that still exist would be forgotten. Start Docker (`sudo systemctl start docker`, or open Docker "
-            "Desktop) and install kind if it is missing (`uv run blueprint doctor --fix`), then run this again. If Docker "
+            f"resources that still exist would be forgotten. {START_DOCKER}, then run this again. If Docker "
             "and the cluster are gone for good, `uv run blueprint destroy --cluster-gone` removes what lived in the "
             "cluster from Pulumi's state instead."
         )
@@ -342,8 +329,10 @@ def _confirmed(say: Callable[[str], None], route: _Route, confirm: Callable[[str
     data_goes = route.unowned_wipe or (not route.keep and bool({"phase1", "phase2"} & set(route.targets)))
     fate = "REMOVING the platform's data (GitLab, Postgres, OpenBao and its keys, the CA's key)" if data_goes else "keeping the data"
     question = f"Destroy {', '.join(destroyed) or 'what is left'}, {fate}?"
-    if destroyed == ["phase3"] and not data_goes:
+    if destroyed == ["phase3"] and not data_goes and route.gitlab_up:
         question = "Destroy phase3, deleting its projects from GitLab (the platform, its group and its data stay)?"
+    elif destroyed == ["phase3"] and not data_goes:
+        question = "Destroy phase3, forgetting its projects (GitLab is not up: they stay in GitLab's kept data)?"
     if cache and not (destroyed or route.unowned_wipe):
         question = f"Remove the image cache {cache} (the images the next `up` would otherwise not download again)?"
     elif cache:
@@ -358,7 +347,7 @@ States = dict[str, tuple[dict[str, Any], dict[str, Any]]]
 """Per stack: its export, and its deployment, with preserveData recorded."""
 
 
-def _record_preserve_data(runner: Teardown, say: Callable[[str], None], route: _Route) -> States | None:
+def _record_preserve_data(runner: StackRunner, say: Callable[[str], None], route: _Route) -> States | None:
     """Before anything is destroyed, every stack whose data is at stake records the same choice, so a
     destroy that stops half-way leaves no two stacks disagreeing. Only phase3 alone is its own
     business: deleting the apps says nothing about the platform's data. None, said, when a state
@@ -372,7 +361,7 @@ def _record_preserve_data(runner: Teardown, say: Callable[[str], None], route: _
             return None
     if route.preserve is not None and not route.apps_only:
         runner.set_config("phase1", "blueprint:preserveData", str(route.preserve).lower())
-    if route.destroyed and not route.apps_only:  # said of what this destroy destroys, nothing else
+    if {"phase1", "phase2"} & set(route.destroyed):  # said of the platform's data only when its stacks go
         say(f"== preserveData={str(route.keep).lower()}: {'every piece of data stays' if route.keep else 'the data is removed'}")
     states = {}
     for stack, exported in exports.items():
@@ -382,11 +371,11 @@ def _record_preserve_data(runner: Teardown, say: Callable[[str], None], route: _
     return states
 
 
-def _destroy_in_reverse(runner: Teardown, say: Callable[[str], None], route: _Route, states: States) -> None:
+def _destroy_in_reverse(runner: StackRunner, say: Callable[[str], None], route: _Route, states: States) -> None:
     """Each stack, dependants first: what is gone is forgotten (removed from its state alone, and
     said), and Pulumi destroys the rest.
     """
-    for stack in reversed(ORDER):
+    for stack in reversed(STACK_PHASES["dev"]):
         if stack not in route.phase_stacks:
             continue
         if stack not in route.existing:
@@ -417,7 +406,8 @@ def _destroy_in_reverse(runner: Teardown, say: Callable[[str], None], route: _Ro
 def _unowned_data_folder(say: Callable[[str], None], route: _Route, world: World) -> int:
     """With phase1's stack gone before this destroy: its data folder, which no stack holds any more."""
     if "phase1" in route.phase_stacks and "phase1" not in route.existing:
-        return data_folder.unowned_data(say, route.config, world, wipe=route.unowned_wipe, cluster_gone=route.cluster_gone)
+        still_up = [stack for stack in route.existing if stack not in route.destroyed]
+        return data_folder.unowned_data(say, route.config, world, still_up, wipe=route.unowned_wipe, cluster_gone=route.cluster_gone)
     return 0
 
 

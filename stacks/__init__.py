@@ -12,3 +12,7 @@ STACK_PHASES = {
     "phase3": ("phase3",),
     "dev": ("phase1", "phase2", "phase3"),
 }
+"""The phases each stack runs; dev's are every phase, in order: the one place that order is written."""
+
+PHASE_STACKS = {**{phase.removeprefix("phase"): (phase,) for phase in STACK_PHASES["dev"]}, "all": STACK_PHASES["dev"]}
+"""The stacks of each `--phase` (a phase's stack has its name), in the order `blueprint up` runs them."""

@@ -16,10 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from cli.data_folder import wipe_refused
 from cli.passphrase import PassphraseFileError, _trusted
+from cli.teardown import ClusterState
 from components.host_folder import LEASES_FOLDER, OWNER_MARKER
+from components.kind_cluster import CLUSTER_MARKER
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
 from providers.http import missing_ca_file
+from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, world
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 HOSTILE = 'it\'s; $(touch pwned) `id` & | * ? [a] \\ ~ "q" <x> #'
@@ -110,6 +114,17 @@ def missing_ca_certificate(root: Path, bin_dir: Path) -> tuple[str, str, list[st
     return message, "pulumi stack output", ["pulumi", "stack", "output", "-s", "phase2", "caCertPem", ">", str(ca_file)]
 
 
+def cluster_left_over_a_data_folder_no_stack_holds(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / "data"
+    folder.mkdir()
+    (folder / OWNER_MARKER).write_text(f"{PHASE1_HERE}\n")
+    (folder / CLUSTER_MARKER).write_text(f"{HOSTILE}\n")
+    running, _ = world(FakePulumi({}), cluster=ClusterState("running"), dataDir=str(folder))
+    problem = wipe_refused(running.phase1_config(), running, [])
+    assert problem is not None
+    return problem, "kind delete", ["kind", "delete", "cluster", "--name", HOSTILE]
+
+
 CASES: list[Callable[[Path, Path], tuple[str, str, list[str]]]] = [
     wipe_that_cannot_finish,
     up_over_a_half_wipe,
@@ -119,6 +134,7 @@ CASES: list[Callable[[Path, Path], tuple[str, str, list[str]]]] = [
     passphrase_file_that_is_a_link,
     secret_beside_a_half_wipe,
     missing_ca_certificate,
+    cluster_left_over_a_data_folder_no_stack_holds,
 ]
 
 

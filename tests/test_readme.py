@@ -32,7 +32,7 @@ from components import headlamp
 from components.host_folder import LAYOUT_MARKER
 from components.openbao import ADMIN_USER
 from stacks import outputs
-from tests.cli.teardown_fakes import FakePulumi, all_stacks, run_destroy, world
+from tests.cli.teardown_fakes import FakePulumi, all_stacks, world
 from tests.plans import planned
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -281,9 +281,9 @@ def test_upgrading_names_the_layout_record_beside_the_data_and_the_verbs_that_st
     for verb in verbs:
         pulumi = FakePulumi(all_stacks())
         pulumi.stack_outputs["phase2"] = {**pulumi.stack_outputs["phase2"], outputs.BLUEPRINT_VERSION: ("9999.0.0", False)}
+        context = phases.Context(runner=pulumi, out=io.StringIO(), world=world(pulumi)[0], confirm=lambda question: True)
         if verb == "destroy":
-            code, _ = run_destroy(pulumi, preserve=False)
+            code = phases.destroy(context, "all", preserve=False)
         else:
-            context = phases.Context(runner=pulumi, out=io.StringIO(), world=world(pulumi)[0], confirm=lambda question: True)
             code = phases.up(context, "all") if verb == "up" else phases.preview(context, "all")
         assert (verb, code, pulumi.calls, pulumi.config) == (verb, 1, [], {})

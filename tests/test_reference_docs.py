@@ -18,24 +18,24 @@ from cli.images import images
 from cli.main import parser
 from cli.plan import Plan
 from components import postgres
+from stacks import STACK_PHASES
 from stacks.config import PROJECT_DIR
 from tests.plans import planned
 
 REFERENCE = PROJECT_DIR / "docs" / "reference"
 DECISIONS = PROJECT_DIR / "docs" / "design" / "decisions.md"
-PHASES = ("phase1", "phase2", "phase3")
 CHEAP = tuple(page for page in docs.PAGES if page.name != "images.md")
 """The pages that need no plan."""
 
 
 def phase_plans() -> list[Plan]:
-    return [planned(stack) for stack in PHASES]
+    return [planned(stack) for stack in STACK_PHASES["dev"]]
 
 
 @pytest.fixture(autouse=True)
 def cached_plans(monkeypatch: pytest.MonkeyPatch) -> None:
     """images.md reads the suite's cached plans: the same plans, planned once."""
-    monkeypatch.setattr("cli.images.plans", phase_plans)
+    monkeypatch.setattr("cli.plan.plan", lambda stack: planned(stack))
 
 
 def committed(name: str) -> str:

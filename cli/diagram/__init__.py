@@ -26,12 +26,10 @@ from cli.diagram.drawing import drawing, traffic
 from cli.diagram.model import Architecture, PortMapping, output, relative_to
 from cli.diagram.tables import tables
 from cli.docs import Generated, NoPlace, generate, shown
-from cli.plan import Plan, plan
+from cli.plan import Plan, default_phase_plans
 from stacks import outputs
 from stacks.config import PROJECT_DIR
-from stacks.config.schema import defaults_only
 
-PHASES = ("phase1", "phase2", "phase3")
 DEFAULT_OUTPUT = PROJECT_DIR / "docs" / "design" / "architecture.md"
 README = PROJECT_DIR / "README.md"
 COMMAND = "uv run blueprint diagram"
@@ -147,9 +145,10 @@ def run(*, check: bool = False, output: Path = DEFAULT_OUTPUT, readme: Path = RE
 
 def pages(output: Path, readme: Path) -> tuple[Generated, Generated]:
     """The architecture page at `output` and the traffic diagram block of `readme`, drawn from the
-    phases' plans, planned once for both.
+    phases' plans with the defaults (the project's architecture, not this checkout's settings),
+    planned once for both.
     """
-    plans = cache(_default_plans)
+    plans = cache(default_phase_plans)
 
     def with_diagram(current: str | None) -> str:
         text = with_traffic(current or "", traffic_diagram(plans()))
@@ -162,9 +161,3 @@ def pages(output: Path, readme: Path) -> tuple[Generated, Generated]:
         Generated(path=output, text=lambda _current: render_document(plans())),
         Generated(path=readme, text=with_diagram, what=f"the traffic diagram in {shown(readme)}"),
     )
-
-
-def _default_plans() -> list[Plan]:
-    # The project's architecture, not this checkout's settings: the stack files are not read.
-    with defaults_only():
-        return [plan(stack) for stack in PHASES]

@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cli.lifecycle import lives_in_cluster, lives_in_gitlab
-from cli.main import PHASE_STACKS
 from cli.stack_runner import StackFailed
 from cli.teardown import ClusterState, World, destroy
+from stacks import PHASE_STACKS
 from stacks.config.schema import stack_config
 from tests.plans import planned
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from components.host_folder import LEASES_FOLDER, OWNER_MARKER
 from components.kind_cluster import CLUSTER_MARKER
 from providers.host_secret import WIPING_MARKER
 from stacks.config import PROJECT_DIR
+from stacks.config.paths import CHECKOUT_ID_FILE
 from tests.cli.teardown_fakes import CHECKOUT, PHASE1_HERE, FakePulumi, recorded_state, run_destroy, world
 
 
@@ -60,13 +62,44 @@ def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path)
 
 
 def test_a_data_folder_with_a_platform_still_on_its_cluster_is_not_wiped(left_data: Path) -> None:
+    """phase1's state removed by hand while phase2 stays up: phase2's destroy comes first."""
     (left_data / LEASES_FOLDER).mkdir()
     (left_data / LEASES_FOLDER / "blueprint_phase2").write_text("blueprint/phase2\n")
-    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    pulumi = FakePulumi({"phase2": recorded_state("phase2")})
+    the_world, wiped = world(pulumi, dataDir=str(left_data))
     code, said = run_destroy(pulumi, False, world=the_world)
     assert code == 1
-    assert "a platform still runs on a cluster over it" in said
+    assert "phase2 still runs on a cluster over it: destroy it first (`uv run blueprint destroy --phase 2 --wipe-data`)" in said
     assert wiped == []
+
+
+def test_a_lease_left_by_a_stack_that_is_not_up_is_named_with_the_command_that_removes_it(left_data: Path) -> None:
+    """Its stack's state was removed by hand: nothing would ever release it."""
+    lease = left_data / LEASES_FOLDER / "blueprint_phase2"
+    lease.parent.mkdir()
+    lease.write_text("blueprint/phase2\n")
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert (code, wiped) == (1, [])
+    assert f"a stack that is not up left its lease on the cluster in it (blueprint_phase2): remove it (`rm -- {lease}`)" in said
+
+
+def test_a_cluster_left_running_with_phase1_not_up_is_named_with_the_command_that_deletes_it(left_data: Path) -> None:
+    pulumi = FakePulumi({})
+    the_world, wiped = world(pulumi, cluster=ClusterState("running"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert (code, wiped) == (1, [])
+    assert "delete it (`kind delete cluster --name blueprint`)" in said
+
+
+def test_a_cluster_nobody_can_ask_about_is_named_with_starting_docker_or_cluster_gone(left_data: Path) -> None:
+    pulumi = FakePulumi({})
+    unknown = ClusterState("unknown", "`kind get clusters` failed: Cannot connect to the Docker daemon")
+    the_world, wiped = world(pulumi, cluster=unknown, dataDir=str(left_data))
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert (code, wiped) == (1, [])
+    assert "Start Docker (`sudo systemctl start docker`, or open Docker Desktop)" in said
+    assert "`uv run blueprint destroy --wipe-data --cluster-gone`" in said
 
 
 def test_a_wipe_data_the_folders_checks_refuse_destroys_nothing_and_is_finished_by_running_it_again(left_data: Path) -> None:
@@ -100,7 +133,7 @@ from cli.teardown import ClusterState
 from tests.cli.teardown_fakes import FakePulumi, world
 config = {"blueprint:dataDir": sys.argv[1]}
 gone, _ = world(FakePulumi({}), cluster=ClusterState("gone"), dataDir=sys.argv[1])
-sys.exit(data_folder.unowned_data(print, config, dataclasses.replace(gone, wipe_folder=data_folder.wipe_folder), wipe=True))
+sys.exit(data_folder.unowned_data(print, config, dataclasses.replace(gone, wipe_folder=data_folder.wipe_folder), [], wipe=True))
 """
 
 
@@ -263,5 +296,30 @@ def test_a_checkout_that_never_ran_a_stack_wipes_no_data_folder(left_data: Path)
     the_world, wiped = world(pulumi, checkout=None, dataDir=str(left_data), preserveData="false")
     code, said = run_destroy(pulumi, False, world=the_world)
     assert code == 1
-    assert "this checkout never ran a stack" in said
+    assert "this checkout has no id (.pulumi-state/blueprint-checkout-id), so it claimed no folder" in said
     assert wiped == []
+
+
+@pytest.mark.parametrize("checkout", [None, "fedcba9876543210"], ids=["id lost", "id made anew by a later up"])
+@pytest.mark.parametrize("preserve", [None, False], ids=["without a flag", "--wipe-data"])
+def test_a_data_folder_whose_checkout_lost_its_id_is_named_with_the_command_that_writes_it_back(
+    left_data: Path, checkout: str | None, preserve: bool | None
+) -> None:
+    """.pulumi-state/ lost (the stacks' state and the checkout id with it), the data folder left, claimed
+    by this checkout's phase1: the id to write back is the part after '@' of its owner file."""
+    pulumi = FakePulumi({})
+    the_world, wiped = world(pulumi, checkout=checkout, cluster=ClusterState("gone"), dataDir=str(left_data))
+    code, said = run_destroy(pulumi, preserve, world=the_world)
+    assert wiped == []
+    folder, file = shlex.quote(str(CHECKOUT_ID_FILE.parent)), shlex.quote(str(CHECKOUT_ID_FILE))
+    assert f"write its id back (`mkdir -p {folder} && printf '%s\\n' {CHECKOUT} > {file}`)" in said, said
+
+
+@pytest.mark.parametrize("marker", ["blueprint/phase1", "blueprint/phase1@$(touch pwned)"], ids=["before ids", "no id"])
+def test_an_owner_file_that_names_no_checkout_id_is_never_written_back(left_data: Path, marker: str) -> None:
+    """What a file holds never goes into a command to paste."""
+    (left_data / OWNER_MARKER).write_text(f"{marker}\n")
+    pulumi = FakePulumi({})
+    the_world, _ = world(pulumi, checkout=None, cluster=ClusterState("gone"), dataDir=str(left_data))
+    _, said = run_destroy(pulumi, False, world=the_world)
+    assert "printf" not in said

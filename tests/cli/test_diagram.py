@@ -12,9 +12,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from cli.diagram import BEGIN, END, PHASES, README, architecture, render_document, run, traffic_diagram
+from cli.diagram import BEGIN, END, README, architecture, render_document, run, traffic_diagram
 from cli.diagram.drawing import drawing
 from cli.plan import Plan
+from stacks import STACK_PHASES
 from stacks.config import PROJECT_DIR
 from tests.plans import kind_config_of, planned
 
@@ -25,7 +26,7 @@ NODE = re.compile(r'^ +(\w+)\["(.*)"\]$')
 
 @pytest.fixture(scope="module")
 def plans() -> list[Plan]:
-    return [planned(stack) for stack in PHASES]
+    return [planned(stack) for stack in STACK_PHASES["dev"]]
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +246,7 @@ def test_node_and_subgraph_ids_are_mermaid_safe(diagram: str) -> None:
 @pytest.fixture
 def cached_plans(monkeypatch: pytest.MonkeyPatch) -> None:
     """`run` plans through the suite's cache: the same plans, planned once."""
-    monkeypatch.setattr("cli.diagram.plan", lambda stack: planned(stack))
+    monkeypatch.setattr("cli.plan.plan", lambda stack: planned(stack))
 
 
 @pytest.mark.usefixtures("cached_plans")

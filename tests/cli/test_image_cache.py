@@ -133,14 +133,18 @@ def test_status_says_unknown_for_the_mirrors_when_docker_does_not_answer(tmp_pat
 
 def test_status_with_the_cache_off_says_so() -> None:
     lines = image_cache.status_lines(
-        {outputs.IMAGE_CACHE_DIR: ""}, lambda: {"blueprint:imageCache": "false"}, no_docker, lambda p: (0, True)
+        {outputs.IMAGE_CACHE_DIR: ""},
+        lambda: {**stack_config("phase1")[0], "blueprint:imageCache": "false"},
+        no_docker,
+        lambda p: (0, True),
     )
     assert lines == ["image cache: off (blueprint:imageCache=false)"]
 
 
 def test_status_with_phase1_down_reads_the_folder_from_its_config_and_asks_docker_nothing(tmp_path: Path) -> None:
     folder = a_cache(tmp_path)
-    lines = image_cache.status_lines(None, lambda: {"blueprint:imageCacheDir": str(folder)}, no_docker, lambda p: (1 << 20, False))
+    config = {**stack_config("phase1")[0], "blueprint:imageCacheDir": str(folder)}
+    lines = image_cache.status_lines(None, lambda: config, no_docker, lambda p: (1 << 20, False))
     assert lines == [f"image cache: {folder}, at least 1 MiB on disk", "  mirrors: none (phase1 is not up)"]
 
 

@@ -17,9 +17,9 @@ from cli.images import BUILDKIT, CONTAINERD, DOCKER, Image
 from cli.main import main
 from cli.plan import Plan
 from components.image_cache import MIRRORED_REGISTRIES
+from stacks import STACK_PHASES
 from tests.plans import planned
 
-STACKS = ("phase1", "phase2", "phase3")
 IMAGE_KEY = re.compile(r"(^|_)image(name)?$", re.IGNORECASE)
 LINE_IMAGE = re.compile(r"""(?im)^[ \t]*(?:-[ \t]*)?(?:[a-z_]*_)?image(?:name)?[ \t]*[:=][ \t]*["']?([^\s"'#]+)""")
 ALLOWED_IMAGES = re.compile(r"(?m)^\s*allowed_images\s*=\s*\[([^\]]*)\]")
@@ -28,7 +28,7 @@ VALUES_BLOCK = re.compile(r"""(?m)^[ \t]*repository:[ \t]*["']?([^\s"']+)["']?[ 
 
 
 def phase_plans() -> list[Plan]:
-    return [planned(stack) for stack in STACKS]
+    return [planned(stack) for stack in STACK_PHASES["dev"]]
 
 
 def listed() -> list[Image]:

@@ -3,13 +3,17 @@ Every destroy route is in test_teardown.py."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from typing import Any
 
 from apps_manifest import load_manifest
 from cli import phases
+from cli.phases import Context
+from cli.teardown import ClusterState
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2, FakeRunner, context
+from tests.cli.teardown_fakes import FakePulumi, all_stacks, world
 
 
 def test_up_runs_every_phase_in_order() -> None:
@@ -108,3 +112,25 @@ def test_up_checks_each_app_url_from_the_laptop_through_the_gateway_with_our_ca(
     assert phases.up(ctx, "3") == 0
     assert asked == [("https://guestbook.local.example.net/healthz", "/data/platform/ca.crt", {})]
     assert "  app guestbook: https://guestbook.local.example.net  (/healthz from this laptop: HTTP 503)" in out.getvalue().splitlines()
+
+
+def test_an_up_over_a_cluster_deleted_by_hand_names_the_destroy_that_keeps_the_data_then_the_up() -> None:
+    """No `up` would make it again (its command has no change): every phase after phase1 would fail on it."""
+    pulumi = FakePulumi(all_stacks())
+    out = io.StringIO()
+    context = Context(runner=pulumi, out=out, world=world(pulumi, cluster=ClusterState("gone"))[0], confirm=lambda question: True)
+    assert phases.up(context, "all") == 1
+    assert pulumi.calls == []
+    assert out.getvalue() == (
+        "blueprint: phase1 is up, but kind lists no cluster blueprint: it was deleted outside blueprint, and an `up` does not "
+        "make it again while phase1's state records it. Take the platform down keeping its data, then bring it back: "
+        "`uv run blueprint destroy --preserve-data`, then `uv run blueprint up`.\n"
+    )
+
+
+def test_an_up_whose_config_replaces_a_cluster_deleted_by_hand_goes_on_to_make_the_new_one() -> None:
+    pulumi = FakePulumi(all_stacks())
+    replacing = world(pulumi, cluster=ClusterState("gone"), gitlabNodes="2")[0]
+    context = Context(runner=pulumi, out=io.StringIO(), world=replacing, confirm=lambda question: True)
+    assert phases.up(context, "all") == 0
+    assert [call for call in pulumi.calls if call[0] == "up"] == [("up", "phase1"), ("up", "phase2"), ("up", "phase3")]

@@ -16,9 +16,9 @@ from cli.lifecycle import KV_SECRET, lives_in_cluster, lives_in_gitlab
 from cli.phases import Context
 from cli.stack_runner import StackFailed
 from cli.teardown import ClusterState, cluster_state
-from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, UP_SCRIPT
+from components.host_folder import DELETE_SCRIPT, OWNER_MARKER, PRESERVE_DATA, UP_SCRIPT
 from stacks import outputs
-from tests.cli.teardown_fakes import FakePulumi, all_stacks, recorded_state, run_destroy, world
+from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, all_stacks, recorded_state, run_destroy, world
 from tests.plans import COMMAND, fake_command, planned
 
 
@@ -385,3 +385,32 @@ def test_a_data_dir_the_config_refuses_does_not_stop_a_destroy_that_keeps_the_da
     code, said = run_destroy(pulumi, True, world=world(pulumi, dataDir="/srv")[0])
     assert code == 0, said
     assert not any(pulumi.is_up(stack) for stack in ("phase1", "phase2"))
+
+
+def phase3_left_by_a_preserve_destroy(tmp_path: Path, asked: list[str]) -> tuple[int, str]:
+    """After `destroy --preserve-data` (phase3 kept, the data folder with it), phase1's config reverted
+    to preserveData=false, then a plain `destroy`: only phase3 goes, GitLab being down."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / OWNER_MARKER).write_text(f"{PHASE1_HERE}\n")
+    pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False, cluster="gone")
+    the_world, wiped = world(pulumi, cluster=ClusterState("gone"), dataDir=str(data), preserveData="false")
+
+    def confirm(question: str) -> bool:
+        asked.append(question)
+        return True
+
+    code, said = run_destroy(pulumi, None, world=the_world, confirm=confirm)
+    assert (code, wiped) == (0, []), said
+    return code, said
+
+
+def test_a_destroy_that_destroys_phase3_alone_never_says_the_data_is_removed(tmp_path: Path) -> None:
+    _, said = phase3_left_by_a_preserve_destroy(tmp_path, [])
+    assert "the data is removed" not in said
+
+
+def test_phase3_over_a_gitlab_that_is_not_up_is_asked_about_forgetting_its_projects_not_deleting_them(tmp_path: Path) -> None:
+    asked: list[str] = []
+    phase3_left_by_a_preserve_destroy(tmp_path, asked)
+    assert asked == ["Destroy phase3, forgetting its projects (GitLab is not up: they stay in GitLab's kept data)?"]

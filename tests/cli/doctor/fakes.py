@@ -20,8 +20,9 @@ from cli.doctor.checks import Check
 from cli.doctor.docker import SYSTEMD_RUNNING
 from cli.doctor.machine import DownloadError, release_arch
 from cli.doctor.needs import resources_needed
-from cli.main import PHASE_STACKS, parser
+from cli.main import parser
 from cli.os_family import Command
+from stacks import PHASE_STACKS
 
 GIB = 1024**3
 
