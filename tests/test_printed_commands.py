@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli.passphrase import PassphraseFileError, _trusted
-from components.host_folder import LEASES_FOLDER, OWNER_MARKER
+from components.markers import LEASES_FOLDER, OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
 from providers.http import missing_ca_file
 from tests.plans import COMMAND, fake_command, planned, run_script
