@@ -97,6 +97,7 @@ def planned_cluster_id(config: Mapping[str, str]) -> str | None:
     from components.kind_cluster import cluster_id
     from stacks.config import NAMESPACE, ConfigError
     from stacks.config.phases import parse_phase1
+    from stacks.migrations import layout
     from stacks.phase1 import cluster_args
 
     prefix = f"{NAMESPACE}:"
@@ -104,4 +105,4 @@ def planned_cluster_id(config: Mapping[str, str]) -> str | None:
         parsed = parse_phase1({key.removeprefix(prefix): value for key, value in config.items() if key.startswith(prefix)})
     except ConfigError:
         return None
-    return cluster_id(cluster_args(parsed, owner="blueprint/phase1"))
+    return cluster_id(cluster_args(parsed, owner="blueprint/phase1", data_layout=layout("phase1")))

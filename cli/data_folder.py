@@ -31,18 +31,6 @@ def configured_folder(config: Mapping[str, str]) -> Path:
     return absolute_data_dir(config["blueprint:dataDir"], PROJECT_DIR)
 
 
-def _marker(path: Path) -> str | None:
-    """What the marker file `path` says, read as the scripts read it (a regular file, at most
-    MARKER_BYTES), stripped; None when it cannot be read.
-    """
-    from stacks.layout_record import MARKER_BYTES, read_plain
-
-    try:
-        return read_plain(path, MARKER_BYTES).decode("utf-8", errors="replace").strip()
-    except OSError:
-        return None
-
-
 def _phase1_here(world: World) -> str | None:
     """The owner phase1 of this checkout writes into its data folder; None when it never ran a stack."""
     checkout = world.checkout_id()
@@ -59,8 +47,7 @@ def wipe_refused(config: Mapping[str, str], world: World, up: Collection[str], *
     again, here, right before the wipe.
     """
     from cli.teardown import START_DOCKER
-    from components.host_folder import LEASES_FOLDER, OWNER_MARKER
-    from components.kind_cluster import CLUSTER_MARKER
+    from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER, read_marker
     from stacks.config import PROJECT_DIR, ConfigError
     from stacks.config.paths import data_dir_problem
     from stacks.layout_record import claimed_by
@@ -74,7 +61,7 @@ def wipe_refused(config: Mapping[str, str], world: World, up: Collection[str], *
         owner = _phase1_here(world)
     except ConfigError as error:
         return str(error)
-    claimed = _marker(folder / OWNER_MARKER)
+    claimed = read_marker(folder / OWNER_MARKER)
     names = f"its {OWNER_MARKER} names {(claimed or '<unreadable>')[:80]!r}"
     if owner is None:
         return (
@@ -94,7 +81,7 @@ def wipe_refused(config: Mapping[str, str], world: World, up: Collection[str], *
         stack = held[0].name.removeprefix("blueprint_")
         destroy = f"uv run blueprint destroy --phase {stack.removeprefix('phase')} --wipe-data"
         return f"{stack} still runs on a cluster over it: destroy it first (`{destroy}`)"
-    cluster_name = _marker(folder / CLUSTER_MARKER) or ""
+    cluster_name = read_marker(folder / CLUSTER_MARKER) or ""
     running = world.cluster(cluster_name).status if cluster_name else "gone"
     if running == "running":
         return (
@@ -131,7 +118,7 @@ def _say_kept(say: Callable[[str], None], folder: Path, world: World) -> None:
     Never with an `rm -rf`, which crosses a filesystem mounted inside, and may take the data another
     checkout's platform runs on.
     """
-    from components.host_folder import OWNER_MARKER
+    from components.markers import OWNER_MARKER, read_marker
     from stacks.config import ConfigError
     from stacks.layout_record import claimed_by
 
@@ -145,7 +132,7 @@ def _say_kept(say: Callable[[str], None], folder: Path, world: World) -> None:
             "`uv run blueprint destroy --wipe-data` removes it"
         )
         return
-    claimed = _marker(folder / OWNER_MARKER)
+    claimed = read_marker(folder / OWNER_MARKER)
     who = repr(claimed[:80]) if claimed else "another stack or checkout"
     say(
         f"== the data folder {folder} is kept: it belongs to {who}, not to this checkout's phase1; only its own destroy "
@@ -162,7 +149,7 @@ def unowned_data(
     again, whose own refusals say what to fix. Otherwise it is kept, and said so (`_say_kept`); with
     why, when the wipe was refused.
     """
-    from components.host_folder import OWNER_MARKER
+    from components.markers import OWNER_MARKER
 
     folder = configured_folder(config)
     if not (folder / OWNER_MARKER).is_file():
@@ -191,7 +178,8 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     import os
 
     import versions
-    from components.host_folder import DELETE_SCRIPT, OWNER_MARKER, PRESERVE_DATA, SCRIPT_ENVIRONMENT
+    from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, SCRIPT_ENVIRONMENT
+    from components.markers import OWNER_MARKER
 
     marker = os.path.join(folder, OWNER_MARKER)
     if not os.path.exists(marker):

@@ -59,8 +59,8 @@ class RecordedLayout:
     def read(self, folder: str, owner: str) -> str | None:
         return self.layout
 
-    def write(self, folder: str, owner: str, layout: str) -> None:
-        self.layout = layout
+    def write(self, folder: str, owner: str, record: str) -> None:
+        self.layout = record
 
 
 KIND_CLUSTER = ("command:local:Command", "kind-cluster")

@@ -270,7 +270,7 @@ def _wipes_unowned_data(
     claimed, and only by the checkout whose phase1 claimed it (`data_folder.wipe_refused`). So a wipe
     the wipe script refused after the last stack went is tried again by running the destroy again.
     """
-    from components.host_folder import OWNER_MARKER
+    from components.markers import OWNER_MARKER
 
     unowned_wipe = (
         "phase1" in phase_stacks

@@ -28,19 +28,9 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_command import local
 
+from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from components.scripts import script
 from providers.host_secret import WIPING_MARKER
-
-OWNER_MARKER = ".blueprint-owner"
-"""File in an owned folder naming the owner, `<project>/<stack>@<checkout id>` (`stacks.config.paths.folder_owner`):
-the same stack of another checkout is another owner."""
-LAYOUT_MARKER = ".blueprint-layout"
-"""File in an owned folder naming the layout of its data (X.Y.Z: the release of the last migration of the
-stack's phases that shaped it, stacks/migrations.py `layout`): a record that outlives the stack's state."""
-
-LEASES_FOLDER = ".blueprint-on-cluster"
-"""Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds
-a file naming itself while it does (`components/kind_cluster.py`, `cluster_lease`)."""
 
 SCRIPT_ENVIRONMENT = {"OWNER_MARKER": OWNER_MARKER, "WIPING_MARKER": WIPING_MARKER, "LAYOUT_MARKER": LAYOUT_MARKER}
 """The names of the markers, as the scripts read them from their environment: every command, and a
@@ -51,7 +41,7 @@ PRESERVE_DATA = "PRESERVE_DATA"
 keeps the folder, "false" wipes it (`cli/lifecycle.py`, `record_preserve_data`, flips it)."""
 
 UP_SCRIPT = script("host_folder_claim.sh")
-"""Create the folder and its subfolders, claim them and record the data's layout (BLUEPRINT_LAYOUT) in
+"""Create the folder and its subfolders, claim them and record the data's layout (`layout`) in
 LAYOUT_MARKER; refuse a folder that holds anything but blueprint's markers, and one that is not the
 user's alone (another user's, or one anyone may write in)."""
 
@@ -98,6 +88,9 @@ class HostFolderArgs:
     wipe_image: str
     """An image already on the machine, whose root removes pod-owned files on a wipe and gives
     subfolders to their owners."""
+    layout: str
+    """The layout this checkout leaves the owning stack's data in (stacks/migrations.py `layout`),
+    recorded in LAYOUT_MARKER as BLUEPRINT_LAYOUT."""
     subfolders: tuple[Subfolder, ...] = ()
     """Folders to create inside."""
     parent_owner: str = ""
@@ -139,11 +132,6 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
     Every name the scripts read is passed, empty when there is none: pulumi-command runs them with
     the user's environment below this one, and a stray `export INNER_OWNERS=...` must change nothing.
     """
-    # The program's table of migrations says the layout of this stack's data; imported here, where only
-    # the program builds the command.
-    from stacks import STACK_PHASES
-    from stacks.migrations import layout
-
     return local.Command(
         name,
         create=UP_SCRIPT,
@@ -157,7 +145,7 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
             "PARENT_OWNER": args.parent_owner,
             "INNER_OWNERS": "\n".join(args.inner_owners),
             PRESERVE_DATA: pulumi.Output.from_input(args.preserve).apply(lambda keep: "true" if keep else "false"),
-            "BLUEPRINT_LAYOUT": layout(STACK_PHASES[pulumi.get_stack()]),
+            "BLUEPRINT_LAYOUT": args.layout,
             **SCRIPT_ENVIRONMENT,
         },
         opts=opts,

@@ -32,8 +32,9 @@ import yaml
 from pulumi_command import local
 
 import versions
-from components.host_folder import LEASES_FOLDER, HostFolderArgs, Subfolder, host_folder
+from components.host_folder import HostFolderArgs, Subfolder, host_folder
 from components.image_cache import ImageCache, ImageCacheArgs
+from components.markers import CLUSTER_MARKER, LEASES_FOLDER
 from components.scripts import script
 
 NODE_DATA_PATH = "/var/lib/blueprint"
@@ -90,6 +91,9 @@ class KindClusterArgs:
     api_server_port: int
     owner: str
     """`<project>/<stack>@<checkout id>` of the stack that owns the data folder (`stacks.config.paths.folder_owner`)."""
+    data_layout: str
+    """The layout this checkout leaves that stack's data in, which the data folder's claim records
+    (components/host_folder.py `HostFolderArgs.layout`)."""
     inner_owners: tuple[str, ...] = ()
     """The owners of the folders other stacks claim inside the data folder (phase2's, over phase1):
     its wipe removes those, and no one else's."""
@@ -174,10 +178,6 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
     }
 
 
-CLUSTER_MARKER = ".blueprint-kind-cluster"
-"""File in the data folder naming the kind cluster blueprint created over it: an existing cluster
-is reused only when it is that one."""
-
 SCRIPT_ENVIRONMENT = {"KIND_VERSION": versions.KIND_VERSION, "CLUSTER_MARKER": CLUSTER_MARKER, "LEASES_FOLDER": LEASES_FOLDER}
 """What the cluster's scripts read from their environment besides the cluster's name and data folder:
 no part of what makes the cluster, so a change of one updates the command in place."""
@@ -240,6 +240,7 @@ class KindCluster(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve_data,
                 wipe_image=args.node_image,
+                layout=args.data_layout,
                 subfolders=(Subfolder(path=REGISTRY_HOSTS_SUBDIR), Subfolder(path=VOLUMES_SUBDIR)),
                 inner_owners=args.inner_owners,
             ),

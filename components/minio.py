@@ -57,8 +57,6 @@ CONSUMERS: Mapping[str, tuple[str, ...]] = {GITLAB: GITLAB_BUCKETS, RUNNER_CACHE
 """Who uses MinIO: each gets a user of this name (its access key) allowed only these buckets."""
 POLICY_PREFIX = "blueprint-"
 """A consumer's policy is `blueprint-<consumer>`."""
-POLICY_MAX_CHARS = 2048
-"""MinIO's documented limit for a policy file (`mc admin policy create`, POLICYPATH)."""
 _CONSUMER_NAME = re.compile(r"[a-z0-9][a-z0-9-]{1,18}[a-z0-9]")
 """A MinIO access key (3 to 20 characters, no `=` or `,`: minio internal/auth/credentials.go), also
 a Kubernetes container name and Secret key."""

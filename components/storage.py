@@ -72,6 +72,9 @@ class StorageArgs:
     """Keep the data on destroy."""
     wipe_image: str
     """An image already on the machine (the kind node image), for removing pod-owned files."""
+    layout: str
+    """The layout this checkout leaves the stack's data in, which both folders' claims record
+    (components/host_folder.py `HostFolderArgs.layout`)."""
     volumes: tuple[Volume, ...]
     inside: tuple[pulumi.Resource, ...] = ()
     """The claim of the folder both folders are inside, when it is in the same graph (`dev`): they
@@ -146,6 +149,7 @@ class Storage(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
+                layout=args.layout,
                 parent_owner=args.data_folder_owner,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
@@ -157,6 +161,7 @@ class Storage(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
+                layout=args.layout,
                 parent_owner=args.data_folder_owner,
                 subfolders=tuple(Subfolder(path=volume.folder, mode=VOLUME_MODE, owner=volume.owner) for volume in args.volumes),
             ),

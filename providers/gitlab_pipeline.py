@@ -25,7 +25,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 from providers import poll
 from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
 
-PROVIDER_VERSION = "4"
+PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (*CONNECTION, "project", "sha", "target", "timeout_seconds", "provider_version")

@@ -35,7 +35,7 @@ from providers.gitlab_get_or_create import (
     refreshed,
 )
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (*CONNECTION, "project", "branch", "files", "message", "owner", "provider_version")

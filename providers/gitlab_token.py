@@ -29,7 +29,7 @@ from providers.gitlab_api import GitLab, GitLabApiError
 from providers.http import missing_ca_file
 from providers.kind_access import KindAccessError, admin_kubeconfig
 
-PROVIDER_VERSION = "3"
+PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (

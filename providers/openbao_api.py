@@ -83,7 +83,7 @@ class OpenBao:
             raise self.not_openbao(response, "the login")
         # An auth path nobody mounted is answered like any unknown path: 403 (verified against bao 2.7.2).
         if response.status_code == 403:
-            raise no_userpass_error(self.props, int(self.seal_status().get("n") or 0))
+            raise no_userpass_error(self.props)
         if response.status_code == 400 and "invalid username or password" in response.text:
             raise wrong_password_error(self.props, user, password_file)
         raise poll.NotYet(f"the login answered HTTP {response.status_code}")

@@ -1,8 +1,7 @@
 """What `OpenBaoInit` says when waiting cannot make OpenBao usable: each refusal with its exact way out.
 
 A server that answers but has no userpass login (its first start stopped between initialising its
-storage and configuring itself, or storage initialised some other way, which may hold data: its
-recovery keys tell these apart); one that exits with "self-initialization failed", after which
+storage and configuring itself, unless someone changed it by hand); one that exits with "self-initialization failed", after which
 OpenBao refuses that storage for good (vault/self_init.go); a password file the vault was
 not started with; a mount of another engine where blueprint needs its own; a server not ready
 within the budget. Each message says what a reset of OpenBao's own storage (one table of its
@@ -66,25 +65,15 @@ def _reset_loses_nothing(props: dict[str, Any], unless: str = "") -> str:
     )
 
 
-def no_userpass_error(props: dict[str, Any], recovery_shares: int) -> OpenBaoInitError:
-    """Initialised, no userpass login. Which vault this is shows in its recovery keys (sys/seal-status `n`):
-    a self-initialisation makes none, so storage that has some was initialised another way and may hold data.
-    """
-    said = f"OpenBao at {props['address']} is initialised but has no userpass login."
-    if recovery_shares:
-        return OpenBaoInitError(
-            f"{said} It has recovery keys, which a vault that configured itself never has: its storage was initialised some "
-            f"other way, and it may hold data. Read out what you want to keep with a token of that vault, if you hold one; "
-            f"then start OpenBao over: resetting its own storage ({_storage(props)}) loses what the vault holds (the "
-            f"credentials blueprint keeps there are written again by the next `up`). Run:\n{storage_reset(props)}"
-        )
+def no_userpass_error(props: dict[str, Any]) -> OpenBaoInitError:
+    """Initialised, no userpass login: a self-initialisation cut short, unless someone changed the vault by hand."""
     unless = (
-        " The one other way to a vault like this is userpass disabled by hand: every token it gave died with it, so then "
-        "only a token made some other way and kept could still read what the vault holds; if you hold one, read out with "
-        "it what you want to keep before the reset."
+        " The one other way to a vault like this is by hand (userpass disabled, or the storage initialised with `bao "
+        "operator init`): then only a token made some other way and kept could still read what the vault holds; if you "
+        "hold one, read out with it what you want to keep before the reset."
     )
     return OpenBaoInitError(
-        f"{said} It has no recovery keys, as a vault that configured itself: its first start was stopped between "
+        f"OpenBao at {props['address']} is initialised but has no userpass login: its first start was stopped between "
         f"initialising its storage and configuring itself. {_reset_loses_nothing(props, unless)}"
     )
 

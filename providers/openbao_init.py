@@ -27,7 +27,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 
 from providers.openbao_converge import converge, usable
 
-PROVIDER_VERSION = "4"
+PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes: the provider is pickled by reference, so only an
 input change makes the engine call `update` with the new code."""
 

@@ -28,7 +28,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 
 from providers import http, poll
 
-PROVIDER_VERSION = "3"
+PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = ("address", "username", "password", "mount", "path", "data", "provider_version")

@@ -1,25 +1,27 @@
 """Every upgrade of a stack's data from one blueprint release to the next: MIGRATIONS.
 
 Two records say where a stack stands. Its output `blueprintVersion`, the release that last brought it
-up (written at the end of an `up`; every `pulumi destroy` deletes it). And `.blueprint-layout` beside
-its data (stacks/layout_record.py), which a destroy that keeps the data keeps: the release of the last
-migration of the stack's phases that shaped that data, written by the claim of the folder and after
-each migration `bring_up_to_date` runs. A release that migrates nothing of a stack's data leaves it
-as it was, so an older checkout still runs over that data. Before anything is registered, the program
-reads both back: a release or a layout newer than this checkout (versions.BLUEPRINT) is refused,
-nothing changed; else the migrations of the stack's phases past the data's layout (past the state's
-release where the data has no record: phase3) run in version order (a preview names them).
+up (written at the end of an `up`; every `pulumi destroy` deletes it). And the layout record beside its
+data (stacks/layout_record.py), which a destroy that keeps the data keeps. Before anything is
+registered, the program reads both back: a release or a layout newer than this checkout
+(versions.BLUEPRINT) is refused, nothing changed; else the migrations of the stack's phases past the
+data's layout (past the state's release where the data has no record: phase3) run in version order (a
+preview names them). Each version's migrations run between two records: `X.Y.Z migrating` before, so
+an older checkout is refused over data they may have half changed and the next `up` runs them again;
+`X.Y.Z` once they returned.
 
 A Migration upgrades what the engine does not hold: data and host-side layout (a moved folder, a
 changed file format); never state (a new name or parent is an alias; a dynamic provider's module path
 never moves). Each comes with a CHANGELOG line and bumps versions.BLUEPRINT to its `version` (none
 beyond it). It is idempotent and does nothing where there is nothing to upgrade (a failed `up` runs it
 again); for what it cannot upgrade it raises a pulumi.RunError naming the fix. One that must not run
-under a running platform says `needs_stack_down`: refused while the stack is up.
+under a running platform tells "up" by the stack's cluster lease or resources, never by its outputs
+(a first `up` that failed left pods and no outputs).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,8 +32,7 @@ import pulumi
 import versions
 from stacks import STACK_PHASES, outputs, runtime
 from stacks.config.paths import folder_owner
-from stacks.config.schema import ENV_STEP
-from stacks.layout_record import LayoutRecords, layout_file
+from stacks.layout_record import BASE_LAYOUT, LayoutRecords, layout_file, migrating, unfinished
 
 Version = tuple[int, int, int]
 _VERSION = re.compile(r"(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})")
@@ -50,19 +51,13 @@ class MigrationContext:
     """What a migration is given about the stack it upgrades."""
 
     stack: str
-    phases: tuple[str, ...]
-    """The phases the stack runs (`dev`: all three): a migration of several phases' data acts on those it runs."""
-    layout: str
-    """The layout the migrations start from: the record beside the stack's data, or, where there is
-    none (phase3), the release its state records."""
-    outputs: Mapping[str, Any]
-    """The stack's outputs from its last `up`, secret ones left out; none after a destroy that kept the data."""
+    """The stack (`dev` runs every phase: a migration of several phases' data acts on those it runs)."""
     folder: str | None
-    """The host folder beside whose data the layout is recorded (`layout_folder`), or None (phase3)."""
-
-
-PHASES = STACK_PHASES["dev"]
-"""Every phase, in order."""
+    """The host folder beside whose data the layout is recorded, or None (phase3)."""
+    layout: str
+    """The layout the migrations start from: the record beside the stack's data (`X.Y.Z migrating`
+    when X.Y.Z's migration stopped half-way), or, where there is none (phase3), the release its state
+    records."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,50 +74,44 @@ class Migration:
     in a stack that runs one of them (dev: any)."""
     run: Callable[[MigrationContext], None]
     """Does it: idempotent, and nothing where there is nothing to upgrade."""
-    needs_stack_down: bool = False
-    """It must not run under the previous release's running platform: refused while the stack is up
-    (its state has outputs), naming the destroy that keeps the data; it runs in the `up` after that.
-    Set it too when the same release replaces the kind cluster: dev cannot take its platform down
-    half-way, so its users could not go back over data migrated under it (components/kind_cluster_down.sh).
-    Never for phase3, whose stack a destroy that keeps the data keeps up."""
 
     def __post_init__(self) -> None:
         parse(self.version)
-        if not self.phases or not set(self.phases) <= set(PHASES):
-            raise ValueError(f"a migration names the phases whose data it migrates, of {PHASES}; got {self.phases!r}")
-        if self.needs_stack_down and "phase3" in self.phases:
-            raise ValueError("a migration of phase3's data cannot need its stack down: a destroy that keeps the data keeps it up")
+        every = STACK_PHASES["dev"]
+        if not self.phases or not set(self.phases) <= set(every):
+            raise ValueError(f"a migration names the phases whose data it migrates, of {every}; got {self.phases!r}")
 
-
-BASE_LAYOUT = "0.1.0"
-"""The layout of data no migration shaped: that of 0.1.0, the first release. No release before it left
-data to upgrade, so every migration is to a later one; until the first, every release lays data out
-as 0.1.0 did, and no checkout from 0.1.0 on is refused over it."""
 
 MIGRATIONS: tuple[Migration, ...] = ()
 """Every migration, oldest first. Empty since 0.1.0, the first release: nothing before it is upgraded."""
 
 
-def _of(phases: tuple[str, ...]) -> list[Migration]:
-    """The migrations of the data of a stack that runs `phases`."""
-    return [migration for migration in MIGRATIONS if set(migration.phases) & set(phases)]
+def _of(stack: str) -> list[Migration]:
+    """The migrations of the data of `stack`: those of a phase it runs."""
+    return [migration for migration in MIGRATIONS if set(migration.phases) & set(STACK_PHASES[stack])]
 
 
-def layout(phases: tuple[str, ...]) -> str:
-    """The layout this checkout leaves the data of a stack that runs `phases` in, once its migrations
-    ran: the newest version of a migration of one of them, else BASE_LAYOUT. What the claim of its
-    folders records beside them.
+def layout(stack: str) -> str:
+    """The layout this checkout leaves `stack`'s data in, once its migrations ran: the newest version
+    of a migration of one of its phases, else BASE_LAYOUT. What the claim of its folders records.
     """
-    return max((migration.version for migration in _of(phases)), key=parse, default=BASE_LAYOUT)
+    return max((migration.version for migration in _of(stack)), key=parse, default=BASE_LAYOUT)
 
 
-def pending(since: str, current: str, phases: tuple[str, ...]) -> tuple[Migration, ...]:
-    """The migrations an `up` of release `current` runs over the data of a stack that runs `phases`,
-    laid out as release `since` left it, in version order (the table's order among those to one
-    version); a ValueError for a malformed version.
+def pending(since: str, current: str, stack: str, *, again: bool = False) -> tuple[Migration, ...]:
+    """The migrations an `up` of release `current` runs over `stack`'s data, laid out as release
+    `since` left it (`again`: those to `since` too, which stopped half-way), in version order (the
+    table's order among those to one version); a ValueError for a malformed version.
     """
     after, upto = parse(since), parse(current)
-    return tuple(sorted((m for m in _of(phases) if after < parse(m.version) <= upto), key=lambda m: parse(m.version)))
+    due = [m for m in _of(stack) if after < parse(m.version) <= upto or (again and parse(m.version) == after)]
+    return tuple(sorted(due, key=lambda m: parse(m.version)))
+
+
+def _stopped(record: str) -> str | None:
+    """The version whose migrations `record` says stopped half-way (`X.Y.Z migrating`), or None."""
+    version = unfinished(record)
+    return version if version is not None and _VERSION.fullmatch(version) else None
 
 
 def _newer(recorded: object) -> bool | None:
@@ -133,46 +122,37 @@ def _newer(recorded: object) -> bool | None:
         return None
 
 
-def refusal(stack: str, recorded: object) -> str | None:
-    """Why this checkout must not act on `stack`, whose state says release `recorded` last brought it
-    up: a newer release, or no version at all; None for this release or an older one. What the
-    program and the CLI's pre-flight both say.
+def _refusal(recorded: object, *, record: str, subject: str, fix: str, stopped: bool = False) -> str | None:
+    """Why this checkout must not act on `subject`, which `record` says release `recorded` shaped last
+    (`stopped`: its migration stopped half-way): a newer release, or no version at all (`fix`: what to
+    write instead); None for this release or an older one.
     """
     newer = _newer(recorded)
     if newer is None:
         return (
-            f"stack {stack} records {outputs.BLUEPRINT_VERSION} {recorded!r:.60}, which is not a blueprint version (X.Y.Z), so "
-            f"blueprint cannot tell what its state and data need; nothing was changed. Something other than blueprint wrote "
-            f"it: set it to the release that last brought the stack up (`pulumi stack export -s {stack}`, in the root "
-            f"stack's outputs, then `pulumi stack import -s {stack}`)"
+            f"{record} records {recorded!r:.60}, which is not a blueprint version (X.Y.Z), so blueprint cannot tell which "
+            f"release shaped {subject}; nothing was changed. Something other than blueprint wrote it: {fix}"
         )
     if not newer:
         return None
+    half = f" (its migration of {subject} stopped half-way)" if stopped else ""
     return (
-        f"stack {stack} was last brought up by blueprint {recorded}, newer than this checkout ({versions.BLUEPRINT}), "
-        f"which cannot know what {recorded} changed in its state and data; nothing was changed. Update this checkout "
-        f"(`git pull`), or run the checkout that brought the stack up"
+        f"{record} records blueprint {recorded}{half}, newer than this checkout ({versions.BLUEPRINT}), which cannot know "
+        f"what {recorded} changed in {subject}; nothing was changed. Update this checkout (`git pull`), or run "
+        f"blueprint {recorded}'s checkout"
     )
 
 
-def layout_refusal(stack: str, laid_out: object, record: str) -> str | None:
-    """Why this checkout must not act on `stack`, whose data the file `record` says release `laid_out`
-    laid out: a newer release migrated it, or no version at all; None for a layout this checkout knows.
+def refusal(stack: str, recorded: object) -> str | None:
+    """Why this checkout must not act on `stack`, whose state says release `recorded` last brought it
+    up (`_refusal`). What the program and the CLI's pre-flight both say.
     """
-    newer = _newer(laid_out)
-    if newer is None:
-        return (
-            f"{record}, beside stack {stack}'s data, records {laid_out!r:.60}, which is not a blueprint version (X.Y.Z), so "
-            f"blueprint cannot tell how that data is laid out; nothing was changed. Something other than blueprint wrote it: "
-            f"write into it the release of the last migration that ran over that data (one line, X.Y.Z; CHANGELOG.md "
-            f"names each), or {BASE_LAYOUT} if none did"
-        )
-    if not newer:
-        return None
-    return (
-        f"stack {stack}'s data was migrated by blueprint {laid_out} (so says {record}), newer than this checkout "
-        f"({versions.BLUEPRINT}), which cannot know how {laid_out} laid it out; nothing was changed. Update this "
-        f"checkout (`git pull`), or run the checkout that migrated it"
+    return _refusal(
+        recorded,
+        record=f"stack {stack}'s {outputs.BLUEPRINT_VERSION}",
+        subject="its state and data",
+        fix=f"set it to the release that last brought the stack up (`pulumi stack export -s {stack}`, in the root "
+        f"stack's outputs, then `pulumi stack import -s {stack}`)",
     )
 
 
@@ -202,75 +182,41 @@ def behind(stack: str, upstream: str, release: object) -> str | None:
     )
 
 
-def layout_folder(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> str | None:
-    """The host folder whose layout record a stack that runs `phases` reads (`inputs`: its upstream's
-    outputs): the data folder where phase1 runs (phase1, dev), else phase2's platform folder; none for
-    phase3, whose state a destroy that keeps the data keeps too.
-    """
-    if "phase1" in phases:
-        from stacks.config.phases import load_phase1
-
-        return str(load_phase1().data_dir)
-    if "phase2" in phases:
-        from stacks.phase2 import Folders
-
-        return Folders.of(inputs).host
-    return None
-
-
-async def bring_up_to_date(stack: str, phases: tuple[str, ...], inputs: Mapping[str, Any]) -> None:
+async def bring_up_to_date(stack: str, folder: str | None) -> None:
     """Read back the release that last brought `stack` up, from its state (a StackReference to
-    itself), and its data's layout, from beside its data (`layout_folder`; `inputs`: its upstream's
-    outputs), then refuse, run the pending migrations, or (a preview) name them: the module docstring
-    says which when.
+    itself), and its data's layout, from beside its data in `folder` (None: phase3, none), then
+    refuse, run the pending migrations, or (a preview) name them: the module docstring says which when.
     """
     reference = pulumi.StackReference(outputs.stack_name(pulumi.get_project(), stack))
-    last: dict[str, Any] = dict(await reference.outputs.future() or {})
-    if outputs.BLUEPRINT_VERSION in last and (problem := refusal(stack, last[outputs.BLUEPRINT_VERSION])):
+    release = dict(await reference.outputs.future() or {}).get(outputs.BLUEPRINT_VERSION)
+    if release is not None and (problem := refusal(stack, release)):
         raise pulumi.RunError(problem)
-    folder = layout_folder(phases, inputs)
     records = runtime.current().layout_records
     owner = folder_owner(stack)
     data = _data_layout(stack, records, folder, owner)
-    since = data if data is not None else last.get(outputs.BLUEPRINT_VERSION)
-    due = pending(since, versions.BLUEPRINT, phases) if since is not None else ()
-    if last and (down := next((migration for migration in due if migration.needs_stack_down), None)):
-        raise pulumi.RunError(_stack_down(stack, phases, down, last.get(outputs.BLUEPRINT_VERSION)))
-    if pulumi.runtime.is_dry_run():
-        if due:
-            pulumi.log.warn(
-                f"stack {stack}'s data is laid out as blueprint {since} left it: its `up` first migrates it: "
-                + "; ".join(f"({migration.version}) {migration.summary}" for migration in due)
-            )
-        return
+    since = data if data is not None else release
+    if since is None:
+        return  # a new stack: nothing to migrate
+    stopped = _stopped(since)
+    due = pending(stopped or since, versions.BLUEPRINT, stack, again=stopped is not None)
     if not due:
         return
-    secret = set(await reference.secret_output_names.future() or [])
-    shown = {key: value for key, value in last.items() if key not in secret}
-    context = MigrationContext(stack=stack, phases=phases, layout=str(since), outputs=shown, folder=folder)
-    for migration in due:
-        migration.run(context)
-        pulumi.log.info(f"stack {stack}: migrated to blueprint {migration.version}: {migration.summary}")
-        # Recorded as soon as it ran, before the next migration or anything of this release touches the
-        # data: from now on an older checkout, which cannot read that layout, is refused over it.
+    if pulumi.runtime.is_dry_run():
+        state = f"was left half-way through blueprint {stopped}'s migration" if stopped else f"is laid out as blueprint {since} left it"
+        listed = "; ".join(f"({migration.version}) {migration.summary}" for migration in due)
+        pulumi.log.warn(f"stack {stack}'s data {state}: its `up` first migrates it: {listed}")
+        return
+    context = MigrationContext(stack=stack, folder=folder, layout=str(since))
+    for version, group in itertools.groupby(due, key=lambda migration: migration.version):
+        # Recorded before and after: from the first change on, an older checkout, which cannot read what
+        # this version does, is refused over the data; and one cut short runs again in the next `up`.
         if folder is not None:
-            records.write(folder, owner, migration.version)
-
-
-def _stack_down(stack: str, phases: tuple[str, ...], migration: Migration, release: object) -> str:
-    """Why `migration` does not run over `stack`, which is up, and how to take it down keeping the data."""
-    if phases == (stack,):
-        way = "Take it down keeping the data (`uv run blueprint destroy --preserve-data`), then bring it up (`uv run blueprint up`)"
-    else:  # dev: only an `up` records preserveData for its destroy, and this checkout's `up` is refused
-        way = (
-            f"Take it down keeping the data, from the checkout that brought it up (blueprint {release}): `{ENV_STEP} && "
-            f"pulumi config set -s {stack} blueprint:preserveData true && pulumi up -s {stack} && "
-            f"pulumi destroy -s {stack}`; then run `pulumi up -s {stack}` from this one"
-        )
-    return (
-        f"stack {stack} is up, and blueprint {migration.version}'s migration of its data ({migration.summary}) must not run "
-        f"under its running platform; nothing was changed. {way}"
-    )
+            records.write(folder, owner, migrating(version))
+        for migration in group:
+            migration.run(context)
+            pulumi.log.info(f"stack {stack}: migrated to blueprint {version}: {migration.summary}")
+        if folder is not None:
+            records.write(folder, owner, version)
 
 
 def _data_layout(stack: str, records: LayoutRecords, folder: str | None, owner: str) -> str | None:
@@ -288,6 +234,17 @@ def _data_layout(stack: str, records: LayoutRecords, folder: str | None, owner: 
             f"({error.strerror or type(error).__name__}); nothing was changed. Give it back to your user, readable "
             f"(one line, X.Y.Z: the release of the last migration that ran over that data, or {BASE_LAYOUT})"
         ) from None
-    if laid_out is not None and (problem := layout_refusal(stack, laid_out, str(record))):
+    if laid_out is None:
+        return None
+    stopped = _stopped(laid_out)
+    problem = _refusal(
+        stopped or laid_out,
+        record=f"{record}, beside stack {stack}'s data,",
+        subject="that data",
+        fix=f"write into it the release of the last migration that ran over that data (one line, X.Y.Z; CHANGELOG.md "
+        f"names each), or {BASE_LAYOUT} if none did",
+        stopped=stopped is not None,
+    )
+    if problem:
         raise pulumi.RunError(problem)
     return laid_out

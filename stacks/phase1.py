@@ -14,9 +14,10 @@ from components.kind_cluster import KindCluster, KindClusterArgs
 from stacks import outputs
 from stacks.config.paths import folder_owner
 from stacks.config.phases import Phase1Config, load_phase1
+from stacks.migrations import layout
 
 
-def cluster_args(config: Phase1Config, *, owner: str, inner_owners: tuple[str, ...] = ()) -> KindClusterArgs:
+def cluster_args(config: Phase1Config, *, owner: str, data_layout: str, inner_owners: tuple[str, ...] = ()) -> KindClusterArgs:
     """The kind cluster phase1's config describes (the CLI derives the cluster's identity from it)."""
     return KindClusterArgs(
         cluster_name=config.cluster_name,
@@ -31,6 +32,7 @@ def cluster_args(config: Phase1Config, *, owner: str, inner_owners: tuple[str, .
         api_server_port=config.ports.api_server,
         image_cache_dir=config.image_cache_dir,
         owner=owner,
+        data_layout=data_layout,
         inner_owners=inner_owners,
     )
 
@@ -76,7 +78,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     config = load_phase1()
     # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
     inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
-    cluster = KindCluster("kind", cluster_args(config, owner=folder_owner(), inner_owners=inner_owners))
+    args = cluster_args(config, owner=folder_owner(), data_layout=layout(pulumi.get_stack()), inner_owners=inner_owners)
+    cluster = KindCluster("kind", args)
     in_stack: dict[str, Any] = {}
     if config.headlamp:
         # Imported here: pulumi_kubernetes' helm module is costly to load, and only Headlamp needs it.

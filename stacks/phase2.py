@@ -51,6 +51,7 @@ from providers.gitlab_token import GitLabToken, GitLabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import outputs
 from stacks.config.paths import folder_owner
+from stacks.migrations import layout
 from stacks.mirror import mirror
 from stacks.phase1 import kind_kubeconfig
 
@@ -231,6 +232,7 @@ def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.Res
             data_folder_owner=folder_owner(outputs.UPSTREAM_STACK.get(pulumi.get_stack(), pulumi.get_stack())),
             preserve=bool(inputs[outputs.PRESERVE_DATA]),
             wipe_image=versions.KIND_NODE_IMAGE,
+            layout=layout(pulumi.get_stack()),
             volumes=VOLUMES,
             inside=tuple(_in_graph(inputs, outputs.DATA_FOLDER_CLAIM)),
         ),

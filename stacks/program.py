@@ -8,11 +8,16 @@ program and passes each phase's outputs straight to the next (`_deploy`): one co
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 
+import versions
 from stacks import STACK_PHASES, outputs
+from stacks.config.phases import load_phase1
+from stacks.migrations import behind, bring_up_to_date, refusal
+from stacks.validation import check_running_stack
 
 
 def run(stack: str) -> None:
@@ -32,13 +37,9 @@ async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     # one pass before anything is registered; then its upstream's outputs (a read: they say where
     # phase2's data is); then the release that last brought it up (its state) and its data's layout
     # (beside the data), refused when newer, migrated from when older: before anything is registered.
-    import versions
-    from stacks.migrations import bring_up_to_date
-    from stacks.validation import check_running_stack
-
     check_running_stack(stack)
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
-    await bring_up_to_date(stack, phases, inputs)
+    await bring_up_to_date(stack, layout_folder(phases, inputs))
     exports: dict[str, Any] = {outputs.BLUEPRINT_VERSION: versions.BLUEPRINT}
     for phase in phases:
         module = importlib.import_module(f"stacks.{phase}")
@@ -54,8 +55,6 @@ async def read_upstream(stack: str) -> dict[str, Any]:
     reads the outputs as they are, unless one this release reads is missing); the upstream's
     `blueprintVersion` is checked, never an input.
     """
-    from stacks.migrations import behind, refusal
-
     upstream = outputs.UPSTREAM_STACK[stack]
     reference = pulumi.StackReference(outputs.upstream_stack_name(pulumi.get_project(), stack))
     values: dict[str, Any] = {}
@@ -82,3 +81,18 @@ async def read_upstream(stack: str) -> dict[str, Any]:
             f"phase1's cluster under a running phase2), or with `pulumi up -s {upstream}`"
         )
     return values
+
+
+def layout_folder(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> str | None:
+    """The host folder whose layout record (stacks/layout_record.py) a stack that runs `phases` reads
+    (`inputs`: its upstream's outputs): the data folder where phase1 runs (phase1, dev), else phase2's
+    platform folder; none for phase3, whose state a destroy that keeps the data keeps too.
+    """
+    if "phase1" in phases:
+        return str(load_phase1().data_dir)
+    if "phase2" in phases:
+        # Imported here: phase2's module loads every component of the platform, which phase1 never needs.
+        from stacks.phase2 import Folders
+
+        return Folders.of(inputs).host
+    return None

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    import pulumi
+import pulumi
 
+from stacks import outputs
 from stacks.layout_record import HOST, LayoutRecords
 
 
@@ -41,20 +41,12 @@ class Phase2OnThisMachine:
     """
 
     def admin_token(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
-        import pulumi
-
-        from stacks import outputs
-
         try:
             return pulumi.Output.secret(outputs.read_admin_token(str(inputs[outputs.ADMIN_TOKEN_FILE])))
         except outputs.SecretFileUnavailable as error:
             raise pulumi.RunError(str(error)) from None
 
     def writer_password(self, inputs: Mapping[str, Any]) -> pulumi.Input[str]:
-        import pulumi
-
-        from stacks import outputs
-
         path = str(inputs[outputs.OPENBAO_WRITER_PASSWORD_FILE])
         try:
             password = outputs.read_secret_file(path, "OpenBao's blueprint password")
@@ -69,8 +61,7 @@ class Phase2OnThisMachine:
 
     def preflight(self, inputs: Mapping[str, Any]) -> None:
         """OpenBao, GitLab's API and registry, both runners (stacks/preflight.py); a preview warns instead."""
-        import pulumi
-
+        # Imported here: it loads the runners' component, pulumi_kubernetes with it, which only phase3 needs.
         from stacks import preflight
 
         preflight.run(inputs, preview=pulumi.runtime.is_dry_run())

@@ -19,8 +19,7 @@ import pytest
 from cli.data_folder import wipe_refused
 from cli.passphrase import PassphraseFileError, _trusted
 from cli.teardown import ClusterState
-from components.host_folder import LEASES_FOLDER, OWNER_MARKER
-from components.kind_cluster import CLUSTER_MARKER
+from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
 from providers.http import missing_ca_file
 from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, world

@@ -29,7 +29,7 @@ from cli.doctor.needs import GIB, MIB, NODE_MEMORY_BYTES, default_needs
 from cli.main import parser
 from cli.passphrase import passphrase_file
 from components import headlamp
-from components.host_folder import LAYOUT_MARKER
+from components.markers import LAYOUT_MARKER
 from components.openbao import ADMIN_USER
 from stacks import outputs
 from tests.cli.teardown_fakes import FakePulumi, all_stacks, world

@@ -12,7 +12,7 @@ import contextlib
 import json
 import shlex
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -215,10 +215,16 @@ def passed_config() -> dict[str, str]:
     return {key: str(value) for key, value in {**get_config_env(), **CONFIG.get()}.items()}
 
 
+def namespaced(keys: Iterable[str]) -> dict[str, str]:
+    """Each `blueprint:` key among the full `keys`, without the namespace, to its full key."""
+    prefix = f"{NAMESPACE}:"
+    return {key.removeprefix(prefix): key for key in keys if key.startswith(prefix)}
+
+
 def raw_config() -> dict[str, str]:
     """Every `blueprint:` value Pulumi passed to the program, without the namespace."""
-    prefix = f"{NAMESPACE}:"
-    return {key[len(prefix) :]: value for key, value in passed_config().items() if key.startswith(prefix)}
+    passed = passed_config()
+    return {key: passed[full] for key, full in namespaced(passed).items()}
 
 
 def passed_secret_keys() -> frozenset[str]:
@@ -230,13 +236,11 @@ def passed_secret_keys() -> frozenset[str]:
 
 def secret_keys() -> frozenset[str]:
     """The `blueprint:` keys set with `--secret` (without the namespace)."""
-    prefix = f"{NAMESPACE}:"
-    return frozenset(key[len(prefix) :] for key in passed_secret_keys() if key.startswith(prefix))
+    return frozenset(namespaced(passed_secret_keys()))
 
 
 def stand_in_keys() -> frozenset[str]:
     """The `blueprint:` keys (without the namespace) whose value the running program has only as a
     stand-in, as its runtime says: in the offline plan, every secret, which it cannot decrypt; for real, none.
     """
-    prefix = f"{NAMESPACE}:"
-    return frozenset(key[len(prefix) :] for key in runtime.current().stand_in_keys if key.startswith(prefix))
+    return frozenset(namespaced(runtime.current().stand_in_keys))

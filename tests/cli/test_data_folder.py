@@ -13,8 +13,7 @@ import pytest
 
 from cli import data_folder
 from cli.teardown import ClusterState, World
-from components.host_folder import LEASES_FOLDER, OWNER_MARKER
-from components.kind_cluster import CLUSTER_MARKER
+from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER
 from providers.host_secret import WIPING_MARKER
 from stacks.config import PROJECT_DIR
 from stacks.config.paths import CHECKOUT_ID_FILE

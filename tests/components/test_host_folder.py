@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import versions
-from components.host_folder import OWNER_MARKER, PRESERVE_DATA, Subfolder
+from components.host_folder import PRESERVE_DATA, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
+from components.markers import OWNER_MARKER
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 

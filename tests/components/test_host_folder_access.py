@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components.host_folder import LAYOUT_MARKER, OWNER_MARKER
+from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from tests.components.test_host_folder import NOBODY, _fill, data_dir  # noqa: F401 (a fixture)
 from tests.plans import COMMAND, fake_command, planned, run_script
 

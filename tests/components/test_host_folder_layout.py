@@ -11,9 +11,10 @@ import pytest
 
 import versions
 from cli.plan import plan
-from components.host_folder import LAYOUT_MARKER, OWNER_MARKER
+from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from stacks import STACK_PHASES, migrations
-from stacks.migrations import BASE_LAYOUT, Migration
+from stacks.layout_record import BASE_LAYOUT
+from stacks.migrations import Migration
 from tests import crash
 from tests.plans import COMMAND, planned, run_script
 
@@ -30,7 +31,7 @@ def _claim(folder: Path, script: str = "create", **env: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize(("stack", "name"), CLAIMS)
 def test_every_folder_claim_is_given_this_checkouts_layout_of_its_stacks_data(stack: str, name: str) -> None:
-    layout = migrations.layout(STACK_PHASES[stack])
+    layout = migrations.layout(stack)
     assert planned(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == layout
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from components.host_folder import LAYOUT_MARKER, OWNER_MARKER, PRESERVE_DATA
+from components.host_folder import PRESERVE_DATA
+from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from providers.host_secret import WIPING_MARKER
 from stacks import outputs
 from tests import crash

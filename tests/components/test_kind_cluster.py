@@ -20,9 +20,7 @@ import yaml
 
 import versions
 from components import kind_cluster
-from components.host_folder import LEASES_FOLDER
 from components.kind_cluster import (
-    CLUSTER_MARKER,
     GITLAB_NODE_LABEL,
     NODE_DATA_PATH,
     NODE_LABEL_KEY,
@@ -33,6 +31,7 @@ from components.kind_cluster import (
     KindClusterArgs,
     cluster_id,
 )
+from components.markers import CLUSTER_MARKER, LEASES_FOLDER
 from stacks import outputs
 from stacks.config import PROJECT_DIR
 from tests import crash
@@ -210,6 +209,7 @@ def test_a_kind_config_written_in_another_order_is_another_identity(monkeypatch:
     args = KindClusterArgs(
         cluster_name="blueprint", gitlab_nodes=1, runner_nodes=1, data_dir=tmp_path, preserve_data=False,
         http_port=80, https_port=443, ssh_port=2222, openbao_port=8200, api_server_port=6443, owner="o",
+        data_layout="0.1.0",
     )  # fmt: skip
     written, config = cluster_id(args), kind_cluster.kind_config(args)
     monkeypatch.setattr(kind_cluster, "kind_config", lambda args: dict(reversed(config.items())))

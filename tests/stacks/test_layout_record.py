@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from components.host_folder import LAYOUT_MARKER, OWNER_MARKER
-from stacks.layout_record import LONGEST, HostLayoutRecords, claimed_by
-from stacks.migrations import BASE_LAYOUT
+from components.markers import LAYOUT_MARKER, OWNER_MARKER
+from components.scripts import libraries
+from stacks.layout_record import BASE_LAYOUT, LONGEST, HostLayoutRecords, claimed_by
 
 OWNER = "blueprint/phase1@0123456789abcdef"
 
@@ -159,11 +159,24 @@ def test_writing_the_record_never_changes_the_mode_of_what_its_draft_is_swapped_
     assert (folder / LAYOUT_MARKER).read_text() == "0.2.0\n"
 
 
-@pytest.mark.parametrize(("text", "mine"), [(f"{OWNER}\n", True), (OWNER, True), (f"{OWNER}\n\n", True), (f"{OWNER}\nanother\n", False)])
+@pytest.mark.parametrize(
+    ("text", "mine"),
+    [(f"{OWNER}\n", True), (OWNER, True), (f"{OWNER}\n\n", True), (f"{OWNER}\nanother\n", False), (f" {OWNER}\n", False)],
+)
 def test_an_owner_marker_names_this_stack_exactly_when_the_scripts_say_so(tmp_path: Path, text: str, mine: bool) -> None:
-    """The claim and the wipe compare the whole marker, its trailing newlines dropped (`$(...)`)."""
+    """The claim and the wipe compare `$(marker_of ...)` whole (components/lib_marker_of.sh)."""
     folder = tmp_path / "data"
     folder.mkdir()
     (folder / OWNER_MARKER).write_text(text)
-    shell = subprocess.run(["/bin/sh", "-c", '[ "$(cat "$0")" = "$1" ]', str(folder / OWNER_MARKER), OWNER], check=False)
+    compare = libraries()["marker_of"] + '[ "$(marker_of "$0")" = "$1" ]'
+    shell = subprocess.run(["/bin/sh", "-c", compare, str(folder / OWNER_MARKER), OWNER], check=False)
     assert (shell.returncode == 0, claimed_by(str(folder), OWNER)) == (mine, mine)
+
+
+def test_an_owner_marker_that_is_a_link_claims_nothing(tmp_path: Path) -> None:
+    """A link to another folder's marker names that folder's owner, not this folder's."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (tmp_path / "elsewhere").write_text(f"{OWNER}\n")
+    (folder / OWNER_MARKER).symlink_to(tmp_path / "elsewhere")
+    assert not claimed_by(str(folder), OWNER)

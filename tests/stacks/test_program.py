@@ -47,9 +47,9 @@ def refused(stack: str, **options: Any) -> str:
 def test_a_stack_over_an_upstream_a_newer_release_brought_up_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     upstream_recorded(monkeypatch, "9.0.0")
     assert refused("phase2") == (
-        f"stack phase2 reads the outputs of stack phase1: stack phase1 was last brought up by blueprint 9.0.0, newer than "
-        f"this checkout ({versions.BLUEPRINT}), which cannot know what 9.0.0 changed in its state and data; nothing was "
-        "changed. Update this checkout (`git pull`), or run the checkout that brought the stack up"
+        f"stack phase2 reads the outputs of stack phase1: stack phase1's blueprintVersion records blueprint 9.0.0, newer "
+        f"than this checkout ({versions.BLUEPRINT}), which cannot know what 9.0.0 changed in its state and data; nothing "
+        "was changed. Update this checkout (`git pull`), or run blueprint 9.0.0's checkout"
     )
 
 
@@ -72,7 +72,7 @@ def test_a_stack_over_an_upstream_that_records_no_release_is_told_to_bring_it_up
 def test_a_stack_over_an_upstream_whose_release_is_no_version_is_refused_in_a_bounded_message(monkeypatch: pytest.MonkeyPatch) -> None:
     upstream_recorded(monkeypatch, "\x1b[2J" + "9" * 5000)
     said = refused("phase2")
-    assert "stack phase1 records blueprintVersion" in said
+    assert "stack phase1's blueprintVersion records" in said
     assert "\x1b" not in said
     assert len(said) < 600
 

@@ -19,12 +19,12 @@ from cli.plan import ProgramFailed, plan
 from cli.stand_ins import RecordedLayout
 from stacks import STACK_PHASES, migrations, outputs
 from stacks.config import PROJECT_DIR
-from stacks.config.schema import ENV_STEP
-from stacks.layout_record import HostLayoutRecords
-from stacks.migrations import BASE_LAYOUT, PHASES, Migration, MigrationContext
+from stacks.layout_record import BASE_LAYOUT, HostLayoutRecords
+from stacks.migrations import Migration, MigrationContext
 from tests.plans import COMMAND, planned, run_script
 
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
+PHASES = STACK_PHASES["dev"]
 
 
 def recorded(version: object) -> dict[str, Any]:
@@ -72,9 +72,9 @@ def test_a_stack_over_state_of_a_newer_blueprint_is_refused_naming_both_versions
     failed = refusal("phase2", "9.0.0")
     assert isinstance(failed.cause, pulumi.RunError)
     assert str(failed.cause) == (
-        f"stack phase2 was last brought up by blueprint 9.0.0, newer than this checkout ({versions.BLUEPRINT}), which cannot "
-        "know what 9.0.0 changed in its state and data; nothing was changed. Update this checkout (`git pull`), or run the "
-        "checkout that brought the stack up"
+        f"stack phase2's blueprintVersion records blueprint 9.0.0, newer than this checkout ({versions.BLUEPRINT}), which "
+        "cannot know what 9.0.0 changed in its state and data; nothing was changed. Update this checkout (`git pull`), or "
+        "run blueprint 9.0.0's checkout"
     )
 
 
@@ -99,9 +99,10 @@ def test_a_recorded_version_that_is_not_a_version_is_refused_with_the_fix() -> N
     failed = refusal("phase1", "banana")
     assert isinstance(failed.cause, pulumi.RunError), "a RunError: the engine says it without a traceback"
     assert str(failed.cause) == (
-        "stack phase1 records blueprintVersion 'banana', which is not a blueprint version (X.Y.Z), so blueprint cannot tell what "
-        "its state and data need; nothing was changed. Something other than blueprint wrote it: set it to the release that "
-        "last brought the stack up (`pulumi stack export -s phase1`, in the root stack's outputs, then `pulumi stack import -s phase1`)"
+        "stack phase1's blueprintVersion records 'banana', which is not a blueprint version (X.Y.Z), so blueprint cannot tell "
+        "which release shaped its state and data; nothing was changed. Something other than blueprint wrote it: set it to the "
+        "release that last brought the stack up (`pulumi stack export -s phase1`, in the root stack's outputs, then "
+        "`pulumi stack import -s phase1`)"
     )
     assert [r["type"] for r in failed.registered if r["custom"]] == [STACK_REFERENCE]
 
@@ -137,13 +138,13 @@ def test_a_new_stack_runs_no_migration(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ran == []
 
 
-def test_a_migration_is_given_the_stack_its_phases_and_its_last_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_migration_is_given_its_stack_its_folder_and_the_layout_it_starts_from(monkeypatch: pytest.MonkeyPatch) -> None:
     contexts: list[MigrationContext] = []
     moves = Migration(version=versions.BLUEPRINT, summary="moves a folder", phases=("phase1",), run=contexts.append)
     monkeypatch.setattr(migrations, "MIGRATIONS", (moves,))
     plan("phase1", recorded=recorded("0.0.2"))
     data_dir = planned("phase1").outputs[outputs.DATA_DIR]["value"]
-    assert contexts == [MigrationContext(stack="phase1", phases=("phase1",), layout="0.0.2", outputs=recorded("0.0.2"), folder=data_dir)]
+    assert contexts == [MigrationContext(stack="phase1", folder=data_dir, layout="0.0.2")]
 
 
 def test_a_migration_that_fails_stops_the_up_before_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,12 +180,12 @@ def test_a_migration_to_a_malformed_version_cannot_be_declared() -> None:
 
 def test_without_migrations_the_layout_is_the_base_layout_of_the_first_release(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(migrations, "MIGRATIONS", ())
-    assert (migrations.layout(PHASES), BASE_LAYOUT) == ("0.1.0", "0.1.0")
+    assert (migrations.layout("dev"), BASE_LAYOUT) == ("0.1.0", "0.1.0")
 
 
 def test_the_layout_is_the_newest_migrations_version(monkeypatch: pytest.MonkeyPatch) -> None:
     table(monkeypatch, "0.0.3", "0.10.0", "0.2.0")  # newest as numbers, not as text
-    assert migrations.layout(PHASES) == "0.10.0"
+    assert migrations.layout("dev") == "0.10.0"
 
 
 # The layout record beside the data (stacks/layout_record.py): it outlives the state's outputs, which
@@ -193,7 +194,7 @@ def test_the_layout_is_the_newest_migrations_version(monkeypatch: pytest.MonkeyP
 NEWER = "9.0.0"
 
 
-def newer_release(monkeypatch: pytest.MonkeyPatch, *phases: str, needs_stack_down: bool = False) -> list[tuple[str, str]]:
+def newer_release(monkeypatch: pytest.MonkeyPatch, *phases: str) -> list[tuple[str, str]]:
     """This checkout becomes 9.0.0, with one migration, of the data of `phases` (`phase2`, ...). What
     ran, as (stack, layout)."""
     ran: list[tuple[str, str]] = []
@@ -201,7 +202,7 @@ def newer_release(monkeypatch: pytest.MonkeyPatch, *phases: str, needs_stack_dow
     def run(context: MigrationContext) -> None:
         ran.append((context.stack, context.layout))
 
-    moves = Migration(version=NEWER, summary="moves the volumes", phases=phases, run=run, needs_stack_down=needs_stack_down)
+    moves = Migration(version=NEWER, summary="moves the volumes", phases=phases, run=run)
     monkeypatch.setattr(versions, "BLUEPRINT", NEWER)
     monkeypatch.setattr(migrations, "MIGRATIONS", (moves,))
     return ran
@@ -246,9 +247,9 @@ def test_an_up_over_kept_data_a_newer_release_migrated_is_refused_naming_the_rec
     with pytest.raises(ProgramFailed) as failed:
         plan("phase1", recorded={}, layout_records=RecordedLayout(NEWER))
     assert str(failed.value.cause) == (
-        f"stack phase1's data was migrated by blueprint {NEWER} (so says {layout_file_of('phase1')}), newer than this "
-        f"checkout ({versions.BLUEPRINT}), which cannot know how {NEWER} laid it out; nothing was changed. Update this "
-        "checkout (`git pull`), or run the checkout that migrated it"
+        f"{layout_file_of('phase1')}, beside stack phase1's data, records blueprint {NEWER}, newer than this checkout "
+        f"({versions.BLUEPRINT}), which cannot know what {NEWER} changed in that data; nothing was changed. Update this "
+        f"checkout (`git pull`), or run blueprint {NEWER}'s checkout"
     )
     assert [r["type"] for r in failed.value.registered if r["custom"]] == [STACK_REFERENCE]
 
@@ -271,7 +272,7 @@ def test_an_up_that_migrated_then_failed_is_refused_to_an_older_checkout_naming_
     with pytest.raises(ProgramFailed) as failed:
         plan(stack, recorded=recorded("0.1.0"), layout_records=record)
     assert str(failed.value.cause).startswith(
-        f"stack {stack}'s data was migrated by blueprint {NEWER} (so says {layout_file_of(stack)}), newer than this checkout"
+        f"{layout_file_of(stack)}, beside stack {stack}'s data, records blueprint {NEWER}, newer than this checkout"
     )
 
 
@@ -315,7 +316,7 @@ def test_a_newer_release_that_migrated_devs_data_is_refused_to_the_checkout_that
     with pytest.raises(ProgramFailed) as failed:
         newer_dev_up_then_back(monkeypatch, tmp_path, moved)
     assert str(failed.value.cause).startswith(
-        f"stack dev's data was migrated by blueprint {NEWER} (so says {tmp_path}/data/.blueprint-layout), newer than this checkout"
+        f"{tmp_path}/data/.blueprint-layout, beside stack dev's data, records blueprint {NEWER}, newer than this checkout"
     )
 
 
@@ -372,7 +373,7 @@ def test_phase3_reads_no_record_beside_data() -> None:
     plan("phase3", layout_records=Unread())
 
 
-@pytest.mark.parametrize("text", ["banana", "0.1.0\n0.2.0", "\x1b[2J" + "9" * 5000])
+@pytest.mark.parametrize("text", ["banana", "0.1.0\n0.2.0", "banana migrating", "0.2 migrating", "\x1b[2J" + "9" * 5000])
 def test_a_data_record_that_is_not_a_version_is_refused_naming_the_file_in_a_bounded_message(text: str) -> None:
     with pytest.raises(ProgramFailed) as failed:
         plan("phase1", layout_records=RecordedLayout(text))
@@ -404,21 +405,93 @@ def test_a_data_record_that_cannot_be_read_is_refused_naming_the_file(tmp_path: 
     )
 
 
-def test_the_layout_record_follows_each_migration_as_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Of two pending migrations the first ran and the second failed: an older checkout is refused over
-    the data the first migrated, and the next `up` runs only the second again."""
+class Written(RecordedLayout):
+    """A layout record that keeps every record written, in order."""
+
+    def __init__(self, layout: str | None = None) -> None:
+        super().__init__(layout)
+        self.written: list[str] = []
+
+    def write(self, folder: str, owner: str, record: str) -> None:
+        self.written.append(record)
+        super().write(folder, owner, record)
+
+
+def written_by_a_second_migration_that_stops(monkeypatch: pytest.MonkeyPatch, first: str, second: str) -> list[str]:
+    """This checkout is `second`, with two migrations, to `first` and `second`, the second of which
+    stops; what phase1's `up` over the first release's data writes into the record, in order."""
 
     def fails(context: MigrationContext) -> None:
         raise pulumi.RunError("the file cannot be rewritten yet: fix it, then run `uv run blueprint up` again")
 
-    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
-    moves = Migration(version="0.2.0", summary="moves the volumes", phases=PHASES, run=lambda context: None)
-    rewrites = Migration(version="0.3.0", summary="rewrites a file", phases=PHASES, run=fails)
+    monkeypatch.setattr(versions, "BLUEPRINT", second)
+    moves = Migration(version=first, summary="moves the volumes", phases=PHASES, run=lambda context: None)
+    rewrites = Migration(version=second, summary="rewrites a file", phases=PHASES, run=fails)
     monkeypatch.setattr(migrations, "MIGRATIONS", (moves, rewrites))
-    record = RecordedLayout(BASE_LAYOUT)
+    record = Written(BASE_LAYOUT)
     with pytest.raises(ProgramFailed):
         plan("phase1", recorded=recorded(BASE_LAYOUT), layout_records=record)
-    assert record.layout == "0.2.0"
+    return record.written
+
+
+def test_each_versions_migrations_run_between_a_migrating_record_and_its_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first ran, the second stopped: the record says the second stopped, so an older checkout is
+    refused and the next `up` runs only the second again."""
+    assert written_by_a_second_migration_that_stops(monkeypatch, "0.2.0", "0.3.0") == ["0.2.0 migrating", "0.2.0", "0.3.0 migrating"]
+
+
+def test_an_older_checkout_is_refused_over_data_a_migration_changed_before_it_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.2.0's migration moves part of the volumes, then stops (a RunError here; Ctrl-C or a crash
+    alike). The user goes back to this release, as the failure invites: refused, nothing changed."""
+    volumes = {"layout": BASE_LAYOUT}
+
+    def moves_then_stops(context: MigrationContext) -> None:
+        volumes["layout"] = "half moved"
+        raise pulumi.RunError("cannot move the rest: the disk is full")
+
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.2.0")
+    moves = Migration(version="0.2.0", summary="moves the volumes", phases=("phase1",), run=moves_then_stops)
+    monkeypatch.setattr(migrations, "MIGRATIONS", (moves,))
+    record = RecordedLayout(BASE_LAYOUT)
+    with pytest.raises(ProgramFailed):
+        plan("phase1", recorded={}, layout_records=record)
+    assert volumes["layout"] == "half moved"
+    back_to_the_checkout_that_ran_before(monkeypatch)
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1", recorded={}, layout_records=record)
+    assert str(failed.value.cause) == (
+        f"{layout_file_of('phase1')}, beside stack phase1's data, records blueprint 0.2.0 (its migration of that data "
+        f"stopped half-way), newer than this checkout (0.1.0), which cannot know what 0.2.0 changed in that data; "
+        "nothing was changed. Update this checkout (`git pull`), or run blueprint 0.2.0's checkout"
+    )
+    assert [r["type"] for r in failed.value.registered if r["custom"]] == [STACK_REFERENCE]
+
+
+def test_the_next_up_runs_the_migration_that_stopped_again_then_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Migrations are idempotent: the one that stopped runs whole again, over what it had changed."""
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
+    ran = table(monkeypatch, "0.1.5", "0.2.0", "0.3.0")
+    record = RecordedLayout("0.2.0 migrating")
+    plan("phase1", recorded=recorded(BASE_LAYOUT), layout_records=record)
+    assert ran == [("0.2.0", "phase1", "0.2.0 migrating"), ("0.3.0", "phase1", "0.2.0 migrating")]
+    assert record.layout == "0.3.0"
+
+
+def test_a_preview_names_the_migration_that_stopped_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
+    table(monkeypatch, "0.2.0", "0.3.0")
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warned.append(message))
+    plan("phase1", preview=True, recorded=recorded(BASE_LAYOUT), layout_records=RecordedLayout("0.2.0 migrating"))
+    assert warned == [
+        "stack phase1's data was left half-way through blueprint 0.2.0's migration: its `up` first migrates it: "
+        "(0.2.0) moves what 0.2.0 moved; (0.3.0) moves what 0.3.0 moved"
+    ]
+
+
+def test_a_version_is_recorded_done_only_once_all_its_migrations_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two migrations to one release, the second stops: the next `up` runs both again."""
+    assert written_by_a_second_migration_that_stops(monkeypatch, "0.2.0", "0.2.0") == ["0.2.0 migrating"]
 
 
 @pytest.mark.parametrize("stack", ["phase1", "phase3"])
@@ -433,49 +506,10 @@ def test_a_migration_of_another_phases_data_neither_runs_nor_is_recorded(monkeyp
     plan(stack, recorded=recorded(BASE_LAYOUT), layout_records=record)
 
 
-@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
-@pytest.mark.parametrize("stack", ["phase2", "dev"])
-def test_a_migration_that_needs_the_stack_down_is_refused_while_it_is_up_naming_the_way(
-    monkeypatch: pytest.MonkeyPatch, stack: str, preview: bool
-) -> None:
-    """The previous release's pods still run on the data: nothing runs, nothing is registered."""
-    ran = newer_release(monkeypatch, "phase2", needs_stack_down=True)
-    with pytest.raises(ProgramFailed) as failed:
-        plan(stack, preview=preview, recorded=recorded(BASE_LAYOUT), layout_records=RecordedLayout(BASE_LAYOUT))
-    assert ran == []
-    said = str(failed.value.cause)
-    assert said.startswith(
-        f"stack {stack} is up, and blueprint {NEWER}'s migration of its data (moves the volumes) must not run under its running "
-        "platform; nothing was changed. Take it down keeping the data"
-    )
-    if stack == "dev":
-        assert "from the checkout that brought it up (blueprint 0.1.0)" in said
-        way = f"`{ENV_STEP} && pulumi config set -s dev blueprint:preserveData true && pulumi up -s dev && pulumi destroy -s dev`"
-        assert way in said
-    else:
-        assert "(`uv run blueprint destroy --preserve-data`), then bring it up (`uv run blueprint up`)" in said
-    assert not [r for r in failed.value.registered if r["custom"] and r["type"] != STACK_REFERENCE]
-
-
-@pytest.mark.parametrize("stack", ["phase2", "dev"])
-def test_a_migration_that_needs_the_stack_down_runs_once_a_destroy_kept_the_data(monkeypatch: pytest.MonkeyPatch, stack: str) -> None:
-    ran = newer_release(monkeypatch, "phase2", needs_stack_down=True)
-    record = RecordedLayout(BASE_LAYOUT)
-    plan(stack, recorded={}, layout_records=record)
-    assert (ran, record.layout) == ([(stack, BASE_LAYOUT)], NEWER)
-
-
-@pytest.mark.parametrize(
-    ("phases", "needs_stack_down"),
-    [((), False), (("phase4",), False), (("phase3",), True), (("phase2", "phase3"), True)],
-    ids=["no phase", "no such phase", "phase3 down", "phase3 among others down"],
-)
-def test_a_migration_names_the_phases_whose_data_it_migrates_and_never_needs_phase3_down(
-    phases: tuple[str, ...], needs_stack_down: bool
-) -> None:
-    """phase3's stack stays up through a destroy that keeps the data: no destroy would let such a migration run."""
-    with pytest.raises(ValueError, match="a migration"):
-        Migration(version="0.2.0", summary="moves a folder", phases=phases, run=lambda context: None, needs_stack_down=needs_stack_down)
+@pytest.mark.parametrize("phases", [(), ("phase4",)], ids=["no phase", "no such phase"])
+def test_a_migration_names_the_phases_whose_data_it_migrates(phases: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="a migration names the phases"):
+        Migration(version="0.2.0", summary="moves a folder", phases=phases, run=lambda context: None)
 
 
 def test_kept_data_whose_record_a_cut_claim_lost_is_migrated_from_the_first_release(
