@@ -16,7 +16,8 @@ from cli.lifecycle import KV_SECRET, lives_in_cluster, lives_in_gitlab
 from cli.phases import Context
 from cli.stack_runner import StackFailed
 from cli.teardown import ClusterState, cluster_state
-from components.host_folder import DELETE_SCRIPT, OWNER_MARKER, PRESERVE_DATA, UP_SCRIPT
+from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, UP_SCRIPT
+from components.markers import OWNER_MARKER
 from stacks import outputs
 from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, all_stacks, recorded_state, run_destroy, world
 from tests.plans import COMMAND, fake_command, planned
