@@ -8,6 +8,7 @@ program and passes each phase's outputs straight to the next (`_deploy`): one co
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -30,14 +31,17 @@ def run(stack: str) -> None:
 async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     # Everything this stack reads (the config of each of its phases, the apps manifest), checked in
     # one pass before anything is registered; then its upstream's outputs (a read: they say where
-    # phase2's data is); then the release that last brought it up (its state) and its data's layout
+    # phase2's data is); then the folders it claims, refused while a wipe of one stopped half-way
+    # (providers/host_secret.py); then the release that last brought it up (its state) and its data's layout
     # (beside the data), refused when newer, migrated from when older: before anything is registered.
     import versions
+    from providers.host_secret import refuse_unfinished_wipe
     from stacks.migrations import bring_up_to_date
     from stacks.validation import check_running_stack
 
     check_running_stack(stack)
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
+    refuse_unfinished_wipe(claimed_folders(phases, inputs))
     await bring_up_to_date(stack, phases, inputs)
     exports: dict[str, Any] = {outputs.BLUEPRINT_VERSION: versions.BLUEPRINT}
     for phase in phases:
@@ -46,6 +50,19 @@ async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
         inputs = {**inputs, **produced}
         exports.update({key: value for key, value in produced.items() if key not in outputs.IN_STACK_ONLY})
     return exports
+
+
+def claimed_folders(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> list[str]:
+    """The host folders a stack that runs `phases` claims (`inputs`: its upstream's outputs): phase1's
+    data folder, and phase2's two folders inside it (components/storage.py `folders_in`).
+    """
+    from components.storage import folders_in
+    from stacks.config.phases import load_phase1
+
+    data = str(load_phase1().data_dir) if "phase1" in phases else inputs.get(outputs.DATA_DIR)
+    if data is None:
+        return []
+    return [*([data] if "phase1" in phases else []), *(folders_in(data) if "phase2" in phases else ())]
 
 
 async def read_upstream(stack: str) -> dict[str, Any]:
