@@ -1,6 +1,7 @@
 # Print a kubeconfig of $DEPLOYER in $NAMESPACE with a token of $TOKEN_HOURS hours, and nothing else, from the
 # admin credentials of the kind cluster $KIND_CLUSTER_NAME (components/ci_access.py).
 set -eu
+umask go-w
 admin=$(mktemp)
 trap 'rm -f "$admin" "$admin.err"' EXIT
 kind get kubeconfig --name "$KIND_CLUSTER_NAME" > "$admin"

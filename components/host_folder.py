@@ -30,11 +30,16 @@ from pulumi_command import local
 
 from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from components.scripts import script
-from providers.host_secret import WIPING_MARKER
+from providers.host_secret import FINISHING_DESTROY, WIPING_MARKER
 
-SCRIPT_ENVIRONMENT = {"OWNER_MARKER": OWNER_MARKER, "WIPING_MARKER": WIPING_MARKER, "LAYOUT_MARKER": LAYOUT_MARKER}
-"""The names of the markers, as the scripts read them from their environment: every command, and a
-wipe `cli/teardown.py` runs itself, passes them."""
+SCRIPT_ENVIRONMENT = {
+    "OWNER_MARKER": OWNER_MARKER,
+    "WIPING_MARKER": WIPING_MARKER,
+    "LAYOUT_MARKER": LAYOUT_MARKER,
+    "FINISHING_DESTROYS": "\n".join(f"{stack} {command}" for stack, command in FINISHING_DESTROY.items()),
+}
+"""The names of the markers, and the command that finishes a wipe by stack, as the scripts read them
+from their environment: every command, and a wipe `cli/teardown.py` runs itself, passes them."""
 
 PRESERVE_DATA = "PRESERVE_DATA"
 """The environment variable, recorded with each command, that its delete script reads: "true"

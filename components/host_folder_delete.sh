@@ -1,13 +1,21 @@
 # Keep $FOLDER (PRESERVE_DATA=true), or remove it, which $OWNER claimed, and what pods wrote in it
 # (PRESERVE_DATA=false) (components/host_folder.py, on destroy); reads too WIPE_IMAGE, OWNER_MARKER,
-# WIPING_MARKER, LAYOUT_MARKER and INNER_OWNERS (empty but for a data folder).
+# WIPING_MARKER, LAYOUT_MARKER, FINISHING_DESTROYS and INNER_OWNERS (empty but for a data folder).
 set -u
+umask go-w
+# The destroy that removes this folder, run again, finishes a wipe of it that stopped half-way.
+finish="  $(finishing_destroy "$OWNER")"
 case "$PRESERVE_DATA" in
   true)
+    if [ ! -e "$FOLDER" ]; then
+      echo "blueprint: preserveData=true, but $FOLDER is not there (removed by hand?): nothing to keep" >&2
+      exit 0
+    fi
     # Kept whole, or not said kept: a wipe cut short already removed the secrets beside the databases.
-    if [ -e "$FOLDER/$WIPING_MARKER" ]; then
-      echo "blueprint: not keeping $FOLDER: a wipe of it stopped half-way, so its data is partly gone; finish the" \
-        "wipe: run the destroy again with the data wiped (uv run blueprint destroy --wipe-data)" >&2
+    if [ -e "$FOLDER/$WIPING_MARKER" ] || [ -L "$FOLDER/$WIPING_MARKER" ]; then
+      echo "blueprint: not keeping $FOLDER: a wipe of it stopped half-way, so its data is partly gone; finish" \
+        "the wipe:" >&2
+      echo "$finish" >&2
       exit 1
     fi
     echo "blueprint: preserveData=true, keeping $FOLDER" >&2
@@ -29,46 +37,14 @@ if [ "$(marker_of "$FOLDER/$OWNER_MARKER")" != "$OWNER" ]; then
   echo "blueprint: not removing $FOLDER: its $OWNER_MARKER does not name $OWNER" >&2
   exit 1
 fi
-# Another filesystem mounted inside (a bind mount of the same one too, which -xdev cannot tell) is
-# not ours to empty: refused before anything is removed.
-refuse_mounts() {
-  mounts=$(mounts_inside "$FOLDER")
-  [ -n "$mounts" ] || return 0
-  echo "blueprint: not removing $FOLDER: another filesystem is mounted inside it, and blueprint removes nothing" \
-    "from one; unmount it (or move what it holds out of $FOLDER), then run the destroy again:" >&2
-  printf '%s\n' "$mounts" | while IFS= read -r point; do echo "  sudo umount $(quoted "$point")" >&2; done
-  exit 1
-}
+# Both refused before anything is removed.
 refuse_mounts
-# Folders claimed inside: those of this owner, and of the owners whose folders belong in this one
-# (INNER_OWNERS, one per line: phase2's, in phase1's data folder), go with it. Any other claim (another
-# checkout's folder, dev's data folder in phase1's) is refused, before anything is removed: that data is
-# not this stack's to remove. A marker that cannot be read, or whose path cannot be, counts as another's.
-may_remove() {
-  [ "$1" = "$OWNER" ] && return 0
-  # One owner per word: an owner holds no space.
-  for inner_owner in $INNER_OWNERS; do
-    [ "$1" = "$inner_owner" ] && return 0
-  done
-  return 1
-}
-others=$(find "$FOLDER" -mindepth 2 -xdev -name "$OWNER_MARKER" 2>/dev/null | while IFS= read -r inner; do
-  may_remove "$(marker_of "$inner")" || printf '%s\n' "$inner"
-done)
-if [ -n "$others" ]; then
-  echo "blueprint: not removing $FOLDER, nor anything in it: folders in it are claimed by other stacks or checkouts," \
-    "whose data its wipe would remove with it. Move each out of $FOLDER, or first destroy what claims it (from its" \
-    "own checkout), then run the destroy again:" >&2
-  printf '%s\n' "$others" | while IFS= read -r inner; do
-    by=$(marker_of "$inner" | head -n 1 | cut -c 1-120 | tr -cd 'A-Za-z0-9._/@-')
-    echo "blueprint: - $(dirname "$inner" | tr -d '[:cntrl:]'), claimed by ${by:-an unreadable marker}" >&2
-  done
-  exit 1
-fi
+refuse_inner_claims
 # The markers go last, so a wipe that fails half-way can be run again, and no `up` takes the folder
-# over in between. Every find stays on the folder's own filesystem (-xdev), should a mount appear
-# meanwhile: it neither removes nor looks into anything mounted inside.
-: > "$FOLDER/$WIPING_MARKER"
+# over in between (the program refuses it: providers/host_secret.py). Every find stays on the
+# folder's own filesystem (-xdev), should a mount appear meanwhile: it neither removes nor looks
+# into anything mounted inside.
+write_new "$FOLDER/$WIPING_MARKER" "$OWNER" || exit 1
 left() {
   find "$FOLDER" -mindepth 1 -xdev ! -path "$FOLDER/$OWNER_MARKER" ! -path "$FOLDER/$WIPING_MARKER" ! -path "$FOLDER/$LAYOUT_MARKER" \
     "$@" 2>/dev/null
@@ -81,12 +57,11 @@ if [ -n "$(left | head -n 1)" ]; then
     ! -path "/blueprint-data/$WIPING_MARKER" ! -path "/blueprint-data/$LAYOUT_MARKER" -delete
 fi
 if [ -n "$(left | head -n 1)" ]; then
-  # The markers stay: the destroy can be run again. A mount that appeared meanwhile is said as one:
-  # `rm -rf` would remove what it holds.
+  # The markers stay: the destroy can be run again. A mount that appeared meanwhile is said as one.
   refuse_mounts
-  echo "blueprint: could not remove $FOLDER (is Docker running? files its pods own are removed through it); run the" \
-    "destroy again, or remove it by hand:" >&2
-  echo "  sudo rm -rf $(quoted "$FOLDER")" >&2
+  echo "blueprint: could not remove $FOLDER: the files its pods own are removed through Docker (is it running?);" \
+    "start Docker, then finish the wipe:" >&2
+  echo "$finish" >&2
   exit 1
 fi
 # The half-wipe marker, then the layout record, then the claim: a wipe cut short between them is run
@@ -102,8 +77,8 @@ if ! why=$(rmdir -- "$FOLDER" 2>&1); then
     exit 0
   fi
   refuse_mounts
-  echo "blueprint: could not remove $FOLDER: files appeared in it while it was removed, and it is no longer claimed;" \
-    "look into it, and remove it by hand if nobody needs them:" >&2
-  echo "  sudo rm -rf $(quoted "$FOLDER")" >&2
+  echo "blueprint: could not remove $FOLDER: files appeared in it while it was removed, and it is no longer claimed," \
+    "so what it holds is not blueprint's to remove; look into it, and remove what nobody needs:" >&2
+  echo "  ls -lA -- $(quoted "$FOLDER")" >&2
   exit 1
 fi

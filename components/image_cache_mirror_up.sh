@@ -1,6 +1,7 @@
 # Start $CONTAINER, the mirror of $REGISTRY storing in $CACHE_DIR (components/image_cache.py); reads too
 # MIRROR_CONFIG, IMAGE, OWNER and the names in MIRROR_SCRIPT_ENVIRONMENT.
 set -eu
+umask go-w
 if ! docker info >/dev/null 2>&1; then
   echo "blueprint: Docker does not answer, so the image cache's mirror $CONTAINER cannot start; start Docker" \
     "('uv run blueprint doctor' checks it)" >&2

@@ -178,7 +178,12 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
     }
 
 
-SCRIPT_ENVIRONMENT = {"KIND_VERSION": versions.KIND_VERSION, "CLUSTER_MARKER": CLUSTER_MARKER, "LEASES_FOLDER": LEASES_FOLDER}
+SCRIPT_ENVIRONMENT = {
+    "KIND_VERSION": versions.KIND_VERSION,
+    "CLUSTER_MARKER": CLUSTER_MARKER,
+    "LEASES_FOLDER": LEASES_FOLDER,
+    "NODE_DATA_PATH": NODE_DATA_PATH,
+}
 """What the cluster's scripts read from their environment besides the cluster's name and data folder:
 no part of what makes the cluster, so a change of one updates the command in place."""
 
@@ -189,7 +194,8 @@ left it running), then print the kubeconfig. Progress goes to stderr: stdout is 
 CLUSTER_DOWN_SCRIPT = script("kind_cluster_down.sh")
 """Delete the cluster, unless a stack still has resources on it: they would be orphaned in that
 stack's state, pointing at a cluster that is gone (and, after a replacement, at a new one with a
-new CA, which no delete can reach)."""
+new CA, which no delete can reach). Only the cluster whose nodes mount this data folder: another
+checkout's cluster of the same name is left alone."""
 
 
 LEASE_SCRIPT = script("kind_cluster_lease.sh")

@@ -1,11 +1,10 @@
-# Delete the kind cluster $KIND_CLUSTER_NAME unless a stack holds a lease in $DATA_DIR/$LEASES_FOLDER
-# (components/kind_cluster.py); reads too CLUSTER_MARKER.
+# Delete the kind cluster $KIND_CLUSTER_NAME over $DATA_DIR unless a stack holds a lease in
+# $DATA_DIR/$LEASES_FOLDER (components/kind_cluster.py); reads too CLUSTER_MARKER and NODE_DATA_PATH.
 set -eu
 held=""
 for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
   [ -f "$lease" ] && [ ! -L "$lease" ] || continue  # no lease (the pattern itself), or not one of ours
-  # Only a stack name's characters: what a file holds is never echoed raw to a terminal.
-  stack=$(head -n 1 "$lease" | tr -cd 'A-Za-z0-9._/-')
+  stack=$(shown "$(marker_of "$lease")")
   held=yes
   echo "blueprint: $stack still has its platform on the kind cluster $KIND_CLUSTER_NAME, which this would delete" \
     "(a destroy, or a change of clusterName, dataDir, the node counts or the ports, which replaces the cluster)." >&2
@@ -25,5 +24,22 @@ for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
   echo "  rm -- $(quoted "$lease")" >&2
 done
 [ -z "$held" ] || exit 1
-kind delete cluster --name "$KIND_CLUSTER_NAME"
+# By its name alone, a cluster another checkout made over its own data folder (this one's went by
+# hand) looks like this stack's: deleted only when its nodes mount this data folder.
+clusters=$(kind get clusters)
+if printf '%s\n' "$clusters" | grep -qxF -- "$KIND_CLUSTER_NAME"; then
+  over=$(cluster_data_folder "$KIND_CLUSTER_NAME")
+  if [ "$over" = "$DATA_DIR" ]; then
+    kind delete cluster --name "$KIND_CLUSTER_NAME"
+  elif [ -n "$over" ]; then
+    echo "blueprint: the kind cluster $KIND_CLUSTER_NAME runs over $over, not over $DATA_DIR: it is not this stack's" \
+      "(another checkout's, of the same name), so it is left alone" >&2
+  else
+    echo "blueprint: Docker does not say which data folder the kind cluster $KIND_CLUSTER_NAME runs over (its" \
+      "container $KIND_CLUSTER_NAME-control-plane), so it is left alone; if it is this stack's, delete it, then run" \
+      "the destroy again:" >&2
+    echo "  kind delete cluster --name $(quoted "$KIND_CLUSTER_NAME")" >&2
+    exit 1
+  fi
+fi
 rm -f "$DATA_DIR/$CLUSTER_MARKER"

@@ -28,6 +28,7 @@ from components.storage import as_input
 
 WRITE_SCRIPT = """\
 set -eu
+umask go-w
 mkdir -p "$HOSTS_DIR/$REGISTRY_HOST"
 printf '%s' "$HOSTS_TOML" > "$HOSTS_DIR/$REGISTRY_HOST/hosts.toml"
 printf '%s' "$CA_PEM" > "$HOSTS_DIR/$REGISTRY_HOST/ca.crt"

@@ -1,6 +1,7 @@
 # Apply the claim on stdin before the Postgres cluster $CLUSTER when $PGDATA_DIR holds data and no Cluster
 # exists yet in $NAMESPACE of the kind cluster $KIND_CLUSTER_NAME (components/postgres.py); reads too PROBE_IMAGE.
 set -eu
+umask go-w
 volume=$(dirname "$PGDATA_DIR")
 if [ -x "$volume" ] || [ ! -e "$volume" ]; then
   [ -d "$PGDATA_DIR" ] && found=yes || found=no

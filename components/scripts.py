@@ -49,5 +49,6 @@ def script(name: str) -> str:
             if function not in needed and calls(text, function):
                 needed.append(function)
                 todo.append(library)
-    # In a fixed order, `quoted` first: the order the texts were first recorded in.
+    # In a fixed order, so a script's text (and the plan) changes only with its own or a library's;
+    # any order works, as a library only defines its function.
     return "".join(found[function] for function in sorted(needed, reverse=True)) + body

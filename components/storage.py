@@ -28,12 +28,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.host_folder import HostFolderArgs, Subfolder, host_folder
+from components.kind_cluster import VOLUMES_SUBDIR
 
 STORAGE_CLASS = "blueprint-static"
 PLATFORM_SUBDIR = "platform"
 """The name of phase2's folders: `<data folder>/platform` and `<data folder>/volumes/platform`."""
 VOLUME_MODE = "0700"
 """Every volume's folder: its pod's user alone."""
+
+
+def folders_in(data_folder: str) -> tuple[str, str]:
+    """phase2's two folders in the data folder `data_folder`: the platform's own (no node mounts it),
+    and its volumes, inside the data folder's `volumes`, which every node mounts.
+    """
+    return f"{data_folder}/{PLATFORM_SUBDIR}", f"{data_folder}/{VOLUMES_SUBDIR}/{PLATFORM_SUBDIR}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -43,7 +43,7 @@ CERT_VALIDITY_HOURS = 825 * 24
 EARLY_RENEWAL_HOURS = 30 * 24
 """A month before expiry, the next `up` issues a new certificate."""
 
-WRITE_CA_SCRIPT = 'mkdir -p "$(dirname "$CA_FILE")" && cat > "$CA_FILE"'
+WRITE_CA_SCRIPT = 'umask go-w && mkdir -p "$(dirname "$CA_FILE")" && cat > "$CA_FILE"'
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,6 +19,7 @@ import secrets
 import shlex
 import string
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,9 +116,18 @@ GENERATORS = {
 
 
 WIPING_MARKER = ".blueprint-wiping"
-"""File a wipe of a host folder writes before it removes anything (components/host_folder.py), and
-removes with the folder: a folder that still has it was wiped half-way (the host user's files, the
-secrets among them, gone; the pods' files, the databases, still there)."""
+"""File a wipe of a host folder writes before it removes anything (components/host_folder.py), naming
+the owner whose destroy wipes it, and removes with the folder: a folder that still has it was wiped
+half-way (the host user's files, the secrets among them, gone; the pods' files, the databases, still
+there)."""
+
+FINISHING_DESTROY = {
+    "phase1": "uv run blueprint destroy --wipe-data",
+    "phase2": "uv run blueprint destroy --phase 2 --wipe-data",
+    "dev": 'eval "$(uv run blueprint env)" && pulumi destroy -s dev',
+}
+"""The command that runs again the destroy a wipe of a stack's folder belongs to, and so finishes it,
+by stack; the scripts read it as FINISHING_DESTROYS (components/host_folder.py)."""
 
 
 class HostSecretError(Exception):
@@ -244,9 +254,45 @@ def flush_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def half_wiped(path: Path) -> Path | None:
-    """The folder above `path` that a wipe left half-way, if any."""
-    return next((folder for folder in path.parents if (folder / WIPING_MARKER).exists()), None)
+def finishing_destroy(owner: str) -> str:
+    """The command that finishes the wipe `owner` (`<project>/<stack>@<checkout id>`, as a wiping
+    marker names it) began; for an owner no stack of blueprint's is, each stack's.
+    """
+    stack = owner.partition("/")[2].partition("@")[0]
+    if stack in FINISHING_DESTROY:
+        return f"`{FINISHING_DESTROY[stack]}`"
+    return f"`{FINISHING_DESTROY['phase1']}` (the phase stacks'), or `{FINISHING_DESTROY['dev']}` (dev's)"
+
+
+def unfinished_wipe(folder: Path) -> str | None:
+    """Why no `up` may take `folder` over: it, or a folder above it, holds WIPING_MARKER (any file of
+    that name: even a link says a wipe began), naming the destroy that finishes that wipe; or None.
+    What the program checks for every folder a stack claims before it registers anything
+    (`refuse_unfinished_wipe`), and `ensure` before it writes a secret.
+    """
+    for wiped in (folder, *folder.parents):
+        marker = wiped / WIPING_MARKER
+        if os.path.lexists(marker):
+            from components.markers import read_marker
+
+            owner = (read_marker(marker) or "").strip()
+            return (
+                f"a destroy that removes {wiped} stopped half-way: its secrets may be gone while its databases remain, and "
+                f"new secrets beside them would lock them away for good, so no `up` takes it over; nothing was changed. "
+                f"Finish that wipe, then run this again: {finishing_destroy(owner)}"
+            )
+    return None
+
+
+def refuse_unfinished_wipe(folders: Iterable[str]) -> None:
+    """A pulumi.RunError when a wipe of one of `folders` (those a stack claims), or of a folder above
+    one, stopped half-way (`unfinished_wipe`): run by the program before anything is registered, so
+    that no claim, and no secret, is made over it (Pulumi runs no script for a claim whose inputs did
+    not change). A folder that does not exist (the offline plan's) holds nothing to refuse.
+    """
+    for folder in folders:
+        if (why := unfinished_wipe(Path(folder))) is not None:
+            raise pulumi.RunError(why)
 
 
 def ensure(path: Path, kind: str, length: int, recorded: str | None = None) -> str:
@@ -259,12 +305,8 @@ def ensure(path: Path, kind: str, length: int, recorded: str | None = None) -> s
     if path.exists() or path.is_symlink():
         return kept(path, kind)
     restoring = recorded is not None and invalid(kind, recorded) is None
-    if not restoring and (folder := half_wiped(path)) is not None:
-        raise HostSecretError(
-            f"a destroy that removes {folder} stopped half-way: its secrets are gone while its databases may remain, and a "
-            f"new {path.name} beside them would lock them away. Finish the wipe (run the destroy again, or sudo rm -rf "
-            f"{shlex.quote(str(folder))}), then run again"
-        )
+    if not restoring and (why := unfinished_wipe(path.parent)) is not None:
+        raise HostSecretError(why)
     new_folder = not path.parent.exists()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if new_folder:

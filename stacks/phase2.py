@@ -42,7 +42,7 @@ from components.pod_security import pod_security_labels
 from components.postgres import Postgres, PostgresArgs
 from components.redis import VALKEY_USER, Redis, RedisArgs
 from components.runner import Runner, RunnerArgs
-from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume
+from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume, folders_in
 from components.tls import Tls, TlsArgs
 from providers.deploy_kubeconfig import kubeconfig_token
 from providers.gitlab_api import Connection
@@ -118,11 +118,11 @@ class Folders:
 
     @staticmethod
     def of(inputs: Mapping[str, Any]) -> Folders:
-        host = f"{inputs[outputs.DATA_DIR]}/{PLATFORM_SUBDIR}"
+        host, volumes_host = folders_in(inputs[outputs.DATA_DIR])
         return Folders(
             host=host,
             secrets=f"{host}/secrets",
-            volumes_host=f"{inputs[outputs.DATA_DIR]}/{kind_cluster.VOLUMES_SUBDIR}/{PLATFORM_SUBDIR}",
+            volumes_host=volumes_host,
             volumes_node=f"{inputs[outputs.VOLUMES_NODE_PATH]}/{PLATFORM_SUBDIR}",
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 
 import versions
+from providers.host_secret import refuse_unfinished_wipe
 from stacks import STACK_PHASES, outputs
 from stacks.config.phases import load_phase1
 from stacks.migrations import behind, bring_up_to_date, refusal
@@ -35,11 +36,14 @@ def run(stack: str) -> None:
 async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     # Everything this stack reads (the config of each of its phases, the apps manifest), checked in
     # one pass before anything is registered; then its upstream's outputs (a read: they say where
-    # phase2's data is); then the release that last brought it up (its state) and its data's layout
+    # phase2's data is); then the folders it claims, refused while a wipe of one stopped half-way
+    # (providers/host_secret.py); then the release that last brought it up (its state) and its data's layout
     # (beside the data), refused when newer, migrated from when older: before anything is registered.
     check_running_stack(stack)
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
-    await bring_up_to_date(stack, layout_folder(phases, inputs))
+    folders = claimed_folders(phases, inputs)
+    refuse_unfinished_wipe(folders)
+    await bring_up_to_date(stack, folders[0] if folders else None)
     exports: dict[str, Any] = {outputs.BLUEPRINT_VERSION: versions.BLUEPRINT}
     for phase in phases:
         module = importlib.import_module(f"stacks.{phase}")
@@ -47,6 +51,20 @@ async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
         inputs = {**inputs, **produced}
         exports.update({key: value for key, value in produced.items() if key not in outputs.IN_STACK_ONLY})
     return exports
+
+
+def claimed_folders(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> list[str]:
+    """The host folders a stack that runs `phases` claims (`inputs`: its upstream's outputs): phase1's
+    data folder, and phase2's two folders inside it (components/storage.py `folders_in`). The first
+    holds the stack's layout record (stacks/layout_record.py); phase3 claims none, and its state
+    outlives a destroy that keeps the data.
+    """
+    from components.storage import folders_in
+
+    data = str(load_phase1().data_dir) if "phase1" in phases else inputs.get(outputs.DATA_DIR)
+    if data is None:
+        return []
+    return [*([data] if "phase1" in phases else []), *(folders_in(data) if "phase2" in phases else ())]
 
 
 async def read_upstream(stack: str) -> dict[str, Any]:
@@ -81,18 +99,3 @@ async def read_upstream(stack: str) -> dict[str, Any]:
             f"phase1's cluster under a running phase2), or with `pulumi up -s {upstream}`"
         )
     return values
-
-
-def layout_folder(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> str | None:
-    """The host folder whose layout record (stacks/layout_record.py) a stack that runs `phases` reads
-    (`inputs`: its upstream's outputs): the data folder where phase1 runs (phase1, dev), else phase2's
-    platform folder; none for phase3, whose state a destroy that keeps the data keeps too.
-    """
-    if "phase1" in phases:
-        return str(load_phase1().data_dir)
-    if "phase2" in phases:
-        # Imported here: phase2's module loads every component of the platform, which phase1 never needs.
-        from stacks.phase2 import Folders
-
-        return Folders.of(inputs).host
-    return None

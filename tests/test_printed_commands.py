@@ -20,9 +20,9 @@ from cli.data_folder import wipe_refused
 from cli.passphrase import PassphraseFileError, _trusted
 from cli.teardown import ClusterState
 from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER
-from providers.host_secret import WIPING_MARKER, HostSecretError, ensure
 from providers.http import missing_ca_file
 from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, world
+from tests.components.test_host_folder_access import private_group_id
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 HOSTILE = 'it\'s; $(touch pwned) `id` & | * ? [a] \\ ~ "q" <x> #'
@@ -50,20 +50,31 @@ def wipe_that_cannot_finish(root: Path, bin_dir: Path) -> tuple[str, str, list[s
     folder.mkdir()
     (folder / OWNER_MARKER).write_text("blueprint/phase1@offline-plan\n")
     fake_command(bin_dir, "rmdir", 'touch "$2/written-meanwhile"; exit 1\n')  # the folder cannot be removed
-    return _data_folder_script("delete", folder, bin_dir), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
+    return _data_folder_script("delete", folder, bin_dir), "ls", ["ls", "-lA", "--", str(folder)]
 
 
-def up_over_a_half_wipe(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+def claim_of_a_folder_whose_marker_is_a_link(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
     folder = root / HOSTILE
     folder.mkdir()
-    (folder / WIPING_MARKER).touch()
-    return _data_folder_script("create", folder, bin_dir), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
+    (folder / OWNER_MARKER).symlink_to(root / "elsewhere")
+    marker = str(folder / OWNER_MARKER)
+    owner = "blueprint/phase1@offline-plan"
+    return _data_folder_script("create", folder, bin_dir), "rm --", ["rm", "--", marker, "&&", "echo", owner, ">", marker]
+
+
+def claim_inside_a_folder_anyone_may_write_in(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
+    folder = root / HOSTILE
+    folder.mkdir()
+    folder.chmod(0o777)
+    private_group_id(bin_dir)
+    return _data_folder_script("create", folder / "data", bin_dir), "chmod", ["chmod", "o-w", str(folder)]
 
 
 def claim_of_a_folder_anyone_may_write_in(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
     folder = root / HOSTILE
     folder.mkdir()
     folder.chmod(0o777)
+    private_group_id(bin_dir)
     return _data_folder_script("create", folder, bin_dir), "chmod", ["chmod", "o-w", str(folder)]
 
 
@@ -97,15 +108,6 @@ def passphrase_file_that_is_a_link(root: Path, bin_dir: Path) -> tuple[str, str,
     return str(error.value), "rm", ["rm", str(link)]
 
 
-def secret_beside_a_half_wipe(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
-    folder = root / HOSTILE
-    (folder / "secrets").mkdir(parents=True)
-    (folder / WIPING_MARKER).touch()
-    with pytest.raises(HostSecretError) as error:
-        ensure(folder / "secrets" / "minio-root-password", "password", 40)
-    return str(error.value), "sudo rm", ["sudo", "rm", "-rf", str(folder)]
-
-
 def missing_ca_certificate(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:
     ca_file = root / HOSTILE / "ca.crt"
     message = missing_ca_file(str(ca_file))
@@ -126,12 +128,12 @@ def cluster_left_over_a_data_folder_no_stack_holds(root: Path, bin_dir: Path) ->
 
 CASES: list[Callable[[Path, Path], tuple[str, str, list[str]]]] = [
     wipe_that_cannot_finish,
-    up_over_a_half_wipe,
+    claim_of_a_folder_whose_marker_is_a_link,
     claim_of_a_folder_anyone_may_write_in,
+    claim_inside_a_folder_anyone_may_write_in,
     cluster_delete_with_a_lease_left,
     cluster_of_that_name_not_ours,
     passphrase_file_that_is_a_link,
-    secret_beside_a_half_wipe,
     missing_ca_certificate,
     cluster_left_over_a_data_folder_no_stack_holds,
 ]

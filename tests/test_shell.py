@@ -121,6 +121,31 @@ def test_shellcheck_finds_nothing_in_any_script_the_program_runs(tmp_path: Path)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+MAKES = re.compile(r"\bmkdir\b|\bmktemp\b|>>?\s*\"?\$")
+"""What makes a file or folder: `mkdir`, `mktemp`, or output into a path a variable holds."""
+
+
+def test_every_script_that_makes_a_file_on_the_host_keeps_others_from_writing_in_it() -> None:
+    """pulumi-command runs a script with the user's umask (000 on a shared machine): one that makes a
+    file or folder sets one of at least 022 first (`umask go-w`), or another user could swap what it
+    holds (a registry's hosts.toml the nodes read, a claimed folder). Not a pod's script: its
+    container's umask is the image's."""
+    loose = set()
+    for stack, config in PLANS:
+        result = planned(stack, **config)
+        host = [
+            (resource["name"], key, text)
+            for resource in result.resources
+            if resource["type"] == COMMAND or resource["type"].endswith(":DeployKubeconfig")
+            for key, text in plan_scripts(resource)
+            if key != "sh-c"
+        ]
+        for name, key, text in [*host, *(("invoke", label, text) for label, text in invoke_scripts(result))]:
+            if MAKES.search(text) and not re.search(r"(^|&&|;)\s*umask go-w\b", text, re.MULTILINE):
+                loose.add((stack, name, key))
+    assert loose == set()
+
+
 FROM_THE_USERS_ENVIRONMENT = {
     "KIND_EXPERIMENTAL_DOCKER_NETWORK": "kind reads it from the user's shell to pick its Docker network; the image "
     "cache's mirrors must join the same one (components/lib_kind_network.sh)",

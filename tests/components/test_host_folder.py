@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 import versions
+from cli.plan import ProgramFailed, plan
 from components.host_folder import PRESERVE_DATA, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
 from components.markers import OWNER_MARKER
+from providers.host_secret import WIPING_MARKER, unfinished_wipe
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 
@@ -96,6 +98,14 @@ def test_destroy_with_preserve_data_true_leaves_the_data_untouched(data_dir: Pat
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").read_text() == "17\n"
 
 
+def test_a_folder_to_keep_that_was_removed_by_hand_is_not_said_kept(data_dir: Path) -> None:
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", env={PRESERVE_DATA: "true"})
+    assert done.returncode == 0
+    assert "keeping" not in done.stderr
+    assert f"{data_dir} is not there (removed by hand?): nothing to keep" in done.stderr
+
+
 NOBODY = 65534
 
 
@@ -149,14 +159,36 @@ def test_wipe_fails_loudly_when_the_data_folder_survives(locked_data_dir: tuple[
     assert f"could not remove {data_dir}" in done.stderr
 
 
-def test_a_wipe_that_could_not_remove_the_folder_gives_the_removal_by_hand_on_a_line_of_its_own(
+def test_a_wipe_that_could_not_remove_the_folder_gives_the_destroy_that_finishes_it_on_a_line_of_its_own(
     locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path
 ) -> None:
     data_dir, user = locked_data_dir
     fake_command(fake_docker_dir, "docker", "exit 0\n")  # a container that removed nothing
     command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
     done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
-    assert ["sudo", "rm", "-rf", str(data_dir)] in printed_commands(done.stderr)
+    assert printed_commands(done.stderr) == [["uv", "run", "blueprint", "destroy", "--wipe-data"]]
+
+
+def test_no_wipe_ever_says_to_remove_a_folder_with_rm(
+    locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path, tmp_path: Path
+) -> None:
+    """`rm -rf` crosses a filesystem mounted inside, and takes what another stack claimed in the folder:
+    not after a wipe that could not remove what pods own, nor kept after it, nor when files appear meanwhile."""
+    data_dir, user = locked_data_dir
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    fake_command(fake_docker_dir, "docker", "exit 0\n")  # a container that removed nothing
+    said = [run_script(command, "delete", path_prefix=fake_docker_dir, user=user).stderr]
+    said.append(run_script(command, "delete", user=user, env={PRESERVE_DATA: "true"}).stderr)
+    meanwhile = tmp_path / "meanwhile"
+    _fill(meanwhile)
+    fake_command(tmp_path / "bin", "rmdir", 'touch "$2/written-meanwhile"; exit 1\n')
+    said.append(
+        run_script(
+            planned("phase1", dataDir=str(meanwhile)).one(COMMAND, "kind-data-folder"), "delete", path_prefix=tmp_path / "bin"
+        ).stderr
+    )
+    assert [any(words in text for words in ("could not remove", "stopped half-way")) for text in said] == [True] * 3, said
+    assert [text for text in said if "rm -r" in text] == []
 
 
 def test_a_wipe_that_failed_half_way_can_be_run_again(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
@@ -232,14 +264,18 @@ def test_an_up_that_cannot_give_a_volume_folder_away_fails_and_says_why(data_dir
     assert "is Docker running? Start it and run the up again" in done.stderr
 
 
-def test_a_folder_is_not_claimed_inside_any_folder_wiped_half_way(data_dir: Path) -> None:
+def refused_plan(stack: str, **config: str) -> str:
+    """What the program says, refusing to plan `stack` (planned anew: the folders changed)."""
+    with pytest.raises(ProgramFailed) as failed:
+        plan(stack, {f"blueprint:{key}": value for key, value in config.items()})
+    return str(failed.value)
+
+
+def test_a_folder_is_not_taken_over_inside_any_folder_wiped_half_way(data_dir: Path) -> None:
     """The volumes folder is two levels inside the data folder: every folder up counts, not just the parent."""
     (data_dir / "volumes" / "platform").mkdir(parents=True)
-    (data_dir / ".blueprint-wiping").touch()
-    claim = planned("phase2").one(COMMAND, "storage-volumes-folder")
-    done = run_script(claim, "create", env={"FOLDER": str(data_dir / "volumes" / "platform")})
-    assert done.returncode == 1
-    assert f"a destroy that removes {data_dir} stopped half-way" in done.stderr
+    (data_dir / WIPING_MARKER).write_text(f"{PHASE1_HERE}\n")
+    assert f"a destroy that removes {data_dir} stopped half-way" in str(unfinished_wipe(data_dir / "volumes" / "platform"))
 
 
 def test_an_up_over_a_folder_wiped_half_way_is_refused(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
@@ -249,20 +285,32 @@ def test_an_up_over_a_folder_wiped_half_way_is_refused(locked_data_dir: tuple[Pa
     fake_command(fake_docker_dir, "docker", "exit 1\n")  # Docker is down
     command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
-    done = run_script(command, "create", user=user)
-    assert done.returncode == 1
-    assert "stopped half-way" in done.stderr
+    assert f"a destroy that removes {data_dir} stopped half-way" in refused_plan("phase1", dataDir=str(data_dir))
 
 
-def test_the_platform_folder_is_not_claimed_inside_a_data_folder_wiped_half_way(tmp_path: Path) -> None:
-    """phase2's claim runs again over a data folder whose own wipe (phase1's) stopped half-way."""
-    data = tmp_path / "data"
-    (data / "platform").mkdir(parents=True)
-    (data / ".blueprint-wiping").touch()
-    claim = planned("phase2").one(COMMAND, "storage-platform-folder")
-    done = run_script(claim, "create", env={"FOLDER": str(data / "platform")})
-    assert done.returncode == 1
-    assert f"a destroy that removes {data} stopped half-way" in done.stderr
+def test_phase2_is_refused_over_its_volumes_folder_wiped_half_way_beside_a_platform_folder_wiped_whole(data_dir: Path) -> None:
+    """Both are wiped at once: the volumes folder's command stays in phase2's state, and the next up
+    runs no script for it (its inputs did not change), while it claims the platform folder anew."""
+    _fill(data_dir)
+    (data_dir / "volumes" / "platform").mkdir()
+    (data_dir / "volumes" / "platform" / WIPING_MARKER).write_text("blueprint/phase2@offline-plan\n")
+    said = refused_plan("phase2", dataDir=str(data_dir))
+    assert f"a destroy that removes {data_dir}/volumes/platform stopped half-way" in said
+    assert "`uv run blueprint destroy --phase 2 --wipe-data`" in said
+
+
+def test_dev_is_refused_over_its_volumes_folder_wiped_half_way(data_dir: Path) -> None:
+    """dev claims phase2's folders in its own data folder: the same holds in it."""
+    (data_dir / "volumes" / "platform").mkdir(parents=True)
+    (data_dir / "volumes" / "platform" / WIPING_MARKER).write_text("blueprint/dev@offline-plan\n")
+    said = refused_plan("dev", dataDir=str(data_dir))
+    assert f"a destroy that removes {data_dir}/volumes/platform stopped half-way" in said
+    assert """`eval "$(uv run blueprint env)" && pulumi destroy -s dev`""" in said
+
+
+def test_the_offline_plan_of_a_folder_not_there_is_not_refused(data_dir: Path) -> None:
+    assert not data_dir.exists()
+    assert plan("dev", {"blueprint:dataDir": str(data_dir)}).resources
 
 
 def printed_commands(stderr: str) -> list[list[str]]:
@@ -572,11 +620,11 @@ def test_a_wipe_that_cannot_remove_a_folder_something_wrote_into_meanwhile_says_
     assert "files appeared in it while it was removed" in done.stderr
 
 
-# Markers never written through a link.
+# Markers never read nor written through a link.
 
 
-def test_a_marker_is_never_rewritten_through_a_link(data_dir: Path, tmp_path: Path) -> None:
-    """A link left at the marker's name is replaced by a file of the claim's own, its target untouched."""
+def test_a_marker_that_is_a_link_is_refused_and_never_written_through(data_dir: Path, tmp_path: Path) -> None:
+    """A marker is a regular file (lib_marker_of.sh): a link may name any file, and is no claim."""
     _fill(data_dir)
     target = tmp_path / "victim"
     target.write_text(PHASE1_HERE)  # no newline: a write through the link would add one
@@ -584,7 +632,7 @@ def test_a_marker_is_never_rewritten_through_a_link(data_dir: Path, tmp_path: Pa
     (data_dir / OWNER_MARKER).symlink_to(target)
     command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
     done = run_script(command, "update")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1
+    assert f"{data_dir / OWNER_MARKER} is no file" in done.stderr
     assert target.read_text() == PHASE1_HERE
-    assert not (data_dir / OWNER_MARKER).is_symlink()
-    assert (data_dir / OWNER_MARKER).read_text() == f"{PHASE1_HERE}\n"
+    assert (data_dir / OWNER_MARKER).is_symlink()

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from cli.plan import ProgramFailed, plan
 from components.host_folder import PRESERVE_DATA
 from components.markers import LAYOUT_MARKER, OWNER_MARKER
-from providers.host_secret import WIPING_MARKER
+from providers.host_secret import FINISHING_DESTROY, WIPING_MARKER, unfinished_wipe
 from stacks import outputs
 from tests import crash
 from tests.plans import COMMAND, planned, run_script
@@ -139,17 +140,33 @@ def test_a_wipe_cut_short_anywhere_is_finished_by_the_next_destroy(parent: Path,
 
 @pytest.mark.parametrize("which", [0, 2], ids=["data folder", "volumes folder"])
 def test_an_up_never_takes_over_a_folder_whose_wipe_was_cut_short(parent: Path, tools: tuple[Path, Path], which: int) -> None:
-    """It refuses the half-wiped folder, or finds it whole, or wiped to nothing but blueprint's
-    markers: never the data half gone."""
+    """The program refuses the half-wiped folder before any claim runs (stacks/program.py), or the
+    claim finds it whole, or wiped to nothing but blueprint's markers: never the data half gone."""
     failures = []
     for cut, command, data in _up_then_cuts(parent, tools, which):
         folder = Path(command["inputs"]["environment"]["FOLDER"])
         left = sorted(str(path.relative_to(folder)) for path in folder.rglob("*")) if folder.exists() else []
         whole = (data / POSTGRES).exists()
-        up = crash.run(command, "create", *tools, None)
-        if up.returncode == 0 and not whole and left not in ([], [OWNER_MARKER], sorted([OWNER_MARKER, LAYOUT_MARKER])):
+        refused = unfinished_wipe(folder) is not None
+        taken = not refused and crash.run(command, "create", *tools, None).returncode == 0
+        if taken and not whole and left not in ([], [OWNER_MARKER], sorted([OWNER_MARKER, LAYOUT_MARKER])):
             failures.append((cut, left))
     assert failures == []
+
+
+@pytest.mark.parametrize(("which", "stack"), [(0, "phase1"), (2, "phase2")], ids=["data folder", "volumes folder"])
+def test_a_wipe_cut_short_is_refused_with_the_destroy_that_finishes_it(
+    parent: Path, tools: tuple[Path, Path], which: int, stack: str
+) -> None:
+    """Its wiping marker names the owner, whose destroy the refusal gives (`blueprint destroy` is the
+    phase stacks', and destroys only phase2 and phase3 with `--phase 2`)."""
+    said = []
+    for _, command, _ in _up_then_cuts(parent, tools, which):
+        folder = Path(command["inputs"]["environment"]["FOLDER"])
+        if (folder / WIPING_MARKER).exists():
+            said.append(str(unfinished_wipe(folder)))
+    assert said
+    assert [text for text in said if f"`{FINISHING_DESTROY[stack]}`" not in text] == []
 
 
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["data folder", "platform folder", "volumes folder"])
@@ -161,8 +178,60 @@ def test_a_folder_whose_wipe_was_cut_short_is_never_said_kept(parent: Path, tool
         if not (Path(command["inputs"]["environment"]["FOLDER"]) / WIPING_MARKER).exists():
             continue
         kept = crash.run(command, "delete", *tools, None, env={PRESERVE_DATA: "true"})
-        if kept.returncode == 0 or "uv run blueprint destroy --wipe-data" not in kept.stderr:
+        if kept.returncode == 0 or f"\n  {FINISHING_DESTROY['phase1' if which == 0 else 'phase2']}\n" not in kept.stderr:
             said_kept.append((cut, kept.stderr))
         refused += 1
     assert said_kept == []
     assert refused, "no cut left the wipe half-way"
+
+
+def test_an_object_a_pod_stored_under_a_markers_name_never_blocks_a_wipe(parent: Path, tools: tuple[Path, Path]) -> None:
+    """MinIO keeps each object as a folder named after its key: an upload named `.blueprint-owner`
+    into the platform's GitLab makes one under the volumes folder, which claims nothing."""
+    data = parent / "data"
+    _up(data, *tools)
+    upload = data / "volumes" / "platform" / "minio" / "minio-0" / "gitlab-uploads" / "@hashed" / "ab" / "cd" / "0123" / "f00d"
+    (upload / OWNER_MARKER).mkdir(parents=True)  # the object `.../f00d/.blueprint-owner`
+    (upload / OWNER_MARKER / "xl.meta").write_bytes(b"XL2 ")
+    for command in reversed(_folders(data)):  # phase2's volumes, platform, then phase1's data folder
+        done = run_script(command, "delete", path_prefix=tools[0])
+        assert done.returncode == 0, (command["name"], done.stderr)
+    assert not data.exists()
+
+
+def _dev_wipe_cut_short(data: Path, tools: tuple[Path, Path]) -> dict[str, Any]:
+    """dev up over `data`, then `pulumi destroy -s dev` cut short once its data folder's wipe began
+    (phase2's platform folder wiped whole): the data folder's command."""
+    plan = planned("dev", dataDir=str(data))
+    claim, platform = plan.one(COMMAND, "kind-data-folder"), plan.one(COMMAND, "storage-platform-folder")
+    for command in (claim, platform):
+        assert crash.run(command, "create", *tools, None).returncode == 0
+    (data / "platform" / "secrets").mkdir(exist_ok=True)
+    (data / "platform" / "secrets" / "openbao-keys").write_text("k\n")
+    assert crash.run(platform, "delete", *tools, None).returncode == 0
+    for cut in range(1, 40):
+        crash.run(claim, "delete", *tools, cut)
+        if (data / WIPING_MARKER).exists():
+            return claim
+    raise AssertionError("no cut left dev's wipe half-way")
+
+
+DEV_DESTROY = 'eval "$(uv run blueprint env)" && pulumi destroy -s dev'
+
+
+def test_devs_next_up_over_its_wipe_cut_short_is_refused_with_devs_own_destroy(parent: Path, tools: tuple[Path, Path]) -> None:
+    """`blueprint destroy` destroys the phase stacks only: for dev it would finish nothing."""
+    data = parent / "data"
+    _dev_wipe_cut_short(data, tools)
+    with pytest.raises(ProgramFailed) as refused:
+        plan("dev", {"blueprint:dataDir": str(data)})
+    assert f"a destroy that removes {data} stopped half-way" in str(refused.value)
+    assert str(refused.value).endswith(f"`{DEV_DESTROY}`")
+
+
+def test_devs_wipe_cut_short_is_never_said_kept_and_its_refusal_gives_devs_own_destroy(parent: Path, tools: tuple[Path, Path]) -> None:
+    data = parent / "data"
+    claim = _dev_wipe_cut_short(data, tools)
+    kept = crash.run(claim, "delete", *tools, None, env={PRESERVE_DATA: "true"})
+    assert kept.returncode == 1
+    assert f"\n  {DEV_DESTROY}\n" in kept.stderr

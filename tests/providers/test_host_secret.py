@@ -138,6 +138,48 @@ def test_no_secret_is_made_beside_data_a_half_finished_wipe_left(tmp_path: Path,
     assert not (tmp_path / "platform" / "secrets" / "gitlab-rails-secrets.yml").exists()
 
 
+@pytest.mark.parametrize(
+    ("owner", "finish"),
+    [
+        ("blueprint/phase1@0123456789abcdef", "`uv run blueprint destroy --wipe-data`"),
+        ("blueprint/phase2@0123456789abcdef", "`uv run blueprint destroy --phase 2 --wipe-data`"),
+        ("blueprint/dev@0123456789abcdef", '`eval "$(uv run blueprint env)" && pulumi destroy -s dev`'),
+    ],
+)
+def test_the_refusal_beside_a_half_finished_wipe_gives_the_destroy_of_the_owner_that_began_it(
+    tmp_path: Path, provider: HostSecretProvider, owner: str, finish: str
+) -> None:
+    """`blueprint destroy` finishes nothing of dev's, and destroys phase1 with phase2 unless told `--phase 2`."""
+    (tmp_path / "platform" / "secrets").mkdir(parents=True)
+    (tmp_path / "platform" / WIPING_MARKER).write_text(f"{owner}\n")
+    with pytest.raises(HostSecretError) as refused:
+        provider.create(props(tmp_path / "platform" / "secrets" / "minio-root-password"))
+    assert str(refused.value).endswith(f"Finish that wipe, then run this again: {finish}")
+
+
+def test_the_refusal_beside_a_half_finished_wipe_never_says_rm(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """`rm -rf` of a data folder crosses what is mounted inside, and takes what others claimed in it."""
+    (tmp_path / "platform" / "secrets").mkdir(parents=True)
+    (tmp_path / WIPING_MARKER).write_text("blueprint/phase1@0123456789abcdef\n")
+    with pytest.raises(HostSecretError) as refused:
+        provider.create(props(tmp_path / "platform" / "secrets" / "minio-root-password"))
+    assert "rm " not in str(refused.value)
+
+
+def test_a_wiping_marker_that_is_a_link_is_a_half_finished_wipe_whose_target_is_never_read(
+    tmp_path: Path, provider: HostSecretProvider
+) -> None:
+    secret = tmp_path / "elsewhere"
+    secret.write_text("blueprint/dev@not-what-the-marker-says\n")
+    (tmp_path / "platform" / "secrets").mkdir(parents=True)
+    (tmp_path / "platform" / WIPING_MARKER).symlink_to(secret)
+    with pytest.raises(HostSecretError) as refused:
+        provider.create(props(tmp_path / "platform" / "secrets" / "minio-root-password"))
+    assert "stopped half-way" in str(refused.value)
+    assert "not-what-the-marker-says" not in str(refused.value)
+    assert "pulumi destroy -s dev`" in str(refused.value)  # an owner it cannot read: each stack's destroy
+
+
 @pytest.mark.parametrize("kind", ["password", "gitlab-rails-secrets", "ssh-host-keys", "ca-key"])
 def test_an_empty_kept_file_is_refused_not_taken_as_the_secret(tmp_path: Path, provider: HostSecretProvider, kind: str) -> None:
     """What a crash can leave of a file written but not flushed: an empty secret would reach GitLab,
