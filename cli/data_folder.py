@@ -162,8 +162,8 @@ def unowned_data(
         return 1
     done = world.wipe_folder(str(folder), str(_phase1_here(world)))
     if done.returncode != 0:
-        # The wipe says why, and gives `sudo rm -rf` only where removing the folder by hand is the fix
-        # (never after a refusal: a filesystem mounted inside, or folders another stack claimed).
+        # The wipe says why, and names the destroy that finishes it: never an `rm -rf`, which would
+        # cross a filesystem mounted inside, or take folders another stack claimed.
         say(done.stderr.strip())
         return 1
     if folder.exists():  # a mount point, or in a folder the user cannot write: emptied, and the wipe says so
@@ -191,6 +191,9 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     try:
         done = subprocess.run(["/bin/sh", "-c", DELETE_SCRIPT], env=env, capture_output=True, text=True, check=False, timeout=1800)
     except subprocess.TimeoutExpired:
-        slow = f"blueprint: removing {folder} took more than 30 minutes; remove it by hand:\n  sudo rm -rf {shlex.quote(folder)}"
+        slow = (
+            f"blueprint: removing {folder} took more than 30 minutes, and was stopped half-way; run the same destroy again "
+            "to go on (`uv run blueprint destroy --wipe-data`)"
+        )
         return subprocess.CompletedProcess([], 1, "", slow)
     return done
