@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from stacks.config.schema import ENV_STEP
+
 STACK_TYPE = "pulumi:pulumi:Stack"
 GATHER_TIMEOUT = 60
 """Seconds for each kind/kubectl call: a cluster that hangs must not hang the explanation."""
@@ -308,7 +310,7 @@ def explain(
         f"  {resume or f'uv run blueprint up --phase {phase}'}",
     ]
     if resume is None or resume.startswith("uv run blueprint up"):
-        lines.append(f"  (or with the Pulumi CLI: pulumi up -s {stack})")
+        lines.append(f"  (or with the Pulumi CLI, in a shell that ran `{ENV_STEP}`: pulumi up -s {stack})")
     return "\n".join(lines)
 
 

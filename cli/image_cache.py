@@ -20,6 +20,7 @@ from typing import Any
 from cli.doctor.needs import GIB, MIB
 from components.image_cache import CACHE_LABEL, CACHE_MARKER, MIRRORED_REGISTRIES, OWNER_LABEL, mirror_container, mirror_urn
 from stacks import outputs
+from stacks.config.schema import ENV_STEP
 
 DockerRun = Callable[[Sequence[str]], tuple[int, str]]
 """Run a `docker ...` argv: its exit code and its output; 127 when there is no docker."""
@@ -128,7 +129,7 @@ def refusal_for_users(folder: Path, users: Sequence[tuple[str, str]]) -> str:
     return (
         f"not removing the image cache {folder}: these containers still store into it: {names}. They are another "
         "platform's mirrors (their owner is <project>/<stack>@<checkout id>): destroy that stack (`uv run blueprint destroy` "
-        f"in its checkout, `pulumi destroy -s dev` for a dev stack), or, if they are nobody's, `{remove}`; then run "
+        f"in its checkout, `{ENV_STEP} && pulumi destroy -s dev` for a dev stack), or, if they are nobody's, `{remove}`; then run "
         "`uv run blueprint destroy --wipe-cache` again"
     )
 
@@ -208,7 +209,8 @@ def status_lines(
         if state == "down (no such container)":
             # Removed outside blueprint: pulumi-command reads nothing back, so no `up` notices; a replace does.
             urn = mirror_urn("phase1", registry)
-            state += f"; the nodes pull from {registry} itself until `pulumi up -s phase1 --replace {shlex.quote(urn)}` starts it anew"
+            replace = f"{ENV_STEP} && pulumi up -s phase1 --replace {shlex.quote(urn)}"
+            state += f"; the nodes pull from {registry} itself until `{replace}` starts it anew"
         lines.append(f"  mirror of {registry} ({container}): {state}")
     return lines
 

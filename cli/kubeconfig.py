@@ -15,6 +15,7 @@ from typing import TextIO
 
 from cli.stack_runner import StackRunner
 from stacks import outputs
+from stacks.config.schema import ENV_STEP
 
 KIND_TIMEOUT = 60
 """Seconds `kind get kubeconfig` may take (it lists the nodes and reads one file from one of them)."""
@@ -25,7 +26,7 @@ class KubeconfigError(Exception):
 
 
 def _bring_up(stack: str) -> str:
-    return "uv run blueprint up --phase 1" if stack == "phase1" else f"pulumi up -s {shlex.quote(stack)}"
+    return f"{ENV_STEP} && pulumi up -s dev" if stack == "dev" else f"uv run blueprint up --phase {stack.removeprefix('phase')}"
 
 
 def kubeconfig_cluster(runner: StackRunner, stack: str) -> tuple[str, str]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import credentials
 from credentials import Credential
 from stacks import outputs
+from stacks.config.schema import ENV_STEP
 
 if TYPE_CHECKING:
     from cli.stack_runner import StackRunner
@@ -100,7 +101,7 @@ def _kinds_or_entry(name: str) -> Credential:
 
 
 def _bring_up(stack: str) -> str:
-    return "pulumi up -s dev" if stack == "dev" else "uv run blueprint up"
+    return f"{ENV_STEP} && pulumi up -s dev" if stack == "dev" else "uv run blueprint up"
 
 
 def _read_file(path: Path, what: str, stack: str) -> str:

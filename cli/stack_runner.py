@@ -24,6 +24,7 @@ from cli.doctor.checks import PULUMI_MIN_VERSION, pulumi_check
 from cli.doctor.install import PULUMI
 from cli.doctor.machine import Machine, RealMachine
 from stacks.config import PROJECT_DIR
+from stacks.config.schema import ENV_STEP
 from versions import PULUMI_VERSION
 
 
@@ -211,6 +212,7 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
         stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")
         return (
             f"Another Pulumi command holds the lock of stack {stack}{holder}. Wait for it to end; if none is running "
-            f"(an interrupted run leaves its lock behind), release the lock from {project_dir}: pulumi cancel --yes -s {shlex.quote(stack)}"
+            f"(an interrupted run leaves its lock behind), release the lock from {project_dir}: "
+            f"{ENV_STEP} && pulumi cancel --yes -s {shlex.quote(stack)}"
         )
     return None

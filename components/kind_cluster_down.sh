@@ -18,7 +18,7 @@ for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
         "line on dev's data instead." >&2 ;;
     *) echo "blueprint: 'uv run blueprint up' applies a cluster change for you: it takes $stack down first," \
         "keeping its data, and brings it back on the new cluster; 'uv run blueprint destroy' destroys in order." \
-        "By hand: 'pulumi destroy -s $(quoted "${stack##*/}")' first." >&2 ;;
+        "By hand, in a shell that ran 'eval \"\$(uv run blueprint env)\"': 'pulumi destroy -s $(quoted "${stack##*/}")' first." >&2 ;;
   esac
   echo "blueprint: if that stack no longer exists, remove its lease:" >&2
   echo "  rm -- $(quoted "$lease")" >&2

@@ -40,7 +40,7 @@ WAIT_SECONDS = 30.0
 """How long a call waits for OpenBao to be able to answer. A refresh of a server nobody unseals
 waits this long per batch of (up to 4) KV reads, since the engine's provider host runs 4 at once."""
 
-RESUME = "`uv run blueprint up` (for the dev stack: `pulumi up -s dev`)"
+RESUME = '`uv run blueprint up` (for the dev stack: `eval "$(uv run blueprint env)" && pulumi up -s dev`)'
 """What resumes a failed write, whichever stack wrote it: phase2 and phase3 both write here, and
 `blueprint up` resumes the phase stacks in order."""
 

@@ -32,6 +32,7 @@ import pulumi
 import versions
 from stacks import STACK_PHASES, outputs, runtime
 from stacks.config.paths import folder_owner
+from stacks.config.schema import ENV_STEP
 from stacks.layout_record import BASE_LAYOUT, LayoutRecords, layout_file, migrating, unfinished
 
 Version = tuple[int, int, int]
@@ -151,7 +152,8 @@ def refusal(stack: str, recorded: object) -> str | None:
         recorded,
         record=f"stack {stack}'s {outputs.BLUEPRINT_VERSION}",
         subject="its state and data",
-        fix=f"set it to the release that last brought the stack up (`pulumi stack export -s {stack}`, in the root "
+        fix=f"set it to the release that last brought the stack up (in a shell that ran `{ENV_STEP}`: "
+        f"`pulumi stack export -s {stack}`, in the root "
         f"stack's outputs, then `pulumi stack import -s {stack}`)",
     )
 

@@ -208,7 +208,5 @@ def read_admin_token(path: str) -> str:
     """
     kept = read_secret_file(path, "GitLab's admin token")
     if not kept:
-        raise SecretFileUnavailable(
-            f"phase2 is not up, or its data folder is not on this machine: {path}; run `uv run blueprint up` / `pulumi up -s phase2` first"
-        )
+        raise SecretFileUnavailable(f"phase2 is not up, or its data folder is not on this machine: {path}; run `uv run blueprint up` first")
     return admin_token(kept)

@@ -57,7 +57,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     if (group_path := str(inputs[outputs.APPS_GROUP_PATH])) != GROUP:
         raise pulumi.RunError(
             f"phase2's group is {group_path!r}, and these apps go into {GROUP!r}: phase2 was brought up from another "
-            f"version of blueprint. Bring it up from this one (`pulumi up -s phase2`, or `uv run blueprint up --phase 2`)"
+            f"version of blueprint. Bring it up from this one (`uv run blueprint up --phase 2`)"
         )
     if preflight_applies(inputs):
         # What does not answer stops here, before any resource, named with its fix.

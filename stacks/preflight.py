@@ -40,7 +40,7 @@ RUNNER_POLL = 5.0
 """Seconds between two looks at a runner that is not online yet."""
 WAITING_RUNNER = frozenset({"never_contacted", "offline"})
 """A runner status that its manager pod ends by asking for jobs (starting, or restarting)."""
-PHASE2_UP = "`uv run blueprint up --phase 2` (or `pulumi up -s phase2`)"
+PHASE2_UP = "`uv run blueprint up --phase 2`"
 REFRESH_PHASE2 = '`pulumi refresh -s phase2` drops it from phase2\'s state (in a shell that ran `eval "$(uv run blueprint env)"`)'
 """A runner deleted in GitLab stays in phase2's state, and an `up` compares inputs only: a refresh must drop it first."""
 

@@ -96,6 +96,6 @@ async def read_upstream(stack: str) -> dict[str, Any]:
             f"stack {stack!r} reads {', '.join(missing)} from stack {upstream!r}, which does not export "
             f"{'it' if len(missing) == 1 else 'them'} (it is not up): bring {upstream} up "
             f"first with `uv run blueprint up`, which brings every phase up in order (and applies a change that replaces "
-            f"phase1's cluster under a running phase2), or with `pulumi up -s {upstream}`"
+            f"phase1's cluster under a running phase2)"
         )
     return values

@@ -54,8 +54,7 @@ class Phase2OnThisMachine:
             raise pulumi.RunError(str(error)) from None
         if not password:
             raise pulumi.RunError(
-                f"phase2 is not up, or its data folder is not on this machine: {path} is missing or empty; "
-                f"run `uv run blueprint up` / `pulumi up -s phase2` first"
+                f"phase2 is not up, or its data folder is not on this machine: {path} is missing or empty; run `uv run blueprint up` first"
             )
         return pulumi.Output.secret(password)
 

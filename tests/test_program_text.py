@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from cli.main import VERBS
+from providers.http import PLAIN_PULUMI
 from stacks.config import PROJECT_DIR
 from stacks.config.schema import ENV_STEP
 
@@ -23,12 +24,16 @@ PROGRAM = ("cli", "stacks", "providers", "components")
 BARE = re.compile(rf"(?<!uv run )\bblueprint (?:{'|'.join(VERBS)})\b")
 PAGES = sorted([PROJECT_DIR / "README.md", PROJECT_DIR / "CHANGELOG.md", *(PROJECT_DIR / "docs").rglob("*.md")])
 """The pages a user reads (docs/reference/ is generated, by the program: held to the same rules)."""
+PLAIN = re.compile(r"\bpulumi (?:destroy|up|refresh|cancel|stack (?:export|import)|state) [^`']*-s\b")
+"""A plain `pulumi` command on a stack, which needs the env step as much as `pulumi config set` does."""
+NAMED = {"ENV_STEP": ENV_STEP, "PLAIN_PULUMI": PLAIN_PULUMI}
+"""The constants that name the env step, as an f-string field: read as their text."""
 FENCE = re.compile(r"^ *```(\w*)[^\n]*\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
 
 
 def strings(source: str, name: str) -> Iterator[tuple[str, str]]:
     """(where, text) for every string of the module `name`, whose code is `source`, a user may read: each literal, and each f-string
-    with its fields as `{}` (one that is `ENV_STEP`, as that step). Not the docstrings, nor any
+    with its fields as `{}` (one that is `ENV_STEP` or `PLAIN_PULUMI`, as what it says). Not the docstrings, nor any
     string that is a statement of its own (an attribute's docstring): those are for its readers."""
     tree = ast.parse(source)
     for_readers = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
@@ -40,8 +45,8 @@ def strings(source: str, name: str) -> Iterator[tuple[str, str]]:
             text = "".join(
                 str(part.value)
                 if isinstance(part, ast.Constant)
-                else ENV_STEP
-                if isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id == "ENV_STEP"
+                else NAMED[part.value.id]
+                if isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id in NAMED
                 else "{}"
                 for part in node.values
             )
@@ -99,14 +104,31 @@ def test_the_program_shows_pulumi_config_set_only_after_blueprint_env() -> None:
     assert found == []
 
 
+def unprepared_command(text: str) -> bool:
+    """Whether `text`, one message, shows a plain `pulumi <verb> -s <stack>` and nowhere the env step."""
+    return bool(PLAIN.search(text)) and ENV_STEP not in text
+
+
+def test_every_plain_pulumi_command_the_program_shows_comes_with_the_env_step() -> None:
+    """A fresh shell has no `pulumi` on its PATH, and no passphrase: Pulumi would prompt for one the
+    user never chose."""
+    shown = [*program_strings()]
+    for path in sorted(p for folder in PROGRAM for p in (PROJECT_DIR / folder).rglob("*.sh")):
+        shown += [(where, line.replace('\\"', '"').replace("\\$", "$")) for where, line in script_lines(path)]
+    assert [(where, text[:80]) for where, text in shown if unprepared_command(text)] == []
+
+
 def test_the_checks_here_find_a_bare_command_and_an_unprepared_pulumi() -> None:
     source = (
         '"""`blueprint up` in a docstring is for its readers."""\n'
         'A = f"run `blueprint doctor --fix` for {x}"\n'
         'B = "fix: `pulumi config set -s phase1 blueprint:headlamp true`"\n'
         'C = f"then `{ENV_STEP}`, then `pulumi config set -s phase1 blueprint:headlamp true`"\n'
+        'D = f"run `pulumi up -s {stack}` again"\n'
+        'E = f"run `pulumi refresh -s {stack}` ({PLAIN_PULUMI})"\n'
     )
     found = [text for _, text in strings(source, "messages.py")]
+    assert [text for text in found if unprepared_command(text)] == ["run `pulumi up -s {}` again"]
     assert [text for text in found if any(BARE.search(span) for span in re.findall(r"`[^`]*`", text))] == [
         "run `blueprint doctor --fix` for {}"
     ]

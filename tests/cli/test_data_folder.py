@@ -53,15 +53,13 @@ def test_the_data_folder_no_stack_holds_is_wiped_with_the_folders_its_phase2_cla
     assert not left_data.exists()
 
 
-def test_a_wipe_that_outlasts_its_time_names_the_destroy_that_goes_on_never_an_rm(
-    left_data: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_wipe_that_outlasts_its_time_names_the_destroy_that_goes_on_never_an_rm(left_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The script is stopped half-way; its marker makes the same destroy finish it."""
 
     def too_slow(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
         raise subprocess.TimeoutExpired(argv, 1800)
 
-    monkeypatch.setattr(data_folder.subprocess, "run", too_slow)
+    monkeypatch.setattr(subprocess, "run", too_slow)
     done = data_folder.wipe_folder(str(left_data), PHASE1_HERE)
     assert done.returncode == 1
     assert "took more than 30 minutes" in done.stderr

@@ -115,7 +115,8 @@ def test_status_gives_the_command_that_starts_anew_a_mirror_removed_outside_blue
     )
     assert lines[2] == (
         "  mirror of quay.io (blueprint-mirror-quay-io): down (no such container); the nodes pull from quay.io itself until "
-        "`pulumi up -s phase1 --replace 'urn:pulumi:phase1::blueprint::blueprint:index:KindCluster$blueprint:index:ImageCache"
+        '`eval "$(uv run blueprint env)" && pulumi up -s phase1 --replace '
+        "'urn:pulumi:phase1::blueprint::blueprint:index:KindCluster$blueprint:index:ImageCache"
         "$command:local:Command::kind-image-cache-quay-io'` starts it anew"
     )
 

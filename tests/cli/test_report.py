@@ -109,7 +109,7 @@ def test_glab_login_without_the_admin_token_file_says_which_file_and_what_to_run
     said = report.glab_login(PHASE2, run)
     assert said == (
         "glab could not be logged in to gitlab.local.example.net: phase2 is not up, or its data folder is not on this machine: "
-        "/data/platform/secrets/gitlab-admin-token; run `uv run blueprint up` / `pulumi up -s phase2` first; the platform is up regardless"
+        "/data/platform/secrets/gitlab-admin-token; run `uv run blueprint up` first; the platform is up regardless"
     )
     assert calls == []
 

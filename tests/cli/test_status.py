@@ -58,8 +58,7 @@ def test_status_without_the_admin_token_file_says_which_file_and_what_to_run(tmp
 
     text = status.status(runner, probe)
     assert (
-        f"  GitLab:  unknown: phase2 is not up, or its data folder is not on this machine: {missing}; "
-        "run `uv run blueprint up` / `pulumi up -s phase2` first"
+        f"  GitLab:  unknown: phase2 is not up, or its data folder is not on this machine: {missing}; run `uv run blueprint up` first"
     ) in text.splitlines()
     assert "  Runners: unknown: no admin token (above)" in text.splitlines()
     assert [url.split("/", 3)[-1] for url in probed] == ["v1/sys/seal-status"]

@@ -220,7 +220,7 @@ def test_phase3_alone_without_the_admin_token_file_is_refused_naming_the_file_an
     assert code == 1
     assert (
         "blueprint: cannot ask GitLab whether it answers, for want of its admin token: phase2 is not up, or its data folder "
-        f"is not on this machine: {missing}; run `uv run blueprint up` / `pulumi up -s phase2` first"
+        f"is not on this machine: {missing}; run `uv run blueprint up` first"
     ) in said
     assert ("destroy", "phase3") not in pulumi.calls
 

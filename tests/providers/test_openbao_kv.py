@@ -233,7 +233,9 @@ def test_a_failed_write_names_a_command_that_resumes_every_stack_that_writes(
     with pytest.raises(openbao_kv.OpenBaoUnavailable) as failed:
         provider.create({**kv(bao, path, password="one"), "address": "http://127.0.0.1:9"})  # nothing listens on port 9
     assert "--phase" not in str(failed.value)
-    assert str(failed.value).endswith("(unreachable); then run `uv run blueprint up` (for the dev stack: `pulumi up -s dev`) again")
+    assert str(failed.value).endswith(
+        '(unreachable); then run `uv run blueprint up` (for the dev stack: `eval "$(uv run blueprint env)" && pulumi up -s dev`) again'
+    )
 
 
 def deploy_token_path(path: str) -> str:

@@ -69,9 +69,7 @@ def test_a_missing_or_empty_admin_token_file_is_one_error_naming_the_file_and_th
         kept.write_text(content)
     with pytest.raises(outputs.SecretFileUnavailable) as error:
         outputs.read_admin_token(str(kept))
-    assert str(error.value) == (
-        f"phase2 is not up, or its data folder is not on this machine: {kept}; run `uv run blueprint up` / `pulumi up -s phase2` first"
-    )
+    assert str(error.value) == (f"phase2 is not up, or its data folder is not on this machine: {kept}; run `uv run blueprint up` first")
 
 
 def _plan_phase3_as_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[dict[str, Any]]]:
@@ -112,8 +110,7 @@ def test_phase3_without_phase2s_token_file_stops_before_any_resource(tmp_path: P
         plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
     assert isinstance(failed.value.cause, pulumi.RunError)
     assert str(failed.value.cause) == (
-        f"phase2 is not up, or its data folder is not on this machine: {token_file}; "
-        "run `uv run blueprint up` / `pulumi up -s phase2` first"
+        f"phase2 is not up, or its data folder is not on this machine: {token_file}; run `uv run blueprint up` first"
     )
     assert {r["type"] for r in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
 
@@ -149,7 +146,7 @@ def test_phase3_without_phase2s_openbao_password_file_stops_before_any_resource(
     assert isinstance(failed.value.cause, pulumi.RunError)
     assert str(failed.value.cause) == (
         f"phase2 is not up, or its data folder is not on this machine: {token_file.parent / 'openbao-blueprint-password'} is "
-        "missing or empty; run `uv run blueprint up` / `pulumi up -s phase2` first"
+        "missing or empty; run `uv run blueprint up` first"
     )
     assert {r["type"] for r in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
 

@@ -202,7 +202,7 @@ def test_a_missing_phase1_output_is_refused_naming_it_and_the_fix() -> None:
         _run("phase2", config, secret_keys, PROJECT_DIR / "__main__.py", upstream)
     message = str(failed.value.cause)
     assert "reads clusterName from stack 'phase1'" in message
-    assert "pulumi up -s phase1" in message
+    assert "bring phase1 up first with `uv run blueprint up`" in message
     assert [(r["type"], r["name"]) for r in failed.value.registered] == [
         ("pulumi:pulumi:Stack", "blueprint-phase2"),
         ("pulumi:pulumi:StackReference", "organization/blueprint/phase1"),

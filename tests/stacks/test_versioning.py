@@ -101,7 +101,8 @@ def test_a_recorded_version_that_is_not_a_version_is_refused_with_the_fix() -> N
     assert str(failed.cause) == (
         "stack phase1's blueprintVersion records 'banana', which is not a blueprint version (X.Y.Z), so blueprint cannot tell "
         "which release shaped its state and data; nothing was changed. Something other than blueprint wrote it: set it to the "
-        "release that last brought the stack up (`pulumi stack export -s phase1`, in the root stack's outputs, then "
+        'release that last brought the stack up (in a shell that ran `eval "$(uv run blueprint env)"`: '
+        "`pulumi stack export -s phase1`, in the root stack's outputs, then "
         "`pulumi stack import -s phase1`)"
     )
     assert [r["type"] for r in failed.registered if r["custom"]] == [STACK_REFERENCE]
