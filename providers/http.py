@@ -130,7 +130,8 @@ def _final(reason: object, host: str, ca_file: str, hosts_line: str) -> str | No
     import urllib3
 
     if isinstance(reason, urllib3.exceptions.NameResolutionError):
-        return f"{host} does not resolve on this machine: add this line to /etc/hosts: {hosts_line or f'127.0.0.1 {host}'}"
+        hosts = "/etc/hosts (C:\\Windows\\System32\\drivers\\etc\\hosts on Windows)"
+        return f"{host} does not resolve on this machine: add this line to {hosts}: {hosts_line or f'127.0.0.1 {host}'}"
     cause = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) and reason.args else None
     if isinstance(cause, ssl.SSLCertVerificationError):
         return (

@@ -214,7 +214,7 @@ def test_gitlab_name_that_does_not_resolve_names_the_hosts_line(world: World) ->
     [problem] = world.problems()
     assert problem == (
         "GitLab's API at https://gitlab.blueprint.invalid does not answer: gitlab.blueprint.invalid does not resolve on this "
-        f"machine: add this line to /etc/hosts: {HOSTS_LINE}"
+        f"machine: add this line to /etc/hosts (C:\\Windows\\System32\\drivers\\etc\\hosts on Windows): {HOSTS_LINE}"
     )
 
 
