@@ -62,6 +62,12 @@ class RecordedLayout:
     def write(self, folder: str, owner: str, record: str) -> None:
         self.layout = record
 
+    def unfinished_wipe(self, folder: str) -> str | None:
+        """None: the plan reads no host folder (a test that wants the host's answer plans with
+        stacks.layout_record.HOST).
+        """
+        return None
+
 
 KIND_CLUSTER = ("command:local:Command", "kind-cluster")
 """The type and name of the command that makes the kind cluster and prints its kubeconfig (the

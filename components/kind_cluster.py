@@ -182,7 +182,6 @@ SCRIPT_ENVIRONMENT = {
     "KIND_VERSION": versions.KIND_VERSION,
     "CLUSTER_MARKER": CLUSTER_MARKER,
     "LEASES_FOLDER": LEASES_FOLDER,
-    "NODE_DATA_PATH": NODE_DATA_PATH,
 }
 """What the cluster's scripts read from their environment besides the cluster's name and data folder:
 no part of what makes the cluster, so a change of one updates the command in place."""

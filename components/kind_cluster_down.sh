@@ -1,5 +1,5 @@
-# Delete the kind cluster $KIND_CLUSTER_NAME over $DATA_DIR unless a stack holds a lease in
-# $DATA_DIR/$LEASES_FOLDER (components/kind_cluster.py); reads too CLUSTER_MARKER and NODE_DATA_PATH.
+# Delete the kind cluster $KIND_CLUSTER_NAME unless a stack holds a lease in
+# $DATA_DIR/$LEASES_FOLDER (components/kind_cluster.py); reads too CLUSTER_MARKER.
 set -eu
 held=""
 for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
@@ -24,22 +24,9 @@ for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
   echo "  rm -- $(quoted "$lease")" >&2
 done
 [ -z "$held" ] || exit 1
-# By its name alone, a cluster another checkout made over its own data folder (this one's went by
-# hand) looks like this stack's: deleted only when its nodes mount this data folder.
-clusters=$(kind get clusters)
-if printf '%s\n' "$clusters" | grep -qxF -- "$KIND_CLUSTER_NAME"; then
-  over=$(cluster_data_folder "$KIND_CLUSTER_NAME")
-  if [ "$over" = "$DATA_DIR" ]; then
-    kind delete cluster --name "$KIND_CLUSTER_NAME"
-  elif [ -n "$over" ]; then
-    echo "blueprint: the kind cluster $KIND_CLUSTER_NAME runs over $over, not over $DATA_DIR: it is not this stack's" \
-      "(another checkout's, of the same name), so it is left alone" >&2
-  else
-    echo "blueprint: Docker does not say which data folder the kind cluster $KIND_CLUSTER_NAME runs over (its" \
-      "container $KIND_CLUSTER_NAME-control-plane), so it is left alone; if it is this stack's, delete it, then run" \
-      "the destroy again:" >&2
-    echo "  kind delete cluster --name $(quoted "$KIND_CLUSTER_NAME")" >&2
-    exit 1
-  fi
+# A cluster gone by hand is forgotten; one of its name is deleted by name (a second checkout on this
+# machine gives its platform its own blueprint:clusterName).
+if kind get clusters | grep -qxF -- "$KIND_CLUSTER_NAME"; then
+  kind delete cluster --name "$KIND_CLUSTER_NAME"
 fi
 rm -f "$DATA_DIR/$CLUSTER_MARKER"

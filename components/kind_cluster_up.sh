@@ -1,5 +1,5 @@
 # Create the kind cluster $KIND_CLUSTER_NAME over $DATA_DIR from the kind config on stdin, or reuse it, and
-# print its kubeconfig (components/kind_cluster.py); reads too KIND_VERSION, CLUSTER_MARKER and NODE_DATA_PATH.
+# print its kubeconfig (components/kind_cluster.py); reads too KIND_VERSION and CLUSTER_MARKER.
 set -eu
 umask go-w
 if ! command -v kind >/dev/null; then
@@ -14,12 +14,9 @@ case "$(kind version)" in
 esac
 marker="$DATA_DIR/$CLUSTER_MARKER"
 if kind get clusters 2>/dev/null | grep -qxF -- "$KIND_CLUSTER_NAME"; then
-  # The marker says blueprint made it here; its nodes' mounts, when Docker says them, that it is over
-  # this data folder (not another checkout's cluster of the same name).
-  over=$(cluster_data_folder "$KIND_CLUSTER_NAME")
-  if [ "$(marker_of "$marker")" != "$KIND_CLUSTER_NAME" ] || [ "${over:-$DATA_DIR}" != "$DATA_DIR" ]; then
+  if [ "$(marker_of "$marker")" != "$KIND_CLUSTER_NAME" ]; then
     echo "blueprint: a kind cluster named $KIND_CLUSTER_NAME exists, but blueprint did not create it over" \
-      "$DATA_DIR${over:+ (it runs over $over)}; set another blueprint:clusterName, or delete that cluster if it is nobody's:" >&2
+      "$DATA_DIR; set another blueprint:clusterName, or delete that cluster if it is nobody's:" >&2
     echo "  kind delete cluster --name $(quoted "$KIND_CLUSTER_NAME")" >&2
     exit 1
   fi

@@ -37,7 +37,14 @@ claimable() {
       echo "blueprint: $FOLDER belongs to $(shown "$claimed"); give $OWNER its own folder (blueprint:dataDir)" >&2
       case "$claimed" in
         "${OWNER%@*}@"*) echo "blueprint: (that is this stack in another checkout: each checkout has its own id, in" \
-          ".pulumi-state/blueprint-checkout-id, and never takes over or removes another's data)" >&2 ;;
+          ".pulumi-state/blueprint-checkout-id, and never takes over or removes another's data)" >&2
+          id=${claimed##*@}
+          # Only an id as blueprint writes it goes into a command: what a file holds is never pasted raw.
+          case "$id" in *[!0-9a-f]*) ;; ????????????????)
+            echo "blueprint: if it is this checkout's own, and its .pulumi-state/ was lost, write its id back in this" \
+              "checkout's folder, then run the up again:" >&2
+            printf '  mkdir -p .pulumi-state && printf %s %s > .pulumi-state/blueprint-checkout-id\n' "'%s\\n'" "$id" >&2 ;;
+          esac ;;
       esac
       exit 1
     fi

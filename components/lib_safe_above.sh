@@ -22,7 +22,8 @@ safe_above() {
           sudo=
           if [ -n "$(find -H "$above" -maxdepth 0 ! -user "$(id -u)")" ]; then sudo="sudo "; fi
           echo "blueprint: $1 is inside $above, which others than you may write in, who could swap what it holds" \
-            "(the platform's data and secrets); make it yours alone (or root's), then run the up again:" >&2
+            "(the platform's data and secrets); give $OWNER a folder where only you and root may write" \
+            "(blueprint:dataDir), or make this one yours alone (or root's), then run the up again:" >&2
           echo "  ${sudo}chmod $fix $(quoted "$above")" >&2
           exit 1
         fi

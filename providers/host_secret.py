@@ -19,7 +19,6 @@ import secrets
 import shlex
 import string
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,7 +267,7 @@ def unfinished_wipe(folder: Path) -> str | None:
     """Why no `up` may take `folder` over: it, or a folder above it, holds WIPING_MARKER (any file of
     that name: even a link says a wipe began), naming the destroy that finishes that wipe; or None.
     What the program checks for every folder a stack claims before it registers anything
-    (`refuse_unfinished_wipe`), and `ensure` before it writes a secret.
+    (through stacks/layout_record.py's `unfinished_wipe`), and `ensure` before it writes a secret.
     """
     for wiped in (folder, *folder.parents):
         marker = wiped / WIPING_MARKER
@@ -282,17 +281,6 @@ def unfinished_wipe(folder: Path) -> str | None:
                 f"Finish that wipe, then run this again: {finishing_destroy(owner)}"
             )
     return None
-
-
-def refuse_unfinished_wipe(folders: Iterable[str]) -> None:
-    """A pulumi.RunError when a wipe of one of `folders` (those a stack claims), or of a folder above
-    one, stopped half-way (`unfinished_wipe`): run by the program before anything is registered, so
-    that no claim, and no secret, is made over it (Pulumi runs no script for a claim whose inputs did
-    not change). A folder that does not exist (the offline plan's) holds nothing to refuse.
-    """
-    for folder in folders:
-        if (why := unfinished_wipe(Path(folder))) is not None:
-            raise pulumi.RunError(why)
 
 
 def ensure(path: Path, kind: str, length: int, recorded: str | None = None) -> str:

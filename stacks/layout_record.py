@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from components.markers import LAYOUT_MARKER, OWNER_MARKER, read_marker, read_plain
+from providers.host_secret import unfinished_wipe
 
 BASE_LAYOUT = "0.1.0"
 """The layout of data no migration shaped: that of 0.1.0, the first release. No release before it left
@@ -41,7 +42,9 @@ def unfinished(record: str) -> str | None:
 
 
 class LayoutRecords(Protocol):
-    """Where the program reads and writes the layout record of a folder."""
+    """Where the program reads and writes the layout record of a folder, and learns whether a wipe of
+    it stopped half-way: what the host holds beside a stack's data.
+    """
 
     def read(self, folder: str, owner: str) -> str | None:
         """The record in `folder` (at most LONGEST characters, its one newline dropped), or None when
@@ -53,6 +56,12 @@ class LayoutRecords(Protocol):
 
     def write(self, folder: str, owner: str, record: str) -> None:
         """Make `record` the record in `folder`, when `owner` has claimed it; else nothing."""
+        ...
+
+    def unfinished_wipe(self, folder: str) -> str | None:
+        """Why no `up` may take `folder` over, a wipe of it or of a folder above it having stopped
+        half-way (providers/host_secret.py), naming the destroy that finishes it; or None.
+        """
         ...
 
 
@@ -101,6 +110,9 @@ class HostLayoutRecords:
             os.fsync(folder_descriptor)  # and the rename with it
         finally:
             os.close(folder_descriptor)
+
+    def unfinished_wipe(self, folder: str) -> str | None:
+        return unfinished_wipe(Path(folder))
 
 
 HOST = HostLayoutRecords()

@@ -14,8 +14,7 @@ from typing import Any
 import pulumi
 
 import versions
-from providers.host_secret import refuse_unfinished_wipe
-from stacks import STACK_PHASES, outputs
+from stacks import STACK_PHASES, outputs, runtime
 from stacks.config.phases import load_phase1
 from stacks.migrations import behind, bring_up_to_date, refusal
 from stacks.validation import check_running_stack
@@ -42,7 +41,9 @@ async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     check_running_stack(stack)
     inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
     folders = claimed_folders(phases, inputs)
-    refuse_unfinished_wipe(folders)
+    records = runtime.current().layout_records
+    if why := next(filter(None, map(records.unfinished_wipe, folders)), None):
+        raise pulumi.RunError(why)
     await bring_up_to_date(stack, folders[0] if folders else None)
     exports: dict[str, Any] = {outputs.BLUEPRINT_VERSION: versions.BLUEPRINT}
     for phase in phases:

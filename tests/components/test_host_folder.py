@@ -21,6 +21,7 @@ from components.host_folder import PRESERVE_DATA, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
 from components.markers import OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, unfinished_wipe
+from stacks.layout_record import HOST
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 
@@ -265,9 +266,10 @@ def test_an_up_that_cannot_give_a_volume_folder_away_fails_and_says_why(data_dir
 
 
 def refused_plan(stack: str, **config: str) -> str:
-    """What the program says, refusing to plan `stack` (planned anew: the folders changed)."""
+    """What the program says, refusing to plan `stack` (planned anew: the folders changed) over what
+    this machine's host folders hold."""
     with pytest.raises(ProgramFailed) as failed:
-        plan(stack, {f"blueprint:{key}": value for key, value in config.items()})
+        plan(stack, {f"blueprint:{key}": value for key, value in config.items()}, layout_records=HOST)
     return str(failed.value)
 
 
@@ -276,6 +278,14 @@ def test_a_folder_is_not_taken_over_inside_any_folder_wiped_half_way(data_dir: P
     (data_dir / "volumes" / "platform").mkdir(parents=True)
     (data_dir / WIPING_MARKER).write_text(f"{PHASE1_HERE}\n")
     assert f"a destroy that removes {data_dir} stopped half-way" in str(unfinished_wipe(data_dir / "volumes" / "platform"))
+
+
+def test_the_offline_plan_reads_no_half_wipe_from_the_host(data_dir: Path) -> None:
+    """`uv run blueprint plan`, `images`, `docs` and `diagram` plan over the configured folder, the
+    user's real one: what a wipe left there is the real program's to refuse, not the plan's."""
+    data_dir.mkdir(exist_ok=True)
+    (data_dir / WIPING_MARKER).write_text(f"{PHASE1_HERE}\n")
+    assert plan("dev", {"blueprint:dataDir": str(data_dir)}).one(COMMAND, "kind-data-folder")
 
 
 def test_an_up_over_a_folder_wiped_half_way_is_refused(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
@@ -332,6 +342,27 @@ def test_data_folder_of_the_same_stack_in_another_checkout_is_refused(data_dir: 
     assert "belongs to blueprint/phase1@offline-plan" in done.stderr
     assert "this stack in another checkout" in done.stderr
     assert (data_dir / OWNER_MARKER).read_text() == "blueprint/phase1@offline-plan\n"
+
+
+def test_an_up_over_its_folder_after_the_checkout_id_was_lost_names_the_id_to_write_back(data_dir: Path) -> None:
+    """A new id (`.pulumi-state/` lost) makes the checkout's own folder look another's: the claim
+    names the line that gives the checkout its id back, never another folder alone (which would
+    leave the data behind)."""
+    _fill(data_dir)
+    (data_dir / OWNER_MARKER).write_text(f"{ANOTHER_CHECKOUT}\n")
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "create")
+    assert done.returncode == 1
+    assert "mkdir -p .pulumi-state && printf '%s\\n' 0123456789abcdef > .pulumi-state/blueprint-checkout-id" in done.stderr
+
+
+def test_a_marker_with_more_than_an_id_is_never_pasted_into_the_write_back(data_dir: Path) -> None:
+    _fill(data_dir)
+    (data_dir / OWNER_MARKER).write_text("blueprint/phase1@$(touch pwned)\n")
+    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    done = run_script(command, "create")
+    assert done.returncode == 1
+    assert "write its id back" not in done.stderr
 
 
 def test_wipe_refuses_the_folder_of_the_same_stack_in_another_checkout(data_dir: Path) -> None:

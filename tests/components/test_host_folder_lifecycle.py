@@ -18,6 +18,7 @@ from components.host_folder import PRESERVE_DATA
 from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from providers.host_secret import FINISHING_DESTROY, WIPING_MARKER, unfinished_wipe
 from stacks import outputs
+from stacks.layout_record import HOST
 from tests import crash
 from tests.plans import COMMAND, planned, run_script
 
@@ -224,7 +225,7 @@ def test_devs_next_up_over_its_wipe_cut_short_is_refused_with_devs_own_destroy(p
     data = parent / "data"
     _dev_wipe_cut_short(data, tools)
     with pytest.raises(ProgramFailed) as refused:
-        plan("dev", {"blueprint:dataDir": str(data)})
+        plan("dev", {"blueprint:dataDir": str(data)}, layout_records=HOST)
     assert f"a destroy that removes {data} stopped half-way" in str(refused.value)
     assert str(refused.value).endswith(f"`{DEV_DESTROY}`")
 

@@ -249,28 +249,20 @@ echo "$*" >> "$KIND_CALLS"
 case "$1 $2" in
   "version ") echo "kind {version} go1.25 linux/amd64" ;;
   "get clusters") [ -f "$KIND_RUNNING" ] && cat "$KIND_RUNNING"; true ;;
-  "create cluster") cat > "$KIND_STDIN"; echo "$4" > "$KIND_RUNNING"; echo "$DATA_DIR" > "$KIND_OVER"; echo "Creating cluster" >&2 ;;
+  "create cluster") cat > "$KIND_STDIN"; echo "$4" > "$KIND_RUNNING"; echo "Creating cluster" >&2 ;;
   "get kubeconfig") echo "apiVersion: v1 # kubeconfig of $4" ;;
 esac
-"""
-FAKE_DOCKER = f"""\
-# `docker inspect --format <the mounts' destination and source> <cluster>-control-plane`: a node over KIND_OVER.
-[ "$1" = inspect ] && [ -f "$KIND_OVER" ] || exit 1
-printf '%s %s\\n' /lib/modules /lib/modules {NODE_DATA_PATH}/{VOLUMES_SUBDIR} "$(cat "$KIND_OVER")/{VOLUMES_SUBDIR}"
 """
 
 
 @pytest.fixture
 def fake_kind(tmp_path: Path) -> dict[str, str]:
-    """A fake `kind` on PATH recording its calls, over a data folder of this test, and a `docker` that
-    says which data folder the cluster kind made runs over (KIND_OVER)."""
+    """A fake `kind` on PATH recording its calls, over a data folder of this test."""
     fake_command(tmp_path / "bin", "kind", FAKE_KIND.format(version=versions.KIND_VERSION))
-    fake_command(tmp_path / "bin", "docker", FAKE_DOCKER)
     (tmp_path / "data").mkdir()
     return {
         "KIND_CALLS": str(tmp_path / "calls"),
         "KIND_RUNNING": str(tmp_path / "running"),
-        "KIND_OVER": str(tmp_path / "over"),
         "KIND_STDIN": str(tmp_path / "stdin"),
         "BIN": str(tmp_path / "bin"),
         "DATA_DIR": str(tmp_path / "data"),
@@ -349,38 +341,6 @@ def test_deleting_the_cluster_forgets_it(fake_kind: dict[str, str]) -> None:
     assert run_cluster("delete", fake_kind).returncode == 0
     assert "delete cluster --name blueprint" in Path(fake_kind["KIND_CALLS"]).read_text()
     assert not (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).exists()
-
-
-def test_a_destroy_never_deletes_a_cluster_of_its_name_another_checkout_made_over_its_own_data_folder(
-    fake_kind: dict[str, str], tmp_path: Path
-) -> None:
-    """This checkout's cluster went by hand (a Docker reset); another checkout, of the same default name,
-    made its own since: this one's stale marker names it too, and only the nodes' mounts tell them apart."""
-    assert run_cluster("create", fake_kind).returncode == 0
-    Path(fake_kind["KIND_OVER"]).write_text(f"{tmp_path / 'another-checkout'}\n")
-    done = run_cluster("delete", fake_kind)
-    assert done.returncode == 0, done.stderr
-    assert "delete cluster" not in Path(fake_kind["KIND_CALLS"]).read_text()
-    assert f"runs over {tmp_path / 'another-checkout'}, not over {fake_kind['DATA_DIR']}" in done.stderr
-
-
-def test_an_up_never_adopts_a_cluster_of_its_name_another_checkout_made_over_its_own_data_folder(
-    fake_kind: dict[str, str], tmp_path: Path
-) -> None:
-    assert run_cluster("create", fake_kind).returncode == 0
-    Path(fake_kind["KIND_OVER"]).write_text(f"{tmp_path / 'another-checkout'}\n")
-    done = run_cluster("update", fake_kind)
-    assert done.returncode == 1
-    assert f"blueprint did not create it over {fake_kind['DATA_DIR']} (it runs over {tmp_path / 'another-checkout'})" in done.stderr
-
-
-def test_a_destroy_that_cannot_tell_what_its_cluster_runs_over_deletes_nothing_and_gives_the_delete(fake_kind: dict[str, str]) -> None:
-    assert run_cluster("create", fake_kind).returncode == 0
-    Path(fake_kind["KIND_OVER"]).unlink()  # docker inspect fails
-    done = run_cluster("delete", fake_kind)
-    assert done.returncode == 1
-    assert "delete cluster" not in Path(fake_kind["KIND_CALLS"]).read_text()
-    assert "\n  kind delete cluster --name blueprint\n" in done.stderr
 
 
 def test_a_destroy_after_the_cluster_went_by_hand_forgets_it_without_deleting_anything(fake_kind: dict[str, str]) -> None:

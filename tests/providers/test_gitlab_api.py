@@ -212,7 +212,8 @@ def test_a_name_that_does_not_resolve_names_its_hosts_line_without_retrying(cloc
     with pytest.raises(GitLabApiError) as failed:
         client("http://gitlab.blueprint.invalid").get("/version")
     assert failed.value.detail == (
-        "gitlab.blueprint.invalid does not resolve on this machine: add this line to /etc/hosts (C:\\Windows\\System32\\drivers\\etc\\hosts on Windows): 127.0.0.1 gitlab.blueprint.invalid"
+        "gitlab.blueprint.invalid does not resolve on this machine: add this line to /etc/hosts "
+        "(C:\\Windows\\System32\\drivers\\etc\\hosts on Windows): 127.0.0.1 gitlab.blueprint.invalid"
     )
     assert clock.pauses == []
 
