@@ -188,12 +188,34 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     inner = inner_owners(owner, OVER_PHASE1)
     env = {**os.environ, **SCRIPT_ENVIRONMENT, "FOLDER": folder, "OWNER": owner, "INNER_OWNERS": inner, PRESERVE_DATA: "false"}
     env["WIPE_IMAGE"] = versions.KIND_NODE_IMAGE
-    try:
-        done = subprocess.run(["/bin/sh", "-c", DELETE_SCRIPT], env=env, capture_output=True, text=True, check=False, timeout=1800)
-    except subprocess.TimeoutExpired:
+    done = bounded(["/bin/sh", "-c", DELETE_SCRIPT], env, WIPE_SECONDS)
+    if done is None:
         slow = (
-            f"blueprint: removing {folder} took more than 30 minutes, and was stopped half-way; run the same destroy again "
-            "to go on (`uv run blueprint destroy --wipe-data`)"
+            f"blueprint: removing {folder} took more than 30 minutes, and was stopped half-way (a one-shot container it "
+            "started may still be removing files: `docker ps`); run the same destroy again to go on "
+            "(`uv run blueprint destroy --wipe-data`)"
         )
         return subprocess.CompletedProcess([], 1, "", slow)
     return done
+
+
+WIPE_SECONDS = 1800
+"""How long a wipe of the data folder may take before blueprint stops it."""
+
+
+def bounded(argv: list[str], env: Mapping[str, str], seconds: float) -> subprocess.CompletedProcess[str] | None:
+    """`argv` run to its end, or None once `seconds` passed: then it is stopped with every process it
+    started (its own session: killing the shell alone would leave a `find -delete` running, and the
+    wait for its output hanging on it).
+    """
+    import os
+    import signal
+
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True) as run:
+        try:
+            stdout, stderr = run.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.communicate()
+            return None
+    return subprocess.CompletedProcess(argv, run.returncode, stdout, stderr)

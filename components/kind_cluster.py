@@ -193,8 +193,9 @@ left it running), then print the kubeconfig. Progress goes to stderr: stdout is 
 CLUSTER_DOWN_SCRIPT = script("kind_cluster_down.sh")
 """Delete the cluster, unless a stack still has resources on it: they would be orphaned in that
 stack's state, pointing at a cluster that is gone (and, after a replacement, at a new one with a
-new CA, which no delete can reach). Only the cluster whose nodes mount this data folder: another
-checkout's cluster of the same name is left alone."""
+new CA, which no delete can reach). kind knows clusters by name alone: a second checkout on this
+machine takes its own `clusterName`. A kind that cannot list clusters (Docker stopped) fails the
+delete, so the cluster stays recorded."""
 
 
 LEASE_SCRIPT = script("kind_cluster_lease.sh")

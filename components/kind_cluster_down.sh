@@ -24,9 +24,16 @@ for lease in "$DATA_DIR/$LEASES_FOLDER"/*; do
   echo "  rm -- $(quoted "$lease")" >&2
 done
 [ -z "$held" ] || exit 1
-# A cluster gone by hand is forgotten; one of its name is deleted by name (a second checkout on this
-# machine gives its platform its own blueprint:clusterName).
-if kind get clusters | grep -qxF -- "$KIND_CLUSTER_NAME"; then
+if ! command -v kind >/dev/null; then
+  echo "blueprint: kind is not on PATH, so the kind cluster $KIND_CLUSTER_NAME cannot be deleted: run the destroy" \
+    "again with uv run blueprint, or in a shell that ran 'eval \"\$(uv run blueprint env)\"'" >&2
+  exit 1
+fi
+# A kind that cannot list (Docker stopped) fails the delete (set -e): the cluster stays recorded. One
+# gone by hand is forgotten; one of its name is deleted by name (a second checkout on this machine
+# gives its platform its own blueprint:clusterName).
+clusters=$(kind get clusters)
+if printf '%s\n' "$clusters" | grep -qxF -- "$KIND_CLUSTER_NAME"; then
   kind delete cluster --name "$KIND_CLUSTER_NAME"
 fi
 rm -f "$DATA_DIR/$CLUSTER_MARKER"

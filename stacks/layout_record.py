@@ -7,7 +7,9 @@ outputs, `blueprintVersion` with them.
 The claim of the folder writes it on create and update; `stacks/migrations.py` reads it, and writes
 it around each migration it runs. The program reaches it through the runtime (stacks/runtime.py,
 `Runtime.layout_records`): a real run, the file on this machine; the offline plan, what its caller
-gives it, never a user's folder.
+gives it, never a user's folder. The same seam answers whether a wipe of a folder stopped
+half-way (`unfinished_wipe`, providers/host_secret.py), which the plan, reading no host folder,
+never sees.
 """
 
 from __future__ import annotations

@@ -55,16 +55,18 @@ def test_the_data_folder_no_stack_holds_is_wiped_with_the_folders_its_phase2_cla
 
 def test_a_wipe_that_outlasts_its_time_names_the_destroy_that_goes_on_never_an_rm(left_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The script is stopped half-way; its marker makes the same destroy finish it."""
-
-    def too_slow(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-        raise subprocess.TimeoutExpired(argv, 1800)
-
-    monkeypatch.setattr(subprocess, "run", too_slow)
+    monkeypatch.setattr(data_folder, "bounded", lambda argv, env, seconds: None)
     done = data_folder.wipe_folder(str(left_data), PHASE1_HERE)
     assert done.returncode == 1
     assert "took more than 30 minutes" in done.stderr
     assert "`uv run blueprint destroy --wipe-data`" in done.stderr
     assert "rm -rf" not in done.stderr
+
+
+def test_a_command_past_its_time_is_stopped_with_every_process_it_started() -> None:
+    """A wipe's shell killed alone would leave its `find -delete` running, and the wait for their
+    output hanging: the whole session goes. (It sleeps far longer than the bound it is given.)"""
+    assert data_folder.bounded(["/bin/sh", "-c", "sleep 600 & sleep 600"], dict(os.environ), 1) is None
 
 
 def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path) -> None:

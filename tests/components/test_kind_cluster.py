@@ -482,3 +482,21 @@ def test_a_lease_is_never_moved_into_a_linked_folder(fake_kind: dict[str, str], 
     assert list(elsewhere.iterdir()) == []
     assert (Path(fake_kind["DATA_DIR"]) / LEASES_FOLDER / "blueprint_phase2").is_file()
     assert run_cluster("delete", fake_kind).returncode == 1
+
+
+def test_a_destroy_when_kind_cannot_list_clusters_fails_and_keeps_the_cluster_recorded(fake_kind: dict[str, str]) -> None:
+    """Docker stopped must not look like a cluster gone by hand: Pulumi would forget one that still runs."""
+    assert run_cluster("create", fake_kind).returncode == 0
+    fake_command(Path(fake_kind["BIN"]), "kind", 'echo "ERROR: failed to list clusters" >&2; exit 1\n')
+    done = run_cluster("delete", fake_kind)
+    assert done.returncode != 0
+    assert (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).exists()
+
+
+def test_a_destroy_without_kind_on_path_fails_naming_the_way_to_run_it(fake_kind: dict[str, str]) -> None:
+    assert run_cluster("create", fake_kind).returncode == 0
+    (Path(fake_kind["BIN"]) / "kind").unlink()
+    done = run_cluster("delete", fake_kind)
+    assert done.returncode == 1
+    assert "kind is not on PATH" in done.stderr
+    assert (Path(fake_kind["DATA_DIR"]) / CLUSTER_MARKER).exists()
