@@ -75,6 +75,14 @@ def script_lines(path: Path) -> Iterator[tuple[str, str]]:
             pending = ""
 
 
+def echoed_lines() -> Iterator[tuple[str, str]]:
+    """(where, text) for every command of the program's shell scripts, as it echoes it: an escaped
+    quote or dollar inside its double quotes read as the character the user sees."""
+    for path in sorted(path for folder in PROGRAM for path in (PROJECT_DIR / folder).rglob("*.sh")):
+        for where, line in script_lines(path):
+            yield where, line.replace('\\"', '"').replace("\\$", "$")
+
+
 def descriptions() -> Iterator[tuple[str, str]]:
     for key, spec in yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["config"].items():
         yield f"Pulumi.yaml {key}", str(spec.get("description", ""))
@@ -88,19 +96,14 @@ def unprepared(unit: str) -> bool:
 def test_every_blueprint_command_the_program_shows_is_run_with_uv_run() -> None:
     shown = [*program_strings(), *descriptions()]
     bare = [(where, span) for where, text in shown for span in re.findall(r"`[^`]*`", text) if BARE.search(span)]
-    scripts = [line for folder in PROGRAM for path in sorted((PROJECT_DIR / folder).rglob("*.sh")) for line in script_lines(path)]
-    bare += [(where, text.strip()) for where, text in scripts if BARE.search(text)]
+    bare += [(where, text.strip()) for where, text in echoed_lines() if BARE.search(text)]
     assert bare == []
 
 
 def test_the_program_shows_pulumi_config_set_only_after_blueprint_env() -> None:
     """Before the first up, `pulumi` is not on the shell's PATH, or creates the stack with a passphrase
     of its own that blueprint cannot decrypt."""
-    found = [(where, text) for where, text in program_strings() if unprepared(text)]
-    for path in sorted(p for folder in PROGRAM for p in (PROJECT_DIR / folder).rglob("*.sh")):
-        for where, line in script_lines(path):
-            if unprepared(line.replace('\\"', '"').replace("\\$", "$")):
-                found.append((where, line.strip()))
+    found = [(where, text.strip()) for where, text in (*program_strings(), *echoed_lines()) if unprepared(text)]
     assert found == []
 
 
@@ -112,9 +115,7 @@ def unprepared_command(text: str) -> bool:
 def test_every_plain_pulumi_command_the_program_shows_comes_with_the_env_step() -> None:
     """A fresh shell has no `pulumi` on its PATH, and no passphrase: Pulumi would prompt for one the
     user never chose."""
-    shown = [*program_strings()]
-    for path in sorted(p for folder in PROGRAM for p in (PROJECT_DIR / folder).rglob("*.sh")):
-        shown += [(where, line.replace('\\"', '"').replace("\\$", "$")) for where, line in script_lines(path)]
+    shown = (*program_strings(), *echoed_lines())
     assert [(where, text[:80]) for where, text in shown if unprepared_command(text)] == []
 
 
