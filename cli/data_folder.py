@@ -4,15 +4,23 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
 import subprocess
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import versions
 from cli.lifecycle import inner_owners
+from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, SCRIPT_ENVIRONMENT
+from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER, read_marker
 from stacks import outputs
+from stacks.config import PROJECT_DIR, ConfigError
+from stacks.config.paths import CHECKOUT_ID_FILE, absolute_data_dir, data_dir_problem
+from stacks.layout_record import claimed_by
 
 if TYPE_CHECKING:
     from cli.teardown import World
@@ -25,9 +33,6 @@ OVER_PHASE1 = outputs.stacks_over("phase1")
 
 def configured_folder(config: Mapping[str, str]) -> Path:
     """phase1's data folder as its config names it."""
-    from stacks.config import PROJECT_DIR
-    from stacks.config.paths import absolute_data_dir
-
     return absolute_data_dir(config["blueprint:dataDir"], PROJECT_DIR)
 
 
@@ -46,11 +51,7 @@ def wipe_refused(config: Mapping[str, str], world: World, up: Collection[str], *
     anything is destroyed, so a refused `--wipe-data` is finished by running it again; and asks
     again, here, right before the wipe.
     """
-    from cli.teardown import START_DOCKER
-    from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER, read_marker
-    from stacks.config import PROJECT_DIR, ConfigError
-    from stacks.config.paths import data_dir_problem
-    from stacks.layout_record import claimed_by
+    from cli.teardown import START_DOCKER  # here: cli.teardown imports this module
 
     folder = configured_folder(config)
     if not (folder / OWNER_MARKER).is_file():
@@ -102,8 +103,6 @@ def _lost_id(claimed: str | None, here: str | None) -> str:
     does not hold (`here`: None when it has none), the way back, should that checkout be this one
     with its .pulumi-state/ lost: a clause to end a message with; else "".
     """
-    from stacks.config.paths import CHECKOUT_ID_FILE
-
     checkout = (claimed or "").removeprefix(PHASE1_OF)
     # Only an id as the program writes it goes into a command: what a file holds is never pasted raw.
     if claimed == here or checkout == claimed or not re.fullmatch(r"[0-9a-f]{16}", checkout):
@@ -118,10 +117,6 @@ def _say_kept(say: Callable[[str], None], folder: Path, world: World) -> None:
     Never with an `rm -rf`, which crosses a filesystem mounted inside, and may take the data another
     checkout's platform runs on.
     """
-    from components.markers import OWNER_MARKER, read_marker
-    from stacks.config import ConfigError
-    from stacks.layout_record import claimed_by
-
     try:
         here = _phase1_here(world)
     except ConfigError:
@@ -149,8 +144,6 @@ def unowned_data(
     again, whose own refusals say what to fix. Otherwise it is kept, and said so (`_say_kept`); with
     why, when the wipe was refused.
     """
-    from components.markers import OWNER_MARKER
-
     folder = configured_folder(config)
     if not (folder / OWNER_MARKER).is_file():
         return 0  # nothing of blueprint's there
@@ -175,12 +168,6 @@ def unowned_data(
 
 
 def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
-    import os
-
-    import versions
-    from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, SCRIPT_ENVIRONMENT
-    from components.markers import OWNER_MARKER
-
     marker = os.path.join(folder, OWNER_MARKER)
     if not os.path.exists(marker):
         return subprocess.CompletedProcess([], 0, "", "")
@@ -208,9 +195,6 @@ def bounded(argv: list[str], env: Mapping[str, str], seconds: float) -> subproce
     started (its own session: killing the shell alone would leave a `find -delete` running, and the
     wait for its output hanging on it).
     """
-    import os
-    import signal
-
     with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True) as run:
         try:
             stdout, stderr = run.communicate(timeout=seconds)
