@@ -16,16 +16,45 @@ KIND_VERSION = "v0.31.0"
 # renovate: datasource=docker depName=kindest/node
 KIND_NODE_IMAGE = "kindest/node:v1.35.0@sha256:452d707d4862f52530247495d180205e029056831160e22870e37e3f6c1ac31f"
 
+# The SHA-256 of each release file `blueprint doctor --fix` installs, keyed "<version> <os>/<arch>":
+# --fix installs a file only when it matches this, never the checksum file served beside it (the same
+# origin could swap both). A version bumped above has no pin until its files' are added here: --fix
+# then refuses that tool and prints how to install it by hand (tests/cli/doctor/test_pins.py).
+# kind's release binaries (kind-<os>-<arch>). Source for all four: cert-manager/makefile-modules
+# modules/tools/00_mod.mk at 2fee920 (kind_<os>_<arch>_SHA256SUM for kind=v0.31.0); the same four
+# values are pinned, independently, in other public install scripts (harvester's Dockerfile for linux).
+KIND_SHA256 = {
+    "v0.31.0 linux/amd64": "eb244cbafcc157dff60cf68693c14c9a75c4e6e6fedaf9cd71c58117cb93e3fa",
+    "v0.31.0 linux/arm64": "8e1014e87c34901cc422a1445866835d1e666f2a61301c27e722bdeab5a1f7e4",
+    "v0.31.0 darwin/amd64": "a8b3cf77b2ad77aec5bf710d1a2589d9117576132af812885cad41e9dede4d4e",
+    "v0.31.0 darwin/arm64": "88bf554fe9da6311c9f8c2d082613c002911a476f6b5090e9420b35d84e70c5c",
+}
+# kubectl at the node image's Kubernetes version (cli/doctor/install.py KUBECTL_VERSION), the bare
+# binary dl.k8s.io serves as release/<version>/bin/<os>/<arch>/kubectl. Source for all four: the same
+# cert-manager/makefile-modules commit (kubectl=v1.35.0); also an aspect_bazel_lib-style kubectl
+# toolchain table and hangy/azure-devops-agent-on-kubernetes's Dockerfile (linux), independently.
+KUBECTL_SHA256 = {
+    "v1.35.0 linux/amd64": "a2e984a18a0c063279d692533031c1eff93a262afcc0afdc517375432d060989",
+    "v1.35.0 linux/arm64": "58f82f9fe796c375c5c4b8439850b0f3f4d401a52434052f2df46035a8789e25",
+    "v1.35.0 darwin/amd64": "2447cb78911b10a667202b078eeb30541ec78d1280c3682921dc81607e148d96",
+    "v1.35.0 darwin/arm64": "cf699c56340dc775230fde4ef84237d27563ea6ef52164c7d078072b586c3918",
+}
+
 # The CNCF registry (distribution v3) the image cache runs, one pull-through mirror per upstream
 # (components/image_cache.py); Docker's official image, whose config path is /etc/distribution/config.yml.
 # renovate: datasource=docker depName=registry
 REGISTRY_MIRROR_IMAGE = "registry:3.1.2"
 
 # The Pulumi CLI `blueprint doctor --fix` installs: the SDK's pin in pyproject.toml, so CLI and
-# language host match. Fetched from get.pulumi.com/releases/sdk and checked against the release's
-# pulumi-<version>-checksums.txt there (the forms pulumi/docs data/versions.json lists per release).
+# language host match. Fetched from get.pulumi.com/releases/sdk (the forms pulumi/docs
+# data/versions.json lists per release).
 # renovate: datasource=github-releases depName=pulumi/pulumi
 PULUMI_VERSION = "3.272.0"
+# The SHA-256 of pulumi-v<version>-<os>-<x64|arm64>.tar.gz, keyed as KIND_SHA256. None is pinned yet:
+# no source reachable when this was written had 3.272.0's (Pulumi publishes them in
+# pulumi-3.272.0-checksums.txt, beside the tarballs). Until they are added, `doctor --fix` installs no
+# Pulumi CLI and prints how to install it by hand.
+PULUMI_SHA256: dict[str, str] = {}
 
 # renovate: datasource=helm registryUrl=https://kubernetes-sigs.github.io/headlamp/ depName=headlamp
 HEADLAMP_CHART_VERSION = "0.45.0"

@@ -10,7 +10,7 @@ and Ubuntu's derivatives, Arch's): `ID_LIKE=fedora` alone says too little (Oracl
 Linux 2023 both say it, and neither has Fedora's moby-engine nor Docker's CentOS repository).
 
 kind, kubectl and the Pulumi CLI are not installed from any package manager: `doctor --fix` keeps
-installing the pinned releases under the home folder, each checked against its published SHA-256,
+installing the pinned releases under the home folder, each checked against the SHA-256 versions.py pins,
 because no family ships the pinned versions. Arch's extra has kind 0.32.0 and the newest kubectl
 (archlinux.org/packages/extra/x86_64/kind, .../kubectl), Debian 13 has kubectl 1.32 and Debian 12
 only kubernetes-client 1.20 (packages.debian.org/kubectl; `apt-cache policy kubernetes-client` on

@@ -196,7 +196,10 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
     # A config value the CLI reads itself (destroy reads phase1's dataDir): the message names the fix.
     if isinstance(failure, ConfigError):
         return str(failure)
-    reinstall = f"fix: `uv run blueprint doctor --fix` (installs Pulumi {PULUMI_VERSION})"
+    reinstall = (
+        f"fix: `uv run blueprint doctor --fix` (installs Pulumi {PULUMI_VERSION} where versions.py pins its SHA-256, "
+        "and says how to install it by hand where it does not)"
+    )
     # The Automation API runs `pulumi version` before anything else: a missing or broken CLI fails there.
     if isinstance(failure, FileNotFoundError) and Path(str(failure.filename)).name == "pulumi":
         return f"{PULUMI}: no `pulumi` on PATH.\n{reinstall}"

@@ -85,6 +85,22 @@ CASES: dict[str, Bad] = {
     "domain-one-label": config_case(
         "phase1", "domain", "localhost", "'localhost' is not valid: expected a lowercase DNS name of at least two"
     ),
+    # The platform CA the machine trusts would vouch for every owner's names under a public suffix.
+    "domain-a-public-suffix-of-icann": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:domain=co.uk"),
+        says=(
+            "blueprint:domain = 'co.uk' is not valid: co.uk is a public suffix",
+            "the platform CA your machine trusts would vouch for all of them",
+            "fix: give `--config blueprint:domain=local.example.net`",
+        ),
+    ),
+    "domain-a-public-suffix-of-a-private-registry": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:domain=github.io"),
+        says=("blueprint:domain = 'github.io' is not valid: github.io is a public suffix", "--config blueprint:domain=local.example.net"),
+    ),
+    "domain-a-public-suffix-in-the-stack-file": config_case(
+        "phase1", "domain", "blogspot.com", "'blogspot.com' is not valid: blogspot.com is a public suffix"
+    ),
     "domain-uppercase": config_case("phase1", "domain", "Example.COM", "'Example.COM' is not valid: expected a lowercase DNS name"),
     "domain-label-with-a-leading-dash": config_case("phase1", "domain", "-x.example.net", "'-x.example.net' is not valid"),
     "http-port-zero": config_case("phase1", "httpPort", "0", "'0' is not valid: expected an integer from 1 to 65535"),

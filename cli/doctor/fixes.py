@@ -1,5 +1,5 @@
 """What `--fix` does about the failed checks: installs into the home folder, without asking (the user
-asked for them, and each is checked against its published SHA-256: cli/doctor/install.py); the
+asked for them, and each is checked against the SHA-256 versions.py pins: cli/doctor/install.py); the
 commands of the OS family (Docker, the kernel limits), shown, asked for once, run in order and
 stopped at the first that fails (`--yes` runs them without asking; without a terminal to ask on and
 without `--yes` it only prints them); and, for the rest (ports, memory, names), what to do by hand.
@@ -19,8 +19,8 @@ from cli.doctor.install import (
     INSTALLS_ON,
     KIND,
     KUBECTL,
-    KUBECTL_VERSION,
     PULUMI,
+    VERSIONS,
     ChecksumMismatch,
     Download,
     InstallError,
@@ -29,7 +29,6 @@ from cli.doctor.install import (
 )
 from cli.doctor.machine import Machine, release_arch, sudo_user
 from cli.os_family import Command, OsFamily
-from versions import KIND_VERSION, PULUMI_VERSION
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,8 +43,9 @@ class FixStep:
 
 def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
     """What `--fix` does about `failed`: installs that need no root, in user folders, each checked
-    against its published SHA-256; the commands of the OS family (Docker, the inotify limits), to
-    run once the user agrees; everything else (ports, memory, names) as the check's own fix, to print.
+    against its pinned SHA-256 (a tool with none pinned: its check's fix, by hand); the commands of
+    the OS family (Docker, the inotify limits), to run once the user agrees; everything else (ports,
+    memory, names) as the check's own fix, to print.
     """
     arch = release_arch(machine)
     can_install = machine.system in INSTALLS_ON and arch is not None
@@ -67,10 +67,13 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
                     f"`uv run blueprint doctor --fix` as {invoker}, without sudo (it installs under your home)"
                 )
             )
-        elif can_install and arch is not None and check.name in (KIND, KUBECTL, PULUMI):
-            download = downloads(machine, check.name, arch)
-            version = PULUMI_VERSION if check.name == PULUMI else KIND_VERSION if check.name == KIND else KUBECTL_VERSION
-            steps.append(FixStep(what=f"install {check.name} {version} as {download.target}", download=download))
+        elif (
+            can_install
+            and arch is not None
+            and check.name in (KIND, KUBECTL, PULUMI)
+            and (download := downloads(machine, check.name, arch)).sha256
+        ):
+            steps.append(FixStep(what=f"install {check.name} {VERSIONS[check.name]} as {download.target}", download=download))
             installed.append("pulumi" if check.name == PULUMI else check.name)
         else:
             steps.append(FixStep(what=f"{check.name}: {check.fix}"))
@@ -87,10 +90,10 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
 
 
 CHECKSUM_PROVES = (
-    "each checksum comes from the same publisher as its file: it catches a download damaged or cut short on the way, "
-    "not a release whose publisher was compromised"
+    "each file must have the SHA-256 this blueprint pins for it in versions.py, not the one its server says: "
+    "a file damaged on the way, or swapped where it is published, is refused"
 )
-"""Said once by `--fix` before it installs: what the SHA-256 check shows, and what it does not."""
+"""Said once by `--fix` before it installs: what the SHA-256 check shows."""
 
 
 Execute = Callable[[Command, TextIO], int]
@@ -190,7 +193,7 @@ def apply(
     run: Execute,
 ) -> bool:
     """Do what `fix_plan` says about `failed`, saying each step to `out`; False when it stopped at a
-    download that does not match its published SHA-256. `terminal` None: whether stdin is one.
+    download that does not match its pinned SHA-256. `terminal` None: whether stdin is one.
     """
     out.write("\nfixing:\n")
     commands: list[Command] = []
@@ -202,7 +205,7 @@ def apply(
         if step.download is None:
             out.write(f"  to do by hand: {step.what}\n")
             continue
-        out.write(f"  {step.what}, from {step.download.url}, checked against {step.download.checksum_url}\n")
+        out.write(f"  {step.what}, from {step.download.url}, checked against SHA-256 {step.download.sha256}\n")
         if not checked:
             out.write(f"    ({CHECKSUM_PROVES})\n")
             checked = True

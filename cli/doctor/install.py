@@ -1,18 +1,17 @@
 """What `--fix` installs without asking, into blueprint's own folders under the home folder alone: kind
 and kubectl into ~/.local/share/blueprint/bin, the Pulumi CLI and its bundled plugins into
 ~/.local/share/blueprint/pulumi/bin (never Pulumi's own ~/.pulumi, which is the user's). It runs no
-installer script: it downloads each pinned release file and the checksum its publisher puts beside
-it, and installs the file only if its SHA-256 matches; on a mismatch it stops and installs nothing.
-That checksum comes from the same publisher as the file: it catches a download corrupted or cut
-short on the way, not a release whose file and checksum were both replaced (a digest pinned in
-this checkout would: versions.py pins none yet).
+installer script: it downloads each pinned release file and installs it only if its SHA-256 is the
+one versions.py pins for it; on a mismatch it stops and installs nothing. The checksum file its
+publisher puts beside it is not read: whoever could swap the file there could swap that too. A file
+with no pin (a version bumped before its pins were added) is not installed: the check's fix says how
+to install it by hand.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 import shutil
 import tarfile
@@ -22,34 +21,40 @@ from pathlib import Path, PurePosixPath
 
 from cli.doctor.machine import DownloadError, Machine, release_arch
 from cli.tools_path import BLUEPRINT_SHARE, OTHER_OWNER, PULUMI_BIN, TOOLS_BIN, blueprint_folders, not_yours_alone, unsafe_way
-from versions import KIND_NODE_IMAGE, KIND_VERSION, PULUMI_VERSION
+from versions import KIND_NODE_IMAGE, KIND_SHA256, KIND_VERSION, KUBECTL_SHA256, PULUMI_SHA256, PULUMI_VERSION
 
 KUBECTL_VERSION = KIND_NODE_IMAGE.split(":", 1)[1].split("@", 1)[0]
 """The node image's Kubernetes version, so kubectl is within the supported skew of the cluster."""
 
 _PULUMI_ARCH = {"amd64": "x64", "arm64": "arm64"}
 """Pulumi names its release files' architectures x64 and arm64 (pulumi/docs data/versions.json)."""
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-
 KIND = "kind"
 PULUMI = "Pulumi CLI"
 KUBECTL = "kubectl"
 """The tools `--fix` installs, named as their checks are (cli/doctor/checks.py)."""
 
+VERSIONS = {KIND: KIND_VERSION, KUBECTL: KUBECTL_VERSION, PULUMI: PULUMI_VERSION}
+PINS = {KIND: KIND_SHA256, KUBECTL: KUBECTL_SHA256, PULUMI: PULUMI_SHA256}
+"""The SHA-256 of each release file, by tool and then by "<version> <os>/<arch>" (versions.py)."""
+PINNED_IN = {KIND: "KIND_SHA256", KUBECTL: "KUBECTL_SHA256", PULUMI: "PULUMI_SHA256"}
+"""Where versions.py pins each, for a message."""
+
+
+def pinned_sha256(tool: str, system: str, arch: str) -> str | None:
+    """The SHA-256 versions.py pins for `tool`'s release file of this system and arch, at the version
+    `--fix` installs; None when there is none (never the checksum file beside the download).
+    """
+    return PINS[tool].get(f"{VERSIONS[tool]} {system}/{arch}")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Download:
-    """A pinned release file that `--fix` installs only once it matches its published SHA-256 (which
-    shows it arrived whole, not that its publisher is who made it).
-    """
+    """A pinned release file that `--fix` installs only once it matches the SHA-256 versions.py pins."""
 
     tool: str
     url: str
-    checksum_url: str
-    """The publisher's checksum file for it, beside it."""
-    listed_as: str | None
-    """The name the checksum file lists it under (a `sha256sum` list), or None when the file holds
-    the bare digest."""
+    sha256: str | None
+    """Its pinned SHA-256; None when versions.py has none for it: then it is not installed."""
     target: Path
     """What it becomes: the executable (kind, kubectl), or, for Pulumi's tarball, the folder its
     `pulumi/` folder becomes."""
@@ -57,22 +62,17 @@ class Download:
 
 
 def kind_url(system: str, arch: str) -> str:
-    """The release asset on GitHub: kind's release build writes `<asset>.sha256sum` beside each
-    (kubernetes-sigs/kind hack/release/build/cross.sh: `shasum -a 256 "$f" > "$f".sha256sum`).
-    """
+    """The release asset on GitHub, the bare binary."""
     return f"https://github.com/kubernetes-sigs/kind/releases/download/{KIND_VERSION}/kind-{system}-{arch}"
 
 
 def kubectl_url(system: str, arch: str) -> str:
-    """The release binary; `<url>.sha256` holds its bare digest (kubernetes.io, "Install and Set Up
-    kubectl": `echo "$(cat kubectl.sha256)  kubectl" | sha256sum --check`).
-    """
+    """The release binary (kubernetes.io, "Install and Set Up kubectl")."""
     return f"https://dl.k8s.io/release/{KUBECTL_VERSION}/bin/{system}/{arch}/kubectl"
 
 
 PULUMI_RELEASES = "https://get.pulumi.com/releases/sdk"
-"""Where each Pulumi release's tarballs and its `pulumi-<version>-checksums.txt` (no "v" in that
-name, a `sha256sum` list) are (pulumi/docs data/versions.json; pulumi/actions installs from there)."""
+"""Where each Pulumi release's tarballs are (pulumi/docs data/versions.json; pulumi/actions installs from there)."""
 
 
 def pulumi_url(system: str, arch: str) -> str:
@@ -82,21 +82,13 @@ def pulumi_url(system: str, arch: str) -> str:
 def downloads(machine: Machine, tool: str, arch: str) -> Download:
     """What `--fix` fetches for `tool` on this machine, and where it installs it."""
     tools_bin = machine.home().joinpath(*TOOLS_BIN)
+    sha256 = pinned_sha256(tool, machine.system, arch)
     if tool == KIND:
-        url = kind_url(machine.system, arch)
-        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256sum", listed_as=url.rsplit("/", 1)[1], target=tools_bin / "kind")
+        return Download(tool=tool, url=kind_url(machine.system, arch), sha256=sha256, target=tools_bin / "kind")
     if tool == KUBECTL:
-        url = kubectl_url(machine.system, arch)
-        return Download(tool=tool, url=url, checksum_url=f"{url}.sha256", listed_as=None, target=tools_bin / "kubectl")
+        return Download(tool=tool, url=kubectl_url(machine.system, arch), sha256=sha256, target=tools_bin / "kubectl")
     url = pulumi_url(machine.system, arch)
-    return Download(
-        tool=tool,
-        url=url,
-        checksum_url=f"{PULUMI_RELEASES}/pulumi-{PULUMI_VERSION}-checksums.txt",
-        listed_as=url.rsplit("/", 1)[1],
-        target=machine.home().joinpath(*PULUMI_BIN),
-        unpack=True,
-    )
+    return Download(tool=tool, url=url, sha256=sha256, target=machine.home().joinpath(*PULUMI_BIN), unpack=True)
 
 
 INSTALLS_ON = ("linux", "darwin")
@@ -109,14 +101,20 @@ def download_fix(machine: Machine, tool: str, page: str) -> str:
     if arch is None or machine.system not in INSTALLS_ON:
         return f"download {tool} for {machine.system}/{machine.machine} from {page}"
     what = downloads(machine, tool, arch)
+    if what.sha256 is None:
+        return (
+            f"install {tool} {VERSIONS[tool]} by hand ({page}): this blueprint pins no SHA-256 for {what.url} "
+            f"(versions.py {PINNED_IN[tool]}), so `uv run blueprint doctor --fix` does not install it"
+        )
     where = (
         "its pulumi/ folder as ~/.local/share/blueprint/pulumi/bin"
         if what.unpack
         else f"as ~/.local/share/blueprint/bin/{tool}, executable"
     )
     return (
-        f"`uv run blueprint doctor --fix` (downloads {what.url}, checks it against its published SHA-256, installs it); or by hand: "
-        f"download it and {what.checksum_url}, compare its SHA-256 (`sha256sum`), and install {where}"
+        f"`uv run blueprint doctor --fix` (downloads {what.url}, installs it only if its SHA-256 is the one blueprint pins); "
+        f"or by hand: download it, check that its SHA-256 (`sha256sum`, or `shasum -a 256` on macOS) is {what.sha256}, "
+        f"and install {where}"
     )
 
 
@@ -125,20 +123,7 @@ class InstallError(Exception):
 
 
 class ChecksumMismatch(InstallError):
-    """A download does not match its published SHA-256: `--fix` stops."""
-
-
-def published_digest(text: str, listed_as: str | None) -> str | None:
-    """The SHA-256 a checksum file publishes: the bare digest (kubectl's `.sha256`), or the one a
-    `sha256sum` list gives `listed_as` (kind's `.sha256sum`, Pulumi's checksums.txt); None if absent.
-    """
-    for line in text.splitlines():
-        fields = line.split()
-        if not fields or not _SHA256.fullmatch(fields[0].lower()):
-            continue
-        if (listed_as is None and len(fields) == 1) or (listed_as is not None and fields[1:] in ([listed_as], [f"*{listed_as}"])):
-            return fields[0].lower()
-    return None
+    """A download does not match the SHA-256 blueprint pins for it: `--fix` stops."""
 
 
 def _sha256(path: Path) -> str:
@@ -218,26 +203,24 @@ def own_folders(home: Path, folder: Path) -> None:
 
 
 def install(machine: Machine, download: Download) -> None:
-    """Fetch `download` and its checksum into a scratch folder, check it, and only then put it in
-    place (renamed into its target, so a failure half-way leaves the old one or none, never a part).
+    """Fetch `download` into a scratch folder, check it against its pinned SHA-256, and only then put
+    it in place (renamed into its target, so a failure half-way leaves the old one or none, never a part).
     """
+    expected = download.sha256
+    if expected is None:  # fix_plan installs none such: its check's fix says how to by hand
+        raise InstallError(f"blueprint pins no SHA-256 for {download.url}; nothing was installed")
     with tempfile.TemporaryDirectory(prefix=f"blueprint-{download.tool}-") as scratch:
-        fetched, sums = Path(scratch) / "download", Path(scratch) / "checksum"
+        fetched = Path(scratch) / "download"
         try:
             machine.download(download.url, fetched)
-            machine.download(download.checksum_url, sums)
         except DownloadError as error:
             raise InstallError(f"{error}; nothing was installed: run `uv run blueprint doctor --fix` again") from None
-        expected = published_digest(sums.read_text(errors="replace"), download.listed_as)
-        if expected is None:
-            listed = f" for {download.listed_as}" if download.listed_as else ""
-            raise InstallError(f"{download.checksum_url} holds no SHA-256{listed}; nothing was installed")
         actual = _sha256(fetched)
         if actual != expected:
             raise ChecksumMismatch(
-                f"{download.url} does not match its published SHA-256 ({download.checksum_url}): expected {expected}, got {actual}. "
-                f"Nothing was installed. The download was altered or cut short: run `uv run blueprint doctor --fix` again later, "
-                f"and if it still differs, do not install that file"
+                f"{download.url} does not match the SHA-256 blueprint pins for it (versions.py {PINNED_IN[download.tool]}): "
+                f"expected {expected}, got {actual}. Nothing was installed. The download was altered or cut short: run "
+                f"`uv run blueprint doctor --fix` again later, and if it still differs, do not install that file"
             )
         own_folders(machine.home(), download.target.parent)
         staged = download.target.with_name(f".{download.target.name}.blueprint-new")

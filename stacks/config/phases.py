@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
+from publicsuffixlist import PublicSuffixList
 
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
@@ -173,12 +174,42 @@ def _cluster_name_problem(name: str) -> str | None:
     return None
 
 
+@functools.cache
+def _public_suffixes() -> PublicSuffixList:
+    """The list publicsuffixlist bundles (read from its own file, no network; pinned in pyproject.toml),
+    its private section included (github.io is there, co.uk in the ICANN one). A top-level name the
+    list lacks (test, internal, localhost) counts as a public suffix too (its `accept_unknown`), so
+    example.test is accepted and `test` alone is refused (it is one label anyway). The list's IDN
+    entries are kept as written, not also punycoded (that alone tripled what a plan computes):
+    `_is_public_suffix` decodes the domain instead.
+    """
+    return PublicSuffixList(accept_encoded_idn=False)
+
+
+def _is_public_suffix(domain: str) -> bool:
+    """Whether `domain` is on the list; a punycoded label (xn--55qx5d.cn) is looked up as the list
+    writes it (公司.cn).
+    """
+    try:
+        written = domain.encode("ascii").decode("idna")
+    except UnicodeError:  # not valid punycode: no IDN entry can match it
+        written = domain
+    return bool(_public_suffixes().is_public(written))
+
+
 def _domain_problem(domain: str) -> str | None:
     labels = domain.split(".")
     if len(domain) > 253 or len(labels) < 2 or not all(_DNS_LABEL.fullmatch(label) and len(label) <= 63 for label in labels):
         return "expected a lowercase DNS name of at least two labels, such as local.example.net"
     if len(f"*.{domain}") > 64:
         return "expected at most 62 characters: the platform's certificate is for *.<domain>, and a certificate's name holds 64 (RFC 5280)"
+    if _is_public_suffix(domain):
+        # The platform CA, which the machine trusts, is name-constrained to <domain>: on a public suffix it
+        # could vouch for every site of every owner under it (co.uk, github.io).
+        return (
+            f"{domain} is a public suffix (on the Public Suffix List: names under it belong to different owners), and the "
+            "platform CA your machine trusts would vouch for all of them; use a domain of your own"
+        )
     if labels[-1].isdigit():
         # No top-level domain is all digits (RFC 3696, section 2): this is an IP address, which no wildcard certificate covers.
         return "expected a DNS name, not an IP address (the platform's names are <service>.<domain>), such as local.example.net"

@@ -4,6 +4,7 @@ looks for, no download: the fake serves files), a FakeShell for the commands `--
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import os
@@ -37,6 +38,10 @@ PORTS = {"blueprint:httpPort": 80, "blueprint:httpsPort": 443, "blueprint:sshPor
 
 
 TOOLS = ("docker", "kind", "pulumi", "kubectl", "uv")
+
+
+ARCHES = ("amd64", "arm64")
+"""The architectures of the release files `--fix` installs (cli/doctor/machine.py `release_arch`)."""
 
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -166,9 +171,10 @@ class FakeMachine:
 
 
 def pulumi_tarball(binary: bytes = b"#!/bin/sh\necho v3.272.0\n") -> bytes:
-    """What Pulumi's release tarball holds: pulumi/<binaries>."""
+    """What Pulumi's release tarball holds: pulumi/<binaries>; the same bytes each time (gzip's mtime
+    0), so its SHA-256 can be pinned."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as zipped, tarfile.open(fileobj=zipped, mode="w") as archive:
         for name, data in (("pulumi/pulumi", binary), ("pulumi/pulumi-language-python", b"#!/bin/sh\n")):
             member = tarfile.TarInfo(name)
             member.size, member.mode = len(data), 0o755
@@ -176,20 +182,31 @@ def pulumi_tarball(binary: bytes = b"#!/bin/sh\necho v3.272.0\n") -> bytes:
     return buffer.getvalue()
 
 
+def release_file(tool: str) -> bytes:
+    """The fake release file of `tool` `serve_releases` serves, on every system and arch."""
+    return pulumi_tarball() if tool == install.PULUMI else f"#!/bin/sh\n# {tool}\n".encode()
+
+
+REAL_PINS = install.PINS
+"""The SHA-256s versions.py pins for the real release files."""
+
+FAKE_PINS = {
+    tool: {
+        f"{version} {system}/{arch}": hashlib.sha256(release_file(tool)).hexdigest() for system in install.INSTALLS_ON for arch in ARCHES
+    }
+    for tool, version in install.VERSIONS.items()
+}
+"""Pins of the fake release files, which the doctor's tests pin in place of the real ones (conftest.py)."""
+
+
 def serve_releases(machine: FakeMachine, tampered: str | None = None) -> FakeMachine:
-    """Serve kind, kubectl and Pulumi for `machine` with their published checksum files, in each
-    publisher's own format; `tampered` is served altered after its checksum was published."""
+    """Serve kind, kubectl and Pulumi for `machine`, as FAKE_PINS pins them; `tampered` is served
+    altered after it was pinned."""
     arch = release_arch(machine)
     assert arch is not None
     for tool in (install.KIND, install.KUBECTL, install.PULUMI):
         release = install.downloads(machine, tool, arch)
-        body = pulumi_tarball() if release.unpack else f"#!/bin/sh\n# {tool}\n".encode()
-        digest = hashlib.sha256(body).hexdigest()
-        # kubectl's .sha256 is the bare digest; kind's .sha256sum and Pulumi's checksums.txt are lists
-        listed = f"{'0' * 64}  some-other-file.tar.gz\n{digest}  {release.listed_as}\n"
-        sums = f"{digest}\n" if release.listed_as is None else listed
-        machine.served[release.url] = body + (b"tampered" if tool == tampered else b"")
-        machine.served[release.checksum_url] = sums.encode()
+        machine.served[release.url] = release_file(tool) + (b"tampered" if tool == tampered else b"")
     return machine
 
 

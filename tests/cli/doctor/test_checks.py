@@ -47,7 +47,13 @@ from tests.cli.test_os_family import BRING_UP
             id="engine-down-darwin",
         ),
         pytest.param(engine_forbidden, "Docker engine", "permission denied", "`sudo usermod -aG docker $USER`", id="engine-forbidden"),
-        pytest.param(lambda m: without(m, "kind"), "kind", "no `kind` on PATH", f"{KIND_URL}.sha256sum", id="kind-missing"),
+        pytest.param(
+            lambda m: without(m, "kind"),
+            "kind",
+            "no `kind` on PATH",
+            f"downloads {KIND_URL}, installs it only if its SHA-256",
+            id="kind-missing",
+        ),
         pytest.param(
             old_pulumi,
             "Pulumi CLI",
@@ -55,7 +61,13 @@ from tests.cli.test_os_family import BRING_UP
             "pulumi-v3.272.0-linux-x64.tar.gz",
             id="old-pulumi",
         ),
-        pytest.param(lambda m: without(m, "kubectl"), "kubectl", "no `kubectl` on PATH", f"{KUBECTL_URL}.sha256", id="kubectl-missing"),
+        pytest.param(
+            lambda m: without(m, "kubectl"),
+            "kubectl",
+            "no `kubectl` on PATH",
+            f"downloads {KUBECTL_URL}, installs it only if",
+            id="kubectl-missing",
+        ),
         pytest.param(
             busy_https,
             "port 443 (blueprint:httpsPort)",

@@ -15,6 +15,7 @@ from cli.doctor.install import Download
 from cli.os_family import Command
 from tests.cli.doctor.fakes import (
     DEBIAN_DOCKER,
+    FAKE_PINS,
     GIB,
     HOME,
     FakeMachine,
@@ -42,7 +43,7 @@ def _downloads(steps: list[FixStep]) -> list[Download]:
     ("system", "machine", "os_arch"),
     [("linux", "x86_64", ("linux", "amd64")), ("linux", "aarch64", ("linux", "arm64")), ("darwin", "arm64", ("darwin", "arm64"))],
 )
-def test_fix_plan_downloads_kind_and_kubectl_for_the_machines_os_and_arch_with_their_published_checksums(
+def test_fix_plan_downloads_kind_and_kubectl_for_the_machines_os_and_arch_with_their_pinned_sha256(
     system: str, machine: str, os_arch: tuple[str, str]
 ) -> None:
     fake = without(FakeMachine(system=system, machine=machine), "kind", "kubectl")
@@ -50,19 +51,19 @@ def test_fix_plan_downloads_kind_and_kubectl_for_the_machines_os_and_arch_with_t
     os_, arch = os_arch
     kind = f"https://github.com/kubernetes-sigs/kind/releases/download/v0.31.0/kind-{os_}-{arch}"
     kubectl = f"https://dl.k8s.io/release/v1.35.0/bin/{os_}/{arch}/kubectl"
-    assert [(d.url, d.checksum_url, d.listed_as, d.target) for d in _downloads(fix_plan(failed, fake))] == [
-        (kind, f"{kind}.sha256sum", f"kind-{os_}-{arch}", HOME / ".local/share/blueprint/bin/kind"),
-        (kubectl, f"{kubectl}.sha256", None, HOME / ".local/share/blueprint/bin/kubectl"),
+    pins = (FAKE_PINS["kind"][f"v0.31.0 {os_}/{arch}"], FAKE_PINS["kubectl"][f"v1.35.0 {os_}/{arch}"])
+    assert [(d.url, d.sha256, d.target) for d in _downloads(fix_plan(failed, fake))] == [
+        (kind, pins[0], HOME / ".local/share/blueprint/bin/kind"),
+        (kubectl, pins[1], HOME / ".local/share/blueprint/bin/kubectl"),
     ]
 
 
-def test_fix_plan_installs_the_pinned_pulumi_release_into_home_pulumi_checked_against_its_checksums() -> None:
+def test_fix_plan_installs_the_pinned_pulumi_release_into_home_pulumi_checked_against_its_pin() -> None:
     fake = without(FakeMachine(system="darwin", machine="arm64", files={}), "pulumi")
     [pulumi] = _downloads(fix_plan([checked(fake)["Pulumi CLI"]], fake))
     assert pulumi.url == "https://get.pulumi.com/releases/sdk/pulumi-v3.272.0-darwin-arm64.tar.gz"
-    assert pulumi.checksum_url == "https://get.pulumi.com/releases/sdk/pulumi-3.272.0-checksums.txt"
-    assert (pulumi.listed_as, pulumi.target, pulumi.unpack) == (
-        "pulumi-v3.272.0-darwin-arm64.tar.gz",
+    assert (pulumi.sha256, pulumi.target, pulumi.unpack) == (
+        FAKE_PINS["Pulumi CLI"]["3.272.0 darwin/arm64"],
         HOME / ".local/share/blueprint/pulumi/bin",
         True,
     )
@@ -145,7 +146,7 @@ def test_fix_stops_at_the_first_command_that_fails_and_shows_its_output() -> Non
 
 
 def test_home_folder_installs_are_not_asked_for(tmp_path: Path) -> None:
-    """They change nothing outside the home folder, and each is checked against its published SHA-256."""
+    """They change nothing outside the home folder, and each is checked against its pinned SHA-256."""
     machine = serve_releases(without(on(DEBIAN_13, home_dir=tmp_path), "kind"))
     out = io.StringIO()
     code = run_doctor(["--fix", "--phase", "1"], machine=machine, out=out, terminal=True, ask=never_asked, run_command=FakeShell())

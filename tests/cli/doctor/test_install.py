@@ -1,4 +1,4 @@
-"""`--fix` installs only a download that matches the SHA-256 its publisher puts beside it, into the user's
+"""`--fix` installs only a download that matches the SHA-256 versions.py pins for it, into the user's
 home, and runs no installer script; an archive is unpacked into its folder alone."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_the_pulumi_cli_fix_installs_the_sdks_version() -> None:
     assert importlib.metadata.version("pulumi") == versions.PULUMI_VERSION
 
 
-def test_run_fix_installs_each_download_once_it_matches_its_published_sha256_and_checks_again(tmp_path: Path) -> None:
+def test_run_fix_installs_each_download_once_it_matches_its_pinned_sha256_and_checks_again(tmp_path: Path) -> None:
     fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"))
     code, output = doctor_output(["--fix"], fake)
     kind = tmp_path / ".local/share/blueprint/bin/kind"
@@ -103,13 +103,12 @@ def test_fix_installs_nothing_into_a_tools_folder_other_users_may_write_in(tmp_p
     assert list(tools.iterdir()) == []
 
 
-def test_fix_says_the_checksum_shows_a_download_arrived_whole_not_that_its_release_is_genuine(tmp_path: Path) -> None:
-    """The checksum comes from beside the file, from the same publisher: what it proves, and no more."""
+def test_fix_says_once_that_each_file_must_match_the_sha256_blueprint_pins_not_its_servers(tmp_path: Path) -> None:
     fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "kubectl"))
     _, output = doctor_output(["--fix"], fake)
     said = (
-        "(each checksum comes from the same publisher as its file: it catches a download damaged or cut short on the way, "
-        "not a release whose publisher was compromised)"
+        "(each file must have the SHA-256 this blueprint pins for it in versions.py, not the one its server says: "
+        "a file damaged on the way, or swapped where it is published, is refused)"
     )
     assert output.count(said) == 1, output
 
@@ -119,17 +118,14 @@ def test_run_fix_runs_no_installer_script(tmp_path: Path) -> None:
     fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "kubectl", "pulumi"))
     doctor_output(["--fix"], fake)
     assert [call for call in fake.calls if call[0] in ("sh", "bash", "curl", "chmod")] == []
-    assert all(
-        url.endswith((".tar.gz", "sha256sum", ".sha256", "checksums.txt")) or url.rsplit("/", 1)[1] in ("kind-linux-amd64", "kubectl")
-        for url in fake.downloads
-    )
+    assert all(url.endswith(".tar.gz") or url.rsplit("/", 1)[1] in ("kind-linux-amd64", "kubectl") for url in fake.downloads)
 
 
-def test_a_download_that_does_not_match_its_published_sha256_stops_the_fix_and_installs_nothing(tmp_path: Path) -> None:
+def test_a_download_that_does_not_match_its_pinned_sha256_stops_the_fix_and_installs_nothing(tmp_path: Path) -> None:
     fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind", "pulumi"), tampered=install.KIND)
     code, output = doctor_output(["--fix"], fake)
     assert code == 1
-    assert f"stopped: {KIND_URL} does not match its published SHA-256 ({KIND_URL}.sha256sum)" in output
+    assert f"stopped: {KIND_URL} does not match the SHA-256 blueprint pins for it (versions.py KIND_SHA256)" in output
     assert "Nothing was installed" in output
     assert not (tmp_path / ".local").exists()
     assert not any("pulumi" in url for url in fake.downloads)  # stopped: the next install is not tried
@@ -143,35 +139,9 @@ def test_a_pulumi_tarball_that_does_not_match_leaves_the_installed_pulumi_alone(
     fake.outputs["pulumi"] = (0, "v3.120.0\n")
     code, output = doctor_output(["--fix"], fake)
     assert code == 1
-    assert "does not match its published SHA-256" in output
+    assert "does not match the SHA-256 blueprint pins for it (versions.py PULUMI_SHA256)" in output
     assert installed.read_text() == "the old one"
     assert sorted(path.name for path in installed.parent.parent.iterdir()) == ["bin"]
-
-
-def test_a_checksum_file_that_does_not_list_the_download_installs_nothing(tmp_path: Path) -> None:
-    fake = serve_releases(without(FakeMachine(home_dir=tmp_path), "kind"))
-    fake.served[f"{KIND_URL}.sha256sum"] = b"0123  kind-linux-amd64\n"
-    code, output = doctor_output(["--fix"], fake)
-    assert code == 1
-    assert f"failed: {KIND_URL}.sha256sum holds no SHA-256 for kind-linux-amd64; nothing was installed" in output
-    assert not (tmp_path / ".local/share/blueprint/bin/kind").exists()
-
-
-@pytest.mark.parametrize(
-    ("text", "listed_as", "digest"),
-    [
-        (f"{'a' * 64}\n", None, "a" * 64),
-        (f"{'b' * 64}  kind-linux-amd64\n", "kind-linux-amd64", "b" * 64),
-        (
-            f"{'c' * 64}  pulumi-v3.272.0-linux-arm64.tar.gz\n{'d' * 64}  pulumi-v3.272.0-linux-x64.tar.gz\n",
-            "pulumi-v3.272.0-linux-x64.tar.gz",
-            "d" * 64,
-        ),
-        (f"{'e' * 64}  kind-linux-arm64\n", "kind-linux-amd64", None),
-    ],
-)
-def test_the_published_digest_is_read_in_each_publishers_format(text: str, listed_as: str | None, digest: str | None) -> None:
-    assert install.published_digest(text, listed_as) == digest
 
 
 @pytest.fixture

@@ -216,3 +216,18 @@ def test_a_cluster_name_too_long_for_the_mirrors_names_is_refused_with_the_cache
 
 def test_a_domain_whose_registry_name_is_a_public_registry_is_refused() -> None:
     assert "registry.gitlab.com is a public registry the platform pulls from" in error_for(domain="gitlab.com")
+
+
+@pytest.mark.parametrize("domain", ["co.uk", "github.io", "s3.amazonaws.com", "eu-west-1.compute.amazonaws.com", "x.ck", "xn--55qx5d.cn"])
+def test_a_domain_that_is_a_public_suffix_is_refused(domain: str) -> None:
+    """ICANN's (co.uk) and private (github.io) suffixes, those of a wildcard rule (*.ck) and an IDN one
+    punycoded (公司.cn): names of many owners."""
+    assert f"{domain} is a public suffix" in error_for(domain=domain)
+
+
+@pytest.mark.parametrize(
+    "domain", ["example.co.uk", "me.github.io", "local.example.net", "blueprint.test", "lab.internal", "dev.localhost", "xn--zz.cn"]
+)
+def test_a_domain_under_a_public_suffix_is_accepted(domain: str) -> None:
+    """One label under a suffix is one owner's; a top-level name the list lacks (test, internal) is a suffix like any other."""
+    assert parse_phase1({"domain": domain}).domain == domain
