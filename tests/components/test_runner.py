@@ -349,9 +349,13 @@ def test_every_pods_pids_are_limited() -> None:
 
 @pytest.mark.parametrize("runner", RUNNERS)
 def test_the_manager_restarts_when_its_secrets_change(runner: str) -> None:
-    annotations = values(runner)["podAnnotations"]
+    """The pod's annotation is the registration's token's digest: a new token changes the pod template."""
+    result = planned("phase2")
+    chart = result.one(RELEASE, f"{runner}-chart")
+    annotations = chart["inputs"]["values"]["podAnnotations"]
     assert set(annotations) == {SECRETS_DIGEST_ANNOTATION}
     assert re.fullmatch(r"[0-9a-f]{64}", annotations[SECRETS_DIGEST_ANNOTATION])
+    assert result.one(RUNNER, f"{runner}-registration")["urn"] in chart["dependsOn"]
 
 
 def test_a_new_token_changes_the_managers_digest_and_the_digest_is_keyed() -> None:
