@@ -10,8 +10,8 @@ manager through `podLabels`):
 - the image-build runner's jobs (BuildKit alone): the image cache's mirrors (`mirror_peers`).
 
 Nothing else: not Postgres, OpenBao, Valkey, Gitaly or GitLab's own pods, MinIO's console, the
-kubelets, the host or the internet. kind's kindnetd enforces it, after kube-proxy's DNAT; why, and
-sources: docs/design/decisions.md, entry 44.
+kubelets or the internet; the host and other private addresses only on the API server's (and the
+mirrors') port. kindnetd enforces it, after DNAT; why: docs/design/decisions.md, entry 44.
 """
 
 from __future__ import annotations
