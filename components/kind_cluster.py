@@ -170,12 +170,20 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
         "containerdConfigPatches": [
             f'[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "{NODE_DATA_PATH}/{REGISTRY_HOSTS_SUBDIR}"'
         ],
+        # Every pod's PIDs capped (a job's fork bomb stops in its pod): kubeadm reads the kubelet's
+        # configuration from the first node alone and gives it to all (kind docs/user/configuration.md).
+        "kubeadmConfigPatches": [f"kind: KubeletConfiguration\npodPidsLimit: {POD_PIDS_LIMIT}\n"],
         "nodes": [
             control_plane,
             *(node("worker", GITLAB_NODE_LABEL) for _ in range(args.gitlab_nodes)),
             *(node("worker", RUNNER_NODE_LABEL) for _ in range(args.runner_nodes)),
         ],
     }
+
+
+POD_PIDS_LIMIT = 4096
+"""Processes and threads per pod (kubelet `podPidsLimit`; unlimited by default): far above what
+GitLab's or Postgres' pods run, far below what takes a laptop down."""
 
 
 SCRIPT_ENVIRONMENT = {

@@ -36,6 +36,8 @@ from providers.host_secret import HostSecret, HostSecretArgs
 NAME = "minio"
 API_PORT = 9000
 CONSOLE_PORT = 9001
+SERVER_LABELS = {"app.kubernetes.io/name": NAME}
+"""The labels of MinIO's server pods."""
 GITLAB = "gitlab"
 RUNNER_CACHE = "runner-cache"
 GITLAB_BUCKETS = (
@@ -345,7 +347,7 @@ class Minio(pulumi.ComponentResource):
             opts=child,
         )
         claim = bound_claim(f"{name}-data", args.volume, args.volume_resource, namespace.metadata.name, child)
-        labels = {"app.kubernetes.io/name": NAME}
+        labels = dict(SERVER_LABELS)
         server = k8s.apps.v1.Deployment(
             f"{name}-server",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=NAME, namespace=namespace.metadata.name, labels=labels),

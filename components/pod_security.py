@@ -28,3 +28,54 @@ def pod_security_labels(enforce: Level) -> dict[str, str]:
         f"{prefix}/audit": "restricted",
         f"{prefix}/audit-version": POLICY_VERSION,
     }
+
+
+def _unset_or_not(path: str, field: str, value: str) -> str:
+    """CEL: `path` has no `field`, or not `value` (`path` itself present)."""
+    return f"(!has({path}.{field}) || {path}.{field} != {value})"
+
+
+def _not_unconfined(path: str) -> str:
+    """CEL: neither the seccomp nor the AppArmor profile of `path` (a security context) is `Unconfined`."""
+    unconfined = "'Unconfined'"
+    seccomp, apparmor = (f"(!has({path}.{kind}) || {path}.{kind}.type != {unconfined})" for kind in ("seccompProfile", "appArmorProfile"))
+    return f"{seccomp} && {apparmor}"
+
+
+def one_relaxed_container_policy(*, namespace: str, container: str, image: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """A ValidatingAdmissionPolicy's `variables` and `validations` that hold pods in `namespace`
+    (whose Pod Security level is `privileged`) to `baseline` and more, but for one relaxation: the
+    container named `container`, running `image` as non-root, may have seccomp and AppArmor
+    `Unconfined` and may escalate privileges. Nothing else may: no host namespace, path or port, no
+    privileged container or added capability, no SELinux options, unmasked proc mount or sysctl, no
+    ephemeral container. Fields: admissionregistration.k8s.io/v1 (GA since Kubernetes 1.30).
+    """
+    context, pod = "c.securityContext", "object.spec.securityContext"
+    relaxed = (
+        f"(c.name == '{container}' && c.image == '{image}' && has({context}) && has({context}.runAsNonRoot) && {context}.runAsNonRoot)"
+    )
+    no_caps = f"(!has({context}.capabilities) || !has({context}.capabilities.add) || size({context}.capabilities.add) == 0)"
+    confined = f"{_unset_or_not(context, 'privileged', 'true')} && {no_caps} && !has({context}.seLinuxOptions)"
+    unmasked = _unset_or_not(context, "procMount", "'Unmasked'")
+    annotation = "container.apparmor.security.beta.kubernetes.io/"
+    host = " && ".join(f"!(has(object.spec.{name}) && object.spec.{name})" for name in ("hostNetwork", "hostPID", "hostIPC"))
+    rules = {
+        "no host namespace": host,
+        "no hostPath volume": "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))",
+        "no ephemeral container": "!has(object.spec.ephemeralContainers) || size(object.spec.ephemeralContainers) == 0",
+        "no host port": "variables.containers.all(c, !has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",
+        "the pod: nothing unconfined, no sysctl, no SELinux options": f"!has({pod}) || ({_not_unconfined(pod)}"
+        f" && !has({pod}.sysctls) && !has({pod}.seLinuxOptions))",
+        "no privileged container, added capability, SELinux options or unmasked proc mount": f"variables.containers.all(c, !has({context})"
+        f" || ({confined} && {unmasked}))",
+        f"only the {container} container, running {image} as non-root, is unconfined or may escalate": "variables.containers.all(c, "
+        f"{relaxed} || !has({context}) || ({_not_unconfined(context)} && {_unset_or_not(context, 'allowPrivilegeEscalation', 'true')}))",
+        f"only the {container} container's AppArmor annotation may say unconfined": "!has(object.metadata.annotations)"
+        f" || object.metadata.annotations.all(k, !k.startsWith('{annotation}') || k == '{annotation}{container}'"
+        " || object.metadata.annotations[k] != 'unconfined')",
+    }
+    variables = [
+        {"name": "containers", "expression": "object.spec.containers + (has(object.spec.initContainers) ? object.spec.initContainers : [])"}
+    ]
+    validations = [{"expression": expression, "message": f"{namespace}: {rule}"} for rule, expression in rules.items()]
+    return variables, validations

@@ -10,17 +10,21 @@ with the gitlab-runner chart. phase2 runs two: the default one, and one for imag
   ServiceAccount token. The image-build runner takes only jobs tagged `IMAGE_BUILD_TAG`, in
   `gitlab-runner-image-build` (`privileged`), and runs rootless BuildKit's image alone; its build
   container has seccomp and AppArmor `Unconfined` and may escalate privileges (BuildKit maps its
-  user namespace with the setuid `newuidmap`); its helper and init containers stay confined.
-- The manager runs at `restricted`, with the Kubernetes executor's RBAC list in its own namespace;
-  it trusts our CA and hands it to jobs as `CI_SERVER_TLS_CA_FILE`. The cache is MinIO's
-  `runner-cache` bucket.
+  user namespace with the setuid `newuidmap`); its helper and init containers stay confined. It is
+  `ref_protected`; an admission policy narrows its namespace to that relaxation. Jobs have limits
+  (JOB_RESOURCES), egress `runner_egress`'s; a new token restarts the manager (`secrets_digest`).
+- The manager runs at `restricted`, with the executor's RBAC list in its namespace; it trusts our
+  CA and hands it to jobs as `CI_SERVER_TLS_CA_FILE`. The cache is MinIO's `runner-cache` bucket.
 
 The config keys are gitlab-runner 19.1's (common/config.go at tag v19.1.0). Why each of these:
-docs/design/decisions.md, entries 26, 27 and 28.
+docs/design/decisions.md, entries 26, 27, 28 and 44.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +32,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
-from components.pod_security import pod_security_labels
+from components.pod_security import one_relaxed_container_policy, pod_security_labels
+from components.runner_egress import JOB, MANAGER, ROLE_LABEL, Peer, RunnerEgress, RunnerEgressArgs
+from components.storage import as_input
 from providers.gitlab_api import Connection
 from providers.gitlab_runner import GitLabRunner, GitLabRunnerArgs
 
@@ -47,6 +53,31 @@ IMAGE_BUILD_TAG = "blueprint-image-build"
 """The tag of the jobs that build images (the pipeline's `build-image`): only the image-build runner takes them."""
 DEFAULT_NAMESPACE = "gitlab-runner"
 IMAGE_BUILD_NAMESPACE = "gitlab-runner-image-build"
+BUILD_CONTAINER = "build"
+"""The name gitlab-runner gives a job pod's build container (executors/kubernetes `buildContainerName`)."""
+SECRETS_DIGEST_ANNOTATION = "blueprint/secrets-hmac"
+"""On the manager's pod: a keyed digest of what the chart reads once, at start (the runner token,
+the cache keys, the CA), so that a new token (a re-registered runner) restarts the manager."""
+
+JOB_RESOURCES = {
+    "cpu_request": "100m",
+    "cpu_limit": "2",
+    "memory_request": "128Mi",
+    "memory_limit": "1Gi",
+    "helper_cpu_request": "50m",
+    "helper_cpu_limit": "500m",
+    "helper_memory_request": "64Mi",
+    "helper_memory_limit": "256Mi",
+    "service_cpu_request": "50m",
+    "service_cpu_limit": "1",
+    "service_memory_request": "64Mi",
+    "service_memory_limit": "512Mi",
+}
+"""Every job's requests and limits, per container (gitlab-runner docs/executors/kubernetes: the
+`[runners.kubernetes]` keys): one job cannot take the laptop. No `*_overwrite_max_allowed` is set, so
+a job cannot raise them (KUBERNETES_CPU_LIMIT and friends are then ignored)."""
+IMAGE_BUILD_RESOURCES = JOB_RESOURCES | {"cpu_request": "500m", "memory_request": "512Mi", "memory_limit": "2Gi"}
+"""An image build's: BuildKit unpacks and compresses layers in memory."""
 
 
 def runner_description(owner: str, *, image_builds: bool) -> str:
@@ -111,6 +142,10 @@ class RunnerArgs:
     s3_access_key: pulumi.Input[str]
     s3_secret_key: pulumi.Input[str]
     concurrent: int = 4
+    gitlab_peer: Peer
+    """GitLab's web and registry endpoints as its pods may reach them (Envoy's pods)."""
+    minio_peer: Peer
+    """MinIO's S3 endpoint as its pods may reach it (the cache)."""
     docker_hub_mirror: str = ""
     """`<host>:<port>` of the image cache's Docker Hub mirror (plain HTTP), or "" for none: the
     image-build runner's jobs hand it to BuildKit, which pulls base images itself, not through the
@@ -173,6 +208,11 @@ def _build_container_context(args: RunnerArgs) -> str:
 """
 
 
+def _resources(args: RunnerArgs) -> str:
+    resources = IMAGE_BUILD_RESOURCES if args.image_builds else JOB_RESOURCES
+    return "".join(f'    {key} = "{value}"\n' for key, value in resources.items())
+
+
 def runner_config(args: RunnerArgs) -> str:
     """The runner's config.toml (`runners.config`, rendered by the chart with `tpl`)."""
     image = versions.BUILDKIT_IMAGE if args.image_builds else versions.JOB_DEFAULT_IMAGE
@@ -185,7 +225,10 @@ def runner_config(args: RunnerArgs) -> str:
     privileged = false
     allow_privilege_escalation = false
     automount_service_account_token = false
+{_resources(args)}\
 {_image_build_limits(args)}\
+    [runners.kubernetes.pod_labels]
+      "{ROLE_LABEL}" = "{JOB}"
     [runners.kubernetes.node_selector]
       "{args.node_label_key}" = "{args.node_label}"
     [runners.kubernetes.pod_security_context.seccomp_profile]
@@ -202,7 +245,19 @@ def runner_config(args: RunnerArgs) -> str:
 """
 
 
-def runner_values(args: RunnerArgs, *, token_secret: str, certs_secret: str, cache_secret: str) -> dict[str, Any]:
+def secrets_digest(token: str, access_key: str, secret_key: str, ca_pem: str) -> str:
+    """HMAC-SHA256 of what the manager reads once at start, keyed with its runner token: it changes
+    with any of them, and, keyed, tells nothing of them to whoever reads the pod, nor lets anyone
+    without the token test a guess at the cache keys; so it can be a plain value (a secret one would
+    hide the release's whole values in every diff).
+    """
+    message = json.dumps([access_key, secret_key, ca_pem]).encode()
+    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+
+
+def runner_values(
+    args: RunnerArgs, *, token_secret: str, certs_secret: str, cache_secret: str, secrets_digest: pulumi.Input[str] = ""
+) -> dict[str, Any]:
     return {
         "gitlabUrl": f"{args.gitlab_url}/",
         # Pulumi owns the runner's life, not the chart: with preserveData a destroy leaves it in GitLab, for the next `up` to adopt.
@@ -214,6 +269,8 @@ def runner_values(args: RunnerArgs, *, token_secret: str, certs_secret: str, cac
         "nodeSelector": {args.node_label_key: args.node_label},
         "securityContext": MANAGER_SECURITY_CONTEXT,
         "podSecurityContext": MANAGER_POD_SECURITY_CONTEXT,
+        "podLabels": {ROLE_LABEL: MANAGER},
+        "podAnnotations": {SECRETS_DIGEST_ANNOTATION: secrets_digest},
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "runners": {"secret": token_secret, "cache": {"secretName": cache_secret}, "config": runner_config(args)},
     }
@@ -238,6 +295,9 @@ class Runner(pulumi.ComponentResource):
                 description=args.description,
                 tag_list=args.tags,
                 run_untagged=not args.image_builds,
+                # Its build container is unconfined: only protected branches' and tags' jobs (what
+                # Maintainers pushed), never any branch's.
+                access_level="ref_protected" if args.image_builds else "not_protected",
             ),
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data),
         )
@@ -260,6 +320,19 @@ class Runner(pulumi.ComponentResource):
                 opts=child,
             )
 
+        # What must hold before any of its pods runs: the image-build namespace's admission policy, and the egress policies.
+        before_pods: list[pulumi.Resource] = [_image_build_admission(name, args.kube_namespace, child)] if args.image_builds else []
+        before_pods += RunnerEgress(
+            f"{name}-egress",
+            RunnerEgressArgs(
+                namespace=namespace.metadata.name,
+                gitlab=args.gitlab_peer,
+                minio=args.minio_peer,
+                jobs_reach_api=not args.image_builds,
+                mirrors=(args.docker_hub_mirror,) if args.image_builds and args.docker_hub_mirror else (),
+            ),
+            opts=child,
+        ).policies
         token = secret("token", {"runner-token": registered.authentication_token, "runner-registration-token": ""})
         certs = secret("certs", {f"{args.gitlab_host}.crt": args.ca_pem})
         cache = secret("cache", {"accesskey": args.s3_access_key, "secretkey": args.s3_secret_key})
@@ -272,11 +345,57 @@ class Runner(pulumi.ComponentResource):
                 repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.GITLAB_CHART_REPO),
                 namespace=namespace.metadata.name,
                 values=runner_values(
-                    args, token_secret="gitlab-runner-token", certs_secret="gitlab-runner-certs", cache_secret="gitlab-runner-cache"
+                    args,
+                    token_secret="gitlab-runner-token",
+                    certs_secret="gitlab-runner-certs",
+                    cache_secret="gitlab-runner-cache",
+                    secrets_digest=pulumi.Output.unsecret(
+                        pulumi.Output.all(registered.authentication_token, args.s3_access_key, args.s3_secret_key, args.ca_pem).apply(
+                            lambda values: secrets_digest(*(str(value) for value in values))
+                        )
+                    ),
                 ),
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[token, certs, cache])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[token, certs, cache, *before_pods])),
         )
         self.runner_id = pulumi.Output.all(registered.id, release.status).apply(lambda values: str(values[0]))
         self.token = registered.authentication_token
         self.register_outputs({"runner_id": self.runner_id})
+
+
+def _image_build_admission(name: str, namespace: str, child: pulumi.ResourceOptions) -> pulumi.Resource:
+    """The image-build namespace's `privileged` Pod Security level, narrowed: a policy that allows its
+    pods exactly the build container's relaxation (BuildKit's image, unconfined, as `runner_config`
+    sets it) and nothing else `baseline` refuses.
+    """
+    policy_name = f"blueprint-{namespace}-pods"
+    variables, validations = one_relaxed_container_policy(namespace=namespace, container=BUILD_CONTAINER, image=versions.BUILDKIT_IMAGE)
+    policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        f"{name}-pod-policy",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name),
+        spec=as_input(
+            {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["pods", "pods/ephemeralcontainers"],
+                        }
+                    ],
+                },
+                "variables": variables,
+                "validations": validations,
+            }
+        ),
+        opts=child,
+    )
+    return k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+        f"{name}-pod-policy-binding",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name),
+        spec=as_input({"policyName": policy.metadata.name, "validationActions": ["Deny"]}),
+        opts=child,
+    )

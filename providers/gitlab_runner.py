@@ -18,20 +18,23 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pulumi
 
 from providers.gitlab_api import CONNECTION, Connection, GitLab, encode, wire
 from providers.gitlab_get_or_create import GetOrCreateProvider, NotOurs, program_owner
 
-PROVIDER_VERSION = "1"
+PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
+
+AccessLevel = Literal["not_protected", "ref_protected"]
+"""Ci::Runner's `access_level` enum: any ref's jobs, or protected refs' alone."""
 
 
 class RunnerProvider(GetOrCreateProvider):
     kind = "runner"
-    inputs = (*CONNECTION, "group_id", "description", "tag_list", "run_untagged", "owner", "provider_version")
+    inputs = (*CONNECTION, "group_id", "description", "tag_list", "run_untagged", "access_level", "owner", "provider_version")
     replace_on = ("group_id", "description")
     """The description is the mark, and the group where it serves: another one is another runner."""
 
@@ -90,7 +93,12 @@ class RunnerProvider(GetOrCreateProvider):
 
     @staticmethod
     def _settings(props: dict[str, Any]) -> dict[str, Any]:
-        return {"description": props["description"], "tag_list": list(props["tag_list"]), "run_untagged": bool(props["run_untagged"])}
+        return {
+            "description": props["description"],
+            "tag_list": list(props["tag_list"]),
+            "run_untagged": bool(props["run_untagged"]),
+            "access_level": str(props["access_level"]),
+        }
 
     def remove(self, api: GitLab, id_: str, props: dict[str, Any], current: dict[str, Any] | None = None) -> None:
         api.delete(f"/runners/{encode(id_)}")
@@ -124,6 +132,10 @@ class GitLabRunnerArgs:
     """Exactly ours: it names the owner (`<pulumi project>/<stack>`)."""
     tag_list: tuple[str, ...]
     run_untagged: bool = True
+    access_level: AccessLevel = "not_protected"
+    """`ref_protected`: GitLab gives it only the jobs of protected branches and tags (Ci::Runner
+    `access_level`, which `POST /user/runners` and `PUT /runners/:id` take: lib/api/user_runners.rb,
+    lib/api/ci/runners.rb)."""
     owner: str | None = None
     """`<pulumi project>/<stack>`, for the messages that name a command; the running program's by default."""
 

@@ -42,6 +42,7 @@ from components.pod_security import pod_security_labels
 from components.postgres import Postgres, PostgresArgs
 from components.redis import VALKEY_USER, Redis, RedisArgs
 from components.runner import Runner, RunnerArgs
+from components.runner_egress import ENVOY_HTTPS_PORT, ENVOY_LABELS, Peer
 from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume, folders_in
 from components.tls import Tls, TlsArgs
 from providers.deploy_kubeconfig import kubeconfig_token
@@ -447,6 +448,8 @@ def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runn
                 s3_secret_key=minio.credentials_for(mn.RUNNER_CACHE).secret_key,
                 concurrent=2 if image_builds else 4,
                 docker_hub_mirror=str(dict(inputs[outputs.IMAGE_MIRRORS]).get("docker.io", "")),
+                gitlab_peer=Peer(namespace=GITALY_VOLUME.namespace, labels=ENVOY_LABELS, ports=(ENVOY_HTTPS_PORT,)),
+                minio_peer=Peer(namespace=MINIO_VOLUME.namespace, labels=mn.SERVER_LABELS, ports=(mn.API_PORT,)),
             ),
             opts=ground.on_cluster,
         )

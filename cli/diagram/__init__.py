@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
-from cli.diagram import data, routes, workloads
+from cli.diagram import data, egress, routes, workloads
 from cli.diagram.drawing import drawing, traffic
 from cli.diagram.model import Architecture, PortMapping, output, relative_to
 from cli.diagram.tables import tables
@@ -83,6 +83,7 @@ def architecture(plans: Sequence[Plan]) -> Architecture:
         phases=phases,
         mirrors=data.mirrors(plans),
         laptop_routes=laptop_names,
+        egress=egress.egress(plans),
     )
 
 

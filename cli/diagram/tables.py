@@ -4,6 +4,7 @@ port of the laptop reaches, which names are routed to what, and where data lives
 
 from __future__ import annotations
 
+from cli.diagram.egress import ENFORCED_BY
 from cli.diagram.model import ANY_WORKER, EVERY_NODE, Architecture, Workload
 
 
@@ -28,6 +29,10 @@ def tables(arch: Architecture) -> list[str]:
         "## Names",
         "",
         *_names(arch),
+        "",
+        "## What CI pods may reach",
+        "",
+        *_egress(arch),
         "",
         "## Where data lives",
         "",
@@ -117,4 +122,11 @@ def _data(arch: Architecture) -> list[str]:
         if entry.workload in by_key:
             what += f", used by {by_key[entry.workload].name}"
         rows.append(f"| `{entry.path}` | {_cell(what)} | {f'`{entry.node_path}`' if entry.node_path else '—'} | {entry.phase} |")
+    return rows
+
+
+def _egress(arch: Architecture) -> list[str]:
+    """Each egress NetworkPolicy: a pod selected by several may reach what any of them allows."""
+    rows = [*ENFORCED_BY, "", "| namespace | pods | may reach (namespace (pods) or address: ports) | phase |", "|---|---|---|---|"]
+    rows += [f"| {namespace} | {_cell(pods)} | {_cell(reaches)} | {phase} |" for namespace, pods, reaches, phase in arch.egress]
     return rows

@@ -397,3 +397,11 @@ def test_a_readme_without_the_markers_is_reported_as_such(tmp_path: Path, capsys
     assert f"{readme} has no traffic diagram markers: put the lines `{BEGIN}` and `{END}`" in capsys.readouterr().err
     assert readme.read_text() == "# blueprint\n\nA platform.\n"
     assert not (tmp_path / "architecture.md").exists(), "nothing is written while a page cannot be made"
+
+
+def test_the_document_says_what_each_runner_pod_may_reach_and_what_enforces_it(document: str) -> None:
+    section = document.split("## What CI pods may reach", 1)[1].split("\n## ", 1)[0]
+    assert "kindnetd" in section
+    for namespace in ("gitlab-runner", "gitlab-runner-image-build"):
+        assert f"| {namespace} | every pod | nothing | phase2 |" in section
+        assert f"| {namespace} | blueprint/ci-role=job |" in section

@@ -5,7 +5,10 @@ to a runner whose build container has seccomp and AppArmor `Unconfined`, and not
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import re
 import subprocess
 import tomllib
 from pathlib import Path
@@ -17,7 +20,14 @@ import yaml
 import versions
 from apps_manifest import APPS_DIR
 from components.gitlab_projects import GROUP
-from components.runner import BUILDKIT_USER, DOCKER_HUB_MIRROR_VARIABLE, IMAGE_BUILD_TAG, NO_SERVICES
+from components.runner import (
+    BUILDKIT_USER,
+    DOCKER_HUB_MIRROR_VARIABLE,
+    IMAGE_BUILD_TAG,
+    NO_SERVICES,
+    SECRETS_DIGEST_ANNOTATION,
+    secrets_digest,
+)
 from stacks import outputs
 from tests.plans import planned
 
@@ -292,3 +302,65 @@ def test_image_builds_without_the_cache_go_to_docker_hub_itself(tmp_path: Path) 
 def test_no_runner_names_a_mirror_when_phase1_runs_no_image_cache() -> None:
     chart = planned("phase2", imageCache="false").one(RELEASE, "image-build-runner-chart")
     assert "environment" not in tomllib.loads(chart["inputs"]["values"]["runners"]["config"])["runners"][0]
+
+
+def test_the_image_build_runner_takes_only_protected_refs_jobs() -> None:
+    result = planned("phase2")
+    assert result.one(RUNNER, "image-build-runner-registration")["inputs"]["access_level"] == "ref_protected"
+    assert result.one(RUNNER, "runner-registration")["inputs"]["access_level"] == "not_protected"
+
+
+def test_the_build_image_job_runs_on_protected_refs_alone() -> None:
+    """Else, on any other branch, it would wait forever for a runner that never takes it."""
+    pipeline = yaml.safe_load((APPS_DIR / "shared-code" / "templates" / "pipeline.yml").read_text())
+    assert pipeline["build-image"]["rules"] == [{"if": '$CI_COMMIT_REF_PROTECTED == "true"', "exists": ["Dockerfile"]}]
+
+
+def test_an_admission_policy_narrows_the_image_build_namespace_to_the_build_containers_profiles() -> None:
+    result = planned("phase2")
+    policy = result.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "image-build-runner-pod-policy")
+    binding = result.one(
+        "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "image-build-runner-pod-policy-binding"
+    )
+    spec = policy["inputs"]["spec"]
+    assert spec["matchConstraints"]["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "gitlab-runner-image-build"}}
+    assert (spec["failurePolicy"], binding["inputs"]["spec"]["validationActions"]) == ("Fail", ["Deny"])
+    relaxed = [v["expression"] for v in spec["validations"] if "Unconfined" in v["expression"] and "c.name" in v["expression"]]
+    assert len(relaxed) == 1
+    assert f"c.name == 'build' && c.image == '{versions.BUILDKIT_IMAGE}'" in relaxed[0]
+    assert binding["urn"] in result.one(RELEASE, "image-build-runner-chart")["dependsOn"]
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+@pytest.mark.parametrize("container", ["", "helper_", "service_"])
+def test_every_job_container_has_cpu_and_memory_requests_and_limits(runner: str, container: str) -> None:
+    settings = kubernetes(runner)
+    for key in ("cpu_request", "cpu_limit", "memory_request", "memory_limit"):
+        assert settings.get(f"{container}{key}"), f"{runner}: {container}{key}"
+    assert not [key for key in settings if key.endswith("_overwrite_max_allowed")]
+
+
+def test_every_pods_pids_are_limited() -> None:
+    cluster = planned("phase1").one("command:local:Command", "kind-cluster")
+    patches = yaml.safe_load(cluster["inputs"]["stdin"])["kubeadmConfigPatches"]
+    kubelet = [yaml.safe_load(patch) for patch in patches if "KubeletConfiguration" in patch]
+    assert [int(config["podPidsLimit"]) > 0 for config in kubelet] == [True]
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_the_manager_restarts_when_its_secrets_change(runner: str) -> None:
+    """The pod's annotation is the registration's token's digest: a new token changes the pod template."""
+    result = planned("phase2")
+    chart = result.one(RELEASE, f"{runner}-chart")
+    annotations = chart["inputs"]["values"]["podAnnotations"]
+    assert set(annotations) == {SECRETS_DIGEST_ANNOTATION}
+    assert re.fullmatch(r"[0-9a-f]{64}", annotations[SECRETS_DIGEST_ANNOTATION])
+    assert result.one(RUNNER, f"{runner}-registration")["urn"] in chart["dependsOn"]
+
+
+def test_a_new_token_changes_the_managers_digest_and_the_digest_is_keyed() -> None:
+    digest = secrets_digest("glrt-one", "runner-cache", "key", "PEM")
+    assert digest != secrets_digest("glrt-two", "runner-cache", "key", "PEM")
+    assert digest == secrets_digest("glrt-one", "runner-cache", "key", "PEM")
+    unkeyed = [hashlib.sha256(text.encode()).hexdigest() for text in ("glrt-one", json.dumps(["runner-cache", "key", "PEM"]))]
+    assert digest not in unkeyed

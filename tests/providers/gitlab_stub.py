@@ -201,6 +201,7 @@ class GitLabState:
     def add_runner(self, description: str, tags: list[str], *, group: dict[str, Any] | None = None) -> dict[str, Any]:
         """An instance runner, or with `group` a runner of that group."""
         runner: dict[str, Any] = {"id": self.new_id(), "description": description, "tag_list": tags, "run_untagged": True, "active": True}
+        runner["access_level"] = "not_protected"  # Ci::Runner's default (enum access_level)
         runner |= {"runner_type": "instance_type", "online": False, "status": "offline", "token": f"glrt-stub-{self.next_id}"}
         runner["groups"] = [] if group is None else [group["id"]]
         if group is not None:
@@ -214,6 +215,15 @@ class GitLabState:
 
     def project_full_path(self, project: dict[str, Any]) -> str:
         return f"{self.group_full_path(self.groups[project['namespace_id']])}/{project['path']}"
+
+
+def _access_level(params: dict[str, Any], current: str = "not_protected") -> str:
+    """A runner's `access_level` from a create or update call: one of Ci::Runner.access_levels' keys,
+    else 400, as grape's `values:` check answers (lib/api/user_runners.rb, lib/api/ci/runners.rb)."""
+    level = str(params.get("access_level", current))
+    if level not in ("not_protected", "ref_protected"):
+        raise Refusal(400, {"error": "access_level does not have a valid value"})
+    return level
 
 
 class Refusal(Exception):
@@ -567,7 +577,7 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
             return shown
         groups = [self.state.groups[id_] for id_ in runner["groups"] if id_ in self.state.groups]
         shown["groups"] = [{"id": g["id"], "name": g["name"], "web_url": self._show_group(g)["web_url"]} for g in groups]
-        return shown | {"tag_list": runner["tag_list"], "run_untagged": runner["run_untagged"]}
+        return shown | {"tag_list": runner["tag_list"], "run_untagged": runner["run_untagged"], "access_level": runner["access_level"]}
 
     def list_runners(self, params: dict[str, Any]) -> Any:
         """Instance runners of a type, those carrying every tag of `tag_list` (lib/api/ci/runners.rb)."""
@@ -608,6 +618,7 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
                 raise Refusal(400, "Missing/invalid group")
         runner = self.state.add_runner(str(params.get("description", "")), list(params.get("tag_list", [])), group=group)
         runner |= {"runner_type": params["runner_type"], "run_untagged": bool(params.get("run_untagged", True))}
+        runner["access_level"] = _access_level(params)
         return 201, {"id": runner["id"], "token": runner["token"], "token_expires_at": None}
 
     def get_runner(self, _: dict[str, Any], id_: str) -> Any:
@@ -621,6 +632,7 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
     def update_runner(self, params: dict[str, Any], id_: str) -> Any:
         runner = self._runner(id_)
         runner |= {key: params[key] for key in ("description", "tag_list", "run_untagged") if key in params}
+        runner["access_level"] = _access_level(params, runner["access_level"])
         return self._show_runner(runner, details=True)
 
     def reset_runner_token(self, _: dict[str, Any], id_: str) -> Any:

@@ -35,6 +35,7 @@ def props(gitlab: str, group: dict[str, Any], **extra: Any) -> dict[str, Any]:
         "description": DESCRIPTION,
         "tag_list": TAGS,
         "run_untagged": True,
+        "access_level": "not_protected",
         "owner": OWNER,
         "provider_version": PROVIDER_VERSION,
         **extra,
@@ -112,6 +113,30 @@ def test_a_runner_of_ours_whose_tags_were_edited_is_adopted_not_duplicated(
     assert made.id == str(edited["id"])
     assert list(state.runners) == [edited["id"]]
     assert state.runners[edited["id"]]["tag_list"] == TAGS  # brought back to the inputs
+
+
+def test_a_runner_for_protected_refs_only_is_registered_so(
+    gitlab: str, state: GitLabState, group: dict[str, Any], runners: RunnerProvider
+) -> None:
+    made = runners.create(props(gitlab, group, access_level="ref_protected"))
+    assert state.runners[int(made.id)]["access_level"] == "ref_protected"
+
+
+def test_an_adopted_runner_that_took_any_refs_jobs_is_brought_to_protected_refs_only(
+    gitlab: str, state: GitLabState, group: dict[str, Any], runners: RunnerProvider
+) -> None:
+    """What an earlier blueprint, or someone by hand, left `not_protected` takes no branch's job once adopted."""
+    kept = state.add_runner(DESCRIPTION, TAGS, group=group)
+    runners.create(props(gitlab, group, access_level="ref_protected"))
+    assert state.runners[kept["id"]]["access_level"] == "ref_protected"
+
+
+def test_an_update_brings_the_access_level_to_the_inputs(
+    gitlab: str, state: GitLabState, group: dict[str, Any], runners: RunnerProvider
+) -> None:
+    made = runners.create(props(gitlab, group))
+    runners.update(str(made.id), outputs_of(made), props(gitlab, group, access_level="ref_protected"))
+    assert state.runners[int(made.id)]["access_level"] == "ref_protected"
 
 
 def test_a_runner_that_is_not_ours_is_left_alone(gitlab: str, state: GitLabState, group: dict[str, Any], runners: RunnerProvider) -> None:
