@@ -107,7 +107,7 @@ class OpenBaoInitArgs:
     to a vault that exists already too."""
     request_secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
     """The values of the `env` references in `requests` (secret)."""
-    release_digest: str
+    release_digest: pulumi.Input[str]
     """Changes whenever the release may roll the pod: then this is an update, which waits for the rollout."""
     mount: str
     """Where KV v2 must be."""
