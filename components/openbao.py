@@ -14,8 +14,9 @@ uninitialised server still lets it finish: `OpenBaoInit` waits (up to 10 minutes
 pull is slow), reads the log when the pod never gets ready, and names a pod of an earlier revision
 that holds the rollout up. Its `release_digest` input changes with whatever rolls the pod
 (`configAnnotation` rolls it on a config change, `ENVIRONMENT_ANNOTATION` on a change of the Secrets
-it reads its environment from), so it waits for the new pod, never checking the old one. The pod fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to
-127.0.0.1. Why: docs/design/decisions.md, entries 3, 4 and 8.
+it reads its environment from), so it waits for the new pod, never checking the old one. The pod
+fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to 127.0.0.1. Why:
+docs/design/decisions.md, entries 3, 4 and 8.
 """
 
 from __future__ import annotations
