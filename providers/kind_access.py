@@ -23,7 +23,11 @@ FOLDER_PREFIX = "blueprint-kubeconfigs-"
 
 
 class KindAccessError(Exception):
-    """kind did not give the kubeconfig; the message says what it printed."""
+    """kind did not give the kubeconfig; the message says what it printed (`said`, with its exit status)."""
+
+    def __init__(self, message: str, said: str = "", returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.said, self.returncode = said, returncode
 
 
 @contextlib.contextmanager
@@ -31,7 +35,8 @@ def admin_kubeconfig(cluster_name: str) -> Iterator[str]:
     """A path that holds the cluster's admin kubeconfig while the `with` block runs, and nothing after."""
     got = subprocess.run(["kind", "get", "kubeconfig", "--name", cluster_name], capture_output=True, text=True, timeout=60, check=False)
     if got.returncode != 0:
-        raise KindAccessError(f"kind get kubeconfig --name {cluster_name} failed: {got.stderr.strip()[-500:]}")
+        said = got.stderr.strip()[-500:]
+        raise KindAccessError(f"kind get kubeconfig --name {cluster_name} failed: {said}", said, got.returncode)
     if hasattr(os, "memfd_create") and Path(f"/proc/{os.getpid()}/fd").is_dir():
         with _in_memory(got.stdout) as path:
             yield path
