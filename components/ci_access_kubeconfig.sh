@@ -9,10 +9,10 @@ admin=$ADMIN_KUBECONFIG
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
 anchors=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" get secrets -l "$ANCHOR_LABEL=$DEPLOYER" -o name)
-for anchor in $anchors; do
-  case "$anchor" in
+for found in $anchors; do
+  case "$found" in
     "secret/$KEEP_ANCHOR") ;;
-    "secret/$DEPLOYER-token-"*) kubectl --kubeconfig "$admin" -n "$NAMESPACE" delete "$anchor" --ignore-not-found >&2 ;;
+    "secret/$DEPLOYER-token-"*) kubectl --kubeconfig "$admin" -n "$NAMESPACE" delete "$found" --ignore-not-found >&2 ;;
   esac
 done
 uid=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" create -f - -o 'jsonpath={.metadata.uid}' <<ANCHOR

@@ -44,6 +44,8 @@ PROVIDER_VERSION = "1"
 INPUTS = (
     "kind_cluster_name", "namespace", "namespace_uid", "service_account_uid", "script", "environment", "renew_days", "provider_version",
 )  # fmt: skip
+ADDED_ENVIRONMENT = ("KIND_CLUSTER_NAME", "NAMESPACE", "ANCHOR", "KEEP_ANCHOR", "ANCHOR_LABEL", "ADMIN_KUBECONFIG")
+"""What `make` adds to the script's `environment`."""
 ANCHOR_LABEL = "blueprint/deploy-token-of"
 """The label of the Secrets the tokens are bound to (value: the account), by which a later run finds them."""
 DAY_SECONDS = 86400
