@@ -8,17 +8,13 @@ less than asked: kube-apiserver `--service-account-max-token-expiration`), and r
 once the token is within `renew_days` of it: the next `up` makes a new one, and phase3 hands it on
 to CI. Until then a second `up` compares the same inputs and the same expiry: no change.
 
-The kubeconfig is printed by `script` (the component's shell, run with `/bin/sh -c` as
-`local.Command` runs one), with `environment` and `KIND_CLUSTER_NAME` and `NAMESPACE`; the admin
-kubeconfig it needs comes from `kind get kubeconfig` at that moment, held in memory
-(providers/kind_access.py: `ADMIN_KUBECONFIG`), and never passes through Pulumi.
-
-A token cannot be revoked by itself, so each is bound to a Secret of its own (`ANCHOR`, labelled
-`ANCHOR_LABEL`; `kubectl create token --bound-object-kind=Secret`): deleting the Secret voids the
-token (the API server checks that a bound object still exists: kubernetes pkg/serviceaccount
-claims.go `Validate`). Every run deletes the anchors of earlier runs but the one the state recorded
-(the token CI holds until phase3 hands on the new one), so a token whose kubeconfig never reached
-the state (the provider killed after the script, the answer lost) is void by the next run.
+`script` (the component's shell, run with `/bin/sh -c`) prints the kubeconfig, with `environment`
+and ADDED_ENVIRONMENT; the admin kubeconfig comes from `kind get kubeconfig` at that moment, held in
+memory (providers/kind_access.py), and never passes through Pulumi. A token cannot be revoked by
+itself, so each is bound to a Secret of its own (`kubectl create token --bound-object-kind=Secret`),
+whose deletion voids it (kubernetes pkg/serviceaccount claims.go `Validate` checks the bound object).
+Every run deletes the anchors of earlier runs but the state's (CI's token until phase3 hands on the
+new one), so a token whose kubeconfig never reached the state (an answer lost) is void by the next run.
 """
 
 from __future__ import annotations

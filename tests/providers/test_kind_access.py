@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     monkeypatch.setenv("TMPDIR", str(temporary))
-    monkeypatch.setattr(kind_access.tempfile, "tempdir", str(temporary))
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))  # the module kind_access reads it from
     return temporary
 
 
