@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from cli import tools_path
+from cli import passphrase, tools_path
 from stacks import PHASE_STACKS, STACK_PHASES
 
 if TYPE_CHECKING:
@@ -299,8 +299,6 @@ def _plan(args: argparse.Namespace) -> int:
 def _env(args: argparse.Namespace) -> int:
     import shlex
 
-    from cli import passphrase
-
     try:
         sys.stdout.write(passphrase.exports(os.environ))
     except passphrase.PassphraseFileError as error:
@@ -383,6 +381,9 @@ VERBS: dict[str, Handler] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if (problem := passphrase.home_problem(os.environ)) is not None:  # before anything is read or made under it
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     # At least 022, so nothing blueprint, Pulumi or the scripts it runs make is writable by others.
     os.umask(os.umask(0o022) | 0o022)
     tools_path.tools_on_path(os.environ, tools_path.tools_home())

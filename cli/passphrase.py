@@ -34,7 +34,24 @@ def _xdg_config_home(environ: Mapping[str, str]) -> Path | None:
     return Path(config) if os.path.isabs(config) else None
 
 
+def home_problem(environ: Mapping[str, str]) -> str | None:
+    """Why HOME cannot be the user's home folder, or None (unset is for the password database to tell).
+    An empty or relative HOME makes Python's `~` the root folder (posixpath.expanduser: an empty home
+    is "/") or a folder below the current one: blueprint's passphrase, tools and image cache would go there.
+    """
+    home = environ.get("HOME")
+    if home is None or os.path.isabs(home):
+        return None
+    shown = "empty" if not home else f"relative ({home[:80]!r})"
+    return (
+        f"HOME is {shown}, not your home folder: blueprint keeps its passphrase, tools and image cache under it. "
+        f"Set HOME to your home folder (an absolute path) and run again"
+    )
+
+
 def _home(environ: Mapping[str, str]) -> Path:
+    if (problem := home_problem(environ)) is not None:
+        raise PassphraseFileError(problem)
     try:
         return Path(environ.get("HOME") or Path.home())
     except RuntimeError:  # no HOME, and no entry in the password database (pathlib)
@@ -72,6 +89,25 @@ def _trusted(path: Path) -> None:
     _yours(path, found)
     if found.st_mode & 0o077:
         path.chmod(0o600)
+
+
+def _users_file_is_theirs(environ: Mapping[str, str]) -> None:
+    """Refuse a PULUMI_CONFIG_PASSPHRASE_FILE (the one Pulumi reads: no PULUMI_CONFIG_PASSPHRASE) that
+    another user owns: its owner chooses the state's key, and may read every secret in the state.
+    """
+    chosen = environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")
+    if "PULUMI_CONFIG_PASSPHRASE" in environ or not chosen:
+        return
+    try:
+        owner = os.stat(chosen).st_uid
+    except OSError:
+        return  # Pulumi says it cannot read it
+    if owner != os.getuid():
+        raise PassphraseFileError(
+            f"PULUMI_CONFIG_PASSPHRASE_FILE names {chosen}, which belongs to another user (uid {owner}): whoever owns it "
+            f"chooses the state's passphrase and can read every secret in the state. Point it at a file of yours (or unset "
+            f"it: blueprint then keeps its own), and run again."
+        )
 
 
 def _user_chose(environ: Mapping[str, str]) -> bool:
@@ -126,6 +162,7 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
     own file, created on first use.
     """
     if _user_chose(environ):
+        _users_file_is_theirs(environ)
         return {}
     path = passphrase_file(environ)
     try:

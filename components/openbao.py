@@ -13,9 +13,10 @@ The release does not wait for the pod, and the readiness probe asks `sys/health`
 uninitialised server still lets it finish: `OpenBaoInit` waits (up to 10 minutes: a first image
 pull is slow), reads the log when the pod never gets ready, and names a pod of an earlier revision
 that holds the rollout up. Its `release_digest` input changes with whatever rolls the pod
-(`configAnnotation` rolls it on a config change), so it waits for the new pod, never checking the
-old one. The pod fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to
-127.0.0.1. Why: docs/design/decisions.md, entries 3, 4 and 8.
+(`configAnnotation` rolls it on a config change, `ENVIRONMENT_ANNOTATION` on a change of the Secrets
+it reads its environment from), so it waits for the new pod, never checking the old one. The pod
+fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to 127.0.0.1. Why:
+docs/design/decisions.md, entries 3, 4 and 8.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ RAFT_ADDR: openbao-helm templates/_helpers.tpl `openbao.args`)."""
 BOOTSTRAP_SECRET = f"{RELEASE}-bootstrap"
 """The Secret those variables come from: seal key and passwords, made from the files blueprint keeps."""
 BOOTSTRAP_KEYS = {SEAL_KEY_ENV: "seal-key", WRITER_PASSWORD_ENV: "writer-password", ADMIN_PASSWORD_ENV: "admin-password"}
+ENVIRONMENT_ANNOTATION = "blueprint/environment-hmac-sha256"
+"""The pod annotation (the chart's `server.annotations`: values.yaml "Extra annotations to attach to
+the server pods") that changes with the Secrets the server reads its environment from: a change
+of either rolls the pod at once, never waiting for an unrelated restart (`environment_checksum`)."""
 
 WRITER_DELETES = "gitlab/deploy-tokens/*"
 """The entries the writer may delete (metadata and every version: `DELETE <mount>/metadata/<path>`,
@@ -166,6 +171,17 @@ def server_config(*, listener: str = LISTENER, storage: str = STORAGE) -> str:
     return f"ui = true\n\n{listener}\n{storage}\n{SEAL_HCL}\n{initialize_hcl()}"
 
 
+def environment_checksum(bootstrap: dict[str, str], connection_url: str) -> str:
+    """An HMAC-SHA256 of the server's secret environment (bootstrap Secret and storage URL), keyed
+    with the seal key: it changes with any of them, and tells nothing of any, even of a password a
+    user chose by hand (without the key, no guess can be checked against it).
+    """
+    import hmac
+
+    message = json.dumps({"bootstrap": bootstrap, "storage": connection_url}, sort_keys=True).encode()
+    return hmac.new(bootstrap[BOOTSTRAP_KEYS[SEAL_KEY_ENV]].encode(), message, hashlib.sha256).hexdigest()
+
+
 def release_digest(values: dict[str, Any]) -> str:
     """A digest of what the release deploys (chart, version, values): it changes whenever the pod may."""
     release = {"chart": "openbao", "version": versions.OPENBAO_CHART_VERSION, "values": values}
@@ -200,13 +216,15 @@ class OpenBaoArgs:
     """For the kubectl commands an error prints, and the server's log an error quotes."""
 
 
-def openbao_values(args: OpenBaoArgs, storage_secret: str) -> dict[str, Any]:
+def openbao_values(args: OpenBaoArgs, storage_secret: str, environment_digest: pulumi.Input[str]) -> dict[str, Any]:
     environment = [{"envName": "BAO_PG_CONNECTION_URL", "secretName": storage_secret, "secretKey": "connection-url"}]
     environment += [{"envName": env, "secretName": BOOTSTRAP_SECRET, "secretKey": key} for env, key in BOOTSTRAP_KEYS.items()]
     return {
         "injector": {"enabled": False},
         "server": {
             "image": {"tag": versions.OPENBAO_IMAGE_TAG},
+            # The server reads its environment once, at start: a changed Secret rolls the pod at once.
+            "annotations": {ENVIRONMENT_ANNOTATION: environment_digest},
             # The chart's default, OnDelete, never rolls the pod and makes Helm skip waiting for it.
             "updateStrategyType": "RollingUpdate",
             # A checksum of the config on the pod: a change of the config alone rolls it too.
@@ -251,8 +269,8 @@ class OpenBao(pulumi.ComponentResource):
         self.writer_password_file = f"{args.secrets_path}/openbao-{WRITER_USER}-password"
         self.admin_password_file = f"{args.secrets_path}/openbao-{ADMIN_USER}-password"
         environment = self._bootstrap_secrets(name, args, child)
-        namespace, values, release = self._server(name, args, child, environment)
-        self.init = self._init(name, args, child, environment, values, release)
+        namespace, digest_of_release, release = self._server(name, args, child, environment)
+        self.init = self._init(name, args, child, environment, digest_of_release, release)
         self.address = pulumi.Output.from_input(args.host_address)
         self.cluster_address = pulumi.Output.concat("http://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
         self.writer_username = WRITER_USER
@@ -285,29 +303,32 @@ class OpenBao(pulumi.ComponentResource):
 
     def _server(
         self, name: str, args: OpenBaoArgs, child: pulumi.ResourceOptions, environment: dict[str, pulumi.Output[str]]
-    ) -> tuple[k8s.core.v1.Namespace, dict[str, Any], k8s.helm.v3.Release]:
+    ) -> tuple[k8s.core.v1.Namespace, pulumi.Output[str], k8s.helm.v3.Release]:
         """The namespace, the Secrets the server reads its environment from, and the chart's release."""
         # restricted: the chart's pod default (non-root, RuntimeDefault seccomp) and the container context set in openbao_values.
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
         )
+        connection_url = pulumi.Output.format(
+            "postgres://{0}:{1}@{2}:5432/{3}?sslmode=require", args.role, args.password, args.postgres_host, args.database
+        )
         storage = k8s.core.v1.Secret(
             f"{name}-storage",
             metadata={"name": f"{RELEASE}-storage", "namespace": namespace.metadata.name},
-            string_data={
-                "connection-url": pulumi.Output.format(
-                    "postgres://{0}:{1}@{2}:5432/{3}?sslmode=require", args.role, args.password, args.postgres_host, args.database
-                )
-            },
+            string_data={"connection-url": connection_url},
             opts=child,
         )
+        bootstrap_data = {key: environment[env] for env, key in BOOTSTRAP_KEYS.items()}  # HostSecret values, kept secret
         bootstrap = k8s.core.v1.Secret(
             f"{name}-bootstrap",
             metadata={"name": BOOTSTRAP_SECRET, "namespace": namespace.metadata.name},
-            string_data={key: environment[env] for env, key in BOOTSTRAP_KEYS.items()},  # HostSecret values, kept secret
+            string_data=bootstrap_data,
             opts=child,
         )
-        values = openbao_values(args, f"{RELEASE}-storage")
+        # Not secret: an HMAC keyed with the seal key tells nothing of what it digests (environment_checksum).
+        both = pulumi.Output.all(pulumi.Output.all(**bootstrap_data), connection_url)
+        digest = pulumi.Output.unsecret(both.apply(lambda both: environment_checksum(dict(both[0]), str(both[1]))))
+        values = openbao_values(args, f"{RELEASE}-storage", digest)
         release = k8s.helm.v3.Release(
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(
@@ -322,7 +343,11 @@ class OpenBao(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, bootstrap, args.database_ready])),
         )
-        return namespace, values, release
+        # Whatever rolls the pod changes the digest: the chart's values, the environment's digest among them.
+        digest_of_release = digest.apply(
+            lambda environment_digest: release_digest(openbao_values(args, f"{RELEASE}-storage", environment_digest))
+        )
+        return namespace, digest_of_release, release
 
     def _init(
         self,
@@ -330,7 +355,7 @@ class OpenBao(pulumi.ComponentResource):
         args: OpenBaoArgs,
         child: pulumi.ResourceOptions,
         environment: dict[str, pulumi.Output[str]],
-        values: dict[str, Any],
+        digest_of_release: pulumi.Output[str],
         release: k8s.helm.v3.Release,
     ) -> OpenBaoInit:
         """The check of the vault, and the requests self-initialisation cannot reach, once the release is up."""
@@ -346,7 +371,7 @@ class OpenBao(pulumi.ComponentResource):
                 requests=init_requests(),
                 # The passwords the requests name (`env`), never the seal key: the provider has no use for it.
                 request_secrets={env: environment[env] for env in (WRITER_PASSWORD_ENV, ADMIN_PASSWORD_ENV)},
-                release_digest=release_digest(values),
+                release_digest=digest_of_release,
                 mount=KV_MOUNT,
                 seal_key_file=f"{args.secrets_path}/openbao-seal-key",
                 kind_cluster_name=args.kind_cluster_name,

@@ -8,9 +8,13 @@ less than asked: kube-apiserver `--service-account-max-token-expiration`), and r
 once the token is within `renew_days` of it: the next `up` makes a new one, and phase3 hands it on
 to CI. Until then a second `up` compares the same inputs and the same expiry: no change.
 
-The kubeconfig is printed by `script` (the component's shell, run with `/bin/sh -c` as
-`local.Command` runs one), with `environment` and `KIND_CLUSTER_NAME` and `NAMESPACE`; the admin
-credentials it needs come from `kind get kubeconfig` at that moment and never pass through Pulumi.
+`script` (the component's shell, run with `/bin/sh -c`) prints the kubeconfig, with `environment`
+and ADDED_ENVIRONMENT; the admin kubeconfig comes from `kind get kubeconfig` at that moment, held in
+memory (providers/kind_access.py), and never passes through Pulumi. A token cannot be revoked by
+itself, so each is bound to a Secret of its own (`kubectl create token --bound-object-kind=Secret`),
+whose deletion voids it (kubernetes pkg/serviceaccount claims.go `Validate` checks the bound object).
+Every run deletes the anchors of earlier runs but the state's (CI's token until phase3 hands on the
+new one), so a token whose kubeconfig never reached the state (an answer lost) is void by the next run.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 import shlex
 import subprocess
 import time
@@ -27,12 +32,18 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from providers.kind_access import KindAccessError, admin_kubeconfig
+
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
     "kind_cluster_name", "namespace", "namespace_uid", "service_account_uid", "script", "environment", "renew_days", "provider_version",
 )  # fmt: skip
+ADDED_ENVIRONMENT = ("KIND_CLUSTER_NAME", "NAMESPACE", "ANCHOR", "KEEP_ANCHOR", "ANCHOR_LABEL", "ADMIN_KUBECONFIG")
+"""What `make` adds to the script's `environment`."""
+ANCHOR_LABEL = "blueprint/deploy-token-of"
+"""The label of the Secrets the tokens are bound to (value: the account), by which a later run finds them."""
 DAY_SECONDS = 86400
 SCRIPT_TIMEOUT_SECONDS = 120
 
@@ -71,19 +82,30 @@ def renewal_due(olds: dict[str, Any], renew_days: float, now: float) -> bool:
     return float(expires) - now < renew_days * DAY_SECONDS
 
 
-def make(props: dict[str, Any]) -> dict[str, Any]:
-    """Run the script; the outputs: the inputs, the kubeconfig and its token's expiry."""
+def make(props: dict[str, Any], keep: object = None) -> dict[str, Any]:
+    """Run the script; the outputs: the inputs, the kubeconfig, its token's expiry and the anchor its
+    token is bound to. `keep` is the anchor of the token the state recorded (CI holds it until phase3
+    hands on the new one); every other anchor of an earlier run is deleted, voiding its token.
+    """
     cluster, namespace = str(props["kind_cluster_name"]), str(props["namespace"])
-    environment = {**os.environ, **dict(props.get("environment") or {}), "KIND_CLUSTER_NAME": cluster, "NAMESPACE": namespace}
+    given = dict(props.get("environment") or {})
+    anchor = f"{given.get('DEPLOYER', 'deployer')}-token-{secrets.token_hex(4)}"
+    environment = {
+        **os.environ, **given, "KIND_CLUSTER_NAME": cluster, "NAMESPACE": namespace,
+        "ANCHOR": anchor, "KEEP_ANCHOR": str(keep or ""), "ANCHOR_LABEL": ANCHOR_LABEL,
+    }  # fmt: skip
     try:
-        done = subprocess.run(
-            ["/bin/sh", "-c", str(props["script"])],
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=SCRIPT_TIMEOUT_SECONDS,
-            check=False,
-        )
+        with admin_kubeconfig(cluster) as admin:
+            done = subprocess.run(
+                ["/bin/sh", "-c", str(props["script"])],
+                env={**environment, "ADMIN_KUBECONFIG": admin},
+                capture_output=True,
+                text=True,
+                timeout=SCRIPT_TIMEOUT_SECONDS,
+                check=False,
+            )
+    except KindAccessError as error:
+        done = subprocess.CompletedProcess([], error.returncode or 1, "", error.said)
     except subprocess.TimeoutExpired:
         raise DeployKubeconfigError(
             f"making the CI deploy kubeconfig for {namespace} on kind cluster {cluster} took over {SCRIPT_TIMEOUT_SECONDS}s; "
@@ -100,7 +122,7 @@ def make(props: dict[str, Any]) -> dict[str, Any]:
             f"the CI deploy kubeconfig for {namespace} holds no token whose expiry can be read (`kubectl create token` "
             f"prints a JWT); run `up` again, and if it persists, check the kubectl on PATH"
         )
-    return {**{key: props.get(key) for key in INPUTS}, "kubeconfig": done.stdout, "expires_at": expires}
+    return {**{key: props.get(key) for key in INPUTS}, "kubeconfig": done.stdout, "expires_at": expires, "anchor": anchor}
 
 
 class DeployKubeconfigProvider(ResourceProvider):
@@ -112,8 +134,8 @@ class DeployKubeconfigProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(id_=f"{props['namespace']}/deploy-kubeconfig", outs=make(props))
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=make(news))
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=make(news, keep=olds.get("anchor")))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_, props)
@@ -159,6 +181,7 @@ class DeployKubeconfig(pulumi.dynamic.Resource, module="blueprint", name="Deploy
             "provider_version": PROVIDER_VERSION,
             "kubeconfig": None,
             "expires_at": None,
+            "anchor": None,
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["kubeconfig"])
         super().__init__(DeployKubeconfigProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

@@ -7,7 +7,10 @@ every run: the folder's lifecycle (`preserveData`) decides when the value is gon
 leave of a file written but not flushed) or one that is not a value of its kind is refused, never
 handed on as a secret nor replaced: the message names the file and says whether a new value is
 safe (SSH host keys, the CA's key, the admin token: re-trusted or re-seeded) or not while the data
-is kept (GitLab's rails secrets, MinIO's root credentials, GitLab's root password). A new file is
+is kept (GitLab's rails secrets, MinIO's root credentials, GitLab's root password, OpenBao's seal key).
+Such a must-keep file that holds another valid value than the state recorded is refused too, never
+taken: the data opens with the recorded value only (`changed`; the state holds it, secret, so
+nothing else need be recorded to tell). A new file is
 written to a temporary file, flushed (`fsync`), linked into place, and its folder flushed too, so
 after a crash the name holds the whole value or nothing.
 """
@@ -162,7 +165,16 @@ IF_NEW_BY_KIND = {
     "ssh-host-keys": IF_NEW["gitlab-ssh-host-keys.json"],
     "ca-key": IF_NEW["platform-ca-name-constrained.key"],
     "gitlab-rails-secrets": IF_NEW["gitlab-rails-secrets.yml"],
+    "static-seal-key": IF_NEW["openbao-seal-key"],
 }
+
+
+def must_keep(path: Path, kind: str) -> bool:
+    """Whether the data kept beside `path` is sealed, encrypted or seeded with its value (IF_NEW says
+    KEEP_IT): then a file changed since the state recorded it is refused, never taken (`changed`).
+    A password the platform sets again from its file on every `up` is taken: that is how it is rotated.
+    """
+    return (IF_NEW.get(path.name) or IF_NEW_BY_KIND.get(kind) or ("", ""))[0] == KEEP_IT
 
 
 def invalid(kind: str, value: str) -> str | None:
@@ -221,6 +233,20 @@ def refusal(path: Path, kind: str, why: str) -> HostSecretError:
             f"{cost}: let it do that only when the platform's data is being started over too (uv run blueprint destroy --wipe-data)"
         )
     return HostSecretError(f"the kept secret {path} is not usable: {why}. {fix[0].upper()}{fix[1:]}")
+
+
+def changed(path: Path, kind: str) -> HostSecretError:
+    """The refusal of a must-keep file that holds another valid value than the state recorded: a
+    swapped seal key would be handed to OpenBao, which then stays sealed at its next start.
+    """
+    cost = (IF_NEW.get(path.name) or IF_NEW_BY_KIND[kind])[1]
+    return HostSecretError(
+        f"the kept secret {path} holds another value than the one this stack's platform was set up with, and {cost}; it "
+        f"is not taken, and nothing was changed. Put the recorded value back: remove the file "
+        f"(rm {shlex.quote(str(path))}) and run again: the next `up` writes back the value Pulumi's state recorded for "
+        f"it. Only if the data folder came back from a backup together with this file does the data open with this "
+        f"value alone: then take the folder over as it is (destroy with preserveData=true, then up)"
+    )
 
 
 def kept(path: Path, kind: str) -> str:
@@ -345,19 +371,27 @@ class HostSecretProvider(ResourceProvider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         """A missing file gets the value the state recorded for that same file back, never a new one: the
         data kept beside it (a database the old value encrypts, a vault it unseals) opens with that value
-        only. A file that is there wins over the state (restored from a backup, or changed on purpose).
+        only. For the same reason a must-keep file that holds another value is refused (`changed`); any
+        other file that is there wins over the state (restored from a backup, or changed on purpose).
         """
         same_secret = (olds.get("kind"), olds.get("path")) == (news.get("kind"), news.get("path")) and isinstance(olds.get("value"), str)
+        path, kind = Path(str(news["path"])), str(news.get("kind") or "password")
+        if same_secret and must_keep(path, kind) and (path.exists() or path.is_symlink()) and kept(path, kind) != olds["value"]:
+            raise changed(path, kind)
         return UpdateResult(outs=self._outs(news, recorded=olds["value"] if same_secret else None))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """On refresh: the file's value; a missing file keeps what the state recorded, for the next
-        `up` to write back (the state may hold the only copy left).
+        `up` to write back (the state may hold the only copy left), and so does a must-keep file
+        changed since (the next `up` refuses it: a refresh must not adopt it behind that refusal).
         """
-        path = Path(str(props.get("path")))
+        path, kind = Path(str(props.get("path"))), str(props.get("kind") or "password")
         if not path.exists():
             return ReadResult(id_, props)
-        return ReadResult(id_, {**props, "value": kept(path, str(props.get("kind") or "password"))})
+        value = kept(path, kind)
+        if must_keep(path, kind) and isinstance(props.get("value"), str) and value != props["value"]:
+            return ReadResult(id_, props)
+        return ReadResult(id_, {**props, "value": value})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         """Nothing: the file goes with the data folder (see the module docstring)."""

@@ -1,28 +1,93 @@
 """The kind cluster's admin kubeconfig, for the providers that act inside the cluster.
 
-It comes from `kind get kubeconfig` at the moment of use and lives in a temporary file for as long
-as the caller needs it: no cluster credential passes through Pulumi's inputs, outputs or state.
+It comes from `kind get kubeconfig` at the moment of use and lives only for as long as the caller
+needs it: no cluster credential passes through Pulumi's inputs, outputs or state, and none is left
+on disk when the process is killed (a SIGKILL runs no `finally`). Where the system has anonymous
+memory files (Linux, WSL: `memfd_create(2)`) it is one, which the kernel frees with the last
+descriptor; the callers' `kubectl` opens it as `/proc/<pid>/fd/<n>`, which reads it from the start
+each time. Elsewhere (macOS) it is a 0600 file in a 0700 folder of the user's own under the temporary
+folder, named after the process, and the next use removes every file there whose process is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
+
+FOLDER_PREFIX = "blueprint-kubeconfigs-"
+"""The private folder of the fallback, one per user (`<prefix><uid>` under the temporary folder)."""
 
 
 class KindAccessError(Exception):
-    """kind did not give the kubeconfig; the message says what it printed."""
+    """kind did not give the kubeconfig; the message says what it printed (`said`, with its exit status)."""
+
+    def __init__(self, message: str, said: str = "", returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.said, self.returncode = said, returncode
 
 
 @contextlib.contextmanager
 def admin_kubeconfig(cluster_name: str) -> Iterator[str]:
-    """The path of a temporary file that holds the cluster's admin kubeconfig."""
+    """A path that holds the cluster's admin kubeconfig while the `with` block runs, and nothing after."""
     got = subprocess.run(["kind", "get", "kubeconfig", "--name", cluster_name], capture_output=True, text=True, timeout=60, check=False)
     if got.returncode != 0:
-        raise KindAccessError(f"kind get kubeconfig --name {cluster_name} failed: {got.stderr.strip()[-500:]}")
-    with tempfile.NamedTemporaryFile("w", prefix="blueprint-kubeconfig-") as kubeconfig:
-        kubeconfig.write(got.stdout)
-        kubeconfig.flush()
-        yield kubeconfig.name
+        said = got.stderr.strip()[-500:]
+        raise KindAccessError(f"kind get kubeconfig --name {cluster_name} failed: {said}", said, got.returncode)
+    if hasattr(os, "memfd_create") and Path(f"/proc/{os.getpid()}/fd").is_dir():
+        with _in_memory(got.stdout) as path:
+            yield path
+    else:
+        with _in_private_folder(got.stdout) as path:
+            yield path
+
+
+@contextlib.contextmanager
+def _in_memory(text: str) -> Iterator[str]:
+    descriptor = os.memfd_create("blueprint-kubeconfig", os.MFD_CLOEXEC)
+    try:
+        os.write(descriptor, text.encode())
+        yield f"/proc/{os.getpid()}/fd/{descriptor}"
+    finally:
+        os.close(descriptor)
+
+
+def private_folder() -> Path:
+    """The user's own folder of the fallback: made 0700, and refused if it is a link or another user's."""
+    folder = Path(tempfile.gettempdir()) / f"{FOLDER_PREFIX}{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    found = folder.lstat()
+    if folder.is_symlink() or not folder.is_dir() or found.st_uid != os.getuid():
+        raise KindAccessError(f"{folder} is not a folder of yours: remove it (`rm -r {folder}`), then run again")
+    folder.chmod(0o700)
+    return folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _in_private_folder(text: str) -> Iterator[str]:
+    folder = private_folder()
+    for left in folder.glob("kubeconfig-*"):  # what a killed run left
+        pid = left.name.split("-")[1]
+        if not pid.isdigit() or not _alive(int(pid)):
+            left.unlink(missing_ok=True)
+    descriptor, name = tempfile.mkstemp(dir=folder, prefix=f"kubeconfig-{os.getpid()}-")
+    try:
+        with os.fdopen(descriptor, "w") as file:
+            file.write(text)
+        yield name
+    finally:
+        Path(name).unlink(missing_ok=True)

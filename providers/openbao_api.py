@@ -9,6 +9,8 @@ OpenBao said, never the request's data.
 from __future__ import annotations
 
 import contextlib
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -88,10 +90,35 @@ class OpenBao:
             raise wrong_password_error(self.props, user, password_file)
         raise poll.NotYet(f"the login answered HTTP {response.status_code}")
 
-    def revoke(self, token: str) -> None:
-        """Revoke a token (best effort: one the provider logged in for expires within its user's token_max_ttl anyway)."""
-        with contextlib.suppress(poll.NotYet):
-            self.request("POST", "auth/token/revoke-self", token)
+    def revoke(self, token: str, user: str) -> None:
+        """Revoke a token of `user` the provider logged in for, through this session (no proxy sees it).
+        OpenBao answers 204 (revoke-self); anything else, no answer included, is an error: the token
+        would stay valid up to its user's `token_max_ttl` without anyone knowing (one error, not tried
+        again: another pass would only log in for another token).
+        """
+        try:
+            response = self.request("POST", "auth/token/revoke-self", token)
+        except Unreachable as error:
+            raise OpenBaoInitError(f"{revoke_failed(self.props['address'], user)}: {error}") from None
+        if response.status_code != 204:
+            raise OpenBaoInitError(f"{revoke_failed(self.props['address'], user)}: HTTP {response.status_code}: {_said(response)}")
+
+    @contextlib.contextmanager
+    def logged_in(self, user: str, password: str, password_file: str) -> Iterator[str]:
+        """A token of `user` for the `with` block, revoked after it (`revoke`). When the block fails,
+        its error is the one raised, and a failed revoke is a warning beside it (the provider's stderr,
+        which the engine shows).
+        """
+        token = self.login(user, password, password_file)
+        try:
+            yield token
+        except BaseException:
+            try:
+                self.revoke(token, user)
+            except OpenBaoInitError as failed:
+                print(f"warning: {failed}", file=sys.stderr)
+            raise
+        self.revoke(token, user)
 
     def seal_status(self) -> dict[str, Any]:
         status = self.get("sys/seal-status")
@@ -109,6 +136,16 @@ class OpenBao:
         health = self.get("sys/health").status_code
         if health != 200:
             raise poll.NotYet("unsealed, not active yet" if health in (429, 473) else f"sys/health answered {health}")
+
+
+def revoke_failed(address: object, user: str) -> str:
+    """The first words of a failed revoke: which token is left valid, and how to end it."""
+    return (
+        f"OpenBao at {address} did not revoke the token of user {user} that blueprint logged in for: it stays valid "
+        f"up to its user's token_max_ttl (components/openbao.py SELF_INIT). As admin (docs/guide/access.md, 'OpenBao'), "
+        f"find its accessor (`uv run bao list auth/token/accessors`, `uv run bao token lookup -accessor ACCESSOR`) and "
+        f"revoke it (`uv run bao token revoke -accessor ACCESSOR`); why OpenBao refused"
+    )
 
 
 def _said(response: Any) -> str:

@@ -56,7 +56,7 @@ def _logs_in(bao: OpenBao, user: str) -> bool:
     """
     response = bao.request("POST", f"auth/userpass/login/{user}", body={"password": _user_password(bao.props, user)})
     if response.status_code == 200:
-        bao.revoke(str(response.json()["auth"]["client_token"]))
+        bao.revoke(str(response.json()["auth"]["client_token"]), user)
         return True
     if response.status_code >= 500 or response.status_code == 429:
         raise poll.NotYet(f"a login as {user} answered HTTP {response.status_code}")
@@ -116,8 +116,7 @@ def configure(bao: OpenBao, token: str) -> None:
 def check_writer(bao: OpenBao) -> None:
     """User `username` logs in and may use KV v2 at `mount`."""
     props = bao.props
-    token = bao.login(str(props["username"]), str(props["password"]), str(props["password_file"]))
-    try:
+    with bao.logged_in(str(props["username"]), str(props["password"]), str(props["password_file"])) as token:
         mount = bao.get(f"sys/internal/ui/mounts/{props['mount']}", token)
         if mount.status_code >= 500:
             raise poll.NotYet(f"the mount check answered HTTP {mount.status_code}")
@@ -128,8 +127,6 @@ def check_writer(bao: OpenBao) -> None:
                 f"(HTTP {mount.status_code}): it was changed after OpenBao configured itself. As admin (docs/guide/access.md, 'OpenBao'), "
                 f"enable it again: uv run bao secrets enable -path={shlex.quote(str(props['mount']))} kv-v2"
             )
-    finally:
-        bao.revoke(token)
 
 
 def check_once(props: dict[str, Any]) -> None:
@@ -144,11 +141,8 @@ def converge_once(props: dict[str, Any]) -> None:
     bao = OpenBao(props)
     bao.ready()
     admin, admin_file = str(props["admin_username"]), str(props["admin_password_file"])
-    token = bao.login(admin, _user_password(props, admin), admin_file)
-    try:
+    with bao.logged_in(admin, _user_password(props, admin), admin_file) as token:
         configure(bao, token)
-    finally:
-        bao.revoke(token)
     check_writer(bao)
 
 

@@ -11,10 +11,14 @@ repeat a request's data.
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Any
 
+UNKNOWN_KEY_ID = r"unknown key id for data: `([^`]*)`"
+"""What OpenBao logs when the static seal's `current_key_id` is not the one its storage was sealed under
+(go-kms-wrapping wrappers/static/static.go `Decrypt`), whatever the key: the key file is not at fault."""
 SELF_INIT_FAILED = "self-initialization failed"
 """What OpenBao logs when it refuses storage whose self-initialisation was interrupted (vault/self_init.go)."""
 
@@ -65,15 +69,45 @@ def _reset_loses_nothing(props: dict[str, Any], unless: str = "") -> str:
     )
 
 
+CONFIGURED_BEFORE = "configured_before"
+"""Set (not an input) when `OpenBaoInit` updates: blueprint configured this vault before, userpass included."""
+
+
 def no_userpass_error(props: dict[str, Any]) -> OpenBaoInitError:
-    """Initialised, no userpass login: a self-initialisation cut short, unless someone changed the vault by hand."""
+    """Initialised, no userpass login. After blueprint configured this vault (an update), someone
+    disabled userpass by hand, which deleted its users and revoked their tokens, the vault's data
+    kept: the way out is to enable it again with a token made some other way, not a reset. On a first
+    configuration, a first start stopped between initialising its storage and configuring itself
+    (before OpenBao marks its self-initialisation as begun: vault/self_init.go `MarkSelfInitStarted`).
+    """
+    address, admin, admin_file = props["address"], str(props["admin_username"]), str(props["admin_password_file"])
+    made = [request["data"] for request in props.get("requests") or [] if request.get("path") == f"auth/userpass/users/{admin}"]
+    policies = ",".join(made[0].get("token_policies") or []) if made else "admin"
+    enable = (
+        f"  export BAO_ADDR={shlex.quote(str(address))} BAO_TOKEN=YOUR-TOKEN\n"
+        f"  uv run bao auth enable userpass\n"
+        f"  tr -d '\\n' < {shlex.quote(admin_file)} | uv run bao write auth/userpass/users/{shlex.quote(admin)} password=- "
+        f"token_policies={shlex.quote(policies)}\n"
+        f"  uv run blueprint up"
+    )
+    if props.get(CONFIGURED_BEFORE):
+        return OpenBaoInitError(
+            f"OpenBao at {address} has no userpass login any more, though blueprint configured it with one: someone disabled "
+            f"it (`bao auth disable userpass`), which deleted users {props['username']} and {admin} and revoked their tokens; "
+            f"what the vault holds is still there, so do not reset it. With a token that can still administer it (one made "
+            f"without userpass: another auth method's, or an orphan token with sudo), enable userpass again and make user "
+            f"{admin} with its password file; the `up` makes user {props['username']} again:\n{enable}\nWithout such a "
+            f"token nobody can administer or read this vault any more (no root token or recovery key was ever handed out): "
+            f"then reset its own storage ({_storage(props)}), which loses what you stored in it yourself; the `up` writes "
+            f"the platform's credentials into it again:\n{storage_reset(props)}"
+        )
     unless = (
-        " The one other way to a vault like this is by hand (userpass disabled, or the storage initialised with `bao "
-        "operator init`): then only a token made some other way and kept could still read what the vault holds; if you "
-        "hold one, read out with it what you want to keep before the reset."
+        " If instead someone disabled userpass by hand, do not reset: the vault's data is still there. With a token made "
+        "without userpass, enable it again (`uv run bao auth enable userpass`), make user admin again with its password "
+        "file, and run `uv run blueprint up`."
     )
     return OpenBaoInitError(
-        f"OpenBao at {props['address']} is initialised but has no userpass login: its first start was stopped between "
+        f"OpenBao at {address} is initialised but has no userpass login: its first start was stopped between "
         f"initialising its storage and configuring itself. {_reset_loses_nothing(props, unless)}"
     )
 
@@ -147,12 +181,21 @@ def timeout_error(props: dict[str, Any], why: str, server_log: str, seconds: flo
     if SELF_INIT_FAILED in server_log:
         return self_init_failed_error(props)
     namespace = str(props["namespace"])
-    hint = (
-        f" It unseals itself with the static key in {props['seal_key_file']}: if it stays sealed, that file is not the key its "
-        f"storage was sealed with (restore it from a backup of the data folder)."
-        if why == "sealed"
-        else ""
-    )
+    hint = ""
+    if why == "sealed" and (named := re.search(UNKNOWN_KEY_ID, server_log)) is not None:
+        hint = (
+            f" It stays sealed because its storage was sealed under the static seal's key id `{named[1]}`, and its config "
+            f'names another (its log: "unknown key id for data: `{named[1]}`"): the key in {props["seal_key_file"]} is not '
+            f'at fault, keep it. Give the seal its key id back, current_key_id = "{named[1]}" (SEAL_KEY_ID in '
+            f"components/openbao.py, which the `up` deploys; in a config edited by hand: "
+            f"{kubectl(props, namespace, 'edit', 'configmap', str(props['statefulset']) + '-config')}, then "
+            f"{kubectl(props, namespace, 'delete', 'pod', str(props['pod']))}), then run `uv run blueprint up`."
+        )
+    elif why == "sealed":
+        hint = (
+            f" It unseals itself with the static key in {props['seal_key_file']}: if it stays sealed, that file is not the key "
+            f"its storage was sealed with (restore it from a backup of the data folder)."
+        )
     look = (
         f" Look at its pod ({kubectl(props, namespace, 'get', 'pods')}) and its log "
         f"({kubectl(props, namespace, 'logs', str(props['pod']))}), then run `uv run blueprint up` again."

@@ -26,6 +26,7 @@ import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers.openbao_converge import converge, usable
+from providers.openbao_errors import CONFIGURED_BEFORE
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes: the provider is pickled by reference, so only an
@@ -70,7 +71,9 @@ class OpenBaoInitProvider(ResourceProvider):
         return CreateResult(id_=str(props["address"]), outs=_converged({**DEFAULTS, **props}))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=_converged({**DEFAULTS, **news}))
+        # Blueprint configured this vault before: a missing userpass was disabled by hand (no_userpass_error).
+        outs = _converged({**DEFAULTS, **news, CONFIGURED_BEFORE: True})
+        return UpdateResult(outs=outs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """On refresh: nothing to read back, the vault's state lives in the vault (`diff` checks it)."""
@@ -107,7 +110,7 @@ class OpenBaoInitArgs:
     to a vault that exists already too."""
     request_secrets: pulumi.Input[dict[str, pulumi.Input[str]]]
     """The values of the `env` references in `requests` (secret)."""
-    release_digest: str
+    release_digest: pulumi.Input[str]
     """Changes whenever the release may roll the pod: then this is an update, which waits for the rollout."""
     mount: str
     """Where KV v2 must be."""

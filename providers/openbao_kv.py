@@ -17,8 +17,8 @@ No error carries a secret: hvac's messages hold the URL, never the password, a t
 
 from __future__ import annotations
 
-import contextlib
 import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -27,6 +27,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers import http, poll
+from providers.openbao_api import revoke_failed
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
@@ -73,8 +74,8 @@ class _NoLoginAnswer(Exception):
 
 
 def _logged_in(props: dict[str, Any], call: Callable[[Any], T]) -> T:
-    """`call(client)` with a fresh token of the user, revoked afterwards (best effort: it expires
-    within the user's `token_max_ttl` anyway).
+    """`call(client)` with a fresh token of the user, revoked afterwards; a failed revoke is a
+    `RevokeFailed` (a warning when the call failed too: its error is the one raised).
     """
     client = _client(str(props["address"]))
     answer = client.auth.userpass.login(username=str(props["username"]), password=str(props["password"]), use_token=False)
@@ -88,10 +89,30 @@ def _logged_in(props: dict[str, Any], call: Callable[[Any], T]) -> T:
         raise _NoLoginAnswer("OpenBao answered the login without a token: what answers there may not be blueprint's OpenBao")
     client.token = token
     try:
-        return call(client)
-    finally:
-        with contextlib.suppress(Exception):  # a token left to expire is no failure of the call
-            client.auth.token.revoke_self()
+        result = call(client)
+    except BaseException:
+        try:
+            _revoke(client, props)
+        except RevokeFailed as failed:  # the call's error is the one to raise; this one is said beside it
+            print(f"warning: {failed}", file=sys.stderr)
+        raise
+    _revoke(client, props)
+    return result
+
+
+class RevokeFailed(Exception):
+    """OpenBao did not revoke the token a call logged in for; never waited out (another try logs in again)."""
+
+
+def _revoke(client: Any, props: dict[str, Any]) -> None:
+    """Revoke the client's token through its session (providers/http.py), and check that OpenBao did (204)."""
+    try:
+        answer = client.auth.token.revoke_self()
+    except Exception as error:
+        raise RevokeFailed(f"{revoke_failed(props['address'], str(props['username']))}: {_reason(error)}") from None
+    status = getattr(answer, "status_code", None)
+    if status != 204:
+        raise RevokeFailed(f"{revoke_failed(props['address'], str(props['username']))}: HTTP {status}")
 
 
 def _not_yet(error: Exception) -> str | None:

@@ -79,3 +79,43 @@ def test_the_program_builds_it_in_one_module_only(callee: str) -> None:
 )
 def test_a_session_built_however_it_is_imported_is_found(source: str) -> None:
     assert set(called(source)) & set(ONLY_HERE)
+
+
+def http_calls_outside_the_session(source: str) -> list[str]:
+    """Each call in `source` that could send a request past providers/http.py's session: any callable
+    of `requests` (`requests.post`, `requests.api.request`, `requests.session()`...), and an hvac client
+    not handed a session (hvac makes a bare `requests.Session` of its own then: hvac/adapters.py)."""
+    tree = ast.parse(source)
+    names = _imported(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or (name := _dotted(node.func, names)) is None:
+            continue
+        if name.startswith("requests.") and not name.startswith("requests.exceptions."):
+            found.append(name)
+        elif name == "hvac.Client" and "session" not in {keyword.arg for keyword in node.keywords}:
+            found.append(f"{name} without session=")
+    return found
+
+
+def test_no_provider_sends_a_request_but_through_a_session_of_providers_http() -> None:
+    """A bare call would take a proxy from the environment (which would see the token or password it carries)."""
+    outside = {
+        str(path.relative_to(PROJECT_DIR)): calls
+        for path in (PROJECT_DIR / "providers").glob("*.py")
+        if path.name != "http.py" and (calls := http_calls_outside_the_session(path.read_text()))
+    }
+    assert outside == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import requests\nrequests.post('http://127.0.0.1:8200/v1/auth/token/revoke-self')\n",
+        "from requests import api\napi.request('POST', 'http://x')\n",
+        "import requests\nrequests.session().get('http://x')\n",
+        "import hvac\nhvac.Client(url='http://x')\n",
+    ],
+)
+def test_a_bare_request_however_it_is_written_is_found(source: str) -> None:
+    assert http_calls_outside_the_session(source)

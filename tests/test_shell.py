@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from cli.plan import RUN_TOKEN, Plan
+from providers.deploy_kubeconfig import ADDED_ENVIRONMENT
 from stacks.config import PROJECT_DIR
 from tests.plans import COMMAND, planned
 
@@ -203,7 +204,7 @@ def test_every_name_a_script_reads_is_passed_by_its_command() -> None:
             inputs = resource.get("inputs") or {}
             passed = set(inputs.get("environment") or {}) | set(FROM_THE_USERS_ENVIRONMENT)
             if resource["type"].endswith(":DeployKubeconfig"):
-                passed |= {"KIND_CLUSTER_NAME", "NAMESPACE"}  # providers/deploy_kubeconfig.py adds both
+                passed |= set(ADDED_ENVIRONMENT)  # what providers/deploy_kubeconfig.py adds
             elif resource["type"] != COMMAND:
                 continue
             for key, text in plan_scripts(resource):

@@ -204,3 +204,41 @@ def test_a_passphrase_file_the_system_will_not_look_at_is_one_message_not_a_trac
     said = capsys.readouterr().err
     assert said.startswith(f"error: blueprint cannot use its passphrase file {config}blueprint/pulumi-passphrase (File name too long)")
     assert "Traceback" not in said
+
+
+@pytest.mark.parametrize("home", ["", "relative/home"])
+def test_an_empty_or_relative_home_is_refused_before_anything_is_made(
+    home: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python reads an empty HOME as `/` (posixpath.expanduser): the passphrase would land in /.config, as root."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", home)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    assert main(["env"]) == 1
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err.startswith("error: HOME is empty" if not home else "error: HOME is relative ('relative/home')"), said.err
+    assert "Set HOME to your home folder (an absolute path)" in said.err
+    assert "Traceback" not in said.err
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(passphrase.PassphraseFileError, match="^HOME is "):
+        passphrase.environment({"HOME": home})
+
+
+def test_a_passphrase_file_of_the_users_choice_that_another_user_owns_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its owner chooses the state's key, and can read every secret in the state."""
+    chosen = tmp_path / "passphrase"
+    chosen.write_text("a passphrase of someone else's\n")
+    owner = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: owner + 1)
+    with pytest.raises(passphrase.PassphraseFileError) as refused:
+        passphrase.environment({"PULUMI_CONFIG_PASSPHRASE_FILE": str(chosen), "HOME": str(tmp_path)})
+    assert str(refused.value).startswith(f"PULUMI_CONFIG_PASSPHRASE_FILE names {chosen}, which belongs to another user (uid {owner})")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(chosen))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    assert main(["env"]) == 1
+    assert "Traceback" not in capsys.readouterr().err

