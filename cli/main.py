@@ -231,7 +231,7 @@ def _verb_cache(verbs: Verbs) -> None:
         (
             "prune: stop each of phase1's registry mirrors, empty its storage, and start it again, so the disk holds "
             "only what later pulls fetch anew. The mirrors delete on their own what they cached 30 days before; "
-            "`blueprint destroy --wipe-cache` removes the whole cache folder once the platform is down."
+            "`uv run blueprint destroy --wipe-cache` removes the whole cache folder once the platform is down."
         ),
     )
     cache.add_argument("action", choices=["prune"], help="prune: empty the mirrors' storage now")

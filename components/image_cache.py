@@ -287,6 +287,7 @@ class ImageCache(pulumi.ComponentResource):
             environment={
                 **network_environment,
                 "SUBNET": str(mirror_subnet(args.cluster_name)),
+                "GATEWAY": str(mirror_subnet(args.cluster_name)[1]),
                 "IP_RANGE": str(node_ip_range(args.cluster_name)),
             },
             logging=local.Logging.STDERR,

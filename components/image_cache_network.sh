@@ -1,5 +1,6 @@
-# Make $NETWORK, the mirrors' own Docker network, with the subnet $SUBNET whose upper half $IP_RANGE
-# Docker gives the nodes (components/image_cache.py); keep it when $OWNER made it with that subnet.
+# Make $NETWORK, the mirrors' own Docker network: the subnet $SUBNET, its gateway $GATEWAY, and its upper
+# half $IP_RANGE, where Docker gives the nodes their addresses (components/image_cache.py); keep it when
+# $OWNER made it with that subnet.
 set -eu
 if found=$(docker network inspect -f "{{range .IPAM.Config}}{{.Subnet}}={{.IPRange}} {{end}}|{{index .Labels \"$OWNER_LABEL\"}}" \
   "$NETWORK" 2>/dev/null); then
@@ -9,7 +10,7 @@ if found=$(docker network inspect -f "{{range .IPAM.Config}}{{.Subnet}}={{.IPRan
     "nobody's: docker network rm $(quoted "$NETWORK")" >&2
   exit 1
 fi
-if ! refused=$(docker network create --driver=bridge --subnet="$SUBNET" --ip-range="$IP_RANGE" \
+if ! refused=$(docker network create --driver=bridge --subnet="$SUBNET" --gateway="$GATEWAY" --ip-range="$IP_RANGE" \
   --label "$OWNER_LABEL=$OWNER" "$NETWORK" 2>&1 >/dev/null); then
   echo "blueprint: Docker did not make the mirrors' network $NETWORK on $SUBNET: $refused. Another network, or a" \
     "network of this machine, takes that subnet, which blueprint derives from blueprint:clusterName: set another" \

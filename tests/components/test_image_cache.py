@@ -314,6 +314,7 @@ def test_the_mirrors_network_has_a_fixed_subnet_whose_upper_half_goes_to_the_nod
     create = next(call for call in calls if call.startswith("network create ")).split()
     assert f"--subnet={subnet}" in create
     assert f"--ip-range={node_ip_range('blueprint')}" in create
+    assert f"--gateway={subnet[1]}" in create  # given: with --ip-range, the gateway is not left to Docker
     # Docker refuses a fixed address (--ip) on a network whose subnet it chose itself, such as kind's
     # IPv4 one (moby api/types/network/endpoint.go `validateEndpointIPAddress`): hence a subnet of ours.
     for registry in MIRRORED_REGISTRIES:
