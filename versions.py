@@ -133,7 +133,9 @@ JOB_DEFAULT_IMAGE = "alpine:3.22@sha256:365499d9dccb7c8cfaffef995a6c382e71174585
 # names it too (apps/shared-code/templates/pipeline.yml, BUILDKIT_IMAGE): a test keeps both equal,
 # so bump both at once.
 # renovate: datasource=docker depName=moby/buildkit
-BUILDKIT_IMAGE = "moby/buildkit:v0.24.0-rootless"
+# Digest: the tag's index (multi-platform), as three unrelated stored repositories pin it, one naming
+# it `source_index_digest` beside its linux/amd64 manifest; not an official image, so no repo-info.
+BUILDKIT_IMAGE = "moby/buildkit:v0.24.0-rootless@sha256:995077ff90af1afff56ff23018699d7511d122b2b111041f2011bd12afd5c0fe"
 # Keeps every node's /etc/hosts naming the gateway, so containerd can pull from GitLab's registry.
 # renovate: datasource=docker depName=busybox
 # Digest: docker-library/repo-info repos/busybox/remote/1.37.0.md @01a7054.

@@ -1,4 +1,4 @@
-"""The verbs that drive Pulumi: `blueprint up | preview | destroy | status | kubeconfig`, each a `Verb`
+"""The verbs that drive Pulumi: `blueprint up | preview | destroy | status | cache | kubeconfig`, each a `Verb`
 that cli/main.py's table runs through `main_for` (as cli/secrets.py runs `secrets --show`).
 
 `main_for` gives a verb the real `StackRunner` after the pre-flight of what Pulumi needs here
@@ -125,6 +125,15 @@ def _status(args: Any, runner: StackRunner, out: TextIO) -> int:
     return 0
 
 
+def _cache(args: Any, runner: StackRunner, out: TextIO) -> int:
+    from cli.image_cache import docker_run, prune
+    from stacks.config.schema import stack_config
+
+    code, lines = prune(runner.outputs("phase1"), lambda: stack_config("phase1")[0], docker_run)
+    out.write("\n".join(lines) + "\n")
+    return code
+
+
 def _kubeconfig(args: Any, runner: StackRunner, out: TextIO) -> int:
     return kubeconfig(runner, args.stack, args.output, out, sys.stderr)
 
@@ -133,6 +142,7 @@ UP = Verb(_up)
 PREVIEW = Verb(_preview, first=_stack_files)
 DESTROY = Verb(_destroy)
 STATUS = Verb(_status)
+CACHE = Verb(_cache)
 KUBECONFIG = Verb(_kubeconfig)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -164,14 +165,18 @@ def mirror_states(containers: Sequence[str], run: DockerRun) -> dict[str, str] |
 
 def mirror_containers(phase1: Mapping[str, Any]) -> dict[str, str]:
     """Each registry phase1's last `up` mirrored -> its mirror's container: `mirror_container` of phase1's
-    cluster, else the host of its endpoint without the final dot of a rooted DNS name.
+    cluster, else the host of an endpoint that names one (without the final dot of a rooted DNS name;
+    an address names none).
     """
     cluster = str(phase1.get(outputs.CLUSTER_NAME) or "")
+    found = {
+        registry: str(endpoint).rsplit(":", 1)[0].removesuffix(".")
+        for registry, endpoint in (phase1.get(outputs.IMAGE_MIRRORS) or {}).items()
+    }
     return {
-        registry: mirror_container(cluster, registry)
-        if cluster and registry in MIRRORED_REGISTRIES
-        else str(endpoint).rsplit(":", 1)[0].removesuffix(".")
-        for registry, endpoint in sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items())
+        registry: mirror_container(cluster, registry) if cluster else host
+        for registry, host in sorted(found.items())
+        if cluster or not re.fullmatch(r"[\d.]+", host)
     }
 
 
@@ -490,3 +495,48 @@ def wipe_with_node_image(folder: Path) -> Wiped:
 
     # The kind node image, as the data folder's wipe: the machine has it, and it has `find`.
     return wipe(folder, lambda argv: docker_run(argv, WIPE_TIMEOUT), versions.KIND_NODE_IMAGE)
+
+
+# `blueprint cache prune`: each running mirror's storage emptied now, rather than CACHE_TTL after each pull.
+
+
+def prune(phase1: Mapping[str, Any] | None, config: Callable[[], Mapping[str, str]], run: DockerRun) -> tuple[int, list[str]]:
+    """Empty the storage of each of phase1's mirrors, which then fetch again what the next pull asks
+    for: the mirror is stopped, its storage emptied by a one-shot container of the mirror's image
+    with the mirror's own mounts, user and nothing else (no network, no capability), and started
+    again, at its fixed address. A container whose CACHE_LABEL names another folder is left alone.
+    -> the exit code and what to tell the user.
+    """
+    try:
+        folder = cache_folder(phase1, {} if phase1 and phase1.get(outputs.IMAGE_CACHE_DIR) else config())
+    except CacheConfigError as error:
+        return 1, [f"cannot prune the image cache: {error}"]
+    if folder is None:
+        return 0, ["the image cache is off (blueprint:imageCache=false): nothing to prune"]
+    containers = mirror_containers(phase1 or {})
+    if not containers:
+        return 0, [f"no mirror runs (phase1 is not up): nothing to prune; `uv run blueprint destroy --wipe-cache` removes {folder}"]
+    failed, lines = 0, []
+    for registry, container in containers.items():
+        fmt = f'{{{{index .Config.Labels "{CACHE_LABEL}"}}}}\t{{{{.Config.User}}}}\t{{{{.Config.Image}}}}'
+        code, said = run(["docker", "inspect", "-f", fmt, container])
+        labelled, _, rest = said.strip().partition("\t")
+        user, _, image = rest.partition("\t")
+        if code != 0 or labelled != str(folder):
+            failed = 1
+            lines.append(f"  {registry}: left as it is: {container} is not a mirror storing in {folder} ({said.strip()[:80] or 'none'})")
+            continue
+        run(["docker", "stop", container])
+        argv = ["docker", "run", "--rm", "--network", "none", "--pull", "never", "--volumes-from", container]
+        argv += ["--user", user or "0", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--entrypoint", "find"]
+        emptied, _ = run([*argv, image, "/var/lib/registry", "-xdev", "-mindepth", "1", "-delete"])
+        started, _ = run(["docker", "start", container])
+        if emptied != 0 or started != 0:
+            failed = 1
+            lines.append(
+                f"  {registry}: {'not emptied' if emptied else 'emptied'}, {'not started again' if started else 'started again'}"
+                f"; `docker logs {shlex.quote(container)}` says why, and `docker start {shlex.quote(container)}` starts it"
+            )
+            continue
+        lines.append(f"  {registry}: emptied ({container} fetches again what the next pull asks for)")
+    return failed, [f"image cache {folder}:", *lines]

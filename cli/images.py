@@ -33,7 +33,7 @@ import yaml
 import versions
 from cli.lifecycle import strings_in
 from cli.plan import SECRET, UNKNOWN, Plan
-from components.image_cache import mirror_cache_folder
+from components.image_cache import NOT_MIRRORED, mirror_cache_folder
 from components.runner import DOCKER_HUB_MIRROR_VARIABLE
 from stacks import STACK_PHASES
 
@@ -365,6 +365,7 @@ def to_json(results: list[Plan]) -> str:
         "images": [image.to_dict() for image in listed],
         "charts": oci_charts(results),
         "mirrored": {puller: sorted(registries) for puller, registries in mirrored_registries(results).items()},
+        "notMirrored": NOT_MIRRORED,
     }
     return json.dumps(document, indent=2) + "\n"
 
@@ -389,6 +390,8 @@ def to_text(results: list[Plan]) -> str:
         f"{len(listed)} images from {len({image.registry for image in listed})} registries. The cache mirrors {nodes} for the "
         f"nodes' containerd, and {', '.join(sorted(mirrored[BUILDKIT])) or 'no registry'} for BuildKit in CI.",
     ]
+    for registry, why in NOT_MIRRORED.items():
+        lines.append(f"{registry}: no mirror ({why}); what the nodes need from it is pulled from {registry} itself")
     for puller, who in PULLERS.items():
         missed = sum(not image.cached for image in listed if image.puller == puller)
         lines.append(f"{puller}: {who}; {missed} of its {sum(image.puller == puller for image in listed)} images not through the cache")

@@ -50,6 +50,7 @@ def parser() -> argparse.ArgumentParser:
         _verb_plan,
         _verb_doctor,
         _verb_status,
+        _verb_cache,
         _verb_kubeconfig,
         _verb_secrets,
         _verb_images,
@@ -222,6 +223,20 @@ def _verb_secrets(verbs: Verbs) -> None:
     )
 
 
+def _verb_cache(verbs: Verbs) -> None:
+    cache = _add_verb(
+        verbs,
+        "cache",
+        "prune the image cache: empty each running mirror's storage now (each mirror also forgets what it cached 30 days on)",
+        (
+            "prune: stop each of phase1's registry mirrors, empty its storage, and start it again, so the disk holds "
+            "only what later pulls fetch anew. The mirrors delete on their own what they cached 30 days before; "
+            "`uv run blueprint destroy --wipe-cache` removes the whole cache folder once the platform is down."
+        ),
+    )
+    cache.add_argument("action", choices=["prune"], help="prune: empty the mirrors' storage now")
+
+
 def _verb_images(verbs: Verbs) -> None:
     images = _add_verb(
         verbs,
@@ -369,6 +384,7 @@ VERBS: dict[str, Handler] = {
     "plan": _plan,
     "doctor": _doctor,
     "status": _pulumi("STATUS"),
+    "cache": _pulumi("CACHE"),
     "kubeconfig": _pulumi("KUBECONFIG"),
     "secrets": _secrets,
     "images": _images,

@@ -1,25 +1,27 @@
 """Pull-through registry mirrors beside the kind cluster: the image cache that outlives it.
 
-Every `destroy` throws the kind nodes and their image stores away, so without a cache each bring-up
-downloads GitLab's gigabytes again. So phase1 runs, before the cluster:
+Every `destroy` throws the nodes' image stores away, so phase1 runs, before the cluster:
 
-- one mirror container per upstream registry the platform pulls from (MIRRORED_REGISTRIES): the
-  CNCF registry (distribution) as a pull-through cache, which proxies one upstream only
-  (distribution docs/content/recipes/mirror.md), storing what it pulled in `<cache>/<registry>/`.
-  It runs as the host user, so the user can remove the cache without root, publishes no host port,
-  and joins kind's Docker network, where every node reaches it by its container name;
+- one mirror container per upstream registry (MIRRORED_REGISTRIES): the CNCF registry as a
+  pull-through cache of one upstream (distribution docs/content/recipes/mirror.md), storing in
+  `<cache>/<registry>/`, as the host user, with no host port;
+- the mirrors' own Docker network, where each has a fixed address (`mirror_address`) and to which
+  the nodes are connected once kind has made them. Nodes and BuildKit reach a mirror by address,
+  never by name: Docker's DNS forwards a name it does not know (a mirror that is down) to the
+  network's resolvers, which could answer over plain HTTP (decisions.md, entry 24);
 - a `hosts.toml` per registry in containerd's `config_path` (the data folder's `containerd/certs.d`,
-  which the nodes mount): pull and resolve through the mirror first, and from the registry itself
-  when the mirror does not answer (containerd docs/hosts.md: hosts are tried in order, then
-  `server`). containerd reads these files at every pull: no node restart, no change of the kind
-  config (which would replace the cluster).
+  which the nodes mount): the mirror first, then the registry itself (containerd docs/hosts.md).
+  containerd reads them at every pull: no node restart, no change of the kind config.
 
-The cache holds public images only, so no destroy removes it, whatever `preserveData` says:
-`blueprint destroy --wipe-cache` does. A destroy removes the mirror containers, not their storage.
+Each mirror deletes what it cached `CACHE_TTL` after fetching it; `blueprint cache prune` empties it
+at once. No destroy removes the cache, whatever `preserveData` says: `--wipe-cache` does.
 """
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,17 +36,44 @@ MIRRORED_REGISTRIES = {
     "quay.io": "https://quay.io",
     "ghcr.io": "https://ghcr.io",
     "registry.gitlab.com": "https://registry.gitlab.com",
-    "registry.k8s.io": "https://registry.k8s.io",
 }
-"""Each registry the platform's images come from, and the address its mirror proxies: Docker Hub's
-registry API is at registry-1.docker.io (distribution's mirror recipe; containerd maps docker.io to
-it too, core/remotes/docker/config/hosts.go). registry.k8s.io serves what the node image preloads,
-and anything a later Kubernetes add-on pulls."""
+"""Each registry the platform's images come from that a mirror can serve, and the address its mirror
+proxies: Docker Hub's registry API is at registry-1.docker.io (distribution's mirror recipe;
+containerd maps docker.io to it too, core/remotes/docker/config/hosts.go)."""
+
+NOT_MIRRORED = {
+    "registry.k8s.io": "registry:3.1 cannot proxy it: registry.k8s.io redirects every registry call but "
+    "blobs to Artifact Registry (pkg.dev), whose token realm is not on k8s.io, and registry 3.1 drops "
+    "such a challenge (distribution f215e513), so it never gets a token",
+}
+"""Registries the platform pulls from that no mirror serves, and why (`blueprint images` says it).
+registry.k8s.io: archeio redirects `/v2/` and manifests to its Artifact Registry backend
+(kubernetes/registry.k8s.io cmd/archeio/docs/request-handling.md); distribution v3.1.x keeps only a
+bearer challenge whose realm shares the remote's registrable domain (registry/proxy/proxyauth.go
+`realmAllowed`, applied by `remoteAuthChallenger.challengeManager`), so the mirror would fail every
+pull and containerd would fall through to the registry each time."""
 
 MIRROR_PORT = 5000
 """The registry's listener inside its container (the image's default `http.addr`)."""
 CONTAINER_NAME_MAX = 63
-"""A mirror's container name is the host name nodes and pods look it up by: one DNS label (RFC 1035)."""
+"""A mirror's container name, kept one DNS label (RFC 1035) as Docker names go."""
+SUBNET_POOL = ipaddress.IPv4Network("172.16.0.0/16")
+"""Where the mirrors' network takes its subnet: outside Docker's default address pools (172.17-31/16
+and 192.168/16, moby libnetwork/ipamutils), so no network Docker makes by itself collides with it."""
+SUBNET_PREFIX = 27
+"""Each cluster's mirrors' network: 32 addresses, the lower half for the mirrors (fixed), the upper
+half (`--ip-range`) for the nodes Docker connects, so a node never takes a stopped mirror's address
+(moby docs, network connect: a fixed address is reapplied when the container starts again)."""
+CACHE_TTL = "720h"
+"""How long a mirror keeps what it cached (distribution v3 configuration/configuration.go
+`Proxy.TTL`): registry/proxy/proxymanifeststore.go and proxyblobstore.go schedule a manifest or blob
+when they first fetch it from the registry, and registry/proxy/scheduler deletes it from storage
+`ttl` later; the next pull fetches it again. So the disk holds at most what was pulled in the last
+30 days, and a bring-up within them downloads nothing again. `0s` would keep everything for ever."""
+BUILDKIT_MIRRORED = ("docker.io",)
+"""The only mirrors a CI job reaches, from BuildKit in the image-build job (the pipeline's
+buildkitd.toml). Every other job pulls nothing itself: the node's containerd pulls the job's images,
+from the node's network, not the pod's."""
 CACHE_LABEL = "blueprint.image-cache"
 """Docker label on every mirror container: the cache folder it stores into. `--wipe-cache` refuses
 while a container still names the folder (another cluster's mirrors using it)."""
@@ -65,7 +94,7 @@ STORAGE = "storage"
 DIAL_TIMEOUT = "2s"
 """How long containerd tries to connect to a mirror before it goes to the registry itself
 (containerd docs/hosts.md `dial_timeout`, in containerd 2.1 and later; kind v0.31 has 2.2). A
-stopped mirror's name does not resolve at all, which fails at once."""
+stopped mirror's address is one nothing else holds (the nodes take theirs from the upper half)."""
 
 
 def mirror_container(cluster_name: str, registry: str) -> str:
@@ -75,14 +104,46 @@ def mirror_container(cluster_name: str, registry: str) -> str:
     return f"{cluster_name}-mirror-{registry.replace('.', '-')}"
 
 
-def mirror_endpoint(cluster_name: str, registry: str) -> str:
-    """`<host>:<port>` of `registry`'s mirror on kind's network, where nodes and pods reach it. The
-    host is rooted (a final dot), so a resolver tries no search domain: kind passes the laptop's own
-    to the nodes, and a name looked up under one would go to the network's DNS, which could answer
-    for it (Go's resolver: net/dnsclient_unix.go `nameList` tries a rooted name alone). Docker's DNS
-    answers the same query, which is always rooted on the wire.
+def mirror_network(cluster_name: str) -> str:
+    """The Docker network of the mirrors of the cluster `cluster_name`, which its nodes join."""
+    return f"{cluster_name}-mirrors"
+
+
+def mirror_subnet(cluster_name: str) -> ipaddress.IPv4Network:
+    """The subnet of `mirror_network`: one of SUBNET_POOL's, chosen by the cluster's name, so two
+    clusters on one machine take two (unless their names collide; Docker then refuses the second).
     """
-    return f"{mirror_container(cluster_name, registry)}.:{MIRROR_PORT}"
+    slots = 2 ** (SUBNET_PREFIX - SUBNET_POOL.prefixlen)
+    slot = int.from_bytes(hashlib.sha256(cluster_name.encode()).digest()[:4], "big") % slots
+    return ipaddress.IPv4Network((int(SUBNET_POOL.network_address) + slot * 2 ** (32 - SUBNET_PREFIX), SUBNET_PREFIX))
+
+
+def node_ip_range(cluster_name: str) -> ipaddress.IPv4Network:
+    """The upper half of `mirror_subnet`, where Docker gives the nodes their addresses."""
+    return list(mirror_subnet(cluster_name).subnets(prefixlen_diff=1))[1]
+
+
+def mirror_address(cluster_name: str, registry: str) -> str:
+    """The fixed address of `registry`'s mirror: the subnet's third address on (the first is the
+    network's, the second its gateway), in the order of MIRRORED_REGISTRIES.
+    """
+    return str(mirror_subnet(cluster_name)[2 + list(MIRRORED_REGISTRIES).index(registry)])
+
+
+def mirror_endpoint(cluster_name: str, registry: str) -> str:
+    """`<address>:<port>` of `registry`'s mirror, where nodes and BuildKit reach it: an address, so
+    that no resolver is asked (see the module's docstring).
+    """
+    return f"{mirror_address(cluster_name, registry)}:{MIRROR_PORT}"
+
+
+def job_mirror_endpoints(image_mirrors: Mapping[str, str]) -> list[tuple[str, int]]:
+    """(address, port) of each mirror a CI job may reach (BUILDKIT_MIRRORED), from phase1's
+    `imageMirrors` output (`mirrors`; empty without the cache): what the runner namespaces' egress
+    NetworkPolicies allow, as `<address>/32` on TCP `<port>`.
+    """
+    found = [image_mirrors[registry].rpartition(":") for registry in BUILDKIT_MIRRORED if registry in image_mirrors]
+    return [(address, int(port)) for address, _, port in found]
 
 
 def mirrors(cluster_name: str) -> dict[str, str]:
@@ -114,10 +175,8 @@ def mirror_config(registry: str) -> str:
         f'  addr: ":{MIRROR_PORT}"\n'
         "proxy:\n"
         f'  remoteurl: "{MIRRORED_REGISTRIES[registry]}"\n'
-        # ttl 0: keep what was pulled until --wipe-cache. Unset, the mirror deletes each image 7
-        # days after it first cached it (registry/proxy/proxyregistry.go), and the next bring-up a
-        # week later downloads again.
-        "  ttl: 0s\n"
+        # A budget: what no pull asked for in CACHE_TTL leaves the disk (0s would keep all for ever).
+        f"  ttl: {CACHE_TTL}\n"
     )
 
 
@@ -148,10 +207,15 @@ configuration and folder (an `up` re-run after a crash half-way finds it so)."""
 MIRROR_DOWN_SCRIPT = script("image_cache_mirror_down.sh")
 """Remove the mirror container, never its storage. Docker gone: nothing of it runs, nothing to do."""
 
+NETWORK_SCRIPT = script("image_cache_network.sh")
+"""Make the mirrors' network with its fixed subnet, or keep the one this stack made so."""
+
+NETWORK_DOWN_SCRIPT = script("image_cache_network_down.sh")
+"""Remove the mirrors' network after its mirrors and the cluster's nodes left it."""
+
 JOIN_SCRIPT = script("image_cache_join.sh")
-"""Join the mirrors to kind's network, which the first cluster made after they started (as kind's own
-local-registry script does: site/static/examples/kind-with-registry.sh); a mirror started when the
-network existed is on it already."""
+"""Connect the cluster's nodes to the mirrors' network once kind has made them (Docker keeps a
+container's networks across its restarts)."""
 
 
 HOSTS_SCRIPT = script("image_cache_hosts.sh")
@@ -214,6 +278,22 @@ class ImageCache(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self._name_prefix = name
         self._containers = tuple(mirror_container(args.cluster_name, registry) for registry in args.registries)
+        self._cluster_name = args.cluster_name
+        network_environment = {"NETWORK": mirror_network(args.cluster_name), "OWNER": args.owner, "OWNER_LABEL": OWNER_LABEL}
+        network = local.Command(
+            f"{name}-mirrors-network",
+            create=NETWORK_SCRIPT,
+            delete=NETWORK_DOWN_SCRIPT,
+            environment={
+                **network_environment,
+                "SUBNET": str(mirror_subnet(args.cluster_name)),
+                "GATEWAY": str(mirror_subnet(args.cluster_name)[1]),
+                "IP_RANGE": str(node_ip_range(args.cluster_name)),
+            },
+            logging=local.Logging.STDERR,
+            # Another subnet is another network: the old one goes first (its name stays).
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(replace_on_changes=["*"], delete_before_replace=True)),
+        )
         self.mirrors = [
             local.Command(
                 f"{name}-{registry.replace('.', '-')}",
@@ -226,11 +306,15 @@ class ImageCache(pulumi.ComponentResource):
                     "MIRROR_CONFIG": mirror_config(registry),
                     "IMAGE": args.image,
                     "OWNER": args.owner,
+                    "NETWORK": mirror_network(args.cluster_name),
+                    "ADDRESS": mirror_address(args.cluster_name, registry),
                     **MIRROR_SCRIPT_ENVIRONMENT,
                 },
                 logging=local.Logging.STDERR,
                 # Any change makes the container anew, and its name stays: the old one goes first.
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(replace_on_changes=["*"], delete_before_replace=True)),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(replace_on_changes=["*"], delete_before_replace=True, depends_on=[network])
+                ),
             )
             for registry in args.registries
         ]
@@ -250,15 +334,18 @@ class ImageCache(pulumi.ComponentResource):
         self.register_outputs({})
 
     def join(self, cluster: pulumi.CustomResource) -> local.Command:
-        """Join the mirrors to kind's network once `cluster` has made it."""
+        """Connect the nodes of `cluster` to the mirrors' network once kind has made them."""
         return local.Command(
             f"{self._name_prefix}-network",
             create=JOIN_SCRIPT,
             update=JOIN_SCRIPT,
             delete="true",
-            environment={"CONTAINERS": " ".join(self._containers)},
-            # Again whenever a mirror or the cluster is made anew: a mirror made while kind's network
-            # was missing is on Docker's default one.
+            environment={
+                "CLUSTER": self._cluster_name,
+                "NETWORK": mirror_network(self._cluster_name),
+                "CONTAINERS": " ".join(self._containers),
+            },
+            # Again whenever the cluster (its nodes) or a mirror (its network, made anew with it) is new.
             triggers=[cluster.id, *(mirror.id for mirror in self.mirrors)],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster, *self.mirrors]),
         )

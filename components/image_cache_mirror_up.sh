@@ -1,5 +1,5 @@
-# Start $CONTAINER, the mirror of $REGISTRY storing in $CACHE_DIR (components/image_cache.py); reads too
-# MIRROR_CONFIG, IMAGE, OWNER and the names in MIRROR_SCRIPT_ENVIRONMENT.
+# Start $CONTAINER, the mirror of $REGISTRY storing in $CACHE_DIR, at $ADDRESS on $NETWORK
+# (components/image_cache.py); reads too MIRROR_CONFIG, IMAGE, OWNER and the names in MIRROR_SCRIPT_ENVIRONMENT.
 set -eu
 umask go-w
 if ! docker info >/dev/null 2>&1; then
@@ -13,7 +13,7 @@ if [ -L "$CACHE_DIR" ] || { [ -e "$CACHE_DIR" ] && [ ! -O "$CACHE_DIR" ]; }; the
     "folder of your own: set another blueprint:imageCacheDir" >&2
   exit 1
 fi
-# The five mirrors start at once over a new folder: each writes the marker before anything else, and
+# The mirrors start at once over a new folder: each writes the marker before anything else, and
 # what a mirror lists before it looks for the marker holds nothing of another's without the marker.
 listing=$(ls -A "$CACHE_DIR" 2>/dev/null || true)
 if [ -n "$listing" ] && [ ! -f "$CACHE_DIR/$CACHE_MARKER" ]; then
@@ -41,7 +41,7 @@ if labelled=$(docker inspect -f "{{index .Config.Labels \"$OWNER_LABEL\"}}" "$CO
     "set another blueprint:clusterName, or remove it if it is nobody's: docker rm --force $(quoted "$CONTAINER")" >&2
   exit 1
 fi
-spec=$(printf '%s\n' "$IMAGE" "$MIRROR_CONFIG" "$CACHE_DIR" | cksum | cut -d ' ' -f 1)
+spec=$(printf '%s\n' "$IMAGE" "$MIRROR_CONFIG" "$CACHE_DIR" "$NETWORK" "$ADDRESS" | cksum | cut -d ' ' -f 1)
 if [ "$(docker inspect -f "{{index .Config.Labels \"$SPEC_LABEL\"}}" "$CONTAINER" 2>/dev/null)" = "$spec" ]; then
   docker start "$CONTAINER" >/dev/null || failed=yes
 else
@@ -50,12 +50,10 @@ else
   # that user already, and a --user there would be a sub-uid the host user cannot write as.
   user="--user=$(id -u):$(id -g)"
   case "$(docker info -f '{{.SecurityOptions}}' 2>/dev/null)" in *rootless*) user="--user=0:0" ;; esac
-  network=bridge
-  kind_network=$(kind_network)
-  if docker network inspect "$kind_network" >/dev/null 2>&1; then network=$kind_network; fi
   echo "blueprint: starting $CONTAINER, the image cache's mirror of $REGISTRY, over $(quoted "$folder")" >&2
-  # It writes only its storage: nothing else of the container, no capability, no new privilege.
-  docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$network" "$user" \
+  # It writes only its storage: nothing else of the container, no capability, no new privilege. Its
+  # address is fixed: Docker gives it back at every restart (moby docs, network connect --ip).
+  docker run --detach --name "$CONTAINER" --restart=unless-stopped --network="$NETWORK" --ip="$ADDRESS" "$user" \
     --read-only --tmpfs /tmp --cap-drop=ALL --security-opt=no-new-privileges \
     --label "$CACHE_LABEL=$CACHE_DIR" --label "$OWNER_LABEL=$OWNER" --label "$SPEC_LABEL=$spec" \
     --mount "type=bind,source=$folder/$STORAGE,target=/var/lib/registry" \

@@ -53,7 +53,7 @@ class ImagePrepullArgs:
     """Exactly the references the chart renders, in the order its pods need them: another reference
     to the same image would be resolved and stored again."""
     mirrors_joined: tuple[pulumi.Resource, ...] = ()
-    """The step that joins the mirrors to kind's network, when it is in the same graph (`dev`)."""
+    """The step that connects the nodes to the mirrors' network, when it is in the same graph (`dev`)."""
     busybox_image: str = versions.STATIC_BUSYBOX_IMAGE
     """Whose statically linked /bin/busybox runs in every pulled image."""
 

@@ -241,7 +241,7 @@ class KindCluster(pulumi.ComponentResource):
     cluster_id: str
     """`cluster_id(args)`: changes exactly when the cluster is replaced."""
     image_cache_joined: local.Command | None
-    """The step that joins the image cache's mirrors to kind's network, or None without the cache."""
+    """The step that connects the nodes to the image cache's mirrors' network, or None without the cache."""
 
     def __init__(self, name: str, args: KindClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:KindCluster", name, None, opts)

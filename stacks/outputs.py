@@ -50,8 +50,8 @@ HEADLAMP = "headlamp"
 IMAGE_CACHE_DIR = "imageCacheDir"
 """Absolute host path of the image cache (`components/image_cache.py`), or "" when phase1 runs none."""
 IMAGE_MIRRORS = "imageMirrors"
-"""Registry -> `<host>:<port>` of its mirror on kind's network, which nodes and pods reach (plain
-HTTP); empty when phase1 runs no image cache."""
+"""Registry -> `<address>:<port>` of its mirror, a fixed address on the mirrors' own network, which
+nodes and BuildKit reach (plain HTTP); empty when phase1 runs no image cache."""
 
 PHASE1 = (
     CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, VOLUMES_NODE_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
@@ -147,7 +147,7 @@ with this, in the graph. A phase3 stack reads it from OPENBAO_WRITER_PASSWORD_FI
 OPENBAO_INIT = "openbaoInit"
 """The resource that initialises OpenBao: in `dev`, phase3's KV writes wait for it."""
 IMAGE_CACHE_JOINED = "imageCacheJoined"
-"""The step that joins the image cache's mirrors to kind's network, when phase1 runs them: in `dev`,
+"""The step that connects the nodes to the image cache's mirrors' network, when phase1 runs them: in `dev`,
 phase2's pre-pull waits for it, so its pulls reach the mirrors (a phase2 stack runs once phase1 is up)."""
 IN_STACK_ONLY = (
     DATA_FOLDER_CLAIM, CLUSTER, KUBECONFIG, SEEDED_ADMIN_TOKEN, HEADLAMP_DASHBOARD, OPENBAO_WRITER_PASSWORD, OPENBAO_INIT,

@@ -123,7 +123,8 @@ def _image_cache(arch: Architecture, by_phase: dict[str, list[str]]) -> list[str
     if not arch.mirrors:
         return []
     # The folder is the user's cache folder (blueprint:imageCacheDir), different on each machine: not drawn.
-    lines = [f"  subgraph image_cache[{_label('image cache: Docker containers on kind’s network, storing in imageCacheDir')}]"]
+    title = _label("image cache: Docker containers at fixed addresses on their own network, storing in imageCacheDir")
+    lines = [f"  subgraph image_cache[{title}]"]
     for registry, container, phase in arch.mirrors:
         mirror_id = mermaid_id(f"mirror {registry}")
         lines.append(f"    {mirror_id}[{_label(f'{container}<br/>mirror of {registry} · {phase}')}]")

@@ -161,9 +161,8 @@ def test_status_with_an_unreadable_config_says_unknown_not_a_traceback() -> None
 def test_the_mirror_names_status_reads_are_the_containers_phase1_starts() -> None:
     from components.image_cache import mirror_container
 
-    assert image_cache.mirror_containers({outputs.IMAGE_MIRRORS: mirrors("blueprint")}) == {
-        registry: mirror_container("blueprint", registry) for registry in mirrors("blueprint")
-    }
+    phase1 = {outputs.IMAGE_MIRRORS: mirrors("blueprint"), outputs.CLUSTER_NAME: "blueprint"}
+    assert image_cache.mirror_containers(phase1) == {registry: mirror_container("blueprint", registry) for registry in mirrors("blueprint")}
 
 
 def test_the_wipe_removes_only_the_registry_folders(tmp_path: Path) -> None:
@@ -517,3 +516,51 @@ def test_wipe_cache_after_phase1_was_destroyed_earlier_asks_then_removes_the_cac
     assert code == 0, said
     assert questions == [f"Remove the image cache {folder} (the images the next `up` would otherwise not download again)?"]
     assert not folder.exists()
+
+
+def pruned(tmp_path: Path, labelled: str | None = None, failing: str = "") -> tuple[int, list[str], list[list[str]]]:
+    folder = a_cache(tmp_path)
+    asked: list[list[str]] = []
+
+    def docker(argv: Sequence[str]) -> tuple[int, str]:
+        asked.append(list(argv))
+        if argv[1] == "inspect":
+            return 0, f"{labelled or folder}\t1000:1000\tregistry:3.1.2\n"
+        return (1, "") if argv[1] == failing else (0, "")
+
+    phase1 = {outputs.IMAGE_MIRRORS: mirrors("blueprint"), outputs.CLUSTER_NAME: "blueprint", outputs.IMAGE_CACHE_DIR: str(folder)}
+    code, lines = image_cache.prune(phase1, lambda: {}, docker)
+    return code, lines, asked
+
+
+def test_cache_prune_empties_each_mirrors_storage_with_the_mirror_stopped_and_starts_it_again(tmp_path: Path) -> None:
+    code, lines, asked = pruned(tmp_path)
+    assert code == 0, lines
+    for container in ("blueprint-mirror-docker-io", "blueprint-mirror-quay-io"):
+        steps = [argv[1] for argv in asked if container in argv]
+        assert steps == ["inspect", "stop", "run", "start"], steps
+    run = next(argv for argv in asked if argv[1] == "run")
+    # With the mirror's own mounts and user, nothing more: only its storage is emptied.
+    assert run[run.index("--volumes-from") + 1] == "blueprint-mirror-docker-io"
+    assert run[run.index("--user") + 1] == "1000:1000"
+    assert run[run.index("--network") + 1] == "none"
+    assert run[-6:] == ["registry:3.1.2", "/var/lib/registry", "-xdev", "-mindepth", "1", "-delete"]
+
+
+def test_cache_prune_leaves_a_container_that_stores_in_another_folder(tmp_path: Path) -> None:
+    code, lines, asked = pruned(tmp_path, labelled="/somewhere/else")
+    assert code == 1
+    assert not [argv for argv in asked if argv[1] in ("stop", "run")]
+    assert "is not a mirror storing in" in lines[1]
+
+
+def test_cache_prune_says_how_to_start_a_mirror_it_could_not_start_again(tmp_path: Path) -> None:
+    code, lines, _ = pruned(tmp_path, failing="start")
+    assert code == 1
+    assert "`docker start blueprint-mirror-docker-io` starts it" in "\n".join(lines)
+
+
+def test_cache_prune_with_the_cache_off_prunes_nothing() -> None:
+    code, lines = image_cache.prune(None, lambda: {"blueprint:imageCache": "false"}, no_docker)
+    assert code == 0
+    assert "nothing to prune" in lines[0]

@@ -195,7 +195,7 @@ def offline_plans(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_images_json_gives_each_image_its_registry_puller_cache_pin_and_sources(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["images", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"images", "charts", "mirrored"}
+    assert set(document) == {"images", "charts", "mirrored", "notMirrored"}
     assert document["images"], "no image listed"
     for entry in document["images"]:
         assert set(entry) == {"image", "registry", "pulledBy", "cached", "pin", "sources"}, entry
@@ -240,3 +240,20 @@ def test_images_says_which_config_value_is_wrong_without_a_traceback(
     assert "blueprint:gitlabNodes" in captured.err, captured.err
     assert "many" in captured.err, captured.err
     assert "Traceback" not in captured.err, captured.err
+
+
+@pytest.mark.usefixtures("offline_plans")
+def test_images_says_registry_k8s_io_has_no_mirror_and_why(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["images"]) == 0
+    text = capsys.readouterr().out
+    line = next(line for line in text.splitlines() if line.startswith("registry.k8s.io: no mirror"))
+    assert "f215e513" in line
+    assert "pulled from registry.k8s.io itself" in line
+    assert main(["images", "--json"]) == 0
+    assert "f215e513" in json.loads(capsys.readouterr().out)["notMirrored"]["registry.k8s.io"]
+
+
+def test_buildkit_the_one_image_ci_runs_unconfined_is_pinned_by_digest() -> None:
+    buildkit = [image for image in listed() if image.ref == versions.BUILDKIT_IMAGE]
+    assert buildkit, "BuildKit is not listed"
+    assert {image.pin for image in buildkit} == {"digest"}

@@ -10,6 +10,7 @@ fake `docker` on PATH that records what it is asked.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -27,8 +28,12 @@ from components.image_cache import (
     MIRRORED_REGISTRIES,
     OWNER_LABEL,
     hosts_toml,
+    mirror_address,
     mirror_config,
     mirror_container,
+    mirror_network,
+    mirror_subnet,
+    node_ip_range,
 )
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR, KindClusterArgs, cluster_id
 from stacks import outputs
@@ -86,12 +91,22 @@ def test_the_hosts_files_are_written_after_the_data_folder_is_claimed() -> None:
     assert hosts["inputs"]["environment"]["HOSTS_DIR"] == str(Path(result.outputs[outputs.DATA_DIR]["value"]) / REGISTRY_HOSTS_SUBDIR)
 
 
-def test_the_mirrors_join_kinds_network_once_the_cluster_has_made_it() -> None:
+def test_the_nodes_join_the_mirrors_network_once_the_cluster_has_made_them() -> None:
     result = planned("phase1")
     network = result.one(COMMAND, "kind-image-cache-network")
     assert result.one(COMMAND, "kind-cluster")["urn"] in network["dependsOn"]
-    containers = network["inputs"]["environment"]["CONTAINERS"].split()
+    environment = network["inputs"]["environment"]
+    assert (environment["CLUSTER"], environment["NETWORK"]) == ("blueprint", mirror_network("blueprint"))
+    containers = environment["CONTAINERS"].split()
     assert sorted(containers) == sorted(mirror_container("blueprint", registry) for registry in MIRRORED_REGISTRIES)
+
+
+def test_every_mirror_waits_for_its_network() -> None:
+    result = planned("phase1")
+    network = result.one(COMMAND, "kind-image-cache-mirrors-network")
+    assert network["inputs"]["environment"]["SUBNET"] == str(mirror_subnet("blueprint"))
+    for registry in MIRRORED_REGISTRIES:
+        assert network["urn"] in mirror(result, registry)["dependsOn"]
 
 
 def test_the_dev_stack_runs_the_mirrors_of_its_own_cluster() -> None:
@@ -180,11 +195,11 @@ def test_every_key_of_a_mirrors_config_is_one_the_registry_reads(registry: str) 
 
 
 @pytest.mark.parametrize("registry", list(MIRRORED_REGISTRIES))
-def test_a_mirror_proxies_its_registry_and_never_expires_what_it_cached(registry: str) -> None:
+def test_a_mirror_proxies_its_registry_and_deletes_what_it_cached_after_thirty_days(registry: str) -> None:
     proxy = yaml.safe_load(mirror_config(registry))["proxy"]
     assert proxy["remoteurl"] == MIRRORED_REGISTRIES[registry]
-    # Unset, the registry deletes each image 7 days after caching it; 0 never (registry/proxy/proxyregistry.go).
-    assert go_duration_seconds(proxy["ttl"]) == 0
+    # A budget: 0 would keep everything for ever (registry/proxy/proxyregistry.go); unset is 7 days.
+    assert go_duration_seconds(proxy["ttl"]) == 30 * 24 * 3600
 
 
 def test_docker_hubs_mirror_proxies_its_registry_api_host() -> None:
@@ -205,8 +220,8 @@ def test_every_hosts_toml_key_is_one_containerd_reads(registry: str) -> None:
 def test_nodes_pull_through_the_mirror_first_and_from_the_registry_when_it_is_down(registry: str) -> None:
     document = tomllib.loads(hosts_toml("blueprint", registry))
     # containerd tries the hosts in order, then `server` (docs/hosts.md); resolve too, so a tag resolves offline.
-    # Rooted (a final dot): no search domain is tried, which the laptop's network DNS could answer.
-    assert list(document["host"]) == [f"http://{mirror_container('blueprint', registry)}.:5000"]
+    # By its fixed address: no resolver is asked, which could answer for a mirror that is down.
+    assert list(document["host"]) == [f"http://{mirror_address('blueprint', registry)}:5000"]
     assert set(next(iter(document["host"].values()))["capabilities"]) == {"pull", "resolve"}
     assert document["server"] == MIRRORED_REGISTRIES[registry]
 
@@ -226,7 +241,8 @@ DOCKER_LOG = """\
 echo "$*" >> "$CALLS"
 case "$1 $2" in
   "info "*) [ -n "${DOCKER_DOWN:-}" ] && exit 1; echo "${SECURITY:-[name=seccomp]}"; exit 0 ;;
-  "network inspect") [ -n "${KIND_NETWORK:-}" ] || exit 1 ;;
+  "network inspect") [ -n "${NETWORK_FOUND:-}" ] || exit 1; echo "$NETWORK_FOUND"; exit 0 ;;
+  "network create") [ -z "${NETWORK_REFUSED:-}" ] || { echo "$NETWORK_REFUSED" >&2; exit 1; } ;;
   "inspect -f")
     case "$3" in
       *Status*) echo "${STATUS:-running} ${RESTARTS_AFTER:-0}"; exit 0 ;;
@@ -276,11 +292,58 @@ def test_a_mirror_publishes_no_host_port(tmp_path: Path, docker: Path) -> None:
     assert "--publish" not in run
 
 
-def test_a_mirror_joins_kinds_network_when_it_exists_and_docker_default_before(tmp_path: Path, docker: Path) -> None:
-    _, before = run_mirror(tmp_path, docker)
-    _, after = run_mirror(tmp_path, docker, KIND_NETWORK="yes")
-    assert "--network=bridge" in next(call for call in before if call.startswith("run "))
-    assert "--network=kind" in next(call for call in after if call.startswith("run "))
+def test_a_mirror_runs_at_its_fixed_address_on_the_mirrors_network(tmp_path: Path, docker: Path) -> None:
+    _, calls = run_mirror(tmp_path, docker)
+    run = next(call for call in calls if call.startswith("run ")).split()
+    assert f"--network={mirror_network('blueprint')}" in run
+    assert f"--ip={mirror_address('blueprint', 'docker.io')}" in run
+
+
+def run_network(tmp_path: Path, docker: Path, **env: str) -> tuple[Any, list[str]]:
+    command = planned("phase1").one(COMMAND, "kind-image-cache-mirrors-network")
+    calls = tmp_path / "calls"
+    calls.unlink(missing_ok=True)
+    done = run_script(command, "create", path_prefix=docker, env={"CALLS": str(calls), **env})
+    return done, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_the_mirrors_network_has_a_fixed_subnet_whose_upper_half_goes_to_the_nodes(tmp_path: Path, docker: Path) -> None:
+    done, calls = run_network(tmp_path, docker)
+    assert done.returncode == 0, done.stderr
+    subnet = mirror_subnet("blueprint")
+    create = next(call for call in calls if call.startswith("network create ")).split()
+    assert f"--subnet={subnet}" in create
+    assert f"--ip-range={node_ip_range('blueprint')}" in create
+    assert f"--gateway={subnet[1]}" in create  # given: with --ip-range, the gateway is not left to Docker
+    # Docker refuses a fixed address (--ip) on a network whose subnet it chose itself, such as kind's
+    # IPv4 one (moby api/types/network/endpoint.go `validateEndpointIPAddress`): hence a subnet of ours.
+    for registry in MIRRORED_REGISTRIES:
+        address = ipaddress.ip_address(mirror_address("blueprint", registry))
+        assert address in subnet
+        assert address not in node_ip_range("blueprint")
+        assert address not in (subnet[0], subnet[1])  # the network's own and its gateway
+
+
+def test_a_network_of_that_name_made_otherwise_is_refused(tmp_path: Path, docker: Path) -> None:
+    done, calls = run_network(tmp_path, docker, NETWORK_FOUND="10.0.0.0/24= |")
+    assert done.returncode == 1
+    assert "set another blueprint:clusterName" in done.stderr
+    assert not [call for call in calls if call.startswith("network create")]
+
+
+def test_a_subnet_docker_refuses_fails_the_up_with_why_and_the_way_out(tmp_path: Path, docker: Path) -> None:
+    done, _ = run_network(tmp_path, docker, NETWORK_REFUSED="Pool overlaps with other one on this address space")
+    assert done.returncode == 1
+    assert "Pool overlaps" in done.stderr
+    assert "blueprint:clusterName" in done.stderr
+
+
+def test_a_rerun_keeps_the_mirrors_network_this_stack_made(tmp_path: Path, docker: Path) -> None:
+    environment = planned("phase1").one(COMMAND, "kind-image-cache-mirrors-network")["inputs"]["environment"]
+    found = f"{environment['SUBNET']}={environment['IP_RANGE']} |{environment['OWNER']}"
+    done, calls = run_network(tmp_path, docker, NETWORK_FOUND=found)
+    assert done.returncode == 0, done.stderr
+    assert not [call for call in calls if call.startswith("network create")]
 
 
 def test_rootless_docker_runs_the_mirror_as_its_own_root_which_is_the_host_user(tmp_path: Path, docker: Path) -> None:
@@ -315,7 +378,7 @@ def test_a_mirror_says_docker_must_run_when_it_does_not(tmp_path: Path, docker: 
 
 def test_phase1_exports_each_registrys_mirror_for_the_later_phases() -> None:
     mirrors = planned("phase1").outputs[outputs.IMAGE_MIRRORS]["value"]
-    assert mirrors == {registry: f"{mirror_container('blueprint', registry)}.:5000" for registry in MIRRORED_REGISTRIES}
+    assert mirrors == {registry: f"{mirror_address('blueprint', registry)}:5000" for registry in MIRRORED_REGISTRIES}
     assert mirrors == image_cache.mirrors("blueprint")
 
 
@@ -351,7 +414,7 @@ def test_the_kind_config_points_every_registry_the_nodes_pull_from_at_its_mirror
     assert run_script(phase1.one(COMMAND, "kind-image-cache-hosts"), "create", env={"HOSTS_DIR": str(tmp_path)}).returncode == 0
     for registry in pulled:
         written = (tmp_path / registry / "hosts.toml").read_text()
-        assert f"http://{mirror_container('blueprint', registry)}.:5000" in written, registry
+        assert f"http://{mirror_address('blueprint', registry)}:5000" in written, registry
 
 
 def test_a_mirror_that_exits_at_once_fails_the_up_with_its_log_and_how_to_go_on_without_the_cache(tmp_path: Path, docker: Path) -> None:
@@ -420,15 +483,11 @@ def test_a_cache_folder_that_is_not_the_users_is_refused(tmp_path: Path, docker:
     assert "is a link, or not yours" in done.stderr
 
 
-def test_the_mirrors_follow_kinds_experimental_network_setting(tmp_path: Path, docker: Path) -> None:
-    _, calls = run_mirror(tmp_path, docker, KIND_NETWORK="yes", KIND_EXPERIMENTAL_DOCKER_NETWORK="lab")
-    assert "network inspect lab" in calls
-
-
 JOIN_DOCKER = """\
 echo "$*" >> "$CALLS"
 case "$1" in
-  inspect) case "$4" in *missing*) exit 1 ;; *) echo "${NETWORKS:-bridge }" ;; esac ;;
+  inspect) case "$4" in *missing*) exit 1 ;; *) echo "${NETWORKS:-kind }" ;; esac ;;
+  ps) echo "${NODES:-blueprint-control-plane blueprint-worker}" ;;
 esac
 exit 0
 """
@@ -442,26 +501,28 @@ def run_join(tmp_path: Path, containers: str, **env: str) -> tuple[Any, list[str
     return done, calls.read_text().splitlines()
 
 
-def test_the_join_moves_a_mirror_from_dockers_default_network_to_kinds(tmp_path: Path) -> None:
+def test_the_join_connects_every_node_of_the_cluster_to_the_mirrors_network(tmp_path: Path) -> None:
     done, calls = run_join(tmp_path, "blueprint-mirror-docker-io")
     assert done.returncode == 0, done.stderr
-    assert "network connect kind blueprint-mirror-docker-io" in calls
-    assert "network disconnect bridge blueprint-mirror-docker-io" in calls
+    # kind labels each node container with its cluster's name.
+    assert "ps --all --filter label=io.x-k8s.kind.cluster=blueprint --format {{.Names}}" in calls
+    for node in ("blueprint-control-plane", "blueprint-worker"):
+        assert f"network connect blueprint-mirrors {node}" in calls
 
 
-def test_the_join_leaves_a_mirror_already_on_kinds_network(tmp_path: Path) -> None:
-    _, calls = run_join(tmp_path, "blueprint-mirror-docker-io", NETWORKS="kind ")
+def test_the_join_leaves_a_node_already_on_the_mirrors_network(tmp_path: Path) -> None:
+    _, calls = run_join(tmp_path, "blueprint-mirror-docker-io", NETWORKS="kind blueprint-mirrors ")
     assert not [call for call in calls if call.startswith("network")]
 
 
-def test_the_join_warns_of_a_mirror_removed_outside_blueprint_and_joins_the_others(tmp_path: Path) -> None:
+def test_the_join_warns_of_a_mirror_removed_outside_blueprint_and_joins_the_nodes(tmp_path: Path) -> None:
     done, calls = run_join(tmp_path, "missing-mirror blueprint-mirror-quay-io")
     assert done.returncode == 0
     assert "missing-mirror is gone" in done.stderr
-    assert "network connect kind blueprint-mirror-quay-io" in calls
+    assert "network connect blueprint-mirrors blueprint-worker" in calls
 
 
-def test_the_five_mirrors_starting_at_once_over_a_new_folder_all_start(tmp_path: Path, docker: Path) -> None:
+def test_the_mirrors_starting_at_once_over_a_new_folder_all_start(tmp_path: Path, docker: Path) -> None:
     import concurrent.futures
 
     result = planned("phase1")
@@ -490,11 +551,6 @@ def test_turning_the_cache_off_or_moving_it_leaves_the_cluster_commands_inputs_a
     assert cluster_inputs() == cluster_inputs(imageCache="false") == cluster_inputs(imageCacheDir=str(tmp_path / "elsewhere"))
 
 
-def test_the_join_keeps_a_mirror_on_dockers_default_network_when_kind_was_told_to_use_it(tmp_path: Path) -> None:
-    _, calls = run_join(tmp_path, "blueprint-mirror-docker-io", KIND_EXPERIMENTAL_DOCKER_NETWORK="bridge")
-    assert not [call for call in calls if call.startswith("network")]
-
-
 def test_a_mirror_docker_keeps_restarting_fails_the_up(tmp_path: Path, docker: Path) -> None:
     # Docker reports a container it restarts as Running: the restart count tells it crashed meanwhile.
     done, calls = run_mirror(tmp_path, docker, STATUS="running", RESTARTS_AFTER="3")
@@ -508,3 +564,41 @@ def test_the_refusal_of_a_folder_holding_other_files_names_them(tmp_path: Path, 
     (tmp_path / "cache" / ".DS_Store").write_bytes(b"Finder")
     done, _ = run_mirror(tmp_path, docker)
     assert "(.DS_Store ...)" in done.stderr
+
+
+def run_network_delete(tmp_path: Path, labelled_owner: str | None) -> tuple[Any, list[str]]:
+    command = planned("phase1").one(COMMAND, "kind-image-cache-mirrors-network")
+    calls = tmp_path / "calls"
+    answer = "exit 1" if labelled_owner is None else f"echo '{labelled_owner}'"
+    fake_command(tmp_path / "bin", "docker", f'echo "$*" >> {calls}\ncase "$1 $2" in "network inspect") {answer} ;; esac\n')
+    done = run_script(command, "delete", path_prefix=tmp_path / "bin")
+    return done, calls.read_text().splitlines()
+
+
+def test_a_destroy_removes_the_mirrors_network_this_stack_made(tmp_path: Path) -> None:
+    owner = planned("phase1").one(COMMAND, "kind-image-cache-mirrors-network")["inputs"]["environment"]["OWNER"]
+    done, calls = run_network_delete(tmp_path, owner)
+    assert done.returncode == 0, done.stderr
+    assert f"network rm {mirror_network('blueprint')}" in calls
+
+
+def test_a_destroy_leaves_a_network_of_that_name_it_did_not_make(tmp_path: Path) -> None:
+    done, calls = run_network_delete(tmp_path, "someone/else@0123456789abcdef")
+    assert done.returncode == 0
+    assert not [call for call in calls if call.startswith("network rm")]
+
+
+def test_ci_jobs_reach_only_the_docker_hub_mirror_by_its_address() -> None:
+    from components.image_cache import job_mirror_endpoints
+
+    exported = planned("phase1").outputs[outputs.IMAGE_MIRRORS]["value"]
+    assert job_mirror_endpoints(exported) == [(mirror_address("blueprint", "docker.io"), 5000)]
+    assert job_mirror_endpoints({}) == []  # the cache off: no mirror to allow
+
+
+def test_registry_k8s_io_has_no_mirror_since_registry_3_1_cannot_proxy_it() -> None:
+    from components.image_cache import NOT_MIRRORED
+
+    assert "registry.k8s.io" not in MIRRORED_REGISTRIES
+    assert "f215e513" in NOT_MIRRORED["registry.k8s.io"]
+    assert not [resource for resource in planned("phase1").resources if resource["urn"].endswith("kind-image-cache-registry-k8s-io")]

@@ -34,3 +34,22 @@ def test_every_node_keeps_the_gateways_names_in_etc_hosts() -> None:
     env = {variable["name"]: variable["value"] for variable in spec["containers"][0]["env"]}
     assert env["TARGET"] == "gitlab-envoy.gitlab.svc.cluster.local"
     assert set(env["NAMES"].split()) == {"gitlab.local.example.net", "registry.local.example.net", "kas.local.example.net"}
+
+
+def test_the_node_hosts_keeper_looks_the_gateway_up_by_its_rooted_name(tmp_path: Path) -> None:
+    # A rooted name (final dot) is looked up as it is: no search domain of the node's resolv.conf,
+    # which kind copies from the laptop's network, whose DNS could then answer for the gateway.
+    import os
+    import subprocess
+
+    from tests.plans import fake_command
+
+    spec = planned("phase2").one("kubernetes:apps/v1:DaemonSet", "node-registry-node-hosts")["inputs"]["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    env = {variable["name"]: variable["value"] for variable in container["env"]}
+    asked = tmp_path / "asked"
+    fake_command(tmp_path / "bin", "nslookup", f'echo "$*" >> {asked}\n')
+    fake_command(tmp_path / "bin", "sleep", 'kill -TERM "$PPID"\n')  # one round of the keeper's loop
+    path = f"{tmp_path / 'bin'}:{os.environ['PATH']}"
+    subprocess.run(container["command"], env={**env, "PATH": path}, capture_output=True, timeout=30, check=False)
+    assert asked.read_text().split() == ["-type=A", "gitlab-envoy.gitlab.svc.cluster.local."]
