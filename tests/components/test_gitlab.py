@@ -103,7 +103,7 @@ def test_every_bundled_part_is_off(path: tuple[str, ...], value: bool) -> None:
 def test_postgres_and_redis_are_the_external_ones_by_secret_name() -> None:
     global_ = values()["global"]
     assert global_["psql"] == {
-        "host": "pg-rw.postgres.svc.cluster.local",
+        "host": "postgresql-cnpg-rw.postgres.svc.cluster.local",
         "port": 5432,
         "database": "gitlabhq_production",
         "username": "gitlab",
