@@ -12,13 +12,10 @@ reports a change when it does not (expired, revoked, a new GitLab over wiped dat
 lacks a scope, so the next `up` seeds it again; `read` (refresh) drops such a token. Without the CA
 file GitLab's answer is checked against, nothing it says can be trusted: `diff` and `read` change
 nothing, and `create`/`update` fail before seeding, saying how to write the file again. A token
-within RENEW_DAYS of its expiry counts as refused too: the next `up` seeds it again, for its whole
-lifetime, with the same value.
-
-glab's token (`GlabToken`) is seeded the same way under a name of its own, with `api` alone and a
-short life, and its delete revokes it (`DELETE /personal_access_tokens/self`, with the token
-itself: doc/api/personal_access_tokens.md), so a destroy that keeps GitLab's data leaves no live
-copy of it; the admin token's delete does nothing (its value lives with the data).
+within RENEW_DAYS of its expiry counts as refused too: the next `up` seeds it again (same value).
+glab's token (`GlabToken`) is seeded the same way under a name of its own, `api` alone, 30 days;
+its delete revokes it (`DELETE /personal_access_tokens/self`, doc/api/personal_access_tokens.md),
+so a destroy that keeps GitLab's data leaves no live copy; the admin token's delete does nothing.
 """
 
 from __future__ import annotations

@@ -159,13 +159,11 @@ class Admin:
     token_file: str
     """Where the token is kept, without GitLab's prefix."""
     token_value: pulumi.Output[str]
-    """The token as the file holds it, with GitLab's prefix."""
+    """The token as the file holds it, with GitLab's prefix (so are glab's, below)."""
     token: GitLabToken
     """The token, once GitLab has it: what waits on it waits for the seeding."""
     glab_token_file: str
-    """Where glab's own token is kept, without GitLab's prefix (`blueprint up --glab-login` reads it)."""
     glab_token_value: pulumi.Output[str]
-    """glab's token as its file holds it, with GitLab's prefix."""
     group: Group
 
 
@@ -423,21 +421,15 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
         ),
         opts=pulumi.ResourceOptions(retain_on_delete=bool(inputs[outputs.PRESERVE_DATA])),
     )
-    glab_token_file, glab_token_value = _glab_token(ground, tls, gitlab_url, after=token)
+    glab_file, glab_value = _glab_token(ground, tls, gitlab_url, after=token)
     return Admin(
-        token_file=token_file,
-        token_value=token_value,
-        token=token,
-        glab_token_file=glab_token_file,
-        glab_token_value=glab_token_value,
-        group=group,
+        token_file=token_file, token_value=token_value, token=token, glab_token_file=glab_file, glab_token_value=glab_value, group=group
     )
 
 
 def _glab_token(ground: Ground, tls: Tls, gitlab_url: str, *, after: GitLabToken) -> tuple[str, pulumi.Output[str]]:
-    """glab's own token of root: `api` alone, for GLAB_TOKEN_DAYS, seeded as the admin token is from
-    a file beside it; the admin token stays the platform's (sudo, admin_mode, 364 days), and a
-    destroy revokes glab's. Returns the file, and the value with GitLab's prefix.
+    """The token glab logs in with (GlabToken), from a file beside the admin token's: the file, and the
+    value with GitLab's prefix.
     """
     inputs = ground.inputs
     token_file = f"{ground.folders.secrets}/gitlab-glab-token"

@@ -88,7 +88,12 @@ def test_glab_is_never_given_the_admin_token(monkeypatch: pytest.MonkeyPatch, tm
     """The admin token holds sudo and admin_mode for 364 days; glab gets its own, `api` alone."""
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     given: list[str] = []
-    report.glab_login(phase2_with_glab_token(tmp_path), lambda argv, **kwargs: given.append(str(kwargs.get("input"))))
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        given.append(str(kwargs.get("input")))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    report.glab_login(phase2_with_glab_token(tmp_path), run)
     assert "glpat-secret-value" not in given
 
 
