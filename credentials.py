@@ -154,6 +154,15 @@ PLATFORM: tuple[Credential, ...] = (
         origins=(f"{HOST_SECRET} gitlab-admin-token-value", "pulumi-python:dynamic/gitlab:AdminToken gitlab-admin-token"),
     ),
     Credential(
+        name="gitlab-glab-token",
+        what="glab's personal access token of GitLab root (api scope alone, 30 days; its file keeps it without the prefix)",
+        stack="phase2",
+        path="gitlab/glab/token",
+        key="token",
+        file="gitlab-glab-token",
+        origins=(f"{HOST_SECRET} gitlab-glab-token-value", "pulumi-python:dynamic/gitlab:GlabToken gitlab-glab-token"),
+    ),
+    Credential(
         name="gitlab-rails-secrets",
         what="GitLab's rails secrets (secrets.yml: the keys of its encrypted columns)",
         stack="phase2",

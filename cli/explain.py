@@ -154,8 +154,8 @@ def gateway_help(kind_cluster_name: str | None = None) -> list[str]:
         command("get", "pods", "-o", "wide", "-l", f"gateway.envoyproxy.io/owning-gateway-name={GATEWAY}"),
         "  - the listener Secrets: a listener whose certificate Secret is missing is not Programmed:",
         command("get", "secrets", *LISTENER_SECRETS),
-        f"  - the Service patch: {ENVOY_SERVICE} must exist with its NodePorts (the API server refuses the whole",
-        "    Service when the patch's ports do not match the listeners'); Envoy Gateway's log says why:",
+        f"  - the Service patch: {ENVOY_SERVICE} must exist with its NodePorts (a patched port that matches no",
+        "    listener is there but answers nothing); Envoy Gateway's log says why one is missing:",
         command("get", "service", ENVOY_SERVICE),
         command("logs", f"deployment/{ENVOY_CONTROLLER}", "--tail=50"),
     ]

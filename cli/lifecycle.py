@@ -43,6 +43,11 @@ DELETE_LEAVES: dict[str, str] = {
     "pulumi-python:dynamic/blueprint:DeployKubeconfig": "its token expires by itself, and is void once its ServiceAccount is deleted",
 }
 """Dynamic resource types whose delete deliberately does nothing, and what becomes of the thing."""
+REVOKED_ON_DELETE: dict[str, str] = {
+    "pulumi-python:dynamic/gitlab:GlabToken": "glab's token is revoked with this stack: a credential, no user data, data kept or not",
+}
+"""GitLab credentials whose delete revokes them: deleted by every destroy that reaches GitLab, since
+no user data is in them (and forgotten, like GitLab's objects, when GitLab's data goes or GitLab is gone)."""
 
 
 def claimed_folder(resource: Mapping[str, Any]) -> str | None:
@@ -68,6 +73,8 @@ def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -
         return "forget", f"deleted with {by_urn[target]['name']}"
     if type_ == KV_SECRET and (resource.get("inputs") or {}).get("delete_on_destroy"):
         return "delete", "what it holds is revoked with this stack (an OpenBao that cannot answer leaves it, with a warning)"
+    if type_ in REVOKED_ON_DELETE:
+        return "delete", REVOKED_ON_DELETE[type_]
     if type_ in DELETE_LEAVES:
         return "forget", DELETE_LEAVES[type_]
     if type_ == COMMAND:

@@ -86,8 +86,8 @@ def _verb_up(verbs: Verbs) -> None:
         "--glab-login",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="afterwards, when glab is installed, log it in to gitlab.<domain> with the admin token, trusting the platform CA, "
-        "and touch no other host's entry (default; --no-glab-login leaves glab alone)",
+        help="afterwards, when glab is installed, log it in to gitlab.<domain> with its own token (api scope, 30 days), "
+        "trusting the platform CA, and touch no other host's entry (default; --no-glab-login leaves glab alone)",
     )
     up.add_argument(
         "--yes",

@@ -1,6 +1,7 @@
 """The end of a successful `up`: where things are, where the credentials are (never the credentials
 themselves), the laptop-side steps left (the /etc/hosts line, trusting the CA on this OS), each
-app's `/healthz` from this laptop, the smoke pipelines' tally, and `--glab-login`.
+app's `/healthz` from this laptop, the smoke pipelines' tally, and `--glab-login` (with glab's own
+token: `api` alone, 30 days, revoked by a destroy; never the admin token).
 """
 
 from __future__ import annotations
@@ -108,14 +109,16 @@ def openbao_login(phase2: Mapping[str, Any]) -> str:
 
 
 def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> str:
-    """Log glab in to the platform with the admin token (on stdin), trusting our CA."""
+    """Log glab in to the platform with glab's own token (on stdin), trusting our CA."""
     if not phase2:
         return "phase2 is not up: nothing to log glab in to"
     if shutil.which("glab") is None:
         return "glab is not installed: nothing to log in (get it: https://gitlab.com/gitlab-org/cli, then `uv run blueprint up` again)"
     host = str(phase2[outputs.GITLAB_URL]).split("://", 1)[-1]
     try:
-        token = admin_token(phase2)
+        if not phase2.get(outputs.GLAB_TOKEN_FILE):
+            raise outputs.SecretFileUnavailable("phase2's outputs name no token of glab's own: run `uv run blueprint up --phase 2`")
+        token = outputs.read_admin_token(str(phase2[outputs.GLAB_TOKEN_FILE]), "glab's token")
     except outputs.SecretFileUnavailable as error:
         return f"glab could not be logged in to {host}: {error}; the platform is up regardless"
     try:
@@ -135,7 +138,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
     except subprocess.CalledProcessError as error:
         said = (error.stderr or error.stdout or "").strip().splitlines()
         return f"glab could not be logged in to {host} ({said[-1] if said else f'exit {error.returncode}'}); the platform is up regardless"
-    return f"glab is logged in to {host} as root"
+    return f"glab is logged in to {host} as root, with its own token (api scope; an `up` renews it in its last week)"
 
 
 def pipeline_tally(phase3: Mapping[str, Any]) -> str | None:

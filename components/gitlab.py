@@ -192,11 +192,7 @@ def _global_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> 
         "shell": {"port": args.ssh_port, "hostKeys": {"secret": HOST_KEYS_SECRET}},
         "initialRootPassword": {"secret": ROOT_PASSWORD_SECRET, "key": "password"},
         "railsSecrets": {"secret": RAILS_SECRET},
-        # One database for GitLab's `main` and `ci` connections: since chart 7.0 both are made from
-        # `global.psql`, the `ci` one without database tasks (charts issue #4248, gitlab#388030). GitLab
-        # 19 requires no separate `ci` database: its upgrade notes name none (gitlab
-        # doc/update/versions/gitlab_19_changes.md), and the chart's own CI runs 10.x on one CNPG
-        # database (scripts/ci/values/gitlab-chart/dev-stack.values.yaml).
+        # One database for GitLab's `main` and `ci` connections (check_one_database; decisions.md 45).
         "psql": {
             "host": postgres_host,
             "port": 5432,
@@ -215,6 +211,27 @@ def _global_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> 
         "certificates": {"customCAs": [{"secret": args.ca_secret}]},
         "nodeSelector": args.node_selector,
     }
+
+
+def check_one_database(values: dict[str, Any]) -> dict[str, Any]:
+    """`values`, once they give GitLab one database, its `ci` connection on `main`'s: GitLab then runs
+    in its `single-database-ci-connection` mode (lib/gitlab/database.rb `database_mode`), which it
+    takes without a warning (lib/gitlab/database_warnings.rb warns of `single-database` alone). The
+    chart renders `ci` from `global.psql` and, on the same database, host and port as `main`,
+    without database tasks (templates/_database.tpl `gitlab.database.setDefaultForDatabaseTasks`).
+    A separate `ci` database is Beta in the chart and "not ready for production use" in GitLab
+    (docs/design/decisions.md, 45): a `global.psql.main` or `global.psql.ci` elsewhere stops the plan.
+    """
+    psql = values["global"]["psql"]
+    main = {key: psql.get(key) for key in ("host", "port", "database")}
+    for name in ("main", "ci"):
+        own = psql.get(name) or {}
+        if elsewhere := {key: own[key] for key in main if key in own and own[key] != main[key]}:
+            raise ValueError(
+                f"global.psql.{name} points GitLab's {name} connection elsewhere ({elsewhere}) than global.psql "
+                f"({main}): blueprint gives GitLab one database (docs/design/decisions.md, 45); drop global.psql.{name}"
+            )
+    return values
 
 
 def _envoy_gateway_values(args: GitLabArgs) -> dict[str, Any]:
@@ -306,6 +323,7 @@ class GitLab(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # Before any resource: a Service patch that does not match the chart's listeners stops the plan.
         check_envoy_service_ports(versions.GITLAB_CHART_VERSION, gitlab_values(args, postgres_host="", redis_host=""))
+        check_one_database(gitlab_values(args, postgres_host="", redis_host=""))
         self.root_password_file = f"{args.secrets_path}/gitlab-root-password"
         root_password, rails, host_keys = kept = self._host_secrets(name, args, child)
         secrets = self._secrets(name, args, child, kept)

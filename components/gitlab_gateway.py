@@ -2,10 +2,10 @@
 
 The chart's bundled Envoy Gateway serves it. Envoy's Service is a NodePort on the NodePorts phase1
 maps, under a fixed name (`ENVOY_SERVICE`, which in-cluster DNS points `*.<domain>` at:
-`components/cluster_dns.py`); its patch must name exactly the ports of the chart's listeners
-(`check_envoy_service_ports`). The GitLab component (`components/gitlab.py`) adds the apps' and
-Headlamp's listeners to the chart's Gateway, and waits for it to be Programmed
-(`programmed_gate_annotations`).
+`components/cluster_dns.py`); its patch must give exactly the ports of the chart's listeners
+(`check_envoy_service_ports`), each under the name Envoy Gateway gives it. The GitLab component
+(`components/gitlab.py`) adds the apps' and Headlamp's listeners to the chart's Gateway, and waits
+for it to be Programmed (`programmed_gate_annotations`).
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ BackendTrafficPolicy, which chart 10.2.0 did not have yet (charts work item 6588
 in June, 2026) has the first; 10.1.2-10.1.4 changed only HTTPRoutes and the GatewayClass (CHANGELOG).
 No 10.1.x copy itself could be read, so an entry here is an inference, and nothing at plan time can
 tell a wrong one: a chart version not listed here stops the plan, but a listed one whose listener is
-elsewhere makes Envoy Gateway's Service invalid (a fourth, unnamed port), so nothing on 80, 443 or
-SSH answers; `blueprint up` then fails at `gitlab-gateway-programmed` (AddressNotAssigned) and its
-help names this Service patch. A `helm template` of the pinned chart settles an entry.
+elsewhere breaks SSH alone: the patch's SSH port, named (envoy_proxy_spec), is added to the Service
+as a fourth port that reaches no listener, while 80 and 443 keep working. A `helm template` of the
+pinned chart settles an entry.
 """
 PROGRAMMED_TIMEOUT_SECONDS = 600
 """How long the bring-up waits for the Gateway's Programmed condition, once the release is up."""
@@ -70,9 +70,9 @@ def gateway_listener_ports(chart_version: str, values: dict[str, Any]) -> set[in
 def check_envoy_service_ports(chart_version: str, values: dict[str, Any]) -> dict[str, Any]:
     """`values`, once the Envoy Service patch names exactly the ports of the chart's listeners as these
     values make them (the HTTP one only with the redirect; the SSH one from SSH_LISTENER_PORT_OF_CHART,
-    which this trusts): a port the Service does not have is added, unnamed, and the API server rejects
-    the whole Service. It stops an unlisted chart version and values that drop or add a listener; it
-    cannot tell a wrong table entry (see SSH_LISTENER_PORT_OF_CHART).
+    which this trusts): a port the Service does not have is added beside the listeners' (named, so the
+    Service stays valid), and answers nothing on its NodePort. It stops an unlisted chart version and
+    values that drop or add a listener; it cannot tell a wrong table entry (see SSH_LISTENER_PORT_OF_CHART).
     """
     service = values["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
     patched = sorted(port["port"] for port in service["patch"]["value"]["spec"]["ports"])
@@ -85,11 +85,24 @@ def check_envoy_service_ports(chart_version: str, values: dict[str, Any]) -> dic
     return values
 
 
+def envoy_service_port_name(protocol: str, port: int) -> str:
+    """The name Envoy Gateway v1.8.1 gives the Service port of a listener: `<protocol>-<port>`, lower
+    case (internal/gatewayapi/helpers.go irListenerPortName; the IR protocols HTTP, HTTPS, TCP).
+    """
+    return f"{protocol}-{port}".lower()
+
+
 def envoy_proxy_spec(*, node_ports: tuple[int, int, int], ssh_port: int, node_selector: dict[str, str]) -> dict[str, Any]:
-    """Envoy Gateway's EnvoyProxy spec: a NodePort Service on phase1's NodePorts. The patch merges
-    on `port`, so it names the Service's own ports, i.e. the Gateway's listener ports: 80, 443 and
-    the SSH listener's (ssh_listener_port of the host's `ssh_port`; check_envoy_service_ports checks
-    them). `node_ports`: HTTP, HTTPS and SSH; `node_selector`: where Envoy runs.
+    """Envoy Gateway's EnvoyProxy spec: a NodePort Service on phase1's NodePorts. Envoy Gateway
+    applies the patch as a strategic merge onto the Service it renders (internal/utils/merge.go
+    MergeWithPatch), and a Service's `ports` merge on `port` (k8s.io/api core/v1 ServiceSpec,
+    patchMergeKey "port"): so the patch gives the Gateway's listener ports, 80, 443 and the SSH
+    listener's (ssh_listener_port of the host's `ssh_port`; check_envoy_service_ports checks them).
+    Each is named as Envoy Gateway names it (envoy_service_port_name), a no-op where it matches: a
+    port that matches no listener is added, and the API server takes a Service of several ports only
+    when each has a name (core/v1 ServicePort `name`: a DNS_LABEL, unique in the Service, optional
+    only for a single port), so such a port breaks only itself, never the Service with 80 and 443. `node_ports`: HTTP, HTTPS and SSH;
+    `node_selector`: where Envoy runs.
     """
     http, https, ssh = node_ports
     listener_port = ssh_listener_port(versions.GITLAB_CHART_VERSION, ssh_port)
@@ -106,9 +119,10 @@ def envoy_proxy_spec(*, node_ports: tuple[int, int, int], ssh_port: int, node_se
                         "value": {
                             "spec": {
                                 "ports": [
-                                    {"port": 80, "nodePort": http},
-                                    {"port": 443, "nodePort": https},
-                                    {"port": listener_port, "nodePort": ssh},
+                                    {"name": envoy_service_port_name("HTTP", 80), "port": 80, "nodePort": http},
+                                    {"name": envoy_service_port_name("HTTPS", 443), "port": 443, "nodePort": https},
+                                    # The chart's gitlab-ssh listener is TCP (templates/_gateway.tpl).
+                                    {"name": envoy_service_port_name("TCP", listener_port), "port": listener_port, "nodePort": ssh},
                                 ]
                             }
                         },

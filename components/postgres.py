@@ -33,7 +33,10 @@ from components.pod_security import pod_security_labels
 from components.scripts import script
 from components.storage import STORAGE_CLASS, Volume, volume_name
 
-CLUSTER = "pg"
+CLUSTER = "postgresql-cnpg"
+"""The CloudNativePG `Cluster`, named as the old blueprint named it, so that its commands work
+(`kubectl wait cluster/postgresql-cnpg`); its service `postgresql-cnpg-rw`, its first instance and claim
+`postgresql-cnpg-1`."""
 GITLAB_DATABASE = "gitlabhq_production"
 GITLAB_ROLE = "gitlab"
 OPENBAO_DATABASE = "openbao"
@@ -127,7 +130,7 @@ volume holds data and no Cluster exists yet."""
 
 
 class Postgres(pulumi.ComponentResource):
-    """The CloudNativePG operator and the `pg` cluster with GitLab's and OpenBao's databases."""
+    """The CloudNativePG operator and the `postgresql-cnpg` cluster with GitLab's and OpenBao's databases."""
 
     host: pulumi.Output[str]
     """In-cluster address of the read-write service."""

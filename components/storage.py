@@ -6,7 +6,7 @@ Pre-bound static PersistentVolumes, not a provisioner (docs/design/decisions.md,
   kind node mounts the same host folder, `<data folder>/volumes`, there, so the PV needs no node
   affinity and a pod may run on any node;
 - the PV names the one claim it serves (`claimRef`), so the claim a chart or operator creates under
-  a fixed name (`pg-1`, `repo-data-gitlab-gitaly-0`, ...) binds to it, on this cluster or on a new
+  a fixed name (`postgresql-cnpg-1`, `repo-data-gitlab-gitaly-0`, ...) binds to it, on this cluster or on a new
   one over the same folder;
 - the PVs are in the non-default StorageClass `blueprint-static` (no provisioner), so nothing else
   lands on them and kind's `standard` stays the only default;

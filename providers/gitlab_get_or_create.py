@@ -10,13 +10,19 @@ a new one. A group or project is ours when its admin-only custom attribute `blue
 made it (a create whose answer was lost); a variable or deploy token is ours inside one of ours.
 `update`, `delete` and `read` first check that what GitLab holds at the recorded id is ours (a state
 can outlive its GitLab), and `read` keeps the recorded state when GitLab gives no answer. A delete
-is done once GitLab has at least scheduled the group or project for deletion. Why, and what
+is done once GitLab has at least scheduled the group or project for deletion. A replacement that
+finds the same group or project (the same path, in another case or through a rename's redirect, or
+the same path in a group of a new id) adopts it first, and the engine deletes the old resource after
+(create-before-delete: CreateReplacement, then DeleteReplaced; pulumi tests/integration/steps/step3):
+so each create writes its own `blueprint_claim` on the object, and a delete leaves alone an object
+that carries another resource's claim. Why, and what
 GitLab's source says: docs/design/decisions.md, entries 1, 31 and 32.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -26,12 +32,16 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 from providers.gitlab_api import GitLab, GitLabApiError, encode
 from providers.http import PLAIN_PULUMI
 
-PROVIDER_VERSION = "1"
+PROVIDER_VERSION = "2"
 """Bump when the behaviour of the group, project, variable or deploy token provider changes (they
 are pickled by reference: only an input change makes the engine call `update` with the new code)."""
 
 OWNER_ATTRIBUTE = "blueprint_owner"
 """The custom attribute that marks a group or project as ours (no dot: Grape reads one as a format)."""
+CLAIM_ATTRIBUTE = "blueprint_claim"
+"""The custom attribute each create of a group or project writes its own claim in (a random value,
+the output CLAIM): the newest resource that made or adopted it."""
+CLAIM = "claim"
 SCHEDULED = "marked_for_deletion_on"
 """The output that records the date GitLab scheduled a group or project for deletion (None if not)."""
 RENAMED_FOR_DELETION = re.compile(r"-(?:deletion_scheduled|deleted)-\d+$")
@@ -115,6 +125,8 @@ class GetOrCreateProvider(ResourceProvider):
     """What `diff` compares (the wire keys)."""
     replace_on: ClassVar[tuple[str, ...]] = ()
     """Inputs that name another object: a change makes that one (and deletes the old one after)."""
+    claimed_in: ClassVar[str | None] = None
+    """"groups" or "projects": where a create writes its claim (CLAIM_ATTRIBUTE); None: no claim."""
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
         raise NotImplementedError
@@ -182,7 +194,11 @@ class GetOrCreateProvider(ResourceProvider):
         self.before_create(api, props)
         found = self.find(api, props)
         obj = self.make(api, props) if found is None else self.adopt(api, props, found)
-        return CreateResult(id_=self.ident(obj), outs=self._outputs({}, props, obj))
+        outs = self._outputs({}, props, obj)
+        if self.claimed_in is not None:
+            outs[CLAIM] = uuid.uuid4().hex
+            api.put(f"/{self.claimed_in}/{self.ident(obj)}/custom_attributes/{CLAIM_ATTRIBUTE}", {"value": outs[CLAIM]})
+        return CreateResult(id_=self.ident(obj), outs=outs)
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         api, owner = GitLab.of(news), str(news.get("owner") or "")
@@ -203,8 +219,19 @@ class GetOrCreateProvider(ResourceProvider):
             current = self.current(api, id_, props)
         except NotOurs:
             return  # not ours (this state outlived its GitLab): left alone
-        if current is not None:
+        if current is not None and not self._claimed_since(api, id_, props, current):
             self.remove(api, id_, props, current)
+
+    def _claimed_since(self, api: GitLab, id_: str, props: dict[str, Any], current: dict[str, Any]) -> bool:
+        """Whether a newer resource made `current` its own (its replacement found the same object):
+        it carries a claim, and not the one this resource wrote. The delete then leaves it alone (a
+        Python dynamic provider cannot warn the engine, pulumi/pulumi#6065).
+        """
+        recorded = props.get(CLAIM)
+        if self.claimed_in is None or not recorded:
+            return False
+        now = attribute_of(api, f"/{self.claimed_in}/{id_}", current, CLAIM_ATTRIBUTE)
+        return now is not None and now != recorded
 
     def marked(self, api: GitLab, props: dict[str, Any], made: dict[str, Any], path: str) -> dict[str, Any]:
         """`made`, just created at `path` (API path), once marked as ours; if marking fails, it is
@@ -247,21 +274,21 @@ def restore(api: GitLab, path: str, current: dict[str, Any]) -> None:
     api.post(f"{path}/restore")
 
 
-def _owner(api: GitLab, path: str) -> str | None:
-    """The owner mark of the group or project at `path` (API path), if it has one."""
-    mark = api.find(f"{path}/custom_attributes/{OWNER_ATTRIBUTE}")
-    return None if mark is None else str(mark.get("value"))
-
-
-def mark_of(api: GitLab, path: str, held: dict[str, Any]) -> str | None:
-    """The owner mark of `held`, the group or project at `path` (API path): from its custom attributes
-    when the answer carries them (asked with `with_custom_attributes`), else asked for (an answer
-    without them: a followed redirect, or a token that is no admin, which that call then names).
+def attribute_of(api: GitLab, path: str, held: dict[str, Any], key: str) -> str | None:
+    """The custom attribute `key` of `held`, the group or project at `path` (API path): from its custom
+    attributes when the answer carries them (asked with `with_custom_attributes`), else asked for (an
+    answer without them: a followed redirect, or a token that is no admin, which that call then names).
     """
     attributes = held.get("custom_attributes")
     if not isinstance(attributes, list):
-        return _owner(api, path)
-    return next((str(item.get("value")) for item in attributes if item.get("key") == OWNER_ATTRIBUTE), None)
+        found = api.find(f"{path}/custom_attributes/{key}")
+        return None if found is None else str(found.get("value"))
+    return next((str(item.get("value")) for item in attributes if item.get("key") == key), None)
+
+
+def mark_of(api: GitLab, path: str, held: dict[str, Any]) -> str | None:
+    """The owner mark of `held`, the group or project at `path` (API path), if it has one."""
+    return attribute_of(api, path, held, OWNER_ATTRIBUTE)
 
 
 def _whose(mark: str | None) -> str:

@@ -17,6 +17,7 @@ import pulumi
 
 from providers.gitlab_api import CONNECTION, Connection, GitLab, wire
 from providers.gitlab_get_or_create import (
+    CLAIM,
     PROVIDER_VERSION,
     SCHEDULED,
     GetOrCreateProvider,
@@ -38,6 +39,7 @@ class GroupProvider(GetOrCreateProvider):
     kind = "group"
     inputs = (*CONNECTION, "path", "name", "description", "visibility", "owner", "provider_version")
     replace_on = ("path",)
+    claimed_in = "groups"  # a new path that finds the same group (its case changed, or GitLab renamed it) keeps it
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
         return held_at(api, "groups", props["path"])
@@ -110,4 +112,4 @@ class Group(pulumi.dynamic.Resource, module="gitlab", name="Group"):
     """When GitLab scheduled it for deletion, as the last refresh found it: the next `up` restores it."""
 
     def __init__(self, name: str, args: GroupArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(GroupProvider(), name, wire(args, PROVIDER_VERSION, "full_path", "web_url", SCHEDULED), opts)
+        super().__init__(GroupProvider(), name, wire(args, PROVIDER_VERSION, "full_path", "web_url", SCHEDULED, CLAIM), opts)

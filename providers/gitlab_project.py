@@ -20,6 +20,7 @@ import pulumi
 from providers import poll
 from providers.gitlab_api import CONNECTION, Connection, GitLab, GitLabApiError, encode, wire
 from providers.gitlab_get_or_create import (
+    CLAIM,
     PROVIDER_VERSION,
     SCHEDULED,
     GetOrCreateProvider,
@@ -57,7 +58,11 @@ class ProjectProvider(GetOrCreateProvider):
         *CONNECTION, "namespace", "namespace_id", "path", "name", "visibility", "default_branch", "owner", "group_owner",
         "provider_version",
     )  # fmt: skip
+    # namespace_id stays: a group of a new id at the same path is a new group, where the project is
+    # made anew. When the replacement finds the same project, the old one's delete leaves it to the new
+    # (GetOrCreateProvider `claimed_in`).
     replace_on = ("namespace", "namespace_id", "path")
+    claimed_in = "projects"
 
     def find(self, api: GitLab, props: dict[str, Any]) -> dict[str, Any] | None:
         # GitLab redirects a renamed project's old path to it, and `find` follows: one of ours renamed
@@ -211,4 +216,4 @@ class Project(pulumi.dynamic.Resource, module="gitlab", name="Project"):
     """When GitLab scheduled it for deletion, as the last refresh found it: the next `up` restores it."""
 
     def __init__(self, name: str, args: ProjectArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(ProjectProvider(), name, wire(args, PROVIDER_VERSION, "full_path", "web_url", SCHEDULED), opts)
+        super().__init__(ProjectProvider(), name, wire(args, PROVIDER_VERSION, "full_path", "web_url", SCHEDULED, CLAIM), opts)

@@ -1,4 +1,4 @@
-"""GitLab's first admin token: a personal access token of `root` whose value Pulumi generates.
+"""Personal access tokens of `root` whose value Pulumi generates: GitLab's first admin token, and glab's.
 
 Seeded inside GitLab (docs/design/decisions.md, entry 35): a Ruby script run by `gitlab-rails
 runner` in the toolbox pod (kubectl exec, the script on stdin so the value never reaches a command
@@ -11,7 +11,11 @@ root's other "blueprint" tokens.
 reports a change when it does not (expired, revoked, a new GitLab over wiped data) or when the token
 lacks a scope, so the next `up` seeds it again; `read` (refresh) drops such a token. Without the CA
 file GitLab's answer is checked against, nothing it says can be trusted: `diff` and `read` change
-nothing, and `create`/`update` fail before seeding, saying how to write the file again.
+nothing, and `create`/`update` fail before seeding, saying how to write the file again. A token
+within RENEW_DAYS of its expiry counts as refused too: the next `up` seeds it again (same value).
+glab's token (`GlabToken`) is seeded the same way under a name of its own, `api` alone, 30 days;
+its delete revokes it (`DELETE /personal_access_tokens/self`, doc/api/personal_access_tokens.md),
+so a destroy that keeps GitLab's data leaves no live copy; the admin token's delete does nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any
 
 import pulumi
@@ -29,36 +34,41 @@ from providers.gitlab_api import GitLab, GitLabApiError
 from providers.http import missing_ca_file
 from providers.kind_access import KindAccessError, admin_kubeconfig
 
-PROVIDER_VERSION = "1"
+PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
-    "gitlab_url", "ca_file", "token", "kind_cluster_name", "namespace", "toolbox", "scopes", "expires_days", "wait_seconds",
-    "provider_version",
+    "gitlab_url", "ca_file", "token", "kind_cluster_name", "namespace", "toolbox", "name", "scopes", "expires_days",
+    "wait_seconds", "provider_version",
 )  # fmt: skip
+RENEW_DAYS = 7
+"""A token that expires within this many days is seeded again on the next `up` (the same value)."""
 SEED_SCRIPT = """\
 value = TOKEN_VALUE
+name = TOKEN_NAME
 scopes = SCOPES
 token = PersonalAccessToken.find_by_token(value)
-if token&.active? && token.scopes.map(&:to_s).sort == scopes.sort
+lasting = token&.active? && token.expires_at.present? && token.expires_at > RENEW_DAYS.days.from_now.to_date
+if lasting && token.scopes.map(&:to_s).sort == scopes.sort
   puts "exists"
-elsif token&.active?
+elsif lasting
   token.update!(scopes: scopes)
   puts "updated"
 else
   token&.destroy!
   user = User.find_by_username!("root")
-  token = user.personal_access_tokens.build(name: "blueprint", scopes: scopes, expires_at: EXPIRES_DAYS.days.from_now)
+  token = user.personal_access_tokens.build(name: name, scopes: scopes, expires_at: EXPIRES_DAYS.days.from_now)
   token.set_token(value)
   token.save!
-  user.personal_access_tokens.active.where(name: "blueprint").where.not(id: token.id).each(&:revoke!)
+  user.personal_access_tokens.active.where(name: name).where.not(id: token.id).each(&:revoke!)
   puts "created"
 end
 """
-"""Idempotent: an active token of this value is kept (its scopes brought to the inputs'); otherwise a
-new one is made, and root's other active tokens named "blueprint" (the value it replaces) are
-revoked, so a rotated value leaves no live stale token (app/models/personal_access_token.rb:
-`active` scope, `revoke!`, `scopes` a serialized array checked against the admin's scopes)."""
+"""Idempotent: an active token of this value that lasts beyond RENEW_DAYS is kept (its scopes brought
+to the inputs'); otherwise a new one is made, and root's other active tokens of the same name (the
+value it replaces) are revoked, so a rotated value leaves no live stale token
+(app/models/personal_access_token.rb: `active` scope, `revoke!`, `expires_at` a date, `scopes` a
+serialized array checked against the admin's scopes)."""
 
 
 ADMIN_TOKEN_SCOPES = (
@@ -79,11 +89,13 @@ class GitLabTokenError(Exception):
     """The token could not be seeded or GitLab cannot be reached; the message says what to do."""
 
 
-def seed_script(token: str, scopes: list[str], expires_days: int) -> str:
+def seed_script(token: str, scopes: list[str], expires_days: int, name: str = "blueprint") -> str:
     """The Ruby seed script with its values inlined as JSON literals (valid Ruby, no escaping issues)."""
     return (
         SEED_SCRIPT.replace("SCOPES", json.dumps(scopes))
         .replace("EXPIRES_DAYS", str(int(expires_days)))
+        .replace("RENEW_DAYS", str(RENEW_DAYS))
+        .replace("TOKEN_NAME", json.dumps(name))
         .replace("TOKEN_VALUE", json.dumps(token))  # last: no other placeholder is looked for in the value
     )
 
@@ -95,7 +107,7 @@ def _scrub(text: str, token: str) -> str:
 def seed(props: dict[str, Any]) -> str:
     """Run the seed script in the toolbox; returns what it printed ("created" or "exists")."""
     token = str(props["token"])
-    script = seed_script(token, list(props["scopes"]), int(props["expires_days"]))
+    script = seed_script(token, list(props["scopes"]), int(props["expires_days"]), _name(props))
     try:
         with admin_kubeconfig(str(props["kind_cluster_name"])) as kubeconfig:
             command = [
@@ -113,10 +125,15 @@ def seed(props: dict[str, Any]) -> str:
     return _scrub(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "", token)
 
 
-def accepted(props: dict[str, Any]) -> bool | None:
-    """Whether GitLab accepts the token with every scope the inputs name: True, False (401/403, or
-    a scope missing, which the seed script adds), or None when GitLab does not answer or its answer
-    cannot be checked (no CA file). Asked once, through the GitLab client: a wait asks again.
+def _name(props: dict[str, Any]) -> str:
+    return str(props.get("name") or "blueprint")
+
+
+def accepted(props: dict[str, Any], today: date | None = None) -> bool | None:
+    """Whether GitLab accepts the token with every scope the inputs name, beyond RENEW_DAYS from
+    `today`: True, False (401/403, a scope missing, which the seed script adds, or an expiry within
+    RENEW_DAYS, which it renews), or None when GitLab does not answer or its answer cannot be checked
+    (no CA file). Asked once, through the GitLab client: a wait asks again.
     """
     try:
         granted = GitLab.of(props, timeout=10.0, pauses=()).get("/personal_access_tokens/self")
@@ -124,6 +141,10 @@ def accepted(props: dict[str, Any]) -> bool | None:
         return False if error.status in (401, 403) else None
     if not isinstance(granted, dict):
         return None  # not the token's details: nothing to tell by
+    expires = granted.get("expires_at")
+    renew_by = (today or date.today()) + timedelta(days=RENEW_DAYS)
+    if isinstance(expires, str) and expires and date.fromisoformat(expires[:10]) <= renew_by:
+        return False
     return set(props["scopes"]) <= set(granted.get("scopes") or [])
 
 
@@ -138,7 +159,7 @@ def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> Non
     except poll.NotYet as not_yet:
         host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
         raise GitLabTokenError(
-            f"{props['gitlab_url']} did not accept the seeded admin token within {wait_seconds:.0f}s "
+            f"{props['gitlab_url']} did not accept the seeded token {_name(props)} within {wait_seconds:.0f}s "
             f"({not_yet}). If the laptop cannot reach {host}, add "
             f"'127.0.0.1 {host}' to /etc/hosts; the CA it must trust is {props['ca_file']}."
         ) from None
@@ -161,7 +182,7 @@ class GitLabTokenProvider(ResourceProvider):
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_="root/blueprint", outs=converge(props))
+        return CreateResult(id_=f"root/{_name(props)}", outs=converge(props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs=converge(news))
@@ -175,6 +196,40 @@ class GitLabTokenProvider(ResourceProvider):
         """Nothing: the token lives in GitLab's database, which `preserveData` keeps or wipes."""
 
 
+def revoke(props: dict[str, Any]) -> None:
+    """Revoke the token with itself (`DELETE /personal_access_tokens/self`, GitLab 15.0+). A token
+    GitLab refuses (401/403: revoked, expired, or gone with a wiped database) is done already.
+    """
+    if problem := missing_ca_file(str(props["ca_file"])):
+        raise GitLabTokenError(problem)
+    try:
+        GitLab.of(props, timeout=10.0).delete("/personal_access_tokens/self")
+    except GitLabApiError as error:
+        if error.status in (401, 403):
+            return
+        raise GitLabTokenError(
+            f"could not revoke the token {_name(props)} at {props['gitlab_url']} ({error.detail}): bring GitLab back "
+            "(`uv run blueprint status`), then destroy again; `uv run blueprint destroy` forgets it when GitLab is gone for good"
+        ) from None
+
+
+class GlabTokenProvider(GitLabTokenProvider):
+    """glab's token: seeded as the admin token is, and revoked by its delete."""
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        revoke(props)
+
+
+GLAB_TOKEN_NAME = "blueprint-glab"
+GLAB_TOKEN_SCOPES = ("api",)
+"""glab's: `api` (the REST and GraphQL API, read and write, all that glab calls) and no more; not
+`sudo` (acting as any user) nor `admin_mode` (admin calls with the instance's Admin Mode on), which
+only administrators may hold (doc/user/profile/personal_access_tokens.md, "Personal access token
+scopes"; lib/gitlab/auth.rb `ADMIN_SCOPES`)."""
+GLAB_TOKEN_DAYS = 30
+"""glab's token lives 30 days; an `up` in its last RENEW_DAYS seeds it again for 30 more."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class GitLabTokenArgs:
     gitlab_url: str
@@ -185,11 +240,33 @@ class GitLabTokenArgs:
     kind_cluster_name: pulumi.Input[str]
     namespace: pulumi.Input[str]
     toolbox: str
+    name: str = "blueprint"
+    """The token's name in GitLab: a new value revokes root's other active tokens of this name."""
     scopes: tuple[str, ...] = ADMIN_TOKEN_SCOPES
     expires_days: int = 364
     """GitLab refuses tokens that live longer than 365 days."""
     wait_seconds: int = 300
     """How long to wait for GitLab to accept the seeded token."""
+
+    def __post_init__(self) -> None:
+        if not RENEW_DAYS < self.expires_days <= 365:
+            raise ValueError(f"expires_days must be more than {RENEW_DAYS} (RENEW_DAYS) and at most 365, got {self.expires_days}")
+
+
+def _token_props(args: GitLabTokenArgs) -> dict[str, Any]:
+    return {
+        "gitlab_url": args.gitlab_url,
+        "ca_file": args.ca_file,
+        "token": pulumi.Output.secret(args.token),
+        "kind_cluster_name": args.kind_cluster_name,
+        "namespace": args.namespace,
+        "toolbox": args.toolbox,
+        "name": args.name,
+        "scopes": list(args.scopes),
+        "expires_days": args.expires_days,
+        "wait_seconds": args.wait_seconds,
+        "provider_version": PROVIDER_VERSION,
+    }
 
 
 class GitLabToken(pulumi.dynamic.Resource, module="gitlab", name="AdminToken"):
@@ -199,17 +276,16 @@ class GitLabToken(pulumi.dynamic.Resource, module="gitlab", name="AdminToken"):
     """The token, once GitLab accepts it (secret): what calls GitLab's API with it waits for this."""
 
     def __init__(self, name: str, args: GitLabTokenArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        props = {
-            "gitlab_url": args.gitlab_url,
-            "ca_file": args.ca_file,
-            "token": pulumi.Output.secret(args.token),
-            "kind_cluster_name": args.kind_cluster_name,
-            "namespace": args.namespace,
-            "toolbox": args.toolbox,
-            "scopes": list(args.scopes),
-            "expires_days": args.expires_days,
-            "wait_seconds": args.wait_seconds,
-            "provider_version": PROVIDER_VERSION,
-        }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["token"])
-        super().__init__(GitLabTokenProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))
+        super().__init__(GitLabTokenProvider(), name, _token_props(args), pulumi.ResourceOptions.merge(opts, secret))
+
+
+class GlabToken(pulumi.dynamic.Resource, module="gitlab", name="GlabToken"):
+    """glab's personal access token of `root`: seeded and kept valid as GitLabToken is; its delete revokes it."""
+
+    token: pulumi.Output[str]
+    """The token, once GitLab accepts it (secret)."""
+
+    def __init__(self, name: str, args: GitLabTokenArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["token"])
+        super().__init__(GlabTokenProvider(), name, _token_props(args), pulumi.ResourceOptions.merge(opts, secret))

@@ -83,6 +83,9 @@ REGISTRY_HOST = "registryHost"
 ADMIN_TOKEN_FILE = "adminTokenFile"
 """Host path of root's personal access token (0600), kept without its prefix: read it with
 `read_admin_token`. phase3 and the `blueprint` commands call GitLab's API with it."""
+GLAB_TOKEN_FILE = "glabTokenFile"
+"""Host path of glab's own token of root (0600; `api` alone, 30 days, revoked by a destroy), kept
+without its prefix: read it with `read_admin_token`. `blueprint up --glab-login` logs glab in with it."""
 GITLAB_ROOT_PASSWORD_FILE = "gitlabRootPasswordFile"
 """Host path of GitLab root's password (0600)."""
 APPS_NAMESPACE = "appsNamespace"
@@ -101,8 +104,8 @@ PHASE2 = (
     PRESERVE_DATA,
     CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ADMIN_PASSWORD_FILE, OPENBAO_WRITER_PASSWORD_FILE,
     POSTGRES_HOST, REDIS_HOST,
-    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN_FILE, GITLAB_ROOT_PASSWORD_FILE, APPS_NAMESPACE, DEPLOY_KUBECONFIG, RUNNER_ID,
-    APPS_GROUP_ID, APPS_GROUP_PATH, APPS_GROUP_OWNER,
+    MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN_FILE, GLAB_TOKEN_FILE, GITLAB_ROOT_PASSWORD_FILE, APPS_NAMESPACE,
+    DEPLOY_KUBECONFIG, RUNNER_ID, APPS_GROUP_ID, APPS_GROUP_PATH, APPS_GROUP_OWNER,
 )  # fmt: skip
 """Everything phase2 exports."""
 
@@ -202,11 +205,11 @@ def read_secret_file(path: str, what: str) -> str:
         raise SecretFileUnavailable(f"cannot read {what} in {path} ({why}): run this as the user who brought phase2 up") from None
 
 
-def read_admin_token(path: str) -> str:
-    """Root's GitLab token from phase2's file `path` (ADMIN_TOKEN_FILE), or a SecretFileUnavailable
-    naming the file and what to run.
+def read_admin_token(path: str, what: str = "GitLab's admin token") -> str:
+    """Root's GitLab token from phase2's file `path` (ADMIN_TOKEN_FILE, or GLAB_TOKEN_FILE: `what` it
+    is), or a SecretFileUnavailable naming the file and what to run.
     """
-    kept = read_secret_file(path, "GitLab's admin token")
+    kept = read_secret_file(path, what)
     if not kept:
         raise SecretFileUnavailable(f"phase2 is not up, or its data folder is not on this machine: {path}; run `uv run blueprint up` first")
     return admin_token(kept)

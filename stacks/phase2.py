@@ -48,7 +48,7 @@ from components.tls import Tls, TlsArgs
 from providers.deploy_kubeconfig import kubeconfig_token
 from providers.gitlab_api import Connection
 from providers.gitlab_group import Group, GroupArgs
-from providers.gitlab_token import GitLabToken, GitLabTokenArgs
+from providers.gitlab_token import GLAB_TOKEN_DAYS, GLAB_TOKEN_NAME, GLAB_TOKEN_SCOPES, GitLabToken, GitLabTokenArgs, GlabToken
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import outputs
 from stacks.config.paths import folder_owner
@@ -160,9 +160,11 @@ class Admin:
     token_file: str
     """Where the token is kept, without GitLab's prefix."""
     token_value: pulumi.Output[str]
-    """The token as the file holds it, with GitLab's prefix."""
+    """The token as the file holds it, with GitLab's prefix (so are glab's, below)."""
     token: GitLabToken
     """The token, once GitLab has it: what waits on it waits for the seeding."""
+    glab_token_file: str
+    glab_token_value: pulumi.Output[str]
     group: Group
 
 
@@ -420,7 +422,40 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
         ),
         opts=pulumi.ResourceOptions(retain_on_delete=bool(inputs[outputs.PRESERVE_DATA])),
     )
-    return Admin(token_file=token_file, token_value=token_value, token=token, group=group)
+    glab_file, glab_value = _glab_token(ground, tls, gitlab_url, after=token)
+    return Admin(
+        token_file=token_file, token_value=token_value, token=token, glab_token_file=glab_file, glab_token_value=glab_value, group=group
+    )
+
+
+def _glab_token(ground: Ground, tls: Tls, gitlab_url: str, *, after: GitLabToken) -> tuple[str, pulumi.Output[str]]:
+    """The token glab logs in with (GlabToken), from a file beside the admin token's: the file, and the
+    value with GitLab's prefix.
+    """
+    inputs = ground.inputs
+    token_file = f"{ground.folders.secrets}/gitlab-glab-token"
+    value = HostSecret(
+        "gitlab-glab-token-value",
+        HostSecretArgs(path=token_file),
+        opts=pulumi.ResourceOptions(depends_on=[ground.storage.folder]),
+    ).value.apply(outputs.admin_token)
+    GlabToken(
+        "gitlab-glab-token",
+        GitLabTokenArgs(
+            gitlab_url=gitlab_url,
+            ca_file=tls.ca_file,
+            token=value,
+            kind_cluster_name=inputs[outputs.CLUSTER_NAME],
+            namespace=ground.namespace,
+            toolbox=gl.TOOLBOX,
+            name=GLAB_TOKEN_NAME,
+            scopes=GLAB_TOKEN_SCOPES,
+            expires_days=GLAB_TOKEN_DAYS,
+        ),
+        # After the admin token's seeding: one `gitlab-rails runner` at a time in the toolbox.
+        opts=pulumi.ResourceOptions(depends_on=[after]),
+    )
+    return token_file, value
 
 
 def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runner, Runner]:
@@ -496,6 +531,7 @@ def _mirror_credentials(inputs: Mapping[str, Any], platform: Platform) -> None:
             "minio-runner-cache-secret-key": minio.credentials_for(mn.RUNNER_CACHE).secret_key,
             "gitlab-root-password": gitlab.root_password,
             "gitlab-admin-token": platform.admin.token_value,
+            "gitlab-glab-token": platform.admin.glab_token_value,
             "gitlab-rails-secrets": gitlab.rails_secrets,
             "gitlab-ssh-host-keys": gitlab.ssh_host_keys,
             "platform-ca-key": tls.ca_key_pem,
@@ -549,6 +585,7 @@ def _outputs(inputs: Mapping[str, Any], platform: Platform, owner: str) -> dict[
         # Where root's token and password are, never what they are: no output is a root credential.
         # phase3 and the `blueprint` commands read the token from its file.
         outputs.ADMIN_TOKEN_FILE: admin.token_file,
+        outputs.GLAB_TOKEN_FILE: admin.glab_token_file,
         outputs.GITLAB_ROOT_PASSWORD_FILE: gitlab.root_password_file,
         # In `dev` only, never exported: the seeded token, so that what phase3 does through GitLab's
         # API waits for the seeding.

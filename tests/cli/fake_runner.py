@@ -17,6 +17,7 @@ PHASE2 = {
     outputs.OPENBAO_ADDR: "http://127.0.0.1:8200",
     outputs.CA_CERT_FILE: "/data/platform/ca.crt",
     outputs.ADMIN_TOKEN_FILE: "/data/platform/secrets/gitlab-admin-token",
+    outputs.GLAB_TOKEN_FILE: "/data/platform/secrets/gitlab-glab-token",
     outputs.GITLAB_ROOT_PASSWORD_FILE: "/data/platform/secrets/gitlab-root-password",
     outputs.OPENBAO_ADMIN_PASSWORD_FILE: "/data/platform/secrets/openbao-admin-password",
     outputs.APPS_GROUP_ID: "7",
@@ -29,6 +30,13 @@ def phase2_with_token(folder: Path, kept: str = "secret-value") -> dict[str, Any
     token_file = folder / "gitlab-admin-token"
     token_file.write_text(kept + "\n")
     return {**PHASE2, outputs.ADMIN_TOKEN_FILE: str(token_file)}
+
+
+def phase2_with_glab_token(folder: Path, kept: str = "glab-value") -> dict[str, Any]:
+    """phase2_with_token, and glab's own token file in `folder`, holding `kept` (no prefix)."""
+    token_file = folder / "gitlab-glab-token"
+    token_file.write_text(kept + "\n")
+    return {**phase2_with_token(folder), outputs.GLAB_TOKEN_FILE: str(token_file)}
 
 
 class FakeRunner:

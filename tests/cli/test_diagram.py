@@ -99,7 +99,7 @@ def test_each_workload_is_drawn_in_the_node_group_its_node_selector_picks(plans:
 
 def test_a_workload_without_a_node_selector_is_drawn_on_any_worker(diagram: str) -> None:
     inside = enclosing(diagram)
-    for name in ("pg", "openbao", "minio", "valkey", "guestbook"):
+    for name in ("postgresql-cnpg", "openbao", "minio", "valkey", "guestbook"):
         (node,) = ids_labelled(diagram, name)
         assert inside[node][-1] == "on any worker (no nodeSelector)", (name, inside[node])
 

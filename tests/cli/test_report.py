@@ -10,7 +10,7 @@ import pytest
 
 from cli import report
 from stacks import outputs
-from tests.cli.fake_runner import PHASE2, phase2_with_token
+from tests.cli.fake_runner import PHASE2, phase2_with_glab_token, phase2_with_token
 
 
 def test_the_summary_says_where_things_and_credentials_are_never_the_credentials() -> None:
@@ -70,7 +70,7 @@ def test_the_summary_of_a_cluster_alone_gives_the_kubeconfig_command_that_parses
     assert parser().parse_args(command.split()[1:]).command == "kubeconfig"
 
 
-def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_glab_login_passes_its_own_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     calls: list[tuple[list[str], str | None]] = []
 
@@ -78,9 +78,23 @@ def test_glab_login_passes_the_token_on_stdin_and_trusts_our_ca(monkeypatch: pyt
         calls.append((argv, kwargs.get("input")))
         return None
 
-    assert report.glab_login(phase2_with_token(tmp_path), run) == "glab is logged in to gitlab.local.example.net as root"
+    said = report.glab_login(phase2_with_glab_token(tmp_path), run)
+    assert said.startswith("glab is logged in to gitlab.local.example.net as root, with its own token")
     assert calls[0][0] == ["glab", "config", "set", "ca_cert", "/data/platform/ca.crt", "--host", "gitlab.local.example.net"]
-    assert calls[1] == (["glab", "auth", "login", "--hostname", "gitlab.local.example.net", "--stdin"], "glpat-secret-value")
+    assert calls[1] == (["glab", "auth", "login", "--hostname", "gitlab.local.example.net", "--stdin"], "glpat-glab-value")
+
+
+def test_glab_is_never_given_the_admin_token(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The admin token holds sudo and admin_mode for 364 days; glab gets its own, `api` alone."""
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    given: list[str] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        given.append(str(kwargs.get("input")))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    report.glab_login(phase2_with_glab_token(tmp_path), run)
+    assert "glpat-secret-value" not in given
 
 
 def test_glab_login_without_glab_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,12 +108,12 @@ def test_a_glab_that_fails_is_said_and_the_up_still_stands(monkeypatch: pytest.M
     def run(argv: list[str], **kwargs: Any) -> Any:
         raise subprocess.CalledProcessError(1, argv, stderr="error: could not authenticate")
 
-    said = report.glab_login(phase2_with_token(tmp_path), run)
+    said = report.glab_login(phase2_with_glab_token(tmp_path), run)
     assert "could not authenticate" in said
     assert "secret-value" not in said
 
 
-def test_glab_login_without_the_admin_token_file_says_which_file_and_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_glab_login_without_its_token_file_says_which_file_and_what_to_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     calls: list[list[str]] = []
 
@@ -109,7 +123,7 @@ def test_glab_login_without_the_admin_token_file_says_which_file_and_what_to_run
     said = report.glab_login(PHASE2, run)
     assert said == (
         "glab could not be logged in to gitlab.local.example.net: phase2 is not up, or its data folder is not on this machine: "
-        "/data/platform/secrets/gitlab-admin-token; run `uv run blueprint up` first; the platform is up regardless"
+        "/data/platform/secrets/gitlab-glab-token; run `uv run blueprint up` first; the platform is up regardless"
     )
     assert calls == []
 
@@ -126,7 +140,7 @@ def test_glab_login_touches_the_platform_host_alone(monkeypatch: pytest.MonkeyPa
     phase2 = {
         outputs.GITLAB_URL: "https://gitlab.local.example.net",
         outputs.CA_CERT_FILE: "/ca.crt",
-        outputs.ADMIN_TOKEN_FILE: str(tmp_path / "token"),
+        outputs.GLAB_TOKEN_FILE: str(tmp_path / "token"),
     }
     report.glab_login(phase2, run=run)
     hosts = [argv[argv.index("--host" if "--host" in argv else "--hostname") + 1] for argv in ran]

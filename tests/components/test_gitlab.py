@@ -103,7 +103,7 @@ def test_every_bundled_part_is_off(path: tuple[str, ...], value: bool) -> None:
 def test_postgres_and_redis_are_the_external_ones_by_secret_name() -> None:
     global_ = values()["global"]
     assert global_["psql"] == {
-        "host": "pg-rw.postgres.svc.cluster.local",
+        "host": "postgresql-cnpg-rw.postgres.svc.cluster.local",
         "port": 5432,
         "database": "gitlabhq_production",
         "username": "gitlab",
@@ -260,3 +260,19 @@ def test_a_changed_gitlab_release_is_waited_for_again() -> None:
     assert digest == gl.release_digest(versions.GITLAB_CHART_VERSION, values())
     assert gl.release_digest("0.0.0", values()) != digest
     assert gl.release_digest(versions.GITLAB_CHART_VERSION, {**values(), "installCertmanager": True}) != digest
+
+
+def test_gitlab_gets_one_database_its_ci_connection_on_mains() -> None:
+    """GitLab's `single-database-ci-connection` mode (docs/design/decisions.md, 45): no `main` or `ci`
+    of their own under global.psql, so the chart puts `ci` on `main`'s database without database tasks."""
+    planned_values = values()
+    assert not {"main", "ci"} & set(planned_values["global"]["psql"])
+    assert gl.check_one_database(planned_values) is planned_values
+
+
+@pytest.mark.parametrize("name", ["main", "ci"])
+def test_a_connection_pointed_at_another_database_stops_the_plan(name: str) -> None:
+    changed = json.loads(json.dumps(values()))
+    changed["global"]["psql"][name] = {"database": "gitlabhq_production_ci"}
+    with pytest.raises(ValueError, match=rf"global\.psql\.{name} points GitLab's {name} connection elsewhere .*drop global\.psql\.{name}"):
+        gl.check_one_database(changed)

@@ -1,10 +1,11 @@
 """GitLab's Gateway as the chart renders it: the port of its SSH listener per chart version, and an
-Envoy Service patch that names exactly the ports of the chart's listeners (a port it does not name
-would make the API server reject the whole Service)."""
+Envoy Service patch that gives exactly the ports of the chart's listeners, each named as Envoy
+Gateway names it (a patched port that matches no listener then breaks only itself)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -57,3 +58,46 @@ def test_a_service_patch_on_global_shell_port_is_refused_for_a_chart_listening_o
             port["port"] = changed["global"]["shell"]["port"]
     with pytest.raises(ValueError, match=r"listens on ports \[22, 80, 443\], but the Envoy Service patch sets \[80, 443, 2222\]"):
         gw.check_envoy_service_ports(versions.GITLAB_CHART_VERSION, changed)
+
+
+def _patched_ports(rendered: list[dict[str, Any]], patch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A strategic merge of the patch's ports onto the Service's: by `port`, the merge key of a
+    Service's ports (k8s.io/api core/v1 ServiceSpec), a patch entry that matches none appended."""
+    merged = [dict(port) for port in rendered]
+    for entry in patch:
+        match = next((port for port in merged if port["port"] == entry["port"]), None)
+        if match is None:
+            merged.append(dict(entry))
+        else:
+            match.update(entry)
+    return merged
+
+
+def _valid_service_ports(ports: list[dict[str, Any]]) -> bool:
+    """What the API server asks of a Service's ports when it has several: each named, a DNS label, unique."""
+    names = [port.get("name") for port in ports]
+    labels = all(isinstance(name, str) and re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", name) for name in names)
+    return labels and len(set(names)) == len(names)
+
+
+def test_a_patched_port_that_matches_no_listener_leaves_the_envoy_service_valid() -> None:
+    """A wrong SSH entry (the listener really on 2222): the patch's port 22 is added beside Envoy
+    Gateway's own ports, and the Service with 80 and 443 is still one the API server takes."""
+    spec = gw.envoy_proxy_spec(node_ports=(30080, 30443, 30022), ssh_port=2222, node_selector={})
+    patch = spec["provider"]["kubernetes"]["envoyService"]["patch"]["value"]["spec"]["ports"]
+    # Envoy Gateway's own Service ports for listeners on 80, 443 and 2222 (internal/infrastructure/kubernetes/proxy/resource_provider.go).
+    rendered = [
+        {"name": "http-80", "port": 80, "targetPort": 10080},
+        {"name": "https-443", "port": 443, "targetPort": 10443},
+        {"name": "tcp-2222", "port": 2222, "targetPort": 12222},
+    ]
+    merged = _patched_ports(rendered, patch)
+    assert _valid_service_ports(merged), merged
+    assert {port["port"]: port.get("nodePort") for port in merged}[443] == 30443
+
+
+def test_every_patched_port_carries_the_name_envoy_gateway_gives_it() -> None:
+    """Named as Envoy Gateway names a listener's port (`<protocol>-<port>`), so a match renames nothing."""
+    service = values()["gatewayApiResources"]["envoy"]["proxySpec"]["provider"]["kubernetes"]["envoyService"]
+    named = {port["port"]: port.get("name") for port in service["patch"]["value"]["spec"]["ports"]}
+    assert named == {80: "http-80", 443: "https-443", 22: "tcp-22"}

@@ -234,7 +234,7 @@ def test_a_volume_folder_is_given_to_its_pods_user_through_a_one_shot_container(
     assert done.returncode == 0, done.stderr
     chown = 'chown -R "$0" /blueprint-volume && chmod "$1" /blueprint-volume'
     expected = (
-        f"run --rm --network none --user 0 -v {folder}/postgres/pg-1:/blueprint-volume --entrypoint sh "
+        f"run --rm --network none --user 0 -v {folder}/postgres/postgresql-cnpg-1:/blueprint-volume --entrypoint sh "
         f"{versions.KIND_NODE_IMAGE} -c {chown} 26:26 0700"
     )
     assert expected in calls.read_text().splitlines()

@@ -48,7 +48,7 @@ def _folders(data: Path) -> list[dict[str, Any]]:
     return moved
 
 
-POSTGRES = Path("volumes", "platform", "postgres", "pg-1", "pgdata", "PG_VERSION")
+POSTGRES = Path("volumes", "platform", "postgres", "postgresql-cnpg-1", "pgdata", "PG_VERSION")
 """A file a pod wrote in its volume."""
 
 

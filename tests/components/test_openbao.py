@@ -197,7 +197,7 @@ def test_the_check_names_openbaos_own_table_for_a_reset() -> None:
     inputs = planned("phase2").one(INIT, "openbao-init")["inputs"]
     assert (inputs["postgres_namespace"], inputs["postgres_pod"], inputs["database"], inputs["table"]) == (
         "postgres",
-        "pg-1",
+        "postgresql-cnpg-1",
         "openbao",
         "openbao_kv_store",
     )

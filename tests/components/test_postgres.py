@@ -15,6 +15,7 @@ import yaml
 
 import versions
 from components import postgres as pg
+from stacks.config import PROJECT_DIR
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 CLUSTER = "kubernetes:postgresql.cnpg.io/v1:Cluster"
@@ -31,6 +32,13 @@ def test_operator_chart_is_pinned_from_its_repository() -> None:
     )
 
 
+def test_the_cluster_is_postgresql_cnpg_as_the_troubleshooting_commands_name_it() -> None:
+    """`kubectl wait cluster/postgresql-cnpg` (the old blueprint's, and docs/guide/troubleshooting.md's)."""
+    inputs = planned("phase2").one(CLUSTER, "postgres-cluster")["inputs"]
+    assert (inputs["metadata"]["name"], inputs["metadata"]["namespace"]) == ("postgresql-cnpg", "postgres")
+    assert "cluster/postgresql-cnpg" in (PROJECT_DIR / "docs" / "guide" / "troubleshooting.md").read_text()
+
+
 def test_cluster_runs_postgresql_17_pinned_by_digest() -> None:
     spec = planned("phase2").one(CLUSTER, "postgres-cluster")["inputs"]["spec"]
     assert spec["imageName"].startswith("ghcr.io/cloudnative-pg/postgresql:17.")
@@ -40,12 +48,12 @@ def test_cluster_runs_postgresql_17_pinned_by_digest() -> None:
 
 def test_cluster_bootstraps_gitlabs_database_owned_by_gitlab() -> None:
     initdb = planned("phase2").one(CLUSTER, "postgres-cluster")["inputs"]["spec"]["bootstrap"]["initdb"]
-    assert (initdb["database"], initdb["owner"], initdb["secret"]["name"]) == ("gitlabhq_production", "gitlab", "pg-gitlab")
+    assert (initdb["database"], initdb["owner"], initdb["secret"]["name"]) == ("gitlabhq_production", "gitlab", "postgresql-cnpg-gitlab")
 
 
 def test_openbao_role_is_managed_with_its_own_secret() -> None:
     [role] = planned("phase2").one(CLUSTER, "postgres-cluster")["inputs"]["spec"]["managed"]["roles"]
-    assert (role["name"], role["login"], role["passwordSecret"]["name"]) == ("openbao", True, "pg-openbao")
+    assert (role["name"], role["login"], role["passwordSecret"]["name"]) == ("openbao", True, "postgresql-cnpg-openbao")
 
 
 @pytest.mark.parametrize("role", ["gitlab", "openbao"])
@@ -67,7 +75,7 @@ def test_openbaos_database_is_owned_by_its_role() -> None:
     assert (spec["name"], spec["owner"], spec["cluster"], spec["databaseReclaimPolicy"]) == (
         "openbao",
         "openbao",
-        {"name": "pg"},
+        {"name": "postgresql-cnpg"},
         "retain",
     )
 
@@ -83,16 +91,16 @@ def test_the_adoption_step_runs_before_the_cluster_and_after_its_volume() -> Non
     result = planned("phase2")
     adopt = result.one(COMMAND, "postgres-adopt-data")
     assert adopt["urn"] in result.one(CLUSTER, "postgres-cluster")["dependsOn"]
-    assert result.one("kubernetes:core/v1:PersistentVolume", "storage-postgres-pg-1")["urn"] in adopt["dependsOn"]
+    assert result.one("kubernetes:core/v1:PersistentVolume", "storage-postgres-postgresql-cnpg-1")["urn"] in adopt["dependsOn"]
 
 
 def test_the_adopted_claim_is_what_cloudnativepg_restores_from() -> None:
     claim = yaml.safe_load(planned("phase2").one(COMMAND, "postgres-adopt-data")["inputs"]["stdin"])
-    assert claim["metadata"]["name"] == "pg-1"
-    assert claim["metadata"]["labels"]["cnpg.io/cluster"] == "pg"
+    assert claim["metadata"]["name"] == "postgresql-cnpg-1"
+    assert claim["metadata"]["labels"]["cnpg.io/cluster"] == "postgresql-cnpg"
     assert claim["metadata"]["annotations"]["cnpg.io/nodeSerial"] == "1"
     assert "ownerReferences" not in claim["metadata"]
-    assert claim["spec"]["volumeName"] == "blueprint-postgres-pg-1"
+    assert claim["spec"]["volumeName"] == "blueprint-postgres-postgresql-cnpg-1"
 
 
 FAKE_KUBECTL = """\
@@ -100,7 +108,7 @@ echo "$*" >> "$CALLS"
 case "$*" in
   *" get clusters.postgresql.cnpg.io "*)
     [ -f "$CLUSTER_EXISTS" ] && exit 0
-    echo 'Error from server (NotFound): clusters.postgresql.cnpg.io "pg" not found' >&2; exit 1 ;;
+    echo 'Error from server (NotFound): clusters.postgresql.cnpg.io "postgresql-cnpg" not found' >&2; exit 1 ;;
   *" apply "*) cat > "$APPLIED" ;;
 esac
 """

@@ -213,7 +213,7 @@ def init_inputs(server: BaoServer, folder: Path, **extra: Any) -> dict[str, Any]
         "pod": "openbao-0",
         "statefulset": "openbao",
         "postgres_namespace": "postgres",
-        "postgres_pod": "pg-1",
+        "postgres_pod": "postgresql-cnpg-1",
         "database": "openbao",
         "table": STORAGE_TABLE,
         "rollout_seconds": 600.0,

@@ -130,7 +130,7 @@ def test_what_gitlab_made_for_a_request_whose_answer_was_lost_is_adopted_and_mar
     made = provider.create(props)  # the next `up`
     held = (state.groups if group is None else state.projects)[int(made.id)]
     assert held.get("lost") is True
-    assert state.attributes[f"{kind}s/{made.id}"] == {"blueprint_owner": OWNER}
+    assert state.attributes[f"{kind}s/{made.id}"]["blueprint_owner"] == OWNER
 
 
 def no_answer(cause: str, gitlab: str, state: GitLabState) -> dict[str, Any]:

@@ -19,7 +19,7 @@ def test_a_new_group_is_created_and_marked_as_the_stacks(gitlab: str, state: Git
     made = groups.create(group_props(gitlab))
     group = state.groups[int(made.id)]
     assert (group["path"], group["visibility"]) == (GROUP, "internal")
-    assert state.attributes[f"groups/{made.id}"] == {"blueprint_owner": OWNER}
+    assert state.attributes[f"groups/{made.id}"]["blueprint_owner"] == OWNER
 
 
 def test_an_existing_group_of_ours_is_adopted_not_recreated(gitlab: str, state: GitLabState, groups: GroupProvider) -> None:
@@ -79,7 +79,7 @@ def test_what_cannot_be_marked_as_ours_is_deleted_again(gitlab: str, state: GitL
         groups.create(group_props(gitlab))
     state.token_scopes.add("admin_mode")
     made = groups.create(group_props(gitlab))
-    assert state.attributes[f"groups/{made.id}"] == {"blueprint_owner": OWNER}
+    assert state.attributes[f"groups/{made.id}"]["blueprint_owner"] == OWNER
 
 
 @pytest.mark.parametrize(
@@ -113,3 +113,17 @@ def test_a_scheduled_group_whose_path_was_taken_meanwhile_is_not_restored_elsewh
     with pytest.raises(GitLabObjectError, match="now holds something else"):
         ours.provider.update(ours.id, {**ours.outputs, "marked_for_deletion_on": "2026-07-01"}, ours.news)
     assert group["marked_for_deletion_on"] == "2026-07-01"
+
+
+def test_a_new_path_that_finds_the_same_group_keeps_it_when_the_engine_deletes_the_old_one(
+    gitlab: str, state: GitLabState, groups: GroupProvider
+) -> None:
+    """Create-before-delete: the new path in another case finds the same group (GitLab finds paths in
+    any case), the replacement adopts it, and the old resource's delete then leaves it alone."""
+    old = groups.create(group_props(gitlab))
+    news = group_props(gitlab, path=GROUP.upper())
+    assert groups.diff(old.id, outputs_of(old), news).replaces == ["path"]
+    new = groups.create(news)
+    groups.delete(old.id, outputs_of(old))
+    assert new.id == old.id
+    assert state.groups[int(old.id)]["marked_for_deletion_on"] is None

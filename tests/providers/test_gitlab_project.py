@@ -177,7 +177,7 @@ def test_a_project_goes_into_the_group_another_stack_made(gitlab: str, state: Gi
     group = state.add_group(GROUP, owner="blueprint/phase2")
     made = projects.create(project_props(gitlab, group, group_owner="blueprint/phase2"))
     assert state.projects[int(made.id)]["namespace_id"] == group["id"]
-    assert state.attributes[f"projects/{made.id}"] == {"blueprint_owner": OWNER}
+    assert state.attributes[f"projects/{made.id}"]["blueprint_owner"] == OWNER
     theirs = state.add_group("elsewhere", owner="someone/else")
     with pytest.raises(GitLabObjectError, match="not the one this state recorded"):
         projects.create(project_props(gitlab, theirs, path="redis", group_owner="blueprint/phase2", namespace="elsewhere"))
@@ -215,3 +215,30 @@ def test_an_adopted_or_updated_project_has_its_default_branch_protected(
     state.protected_branches[existing["id"]] = []  # someone unprotects it
     projects.update(str(made.id), outputs_of(made), project_props(gitlab, group, name="Guestbook"))
     assert [b["name"] for b in state.protected_branches[existing["id"]]] == ["main"]
+
+
+def test_a_replacement_that_finds_the_same_project_keeps_it_when_the_engine_deletes_the_old_one(
+    gitlab: str, state: GitLabState, projects: ProjectProvider
+) -> None:
+    """The engine replaces create-before-delete: the new resource's create (which finds the project
+    at the same path and adopts it), then the old resource's delete, with the old id: the same
+    project. A group of a new id at the same path is one such replacement."""
+    group = state.add_group(GROUP, owner=OWNER)
+    old = projects.create(project_props(gitlab, group))
+    news = project_props(gitlab, group, namespace_id=float(group["id"]) + 1000)
+    assert "namespace_id" in (projects.diff(old.id, outputs_of(old), news).replaces or [])
+    new = projects.create(news)
+    projects.delete(old.id, outputs_of(old))
+    assert new.id == old.id
+    assert state.projects[int(old.id)]["marked_for_deletion_at"] is None
+    assert state.projects[int(old.id)]["path"] == "guestbook"
+
+
+def test_the_resource_that_holds_the_project_last_still_deletes_it(gitlab: str, state: GitLabState, projects: ProjectProvider) -> None:
+    group = state.add_group(GROUP, owner=OWNER)
+    old = projects.create(project_props(gitlab, group))
+    new = projects.create(project_props(gitlab, group, path="GuestBook"))  # GitLab finds paths in any case
+    assert new.id == old.id
+    projects.delete(old.id, outputs_of(old))
+    projects.delete(new.id, outputs_of(new))
+    assert int(new.id) not in state.projects

@@ -8,16 +8,19 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from providers.gitlab_token import (
+    GLAB_TOKEN_NAME,
     PROVIDER_VERSION,
     GitLabTokenArgs,
     GitLabTokenError,
     GitLabTokenProvider,
+    GlabTokenProvider,
     accepted,
     seed_script,
 )
@@ -30,11 +33,13 @@ SCOPES = ["api", "create_runner", "admin_mode"]
 
 
 class TokenApi(http.server.BaseHTTPRequestHandler):
-    """GET /api/v4/personal_access_tokens/self: 200 and the token's scopes for the accepted token
-    (doc/api/personal_access_tokens.md), 401 for any other."""
+    """GET /api/v4/personal_access_tokens/self: 200 and the token's scopes and expiry for the accepted
+    token (doc/api/personal_access_tokens.md), 401 for any other; DELETE revokes it (204), 401 for
+    any other."""
 
     accepted: set[str] = set()
     scopes: list[str] = SCOPES
+    expires_at: str | None = None
     url = ""
     ca_file = ""
     """A CA file that exists (the stub speaks plain HTTP, so its content does not matter)."""
@@ -43,7 +48,18 @@ class TokenApi(http.server.BaseHTTPRequestHandler):
         ok = self.path == "/api/v4/personal_access_tokens/self" and self.headers.get("PRIVATE-TOKEN") in self.accepted
         self.send_response(200 if ok else 401)
         self.end_headers()
-        self.wfile.write(json.dumps({"name": "blueprint", "revoked": False, "active": True, "scopes": self.scopes}).encode())
+        answer = {"name": "blueprint", "revoked": False, "active": True, "scopes": self.scopes, "expires_at": self.expires_at}
+        self.wfile.write(json.dumps(answer).encode())
+
+    def do_DELETE(self) -> None:  # noqa: N802 (the stdlib's name)
+        token = self.headers.get("PRIVATE-TOKEN")
+        ok = self.path == "/api/v4/personal_access_tokens/self" and token in self.accepted
+        if ok:
+            self.accepted.discard(str(token))
+        self.send_response(204 if ok else 401)
+        self.end_headers()
+        if not ok:
+            self.wfile.write(b'{"message":"401 Unauthorized"}')
 
     def log_message(self, *_: Any) -> None:
         return
@@ -134,7 +150,7 @@ def test_a_token_that_never_works_fails_naming_the_hosts_line(
 ) -> None:
     with pytest.raises(GitLabTokenError) as failed:
         provider.create(props(gitlab))
-    assert "did not accept the seeded admin token within 2s (refused)" in str(failed.value)
+    assert "did not accept the seeded token blueprint within 2s (refused)" in str(failed.value)
     assert "add '127.0.0.1 127.0.0.1' to /etc/hosts" in str(failed.value)
     assert clock.waited == pytest.approx(2.0)
 
@@ -173,7 +189,8 @@ def test_a_failed_seed_never_shows_the_token(gitlab: type[TokenApi], tools: Path
 def test_the_seed_script_is_idempotent_ruby() -> None:
     script = seed_script(TOKEN, SCOPES, 364)
     assert "PersonalAccessToken.find_by_token(value)" in script
-    assert "if token&.active? && token.scopes.map(&:to_s).sort == scopes.sort" in script
+    assert "lasting = token&.active? && token.expires_at.present? && token.expires_at > 7.days.from_now.to_date" in script
+    assert "if lasting && token.scopes.map(&:to_s).sort == scopes.sort" in script
     assert 'scopes = ["api", "create_runner", "admin_mode"]' in script
     assert "scopes: scopes, expires_at: 364.days.from_now" in script
 
@@ -205,14 +222,15 @@ def test_a_token_without_a_scope_the_inputs_name_shows_as_a_change(gitlab: type[
 
 def test_the_seed_script_gives_an_active_token_the_inputs_scopes() -> None:
     script = seed_script(TOKEN, SCOPES, 364)
-    assert 'elsif token&.active?\n  token.update!(scopes: scopes)\n  puts "updated"' in script
+    assert 'elsif lasting\n  token.update!(scopes: scopes)\n  puts "updated"' in script
 
 
 def test_a_new_token_revokes_roots_other_blueprint_tokens() -> None:
     """A rotated value leaves no live stale token (PersonalAccessToken#revoke!)."""
     script = seed_script(TOKEN, SCOPES, 364)
     created = script[script.index("token.save!") : script.index('puts "created"')]
-    assert 'user.personal_access_tokens.active.where(name: "blueprint").where.not(id: token.id).each(&:revoke!)' in created
+    assert 'name = "blueprint"' in script
+    assert "user.personal_access_tokens.active.where(name: name).where.not(id: token.id).each(&:revoke!)" in created
 
 
 def test_gitlab_is_asked_without_the_environments_proxy(gitlab: type[TokenApi], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,3 +241,50 @@ def test_gitlab_is_asked_without_the_environments_proxy(gitlab: type[TokenApi], 
         monkeypatch.setenv(name, f"http://127.0.0.1:{free_port()}")
     gitlab.accepted.add(TOKEN)
     assert accepted(props(gitlab)) is True
+
+
+def glab_props(gitlab: type[TokenApi]) -> dict[str, Any]:
+    return props(gitlab, name=GLAB_TOKEN_NAME, scopes=["api"], expires_days=30.0)
+
+
+def test_deleting_glabs_token_revokes_it(gitlab: type[TokenApi]) -> None:
+    """A destroy that keeps GitLab's data leaves no live copy of glab's token."""
+    gitlab.accepted.add(TOKEN)
+    as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", glab_props(gitlab))
+    assert TOKEN not in gitlab.accepted
+
+
+def test_deleting_a_glab_token_gitlab_refuses_already_succeeds(gitlab: type[TokenApi]) -> None:
+    as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", glab_props(gitlab))
+
+
+def test_deleting_glabs_token_while_gitlab_does_not_answer_fails_saying_so(gitlab: type[TokenApi]) -> None:
+    inputs = {**glab_props(gitlab), "gitlab_url": f"http://127.0.0.1:{free_port()}"}
+    with pytest.raises(GitLabTokenError, match="could not revoke the token blueprint-glab") as failed:
+        as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", inputs)
+    assert TOKEN not in str(failed.value)
+
+
+def test_the_admin_tokens_delete_leaves_it_in_gitlab(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
+    gitlab.accepted.add(TOKEN)
+    provider.delete("root/blueprint", props(gitlab))
+    assert TOKEN in gitlab.accepted
+
+
+def test_a_token_in_its_last_week_counts_as_refused_so_an_up_renews_it(gitlab: type[TokenApi]) -> None:
+    gitlab.accepted.add(TOKEN)
+    gitlab.expires_at = "2026-03-08"
+    assert accepted(glab_props(gitlab), today=date(2026, 3, 1)) is False
+    assert accepted(glab_props(gitlab), today=date(2026, 2, 28)) is True
+
+
+def test_glab_gets_the_api_scope_alone_for_thirty_days() -> None:
+    from tests.plans import planned
+
+    inputs = planned("phase2").one("pulumi-python:dynamic/gitlab:GlabToken", "gitlab-glab-token")["inputs"]
+    assert (inputs["name"], inputs["scopes"], inputs["expires_days"]) == (GLAB_TOKEN_NAME, ["api"], 30)
+
+
+def test_a_lifetime_the_renewal_would_never_leave_is_refused() -> None:
+    with pytest.raises(ValueError, match="expires_days must be more than 7"):
+        GitLabTokenArgs(gitlab_url="https://g", ca_file="c", token="t", kind_cluster_name="k", namespace="n", toolbox="x", expires_days=7)

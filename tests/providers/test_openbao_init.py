@@ -248,7 +248,7 @@ def test_the_reset_empties_only_openbaos_table_with_the_server_stopped(tmp_path:
     assert commands == [
         "kubectl --context kind-blueprint -n openbao scale statefulset/openbao --replicas=0",
         "kubectl --context kind-blueprint -n openbao wait --for=delete pod/openbao-0 --timeout=120s",
-        "kubectl --context kind-blueprint -n postgres exec pg-1 -c postgres -- psql -v ON_ERROR_STOP=1 -d openbao "
+        "kubectl --context kind-blueprint -n postgres exec postgresql-cnpg-1 -c postgres -- psql -v ON_ERROR_STOP=1 -d openbao "
         "-c 'TRUNCATE openbao_kv_store'",
         "kubectl --context kind-blueprint -n openbao scale statefulset/openbao --replicas=1",
         "uv run blueprint up",

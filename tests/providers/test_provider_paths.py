@@ -32,6 +32,7 @@ SHIPPED = frozenset(
         "providers.gitlab_runner.RunnerProvider",
         "providers.gitlab_sync.GitLabSyncProvider",
         "providers.gitlab_token.GitLabTokenProvider",
+        "providers.gitlab_token.GlabTokenProvider",
         "providers.gitlab_variable.VariableProvider",
         "providers.host_secret.HostSecretProvider",
         "providers.openbao_init.OpenBaoInitProvider",

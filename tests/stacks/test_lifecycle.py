@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from cli.lifecycle import claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab, record_preserve_data
+from cli.lifecycle import REVOKED_ON_DELETE, claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab, record_preserve_data
 from cli.plan import Plan
 from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA
 from components.image_cache import mirror_cache_folder
@@ -91,7 +91,7 @@ def test_with_preserve_data_a_destroy_deletes_nothing_that_holds_user_data(stack
     result = destroyed(stack, True)
     assert all(folder["destroy"] == "keep" for folder in result.folders or []), result.folders
     for resource in result.resources:
-        if lives_in_gitlab(resource):
+        if lives_in_gitlab(resource) and resource["type"] not in REVOKED_ON_DELETE:  # a revoked credential holds none
             assert resource["destroy"] != "delete", resource["urn"]
 
 
