@@ -87,7 +87,13 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
 
         from components.headlamp import Headlamp, HeadlampArgs
 
-        provider = k8s.Provider("kind-kubernetes", kubeconfig=cluster.kubeconfig, cluster_identifier=cluster.cluster_id)
+        # The same identity as the stack exports, through an input the cluster command echoes: known in
+        # every preview, and a dependency on the cluster. A plain value would leave the provider out of
+        # what the engine deletes before a delete-first replacement of the cluster (pulumi/pulumi
+        # step_generator.go `calculateDependentReplacements`, pulumi-kubernetes `DiffConfig`), and the
+        # release's own delete would then fail, on every run, on a cluster already gone.
+        identity = cluster.cluster.triggers.apply(lambda _: cluster.cluster_id)
+        provider = k8s.Provider("kind-kubernetes", kubeconfig=cluster.kubeconfig, cluster_identifier=identity)
         # Not `deleted_with` the cluster: when the cluster's delete refuses (phase2 still on it), the
         # engine would already have dropped the release from state, and the next `up` could not
         # install it again over the one still in the cluster. Helm uninstalls it first, quickly.
