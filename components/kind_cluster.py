@@ -102,6 +102,8 @@ class KindClusterArgs:
     inner_owners: tuple[str, ...] = ()
     """The owners of the folders other stacks claim inside the data folder (phase2's, over phase1):
     its wipe removes those, and no one else's."""
+    stack_file: str
+    """The stack file whose `blueprint:preserveData` the data folder's delete reads again (`HostFolderArgs.stack_file`)."""
     image_cache_dir: Path | None = None
     """Host folder of the image cache whose mirrors every node pulls through (`components/image_cache.py`),
     or None for none. Not part of the kind config: the cluster is not replaced when it changes."""
@@ -255,6 +257,7 @@ class KindCluster(pulumi.ComponentResource):
                 layout=args.data_layout,
                 subfolders=(Subfolder(path=REGISTRY_HOSTS_SUBDIR), Subfolder(path=VOLUMES_SUBDIR)),
                 inner_owners=args.inner_owners,
+                stack_file=args.stack_file,
             ),
             opts=child,
         )

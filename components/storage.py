@@ -84,6 +84,8 @@ class StorageArgs:
     """The layout this checkout leaves the stack's data in, which both folders' claims record
     (components/host_folder.py `HostFolderArgs.layout`)."""
     volumes: tuple[Volume, ...]
+    stack_file: str
+    """The stack file whose `blueprint:preserveData` both folders' deletes read again (`HostFolderArgs.stack_file`)."""
     inside: tuple[pulumi.Resource, ...] = ()
     """The claim of the folder both folders are inside, when it is in the same graph (`dev`): they
     are claimed after it, and released before it."""
@@ -164,6 +166,7 @@ class Storage(pulumi.ComponentResource):
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
                 layout=args.layout,
+                stack_file=args.stack_file,
                 parent_owner=args.data_folder_owner,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
@@ -176,6 +179,7 @@ class Storage(pulumi.ComponentResource):
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
                 layout=args.layout,
+                stack_file=args.stack_file,
                 parent_owner=args.data_folder_owner,
                 subfolders=tuple(Subfolder(path=volume.folder, mode=VOLUME_MODE, owner=volume.owner) for volume in args.volumes),
             ),

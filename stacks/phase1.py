@@ -17,9 +17,12 @@ from stacks.config.phases import Phase1Config, load_phase1
 from stacks.migrations import layout
 
 
-def cluster_args(config: Phase1Config, *, owner: str, data_layout: str, inner_owners: tuple[str, ...] = ()) -> KindClusterArgs:
+def cluster_args(
+    config: Phase1Config, *, owner: str, data_layout: str, inner_owners: tuple[str, ...] = (), stack_file: str = ""
+) -> KindClusterArgs:
     """The kind cluster phase1's config describes (the CLI derives the cluster's identity from it)."""
     return KindClusterArgs(
+        stack_file=stack_file,
         cluster_name=config.cluster_name,
         gitlab_nodes=config.gitlab_nodes,
         runner_nodes=config.runner_nodes,
@@ -73,12 +76,30 @@ def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
     return pulumi.Output.secret(ran.apply(checked))
 
 
+def preserve_data_file(stack: str) -> str:
+    """The stack file whose `blueprint:preserveData` decides what a destroy of `stack` does with the
+    data: its own (phase1, dev), or that of the stack it takes preserveData from (phase2's: phase1's,
+    where `blueprint destroy --preserve-data` and `--wipe-data` set it too).
+    """
+    from stacks.config.schema import stack_file, stack_reads
+
+    while not stack_reads(stack, "blueprint:preserveData") and stack in outputs.UPSTREAM_STACK:
+        stack = outputs.UPSTREAM_STACK[stack]
+    return str(stack_file(stack))
+
+
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
     config = load_phase1()
     # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
     inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
-    args = cluster_args(config, owner=folder_owner(), data_layout=layout(pulumi.get_stack()), inner_owners=inner_owners)
+    args = cluster_args(
+        config,
+        owner=folder_owner(),
+        data_layout=layout(pulumi.get_stack()),
+        inner_owners=inner_owners,
+        stack_file=preserve_data_file(pulumi.get_stack()),
+    )
     cluster = KindCluster("kind", args)
     in_stack: dict[str, Any] = {}
     if config.headlamp:

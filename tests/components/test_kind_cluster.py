@@ -225,7 +225,7 @@ def test_a_kind_config_written_in_another_order_is_another_identity(monkeypatch:
     args = KindClusterArgs(
         cluster_name="blueprint", gitlab_nodes=1, runner_nodes=1, data_dir=tmp_path, preserve_data=False,
         http_port=80, https_port=443, ssh_port=2222, openbao_port=8200, api_server_port=6443, owner="o",
-        data_layout="0.1.0",
+        data_layout="0.1.0", stack_file="",
     )  # fmt: skip
     written, config = cluster_id(args), kind_cluster.kind_config(args)
     monkeypatch.setattr(kind_cluster, "kind_config", lambda args: dict(reversed(config.items())))
