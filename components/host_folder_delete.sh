@@ -8,8 +8,7 @@ finish="  $(finishing_destroy "$OWNER")"
 keep() {
   # Kept whole, or not said kept: a wipe cut short already removed the secrets beside the databases.
   if [ -e "$FOLDER/$WIPING_MARKER" ] || [ -L "$FOLDER/$WIPING_MARKER" ]; then
-    echo "blueprint: not keeping $FOLDER: a wipe of it stopped half-way, so its data is partly gone; finish" \
-      "the wipe:" >&2
+    echo "blueprint: not keeping $FOLDER: a wipe of it stopped half-way, so its data is partly gone; finish the wipe:" >&2
     echo "$finish" >&2
     exit 1
   fi
@@ -27,8 +26,13 @@ case "$PRESERVE_DATA" in
   *) echo "blueprint: not removing $FOLDER: PRESERVE_DATA is neither true nor false" >&2; exit 1 ;;
 esac
 [ -e "$FOLDER" ] || exit 0
-# A plain `pulumi destroy` runs this script as the last `up` recorded it: the stack's config may say to
-# keep the data since (`pulumi config set -s <stack> blueprint:preserveData true`, and no `up`).
+# Nothing through a link the folder became: Docker would mount, and empty as root, where it leads.
+if [ -L "$FOLDER" ]; then
+  echo "blueprint: not removing $FOLDER: it is a symbolic link now (to $(readlink -- "$FOLDER" | tr -d '[:cntrl:]')), and blueprint" \
+    "removes nothing through a link; put the folder back in its place, then run the destroy again" >&2
+  exit 1
+fi
+# A plain `pulumi destroy` runs this as the last `up` recorded it: a `pulumi config set` since may say keep.
 if ! now=$(stack_preserve_data); then
   echo "blueprint: not removing $FOLDER: cannot tell what $STACK_FILE says of blueprint:preserveData ($now)," \
     "and it may say to keep the data; fix that, then run the destroy again" >&2
@@ -50,8 +54,7 @@ if [ "$(marker_of "$FOLDER/$OWNER_MARKER")" != "$OWNER" ]; then
   echo "blueprint: not removing $FOLDER: its $OWNER_MARKER does not name $OWNER" >&2
   exit 1
 fi
-# Both refused before anything is removed.
-refuse_mounts
+refuse_mounts  # both refused before anything is removed
 refuse_inner_claims
 # The markers go last, so a wipe that fails half-way can be run again, and no `up` takes the folder
 # over in between (the program refuses it: providers/host_secret.py). Every find stays on the

@@ -174,6 +174,25 @@ def test_every_wipe_reads_the_stack_file_whose_preserve_data_decides_it(stack: s
     assert reader.returncode == 0, "the Python that reads the stack file has PyYAML"
 
 
+def test_a_folder_that_became_a_link_is_not_wiped_through_it(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Docker would mount where the link leads (`-v` resolves it) and empty that as root: a wipe
+    removes nothing through a link, not even the claim of the folder it leads to."""
+    _fill(data_dir)
+    # As the last `up` recorded it, while it was a folder (a plan resolves links in dataDir).
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    moved = data_dir.with_name("elsewhere")
+    data_dir.rename(moved)
+    data_dir.symlink_to(moved)
+    calls = fake_docker_dir / "calls"
+    fake_command(fake_docker_dir, "docker", f'echo "$*" >> {calls}\n')
+    done = run_script(command, "delete", path_prefix=fake_docker_dir)
+    assert done.returncode == 1
+    assert f"not removing {data_dir}: it is a symbolic link now (to {moved}), and blueprint removes nothing through a link" in (done.stderr)
+    assert sorted(p.name for p in moved.iterdir()) == sorted([OWNER_MARKER, ".blueprint-layout", "containerd", "volumes"])
+    assert (moved / "volumes" / "pg" / "PG_VERSION").exists()
+    assert not calls.exists()
+
+
 NOBODY = 65534
 
 
