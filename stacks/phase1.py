@@ -81,11 +81,13 @@ def preserve_data_file(stack: str) -> str:
     data: its own (phase1, dev), or that of the stack it takes preserveData from (phase2's: phase1's,
     where `blueprint destroy --preserve-data` and `--wipe-data` set it too).
     """
-    from stacks.config.schema import stack_file, stack_reads
+    from stacks.config import PROJECT_DIR
+    from stacks.config.schema import stack_reads
 
     while not stack_reads(stack, "blueprint:preserveData") and stack in outputs.UPSTREAM_STACK:
         stack = outputs.UPSTREAM_STACK[stack]
-    return str(stack_file(stack))
+    # Where Pulumi keeps it, beside Pulumi.yaml (never a test's stand-in folder: the plan stays the same).
+    return str(PROJECT_DIR / f"Pulumi.{stack}.yaml")
 
 
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from components.host_folder import PRESERVE_DATA, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
 from components.markers import OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, unfinished_wipe
-from stacks.config.schema import stack_file
+from stacks.config import PROJECT_DIR
 from stacks.layout_record import HOST
 from tests.plans import COMMAND, fake_command, planned, run_script
 
@@ -169,7 +169,7 @@ def test_a_stack_file_that_cannot_be_read_stops_the_wipe_and_says_why(data_dir: 
 def test_every_wipe_reads_the_stack_file_whose_preserve_data_decides_it(stack: str, name: str, decides: str) -> None:
     """phase2 takes preserveData from phase1 (`blueprint destroy --wipe-data` sets it there); dev has its own."""
     environment = planned(stack).one(COMMAND, name)["inputs"]["environment"]
-    assert Path(environment["STACK_FILE"]) == stack_file(decides)
+    assert Path(environment["STACK_FILE"]) == PROJECT_DIR / f"Pulumi.{decides}.yaml"
     reader = subprocess.run([environment["CONFIG_PYTHON"], "-I", "-c", "import yaml"], capture_output=True, check=False)
     assert reader.returncode == 0, "the Python that reads the stack file has PyYAML"
 
