@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from cli.data_folder import configured_folder
-from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data
+from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data, without_stale_creates
 from cli.stack_runner import StackRunner
 from cli.teardown import ClusterState, World, import_if_changed, say_forgotten
 from stacks import outputs
@@ -70,10 +70,12 @@ def make_way_for_a_new_cluster(
 def _take_phase2_down(runner: StackRunner, say: Callable[[str], None], cluster: ClusterState) -> int:
     """phase2's destroy, every piece of its data kept; 1, said, when its state holds pending operations."""
     exported = runner.export_state("phase2")
-    state = exported.get("deployment") or {}
+    state, dropped = without_stale_creates("phase2", exported.get("deployment") or {})
     if problem := pending_operations("phase2", state):
         say(f"blueprint: {problem}")
         return 1
+    if dropped:
+        say(dropped)
     # Recorded, not forgotten: if this destroy stops half-way, a later `--wipe-data` can still record
     # the wipe of the platform folder, and the Runner is kept in GitLab's database for the way back.
     state = record_preserve_data(state, keep=True)

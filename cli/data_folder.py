@@ -173,7 +173,9 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess([], 0, "", "")
     # As phase1's own wipe has it: the folders of the stacks over it go with it.
     inner = inner_owners(owner, OVER_PHASE1)
+    # No stack file to read again: `--wipe-data` said to wipe, and no stack records this folder any more.
     env = {**os.environ, **SCRIPT_ENVIRONMENT, "FOLDER": folder, "OWNER": owner, "INNER_OWNERS": inner, PRESERVE_DATA: "false"}
+    env |= {"STACK_FILE": "", "CONFIG_PYTHON": ""}
     env["WIPE_IMAGE"] = versions.KIND_NODE_IMAGE
     done = bounded(["/bin/sh", "-c", DELETE_SCRIPT], env, WIPE_SECONDS)
     if done is None:

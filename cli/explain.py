@@ -315,11 +315,12 @@ def explain(
 
 
 def _errors(error_text: str, most: int = 8) -> list[str]:
-    """Pulumi's own error lines (`error: ...`), the last `most` of them, each once: what failed,
-    in Pulumi's words, whatever it was (a provider, the program, a plugin, the state).
+    """Pulumi's own error lines, the last `most` of them, each once: what failed, in Pulumi's words,
+    whatever it was (a provider, the program, a plugin, the state); `cli.stack_runner.pulumi_errors`.
     """
-    lines = [line.strip() for line in _clean(error_text).splitlines() if line.strip().lower().startswith("error:")]
-    return list(dict.fromkeys(lines))[-most:]
+    from cli.stack_runner import pulumi_errors
+
+    return pulumi_errors(error_text, most)
 
 
 def _run(argv: list[str], **options: Any) -> subprocess.CompletedProcess[str] | None:

@@ -234,17 +234,44 @@ def plan_destroy(
     return reasons
 
 
+def without_stale_creates(stack: str, deployment: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """`deployment` without its stale pending CREATEs, and what to say of them (None: there was none).
+
+    A pending CREATE is what an interrupted run leaves of a create it cannot tell succeeded. Once its
+    URN is in the state, a later run made that resource: the record can no longer be imported (the
+    URN is taken), only cleared, and Pulumi never clears it itself (every run carries a base
+    snapshot's pending CREATEs over: pulumi/pulumi pkg/backend/snapshot.go). Kept, it would refuse
+    every destroy for good; dropped, nothing is lost that any command could still act on.
+    """
+    recorded = {resource["urn"] for resource in deployment.get("resources") or []}
+    operations = deployment.get("pending_operations") or []
+    stale = [op for op in operations if op.get("type") == "creating" and _operation_urn(op) in recorded]
+    if not stale:
+        return dict(deployment), None
+    kept = [op for op in operations if op not in stale]
+    cleaned = {key: value for key, value in deployment.items() if key != "pending_operations"}
+    if kept:
+        cleaned["pending_operations"] = kept
+    names = ", ".join(sorted({_operation_urn(op).rsplit("::", 1)[-1] for op in stale}))
+    return cleaned, (
+        f"   {stack}: dropped the stale pending CREATE of {names}, which an interrupted run left: a later run made it, "
+        "and the state records it"
+    )
+
+
+def _operation_urn(operation: Mapping[str, Any]) -> str:
+    return str((operation.get("resource") or {}).get("urn", "?"))
+
+
 def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
     """Why `deployment` must not be edited, or None. An interrupted run leaves pending operations
     (a create Pulumi cannot tell succeeded); `pulumi stack import` silently drops them, which would
-    lose the one record of, say, a half-made cluster.
+    lose the one record of, say, a half-made cluster. Stale CREATEs are dropped first (`without_stale_creates`).
     """
     operations = deployment.get("pending_operations") or []
     if not operations:
         return None
-    what = ", ".join(
-        sorted({f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations})
-    )
+    what = ", ".join(sorted({f"{op.get('type', '?')} {_operation_urn(op).rsplit('::', 1)[-1]}" for op in operations}))
     return (
         f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first, in a shell that "
         f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {shlex.quote(stack)}` asks, for each, whether to clear it '

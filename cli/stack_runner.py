@@ -219,3 +219,66 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
             f"{ENV_STEP} && pulumi cancel --yes -s {shlex.quote(stack)}"
         )
     return None
+
+
+# Pulumi's own error lines, as `blueprint` quotes them after a failure.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_TRACEBACK = "Traceback (most recent call last):"
+_BETWEEN_CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+_EXCEPTION = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
+
+
+def pulumi_errors(output: str, most: int = 8) -> list[str]:
+    """Pulumi's own errors (`error: ...` lines, each with the lines its message continues on), the
+    last `most` of them, each once: what failed, in Pulumi's words. A dynamic provider's error is the
+    host's whole traceback (pulumi/dynamic/__main__.py, `_abort_with_traceback`): of it, only the
+    exception Python ends it with, and its message's further lines (the commands of a fix); the
+    type is dropped from blueprint's own (`providers.`), whose message says what happened in words.
+    """
+    lines = [line.rstrip() for line in _ANSI.sub("", output).splitlines()]
+    said: list[str] = []
+    index = 0
+    while index < len(lines):
+        text = lines[index].strip()
+        if not text.lower().startswith("error:"):
+            index += 1
+            continue
+        base = len(lines[index]) - len(lines[index].lstrip())
+        if text[len("error:") :].strip() == _TRACEBACK:
+            entry, index = _final_exception(lines, index + 1, base)
+        else:
+            entry, index = text, index + 1
+        said.append(entry)
+    return [line for entry in list(dict.fromkeys(said))[-most:] for line in entry.splitlines()]
+
+
+def _final_exception(lines: list[str], start: int, base: int) -> tuple[str, int]:
+    """The last exception of the traceback whose frames begin at `start` (its `error:` line indented
+    by `base`), with its message's further lines; and the index after it.
+    """
+    found, index = "error: (a traceback without its exception)", start
+    while index < len(lines):
+        line = lines[index]
+        indent = len(line) - len(line.lstrip())
+        if not line.strip():
+            # A blank line ends the diagnostic, unless a chained traceback follows it.
+            following = next((later.strip() for later in lines[index + 1 :] if later.strip()), "")
+            if not following.startswith((*_BETWEEN_CHAINED, _TRACEBACK)):
+                break
+        elif indent < base:
+            break
+        elif indent == base and not line.strip().startswith((*_BETWEEN_CHAINED, _TRACEBACK)):
+            found = f"error: {_as_said(line.strip())}"
+            while index + 1 < len(lines) and lines[index + 1].strip() and len(lines[index + 1]) - len(lines[index + 1].lstrip()) > base:
+                index += 1
+                found += "\n" + lines[index][base:]
+        index += 1
+    return found, index
+
+
+def _as_said(exception: str) -> str:
+    """`module.Type: message` as blueprint says it: blueprint's own without their type."""
+    match = _EXCEPTION.match(exception)
+    if match and match["type"].startswith("providers.") and match["message"] is not None:
+        return match["message"]
+    return exception

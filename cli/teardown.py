@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cli import data_folder, image_cache
-from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data
+from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data, without_stale_creates
 from cli.stack_runner import StackRunner
 from stacks import STACK_PHASES, outputs
 
@@ -355,17 +355,21 @@ def _record_preserve_data(runner: StackRunner, say: Callable[[str], None], route
     """
     scope = [stack for stack in route.existing if stack == "phase3" or not route.apps_only]
     exports = {stack: runner.export_state(stack) for stack in scope}
-    for stack, exported in exports.items():
-        if problem := pending_operations(stack, exported.get("deployment") or {}):
+    cleaned = {stack: without_stale_creates(stack, exported.get("deployment") or {}) for stack, exported in exports.items()}
+    for stack, (deployment, _) in cleaned.items():
+        if problem := pending_operations(stack, deployment):
             say(f"blueprint: {problem}")
             return None
+    for _, dropped in cleaned.values():
+        if dropped:
+            say(dropped)
     if route.preserve is not None and not route.apps_only:
         runner.set_config("phase1", "blueprint:preserveData", str(route.preserve).lower())
     if {"phase1", "phase2"} & set(route.destroyed):  # said of the platform's data only when its stacks go
         say(f"== preserveData={str(route.keep).lower()}: {'every piece of data stays' if route.keep else 'the data is removed'}")
     states = {}
     for stack, exported in exports.items():
-        recorded_state = record_preserve_data(exported.get("deployment") or {}, route.keep)
+        recorded_state = record_preserve_data(cleaned[stack][0], route.keep)
         import_if_changed(runner, stack, exported, recorded_state)
         states[stack] = ({**exported, "deployment": recorded_state}, recorded_state)
     return states

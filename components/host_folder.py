@@ -6,13 +6,13 @@ phase2's folders inside it: the platform's secrets, and the volumes the nodes se
 that another stack owns (the same stack of another checkout too), or that is not the user's alone
 (another user's, or one anyone may write in), is refused on `up`, and so is a folder inside a folder
 anyone but the expected owner claimed (PARENT_OWNER: the data folder's owner for phase2's folders,
-nobody for a data folder). `destroy` only ever removes a folder that
-names the stack being destroyed, nothing on another filesystem mounted inside it, and nothing at all
-while a folder inside is claimed by anyone but that stack and the stacks whose folders belong in it
-(INNER_OWNERS). Both are always passed, empty when there is none: never read from the user's shell.
-One delete script keeps or wipes, as the recorded PRESERVE_DATA says. A folder that cannot be
-removed itself once emptied (a mount point, or in a folder the user cannot write) is left in
-place, empty and unclaimed: the wipe is done.
+nobody for a data folder). `destroy` only ever removes a folder that names the stack being
+destroyed, nothing on another filesystem mounted inside it, and nothing at all while a folder inside
+is claimed by anyone but that stack and the stacks whose folders belong in it (INNER_OWNERS). Both
+are always passed, empty when there is none: never read from the user's shell. One delete script
+keeps or wipes, as the recorded PRESERVE_DATA says, unless the stack file now says to keep
+(STACK_FILE: a `pulumi config set` with no `up` since). A folder that cannot be removed itself once
+emptied (a mount point, or in a folder the user cannot write) is left in place, empty and unclaimed.
 
 What pods wrote belongs to their UIDs (Postgres 26, Gitaly 1000, ...), which the host user may not
 be able to remove. Root in a one-shot container of an image already on the machine (the kind node
@@ -23,7 +23,9 @@ same container gives a volume's folder to the user its pod runs as, on `up`.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pulumi
 from pulumi_command import local
@@ -44,6 +46,10 @@ from their environment: every command, and a wipe `cli/teardown.py` runs itself,
 PRESERVE_DATA = "PRESERVE_DATA"
 """The environment variable, recorded with each command, that its delete script reads: "true"
 keeps the folder, "false" wipes it (`cli/lifecycle.py`, `record_preserve_data`, flips it)."""
+
+CONFIG_PYTHON = str(Path(sys.prefix, "bin", "python")) if Path(sys.prefix, "bin", "python").exists() else sys.executable
+"""The Python the delete reads the stack file with: the one running the program, the checkout's
+virtualenv, which has PyYAML (a virtualenv's `bin/python`, the same path for every run)."""
 
 UP_SCRIPT = script("host_folder_claim.sh")
 """Create the folder and its subfolders, claim them and record the data's layout (`layout`) in
@@ -105,6 +111,10 @@ class HostFolderArgs:
     inner_owners: tuple[str, ...] = ()
     """Owners, besides `owner`, whose folders belong inside this one (phase2's, in phase1's data
     folder): a wipe removes their claims with it, and refuses, removing nothing, when it holds anyone else's."""
+    stack_file: str
+    """The stack file (Pulumi.<stack>.yaml) whose `blueprint:preserveData` decides this folder's fate,
+    which the delete reads again, as it is then: a plain `pulumi destroy` runs the delete the last `up`
+    recorded, and a `pulumi config set` since must still keep the data (STACK_FILE)."""
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
@@ -151,6 +161,8 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
             "INNER_OWNERS": "\n".join(args.inner_owners),
             PRESERVE_DATA: pulumi.Output.from_input(args.preserve).apply(lambda keep: "true" if keep else "false"),
             "BLUEPRINT_LAYOUT": args.layout,
+            "STACK_FILE": args.stack_file,
+            "CONFIG_PYTHON": CONFIG_PYTHON,
             **SCRIPT_ENVIRONMENT,
         },
         opts=opts,

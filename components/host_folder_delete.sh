@@ -1,29 +1,46 @@
-# Keep $FOLDER (PRESERVE_DATA=true), or remove it, which $OWNER claimed, and what pods wrote in it
-# (PRESERVE_DATA=false) (components/host_folder.py, on destroy); reads too WIPE_IMAGE, OWNER_MARKER,
-# WIPING_MARKER, LAYOUT_MARKER, FINISHING_DESTROYS and INNER_OWNERS (empty but for a data folder).
+# Keep $FOLDER (PRESERVE_DATA=true, or the stack file STACK_FILE says so now), or remove it, which $OWNER
+# claimed, and what pods wrote in it (components/host_folder.py, on destroy); reads too WIPE_IMAGE,
+# OWNER_MARKER, WIPING_MARKER, LAYOUT_MARKER, FINISHING_DESTROYS, CONFIG_PYTHON and INNER_OWNERS.
 set -u
 umask go-w
 # The destroy that removes this folder, run again, finishes a wipe of it that stopped half-way.
 finish="  $(finishing_destroy "$OWNER")"
+keep() {
+  # Kept whole, or not said kept: a wipe cut short already removed the secrets beside the databases.
+  if [ -e "$FOLDER/$WIPING_MARKER" ] || [ -L "$FOLDER/$WIPING_MARKER" ]; then
+    echo "blueprint: not keeping $FOLDER: a wipe of it stopped half-way, so its data is partly gone; finish the wipe:" >&2
+    echo "$finish" >&2
+    exit 1
+  fi
+  echo "blueprint: $1, keeping $FOLDER" >&2
+  exit 0
+}
 case "$PRESERVE_DATA" in
   true)
     if [ ! -e "$FOLDER" ]; then
       echo "blueprint: preserveData=true, but $FOLDER is not there (removed by hand?): nothing to keep" >&2
       exit 0
     fi
-    # Kept whole, or not said kept: a wipe cut short already removed the secrets beside the databases.
-    if [ -e "$FOLDER/$WIPING_MARKER" ] || [ -L "$FOLDER/$WIPING_MARKER" ]; then
-      echo "blueprint: not keeping $FOLDER: a wipe of it stopped half-way, so its data is partly gone; finish" \
-        "the wipe:" >&2
-      echo "$finish" >&2
-      exit 1
-    fi
-    echo "blueprint: preserveData=true, keeping $FOLDER" >&2
-    exit 0 ;;
+    keep "preserveData=true" ;;
   false) ;;
   *) echo "blueprint: not removing $FOLDER: PRESERVE_DATA is neither true nor false" >&2; exit 1 ;;
 esac
 [ -e "$FOLDER" ] || exit 0
+# Nothing through a link the folder became: Docker would mount, and empty as root, where it leads.
+if [ -L "$FOLDER" ]; then
+  echo "blueprint: not removing $FOLDER: it is a symbolic link now (to $(readlink -- "$FOLDER" | tr -d '[:cntrl:]')), and blueprint" \
+    "removes nothing through a link; put the folder back in its place, then run the destroy again" >&2
+  exit 1
+fi
+# A plain `pulumi destroy` runs this as the last `up` recorded it: a `pulumi config set` since may say keep.
+if ! now=$(stack_preserve_data); then
+  echo "blueprint: not removing $FOLDER: cannot tell what $STACK_FILE says of blueprint:preserveData ($now)," \
+    "and it may say to keep the data; fix that, then run the destroy again" >&2
+  exit 1
+fi
+if [ "$now" = true ]; then
+  keep "$(basename "$STACK_FILE") says blueprint:preserveData true (set since the last up, which recorded false)"
+fi
 # Emptied by an earlier wipe that could not remove the folder itself (a mount point, or in a folder the
 # user cannot write), or was cut short right before: its markers went last, so an empty folder with
 # none is one that wipe finished.
@@ -37,8 +54,7 @@ if [ "$(marker_of "$FOLDER/$OWNER_MARKER")" != "$OWNER" ]; then
   echo "blueprint: not removing $FOLDER: its $OWNER_MARKER does not name $OWNER" >&2
   exit 1
 fi
-# Both refused before anything is removed.
-refuse_mounts
+refuse_mounts  # both refused before anything is removed
 refuse_inner_claims
 # The markers go last, so a wipe that fails half-way can be run again, and no `up` takes the folder
 # over in between (the program refuses it: providers/host_secret.py). Every find stays on the

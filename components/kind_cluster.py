@@ -14,8 +14,8 @@ With the image cache on (`components/image_cache.py`), its mirrors and their `ho
 before the cluster, so the nodes' first pull goes through them; they are not in the kind config, so
 turning the cache on, off or elsewhere never replaces the cluster.
 
-Nodes mount only `containerd/` (registry `hosts.toml` files, read-only) and `volumes/` (the
-PersistentVolumes): phase2's secrets (OpenBao's keys, the CA's key, MinIO's root credentials) stay
+Nodes mount only `containerd/` (registry `hosts.toml` files, read-only) and, the GitLab nodes
+alone, `volumes/` (the PersistentVolumes): phase2's secrets (OpenBao's keys, the CA's key, MinIO's root credentials) stay
 on the host, out of a hostPath pod's reach. Why: docs/design/decisions.md, entries 5, 13 and 24.
 """
 
@@ -44,7 +44,7 @@ VOLUMES_SUBDIR = "volumes"
 """Folder, under the data folder, that holds the PersistentVolumes' folders (`components/storage.py`)."""
 NODE_MOUNTS = (CONTAINERD_SUBDIR, VOLUMES_SUBDIR)
 """The only subfolders of the data folder the nodes mount: never the data folder itself, which
-holds the platform's secrets."""
+holds the platform's secrets. VOLUMES_SUBDIR only on the nodes labelled VOLUME_NODE_LABEL."""
 READ_ONLY_NODE_MOUNTS = (CONTAINERD_SUBDIR,)
 """Mounted read-only (kind v1alpha4 `Mount.readOnly`, pkg/apis/config/v1alpha4/types.go): the nodes
 only read it; the host writes its `hosts.toml` and CA files from outside (`components/node_registry.py`),
@@ -57,6 +57,11 @@ NODE_LABEL_KEY = "blueprint/role"
 """Our own label key: kubelet refuses to set labels under kubernetes.io or k8s.io."""
 GITLAB_NODE_LABEL = "gitlab"
 RUNNER_NODE_LABEL = "runner"
+VOLUME_NODE_LABEL = GITLAB_NODE_LABEL
+"""The nodes that mount VOLUMES_SUBDIR, every database's files, and so the only ones the
+PersistentVolumes send their pods to (`components/storage.py`): never a runner node, whose CI jobs
+(privileged, for image builds) must not reach them, nor the control plane, which runs no platform
+pod (kind keeps its NoSchedule taint when there are workers: kubeadminit/init.go)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +102,8 @@ class KindClusterArgs:
     inner_owners: tuple[str, ...] = ()
     """The owners of the folders other stacks claim inside the data folder (phase2's, over phase1):
     its wipe removes those, and no one else's."""
+    stack_file: str
+    """The stack file whose `blueprint:preserveData` the data folder's delete reads again (`HostFolderArgs.stack_file`)."""
     image_cache_dir: Path | None = None
     """Host folder of the image cache whose mirrors every node pulls through (`components/image_cache.py`),
     or None for none. Not part of the kind config: the cluster is not replaced when it changes."""
@@ -144,6 +151,7 @@ def kind_config(args: KindClusterArgs) -> dict[str, Any]:
             {"hostPath": str(args.data_dir / sub), "containerPath": f"{NODE_DATA_PATH}/{sub}"}
             | ({"readOnly": True} if sub in READ_ONLY_NODE_MOUNTS else {})
             for sub in NODE_MOUNTS
+            if sub != VOLUMES_SUBDIR or label == VOLUME_NODE_LABEL
         ]
         return spec
 
@@ -257,6 +265,7 @@ class KindCluster(pulumi.ComponentResource):
                 layout=args.data_layout,
                 subfolders=(Subfolder(path=REGISTRY_HOSTS_SUBDIR), Subfolder(path=VOLUMES_SUBDIR)),
                 inner_owners=args.inner_owners,
+                stack_file=args.stack_file,
             ),
             opts=child,
         )

@@ -26,6 +26,8 @@ else
   # next up knows for its own, and adopts. A new file (noclobber: O_EXCL), never through a link left at its name.
   rm -f -- "$marker"
   (set -C; printf '%s\n' "$KIND_CLUSTER_NAME" > "$marker")
-  kind create cluster --name "$KIND_CLUSTER_NAME" --config=- >&2
+  # --wait: until the control plane is Ready (kind v0.31 waits for the control-plane nodes alone, and
+  # past the time only warns: pkg/cluster/internal/create/actions/waitforready), not just started.
+  kind create cluster --name "$KIND_CLUSTER_NAME" --config=- --wait 5m >&2
 fi
 kind get kubeconfig --name "$KIND_CLUSTER_NAME"

@@ -3,8 +3,8 @@
 Pre-bound static PersistentVolumes, not a provisioner (docs/design/decisions.md, entry 9):
 
 - each volume is a `hostPath` PV at `<node data path>/volumes/platform/<namespace>/<claim>`; every
-  kind node mounts the same host folder, `<data folder>/volumes`, there, so the PV needs no node
-  affinity and a pod may run on any node;
+  GitLab node mounts the same host folder, `<data folder>/volumes`, there, and the PV's node
+  affinity sends its pod to one of them (no runner node mounts it: components/kind_cluster.py);
 - the PV names the one claim it serves (`claimRef`), so the claim a chart or operator creates under
   a fixed name (`postgresql-cnpg-1`, `repo-data-gitlab-gitaly-0`, ...) binds to it, on this cluster or on a new
   one over the same folder;
@@ -28,7 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.host_folder import HostFolderArgs, Subfolder, host_folder
-from components.kind_cluster import VOLUMES_SUBDIR
+from components.kind_cluster import NODE_LABEL_KEY, VOLUME_NODE_LABEL, VOLUMES_SUBDIR
 
 STORAGE_CLASS = "blueprint-static"
 PLATFORM_SUBDIR = "platform"
@@ -84,6 +84,8 @@ class StorageArgs:
     """The layout this checkout leaves the stack's data in, which both folders' claims record
     (components/host_folder.py `HostFolderArgs.layout`)."""
     volumes: tuple[Volume, ...]
+    stack_file: str
+    """The stack file whose `blueprint:preserveData` both folders' deletes read again (`HostFolderArgs.stack_file`)."""
     inside: tuple[pulumi.Resource, ...] = ()
     """The claim of the folder both folders are inside, when it is in the same graph (`dev`): they
     are claimed after it, and released before it."""
@@ -103,6 +105,12 @@ def persistent_volume(args: StorageArgs, volume: Volume) -> dict[str, Any]:
         "storageClassName": STORAGE_CLASS,
         "claimRef": {"namespace": volume.namespace, "name": volume.claim},
         "hostPath": {"path": f"{args.volumes_node_path}/{volume.folder}", "type": "Directory"},
+        # Only the nodes that mount the volumes folder have it: the scheduler places the pod there.
+        "nodeAffinity": {
+            "required": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": NODE_LABEL_KEY, "operator": "In", "values": [VOLUME_NODE_LABEL]}]}]
+            }
+        },
     }
 
 
@@ -158,6 +166,7 @@ class Storage(pulumi.ComponentResource):
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
                 layout=args.layout,
+                stack_file=args.stack_file,
                 parent_owner=args.data_folder_owner,
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
@@ -170,6 +179,7 @@ class Storage(pulumi.ComponentResource):
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
                 layout=args.layout,
+                stack_file=args.stack_file,
                 parent_owner=args.data_folder_owner,
                 subfolders=tuple(Subfolder(path=volume.folder, mode=VOLUME_MODE, owner=volume.owner) for volume in args.volumes),
             ),

@@ -17,9 +17,12 @@ from stacks.config.phases import Phase1Config, load_phase1
 from stacks.migrations import layout
 
 
-def cluster_args(config: Phase1Config, *, owner: str, data_layout: str, inner_owners: tuple[str, ...] = ()) -> KindClusterArgs:
+def cluster_args(
+    config: Phase1Config, *, owner: str, data_layout: str, inner_owners: tuple[str, ...] = (), stack_file: str = ""
+) -> KindClusterArgs:
     """The kind cluster phase1's config describes (the CLI derives the cluster's identity from it)."""
     return KindClusterArgs(
+        stack_file=stack_file,
         cluster_name=config.cluster_name,
         gitlab_nodes=config.gitlab_nodes,
         runner_nodes=config.runner_nodes,
@@ -73,12 +76,32 @@ def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
     return pulumi.Output.secret(ran.apply(checked))
 
 
+def preserve_data_file(stack: str) -> str:
+    """The stack file whose `blueprint:preserveData` decides what a destroy of `stack` does with the
+    data: its own (phase1, dev), or that of the stack it takes preserveData from (phase2's: phase1's,
+    where `blueprint destroy --preserve-data` and `--wipe-data` set it too).
+    """
+    from stacks.config import PROJECT_DIR
+    from stacks.config.schema import stack_reads
+
+    while not stack_reads(stack, "blueprint:preserveData") and stack in outputs.UPSTREAM_STACK:
+        stack = outputs.UPSTREAM_STACK[stack]
+    # Where Pulumi keeps it, beside Pulumi.yaml (never a test's stand-in folder: the plan stays the same).
+    return str(PROJECT_DIR / f"Pulumi.{stack}.yaml")
+
+
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
     config = load_phase1()
     # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
     inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
-    args = cluster_args(config, owner=folder_owner(), data_layout=layout(pulumi.get_stack()), inner_owners=inner_owners)
+    args = cluster_args(
+        config,
+        owner=folder_owner(),
+        data_layout=layout(pulumi.get_stack()),
+        inner_owners=inner_owners,
+        stack_file=preserve_data_file(pulumi.get_stack()),
+    )
     cluster = KindCluster("kind", args)
     in_stack: dict[str, Any] = {}
     if config.headlamp:
@@ -87,7 +110,13 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
 
         from components.headlamp import Headlamp, HeadlampArgs
 
-        provider = k8s.Provider("kind-kubernetes", kubeconfig=cluster.kubeconfig, cluster_identifier=cluster.cluster_id)
+        # The same identity as the stack exports, through an input the cluster command echoes: known in
+        # every preview, and a dependency on the cluster. A plain value would leave the provider out of
+        # what the engine deletes before a delete-first replacement of the cluster (pulumi/pulumi
+        # step_generator.go `calculateDependentReplacements`, pulumi-kubernetes `DiffConfig`), and the
+        # release's own delete would then fail, on every run, on a cluster already gone.
+        identity = cluster.cluster.triggers.apply(lambda _: cluster.cluster_id)
+        provider = k8s.Provider("kind-kubernetes", kubeconfig=cluster.kubeconfig, cluster_identifier=identity)
         # Not `deleted_with` the cluster: when the cluster's delete refuses (phase2 still on it), the
         # engine would already have dropped the release from state, and the next `up` could not
         # install it again over the one still in the cluster. Helm uninstalls it first, quickly.

@@ -54,7 +54,7 @@ from stacks import outputs
 from stacks.config.paths import folder_owner
 from stacks.migrations import layout
 from stacks.mirror import mirror
-from stacks.phase1 import kind_kubeconfig
+from stacks.phase1 import kind_kubeconfig, preserve_data_file
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
 REDIS_VOLUME = Volume(namespace="redis", claim="valkey-data", size="2Gi", owner=VALKEY_USER)
@@ -237,6 +237,7 @@ def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.Res
             wipe_image=versions.KIND_NODE_IMAGE,
             layout=layout(pulumi.get_stack()),
             volumes=VOLUMES,
+            stack_file=preserve_data_file(pulumi.get_stack()),
             inside=tuple(_in_graph(inputs, outputs.DATA_FOLDER_CLAIM)),
         ),
         opts=on_cluster,

@@ -7,12 +7,13 @@ Usage: `wrap_tools` once, `run` the script uncut to count its calls (`calls`), t
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from tests.plans import script_environment
 
 TOOLS = ("mkdir", "rm", "rmdir", "find", "chmod", "ls", "cat", "mv", "docker", "kind", "kubectl", "mktemp")
 """The outside tools the scripts call, counted: after each, the script may be cut short."""
@@ -44,7 +45,7 @@ def run(
     ours, the recorded stdin) in a process group of its own, cut short after call `crash_at`."""
     counter.write_text("0")
     inputs = command["inputs"]
-    environment = {**os.environ, **inputs.get("environment", {}), **env, "BP_SCRIPT": inputs[key]}
+    environment = {**script_environment(inputs, env), "BP_SCRIPT": inputs[key]}
     environment["PATH"] = f"{tools}:{environment['PATH']}"
     if crash_at is not None:
         environment["CRASH_AT"] = str(crash_at)

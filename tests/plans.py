@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from cli.plan import Plan, plan
+from stacks.config import schema
 
 COMMAND = "command:local:Command"
 
@@ -42,13 +43,23 @@ def run_script(
     """Run one of a recorded `local.Command`'s scripts as pulumi-command does: `/bin/sh -c`, with
     the recorded environment on top of ours, and the recorded stdin."""
     inputs = command["inputs"]
-    environment = {**os.environ, **inputs.get("environment", {}), **env}
+    environment = script_environment(inputs, env)
     if path_prefix is not None:
         environment["PATH"] = f"{path_prefix}:{environment['PATH']}"
     argv = ["/bin/sh", "-c", inputs[script_key]]
     if user is not None:
         argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
     return subprocess.run(argv, input=inputs.get("stdin", ""), env=environment, capture_output=True, text=True, timeout=30, check=False)
+
+
+def script_environment(inputs: Mapping[str, Any], env: Mapping[str, str] = {}) -> dict[str, str]:
+    """What pulumi-command runs a recorded command's script with: the recorded environment over ours,
+    then the test's `env`. As the plans do, the scripts read the tests' stack files (none, unless a
+    test gives its own), never the checkout's: a recorded STACK_FILE is looked up there."""
+    environment = {**os.environ, **inputs.get("environment", {}), **env}
+    if "STACK_FILE" in inputs.get("environment", {}) and "STACK_FILE" not in env and environment["STACK_FILE"]:
+        environment["STACK_FILE"] = str(schema.STACK_FILES_DIR / Path(environment["STACK_FILE"]).name)
+    return environment
 
 
 def fake_command(folder: Path, name: str, body: str) -> None:

@@ -15,14 +15,20 @@ def data(plans: Sequence[Plan], config: Mapping[str, Any], kind_phase: str, data
     found: dict[str, DataPath] = {}
     mounts: dict[str, str] = {}
     nodes = config.get("nodes") or []
-    for mount in (nodes[0].get("extraMounts") or []) if nodes else []:
-        every = all(mount in (node.get("extraMounts") or []) for node in nodes)
+    # Each mount once, in the order the nodes have them (the GitLab nodes alone mount the volumes).
+    every_mount: dict[str, Any] = {}
+    for node in nodes:
+        for mount in node.get("extraMounts") or []:
+            every_mount.setdefault(str(mount["containerPath"]), mount)
+    for mount in every_mount.values():
+        having = [node for node in nodes if mount in (node.get("extraMounts") or [])]
         relative = relative_to(str(mount["hostPath"]), data_dir)
         if relative is None:
             continue
         mounts[str(mount["containerPath"])] = relative
         access = "read-only" if mount.get("readOnly") else "read-write"
-        where = "every node" if every else "some nodes"
+        roles = sorted({str((node.get("labels") or {}).get(label, "")) for node in having for label in node.get("labels") or {}})
+        where = "every node" if len(having) == len(nodes) else f"the {', '.join(roles)} nodes" if roles else "some nodes"
         found[relative] = DataPath(relative, f"mounted on {where}, {access}", str(mount["containerPath"]), kind_phase, mount=True)
     for result in plans:
         owners = {

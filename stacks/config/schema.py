@@ -100,6 +100,8 @@ def defaults_only() -> Iterator[None]:
     global STACK_FILES_DIR
     kept = STACK_FILES_DIR
     with tempfile.TemporaryDirectory(prefix="blueprint-no-stack-files-") as empty:
+        # Searchable by anyone: a destroy's script run as another user sees that no stack file is there.
+        Path(empty).chmod(0o755)
         STACK_FILES_DIR = Path(empty)
         try:
             yield

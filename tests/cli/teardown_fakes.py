@@ -44,6 +44,14 @@ def recorded_state(stack: str, **config: str) -> dict[str, Any]:
     return {"version": 3, "deployment": {"manifest": {}, "resources": resources}}
 
 
+def stale_create(state: dict[str, Any], name: str) -> dict[str, Any]:
+    """A pending CREATE of the resource `name` that `state` records, as an interrupted `up` leaves it
+    and every later run keeps it (pulumi/pulumi pkg/backend/snapshot.go keeps a base snapshot's
+    pending CREATEs), though a later `up` made the resource."""
+    [resource] = [r for r in state["deployment"]["resources"] if r["urn"].endswith(f"::{name}")]
+    return {"resource": {key: resource[key] for key in ("urn", "custom", "type", "inputs") if key in resource}, "type": "creating"}
+
+
 class FakePulumi:
     """Stacks with recorded state; a destroy fails like the real providers would."""
 

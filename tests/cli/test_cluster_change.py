@@ -14,7 +14,7 @@ from cli.phases import Context
 from cli.stack_runner import StackFailed
 from cli.teardown import World
 from components.host_folder import PRESERVE_DATA, UP_SCRIPT
-from tests.cli.teardown_fakes import FakePulumi, all_stacks, world
+from tests.cli.teardown_fakes import FakePulumi, all_stacks, stale_create, world
 
 
 def replacing(pulumi: FakePulumi) -> World:
@@ -33,6 +33,16 @@ def test_a_change_that_replaces_the_cluster_takes_phase2_down_first_keeping_its_
     assert all(r["retainOnDelete"] for r in destroyed if lives_in_gitlab(r)), "the runner stays in GitLab's kept database"
     assert pulumi.is_up("phase3")
     assert "phase2 goes first, keeping its data" in "\n".join(out)
+
+
+def test_a_stale_pending_create_in_phase2_does_not_stop_a_cluster_change() -> None:
+    stacks = all_stacks()
+    stacks["phase2"]["deployment"]["pending_operations"] = [stale_create(stacks["phase2"], "cluster-lease")]
+    pulumi = FakePulumi(stacks)
+    out: list[str] = []
+    assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=replacing(pulumi)) == 0, out
+    assert pulumi.calls[-1] == ("destroy", "phase2")
+    assert "phase2: dropped the stale pending CREATE of cluster-lease" in "\n".join(out)
 
 
 def test_a_cluster_change_goes_through_blueprint_up_in_order() -> None:

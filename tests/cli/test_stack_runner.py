@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.stack_runner import AutomationRunner, StackFailed
+from cli.stack_runner import AutomationRunner, StackFailed, pulumi_errors
 from cli.tools_path import tools_on_path
 from tests.plans import fake_command
 
@@ -71,3 +71,82 @@ def test_the_automation_api_runs_the_pulumi_doctor_fix_installed_before_any_othe
     tools_on_path(os.environ, home)
     assert AutomationRunner().outputs("phase2") is None
     assert "stack ls --json" in (tmp_path / "calls").read_text()
+
+
+# What `pulumi up` prints (non-interactive, as the Automation API runs it) when a dynamic provider
+# raises: the provider host sends the whole traceback as the error (`traceback.format_exc()` in
+# pulumi/dynamic/__main__.py, `_abort_with_traceback`), and the display prints it under "error: ",
+# each line indented by four (pkg/backend/display/progress.go, `printDiagnostics`). The traceback
+# is the real host's, run over gRPC as the engine runs it (tests/providers' way), paths shortened.
+DYNAMIC_PROVIDER_FAILURE = """\
+Updating (phase2):
+ +  pulumi-python:dynamic/openbao:Init openbao-init creating (12s) error: Traceback (most recent call last):
+ +  pulumi-python:dynamic/openbao:Init openbao-init **creating failed** 1 error
+ +  pulumi:pulumi:Stack blueprint-phase2 creating (13s) error: update failed
+Diagnostics:
+  pulumi-python:dynamic/openbao:Init (openbao-init):
+    error: Traceback (most recent call last):
+      File "/home/me/blueprint/.venv/lib/python3.11/site-packages/pulumi/dynamic/__main__.py", line 84, in wrapper
+        return fn(self, request, context)
+               ^^^^^^^^^^^^^^^^^^^^^^^^^^
+      File "/home/me/blueprint/.venv/lib/python3.11/site-packages/pulumi/dynamic/__main__.py", line 170, in Create
+        result = provider.create(props)
+                 ^^^^^^^^^^^^^^^^^^^^^^
+      File "/home/me/blueprint/providers/openbao_init.py", line 70, in create
+        return CreateResult(id_=str(props["address"]), outs=_converged({**DEFAULTS, **props}))
+                                                            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+      File "/home/me/blueprint/providers/openbao_api.py", line 86, in login
+        raise no_userpass_error(self.props)
+    providers.openbao_errors.OpenBaoInitError: {message}
+      kubectl --context kind-blueprint -n openbao scale statefulset/openbao --replicas=0
+      uv run blueprint up
+
+  pulumi:pulumi:Stack (blueprint-phase2):
+    error: update failed
+
+Resources:
+    14 unchanged
+""".replace(
+    "{message}",
+    "OpenBao at http://127.0.0.1:8200 is initialised but has no userpass login: its first start was stopped between "
+    "initialising its storage and configuring itself. Run:",
+)
+
+
+def test_a_dynamic_providers_traceback_is_said_as_its_final_error_with_its_fix() -> None:
+    said = pulumi_errors(DYNAMIC_PROVIDER_FAILURE)
+    assert said == [
+        "error: OpenBao at http://127.0.0.1:8200 is initialised but has no userpass login: its first start was stopped "
+        "between initialising its storage and configuring itself. Run:",
+        "  kubectl --context kind-blueprint -n openbao scale statefulset/openbao --replicas=0",
+        "  uv run blueprint up",
+        "error: update failed",
+    ]
+
+
+def test_an_unexpected_exception_keeps_its_type() -> None:
+    """Ours say what happened in words; `KeyError: 'address'` says nothing without its type."""
+    output = DYNAMIC_PROVIDER_FAILURE.replace(
+        "providers.openbao_errors.OpenBaoInitError: OpenBao at http://127.0.0.1:8200 is initialised", "KeyError: 'address' is initialised"
+    )
+    assert pulumi_errors(output)[0].startswith("error: KeyError: 'address' is initialised")
+
+
+def test_of_chained_exceptions_the_last_is_said() -> None:
+    chained = DYNAMIC_PROVIDER_FAILURE.replace(
+        "    providers.openbao_errors.OpenBaoInitError:",
+        "    ConnectionError: refused\n\n    During handling of the above exception, another exception occurred:\n\n"
+        '    Traceback (most recent call last):\n      File "/home/me/blueprint/providers/openbao_api.py", line 90, in login\n'
+        "        raise no_userpass_error(self.props) from None\n    providers.openbao_errors.OpenBaoInitError:",
+    )
+    said = pulumi_errors(chained)
+    assert said[0].startswith("error: OpenBao at http://127.0.0.1:8200 is initialised")
+    assert not [line for line in said if "ConnectionError" in line or "Traceback" in line]
+
+
+def test_the_explanation_of_a_failed_phase_quotes_the_providers_message_not_its_traceback() -> None:
+    from cli.explain import explain
+
+    text = explain("2", "phase2", DYNAMIC_PROVIDER_FAILURE, None, None)
+    assert "  error: OpenBao at http://127.0.0.1:8200 is initialised but has no userpass login" in text
+    assert "Traceback" not in text

@@ -19,7 +19,7 @@ from cli.teardown import ClusterState, cluster_state
 from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, UP_SCRIPT
 from components.markers import OWNER_MARKER
 from stacks import outputs
-from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, all_stacks, recorded_state, run_destroy, world
+from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, all_stacks, recorded_state, run_destroy, stale_create, world
 from tests.plans import COMMAND, fake_command, planned
 
 
@@ -324,6 +324,32 @@ def test_state_with_pending_operations_is_never_edited() -> None:
     code, said = run_destroy(pulumi, False)
     assert code == 1
     assert "pending operations in phase1's state (creating kind-cluster)" in said
+    assert not [call for call in pulumi.calls if call[0] in ("import", "destroy")]
+
+
+def test_a_pending_create_of_a_resource_the_state_records_is_dropped_not_refused() -> None:
+    """A later `up` made it, so the create is stale: it can no longer be imported (its URN is taken),
+    only cleared, and Pulumi never clears it by itself: refusing would refuse every destroy for good."""
+    stacks = all_stacks()
+    stacks["phase1"]["deployment"]["pending_operations"] = [stale_create(stacks["phase1"], "kind-cluster")]
+    pulumi = FakePulumi(stacks)
+    code, said = run_destroy(pulumi, False)
+    assert code == 0, said
+    assert "phase1: dropped the stale pending CREATE of kind-cluster" in said
+    assert ("import", "phase1") in pulumi.calls
+    assert ("destroy", "phase1") in pulumi.calls
+
+
+def test_a_stale_pending_create_is_dropped_but_any_other_pending_operation_still_refuses() -> None:
+    stacks = all_stacks()
+    stacks["phase1"]["deployment"]["pending_operations"] = [
+        stale_create(stacks["phase1"], "kind-cluster"),
+        {"type": "creating", "resource": {"urn": "urn:pulumi:phase1::blueprint::x::kind-data-folder-2"}},
+    ]
+    pulumi = FakePulumi(stacks)
+    code, said = run_destroy(pulumi, False)
+    assert code == 1
+    assert "pending operations in phase1's state (creating kind-data-folder-2)" in said
     assert not [call for call in pulumi.calls if call[0] in ("import", "destroy")]
 
 

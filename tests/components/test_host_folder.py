@@ -21,6 +21,7 @@ from components.host_folder import PRESERVE_DATA, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
 from components.markers import OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, unfinished_wipe
+from stacks.config import PROJECT_DIR
 from stacks.layout_record import HOST
 from tests.plans import COMMAND, fake_command, planned, run_script
 
@@ -105,6 +106,91 @@ def test_a_folder_to_keep_that_was_removed_by_hand_is_not_said_kept(data_dir: Pa
     assert done.returncode == 0
     assert "keeping" not in done.stderr
     assert f"{data_dir} is not there (removed by hand?): nothing to keep" in done.stderr
+
+
+def _stack_file(folder: Path, text: str) -> dict[str, str]:
+    """A stack file of this test, as `pulumi config set` leaves it, where the recorded one would be."""
+    path = folder.parent / "Pulumi.phase1.yaml"
+    path.write_text(text)
+    return {"STACK_FILE": str(path)}
+
+
+SET_TO_KEEP = 'encryptionsalt: v1:abc\nconfig:\n  blueprint:preserveData: "true"\n'
+
+
+@pytest.mark.parametrize("text", [SET_TO_KEEP, "config:\n  preserveData: true\n", "config:\n  blueprint:config:preserveData: 'true'\n"])
+def test_a_plain_destroy_after_config_set_keeps_the_data_the_last_up_recorded_to_wipe(data_dir: Path, text: str) -> None:
+    """`pulumi config set -s phase1 blueprint:preserveData true`, then `pulumi destroy`, no `up`
+    between: the delete that runs is the one recorded, with preserveData=false; it reads the stack's
+    file now, keeps the data, and says why."""
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", env=_stack_file(data_dir, text))
+    assert done.returncode == 0, done.stderr
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").read_text() == "17\n"
+    said = "Pulumi.phase1.yaml says blueprint:preserveData true (set since the last up, which recorded false), keeping"
+    assert f"{said} {data_dir}" in done.stderr
+
+
+@pytest.mark.parametrize("text", ["config: {}\n", 'config:\n  blueprint:preserveData: "false"\n', None])
+def test_a_plain_destroy_wipes_when_the_stack_file_does_not_say_keep(data_dir: Path, text: str | None) -> None:
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    env = _stack_file(data_dir, text) if text is not None else {"STACK_FILE": str(data_dir.parent / "Pulumi.phase1.yaml")}
+    done = run_script(command, "delete", env=env)
+    assert done.returncode == 0, done.stderr
+    assert not data_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("config:\n  blueprint:preserveData: maybe\n", "neither true nor false"),
+        ("config: [\n", "line 2"),
+        ("- just\n- a list\n", "AttributeError"),
+    ],
+)
+def test_a_stack_file_that_cannot_be_read_stops_the_wipe_and_says_why(data_dir: Path, text: str, why: str) -> None:
+    """It may say to keep the data: nothing is removed until it can be read."""
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", env=_stack_file(data_dir, text))
+    assert done.returncode == 1
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+    assert f"not removing {data_dir}: cannot tell what" in done.stderr
+    assert why in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("stack", "name", "decides"),
+    [("phase1", "kind-data-folder", "phase1"), ("phase2", "storage-volumes-folder", "phase1"), ("dev", "storage-platform-folder", "dev")],
+)
+def test_every_wipe_reads_the_stack_file_whose_preserve_data_decides_it(stack: str, name: str, decides: str) -> None:
+    """phase2 takes preserveData from phase1 (`blueprint destroy --wipe-data` sets it there); dev has its own."""
+    environment = planned(stack).one(COMMAND, name)["inputs"]["environment"]
+    assert Path(environment["STACK_FILE"]) == PROJECT_DIR / f"Pulumi.{decides}.yaml"
+    reader = subprocess.run([environment["CONFIG_PYTHON"], "-I", "-c", "import yaml"], capture_output=True, check=False)
+    assert reader.returncode == 0, "the Python that reads the stack file has PyYAML"
+
+
+def test_a_folder_that_became_a_link_is_not_wiped_through_it(data_dir: Path, fake_docker_dir: Path) -> None:
+    """Docker would mount where the link leads (`-v` resolves it) and empty that as root: a wipe
+    removes nothing through a link, not even the claim of the folder it leads to."""
+    _fill(data_dir)
+    # As the last `up` recorded it, while it was a folder (a plan resolves links in dataDir).
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    moved = data_dir.with_name("elsewhere")
+    data_dir.rename(moved)
+    data_dir.symlink_to(moved)
+    calls = fake_docker_dir / "calls"
+    fake_command(fake_docker_dir, "docker", f'echo "$*" >> {calls}\n')
+    done = run_script(command, "delete", path_prefix=fake_docker_dir)
+    assert done.returncode == 1
+    assert f"not removing {data_dir}: it is a symbolic link now (to {moved}), and blueprint removes nothing through a link" in (done.stderr)
+    assert sorted(p.name for p in moved.iterdir()) == sorted([OWNER_MARKER, ".blueprint-layout", "containerd", "volumes"])
+    assert (moved / "volumes" / "pg" / "PG_VERSION").exists()
+    assert not calls.exists()
 
 
 NOBODY = 65534

@@ -168,7 +168,7 @@ def test_turning_the_cache_on_or_moving_it_does_not_replace_the_cluster(tmp_path
         return KindClusterArgs(
             cluster_name="blueprint", gitlab_nodes=3, runner_nodes=1, data_dir=tmp_path / "data", preserve_data=False,
             http_port=80, https_port=443, ssh_port=2222, openbao_port=8200, api_server_port=6443, owner="o",
-            data_layout="0.1.0", image_cache_dir=cache,
+            data_layout="0.1.0", image_cache_dir=cache, stack_file="",
         )  # fmt: skip
 
     assert cluster_id(args(None)) == cluster_id(args(tmp_path / "a")) == cluster_id(args(tmp_path / "b"))

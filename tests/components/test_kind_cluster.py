@@ -88,12 +88,27 @@ def test_every_node_mounts_only_the_containerd_and_volumes_folders_of_the_data_f
     result = planned("phase1")
     data_dir = result.outputs[outputs.DATA_DIR]["value"]
     assert Path(data_dir).is_absolute()
-    expected = [
+    allowed = [
         {"hostPath": f"{data_dir}/containerd", "containerPath": f"{NODE_DATA_PATH}/containerd"},
         {"hostPath": f"{data_dir}/volumes", "containerPath": f"{NODE_DATA_PATH}/volumes"},
     ]
     for node in kind_config_of(result)["nodes"]:
-        assert [{key: mount[key] for key in ("hostPath", "containerPath")} for mount in node["extraMounts"]] == expected
+        mounts = [{key: mount[key] for key in ("hostPath", "containerPath")} for mount in node["extraMounts"]]
+        assert mounts[0] == allowed[0], "every node pulls through the registry settings"
+        assert mounts in (allowed, allowed[:1])
+
+
+def node_role(node: dict[str, Any]) -> str:
+    return str(node.get("labels", {}).get(NODE_LABEL_KEY) or node["role"])
+
+
+def test_only_the_gitlab_nodes_mount_the_volumes_folder_never_a_runner_or_the_control_plane() -> None:
+    """The databases' files are there: a CI job on a runner node, privileged for image builds, must
+    not reach them, and the control plane runs no platform pod (kind keeps its taint with workers)."""
+    volumes = f"{NODE_DATA_PATH}/{VOLUMES_SUBDIR}"
+    nodes = kind_config_of(planned("phase1", runnerNodes="2"))["nodes"]
+    mounting = {node_role(node) for node in nodes if volumes in {m["containerPath"] for m in node["extraMounts"]}}
+    assert mounting == {GITLAB_NODE_LABEL}
 
 
 def test_the_containerd_mount_is_read_only_on_every_node_and_the_volumes_mount_is_not() -> None:
@@ -101,7 +116,8 @@ def test_the_containerd_mount_is_read_only_on_every_node_and_the_volumes_mount_i
     every node pull from elsewhere or trust another CA. Volumes are what the databases write."""
     for node in kind_config_of(planned("phase1"))["nodes"]:
         read_only = {mount["containerPath"]: mount.get("readOnly", False) for mount in node["extraMounts"]}
-        assert read_only == {f"{NODE_DATA_PATH}/containerd": True, f"{NODE_DATA_PATH}/volumes": False}
+        assert read_only[f"{NODE_DATA_PATH}/containerd"] is True
+        assert read_only.get(f"{NODE_DATA_PATH}/volumes", False) is False
 
 
 def test_the_data_folder_claim_makes_both_mounted_folders_before_the_cluster() -> None:
@@ -209,7 +225,7 @@ def test_a_kind_config_written_in_another_order_is_another_identity(monkeypatch:
     args = KindClusterArgs(
         cluster_name="blueprint", gitlab_nodes=1, runner_nodes=1, data_dir=tmp_path, preserve_data=False,
         http_port=80, https_port=443, ssh_port=2222, openbao_port=8200, api_server_port=6443, owner="o",
-        data_layout="0.1.0",
+        data_layout="0.1.0", stack_file="",
     )  # fmt: skip
     written, config = cluster_id(args), kind_cluster.kind_config(args)
     monkeypatch.setattr(kind_cluster, "kind_config", lambda args: dict(reversed(config.items())))
@@ -278,6 +294,16 @@ def test_create_feeds_the_config_to_kind_and_prints_only_the_kubeconfig(fake_kin
     assert done.returncode == 0, done.stderr
     assert Path(fake_kind["KIND_STDIN"]).read_text() == planned("phase1").one(COMMAND, "kind-cluster")["inputs"]["stdin"]
     assert done.stdout == "apiVersion: v1 # kubeconfig of blueprint\n"
+
+
+def test_create_returns_once_the_cluster_is_ready_not_as_soon_as_its_nodes_start(fake_kind: dict[str, str]) -> None:
+    """Without `--wait`, kind returns before the control plane is Ready, and what comes next (the
+    image cache joining kind's network, phase2's first object) meets a cluster that is not there yet."""
+    assert run_cluster("create", fake_kind).returncode == 0
+    [create] = [line.split() for line in Path(fake_kind["KIND_CALLS"]).read_text().splitlines() if line.startswith("create cluster")]
+    wait = create[create.index("--wait") + 1]
+    # kind's own flag, a Go duration with its unit (pkg/cmd/kind/create/cluster/createcluster.go).
+    assert re.fullmatch(r"[1-9][0-9]*m", wait), wait
 
 
 def test_update_reuses_the_cluster_this_stack_created(fake_kind: dict[str, str]) -> None:

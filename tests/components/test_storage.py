@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from cli import stand_ins
@@ -9,7 +11,7 @@ from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA
 from components.storage import STORAGE_CLASS
 from stacks import outputs
 from stacks.phase2 import VOLUMES
-from tests.plans import COMMAND, planned
+from tests.plans import COMMAND, kind_config_of, planned
 
 PV = "kubernetes:core/v1:PersistentVolume"
 
@@ -26,6 +28,23 @@ def test_every_volume_is_a_retained_pv_bound_to_its_claim_at_a_fixed_path() -> N
         }
         assert spec["persistentVolumeReclaimPolicy"] == "Retain"
         assert spec["storageClassName"] == STORAGE_CLASS
+
+
+def test_every_volume_is_used_only_on_the_nodes_that_mount_the_volumes_folder() -> None:
+    """A pod scheduled on a node without the mount would find no folder (`type: Directory`) and
+    never start: each PV's node affinity picks exactly the nodes whose kind config mounts it."""
+    nodes = kind_config_of(planned("phase1", runnerNodes="2"))["nodes"]
+    volumes = planned("phase1").outputs[outputs.VOLUMES_NODE_PATH]["value"]
+    mounting = [volumes in {m["containerPath"] for m in node["extraMounts"]} for node in nodes]
+    for resource in planned("phase2").find(PV):
+        [term] = resource["inputs"]["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+        picked = [all(selects(node.get("labels", {}), rule) for rule in term["matchExpressions"]) for node in nodes]
+        assert picked == mounting, resource["name"]
+
+
+def selects(labels: dict[str, str], rule: dict[str, Any]) -> bool:
+    assert rule["operator"] == "In"
+    return labels.get(rule["key"]) in rule["values"]
 
 
 def test_gitaly_has_its_volume_ahead_of_gitlab() -> None:

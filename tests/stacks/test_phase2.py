@@ -312,5 +312,5 @@ def test_phase2_over_a_phase1_that_lacks_an_output_stops_before_anything_and_say
 
 
 def test_the_volumes_node_path_phase2_reads_is_where_the_nodes_mount_the_volumes_folder() -> None:
-    mounts = {m["containerPath"] for m in kind_config_of(planned("phase1"))["nodes"][0]["extraMounts"]}
+    mounts = {m["containerPath"] for node in kind_config_of(planned("phase1"))["nodes"] for m in node["extraMounts"]}
     assert planned("phase1").outputs[outputs.VOLUMES_NODE_PATH]["value"] in mounts
