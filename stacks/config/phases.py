@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
+import publicsuffixlist
 from publicsuffixlist import PublicSuffixList
 
 from stacks import STACK_PHASES
@@ -190,11 +191,35 @@ def _is_public_suffix(domain: str) -> bool:
     """Whether `domain` is on the list; a punycoded label (xn--55qx5d.cn) is looked up as the list
     writes it (公司.cn).
     """
+    return bool(_public_suffixes().is_public(_written(domain)))
+
+
+def _written(domain: str) -> str:
+    """`domain` as the list writes it: a punycoded label decoded (xn--55qx5d.cn is 公司.cn)."""
     try:
-        written = domain.encode("ascii").decode("idna")
+        return domain.encode("ascii").decode("idna")
     except UnicodeError:  # not valid punycode: no IDN entry can match it
-        written = domain
-    return bool(_public_suffixes().is_public(written))
+        return domain
+
+
+@functools.cache
+def _suffixes_below() -> dict[str, str]:
+    """Each name that has a public suffix under it (amazonaws.com: s3.amazonaws.com) -> one such
+    suffix, from the same bundled file. A CA constrained to amazonaws.com would vouch for every owner
+    under s3.amazonaws.com too, so such a name is refused like a suffix itself.
+    """
+    below: dict[str, str] = {}
+    with open(publicsuffixlist.PSLFILE, encoding="utf-8") as listed:
+        for line in listed:
+            written = line.strip().split(" ")[0]
+            rule = written.lstrip("!*.")
+            if not rule or rule.startswith("//"):
+                continue
+            labels = rule.split(".")
+            # *.ck makes every name under ck a suffix: ck itself holds them.
+            for start in range(0 if written.startswith("*.") else 1, len(labels)):
+                below.setdefault(".".join(labels[start:]), rule)
+    return below
 
 
 def _domain_problem(domain: str) -> str | None:
@@ -209,6 +234,11 @@ def _domain_problem(domain: str) -> str | None:
         return (
             f"{domain} is a public suffix (on the Public Suffix List: names under it belong to different owners), and the "
             "platform CA your machine trusts would vouch for all of them; use a domain of your own"
+        )
+    if suffix := _suffixes_below().get(_written(domain)):
+        return (
+            f"{domain} holds public suffixes ({suffix} is on the Public Suffix List: names under it belong to different "
+            "owners), and the platform CA your machine trusts would vouch for all of them; use a domain of your own"
         )
     if labels[-1].isdigit():
         # No top-level domain is all digits (RFC 3696, section 2): this is an IP address, which no wildcard certificate covers.

@@ -225,6 +225,12 @@ def test_a_domain_that_is_a_public_suffix_is_refused(domain: str) -> None:
     assert f"{domain} is a public suffix" in error_for(domain=domain)
 
 
+@pytest.mark.parametrize("domain", ["amazonaws.com", "fastly.net", "amazoncognito.com"])
+def test_a_domain_that_holds_public_suffixes_below_it_is_refused(domain: str) -> None:
+    """amazonaws.com is no suffix, but s3.amazonaws.com is: a CA for amazonaws.com would vouch for its owners too."""
+    assert f"{domain} holds public suffixes" in error_for(domain=domain)
+
+
 @pytest.mark.parametrize(
     "domain", ["example.co.uk", "me.github.io", "local.example.net", "blueprint.test", "lab.internal", "dev.localhost", "xn--zz.cn"]
 )
