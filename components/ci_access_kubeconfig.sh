@@ -8,7 +8,8 @@ umask go-w
 admin=$ADMIN_KUBECONFIG
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
-anchors=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" get secrets -l "$ANCHOR_LABEL=$DEPLOYER" -o name)
+# Anchors go by their name, which no one can change: the deployer may edit Secrets here, labels included.
+anchors=$(kubectl --kubeconfig "$admin" -n "$NAMESPACE" get secrets -o name)
 for found in $anchors; do
   case "$found" in
     "secret/$KEEP_ANCHOR") ;;

@@ -48,7 +48,9 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         bin_,
         "kubectl",
         f'echo "$*" >> {tmp_path / "kubectl.log"}\n'
-        f'case "$*" in *"create token"*) cat {tmp_path / "token"} ;; *"get secrets"*) cat {tmp_path / "anchors"} 2>/dev/null || true ;;\n'
+        f'case "$*" in *"create token"*) cat {tmp_path / "token"} ;; *"get secrets -l"*) cat {tmp_path / "anchors"} 2>/dev/null || true ;;\n'
+        # Anchors the deployer unlabelled are listed only when the listing selects by no label.
+        f'  *"get secrets"*) cat {tmp_path / "anchors"} {tmp_path / "unlabelled"} 2>/dev/null || true ;;\n'
         f'  *"create -f -"*) cat >> {tmp_path / "created"}; printf "uid-of-new-anchor" ;; *delete*) ;; *) printf "CA PEM" ;; esac\n',
     )
     (tmp_path / "token").write_text(jwt(int(time.time()) + 365 * DAY))
@@ -287,6 +289,18 @@ def test_a_token_whose_kubeconfig_never_reached_the_state_is_voided_by_the_next_
     deleted = [call for call in kubectl_calls(tools) if " delete " in f" {call} "]
     assert deleted == [f"--kubeconfig {deleted[0].split()[1]} -n apps delete secret/{lost} --ignore-not-found"]
     assert renewed["anchor"] not in (recorded["anchor"], lost)
+
+
+def test_an_anchor_the_deployer_unlabelled_is_still_voided_by_the_next_run(tools: Path, provider: DeployKubeconfigProvider) -> None:
+    """The deployer may edit Secrets in apps, so it could take the label off its anchor to keep its
+    token past a renewal; the sweep goes by the name, which no one can change."""
+    recorded = outputs_of(provider.create(props()))
+    kept_by_ci = "ci-deployer-token-0badc0de"
+    (tools / "unlabelled").write_text(f"secret/{recorded['anchor']}\nsecret/{kept_by_ci}\nsecret/an-app-secret\n")
+    (tools / "kubectl.log").unlink()
+    provider.update("apps/deploy-kubeconfig", recorded, props(service_account_uid="sa-uid-2"))
+    deleted = [call for call in kubectl_calls(tools) if " delete " in f" {call} "]
+    assert [call.split()[-2] for call in deleted] == [f"secret/{kept_by_ci}"]
 
 
 def test_the_admin_kubeconfig_reaches_the_script_without_a_file_in_the_temporary_folder(
