@@ -126,10 +126,12 @@ def _status(args: Any, runner: StackRunner, out: TextIO) -> int:
 
 
 def _cache(args: Any, runner: StackRunner, out: TextIO) -> int:
-    from cli.image_cache import docker_run, prune
+    from cli.image_cache import WIPE_TIMEOUT, docker_run, prune
     from stacks.config.schema import stack_config
 
-    code, lines = prune(runner.outputs("phase1"), lambda: stack_config("phase1")[0], docker_run)
+    code, lines = prune(
+        runner.outputs(args.stack), lambda: stack_config(args.stack)[0], docker_run, lambda argv: docker_run(argv, WIPE_TIMEOUT)
+    )
     out.write("\n".join(lines) + "\n")
     return code
 

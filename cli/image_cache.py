@@ -497,15 +497,18 @@ def wipe_with_node_image(folder: Path) -> Wiped:
     return wipe(folder, lambda argv: docker_run(argv, WIPE_TIMEOUT), versions.KIND_NODE_IMAGE)
 
 
-# `blueprint cache prune`: each running mirror's storage emptied now, rather than CACHE_TTL after each pull.
+# `blueprint cache prune`: each running mirror's storage emptied now, rather than CACHE_TTL after each fetch.
 
 
-def prune(phase1: Mapping[str, Any] | None, config: Callable[[], Mapping[str, str]], run: DockerRun) -> tuple[int, list[str]]:
-    """Empty the storage of each of phase1's mirrors, which then fetch again what the next pull asks
-    for: the mirror is stopped, its storage emptied by a one-shot container of the mirror's image
-    with the mirror's own mounts, user and nothing else (no network, no capability), and started
-    again, at its fixed address. A container whose CACHE_LABEL names another folder is left alone.
-    -> the exit code and what to tell the user.
+def prune(
+    phase1: Mapping[str, Any] | None, config: Callable[[], Mapping[str, str]], run: DockerRun, empty: DockerRun | None = None
+) -> tuple[int, list[str]]:
+    """Empty the storage of each running mirror of `phase1` (phase1's or dev's outputs), which then
+    fetches again what the next pull asks for: the mirror is stopped, its storage emptied by a one-shot
+    container of the mirror's image with the mirror's own mounts, user and nothing else (no network, no
+    capability), given as long as a wipe (`empty`, WIPE_TIMEOUT), and only then started again, at its
+    fixed address. A stopped mirror is left stopped; a container whose CACHE_LABEL names another folder
+    is left alone. -> the exit code and what to tell the user.
     """
     try:
         folder = cache_folder(phase1, {} if phase1 and phase1.get(outputs.IMAGE_CACHE_DIR) else config())
@@ -515,28 +518,33 @@ def prune(phase1: Mapping[str, Any] | None, config: Callable[[], Mapping[str, st
         return 0, ["the image cache is off (blueprint:imageCache=false): nothing to prune"]
     containers = mirror_containers(phase1 or {})
     if not containers:
-        return 0, [f"no mirror runs (phase1 is not up): nothing to prune; `uv run blueprint destroy --wipe-cache` removes {folder}"]
-    failed, lines = 0, []
-    for registry, container in containers.items():
-        fmt = f'{{{{index .Config.Labels "{CACHE_LABEL}"}}}}\t{{{{.Config.User}}}}\t{{{{.Config.Image}}}}'
-        code, said = run(["docker", "inspect", "-f", fmt, container])
-        labelled, _, rest = said.strip().partition("\t")
-        user, _, image = rest.partition("\t")
-        if code != 0 or labelled != str(folder):
-            failed = 1
-            lines.append(f"  {registry}: left as it is: {container} is not a mirror storing in {folder} ({said.strip()[:80] or 'none'})")
-            continue
-        run(["docker", "stop", container])
-        argv = ["docker", "run", "--rm", "--network", "none", "--pull", "never", "--volumes-from", container]
-        argv += ["--user", user or "0", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--entrypoint", "find"]
-        emptied, _ = run([*argv, image, "/var/lib/registry", "-xdev", "-mindepth", "1", "-delete"])
-        started, _ = run(["docker", "start", container])
-        if emptied != 0 or started != 0:
-            failed = 1
-            lines.append(
-                f"  {registry}: {'not emptied' if emptied else 'emptied'}, {'not started again' if started else 'started again'}"
-                f"; `docker logs {shlex.quote(container)}` says why, and `docker start {shlex.quote(container)}` starts it"
-            )
-            continue
-        lines.append(f"  {registry}: emptied ({container} fetches again what the next pull asks for)")
-    return failed, [f"image cache {folder}:", *lines]
+        return 0, [f"no mirror runs (its stack is not up): nothing to prune; `uv run blueprint destroy --wipe-cache` removes {folder}"]
+    results = [_prune_one(registry, container, folder, run, empty or run) for registry, container in containers.items()]
+    return max(code for code, _ in results), [f"image cache {folder}:", *(line for _, line in results)]
+
+
+def _prune_one(registry: str, container: str, folder: Path, run: DockerRun, empty: DockerRun) -> tuple[int, str]:
+    fmt = f'{{{{index .Config.Labels "{CACHE_LABEL}"}}}}\t{{{{.Config.User}}}}\t{{{{.Config.Image}}}}\t{{{{.State.Running}}}}'
+    code, said = run(["docker", "inspect", "-f", fmt, container])
+    labelled, user, image, running = (said.strip().split("\t") + ["", "", "", ""])[:4]
+    if code != 0 or labelled != str(folder):
+        return 1, f"  {registry}: left as it is: {container} is not a mirror storing in {folder} ({said.strip()[:80] or 'none'})"
+    if running != "true":
+        return 0, f"  {registry}: left as it is: {container} is stopped (`docker start {shlex.quote(container)}` starts it)"
+    run(["docker", "stop", container])
+    emptier = f"{container}-prune"
+    argv = ["docker", "run", "--rm", "--name", emptier, "--network", "none", "--pull", "never", "--volumes-from", container]
+    argv += ["--user", user or "0", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--entrypoint", "find"]
+    emptied, _ = empty([*argv, image, "/var/lib/registry", "-xdev", "-mindepth", "1", "-delete"])
+    if emptied != 0:
+        # Never started over storage still being emptied: the one-shot container goes first.
+        run(["docker", "rm", "-f", emptier])
+        return 1, (
+            f"  {registry}: not emptied, and left stopped so that it serves nothing half-deleted; "
+            f"`uv run blueprint cache prune` again, or `docker start {shlex.quote(container)}` to serve what is left"
+        )
+    started, _ = run(["docker", "start", container])
+    if started != 0:
+        quoted = shlex.quote(container)
+        return 1, f"  {registry}: emptied, not started again; `docker logs {quoted}` says why, and `docker start {quoted}` starts it"
+    return 0, f"  {registry}: emptied ({container} fetches again what the next pull asks for)"

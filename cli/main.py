@@ -227,14 +227,18 @@ def _verb_cache(verbs: Verbs) -> None:
     cache = _add_verb(
         verbs,
         "cache",
-        "prune the image cache: empty each running mirror's storage now (each mirror also forgets what it cached 30 days on)",
+        "prune the image cache: empty each running mirror's storage now (each mirror also forgets what it fetched 30 days before)",
         (
-            "prune: stop each of phase1's registry mirrors, empty its storage, and start it again, so the disk holds "
-            "only what later pulls fetch anew. The mirrors delete on their own what they cached 30 days before; "
-            "`uv run blueprint destroy --wipe-cache` removes the whole cache folder once the platform is down."
+            "prune: stop each running registry mirror of the stack, empty its storage, and start it again, so the disk "
+            "holds only what later pulls fetch anew; a stopped mirror is left as it is. The mirrors delete on their own "
+            "what they fetched 30 days before; `uv run blueprint destroy --wipe-cache` removes the whole cache folder "
+            "once the platform is down."
         ),
     )
     cache.add_argument("action", choices=["prune"], help="prune: empty the mirrors' storage now")
+    cache.add_argument(
+        "--stack", choices=("phase1", "dev"), default="phase1", help="whose mirrors: phase1's (the default), or dev's own"
+    )
 
 
 def _verb_images(verbs: Verbs) -> None:

@@ -154,3 +154,20 @@ def test_destroys_help_says_the_image_cache_is_kept_and_how_to_wipe_it(capsys: p
     text = " ".join(capsys.readouterr().out.split())
     assert "the image cache (the registry mirrors' images) is kept whatever preserveData says: --wipe-cache removes it" in text
     assert "--wipe-cache also remove the image cache folder (blueprint:imageCacheDir)" in text
+
+
+def test_cache_prune_stack_dev_prunes_devs_own_mirrors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dev runs its own mirrors; `cache prune --stack dev` reads dev's outputs, not phase1's."""
+    seen: list[object] = []
+    monkeypatch.setattr("cli.image_cache.prune", lambda phase1, *_: (seen.append(phase1), (0, ["pruned"]))[1])
+    args = parser().parse_args(["cache", "prune", "--stack", "dev"])
+    dev = {"imageMirrors": {"docker.io": "172.16.30.98:5000"}}
+    assert commands.main_for(commands.CACHE, args, FakeRunner(existing={"dev": dev}), io.StringIO()) == 0
+    assert seen == [dev]
+
+
+def test_the_cache_help_gives_the_mirrors_own_expiry(capsys: pytest.CaptureFixture[str]) -> None:
+    """The help's "30 days" is the mirrors' configured proxy TTL, not a number of its own."""
+    from components.image_cache import CACHE_TTL
+
+    assert f"{int(CACHE_TTL.removesuffix('h')) // 24} days" in _help_of(["cache"], capsys)

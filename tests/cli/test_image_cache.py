@@ -518,18 +518,24 @@ def test_wipe_cache_after_phase1_was_destroyed_earlier_asks_then_removes_the_cac
     assert not folder.exists()
 
 
-def pruned(tmp_path: Path, labelled: str | None = None, failing: str = "") -> tuple[int, list[str], list[list[str]]]:
+def pruned(
+    tmp_path: Path, labelled: str | None = None, failing: str = "", running: str = "true"
+) -> tuple[int, list[str], list[list[str]]]:
+    """`prune` against a fake docker; the emptying run is the one given the wipe's time, recorded as `long`."""
     folder = a_cache(tmp_path)
     asked: list[list[str]] = []
 
     def docker(argv: Sequence[str]) -> tuple[int, str]:
         asked.append(list(argv))
         if argv[1] == "inspect":
-            return 0, f"{labelled or folder}\t1000:1000\tregistry:3.1.2\n"
+            return 0, f"{labelled or folder}\t1000:1000\tregistry:3.1.2\t{running}\n"
         return (1, "") if argv[1] == failing else (0, "")
 
+    def long(argv: Sequence[str]) -> tuple[int, str]:
+        return docker(["docker", "long", *argv[1:]])
+
     phase1 = {outputs.IMAGE_MIRRORS: mirrors("blueprint"), outputs.CLUSTER_NAME: "blueprint", outputs.IMAGE_CACHE_DIR: str(folder)}
-    code, lines = image_cache.prune(phase1, lambda: {}, docker)
+    code, lines = image_cache.prune(phase1, lambda: {}, docker, long)
     return code, lines, asked
 
 
@@ -538,8 +544,8 @@ def test_cache_prune_empties_each_mirrors_storage_with_the_mirror_stopped_and_st
     assert code == 0, lines
     for container in ("blueprint-mirror-docker-io", "blueprint-mirror-quay-io"):
         steps = [argv[1] for argv in asked if container in argv]
-        assert steps == ["inspect", "stop", "run", "start"], steps
-    run = next(argv for argv in asked if argv[1] == "run")
+        assert steps == ["inspect", "stop", "long", "start"], steps
+    run = next(argv for argv in asked if argv[1] == "long")
     # With the mirror's own mounts and user, nothing more: only its storage is emptied.
     assert run[run.index("--volumes-from") + 1] == "blueprint-mirror-docker-io"
     assert run[run.index("--user") + 1] == "1000:1000"
@@ -550,7 +556,7 @@ def test_cache_prune_empties_each_mirrors_storage_with_the_mirror_stopped_and_st
 def test_cache_prune_leaves_a_container_that_stores_in_another_folder(tmp_path: Path) -> None:
     code, lines, asked = pruned(tmp_path, labelled="/somewhere/else")
     assert code == 1
-    assert not [argv for argv in asked if argv[1] in ("stop", "run")]
+    assert not [argv for argv in asked if argv[1] in ("stop", "long")]
     assert "is not a mirror storing in" in lines[1]
 
 
@@ -564,3 +570,20 @@ def test_cache_prune_with_the_cache_off_prunes_nothing() -> None:
     code, lines = image_cache.prune(None, lambda: {"blueprint:imageCache": "false"}, no_docker)
     assert code == 0
     assert "nothing to prune" in lines[0]
+
+
+def test_cache_prune_never_starts_a_mirror_over_storage_it_could_not_empty(tmp_path: Path) -> None:
+    """An emptying that failed or ran out of its time may still be deleting: the mirror stays stopped,
+    and the emptying container is removed first."""
+    code, lines, asked = pruned(tmp_path, failing="long")
+    assert code == 1
+    assert not [argv for argv in asked if argv[1] == "start"]
+    assert ["docker", "rm", "-f", "blueprint-mirror-docker-io-prune"] in asked
+    assert "left stopped" in "\n".join(lines)
+
+
+def test_cache_prune_leaves_a_stopped_mirror_stopped(tmp_path: Path) -> None:
+    code, lines, asked = pruned(tmp_path, running="false")
+    assert code == 0
+    assert {argv[1] for argv in asked} == {"inspect"}
+    assert "is stopped" in lines[1]
