@@ -197,8 +197,8 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
     if isinstance(failure, ConfigError):
         return str(failure)
     reinstall = (
-        f"fix: `uv run blueprint doctor --fix` (installs Pulumi {PULUMI_VERSION} where versions.py pins its SHA-256, "
-        "and says how to install it by hand where it does not)"
+        f"fix: install the Pulumi CLI {PULUMI_VERSION}: `uv run blueprint doctor` gives its download and its fix "
+        "(`--fix` installs it only where versions.py pins its SHA-256)"
     )
     # The Automation API runs `pulumi version` before anything else: a missing or broken CLI fails there.
     if isinstance(failure, FileNotFoundError) and Path(str(failure.filename)).name == "pulumi":

@@ -174,7 +174,7 @@ def keys_set_on(stack: str, values: Mapping[str, str]) -> set[str]:
 
 ENV_STEP = 'eval "$(uv run blueprint env)"'
 """What a shell runs before a plain `pulumi` command: blueprint's passphrase (a `pulumi config set`
-without it makes a stack blueprint cannot decrypt) and the Pulumi CLI `doctor --fix` installed."""
+without it makes a stack blueprint cannot decrypt) and the tools `doctor --fix` installed first on PATH."""
 
 
 def ways_to_set(stack: str, key: str, example: object) -> str:
