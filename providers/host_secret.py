@@ -154,6 +154,10 @@ IF_NEW = {
     ),
     "openbao-seal-key": (KEEP_IT, "OpenBao's storage opens with this key only: with a new one the vault stays sealed for good"),
     "gitlab-root-password": (KEEP_IT, "GitLab keeps the root password it was first seeded with: a new one would not log in"),
+    "openbao-admin-password": (KEEP_IT, "OpenBao keeps the password its user was made with: a new one would not log in"),
+    "openbao-blueprint-password": (KEEP_IT, "OpenBao keeps the password its user was made with: a new one would not log in"),
+    "minio-user-gitlab": ("safe", "the next `up` sets MinIO's user gitlab to the new value, and GitLab's connection with it"),
+    "minio-user-runner-cache": ("safe", "the next `up` sets MinIO's user runner-cache to the new value, and the runners' cache with it"),
     "gitlab-admin-token": ("safe", "the next `up` seeds the new token into GitLab; what used the old one needs the new one"),
     "gitlab-glab-token": ("safe", "the next `up` seeds the new token into GitLab; `uv run blueprint up` logs glab in with it"),
     "gitlab-ssh-host-keys.json": ("safe", "SSH clients that knew the old keys will warn once: drop the old line from ~/.ssh/known_hosts"),
@@ -170,12 +174,20 @@ IF_NEW_BY_KIND = {
 }
 
 
+def if_new(path: Path, kind: str) -> tuple[str, str]:
+    """Whether a new value in place of the kept file `path` is safe, and what it costs (IF_NEW): a file
+    the table does not name is one the data depends on.
+    """
+    return IF_NEW.get(path.name) or IF_NEW_BY_KIND.get(kind) or (KEEP_IT, "the data kept beside it may depend on it")
+
+
 def must_keep(path: Path, kind: str) -> bool:
     """Whether the data kept beside `path` is sealed, encrypted or seeded with its value (IF_NEW says
     KEEP_IT): then a file changed since the state recorded it is refused, never taken (`changed`).
-    A password the platform sets again from its file on every `up` is taken: that is how it is rotated.
+    A password the platform sets again from its file on every `up` (IF_NEW says "safe") is taken: that is
+    how it is rotated; a file IF_NEW does not name is kept, as `refusal` says.
     """
-    return (IF_NEW.get(path.name) or IF_NEW_BY_KIND.get(kind) or ("", ""))[0] == KEEP_IT
+    return if_new(path, kind)[0] == KEEP_IT
 
 
 def invalid(kind: str, value: str) -> str | None:
@@ -223,7 +235,7 @@ def invalid(kind: str, value: str) -> str | None:
 
 def refusal(path: Path, kind: str, why: str) -> HostSecretError:
     """The error for a kept file that holds no valid secret: what to do, and whether a new value is safe."""
-    safety, cost = IF_NEW.get(path.name) or IF_NEW_BY_KIND.get(kind) or (KEEP_IT, "the data kept beside it may depend on it")
+    safety, cost = if_new(path, kind)
     remove = f"rm {shlex.quote(str(path))}"
     back = f"remove it ({remove}) and run again: the next `up` writes back the value Pulumi's state recorded for it"
     if safety == "safe":
@@ -240,7 +252,7 @@ def changed(path: Path, kind: str) -> HostSecretError:
     """The refusal of a must-keep file that holds another valid value than the state recorded: a
     swapped seal key would be handed to OpenBao, which then stays sealed at its next start.
     """
-    cost = (IF_NEW.get(path.name) or IF_NEW_BY_KIND[kind])[1]
+    cost = if_new(path, kind)[1]
     return HostSecretError(
         f"the kept secret {path} holds another value than the one this stack's platform was set up with, and {cost}; it "
         f"is not taken, and nothing was changed. Put the recorded value back: remove the file "

@@ -295,8 +295,9 @@ def test_a_kept_static_seal_key_openbaos_seal_cannot_take_is_refused(tmp_path: P
 
 
 def test_a_file_changed_since_the_last_up_is_a_change_whose_value_is_the_files(tmp_path: Path, provider: HostSecretProvider) -> None:
-    """A file restored from a backup, or changed on purpose, wins over what the state recorded."""
-    path = tmp_path / "secret"
+    """A file of a password the platform sets again on every `up`, restored from a backup or changed on
+    purpose, wins over what the state recorded: that is how it is rotated."""
+    path = tmp_path / "minio-user-gitlab"
     outs = outputs_of(provider.create(props(path)))
     path.write_text("RestoredFromABackup0123456789\n")
     assert provider.diff(str(path), outs, props(path)).changes is True
@@ -318,6 +319,9 @@ MUST_KEEP = [
     ("minio-root-user", "password"),
     ("minio-root-password", "password"),
     ("gitlab-root-password", "password"),
+    ("openbao-admin-password", "password"),
+    ("openbao-blueprint-password", "password"),
+    ("a-file-no-table-names", "password"),
 ]
 
 
