@@ -68,7 +68,8 @@ CACHE_TTL = "720h"
 """How long a mirror keeps what it cached (distribution v3 configuration/configuration.go
 `Proxy.TTL`): registry/proxy/proxymanifeststore.go and proxyblobstore.go schedule a manifest or blob
 when they first fetch it from the registry, and registry/proxy/scheduler deletes it from storage
-`ttl` later; the next pull fetches it again. So the disk holds at most what was pulled in the last
+`ttl` later (only with `storage.delete` enabled, which `mirror_config` sets: without it the expiry's
+delete fails and the file stays for good, distribution#4957); the next pull fetches it again. So the disk holds at most what was pulled in the last
 30 days, and a bring-up within them downloads nothing again. `0s` would keep everything for ever."""
 BUILDKIT_MIRRORED = ("docker.io",)
 """The only mirrors a CI job reaches, from BuildKit in the image-build job (the pipeline's
@@ -166,11 +167,14 @@ def mirror_config(registry: str) -> str:
         'version: "0.1"\n'
         "log:\n"
         "  level: info\n"
-        # No `storage.delete`: nothing is ever deleted (the API refuses deletes and pushes to a
-        # pull-through cache anyway: registry/proxy/proxyblobstore.go, proxymanifeststore.go).
         "storage:\n"
         "  filesystem:\n"
         "    rootdirectory: /var/lib/registry\n"
+        # The TTL's expiry deletes through the storage driver, which refuses without this
+        # (registry/storage/linkedblobstore.go; docs/content/recipes/mirror.md). Clients still cannot
+        # delete: a cache refuses their deletes and pushes (registry/handlers/manifests.go, proxyblobstore.go).
+        "  delete:\n"
+        "    enabled: true\n"
         "http:\n"
         f'  addr: ":{MIRROR_PORT}"\n'
         "proxy:\n"

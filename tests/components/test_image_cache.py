@@ -196,10 +196,13 @@ def test_every_key_of_a_mirrors_config_is_one_the_registry_reads(registry: str) 
 
 @pytest.mark.parametrize("registry", list(MIRRORED_REGISTRIES))
 def test_a_mirror_proxies_its_registry_and_deletes_what_it_cached_after_thirty_days(registry: str) -> None:
-    proxy = yaml.safe_load(mirror_config(registry))["proxy"]
-    assert proxy["remoteurl"] == MIRRORED_REGISTRIES[registry]
+    config = yaml.safe_load(mirror_config(registry))
+    assert config["proxy"]["remoteurl"] == MIRRORED_REGISTRIES[registry]
     # A budget: 0 would keep everything for ever (registry/proxy/proxyregistry.go); unset is 7 days.
-    assert go_duration_seconds(proxy["ttl"]) == 30 * 24 * 3600
+    assert go_duration_seconds(config["proxy"]["ttl"]) == 30 * 24 * 3600
+    # The expiry deletes through the storage driver, which refuses unless deletes are enabled
+    # (registry/proxy/proxyregistry.go OnBlobExpire -> linkedblobstore.go Delete: ErrUnsupported).
+    assert config["storage"]["delete"] == {"enabled": True}
 
 
 def test_docker_hubs_mirror_proxies_its_registry_api_host() -> None:
