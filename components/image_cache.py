@@ -340,7 +340,7 @@ class ImageCache(pulumi.ComponentResource):
     def join(self, cluster: pulumi.CustomResource) -> local.Command:
         """Connect the nodes of `cluster` to the mirrors' network once kind has made them."""
         return local.Command(
-            f"{self._name_prefix}-network",
+            f"{self._name_prefix}-nodes-joined",
             create=JOIN_SCRIPT,
             update=JOIN_SCRIPT,
             delete="true",

@@ -93,7 +93,7 @@ def test_the_hosts_files_are_written_after_the_data_folder_is_claimed() -> None:
 
 def test_the_nodes_join_the_mirrors_network_once_the_cluster_has_made_them() -> None:
     result = planned("phase1")
-    network = result.one(COMMAND, "kind-image-cache-network")
+    network = result.one(COMMAND, "kind-image-cache-nodes-joined")
     assert result.one(COMMAND, "kind-cluster")["urn"] in network["dependsOn"]
     environment = network["inputs"]["environment"]
     assert (environment["CLUSTER"], environment["NETWORK"]) == ("blueprint", mirror_network("blueprint"))
@@ -394,13 +394,9 @@ def test_the_owner_label_names_the_stack(tmp_path: Path, docker: Path) -> None:
 
 def test_the_network_join_runs_again_whenever_a_mirror_or_the_cluster_is_made_anew() -> None:
     result = planned("phase1")
-    triggers = result.one(COMMAND, "kind-image-cache-network")["inputs"]["triggers"]
+    triggers = result.one(COMMAND, "kind-image-cache-nodes-joined")["inputs"]["triggers"]
     # The plan's stand-in id of a resource is `<name>-id` (cli/stand_ins.py `resource_id`).
     assert sorted(triggers) == sorted(f"{name}-id" for name in ["kind-cluster", *MIRROR_NAMES])
-
-
-def test_the_mirrors_accept_no_delete() -> None:
-    assert "delete" not in yaml.safe_load(mirror_config("docker.io"))["storage"]
 
 
 def test_the_kind_config_points_every_registry_the_nodes_pull_from_at_its_mirror(tmp_path: Path) -> None:
@@ -497,7 +493,7 @@ exit 0
 
 
 def run_join(tmp_path: Path, containers: str, **env: str) -> tuple[Any, list[str]]:
-    command = planned("phase1").one(COMMAND, "kind-image-cache-network")
+    command = planned("phase1").one(COMMAND, "kind-image-cache-nodes-joined")
     fake_command(tmp_path / "bin", "docker", JOIN_DOCKER)
     calls = tmp_path / "calls"
     done = run_script(command, "create", path_prefix=tmp_path / "bin", env={"CALLS": str(calls), "CONTAINERS": containers, **env})

@@ -97,4 +97,4 @@ def test_the_prepull_does_not_lengthen_phase2s_longest_chain() -> None:
 def test_in_dev_the_prepull_waits_for_the_mirrors_to_join_kinds_network() -> None:
     result = planned("dev")
     prepull_urn = result.one(DEPLOYMENT, "gitlab-image-prepull-deployment")["urn"]
-    assert result.one("command:local:Command", "kind-image-cache-network")["urn"] in waits_for(result, prepull_urn)
+    assert result.one("command:local:Command", "kind-image-cache-nodes-joined")["urn"] in waits_for(result, prepull_urn)
