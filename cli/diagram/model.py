@@ -140,9 +140,9 @@ class Architecture:
     mirrors: list[tuple[str, str, str]] = field(default_factory=list)
     """The image cache's mirrors: (registry, container, phase), from the plans' mirror commands."""
     laptop_routes: list[Route] = field(default_factory=list)
+    """The other names the gateway routes, which the cluster DNS does not rewrite: only the laptop calls them (Headlamp's)."""
     egress: list[tuple[str, str, str, str]] = field(default_factory=list)
     """What pods may reach where a NetworkPolicy limits them: (namespace, pods, may reach, phase)."""
-    """The other names the gateway routes, which the cluster DNS does not rewrite: only the laptop calls them (Headlamp's)."""
 
 
 def output(result: Plan, key: str) -> Any:

@@ -24,7 +24,9 @@ from pathlib import Path
 from providers.kind_access import admin_kubeconfig
 
 with admin_kubeconfig("blueprint") as path:
-    Path(sys.argv[1]).write_text(Path(path).read_text())
+    # Written whole, then renamed: the parent sees the file only once it holds everything.
+    Path(sys.argv[1] + ".part").write_text(Path(path).read_text())
+    Path(sys.argv[1] + ".part").rename(sys.argv[1])
     input()  # until killed
 """
 
