@@ -15,7 +15,9 @@ ENFORCED_BY = (
     "`images/kindnetd/cmd/kindnetd/main.go`, kube-network-policies v0.8.0; the pinned node image is kind v0.31's",
     "default, whose kindnetd `v20251212-v0.29.0-alpha-105-g20ccfc88` is that code). It judges each connection's first",
     "packet after kube-proxy's DNAT, so the API server is matched by the control plane's address and port 6443. It",
-    "fails open: while kindnetd is down, nothing is enforced.",
+    "fails open: while kindnetd is down, nothing is enforced; and where the host's kernel has no NFQUEUE",
+    "(nfnetlink_queue), its policy controller stops at start and kindnetd runs on with nothing enforced and nothing",
+    "said but a log line (`kubectl -n kube-system logs -l app=kindnet | grep -i nfqueue`; controller.go `Run`).",
 )
 
 
