@@ -505,6 +505,7 @@ def _mirror_credentials(inputs: Mapping[str, Any], platform: Platform) -> None:
             "gitlab-ssh-host-keys": gitlab.ssh_host_keys,
             "platform-ca-key": tls.ca_key_pem,
             "gateway-tls-key": tls.wildcard_key_pem,
+            "openbao-tls-key": tls.openbao_key_pem,
             "runner-token": runner.token,
             "image-build-runner-token": image_build_runner.token,
             "ci-deploy-kubeconfig": ci_access.kubeconfig,
