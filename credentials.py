@@ -198,6 +198,14 @@ PLATFORM: tuple[Credential, ...] = (
         origins=("tls:index/privateKey:PrivateKey tls-wildcard-key",),
     ),
     Credential(
+        name="openbao-tls-key",
+        what="private key of OpenBao's TLS certificate, for openbao.<domain> (PEM)",
+        stack="phase2",
+        path="tls/openbao",
+        key="privateKey",
+        origins=("tls:index/privateKey:PrivateKey tls-openbao-key",),
+    ),
+    Credential(
         name="runner-token",
         what="authentication token (glrt-...) of the default Runner",
         stack="phase2",

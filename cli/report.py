@@ -102,10 +102,18 @@ def openbao_login(phase2: Mapping[str, Any]) -> str:
     """The shell command that logs the OpenBao CLI in as `admin`, its password read from its file
     (stdin, so it never shows in a process list; the file ends with a newline, which is no part of it).
     """
+    from providers.openbao_errors import bao_env
+
     password_file = phase2[outputs.OPENBAO_ADMIN_PASSWORD_FILE]
-    address = shlex.quote(str(phase2.get(outputs.OPENBAO_ADDR)))
+    where = bao_env(
+        {
+            "address": phase2.get(outputs.OPENBAO_ADDR),
+            "ca_file": phase2.get(outputs.CA_CERT_FILE),
+            "server_name": phase2.get(outputs.OPENBAO_SERVER_NAME),
+        }
+    )
     login = "uv run bao login -method=userpass username=admin password=-"
-    return f"export BAO_ADDR={address}; tr -d '\\n' < {shlex.quote(str(password_file))} | {login}"
+    return f"export {where}; tr -d '\\n' < {shlex.quote(str(password_file))} | {login}"
 
 
 def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> str:

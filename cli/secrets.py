@@ -127,17 +127,27 @@ def _from_openbao(entry: Credential, platform: dict[str, object], folder: Path, 
     import hvac.exceptions
 
     from components.openbao import WRITER_USER
-    from providers.openbao_kv import OpenBaoUnavailable, current
+    from providers.openbao_kv import IMPOSTOR, NO_CA_FILE, OpenBaoUnavailable, current
 
     assert entry.path is not None
     address = str(platform[outputs.OPENBAO_ADDR])
     password_file = Path(str(platform[outputs.OPENBAO_WRITER_PASSWORD_FILE]))
     password = _read_file(password_file, "OpenBao's blueprint password", stack)
-    props = {"address": address, "username": WRITER_USER, "password": password, "mount": credentials.KV_MOUNT, "path": entry.path}
+    props = {
+        "address": address,
+        "ca_file": platform.get(outputs.CA_CERT_FILE),
+        "server_name": platform.get(outputs.OPENBAO_SERVER_NAME),
+        "username": WRITER_USER,
+        "password": password,
+        "mount": credentials.KV_MOUNT,
+        "path": entry.path,
+    }
     where = f"{credentials.KV_MOUNT}/{entry.path}"
     try:
         data = current(props, wait_seconds=SHOW_WAIT_SECONDS)
     except OpenBaoUnavailable as error:
+        if error.why in (IMPOSTOR, NO_CA_FILE):  # waiting changes nothing: the message says what does
+            raise SecretsError(str(error)) from None
         fallback = (
             f"; meanwhile its host file holds it: {shlex.quote(str(folder / entry.file))}"
             if entry.file

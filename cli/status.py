@@ -15,7 +15,7 @@ from stacks import PHASE_STACKS, outputs
 
 def status(
     runner: StackRunner,
-    ask: Callable[[str, str, Mapping[str, str]], str] | None = None,
+    ask: Callable[..., str] | None = None,
     image_cache: Callable[[Mapping[str, Any] | None], list[str]] | None = None,
 ) -> str:
     """Per phase whether it is up, the health of GitLab, OpenBao, the runners and the apps, and the
@@ -38,7 +38,9 @@ def status(
         except outputs.SecretFileUnavailable as error:
             token, missing = None, str(error)
         lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token) if token else f'unknown: {missing}'}")
-        lines.append(f"  OpenBao: {ask(f'{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status', ca, {})}")
+        # OpenBao is reached at 127.0.0.1: its certificate must be for its own name (outputs.OPENBAO_SERVER_NAME).
+        openbao = f"{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status"
+        lines.append(f"  OpenBao: {ask(openbao, ca, {}, server_name=phase2.get(outputs.OPENBAO_SERVER_NAME))}")
         online = ask(f"{gitlab_url}/api/v4/{runners}&status=online", ca, token) if token else "unknown: no admin token (above)"
         lines.append(f"  Runners: {online}")
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
@@ -65,21 +67,24 @@ def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
     return status_lines(phase1, lambda: stack_config("phase1")[0], docker_run, size_on_disk)
 
 
-def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float = 10) -> str:
+def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float = 10, server_name: str | None = None) -> str:
     """What `url` says, in a few words: "ok ...", "sealed"/"unsealed", "N online", "HTTP <status>",
     "unreachable (...)", or "unknown: ..." when our CA file, the only trust it uses, is missing.
     """
     import requests
 
-    from providers.http import NoAnswer, session
+    from providers.http import NoAnswer, session, unverified
 
     try:
-        with session(ca_file=ca_file if url.startswith("https://") else None, headers=headers) as asking:
+        https = url.startswith("https://")
+        with session(ca_file=ca_file if https else None, headers=headers, server_name=server_name if https else None) as asking:
             response = asking.get(url, timeout=timeout)
         body = response.json() if "json" in response.headers.get("Content-Type", "") else None
     except NoAnswer:  # our CA file, the only trust, is missing: no token goes where it cannot vouch
         return f"unknown: the CA file {ca_file} is missing"
     except (requests.RequestException, ValueError) as error:
+        if unverified(error):
+            return "untrusted: its certificate is not one of the platform CA's for its name (no token was sent)"
         return f"unreachable ({type(error).__name__})"
     if response.status_code != 200:
         return f"HTTP {response.status_code}"

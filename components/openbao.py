@@ -74,13 +74,22 @@ delete phase3's deploy tokens on its destroy (providers/openbao_kv.py; it never 
 nothing else)."""
 ADMIN_POLICY_HCL = 'path "*" {\n  capabilities = ["create", "read", "update", "patch", "delete", "list", "sudo"]\n}\n'
 
-LISTENER = """\
-listener "tcp" {
-  tls_disable = 1
+TLS_SECRET = f"{RELEASE}-tls"
+"""The Secret of OpenBao's certificate (for `openbao.<domain>`, from the platform CA) and key, which
+the chart mounts at `/openbao/userconfig/<name>/` (templates/_helpers.tpl `openbao.mounts`, extraVolumes)."""
+TLS_FOLDER = f"/openbao/userconfig/{TLS_SECRET}"
+LISTENER = f"""\
+listener "tcp" {{
   address = "[::]:8200"
   cluster_address = "[::]:8201"
-}
+  tls_cert_file = "{TLS_FOLDER}/tls.crt"
+  tls_key_file = "{TLS_FOLDER}/tls.key"
+}}
 """
+"""TLS on the one API listener, the NodePort the host logs in through included: the host checks the
+certificate against the platform CA and OpenBao's name before it sends a password (providers/openbao_api.py
+`trusting`). No client in the cluster uses plain HTTP, so no second, plain listener
+(website/content/docs/configuration/listener/tcp.mdx: `tls_cert_file`, `tls_key_file`)."""
 STORAGE = """\
 # The connection URL comes from BAO_PG_CONNECTION_URL.
 storage "postgresql" {
@@ -171,14 +180,15 @@ def server_config(*, listener: str = LISTENER, storage: str = STORAGE) -> str:
     return f"ui = true\n\n{listener}\n{storage}\n{SEAL_HCL}\n{initialize_hcl()}"
 
 
-def environment_checksum(bootstrap: dict[str, str], connection_url: str) -> str:
-    """An HMAC-SHA256 of the server's secret environment (bootstrap Secret and storage URL), keyed
-    with the seal key: it changes with any of them, and tells nothing of any, even of a password a
-    user chose by hand (without the key, no guess can be checked against it).
+def environment_checksum(bootstrap: dict[str, str], connection_url: str, tls: dict[str, str]) -> str:
+    """An HMAC-SHA256 of the server's secret environment (bootstrap Secret, storage URL and the TLS
+    Secret it reads its certificate from), keyed with the seal key: it changes with any of them, and
+    tells nothing of any, even of a password a user chose by hand (without the key, no guess can be
+    checked against it).
     """
     import hmac
 
-    message = json.dumps({"bootstrap": bootstrap, "storage": connection_url}, sort_keys=True).encode()
+    message = json.dumps({"bootstrap": bootstrap, "storage": connection_url, "tls": tls}, sort_keys=True).encode()
     return hmac.new(bootstrap[BOOTSTRAP_KEYS[SEAL_KEY_ENV]].encode(), message, hashlib.sha256).hexdigest()
 
 
@@ -197,7 +207,17 @@ class OpenBaoArgs:
     node_port: int
     """The NodePort phase1 maps from the host."""
     host_address: str
-    """The API as the host reaches it, e.g. http://127.0.0.1:8200."""
+    """The API as the host reaches it, e.g. https://127.0.0.1:8200."""
+    server_name: str
+    """The name OpenBao's certificate is for (components/tls.py `openbao_server_name`)."""
+    tls_cert_pem: pulumi.Input[str]
+    """Its certificate, then the CA's, PEM."""
+    tls_key_pem: pulumi.Input[str]
+    """Its private key, PEM (secret)."""
+    ca_cert_pem: pulumi.Input[str]
+    """The platform CA's certificate, PEM: the pod's own `bao` checks the server with it."""
+    ca_file: pulumi.Input[str]
+    """Host path of the same certificate, which the host checks OpenBao's against (written before it resolves)."""
     postgres_host: pulumi.Input[str]
     postgres_namespace: str
     postgres_pod: str
@@ -220,6 +240,8 @@ def openbao_values(args: OpenBaoArgs, storage_secret: str, environment_digest: p
     environment = [{"envName": "BAO_PG_CONNECTION_URL", "secretName": storage_secret, "secretKey": "connection-url"}]
     environment += [{"envName": env, "secretName": BOOTSTRAP_SECRET, "secretKey": key} for env, key in BOOTSTRAP_KEYS.items()]
     return {
+        # HTTPS for the chart's probes, BAO_ADDR and port names (templates/_helpers.tpl `openbao.scheme`).
+        "global": {"tlsDisable": False},
         "injector": {"enabled": False},
         "server": {
             "image": {"tag": versions.OPENBAO_IMAGE_TAG},
@@ -232,6 +254,9 @@ def openbao_values(args: OpenBaoArgs, storage_secret: str, environment_digest: p
             "standalone": {"enabled": True, "config": SERVER_CONFIG},
             "dataStorage": {"enabled": False},
             "extraSecretEnvironmentVars": environment,
+            # The pod's own `bao` (BAO_ADDR https://127.0.0.1:8200, the chart's) checks the server as the host does.
+            "extraEnvironmentVars": {"BAO_CACERT": f"{TLS_FOLDER}/ca.crt", "BAO_TLS_SERVER_NAME": args.server_name},
+            "extraVolumes": [{"type": "secret", "name": TLS_SECRET}],
             "readinessProbe": {"path": "/v1/sys/health?standbyok=true&sealedcode=204&uninitcode=204"},
             "service": {"type": "NodePort", "nodePort": args.node_port},
             "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
@@ -252,6 +277,10 @@ class OpenBao(pulumi.ComponentResource):
     """The API as the host reaches it."""
     cluster_address: pulumi.Output[str]
     """The API as pods reach it."""
+    ca_file: pulumi.Output[str]
+    """Host path of the platform CA's certificate, which OpenBao's comes from..."""
+    server_name: str
+    """... for this name: what a host client checks before it sends a password."""
     writer_username: str
     """The userpass user whose policy allows writing `secret/` and nothing else."""
     writer_password: pulumi.Output[str]
@@ -272,13 +301,16 @@ class OpenBao(pulumi.ComponentResource):
         namespace, digest_of_release, release = self._server(name, args, child, environment)
         self.init = self._init(name, args, child, environment, digest_of_release, release)
         self.address = pulumi.Output.from_input(args.host_address)
-        self.cluster_address = pulumi.Output.concat("http://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
+        self.cluster_address = pulumi.Output.concat("https://", RELEASE, ".", namespace.metadata.name, f".svc.cluster.local:{PORT}")
+        self.ca_file = pulumi.Output.from_input(args.ca_file)
+        self.server_name = args.server_name
         self.writer_username = WRITER_USER
         self.writer_password = environment[WRITER_PASSWORD_ENV]
         self.register_outputs(
             {
                 "address": self.address,
                 "cluster_address": self.cluster_address,
+                "server_name": self.server_name,
                 "writer_username": self.writer_username,
                 "writer_password": self.writer_password,
                 "admin_password_file": self.admin_password_file,
@@ -325,9 +357,17 @@ class OpenBao(pulumi.ComponentResource):
             string_data=bootstrap_data,
             opts=child,
         )
+        tls_data = {"tls.crt": args.tls_cert_pem, "tls.key": args.tls_key_pem, "ca.crt": args.ca_cert_pem}
+        tls = k8s.core.v1.Secret(
+            f"{name}-tls",
+            metadata={"name": TLS_SECRET, "namespace": namespace.metadata.name},
+            type="kubernetes.io/tls",
+            string_data=tls_data,
+            opts=child,
+        )
         # Not secret: an HMAC keyed with the seal key tells nothing of what it digests (environment_checksum).
-        both = pulumi.Output.all(pulumi.Output.all(**bootstrap_data), connection_url)
-        digest = pulumi.Output.unsecret(both.apply(lambda both: environment_checksum(dict(both[0]), str(both[1]))))
+        every = pulumi.Output.all(pulumi.Output.all(**bootstrap_data), connection_url, pulumi.Output.all(**tls_data))
+        digest = pulumi.Output.unsecret(every.apply(lambda every: environment_checksum(dict(every[0]), str(every[1]), dict(every[2]))))
         values = openbao_values(args, f"{RELEASE}-storage", digest)
         release = k8s.helm.v3.Release(
             f"{name}-chart",
@@ -341,7 +381,7 @@ class OpenBao(pulumi.ComponentResource):
                 # OpenBaoInit waits for the server, and says why when it does not come (the module docstring).
                 skip_await=True,
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, bootstrap, args.database_ready])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[storage, bootstrap, tls, args.database_ready])),
         )
         # Whatever rolls the pod changes the digest: the chart's values, the environment's digest among them.
         digest_of_release = digest.apply(
@@ -363,6 +403,8 @@ class OpenBao(pulumi.ComponentResource):
             f"{name}-init",
             OpenBaoInitArgs(
                 address=args.host_address,
+                ca_file=args.ca_file,
+                server_name=args.server_name,
                 username=WRITER_USER,
                 password=environment[WRITER_PASSWORD_ENV],
                 password_file=self.writer_password_file,

@@ -79,6 +79,38 @@ def dns_names(domain: str) -> list[str]:
     return [f"*.{domain}", domain]
 
 
+def openbao_server_name(domain: str) -> str:
+    """The name OpenBao's certificate is for, and the host checks it against: the CA signs names
+    under the domain alone, so not the in-cluster Service's name.
+    """
+    return f"openbao.{domain}"
+
+
+def _leaf(
+    name: str, names: list[str], ca_key_pem: pulumi.Input[str], ca_cert_pem: pulumi.Input[str], child: pulumi.ResourceOptions
+) -> tuple[tls.LocallySignedCert, tls.PrivateKey]:
+    """A server certificate the CA signs for `names` (the first its common name), and its key."""
+    key = tls.PrivateKey(f"{name}-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
+    request = tls.CertRequest(
+        f"{name}-request",
+        private_key_pem=key.private_key_pem,
+        subject=tls.CertRequestSubjectArgs(common_name=names[0], organization="blueprint"),
+        dns_names=names,
+        opts=child,
+    )
+    cert = tls.LocallySignedCert(
+        name,
+        cert_request_pem=request.cert_request_pem,
+        ca_private_key_pem=ca_key_pem,
+        ca_cert_pem=ca_cert_pem,
+        validity_period_hours=CERT_VALIDITY_HOURS,
+        early_renewal_hours=EARLY_RENEWAL_HOURS,
+        allowed_uses=["digital_signature", "key_encipherment", "server_auth"],
+        opts=child,
+    )
+    return cert, key
+
+
 class Tls(pulumi.ComponentResource):
     """CA, wildcard certificate, listener Secrets, CA Secret and CA file."""
 
@@ -88,6 +120,10 @@ class Tls(pulumi.ComponentResource):
     """The CA's private key, PEM (secret): mirrored into OpenBao (credentials.py)."""
     wildcard_key_pem: pulumi.Output[str]
     """The wildcard certificate's private key, PEM (secret): mirrored into OpenBao (credentials.py)."""
+    openbao_cert_pem: pulumi.Output[str]
+    """OpenBao's certificate for `openbao_server_name(domain)`, then the CA's, PEM (public)."""
+    openbao_key_pem: pulumi.Output[str]
+    """Its private key, PEM (secret)."""
     ca_file: pulumi.Output[str]
     """Where the CA certificate is on the host (written before this output resolves)."""
     secrets: list[k8s.core.v1.Secret]
@@ -112,24 +148,9 @@ class Tls(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        key = tls.PrivateKey(f"{name}-wildcard-key", algorithm="ECDSA", ecdsa_curve="P256", opts=child)
-        request = tls.CertRequest(
-            f"{name}-wildcard-request",
-            private_key_pem=key.private_key_pem,
-            subject=tls.CertRequestSubjectArgs(common_name=f"*.{args.domain}", organization="blueprint"),
-            dns_names=dns_names(args.domain),
-            opts=child,
-        )
-        cert = tls.LocallySignedCert(
-            f"{name}-wildcard",
-            cert_request_pem=request.cert_request_pem,
-            ca_private_key_pem=ca_key.value,
-            ca_cert_pem=ca.cert_pem,
-            validity_period_hours=CERT_VALIDITY_HOURS,
-            early_renewal_hours=EARLY_RENEWAL_HOURS,
-            allowed_uses=["digital_signature", "key_encipherment", "server_auth"],
-            opts=child,
-        )
+        cert, key = _leaf(f"{name}-wildcard", dns_names(args.domain), ca_key.value, ca.cert_pem, child)
+        # OpenBao's own: its key is in no other namespace, and the host checks the name (components/openbao.py).
+        openbao_cert, openbao_key = _leaf(f"{name}-openbao", [openbao_server_name(args.domain)], ca_key.value, ca.cert_pem, child)
         # The chain (certificate, then CA) lets clients that do not hold the CA yet still verify it.
         chain = pulumi.Output.concat(cert.cert_pem, ca.cert_pem)
         self.secrets = [
@@ -161,6 +182,8 @@ class Tls(pulumi.ComponentResource):
         self.ca_cert_pem = ca.cert_pem
         self.ca_key_pem = ca_key.value
         self.wildcard_key_pem = pulumi.Output.secret(key.private_key_pem)
+        self.openbao_cert_pem = pulumi.Output.concat(openbao_cert.cert_pem, ca.cert_pem)
+        self.openbao_key_pem = pulumi.Output.secret(openbao_key.private_key_pem)
         # Resolves once the file is written: what reads the file (the token seeding, the GitLab
         # provider) depends on the command through this output.
         self.ca_file = ca_file.stdout.apply(lambda _: args.ca_file)

@@ -43,20 +43,27 @@ class NoAnswer(Exception):
     """A request got no HTTP answer; the message says why, and what to do, in one sentence."""
 
 
+class Unverified(NoAnswer):
+    """What answered has no certificate our CA vouches for, for the name asked: nothing was sent to it."""
+
+
 def missing_ca_file(ca_file: str) -> str | None:
     """What to do about a missing CA file, or None when it is there."""
     if Path(ca_file).is_file():
         return None
     return (
-        f"the CA certificate {ca_file} that GitLab's certificate is checked against is missing. Write it again from "
+        f"the CA certificate {ca_file} that the platform's certificates are checked against is missing. Write it again from "
         f"phase2's output: `pulumi stack output -s phase2 caCertPem > {shlex.quote(ca_file)}` (`-s dev` in the dev stack; "
         f"{PLAIN_PULUMI}), then re-run."
     )
 
 
-def session(*, ca_file: str | None = None, headers: Mapping[str, str] | None = None) -> requests.Session:
+def session(*, ca_file: str | None = None, headers: Mapping[str, str] | None = None, server_name: str | None = None) -> requests.Session:
     """A session that sends `headers` with every request, trusts `ca_file` (when named) alone and
-    follows no redirect. A CA file named but missing is a NoAnswer saying how to write it again
+    follows no redirect. With `server_name`, every TLS connection asks for that name (SNI) and checks
+    the certificate against it, whatever host the URL names: OpenBao is reached at 127.0.0.1 and
+    proves to be `openbao.<domain>` (urllib3's `server_hostname` and `assert_hostname`, pool keys of
+    its PoolManager). A CA file named but missing is a NoAnswer saying how to write it again
     (`requests` would raise a bare OSError at the first https request).
     """
     import requests
@@ -69,6 +76,9 @@ def session(*, ca_file: str | None = None, headers: Mapping[str, str] | None = N
     made.trust_env = False
     if ca_file is not None:
         made.verify = ca_file
+    if server_name is not None:
+        pools = made.get_adapter("https://").poolmanager.connection_pool_kw  # type: ignore[attr-defined]
+        pools.update(server_hostname=server_name, assert_hostname=server_name)
     made.headers.update(headers or {})
     return made
 
@@ -95,7 +105,7 @@ def send(
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
             reason = getattr(error.args[0], "reason", None) if error.args else None
             if (final := _final(reason, host, str(asking.verify), hosts_line)) is not None:
-                raise NoAnswer(final) from None
+                raise (Unverified if _unverified(reason) else NoAnswer)(final) from None
             if isinstance(error, requests.Timeout):  # a ConnectTimeout is a ConnectionError too
                 why = f"{host} gave no answer within {timeout:g}s"
             elif isinstance(error, requests.exceptions.ChunkedEncodingError):
@@ -125,21 +135,35 @@ def _final(reason: object, host: str, ca_file: str, hosts_line: str) -> str | No
     certificate our CA does not vouch for (not any TLS failure: a gateway starting up drops the
     handshake, which passes).
     """
-    import ssl
-
     import urllib3
 
     if isinstance(reason, urllib3.exceptions.NameResolutionError):
         hosts = "/etc/hosts (C:\\Windows\\System32\\drivers\\etc\\hosts on Windows)"
         return f"{host} does not resolve on this machine: add this line to {hosts}: {hosts_line or f'127.0.0.1 {host}'}"
-    cause = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) and reason.args else None
-    if isinstance(cause, ssl.SSLCertVerificationError):
+    if _unverified(reason):
         return (
             f"{host}'s certificate does not verify against our CA {ca_file}: that file is not phase2's CA (write it again: "
             f"`pulumi stack output -s phase2 caCertPem > {shlex.quote(ca_file)}`), or the gateway serves another certificate "
             f"(`kubectl -n gitlab get secrets`)"
         )
     return None
+
+
+def unverified(error: BaseException) -> bool:
+    """Whether `requests` failed on a certificate our CA does not vouch for, for the name asked."""
+    return _unverified(getattr(error.args[0], "reason", None) if error.args else None)
+
+
+def _unverified(reason: object) -> bool:
+    """Whether the handshake failed on a certificate our CA does not vouch for, for the name asked."""
+    import ssl
+
+    import urllib3
+    from urllib3.util.ssl_match_hostname import CertificateError
+
+    cause = reason.args[0] if isinstance(reason, urllib3.exceptions.SSLError) and reason.args else None
+    # The second: a certificate of our CA for another name than `server_name` (urllib3's own check).
+    return isinstance(cause, ssl.SSLCertVerificationError | CertificateError)
 
 
 def _never_sent(error: Exception, reason: object) -> bool:

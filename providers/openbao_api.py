@@ -9,11 +9,13 @@ OpenBao said, never the request's data.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from providers import http, poll
 from providers.openbao_errors import OpenBaoInitError, no_userpass_error, wrong_password_error
@@ -35,13 +37,19 @@ class OpenBao:
 
     @cached_property
     def _session(self) -> requests.Session:
-        return http.session()
+        return trusting(self.props)
 
     def request(self, method: str, path: str, token: str | None = None, body: dict[str, Any] | None = None) -> Any:
-        """One request's answer; no answer is `Unreachable`."""
+        """One request's answer; no answer is `Unreachable`, a server that cannot prove it is ours an error."""
         url, headers = f"{self.props['address']}/v1/{path}", {"X-Vault-Token": token} if token else {}
         try:
-            return http.send(self._session, method, url, timeout=float(self.props["http_timeout"]), headers=headers, json=body)
+            asking = self._session
+        except http.NoAnswer as error:  # its CA file is missing: waiting changes nothing
+            raise OpenBaoInitError(f"OpenBao at {self.props['address']} cannot be checked: {error}") from None
+        try:
+            return http.send(asking, method, url, timeout=float(self.props["http_timeout"]), headers=headers, json=body)
+        except http.Unverified:
+            raise OpenBaoInitError(impostor(self.props)) from None
         except http.NoAnswer as error:
             raise Unreachable(str(error)) from None
 
@@ -136,6 +144,29 @@ class OpenBao:
         health = self.get("sys/health").status_code
         if health != 200:
             raise poll.NotYet("unsealed, not active yet" if health in (429, 473) else f"sys/health answered {health}")
+
+
+def trusting(props: dict[str, Any]) -> requests.Session:
+    """A session of providers/http.py that takes only a server proving, under phase2's CA
+    (`ca_file`), to be `server_name` (OpenBao's certificate): anything else at OpenBao's port gets
+    no password and no token. Over plain HTTP (the tests' `bao`) there is nothing to check.
+    """
+    ca_file, server_name = props.get("ca_file"), props.get("server_name")
+    return http.session(ca_file=str(ca_file) if ca_file else None, server_name=str(server_name) if server_name else None)
+
+
+def impostor(props: dict[str, Any]) -> str:
+    """What to do when what answers at OpenBao's address has no certificate from phase2's CA for
+    OpenBao's name: nothing was sent to it.
+    """
+    address, port = str(props.get("address")), urlsplit(str(props.get("address"))).port
+    return (
+        f"what answers at {address} is not blueprint's OpenBao: its certificate is not one phase2's CA ({props.get('ca_file')}) "
+        f"issued for {props.get('server_name')}, so blueprint sent it no password. Another program may hold port {port} "
+        f"(`ss -ltnp 'sport = :{port}'`, or `lsof -nP -iTCP:{port} -sTCP:LISTEN`): stop it, or give blueprint another port "
+        f"(`blueprint:openbaoPort` in phase1's config). If it is OpenBao, the CA file is not phase2's: write it again "
+        f"(`pulumi stack output -s phase2 caCertPem > {shlex.quote(str(props.get('ca_file')))}`; {http.PLAIN_PULUMI})"
+    )
 
 
 def revoke_failed(address: object, user: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,15 @@ SELF_INIT_FAILED = "self-initialization failed"
 
 class OpenBaoInitError(Exception):
     """OpenBao cannot be made usable without the user's decision; the message says which and how."""
+
+
+def bao_env(props: Mapping[str, Any]) -> str:
+    """The `bao` CLI's variables for OpenBao at `props["address"]`: over TLS, the platform CA's file
+    and the name OpenBao's certificate is for (it is reached at 127.0.0.1), so that the CLI, too,
+    sends a password only to our OpenBao.
+    """
+    named = {"BAO_ADDR": props.get("address"), "BAO_CACERT": props.get("ca_file"), "BAO_TLS_SERVER_NAME": props.get("server_name")}
+    return " ".join(f"{key}={shlex.quote(str(value))}" for key, value in named.items() if value)
 
 
 def context_of(props: dict[str, Any]) -> str:
@@ -84,7 +94,7 @@ def no_userpass_error(props: dict[str, Any]) -> OpenBaoInitError:
     made = [request["data"] for request in props.get("requests") or [] if request.get("path") == f"auth/userpass/users/{admin}"]
     policies = ",".join(made[0].get("token_policies") or []) if made else "admin"
     enable = (
-        f"  export BAO_ADDR={shlex.quote(str(address))} BAO_TOKEN=YOUR-TOKEN\n"
+        f"  export {bao_env(props)} BAO_TOKEN=YOUR-TOKEN\n"
         f"  uv run bao auth enable userpass\n"
         f"  tr -d '\\n' < {shlex.quote(admin_file)} | uv run bao write auth/userpass/users/{shlex.quote(admin)} password=- "
         f"token_policies={shlex.quote(policies)}\n"
@@ -133,7 +143,7 @@ def _admin_password_lost(props: dict[str, Any]) -> str:
         f"this vault's either, nothing can be read), one path at a time: its policy reads {mount}/data/* but cannot list. Read "
         f"out what you stored there yourself, PATH for each path (the platform's own credentials are written again by the "
         f"next `up`):\n"
-        f"  export BAO_ADDR={shlex.quote(str(props['address']))}\n"
+        f"  export {bao_env(props)}\n"
         f"  export BAO_TOKEN=\"$(tr -d '\\n' < {shlex.quote(writer_file)} | {shlex.join(login)})\"\n"
         f"  uv run bao kv get {shlex.quote(mount)}/PATH\n"
         f"Then start OpenBao over. Resetting its own storage ({_storage(props)}) loses everything the vault holds: what you "

@@ -33,7 +33,8 @@ PROVIDER_VERSION = "1"
 input change makes the engine call `update` with the new code."""
 
 INPUTS = (
-    "address", "username", "password", "password_file", "admin_username", "admin_password_file", "requests", "request_secrets",
+    "address", "ca_file", "server_name", "username", "password", "password_file", "admin_username", "admin_password_file",
+    "requests", "request_secrets",
     "release_digest", "mount", "seal_key_file", "kind_cluster_name", "namespace", "pod", "statefulset",
     "postgres_namespace", "postgres_pod", "database", "table", "rollout_seconds", "wait_seconds", "http_timeout",
     "provider_version",
@@ -94,7 +95,11 @@ def _converged(props: dict[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True, kw_only=True)
 class OpenBaoInitArgs:
     address: pulumi.Input[str]
-    """OpenBao's API as the host reaches it, e.g. http://127.0.0.1:8200."""
+    """OpenBao's API as the host reaches it, e.g. https://127.0.0.1:8200."""
+    ca_file: pulumi.Input[str]
+    """Host path of the platform CA's certificate: what answers there must have OpenBao's certificate from it..."""
+    server_name: str
+    """... for this name (components/tls.py `openbao_server_name`), or it gets no password."""
     username: str
     """The userpass user that writes the platform's credentials."""
     password: pulumi.Input[str]
@@ -142,6 +147,8 @@ class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
     def __init__(self, name: str, args: OpenBaoInitArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props: dict[str, Any] = {
             "address": args.address,
+            "ca_file": args.ca_file,
+            "server_name": args.server_name,
             "username": args.username,
             "password": pulumi.Output.secret(args.password),
             "password_file": args.password_file,

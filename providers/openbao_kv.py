@@ -27,12 +27,13 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers import http, poll
-from providers.openbao_api import revoke_failed
+from providers.openbao_api import impostor, revoke_failed, trusting
+from providers.openbao_errors import bao_env
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = ("address", "username", "password", "mount", "path", "data", "provider_version")
+INPUTS = ("address", "ca_file", "server_name", "username", "password", "mount", "path", "data", "provider_version")
 DELETE_ON_DESTROY = "delete_on_destroy"
 """The optional input that makes `delete` remove the entry (absent is false)."""
 DELETE_WAIT_SECONDS = 10.0
@@ -47,6 +48,11 @@ RESUME = '`uv run blueprint up` (for the dev stack: `eval "$(uv run blueprint en
 
 T = TypeVar("T")
 
+IMPOSTOR = "not blueprint's OpenBao"
+"""`OpenBaoUnavailable.why` when what answers has no certificate of ours: never waited out."""
+NO_CA_FILE = "no CA file"
+"""`OpenBaoUnavailable.why` when the CA file OpenBao's certificate is checked against is missing: never waited out."""
+
 
 class OpenBaoUnavailable(Exception):
     """OpenBao could not answer for the secret within `WAIT_SECONDS`; `why` says what it was
@@ -58,15 +64,17 @@ class OpenBaoUnavailable(Exception):
         self.why = why
 
 
-def _client(address: str) -> Any:
-    """A client of OpenBao alone: a session of providers/http.py (no proxy or CA bundle from the
-    environment: OpenBao is on this laptop, and a proxy would see the password; no redirect), and no
-    token from VAULT_TOKEN or ~/.vault-token (hvac sends those with every request: after a
-    `bao login` as admin, an admin token).
+def _client(props: dict[str, Any]) -> Any:
+    """A client of OpenBao alone: a session of providers/http.py that takes only our OpenBao's
+    certificate (openbao_api.trusting; no proxy from the environment: a proxy would see the password;
+    no redirect), and no token from VAULT_TOKEN or ~/.vault-token (hvac sends those with every
+    request: after a `bao login` as admin, an admin token). hvac passes its own `verify` with every
+    request, over the session's: the same CA file.
     """
     import hvac
 
-    return hvac.Client(url=address, token="", session=http.session(), allow_redirects=False, timeout=10)
+    asking = trusting(props)
+    return hvac.Client(url=str(props["address"]), token="", session=asking, verify=asking.verify, allow_redirects=False, timeout=10)
 
 
 class _NoLoginAnswer(Exception):
@@ -77,7 +85,7 @@ def _logged_in(props: dict[str, Any], call: Callable[[Any], T]) -> T:
     """`call(client)` with a fresh token of the user, revoked afterwards; a failed revoke is a
     `RevokeFailed` (a warning when the call failed too: its error is the one raised).
     """
-    client = _client(str(props["address"]))
+    client = _client(props)
     answer = client.auth.userpass.login(username=str(props["username"]), password=str(props["password"]), use_token=False)
     if not isinstance(answer, dict):
         # No JSON (hvac hands back the raw response, e.g. a standby's redirect, allow_redirects=False):
@@ -142,7 +150,11 @@ def _patiently(props: dict[str, Any], call: Callable[[Any], T], wait_seconds: fl
     def attempt() -> T:
         try:
             return _logged_in(props, call)
+        except http.NoAnswer as error:  # from the session: its CA file is missing (the message says how to write it)
+            raise OpenBaoUnavailable(f"OpenBao at {props['address']} cannot be checked: {error}", NO_CA_FILE) from None
         except Exception as error:
+            if http.unverified(error):  # at the login's handshake: nothing was sent, and waiting changes nothing
+                raise OpenBaoUnavailable(impostor(props), IMPOSTOR) from None
             if (why := _not_yet(error)) is None:
                 raise
             raise poll.NotYet(why) from error
@@ -205,7 +217,7 @@ def remove(props: dict[str, Any]) -> str | None:
         )
     except Exception as error:  # best effort: the destroy goes on (module docstring)
         why = f"{error.why} for {DELETE_WAIT_SECONDS:.0f}s" if isinstance(error, OpenBaoUnavailable) else _reason(error)
-        address = f"export BAO_ADDR={shlex.quote(str(props.get('address')))}"
+        address = f"export {bao_env(props)}"
         fix = shlex.join(["uv", "run", "bao", "kv", "metadata", "delete", f"-mount={props.get('mount')}", str(props.get("path"))])
         return (
             f"the OpenBao entry {where} was not deleted ({why}): what it holds was revoked with this stack. If that OpenBao "
@@ -257,6 +269,10 @@ class OpenBaoKvProvider(ResourceProvider):
 class OpenBaoKvArgs:
     address: pulumi.Input[str]
     """OpenBao's API as the host reaches it."""
+    ca_file: pulumi.Input[str]
+    """Host path of the platform CA's certificate, which OpenBao's must come from..."""
+    server_name: pulumi.Input[str]
+    """... for this name, or it gets no password (openbao_api.trusting)."""
     username: pulumi.Input[str]
     """A userpass user that may read and write the path."""
     password: pulumi.Input[str]
@@ -276,6 +292,8 @@ class OpenBaoKv(pulumi.dynamic.Resource, module="openbao", name="KvSecret"):
     def __init__(self, name: str, args: OpenBaoKvArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props: dict[str, Any] = {
             "address": args.address,
+            "ca_file": args.ca_file,
+            "server_name": args.server_name,
             "username": args.username,
             "password": pulumi.Output.secret(args.password),
             "mount": args.mount,

@@ -28,6 +28,8 @@ def mirror(
     values: Mapping[str, pulumi.Input[str]],
     *,
     address: pulumi.Input[str],
+    ca_file: pulumi.Input[str],
+    server_name: pulumi.Input[str],
     username: str,
     password: pulumi.Input[str],
     context: Mapping[str, Mapping[str, pulumi.Input[str]]] | None = None,
@@ -53,6 +55,8 @@ def mirror(
             kv_resource_name(path),
             OpenBaoKvArgs(
                 address=address,
+                ca_file=ca_file,
+                server_name=server_name,
                 username=username,
                 password=password,
                 path=path,

@@ -67,8 +67,11 @@ CA_CERT_FILE = "caCertFile"
 """Host path of the same certificate, for users to trust."""
 OPENBAO_ADDR = "openbaoAddr"
 """OpenBao's API as the host reaches it."""
+OPENBAO_SERVER_NAME = "openbaoServerName"
+"""The name OpenBao's certificate (from the CA of CA_CERT_FILE) is for: every client at OPENBAO_ADDR
+checks the certificate against it (`BAO_TLS_SERVER_NAME` for the `bao` CLI) before it sends a password."""
 OPENBAO_CLUSTER_ADDR = "openbaoClusterAddr"
-"""OpenBao's API as pods reach it."""
+"""OpenBao's API as pods reach it (TLS; the certificate is for OPENBAO_SERVER_NAME)."""
 OPENBAO_ADMIN_PASSWORD_FILE = "openbaoAdminPasswordFile"
 """Host path of the password of OpenBao's `admin` user (0600): where it is, never what it is."""
 OPENBAO_WRITER_PASSWORD_FILE = "openbaoWriterPasswordFile"
@@ -102,7 +105,8 @@ APPS_GROUP_OWNER = "appsGroupOwner"
 
 PHASE2 = (
     PRESERVE_DATA,
-    CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_CLUSTER_ADDR, OPENBAO_ADMIN_PASSWORD_FILE, OPENBAO_WRITER_PASSWORD_FILE,
+    CA_CERT_PEM, CA_CERT_FILE, OPENBAO_ADDR, OPENBAO_SERVER_NAME, OPENBAO_CLUSTER_ADDR, OPENBAO_ADMIN_PASSWORD_FILE,
+    OPENBAO_WRITER_PASSWORD_FILE,
     POSTGRES_HOST, REDIS_HOST,
     MINIO_ENDPOINT, GITLAB_URL, REGISTRY_HOST, ADMIN_TOKEN_FILE, GLAB_TOKEN_FILE, GITLAB_ROOT_PASSWORD_FILE, APPS_NAMESPACE,
     DEPLOY_KUBECONFIG, RUNNER_ID, APPS_GROUP_ID, APPS_GROUP_PATH, APPS_GROUP_OWNER,

@@ -90,7 +90,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     )
     tls = _tls(ground)
     data = _data_tier(ground)
-    openbao = _openbao(ground, data.postgres)
+    openbao = _openbao(ground, data.postgres, tls)
     _node_access(ground, tls)
     gitlab = _gitlab(ground, gateway_crds, tls, data)
     admin = _admin(ground, tls, gitlab)
@@ -284,13 +284,18 @@ def _data_tier(ground: Ground) -> DataTier:
     return DataTier(postgres=postgres, redis=redis, minio=minio)
 
 
-def _openbao(ground: Ground, postgres: Postgres) -> OpenBao:
+def _openbao(ground: Ground, postgres: Postgres, tls: Tls) -> OpenBao:
     inputs, folders = ground.inputs, ground.folders
     return OpenBao(
         "openbao",
         OpenBaoArgs(
             node_port=int(inputs[outputs.OPENBAO_NODE_PORT]),
-            host_address=f"http://127.0.0.1:{int(inputs[outputs.OPENBAO_PORT])}",
+            host_address=f"https://127.0.0.1:{int(inputs[outputs.OPENBAO_PORT])}",
+            server_name=tls_component.openbao_server_name(str(inputs[outputs.DOMAIN])),
+            tls_cert_pem=tls.openbao_cert_pem,
+            tls_key_pem=tls.openbao_key_pem,
+            ca_cert_pem=tls.ca_cert_pem,
+            ca_file=tls.ca_file,
             postgres_host=postgres.host,
             database=pg.OPENBAO_DATABASE,
             role=pg.OPENBAO_ROLE,
@@ -537,6 +542,7 @@ def _mirror_credentials(inputs: Mapping[str, Any], platform: Platform) -> None:
             "gitlab-ssh-host-keys": gitlab.ssh_host_keys,
             "platform-ca-key": tls.ca_key_pem,
             "gateway-tls-key": tls.wildcard_key_pem,
+            "openbao-tls-key": tls.openbao_key_pem,
             "runner-token": runner.token,
             "image-build-runner-token": image_build_runner.token,
             "ci-deploy-kubeconfig": ci_access.kubeconfig,
@@ -555,6 +561,8 @@ def _mirror_credentials(inputs: Mapping[str, Any], platform: Platform) -> None:
             "ci/deploy-kubeconfig": {"token": ci_access.kubeconfig.apply(kubeconfig_token)},
         },
         address=openbao.address,
+        ca_file=openbao.ca_file,
+        server_name=openbao.server_name,
         username=openbao.writer_username,
         password=openbao.writer_password,
         depends_on=[openbao.init],
@@ -570,6 +578,7 @@ def _outputs(inputs: Mapping[str, Any], platform: Platform, owner: str) -> dict[
         outputs.CA_CERT_PEM: tls.ca_cert_pem,
         outputs.CA_CERT_FILE: tls.ca_file,
         outputs.OPENBAO_ADDR: openbao.address,
+        outputs.OPENBAO_SERVER_NAME: openbao.server_name,
         outputs.OPENBAO_CLUSTER_ADDR: openbao.cluster_address,
         # Where the admin's password is, never the password: no output is a root credential.
         outputs.OPENBAO_ADMIN_PASSWORD_FILE: openbao.admin_password_file,

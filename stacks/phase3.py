@@ -91,6 +91,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             str(credentials.deploy_token(project).path): {"username": token.username} for project, token in apps.deploy_tokens.items()
         },
         address=inputs[outputs.OPENBAO_ADDR],
+        ca_file=inputs[outputs.CA_CERT_FILE],
+        server_name=inputs[outputs.OPENBAO_SERVER_NAME],
         username=WRITER_USER,
         password=openbao_password,
         depends_on=[inputs[outputs.OPENBAO_INIT]] if outputs.OPENBAO_INIT in inputs else [],

@@ -26,6 +26,7 @@ from apps_manifest import host_names, load_manifest
 from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, runner_description
 from providers import http, poll
 from providers.gitlab_api import GitLab, GitLabApiError, encode
+from providers.openbao_api import impostor
 from stacks import outputs
 
 REQUEST_TIMEOUT = 5.0
@@ -70,6 +71,8 @@ class Platform:
     """What phase3 reaches, as phase2's outputs say (`from_outputs`)."""
 
     openbao_addr: str
+    openbao_server_name: str
+    """The name OpenBao's certificate (from the CA of `ca_file`) must be for."""
     gitlab_url: str
     registry_url: str
     ca_file: str
@@ -88,6 +91,7 @@ def from_outputs(inputs: Mapping[str, Any]) -> Platform:
     domain = (urlsplit(gitlab_url).hostname or "").split(".", 1)[-1]  # gitlab.<domain>
     return Platform(
         openbao_addr=str(inputs[outputs.OPENBAO_ADDR]).rstrip("/"),
+        openbao_server_name=str(inputs[outputs.OPENBAO_SERVER_NAME]),
         gitlab_url=gitlab_url,
         registry_url=f"https://{inputs[outputs.REGISTRY_HOST]}",
         ca_file=str(inputs[outputs.CA_CERT_FILE]),
@@ -105,20 +109,24 @@ def _id(value: Any) -> str:
     return str(int(float(text))) if text.replace(".", "", 1).isdigit() else text
 
 
-def get(url: str, *, waits: Waits, ca_file: str | None = None, hosts_line: str = "") -> Any:
+def get(url: str, *, waits: Waits, ca_file: str | None = None, hosts_line: str = "", server_name: str | None = None) -> Any:
     """The answer to `GET url` (any status; a gateway's 502-504 once the tries run out), trusting
-    `ca_file` alone for https; an http.NoAnswer saying why there is none.
+    `ca_file` alone for https (for `server_name`, when named); an http.NoAnswer saying why there is none.
     """
-    with http.session(ca_file=ca_file) as asking:
+    with http.session(ca_file=ca_file, server_name=server_name) as asking:
         return http.send(asking, "GET", url, timeout=waits.timeout, pauses=waits.pauses, hosts_line=hosts_line)
 
 
-def check_openbao(address: str, *, waits: Waits) -> str | None:
-    """Why OpenBao at `address` cannot serve phase3, or None: it answers, initialised and unsealed."""
+def check_openbao(address: str, *, waits: Waits, ca_file: str | None = None, server_name: str | None = None) -> str | None:
+    """Why OpenBao at `address` cannot serve phase3, or None: it answers, with OpenBao's certificate
+    from `ca_file` for `server_name`, initialised and unsealed.
+    """
     where = f"OpenBao at {address}"
     try:
-        response = get(f"{address}/v1/sys/health", waits=waits)
+        response = get(f"{address}/v1/sys/health", waits=waits, ca_file=ca_file, server_name=server_name)
         health = response.json()
+    except http.Unverified:
+        return impostor({"address": address, "ca_file": ca_file, "server_name": server_name})
     except http.NoAnswer as error:
         return f"{where} does not answer: {error}; look at its pod: `kubectl -n openbao get pods`"
     except ValueError:
@@ -232,7 +240,7 @@ def problems(platform: Platform, token: str | None, *, waits: Waits = Waits(), t
     GitLab token, or None with `token_problem` saying why it cannot be read.
     """
     found = []
-    if problem := check_openbao(platform.openbao_addr, waits=waits):
+    if problem := check_openbao(platform.openbao_addr, waits=waits, ca_file=platform.ca_file, server_name=platform.openbao_server_name):
         found.append(problem)
     api = None
     if token is not None:

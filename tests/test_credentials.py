@@ -125,12 +125,28 @@ def test_in_dev_phase3s_credentials_wait_for_openbaos_initialisation() -> None:
 
 def test_the_mirror_refuses_a_catalogue_entry_without_a_value() -> None:
     with pytest.raises(ValueError, match="no value for the credential.s. redis-password"):
-        mirror([BY_NAME["redis-password"]], {}, address="http://127.0.0.1:8200", username="blueprint", password="x")
+        mirror(
+            [BY_NAME["redis-password"]],
+            {},
+            address="https://127.0.0.1:8200",
+            ca_file="/ca.crt",
+            server_name="openbao.x",
+            username="blueprint",
+            password="x",
+        )
 
 
 def test_the_mirror_refuses_a_value_without_a_catalogue_entry() -> None:
     with pytest.raises(ValueError, match="unknown-password have no catalogue entry"):
-        mirror([], {"unknown-password": "x"}, address="http://127.0.0.1:8200", username="blueprint", password="x")
+        mirror(
+            [],
+            {"unknown-password": "x"},
+            address="https://127.0.0.1:8200",
+            ca_file="/ca.crt",
+            server_name="openbao.x",
+            username="blueprint",
+            password="x",
+        )
 
 
 def test_catalogue_names_are_unique_and_kebab_case() -> None:

@@ -272,7 +272,7 @@ def test_the_headlamp_login_names_headlamps_namespace_and_account() -> None:
 
 
 def test_openbaos_login_user_is_the_admin_user_openbao_configures() -> None:
-    assert f"| OpenBao | http://127.0.0.1:8200 | user `{ADMIN_USER}`:" in text()
+    assert f"| OpenBao | https://127.0.0.1:8200 | user `{ADMIN_USER}`:" in text()
 
 
 def test_upgrading_names_the_layout_record_beside_the_data_and_the_verbs_that_stop_over_a_newer_release() -> None:

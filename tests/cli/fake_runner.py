@@ -14,7 +14,8 @@ from stacks import outputs
 PHASE2 = {
     outputs.GITLAB_URL: "https://gitlab.local.example.net",
     outputs.REGISTRY_HOST: "registry.local.example.net",
-    outputs.OPENBAO_ADDR: "http://127.0.0.1:8200",
+    outputs.OPENBAO_ADDR: "https://127.0.0.1:8200",
+    outputs.OPENBAO_SERVER_NAME: "openbao.local.example.net",
     outputs.CA_CERT_FILE: "/data/platform/ca.crt",
     outputs.ADMIN_TOKEN_FILE: "/data/platform/secrets/gitlab-admin-token",
     outputs.GLAB_TOKEN_FILE: "/data/platform/secrets/gitlab-glab-token",

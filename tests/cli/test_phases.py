@@ -95,7 +95,7 @@ def phase3_up() -> dict[str, Any]:
 
 def test_up_ends_with_the_tally_of_every_manifest_projects_smoke_pipeline() -> None:
     runner = FakeRunner(existing={"phase2": PHASE2, "phase3": phase3_up()})
-    ctx, out = context(runner, probe=lambda url, ca, headers: "ok")
+    ctx, out = context(runner, probe=lambda url, ca, headers, **_: "ok")
     assert phases.up(ctx, "3") == 0
     assert out.getvalue().splitlines()[-1] == f"{len(load_manifest())}/{len(load_manifest())} smoke pipelines green"
 

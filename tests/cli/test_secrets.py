@@ -22,9 +22,9 @@ import pytest
 from cli import commands, secrets
 from cli.main import main, parser
 from components.openbao import WRITER_USER
-from providers.http import session
 from stacks import outputs
 from tests.cli.fake_runner import FakeRunner
+from tests.providers.bao_tls import SERVER_NAME, Impostor, issue
 from tests.providers.engine import BaoServer, running_bao
 
 VALUE = "s3cr3t-value-of-redis"
@@ -32,10 +32,12 @@ VALUE = "s3cr3t-value-of-redis"
 
 @pytest.fixture(scope="module")
 def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
-    """One in-memory, self-initialised server for the module, holding redis-password's entry."""
-    with running_bao(tmp_path_factory.mktemp("secrets") / "bao", persistent=False) as server:
+    """One in-memory, self-initialised server for the module, over TLS as phase2's, holding redis-password's entry."""
+    folder = tmp_path_factory.mktemp("secrets")
+    with running_bao(folder / "bao", persistent=False, pki=issue(folder / "pki")) as server:
         server.wait_until_active()
-        client = hvac.Client(url=server.address, session=session())  # no proxy from the environment
+        asking = server.session()  # no proxy from the environment
+        client = hvac.Client(url=server.address, session=asking, verify=asking.verify)
         client.auth.userpass.login(username=WRITER_USER, password=server.writer_password)
         client.secrets.kv.v2.create_or_update_secret(path="redis", secret={"password": VALUE, "host": "valkey"}, mount_point="secret")
         yield server
@@ -47,8 +49,11 @@ def platform(folder: Path, bao: BaoServer, *, address: str | None = None) -> dic
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "openbao-admin-password").write_text(bao.admin_password + "\n")
     (folder / "openbao-blueprint-password").write_text(bao.writer_password + "\n")
+    assert bao.pki is not None
     return {
         outputs.OPENBAO_ADDR: address or bao.address,
+        outputs.CA_CERT_FILE: str(bao.pki.ca_file),
+        outputs.OPENBAO_SERVER_NAME: SERVER_NAME,
         outputs.OPENBAO_ADMIN_PASSWORD_FILE: str(folder / "openbao-admin-password"),
         outputs.OPENBAO_WRITER_PASSWORD_FILE: str(folder / "openbao-blueprint-password"),
     }
@@ -139,6 +144,25 @@ def test_show_with_openbao_unreachable_asks_whether_the_cluster_is_up_and_offers
     assert str(tmp_path / "gitlab-root-password") in err
     _, _, err = show("runner-token", values)
     assert "it has no host file: only OpenBao holds it" in err
+    assert "Traceback" not in err
+
+
+def test_show_sends_no_password_to_a_server_without_openbaos_certificate(bao: BaoServer, tmp_path: Path) -> None:
+    impostor = Impostor(issue(tmp_path / "theirs"))  # another CA's certificate for the very name
+    try:
+        code, out, err = show("redis-password", platform(tmp_path, bao, address=impostor.address))
+    finally:
+        impostor.close()
+    assert (code, out, impostor.got) == (1, "", [])
+    assert f"what answers at {impostor.address} is not blueprint's OpenBao" in err
+    assert "Traceback" not in err
+
+
+def test_show_with_a_missing_ca_file_says_how_to_write_it_again(bao: BaoServer, tmp_path: Path) -> None:
+    code, out, err = show("redis-password", {**platform(tmp_path, bao), outputs.CA_CERT_FILE: str(tmp_path / "gone.crt")})
+    assert (code, out) == (1, "")
+    assert f"the CA certificate {tmp_path / 'gone.crt'} that the platform's certificates are checked against is missing" in err
+    assert "caCertPem" in err
     assert "Traceback" not in err
 
 

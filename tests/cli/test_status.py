@@ -19,7 +19,7 @@ def test_status_reports_each_phase_and_each_health(tmp_path: Path) -> None:
     runner = FakeRunner(existing={"phase1": {}, "phase2": phase2, "phase3": {outputs.APP_URLS: {"guestbook": "https://guestbook.x"}}})
     probed: list[str] = []
 
-    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+    def probe(url: str, ca: str, headers: Mapping[str, str], **_: object) -> str:
         probed.append(url)
         return "ok"
 
@@ -38,7 +38,7 @@ def test_the_cli_calls_gitlab_with_the_admin_token_of_phase2s_file(tmp_path: Pat
     runner = FakeRunner(existing={"phase2": phase2_with_token(tmp_path, "FromTheFile42")})
     sent: dict[str, str] = {}
 
-    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+    def probe(url: str, ca: str, headers: Mapping[str, str], **_: object) -> str:
         sent[url.split("/", 3)[-1]] = dict(headers).get("PRIVATE-TOKEN", "")
         return "ok"
 
@@ -52,7 +52,7 @@ def test_status_without_the_admin_token_file_says_which_file_and_what_to_run(tmp
     runner = FakeRunner(existing={"phase2": {**PHASE2, outputs.ADMIN_TOKEN_FILE: str(missing)}})
     probed: list[str] = []
 
-    def probe(url: str, ca: str, headers: Mapping[str, str]) -> str:
+    def probe(url: str, ca: str, headers: Mapping[str, str], **_: object) -> str:
         probed.append(url)
         return "ok"
 
@@ -92,7 +92,7 @@ def test_status_ends_with_the_image_cache_read_from_phase1s_outputs_or_none_when
 def test_status_shows_a_crafted_recorded_version_bounded_and_without_control_characters() -> None:
     crafted = "\x1b]0;owned\x07\x1b[2J" + "A" * 5000 + "\nphase2: up, by blueprint 0.1.0"
     runner = FakeRunner(existing={"phase1": {outputs.BLUEPRINT_VERSION: crafted}})
-    text = status.status(runner, lambda url, ca, headers: "ok", image_cache=lambda phase1: [])
+    text = status.status(runner, lambda url, ca, headers, **_: "ok", image_cache=lambda phase1: [])
     assert text.splitlines() == [
         f"phase1: up, by blueprint {repr(crafted)[:60]} (not a blueprint version)",
         "phase2: not up",
@@ -135,3 +135,17 @@ def test_probe_of_plain_http_needs_no_ca_file(tmp_path: Path) -> None:
     """OpenBao answers on plain http at 127.0.0.1: our CA file, missing or not, plays no part."""
     said = status.probe(f"http://127.0.0.1:{free_port()}/v1/sys/seal-status", str(tmp_path / "ca.crt"), {})
     assert said == "unreachable (ConnectionError)"
+
+
+def test_openbao_is_probed_under_its_own_name_never_the_loopback_address(tmp_path: Path) -> None:
+    """Reached at 127.0.0.1, OpenBao proves who it is with a certificate for its own name."""
+    runner = FakeRunner(existing={"phase2": phase2_with_token(tmp_path)})
+    names: dict[str, object] = {}
+
+    def probe(url: str, ca: str, headers: Mapping[str, str], server_name: object = None) -> str:
+        names[url.split("/", 3)[-1]] = server_name
+        return "ok"
+
+    status.status(runner, probe, image_cache=lambda phase1: [])
+    assert names["v1/sys/seal-status"] == "openbao.local.example.net"
+    assert names["api/v4/version"] is None

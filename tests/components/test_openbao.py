@@ -188,7 +188,7 @@ def test_openbao_waits_for_its_database() -> None:
 def test_the_check_runs_against_the_host_port_as_the_writer() -> None:
     phase1 = planned("phase1").outputs
     init = planned("phase2").one(INIT, "openbao-init")
-    assert init["inputs"]["address"] == f"http://127.0.0.1:{phase1[outputs.OPENBAO_PORT]['value']}"
+    assert init["inputs"]["address"] == f"https://127.0.0.1:{phase1[outputs.OPENBAO_PORT]['value']}"
     assert (init["inputs"]["username"], init["inputs"]["password"]) == ("blueprint", "[secret]")
     assert init["additionalSecretOutputs"] == ["password", "request_secrets"]
 
@@ -233,7 +233,9 @@ def test_the_keys_to_openbao_are_never_written_into_openbao() -> None:
 def test_the_summary_logs_in_as_admin_from_the_password_file_never_a_root_token() -> None:
     phase2 = {
         outputs.GITLAB_URL: "https://gitlab.local.example.net",
-        outputs.OPENBAO_ADDR: "http://127.0.0.1:8200",
+        outputs.OPENBAO_ADDR: "https://127.0.0.1:8200",
+        outputs.CA_CERT_FILE: "/data/ca.crt",
+        outputs.OPENBAO_SERVER_NAME: "openbao.local.example.net",
         outputs.OPENBAO_ADMIN_PASSWORD_FILE: "/data/it's/openbao-admin-password",
         outputs.ADMIN_TOKEN_FILE: "/data/it's/gitlab-admin-token",
         outputs.GITLAB_ROOT_PASSWORD_FILE: "/data/it's/gitlab-root-password",
@@ -241,7 +243,8 @@ def test_the_summary_logs_in_as_admin_from_the_password_file_never_a_root_token(
     text = report.summary({"phase1": {}, "phase2": phase2, "phase3": {}})
     assert "openbaoRootToken" not in text
     login = "uv run bao login -method=userpass username=admin password=-"
-    assert f"export BAO_ADDR=http://127.0.0.1:8200; tr -d '\\n' < '/data/it'\"'\"'s/openbao-admin-password' | {login}" in text
+    where = "BAO_ADDR=https://127.0.0.1:8200 BAO_CACERT=/data/ca.crt BAO_TLS_SERVER_NAME=openbao.local.example.net"
+    assert f"export {where}; tr -d '\\n' < '/data/it'\"'\"'s/openbao-admin-password' | {login}" in text
 
 
 def test_the_tests_run_the_openbao_version_deployed() -> None:
@@ -257,10 +260,11 @@ def test_the_pod_rolls_when_a_secret_of_its_environment_changes() -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", annotations[openbao.ENVIRONMENT_ANNOTATION])
     bootstrap = {"seal-key": "k" * 32, "writer-password": "w" * 40, "admin-password": "a" * 40}
     url = "postgres://openbao:p@host:5432/openbao?sslmode=require"
-    digest = openbao.environment_checksum(bootstrap, url)
+    tls = {"tls.crt": "certificate", "tls.key": "key", "ca.crt": "ca"}
+    digest = openbao.environment_checksum(bootstrap, url, tls)
     for key in bootstrap:
-        assert openbao.environment_checksum({**bootstrap, key: bootstrap[key].upper()}, url) != digest
-    assert openbao.environment_checksum(bootstrap, url.replace(":p@", ":q@")) != digest
+        assert openbao.environment_checksum({**bootstrap, key: bootstrap[key].upper()}, url, tls) != digest
+    assert openbao.environment_checksum(bootstrap, url.replace(":p@", ":q@"), tls) != digest
 
 
 def test_the_environment_annotation_tells_nothing_of_the_secrets_without_the_seal_key() -> None:
@@ -269,8 +273,49 @@ def test_the_environment_annotation_tells_nothing_of_the_secrets_without_the_sea
     import json
 
     bootstrap = {"seal-key": "k" * 32, "writer-password": "w" * 40, "admin-password": "hunter2hunter2hunter2"}
-    message = json.dumps({"bootstrap": bootstrap, "storage": "u"}, sort_keys=True).encode()
-    digest = openbao.environment_checksum(bootstrap, "u")
+    message = json.dumps({"bootstrap": bootstrap, "storage": "u", "tls": {}}, sort_keys=True).encode()
+    digest = openbao.environment_checksum(bootstrap, "u", {})
     assert digest != hashlib.sha256(message).hexdigest()
-    assert openbao.environment_checksum({**bootstrap, "seal-key": "j" * 32}, "u") != digest
+    assert openbao.environment_checksum({**bootstrap, "seal-key": "j" * 32}, "u", {}) != digest
     assert planned("phase2").one("kubernetes:helm.sh/v3:Release", "openbao-chart")["inputs"]["values"] != "[secret]"
+
+
+SECRET = "kubernetes:core/v1:Secret"
+
+
+def test_the_api_serves_tls_alone_with_openbaos_certificate_from_the_platform_ca() -> None:
+    """The host port is on the laptop's loopback, where any program may listen: the server proves who it is with TLS."""
+    result = planned("phase2")
+    domain = planned("phase1").outputs[outputs.DOMAIN]["value"]
+    request = result.one("tls:index/certRequest:CertRequest", "tls-openbao-request")["inputs"]
+    assert request["dnsNames"] == [f"openbao.{domain}"]
+    certificate = result.one("tls:index/locallySignedCert:LocallySignedCert", "tls-openbao")
+    assert result.one("pulumi-python:dynamic/blueprint:CaCertificate", "tls-ca")["urn"] in certificate["dependsOn"]
+    secret = result.one(SECRET, "openbao-tls")
+    assert (secret["inputs"]["metadata"]["name"], secret["inputs"]["metadata"]["namespace"]) == (openbao.TLS_SECRET, "openbao")
+    assert secret["inputs"]["type"] == "kubernetes.io/tls"
+    assert secret["urn"] in result.one("kubernetes:helm.sh/v3:Release", "openbao-chart")["dependsOn"]
+    values = result.one("kubernetes:helm.sh/v3:Release", "openbao-chart")["inputs"]["values"]
+    assert values["global"] == {"tlsDisable": False}
+    assert values["server"]["extraVolumes"] == [{"type": "secret", "name": openbao.TLS_SECRET}]
+    assert f'tls_cert_file = "/openbao/userconfig/{openbao.TLS_SECRET}/tls.crt"' in openbao.SERVER_CONFIG
+    assert "tls_disable" not in openbao.SERVER_CONFIG
+
+
+def test_every_host_client_checks_openbaos_certificate_before_it_logs_in() -> None:
+    result = planned("phase2")
+    domain = planned("phase1").outputs[outputs.DOMAIN]["value"]
+    for resource in [result.one(INIT, "openbao-init"), *result.find(KV)]:
+        assert resource["inputs"]["address"].startswith("https://127.0.0.1:"), resource["urn"]
+        assert resource["inputs"]["server_name"] == f"openbao.{domain}", resource["urn"]
+        assert resource["inputs"]["ca_file"].endswith("/ca.crt"), resource["urn"]
+    assert result.outputs[outputs.OPENBAO_SERVER_NAME]["value"] == f"openbao.{domain}"
+
+
+def test_a_new_certificate_rolls_the_pod() -> None:
+    """OpenBao reads its certificate at start: a renewed one must reach the pod at once."""
+    bootstrap = {"seal-key": "k" * 32, "writer-password": "w" * 40, "admin-password": "a" * 40}
+    tls = {"tls.crt": "certificate", "tls.key": "key", "ca.crt": "ca"}
+    digest = openbao.environment_checksum(bootstrap, "u", tls)
+    for key in tls:
+        assert openbao.environment_checksum(bootstrap, "u", {**tls, key: "renewed"}) != digest

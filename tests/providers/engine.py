@@ -45,6 +45,7 @@ from providers.openbao_init import PROVIDER_VERSION, OpenBaoInitProvider
 from providers.openbao_kv import PROVIDER_VERSION as KV_VERSION
 from providers.openbao_kv import OpenBaoKvProvider, current
 from stacks.config import PROJECT_DIR
+from tests.providers.bao_tls import SERVER_NAME, Pki
 
 P = TypeVar("P", bound=ResourceProvider)
 
@@ -97,10 +98,16 @@ class BaoServer:
     """Raft storage in `folder`, which outlives a restart; otherwise `inmem`, which starts at once
     (raft elects its one node a second or two after a first start) and is gone with the process."""
     process: subprocess.Popen[bytes] | None = None
+    pki: Pki | None = None
+    """With one, the listener serves TLS with its leaf (for SERVER_NAME), as phase2's does; else plain HTTP."""
 
     @property
     def address(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.pki else 'http'}://127.0.0.1:{self.port}"
+
+    def session(self) -> requests.Session:
+        """A session that trusts the server's CA for SERVER_NAME, as the providers do (plain without a `pki`)."""
+        return session(ca_file=str(self.pki.ca_file), server_name=SERVER_NAME) if self.pki else session()
 
     @property
     def log(self) -> Path:
@@ -109,7 +116,10 @@ class BaoServer:
     def config(self) -> str:
         from components.openbao import server_config
 
-        listener = f'listener "tcp" {{\n  address = "127.0.0.1:{self.port}"\n  tls_disable = true\n}}\n'
+        tls = (
+            f'  tls_cert_file = "{self.pki.cert_file}"\n  tls_key_file = "{self.pki.key_file}"\n' if self.pki else "  tls_disable = true\n"
+        )
+        listener = f'listener "tcp" {{\n  address = "127.0.0.1:{self.port}"\n{tls}}}\n'
         storage = (
             f'storage "raft" {{\n  path = "{self.folder / "raft"}"\n  node_id = "test"\n  performance_multiplier = 1\n}}\n'
             f'api_addr = "{self.address}"\ncluster_addr = "http://127.0.0.1:{free_port()}"\n'
@@ -143,7 +153,7 @@ class BaoServer:
 
     def _wait_for_an_answer(self, process: subprocess.Popen[bytes], *, may_exit: bool, within: float) -> None:
         deadline = time.monotonic() + within
-        with session() as asking:
+        with self.session() as asking:
             while time.monotonic() < deadline:
                 if process.poll() is not None:
                     if may_exit:
@@ -159,7 +169,7 @@ class BaoServer:
     def wait_until_active(self) -> None:
         """Until the server answers `sys/health` as the active node (raft elects itself a moment after the start)."""
         deadline = time.monotonic() + 30
-        with session() as asking:
+        with self.session() as asking:
             while time.monotonic() < deadline:
                 with contextlib.suppress(requests.RequestException):
                     if asking.get(f"{self.address}/v1/sys/health", timeout=1).status_code == 200:
@@ -180,9 +190,9 @@ class BaoServer:
 
 
 @contextlib.contextmanager
-def running_bao(folder: Path, *, persistent: bool = True) -> Iterator[BaoServer]:
-    """A started `BaoServer`, killed on the way out, whatever failed (its start included)."""
-    server = BaoServer(folder, persistent=persistent)
+def running_bao(folder: Path, *, persistent: bool = True, pki: Pki | None = None) -> Iterator[BaoServer]:
+    """A started `BaoServer` (over TLS with `pki`), killed on the way out, whatever failed (its start included)."""
+    server = BaoServer(folder, persistent=persistent, pki=pki)
     try:
         server.start()
         yield server
@@ -220,8 +230,14 @@ def init_inputs(server: BaoServer, folder: Path, **extra: Any) -> dict[str, Any]
         "wait_seconds": 20.0,
         "http_timeout": 10.0,
         "provider_version": PROVIDER_VERSION,
+        **tls_inputs(server),
         **extra,
     }
+
+
+def tls_inputs(server: BaoServer) -> dict[str, str]:
+    """What the providers check the server's certificate with (phase2's CA file, OpenBao's name); none over plain HTTP."""
+    return {"ca_file": str(server.pki.ca_file), "server_name": SERVER_NAME} if server.pki else {}
 
 
 def init_provider() -> OpenBaoInitProvider:
@@ -229,7 +245,7 @@ def init_provider() -> OpenBaoInitProvider:
 
 
 def login(server: BaoServer, user: str, password: str) -> str:
-    with session() as asking:
+    with server.session() as asking:
         response = asking.post(f"{server.address}/v1/auth/userpass/login/{user}", json={"password": password}, timeout=10)
     response.raise_for_status()
     return str(response.json()["auth"]["client_token"])
@@ -244,7 +260,7 @@ def writer_token(server: BaoServer) -> str:
 
 
 def call(server: BaoServer, method: str, path: str, token: str, body: dict[str, Any] | None = None) -> requests.Response:
-    with session() as asking:
+    with server.session() as asking:
         return asking.request(method, f"{server.address}/v1/{path}", headers={"X-Vault-Token": token}, json=body, timeout=10)
 
 
@@ -259,6 +275,7 @@ def an_up_succeeds(server: BaoServer, folder: Path, path: str) -> None:
         "path": path,
         "data": {"password": "s3cret"},
         "provider_version": KV_VERSION,
+        **tls_inputs(server),
     }
     as_engine_loads(OpenBaoKvProvider()).create(kv)
     assert current(kv) == {"password": "s3cret"}

@@ -219,7 +219,7 @@ def test_openbao_is_called_without_the_environments_proxy_or_token(
     monkeypatch.setenv("VAULT_TOKEN", "s.a-token-of-someone-else")
     monkeypatch.setenv("HOME", str(tmp_path))
     provider.create(kv(bao, path, password="value"))
-    assert openbao_kv._client(bao.address).token == ""
+    assert openbao_kv._client({"address": bao.address}).token == ""
     monkeypatch.undo()  # the test's own admin client reads through the environment
     assert stored(bao, path) == {"password": "value"}
 

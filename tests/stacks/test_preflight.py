@@ -25,6 +25,7 @@ from components.runner import runner_description
 from providers.ca_certificate import issue_ca_certificate
 from stacks import outputs, preflight
 from stacks.phase3 import preflight_applies
+from tests.providers.bao_tls import SERVER_NAME
 from tests.providers.clock import FakeClock, install
 from tests.providers.engine import BaoServer, free_port, running_bao
 from tests.providers.gitlab_stub import TOKEN, GitLabState, gitlab_stub
@@ -170,6 +171,7 @@ def world(tls: Tls, bao: BaoServer, tmp_path: Path) -> Iterator[World]:
     with gitlab_stub(state, tls=tls.server) as gitlab_url, registry_stub(registry, tls.server) as registry_url:
         platform = preflight.Platform(
             openbao_addr=bao.address,
+            openbao_server_name=SERVER_NAME,
             gitlab_url=gitlab_url,
             registry_url=registry_url,
             ca_file=str(tls.ca_file),
@@ -230,8 +232,10 @@ def test_gitlab_certificate_our_ca_does_not_sign_names_the_ca_file(world: World,
 def test_missing_ca_file_names_the_command_that_writes_it(world: World, tmp_path: Path) -> None:
     world.platform = replace(world.platform, ca_file=str(tmp_path / "gone.crt"))
     found = world.problems()
-    assert len(found) == 2
-    assert all(f"the CA certificate {tmp_path / 'gone.crt'} that GitLab's certificate is checked against is missing" in p for p in found)
+    assert len(found) == 3  # OpenBao, GitLab and the registry: each is checked against it
+    assert all(
+        f"the CA certificate {tmp_path / 'gone.crt'} that the platform's certificates are checked against is missing" in p for p in found
+    )
 
 
 def test_gitlab_that_refuses_the_admin_token_is_named(world: World) -> None:
@@ -339,6 +343,7 @@ def phase2_outputs(world: World) -> dict[str, Any]:
     platform = world.platform
     return {
         outputs.OPENBAO_ADDR: platform.openbao_addr,
+        outputs.OPENBAO_SERVER_NAME: platform.openbao_server_name,
         outputs.GITLAB_URL: "https://gitlab.local.example.net",
         outputs.REGISTRY_HOST: "registry.local.example.net",
         outputs.CA_CERT_FILE: platform.ca_file,
