@@ -6,6 +6,7 @@ made with the namespace or the account, and again by the first `up` within RENEW
 (`providers/deploy_kubeconfig.py`), which hands it on to phase3's CI variable. Bound tokens die with
 the account, so no job may mint a credential of its own: two ValidatingAdmissionPolicies
 (CREDENTIAL_POLICIES) refuse a token Secret and a `ci-deployer` pod (docs/design/decisions.md, entry 29).
+The apps' pods reach only DNS, each other and the public internet (`components/apps_egress.py`).
 
 To take CI's access away at once, delete the account, tell Pulumi it is gone, and `up`:
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.apps_egress import AppsEgress, AppsEgressArgs
 from components.pod_security import pod_security_labels
 from components.scripts import script
 from components.storage import as_input
@@ -147,6 +149,8 @@ class CiAccess(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy, namespace])),
                 )
             )
+        # What CI deploys runs isolated from the platform (a Developer's code can reach the default branch's build).
+        guards.append(AppsEgress(f"{name}-egress", AppsEgressArgs(namespace=namespace.metadata.name), opts=child))
         # The account gets its rights only once the guards are in place.
         binding = k8s.rbac.v1.RoleBinding(
             f"{name}-binding",

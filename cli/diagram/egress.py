@@ -1,5 +1,6 @@
-"""What CI pods may reach, read from the offline plans' NetworkPolicies (components/runner_egress.py):
-per namespace and pod selector, each allowed destination as the policy names it.
+"""What CI pods, and the pods CI deploys, may reach, read from the offline plans' NetworkPolicies
+(components/runner_egress.py, components/apps_egress.py): per namespace and pod selector, each
+allowed destination as the policy names it, an address block with the ranges it excepts.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def _labels(selector: Mapping[str, Any] | None) -> str:
 
 def _peer(peer: Mapping[str, Any]) -> str:
     if "ipBlock" in peer:
-        return str(peer["ipBlock"]["cidr"])
+        excepted = peer["ipBlock"].get("except") or []
+        return str(peer["ipBlock"]["cidr"]) + (f" except {', '.join(excepted)}" if excepted else "")
     namespace = ((peer.get("namespaceSelector") or {}).get("matchLabels") or {}).get("kubernetes.io/metadata.name", "its namespace")
     return f"{namespace} ({_labels(peer.get('podSelector')) or 'any pod'})"
 

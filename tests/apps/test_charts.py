@@ -138,6 +138,23 @@ def test_the_guestbook_refuses_to_render_without_a_value_ci_sets(missing: str) -
         render("guestbook", values)
 
 
+def test_the_guestbook_runs_its_image_by_digest_when_ci_names_one() -> None:
+    """The deploy names the digest its build pushed; a tag may since have been pushed over."""
+    values = copy.deepcopy(CI_VALUES["guestbook"])
+    values["image"]["digest"] = "sha256:" + "0f" * 32
+    [deployment] = [doc for doc in render("guestbook", values) if doc["kind"] == "Deployment"]
+    [only] = deployment["spec"]["template"]["spec"]["containers"]
+    assert only["image"] == f"{values['image']['repository']}@sha256:{'0f' * 32}"
+
+
+@pytest.mark.parametrize("digest", ["abc123", "sha256:" + "0F" * 32, "sha256:" + "0f" * 31, "sha512:" + "0f" * 64])
+def test_the_guestbook_refuses_a_digest_not_as_buildkit_reports_it(digest: str) -> None:
+    values = copy.deepcopy(CI_VALUES["guestbook"])
+    values["image"]["digest"] = digest
+    with pytest.raises(helm_python.HelmRenderError, match="image.digest must be sha256:<64 hex digits>"):
+        render("guestbook", values)
+
+
 def test_the_guestbook_reaches_both_redis_services_and_listens_on_8080() -> None:
     env = {item["name"]: item["value"] for item in container("guestbook")["env"]}
     master, replica = one("redis", "Service"), one("redis-slave", "Service")

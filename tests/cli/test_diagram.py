@@ -400,6 +400,12 @@ def test_a_readme_without_the_markers_is_reported_as_such(tmp_path: Path, capsys
     assert not (tmp_path / "architecture.md").exists(), "nothing is written while a page cannot be made"
 
 
+def test_the_document_says_what_the_apps_may_reach_with_the_ranges_the_internet_rule_excepts(document: str) -> None:
+    section = document.split("## What CI pods may reach", 1)[1].split("\n## ", 1)[0]
+    assert "| apps | every pod | nothing | phase2 |" in section
+    assert "0.0.0.0/0 except 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, 169.254.0.0/16, 127.0.0.0/8: any port" in section
+
+
 def test_the_document_says_what_each_runner_pod_may_reach_and_what_enforces_it(document: str) -> None:
     section = document.split("## What CI pods may reach", 1)[1].split("\n## ", 1)[0]
     assert "kindnetd" in section

@@ -24,9 +24,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
-{{/* The image, refusing to render without the values CI sets. */}}
+{{/* The image, refusing to render without the values CI sets: by digest when CI names one (what the
+build pushed, which no later push can replace), else by tag (CI's lint, before the build). */}}
 {{- define "guestbook.image" -}}
 {{- $repository := required "image.repository is required: CI sets it to the project's registry image" .Values.image.repository }}
-{{- $tag := required "image.tag is required: CI sets it to the commit it built" .Values.image.tag }}
+{{- if .Values.image.digest }}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" .Values.image.digest) }}
+{{- fail (printf "image.digest must be sha256:<64 hex digits>, as BuildKit reports it; got %q" (.Values.image.digest | trunc 80)) }}
+{{- end }}
+{{- printf "%s@%s" $repository .Values.image.digest }}
+{{- else }}
+{{- $tag := required "image.tag is required: CI sets it to the commit it built (or image.digest, to what it pushed)" .Values.image.tag }}
 {{- printf "%s:%s" $repository $tag }}
+{{- end }}
 {{- end }}

@@ -1,0 +1,76 @@
+"""What the apps' pods may reach: egress NetworkPolicies in the namespace CI deploys to.
+
+CI deploys there whatever a default-branch pipeline builds, so its pods are treated as untrusted
+code. Every pod there is isolated for egress, then allowed:
+
+- cluster DNS;
+- any pod of the same namespace (the guestbook and its Redis);
+- the public internet: any IPv4 address but the private, shared, link-local and loopback ranges
+  (`NOT_PUBLIC`), which hold kind's pod and service ranges, kind's Docker network (the nodes, their
+  kubelets and API server, the mirrors), the host and whatever else is on the laptop's networks.
+
+Nothing else: not Postgres, OpenBao, Valkey, Gitaly, MinIO or GitLab's own pods, the kubelets, the
+host, the mirrors or the Kubernetes API. kindnetd enforces it, after DNAT (so a Service's address
+counts as the pod or node behind it); why: docs/design/decisions.md, entry 44. IPv6 is not allowed
+at all: kind's network is IPv4 unless configured otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.runner_egress import DNS_RULE
+from components.storage import as_input
+
+NOT_PUBLIC = (
+    "10.0.0.0/8",  # RFC 1918; also kind's pod (10.244.0.0/16) and service (10.96.0.0/16) ranges
+    "172.16.0.0/12",  # RFC 1918; kind's Docker network (runner_egress.KIND_NETWORK_BLOCKS), the host's bridge
+    "192.168.0.0/16",  # RFC 1918; likewise
+    "100.64.0.0/10",  # RFC 6598 shared address space (carrier NAT, some VPNs)
+    "169.254.0.0/16",  # link-local, cloud metadata endpoints
+    "127.0.0.0/8",  # loopback
+)
+"""IPv4 ranges that are not the public internet, excepted from the apps' internet rule."""
+
+SAME_NAMESPACE_RULE: dict[str, Any] = {"to": [{"podSelector": {}}]}
+"""Any pod of the policy's own namespace, on any port."""
+
+
+def public_internet_rule(not_public: tuple[str, ...] = NOT_PUBLIC) -> dict[str, Any]:
+    """Any IPv4 address outside `not_public`, on any port."""
+    return {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(not_public)}}]}
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppsEgressArgs:
+    namespace: pulumi.Input[str]
+    """The apps' namespace (CiAccess's)."""
+
+
+def egress_policies() -> dict[str, dict[str, Any]]:
+    """Each NetworkPolicy's name and spec (see the module docstring)."""
+    return {
+        "deny-egress": {"podSelector": {}, "policyTypes": ["Egress"]},
+        "apps-egress": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [DNS_RULE, SAME_NAMESPACE_RULE, public_internet_rule()]},
+    }
+
+
+class AppsEgress(pulumi.ComponentResource):
+    """The egress NetworkPolicies of the apps' namespace; pass the Kubernetes provider in `opts`."""
+
+    def __init__(self, name: str, args: AppsEgressArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("blueprint:index:AppsEgress", name, None, opts)
+        self.policies = [
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{policy}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=args.namespace),
+                spec=as_input(spec),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for policy, spec in egress_policies().items()
+        ]
+        self.register_outputs({})
