@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
-from datetime import date, timedelta
+import time
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pulumi
@@ -42,13 +43,13 @@ INPUTS = (
     "wait_seconds", "provider_version",
 )  # fmt: skip
 RENEW_DAYS = 7
-"""A token that expires within this many days is seeded again on the next `up` (the same value)."""
+"""A token that expires within this many days (UTC, `renew_by`) is renewed on the next `up`."""
 SEED_SCRIPT = """\
 value = TOKEN_VALUE
 name = TOKEN_NAME
 scopes = SCOPES
 token = PersonalAccessToken.find_by_token(value)
-lasting = token&.active? && token.expires_at.present? && token.expires_at > RENEW_DAYS.days.from_now.to_date
+lasting = token&.active? && token.expires_at.present? && token.expires_at > Date.parse(RENEW_BY)
 if lasting && token.scopes.map(&:to_s).sort == scopes.sort
   puts "exists"
 elsif lasting
@@ -89,12 +90,20 @@ class GitLabTokenError(Exception):
     """The token could not be seeded or GitLab cannot be reached; the message says what to do."""
 
 
+def renew_by(today: date | None = None) -> date:
+    """The last expiry date that counts as due for renewal: UTC today plus RENEW_DAYS. GitLab keeps
+    `expires_at` as a UTC date, so Python's check and the seed script's both use this one date (a
+    local date, east of UTC, would be a day ahead of GitLab's for part of every day).
+    """
+    return (today or datetime.fromtimestamp(time.time(), UTC).date()) + timedelta(days=RENEW_DAYS)
+
+
 def seed_script(token: str, scopes: list[str], expires_days: int, name: str = "blueprint") -> str:
     """The Ruby seed script with its values inlined as JSON literals (valid Ruby, no escaping issues)."""
     return (
         SEED_SCRIPT.replace("SCOPES", json.dumps(scopes))
         .replace("EXPIRES_DAYS", str(int(expires_days)))
-        .replace("RENEW_DAYS", str(RENEW_DAYS))
+        .replace("RENEW_BY", json.dumps(renew_by().isoformat()))
         .replace("TOKEN_NAME", json.dumps(name))
         .replace("TOKEN_VALUE", json.dumps(token))  # last: no other placeholder is looked for in the value
     )
@@ -142,8 +151,7 @@ def accepted(props: dict[str, Any], today: date | None = None) -> bool | None:
     if not isinstance(granted, dict):
         return None  # not the token's details: nothing to tell by
     expires = granted.get("expires_at")
-    renew_by = (today or date.today()) + timedelta(days=RENEW_DAYS)
-    if isinstance(expires, str) and expires and date.fromisoformat(expires[:10]) <= renew_by:
+    if isinstance(expires, str) and expires and date.fromisoformat(expires[:10]) <= renew_by(today):
         return False
     return set(props["scopes"]) <= set(granted.get("scopes") or [])
 
@@ -157,11 +165,16 @@ def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> Non
     try:
         poll.retry(attempt, poll.within(wait_seconds, every=5.0))
     except poll.NotYet as not_yet:
+        failed = f"{props['gitlab_url']} did not accept the seeded token {_name(props)} within {wait_seconds:.0f}s ({not_yet})"
+        if str(not_yet) == "refused":  # GitLab answered: the laptop reaches it, the seeding is what failed
+            raise GitLabTokenError(
+                f"{failed}: GitLab answered, so the seed did not take; see the toolbox's log "
+                f"(`kubectl -n {props['namespace']} logs deploy/{props['toolbox']}`), then run `uv run blueprint up` again"
+            ) from None
         host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
         raise GitLabTokenError(
-            f"{props['gitlab_url']} did not accept the seeded token {_name(props)} within {wait_seconds:.0f}s "
-            f"({not_yet}). If the laptop cannot reach {host}, add "
-            f"'127.0.0.1 {host}' to /etc/hosts; the CA it must trust is {props['ca_file']}."
+            f"{failed}. If the laptop cannot reach {host}, add '127.0.0.1 {host}' to /etc/hosts; "
+            f"the CA it must trust is {props['ca_file']}."
         ) from None
 
 
