@@ -155,7 +155,7 @@ IF_NEW = {
     "openbao-seal-key": (KEEP_IT, "OpenBao's storage opens with this key only: with a new one the vault stays sealed for good"),
     "gitlab-root-password": (KEEP_IT, "GitLab keeps the root password it was first seeded with: a new one would not log in"),
     "gitlab-admin-token": ("safe", "the next `up` seeds the new token into GitLab; what used the old one needs the new one"),
-    "gitlab-glab-token": ("safe", "the next `up` seeds the new token into GitLab; `uv run blueprint up` logs glab in with it"),
+    "gitlab-glab-token": ("safe", "the next `up` revokes glab's token, has GitLab make a new one, and logs glab in with it"),
     "gitlab-ssh-host-keys.json": ("safe", "SSH clients that knew the old keys will warn once: drop the old line from ~/.ssh/known_hosts"),
     "platform-ca-name-constrained.key": ("safe", "a new CA is issued: trust the new ca.crt again (and drop the old one)"),
 }

@@ -20,7 +20,6 @@ from providers.gitlab_token import (
     GitLabTokenArgs,
     GitLabTokenError,
     GitLabTokenProvider,
-    GlabTokenProvider,
     accepted,
     seed_script,
 )
@@ -247,24 +246,6 @@ def glab_props(gitlab: type[TokenApi]) -> dict[str, Any]:
     return props(gitlab, name=GLAB_TOKEN_NAME, scopes=["api"], expires_days=30.0)
 
 
-def test_deleting_glabs_token_revokes_it(gitlab: type[TokenApi]) -> None:
-    """A destroy that keeps GitLab's data leaves no live copy of glab's token."""
-    gitlab.accepted.add(TOKEN)
-    as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", glab_props(gitlab))
-    assert TOKEN not in gitlab.accepted
-
-
-def test_deleting_a_glab_token_gitlab_refuses_already_succeeds(gitlab: type[TokenApi]) -> None:
-    as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", glab_props(gitlab))
-
-
-def test_deleting_glabs_token_while_gitlab_does_not_answer_fails_saying_so(gitlab: type[TokenApi]) -> None:
-    inputs = {**glab_props(gitlab), "gitlab_url": f"http://127.0.0.1:{free_port()}"}
-    with pytest.raises(GitLabTokenError, match="could not revoke the token blueprint-glab") as failed:
-        as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", inputs)
-    assert TOKEN not in str(failed.value)
-
-
 def test_the_admin_tokens_delete_leaves_it_in_gitlab(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
     gitlab.accepted.add(TOKEN)
     provider.delete("root/blueprint", props(gitlab))
@@ -276,13 +257,6 @@ def test_a_token_in_its_last_week_counts_as_refused_so_an_up_renews_it(gitlab: t
     gitlab.expires_at = "2026-03-08"
     assert accepted(glab_props(gitlab), today=date(2026, 3, 1)) is False
     assert accepted(glab_props(gitlab), today=date(2026, 2, 28)) is True
-
-
-def test_glab_gets_the_api_scope_alone_for_thirty_days() -> None:
-    from tests.plans import planned
-
-    inputs = planned("phase2").one("pulumi-python:dynamic/gitlab:GlabToken", "gitlab-glab-token")["inputs"]
-    assert (inputs["name"], inputs["scopes"], inputs["expires_days"]) == (GLAB_TOKEN_NAME, ["api"], 30)
 
 
 def test_a_lifetime_the_renewal_would_never_leave_is_refused() -> None:
