@@ -376,8 +376,8 @@ class GlabTokenProvider(ResourceProvider):
         outs = mint(news)  # revokes the old token too, when its name is the same
         if olds.get("name") != news.get("name") and isinstance(olds.get("value"), str):
             revoke({**olds, "token": olds["value"]})
-        if olds.get("path") != news.get("path"):
-            Path(str(olds.get("path"))).unlink(missing_ok=True)
+        if olds.get("path") and olds.get("path") != news.get("path"):
+            Path(str(olds["path"])).unlink(missing_ok=True)
         return UpdateResult(outs=outs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -389,7 +389,8 @@ class GlabTokenProvider(ResourceProvider):
         """Revoke it (with itself, so a wiped GitLab's 401 is done already), then remove its file."""
         if isinstance(props.get("value"), str) and props["value"]:
             revoke({**props, "token": props["value"]})
-        Path(str(props["path"])).unlink(missing_ok=True)
+        if props.get("path"):
+            Path(str(props["path"])).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True, kw_only=True)
