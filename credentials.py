@@ -155,12 +155,12 @@ PLATFORM: tuple[Credential, ...] = (
     ),
     Credential(
         name="gitlab-glab-token",
-        what="glab's personal access token of GitLab root (api scope alone, 30 days; its file keeps it without the prefix)",
+        what="glab's personal access token of GitLab root (api scope, 30 days, made anew by GitLab on renewal; its file keeps it whole)",
         stack="phase2",
         path="gitlab/glab/token",
         key="token",
         file="gitlab-glab-token",
-        origins=(f"{HOST_SECRET} gitlab-glab-token-value", "pulumi-python:dynamic/gitlab:GlabToken gitlab-glab-token"),
+        origins=("pulumi-python:dynamic/gitlab:GlabToken gitlab-glab-token",),
     ),
     Credential(
         name="gitlab-rails-secrets",

@@ -126,7 +126,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
     try:
         if not phase2.get(outputs.GLAB_TOKEN_FILE):
             raise outputs.SecretFileUnavailable("phase2's outputs name no token of glab's own: run `uv run blueprint up --phase 2`")
-        token = outputs.read_admin_token(str(phase2[outputs.GLAB_TOKEN_FILE]), "glab's token")
+        token = outputs.read_glab_token(str(phase2[outputs.GLAB_TOKEN_FILE]))
     except outputs.SecretFileUnavailable as error:
         return f"glab could not be logged in to {host}: {error}; the platform is up regardless"
     try:

@@ -12,25 +12,28 @@ reports a change when it does not (expired, revoked, a new GitLab over wiped dat
 lacks a scope, so the next `up` seeds it again; `read` (refresh) drops such a token. Without the CA
 file GitLab's answer is checked against, nothing it says can be trusted: `diff` and `read` change
 nothing, and `create`/`update` fail before seeding, saying how to write the file again. A token
-within RENEW_DAYS of its expiry counts as refused too: the next `up` seeds it again (same value).
-glab's token (`GlabToken`) is seeded the same way under a name of its own, `api` alone, 30 days;
-its delete revokes it (`DELETE /personal_access_tokens/self`, doc/api/personal_access_tokens.md),
-so a destroy that keeps GitLab's data leaves no live copy; the admin token's delete does nothing.
+within RENEW_DAYS (UTC) of its expiry counts as refused too: the next `up` seeds it again (same value).
+glab's token is not seeded: GitLab makes it (providers/glab_token.py). The admin token's delete does
+nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import tempfile
+import time
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers import poll
-from providers.gitlab_api import GitLab, GitLabApiError
+from providers.gitlab_api import Connection, GitLab, GitLabApiError
 from providers.http import missing_ca_file
 from providers.kind_access import KindAccessError, admin_kubeconfig
 
@@ -42,13 +45,13 @@ INPUTS = (
     "wait_seconds", "provider_version",
 )  # fmt: skip
 RENEW_DAYS = 7
-"""A token that expires within this many days is seeded again on the next `up` (the same value)."""
+"""A token that expires within this many days (UTC, `renew_by`) is renewed on the next `up`."""
 SEED_SCRIPT = """\
 value = TOKEN_VALUE
 name = TOKEN_NAME
 scopes = SCOPES
 token = PersonalAccessToken.find_by_token(value)
-lasting = token&.active? && token.expires_at.present? && token.expires_at > RENEW_DAYS.days.from_now.to_date
+lasting = token&.active? && token.expires_at.present? && token.expires_at > Date.parse(RENEW_BY)
 if lasting && token.scopes.map(&:to_s).sort == scopes.sort
   puts "exists"
 elsif lasting
@@ -89,12 +92,20 @@ class GitLabTokenError(Exception):
     """The token could not be seeded or GitLab cannot be reached; the message says what to do."""
 
 
+def renew_by(today: date | None = None) -> date:
+    """The last expiry date that counts as due for renewal: UTC today plus RENEW_DAYS. GitLab keeps
+    `expires_at` as a UTC date, so Python's check and the seed script's both use this one date (a
+    local date, east of UTC, would be a day ahead of GitLab's for part of every day).
+    """
+    return (today or datetime.fromtimestamp(time.time(), UTC).date()) + timedelta(days=RENEW_DAYS)
+
+
 def seed_script(token: str, scopes: list[str], expires_days: int, name: str = "blueprint") -> str:
     """The Ruby seed script with its values inlined as JSON literals (valid Ruby, no escaping issues)."""
     return (
         SEED_SCRIPT.replace("SCOPES", json.dumps(scopes))
         .replace("EXPIRES_DAYS", str(int(expires_days)))
-        .replace("RENEW_DAYS", str(RENEW_DAYS))
+        .replace("RENEW_BY", json.dumps(renew_by().isoformat()))
         .replace("TOKEN_NAME", json.dumps(name))
         .replace("TOKEN_VALUE", json.dumps(token))  # last: no other placeholder is looked for in the value
     )
@@ -142,8 +153,7 @@ def accepted(props: dict[str, Any], today: date | None = None) -> bool | None:
     if not isinstance(granted, dict):
         return None  # not the token's details: nothing to tell by
     expires = granted.get("expires_at")
-    renew_by = (today or date.today()) + timedelta(days=RENEW_DAYS)
-    if isinstance(expires, str) and expires and date.fromisoformat(expires[:10]) <= renew_by:
+    if isinstance(expires, str) and expires and date.fromisoformat(expires[:10]) <= renew_by(today):
         return False
     return set(props["scopes"]) <= set(granted.get("scopes") or [])
 
@@ -157,11 +167,16 @@ def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> Non
     try:
         poll.retry(attempt, poll.within(wait_seconds, every=5.0))
     except poll.NotYet as not_yet:
+        failed = f"{props['gitlab_url']} did not accept the seeded token {_name(props)} within {wait_seconds:.0f}s ({not_yet})"
+        if str(not_yet) == "refused":  # GitLab answered: the laptop reaches it, the seeding is what failed
+            raise GitLabTokenError(
+                f"{failed}: GitLab answered, so the seed did not take; see the toolbox's log "
+                f"(`kubectl -n {props['namespace']} logs deploy/{props['toolbox']}`), then run `uv run blueprint up` again"
+            ) from None
         host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
         raise GitLabTokenError(
-            f"{props['gitlab_url']} did not accept the seeded token {_name(props)} within {wait_seconds:.0f}s "
-            f"({not_yet}). If the laptop cannot reach {host}, add "
-            f"'127.0.0.1 {host}' to /etc/hosts; the CA it must trust is {props['ca_file']}."
+            f"{failed}. If the laptop cannot reach {host}, add '127.0.0.1 {host}' to /etc/hosts; "
+            f"the CA it must trust is {props['ca_file']}."
         ) from None
 
 
@@ -211,23 +226,6 @@ def revoke(props: dict[str, Any]) -> None:
             f"could not revoke the token {_name(props)} at {props['gitlab_url']} ({error.detail}): bring GitLab back "
             "(`uv run blueprint status`), then destroy again; `uv run blueprint destroy` forgets it when GitLab is gone for good"
         ) from None
-
-
-class GlabTokenProvider(GitLabTokenProvider):
-    """glab's token: seeded as the admin token is, and revoked by its delete."""
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        revoke(props)
-
-
-GLAB_TOKEN_NAME = "blueprint-glab"
-GLAB_TOKEN_SCOPES = ("api",)
-"""glab's: `api` (the REST and GraphQL API, read and write, all that glab calls) and no more; not
-`sudo` (acting as any user) nor `admin_mode` (admin calls with the instance's Admin Mode on), which
-only administrators may hold (doc/user/profile/personal_access_tokens.md, "Personal access token
-scopes"; lib/gitlab/auth.rb `ADMIN_SCOPES`)."""
-GLAB_TOKEN_DAYS = 30
-"""glab's token lives 30 days; an `up` in its last RENEW_DAYS seeds it again for 30 more."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,12 +278,148 @@ class GitLabToken(pulumi.dynamic.Resource, module="gitlab", name="AdminToken"):
         super().__init__(GitLabTokenProvider(), name, _token_props(args), pulumi.ResourceOptions.merge(opts, secret))
 
 
+GLAB_TOKEN_NAME = "blueprint-glab"
+GLAB_TOKEN_SCOPES = ("api",)
+"""glab's: `api` (the REST and GraphQL API, read and write, all that glab calls) and no more; not
+`sudo` (acting as any user) nor `admin_mode` (admin calls with the instance's Admin Mode on), which
+only administrators may hold (doc/user/profile/personal_access_tokens.md, "Personal access token
+scopes"; lib/gitlab/auth.rb `ADMIN_SCOPES`)."""
+GLAB_TOKEN_DAYS = 30
+"""glab's token lives 30 days; an `up` in its last RENEW_DAYS replaces it with a new one for 30 more."""
+GLAB_INPUTS = ("gitlab_url", "ca_file", "token", "path", "name", "scopes", "expires_days", "provider_version")
+"""`token` is the admin token, which makes glab's; glab's own value is the output `value`."""
+
+
+def write_secret(path: Path, value: str) -> None:
+    """`value` into `path` (0600 from the start, atomically: a reader sees the old value or the new)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(value + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
+def glab_current(state: dict[str, Any]) -> bool | None:
+    """Whether glab's recorded token is still good: its file holds it, and GitLab accepts it beyond
+    RENEW_DAYS (`accepted`); None when GitLab's answer cannot be had or checked.
+    """
+    value = state.get("value")
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        if Path(str(state["path"])).read_text().strip() != value:
+            return False  # removed or changed by hand: the value may have leaked, make a new one
+    except OSError:
+        return False
+    return accepted({**state, "token": value})
+
+
+def mint(props: dict[str, Any]) -> dict[str, Any]:
+    """Admin Mode turned on, then a new token of root made by GitLab (admin: `POST /users/:user_id/personal_access_tokens`,
+    doc/api/user_tokens.md), written to its file; then root's other active tokens of this name (the
+    one it replaces, one a crash left unrecorded) are revoked (`DELETE /personal_access_tokens/:id`).
+    A new value each time: one that leaked dies with its token. Rotation's own endpoint is not used
+    because it refuses a token already revoked or expired, the very cases that need a new one.
+    """
+    if problem := missing_ca_file(str(props["ca_file"])):
+        raise GitLabTokenError(problem)
+    name = _name(props)
+    admin = GitLab.of(props, timeout=30.0)
+    try:
+        # Admin Mode on (doc/api/settings.md `admin_mode`; GitLab's default is off): then glab's token,
+        # root's but without the `admin_mode` scope, reaches no admin API. Every admin call blueprint
+        # makes carries the admin token, which holds that scope (ADMIN_TOKEN_SCOPES).
+        admin.put("/application/settings", {"admin_mode": True})
+        root = admin.get("/user")["id"]
+        expires_at = (renew_by() + timedelta(days=int(props["expires_days"]) - RENEW_DAYS)).isoformat()
+        made = admin.post(
+            f"/users/{root}/personal_access_tokens", {"name": name, "scopes": list(props["scopes"]), "expires_at": expires_at}
+        )
+        value, made_id = str(made["token"]), made["id"]
+        write_secret(Path(str(props["path"])), value)
+        for other in admin.pages("/personal_access_tokens", user_id=root, state="active", search=name):
+            if other.get("name") == name and other.get("id") != made_id:
+                admin.delete(f"/personal_access_tokens/{other['id']}")
+    except GitLabApiError as error:
+        raise GitLabTokenError(
+            f"could not make the token {name} at {props['gitlab_url']} ({error.detail}): check GitLab (`uv run blueprint status`), "
+            "then run `uv run blueprint up` again"
+        ) from None
+    return {**{key: props.get(key) for key in GLAB_INPUTS}, "value": value, "token_id": made_id, "expires_at": made.get("expires_at")}
+
+
+class GlabTokenProvider(ResourceProvider):
+    """glab's token, made by GitLab with the admin token; a new one replaces it when it is refused, in
+    its last RENEW_DAYS, or its file was removed or changed; the delete revokes it and removes its file.
+    """
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = [key for key in GLAB_INPUTS if olds.get(key) != news.get(key)]
+        if not changed and glab_current(olds) is False:
+            changed = ["value"]  # not an input: a new token, made by GitLab
+        return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        outs = mint(props)
+        return CreateResult(id_=str(outs["token_id"]), outs=outs)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        same = all(olds.get(key) == news.get(key) for key in ("path", "name", "scopes", "expires_days"))
+        if same and glab_current(olds) is True:
+            kept = ("value", "token_id", "expires_at")
+            return UpdateResult(outs={**{key: news.get(key) for key in GLAB_INPUTS}, **{key: olds.get(key) for key in kept}})
+        outs = mint(news)  # revokes the old token too, when its name is the same
+        if olds.get("name") != news.get("name") and isinstance(olds.get("value"), str):
+            revoke({**olds, "token": olds["value"]})
+        if olds.get("path") and olds.get("path") != news.get("path"):
+            Path(str(olds["path"])).unlink(missing_ok=True)
+        return UpdateResult(outs=outs)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        if glab_current(props) is False:
+            return ReadResult(None, {})  # refresh drops it; the next `up` makes a new one, revoking this
+        return ReadResult(id_, props)
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        """Revoke it (with itself, so a wiped GitLab's 401 is done already), then remove its file."""
+        if isinstance(props.get("value"), str) and props["value"]:
+            revoke({**props, "token": props["value"]})
+        if props.get("path"):
+            Path(str(props["path"])).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GlabTokenArgs:
+    connection: Connection
+    """GitLab, with the admin token that makes glab's."""
+    path: pulumi.Input[str]
+    """The 0600 file that holds glab's token, whole."""
+
+
 class GlabToken(pulumi.dynamic.Resource, module="gitlab", name="GlabToken"):
-    """glab's personal access token of `root`: seeded and kept valid as GitLabToken is; its delete revokes it."""
+    """glab's personal access token of `root` (`api`, GLAB_TOKEN_DAYS), made by GitLab; revoked by its delete."""
 
-    token: pulumi.Output[str]
-    """The token, once GitLab accepts it (secret)."""
+    value: pulumi.Output[str]
+    """The token (secret)."""
 
-    def __init__(self, name: str, args: GitLabTokenArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        secret = pulumi.ResourceOptions(additional_secret_outputs=["token"])
-        super().__init__(GlabTokenProvider(), name, _token_props(args), pulumi.ResourceOptions.merge(opts, secret))
+    def __init__(self, name: str, args: GlabTokenArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        props = {
+            "gitlab_url": args.connection.url,
+            "ca_file": args.connection.ca_file,
+            "token": pulumi.Output.secret(args.connection.token),
+            "path": args.path,
+            "name": GLAB_TOKEN_NAME,
+            "scopes": list(GLAB_TOKEN_SCOPES),
+            "expires_days": GLAB_TOKEN_DAYS,
+            "provider_version": PROVIDER_VERSION,
+            "value": None,
+            "token_id": None,
+            "expires_at": None,
+        }
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["value"])
+        super().__init__(GlabTokenProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

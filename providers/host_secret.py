@@ -159,7 +159,7 @@ IF_NEW = {
     "minio-user-gitlab": ("safe", "the next `up` sets MinIO's user gitlab to the new value, and GitLab's connection with it"),
     "minio-user-runner-cache": ("safe", "the next `up` sets MinIO's user runner-cache to the new value, and the runners' cache with it"),
     "gitlab-admin-token": ("safe", "the next `up` seeds the new token into GitLab; what used the old one needs the new one"),
-    "gitlab-glab-token": ("safe", "the next `up` seeds the new token into GitLab; `uv run blueprint up` logs glab in with it"),
+    "gitlab-glab-token": ("safe", "the next `up` revokes glab's token, has GitLab make a new one, and logs glab in with it"),
     "gitlab-ssh-host-keys.json": ("safe", "SSH clients that knew the old keys will warn once: drop the old line from ~/.ssh/known_hosts"),
     "platform-ca-name-constrained.key": ("safe", "a new CA is issued: trust the new ca.crt again (and drop the old one)"),
 }

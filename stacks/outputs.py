@@ -87,8 +87,9 @@ ADMIN_TOKEN_FILE = "adminTokenFile"
 """Host path of root's personal access token (0600), kept without its prefix: read it with
 `read_admin_token`. phase3 and the `blueprint` commands call GitLab's API with it."""
 GLAB_TOKEN_FILE = "glabTokenFile"
-"""Host path of glab's own token of root (0600; `api` alone, 30 days, revoked by a destroy), kept
-without its prefix: read it with `read_admin_token`. `blueprint up --glab-login` logs glab in with it."""
+"""Host path of glab's own token of root (0600; `api` alone, 30 days; GitLab makes a new one on renewal,
+and a destroy revokes it and removes the file), kept whole: read it with `read_glab_token`. `blueprint
+up` logs glab in with it (`--glab-login`, the default), so glab follows each new token."""
 GITLAB_ROOT_PASSWORD_FILE = "gitlabRootPasswordFile"
 """Host path of GitLab root's password (0600)."""
 APPS_NAMESPACE = "appsNamespace"
@@ -209,11 +210,23 @@ def read_secret_file(path: str, what: str) -> str:
         raise SecretFileUnavailable(f"cannot read {what} in {path} ({why}): run this as the user who brought phase2 up") from None
 
 
-def read_admin_token(path: str, what: str = "GitLab's admin token") -> str:
-    """Root's GitLab token from phase2's file `path` (ADMIN_TOKEN_FILE, or GLAB_TOKEN_FILE: `what` it
-    is), or a SecretFileUnavailable naming the file and what to run.
+def read_required_secret(path: str, what: str) -> str:
+    """The text of phase2's secret file `path` (`what` it holds), or a SecretFileUnavailable naming the
+    file and what to run when it is missing or empty.
     """
     kept = read_secret_file(path, what)
     if not kept:
         raise SecretFileUnavailable(f"phase2 is not up, or its data folder is not on this machine: {path}; run `uv run blueprint up` first")
-    return admin_token(kept)
+    return kept
+
+
+def read_glab_token(path: str) -> str:
+    """Glab's token from phase2's file GLAB_TOKEN_FILE, whole: GitLab made it, prefix and all."""
+    return read_required_secret(path, "glab's token")
+
+
+def read_admin_token(path: str, what: str = "GitLab's admin token") -> str:
+    """Root's admin token from phase2's file `path` (ADMIN_TOKEN_FILE), which keeps it without GitLab's
+    prefix; a SecretFileUnavailable naming the file and what to run.
+    """
+    return admin_token(read_required_secret(path, what))

@@ -48,7 +48,7 @@ from components.tls import Tls, TlsArgs
 from providers.deploy_kubeconfig import kubeconfig_token
 from providers.gitlab_api import Connection
 from providers.gitlab_group import Group, GroupArgs
-from providers.gitlab_token import GLAB_TOKEN_DAYS, GLAB_TOKEN_NAME, GLAB_TOKEN_SCOPES, GitLabToken, GitLabTokenArgs, GlabToken
+from providers.gitlab_token import GitLabToken, GitLabTokenArgs, GlabToken, GlabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import outputs
 from stacks.config.paths import folder_owner
@@ -160,10 +160,11 @@ class Admin:
     token_file: str
     """Where the token is kept, without GitLab's prefix."""
     token_value: pulumi.Output[str]
-    """The token as the file holds it, with GitLab's prefix (so are glab's, below)."""
+    """The token as the file holds it, with GitLab's prefix."""
     token: GitLabToken
     """The token, once GitLab has it: what waits on it waits for the seeding."""
     glab_token_file: str
+    """glab's token (GlabToken), whole: GitLab makes it, with its prefix."""
     glab_token_value: pulumi.Output[str]
     group: Group
 
@@ -435,33 +436,16 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
 
 
 def _glab_token(ground: Ground, tls: Tls, gitlab_url: str, *, after: GitLabToken) -> tuple[str, pulumi.Output[str]]:
-    """The token glab logs in with (GlabToken), from a file beside the admin token's: the file, and the
-    value with GitLab's prefix.
+    """The token glab logs in with (GlabToken): made by GitLab with the admin token, written whole to a
+    file beside the admin token's; the file, and the value.
     """
-    inputs = ground.inputs
     token_file = f"{ground.folders.secrets}/gitlab-glab-token"
-    value = HostSecret(
-        "gitlab-glab-token-value",
-        HostSecretArgs(path=token_file),
-        opts=pulumi.ResourceOptions(depends_on=[ground.storage.folder]),
-    ).value.apply(outputs.admin_token)
-    GlabToken(
+    glab = GlabToken(
         "gitlab-glab-token",
-        GitLabTokenArgs(
-            gitlab_url=gitlab_url,
-            ca_file=tls.ca_file,
-            token=value,
-            kind_cluster_name=inputs[outputs.CLUSTER_NAME],
-            namespace=ground.namespace,
-            toolbox=gl.TOOLBOX,
-            name=GLAB_TOKEN_NAME,
-            scopes=GLAB_TOKEN_SCOPES,
-            expires_days=GLAB_TOKEN_DAYS,
-        ),
-        # After the admin token's seeding: one `gitlab-rails runner` at a time in the toolbox.
-        opts=pulumi.ResourceOptions(depends_on=[after]),
+        GlabTokenArgs(connection=Connection(gitlab_url, after.token, tls.ca_file), path=token_file),
+        opts=pulumi.ResourceOptions(depends_on=[ground.storage.folder]),
     )
-    return token_file, value
+    return token_file, glab.value
 
 
 def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runner, Runner]:

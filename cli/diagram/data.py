@@ -10,6 +10,9 @@ from typing import Any
 from cli.diagram.model import COMMAND_TYPE, HOST_SECRET_TYPE, PV_TYPE, DataPath, Workload, relative_to
 from cli.plan import Plan
 
+GLAB_TOKEN_TYPE = "pulumi-python:dynamic/gitlab:GlabToken"
+"""glab's token: a secret file it writes itself, as a HostSecret does."""
+
 
 def data(plans: Sequence[Plan], config: Mapping[str, Any], kind_phase: str, data_dir: str, workloads: Sequence[Workload]) -> list[DataPath]:
     found: dict[str, DataPath] = {}
@@ -47,7 +50,7 @@ def data(plans: Sequence[Plan], config: Mapping[str, Any], kind_phase: str, data
             if "HOSTS_DIR" in env and "REGISTRY_HOST" in env and (relative := relative_to(str(env["HOSTS_DIR"]), data_dir)):
                 path = f"{relative}/{env['REGISTRY_HOST']}"
                 found[path] = DataPath(path, "how containerd pulls from the registry: hosts.toml and the CA", "", result.stack)
-        for resource in result.find(HOST_SECRET_TYPE):
+        for resource in [*result.find(HOST_SECRET_TYPE), *result.find(GLAB_TOKEN_TYPE)]:  # GlabToken writes its own file
             relative = relative_to(str(resource["inputs"].get("path", "")), data_dir)
             if relative:
                 found[relative] = DataPath(relative, f"secret {resource['name']}", "", result.stack)

@@ -33,8 +33,8 @@ def phase2_with_token(folder: Path, kept: str = "secret-value") -> dict[str, Any
     return {**PHASE2, outputs.ADMIN_TOKEN_FILE: str(token_file)}
 
 
-def phase2_with_glab_token(folder: Path, kept: str = "glab-value") -> dict[str, Any]:
-    """phase2_with_token, and glab's own token file in `folder`, holding `kept` (no prefix)."""
+def phase2_with_glab_token(folder: Path, kept: str = "glpat-glab-value") -> dict[str, Any]:
+    """phase2_with_token, and glab's own token file in `folder`, holding `kept` whole, as GitLab made it."""
     token_file = folder / "gitlab-glab-token"
     token_file.write_text(kept + "\n")
     return {**phase2_with_token(folder), outputs.GLAB_TOKEN_FILE: str(token_file)}

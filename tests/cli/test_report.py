@@ -146,3 +146,17 @@ def test_glab_login_touches_the_platform_host_alone(monkeypatch: pytest.MonkeyPa
     hosts = [argv[argv.index("--host" if "--host" in argv else "--hostname") + 1] for argv in ran]
     assert len(hosts) == 2
     assert set(hosts) == {"gitlab.local.example.net"}
+
+
+def test_glab_is_logged_in_with_the_token_gitlab_made_as_its_file_holds_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """GitLab makes glab's token, prefix and all: each `up` logs glab in with the file's value, so a
+    renewed token reaches glab."""
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    given: list[str] = []
+
+    def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        given.append(kwargs.get("input") or "")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    report.glab_login(phase2_with_glab_token(tmp_path, "glpat-made-by-gitlab"), run)
+    assert given[-1] == "glpat-made-by-gitlab"

@@ -20,7 +20,6 @@ from providers.gitlab_token import (
     GitLabTokenArgs,
     GitLabTokenError,
     GitLabTokenProvider,
-    GlabTokenProvider,
     accepted,
     seed_script,
 )
@@ -145,12 +144,12 @@ def test_refresh_drops_a_token_gitlab_refuses(gitlab: type[TokenApi], provider: 
     assert provider.read("root/blueprint", props(gitlab)).id is None
 
 
-def test_a_token_that_never_works_fails_naming_the_hosts_line(
+def test_a_gitlab_that_never_answers_fails_naming_the_hosts_line(
     gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider, clock: FakeClock
 ) -> None:
     with pytest.raises(GitLabTokenError) as failed:
-        provider.create(props(gitlab))
-    assert "did not accept the seeded token blueprint within 2s (refused)" in str(failed.value)
+        provider.create(props(gitlab, gitlab_url=f"http://127.0.0.1:{free_port()}"))
+    assert "did not accept the seeded token blueprint within 2s (no answer)" in str(failed.value)
     assert "add '127.0.0.1 127.0.0.1' to /etc/hosts" in str(failed.value)
     assert clock.waited == pytest.approx(2.0)
 
@@ -189,7 +188,7 @@ def test_a_failed_seed_never_shows_the_token(gitlab: type[TokenApi], tools: Path
 def test_the_seed_script_is_idempotent_ruby() -> None:
     script = seed_script(TOKEN, SCOPES, 364)
     assert "PersonalAccessToken.find_by_token(value)" in script
-    assert "lasting = token&.active? && token.expires_at.present? && token.expires_at > 7.days.from_now.to_date" in script
+    assert "lasting = token&.active? && token.expires_at.present? && token.expires_at > Date.parse(" in script
     assert "if lasting && token.scopes.map(&:to_s).sort == scopes.sort" in script
     assert 'scopes = ["api", "create_runner", "admin_mode"]' in script
     assert "scopes: scopes, expires_at: 364.days.from_now" in script
@@ -247,24 +246,6 @@ def glab_props(gitlab: type[TokenApi]) -> dict[str, Any]:
     return props(gitlab, name=GLAB_TOKEN_NAME, scopes=["api"], expires_days=30.0)
 
 
-def test_deleting_glabs_token_revokes_it(gitlab: type[TokenApi]) -> None:
-    """A destroy that keeps GitLab's data leaves no live copy of glab's token."""
-    gitlab.accepted.add(TOKEN)
-    as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", glab_props(gitlab))
-    assert TOKEN not in gitlab.accepted
-
-
-def test_deleting_a_glab_token_gitlab_refuses_already_succeeds(gitlab: type[TokenApi]) -> None:
-    as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", glab_props(gitlab))
-
-
-def test_deleting_glabs_token_while_gitlab_does_not_answer_fails_saying_so(gitlab: type[TokenApi]) -> None:
-    inputs = {**glab_props(gitlab), "gitlab_url": f"http://127.0.0.1:{free_port()}"}
-    with pytest.raises(GitLabTokenError, match="could not revoke the token blueprint-glab") as failed:
-        as_engine_loads(GlabTokenProvider()).delete(f"root/{GLAB_TOKEN_NAME}", inputs)
-    assert TOKEN not in str(failed.value)
-
-
 def test_the_admin_tokens_delete_leaves_it_in_gitlab(gitlab: type[TokenApi], provider: GitLabTokenProvider) -> None:
     gitlab.accepted.add(TOKEN)
     provider.delete("root/blueprint", props(gitlab))
@@ -278,13 +259,47 @@ def test_a_token_in_its_last_week_counts_as_refused_so_an_up_renews_it(gitlab: t
     assert accepted(glab_props(gitlab), today=date(2026, 2, 28)) is True
 
 
-def test_glab_gets_the_api_scope_alone_for_thirty_days() -> None:
-    from tests.plans import planned
-
-    inputs = planned("phase2").one("pulumi-python:dynamic/gitlab:GlabToken", "gitlab-glab-token")["inputs"]
-    assert (inputs["name"], inputs["scopes"], inputs["expires_days"]) == (GLAB_TOKEN_NAME, ["api"], 30)
-
-
 def test_a_lifetime_the_renewal_would_never_leave_is_refused() -> None:
     with pytest.raises(ValueError, match="expires_days must be more than 7"):
         GitLabTokenArgs(gitlab_url="https://g", ca_file="c", token="t", kind_cluster_name="k", namespace="n", toolbox="x", expires_days=7)
+
+
+@pytest.fixture
+def east_of_utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The laptop at UTC+14, its clock at 2026-12-01 20:00 UTC: already 2 December there."""
+    import time
+
+    monkeypatch.setenv("TZ", "Etc/GMT-14")
+    time.tzset()
+    monkeypatch.setattr("time.time", lambda: 1796155200.0)  # 2026-12-01T20:00:00Z
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("east_of_utc")
+def test_renewal_counts_days_in_utc_as_gitlab_does(gitlab: type[TokenApi]) -> None:
+    """On the day a token enters its renewal window in local time but not in UTC, Python and the seed
+    script agree: GitLab's dates are UTC dates, so the token still counts as lasting."""
+    gitlab.accepted.add(TOKEN)
+    gitlab.expires_at = "2026-12-09"  # UTC today + 8: outside the 7-day window
+    assert accepted(glab_props(gitlab)) is True
+    gitlab.expires_at = "2026-12-08"  # UTC today + 7: inside it
+    assert accepted(glab_props(gitlab)) is False
+
+
+@pytest.mark.usefixtures("east_of_utc")
+def test_the_seed_script_renews_by_the_same_utc_date_python_checks() -> None:
+    script = seed_script(TOKEN, ["api"], 30)
+    assert 'token.expires_at > Date.parse("2026-12-08")' in script
+    assert "from_now" not in script.split("lasting =", 1)[1].split("\n", 1)[0]
+
+
+def test_a_token_gitlab_keeps_refusing_fails_without_blaming_etc_hosts(
+    gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider
+) -> None:
+    """GitLab answered (401): the laptop reaches it, so /etc/hosts is not the fix."""
+    with pytest.raises(GitLabTokenError) as failed:
+        provider.create(props(gitlab))
+    assert "(refused)" in str(failed.value)
+    assert "/etc/hosts" not in str(failed.value)
