@@ -60,17 +60,20 @@ CONTAINER_NAME_MAX = 63
 SUBNET_POOL = ipaddress.IPv4Network("172.16.0.0/16")
 """Where the mirrors' network takes its subnet: outside Docker's default address pools (172.17-31/16
 and 192.168/16, moby libnetwork/ipamutils), so no network Docker makes by itself collides with it."""
-SUBNET_PREFIX = 27
-"""Each cluster's mirrors' network: 32 addresses, the lower half for the mirrors (fixed), the upper
+SUBNET_PREFIX = 26
+"""Each cluster's mirrors' network: 64 addresses, the lower half for the mirrors (fixed), the upper
 half (`--ip-range`) for the nodes Docker connects, so a node never takes a stopped mirror's address
-(moby docs, network connect: a fixed address is reapplied when the container starts again)."""
+(moby docs, network connect: a fixed address is reapplied when the container starts again). The
+upper half holds 31 nodes (Docker never gives out the subnet's broadcast address): the most the
+config allows is 19 (1 + MAX_GITLAB_NODES + MAX_RUNNER_NODES, stacks/config/phases.py)."""
 CACHE_TTL = "720h"
 """How long a mirror keeps what it cached (distribution v3 configuration/configuration.go
 `Proxy.TTL`): registry/proxy/proxymanifeststore.go and proxyblobstore.go schedule a manifest or blob
 when they first fetch it from the registry, and registry/proxy/scheduler deletes it from storage
 `ttl` later (only with `storage.delete` enabled, which `mirror_config` sets: without it the expiry's
-delete fails and the file stays for good, distribution#4957); the next pull fetches it again. So the disk holds at most what was pulled in the last
-30 days, and a bring-up within them downloads nothing again. `0s` would keep everything for ever."""
+delete fails and the file stays for good, distribution#4957); the next pull fetches it again. So the
+disk holds at most what was pulled in the last 30 days, and a bring-up within them downloads nothing
+again. `0s` would keep everything for ever."""
 BUILDKIT_MIRRORED = ("docker.io",)
 """The only mirrors a CI job reaches, from BuildKit in the image-build job (the pipeline's
 buildkitd.toml). Every other job pulls nothing itself: the node's containerd pulls the job's images,
@@ -215,7 +218,8 @@ NETWORK_SCRIPT = script("image_cache_network.sh")
 """Make the mirrors' network with its fixed subnet, or keep the one this stack made so."""
 
 NETWORK_DOWN_SCRIPT = script("image_cache_network_down.sh")
-"""Remove the mirrors' network after its mirrors and the cluster's nodes left it."""
+"""Remove the mirrors' network after its mirrors left it, disconnecting the cluster's nodes first (a
+replaced network goes while they run); fail while it is still there, so Pulumi never forgets it."""
 
 JOIN_SCRIPT = script("image_cache_join.sh")
 """Connect the cluster's nodes to the mirrors' network once kind has made them (Docker keeps a
@@ -290,6 +294,7 @@ class ImageCache(pulumi.ComponentResource):
             delete=NETWORK_DOWN_SCRIPT,
             environment={
                 **network_environment,
+                "CLUSTER": args.cluster_name,
                 "SUBNET": str(mirror_subnet(args.cluster_name)),
                 "GATEWAY": str(mirror_subnet(args.cluster_name)[1]),
                 "IP_RANGE": str(node_ip_range(args.cluster_name)),
@@ -315,6 +320,11 @@ class ImageCache(pulumi.ComponentResource):
                     **MIRROR_SCRIPT_ENVIRONMENT,
                 },
                 logging=local.Logging.STDERR,
+                # An input on the network, so that a replaced network takes its mirrors down before it:
+                # the engine deletes first only dependents whose Diff, with such inputs unknown, says
+                # replace (pulumi/pulumi step_generator.go `calculateDependentReplacements`), which
+                # `triggers` does (pulumi-command: replaceOnChanges) and `depends_on` does not.
+                triggers=[network.id],
                 # Any change makes the container anew, and its name stays: the old one goes first.
                 opts=pulumi.ResourceOptions.merge(
                     child, pulumi.ResourceOptions(replace_on_changes=["*"], delete_before_replace=True, depends_on=[network])

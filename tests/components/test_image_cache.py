@@ -37,7 +37,9 @@ from components.image_cache import (
 )
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR, KindClusterArgs, cluster_id
 from stacks import outputs
-from tests.plans import COMMAND, fake_command, planned, run_script, waits_for
+from stacks.config.phases import MAX_GITLAB_NODES, MAX_RUNNER_NODES
+from tests.plans import COMMAND, fake_command, kind_config_of, planned, run_script, waits_for
+from tests.stacks.test_cluster_replacement import with_input_dependencies
 
 MIRROR_NAMES = [f"kind-image-cache-{registry.replace('.', '-')}" for registry in MIRRORED_REGISTRIES]
 
@@ -107,6 +109,32 @@ def test_every_mirror_waits_for_its_network() -> None:
     assert network["inputs"]["environment"]["SUBNET"] == str(mirror_subnet("blueprint"))
     for registry in MIRRORED_REGISTRIES:
         assert network["urn"] in mirror(result, registry)["dependsOn"]
+
+
+@pytest.mark.parametrize("preview", [False, True])
+def test_a_replaced_mirrors_network_takes_its_mirrors_and_the_join_down_before_it(monkeypatch: pytest.MonkeyPatch, preview: bool) -> None:
+    """The network is replaced delete-first. Before deleting it the engine deletes only what its
+    provider's Diff says to replace once every input depending on a replaced resource is unknown
+    (pulumi/pulumi pkg/resource/deploy/step_generator.go `calculateDependentReplacements`); for a
+    command that is a `triggers` depending on it (pulumi-command: `triggers` is replaceOnChanges),
+    `depends_on` alone is not. Else `docker network rm` meets the mirrors, and the nodes, still on it."""
+    result = with_input_dependencies(monkeypatch, "phase1", preview=preview)
+    replaced = {result.one(COMMAND, "kind-image-cache-mirrors-network")["urn"]}
+    for resource in result.resources:  # dependencies first
+        if replaced & set(resource["inputDependencies"].get("triggers", [])):
+            replaced.add(resource["urn"])
+    for name in [*MIRROR_NAMES, "kind-image-cache-nodes-joined"]:
+        assert result.one(COMMAND, name)["urn"] in replaced, f"{name} would stay on the network its replacement removes"
+
+
+def test_the_nodes_address_range_holds_the_most_nodes_the_config_allows() -> None:
+    result = planned("phase1", gitlabNodes=str(MAX_GITLAB_NODES), runnerNodes=str(MAX_RUNNER_NODES))
+    environment = result.one(COMMAND, "kind-image-cache-mirrors-network")["inputs"]["environment"]
+    subnet = ipaddress.IPv4Network(environment["SUBNET"])
+    # Docker gives no node the subnet's own address, its broadcast (moby libnetwork ipam) or the gateway.
+    reserved = {subnet.network_address, subnet.broadcast_address, ipaddress.IPv4Address(environment["GATEWAY"])}
+    free = set(ipaddress.IPv4Network(environment["IP_RANGE"])) - reserved
+    assert len(free) >= len(kind_config_of(result)["nodes"]) == 1 + MAX_GITLAB_NODES + MAX_RUNNER_NODES
 
 
 def test_the_dev_stack_runs_the_mirrors_of_its_own_cluster() -> None:
@@ -565,12 +593,23 @@ def test_the_refusal_of_a_folder_holding_other_files_names_them(tmp_path: Path, 
     assert "(.DS_Store ...)" in done.stderr
 
 
-def run_network_delete(tmp_path: Path, labelled_owner: str | None) -> tuple[Any, list[str]]:
+NETWORK_DOCKER = """\
+echo "$*" >> "$CALLS"
+case "$1 $2" in
+  "network inspect") [ -e "$CALLS.removed" ] && exit 1; [ -n "$LABELLED" ] || exit 1; echo "$LABELLED" ;;
+  "network rm") [ -n "${STAYS:-}" ] || touch "$CALLS.removed" ;;
+  "ps --all") echo "blueprint-control-plane blueprint-worker" ;;
+esac
+exit 0
+"""
+
+
+def run_network_delete(tmp_path: Path, labelled_owner: str | None, **env: str) -> tuple[Any, list[str]]:
     command = planned("phase1").one(COMMAND, "kind-image-cache-mirrors-network")
     calls = tmp_path / "calls"
-    answer = "exit 1" if labelled_owner is None else f"echo '{labelled_owner}'"
-    fake_command(tmp_path / "bin", "docker", f'echo "$*" >> {calls}\ncase "$1 $2" in "network inspect") {answer} ;; esac\n')
-    done = run_script(command, "delete", path_prefix=tmp_path / "bin")
+    fake_command(tmp_path / "bin", "docker", NETWORK_DOCKER)
+    environment = {"CALLS": str(calls), "LABELLED": labelled_owner or "", **env}
+    done = run_script(command, "delete", path_prefix=tmp_path / "bin", env=environment)
     return done, calls.read_text().splitlines()
 
 
@@ -579,6 +618,24 @@ def test_a_destroy_removes_the_mirrors_network_this_stack_made(tmp_path: Path) -
     done, calls = run_network_delete(tmp_path, owner)
     assert done.returncode == 0, done.stderr
     assert f"network rm {mirror_network('blueprint')}" in calls
+
+
+def test_a_network_delete_disconnects_the_clusters_nodes_before_it_removes_the_network(tmp_path: Path) -> None:
+    owner = planned("phase1").one(COMMAND, "kind-image-cache-mirrors-network")["inputs"]["environment"]["OWNER"]
+    done, calls = run_network_delete(tmp_path, owner)
+    assert done.returncode == 0, done.stderr
+    # kind labels every node container with its cluster's name.
+    assert "ps --all --filter label=io.x-k8s.kind.cluster=blueprint --format {{.Names}}" in calls
+    removed = calls.index(f"network rm {mirror_network('blueprint')}")
+    for node in ("blueprint-control-plane", "blueprint-worker"):
+        assert calls.index(f"network disconnect -f {mirror_network('blueprint')} {node}") < removed
+
+
+def test_a_network_delete_fails_while_the_network_is_still_there_saying_why_and_what_to_do(tmp_path: Path) -> None:
+    owner = planned("phase1").one(COMMAND, "kind-image-cache-mirrors-network")["inputs"]["environment"]["OWNER"]
+    done, _ = run_network_delete(tmp_path, owner, STAYS="yes")
+    assert done.returncode == 1
+    assert f"docker network inspect {mirror_network('blueprint')}" in done.stderr
 
 
 def test_a_destroy_leaves_a_network_of_that_name_it_did_not_make(tmp_path: Path) -> None:
