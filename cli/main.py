@@ -236,9 +236,7 @@ def _verb_cache(verbs: Verbs) -> None:
         ),
     )
     cache.add_argument("action", choices=["prune"], help="prune: empty the mirrors' storage now")
-    cache.add_argument(
-        "--stack", choices=("phase1", "dev"), default="phase1", help="whose mirrors: phase1's (the default), or dev's own"
-    )
+    cache.add_argument("--stack", choices=("phase1", "dev"), default="phase1", help="whose mirrors: phase1's (the default), or dev's own")
 
 
 def _verb_images(verbs: Verbs) -> None:

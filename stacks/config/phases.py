@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 
-import pulumi
 import publicsuffixlist
+import pulumi
 from publicsuffixlist import PublicSuffixList
 
 from stacks import STACK_PHASES

@@ -159,7 +159,11 @@ def test_destroys_help_says_the_image_cache_is_kept_and_how_to_wipe_it(capsys: p
 def test_cache_prune_stack_dev_prunes_devs_own_mirrors(monkeypatch: pytest.MonkeyPatch) -> None:
     """dev runs its own mirrors; `cache prune --stack dev` reads dev's outputs, not phase1's."""
     seen: list[object] = []
-    monkeypatch.setattr("cli.image_cache.prune", lambda phase1, *_: (seen.append(phase1), (0, ["pruned"]))[1])
+    def prune(phase1: object, *_: object) -> tuple[int, list[str]]:
+        seen.append(phase1)
+        return 0, ["pruned"]
+
+    monkeypatch.setattr("cli.image_cache.prune", prune)
     args = parser().parse_args(["cache", "prune", "--stack", "dev"])
     dev = {"imageMirrors": {"docker.io": "172.16.30.98:5000"}}
     assert commands.main_for(commands.CACHE, args, FakeRunner(existing={"dev": dev}), io.StringIO()) == 0

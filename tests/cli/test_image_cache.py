@@ -518,9 +518,7 @@ def test_wipe_cache_after_phase1_was_destroyed_earlier_asks_then_removes_the_cac
     assert not folder.exists()
 
 
-def pruned(
-    tmp_path: Path, labelled: str | None = None, failing: str = "", running: str = "true"
-) -> tuple[int, list[str], list[list[str]]]:
+def pruned(tmp_path: Path, labelled: str | None = None, failing: str = "", running: str = "true") -> tuple[int, list[str], list[list[str]]]:
     """`prune` against a fake docker; the emptying run is the one given the wipe's time, recorded as `long`."""
     folder = a_cache(tmp_path)
     asked: list[list[str]] = []

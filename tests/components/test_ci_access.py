@@ -48,7 +48,8 @@ def tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         bin_,
         "kubectl",
         f'echo "$*" >> {tmp_path / "kubectl.log"}\n'
-        f'case "$*" in *"create token"*) cat {tmp_path / "token"} ;; *"get secrets -l"*) cat {tmp_path / "anchors"} 2>/dev/null || true ;;\n'
+        f'case "$*" in *"create token"*) cat {tmp_path / "token"} ;;\n'
+        f'  *"get secrets -l"*) cat {tmp_path / "anchors"} 2>/dev/null || true ;;\n'
         # Anchors the deployer unlabelled are listed only when the listing selects by no label.
         f'  *"get secrets"*) cat {tmp_path / "anchors"} {tmp_path / "unlabelled"} 2>/dev/null || true ;;\n'
         f'  *"create -f -"*) cat >> {tmp_path / "created"}; printf "uid-of-new-anchor" ;; *delete*) ;; *) printf "CA PEM" ;; esac\n',
