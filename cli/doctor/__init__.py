@@ -6,12 +6,13 @@ the machine through the small `Machine` protocol (cli/doctor/machine.py), so the
 against a fake one. Docker's checks are in cli/doctor/docker.py, the others in cli/doctor/checks.py,
 what the platform needs of Docker in cli/doctor/needs.py.
 
-`--fix` (cli/doctor/fixes.py) installs what needs no root (kind and kubectl, and Pulumi once
-versions.py pins its SHA-256, into blueprint's own folders under ~/.local/share/blueprint) without
-asking, each download checked against the SHA-256 versions.py pins (cli/doctor/install.py), where
-blueprint finds it with no PATH step (cli/tools_path.py); what needs root or the system's package manager (Docker, the docker group, the inotify limits) it does
-with the exact commands of the detected OS family (cli/os_family.py), once the user agrees. Ports,
-memory and the names are the user's call: it says what to do.
+`--fix` (cli/doctor/fixes.py) installs what needs no root (kind and kubectl, and Pulumi once versions.py
+pins its SHA-256, into blueprint's own folders under ~/.local/share/blueprint) without asking, each
+download checked against the SHA-256 versions.py pins (cli/doctor/install.py), where blueprint finds it
+with no PATH step (cli/tools_path.py); what needs root or the system's package manager (Docker, the
+docker group, the inotify limits) it does with the exact commands of the detected OS family
+(cli/os_family.py), once the user agrees. Ports, memory and the names are the user's call: it says what
+to do.
 """
 
 from __future__ import annotations
