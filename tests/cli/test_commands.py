@@ -159,6 +159,7 @@ def test_destroys_help_says_the_image_cache_is_kept_and_how_to_wipe_it(capsys: p
 def test_cache_prune_stack_dev_prunes_devs_own_mirrors(monkeypatch: pytest.MonkeyPatch) -> None:
     """dev runs its own mirrors; `cache prune --stack dev` reads dev's outputs, not phase1's."""
     seen: list[object] = []
+
     def prune(phase1: object, *_: object) -> tuple[int, list[str]]:
         seen.append(phase1)
         return 0, ["pruned"]
