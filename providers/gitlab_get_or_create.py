@@ -32,7 +32,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvide
 from providers.gitlab_api import GitLab, GitLabApiError, encode
 from providers.http import PLAIN_PULUMI
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "1"
 """Bump when the behaviour of the group, project, variable or deploy token provider changes (they
 are pickled by reference: only an input change makes the engine call `update` with the new code)."""
 

@@ -25,7 +25,7 @@ import pulumi
 from providers.gitlab_api import CONNECTION, Connection, GitLab, encode, wire
 from providers.gitlab_get_or_create import GetOrCreateProvider, NotOurs, program_owner
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 AccessLevel = Literal["not_protected", "ref_protected"]

@@ -37,7 +37,7 @@ from providers.gitlab_api import Connection, GitLab, GitLabApiError
 from providers.http import missing_ca_file
 from providers.kind_access import KindAccessError, admin_kubeconfig
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
