@@ -26,7 +26,8 @@ def _labels(selector: Mapping[str, Any] | None) -> str:
 
 def _peer(peer: Mapping[str, Any]) -> str:
     if "ipBlock" in peer:
-        return str(peer["ipBlock"]["cidr"])
+        block = peer["ipBlock"]
+        return str(block["cidr"]) + (f" except {', '.join(block['except'])}" if block.get("except") else "")
     namespace = ((peer.get("namespaceSelector") or {}).get("matchLabels") or {}).get("kubernetes.io/metadata.name", "its namespace")
     return f"{namespace} ({_labels(peer.get('podSelector')) or 'any pod'})"
 

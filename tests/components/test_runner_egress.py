@@ -150,3 +150,11 @@ def test_a_mirror_that_is_not_an_address_is_refused() -> None:
 
 def test_no_mirror_rule_without_the_image_cache() -> None:
     assert mirror_rules(tuple(job_mirror_endpoints({}))) == []
+
+
+def test_the_architecture_page_names_the_addresses_public_443_leaves_out() -> None:
+    """A bare `0.0.0.0/0: TCP 443` would read as the whole network, the host and the LAN included."""
+    from cli.diagram.egress import egress
+
+    reaches = {(namespace, pods): reach for namespace, pods, reach, _ in egress([planned("phase2")])}
+    assert "0.0.0.0/0 except 0.0.0.0/8, 10.0.0.0/8" in reaches[(IMAGE_BUILD_NAMESPACE, f"{ROLE_LABEL}={JOB}")]
