@@ -143,11 +143,18 @@ def mirror_endpoint(cluster_name: str, registry: str) -> str:
 
 def job_mirror_endpoints(image_mirrors: Mapping[str, str]) -> list[tuple[str, int]]:
     """(address, port) of each mirror a CI job may reach (BUILDKIT_MIRRORED), from phase1's
-    `imageMirrors` output (`mirrors`; empty without the cache): what the runner namespaces' egress
-    NetworkPolicies allow, as `<address>/32` on TCP `<port>`.
+    `imageMirrors` output (`mirrors`; empty without the cache): what the image-build runner's egress
+    NetworkPolicy allows (`runner_egress.mirror_rules`), as `<address>/32` on TCP `<port>`. A mirror
+    that is not an address is refused: a name would be resolved, and no policy can follow it.
     """
-    found = [image_mirrors[registry].rpartition(":") for registry in BUILDKIT_MIRRORED if registry in image_mirrors]
-    return [(address, int(port)) for address, _, port in found]
+    endpoints = []
+    for registry in (registry for registry in BUILDKIT_MIRRORED if image_mirrors.get(registry)):
+        address, _, port = image_mirrors[registry].rpartition(":")
+        try:
+            endpoints.append((str(ipaddress.ip_address(address)), int(port)))
+        except ValueError:
+            raise ValueError(f"imageMirrors: the {registry} mirror {image_mirrors[registry][:80]!r} is not <address>:<port>") from None
+    return endpoints
 
 
 def mirrors(cluster_name: str) -> dict[str, str]:

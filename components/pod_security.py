@@ -46,9 +46,11 @@ def one_relaxed_container_policy(*, namespace: str, container: str, image: str) 
     """A ValidatingAdmissionPolicy's `variables` and `validations` that hold pods in `namespace`
     (whose Pod Security level is `privileged`) to `baseline` and more, but for one relaxation: the
     container named `container`, running `image` as non-root, may have seccomp and AppArmor
-    `Unconfined` and may escalate privileges. Nothing else may: no host namespace, path or port, no
-    privileged container or added capability, no SELinux options, unmasked proc mount or sysctl, no
-    ephemeral container. Fields: admissionregistration.k8s.io/v1 (GA since Kubernetes 1.30).
+    `Unconfined` and may escalate privileges. Nothing else may, and every other container says so
+    (`allowPrivilegeEscalation: false`, seccomp `RuntimeDefault` or `Localhost`, its own or the
+    pod's): no host namespace, path or port, no privileged container or added capability, no SELinux
+    options, unmasked proc mount or sysctl, no ephemeral container.
+    Fields: admissionregistration.k8s.io/v1 (GA since Kubernetes 1.30).
     """
     context, pod = "c.securityContext", "object.spec.securityContext"
     relaxed = (
@@ -57,6 +59,7 @@ def one_relaxed_container_policy(*, namespace: str, container: str, image: str) 
     no_caps = f"(!has({context}.capabilities) || !has({context}.capabilities.add) || size({context}.capabilities.add) == 0)"
     confined = f"{_unset_or_not(context, 'privileged', 'true')} && {no_caps} && !has({context}.seLinuxOptions)"
     unmasked = _unset_or_not(context, "procMount", "'Unmasked'")
+    confining = "{}.seccompProfile.type in ['RuntimeDefault', 'Localhost']"
     annotation = "container.apparmor.security.beta.kubernetes.io/"
     host = " && ".join(f"!(has(object.spec.{name}) && object.spec.{name})" for name in ("hostNetwork", "hostPID", "hostIPC"))
     rules = {
@@ -70,6 +73,13 @@ def one_relaxed_container_policy(*, namespace: str, container: str, image: str) 
         f" || ({confined} && {unmasked}))",
         f"only the {container} container, running {image} as non-root, is unconfined or may escalate": "variables.containers.all(c, "
         f"{relaxed} || !has({context}) || ({_not_unconfined(context)} && {_unset_or_not(context, 'allowPrivilegeEscalation', 'true')}))",
+        # kind's kubelet has no seccompDefault and Kubernetes allows escalation by default: a setting
+        # left out is the relaxation itself, so every other container must state both.
+        "every container but the relaxed one forbids privilege escalation": f"variables.containers.all(c, {relaxed}"
+        f" || (has({context}) && has({context}.allowPrivilegeEscalation) && !{context}.allowPrivilegeEscalation))",
+        "every container but the relaxed one has a seccomp profile RuntimeDefault or Localhost, its own or the pod's": "variables"
+        f".containers.all(c, {relaxed} || ((has({context}) && has({context}.seccompProfile)) ? {confining.format(context)}"
+        f" : (has({pod}) && has({pod}.seccompProfile) && {confining.format(pod)})))",
         f"only the {container} container's AppArmor annotation may say unconfined": "!has(object.metadata.annotations)"
         f" || object.metadata.annotations.all(k, !k.startsWith('{annotation}') || k == '{annotation}{container}'"
         " || object.metadata.annotations[k] != 'unconfined')",

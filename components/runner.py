@@ -32,6 +32,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
+from components.image_cache import job_mirror_endpoints
 from components.pod_security import one_relaxed_container_policy, pod_security_labels
 from components.runner_egress import JOB, MANAGER, ROLE_LABEL, Peer, RunnerEgress, RunnerEgressArgs
 from components.storage import as_input
@@ -329,7 +330,8 @@ class Runner(pulumi.ComponentResource):
                 gitlab=args.gitlab_peer,
                 minio=args.minio_peer,
                 jobs_reach_api=not args.image_builds,
-                mirrors=(args.docker_hub_mirror,) if args.image_builds and args.docker_hub_mirror else (),
+                jobs_pull_images=args.image_builds,
+                mirrors=tuple(job_mirror_endpoints({"docker.io": args.docker_hub_mirror} if args.image_builds else {})),
             ),
             opts=child,
         ).policies

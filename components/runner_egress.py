@@ -7,11 +7,13 @@ manager through `podLabels`):
 - every pod: cluster DNS; GitLab's web and registry endpoints (Envoy's HTTPS listener, where every
   `*.<domain>` name resolves); MinIO's S3 port, for the cache (the bucket is MinIO's to enforce).
 - the managers, and the default runner's jobs (the deploy to `apps`): the Kubernetes API server.
-- the image-build runner's jobs (BuildKit alone): the image cache's mirrors (`mirror_peers`).
+- the image-build runner's jobs (BuildKit alone): the image cache's mirrors, each at its address
+  (`mirror_rules`), and public addresses on 443 (PUBLIC_HTTPS_RULE): the registries themselves,
+  where BuildKit goes without the cache, with a mirror down, or for a registry no mirror serves.
 
 Nothing else: not Postgres, OpenBao, Valkey, Gitaly or GitLab's own pods, MinIO's console, the
-kubelets or the internet; the host and other private addresses only on the API server's (and the
-mirrors') port. kindnetd enforces it, after DNAT; why: docs/design/decisions.md, entry 44.
+kubelets or (but image builds on 443) the internet; the host and other private addresses only on
+the API server's port. kindnetd enforces it, after DNAT; why: docs/design/decisions.md, entry 44.
 """
 
 from __future__ import annotations
@@ -45,6 +47,22 @@ KIND_NETWORK_BLOCKS = ("172.16.0.0/12", "192.168.0.0/16")
 default address pools (moby libnetwork/ipamutils: 172.17-31.0.0/16, then 192.168.0.0/16 in /20s).
 Kind's pod and service ranges (10.244.0.0/16, 10.96.0.0/16) are outside it. A Docker daemon with
 other `default-address-pools` needs these widened, or deploy jobs cannot reach the API server."""
+NOT_PUBLIC = (
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+)
+"""Every IPv4 range that is not a public host: "this network", RFC 1918 (kind's and the mirrors'
+Docker networks, the host's LAN, kind's pod and service ranges 10.244.0.0/16 and 10.96.0.0/16),
+CGNAT, loopback, link-local (cloud metadata), multicast and reserved. The cluster is IPv4 alone
+(kind's default `ipFamily`, which components/kind_cluster.py keeps): a pod has no IPv6 address,
+so no IPv6 rule is needed, and none is written."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,28 +84,23 @@ class RunnerEgressArgs:
     """MinIO's S3 port (the cache)."""
     jobs_reach_api: bool
     """Whether job pods may reach the Kubernetes API (the default runner's deploy job)."""
-    mirrors: tuple[str, ...] = field(default=())
-    """`<host>:<port>` of the image cache's mirrors that job pods may reach (image builds), or none."""
+    jobs_pull_images: bool = False
+    """Whether job pods pull images themselves (BuildKit, in image builds): they may then reach
+    public addresses on 443, the registries themselves, whatever the mirrors do."""
+    mirrors: tuple[tuple[str, int], ...] = field(default=())
+    """(address, port) of the image cache's mirrors that job pods may reach (image builds), or none
+    (`image_cache.job_mirror_endpoints`)."""
 
 
-def mirror_peers(mirrors: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The egress rules to the image cache's mirrors, from their `<host>:<port>`: an address is
-    reached exactly (a /32 or /128); a name (today `blueprint-mirror-<registry>.`, a container on
-    kind's network outside the cluster, which no policy can select by name) is reached on its port
-    anywhere on kind's network (KIND_NETWORK_BLOCKS).
+def mirror_rules(endpoints: tuple[tuple[str, int], ...]) -> list[dict[str, Any]]:
+    """The egress rules to the image cache's mirrors, from their (address, port)
+    (`image_cache.job_mirror_endpoints`): each reached at its address alone, on its port.
     """
-    blocks: dict[int, set[str]] = {}
-    for mirror in mirrors:
-        host, _, port = mirror.rpartition(":")
-        host = host.strip("[]")
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            cidrs = set(KIND_NETWORK_BLOCKS)
-        else:
-            cidrs = {f"{address}/{address.max_prefixlen}"}
-        blocks.setdefault(int(port), set()).update(cidrs)
-    return [_to_blocks(sorted(cidrs), (port,)) for port, cidrs in sorted(blocks.items())]
+    ports: dict[int, list[str]] = {}
+    for address, port in endpoints:
+        ip = ipaddress.ip_address(address)
+        ports.setdefault(port, []).append(f"{ip}/{ip.max_prefixlen}")
+    return [_to_blocks(sorted(cidrs), (port,)) for port, cidrs in sorted(ports.items())]
 
 
 def _to_pods(peer: Peer) -> dict[str, Any]:
@@ -102,20 +115,23 @@ def _to_pods(peer: Peer) -> dict[str, Any]:
     }
 
 
-def _to_blocks(cidrs: list[str], ports: tuple[int, ...]) -> dict[str, Any]:
-    return {"to": [{"ipBlock": {"cidr": cidr}} for cidr in cidrs], "ports": [{"protocol": "TCP", "port": port} for port in ports]}
+def _to_blocks(cidrs: list[str], ports: tuple[int, ...], *, but: tuple[str, ...] = ()) -> dict[str, Any]:
+    blocks = [{"cidr": cidr} | ({"except": list(but)} if but else {}) for cidr in cidrs]
+    return {"to": [{"ipBlock": block} for block in blocks], "ports": [{"protocol": "TCP", "port": port} for port in ports]}
 
 
 DNS_RULE = _to_pods(Peer(namespace="kube-system", labels=DNS_LABELS, ports=())) | {
     "ports": [{"protocol": protocol, "port": 53} for protocol in ("UDP", "TCP")]
 }
 API_SERVER_RULE = _to_blocks(list(KIND_NETWORK_BLOCKS), (API_SERVER_PORT,))
+PUBLIC_HTTPS_RULE = _to_blocks(["0.0.0.0/0"], (443,), but=NOT_PUBLIC)
 
 
 def egress_policies(args: RunnerEgressArgs) -> dict[str, dict[str, Any]]:
     """Each NetworkPolicy's name suffix and spec (see the module docstring)."""
     common = [DNS_RULE, _to_pods(args.gitlab), _to_pods(args.minio)]
-    jobs = [*common, *([API_SERVER_RULE] if args.jobs_reach_api else []), *mirror_peers(args.mirrors)]
+    jobs = [*common, *([API_SERVER_RULE] if args.jobs_reach_api else []), *mirror_rules(args.mirrors)]
+    jobs += [PUBLIC_HTTPS_RULE] if args.jobs_pull_images else []
 
     def allow(role: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
         return {"podSelector": {"matchLabels": {ROLE_LABEL: role}}, "policyTypes": ["Egress"], "egress": rules}

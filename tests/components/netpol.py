@@ -10,6 +10,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+POD_ADDRESS = "10.244.1.7"
+"""A pod's address, in kind's pod range (10.244.0.0/16), for a pod destination an ipBlock is matched
+against (kube-network-policies matches blocks on the destination address, pods' too)."""
+
 
 @dataclass(frozen=True)
 class Pod:
@@ -19,7 +23,8 @@ class Pod:
 
 @dataclass(frozen=True)
 class To:
-    """A destination: a pod (by namespace and labels) or a bare address, a port and a protocol."""
+    """A destination: a pod (by namespace and labels, and its address, POD_ADDRESS unless given) or
+    a bare address, a port and a protocol."""
 
     port: int
     pod: Pod | None = None
@@ -37,9 +42,7 @@ def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> b
 def _peer_matches(peer: Mapping[str, Any], to: To, policy_namespace: str) -> bool:
     if "ipBlock" in peer:
         block = peer["ipBlock"]
-        if to.pod is not None:
-            return False  # pod addresses come from the pod range, which no block here holds
-        address = ipaddress.ip_address(to.address)
+        address = ipaddress.ip_address(to.address or POD_ADDRESS)
         inside = address in ipaddress.ip_network(block["cidr"])
         return inside and not any(address in ipaddress.ip_network(cidr) for cidr in block.get("except", []))
     if to.pod is None:

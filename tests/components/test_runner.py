@@ -288,9 +288,10 @@ def test_the_image_build_runner_names_the_docker_hub_mirror_to_its_jobs() -> Non
 
 
 def test_image_builds_pull_base_images_through_the_docker_hub_mirror(tmp_path: Path) -> None:
-    document = buildkitd_toml(tmp_path, **{DOCKER_HUB_MIRROR_VARIABLE: "blueprint-mirror-docker-io.:5000"})
-    assert document["registry"]["docker.io"] == {"mirrors": ["blueprint-mirror-docker-io.:5000"]}
-    assert document["registry"]["blueprint-mirror-docker-io.:5000"] == {"http": True}
+    mirror = planned("phase1").outputs[outputs.IMAGE_MIRRORS]["value"]["docker.io"]
+    document = buildkitd_toml(tmp_path, **{DOCKER_HUB_MIRROR_VARIABLE: mirror})
+    assert document["registry"]["docker.io"] == {"mirrors": [mirror]}
+    assert document["registry"][mirror] == {"http": True}
     for registry in document["registry"].values():
         assert set(registry) <= BUILDKIT_REGISTRY_KEYS
 
