@@ -6,7 +6,7 @@ code. Every pod there is isolated for egress, then allowed:
 - cluster DNS;
 - any pod of the same namespace (the guestbook and its Redis);
 - the public internet: any IPv4 address but the private, shared, link-local and loopback ranges
-  (`NOT_PUBLIC`), which hold kind's pod and service ranges, kind's Docker network (the nodes, their
+  (`runner_egress.NOT_PUBLIC`), which hold kind's pod and service ranges, kind's Docker network (the nodes, their
   kubelets and API server, the mirrors), the host and whatever else is on the laptop's networks.
 
 Nothing else: not Postgres, OpenBao, Valkey, Gitaly, MinIO or GitLab's own pods, the kubelets, the
@@ -23,26 +23,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.runner_egress import DNS_RULE
+from components.runner_egress import DNS_RULE, public_rule
 from components.storage import as_input
-
-NOT_PUBLIC = (
-    "10.0.0.0/8",  # RFC 1918; also kind's pod (10.244.0.0/16) and service (10.96.0.0/16) ranges
-    "172.16.0.0/12",  # RFC 1918; kind's Docker network (runner_egress.KIND_NETWORK_BLOCKS), the host's bridge
-    "192.168.0.0/16",  # RFC 1918; likewise
-    "100.64.0.0/10",  # RFC 6598 shared address space (carrier NAT, some VPNs)
-    "169.254.0.0/16",  # link-local, cloud metadata endpoints
-    "127.0.0.0/8",  # loopback
-)
-"""IPv4 ranges that are not the public internet, excepted from the apps' internet rule."""
 
 SAME_NAMESPACE_RULE: dict[str, Any] = {"to": [{"podSelector": {}}]}
 """Any pod of the policy's own namespace, on any port."""
-
-
-def public_internet_rule(not_public: tuple[str, ...] = NOT_PUBLIC) -> dict[str, Any]:
-    """Any IPv4 address outside `not_public`, on any port."""
-    return {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(not_public)}}]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +40,7 @@ def egress_policies() -> dict[str, dict[str, Any]]:
     """Each NetworkPolicy's name and spec (see the module docstring)."""
     return {
         "deny-egress": {"podSelector": {}, "policyTypes": ["Egress"]},
-        "apps-egress": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [DNS_RULE, SAME_NAMESPACE_RULE, public_internet_rule()]},
+        "apps-egress": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [DNS_RULE, SAME_NAMESPACE_RULE, public_rule()]},
     }
 
 

@@ -8,11 +8,12 @@ manager through `podLabels`):
   `*.<domain>` name resolves); MinIO's S3 port, for the cache (the bucket is MinIO's to enforce).
 - the managers, and the default runner's jobs (the deploy to `apps`): the Kubernetes API server.
 - the image-build runner's jobs (BuildKit alone): the image cache's mirrors, each at its address
-  (`mirror_rules`), and public addresses on 443 (PUBLIC_HTTPS_RULE): the registries themselves,
-  where BuildKit goes without the cache, with a mirror down, or for a registry no mirror serves.
+  (`mirror_rules`), and public addresses on 80 and 443 (PUBLIC_WEB_PORTS): the registries
+  themselves, where BuildKit goes without the cache, with a mirror down, or for a registry no mirror
+  serves, and what a Dockerfile's RUN steps download.
 
 Nothing else: not Postgres, OpenBao, Valkey, Gitaly or GitLab's own pods, MinIO's console, the
-kubelets or (but image builds on 443) the internet; the host and other private addresses only on
+kubelets or (but image builds, on 80 and 443) the internet; the host and other private addresses only on
 the API server's port. kindnetd enforces it, after DNAT; why: docs/design/decisions.md, entry 44.
 """
 
@@ -85,8 +86,9 @@ class RunnerEgressArgs:
     jobs_reach_api: bool
     """Whether job pods may reach the Kubernetes API (the default runner's deploy job)."""
     jobs_pull_images: bool = False
-    """Whether job pods pull images themselves (BuildKit, in image builds): they may then reach
-    public addresses on 443, the registries themselves, whatever the mirrors do."""
+    """Whether job pods build images themselves (BuildKit, in image builds): they may then reach
+    public addresses on PUBLIC_WEB_PORTS, for the registries themselves (whatever the mirrors do) and
+    the downloads of a Dockerfile's RUN steps."""
     mirrors: tuple[tuple[str, int], ...] = field(default=())
     """(address, port) of the image cache's mirrors that job pods may reach (image builds), or none
     (`image_cache.job_mirror_endpoints`)."""
@@ -116,22 +118,31 @@ def _to_pods(peer: Peer) -> dict[str, Any]:
 
 
 def _to_blocks(cidrs: list[str], ports: tuple[int, ...], *, but: tuple[str, ...] = ()) -> dict[str, Any]:
+    """To `cidrs` but `but`, on TCP `ports`, or on any port when there are none."""
     blocks = [{"cidr": cidr} | ({"except": list(but)} if but else {}) for cidr in cidrs]
-    return {"to": [{"ipBlock": block} for block in blocks], "ports": [{"protocol": "TCP", "port": port} for port in ports]}
+    on = [{"protocol": "TCP", "port": port} for port in ports]
+    return {"to": [{"ipBlock": block} for block in blocks]} | ({"ports": on} if on else {})
+
+
+def public_rule(ports: tuple[int, ...] = ()) -> dict[str, Any]:
+    """To any public IPv4 address (none of NOT_PUBLIC), on TCP `ports`, or on any port."""
+    return _to_blocks(["0.0.0.0/0"], ports, but=NOT_PUBLIC)
 
 
 DNS_RULE = _to_pods(Peer(namespace="kube-system", labels=DNS_LABELS, ports=())) | {
     "ports": [{"protocol": protocol, "port": 53} for protocol in ("UDP", "TCP")]
 }
 API_SERVER_RULE = _to_blocks(list(KIND_NETWORK_BLOCKS), (API_SERVER_PORT,))
-PUBLIC_HTTPS_RULE = _to_blocks(["0.0.0.0/0"], (443,), but=NOT_PUBLIC)
+PUBLIC_WEB_PORTS = (80, 443)
+"""Where a build's base images and its RUN steps' downloads come from (registries, package indexes,
+Debian's plain-HTTP mirrors)."""
 
 
 def egress_policies(args: RunnerEgressArgs) -> dict[str, dict[str, Any]]:
     """Each NetworkPolicy's name suffix and spec (see the module docstring)."""
     common = [DNS_RULE, _to_pods(args.gitlab), _to_pods(args.minio)]
     jobs = [*common, *([API_SERVER_RULE] if args.jobs_reach_api else []), *mirror_rules(args.mirrors)]
-    jobs += [PUBLIC_HTTPS_RULE] if args.jobs_pull_images else []
+    jobs += [public_rule(PUBLIC_WEB_PORTS)] if args.jobs_pull_images else []
 
     def allow(role: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
         return {"podSelector": {"matchLabels": {ROLE_LABEL: role}}, "policyTypes": ["Egress"], "egress": rules}

@@ -8,9 +8,8 @@ import ipaddress
 
 import pytest
 
-from components.apps_egress import NOT_PUBLIC
 from components.ci_access import DEPLOY_RULES
-from components.runner_egress import KIND_NETWORK_BLOCKS
+from components.runner_egress import KIND_NETWORK_BLOCKS, NOT_PUBLIC
 from stacks.phase2 import APPS_NAMESPACE
 from tests.components.netpol import Pod, To, may_reach
 from tests.plans import planned

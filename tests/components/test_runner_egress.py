@@ -53,7 +53,7 @@ FORBIDDEN = {
     "envoy's other ports": To(19001, Pod("gitlab", ENVOY_LABELS)),
     "a kubelet": To(10250, address="172.18.0.3"),
     "the host": To(22, address="172.18.0.1"),
-    "the internet, but on 443": To(80, address=PUBLIC_REGISTRY),
+    "the internet, but on 80 and 443": To(25, address=PUBLIC_REGISTRY),
     "a private address on 443": To(443, address="192.168.1.20"),
     "another private range on 443": To(443, address="10.20.0.5"),
     "a pod's address on 443": To(443, address="10.244.1.7"),
@@ -116,6 +116,11 @@ def test_image_build_jobs_reach_public_registries_on_443(cache: str) -> None:
     """BuildKit falls back to the registry itself: the cache off, a mirror down, or a base image
     from a registry no mirror serves."""
     assert may_reach(policies(imageCache=cache), job(IMAGE_BUILD_NAMESPACE), To(443, address=PUBLIC_REGISTRY))
+
+
+def test_image_build_jobs_reach_plain_http_downloads_for_a_dockerfiles_run_steps() -> None:
+    """`RUN apt-get install` goes to Debian's mirrors over plain HTTP (port 80)."""
+    assert may_reach(policies(), job(IMAGE_BUILD_NAMESPACE), To(80, address=PUBLIC_REGISTRY))
 
 
 @pytest.mark.parametrize("source", [job(DEFAULT_NAMESPACE), manager(DEFAULT_NAMESPACE), manager(IMAGE_BUILD_NAMESPACE)])
