@@ -30,6 +30,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
+from components.digests import keyed_digest
 from components.pod_security import pod_security_labels
 from providers.host_secret import HostSecret, HostSecretArgs
 from providers.openbao_init import OpenBaoInit, OpenBaoInitArgs
@@ -186,10 +187,7 @@ def environment_checksum(bootstrap: dict[str, str], connection_url: str, tls: di
     tells nothing of any, even of a password a user chose by hand (without the key, no guess can be
     checked against it).
     """
-    import hmac
-
-    message = json.dumps({"bootstrap": bootstrap, "storage": connection_url, "tls": tls}, sort_keys=True).encode()
-    return hmac.new(bootstrap[BOOTSTRAP_KEYS[SEAL_KEY_ENV]].encode(), message, hashlib.sha256).hexdigest()
+    return keyed_digest(bootstrap[BOOTSTRAP_KEYS[SEAL_KEY_ENV]], {"bootstrap": bootstrap, "storage": connection_url, "tls": tls})
 
 
 def release_digest(values: dict[str, Any]) -> str:

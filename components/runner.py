@@ -22,9 +22,6 @@ docs/design/decisions.md, entries 26, 27, 28 and 44.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +29,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 import versions
+from components.digests import keyed_digest
 from components.image_cache import job_mirror_endpoints
 from components.pod_security import one_relaxed_container_policy, pod_security_labels
 from components.runner_egress import JOB, MANAGER, ROLE_LABEL, Peer, RunnerEgress, RunnerEgressArgs
@@ -56,7 +54,7 @@ DEFAULT_NAMESPACE = "gitlab-runner"
 IMAGE_BUILD_NAMESPACE = "gitlab-runner-image-build"
 BUILD_CONTAINER = "build"
 """The name gitlab-runner gives a job pod's build container (executors/kubernetes `buildContainerName`)."""
-SECRETS_DIGEST_ANNOTATION = "blueprint/secrets-hmac"
+SECRETS_DIGEST_ANNOTATION = "blueprint/secrets-hmac-sha256"
 """On the manager's pod: a keyed digest of what the chart reads once, at start (the runner token,
 the cache keys, the CA), so that a new token (a re-registered runner) restarts the manager."""
 
@@ -252,8 +250,7 @@ def secrets_digest(token: str, access_key: str, secret_key: str, ca_pem: str) ->
     without the token test a guess at the cache keys; so it can be a plain value (a secret one would
     hide the release's whole values in every diff).
     """
-    message = json.dumps([access_key, secret_key, ca_pem]).encode()
-    return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
+    return keyed_digest(token, [access_key, secret_key, ca_pem])
 
 
 def runner_values(
