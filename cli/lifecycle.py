@@ -237,18 +237,17 @@ def plan_destroy(
 def without_stale_creates(stack: str, deployment: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """`deployment` without its stale pending CREATEs, and what to say of them (None: there was none).
 
-    A pending CREATE is what an interrupted run leaves of a create it cannot tell succeeded. Once its
-    URN is in the state, a later run made that resource: the record can no longer be imported (the
-    URN is taken), only cleared, and Pulumi never clears it itself (every run carries a base
-    snapshot's pending CREATEs over: pulumi/pulumi pkg/backend/snapshot.go). Kept, it would refuse
-    every destroy for good; dropped, nothing is lost that any command could still act on.
+    A pending CREATE is what an interrupted run leaves of a create it cannot tell succeeded, and
+    Pulumi never clears one itself (every run carries a base snapshot's pending CREATEs over:
+    pulumi/pulumi pkg/backend/snapshot.go). One whose URN the state records is stale only when a
+    later run re-made that same thing: the recorded resource has the operation's inputs and is not
+    `pendingReplacement`. Kept, it would refuse every destroy for good; dropped, nothing is lost.
+    Any other is an interrupted replacement (`_interrupted_replacements`), kept.
     """
-    recorded = {resource["urn"] for resource in deployment.get("resources") or []}
-    operations = deployment.get("pending_operations") or []
-    stale = [op for op in operations if op.get("type") == "creating" and _operation_urn(op) in recorded]
+    stale = [op for op in deployment.get("pending_operations") or [] if _is_stale(op, deployment)]
     if not stale:
         return dict(deployment), None
-    kept = [op for op in operations if op not in stale]
+    kept = [op for op in deployment.get("pending_operations") or [] if op not in stale]
     cleaned = {key: value for key, value in deployment.items() if key != "pending_operations"}
     if kept:
         cleaned["pending_operations"] = kept
@@ -259,8 +258,36 @@ def without_stale_creates(stack: str, deployment: Mapping[str, Any]) -> tuple[di
     )
 
 
+def _recorded(deployment: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {resource["urn"]: resource for resource in deployment.get("resources") or []}
+
+
+def _is_stale(operation: Mapping[str, Any], deployment: Mapping[str, Any]) -> bool:
+    recorded = _recorded(deployment).get(_operation_urn(operation))
+    return (
+        operation.get("type") == "creating"
+        and recorded is not None
+        and not recorded.get("pendingReplacement")
+        and (recorded.get("inputs") or {}) == ((operation.get("resource") or {}).get("inputs") or {})
+    )
+
+
+def _interrupted_replacements(deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The pending CREATEs of a replacement: the new resource under the URN of the old one, which the
+    state keeps (marked `pendingReplacement` when the old goes first: pkg/resource/deploy/step_generator.go)
+    while the create runs (pkg/backend/snapshot.go marks OpCreateReplacement's `step.New()` pending).
+    """
+    recorded = _recorded(deployment)
+    return [op for op in deployment.get("pending_operations") or [] if op.get("type") == "creating" and _operation_urn(op) in recorded]
+
+
 def _operation_urn(operation: Mapping[str, Any]) -> str:
     return str((operation.get("resource") or {}).get("urn", "?"))
+
+
+def _names(operations: Sequence[Mapping[str, Any]], with_type: bool = False) -> str:
+    said = {(f"{op.get('type', '?')} " if with_type else "") + _operation_urn(op).rsplit("::", 1)[-1] for op in operations}
+    return ", ".join(sorted(said))
 
 
 def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
@@ -271,11 +298,21 @@ def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
     operations = deployment.get("pending_operations") or []
     if not operations:
         return None
-    what = ", ".join(sorted({f"{op.get('type', '?')} {_operation_urn(op).rsplit('::', 1)[-1]}" for op in operations}))
+    quoted = shlex.quote(stack)
+    if replacements := _interrupted_replacements(deployment):
+        # The next `up` replaces again: its create adopts or re-makes what the interrupted one made.
+        return (
+            f"an interrupted run left {stack}'s state with an interrupted replacement of {_names(replacements)}: "
+            "what its create was making may exist, and only that pending create records it. `uv run blueprint up` "
+            "finishes it (the create adopts or re-makes what the interrupted one made); then run this again. "
+            f"`pulumi refresh -s {quoted} --clear-pending-creates` only if you know it made nothing "
+            f'(in a shell that ran `eval "$(uv run blueprint env)"`)'
+        )
     return (
-        f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first, in a shell that "
-        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {shlex.quote(stack)}` asks, for each, whether to clear it '
-        f"or import what it made; or, without asking, `pulumi refresh -s {shlex.quote(stack)} --clear-pending-creates` if it made "
+        f"an interrupted run left pending operations in {stack}'s state ({_names(operations, with_type=True)}). "
+        "Resolve them first, in a shell that "
+        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {quoted}` asks, for each, whether to clear it '
+        f"or import what it made; or, without asking, `pulumi refresh -s {quoted} --clear-pending-creates` if it made "
         "nothing, `--import-pending-creates <urn> --import-pending-creates <id>` (the flag takes one value each time: the "
         "URN above, then the ID of what it made) if it did; then run this again"
     )
