@@ -24,9 +24,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
-from components.host_folder import PRESERVE_DATA, keeps_data
+from components.host_folder import CONFIG_PYTHON, PRESERVE_DATA, keeps_data
 from components.host_folder import claimed_folder as host_folder_of
 from components.image_cache import mirror_cache_folder
+from stacks.config import PROJECT_DIR
 
 COMMAND = "command:local:Command"
 KV_SECRET = "pulumi-python:dynamic/openbao:KvSecret"
@@ -342,7 +343,7 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str,
             # The outputs are what the delete runs with; the inputs, what the next diff compares.
             for part in ("inputs", "outputs"):
                 fields = dict(resource.get(part) or {})
-                fields["environment"] = {**dict(fields.get("environment") or {}), PRESERVE_DATA: value}
+                fields["environment"] = {**_this_checkouts(dict(fields.get("environment") or {})), PRESERVE_DATA: value}
                 resource[part] = fields
         elif lives_in_gitlab(resource):
             resource["retainOnDelete"] = keep
@@ -354,3 +355,14 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str,
             resource["outputs"] = {**resource["outputs"], "preserveData": keep}
         recorded.append(resource)
     return {**deployment, "resources": recorded}
+
+
+def _this_checkouts(environment: dict[str, Any]) -> dict[str, Any]:
+    """A host folder's recorded environment, with the stack file and Python its delete reads this
+    checkout's: an `up` from a checkout since moved or deleted recorded its own, which are gone.
+    """
+    if environment.get("STACK_FILE"):
+        environment["STACK_FILE"] = str(PROJECT_DIR / PurePosixPath(environment["STACK_FILE"]).name)
+    if environment.get("CONFIG_PYTHON"):
+        environment["CONFIG_PYTHON"] = CONFIG_PYTHON
+    return environment
