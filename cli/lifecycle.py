@@ -291,10 +291,11 @@ def _names(operations: Sequence[Mapping[str, Any]], with_type: bool = False) -> 
     return ", ".join(sorted(said))
 
 
-def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
+def pending_operations(stack: str, deployment: Mapping[str, Any], finish: str = "uv run blueprint up") -> str | None:
     """Why `deployment` must not be edited, or None. An interrupted run leaves pending operations
     (a create Pulumi cannot tell succeeded); `pulumi stack import` silently drops them, which would
     lose the one record of, say, a half-made cluster. Stale CREATEs are dropped first (`without_stale_creates`).
+    `finish` is the command that finishes an interrupted replacement from where this one is refused.
     """
     operations = deployment.get("pending_operations") or []
     if not operations:
@@ -304,8 +305,8 @@ def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
         # The next `up` replaces again: its create adopts or re-makes what the interrupted one made.
         return (
             f"an interrupted run left {stack}'s state with an interrupted replacement of {_names(replacements)}: "
-            "what its create was making may exist, and only that pending create records it. `uv run blueprint up` "
-            "finishes it (the create adopts or re-makes what the interrupted one made); then run this again. "
+            "what its create was making may exist, and only that pending create records it. "
+            f"`{finish}` finishes it (the create adopts or re-makes what the interrupted one made); then run this again. "
             f"`pulumi refresh -s {quoted} --clear-pending-creates` only if you know it made nothing "
             f'(in a shell that ran `eval "$(uv run blueprint env)"`)'
         )

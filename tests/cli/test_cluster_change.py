@@ -53,6 +53,7 @@ def test_an_interrupted_replacement_in_phase2_stops_a_cluster_change() -> None:
     assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=replacing(pulumi)) == 1
     assert ("destroy", "phase2") not in pulumi.calls
     assert "interrupted replacement of cluster-lease" in "\n".join(out)
+    assert "`uv run blueprint up --phase 2` finishes it" in "\n".join(out), "a whole `up` would come back here"
 
 
 def test_a_cluster_change_goes_through_blueprint_up_in_order() -> None:
