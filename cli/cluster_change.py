@@ -71,7 +71,8 @@ def _take_phase2_down(runner: StackRunner, say: Callable[[str], None], cluster: 
     """phase2's destroy, every piece of its data kept; 1, said, when its state holds pending operations."""
     exported = runner.export_state("phase2")
     state, dropped = without_stale_creates("phase2", exported.get("deployment") or {})
-    if problem := pending_operations("phase2", state):
+    # Not a whole `up`: that would come back here; phase2's alone finishes it on the cluster it runs on.
+    if problem := pending_operations("phase2", state, finish="uv run blueprint up --phase 2"):
         say(f"blueprint: {problem}")
         return 1
     if dropped:

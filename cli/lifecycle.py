@@ -24,9 +24,10 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
-from components.host_folder import PRESERVE_DATA, keeps_data
+from components.host_folder import CONFIG_PYTHON, PRESERVE_DATA, keeps_data
 from components.host_folder import claimed_folder as host_folder_of
 from components.image_cache import mirror_cache_folder
+from stacks.config import PROJECT_DIR
 
 COMMAND = "command:local:Command"
 KV_SECRET = "pulumi-python:dynamic/openbao:KvSecret"
@@ -237,18 +238,17 @@ def plan_destroy(
 def without_stale_creates(stack: str, deployment: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     """`deployment` without its stale pending CREATEs, and what to say of them (None: there was none).
 
-    A pending CREATE is what an interrupted run leaves of a create it cannot tell succeeded. Once its
-    URN is in the state, a later run made that resource: the record can no longer be imported (the
-    URN is taken), only cleared, and Pulumi never clears it itself (every run carries a base
-    snapshot's pending CREATEs over: pulumi/pulumi pkg/backend/snapshot.go). Kept, it would refuse
-    every destroy for good; dropped, nothing is lost that any command could still act on.
+    A pending CREATE is what an interrupted run leaves of a create it cannot tell succeeded, and
+    Pulumi never clears one itself (every run carries a base snapshot's pending CREATEs over:
+    pulumi/pulumi pkg/backend/snapshot.go). One whose URN the state records is stale only when a
+    later run re-made that same thing: the recorded resource has the operation's inputs and is not
+    `pendingReplacement`. Kept, it would refuse every destroy for good; dropped, nothing is lost.
+    Any other is an interrupted replacement (`_interrupted_replacements`), kept.
     """
-    recorded = {resource["urn"] for resource in deployment.get("resources") or []}
-    operations = deployment.get("pending_operations") or []
-    stale = [op for op in operations if op.get("type") == "creating" and _operation_urn(op) in recorded]
+    stale = [op for op in deployment.get("pending_operations") or [] if _is_stale(op, deployment)]
     if not stale:
         return dict(deployment), None
-    kept = [op for op in operations if op not in stale]
+    kept = [op for op in deployment.get("pending_operations") or [] if op not in stale]
     cleaned = {key: value for key, value in deployment.items() if key != "pending_operations"}
     if kept:
         cleaned["pending_operations"] = kept
@@ -259,23 +259,62 @@ def without_stale_creates(stack: str, deployment: Mapping[str, Any]) -> tuple[di
     )
 
 
+def _recorded(deployment: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {resource["urn"]: resource for resource in deployment.get("resources") or []}
+
+
+def _is_stale(operation: Mapping[str, Any], deployment: Mapping[str, Any]) -> bool:
+    recorded = _recorded(deployment).get(_operation_urn(operation))
+    return (
+        operation.get("type") == "creating"
+        and recorded is not None
+        and not recorded.get("pendingReplacement")
+        and (recorded.get("inputs") or {}) == ((operation.get("resource") or {}).get("inputs") or {})
+    )
+
+
+def _interrupted_replacements(deployment: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The pending CREATEs of a replacement: the new resource under the URN of the old one, which the
+    state keeps (marked `pendingReplacement` when the old goes first: pkg/resource/deploy/step_generator.go)
+    while the create runs (pkg/backend/snapshot.go marks OpCreateReplacement's `step.New()` pending).
+    """
+    recorded = _recorded(deployment)
+    return [op for op in deployment.get("pending_operations") or [] if op.get("type") == "creating" and _operation_urn(op) in recorded]
+
+
 def _operation_urn(operation: Mapping[str, Any]) -> str:
     return str((operation.get("resource") or {}).get("urn", "?"))
 
 
-def pending_operations(stack: str, deployment: Mapping[str, Any]) -> str | None:
+def _names(operations: Sequence[Mapping[str, Any]], with_type: bool = False) -> str:
+    said = {(f"{op.get('type', '?')} " if with_type else "") + _operation_urn(op).rsplit("::", 1)[-1] for op in operations}
+    return ", ".join(sorted(said))
+
+
+def pending_operations(stack: str, deployment: Mapping[str, Any], finish: str = "uv run blueprint up") -> str | None:
     """Why `deployment` must not be edited, or None. An interrupted run leaves pending operations
     (a create Pulumi cannot tell succeeded); `pulumi stack import` silently drops them, which would
     lose the one record of, say, a half-made cluster. Stale CREATEs are dropped first (`without_stale_creates`).
+    `finish` is the command that finishes an interrupted replacement from where this one is refused.
     """
     operations = deployment.get("pending_operations") or []
     if not operations:
         return None
-    what = ", ".join(sorted({f"{op.get('type', '?')} {_operation_urn(op).rsplit('::', 1)[-1]}" for op in operations}))
+    quoted = shlex.quote(stack)
+    if replacements := _interrupted_replacements(deployment):
+        # The next `up` replaces again: its create adopts or re-makes what the interrupted one made.
+        return (
+            f"an interrupted run left {stack}'s state with an interrupted replacement of {_names(replacements)}: "
+            "what its create was making may exist, and only that pending create records it. "
+            f"`{finish}` finishes it (the create adopts or re-makes what the interrupted one made); then run this again. "
+            f"`pulumi refresh -s {quoted} --clear-pending-creates` only if you know it made nothing "
+            f'(in a shell that ran `eval "$(uv run blueprint env)"`)'
+        )
     return (
-        f"an interrupted run left pending operations in {stack}'s state ({what}). Resolve them first, in a shell that "
-        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {shlex.quote(stack)}` asks, for each, whether to clear it '
-        f"or import what it made; or, without asking, `pulumi refresh -s {shlex.quote(stack)} --clear-pending-creates` if it made "
+        f"an interrupted run left pending operations in {stack}'s state ({_names(operations, with_type=True)}). "
+        "Resolve them first, in a shell that "
+        f'ran `eval "$(uv run blueprint env)"`: `pulumi refresh -s {quoted}` asks, for each, whether to clear it '
+        f"or import what it made; or, without asking, `pulumi refresh -s {quoted} --clear-pending-creates` if it made "
         "nothing, `--import-pending-creates <urn> --import-pending-creates <id>` (the flag takes one value each time: the "
         "URN above, then the ID of what it made) if it did; then run this again"
     )
@@ -305,7 +344,7 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str,
             # The outputs are what the delete runs with; the inputs, what the next diff compares.
             for part in ("inputs", "outputs"):
                 fields = dict(resource.get(part) or {})
-                fields["environment"] = {**dict(fields.get("environment") or {}), PRESERVE_DATA: value}
+                fields["environment"] = {**_this_checkouts(dict(fields.get("environment") or {})), PRESERVE_DATA: value}
                 resource[part] = fields
         elif lives_in_gitlab(resource):
             resource["retainOnDelete"] = keep
@@ -317,3 +356,14 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str,
             resource["outputs"] = {**resource["outputs"], "preserveData": keep}
         recorded.append(resource)
     return {**deployment, "resources": recorded}
+
+
+def _this_checkouts(environment: dict[str, Any]) -> dict[str, Any]:
+    """A host folder's recorded environment, with the stack file and Python its delete reads this
+    checkout's: an `up` from a checkout since moved or deleted recorded its own, which are gone.
+    """
+    if environment.get("STACK_FILE"):
+        environment["STACK_FILE"] = str(PROJECT_DIR / PurePosixPath(environment["STACK_FILE"]).name)
+    if environment.get("CONFIG_PYTHON"):
+        environment["CONFIG_PYTHON"] = CONFIG_PYTHON
+    return environment

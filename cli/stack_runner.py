@@ -230,26 +230,95 @@ _EXCEPTION = re.compile(r"(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<message>.*))?$")
 
 def pulumi_errors(output: str, most: int = 8) -> list[str]:
     """Pulumi's own errors (`error: ...` lines, each with the lines its message continues on), the
-    last `most` of them, each once: what failed, in Pulumi's words. A dynamic provider's error is the
-    host's whole traceback (pulumi/dynamic/__main__.py, `_abort_with_traceback`): of it, only the
-    exception Python ends it with, and its message's further lines (the commands of a fix); the
-    type is dropped from blueprint's own (`providers.`), whose message says what happened in words.
+    last `most` of them, each once: what failed, in Pulumi's words. Pulumi prints every line of a
+    diagnostic's message indented as its first (pulumi/pulumi pkg/backend/display/progress.go,
+    `printDiagnostics`). A dynamic provider's error is the host's whole traceback
+    (pulumi/dynamic/__main__.py, `_abort_with_traceback`), and so is the program's, after "Program
+    failed with an unhandled exception:" (pulumi-language-python-exec): of it, only the exception
+    Python ends it with, and its message's further lines (the commands of a fix); the type is
+    dropped from blueprint's own (`providers.`), whose message says what happened in words. A failed
+    command's script is named, not quoted (`_command_failure`).
     """
     lines = [line.rstrip() for line in _ANSI.sub("", output).splitlines()]
     said: list[str] = []
-    index = 0
+    index, resource = 0, None
     while index < len(lines):
         text = lines[index].strip()
+        if header := _HEADER.fullmatch(text):
+            resource = header["name"]
         if not text.lower().startswith("error:"):
             index += 1
             continue
         base = len(lines[index]) - len(lines[index].lstrip())
-        if text[len("error:") :].strip() == _TRACEBACK:
+        message = text[len("error:") :].strip()
+        if message == _TRACEBACK:
             entry, index = _final_exception(lines, index + 1, base)
+        elif message == _UNHANDLED and index + 1 < len(lines) and lines[index + 1].strip() == _TRACEBACK:
+            entry, index = _final_exception(lines, index + 2, base)
         else:
-            entry, index = text, index + 1
+            further, index = _continuation(lines, index + 1, base)
+            entry = _command_failure(message, further, resource) or "\n".join([text, *further])
         said.append(entry)
     return [line for entry in list(dict.fromkeys(said))[-most:] for line in entry.splitlines()]
+
+
+_UNHANDLED = "Program failed with an unhandled exception:"
+_SEVERITIES = ("error:", "warning:", "info:", "debug:")
+"""How Pulumi begins a diagnostic (lower case: `ERROR:` is a line of some output)."""
+_HEADER = re.compile(r"[\w.-]+:[\w./:$-]+ \((?P<name>[^()]+)\):")
+"""The header over a resource's diagnostics: `command:local:Command (kind-cluster):`."""
+_COMMAND_FAILED = re.compile(r'(?P<cause>[^"]*?): running "(?:[^"\\]|\\.)*":')
+"""pulumi-command's `"%w: running %q:\n%s"` (provider/pkg/provider/local/commandOutputs.go): the
+whole script quoted on one line, what it printed on the next."""
+_OUTPUT_TAIL = 10
+
+
+def _continues(line: str, base: int) -> bool:
+    """Whether `line` continues the message of a diagnostic printed at indent `base`: indented more,
+    or as much within Pulumi's Diagnostics (never at the left margin) and no diagnostic of its own.
+    """
+    indent = len(line) - len(line.lstrip())
+    return indent > base or (indent == base > 0 and not line.strip().startswith(_SEVERITIES))
+
+
+def _continuation(lines: list[str], start: int, base: int) -> tuple[list[str], int]:
+    """The further lines of the message whose first is at `start - 1`, as said (two further in than
+    it); and the index after them. A blank line is within it when the message goes on after it.
+    """
+    further, index = [], start
+    while index < len(lines):
+        line = lines[index]
+        if not line.strip():
+            if not _continues(next((later for later in lines[index + 1 :] if later.strip()), ""), base):
+                break
+        elif not _continues(line, base):
+            break
+        else:
+            further.append("  " + line[base:].replace("\t", "  "))
+        index += 1
+    return further, index
+
+
+def _command_failure(message: str, output: list[str], resource: str | None) -> str | None:
+    """A failed command's error with its resource's name for its script (kilobytes, escaped on one
+    line) and of what it printed, blueprint's own lines (a refusal: why, and the fix) or the last ones.
+    """
+    match = _COMMAND_FAILED.fullmatch(message)
+    if not match:
+        return None
+    kept: list[str] = []
+    within: int | None = None
+    for line in output:
+        indent = len(line) - len(line.lstrip())
+        if line.strip().startswith("blueprint:"):
+            kept.append(line)
+            within = indent
+        elif within is not None and indent > within:
+            kept.append(line)
+        else:
+            within = None
+    script = f"{resource}'s script" if resource else "its script"
+    return "\n".join([f"error: {match['cause']}: running {script}:", *(kept or output[-_OUTPUT_TAIL:])])
 
 
 def _final_exception(lines: list[str], start: int, base: int) -> tuple[str, int]:

@@ -47,7 +47,10 @@ PRESERVE_DATA = "PRESERVE_DATA"
 """The environment variable, recorded with each command, that its delete script reads: "true"
 keeps the folder, "false" wipes it (`cli/lifecycle.py`, `record_preserve_data`, flips it)."""
 
-CONFIG_PYTHON = str(Path(sys.prefix, "bin", "python")) if Path(sys.prefix, "bin", "python").exists() else sys.executable
+# The prefix resolved (a checkout reached through a link registers the same path), `bin/python` not:
+# it links to the base interpreter, outside the virtualenv and its PyYAML.
+_VENV_PYTHON = Path(sys.prefix).resolve() / "bin" / "python"
+CONFIG_PYTHON = str(_VENV_PYTHON) if _VENV_PYTHON.exists() else sys.executable
 """The Python the delete reads the stack file with: the one running the program, the checkout's
 virtualenv, which has PyYAML (a virtualenv's `bin/python`, the same path for every run)."""
 

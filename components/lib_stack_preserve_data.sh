@@ -5,8 +5,11 @@ stack_preserve_data() {
   # current folder or the user's environment is imported). Fails, with why on one line, when it
   # cannot tell: a file it cannot parse may say to keep the data.
   [ -n "$STACK_FILE" ] || return 0
-  # None there (its folder can be searched, so none is hidden): it says nothing, and needs no reader.
-  if [ ! -e "$STACK_FILE" ] && [ ! -L "$STACK_FILE" ] && [ -x "$(dirname -- "$STACK_FILE")" ]; then return 0; fi
+  # None there (the nearest folder on its path that is there can be searched, so none is hidden): it
+  # says nothing, and needs no reader. So too when its folder is gone, with a moved checkout.
+  there=$STACK_FILE
+  while [ ! -e "$there" ] && [ ! -L "$there" ] && [ "$there" != / ]; do there=$(dirname -- "$there"); done
+  if [ "$there" != "$STACK_FILE" ] && [ -x "$there" ]; then return 0; fi
   if [ ! -x "$CONFIG_PYTHON" ]; then
     echo "no Python at $CONFIG_PYTHON reads it (run 'uv sync' in the checkout)"
     return 1

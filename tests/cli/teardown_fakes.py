@@ -52,6 +52,19 @@ def stale_create(state: dict[str, Any], name: str) -> dict[str, Any]:
     return {"resource": {key: resource[key] for key in ("urn", "custom", "type", "inputs") if key in resource}, "type": "creating"}
 
 
+def interrupted_replacement(state: dict[str, Any], name: str, *, delete_first: bool) -> dict[str, Any]:
+    """The pending CREATE an interrupted replacement of `name` leaves: the new resource, its URN the
+    old one's and its inputs changed, while `state` keeps the old resource (pulumi/pulumi
+    pkg/backend/snapshot.go marks `step.New()` pending for OpCreateReplacement as for OpCreate); a
+    delete-first replacement keeps it marked `pendingReplacement` (pkg/resource/deploy/step_generator.go)."""
+    [resource] = [r for r in state["deployment"]["resources"] if r["urn"].endswith(f"::{name}")]
+    if delete_first:
+        resource["pendingReplacement"] = True
+    operation = stale_create(state, name)
+    operation["resource"]["inputs"] = {**operation["resource"].get("inputs", {}), "replaced": "by new inputs"}
+    return operation
+
+
 class FakePulumi:
     """Stacks with recorded state; a destroy fails like the real providers would."""
 

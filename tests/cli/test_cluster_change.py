@@ -14,7 +14,7 @@ from cli.phases import Context
 from cli.stack_runner import StackFailed
 from cli.teardown import World
 from components.host_folder import PRESERVE_DATA, UP_SCRIPT
-from tests.cli.teardown_fakes import FakePulumi, all_stacks, stale_create, world
+from tests.cli.teardown_fakes import FakePulumi, all_stacks, interrupted_replacement, stale_create, world
 
 
 def replacing(pulumi: FakePulumi) -> World:
@@ -43,6 +43,17 @@ def test_a_stale_pending_create_in_phase2_does_not_stop_a_cluster_change() -> No
     assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=replacing(pulumi)) == 0, out
     assert pulumi.calls[-1] == ("destroy", "phase2")
     assert "phase2: dropped the stale pending CREATE of cluster-lease" in "\n".join(out)
+
+
+def test_an_interrupted_replacement_in_phase2_stops_a_cluster_change() -> None:
+    stacks = all_stacks()
+    stacks["phase2"]["deployment"]["pending_operations"] = [interrupted_replacement(stacks["phase2"], "cluster-lease", delete_first=True)]
+    pulumi = FakePulumi(stacks)
+    out: list[str] = []
+    assert make_way_for_a_new_cluster(pulumi, out.append, "all", world=replacing(pulumi)) == 1
+    assert ("destroy", "phase2") not in pulumi.calls
+    assert "interrupted replacement of cluster-lease" in "\n".join(out)
+    assert "`uv run blueprint up --phase 2` finishes it" in "\n".join(out), "a whole `up` would come back here"
 
 
 def test_a_cluster_change_goes_through_blueprint_up_in_order() -> None:

@@ -3,6 +3,7 @@ secrets still encrypted, and a stack that holds no resource is not up."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from cli.stack_runner import AutomationRunner, StackFailed, pulumi_errors
 from cli.tools_path import tools_on_path
+from components.host_folder import DELETE_SCRIPT
 from tests.plans import fake_command
 
 FAKE_PULUMI = """\
@@ -150,3 +152,67 @@ def test_the_explanation_of_a_failed_phase_quotes_the_providers_message_not_its_
     text = explain("2", "phase2", DYNAMIC_PROVIDER_FAILURE, None, None)
     assert "  error: OpenBao at http://127.0.0.1:8200 is initialised but has no userpass login" in text
     assert "Traceback" not in text
+
+
+# Each diagnostic's message, every line of it, is printed under its resource's header indented by four
+# (pulumi/pulumi pkg/backend/display/progress.go, `printDiagnostics`; blank lines at its end trimmed,
+# `splitIntoDisplayableLines`). The layouts below are built from the upstream format strings.
+def _diagnostics(header: str, message: str) -> str:
+    lines = "\n".join(f"    {line}".rstrip() for line in f"error: {message}".rstrip("\n").split("\n"))
+    stack = "  pulumi:pulumi:Stack (blueprint-phase2):\n    error: update failed\n"
+    return f"Updating (phase2):\n\nDiagnostics:\n  {header}:\n{lines}\n\n{stack}\nResources:\n    3 unchanged\n"
+
+
+def test_a_failed_commands_error_names_the_resource_not_its_script_and_keeps_blueprints_words() -> None:
+    """pulumi-command's `"%w: running %q:\\n%s"` (provider/pkg/provider/local/commandOutputs.go): the
+    whole script, quoted on one line, then what it printed; blueprint's refusals say why and the fix."""
+    output = "checking the lease\nblueprint: the cluster is leased by another checkout (/home/me/other)\n  run its destroy first\n"
+    script = DELETE_SCRIPT
+    said = pulumi_errors(_diagnostics("command:local:Command (cluster-lease)", f"exit status 1: running {json.dumps(script)}:\n{output}"))
+    assert said == [
+        "error: exit status 1: running cluster-lease's script:",
+        "  blueprint: the cluster is leased by another checkout (/home/me/other)",
+        "    run its destroy first",
+        "error: update failed",
+    ]
+
+
+def test_a_failed_commands_output_is_kept_when_blueprint_said_nothing() -> None:
+    output = 'ERROR: failed to create cluster: node(s) already exist for a cluster with the name "blueprint"\n'
+    said = pulumi_errors(_diagnostics("command:local:Command (kind-cluster)", f'exit status 1: running "kind create cluster":\n{output}'))
+    assert said[:2] == [
+        "error: exit status 1: running kind-cluster's script:",
+        '  ERROR: failed to create cluster: node(s) already exist for a cluster with the name "blueprint"',
+    ]
+
+
+def test_a_multi_error_keeps_its_causes() -> None:
+    """hashicorp/go-multierror's list (`"%d error occurred:\\n\\t* %s\\n\\n"`), as Helm releases fail."""
+    cause = 'Helm release "gitlab/gitlab" was created, but failed to initialize completely: context deadline exceeded'
+    said = pulumi_errors(_diagnostics("kubernetes:helm.sh/v3:Release (gitlab-chart)", f"1 error occurred:\n\t* {cause}\n\n"))
+    assert said[:2] == ["error: 1 error occurred:", f"    * {cause}"]
+
+
+def test_a_message_with_a_list_keeps_its_lines() -> None:
+    message = "invalid configuration:\n  - context was not found for specified context: kind-blueprint\n  - no server found for cluster"
+    said = pulumi_errors(_diagnostics("pulumi:providers:kubernetes (k8s)", message))
+    assert said[:3] == [
+        "error: invalid configuration:",
+        "    - context was not found for specified context: kind-blueprint",
+        "    - no server found for cluster",
+    ]
+
+
+def test_an_unhandled_exception_of_the_program_is_said_as_its_final_error() -> None:
+    """pulumi-language-python-exec logs "Program failed with an unhandled exception:\\n" and the traceback."""
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/blueprint/__main__.py", line 9, in <module>\n'
+        "    stacks.run()\n"
+        "ValueError: blueprint:dataDir must be an absolute path, got 'data'\n"
+    )
+    said = pulumi_errors(
+        _diagnostics("pulumi:pulumi:Stack (blueprint-phase2)", f"Program failed with an unhandled exception:\n{traceback}")
+    )
+    assert said[0] == "error: ValueError: blueprint:dataDir must be an absolute path, got 'data'"
+    assert not [line for line in said if "Traceback" in line or "File " in line]

@@ -12,14 +12,23 @@ from pathlib import Path
 import pytest
 
 from cli import phases, status, teardown
-from cli.lifecycle import KV_SECRET, lives_in_cluster, lives_in_gitlab
+from cli.lifecycle import KV_SECRET, lives_in_cluster, lives_in_gitlab, without_stale_creates
 from cli.phases import Context
 from cli.stack_runner import StackFailed
 from cli.teardown import ClusterState, cluster_state
 from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, UP_SCRIPT
 from components.markers import OWNER_MARKER
 from stacks import outputs
-from tests.cli.teardown_fakes import PHASE1_HERE, FakePulumi, all_stacks, recorded_state, run_destroy, stale_create, world
+from tests.cli.teardown_fakes import (
+    PHASE1_HERE,
+    FakePulumi,
+    all_stacks,
+    interrupted_replacement,
+    recorded_state,
+    run_destroy,
+    stale_create,
+    world,
+)
 from tests.plans import COMMAND, fake_command, planned
 
 
@@ -350,6 +359,50 @@ def test_a_stale_pending_create_is_dropped_but_any_other_pending_operation_still
     code, said = run_destroy(pulumi, False)
     assert code == 1
     assert "pending operations in phase1's state (creating kind-data-folder-2)" in said
+    assert not [call for call in pulumi.calls if call[0] in ("import", "destroy")]
+
+
+PROJECT_URN = "urn:pulumi:phase3::blueprint::pulumi-python:dynamic/gitlab:Project::app-project"
+OLD_PROJECT = {
+    "urn": PROJECT_URN,
+    "id": "102",
+    "custom": True,
+    "type": "pulumi-python:dynamic/gitlab:Project",
+    "inputs": {"namespace_id": 7.0},
+    "outputs": {"claim": "c1"},
+}
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    [
+        OLD_PROJECT,
+        {**OLD_PROJECT, "pendingReplacement": True},
+        {**OLD_PROJECT, "inputs": {"namespace_id": 1007.0}, "pendingReplacement": True},
+    ],
+)
+def test_a_pending_create_of_an_interrupted_replacement_is_kept(recorded: dict[str, object]) -> None:
+    """The state keeps the old resource under the new one's URN while the replacement runs: dropping
+    the create would leave what it was making (a new project, a new cluster) alive and forgotten."""
+    new = {"urn": PROJECT_URN, "custom": True, "type": OLD_PROJECT["type"], "inputs": {"namespace_id": 1007.0}}
+    deployment = {"resources": [recorded], "pending_operations": [{"resource": new, "type": "creating"}]}
+    kept, dropped = without_stale_creates("phase3", deployment)
+    assert dropped is None
+    assert kept["pending_operations"] == deployment["pending_operations"]
+
+
+@pytest.mark.parametrize("delete_first", [False, True])
+def test_a_destroy_over_an_interrupted_replacement_is_refused_with_up_as_the_fix(delete_first: bool) -> None:
+    stacks = all_stacks()
+    stacks["phase1"]["deployment"]["pending_operations"] = [
+        interrupted_replacement(stacks["phase1"], "kind-cluster", delete_first=delete_first)
+    ]
+    pulumi = FakePulumi(stacks)
+    code, said = run_destroy(pulumi, False)
+    assert code == 1
+    assert "interrupted replacement of kind-cluster" in said
+    assert "`uv run blueprint up` finishes it" in said
+    assert "--clear-pending-creates` only if you know" in said
     assert not [call for call in pulumi.calls if call[0] in ("import", "destroy")]
 
 

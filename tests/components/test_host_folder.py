@@ -142,6 +142,30 @@ def test_a_plain_destroy_wipes_when_the_stack_file_does_not_say_keep(data_dir: P
     assert not data_dir.exists()
 
 
+def test_a_moved_checkouts_wipe_goes_by_the_recorded_choice(data_dir: Path) -> None:
+    """The recorded stack file and Python were the old checkout's, gone with its folder: a stack file
+    in no folder says nothing, and needs no Python to read it (`uv sync` there could not help)."""
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    gone = data_dir.parent / "old-checkout"
+    env = {"STACK_FILE": str(gone / "Pulumi.phase1.yaml"), "CONFIG_PYTHON": str(gone / ".venv/bin/python")}
+    done = run_script(command, "delete", env=env)
+    assert done.returncode == 0, done.stderr
+    assert not data_dir.exists()
+
+
+def test_the_python_that_reads_the_stack_file_is_the_same_from_a_linked_checkout_path(tmp_path: Path) -> None:
+    """`pulumi up` from a path through a link and from the real one register the same inputs: else a
+    second `up` with no change updates every host folder."""
+    linked = tmp_path / "checkout"
+    linked.symlink_to(PROJECT_DIR)
+    said = subprocess.run(
+        [str(linked / ".venv/bin/python"), "-c", "from components.host_folder import CONFIG_PYTHON; print(CONFIG_PYTHON)"],
+        cwd=linked, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert said.stdout.strip() == str(PROJECT_DIR / ".venv/bin/python")
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [

@@ -17,8 +17,9 @@ import pytest
 
 from cli.lifecycle import REVOKED_ON_DELETE, claimed_folder, destroy_view, host_paths, is_under, lives_in_gitlab, record_preserve_data
 from cli.plan import Plan
-from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA
+from components.host_folder import CONFIG_PYTHON, DELETE_SCRIPT, PRESERVE_DATA
 from components.image_cache import mirror_cache_folder
+from stacks.config import PROJECT_DIR
 from tests.plans import COMMAND, planned, planned_as, run_script, waits_for
 
 STACKS = ("phase1", "phase2", "phase3", "dev")
@@ -156,6 +157,25 @@ def test_recording_preserve_data_changes_the_recorded_choice_and_never_a_script(
     [recorded] = record_preserve_data({"resources": [older]}, keep=True)["resources"]
     for part in ("inputs", "outputs"):
         assert recorded[part] == {**older[part], "environment": {**older[part]["environment"], PRESERVE_DATA: "true"}}
+
+
+def test_recording_preserve_data_points_the_delete_at_this_checkout() -> None:
+    """An `up` from a checkout since moved or deleted recorded its stack file and Python: the delete
+    would refuse, unable to read a file that is gone, and `--wipe-data` could never wipe."""
+    moved = _data_folder_state()
+    for part in ("inputs", "outputs"):
+        moved[part] = {
+            **moved[part],
+            "environment": {
+                **moved[part]["environment"],
+                "STACK_FILE": "/gone/Pulumi.phase1.yaml",
+                "CONFIG_PYTHON": "/gone/.venv/bin/python",
+            },
+        }
+    [recorded] = record_preserve_data({"resources": [moved]}, keep=False)["resources"]
+    for part in ("inputs", "outputs"):
+        assert recorded[part]["environment"]["STACK_FILE"] == str(PROJECT_DIR / "Pulumi.phase1.yaml")
+        assert recorded[part]["environment"]["CONFIG_PYTHON"] == CONFIG_PYTHON
 
 
 def test_a_folder_an_up_recorded_to_keep_is_wiped_by_a_destroy_that_records_the_wipe(tmp_path: Path) -> None:
