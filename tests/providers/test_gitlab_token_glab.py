@@ -96,6 +96,8 @@ class Api(http.server.BaseHTTPRequestHandler):
         return
 
 
+pytestmark = pytest.mark.usefixtures("clock")  # every retry on a clock the test drives (providers/poll.py)
+
 @pytest.fixture
 def gitlab(tmp_path: Path) -> Iterator[type[Api]]:
     handler: type[Api] = type("Stub", (Api,), {"tokens": {}, "posted": [], "settings": {}})
