@@ -98,6 +98,7 @@ class Api(http.server.BaseHTTPRequestHandler):
 
 pytestmark = pytest.mark.usefixtures("clock")  # every retry on a clock the test drives (providers/poll.py)
 
+
 @pytest.fixture
 def gitlab(tmp_path: Path) -> Iterator[type[Api]]:
     handler: type[Api] = type("Stub", (Api,), {"tokens": {}, "posted": [], "settings": {}})
