@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from stacks.config import PROJECT_DIR
+from tests.python_source import parse
 from tests.test_shape import program_files
 
 ONLY_HERE = {
@@ -48,7 +49,7 @@ def _dotted(node: ast.expr, names: dict[str, str]) -> str | None:
 
 def called(source: str) -> Iterator[str]:
     """The dotted name of every callee in `source` that names one."""
-    tree = ast.parse(source)
+    tree = parse(source)
     names = _imported(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and (name := _dotted(node.func, names)) is not None:
@@ -85,7 +86,7 @@ def http_calls_outside_the_session(source: str) -> list[str]:
     """Each call in `source` that could send a request past providers/http.py's session: any callable
     of `requests` (`requests.post`, `requests.api.request`, `requests.session()`...), and an hvac client
     not handed a session (hvac makes a bare `requests.Session` of its own then: hvac/adapters.py)."""
-    tree = ast.parse(source)
+    tree = parse(source)
     names = _imported(tree)
     found = []
     for node in ast.walk(tree):

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from stacks.config import PROJECT_DIR
+from tests.python_source import parse
 
 MODULE_LINES = 600
 FUNCTION_LINES = 80
@@ -52,7 +53,7 @@ def sizes(root: Path) -> dict[str, tuple[int, int]]:
         source = path.read_text()
         where = str(path.relative_to(root))
         found[where] = (len(source.splitlines()), MODULE_LINES)
-        for name, lines in _functions(ast.parse(source)):
+        for name, lines in _functions(parse(source)):
             found[f"{where}:{name}"] = (lines, FUNCTION_LINES)
     for path in program_files(root, "*.sh"):
         found[str(path.relative_to(root))] = (len(path.read_text().splitlines()), SCRIPT_LINES)
@@ -114,7 +115,7 @@ def test_an_allowed_entry_back_under_its_limit_must_leave_the_list(tmp_path: Pat
 def test_every_module_docstring_is_at_most_twenty_lines() -> None:
     long = []
     for path in program_files(PROJECT_DIR):
-        docstring = ast.get_docstring(ast.parse(path.read_text()), clean=False)
+        docstring = ast.get_docstring(parse(path.read_text()), clean=False)
         if docstring and len(docstring.splitlines()) > DOCSTRING_LINES:
             long.append(f"{path.relative_to(PROJECT_DIR)}: {len(docstring.splitlines())} lines")
     assert long == [], f"move the long reasoning to docs/design/decisions.md and link to it: {long}"

@@ -19,6 +19,7 @@ from cli.plan import RUN_TOKEN, Plan
 from providers.deploy_kubeconfig import ADDED_ENVIRONMENT
 from stacks.config import PROJECT_DIR
 from tests.plans import COMMAND, planned
+from tests.python_source import parse
 
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 PLANS: tuple[tuple[str, dict[str, str]], ...] = (
@@ -249,7 +250,7 @@ def long_shell_strings(source: str) -> Iterator[int]:
     that reads as shell; an f-string's fields count as text."""
     skipped: set[int] = set()  # docstrings, and the pieces of f-strings
     strings: list[tuple[ast.expr, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             skipped.add(id(node.value))
         elif isinstance(node, ast.JoinedStr):
