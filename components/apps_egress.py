@@ -21,10 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
-from components.runner_egress import DNS_RULE, public_rule
-from components.storage import as_input
+from components.runner_egress import DENY_EGRESS, DNS_RULE, network_policies, public_rule
 
 SAME_NAMESPACE_RULE: dict[str, Any] = {"to": [{"podSelector": {}}]}
 """Any pod of the policy's own namespace, on any port."""
@@ -39,7 +37,7 @@ class AppsEgressArgs:
 def egress_policies() -> dict[str, dict[str, Any]]:
     """Each NetworkPolicy's name and spec (see the module docstring)."""
     return {
-        "deny-egress": {"podSelector": {}, "policyTypes": ["Egress"]},
+        "deny-egress": DENY_EGRESS,
         "apps-egress": {"podSelector": {}, "policyTypes": ["Egress"], "egress": [DNS_RULE, SAME_NAMESPACE_RULE, public_rule()]},
     }
 
@@ -49,13 +47,5 @@ class AppsEgress(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AppsEgressArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:AppsEgress", name, None, opts)
-        self.policies = [
-            k8s.networking.v1.NetworkPolicy(
-                f"{name}-{policy}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=args.namespace),
-                spec=as_input(spec),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            for policy, spec in egress_policies().items()
-        ]
+        self.policies = network_policies(self, name, args.namespace, egress_policies())
         self.register_outputs({})

@@ -133,6 +133,8 @@ DNS_RULE = _to_pods(Peer(namespace="kube-system", labels=DNS_LABELS, ports=())) 
     "ports": [{"protocol": protocol, "port": 53} for protocol in ("UDP", "TCP")]
 }
 API_SERVER_RULE = _to_blocks(list(KIND_NETWORK_BLOCKS), (API_SERVER_PORT,))
+DENY_EGRESS: dict[str, Any] = {"podSelector": {}, "policyTypes": ["Egress"]}
+"""Every pod of the namespace isolated for egress: what the other policies allow is all it may reach."""
 PUBLIC_WEB_PORTS = (80, 443)
 """Where a build's base images and its RUN steps' downloads come from (registries, package indexes,
 Debian's plain-HTTP mirrors)."""
@@ -148,10 +150,25 @@ def egress_policies(args: RunnerEgressArgs) -> dict[str, dict[str, Any]]:
         return {"podSelector": {"matchLabels": {ROLE_LABEL: role}}, "policyTypes": ["Egress"], "egress": rules}
 
     return {
-        "deny-egress": {"podSelector": {}, "policyTypes": ["Egress"]},
+        "deny-egress": DENY_EGRESS,
         "jobs-egress": allow(JOB, jobs),
         "manager-egress": allow(MANAGER, [*common, API_SERVER_RULE]),
     }
+
+
+def network_policies(
+    parent: pulumi.ComponentResource, name: str, namespace: pulumi.Input[str], specs: dict[str, dict[str, Any]]
+) -> list[k8s.networking.v1.NetworkPolicy]:
+    """One NetworkPolicy per spec in `namespace`, named by its key, children of `parent` (`name`-key)."""
+    return [
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-{policy}",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=policy, namespace=namespace),
+            spec=as_input(spec),
+            opts=pulumi.ResourceOptions(parent=parent),
+        )
+        for policy, spec in specs.items()
+    ]
 
 
 class RunnerEgress(pulumi.ComponentResource):
@@ -159,13 +176,5 @@ class RunnerEgress(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RunnerEgressArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:RunnerEgress", name, None, opts)
-        self.policies = [
-            k8s.networking.v1.NetworkPolicy(
-                f"{name}-{suffix}",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=suffix, namespace=args.namespace),
-                spec=as_input(spec),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            for suffix, spec in egress_policies(args).items()
-        ]
+        self.policies = network_policies(self, name, args.namespace, egress_policies(args))
         self.register_outputs({})
