@@ -779,7 +779,15 @@ ADMIN_ONLY = frozenset({S.get_attribute, S.set_attribute, S.list_runners})
 def gitlab_stub(state: GitLabState, port: int | None = None, *, tls: ssl.SSLContext | None = None) -> Iterator[str]:
     """Serve `state`; with `tls` (a server context whose certificate names `localhost`), over HTTPS
     at `https://localhost:<port>`."""
-    handler = type("Stub", (GitLabStub,), {"state": state})
+    with serving(type("Stub", (GitLabStub,), {"state": state}), port, tls=tls) as url:
+        yield url
+
+
+@contextmanager
+def serving(
+    handler: type[http.server.BaseHTTPRequestHandler], port: int | None = None, *, tls: ssl.SSLContext | None = None
+) -> Iterator[str]:
+    """Serve `handler` on a thread until the block ends; its URL (https://localhost:<port> with `tls`)."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port or free_port()), handler)
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)

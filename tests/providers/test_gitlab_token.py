@@ -6,7 +6,6 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import threading
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
@@ -26,6 +25,7 @@ from providers.gitlab_token import (
 from tests.plans import fake_command
 from tests.providers.clock import FakeClock
 from tests.providers.engine import as_engine_loads, free_port
+from tests.providers.gitlab_stub import serving
 
 TOKEN = "glpat-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
 SCOPES = ["api", "create_runner", "admin_mode"]
@@ -67,15 +67,11 @@ class TokenApi(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def gitlab(tmp_path: Path) -> Iterator[type[TokenApi]]:
     handler: type[TokenApi] = type("Api", (TokenApi,), {"accepted": set()})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)  # a quick shutdown
-    thread.start()
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}"
-    handler.ca_file = str(tmp_path / "ca.crt")
-    Path(handler.ca_file).write_text("-----BEGIN CERTIFICATE-----\n")
-    yield handler
-    server.shutdown()
-    server.server_close()
+    with serving(handler) as url:
+        handler.url = url
+        handler.ca_file = str(tmp_path / "ca.crt")
+        Path(handler.ca_file).write_text("-----BEGIN CERTIFICATE-----\n")
+        yield handler
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from providers.gitlab_token import GLAB_TOKEN_NAME, PROVIDER_VERSION, GitLabTokenError, GlabTokenProvider
 from tests.providers.engine import as_engine_loads, free_port
+from tests.providers.gitlab_stub import serving
 
 ADMIN = "glpat-admin-0123456789abcdefghij"
 
@@ -102,15 +102,11 @@ pytestmark = pytest.mark.usefixtures("clock")  # every retry on a clock the test
 @pytest.fixture
 def gitlab(tmp_path: Path) -> Iterator[type[Api]]:
     handler: type[Api] = type("Stub", (Api,), {"tokens": {}, "posted": [], "settings": {}})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}"
-    handler.ca_file = str(tmp_path / "ca.crt")
-    Path(handler.ca_file).write_text("-----BEGIN CERTIFICATE-----\n")
-    yield handler
-    server.shutdown()
-    server.server_close()
+    with serving(handler) as url:
+        handler.url = url
+        handler.ca_file = str(tmp_path / "ca.crt")
+        Path(handler.ca_file).write_text("-----BEGIN CERTIFICATE-----\n")
+        yield handler
 
 
 def inputs(gitlab: type[Api], tmp_path: Path) -> dict[str, Any]:
