@@ -10,8 +10,12 @@ from __future__ import annotations
 import contextlib
 import io
 import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -41,6 +45,11 @@ class Bad:
     """apps/apps_manifest.yaml as the user wrote it."""
     program: str | None = None
     """The stack whose own program must refuse it too, registering nothing (None: only the command can get it)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables the command runs with; `{tmp}` in a value is the test's own folder."""
+    prepare: Callable[[Path], None] | None = None
+    """Anything else the user's checkout holds, made in the test's folder (which holds the stack
+    files and apps/): links, FIFOs, big or oddly named files."""
 
 
 def stack_file(**config: Any) -> str:
@@ -437,6 +446,10 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
     monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
     machine = FakeMachine()
     monkeypatch.setattr(doctor, "RealMachine", lambda: machine)
+    # Where blueprint keeps its passphrase: a refusal must leave it unwritten.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
     runs: list[list[dict[str, Any]]] = []
     real_run = cli.plan._run
 
@@ -465,28 +478,63 @@ def copy_apps(apps: Path) -> None:
             shutil.copy2(path, target)
 
 
-def given(case: Bad, folder: Path) -> None:
+def given(case: Bad, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for stack, text in case.files.items():
         (folder / f"Pulumi.{stack}.yaml").write_text(text)
     if case.manifest is not None:
         (folder / "apps" / "apps_manifest.yaml").write_text(case.manifest)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value.format(tmp=folder))
+    if case.prepare is not None:
+        case.prepare(folder)
+
+
+ANSWER_WITHIN = 20
+"""Seconds a refusal may take, on a busy laptop: a hostile file must not hang the command."""
+OUTPUT_AT_MOST = 20_000
+"""Characters a refusal may print: enough for every problem at once, not for the bad value whole."""
+
+
+class NoAnswer(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def answer_within(seconds: int) -> Iterator[None]:
+    """Stop the command (with a NoAnswer) when it has not answered in `seconds`: a hang fails the test."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise NoAnswer(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_a_bad_input_is_refused_by_name_with_its_value_and_fix_before_anything_is_registered(
-    case: Bad, world: list[list[dict[str, Any]]], tmp_path: Path
+    case: Bad, world: list[list[dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    given(case, tmp_path)
+    given(case, tmp_path, monkeypatch)
     said = io.StringIO()
-    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+    started = time.monotonic()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said), answer_within(ANSWER_WITHIN):
         code: int | str | None
         try:
             code = main(list(case.argv))
         except SystemExit as exited:  # a usage error: argparse's own exit
             code = exited.code
+    took = time.monotonic() - started
     message = said.getvalue()
     assert code not in (0, None), message
     assert "Traceback" not in message
+    assert len(message) <= OUTPUT_AT_MOST, f"{len(message)} characters: {message[:2000]}"
+    assert took < ANSWER_WITHIN
+    assert not (tmp_path / "xdg").exists(), "the command wrote to the user's config folder before it refused"
     for part in case.says:
         assert part in message, f"{part!r} not in:\n{message}"
     assert all(run == [] for run in world), "the command's program registered resources"
