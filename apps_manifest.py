@@ -17,6 +17,8 @@ from typing import Any, TypeGuard
 
 import pulumi
 
+from git_trust import git_refusal
+
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 MANIFEST = APPS_DIR / "apps_manifest.yaml"
 """Read when the manifest is loaded, not when this module is: tests point it at a manifest of their own."""
@@ -235,6 +237,8 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
     """The projects, in order; every problem reported at once."""
     if not isinstance(document, dict) or set(document) != {"projects"} or not isinstance(document["projects"], list):
         raise ManifestError(f"{WHERE}: expected one key, `projects`, holding a list of projects; see the comment at its top")
+    if refusal := git_refusal(apps_dir):  # said once: every check of the projects' files would fail for it
+        raise ManifestError(f"invalid apps manifest:\n  {WHERE}: {refusal}")
     problems: list[str] = []
     projects: list[AppProject] = []
     seen: set[str] = set()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -80,6 +82,19 @@ def manifest_case(edit: tuple[str, str], *says: str, stack: str = "phase3") -> B
 GUESTBOOK = "  - name: guestbook\n"
 SHARED = next(folder for folder in ("/srv", "/mnt", "/opt", "/media") if Path(folder) not in PROJECT_DIR.parents)
 """A folder that holds others' and is not where this checkout is (that is refused for another reason)."""
+
+
+def a_checkout(folder: Path) -> None:
+    """The test's folder made a git checkout (before `OTHER_USERS` has git take it as another user's)."""
+    environment = {name: value for name, value in os.environ.items() if name != "GIT_TEST_ASSUME_DIFFERENT_OWNER"}
+    subprocess.run(["git", "init", "-q", str(folder)], check=True, env=environment)
+
+
+OTHER_USERS = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+"""git as it is in a checkout another user owns: it refuses it (git's own switch for that, tests/test_git_trust.py),
+and no `safe.directory` of this machine's lets it through."""
+GIT_REFUSES = ("apps/apps_manifest.yaml: git refuses to read this checkout, /", "`git config --global --add safe.directory /")
+
 
 CASES: dict[str, Bad] = {
     # phase1's values, in its stack file
@@ -432,6 +447,12 @@ CASES: dict[str, Bad] = {
         files={"phase1": stack_file(**{"blueprint:gitlabNodes": 0}), "phase3": stack_file(**{"blueprint:pipelineTimeout": 5})},
         says=("stack phase1:", "blueprint:gitlabNodes = '0' is not valid", "stack phase3:", "blueprint:pipelineTimeout = '5' is not valid"),
     ),
+    # the doctor's flags, and a checkout git refuses as another user's
+    "doctor-yes-without-fix": Bad(argv=("doctor", "--yes"), says=("--yes is for --fix", "`uv run blueprint doctor --fix --yes`")),
+    "plan-a-checkout-of-another-user": Bad(
+        argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES, program="phase3"
+    ),
+    "doctor-a-checkout-of-another-user": Bad(argv=("doctor",), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES),
 }
 
 

@@ -97,7 +97,7 @@ def _print_checks(results: list[Check], out: TextIO) -> None:
         out.write(f"{'FAIL' if not check.ok else 'WARN' if check.advice else 'PASS'}  {check.name:<{width}}  {check.found}\n")
         if not check.ok or check.advice:
             fix = (check.fix or check.advice).replace("\n", "\n           ")
-            out.write(f"      {'fix' if not check.ok else 'if it does'}: {fix}\n")
+            out.write(f"      {'fix' if check.to_fix else 'if it does'}: {fix}\n")
     failed = [check.name for check in results if not check.ok]
     if failed:
         out.write(f"{len(failed)} of {len(results)} checks failed: {', '.join(failed)}\n")
@@ -196,6 +196,12 @@ def run(
     `out` defaults to the sys.stdout of the call, not of the import, so captured output (pytest,
     redirects) sees it. `terminal` (default: whether stdin is one) says whether `--fix` may ask.
     """
+    if yes and not fix:
+        # `--yes` answers the question `--fix` asks before it runs the OS family's commands: alone it would
+        # be ignored, and a script that meant `--fix --yes` would pass without anything fixed.
+        said = f"--yes is for --fix (it runs the fix's commands without asking), and was given without it: run `{fixes.AGAIN} --yes`"
+        print(f"error: {said}, or leave --yes out to only check", file=sys.stderr)
+        return 2
     out = out or sys.stdout
     machine = machine or RealMachine()
     stacks = list(stacks)
@@ -204,9 +210,10 @@ def run(
     results = _all_checks(machine, stacks)
     _print_checks(results, out)
     failed = [check for check in results if not check.ok]
-    if not fix or not failed:
+    to_fix = [check for check in results if check.to_fix]
+    if not fix or not to_fix:
         return 1 if failed else 0
-    if not fixes.apply(failed, machine, family, out, yes=yes, terminal=terminal, ask=ask, run=run_command):
+    if not fixes.apply(to_fix, machine, family, out, yes=yes, terminal=terminal, ask=ask, run=run_command):
         return 1
     out.write("\nchecking again:\n")
     results = _all_checks(machine, stacks)

@@ -14,6 +14,7 @@ from cli.doctor.install import KIND, KUBECTL, KUBECTL_VERSION, PULUMI, download_
 from cli.doctor.machine import Machine, first_line
 from cli.doctor.needs import GIB, MIB, NODE_MEMORY_BYTES, Needs
 from cli.os_family import Command
+from cli.tools_path import TOOLS_BIN
 from versions import KIND_VERSION
 
 PULUMI_MIN_VERSION = "3.145.0"
@@ -86,10 +87,20 @@ class Check:
     """For a passing check that may still bite (a WARN line): what to do if it does. It stops nothing."""
     commands: tuple[Command, ...] = ()
     """The commands of `fix` that `--fix` may run for the user (after showing them and asking)."""
+    fixable: bool = False
+    """A warning `--fix` acts on as on a failure (a kubectl outside the supported skew: it installs the pinned one);
+    its advice is then the fix."""
 
     def __post_init__(self) -> None:
         if self.ok == bool(self.fix):
             raise ValueError(f"check {self.name!r}: a fix is required exactly when the check fails, got ok={self.ok} fix={self.fix!r}")
+        if self.fixable and not (self.ok and self.advice):
+            raise ValueError(f"check {self.name!r}: only a warning (a passing check with advice) is fixable")
+
+    @property
+    def to_fix(self) -> bool:
+        """Whether `--fix` acts on it: a failure, or a warning it can fix."""
+        return not self.ok or self.fixable
 
 
 def _version(text: str) -> tuple[int, int, int] | None:
@@ -126,24 +137,40 @@ def pulumi_check(machine: Machine, minimum: str) -> Check:
     return Check(name=PULUMI, ok=True, found=shown)
 
 
+KUBECTL_SKEW = 1
+"""Minor versions kubectl may be from kube-apiserver, older or newer: "kubectl is supported within one minor
+version (older or newer) of kube-apiserver" (kubernetes.io/releases/version-skew-policy, "kubectl"). The
+cluster's kube-apiserver is the node image's Kubernetes (versions.py KIND_NODE_IMAGE), KUBECTL_VERSION."""
+
+
 def kubectl_check(machine: Machine) -> Check:
     fix = download_fix(machine, KUBECTL, "https://kubernetes.io/docs/tasks/tools/")
-    if machine.which("kubectl") is None:
+    found_at = machine.which("kubectl")
+    if found_at is None:
         return Check(name=KUBECTL, ok=False, found="no `kubectl` on PATH", fix=fix)
     code, output = machine.run(["kubectl", "version", "--client"], timeout=10)
     found = _version(output)
     if code != 0 or found is None:
         return Check(name=KUBECTL, ok=False, found=f"`kubectl version --client` failed: {first_line(output)}", fix=fix)
     shown = "v{}.{}.{}".format(*found)
-    wanted = _version(KUBECTL_VERSION)
-    if wanted is not None and (found[0] != wanted[0] or abs(found[1] - wanted[1]) > 1):
-        return Check(
-            name=KUBECTL,
-            ok=True,
-            found=f"{shown}: more than one minor from the cluster's {KUBECTL_VERSION}, outside kubectl's supported skew; "
-            f"blueprint's few kubectl calls work, but kubectl {KUBECTL_VERSION} is the one to use",
-        )
-    return Check(name=KUBECTL, ok=True, found=shown)
+    cluster = _version(KUBECTL_VERSION)
+    assert cluster is not None, KUBECTL_VERSION
+    major, minor = cluster[:2]
+    if found[0] == major and abs(found[1] - minor) <= KUBECTL_SKEW:
+        return Check(name=KUBECTL, ok=True, found=shown)
+    supported = f"v{major}.{minor - KUBECTL_SKEW} to v{major}.{minor + KUBECTL_SKEW}"
+    # A warning, not a failure: blueprint's few kubectl calls may well work; `--fix` installs the pinned
+    # one into blueprint's own folder, first on blueprint's PATH (cli/tools_path.py), beside this one.
+    ours = Path(found_at).is_relative_to(machine.home().joinpath(*TOOLS_BIN))
+    stays = "" if ours else f' ({found_at} stays as it is; `eval "$(uv run blueprint env)"` puts the pinned one first in your shell too)'
+    return Check(
+        name=KUBECTL,
+        ok=True,
+        found=f"{shown} at {found_at}, outside kubectl's supported version skew: the cluster is Kubernetes {KUBECTL_VERSION} "
+        f"(kind's node image), and kubectl is supported within one minor of it, {supported}; it may still work",
+        advice=fix + stays,
+        fixable=True,
+    )
 
 
 def uv_check(machine: Machine) -> Check:

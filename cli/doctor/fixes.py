@@ -42,10 +42,11 @@ class FixStep:
 
 
 def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
-    """What `--fix` does about `failed`: installs that need no root, in user folders, each checked
-    against its pinned SHA-256 (a tool with none pinned: its check's fix, by hand); the commands of
-    the OS family (Docker, the inotify limits), to run once the user agrees; everything else (ports,
-    memory, names) as the check's own fix, to print.
+    """What `--fix` does about `failed` (the failures, and the warnings it fixes: `Check.to_fix`):
+    installs that need no root, in user folders, each checked against its pinned SHA-256 (a tool
+    with none pinned: its check's fix, by hand); the commands of the OS family (Docker, the inotify
+    limits), to run once the user agrees; everything else (ports, memory, names) as the check's own
+    fix, to print.
     """
     arch = release_arch(machine)
     can_install = machine.system in INSTALLS_ON and arch is not None
@@ -53,7 +54,7 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
     installed: list[str] = []
     run_by_commands = {check.fix for check in failed if check.commands}
     for check in failed:
-        if check.ok:
+        if not check.to_fix:
             continue
         if not check.commands and check.fix in run_by_commands:
             continue  # the Docker engine's line when Docker is missing: the Docker CLI's commands install both
@@ -76,7 +77,7 @@ def fix_plan(failed: list[Check], machine: Machine) -> list[FixStep]:
             steps.append(FixStep(what=f"install {check.name} {VERSIONS[check.name]} as {download.target}", download=download))
             installed.append("pulumi" if check.name == PULUMI else check.name)
         else:
-            steps.append(FixStep(what=f"{check.name}: {check.fix}"))
+            steps.append(FixStep(what=f"{check.name}: {check.fix or check.advice}"))
     if installed:
         # blueprint puts the install folders on its own PATH (cli/tools_path.py `tools_on_path`): only the user's shell lacks them.
         tools = ", ".join(f"`{tool}`" for tool in dict.fromkeys(installed))

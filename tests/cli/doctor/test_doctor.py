@@ -166,3 +166,13 @@ def test_the_platform_names_are_checked_only_for_the_stacks_that_call_gitlab_fro
 def test_the_image_cache_is_checked_only_for_the_stack_that_runs_its_mirrors(argv: list[str], checked: bool) -> None:
     _, output = doctor_output(argv, FakeMachine(free=GIB))
     assert ("FAIL  image cache space" in output) == checked
+
+
+def test_yes_without_fix_is_refused_naming_yes_and_the_fix_before_anything_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--yes` answers `--fix`'s question: alone, a script that meant `--fix --yes` would pass with nothing fixed."""
+    machine = FakeMachine()
+    code, output = doctor_output(["--yes"], machine)
+    error = capsys.readouterr().err
+    assert (code, output, machine.calls) == (2, "", [])
+    assert error.startswith("error: --yes is for --fix (it runs the fix's commands without asking), and was given without it")
+    assert "run `uv run blueprint doctor --fix --yes`, or leave --yes out to only check" in error
