@@ -8,9 +8,11 @@ them, so all three import it from here.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeGuard
@@ -96,6 +98,45 @@ IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".DS_Store"})
 and what Python and macOS leave behind."""
 
 
+FILE_CAP = 1024 * 1024
+"""The most bytes a file of apps/<name>/ may hold (1 MiB). Each file goes into the sync's inputs, and
+again into its outputs, in the plan and in Pulumi's state (a binary one as base64, a third bigger),
+and the state is written whole after every step of an `up` (pulumi/pulumi#10668): an image or a
+font fits, a video or a build's output does not. The sample apps' biggest file is 13 KB."""
+PROJECT_CAP = 2 * FILE_CAP
+"""The most bytes the files of one apps/<name>/ may hold together (2 MiB; the biggest sample app
+holds 22 KB): up to 5.3 MB of phase3's (or dev's) state, as FILE_CAP says."""
+
+
+def size_text(size: int) -> str:
+    """`size` bytes as read at a glance: 60 MiB, 2.7 MiB, 900 KiB, 12 bytes; rounded up, so that a size
+    over a cap never reads as the cap itself.
+    """
+    for unit, scale in (("MiB", 1024 * 1024), ("KiB", 1024)):
+        if size >= scale:
+            return f"{math.ceil(size * 10 / scale) / 10:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{size} bytes"
+
+
+def _control_characters(text: str) -> list[str]:
+    """The control characters of `text` (Unicode's Cc: C0, DEL, C1), each once, as repr shows them."""
+    return [repr(char) for char in dict.fromkeys(text) if unicodedata.category(char) == "Cc"]
+
+
+def _total_problem(shown: str, folder: Path, sizes: dict[Path, int]) -> str | None:
+    """Why the files of `folder` (`shown` as apps/<name>), of these `sizes`, are too much together, or None."""
+    total = sum(sizes.values())
+    if total <= PROJECT_CAP:
+        return None
+    biggest = sorted(sizes, key=lambda path: (-sizes[path], path))[:3]
+    named = ", ".join(f"{path.relative_to(folder).as_posix()} ({size_text(sizes[path])})" for path in biggest)
+    return (
+        f"{shown}: its files come to {size_text(total)}, over the cap of {size_text(PROJECT_CAP)} a project "
+        f"(they go into Pulumi's state); the biggest: {named}; keep big files out of {shown}/ (a release, the registry), "
+        "or list them in its .gitignore"
+    )
+
+
 @dataclass(frozen=True)
 class ProjectFiles:
     """What a project's branch holds of its folder, and what stops the sync from pushing it."""
@@ -112,8 +153,10 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
     each that the sync could not push as it should: a link that leads outside the folder (the sync
     pushes what a file link leads to: one to the platform's secrets or to ~/.ssh would put them in
     GitLab), a file that cannot be read or whose name is not UTF-8 (the sync would stop half-way,
-    its projects made), a git repository of its own inside (git lists it as one entry, not its
-    files), and a git that cannot say what it ignores in a git work tree.
+    its projects made), a name with a control character (a newline: every message and listing
+    would show it broken), a file over FILE_CAP or files over PROJECT_CAP together (sizes are
+    stat'ed, no file is read), a git repository of its own inside (git lists it as one entry, not
+    its files), and a git that cannot say what it ignores in a git work tree.
     """
     problems: list[str] = []
     try:
@@ -138,7 +181,7 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
         problems.append(f"{shown}/: git cannot list the files to push ({first}); fix that (is git installed? does it trust this checkout?)")
         candidates = []
     inside = os.path.realpath(folder)
-    paths = []
+    sizes: dict[Path, int] = {}
     for path in candidates:
         relative = path.relative_to(folder).as_posix()
         if IGNORED & set(path.relative_to(folder).parts) or path.suffix == ".pyc":
@@ -146,6 +189,8 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
         target = os.path.realpath(path)  # never raises, even on a loop of links
         if any("\udc80" <= char <= "\udcff" for char in relative):  # what os.fsdecode makes of bytes that are not UTF-8
             problems.append(f"{shown}/{relative!r}: its name is not UTF-8 text, which GitLab's API takes; rename it")
+        elif controls := _control_characters(relative):
+            problems.append(f"{shown}/{relative!r}: its name holds a control character ({', '.join(controls)}); rename it")
         elif path.is_symlink() and os.path.commonpath([inside, target]) != inside:
             problems.append(
                 f"{shown}/{relative} is a link that leads outside {shown}/, and the project's files are pushed to GitLab; "
@@ -159,9 +204,18 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
             problems.append(f"{shown}/{relative} is {nested}; copy them in, or remove it")
         elif path.is_file() and not os.access(path, os.R_OK):
             problems.append(f"{shown}/{relative} cannot be read; make it readable (`chmod u+r`), or remove it")
-        elif path.is_file():
-            paths.append(path)
-    return ProjectFiles(paths=sorted(paths), problems=problems)
+        elif not path.is_file():
+            continue  # a FIFO, a socket: nothing to push
+        elif (size := path.stat().st_size) > FILE_CAP:
+            problems.append(
+                f"{shown}/{relative} is {size_text(size)}, over the cap of {size_text(FILE_CAP)} a file (the files go into "
+                f"Pulumi's state); keep it out of {shown}/ (a release, the registry), or list it in its .gitignore"
+            )
+        else:
+            sizes[path] = size
+    if problem := _total_problem(shown, folder, sizes):
+        problems.append(problem)
+    return ProjectFiles(paths=sorted(sizes), problems=problems)
 
 
 def _cycle(projects: list[AppProject]) -> list[str] | None:

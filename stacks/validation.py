@@ -26,35 +26,48 @@ def problems(
     set_keys: Set[str],
     secret_keys: Set[str],
     project_dir: Path = PROJECT_DIR,
-    manifest: Path | None = None,
     given: Set[str] = frozenset(),
     stand_ins: Set[str] = frozenset(),
 ) -> list[str]:
-    """Everything wrong with what `stack` is given: `values` are the config Pulumi passes it (full
-    keys, Pulumi.yaml's defaults included), `set_keys` those the stack sets itself, `given` those of
-    them that came from the command line (`--config`).
+    """Everything wrong with the config `stack` is given: `values` are the config Pulumi passes it
+    (full keys, Pulumi.yaml's defaults included), `set_keys` those the stack sets itself, `given`
+    those of them that came from the command line (`--config`). The manifest's are `manifest_problems`.
     """
-    from apps_manifest import ManifestError, load_manifest
-
     found = key_problems(stack, values, set_keys=set_keys, secret_keys=secret_keys, given=given)
     found += value_problems(stack, values, secret_keys=secret_keys, project_dir=project_dir, given=given, stand_ins=stand_ins)
-    if {"phase2", "phase3"} & set(STACK_PHASES[stack]):
-        try:
-            load_manifest(manifest)
-        except ManifestError as error:
-            found += str(error).removeprefix("invalid apps manifest:\n  ").split("\n  ")
     return found
 
 
-def message(problems_by_stack: Mapping[str, Sequence[str]]) -> str:
-    """All problems of every stack, each stack's under its name, and that nothing was changed."""
+def reads_manifest(stack: str) -> bool:
+    """Whether `stack` reads `apps/apps_manifest.yaml` (it runs phase2, for the apps' names, or phase3)."""
+    return bool({"phase2", "phase3"} & set(STACK_PHASES[stack]))
+
+
+def manifest_problems(manifest: Path | None = None) -> list[str]:
+    """Everything wrong with the apps manifest (`apps_manifest.MANIFEST` by default) and the files it names."""
+    from apps_manifest import ManifestError, load_manifest
+
+    try:
+        load_manifest(manifest)
+    except ManifestError as error:
+        return str(error).removeprefix("invalid apps manifest:\n  ").split("\n  ")
+    return []
+
+
+def message(problems_by_stack: Mapping[str, Sequence[str]], manifest: Sequence[str] = (), readers: Sequence[str] = ()) -> str:
+    """All problems: each stack's config's under its name, then the apps manifest's (`manifest`) under
+    its own, with the stacks that read it (`readers`): it is no one stack's, and a problem of it is said
+    once, however many stacks read it. Then that nothing was changed.
+    """
     lines = [""]
-    said: set[str] = set()  # a problem two stacks share (the apps manifest's) is said once, under the first
-    for stack, found in problems_by_stack.items():
+    said: set[str] = set()
+    sections = [(f"stack {stack}:", found) for stack, found in problems_by_stack.items()]
+    sections.append((f"the apps manifest (read by {' and '.join(readers)}):", manifest))
+    for heading, found in sections:
         new = [problem for problem in dict.fromkeys(found) if problem not in said]
         said.update(new)
         if new:
-            lines.append(f"stack {stack}:")
+            lines.append(heading)
             lines += [f"  {problem}" for problem in new]
     lines[0] = f"{len(said)} problem{'s' if len(said) != 1 else ''} in what blueprint reads; nothing was created or changed:"
     return "\n".join(lines)
@@ -62,8 +75,8 @@ def message(problems_by_stack: Mapping[str, Sequence[str]]) -> str:
 
 def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, Mapping[str, str]] = {}) -> str | None:
     """The problems of every stack in `stacks`, read from its stack file (and `overrides`, by stack:
-    what `--config` gives it), as one message; None when there is none. What `blueprint plan`, `up`,
-    `preview` and `doctor` say first.
+    what `--config` gives it), and of the apps manifest when one of them reads it, as one message;
+    None when there is none. What `blueprint plan`, `up`, `preview` and `doctor` say first.
     """
     found: dict[str, list[str]] = {}
     for stack in stacks:
@@ -75,7 +88,9 @@ def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, Mapping[str
             found[stack] = problems(stack, values, set_keys=set_keys, secret_keys=set(secret), given=set(given), stand_ins=set(secret))
         except ConfigError as error:  # a stack file that is not YAML, or not a mapping
             found[stack] = [str(error)]
-    return message(found) if any(found.values()) else None
+    readers = [stack for stack in stacks if reads_manifest(stack)]
+    manifest = manifest_problems() if readers else []
+    return message(found, manifest, readers) if any(found.values()) or manifest else None
 
 
 def check_running_stack(stack: str) -> None:
@@ -86,5 +101,6 @@ def check_running_stack(stack: str) -> None:
     values = passed_config()
     stand_ins = {f"{NAMESPACE}:{key}" for key in stand_in_keys()}
     found = problems(stack, values, set_keys=keys_set_on(stack, values), secret_keys=passed_secret_keys(), stand_ins=stand_ins)
-    if found:
-        raise ConfigError(message({stack: found}))
+    manifest = manifest_problems() if reads_manifest(stack) else []
+    if found or manifest:
+        raise ConfigError(message({stack: found}, manifest, [stack]))

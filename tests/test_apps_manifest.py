@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from apps_manifest import SHARED_TEMPLATES, ManifestError, ProjectFiles, folder_files, load_manifest, parse_manifest
+from apps_manifest import FILE_CAP, SHARED_TEMPLATES, ManifestError, ProjectFiles, folder_files, load_manifest, parse_manifest
 from cli.main import main
 from cli.plan import ProgramFailed, _run
 from stacks.config import PROJECT_DIR, ConfigError
@@ -220,3 +220,35 @@ def test_a_key_written_out_overrides_a_merged_one_as_go_yaml_takes_it(tmp_path: 
     from yaml_files import load_file
 
     assert load_file(manifest) == [{"name": "redis", "deploy": True}, {"name": "redis-slave", "deploy": True}]
+
+
+def test_a_file_name_with_a_control_character_is_refused_as_git_lists_it(tmp_path: Path) -> None:
+    """git commits a name with a newline in it (`ls-files -z` lists it whole); the refusal shows it escaped."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "notes\n.txt").write_text("x\n")
+    (tmp_path / "app.py").write_text("x\n")
+    assert folder_files(tmp_path, "apps/app").problems == ["apps/app/'notes\\n.txt': its name holds a control character ('\\n'); rename it"]
+
+
+def test_a_file_over_the_cap_is_refused_by_its_size_without_being_read(apps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = apps / "guestbook" / "video.bin"
+    big.touch()
+    os.truncate(big, 60 * FILE_CAP)  # sparse: 60 MiB that take no room
+    monkeypatch.setattr(Path, "open", lambda *args, **kwargs: pytest.fail("a file was opened"))
+    [problem] = folder_files(apps / "guestbook", "apps/guestbook").problems
+    assert problem.startswith("apps/guestbook/video.bin is 60 MiB, over the cap of 1 MiB a file")
+
+
+def test_a_file_of_the_cap_exactly_is_taken(apps: Path) -> None:
+    (apps / "guestbook" / "logo.png").touch()
+    os.truncate(apps / "guestbook" / "logo.png", FILE_CAP)
+    assert folder_files(apps / "guestbook", "apps/guestbook").problems == []
+
+
+def test_files_under_the_cap_each_but_over_the_projects_together_are_refused_naming_the_biggest(apps: Path) -> None:
+    for index, size in enumerate((FILE_CAP, FILE_CAP, 10)):
+        (apps / "guestbook" / f"part-{index}").touch()
+        os.truncate(apps / "guestbook" / f"part-{index}", size)
+    [problem] = folder_files(apps / "guestbook", "apps/guestbook").problems
+    assert problem.startswith("apps/guestbook: its files come to 2.1 MiB, over the cap of 2 MiB a project")
+    assert "the biggest: part-0 (1 MiB), part-1 (1 MiB), chart/Chart.yaml (16 bytes)" in problem

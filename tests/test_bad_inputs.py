@@ -79,6 +79,44 @@ def manifest_case(edit: tuple[str, str], *says: str, stack: str = "phase3") -> B
     return Bad(argv=("plan", stack), manifest=MANIFEST.replace(old, new, 1), says=says, program=stack)
 
 
+KiB, MiB = 1024, 1024 * 1024
+
+
+def touched(path: Path) -> Path:
+    """`path`, made an empty file (and its folders)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    return path
+
+
+def sparse_files(*names: str, size: int) -> Callable[[Path], None]:
+    """A `prepare` that makes files of `size` bytes at apps/<name>, sparse: however big, they cost
+    nothing to make (nor to check: the check stats them, and reads none)."""
+
+    def prepare(folder: Path) -> None:
+        for name in names:
+            os.truncate(touched(folder / "apps" / name), size)
+
+    return prepare
+
+
+def apps_file_case(name: str, *says: str, size: int = 1) -> Bad:
+    """A file of `size` bytes at apps/<name>."""
+    return Bad(argv=("plan", "phase3"), prepare=sparse_files(name, size=size), says=says, program="phase3")
+
+
+def data_dir_case(make: Callable[[Path], object], *says: str, at: str = "data") -> Bad:
+    """blueprint:dataDir naming `at` in a folder of the test's own, where `make` puts what is not a folder."""
+
+    def prepare(folder: Path) -> None:
+        there = folder / "host" / at
+        (folder / "host").mkdir()
+        make(there)
+        (folder / "Pulumi.phase1.yaml").write_text(stack_file(**{"blueprint:dataDir": str(there)}))
+
+    return Bad(argv=("plan", "phase1"), prepare=prepare, says=("blueprint:dataDir = ", *says), program="phase1")
+
+
 GUESTBOOK = "  - name: guestbook\n"
 SHARED = next(folder for folder in ("/srv", "/mnt", "/opt", "/media") if Path(folder) not in PROJECT_DIR.parents)
 """A folder that holds others' and is not where this checkout is (that is refused for another reason)."""
@@ -453,6 +491,53 @@ CASES: dict[str, Bad] = {
         argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES, program="phase3"
     ),
     "doctor-a-checkout-of-another-user": Bad(argv=("doctor",), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES),
+    # apps/: the files a project pushes, and where the data goes (issue 23, item 3) and the manifest's label (item 6)
+    "apps-file-name-with-a-newline": apps_file_case(
+        "guestbook/notes\n.txt", "apps/guestbook/'notes\\n.txt': its name holds a control character ('\\n')", "rename it"
+    ),
+    "apps-file-name-with-a-tab": apps_file_case("guestbook/a\tb.txt", "apps/guestbook/'a\\tb.txt'", "('\\t')", "rename it"),
+    "apps-file-name-with-an-escape": apps_file_case(
+        "guestbook/static/\x1b[31mred.css", "apps/guestbook/'static/\\x1b[31mred.css'", "('\\x1b')", "rename it"
+    ),
+    "apps-file-a-60-mb-binary": apps_file_case(
+        "guestbook/static/video.bin",
+        "apps/guestbook/static/video.bin is 60 MiB, over the cap of 1 MiB a file",
+        "keep it out of apps/guestbook/",
+        size=60 * MiB,
+    ),
+    "apps-project-over-its-total": Bad(
+        argv=("plan", "phase3"),
+        prepare=sparse_files(*(f"guestbook/static/photo-{index}.jpg" for index in range(3)), size=900 * KiB),
+        says=(
+            "apps/guestbook: its files come to 2.7 MiB, over the cap of 2 MiB a project",
+            "the biggest: static/photo-0.jpg (900 KiB), static/photo-1.jpg (900 KiB), static/photo-2.jpg (900 KiB)",
+        ),
+        program="phase3",
+    ),
+    "data-dir-a-file": data_dir_case(
+        lambda there: there.write_text("not a folder\n"), "is a file, not a folder", "remove or move it, or give another folder"
+    ),
+    "data-dir-a-link-to-a-file": data_dir_case(lambda there: there.symlink_to(touched(there.parent / "a-file")), "is a link to a file"),
+    "data-dir-a-link-that-leads-nowhere": data_dir_case(
+        lambda there: there.symlink_to(there.parent / "gone"), "is a link that leads nowhere"
+    ),
+    "data-dir-inside-a-file": data_dir_case(lambda there: touched(there.parent), "goes through", "which is a file", at="a-file/data"),
+    "data-dir-with-a-300-character-part": config_case(
+        "phase1",
+        "dataDir",
+        f"/srv/blueprint/{'d' * 300}",
+        "a part of its path is 300 bytes long ('dddd",
+        "over the 255 bytes a file system takes for one name; shorten it",
+    ),
+    "data-dir-with-a-part-of-200-letters-but-400-bytes": config_case(
+        "phase1", "dataDir", f"/srv/blueprint/{'é' * 200}", "a part of its path is 400 bytes long"
+    ),
+    # The manifest is no one stack's: phase2 and phase3 both read it (the program of each says so of itself).
+    "manifest-problem-under-its-own-name-not-a-stacks": Bad(
+        argv=("plan", "phase3"),
+        manifest=MANIFEST.replace("needs: [redis]", "needs: [guestbook]"),
+        says=("\nthe apps manifest (read by phase2 and phase3):\n  apps/apps_manifest.yaml: `needs` goes round in a circle",),
+    ),
 }
 
 

@@ -156,6 +156,48 @@ def _characters_problem(text: str, what: str = "the data folder") -> str:
     )
 
 
+NAME_MAX = 255
+"""The most bytes one name of a path may take (Linux's and macOS's file systems: ext4, xfs, btrfs,
+APFS); a longer one is refused (ENAMETOOLONG) only when `up` makes the folder."""
+
+
+def _long_part_problem(path: Path) -> str | None:
+    """Why a part of `path` is too long for a file system, or None: counted in bytes (UTF-8), not characters."""
+    part = next((part for part in path.parts if len(os.fsencode(part)) > NAME_MAX), None)
+    if part is None:
+        return None
+    shown = repr(part if len(part) <= 40 else part[:40] + "...")
+    return (
+        f"a part of its path is {len(os.fsencode(part))} bytes long ({shown}), over the {NAME_MAX} bytes a file system "
+        "takes for one name; shorten it"
+    )
+
+
+def _not_a_folder(kind_of: Path) -> str | None:
+    """What `kind_of` is when it exists and is not a folder (nor a link to one), or None."""
+    if not os.path.lexists(kind_of) or os.path.isdir(kind_of):
+        return None
+    if os.path.islink(kind_of) and not os.path.exists(kind_of):
+        return "a link that leads nowhere"
+    kind = "a file" if os.path.isfile(kind_of) else "neither a file nor a folder (a FIFO, a socket or a device)"
+    return f"a link to {kind}" if os.path.islink(kind_of) else kind
+
+
+def not_a_folder_problem(written: Path, what: str = "the data folder") -> str | None:
+    """Why the folder at `written` (absolute, links not followed) cannot be made or used, or None:
+    it, or a folder of its path, exists and is not a folder (a file, a link to one, a link that leads
+    nowhere), where `up` would fail to make it, half-way.
+    """
+    for there in (written, *written.parents):
+        if (kind := _not_a_folder(there)) and there == written:
+            return f"{what} {written} is {kind}, not a folder; remove or move it, or give another folder"
+        if kind:
+            return f"{what}'s path goes through {there}, which is {kind}, not a folder; give another folder"
+        if os.path.lexists(there):
+            return None
+    return None
+
+
 def data_dir_problem(path: Path, project_dir: Path, what: str = "the data folder") -> str | None:
     """Why `path` (absolute) cannot hold the platform data (or, as `what` says, another folder a
     wipe removes whole: the image cache), or None.
@@ -165,6 +207,8 @@ def data_dir_problem(path: Path, project_dir: Path, what: str = "the data folder
     """
     if unsafe_characters(str(path)):
         return _characters_problem(str(path), what)
+    if problem := _long_part_problem(path):
+        return problem
     if ".git" in path.parts:
         return f"{what} must not be inside a .git folder"
     if path == project_dir or path in project_dir.parents:
@@ -209,7 +253,7 @@ def data_dir_value_problem(value: str, project_dir: Path) -> str | None:
     as_written = Path(os.path.normpath(project_dir / value))
     if not Path(value).expanduser().is_absolute() and (project_dir / DATA_PARENT) not in as_written.parents:
         return f"a relative data folder must be inside {DATA_PARENT}/, {_OUTSIDE_INFRA_DATA}"
-    return None
+    return not_a_folder_problem(Path(os.path.normpath(project_dir / Path(value).expanduser())))
 
 
 IMAGE_CACHE = "the image cache folder"
@@ -250,7 +294,7 @@ def image_cache_dir_problem(value: str, project_dir: Path, data_dir: Path) -> st
         return f"{IMAGE_CACHE} must not be inside the data folder ({data_dir}), which a destroy with preserveData=false wipes"
     if path in data_dir.parents:
         return f"{IMAGE_CACHE} must not hold the data folder ({data_dir}): `uv run blueprint destroy --wipe-cache` would remove it"
-    return None
+    return not_a_folder_problem(Path(os.path.normpath(Path(value).expanduser())), IMAGE_CACHE)
 
 
 def image_cache_dir(value: str) -> Path:

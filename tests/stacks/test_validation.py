@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.plan import ProgramFailed, _run
+from cli.plan import ProgramFailed, _chain, _run
 from stacks.config import PROJECT_DIR, ConfigError
 from stacks.config.schema import stack_config
 from stacks.validation import check_stack_files, message
@@ -34,3 +34,17 @@ def test_a_problem_two_stacks_share_is_said_once() -> None:
     said = message({"phase2": ["apps/apps_manifest.yaml: broken"], "phase3": ["apps/apps_manifest.yaml: broken", "other"]})
     assert said.startswith("2 problems in what blueprint reads")
     assert said.count("apps/apps_manifest.yaml: broken") == 1
+
+
+@pytest.mark.parametrize(("stack", "readers"), [("phase3", "phase2 and phase3"), ("phase2", "phase2"), ("dev", "dev")])
+def test_a_manifest_problem_is_said_under_the_manifest_with_the_stacks_that_read_it_not_under_one_stack(
+    stack: str, readers: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "apps_manifest.yaml").write_text("projects: []\n")
+    monkeypatch.setattr("apps_manifest.MANIFEST", tmp_path / "apps_manifest.yaml")
+    said = check_stack_files(list(reversed(_chain(stack))))
+    assert said is not None
+    assert said.splitlines()[1:] == [
+        f"the apps manifest (read by {readers}):",
+        "  apps/apps_manifest.yaml: the 'shared-code' project, whose templates every pipeline includes, is missing; put it back first",
+    ]

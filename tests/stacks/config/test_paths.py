@@ -257,3 +257,14 @@ def test_an_image_cache_folder_that_holds_the_data_folder_is_refused(tmp_path: P
 
 def test_an_image_cache_folder_is_checked_as_a_folder_a_wipe_removes() -> None:
     assert "the image cache folder must not be inside /etc" in error_for(imageCacheDir="/etc/blueprint")
+
+
+def test_an_image_cache_folder_that_is_a_file_is_refused_as_a_data_folder_is(tmp_path: Path) -> None:
+    (tmp_path / "images").write_text("not a folder\n")
+    message = error_for(imageCacheDir=str(tmp_path / "images"))
+    assert f"the image cache folder {tmp_path / 'images'} is a file, not a folder; remove or move it, or give another folder" in message
+
+
+def test_a_data_folder_whose_part_is_255_bytes_is_taken_and_256_refused_however_few_characters(tmp_path: Path) -> None:
+    assert parse_phase1({"dataDir": str(tmp_path / ("d" * 255))}).data_dir == tmp_path / ("d" * 255)
+    assert "a part of its path is 256 bytes long" in error_for(dataDir=str(tmp_path / ("d" * 254 + "é")))  # 255 characters
