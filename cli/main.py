@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cli import passphrase, tools_path
 from stacks import PHASE_STACKS, STACK_PHASES
@@ -21,11 +21,16 @@ STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
 
 
+def _cut(text: str, most: int = 80) -> str:
+    """`text` quoted, cut to `most` characters with its length said: a refusal names a value, never prints it whole."""
+    return repr(text) if len(text) <= most else f"{text[:most]!r}... ({len(text)} characters)"
+
+
 def _config_override(text: str) -> tuple[str, str]:
     """`KEY=VALUE`; a key without a namespace is blueprint's, as `pulumi config set` takes it."""
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {_cut(text)}")
     from stacks.config import NAMESPACE
     from stacks.config.schema import declared_keys, full_key
 
@@ -33,8 +38,32 @@ def _config_override(text: str) -> tuple[str, str]:
     if name.count(":") != 1 or not name.startswith(f"{NAMESPACE}:"):
         suggestion = name.rsplit(":", 1)[-1]
         fix = f"write it as {NAMESPACE}:{suggestion}" if suggestion in declared_keys() else "Pulumi.yaml lists them"
-        raise argparse.ArgumentTypeError(f"{key!r} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
+        raise argparse.ArgumentTypeError(f"{_cut(key)} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
     return name, value
+
+
+class _Overrides(argparse.Action):
+    """`--config`, repeated: each key once, however it is spelt (`x`, `blueprint:x` and `blueprint:config:x`
+    are one key to Pulumi, `stacks.config.schema.full_key`), since of two the last would silently win.
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        text = str(values)
+        try:
+            name, value = _config_override(text)
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentError(self, str(error)) from None
+        given: list[tuple[str, str]] = list(getattr(namespace, self.dest) or [])
+        spelt: dict[str, str] = dict(getattr(namespace, "config_spelt", {}))
+        key = text.partition("=")[0]
+        if name in spelt:
+            earlier = dict(given)[name]
+            same = f" ({_cut(spelt[name])} and {_cut(key)} are the same key)" if spelt[name] != key else ""
+            raise argparse.ArgumentError(
+                self, f"{name} is given twice: {_cut(earlier)}, then {_cut(value)}{same}; the last would win: give it once"
+            )
+        setattr(namespace, self.dest, [*given, (name, value)])
+        namespace.config_spelt = {**spelt, name: key}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -147,8 +176,7 @@ def _verb_plan(verbs: Verbs) -> None:
     plan.add_argument(
         "--config",
         metavar="KEY=VALUE",
-        type=_config_override,
-        action="append",
+        action=_Overrides,
         default=[],
         help="override a config value for this plan, e.g. blueprint:gitlabNodes=2 (one per --config; repeat it for more)",
     )

@@ -193,7 +193,7 @@ def _route(
     configured = str(config["blueprint:preserveData"]).lower() == "true"
     keep = preserve if preserve is not None else configured
     if wipe_cache:
-        _refuse_cache_wipe_without_phase1(phase_stacks)
+        refuse_cache_wipe_without_phase1(phase_stacks)
     _refuse_a_guess(existing, preserve, configured)
     _refuse_orphans(existing, targets, keep)
     unowned_wipe = _wipes_unowned_data(phase_stacks, preserve, existing, targets, config)
@@ -238,7 +238,7 @@ def _refuse_orphans(existing: Mapping[str, Any], targets: list[str], keep: bool)
         )
 
 
-def _refuse_cache_wipe_without_phase1(phase_stacks: tuple[str, ...]) -> None:
+def refuse_cache_wipe_without_phase1(phase_stacks: tuple[str, ...]) -> None:
     """`--wipe-cache` goes with the destroy of phase1, which stops the mirrors that store into the cache."""
     if "phase1" not in phase_stacks:
         shown = "phase " + " and ".join(stack.removeprefix("phase") for stack in phase_stacks)
