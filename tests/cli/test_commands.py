@@ -58,6 +58,25 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"    {command} " in text
 
 
+def test_help_gives_every_command_a_description_of_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`blueprint --help` on an 80-column terminal: each verb, and what it does on one line (its own
+    --help says the rest)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    listed = lines[lines.index("  COMMAND") + 1 : lines.index("options:")]
+    described: dict[str, list[str]] = {}
+    for line in filter(str.strip, listed):
+        if line.startswith("    ") and not line.startswith("     "):  # a verb, and its text when it fits beside it
+            name, _, text = line.strip().partition(" ")
+            described[name] = [text.strip()] if text.strip() else []
+        else:
+            described[name].append(line.strip())
+    assert list(described) == list(VERBS)
+    assert {verb: len(text) for verb, text in described.items() if len(text) != 1 or not text[0]} == {}
+
+
 def _verb(name: str) -> argparse.ArgumentParser:
     [verbs] = [action for action in parser()._actions if isinstance(action, argparse._SubParsersAction)]
     chosen: argparse.ArgumentParser = verbs.choices[name]
