@@ -519,6 +519,9 @@ CASES: dict[str, Bad] = {
     "secrets-show-without-the-pulumi-cli": Bad(
         argv=("secrets", "--show", "gitlab-root-password"), env=NO_PULUMI, says=("needs the Pulumi CLI", "no `pulumi` on PATH")
     ),
+    "cache-prune-without-the-pulumi-cli": Bad(
+        argv=("cache", "prune"), env=NO_PULUMI, says=("blueprint cache needs the Pulumi CLI", "no `pulumi` on PATH")
+    ),
     "destroy-without-the-pulumi-cli": Bad(
         argv=("destroy", "--yes"), env=NO_PULUMI, says=("blueprint destroy needs the Pulumi CLI", "no `pulumi` on PATH")
     ),
