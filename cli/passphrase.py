@@ -112,7 +112,7 @@ def _users_file_is_usable(environ: Mapping[str, str]) -> None:
     try:
         found = os.stat(chosen)
     except OSError as error:
-        if os.path.islink(chosen):
+        if isinstance(error, FileNotFoundError) and os.path.islink(chosen):
             problem = f"a link to {_cut(os.readlink(chosen))}, which does not exist"
         elif isinstance(error, FileNotFoundError):
             problem = "which does not exist"

@@ -280,3 +280,17 @@ def test_state_that_cannot_be_decrypted_with_blueprints_passphrase_missing_says_
     said = passphrase.cannot_decrypt(os.environ)
     assert f"blueprint's passphrase file {config_home / 'blueprint' / 'pulumi-passphrase'} is missing" in said
     assert not config_home.exists()
+
+
+def test_a_passphrase_file_of_the_users_choice_that_is_a_loop_of_links_is_refused_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(loop))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    with pytest.raises(passphrase.PassphraseFileError) as refused:
+        passphrase.environment(os.environ)
+    assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {loop}, which cannot be looked at (Too many levels of symbolic links)" in str(
+        refused.value
+    )
