@@ -259,7 +259,7 @@ def test_a_passphrase_file_of_the_users_choice_they_cannot_read_is_refused_with_
     mine.write_text("mine\n")
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(mine))
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
-    monkeypatch.setattr(passphrase.os, "access", lambda path, mode: False)  # the tests may run as root, who reads anything
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # the tests may run as root, who reads anything
     with pytest.raises(passphrase.PassphraseFileError) as refused:
         passphrase.environment(os.environ)
     assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {mine}, which you cannot read" in str(refused.value)

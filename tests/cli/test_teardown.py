@@ -505,8 +505,11 @@ def test_a_destroy_with_nothing_up_says_nothing_is_up_and_records_nothing(tmp_pa
     assert code == 0, said
     assert "== nothing is up: no stack of this checkout records a resource in Pulumi's state, so nothing was destroyed" in said
     assert f"== the data folder {tmp_path / 'data'} holds nothing of blueprint's: nothing to keep or remove" in said
-    assert "the data is removed" not in said and "kind still lists" not in said
-    assert pulumi.config == {} and pulumi.calls == [] and wiped == []
+    assert "the data is removed" not in said
+    assert "kind still lists" not in said
+    assert pulumi.config == {}
+    assert pulumi.calls == []
+    assert wiped == []
 
 
 def test_a_destroy_with_nothing_up_says_blueprints_data_folder_is_kept(tmp_path: Path) -> None:
