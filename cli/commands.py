@@ -62,17 +62,19 @@ def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: Text
 
 
 def _ready(command: str) -> str | None:
-    """What stops `command` before the real runner runs: what Pulumi needs here, and the passphrase."""
+    """What stops `command` before the real runner runs: the passphrase (checked, never made: the
+    runner makes blueprint's own only when it first writes a stack, after every other check), then
+    what Pulumi needs here.
+    """
     from cli import passphrase
 
-    if weak := passphrase.weak_choice(os.environ):
-        print(weak, file=sys.stderr)
     try:
-        problem = preflight(command)
-        pulumi_environment()  # makes, or checks, blueprint's passphrase file
+        pulumi_environment(create=False)
     except passphrase.PassphraseFileError as error:
-        problem = str(error)
-    return problem
+        return str(error)
+    if weak := passphrase.weak_choice(os.environ):  # read once checked: a pipe there would never answer
+        print(weak, file=sys.stderr)
+    return preflight(command)
 
 
 def _confirmer(yes: bool) -> Callable[[str], bool]:
@@ -115,6 +117,22 @@ def _preview(args: Any, runner: StackRunner, out: TextIO) -> int:
     return phases.preview(_context(args, runner, out), args.phase)
 
 
+def _destroy_first(args: Any) -> str | None:
+    """What stops a destroy before any stack is read: `--wipe-cache` while phase1 stays, and a phase1
+    stack file with a problem (a destroy reads its preserveData, dataDir, clusterName and imageCacheDir:
+    a `preserveData: yes`, not `true`, would wipe the data).
+    """
+    from cli.teardown import Refused, refuse_cache_wipe_without_phase1
+    from stacks.validation import check_stack_files
+
+    if args.wipe_cache:
+        try:
+            refuse_cache_wipe_without_phase1(PHASE_STACKS[args.phase])
+        except Refused as refused:
+            return f"blueprint: {refused}"
+    return check_stack_files(("phase1",))
+
+
 def _destroy(args: Any, runner: StackRunner, out: TextIO) -> int:
     preserve = True if args.preserve_data else False if args.wipe_data else None
     return phases.destroy(_context(args, runner, out), args.phase, preserve, cluster_gone=args.cluster_gone, wipe_cache=args.wipe_cache)
@@ -142,7 +160,7 @@ def _kubeconfig(args: Any, runner: StackRunner, out: TextIO) -> int:
 
 UP = Verb(_up)
 PREVIEW = Verb(_preview, first=_stack_files)
-DESTROY = Verb(_destroy)
+DESTROY = Verb(_destroy, first=_destroy_first)
 STATUS = Verb(_status)
 CACHE = Verb(_cache)
 KUBECONFIG = Verb(_kubeconfig)

@@ -210,9 +210,9 @@ def cli_reference() -> str:
         ),
     ]
     for words, sub, text in found:
-        lines += [f"## {' '.join((root.prog, *words))}", "", prose(text[:1].upper() + text[1:]) + ("" if text.endswith(".") else ".")]
-        if sub.description and sub.description != text:
-            lines += ["", prose(sub.description)]
+        # Its whole description, as its --help gives it: the table above has the one line of `blueprint --help`.
+        said = " ".join((sub.description or text).split())
+        lines += [f"## {' '.join((root.prog, *words))}", "", prose(said[:1].upper() + said[1:]) + ("" if said.endswith(".") else ".")]
         rows = _arguments(sub)
         lines += ["", table(["Argument", "What it does"], rows) if rows else "It takes no arguments.\n"]
     return "\n".join(lines)

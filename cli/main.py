@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cli import passphrase, tools_path
 from stacks import PHASE_STACKS, STACK_PHASES
@@ -21,11 +21,16 @@ STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
 
 
+def _cut(text: str, most: int = 80) -> str:
+    """`text` quoted, cut to `most` characters with its length said: a refusal names a value, never prints it whole."""
+    return repr(text) if len(text) <= most else f"{text[:most]!r}... ({len(text)} characters)"
+
+
 def _config_override(text: str) -> tuple[str, str]:
     """`KEY=VALUE`; a key without a namespace is blueprint's, as `pulumi config set` takes it."""
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {_cut(text)}")
     from stacks.config import NAMESPACE
     from stacks.config.schema import declared_keys, full_key
 
@@ -33,8 +38,32 @@ def _config_override(text: str) -> tuple[str, str]:
     if name.count(":") != 1 or not name.startswith(f"{NAMESPACE}:"):
         suggestion = name.rsplit(":", 1)[-1]
         fix = f"write it as {NAMESPACE}:{suggestion}" if suggestion in declared_keys() else "Pulumi.yaml lists them"
-        raise argparse.ArgumentTypeError(f"{key!r} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
+        raise argparse.ArgumentTypeError(f"{_cut(key)} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
     return name, value
+
+
+class _Overrides(argparse.Action):
+    """`--config`, repeated: each key once, however it is spelt (`x`, `blueprint:x` and `blueprint:config:x`
+    are one key to Pulumi, `stacks.config.schema.full_key`), since of two the last would silently win.
+    """
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        text = str(values)
+        try:
+            name, value = _config_override(text)
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentError(self, str(error)) from None
+        given: list[tuple[str, str]] = list(getattr(namespace, self.dest) or [])
+        spelt: dict[str, str] = dict(getattr(namespace, "config_spelt", {}))
+        key = text.partition("=")[0]
+        if name in spelt:
+            earlier = dict(given)[name]
+            same = f" ({_cut(spelt[name])} and {_cut(key)} are the same key)" if spelt[name] != key else ""
+            raise argparse.ArgumentError(
+                self, f"{name} is given twice: {_cut(earlier)}, then {_cut(value)}{same}; the last would win: give it once"
+            )
+        setattr(namespace, self.dest, [*given, (name, value)])
+        namespace.config_spelt = {**spelt, name: key}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -74,14 +103,19 @@ def _add_verb(verbs: Verbs, name: str, help_text: str, description: str | None =
     return verbs.add_parser(name, help=help_text, description=description or help_text)
 
 
-def _with_phase(verbs: Verbs, name: str, help_text: str) -> argparse.ArgumentParser:
-    verb = _add_verb(verbs, name, help_text)
+def _with_phase(verbs: Verbs, name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
+    verb = _add_verb(verbs, name, help_text, description)
     _phase(verb, "one phase, or all of them in order (default)")
     return verb
 
 
 def _verb_up(verbs: Verbs) -> None:
-    up = _with_phase(verbs, "up", "check the machine, then bring the phases up in order, and say where everything is")
+    up = _with_phase(
+        verbs,
+        "up",
+        "check the machine, then bring the phases up in order",
+        "check the machine, then bring the phases up in order, and say where everything is",
+    )
     up.add_argument(
         "--glab-login",
         action=argparse.BooleanOptionalAction,
@@ -104,6 +138,7 @@ def _verb_destroy(verbs: Verbs) -> None:
     destroy = _with_phase(
         verbs,
         "destroy",
+        "destroy the phases in reverse order (the image cache is kept)",
         "destroy the phases in reverse order; the image cache (the registry mirrors' images) is kept whatever preserveData says: "
         "--wipe-cache removes it",
     )
@@ -128,8 +163,9 @@ def _verb_plan(verbs: Verbs) -> None:
     plan = _add_verb(
         verbs,
         "plan",
-        "show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network)",
-        "Evaluate the real program under Pulumi mocks and print every resource it would register.",
+        "show offline what a stack would register (no Pulumi, no cluster)",
+        "Show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network): evaluate the real "
+        "program under Pulumi mocks and print every resource it would register.",
     )
     plan.add_argument("stack", choices=STACKS, help="phase1, phase2, phase3 or dev")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
@@ -147,8 +183,7 @@ def _verb_plan(verbs: Verbs) -> None:
     plan.add_argument(
         "--config",
         metavar="KEY=VALUE",
-        type=_config_override,
-        action="append",
+        action=_Overrides,
         default=[],
         help="override a config value for this plan, e.g. blueprint:gitlabNodes=2 (one per --config; repeat it for more)",
     )
@@ -172,6 +207,7 @@ def _verb_status(verbs: Verbs) -> None:
     _add_verb(
         verbs,
         "status",
+        "whether each phase is up; the health of its services; the cache",
         "per phase, whether it is up and which release brought it up; the health of GitLab, OpenBao, the Runners and the "
         "apps; the image cache and its mirrors",
     )
@@ -181,9 +217,10 @@ def _verb_kubeconfig(verbs: Verbs) -> None:
     kubeconfig = _add_verb(
         verbs,
         "kubeconfig",
-        "print the kind cluster's admin kubeconfig, or write it to a file (0600), for kubectl and Headlamp: it is cluster-admin",
+        "print or write the kind cluster's admin kubeconfig",
         (
-            "The admin kubeconfig of the kind cluster a stack made, as `kind get kubeconfig` prints it. It is cluster-admin: "
+            "Print the admin kubeconfig of the kind cluster a stack made, as `kind get kubeconfig` prints it, or write it to a "
+            "file (0600), for kubectl and Headlamp. It is cluster-admin: "
             "whoever holds it can do anything in the cluster, Secrets included. Use it with "
             "`KUBECONFIG=<path> kubectl get nodes`."
         ),
@@ -203,9 +240,10 @@ def _verb_secrets(verbs: Verbs) -> None:
     secrets = _add_verb(
         verbs,
         "secrets",
-        "list every credential the platform generates (what it is, where it is; no value), or show one with --show NAME",
+        "list the credentials the platform makes, or show one (--show)",
         (
-            "Every credential the platform generates: its name, its OpenBao path (secret/...) or, for the three that open "
+            "List every credential the platform generates (what it is, where it is; no value), or show one with --show NAME. "
+            "Each has its name, its OpenBao path (secret/...) or, for the three that open "
             "OpenBao itself, its host file, and what it is. Nothing secret is printed, except by --show."
         ),
     )
@@ -227,9 +265,9 @@ def _verb_cache(verbs: Verbs) -> None:
     cache = _add_verb(
         verbs,
         "cache",
-        "prune the image cache: empty each running mirror's storage now (each mirror also forgets what it fetched 30 days before)",
+        "prune the image cache: empty the registry mirrors' storage now",
         (
-            "prune: stop each running registry mirror of the stack, empty its storage, and start it again, so the disk "
+            "prune the image cache now: stop each running registry mirror of the stack, empty its storage, and start it again, so the disk "
             "holds only what later pulls fetch anew; a stopped mirror is left as it is. The mirrors delete on their own "
             "what they fetched 30 days before; `uv run blueprint destroy --wipe-cache` removes the whole cache folder "
             "once the platform is down."
@@ -243,9 +281,9 @@ def _verb_images(verbs: Verbs) -> None:
     images = _add_verb(
         verbs,
         "images",
-        "list every image the platform pulls (from the offline plans), its registry, and whether the image cache would serve it",
+        "list every image the platform pulls, its registry and cache",
         (
-            "Every image the phase stacks pull, read from their offline plans (no Docker or network needed): its registry, "
+            "List every image the phase stacks pull, read from their offline plans (no Docker or network needed): its registry, "
             "who pulls it (containerd: a kind node; buildkit: a Dockerfile's FROM in CI; docker: the host's Docker), whether "
             "the image cache's mirrors serve it that way, whether it is pinned by digest, and where the plans name it."
         ),
@@ -257,6 +295,7 @@ def _verb_diagram(verbs: Verbs) -> None:
     diagram = _add_verb(
         verbs,
         "diagram",
+        "draw the architecture and traffic diagrams from the plans",
         "write docs/design/architecture.md, the architecture drawn from the offline plans, and the README's traffic diagram",
     )
     diagram.add_argument(
@@ -265,7 +304,12 @@ def _verb_diagram(verbs: Verbs) -> None:
 
 
 def _verb_docs(verbs: Verbs) -> None:
-    docs = _add_verb(verbs, "docs", "write the reference pages in docs/reference/, generated from the code (for maintainers)")
+    docs = _add_verb(
+        verbs,
+        "docs",
+        "write the reference pages of docs/reference/ (for maintainers)",
+        "write the reference pages in docs/reference/, generated from the code (for maintainers)",
+    )
     docs.add_argument("--check", action="store_true", help="only check that the committed pages are up to date")
 
 
@@ -273,6 +317,7 @@ def _verb_env(verbs: Verbs) -> None:
     _add_verb(
         verbs,
         "env",
+        "print the exports plain `pulumi`, `kind` and `kubectl` need",
         "print the exports the plain `pulumi`, `kind` and `kubectl` commands need: blueprint's state passphrase, and the "
         "folders `doctor --fix` installs into, put first on your shell's own PATH unless it holds them already (then they stay "
         'where they are): eval "$(uv run blueprint env)"',

@@ -91,22 +91,53 @@ def _trusted(path: Path) -> None:
         path.chmod(0o600)
 
 
-def _users_file_is_theirs(environ: Mapping[str, str]) -> None:
+_UNSET = "unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`): blueprint then makes and keeps its own"
+
+
+def _cut(path: str) -> str:
+    """A path as a message names it: whole when it is of a readable length."""
+    return path if len(path) <= 200 else f"{path[:200]}... ({len(path)} characters)"
+
+
+def _users_file_is_usable(environ: Mapping[str, str]) -> None:
     """Refuse a PULUMI_CONFIG_PASSPHRASE_FILE (the one Pulumi reads: no PULUMI_CONFIG_PASSPHRASE) that
-    another user owns: its owner chooses the state's key, and may read every secret in the state.
+    Pulumi could not read the passphrase from, each time it is asked (a file, not a pipe or a folder),
+    before anything reads it; or that another user owns: its owner chooses the state's key, and may
+    read every secret in the state. An empty one Pulumi ignores, as blueprint does (`_user_chose`).
     """
     chosen = environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")
     if "PULUMI_CONFIG_PASSPHRASE" in environ or not chosen:
         return
+    names = f"PULUMI_CONFIG_PASSPHRASE_FILE names {_cut(chosen)}"
     try:
-        owner = os.stat(chosen).st_uid
-    except OSError:
-        return  # Pulumi says it cannot read it
-    if owner != os.getuid():
+        found = os.stat(chosen)
+    except OSError as error:
+        if isinstance(error, FileNotFoundError) and os.path.islink(chosen):
+            problem = f"a link to {_cut(os.readlink(chosen))}, which does not exist"
+        elif isinstance(error, FileNotFoundError):
+            problem = "which does not exist"
+        else:
+            problem = f"which cannot be looked at ({error.strerror})"
         raise PassphraseFileError(
-            f"PULUMI_CONFIG_PASSPHRASE_FILE names {chosen}, which belongs to another user (uid {owner}): whoever owns it "
+            f"{names}, {problem}: Pulumi could not read the state's passphrase from it. Create it, holding your passphrase, "
+            f"or {_UNSET}; and run again."
+        ) from None
+    if not stat.S_ISREG(found.st_mode):
+        kind = "a folder" if stat.S_ISDIR(found.st_mode) else "not a regular file (a pipe or a device, read once at best)"
+        raise PassphraseFileError(
+            f"{names}, which is {kind}: Pulumi reads the state's passphrase from a file, at each command. Point it at a file "
+            f"that holds your passphrase, or {_UNSET}; and run again."
+        )
+    if found.st_uid != os.getuid():
+        raise PassphraseFileError(
+            f"{names}, which belongs to another user (uid {found.st_uid}): whoever owns it "
             f"chooses the state's passphrase and can read every secret in the state. Point it at a file of yours (or unset "
             f"it: blueprint then keeps its own), and run again."
+        )
+    if not os.access(chosen, os.R_OK):
+        raise PassphraseFileError(
+            f"{names}, which you cannot read: Pulumi could not read the state's passphrase from it. Make it readable to you "
+            f"(`chmod u+r -- {shlex.quote(chosen)}`), or {_UNSET}; and run again."
         )
 
 
@@ -157,18 +188,22 @@ def _not_empty(path: Path) -> None:
     )
 
 
-def environment(environ: Mapping[str, str]) -> dict[str, str]:
+def environment(environ: Mapping[str, str], *, create: bool = True) -> dict[str, str]:
     """What Pulumi needs to find the passphrase: nothing when the user chose one, else blueprint's
-    own file, created on first use.
+    own file, created on first use unless `create` is False: a command that only reads the state, or
+    checks before it writes, never makes it (a stack written with it exists only once it does, and a
+    read that needs it then says it cannot decrypt).
     """
     if _user_chose(environ):
-        _users_file_is_theirs(environ)
+        _users_file_is_usable(environ)
         return {}
     path = passphrase_file(environ)
     try:
         if path.parent.is_dir():
             _yours(path.parent, path.parent.stat())  # first: another user's folder (0700) would refuse the looks below
         if not path.is_symlink() and not path.exists():
+            if not create:
+                return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
             _create(path, environ)
         _trusted(path)
     except OSError as error:
@@ -216,6 +251,12 @@ def cannot_decrypt(environ: Mapping[str, str]) -> str:
     chosen = environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")
     if chosen and Path(chosen) != passphrase_file(environ):
         return f"Pulumi cannot decrypt the state with PULUMI_CONFIG_PASSPHRASE_FILE ({chosen}): point it at the stacks' passphrase."
+    if not passphrase_file(environ).exists():
+        return (
+            f"Pulumi cannot decrypt the state: blueprint's passphrase file {passphrase_file(environ)} is missing, and the stacks "
+            f"were written with a passphrase. Put back the file they were written with (from a backup), or set "
+            f"PULUMI_CONFIG_PASSPHRASE to their passphrase."
+        )
     return (
         f"Pulumi cannot decrypt the state with blueprint's passphrase ({passphrase_file(environ)}): the stacks were written "
         f"with another one. Put back the passphrase file they were written with, or set PULUMI_CONFIG_PASSPHRASE to their passphrase."

@@ -53,10 +53,12 @@ class StackRunner(Protocol):
     def import_state(self, stack: str, state: dict[str, Any]) -> None: ...
 
 
-def pulumi_environment() -> dict[str, str]:
+def pulumi_environment(*, create: bool = True) -> dict[str, str]:
     """What every Pulumi command of blueprint runs with: the project's own backend, and the user's
     passphrase for every stack (a stack reads its upstream's secret outputs with it). Only ever the
-    passphrase's file: LocalWorkspace shows its env_vars in its repr.
+    passphrase's file: LocalWorkspace shows its env_vars in its repr. `create`: make blueprint's
+    passphrase file if it is missing; only what writes a stack does, so a command that refuses, or
+    only reads, leaves nothing behind (cli/passphrase.py `environment`).
     """
     from cli import passphrase
 
@@ -64,7 +66,7 @@ def pulumi_environment() -> dict[str, str]:
         "PULUMI_BACKEND_URL": f"file://{PROJECT_DIR / '.pulumi-state'}",
         # Every command would otherwise ask the network for a newer CLI first.
         "PULUMI_SKIP_UPDATE_CHECK": "true",
-        **passphrase.environment(os.environ),
+        **passphrase.environment(os.environ, create=create),
     }
 
 
@@ -110,7 +112,8 @@ class AutomationRunner:
         from pulumi import automation as auto
 
         try:
-            selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options())
+            # A plain value: Pulumi needs no passphrase for it, and nothing is made for it.
+            selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options(create=False))
         except auto.StackNotFoundError:
             return
         selected.set_config(key, auto.ConfigValue(value=value))
@@ -119,7 +122,7 @@ class AutomationRunner:
     # leave that plaintext in a temporary file when an import fails. Without it, secrets stay the
     # stack's own ciphertext, which `pulumi stack import` takes back as it is.
     def export_state(self, stack: str) -> dict[str, Any]:
-        exported: dict[str, Any] = json.loads(self._pulumi(stack, "stack", "export", "--stack", stack))
+        exported: dict[str, Any] = json.loads(self._pulumi(stack, "stack", "export", "--stack", stack, writes=False))
         return exported
 
     def import_state(self, stack: str, state: dict[str, Any]) -> None:
@@ -128,11 +131,11 @@ class AutomationRunner:
             file.flush()
             self._pulumi(stack, "stack", "import", "--file", file.name, "--stack", stack)
 
-    def _pulumi(self, stack: str, *argv: str) -> str:
+    def _pulumi(self, stack: str, *argv: str, writes: bool = True) -> str:
         done = subprocess.run(
             ["pulumi", *argv, "--non-interactive"],
             cwd=PROJECT_DIR,
-            env={**os.environ, **pulumi_environment()},
+            env={**os.environ, **pulumi_environment(create=writes)},
             capture_output=True,
             text=True,
             check=False,
@@ -148,18 +151,20 @@ class AutomationRunner:
         """
         from pulumi import automation as auto
 
-        workspace = auto.LocalWorkspace(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment())
+        workspace = auto.LocalWorkspace(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment(create=False))
         # Named `<stack>`, or `organization/blueprint/<stack>` with PULUMI_FULLY_QUALIFY_STACK_NAMES.
         summary = next((found for found in workspace.list_stacks() if found.name.rsplit("/", 1)[-1] == stack), None)
-        if summary is None or not summary.resource_count:
-            return None  # not there, destroyed (0), or never updated (no count at all)
-        selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options())
+        if summary is None or (summary.resource_count or 0) <= 1:
+            # Not there, destroyed (0), never updated (no count at all), or holding the stack's own
+            # resource alone: an `up` whose program refused its config registers nothing else.
+            return None
+        selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options(create=False))
         return {key: value.value for key, value in selected.outputs().items()}
 
-    def _options(self) -> Any:
+    def _options(self, *, create: bool = True) -> Any:
         from pulumi import automation as auto
 
-        return auto.LocalWorkspaceOptions(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment())
+        return auto.LocalWorkspaceOptions(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment(create=create))
 
 
 # The commands that drive Pulumi check first what they need, and end Pulumi's failures for expected
@@ -193,8 +198,9 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
     from cli import passphrase
     from stacks.config import ConfigError
 
-    # A config value the CLI reads itself (destroy reads phase1's dataDir): the message names the fix.
-    if isinstance(failure, ConfigError):
+    # A config value the CLI reads itself (destroy reads phase1's dataDir), or the passphrase file the
+    # runner makes or checks as it first runs Pulumi: the message names the fix.
+    if isinstance(failure, (ConfigError, passphrase.PassphraseFileError)):
         return str(failure)
     reinstall = (
         f"fix: install the Pulumi CLI {PULUMI_VERSION}: `uv run blueprint doctor` gives its download and its fix "

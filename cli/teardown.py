@@ -21,6 +21,7 @@ Why: docs/design/decisions.md, entry 14.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -120,6 +121,8 @@ def destroy(
     except (Refused, image_cache.WipeRefused) as refused:
         say(f"blueprint: {refused}")
         return 1
+    if not (route.targets or route.unowned_wipe or route.cache):
+        return _nothing_up(say, route, world)
     if route.apps_only and route.keep:
         say("== phase3: nothing to destroy: with preserveData=true its objects stay in GitLab; --wipe-data deletes them")
         return 0
@@ -193,7 +196,7 @@ def _route(
     configured = str(config["blueprint:preserveData"]).lower() == "true"
     keep = preserve if preserve is not None else configured
     if wipe_cache:
-        _refuse_cache_wipe_without_phase1(phase_stacks)
+        refuse_cache_wipe_without_phase1(phase_stacks)
     _refuse_a_guess(existing, preserve, configured)
     _refuse_orphans(existing, targets, keep)
     unowned_wipe = _wipes_unowned_data(phase_stacks, preserve, existing, targets, config)
@@ -238,7 +241,7 @@ def _refuse_orphans(existing: Mapping[str, Any], targets: list[str], keep: bool)
         )
 
 
-def _refuse_cache_wipe_without_phase1(phase_stacks: tuple[str, ...]) -> None:
+def refuse_cache_wipe_without_phase1(phase_stacks: tuple[str, ...]) -> None:
     """`--wipe-cache` goes with the destroy of phase1, which stops the mirrors that store into the cache."""
     if "phase1" not in phase_stacks:
         shown = "phase " + " and ".join(stack.removeprefix("phase") for stack in phase_stacks)
@@ -405,6 +408,34 @@ def _destroy_in_reverse(runner: StackRunner, say: Callable[[str], None], route: 
         import_if_changed(runner, stack, exported, state)
         say(f"== {stack}: pulumi destroy")
         runner.destroy(stack, say, {})
+
+
+def _nothing_up(say: Callable[[str], None], route: _Route, world: World) -> int:
+    """No stack of the selection is up (its state records no resource but its own, if any: `StackRunner.outputs`):
+    nothing is destroyed, and nothing recorded. What is said of the data is what was done with it: the data
+    folder is kept, said when blueprint's is there; and a kind cluster of the configured name that no stack
+    records is named, with its fix, as the state cannot say whose it is. Why: docs/design/decisions.md, entry 46.
+    """
+    from components.markers import OWNER_MARKER
+
+    selected = route.phase_stacks
+    if route.existing:
+        names = " and ".join(selected)
+        say(f"== {names} {'is' if len(selected) == 1 else 'are'} not up (no resource in Pulumi's state): nothing was destroyed")
+    else:
+        say("== nothing is up: no stack of this checkout records a resource in Pulumi's state, so nothing was destroyed")
+    if "phase1" not in selected:
+        return 0
+    folder = data_folder.configured_folder(route.config)
+    if not (folder / OWNER_MARKER).is_file():
+        say(f"== the data folder {folder} holds nothing of blueprint's: nothing to keep or remove")
+    name = str(route.config["blueprint:clusterName"])
+    if not route.existing and world.cluster(name).status == "running":
+        say(
+            f"== kind still lists a cluster {name}, which no stack of this checkout records: unless another checkout's "
+            f"platform runs on it, delete it (`kind delete cluster --name {shlex.quote(name)}`)"
+        )
+    return _unowned_data_folder(say, route, world)
 
 
 def _unowned_data_folder(say: Callable[[str], None], route: _Route, world: World) -> int:

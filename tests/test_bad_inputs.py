@@ -118,6 +118,8 @@ def data_dir_case(make: Callable[[Path], object], *says: str, at: str = "data") 
 
 
 GUESTBOOK = "  - name: guestbook\n"
+NO_PULUMI = {"PATH": "{tmp}/no-tools", "HOME": "{tmp}"}
+"""A machine without the Pulumi CLI: nothing on PATH, and no tools `doctor --fix` installed under HOME."""
 SHARED = next(folder for folder in ("/srv", "/mnt", "/opt", "/media") if Path(folder) not in PROJECT_DIR.parents)
 """A folder that holds others' and is not where this checkout is (that is refused for another reason)."""
 
@@ -537,6 +539,96 @@ CASES: dict[str, Bad] = {
         argv=("plan", "phase3"),
         manifest=MANIFEST.replace("needs: [redis]", "needs: [guestbook]"),
         says=("\nthe apps manifest (read by phase2 and phase3):\n  apps/apps_manifest.yaml: `needs` goes round in a circle",),
+    ),
+    # the command line and the commands that drive Pulumi (cli): an override given twice, the user's
+    # passphrase file, and each such command refused before it writes blueprint's passphrase file
+    "override-a-key-twice": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:gitlabNodes=2", "--config", "blueprint:gitlabNodes=3"),
+        says=("argument --config: blueprint:gitlabNodes is given twice: '2', then '3'", "give it once"),
+    ),
+    "override-a-key-twice-spelt-two-ways": Bad(
+        argv=("plan", "phase1", "--config", "gitlabNodes=2", "--config", "blueprint:config:gitlabNodes=3"),
+        says=(
+            "argument --config: blueprint:gitlabNodes is given twice: '2', then '3'",
+            "('gitlabNodes' and 'blueprint:config:gitlabNodes' are the same key)",
+            "give it once",
+        ),
+    ),
+    "override-a-long-value-twice": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:domain=" + "a" * 100_000, "--config", "blueprint:domain=" + "b" * 100_000),
+        says=("argument --config: blueprint:domain is given twice", "(100000 characters)", "give it once"),
+    ),
+    "override-a-long-text-without-a-value": Bad(
+        argv=("plan", "phase1", "--config", "g" * 100_000),
+        says=("expected KEY=VALUE, such as blueprint:gitlabNodes=2", "(100000 characters)"),
+    ),
+    "passphrase-file-that-does-not-exist": Bad(
+        argv=("preview",),
+        env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/no-such-passphrase"},
+        says=(
+            "PULUMI_CONFIG_PASSPHRASE_FILE names",
+            "no-such-passphrase, which does not exist",
+            "Create it, holding your passphrase, or unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`)",
+        ),
+    ),
+    "passphrase-file-a-folder": Bad(
+        argv=("up",),
+        env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/apps"},
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "apps, which is a folder", "unset PULUMI_CONFIG_PASSPHRASE_FILE"),
+    ),
+    "passphrase-file-a-dangling-link": Bad(
+        argv=("status",),
+        env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/passphrase"},
+        prepare=lambda folder: (folder / "passphrase").symlink_to(folder / "gone"),
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "passphrase, a link to", "gone, which does not exist"),
+    ),
+    "passphrase-file-a-fifo": Bad(
+        argv=("kubeconfig",),
+        env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/passphrase"},
+        prepare=lambda folder: os.mkfifo(folder / "passphrase"),
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "passphrase, which is not a regular file", "unset PULUMI_CONFIG_PASSPHRASE_FILE"),
+    ),
+    "passphrase-file-missing-for-secrets-show": Bad(
+        argv=("secrets", "--show", "gitlab-root-password"),
+        env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/no-such-passphrase"},
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "which does not exist"),
+    ),
+    "passphrase-file-missing-for-env": Bad(
+        argv=("env",),
+        env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/no-such-passphrase"},
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "which does not exist"),
+    ),
+    "up-with-a-bad-stack-file": Bad(
+        argv=("up",), files={"phase1": stack_file(**{"blueprint:gitlabNodes": 0})}, says=("blueprint:gitlabNodes = '0' is not valid",)
+    ),
+    "preview-with-a-bad-stack-file": Bad(
+        argv=("preview", "--phase", "3"),
+        files={"phase3": stack_file(**{"blueprint:pipelineTimeout": 5})},
+        says=("blueprint:pipelineTimeout = '5' is not valid",),
+    ),
+    "destroy-with-a-bad-phase1-stack-file": Bad(
+        argv=("destroy", "--yes"),
+        files={"phase1": stack_file(**{"blueprint:dataDir": "/etc/blueprint"})},
+        says=("blueprint:dataDir = '/etc/blueprint' is not valid", "must not be inside /etc"),
+    ),
+    "destroy-wipe-cache-keeping-phase1": Bad(
+        argv=("destroy", "--phase", "2", "--wipe-cache"),
+        says=("--wipe-cache removes the image cache", "this destroy (phase 2) keeps phase1 up", "without --wipe-cache"),
+    ),
+    "status-without-the-pulumi-cli": Bad(
+        argv=("status",), env=NO_PULUMI, says=("blueprint status needs the Pulumi CLI", "no `pulumi` on PATH", "fix:")
+    ),
+    "kubeconfig-without-the-pulumi-cli": Bad(
+        argv=("kubeconfig",), env=NO_PULUMI, says=("blueprint kubeconfig needs the Pulumi CLI", "no `pulumi` on PATH")
+    ),
+    "secrets-show-without-the-pulumi-cli": Bad(
+        argv=("secrets", "--show", "gitlab-root-password"), env=NO_PULUMI, says=("needs the Pulumi CLI", "no `pulumi` on PATH")
+    ),
+    "cache-prune-without-the-pulumi-cli": Bad(
+        argv=("cache", "prune"), env=NO_PULUMI, says=("blueprint cache needs the Pulumi CLI", "no `pulumi` on PATH")
+    ),
+    "destroy-without-the-pulumi-cli": Bad(
+        argv=("destroy", "--yes"), env=NO_PULUMI, says=("blueprint destroy needs the Pulumi CLI", "no `pulumi` on PATH")
     ),
 }
 

@@ -15,15 +15,14 @@ from cli.main import VERBS, main, parser
 from tests.cli.fake_runner import PHASE2, FakeRunner
 
 
-def test_destroy_wipe_cache_reaches_the_destroy_which_refuses_it_when_phase1_stays() -> None:
-    out = io.StringIO()
+def test_destroy_wipe_cache_is_refused_when_phase1_stays_before_any_stack_is_read(capsys: pytest.CaptureFixture[str]) -> None:
     args = argparse.Namespace(
         command="destroy", phase="2", preserve_data=True, wipe_data=False, wipe_cache=True, cluster_gone=False, yes=True
     )
     runner = FakeRunner(existing={"phase1": {}, "phase2": PHASE2})
-    assert commands.main_for(commands.DESTROY, args, runner, out) == 1
-    assert "--wipe-cache removes the image cache" in out.getvalue()
-    assert ("destroy", "phase2") not in runner.calls
+    assert commands.main_for(commands.DESTROY, args, runner, io.StringIO()) == 1
+    assert "--wipe-cache removes the image cache" in capsys.readouterr().err
+    assert runner.calls == []
 
 
 @pytest.mark.parametrize("argv", [["up", "--phase", "4"], ["destroy", "--preserve-data", "--wipe-data"], ["frobnicate"]])
@@ -57,6 +56,25 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     for command in ("up", "preview", "destroy", "plan", "doctor", "status", "diagram"):
         assert f"    {command} " in text
+
+
+def test_help_gives_every_command_a_description_of_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`blueprint --help` on an 80-column terminal: each verb, and what it does on one line (its own
+    --help says the rest)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    listed = lines[lines.index("  COMMAND") + 1 : lines.index("options:")]
+    described: dict[str, list[str]] = {}
+    for line in filter(str.strip, listed):
+        if line.startswith("    ") and not line.startswith("     "):  # a verb, and its text when it fits beside it
+            name, _, text = line.strip().partition(" ")
+            described[name] = [text.strip()] if text.strip() else []
+        else:
+            described[name].append(line.strip())
+    assert list(described) == list(VERBS)
+    assert {verb: len(text) for verb, text in described.items() if len(text) != 1 or not text[0]} == {}
 
 
 def _verb(name: str) -> argparse.ArgumentParser:

@@ -73,6 +73,7 @@ def test_pulumi_config_passphrase_set_by_the_user_wins(config_home: Path, monkey
 
 def test_pulumi_config_passphrase_file_set_by_the_user_wins(config_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mine = tmp_path / "my-passphrase"
+    mine.write_text("my own passphrase\n")
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(mine))
     env = stack_runner.pulumi_environment()
     assert env.get("PULUMI_CONFIG_PASSPHRASE_FILE", str(mine)) == str(mine)
@@ -242,3 +243,54 @@ def test_a_passphrase_file_of_the_users_choice_that_another_user_owns_is_refused
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     assert main(["env"]) == 1
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_checking_the_passphrase_makes_no_file(config_home: Path) -> None:
+    """What every Pulumi command checks first, and what only reads the state, leave nothing behind."""
+    env = stack_runner.pulumi_environment(create=False)
+    assert env["PULUMI_CONFIG_PASSPHRASE_FILE"] == str(config_home / "blueprint" / "pulumi-passphrase")
+    assert not config_home.exists()
+
+
+def test_a_passphrase_file_of_the_users_choice_they_cannot_read_is_refused_with_the_chmod(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine = tmp_path / "my-passphrase"
+    mine.write_text("mine\n")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(mine))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # the tests may run as root, who reads anything
+    with pytest.raises(passphrase.PassphraseFileError) as refused:
+        passphrase.environment(os.environ)
+    assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {mine}, which you cannot read" in str(refused.value)
+    assert f"`chmod u+r -- {mine}`" in str(refused.value)
+    assert "unset PULUMI_CONFIG_PASSPHRASE_FILE" in str(refused.value)
+
+
+def test_a_passphrase_file_of_the_users_choice_is_not_looked_for_when_pulumi_config_passphrase_is_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pulumi reads PULUMI_CONFIG_PASSPHRASE first, and then never the file (`readPassphrase`)."""
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "mine")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(tmp_path / "no-such-file"))
+    assert passphrase.environment(os.environ) == {}
+
+
+def test_state_that_cannot_be_decrypted_with_blueprints_passphrase_missing_says_it_is_missing(config_home: Path) -> None:
+    said = passphrase.cannot_decrypt(os.environ)
+    assert f"blueprint's passphrase file {config_home / 'blueprint' / 'pulumi-passphrase'} is missing" in said
+    assert not config_home.exists()
+
+
+def test_a_passphrase_file_of_the_users_choice_that_is_a_loop_of_links_is_refused_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(loop))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    with pytest.raises(passphrase.PassphraseFileError) as refused:
+        passphrase.environment(os.environ)
+    assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {loop}, which cannot be looked at (Too many levels of symbolic links)" in str(
+        refused.value
+    )

@@ -52,6 +52,8 @@ def test_a_failed_import_is_a_stack_failure_and_leaves_no_state_file_behind(fake
     [
         '[{"name": "phase2", "current": false}]',  # made by `stack init` (or a preview), never updated: no count
         '[{"name": "phase2", "current": false, "resourceCount": 0}]',  # destroyed: Pulumi keeps it, empty
+        # an `up` whose program refused its config: the stack's own resource alone
+        '[{"name": "phase2", "current": false, "resourceCount": 1}]',
         "[]",
     ],
 )
@@ -216,3 +218,21 @@ def test_an_unhandled_exception_of_the_program_is_said_as_its_final_error() -> N
     )
     assert said[0] == "error: ValueError: blueprint:dataDir must be an absolute path, got 'data'"
     assert not [line for line in said if "Traceback" in line or "File " in line]
+
+
+def test_reading_the_stacks_makes_no_passphrase_file_and_writing_one_does(
+    fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`status`, `kubeconfig`, `secrets --show` and a refused destroy only read: blueprint's passphrase file is made
+    by the first command that writes a stack, which goes on to use it."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    monkeypatch.setenv("PULUMI_STACKS", '[{"name": "phase2", "current": false, "resourceCount": 0}]')
+    runner = AutomationRunner()
+    runner.outputs("phase2")
+    runner.export_state("phase2")
+    assert not (tmp_path / "config").exists()
+    with pytest.raises(StackFailed):
+        runner.import_state("phase2", {"version": 3, "deployment": {"resources": []}})
+    assert (tmp_path / "config" / "blueprint" / "pulumi-passphrase").is_file()

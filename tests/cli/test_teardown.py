@@ -494,3 +494,49 @@ def test_phase3_over_a_gitlab_that_is_not_up_is_asked_about_forgetting_its_proje
     asked: list[str] = []
     phase3_left_by_a_preserve_destroy(tmp_path, asked)
     assert asked == ["Destroy phase3, forgetting its projects (GitLab is not up: they stay in GitLab's kept data)?"]
+
+
+@pytest.mark.parametrize("preserve", [None, False, True], ids=["as-configured", "--wipe-data", "--preserve-data"])
+def test_a_destroy_with_nothing_up_says_nothing_is_up_and_records_nothing(tmp_path: Path, preserve: bool | None) -> None:
+    """No stack records a resource: nothing is destroyed, no preserveData recorded, and the data folder said as it is."""
+    pulumi = FakePulumi({})
+    the_world, wiped = world(pulumi, dataDir=str(tmp_path / "data"), cluster=ClusterState("gone"))
+    code, said = run_destroy(pulumi, preserve, world=the_world)
+    assert code == 0, said
+    assert "== nothing is up: no stack of this checkout records a resource in Pulumi's state, so nothing was destroyed" in said
+    assert f"== the data folder {tmp_path / 'data'} holds nothing of blueprint's: nothing to keep or remove" in said
+    assert "the data is removed" not in said
+    assert "kind still lists" not in said
+    assert pulumi.config == {}
+    assert pulumi.calls == []
+    assert wiped == []
+
+
+def test_a_destroy_with_nothing_up_says_blueprints_data_folder_is_kept(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / OWNER_MARKER).write_text(f"{PHASE1_HERE}\n")
+    pulumi = FakePulumi({})
+    code, said = run_destroy(pulumi, None, world=world(pulumi, dataDir=str(folder), cluster=ClusterState("gone"))[0])
+    assert code == 0, said
+    assert "== nothing is up" in said
+    assert f"== the data folder {folder} is kept: no stack of this checkout holds it any more" in said
+
+
+def test_a_destroy_with_nothing_up_names_a_cluster_kind_still_lists_with_its_delete(tmp_path: Path) -> None:
+    """.pulumi-state/ lost, say: the state cannot tell whose the cluster is, so it is named, not deleted."""
+    pulumi = FakePulumi({})
+    code, said = run_destroy(pulumi, None, world=world(pulumi, dataDir=str(tmp_path / "data"), cluster=ClusterState("running"))[0])
+    assert code == 0, said
+    assert "== kind still lists a cluster blueprint, which no stack of this checkout records" in said
+    assert "`kind delete cluster --name blueprint`" in said
+    assert pulumi.calls == []
+
+
+def test_a_destroy_of_phase3_that_is_not_up_says_so_not_that_its_projects_stay() -> None:
+    pulumi = FakePulumi({"phase1": recorded_state("phase1")})
+    code, said = run_destroy(pulumi, True, phase="3")
+    assert code == 0, said
+    assert "== phase3 is not up (no resource in Pulumi's state): nothing was destroyed" in said
+    assert "its objects stay in GitLab" not in said
+    assert pulumi.calls == []
