@@ -132,6 +132,9 @@ OTHER_USERS = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1", "GIT_CONFIG_GLOBAL": os.d
 """git as it is in a checkout another user owns: it refuses it (git's own switch for that, tests/test_git_trust.py),
 and no `safe.directory` of this machine's lets it through."""
 GIT_REFUSES = ("apps/apps_manifest.yaml: git refuses to read this checkout, /", "`git config --global --add safe.directory /")
+UNDER_THE_MANIFEST = ("\nthe apps manifest (read by ", "phase3):\n  apps/apps_manifest.yaml: git refuses to read this checkout")
+"""The refusal is the manifest's problem, under its own heading (the command's names phase2 and phase3, the
+program's phase3 alone), not under a stack's."""
 
 
 CASES: dict[str, Bad] = {
@@ -488,7 +491,7 @@ CASES: dict[str, Bad] = {
     # the doctor's flags, and a checkout git refuses as another user's
     "doctor-yes-without-fix": Bad(argv=("doctor", "--yes"), says=("--yes is for --fix", "`uv run blueprint doctor --fix --yes`")),
     "plan-a-checkout-of-another-user": Bad(
-        argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES, program="phase3"
+        argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=(*GIT_REFUSES, *UNDER_THE_MANIFEST), program="phase3"
     ),
     "doctor-a-checkout-of-another-user": Bad(argv=("doctor",), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES),
     # apps/: the files a project pushes, and where the data goes (issue 23, item 3) and the manifest's label (item 6)
