@@ -135,6 +135,7 @@ class AutomationRunner:
             env={**os.environ, **pulumi_environment()},
             capture_output=True,
             text=True,
+            errors="replace",
             check=False,
             timeout=300,
         )
