@@ -38,8 +38,8 @@ def git_environment(project: Path) -> dict[str, str]:
     """The environment of a git call about the checkout whose project folder is `project`: git's words
     in English (they are read here), and no repository above `project` looked for (the module's doc).
     """
-    ceiling = os.path.dirname(os.path.realpath(project))
-    return {**os.environ, "LC_ALL": "C", "LANGUAGE": "", "GIT_CEILING_DIRECTORIES": ceiling}
+    ceilings = [os.path.dirname(os.path.realpath(project)), *filter(None, [os.environ.get("GIT_CEILING_DIRECTORIES")])]
+    return {**os.environ, "LC_ALL": "C", "LANGUAGE": "", "GIT_CEILING_DIRECTORIES": os.pathsep.join(ceilings)}
 
 
 def _uid(path: Path) -> int | None:

@@ -128,6 +128,19 @@ def a_checkout(folder: Path) -> None:
     subprocess.run(["git", "init", "-q", str(folder)], check=True, env=environment)
 
 
+def a_repository_in_apps(folder: Path) -> None:
+    """A project with no .git of its own, and someone else's in its apps/ (`OTHER_USERS`)."""
+    a_checkout(folder / "apps")
+
+
+def a_checkout_without_git(folder: Path) -> None:
+    """A checkout (its .git, which no git reads here) on a machine without git (`NO_GIT`)."""
+    (folder / ".git").mkdir()
+
+
+NO_GIT = {"PATH": "{tmp}/no-tools-here"}
+
+
 OTHER_USERS = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 """git as it is in a checkout another user owns: it refuses it (git's own switch for that, tests/test_git_trust.py),
 and no `safe.directory` of this machine's lets it through."""
@@ -540,6 +553,21 @@ CASES: dict[str, Bad] = {
         argv=("plan", "phase3"),
         manifest=MANIFEST.replace("needs: [redis]", "needs: [guestbook]"),
         says=("\nthe apps manifest (read by phase2 and phase3):\n  apps/apps_manifest.yaml: `needs` goes round in a circle",),
+    ),
+    # git about the checkout (issue 23's review of the doctor work): a repository not the project's, no git
+    "plan-a-repository-in-apps-of-another-user": Bad(
+        argv=("plan", "phase3"),
+        env=OTHER_USERS,
+        prepare=a_repository_in_apps,
+        says=("git refuses the repository at /", "which holds apps/ but is not this project's folder", "do not add it to safe.directory"),
+        program="phase3",
+    ),
+    "plan-a-checkout-without-git": Bad(
+        argv=("plan", "phase3"),
+        env=NO_GIT,
+        prepare=a_checkout_without_git,
+        says=("apps/apps_manifest.yaml: git cannot be run", "and this checkout is a git repository (/", "install git"),
+        program="phase3",
     ),
 }
 
