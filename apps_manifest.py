@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 
 import pulumi
 
-from git_trust import git_refusal
+from git_trust import git_environment, git_refusal
 
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 MANIFEST = APPS_DIR / "apps_manifest.yaml"
@@ -78,9 +78,9 @@ def is_label(text: object) -> TypeGuard[str]:
     return isinstance(text, str) and _DNS_LABEL.fullmatch(text) is not None
 
 
-def _chart_problem(chart: object, folder: Path, pushed: set[Path]) -> str | None:
+def _chart_problem(chart: object, folder: Path, pushed: set[Path] | None) -> str | None:
     """Why `chart` cannot be the chart folder of the project in `folder`, whose `pushed` files are
-    what its repository will hold, or None.
+    what its repository will hold (None: not known), or None.
     """
     if not isinstance(chart, str) or not chart:
         return "must name its chart folder, relative to the project's folder, such as chart"
@@ -88,7 +88,11 @@ def _chart_problem(chart: object, folder: Path, pushed: set[Path]) -> str | None
     if path.is_absolute() or ".." in path.parts or "\\" in chart:
         return "must be a folder inside the project's own folder, without '..', such as chart"
     # The pipeline finds the chart in the repository: among the files pushed, not merely on disk.
-    if folder / chart / "Chart.yaml" not in pushed and Path(os.path.normpath(folder / chart / "Chart.yaml")) not in pushed:
+    if (
+        pushed is not None
+        and folder / chart / "Chart.yaml" not in pushed
+        and Path(os.path.normpath(folder / chart / "Chart.yaml")) not in pushed
+    ):
         return "holds no Chart.yaml among the files pushed (none there, or one .gitignore keeps home); put the chart there"
     return None
 
@@ -165,12 +169,15 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
             capture_output=True,
             timeout=60,
             check=False,
-            env={**os.environ, "LC_ALL": "C", "LANGUAGE": ""},  # its messages in English, which the test below reads
+            env=git_environment(folder.parent.parent),  # the project folder's: no repository above it (git_trust.py)
         )
         said = done.stderr.decode(errors="replace").strip()
     except (OSError, subprocess.SubprocessError) as error:  # no git at all
         done, said = None, str(error)
-    in_work_tree = any((parent / ".git").exists() for parent in (folder, *folder.resolve().parents))
+    project = folder.resolve().parent.parent
+    in_work_tree = any(
+        (parent / ".git").exists() for parent in (folder.resolve(), *folder.resolve().parents) if parent.is_relative_to(project)
+    )
     if done is not None and done.returncode == 0:
         candidates = [folder / os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
     elif (done is not None and "not a git repository" in said) or (done is None and not in_work_tree):
@@ -240,8 +247,10 @@ def _cycle(projects: list[AppProject]) -> list[str] | None:
     return None
 
 
-def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[str]:
-    """What is wrong with one well-named entry's keys other than `name` and `needs`."""
+def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path, *, files: bool) -> list[str]:
+    """What is wrong with one well-named entry's keys other than `name` and `needs`; with its files
+    (`folder_files`, and which of them are pushed) only when `files` (git can list them).
+    """
     name = str(entry["name"])
     folder = apps_dir / name
     problems = []
@@ -253,12 +262,12 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
         problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
     elif apps_dir.resolve() not in folder.resolve().parents:
         problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
-    else:
-        files = folder_files(folder, f"apps/{name}")
-        problems += [f"{label}: {problem}" for problem in files.problems]
-        pushed = set(files.paths)
+    elif files:
+        found = folder_files(folder, f"apps/{name}")
+        problems += [f"{label}: {problem}" for problem in found.problems]
+        pushed = set(found.paths)
     missing = [template for template in SHARED_TEMPLATES if folder / template not in pushed]
-    if name == SHARED_CODE and folder.is_dir() and missing:
+    if name == SHARED_CODE and files and folder.is_dir() and missing:
         problems.append(f"{label}: every pipeline includes {', '.join(missing)}, which is not among its files pushed; put it back")
     if name == SHARED_CODE and entry.get("needs"):
         problems.append(
@@ -267,12 +276,13 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
     for flag in ("deploy", "build"):
         if not isinstance(entry.get(flag, False), bool):
             problems.append(f"{label}: `{flag}: {entry[flag]!r}` must be true or false")
-    if entry.get("deploy") is True and (problem := _chart_problem(entry.get("chart"), folder, pushed)):
-        problems.append(f"{label}: deploys, so `chart` ({entry.get('chart')!r}) {problem}")
+    chart_problem = _chart_problem(entry.get("chart"), folder, pushed if files else None)
+    if entry.get("deploy") is True and chart_problem:
+        problems.append(f"{label}: deploys, so `chart` ({entry.get('chart')!r}) {chart_problem}")
     elif entry.get("deploy") is not True and entry.get("chart") is not None:
         # Its pipeline would deploy the chart regardless: it deploys whatever project names one.
         problems.append(f"{label}: `chart: {entry['chart']!r}` is for a project that deploys; set `deploy: true`, or remove `chart`")
-    if entry.get("build") is True and folder / "Dockerfile" not in pushed:
+    if entry.get("build") is True and files and folder / "Dockerfile" not in pushed:
         problems.append(f"{label}: builds, so apps/{name}/Dockerfile must be among its files pushed; add it, or set `build: false`")
     host = entry.get("host")
     if host is not None and not is_label(host):
@@ -291,9 +301,9 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
     """The projects, in order; every problem reported at once."""
     if not isinstance(document, dict) or set(document) != {"projects"} or not isinstance(document["projects"], list):
         raise ManifestError(f"{WHERE}: expected one key, `projects`, holding a list of projects; see the comment at its top")
-    if refusal := git_refusal(apps_dir):  # said once: every check of the projects' files would fail for it
-        raise ManifestError(f"invalid apps manifest:\n  {WHERE}: {refusal}")
     problems: list[str] = []
+    if refusal := git_refusal(apps_dir):  # said once, the files left unchecked: every check of them would fail for it
+        problems.append(f"{WHERE}: {refusal}")
     projects: list[AppProject] = []
     seen: set[str] = set()
     hosts: dict[str, str] = {}
@@ -313,7 +323,7 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
         if name in seen:
             problems.append(f"{label}: the name {name!r} is used twice; give each project its own")
         seen.add(name)
-        problems += _entry_problems(entry, label, apps_dir)
+        problems += _entry_problems(entry, label, apps_dir, files=refusal is None)
         host = entry.get("host")
         if is_label(host) and hosts.setdefault(host, name) != name:
             problems.append(f"{label}: `host: {host!r}` is {hosts[host]!r}'s too; give each project its own host")

@@ -319,8 +319,8 @@ def _verb_env(verbs: Verbs) -> None:
         "env",
         "print the exports plain `pulumi`, `kind` and `kubectl` need",
         "print the exports the plain `pulumi`, `kind` and `kubectl` commands need: blueprint's state passphrase, and the "
-        "folders `doctor --fix` installs into, put first on your shell's own PATH unless it holds them already (then they stay "
-        'where they are): eval "$(uv run blueprint env)"',
+        "folders `doctor --fix` installs into, put first on your shell's own PATH (moved there if it holds them further on): "
+        'eval "$(uv run blueprint env)"',
     )
 
 
@@ -366,13 +366,20 @@ def _env(args: argparse.Namespace) -> int:
     except passphrase.PassphraseFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    # Onto the shell's own PATH as the shell has it when it evals this, never this process's (`uv run`
-    # put the checkout's .venv/bin first there): each folder once, however often it is run.
+    # First on the shell's own PATH as the shell has it when it evals this, never this process's (`uv run`
+    # put the checkout's .venv/bin first there): each folder taken out wherever it is (behind Homebrew's,
+    # its kubectl would win), then put first, once, however often it is run. POSIX sh: the quoted folder
+    # matches itself alone in a pattern; the rest of PATH, empty entries too, stays as it is.
     if folders := tools_path.tools_folders(tools_path.tools_home()):
-        for folder in reversed(folders):
+        sys.stdout.write("PATH=:$PATH:\n")
+        for folder in folders:
             quoted = shlex.quote(folder)
-            sys.stdout.write(f'case ":$PATH:" in *:{quoted}:*) ;; *) PATH={quoted}"${{PATH:+:$PATH}}" ;; esac\n')
-        sys.stdout.write("export PATH\n")
+            sys.stdout.write(
+                f"while case $PATH in *:{quoted}:*) ;; *) false ;; esac; do PATH=${{PATH%%:{quoted}:*}}:${{PATH#*:{quoted}:}}; done\n"
+            )
+        sys.stdout.write("PATH=${PATH#:}; PATH=${PATH%:}\n")
+        first = ":".join(shlex.quote(folder) for folder in folders)
+        sys.stdout.write(f"PATH={first}${{PATH:+:$PATH}}\nexport PATH\n")
     # The warning goes to stderr, which `eval "$(...)"` leaves on the terminal.
     if weak := passphrase.weak_choice(os.environ):
         print(weak, file=sys.stderr)

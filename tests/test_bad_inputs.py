@@ -130,10 +130,26 @@ def a_checkout(folder: Path) -> None:
     subprocess.run(["git", "init", "-q", str(folder)], check=True, env=environment)
 
 
+def a_repository_in_apps(folder: Path) -> None:
+    """A project with no .git of its own, and someone else's in its apps/ (`OTHER_USERS`)."""
+    a_checkout(folder / "apps")
+
+
+def a_checkout_without_git(folder: Path) -> None:
+    """A checkout (its .git, which no git reads here) on a machine without git (`NO_GIT`)."""
+    (folder / ".git").mkdir()
+
+
+NO_GIT = {"PATH": "{tmp}/no-tools-here"}
+
+
 OTHER_USERS = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 """git as it is in a checkout another user owns: it refuses it (git's own switch for that, tests/test_git_trust.py),
 and no `safe.directory` of this machine's lets it through."""
 GIT_REFUSES = ("apps/apps_manifest.yaml: git refuses to read this checkout, /", "`git config --global --add safe.directory /")
+UNDER_THE_MANIFEST = ("\nthe apps manifest (read by ", "phase3):\n  apps/apps_manifest.yaml: git refuses to read this checkout")
+"""The refusal is the manifest's problem, under its own heading (the command's names phase2 and phase3, the
+program's phase3 alone), not under a stack's."""
 
 
 CASES: dict[str, Bad] = {
@@ -490,7 +506,7 @@ CASES: dict[str, Bad] = {
     # the doctor's flags, and a checkout git refuses as another user's
     "doctor-yes-without-fix": Bad(argv=("doctor", "--yes"), says=("--yes is for --fix", "`uv run blueprint doctor --fix --yes`")),
     "plan-a-checkout-of-another-user": Bad(
-        argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES, program="phase3"
+        argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=(*GIT_REFUSES, *UNDER_THE_MANIFEST), program="phase3"
     ),
     "doctor-a-checkout-of-another-user": Bad(argv=("doctor",), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES),
     # apps/: the files a project pushes, and where the data goes (issue 23, item 3) and the manifest's label (item 6)
@@ -629,6 +645,21 @@ CASES: dict[str, Bad] = {
     ),
     "destroy-without-the-pulumi-cli": Bad(
         argv=("destroy", "--yes"), env=NO_PULUMI, says=("blueprint destroy needs the Pulumi CLI", "no `pulumi` on PATH")
+    ),
+    # git about the checkout (issue 23's review of the doctor work): a repository not the project's, no git
+    "plan-a-repository-in-apps-of-another-user": Bad(
+        argv=("plan", "phase3"),
+        env=OTHER_USERS,
+        prepare=a_repository_in_apps,
+        says=("git refuses the repository at /", "which holds apps/ but is not this project's folder", "do not add it to safe.directory"),
+        program="phase3",
+    ),
+    "plan-a-checkout-without-git": Bad(
+        argv=("plan", "phase3"),
+        env=NO_GIT,
+        prepare=a_checkout_without_git,
+        says=("apps/apps_manifest.yaml: git cannot be run", "and this checkout is a git repository (/", "install git"),
+        program="phase3",
     ),
 }
 
