@@ -116,16 +116,21 @@ class Host:
 
     def check(self, resource: Registered, olds: dict[str, Any] | None = None, *, preview: bool = False) -> dict[str, Any]:
         """The inputs the state records (the provider's `check` of the registered ones); fails on a failure.
-        In a `preview`, what is not known yet stays `rpc.UNKNOWN`."""
+        In a `preview`, what is not known yet stays unknown (`pulumi.output.Unknown`)."""
+        return _values(self._checked(resource, olds), keep_unknowns=preview)
+
+    def _checked(self, resource: Registered, olds: dict[str, Any] | None = None) -> struct_pb2.Struct:
+        """The check's answer as the engine keeps it (unknowns and all), for the calls after it."""
         checked = self.stub.Check(provider_pb2.CheckRequest(urn=resource.urn, olds=_wire(olds or {}), news=_wire(resource.inputs)))
         assert [(failure.property, failure.reason) for failure in checked.failures] == []
-        return _values(checked.inputs, keep_unknowns=preview)
+        inputs: struct_pb2.Struct = checked.inputs
+        return inputs
 
     def create(self, resource: Registered) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """Check, then create: the id, the recorded inputs and the recorded outputs."""
-        inputs = self.check(resource)
-        created = self.stub.Create(provider_pb2.CreateRequest(urn=resource.urn, properties=_wire(inputs)))
-        return created.id, inputs, _values(created.properties)
+        inputs = self._checked(resource)
+        created = self.stub.Create(provider_pb2.CreateRequest(urn=resource.urn, properties=inputs))
+        return created.id, _values(inputs), _values(created.properties)
 
     def read(self, resource: Registered, id_: str, inputs: dict[str, Any], outputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """A refresh: the id it records ("" drops the resource from the state) and the outputs."""
@@ -135,15 +140,15 @@ class Host:
 
     def diff(self, resource: Registered, id_: str, inputs: dict[str, Any], outputs: dict[str, Any]) -> provider_pb2.DiffResponse:
         """The diff of `resource`'s (checked) inputs against the recorded ones."""
-        news = self.check(resource, inputs)
-        request = provider_pb2.DiffRequest(id=id_, urn=resource.urn, olds=_wire(outputs), news=_wire(news), old_inputs=_wire(inputs))
+        news = self._checked(resource, inputs)
+        request = provider_pb2.DiffRequest(id=id_, urn=resource.urn, olds=_wire(outputs), news=news, old_inputs=_wire(inputs))
         diff: provider_pb2.DiffResponse = self.stub.Diff(request)
         return diff
 
     def update(self, resource: Registered, id_: str, inputs: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
         """An update to `resource`'s (checked) inputs: the outputs it records."""
-        news = self.check(resource, inputs)
-        request = provider_pb2.UpdateRequest(id=id_, urn=resource.urn, olds=_wire(outputs), news=_wire(news), old_inputs=_wire(inputs))
+        news = self._checked(resource, inputs)
+        request = provider_pb2.UpdateRequest(id=id_, urn=resource.urn, olds=_wire(outputs), news=news, old_inputs=_wire(inputs))
         return _values(self.stub.Update(request).properties)
 
     def delete(self, resource: Registered, id_: str, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:

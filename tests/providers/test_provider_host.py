@@ -106,10 +106,25 @@ def test_every_type_is_created_by_the_host_with_the_provider_its_resource_pickle
 def test_every_types_check_takes_what_a_first_preview_does_not_know_yet(journeys: Journeys, world: World, name: str) -> None:
     """A first `preview` registers what another resource will make as unknown: the host's check must pass it on."""
     trip = journeys[name]
-    previewed = planned_as("preview", trip.resource.stack).one(trip.resource.type, trip.resource.name)
-    unknown = [key for key, value in previewed["inputs"].items() if value == UNKNOWN]
+    unknown = not_known_in_a_preview(trip.resource)
     checked = world.up.check(trip.resource.but(**dict.fromkeys(unknown, rpc.UNKNOWN)), preview=True)
     assert [key for key in unknown if not isinstance(checked[key], Unknown)] == []
+
+
+@EVERY_TYPE
+def test_every_types_diff_of_a_preview_reports_a_change_where_a_value_is_not_known_yet(journeys: Journeys, world: World, name: str) -> None:
+    """A preview of an update whose upstream changes: the engine asks for the diff with those values
+    unknown; the provider may not call anything with them, and must report a change."""
+    trip = journeys[name]
+    unknown = not_known_in_a_preview(trip.resource)
+    diff = world.later.diff(trip.resource.but(**dict.fromkeys(unknown, rpc.UNKNOWN)), trip.id, trip.inputs, trip.refreshed)
+    assert diff.changes == (DIFF_SOME if unknown else DIFF_NONE)
+
+
+def not_known_in_a_preview(resource: Registered) -> list[str]:
+    """The inputs of `resource` that a preview of its stack registers as unknown."""
+    previewed = planned_as("preview", resource.stack).one(resource.type, resource.name)
+    return [key for key, value in previewed["inputs"].items() if value == UNKNOWN]
 
 
 @EVERY_TYPE
