@@ -23,17 +23,23 @@ STACKS = tuple(STACK_PHASES)
 
 def _config_override(text: str) -> tuple[str, str]:
     """`KEY=VALUE`; a key without a namespace is blueprint's, as `pulumi config set` takes it."""
+    from yaml_files import shown
+
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {text!r}")
-    from stacks.config import NAMESPACE
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {shown(text)}")
+    from stacks.config import NAMESPACE, ConfigError
     from stacks.config.schema import declared_keys, full_key
 
     name = full_key(key)
     if name.count(":") != 1 or not name.startswith(f"{NAMESPACE}:"):
         suggestion = name.rsplit(":", 1)[-1]
-        fix = f"write it as {NAMESPACE}:{suggestion}" if suggestion in declared_keys() else "Pulumi.yaml lists them"
-        raise argparse.ArgumentTypeError(f"{key!r} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
+        try:
+            known = declared_keys()
+        except ConfigError:  # a Pulumi.yaml refused: no suggestion from it (argparse would show a traceback)
+            known = {}
+        fix = f"write it as {NAMESPACE}:{suggestion}" if suggestion in known else "Pulumi.yaml lists them"
+        raise argparse.ArgumentTypeError(f"{shown(key)} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
     return name, value
 
 

@@ -526,6 +526,11 @@ CASES: dict[str, Bad] = {
         project=PROJECT.replace("    default: blueprint\n", "", 1),
         says=("Pulumi.yaml: the config key 'clusterName' declares no `default:`", "`git diff Pulumi.yaml` shows what changed"),
     ),
+    "project-file-a-key-without-its-default-and-a-key-of-another-namespace": Bad(
+        argv=("plan", "phase1", "--config", "x:clusterName=1"),
+        project=PROJECT.replace("    default: blueprint\n", "", 1),
+        says=("'x:clusterName' is not a blueprint setting", "Pulumi.yaml lists them"),
+    ),
     "project-file-missing": Bad(
         argv=("plan", "phase1"),
         prepare=removed("Pulumi.yaml"),
@@ -557,6 +562,17 @@ CASES: dict[str, Bad] = {
             "…' (100000 characters) (in Pulumi.phase1.yaml) is not a blueprint setting",
         ),
         program="phase1",
+    ),
+    "override-without-a-value-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "g" * 100_000),
+        says=("expected KEY=VALUE, such as blueprint:gitlabNodes=2, got 'gggg", "…' (100000 characters)"),
+    ),
+    "override-a-key-of-a-hundred-thousand-characters-in-another-namespace": Bad(
+        argv=("plan", "phase1", "--config", "x:" + "k" * 100_000 + "=1"),
+        says=(
+            "'x:kkkk",
+            "…' (100002 characters) is not a blueprint setting",
+        ),
     ),
     "manifest-an-alias-bomb": Bad(
         argv=("plan", "phase3"),
