@@ -574,6 +574,14 @@ CASES: dict[str, Bad] = {
             "…' (100002 characters) is not a blueprint setting",
         ),
     ),
+    "cluster-name-of-a-hundred-thousand-characters-with-the-image-cache-on": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:imageCache=true", "--config", "blueprint:clusterName=" + "c" * 100_000),
+        says=("blueprint:clusterName = 'cccc", "…' (100000 characters) is not valid: expected a DNS-1123 label"),
+    ),
+    "data-dir-home-of-a-user-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:dataDir=~" + "u" * 100_000),
+        says=("blueprint:dataDir = '~uuu", "is not valid: there is no user 'uuuu", "…' (100000 characters) on this machine"),
+    ),
     "manifest-an-alias-bomb": Bad(
         argv=("plan", "phase3"),
         manifest=ALIAS_BOMB,

@@ -68,7 +68,7 @@ def home_problem(value: str) -> str | None:
         home = Path(f"~{user}").expanduser()  # RuntimeError when it names no home (pathlib)
     except RuntimeError:
         if user:
-            return f"there is no user {shown(user)} on this machine, so ~{user} names no folder; {_OWN_HOME_OR_ABSOLUTE}"
+            return f"there is no user {shown(user)} on this machine, so {shown('~' + user)} names no folder; {_OWN_HOME_OR_ABSOLUTE}"
         return "your home folder cannot be told (HOME is not set, and your user is not in the password database); give an absolute path"
     if user and not {home, home.resolve()} & own_homes():
         return f"~{user} is another user's home ({home}), not yours to fill with secrets or to wipe; {_OWN_HOME_OR_ABSOLUTE}"

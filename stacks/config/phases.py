@@ -313,7 +313,13 @@ def _image_cache_dir(check: _Checker, cluster_name: str, project_dir: Path, data
     from components.image_cache import CONTAINER_NAME_MAX, MIRRORED_REGISTRIES, mirror_container
 
     longest = max((mirror_container(cluster_name, registry) for registry in MIRRORED_REGISTRIES), key=len)
-    if image_cache and len(longest) > CONTAINER_NAME_MAX and "clusterName" not in check.stand_ins:
+    # Said of a name otherwise valid alone: a longer one is refused already, with its own limit.
+    if (
+        image_cache
+        and len(longest) > CONTAINER_NAME_MAX
+        and "clusterName" not in check.stand_ins
+        and not _cluster_name_problem(cluster_name)
+    ):
         most = len(cluster_name) - (len(longest) - CONTAINER_NAME_MAX)
         check.fail(
             "clusterName",

@@ -165,10 +165,12 @@ def stack_file_config(stack: str) -> dict[str, Any]:
     for key, value in (block or {}).items():
         name = full_key(str(key))
         if name.count(":") > 1:
-            raise ConfigError(f"{path}: {key!r} is not a config key (Pulumi takes `<namespace>:<name>`), such as blueprint:gitlabNodes")
+            raise ConfigError(
+                f"{path}: {shown(key)} is not a config key (Pulumi takes `<namespace>:<name>`), such as blueprint:gitlabNodes"
+            )
         if name in spelt:
             # Pulumi keeps one of the two, whichever its map gives last.
-            raise ConfigError(f"{path}: {spelt[name]!r} and {key!r} are the same key, {name}; keep one of them")
+            raise ConfigError(f"{path}: {shown(spelt[name])} and {shown(key)} are the same key, {name}; keep one of them")
         spelt[name] = str(key)
         found[name] = value
     return found
