@@ -597,6 +597,10 @@ CASES: dict[str, Bad] = {
         prepare=removed("apps/apps_manifest.yaml"),
         says=("apps_manifest.yaml is missing; phase2 and phase3 read it", "git checkout -- apps/apps_manifest.yaml"),
     ),
+    "manifest-unknown-keys-of-two-kinds": manifest_case(
+        ("    deploy: true\n    chart: chart\n    build", "    deploys: true\n    1: x\n    chart: chart\n    build"),
+        "unknown key(s) 1, deploys",
+    ),
     "manifest-host-of-a-hundred-thousand-characters": manifest_case(
         ("host: guestbook", "host: " + "g" * 100_000), "`host: 'gggg", "…' (100000 characters)` must be a DNS-1123 label"
     ),
