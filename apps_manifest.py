@@ -20,6 +20,8 @@ from typing import Any, TypeGuard
 import pulumi
 
 from git_trust import git_environment, git_refusal
+from yaml_files import SHOWN_AT_MOST
+from yaml_files import shown as quoted
 
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 MANIFEST = APPS_DIR / "apps_manifest.yaml"
@@ -254,9 +256,10 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path, *, files:
     name = str(entry["name"])
     folder = apps_dir / name
     problems = []
-    unknown = sorted(set(entry) - KEYS)
+    unknown = sorted(str(key) for key in set(entry) - KEYS)
     if unknown:
-        problems.append(f"{label}: unknown key(s) {', '.join(unknown)}; valid keys are {', '.join(sorted(KEYS))}")
+        named = ", ".join(key if len(key) <= SHOWN_AT_MOST else quoted(key) for key in unknown)
+        problems.append(f"{label}: unknown key(s) {named}; valid keys are {', '.join(sorted(KEYS))}")
     pushed: set[Path] = set()
     if not folder.is_dir():
         problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
@@ -271,28 +274,28 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path, *, files:
         problems.append(f"{label}: every pipeline includes {', '.join(missing)}, which is not among its files pushed; put it back")
     if name == SHARED_CODE and entry.get("needs"):
         problems.append(
-            f"{label}: `needs: {entry['needs']!r}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
+            f"{label}: `needs: {quoted(entry['needs'])}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
         )
     for flag in ("deploy", "build"):
         if not isinstance(entry.get(flag, False), bool):
-            problems.append(f"{label}: `{flag}: {entry[flag]!r}` must be true or false")
+            problems.append(f"{label}: `{flag}: {quoted(entry[flag])}` must be true or false")
     chart_problem = _chart_problem(entry.get("chart"), folder, pushed if files else None)
     if entry.get("deploy") is True and chart_problem:
-        problems.append(f"{label}: deploys, so `chart` ({entry.get('chart')!r}) {chart_problem}")
+        problems.append(f"{label}: deploys, so `chart` ({quoted(entry.get('chart'))}) {chart_problem}")
     elif entry.get("deploy") is not True and entry.get("chart") is not None:
         # Its pipeline would deploy the chart regardless: it deploys whatever project names one.
-        problems.append(f"{label}: `chart: {entry['chart']!r}` is for a project that deploys; set `deploy: true`, or remove `chart`")
+        problems.append(f"{label}: `chart: {quoted(entry['chart'])}` is for a project that deploys; set `deploy: true`, or remove `chart`")
     if entry.get("build") is True and files and folder / "Dockerfile" not in pushed:
         problems.append(f"{label}: builds, so apps/{name}/Dockerfile must be among its files pushed; add it, or set `build: false`")
     host = entry.get("host")
     if host is not None and not is_label(host):
-        problems.append(f"{label}: `host: {host!r}` must be {LABEL_RULE}, such as guestbook")
+        problems.append(f"{label}: `host: {quoted(host)}` must be {LABEL_RULE}, such as guestbook")
     elif host is not None and entry.get("deploy") is not True:
         answers = "is for a project that deploys (nothing would answer there)"
-        problems.append(f"{label}: `host: {host!r}` {answers}; set `deploy: true`, or remove `host`")
+        problems.append(f"{label}: `host: {quoted(host)}` {answers}; set `deploy: true`, or remove `host`")
     elif host in RESERVED_HOSTS:
         problems.append(
-            f"{label}: `host: {host!r}` is the platform's own ({', '.join(RESERVED_HOSTS)} are); choose another, such as {name}"
+            f"{label}: `host: {quoted(host)}` is the platform's own ({', '.join(RESERVED_HOSTS)} are); choose another, such as {name}"
         )
     return problems
 
@@ -310,26 +313,26 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
     for index, entry in enumerate(document["projects"]):
         label = f"{WHERE}: projects[{index}]"
         if not isinstance(entry, dict):
-            problems.append(f"{label}: {entry!r} is not a project; give a mapping with name, deploy, chart, build, host, needs")
+            problems.append(f"{label}: {quoted(entry)} is not a project; give a mapping with name, deploy, chart, build, host, needs")
             continue
         name = entry.get("name")
-        label = f"{label} ({name!r})"
+        label = f"{label} ({quoted(name)})"
         if not is_label(name) or len(name) > NAME_MAX or name in GITLAB_RESERVED:
             rule = f"{LABEL_RULE.replace('at most 63', f'at most {NAME_MAX}')} (it is the app's Helm release too)"
             if is_label(name) and name in GITLAB_RESERVED:
                 rule = f"none of the paths GitLab keeps for itself ({', '.join(sorted(GITLAB_RESERVED))})"
-            problems.append(f"{label}: `name` ({name!r}) must be {rule}; it names the folder apps/<name>/ and the GitLab project")
+            problems.append(f"{label}: `name` ({quoted(name)}) must be {rule}; it names the folder apps/<name>/ and the GitLab project")
             continue
         if name in seen:
-            problems.append(f"{label}: the name {name!r} is used twice; give each project its own")
+            problems.append(f"{label}: the name {quoted(name)} is used twice; give each project its own")
         seen.add(name)
         problems += _entry_problems(entry, label, apps_dir, files=refusal is None)
         host = entry.get("host")
         if is_label(host) and hosts.setdefault(host, name) != name:
-            problems.append(f"{label}: `host: {host!r}` is {hosts[host]!r}'s too; give each project its own host")
+            problems.append(f"{label}: `host: {quoted(host)}` is {quoted(hosts[host])}'s too; give each project its own host")
         needs = entry.get("needs", [])
         if not (isinstance(needs, list) and all(isinstance(need, str) for need in needs)):
-            problems.append(f"{label}: `needs: {needs!r}` must be a list of project names, such as [redis]")
+            problems.append(f"{label}: `needs: {quoted(needs)}` must be a list of project names, such as [redis]")
             needs = []
         projects.append(
             AppProject(
@@ -347,13 +350,13 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
         for need in project.needs:
             if need not in deploying or need == project.name:
                 problems.append(
-                    f"{WHERE}: {project.name!r} needs {need!r}, which is not another deploying project of the manifest; "
+                    f"{WHERE}: {quoted(project.name)} needs {quoted(need)}, which is not another deploying project of the manifest; "
                     f"name one of {sorted(deploying - {project.name}) or 'none'}, or remove it"
                 )
     if cycle := _cycle(projects):
         problems.append(f"{WHERE}: `needs` goes round in a circle: {' -> '.join(cycle)}; remove one of these needs")
     if projects and projects[0].name != SHARED_CODE:
-        problems.append(f"{WHERE}: {SHARED_CODE!r} must come first (the others include its CI templates); it is {projects[0].name!r}")
+        problems.append(f"{WHERE}: {SHARED_CODE!r} must come first (the others include its CI templates); it is {quoted(projects[0].name)}")
     if SHARED_CODE not in seen:
         problems.append(f"{WHERE}: the {SHARED_CODE!r} project, whose templates every pipeline includes, is missing; put it back first")
     if problems:
@@ -373,7 +376,7 @@ def load_manifest(path: Path | None = None) -> list[AppProject]:
     from yaml_files import YamlFileError, load_file
 
     try:
-        document = load_file(path or MANIFEST)
+        document = load_file(path or MANIFEST, missing="phase2 and phase3 read it; restore it: `git checkout -- apps/apps_manifest.yaml`")
     except YamlFileError as error:
         raise ManifestError(str(error)) from None
     return parse_manifest(document, (path or MANIFEST).parent)

@@ -49,6 +49,8 @@ class Bad:
     """The stack whose own program must refuse it too, registering nothing (None: only the command can get it)."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment variables the command runs with; `{tmp}` in a value is the test's own folder."""
+    project: str | None = None
+    """Pulumi.yaml as the user left it (the checkout's own when None)."""
     prepare: Callable[[Path], None] | None = None
     """Anything else the user's checkout holds, made in the test's folder (which holds the stack
     files and apps/): links, FIFOs, big or oddly named files."""
@@ -115,6 +117,41 @@ def data_dir_case(make: Callable[[Path], object], *says: str, at: str = "data") 
         (folder / "Pulumi.phase1.yaml").write_text(stack_file(**{"blueprint:dataDir": str(there)}))
 
     return Bad(argv=("plan", "phase1"), prepare=prepare, says=("blueprint:dataDir = ", *says), program="phase1")
+
+
+ALIAS_BOMB = "config:\n" + "".join(
+    f"  blueprint:{name}: &{name} [{', '.join([f'*{previous}'] * 9) if previous else ', '.join(['lol'] * 9)}]\n"
+    for previous, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)
+"""A "billion laughs": nine aliases of nine of nine..., 10^9 values once expanded, in a few hundred bytes."""
+PROJECT = (PROJECT_DIR / "Pulumi.yaml").read_text()
+
+
+def link(name: str, target: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).symlink_to(target)
+
+
+def fifo(name: str) -> Callable[[Path], None]:
+    def make(folder: Path) -> None:
+        (folder / name).unlink(missing_ok=True)
+        os.mkfifo(folder / name)
+
+    return make
+
+
+def folder_named(name: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).mkdir()
+
+
+def raw_bytes(name: str, data: bytes) -> Callable[[Path], None]:
+    def write(folder: Path) -> None:
+        (folder / name).write_bytes(data)
+
+    return write
+
+
+def removed(name: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).unlink()
 
 
 GUESTBOOK = "  - name: guestbook\n"
@@ -661,6 +698,140 @@ CASES: dict[str, Bad] = {
         says=("apps/apps_manifest.yaml: git cannot be run", "and this checkout is a git repository (/", "install git"),
         program="phase3",
     ),
+    # the YAML files blueprint reads (yaml_files): a regular file of bounded size, nesting and aliases, each refusal its own fix
+    "stack-file-a-fifo": Bad(
+        argv=("plan", "phase1"),
+        prepare=fifo("Pulumi.phase1.yaml"),
+        says=("Pulumi.phase1.yaml is a FIFO (a named pipe), not a regular file", "replace it with the YAML file itself"),
+    ),
+    "stack-file-a-dangling-link": Bad(
+        argv=("plan", "phase1"),
+        prepare=link("Pulumi.phase1.yaml", "Pulumi.gone.yaml"),
+        says=("Pulumi.phase1.yaml is a link to Pulumi.gone.yaml, which does not exist", "point the link at the file, or remove it"),
+    ),
+    "stack-file-a-link-to-dev-zero": Bad(
+        argv=("plan", "phase1"),
+        prepare=link("Pulumi.phase1.yaml", "/dev/zero"),
+        says=("Pulumi.phase1.yaml is a device (through the link to /dev/zero), not a regular file",),
+    ),
+    "stack-file-a-folder": Bad(
+        argv=("plan", "phase1"),
+        prepare=folder_named("Pulumi.phase1.yaml"),
+        says=("Pulumi.phase1.yaml is a folder, not a file", "remove or rename the folder"),
+    ),
+    "stack-file-not-utf-8": Bad(
+        argv=("plan", "phase1"),
+        prepare=raw_bytes("Pulumi.phase1.yaml", b"config:\n  blueprint:domain: caf\xe9.example.net\n"),
+        says=("Pulumi.phase1.yaml is not UTF-8 text (line 2, column 24 holds the byte 0xe9)", "save it as UTF-8"),
+    ),
+    "stack-file-too-big": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config: {}\n" + "#" * 1_000_000 + "\n"},
+        says=("Pulumi.phase1.yaml holds more than 1,000,000 bytes, the most blueprint reads", "is it the file you meant?"),
+    ),
+    "stack-file-an-alias-bomb": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": ALIAS_BOMB},
+        says=("Pulumi.phase1.yaml cannot be read: its aliases (*name) expand", "excessive aliasing", "with fewer aliases"),
+    ),
+    "stack-file-an-alias-naming-itself": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:domain: &a [*a]\n"},
+        says=("Pulumi.phase1.yaml cannot be read: an alias (*name) names the value that holds it", "remove that alias"),
+    ),
+    "stack-file-nested-twenty-thousand-deep": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:domain: " + "[" * 20_000 + "]" * 20_000 + "\n"},
+        says=("Pulumi.phase1.yaml cannot be read: values nest more than 100 deep (line 2", "write its values out flatter"),
+    ),
+    "stack-file-config-misspelt": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "confg:\n  blueprint:gitlabNodes: 2\n"},
+        says=("Pulumi.phase1.yaml: 'confg' is not a key of a stack file, and Pulumi would ignore it", "did you mean config?"),
+    ),
+    "project-file-a-key-without-its-default": Bad(
+        argv=("plan", "phase1"),
+        project=PROJECT.replace("    default: blueprint\n", "", 1),
+        says=("Pulumi.yaml: the config key 'clusterName' declares no `default:`", "`git diff Pulumi.yaml` shows what changed"),
+    ),
+    "project-file-a-key-without-its-default-and-a-key-of-another-namespace": Bad(
+        argv=("plan", "phase1", "--config", "x:clusterName=1"),
+        project=PROJECT.replace("    default: blueprint\n", "", 1),
+        says=("'x:clusterName' is not a blueprint setting", "Pulumi.yaml lists them"),
+    ),
+    "project-file-missing": Bad(
+        argv=("plan", "phase1"),
+        prepare=removed("Pulumi.yaml"),
+        says=("Pulumi.yaml is missing; blueprint runs from its checkout, which holds it", "checkout -- Pulumi.yaml"),
+    ),
+    "project-file-not-yaml": Bad(
+        argv=("plan", "phase1"),
+        project="name: blueprint\nconfig: [\n",
+        says=("Pulumi.yaml is not valid YAML", "fix that line"),
+    ),
+    "project-file-a-list": Bad(
+        argv=("plan", "phase1"),
+        project="- name\n",
+        says=("Pulumi.yaml: expected a mapping with the project's `name:` and its `config:` declarations",),
+    ),
+    "override-a-value-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:domain=" + "a" * 100_000),
+        says=("blueprint:domain = 'aaaaaaaaaa", "aaa…' (100000 characters) is not valid: expected a lowercase DNS name"),
+    ),
+    "override-an-integer-of-a-hundred-thousand-digits": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:gitlabNodes=" + "1" * 100_000),
+        says=("blueprint:gitlabNodes = '1111111111", "…' (100000 characters) is not valid: expected an integer from 1 to 10"),
+    ),
+    "stack-file-an-unknown-key-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:x": "y" * 100_000})},
+        says=(
+            "blueprint:x = 'yyyy",
+            "…' (100000 characters) (in Pulumi.phase1.yaml) is not a blueprint setting",
+        ),
+        program="phase1",
+    ),
+    "override-without-a-value-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "g" * 100_000),
+        says=("expected KEY=VALUE, such as blueprint:gitlabNodes=2, got 'gggg", "…' (100000 characters)"),
+    ),
+    "override-a-key-of-a-hundred-thousand-characters-in-another-namespace": Bad(
+        argv=("plan", "phase1", "--config", "x:" + "k" * 100_000 + "=1"),
+        says=(
+            "'x:kkkk",
+            "…' (100002 characters) is not a blueprint setting",
+        ),
+    ),
+    "cluster-name-of-a-hundred-thousand-characters-with-the-image-cache-on": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:imageCache=true", "--config", "blueprint:clusterName=" + "c" * 100_000),
+        says=("blueprint:clusterName = 'cccc", "…' (100000 characters) is not valid: expected a DNS-1123 label"),
+    ),
+    "data-dir-home-of-a-user-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:dataDir=~" + "u" * 100_000),
+        says=("blueprint:dataDir = '~uuu", "is not valid: there is no user 'uuuu", "…' (100000 characters) on this machine"),
+    ),
+    "manifest-an-alias-bomb": Bad(
+        argv=("plan", "phase3"),
+        manifest=ALIAS_BOMB,
+        says=("apps_manifest.yaml cannot be read: its aliases (*name) expand", "excessive aliasing"),
+    ),
+    "manifest-a-fifo": Bad(
+        argv=("plan", "phase3"),
+        prepare=fifo("apps/apps_manifest.yaml"),
+        says=("apps_manifest.yaml is a FIFO (a named pipe), not a regular file",),
+    ),
+    "manifest-missing": Bad(
+        argv=("plan", "phase3"),
+        prepare=removed("apps/apps_manifest.yaml"),
+        says=("apps_manifest.yaml is missing; phase2 and phase3 read it", "git checkout -- apps/apps_manifest.yaml"),
+    ),
+    "manifest-unknown-keys-of-two-kinds": manifest_case(
+        ("    deploy: true\n    chart: chart\n    build", "    deploys: true\n    1: x\n    chart: chart\n    build"),
+        "unknown key(s) 1, deploys",
+    ),
+    "manifest-host-of-a-hundred-thousand-characters": manifest_case(
+        ("host: guestbook", "host: " + "g" * 100_000), "`host: 'gggg", "…' (100000 characters)` must be a DNS-1123 label"
+    ),
 }
 
 
@@ -670,6 +841,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
     record of every program the plan harness runs (what each one registered).
     """
     monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
+    shutil.copy2(PROJECT_DIR / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    monkeypatch.setattr("stacks.config.schema.PROJECT_FILE", tmp_path / "Pulumi.yaml")
     apps = tmp_path / "apps"
     copy_apps(apps)
     monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
@@ -712,6 +885,8 @@ def given(case: Bad, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (folder / f"Pulumi.{stack}.yaml").write_text(text)
     if case.manifest is not None:
         (folder / "apps" / "apps_manifest.yaml").write_text(case.manifest)
+    if case.project is not None:
+        (folder / "Pulumi.yaml").write_text(case.project)
     for name, value in case.env.items():
         monkeypatch.setenv(name, value.format(tmp=folder))
     if case.prepare is not None:
