@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 import subprocess
 import unicodedata
 from dataclasses import dataclass
@@ -98,14 +99,23 @@ IGNORED = frozenset({".git", "__pycache__", ".pytest_cache", ".DS_Store"})
 and what Python and macOS leave behind."""
 
 
-FILE_CAP = 1024 * 1024
-"""The most bytes a file of apps/<name>/ may hold (1 MiB). Each file goes into the sync's inputs, and
-again into its outputs, in the plan and in Pulumi's state (a binary one as base64, a third bigger),
-and the state is written whole after every step of an `up` (pulumi/pulumi#10668): an image or a
-font fits, a video or a build's output does not. The sample apps' biggest file is 13 KB."""
-PROJECT_CAP = 2 * FILE_CAP
-"""The most bytes the files of one apps/<name>/ may hold together (2 MiB; the biggest sample app
-holds 22 KB): up to 5.3 MB of phase3's (or dev's) state, as FILE_CAP says."""
+FILE_CAP = 2 * 1024 * 1024
+"""The most bytes a file of apps/<name>/ may hold (2 MiB: a real package-lock.json or a retina
+screenshot fits; a video, a build's output or a dependency folder does not). Each file goes into the
+sync's inputs, and again into its outputs, in the plan and in Pulumi's state (a binary one as
+base64, a third bigger), and the state is written whole after every step of an `up`
+(pulumi/pulumi#10668). The sample apps' biggest file is 13 KB. Decision 47 says why."""
+PROJECT_CAP = 4 * FILE_CAP
+"""The most bytes the files of one apps/<name>/ may hold together (8 MiB per project; the biggest
+sample app holds 22 KB): at most about 21.3 MiB of phase3's (or dev's) state per project (8 MiB in
+the inputs and again in the outputs, base64 a third bigger), as FILE_CAP says."""
+BIGGER_ASSETS = (
+    "fetch what is bigger when the image is built or the pipeline runs (in the Dockerfile or the CI, from a package or container registry)"
+)
+"""Where an asset over the caps belongs: said in every refusal of one, and in docs/guide/inner-loop.md."""
+NAMED = 5
+"""How many files over FILE_CAP a refusal names one by one; the rest it counts, so that 300 of them
+make a few lines, not 300."""
 
 
 def size_text(size: int) -> str:
@@ -118,22 +128,163 @@ def size_text(size: int) -> str:
     return f"{size} bytes"
 
 
+_UNSHOWABLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+"""Unicode's control (C0, DEL, C1), format (the bidi controls U+200E/F, U+202A-E, U+2066-9, which
+turn a name around in a terminal) and line and paragraph separators (U+2028/9, where `splitlines`
+breaks a message): a name holding one cannot be shown as it is."""
+
+
 def _control_characters(text: str) -> list[str]:
-    """The control characters of `text` (Unicode's Cc: C0, DEL, C1), each once, as repr shows them."""
-    return [repr(char) for char in dict.fromkeys(text) if unicodedata.category(char) == "Cc"]
+    """The characters of `text` a name cannot show (_UNSHOWABLE), each once, as repr shows them."""
+    return [repr(char) for char in dict.fromkeys(text) if unicodedata.category(char) in _UNSHOWABLE]
 
 
-def _total_problem(shown: str, folder: Path, sizes: dict[Path, int]) -> str | None:
-    """Why the files of `folder` (`shown` as apps/<name>), of these `sizes`, are too much together, or None."""
+@dataclass(frozen=True, kw_only=True)
+class _Listing:
+    """What git (or, outside a work tree, the folder itself) says a project folder holds."""
+
+    candidates: list[Path]
+    tracked: frozenset[Path]
+    """Those git has committed: .gitignore alone does not keep them home."""
+    in_git: bool
+    """Whether the folder is in a git work tree, where .gitignore is read."""
+    problems: list[str]
+
+
+def _walk(folder: Path, shown: str) -> _Listing:
+    """Every file and link of `folder` (in no git work tree), and a problem for each folder that cannot be read."""
+    candidates: list[Path] = []
+    problems: list[str] = []
+
+    def unreadable(error: OSError) -> None:
+        relative = Path(str(error.filename)).relative_to(folder).as_posix()
+        problems.append(f"{shown}/{relative}/ cannot be read ({error.strerror}); make it readable (`chmod u+rx`), or remove it")
+
+    for root, folders, files in os.walk(folder, onerror=unreadable):
+        candidates += [Path(root, name) for name in files]
+        candidates += [Path(root, name) for name in folders if os.path.islink(os.path.join(root, name))]
+    return _Listing(candidates=candidates, tracked=frozenset(), in_git=False, problems=problems)
+
+
+def _listing(folder: Path, shown: str) -> _Listing:
+    """What git would commit of `folder` (tracked, or untracked and not ignored), or, outside a git
+    work tree, every file; a folder git cannot open is a problem (git only warns, and leaves it out).
+    """
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard", "--", "."],
+            capture_output=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "LC_ALL": "C", "LANGUAGE": ""},  # its messages in English, which the code below reads
+        )
+        said = done.stderr.decode(errors="replace").strip()
+    except (OSError, subprocess.SubprocessError) as error:  # no git at all
+        done, said = None, str(error)
+    in_work_tree = any((parent / ".git").exists() for parent in (folder, *folder.resolve().parents))
+    if done is not None and done.returncode == 0:
+        # `-t` tags each name: `? ` untracked, any other letter committed.
+        listed = [(entry[:1], folder / os.fsdecode(entry[2:])) for entry in done.stdout.split(b"\0") if entry]
+        problems = [
+            f"{shown}/: a folder in it cannot be read (git: {line.removeprefix('warning: ')}); "
+            "make it readable (`chmod u+rx`), or remove it"
+            for line in said.splitlines()
+            if "could not open directory" in line
+        ]
+        tracked = frozenset(path for tag, path in listed if tag != b"?")
+        return _Listing(candidates=[path for _, path in listed], tracked=tracked, in_git=True, problems=problems)
+    if (done is not None and "not a git repository" in said) or (done is None and not in_work_tree):
+        return _walk(folder, shown)
+    # In a git work tree, what .gitignore keeps home cannot be told without git: push nothing.
+    first = said.splitlines()[0] if said else "it failed"
+    problem = f"{shown}/: git cannot list the files to push ({first}); fix that (is git installed? does it trust this checkout?)"
+    return _Listing(candidates=[], tracked=frozenset(), in_git=True, problems=[problem])
+
+
+def _keep_home(subject: str, shown: str, listing: _Listing, paths: list[Path]) -> str:
+    """How to keep `subject` (`apps/<name>/...`, made of these `paths`) from being pushed, as the folder's case needs."""
+    if not listing.in_git:
+        return f"remove {subject} from {shown}/ (outside a git checkout every file is pushed: no .gitignore is read)"
+    if listing.tracked.intersection(paths):
+        return f"list {subject} in a .gitignore and untrack it (`git rm -r --cached -- {shlex.quote(subject)}`)"
+    return f"list {subject} in a .gitignore"
+
+
+def _path_problem(path: Path, relative: str, shown: str, inside: str) -> str | int | None:
+    """What is wrong with `path` (`relative` to the folder `inside`): a problem; else its size when it is a file to push, or None."""
+    target = os.path.realpath(path)  # never raises, even on a loop of links
+    if any("\udc80" <= char <= "\udcff" for char in relative):  # what os.fsdecode makes of bytes that are not UTF-8
+        return f"{shown}/{relative!r}: its name is not UTF-8 text, which GitLab's API takes; rename it"
+    if controls := _control_characters(relative):
+        kinds = "a control, line-breaking or invisible formatting character"
+        return f"{shown}/{relative!r}: its name holds {kinds} ({', '.join(controls)}); rename it"
+    if path.is_symlink() and os.path.commonpath([inside, target]) != inside:
+        return (
+            f"{shown}/{relative} is a link that leads outside {shown}/, and the project's files are pushed to GitLab; "
+            "copy what it should hold into the folder, or remove the link"
+        )
+    if path.is_symlink() and not path.is_file():
+        what = "a link to a folder, which the sync does not follow (it pushes files)" if path.is_dir() else "a link that leads nowhere"
+        return f"{shown}/{relative} is {what}; copy what it should hold into the folder, or remove the link"
+    if path.is_dir() and not path.is_symlink():
+        nested = "a git repository of its own (a clone or a submodule), whose files are not pushed"
+        return f"{shown}/{relative} is {nested}; copy them in, or remove it"
+    if not path.is_file():
+        return None  # a FIFO, a socket: nothing to push
+    size = path.stat().st_size  # FileNotFoundError when it went since: the caller leaves it out
+    if not os.access(path, os.R_OK):
+        return f"{shown}/{relative} cannot be read; make it readable (`chmod u+r`), or remove it"
+    return size
+
+
+def _over_cap_problems(shown: str, folder: Path, over: dict[Path, int], listing: _Listing) -> list[str]:
+    """The refusal of the files over FILE_CAP: the NAMED biggest, each with its fix, then the rest counted."""
+    ordered = sorted(over, key=lambda path: (-over[path], path))
+    why = f"over the cap of {size_text(FILE_CAP)} a file (every file pushed goes into Pulumi's state)"
+    problems = [
+        f"{shown}/{path.relative_to(folder).as_posix()} is {size_text(over[path])}, {why}; "
+        f"{_keep_home(f'{shown}/{path.relative_to(folder).as_posix()}', shown, listing, [path])}, or {BIGGER_ASSETS}"
+        for path in ordered[:NAMED]
+    ]
+    if rest := ordered[NAMED:]:
+        folders = _by_top_folder(folder, {path: over[path] for path in rest})
+        where = ", ".join(f"{count:,} in {name}" for name, (_, count, _) in list(folders.items())[:3])
+        total = size_text(sum(over[path] for path in rest))
+        more = f"and {len(rest):,} more files over the cap of {size_text(FILE_CAP)} a file ({total} together; {where})"
+        problems.append(f"{shown}: {more}; the same goes for them")
+    return problems
+
+
+def _by_top_folder(folder: Path, sizes: dict[Path, int]) -> dict[str, tuple[int, int, list[Path]]]:
+    """`sizes` summed by what holds them at the top of `folder` (a folder, as `name/`, or the file
+    itself): its bytes, its count of files and the files; the biggest first.
+    """
+    groups: dict[str, tuple[int, int, list[Path]]] = {}
+    for path, size in sizes.items():
+        parts = path.relative_to(folder).parts
+        name = f"{parts[0]}/" if len(parts) > 1 else parts[0]
+        bytes_, count, paths = groups.get(name, (0, 0, []))
+        groups[name] = (bytes_ + size, count + 1, [*paths, path])
+    return dict(sorted(groups.items(), key=lambda item: (-item[1][0], item[0])))
+
+
+def _total_problem(shown: str, folder: Path, sizes: dict[Path, int], listing: _Listing) -> str | None:
+    """Why the files of `folder` (`shown` as apps/<name>), of these `sizes` (every file it would push,
+    over FILE_CAP or not), are too much together, or None.
+    """
     total = sum(sizes.values())
     if total <= PROJECT_CAP:
         return None
-    biggest = sorted(sizes, key=lambda path: (-sizes[path], path))[:3]
-    named = ", ".join(f"{path.relative_to(folder).as_posix()} ({size_text(sizes[path])})" for path in biggest)
+    groups = list(_by_top_folder(folder, sizes).items())
+    named = ", ".join(
+        f"{name} ({size_text(bytes_)} in {count:,} files)" if name.endswith("/") else f"{name} ({size_text(bytes_)})"
+        for name, (bytes_, count, _) in groups[:3]
+    )
+    biggest, (_, _, paths) = groups[0]
     return (
         f"{shown}: its files come to {size_text(total)}, over the cap of {size_text(PROJECT_CAP)} a project "
-        f"(they go into Pulumi's state); the biggest: {named}; keep big files out of {shown}/ (a release, the registry), "
-        "or list them in its .gitignore"
+        f"(they go into Pulumi's state); the biggest: {named}; {_keep_home(f'{shown}/{biggest}', shown, listing, paths)}, "
+        f"or {BIGGER_ASSETS}"
     )
 
 
@@ -152,70 +303,36 @@ def folder_files(folder: Path, shown: str) -> ProjectFiles:
     """The files of `folder` (`shown` as `apps/<name>`) its project's branch holds, and a problem for
     each that the sync could not push as it should: a link that leads outside the folder (the sync
     pushes what a file link leads to: one to the platform's secrets or to ~/.ssh would put them in
-    GitLab), a file that cannot be read or whose name is not UTF-8 (the sync would stop half-way,
-    its projects made), a name with a control character (a newline: every message and listing
-    would show it broken), a file over FILE_CAP or files over PROJECT_CAP together (sizes are
-    stat'ed, no file is read), a git repository of its own inside (git lists it as one entry, not
-    its files), and a git that cannot say what it ignores in a git work tree.
+    GitLab), a file or folder that cannot be read or whose name is not UTF-8 (the sync would stop
+    half-way, its projects made), a name with a control character (a newline: every message and
+    listing would show it broken), files over FILE_CAP (the biggest named) or files over PROJECT_CAP
+    together (sizes are stat'ed, no file is read), a git repository of its own inside (git lists it
+    as one entry, not its files), and a git that cannot say what it ignores in a git work tree. A
+    file gone since it was listed is left out.
     """
-    problems: list[str] = []
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "."],
-            capture_output=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, "LC_ALL": "C", "LANGUAGE": ""},  # its messages in English, which the test below reads
-        )
-        said = done.stderr.decode(errors="replace").strip()
-    except (OSError, subprocess.SubprocessError) as error:  # no git at all
-        done, said = None, str(error)
-    in_work_tree = any((parent / ".git").exists() for parent in (folder, *folder.resolve().parents))
-    if done is not None and done.returncode == 0:
-        candidates = [folder / os.fsdecode(name) for name in done.stdout.split(b"\0") if name]
-    elif (done is not None and "not a git repository" in said) or (done is None and not in_work_tree):
-        candidates = [path for path in folder.rglob("*") if not path.is_dir() or path.is_symlink()]
-    else:
-        # In a git work tree, what .gitignore keeps home cannot be told without git: push nothing.
-        first = said.splitlines()[0] if said else "it failed"
-        problems.append(f"{shown}/: git cannot list the files to push ({first}); fix that (is git installed? does it trust this checkout?)")
-        candidates = []
+    listing = _listing(folder, shown)
+    problems = list(listing.problems)
     inside = os.path.realpath(folder)
     sizes: dict[Path, int] = {}
-    for path in candidates:
+    for path in listing.candidates:
         relative = path.relative_to(folder).as_posix()
         if IGNORED & set(path.relative_to(folder).parts) or path.suffix == ".pyc":
             continue
-        target = os.path.realpath(path)  # never raises, even on a loop of links
-        if any("\udc80" <= char <= "\udcff" for char in relative):  # what os.fsdecode makes of bytes that are not UTF-8
-            problems.append(f"{shown}/{relative!r}: its name is not UTF-8 text, which GitLab's API takes; rename it")
-        elif controls := _control_characters(relative):
-            problems.append(f"{shown}/{relative!r}: its name holds a control character ({', '.join(controls)}); rename it")
-        elif path.is_symlink() and os.path.commonpath([inside, target]) != inside:
-            problems.append(
-                f"{shown}/{relative} is a link that leads outside {shown}/, and the project's files are pushed to GitLab; "
-                "copy what it should hold into the folder, or remove the link"
-            )
-        elif path.is_symlink() and not path.is_file():
-            what = "a link to a folder, which the sync does not follow (it pushes files)" if path.is_dir() else "a link that leads nowhere"
-            problems.append(f"{shown}/{relative} is {what}; copy what it should hold into the folder, or remove the link")
-        elif path.is_dir() and not path.is_symlink():
-            nested = "a git repository of its own (a clone or a submodule), whose files are not pushed"
-            problems.append(f"{shown}/{relative} is {nested}; copy them in, or remove it")
-        elif path.is_file() and not os.access(path, os.R_OK):
-            problems.append(f"{shown}/{relative} cannot be read; make it readable (`chmod u+r`), or remove it")
-        elif not path.is_file():
-            continue  # a FIFO, a socket: nothing to push
-        elif (size := path.stat().st_size) > FILE_CAP:
-            problems.append(
-                f"{shown}/{relative} is {size_text(size)}, over the cap of {size_text(FILE_CAP)} a file (the files go into "
-                f"Pulumi's state); keep it out of {shown}/ (a release, the registry), or list it in its .gitignore"
-            )
-        else:
-            sizes[path] = size
-    if problem := _total_problem(shown, folder, sizes):
+        try:
+            found = _path_problem(path, relative, shown, inside)
+        except FileNotFoundError:
+            continue  # gone since it was listed: nothing to push
+        except OSError as error:  # a folder of its path without search permission, say
+            fix = "make it and its folders readable (`chmod u+rx`), or remove it"
+            found = f"{shown}/{relative} cannot be read ({error.strerror or error}); {fix}"
+        if isinstance(found, str):
+            problems.append(found)
+        elif found is not None:
+            sizes[path] = found
+    problems += _over_cap_problems(shown, folder, {path: size for path, size in sizes.items() if size > FILE_CAP}, listing)
+    if problem := _total_problem(shown, folder, sizes, listing):
         problems.append(problem)
-    return ProjectFiles(paths=sorted(sizes), problems=problems)
+    return ProjectFiles(paths=sorted(path for path, size in sizes.items() if size <= FILE_CAP), problems=problems)
 
 
 def _cycle(projects: list[AppProject]) -> list[str] | None:
