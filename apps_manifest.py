@@ -79,9 +79,9 @@ def is_label(text: object) -> TypeGuard[str]:
     return isinstance(text, str) and _DNS_LABEL.fullmatch(text) is not None
 
 
-def _chart_problem(chart: object, folder: Path, pushed: set[Path]) -> str | None:
+def _chart_problem(chart: object, folder: Path, pushed: set[Path] | None) -> str | None:
     """Why `chart` cannot be the chart folder of the project in `folder`, whose `pushed` files are
-    what its repository will hold, or None.
+    what its repository will hold (None: not read), or None.
     """
     if not isinstance(chart, str) or not chart:
         return "must name its chart folder, relative to the project's folder, such as chart"
@@ -89,7 +89,11 @@ def _chart_problem(chart: object, folder: Path, pushed: set[Path]) -> str | None
     if path.is_absolute() or ".." in path.parts or "\\" in chart:
         return "must be a folder inside the project's own folder, without '..', such as chart"
     # The pipeline finds the chart in the repository: among the files pushed, not merely on disk.
-    if folder / chart / "Chart.yaml" not in pushed and Path(os.path.normpath(folder / chart / "Chart.yaml")) not in pushed:
+    if (
+        pushed is not None
+        and folder / chart / "Chart.yaml" not in pushed
+        and Path(os.path.normpath(folder / chart / "Chart.yaml")) not in pushed
+    ):
         return "holds no Chart.yaml among the files pushed (none there, or one .gitignore keeps home); put the chart there"
     return None
 
@@ -357,30 +361,46 @@ def _cycle(projects: list[AppProject]) -> list[str] | None:
     return None
 
 
-def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[str]:
-    """What is wrong with one well-named entry's keys other than `name` and `needs`."""
+def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path, files: bool) -> list[str]:
+    """What is wrong with one well-named entry's keys other than `name` and `needs`; its folder and
+    files only when `files` is set.
+    """
     name = str(entry["name"])
     folder = apps_dir / name
     problems = []
     unknown = sorted(set(entry) - KEYS)
     if unknown:
         problems.append(f"{label}: unknown key(s) {', '.join(unknown)}; valid keys are {', '.join(sorted(KEYS))}")
-    pushed: set[Path] = set()
-    if not folder.is_dir():
-        problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
-    elif apps_dir.resolve() not in folder.resolve().parents:
-        problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
-    else:
-        files = folder_files(folder, f"apps/{name}")
-        problems += [f"{label}: {problem}" for problem in files.problems]
-        pushed = set(files.paths)
-    missing = [template for template in SHARED_TEMPLATES if folder / template not in pushed]
+    pushed = _pushed_files(label, name, apps_dir, problems) if files else None
+    missing = [template for template in SHARED_TEMPLATES if pushed is not None and folder / template not in pushed]
     if name == SHARED_CODE and folder.is_dir() and missing:
         problems.append(f"{label}: every pipeline includes {', '.join(missing)}, which is not among its files pushed; put it back")
     if name == SHARED_CODE and entry.get("needs"):
         problems.append(
             f"{label}: `needs: {entry['needs']!r}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
         )
+    problems += _flag_problems(entry, label, folder, pushed)
+    return problems
+
+
+def _pushed_files(label: str, name: str, apps_dir: Path, problems: list[str]) -> set[Path]:
+    """The files apps/<name>/ pushes; what keeps it from being pushed goes into `problems`."""
+    folder = apps_dir / name
+    if not folder.is_dir():
+        problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
+    elif apps_dir.resolve() not in folder.resolve().parents:
+        problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
+    else:
+        found = folder_files(folder, f"apps/{name}")
+        problems += [f"{label}: {problem}" for problem in found.problems]
+        return set(found.paths)
+    return set()
+
+
+def _flag_problems(entry: dict[str, Any], label: str, folder: Path, pushed: set[Path] | None) -> list[str]:
+    """What is wrong with an entry's deploy, build, chart and host (against its `pushed` files: None, not read)."""
+    name = str(entry["name"])
+    problems = []
     for flag in ("deploy", "build"):
         if not isinstance(entry.get(flag, False), bool):
             problems.append(f"{label}: `{flag}: {entry[flag]!r}` must be true or false")
@@ -389,7 +409,7 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
     elif entry.get("deploy") is not True and entry.get("chart") is not None:
         # Its pipeline would deploy the chart regardless: it deploys whatever project names one.
         problems.append(f"{label}: `chart: {entry['chart']!r}` is for a project that deploys; set `deploy: true`, or remove `chart`")
-    if entry.get("build") is True and folder / "Dockerfile" not in pushed:
+    if entry.get("build") is True and pushed is not None and folder / "Dockerfile" not in pushed:
         problems.append(f"{label}: builds, so apps/{name}/Dockerfile must be among its files pushed; add it, or set `build: false`")
     host = entry.get("host")
     if host is not None and not is_label(host):
@@ -404,11 +424,14 @@ def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path) -> list[s
     return problems
 
 
-def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]:
-    """The projects, in order; every problem reported at once."""
+def parse_manifest(document: Any, apps_dir: Path = APPS_DIR, *, files: bool = True) -> list[AppProject]:
+    """The projects, in order; every problem reported at once. Without `files`, the manifest alone:
+    what needs only its names and hosts (phase2, the doctor, `secrets`, `status`) is not refused for
+    a project's folder or files, which only phase3 pushes.
+    """
     if not isinstance(document, dict) or set(document) != {"projects"} or not isinstance(document["projects"], list):
         raise ManifestError(f"{WHERE}: expected one key, `projects`, holding a list of projects; see the comment at its top")
-    if refusal := git_refusal(apps_dir):  # said once: every check of the projects' files would fail for it
+    if files and (refusal := git_refusal(apps_dir)):  # said once: every check of the projects' files would fail for it
         raise ManifestError(f"invalid apps manifest:\n  {WHERE}: {refusal}")
     problems: list[str] = []
     projects: list[AppProject] = []
@@ -430,7 +453,7 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR) -> list[AppProject]
         if name in seen:
             problems.append(f"{label}: the name {name!r} is used twice; give each project its own")
         seen.add(name)
-        problems += _entry_problems(entry, label, apps_dir)
+        problems += _entry_problems(entry, label, apps_dir, files)
         host = entry.get("host")
         if is_label(host) and hosts.setdefault(host, name) != name:
             problems.append(f"{label}: `host: {host!r}` is {hosts[host]!r}'s too; give each project its own host")
@@ -473,9 +496,10 @@ def host_names(domain: str, projects: list[AppProject]) -> tuple[str, ...]:
     return tuple(f"{host}.{domain}" for host in (*PLATFORM_HOSTS, *(project.host for project in projects if project.host)))
 
 
-def load_manifest(path: Path | None = None) -> list[AppProject]:
+def load_manifest(path: Path | None = None, *, files: bool = True) -> list[AppProject]:
     """The projects of the manifest at `path` (MANIFEST by default), read as the stack files are
-    (`yaml_files`), or a ManifestError naming the file.
+    (`yaml_files`), or a ManifestError naming the file; its projects' files checked with `files`
+    (`parse_manifest`).
     """
     from yaml_files import YamlFileError, load_file
 
@@ -483,4 +507,4 @@ def load_manifest(path: Path | None = None) -> list[AppProject]:
         document = load_file(path or MANIFEST)
     except YamlFileError as error:
         raise ManifestError(str(error)) from None
-    return parse_manifest(document, (path or MANIFEST).parent)
+    return parse_manifest(document, (path or MANIFEST).parent, files=files)

@@ -370,3 +370,36 @@ def test_a_file_gone_since_it_was_listed_is_left_out(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(Path, "is_file", is_file)
     assert folder_files(tmp_path, "apps/app") == ProjectFiles(paths=[tmp_path / "app.py"], problems=[])
+
+
+@pytest.fixture
+def big_file_in_apps(apps: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A manifest of shared-code and a guestbook at guestbook.<domain>, whose folder holds a file over the cap."""
+    guestbook = "  - name: guestbook\n    deploy: true\n    chart: chart\n    host: guestbook\n"
+    (apps / "apps_manifest.yaml").write_text(f"projects:\n  - name: shared-code\n{guestbook}")
+    sparse(apps / "guestbook" / "video.bin", 10 * FILE_CAP)
+    monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
+    return apps
+
+
+def test_phase2_which_reads_only_the_apps_names_is_not_refused_for_their_files(big_file_in_apps: Path) -> None:
+    from stacks.validation import check_stack_files
+
+    assert check_stack_files(["phase2"]) is None
+
+
+def test_phase3_which_pushes_the_apps_files_is_refused_for_them(big_file_in_apps: Path) -> None:
+    from stacks.validation import check_stack_files
+
+    assert "apps/guestbook/video.bin is 20 MiB, over the cap of 2 MiB a file" in (check_stack_files(["phase2", "phase3"]) or "")
+
+
+def test_the_commands_that_need_the_apps_names_read_them_past_a_big_file(big_file_in_apps: Path) -> None:
+    """`blueprint secrets` (which apps build), `status` (the smoke pipelines' tally), the doctor's host names."""
+    from cli import report, secrets
+    from cli.doctor import platform_names
+
+    assert secrets.catalogue()[1] is None
+    assert report.pipeline_tally({"pipelines": {}}) is not None
+    assert "not tallied" not in (report.pipeline_tally({"pipelines": {}}) or "")
+    assert platform_names("example.test")[-1] == "guestbook.example.test"
