@@ -20,7 +20,9 @@ from typing import Any, TypeGuard
 
 import pulumi
 
-from git_trust import git_refusal
+from git_trust import git_environment, git_refusal
+from yaml_files import SHOWN_AT_MOST
+from yaml_files import shown as quoted
 
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 MANIFEST = APPS_DIR / "apps_manifest.yaml"
@@ -180,12 +182,15 @@ def _listing(folder: Path, shown: str) -> _Listing:
             capture_output=True,
             timeout=60,
             check=False,
-            env={**os.environ, "LC_ALL": "C", "LANGUAGE": ""},  # its messages in English, which the code below reads
+            env=git_environment(folder.parent.parent),  # the project folder's: no repository above it (git_trust.py)
         )
         said = done.stderr.decode(errors="replace").strip()
     except (OSError, subprocess.SubprocessError) as error:  # no git at all
         done, said = None, str(error)
-    in_work_tree = any((parent / ".git").exists() for parent in (folder, *folder.resolve().parents))
+    project = folder.resolve().parent.parent
+    in_work_tree = any(
+        (parent / ".git").exists() for parent in (folder.resolve(), *folder.resolve().parents) if parent.is_relative_to(project)
+    )
     if done is not None and done.returncode == 0:
         # `-t` tags each name: `? ` untracked, any other letter committed.
         listed = [(entry[:1], folder / os.fsdecode(entry[2:])) for entry in done.stdout.split(b"\0") if entry]
@@ -361,35 +366,41 @@ def _cycle(projects: list[AppProject]) -> list[str] | None:
     return None
 
 
-def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path, files: bool) -> list[str]:
-    """What is wrong with one well-named entry's keys other than `name` and `needs`; its folder and
-    files only when `files` is set.
+def _entry_problems(entry: dict[str, Any], label: str, apps_dir: Path, *, folders: bool, files: bool) -> list[str]:
+    """What is wrong with one well-named entry's keys other than `name` and `needs`; its folder only
+    with `folders` (phase3 pushes it), and its files (`folder_files`, and which of them are pushed)
+    only with `files` too (git can list them).
     """
     name = str(entry["name"])
     folder = apps_dir / name
     problems = []
-    unknown = sorted(set(entry) - KEYS)
+    unknown = sorted(str(key) for key in set(entry) - KEYS)
     if unknown:
-        problems.append(f"{label}: unknown key(s) {', '.join(unknown)}; valid keys are {', '.join(sorted(KEYS))}")
-    pushed = _pushed_files(label, name, apps_dir, problems) if files else None
+        named = ", ".join(key if len(key) <= SHOWN_AT_MOST else quoted(key) for key in unknown)
+        problems.append(f"{label}: unknown key(s) {named}; valid keys are {', '.join(sorted(KEYS))}")
+    pushed = _pushed_files(label, name, apps_dir, problems, files=files) if folders else None
     missing = [template for template in SHARED_TEMPLATES if pushed is not None and folder / template not in pushed]
     if name == SHARED_CODE and folder.is_dir() and missing:
         problems.append(f"{label}: every pipeline includes {', '.join(missing)}, which is not among its files pushed; put it back")
     if name == SHARED_CODE and entry.get("needs"):
         problems.append(
-            f"{label}: `needs: {entry['needs']!r}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
+            f"{label}: `needs: {quoted(entry['needs'])}`: {SHARED_CODE} goes first, since every pipeline includes its templates; remove it"
         )
     problems += _flag_problems(entry, label, folder, pushed)
     return problems
 
 
-def _pushed_files(label: str, name: str, apps_dir: Path, problems: list[str]) -> set[Path]:
-    """The files apps/<name>/ pushes; what keeps it from being pushed goes into `problems`."""
+def _pushed_files(label: str, name: str, apps_dir: Path, problems: list[str], *, files: bool) -> set[Path] | None:
+    """The files apps/<name>/ pushes (None: not listed, without `files`); what keeps it from being
+    pushed goes into `problems`.
+    """
     folder = apps_dir / name
     if not folder.is_dir():
         problems.append(f"{label}: apps/{name}/ does not exist; create it or remove the entry")
     elif apps_dir.resolve() not in folder.resolve().parents:
         problems.append(f"{label}: apps/{name}/ leads outside apps/ (a link); make it a folder of its own")
+    elif not files:
+        return None
     else:
         found = folder_files(folder, f"apps/{name}")
         problems += [f"{label}: {problem}" for problem in found.problems]
@@ -403,23 +414,24 @@ def _flag_problems(entry: dict[str, Any], label: str, folder: Path, pushed: set[
     problems = []
     for flag in ("deploy", "build"):
         if not isinstance(entry.get(flag, False), bool):
-            problems.append(f"{label}: `{flag}: {entry[flag]!r}` must be true or false")
-    if entry.get("deploy") is True and (problem := _chart_problem(entry.get("chart"), folder, pushed)):
-        problems.append(f"{label}: deploys, so `chart` ({entry.get('chart')!r}) {problem}")
+            problems.append(f"{label}: `{flag}: {quoted(entry[flag])}` must be true or false")
+    chart_problem = _chart_problem(entry.get("chart"), folder, pushed)
+    if entry.get("deploy") is True and chart_problem:
+        problems.append(f"{label}: deploys, so `chart` ({quoted(entry.get('chart'))}) {chart_problem}")
     elif entry.get("deploy") is not True and entry.get("chart") is not None:
         # Its pipeline would deploy the chart regardless: it deploys whatever project names one.
-        problems.append(f"{label}: `chart: {entry['chart']!r}` is for a project that deploys; set `deploy: true`, or remove `chart`")
+        problems.append(f"{label}: `chart: {quoted(entry['chart'])}` is for a project that deploys; set `deploy: true`, or remove `chart`")
     if entry.get("build") is True and pushed is not None and folder / "Dockerfile" not in pushed:
         problems.append(f"{label}: builds, so apps/{name}/Dockerfile must be among its files pushed; add it, or set `build: false`")
     host = entry.get("host")
     if host is not None and not is_label(host):
-        problems.append(f"{label}: `host: {host!r}` must be {LABEL_RULE}, such as guestbook")
+        problems.append(f"{label}: `host: {quoted(host)}` must be {LABEL_RULE}, such as guestbook")
     elif host is not None and entry.get("deploy") is not True:
         answers = "is for a project that deploys (nothing would answer there)"
-        problems.append(f"{label}: `host: {host!r}` {answers}; set `deploy: true`, or remove `host`")
+        problems.append(f"{label}: `host: {quoted(host)}` {answers}; set `deploy: true`, or remove `host`")
     elif host in RESERVED_HOSTS:
         problems.append(
-            f"{label}: `host: {host!r}` is the platform's own ({', '.join(RESERVED_HOSTS)} are); choose another, such as {name}"
+            f"{label}: `host: {quoted(host)}` is the platform's own ({', '.join(RESERVED_HOSTS)} are); choose another, such as {name}"
         )
     return problems
 
@@ -431,35 +443,36 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR, *, files: bool = Tr
     """
     if not isinstance(document, dict) or set(document) != {"projects"} or not isinstance(document["projects"], list):
         raise ManifestError(f"{WHERE}: expected one key, `projects`, holding a list of projects; see the comment at its top")
-    if files and (refusal := git_refusal(apps_dir)):  # said once: every check of the projects' files would fail for it
-        raise ManifestError(f"invalid apps manifest:\n  {WHERE}: {refusal}")
     problems: list[str] = []
+    refusal = git_refusal(apps_dir) if files else None
+    if refusal:  # said once, the files left unchecked: every check of them would fail for it
+        problems.append(f"{WHERE}: {refusal}")
     projects: list[AppProject] = []
     seen: set[str] = set()
     hosts: dict[str, str] = {}
     for index, entry in enumerate(document["projects"]):
         label = f"{WHERE}: projects[{index}]"
         if not isinstance(entry, dict):
-            problems.append(f"{label}: {entry!r} is not a project; give a mapping with name, deploy, chart, build, host, needs")
+            problems.append(f"{label}: {quoted(entry)} is not a project; give a mapping with name, deploy, chart, build, host, needs")
             continue
         name = entry.get("name")
-        label = f"{label} ({name!r})"
+        label = f"{label} ({quoted(name)})"
         if not is_label(name) or len(name) > NAME_MAX or name in GITLAB_RESERVED:
             rule = f"{LABEL_RULE.replace('at most 63', f'at most {NAME_MAX}')} (it is the app's Helm release too)"
             if is_label(name) and name in GITLAB_RESERVED:
                 rule = f"none of the paths GitLab keeps for itself ({', '.join(sorted(GITLAB_RESERVED))})"
-            problems.append(f"{label}: `name` ({name!r}) must be {rule}; it names the folder apps/<name>/ and the GitLab project")
+            problems.append(f"{label}: `name` ({quoted(name)}) must be {rule}; it names the folder apps/<name>/ and the GitLab project")
             continue
         if name in seen:
-            problems.append(f"{label}: the name {name!r} is used twice; give each project its own")
+            problems.append(f"{label}: the name {quoted(name)} is used twice; give each project its own")
         seen.add(name)
-        problems += _entry_problems(entry, label, apps_dir, files)
+        problems += _entry_problems(entry, label, apps_dir, folders=files, files=files and refusal is None)
         host = entry.get("host")
         if is_label(host) and hosts.setdefault(host, name) != name:
-            problems.append(f"{label}: `host: {host!r}` is {hosts[host]!r}'s too; give each project its own host")
+            problems.append(f"{label}: `host: {quoted(host)}` is {quoted(hosts[host])}'s too; give each project its own host")
         needs = entry.get("needs", [])
         if not (isinstance(needs, list) and all(isinstance(need, str) for need in needs)):
-            problems.append(f"{label}: `needs: {needs!r}` must be a list of project names, such as [redis]")
+            problems.append(f"{label}: `needs: {quoted(needs)}` must be a list of project names, such as [redis]")
             needs = []
         projects.append(
             AppProject(
@@ -477,13 +490,13 @@ def parse_manifest(document: Any, apps_dir: Path = APPS_DIR, *, files: bool = Tr
         for need in project.needs:
             if need not in deploying or need == project.name:
                 problems.append(
-                    f"{WHERE}: {project.name!r} needs {need!r}, which is not another deploying project of the manifest; "
+                    f"{WHERE}: {quoted(project.name)} needs {quoted(need)}, which is not another deploying project of the manifest; "
                     f"name one of {sorted(deploying - {project.name}) or 'none'}, or remove it"
                 )
     if cycle := _cycle(projects):
         problems.append(f"{WHERE}: `needs` goes round in a circle: {' -> '.join(cycle)}; remove one of these needs")
     if projects and projects[0].name != SHARED_CODE:
-        problems.append(f"{WHERE}: {SHARED_CODE!r} must come first (the others include its CI templates); it is {projects[0].name!r}")
+        problems.append(f"{WHERE}: {SHARED_CODE!r} must come first (the others include its CI templates); it is {quoted(projects[0].name)}")
     if SHARED_CODE not in seen:
         problems.append(f"{WHERE}: the {SHARED_CODE!r} project, whose templates every pipeline includes, is missing; put it back first")
     if problems:
@@ -504,7 +517,7 @@ def load_manifest(path: Path | None = None, *, files: bool = True) -> list[AppPr
     from yaml_files import YamlFileError, load_file
 
     try:
-        document = load_file(path or MANIFEST)
+        document = load_file(path or MANIFEST, missing="phase2 and phase3 read it; restore it: `git checkout -- apps/apps_manifest.yaml`")
     except YamlFileError as error:
         raise ManifestError(str(error)) from None
     return parse_manifest(document, (path or MANIFEST).parent, files=files)

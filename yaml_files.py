@@ -1,29 +1,142 @@
-"""YAML files as Pulumi reads them: its parser is go-yaml v3 (YAML 1.2), PyYAML's is YAML 1.1.
+"""Every YAML file a user edits, read one safe way: the stack files, Pulumi.yaml, the apps manifest
+and the apps' chart values and CI files.
 
-The stack files (Pulumi.<stack>.yaml) are Pulumi's, and the apps manifest is read by the same rules,
-so that a value means the same in both: `on` is text, `010` is eight, a key given twice is an error.
+Read as Pulumi reads its files: its parser is go-yaml v3 (YAML 1.2), PyYAML's is YAML 1.1. The stack
+files (Pulumi.<stack>.yaml) are Pulumi's, and Pulumi.yaml and the apps manifest are read by the same
+rules, so that a value means the same in all: `on` is text, `010` is eight, a key given twice is an
+error. Read safely: a regular file only (never a folder, a FIFO, a device), opened without blocking,
+of a bounded size, nesting and alias expansion; every failure is a YamlFileError that names the file
+and the fix for that cause.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import errno
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+MAX_BYTES = 1_000_000
+"""What a stack file, Pulumi.yaml or the apps manifest may hold: a few kilobytes each, so a larger
+file is not the one meant (a log, a dump) and is refused before it is read."""
+CHART_VALUES_MAX_BYTES = 5 * 1024 * 1024
+"""What a chart's values.yaml (or an app's CI file) may hold: Helm refuses a chart file over 5 MiB
+(helm pkg/chart/loader/archive/archive.go, `MaxDecompressedFileSize`)."""
+MAX_DEPTH = 100
+"""How deep values may nest, aliases expanded. go-yaml stops at 10,000 (scannerc.go, `max_flow_level`,
+`max_indents`); Python's own stack (1,000 frames, a few per level in PyYAML) ends far sooner, and
+no config, manifest or chart values nest a tenth as deep."""
 
 
 class YamlFileError(Exception):
     """A YAML file that cannot be read, or is not valid YAML; the message names the file, the line and the fix."""
 
 
-class _PulumiYaml(yaml.SafeLoader):
-    """PyYAML's safe loader, reading scalars as Pulumi's YAML 1.2 parser (go-yaml v3) does, and not
+class _TooMuch(yaml.composer.ComposerError):
+    """A document past a bound (nesting, aliases): not a slip on one line, so a fix of its own."""
+
+    def __init__(self, problem: str, fix: str, mark: yaml.Mark | None = None) -> None:
+        super().__init__(None, None, problem, mark)
+        self.fix = fix
+
+
+_FLATTEN = "write its values out flatter (no setting blueprint reads nests more than a few levels)"
+
+
+class _Bounded(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a document nested deeper than MAX_DEPTH as it reads it (before
+    Python's stack runs out), and one whose aliases expand it past what go-yaml takes, before it is built.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH and self.check_event(yaml.Event):
+                raise _TooMuch(f"values nest more than {MAX_DEPTH} deep", _FLATTEN, self.current_event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def compose_document(self) -> yaml.Node | None:
+        node = super().compose_document()
+        if node is not None:
+            _check_expansion(node)
+        return node
+
+
+class _PulumiYaml(_Bounded):
+    """The bounded loader, reading scalars as Pulumi's YAML 1.2 parser (go-yaml v3) does, and not
     as YAML 1.1: only true/false (in YAML 1.2's three spellings) are booleans, so yes/no/on/off stay
     strings, which Pulumi refuses for a boolean key (workspace/project.go, `ValidateConfigValue`);
     integers are Go's literals (`strconv.ParseInt` with base 0: 0x, 0o, 0b, a leading 0 for octal,
     underscores), never YAML 1.1's base 60 (10:00 stays text); floats are YAML 1.2's (1e3 too).
+    Every value is JSON's (text, number, true/false, null, list, mapping): a date stays the text
+    written, `!!binary` is the text it encodes (as go-yaml's decode.go gives it).
     """
+
+
+_ALIAS_LOW, _ALIAS_HIGH = 400_000, 4_000_000
+
+
+def _allowed_alias_ratio(values: int) -> float:
+    """go-yaml v3's (decode.go, `allowedAliasRatio`): of a document's values, the share that may
+    come from aliases: 99% up to 400,000 values, falling to 10% at 4,000,000.
+    """
+    if values <= _ALIAS_LOW:
+        return 0.99
+    if values >= _ALIAS_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (values - _ALIAS_LOW) / (_ALIAS_HIGH - _ALIAS_LOW)
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a document whose aliases make it too large or too deep once expanded (a "billion
+    laughs" of a few hundred bytes), or that holds itself, as go-yaml v3 does ("document contains
+    excessive aliasing", decode.go): PyYAML shares an aliased value instead, but whatever walks the
+    values (a check, a message) would walk every copy. Counted on the nodes, each once, so the count
+    itself stays as cheap as the file is small.
+    """
+    expanded: dict[int, tuple[int, int]] = {}  # node -> (values under it, its depth), aliases expanded
+    open_nodes: set[int] = set()
+
+    def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
+        if id(node) in expanded:
+            count, below = expanded[id(node)]
+        elif id(node) in open_nodes:
+            raise _TooMuch("an alias (*name) names the value that holds it, so it never ends", "remove that alias", node.start_mark)
+        else:
+            open_nodes.add(id(node))
+            children = node.value if isinstance(node, yaml.SequenceNode) else []
+            if isinstance(node, yaml.MappingNode):
+                children = [part for pair in node.value for part in pair]
+            count, below = 1, 1
+            for child in children:
+                child_count, child_below = walk(child, depth + 1)
+                count, below = count + child_count, max(below, child_below + 1)
+            open_nodes.discard(id(node))
+            expanded[id(node)] = (count, below)
+        if depth + below - 1 > MAX_DEPTH:
+            raise _TooMuch(f"with its aliases (*name) expanded, values nest more than {MAX_DEPTH} deep", _FLATTEN, node.start_mark)
+        return count, below
+
+    total, _ = walk(root, 1)
+    aliased = total - len(expanded)
+    if aliased > 100 and total > 1000 and aliased / total > _allowed_alias_ratio(total):
+        raise _TooMuch(
+            f"its aliases (*name) expand its {len(expanded):,} values to {total:,}, which Pulumi's parser refuses too "
+            '("document contains excessive aliasing")',
+            "write the values out in full, with fewer aliases",
+        )
 
 
 def _unique_mapping(loader: _PulumiYaml, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -61,8 +174,29 @@ def _go_int(loader: _PulumiYaml, node: yaml.ScalarNode) -> int:
     return sign * int(digits, 0)
 
 
+def _written(loader: _PulumiYaml, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+def _sequence(loader: _PulumiYaml, node: yaml.SequenceNode) -> list[Any]:
+    return loader.construct_sequence(node)
+
+
+def _binary_text(loader: _PulumiYaml, node: yaml.ScalarNode) -> str:
+    try:
+        return base64.b64decode(str(loader.construct_scalar(node)), validate=False).decode("utf-8", errors="replace")
+    except (binascii.Error, ValueError):
+        raise yaml.constructor.ConstructorError(None, None, "!!binary value is not base64", node.start_mark) from None
+
+
 _PulumiYaml.add_constructor("tag:yaml.org,2002:map", _unique_mapping)
 _PulumiYaml.add_constructor("tag:yaml.org,2002:int", _go_int)
+_PulumiYaml.add_constructor("tag:yaml.org,2002:timestamp", _written)
+_PulumiYaml.add_constructor("tag:yaml.org,2002:binary", _binary_text)
+# Tags go-yaml does not know: their values as any other list or mapping.
+_PulumiYaml.add_constructor("tag:yaml.org,2002:omap", _sequence)
+_PulumiYaml.add_constructor("tag:yaml.org,2002:pairs", _sequence)
+_PulumiYaml.add_constructor("tag:yaml.org,2002:set", _unique_mapping)
 _PulumiYaml.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float")]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
@@ -72,16 +206,90 @@ _PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:int", _GO_INT, list("-+0123
 _PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789."))
 
 
-def load_file(path: Path) -> Any:
-    """The YAML document in `path`, or a YamlFileError naming the file, the line and the fix."""
+def load_file(path: Path, *, missing: str | None = None, max_bytes: int = MAX_BYTES) -> Any:
+    """The YAML document in `path`, read by Pulumi's rules, or a YamlFileError naming the file and
+    the fix. `missing`: the fix when there is no file; without it, no file reads as an empty one (None).
+    """
+    text = read_file(path, missing=missing, max_bytes=max_bytes)
+    return None if text is None else load_text(text, str(path))
+
+
+def load_text(text: str, where: str, *, pulumi_rules: bool = True, max_bytes: int = MAX_BYTES) -> Any:
+    """The YAML document `text` (from `where`, a file): by Pulumi's rules, or PyYAML's YAML 1.1 ones
+    (`pulumi_rules=False`: a chart's values, which Helm reads, and GitLab CI files), bounded the same way.
+    """
+    if len(text) > max_bytes:
+        raise YamlFileError(f"{where} is {len(text):,} characters, more than the {max_bytes:,} blueprint reads; {_SMALLER}")
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        raise YamlFileError(f"{path}: cannot be read ({error}); it must be a YAML file you can read (`chmod u+r`)") from None
-    try:
-        return yaml.load(text, Loader=_PulumiYaml)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=_PulumiYaml if pulumi_rules else _Bounded)  # noqa: S506 - a safe loader
+    except RecursionError:  # a safety net: MAX_DEPTH is checked well before
+        raise YamlFileError(f"{where} nests values too deeply to read; {_FLATTEN}") from None
+    except _TooMuch as error:
+        raise YamlFileError(f"{where} cannot be read: {problem(error)}; {error.fix}") from None
     except yaml.YAMLError as error:
-        raise YamlFileError(f"{path} is not valid YAML: {problem(error)}; fix that line and run again") from None
+        raise YamlFileError(f"{where} is not valid YAML: {problem(error)}; fix that line and run again") from None
+
+
+_SMALLER = "is it the file you meant? keep it to the settings it needs"
+_KINDS = {stat.S_IFIFO: "a FIFO (a named pipe)", stat.S_IFCHR: "a device", stat.S_IFBLK: "a device", stat.S_IFSOCK: "a socket"}
+
+
+def read_file(path: Path, *, missing: str | None = None, max_bytes: int = MAX_BYTES) -> str | None:
+    """The text of the regular file `path` (None when there is none and `missing` is None), or a
+    YamlFileError that names the file and the fix for what is wrong. Opened without blocking and
+    checked on the opened file, so a FIFO put there after a look cannot hang the read.
+    """
+    try:
+        linked = os.readlink(path) if path.is_symlink() else None
+    except OSError:
+        linked = None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as error:
+        if error.errno == errno.ENOENT and linked is not None:
+            raise YamlFileError(f"{path} is a link to {linked}, which does not exist; point the link at the file, or remove it") from None
+        if error.errno == errno.ENOENT:
+            if missing is None:
+                return None
+            raise YamlFileError(f"{path} is missing; {missing}") from None
+        raise YamlFileError(_unopened(path, error)) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        through = f" (through the link to {linked})" if linked is not None else ""
+        if stat.S_ISDIR(mode):
+            raise YamlFileError(f"{path} is a folder{through}, not a file; remove or rename the folder, and put the file there")
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise YamlFileError(f"{path} is {kind}{through}, not a regular file; replace it with the YAML file itself")
+    with os.fdopen(fd, "rb") as opened:
+        try:
+            data = opened.read(max_bytes + 1)
+        except OSError as error:
+            raise YamlFileError(f"{path} cannot be read ({error.strerror}); copy it anew, or restore it with git") from None
+    if len(data) > max_bytes:
+        raise YamlFileError(f"{path} holds more than {max_bytes:,} bytes, the most blueprint reads; {_SMALLER}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line, column = data.count(b"\n", 0, error.start) + 1, error.start - data.rfind(b"\n", 0, error.start)
+        raise YamlFileError(
+            f"{path} is not UTF-8 text (line {line}, column {column} holds the byte {data[error.start]:#04x}); save it as UTF-8"
+        ) from None
+
+
+def _unopened(path: Path, error: OSError) -> str:
+    """What is wrong with a file that cannot be opened, and its fix."""
+    if error.errno in (errno.EACCES, errno.EPERM):
+        if os.access(path.parent, os.X_OK):
+            return f"{path} cannot be read: you may not read it; `chmod u+r {path}`"
+        return f"{path} cannot be read: you may not open its folder; `chmod u+rx {path.parent}`"
+    if error.errno == errno.ELOOP:
+        return f"{path} is a link that leads round in a circle; point it at the file, or remove it"
+    if error.errno == errno.ENOTDIR:
+        return f"{path} cannot be read: a part of its path is a file, not a folder; rename that file"
+    if error.errno == errno.ENXIO:
+        return f"{path} is a socket, not a regular file; replace it with the YAML file itself"
+    return f"{path} cannot be read ({error.strerror}); it must be a file you can read"
 
 
 def problem(error: yaml.YAMLError) -> str:
@@ -89,3 +297,22 @@ def problem(error: yaml.YAMLError) -> str:
     mark = getattr(error, "problem_mark", None)
     said = getattr(error, "problem", None) or str(error).splitlines()[0]
     return f"{said} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(said)
+
+
+SHOWN_AT_MOST = 80
+"""The characters of a value a message shows: enough to recognise it, never a whole file's worth."""
+
+
+def shown(value: object) -> str:
+    """`value` as a message shows it: its repr, or for a longer one its first characters, an
+    ellipsis and its length (`'aaaa…' (100000 characters)`).
+    """
+    text = repr(value)
+    if len(text) <= SHOWN_AT_MOST:
+        return text
+    if not isinstance(value, str):
+        return f"{text[: SHOWN_AT_MOST - 1]}… ({len(text)} characters written out)"
+    keep = SHOWN_AT_MOST - 3
+    while len(start := repr(value[:keep])) > SHOWN_AT_MOST - 1:  # escapes (\x00) take several characters each
+        keep = min(keep - 1, keep * (SHOWN_AT_MOST - 1) // len(start))
+    return f"{start[:-1]}…{start[-1]} ({len(value)} characters)"

@@ -197,7 +197,9 @@ def bounded(argv: list[str], env: Mapping[str, str], seconds: float) -> subproce
     started (its own session: killing the shell alone would leave a `find -delete` running, and the
     wait for its output hanging on it).
     """
-    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True) as run:
+    with subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True
+    ) as run:
         try:
             stdout, stderr = run.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:

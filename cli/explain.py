@@ -325,7 +325,7 @@ def _errors(error_text: str, most: int = 8) -> list[str]:
 
 def _run(argv: list[str], **options: Any) -> subprocess.CompletedProcess[str] | None:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=GATHER_TIMEOUT, check=False, **options)
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=GATHER_TIMEOUT, check=False, **options)
     except (OSError, subprocess.SubprocessError):
         return None
     return done if done.returncode == 0 else None

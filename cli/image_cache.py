@@ -53,11 +53,14 @@ def cache_folder(phase1: Mapping[str, Any] | None, config: Mapping[str, str]) ->
     from stacks.config import PROJECT_DIR
     from stacks.config.paths import absolute_data_dir, image_cache_dir, image_cache_dir_problem
     from stacks.config.schema import ways_to_set
+    from yaml_files import shown
 
     value = str(config["blueprint:imageCacheDir"])
     data_dir = absolute_data_dir(config["blueprint:dataDir"], PROJECT_DIR)
     if problem := image_cache_dir_problem(value, PROJECT_DIR, data_dir):
-        raise CacheConfigError(f"blueprint:imageCacheDir {value!r}: {problem}; fix: {ways_to_set('phase1', 'imageCacheDir', '<folder>')}")
+        raise CacheConfigError(
+            f"blueprint:imageCacheDir {shown(value)}: {problem}; fix: {ways_to_set('phase1', 'imageCacheDir', '<folder>')}"
+        )
     return image_cache_dir(value)
 
 

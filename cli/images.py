@@ -215,16 +215,13 @@ def _expand(text: str, variables: Mapping[str, str]) -> str:
     return re.sub(r"\$\{?(\w+)\}?", lambda match: variables.get(match.group(1), match.group(0)), text)
 
 
-def ci_images(text: str) -> list[str]:
+def ci_images(text: str, path: str = ".gitlab-ci.yml") -> list[str]:
     """The images a GitLab CI file names: `image` and `services` (a string, or `name:`) of every job
     and of `default`, with `$VARIABLES` filled in from the file's own `variables` (the job's over the
     file's), and every variable whose name ends in IMAGE. References still naming a variable the file
     does not set (`$CI_REGISTRY_IMAGE`: GitLab's own registry) are left out.
     """
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return []
+    document = _pushed_yaml(path, text)
     if not isinstance(document, Mapping):
         return []
     top = {str(k): str(v) for k, v in dict(document.get("variables") or {}).items() if isinstance(v, (str, int))}
@@ -245,6 +242,19 @@ def ci_images(text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _pushed_yaml(path: str, text: str) -> Any:
+    """A YAML file phase3 pushes (a chart's values, a CI file), read as safely as every YAML file a
+    user edits (`yaml_files`: bounded size, nesting and aliases), or None when it is not YAML PyYAML
+    reads (a chart's templates, GitLab's `!reference` tags): its images are then not listed.
+    """
+    from yaml_files import CHART_VALUES_MAX_BYTES, YamlFileError, load_text
+
+    try:
+        return load_text(text, path, pulumi_rules=False, max_bytes=CHART_VALUES_MAX_BYTES)
+    except YamlFileError:
+        return None
+
+
 def file_images(path: str, text: str) -> list[tuple[str, str]]:
     """(image, puller) of one file phase3 pushes: a Dockerfile's FROM (BuildKit), a CI file's images,
     a chart's values.yaml images (containerd).
@@ -253,13 +263,9 @@ def file_images(path: str, text: str) -> list[tuple[str, str]]:
     if name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith(".Dockerfile"):
         return [(ref, BUILDKIT) for ref in dockerfile_images(text)]
     if name == "values.yaml":
-        try:
-            values = yaml.safe_load(text)
-        except yaml.YAMLError:
-            return []
-        return [(ref, CONTAINERD) for ref, full in _values_images(values) if full]
+        return [(ref, CONTAINERD) for ref, full in _values_images(_pushed_yaml(path, text)) if full]
     if name.endswith((".yml", ".yaml")) and (name == ".gitlab-ci.yml" or "/templates/" in f"/{path}"):
-        return [(ref, CONTAINERD) for ref in ci_images(text)]
+        return [(ref, CONTAINERD) for ref in ci_images(text, path)]
     return []
 
 

@@ -64,7 +64,7 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
             "fix: `uv run blueprint doctor --fix` installs it as ~/.local/share/blueprint/bin/kind, where blueprint finds it"
         )
     try:
-        done = subprocess.run([kind, *argv[1:]], capture_output=True, text=True, timeout=KIND_TIMEOUT, check=False)
+        done = subprocess.run([kind, *argv[1:]], capture_output=True, text=True, errors="replace", timeout=KIND_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
         raise KubeconfigError(f"`{command}` did not answer within {KIND_TIMEOUT}s: check Docker (`docker info`), then run again") from None
     except OSError as error:
@@ -95,12 +95,13 @@ def _others_in_kubeconfig(path: Path, cluster: str) -> list[str] | None:
     users it holds besides kind's `kind-<cluster>` ([] for an empty file or a kubeconfig of that
     cluster alone), or None when it is not a kubeconfig (`kind: Config`) at all.
     """
-    import yaml
+    from yaml_files import YamlFileError, load_text
 
     try:
         text = path.read_text()
-        document = yaml.safe_load(text) if text.strip() else {"kind": "Config"}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        # As kubectl reads it (YAML 1.1), bounded as every YAML file a user edits: 20,000 nested lists are no kubeconfig.
+        document = load_text(text, str(path), pulumi_rules=False) if text.strip() else {"kind": "Config"}
+    except (OSError, UnicodeDecodeError, YamlFileError):
         return None
     if not isinstance(document, dict) or document.get("kind") != "Config":
         return None

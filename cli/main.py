@@ -21,24 +21,25 @@ STACKS = tuple(STACK_PHASES)
 """The stacks of this project."""
 
 
-def _cut(text: str, most: int = 80) -> str:
-    """`text` quoted, cut to `most` characters with its length said: a refusal names a value, never prints it whole."""
-    return repr(text) if len(text) <= most else f"{text[:most]!r}... ({len(text)} characters)"
-
-
 def _config_override(text: str) -> tuple[str, str]:
     """`KEY=VALUE`; a key without a namespace is blueprint's, as `pulumi config set` takes it."""
+    from yaml_files import shown
+
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {_cut(text)}")
-    from stacks.config import NAMESPACE
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {shown(text)}")
+    from stacks.config import NAMESPACE, ConfigError
     from stacks.config.schema import declared_keys, full_key
 
     name = full_key(key)
     if name.count(":") != 1 or not name.startswith(f"{NAMESPACE}:"):
         suggestion = name.rsplit(":", 1)[-1]
-        fix = f"write it as {NAMESPACE}:{suggestion}" if suggestion in declared_keys() else "Pulumi.yaml lists them"
-        raise argparse.ArgumentTypeError(f"{_cut(key)} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
+        try:
+            known = declared_keys()
+        except ConfigError:  # a Pulumi.yaml refused: no suggestion from it (argparse would show a traceback)
+            known = {}
+        fix = f"write it as {NAMESPACE}:{suggestion}" if suggestion in known else "Pulumi.yaml lists them"
+        raise argparse.ArgumentTypeError(f"{shown(key)} is not a blueprint setting: blueprint reads {NAMESPACE}:<key> alone; {fix}")
     return name, value
 
 
@@ -48,6 +49,8 @@ class _Overrides(argparse.Action):
     """
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        from yaml_files import shown
+
         text = str(values)
         try:
             name, value = _config_override(text)
@@ -58,9 +61,9 @@ class _Overrides(argparse.Action):
         key = text.partition("=")[0]
         if name in spelt:
             earlier = dict(given)[name]
-            same = f" ({_cut(spelt[name])} and {_cut(key)} are the same key)" if spelt[name] != key else ""
+            same = f" ({shown(spelt[name])} and {shown(key)} are the same key)" if spelt[name] != key else ""
             raise argparse.ArgumentError(
-                self, f"{name} is given twice: {_cut(earlier)}, then {_cut(value)}{same}; the last would win: give it once"
+                self, f"{name} is given twice: {shown(earlier)}, then {shown(value)}{same}; the last would win: give it once"
             )
         setattr(namespace, self.dest, [*given, (name, value)])
         namespace.config_spelt = {**spelt, name: key}
@@ -319,8 +322,8 @@ def _verb_env(verbs: Verbs) -> None:
         "env",
         "print the exports plain `pulumi`, `kind` and `kubectl` need",
         "print the exports the plain `pulumi`, `kind` and `kubectl` commands need: blueprint's state passphrase, and the "
-        "folders `doctor --fix` installs into, put first on your shell's own PATH unless it holds them already (then they stay "
-        'where they are): eval "$(uv run blueprint env)"',
+        "folders `doctor --fix` installs into, put first on your shell's own PATH (moved there if it holds them further on): "
+        'eval "$(uv run blueprint env)"',
     )
 
 
@@ -366,13 +369,20 @@ def _env(args: argparse.Namespace) -> int:
     except passphrase.PassphraseFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    # Onto the shell's own PATH as the shell has it when it evals this, never this process's (`uv run`
-    # put the checkout's .venv/bin first there): each folder once, however often it is run.
+    # First on the shell's own PATH as the shell has it when it evals this, never this process's (`uv run`
+    # put the checkout's .venv/bin first there): each folder taken out wherever it is (behind Homebrew's,
+    # its kubectl would win), then put first, once, however often it is run. POSIX sh: the quoted folder
+    # matches itself alone in a pattern; the rest of PATH, empty entries too, stays as it is.
     if folders := tools_path.tools_folders(tools_path.tools_home()):
-        for folder in reversed(folders):
+        sys.stdout.write("PATH=:$PATH:\n")
+        for folder in folders:
             quoted = shlex.quote(folder)
-            sys.stdout.write(f'case ":$PATH:" in *:{quoted}:*) ;; *) PATH={quoted}"${{PATH:+:$PATH}}" ;; esac\n')
-        sys.stdout.write("export PATH\n")
+            sys.stdout.write(
+                f"while case $PATH in *:{quoted}:*) ;; *) false ;; esac; do PATH=${{PATH%%:{quoted}:*}}:${{PATH#*:{quoted}:}}; done\n"
+            )
+        sys.stdout.write("PATH=${PATH#:}; PATH=${PATH%:}\n")
+        first = ":".join(shlex.quote(folder) for folder in folders)
+        sys.stdout.write(f"PATH={first}${{PATH:+:$PATH}}\nexport PATH\n")
     # The warning goes to stderr, which `eval "$(...)"` leaves on the terminal.
     if weak := passphrase.weak_choice(os.environ):
         print(weak, file=sys.stderr)

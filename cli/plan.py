@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from google.protobuf import empty_pb2, json_format
 from pulumi import RunError
 from pulumi.runtime import rpc, settings
@@ -37,7 +36,7 @@ from pulumi.runtime.stack import run_in_stack
 from cli import stand_ins
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
-from stacks.config.schema import stack_config, stack_reads, stacks_reading
+from stacks.config.schema import project_name, stack_config, stack_reads, stacks_reading
 from stacks.layout_record import LayoutRecords
 from stacks.outputs import UPSTREAM_STACK
 from stacks.runtime import installed
@@ -530,7 +529,7 @@ def _run(
     recorded: Mapping[str, Any] = {},
     layout_records: LayoutRecords | None = None,
 ) -> Plan:
-    project = yaml.safe_load((PROJECT_DIR / "Pulumi.yaml").read_text())["name"]
+    project = project_name()
     # The stack as its last `up` left it, for its reference to itself (stacks/migrations.py).
     last_up = Plan(project, stack, [], {}, {key: (value, False) for key, value in recorded.items()})
     mocks = _StandInMocks({**upstream, stack: last_up}, preview)

@@ -135,6 +135,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
             check=True,
             capture_output=True,
             text=True,
+            errors="replace",
         )
         run(
             ["glab", "auth", "login", "--hostname", host, "--stdin"],
@@ -142,6 +143,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
             check=True,
             capture_output=True,
             text=True,
+            errors="replace",
         )
     except subprocess.CalledProcessError as error:
         said = (error.stderr or error.stdout or "").strip().splitlines()

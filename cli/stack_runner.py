@@ -138,6 +138,7 @@ class AutomationRunner:
             env={**os.environ, **pulumi_environment(create=writes)},
             capture_output=True,
             text=True,
+            errors="replace",
             check=False,
             timeout=300,
         )

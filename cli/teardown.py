@@ -55,7 +55,7 @@ def cluster_state(name: str, run: Callable[..., subprocess.CompletedProcess[str]
     if shutil.which("kind") is None:
         return ClusterState("unknown", "kind is not on PATH")
     try:
-        done = run(["kind", "get", "clusters"], capture_output=True, text=True, timeout=60, check=False)
+        done = run(["kind", "get", "clusters"], capture_output=True, text=True, errors="replace", timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return ClusterState("unknown", f"`kind get clusters` failed: {error}")
     if done.returncode != 0:

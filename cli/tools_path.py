@@ -28,6 +28,9 @@ TOOLS_BIN = (*BLUEPRINT_SHARE, "bin")
 bundled plugins; kind and kubectl. In this order they go first on blueprint's PATH (`tools_on_path`).
 Pulumi's own installer folder, ~/.pulumi/bin, is the user's: blueprint never writes it nor moves it."""
 
+SHELL_PATH = "BLUEPRINT_SHELL_PATH"
+"""Where `tools_on_path` keeps PATH as it found it, before it put the install folders first: what the
+user's shell finds first (`kubectl` may be a package manager's there), which the doctor compares."""
 OTHER_OWNER = "another user owns it"
 _MAX_LINKS = 40
 """Links a lookup follows before it gives up (Linux's own limit, ELOOP)."""
@@ -150,8 +153,8 @@ def tools_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
     """Put the folders `doctor --fix` installs into under `home` (`tools_folders`) first on
     `environ`'s PATH, each once: an older `pulumi` or `kubectl` elsewhere must not win. They are
     blueprint's own and hold nothing but those tools, so nothing of the user's (a `python`, a `uv`)
-    comes before the project's environment, and no other folder is moved. False, PATH left alone,
-    when there is none.
+    comes before the project's environment, and no other folder is moved; PATH as it was, the first
+    time, is kept as SHELL_PATH. False, PATH left alone, when there is none.
 
     `main` does it for the process, so what `--fix` installed is found with no PATH step by the
     doctor, by the Automation API (which runs the `pulumi` first on PATH) and by every process
@@ -163,6 +166,7 @@ def tools_on_path(environ: MutableMapping[str, str], home: Path | None) -> bool:
         return False
     taken = {os.path.normpath(folder) for folder in first}
     path = environ.get("PATH", "")
+    environ.setdefault(SHELL_PATH, path)
     rest = [entry for entry in (path.split(os.pathsep) if path else []) if os.path.normpath(entry) not in taken]
     environ["PATH"] = os.pathsep.join([*first, *rest])
     return True

@@ -15,14 +15,24 @@ stack_preserve_data() {
     return 1
   fi
   "$CONFIG_PYTHON" -I -c '
-import sys
+import os, stat, sys
 try:
     import yaml
     try:
-        with open(sys.argv[1], encoding="utf-8") as file:
-            document = yaml.safe_load(file)
+        # Without blocking, and a regular file alone: a FIFO there would hang the delete.
+        fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
+        if os.path.islink(sys.argv[1]):
+            raise ValueError(f"it is a link to {os.readlink(sys.argv[1])}, which does not exist") from None
         document = None
+    else:
+        with os.fdopen(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError("it is not a regular file")
+            data = file.read(1_000_001)
+        if len(data) > 1_000_000:
+            raise ValueError("it holds more than 1,000,000 bytes")
+        document = yaml.safe_load(data.decode("utf-8"))
     block = (document or {}).get("config") or {}
     said = [block[key] for key in ("preserveData", "blueprint:preserveData", "blueprint:config:preserveData") if key in block]
     value = said[0] if said else ""

@@ -38,6 +38,7 @@ def no_tools_in_the_home_folder(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(cli.tools_path, "tools_home", lambda: None)
     monkeypatch.setenv("PATH", os.environ.get("PATH", ""))
+    monkeypatch.delenv(cli.tools_path.SHELL_PATH, raising=False)
 
 
 @pytest.fixture(autouse=True)

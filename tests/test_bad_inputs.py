@@ -49,6 +49,8 @@ class Bad:
     """The stack whose own program must refuse it too, registering nothing (None: only the command can get it)."""
     env: dict[str, str] = field(default_factory=dict)
     """Environment variables the command runs with; `{tmp}` in a value is the test's own folder."""
+    project: str | None = None
+    """Pulumi.yaml as the user left it (the checkout's own when None)."""
     prepare: Callable[[Path], None] | None = None
     """Anything else the user's checkout holds, made in the test's folder (which holds the stack
     files and apps/): links, FIFOs, big or oddly named files."""
@@ -123,6 +125,41 @@ def data_dir_case(make: Callable[[Path], object], *says: str, at: str = "data") 
     return Bad(argv=("plan", "phase1"), prepare=prepare, says=("blueprint:dataDir = ", *says), program="phase1")
 
 
+ALIAS_BOMB = "config:\n" + "".join(
+    f"  blueprint:{name}: &{name} [{', '.join([f'*{previous}'] * 9) if previous else ', '.join(['lol'] * 9)}]\n"
+    for previous, name in zip(["", *"abcdefgh"], "abcdefghi", strict=True)
+)
+"""A "billion laughs": nine aliases of nine of nine..., 10^9 values once expanded, in a few hundred bytes."""
+PROJECT = (PROJECT_DIR / "Pulumi.yaml").read_text()
+
+
+def link(name: str, target: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).symlink_to(target)
+
+
+def fifo(name: str) -> Callable[[Path], None]:
+    def make(folder: Path) -> None:
+        (folder / name).unlink(missing_ok=True)
+        os.mkfifo(folder / name)
+
+    return make
+
+
+def folder_named(name: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).mkdir()
+
+
+def raw_bytes(name: str, data: bytes) -> Callable[[Path], None]:
+    def write(folder: Path) -> None:
+        (folder / name).write_bytes(data)
+
+    return write
+
+
+def removed(name: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).unlink()
+
+
 GUESTBOOK = "  - name: guestbook\n"
 NO_PULUMI = {"PATH": "{tmp}/no-tools", "HOME": "{tmp}"}
 """A machine without the Pulumi CLI: nothing on PATH, and no tools `doctor --fix` installed under HOME."""
@@ -136,10 +173,26 @@ def a_checkout(folder: Path) -> None:
     subprocess.run(["git", "init", "-q", str(folder)], check=True, env=environment)
 
 
+def a_repository_in_apps(folder: Path) -> None:
+    """A project with no .git of its own, and someone else's in its apps/ (`OTHER_USERS`)."""
+    a_checkout(folder / "apps")
+
+
+def a_checkout_without_git(folder: Path) -> None:
+    """A checkout (its .git, which no git reads here) on a machine without git (`NO_GIT`)."""
+    (folder / ".git").mkdir()
+
+
+NO_GIT = {"PATH": "{tmp}/no-tools-here"}
+
+
 OTHER_USERS = {"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 """git as it is in a checkout another user owns: it refuses it (git's own switch for that, tests/test_git_trust.py),
 and no `safe.directory` of this machine's lets it through."""
 GIT_REFUSES = ("apps/apps_manifest.yaml: git refuses to read this checkout, /", "`git config --global --add safe.directory /")
+UNDER_THE_MANIFEST = ("\nthe apps manifest (read by ", "phase3):\n  apps/apps_manifest.yaml: git refuses to read this checkout")
+"""The refusal is the manifest's problem, under its own heading (the command's names phase2 and phase3, the
+program's phase3 alone), not under a stack's."""
 
 
 CASES: dict[str, Bad] = {
@@ -496,7 +549,7 @@ CASES: dict[str, Bad] = {
     # the doctor's flags, and a checkout git refuses as another user's
     "doctor-yes-without-fix": Bad(argv=("doctor", "--yes"), says=("--yes is for --fix", "`uv run blueprint doctor --fix --yes`")),
     "plan-a-checkout-of-another-user": Bad(
-        argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES, program="phase3"
+        argv=("plan", "phase3"), env=OTHER_USERS, prepare=a_checkout, says=(*GIT_REFUSES, *UNDER_THE_MANIFEST), program="phase3"
     ),
     "doctor-a-checkout-of-another-user": Bad(argv=("doctor",), env=OTHER_USERS, prepare=a_checkout, says=GIT_REFUSES),
     # apps/: the files a project pushes, and where the data goes (issue 23, item 3) and the manifest's label (item 6)
@@ -656,6 +709,155 @@ CASES: dict[str, Bad] = {
     "destroy-without-the-pulumi-cli": Bad(
         argv=("destroy", "--yes"), env=NO_PULUMI, says=("blueprint destroy needs the Pulumi CLI", "no `pulumi` on PATH")
     ),
+    # git about the checkout (issue 23's review of the doctor work): a repository not the project's, no git
+    "plan-a-repository-in-apps-of-another-user": Bad(
+        argv=("plan", "phase3"),
+        env=OTHER_USERS,
+        prepare=a_repository_in_apps,
+        says=("git refuses the repository at /", "which holds apps/ but is not this project's folder", "do not add it to safe.directory"),
+        program="phase3",
+    ),
+    "plan-a-checkout-without-git": Bad(
+        argv=("plan", "phase3"),
+        env=NO_GIT,
+        prepare=a_checkout_without_git,
+        says=("apps/apps_manifest.yaml: git cannot be run", "and this checkout is a git repository (/", "install git"),
+        program="phase3",
+    ),
+    # the YAML files blueprint reads (yaml_files): a regular file of bounded size, nesting and aliases, each refusal its own fix
+    "stack-file-a-fifo": Bad(
+        argv=("plan", "phase1"),
+        prepare=fifo("Pulumi.phase1.yaml"),
+        says=("Pulumi.phase1.yaml is a FIFO (a named pipe), not a regular file", "replace it with the YAML file itself"),
+    ),
+    "stack-file-a-dangling-link": Bad(
+        argv=("plan", "phase1"),
+        prepare=link("Pulumi.phase1.yaml", "Pulumi.gone.yaml"),
+        says=("Pulumi.phase1.yaml is a link to Pulumi.gone.yaml, which does not exist", "point the link at the file, or remove it"),
+    ),
+    "stack-file-a-link-to-dev-zero": Bad(
+        argv=("plan", "phase1"),
+        prepare=link("Pulumi.phase1.yaml", "/dev/zero"),
+        says=("Pulumi.phase1.yaml is a device (through the link to /dev/zero), not a regular file",),
+    ),
+    "stack-file-a-folder": Bad(
+        argv=("plan", "phase1"),
+        prepare=folder_named("Pulumi.phase1.yaml"),
+        says=("Pulumi.phase1.yaml is a folder, not a file", "remove or rename the folder"),
+    ),
+    "stack-file-not-utf-8": Bad(
+        argv=("plan", "phase1"),
+        prepare=raw_bytes("Pulumi.phase1.yaml", b"config:\n  blueprint:domain: caf\xe9.example.net\n"),
+        says=("Pulumi.phase1.yaml is not UTF-8 text (line 2, column 24 holds the byte 0xe9)", "save it as UTF-8"),
+    ),
+    "stack-file-too-big": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config: {}\n" + "#" * 1_000_000 + "\n"},
+        says=("Pulumi.phase1.yaml holds more than 1,000,000 bytes, the most blueprint reads", "is it the file you meant?"),
+    ),
+    "stack-file-an-alias-bomb": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": ALIAS_BOMB},
+        says=("Pulumi.phase1.yaml cannot be read: its aliases (*name) expand", "excessive aliasing", "with fewer aliases"),
+    ),
+    "stack-file-an-alias-naming-itself": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:domain: &a [*a]\n"},
+        says=("Pulumi.phase1.yaml cannot be read: an alias (*name) names the value that holds it", "remove that alias"),
+    ),
+    "stack-file-nested-twenty-thousand-deep": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:domain: " + "[" * 20_000 + "]" * 20_000 + "\n"},
+        says=("Pulumi.phase1.yaml cannot be read: values nest more than 100 deep (line 2", "write its values out flatter"),
+    ),
+    "stack-file-config-misspelt": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "confg:\n  blueprint:gitlabNodes: 2\n"},
+        says=("Pulumi.phase1.yaml: 'confg' is not a key of a stack file, and Pulumi would ignore it", "did you mean config?"),
+    ),
+    "project-file-a-key-without-its-default": Bad(
+        argv=("plan", "phase1"),
+        project=PROJECT.replace("    default: blueprint\n", "", 1),
+        says=("Pulumi.yaml: the config key 'clusterName' declares no `default:`", "`git diff Pulumi.yaml` shows what changed"),
+    ),
+    "project-file-a-key-without-its-default-and-a-key-of-another-namespace": Bad(
+        argv=("plan", "phase1", "--config", "x:clusterName=1"),
+        project=PROJECT.replace("    default: blueprint\n", "", 1),
+        says=("'x:clusterName' is not a blueprint setting", "Pulumi.yaml lists them"),
+    ),
+    "project-file-missing": Bad(
+        argv=("plan", "phase1"),
+        prepare=removed("Pulumi.yaml"),
+        says=("Pulumi.yaml is missing; blueprint runs from its checkout, which holds it", "checkout -- Pulumi.yaml"),
+    ),
+    "project-file-not-yaml": Bad(
+        argv=("plan", "phase1"),
+        project="name: blueprint\nconfig: [\n",
+        says=("Pulumi.yaml is not valid YAML", "fix that line"),
+    ),
+    "project-file-a-list": Bad(
+        argv=("plan", "phase1"),
+        project="- name\n",
+        says=("Pulumi.yaml: expected a mapping with the project's `name:` and its `config:` declarations",),
+    ),
+    "override-a-value-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:domain=" + "a" * 100_000),
+        says=("blueprint:domain = 'aaaaaaaaaa", "aaa…' (100000 characters) is not valid: expected a lowercase DNS name"),
+    ),
+    "override-an-integer-of-a-hundred-thousand-digits": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:gitlabNodes=" + "1" * 100_000),
+        says=("blueprint:gitlabNodes = '1111111111", "…' (100000 characters) is not valid: expected an integer from 1 to 10"),
+    ),
+    "stack-file-an-unknown-key-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:x": "y" * 100_000})},
+        says=(
+            "blueprint:x = 'yyyy",
+            "…' (100000 characters) (in Pulumi.phase1.yaml) is not a blueprint setting",
+        ),
+        program="phase1",
+    ),
+    "override-without-a-value-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "g" * 100_000),
+        says=("expected KEY=VALUE, such as blueprint:gitlabNodes=2, got 'gggg", "…' (100000 characters)"),
+    ),
+    "override-a-key-of-a-hundred-thousand-characters-in-another-namespace": Bad(
+        argv=("plan", "phase1", "--config", "x:" + "k" * 100_000 + "=1"),
+        says=(
+            "'x:kkkk",
+            "…' (100002 characters) is not a blueprint setting",
+        ),
+    ),
+    "cluster-name-of-a-hundred-thousand-characters-with-the-image-cache-on": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:imageCache=true", "--config", "blueprint:clusterName=" + "c" * 100_000),
+        says=("blueprint:clusterName = 'cccc", "…' (100000 characters) is not valid: expected a DNS-1123 label"),
+    ),
+    "data-dir-home-of-a-user-of-a-hundred-thousand-characters": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:dataDir=~" + "u" * 100_000),
+        says=("blueprint:dataDir = '~uuu", "is not valid: there is no user 'uuuu", "…' (100000 characters) on this machine"),
+    ),
+    "manifest-an-alias-bomb": Bad(
+        argv=("plan", "phase3"),
+        manifest=ALIAS_BOMB,
+        says=("apps_manifest.yaml cannot be read: its aliases (*name) expand", "excessive aliasing"),
+    ),
+    "manifest-a-fifo": Bad(
+        argv=("plan", "phase3"),
+        prepare=fifo("apps/apps_manifest.yaml"),
+        says=("apps_manifest.yaml is a FIFO (a named pipe), not a regular file",),
+    ),
+    "manifest-missing": Bad(
+        argv=("plan", "phase3"),
+        prepare=removed("apps/apps_manifest.yaml"),
+        says=("apps_manifest.yaml is missing; phase2 and phase3 read it", "git checkout -- apps/apps_manifest.yaml"),
+    ),
+    "manifest-unknown-keys-of-two-kinds": manifest_case(
+        ("    deploy: true\n    chart: chart\n    build", "    deploys: true\n    1: x\n    chart: chart\n    build"),
+        "unknown key(s) 1, deploys",
+    ),
+    "manifest-host-of-a-hundred-thousand-characters": manifest_case(
+        ("host: guestbook", "host: " + "g" * 100_000), "`host: 'gggg", "…' (100000 characters)` must be a DNS-1123 label"
+    ),
 }
 
 
@@ -665,6 +867,8 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
     record of every program the plan harness runs (what each one registered).
     """
     monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
+    shutil.copy2(PROJECT_DIR / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    monkeypatch.setattr("stacks.config.schema.PROJECT_FILE", tmp_path / "Pulumi.yaml")
     apps = tmp_path / "apps"
     copy_apps(apps)
     monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
@@ -707,6 +911,8 @@ def given(case: Bad, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (folder / f"Pulumi.{stack}.yaml").write_text(text)
     if case.manifest is not None:
         (folder / "apps" / "apps_manifest.yaml").write_text(case.manifest)
+    if case.project is not None:
+        (folder / "Pulumi.yaml").write_text(case.project)
     for name, value in case.env.items():
         monkeypatch.setenv(name, value.format(tmp=folder))
     if case.prepare is not None:

@@ -120,3 +120,28 @@ def test_no_provider_sends_a_request_but_through_a_session_of_providers_http() -
 )
 def test_a_bare_request_however_it_is_written_is_found(source: str) -> None:
     assert http_calls_outside_the_session(source)
+
+
+def decoded_strictly(source: str) -> list[int]:
+    """The lines of `source` that run a process with `text=True` and no `errors=`: a tool that prints a
+    byte that is not UTF-8 (a kubectl's, a package manager's) would end the command in a UnicodeDecodeError."""
+    return [
+        node.lineno
+        for node in ast.walk(parse(source))
+        if isinstance(node, ast.Call)
+        and any(keyword.arg == "text" and isinstance(keyword.value, ast.Constant) and keyword.value.value for keyword in node.keywords)
+        and "errors" not in {keyword.arg for keyword in node.keywords}
+    ]
+
+
+def test_the_commands_read_what_a_tool_prints_whatever_its_bytes() -> None:
+    strict = {
+        str(path.relative_to(PROJECT_DIR)): lines
+        for path in [*program_files(PROJECT_DIR / "cli"), PROJECT_DIR / "git_trust.py"]
+        if (lines := decoded_strictly(path.read_text()))
+    }
+    assert strict == {}
+
+
+def test_a_process_run_as_text_without_errors_is_found() -> None:
+    assert decoded_strictly("import subprocess\nsubprocess.run(['kubectl'], capture_output=True, text=True)\n") == [2]

@@ -219,3 +219,15 @@ UPGRADES_FROM_BEFORE = re.compile(
 def test_no_users_page_speaks_of_an_earlier_blueprint(page: Path) -> None:
     found = [line.strip() for line in page.read_text().splitlines() if UPGRADES_FROM_BEFORE.search(line)]
     assert found == []
+
+
+def test_the_guides_kubectl_versions_are_the_clusters() -> None:
+    """The bring-up page's supported kubectl versions follow versions.py's node image, as the doctor's check does."""
+    from cli.doctor.checks import KUBECTL_SKEW
+    from cli.doctor.install import KUBECTL_VERSION
+
+    major, minor = (int(part) for part in KUBECTL_VERSION.removeprefix("v").split(".")[:2])
+    text = " ".join((ROOT / "docs" / "guide" / "bring-up.md").read_text().split())
+    supported = f"so v{major}.{minor - KUBECTL_SKEW} to v{major}.{minor + KUBECTL_SKEW}"
+    assert f"the cluster's Kubernetes, v{major}.{minor} (the node image's), {supported}" in text
+    assert f"installs the pinned {KUBECTL_VERSION} into" in text

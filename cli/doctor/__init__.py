@@ -180,6 +180,15 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
     return [*found, stacks_checked]
 
 
+def _fix_command(stacks: Sequence[str]) -> str:
+    """`doctor --fix --yes` for the `stacks` this doctor was given: with `--phase N` or `--stack S` as they were."""
+    from stacks import PHASE_STACKS
+
+    chosen = next((f" --phase {phase}" for phase, phases in PHASE_STACKS.items() if list(phases) == list(stacks)), None)
+    chosen = (chosen or f" --stack {stacks[0]}").removesuffix(" --phase all")
+    return f"{fixes.AGAIN.removesuffix(' --fix')}{chosen} --fix --yes"
+
+
 def run(
     stacks: Sequence[str],
     *,
@@ -199,7 +208,7 @@ def run(
     if yes and not fix:
         # `--yes` answers the question `--fix` asks before it runs the OS family's commands: alone it would
         # be ignored, and a script that meant `--fix --yes` would pass without anything fixed.
-        said = f"--yes is for --fix (it runs the fix's commands without asking), and was given without it: run `{fixes.AGAIN} --yes`"
+        said = f"--yes is for --fix (it runs the fix's commands without asking), and was given without it: run `{_fix_command(stacks)}`"
         print(f"error: {said}, or leave --yes out to only check", file=sys.stderr)
         return 2
     out = out or sys.stdout

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from cli.doctor.install import KIND, KUBECTL, KUBECTL_VERSION, PULUMI, download_fix
+from cli.doctor.install import KIND, KUBECTL, KUBECTL_VERSION, PULUMI, download_fix, installs
 from cli.doctor.machine import Machine, first_line
 from cli.doctor.needs import GIB, MIB, NODE_MEMORY_BYTES, Needs
 from cli.os_family import Command
-from cli.tools_path import TOOLS_BIN
+from cli.tools_path import SHELL_PATH, TOOLS_BIN
 from versions import KIND_VERSION
 
 PULUMI_MIN_VERSION = "3.145.0"
@@ -51,6 +51,10 @@ sorts after Ubuntu's own setting, so it wins at boot."""
 _MEMORY_SLACK = 0.95
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+_KUBECTL_VERSION = re.compile(r"(?:^Client Version: |\bGitVersion:\")v?(\d+)\.(\d+)\.(\d+)", re.MULTILINE)
+"""kubectl's own version in `kubectl version --client`, whatever a wrapper or a warning prints around it:
+"Client Version: v1.35.0" (kubectl 1.28 and later, and `--short` before), or, before 1.28,
+"Client Version: version.Info{Major:\"1\", Minor:\"27\", GitVersion:\"v1.27.3\", ...}"."""
 
 UV = "uv"
 MEMORY = "memory"
@@ -103,8 +107,8 @@ class Check:
         return not self.ok or self.fixable
 
 
-def _version(text: str) -> tuple[int, int, int] | None:
-    match = _VERSION.search(text)
+def _version(text: str, pattern: re.Pattern[str] = _VERSION) -> tuple[int, int, int] | None:
+    match = pattern.search(text)
     return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
 
 
@@ -149,20 +153,25 @@ def kubectl_check(machine: Machine) -> Check:
     if found_at is None:
         return Check(name=KUBECTL, ok=False, found="no `kubectl` on PATH", fix=fix)
     code, output = machine.run(["kubectl", "version", "--client"], timeout=10)
-    found = _version(output)
+    found = _version(output, _KUBECTL_VERSION)
     if code != 0 or found is None:
         return Check(name=KUBECTL, ok=False, found=f"`kubectl version --client` failed: {first_line(output)}", fix=fix)
     shown = "v{}.{}.{}".format(*found)
     cluster = _version(KUBECTL_VERSION)
     assert cluster is not None, KUBECTL_VERSION
     major, minor = cluster[:2]
+    ours = Path(found_at).is_relative_to(machine.home().joinpath(*TOOLS_BIN))
     if found[0] == major and abs(found[1] - minor) <= KUBECTL_SKEW:
-        return Check(name=KUBECTL, ok=True, found=shown)
+        return _shells_kubectl(machine, shown, found_at) if ours else Check(name=KUBECTL, ok=True, found=shown)
     supported = f"v{major}.{minor - KUBECTL_SKEW} to v{major}.{minor + KUBECTL_SKEW}"
     # A warning, not a failure: blueprint's few kubectl calls may well work; `--fix` installs the pinned
     # one into blueprint's own folder, first on blueprint's PATH (cli/tools_path.py), beside this one.
-    ours = Path(found_at).is_relative_to(machine.home().joinpath(*TOOLS_BIN))
-    stays = "" if ours else f' ({found_at} stays as it is; `eval "$(uv run blueprint env)"` puts the pinned one first in your shell too)'
+    if not installs(machine, KUBECTL):  # nothing pinned to put first: the user's own must be replaced, or passed
+        stays = f" (a kubectl from {supported}), and put it before {found_at} on your PATH, or in its place"
+    elif ours:
+        stays = ""
+    else:
+        stays = f' ({found_at} stays as it is; `eval "$(uv run blueprint env)"` puts the pinned one first in your shell too)'
     return Check(
         name=KUBECTL,
         ok=True,
@@ -170,6 +179,23 @@ def kubectl_check(machine: Machine) -> Check:
         f"(kind's node image), and kubectl is supported within one minor of it, {supported}; it may still work",
         advice=fix + stays,
         fixable=True,
+    )
+
+
+def _shells_kubectl(machine: Machine, shown: str, found_at: str) -> Check:
+    """Blueprint's own kubectl, `shown` at `found_at`, first on blueprint's PATH: a warning when the PATH this
+    was started with (the user's shell's, `SHELL_PATH`) finds another first, which the user's `kubectl` is.
+    """
+    started = machine.environ().get(SHELL_PATH)
+    shells = machine.which_in("kubectl", started) if started is not None else found_at
+    if shells is None or shells == found_at:
+        return Check(name=KUBECTL, ok=True, found=shown)
+    return Check(
+        name=KUBECTL,
+        ok=True,
+        found=f"{shown} at {found_at}, first on blueprint's PATH; your shell's PATH finds {shells} first",
+        advice=f'`eval "$(uv run blueprint env)"` puts {found_at} first in your shell (in its rc file: in every new one); '
+        f"until then `kubectl` there is {shells}",
     )
 
 

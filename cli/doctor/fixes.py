@@ -112,6 +112,7 @@ def execute(command: Command, out: TextIO) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            errors="replace",
         )
     except OSError as error:
         out.write(f"    {command.argv[0]}: {error.strerror or error}\n")

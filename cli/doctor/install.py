@@ -95,6 +95,12 @@ INSTALLS_ON = ("linux", "darwin")
 """Where `--fix` installs: the release files it knows are these systems' (on Windows, run blueprint in WSL2)."""
 
 
+def installs(machine: Machine, tool: str) -> bool:
+    """Whether `--fix` installs `tool` on this machine: a release file for its system and arch, with a SHA-256 pinned."""
+    arch = release_arch(machine)
+    return arch is not None and machine.system in INSTALLS_ON and downloads(machine, tool, arch).sha256 is not None
+
+
 def download_fix(machine: Machine, tool: str, page: str) -> str:
     """The fix of a missing or unusable `tool`: `--fix`, or the same by hand; else its download `page`."""
     arch = release_arch(machine)

@@ -37,6 +37,10 @@ class Machine(Protocol):
 
     def which(self, name: str) -> str | None: ...
 
+    def which_in(self, name: str, path: str) -> str | None:
+        """The `name` first on `path` (a PATH value), as `which` finds it on the process's."""
+        ...
+
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         """Exit code and stdout+stderr; a missing binary is 127, never an exception."""
         ...
@@ -109,6 +113,9 @@ class RealMachine:
 
     def which(self, name: str) -> str | None:
         return shutil.which(name)
+
+    def which_in(self, name: str, path: str) -> str | None:
+        return shutil.which(name, path=path)
 
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         return run_argv(argv, timeout, merged=True)
@@ -227,6 +234,7 @@ def run_argv(argv: Sequence[str], timeout: float, *, merged: bool) -> tuple[int,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merged else subprocess.PIPE,
             text=True,
+            errors="replace",
             timeout=timeout,
             check=False,
         )

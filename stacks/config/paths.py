@@ -21,6 +21,7 @@ import pulumi
 from stacks import runtime
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
 from stacks.config.schema import default_string, fix_hint
+from yaml_files import shown
 
 
 def absolute_data_dir(value: str, project_dir: Path) -> Path:
@@ -29,7 +30,7 @@ def absolute_data_dir(value: str, project_dir: Path) -> Path:
     """
     if problem := home_problem(value):
         fix = fix_hint("phase1", "dataDir", default_string("dataDir"))
-        raise ConfigError(f"{NAMESPACE}:dataDir = {value!r} is not valid: {problem}; {fix}")
+        raise ConfigError(f"{NAMESPACE}:dataDir = {shown(value)} is not valid: {problem}; {fix}")
     return (project_dir / Path(value).expanduser()).resolve()
 
 
@@ -67,7 +68,7 @@ def home_problem(value: str) -> str | None:
         home = Path(f"~{user}").expanduser()  # RuntimeError when it names no home (pathlib)
     except RuntimeError:
         if user:
-            return f"there is no user {user!r} on this machine, so ~{user} names no folder; {_OWN_HOME_OR_ABSOLUTE}"
+            return f"there is no user {shown(user)} on this machine, so {shown('~' + user)} names no folder; {_OWN_HOME_OR_ABSOLUTE}"
         return "your home folder cannot be told (HOME is not set, and your user is not in the password database); give an absolute path"
     if user and not {home, home.resolve()} & own_homes():
         return f"~{user} is another user's home ({home}), not yours to fill with secrets or to wipe; {_OWN_HOME_OR_ABSOLUTE}"

@@ -43,6 +43,7 @@ from stacks.config.schema import (
     stacks_reading,
     stand_in_keys,
 )
+from yaml_files import SHOWN_AT_MOST, shown
 
 # kind names nodes "<cluster>-control-plane", "<cluster>-worker12": keep them valid 63-char labels.
 _CLUSTER_NAME_MAX = 63 - len("-control-plane")
@@ -132,15 +133,16 @@ class _Checker:
         if key in self.secret_keys:  # the reason may quote the value (a path, a port): not shown
             shows = f"pulumi config get -s {shlex.quote(self.stack)} {NAMESPACE}:{key}"
             valid = f"it is secret, so what is wrong is not shown (`{shows}` shows the value)"
-        shown = "[secret]" if key in self.secret_keys else repr(value)
+        value_shown = "[secret]" if key in self.secret_keys else shown(value)
         fix = f"fix: give `--config {NAMESPACE}:{key}={example}`" if key in self.given else fix_hint(self.stack, key, example)
-        self.errors.append(f"{NAMESPACE}:{key} = {shown} is not valid: {valid}; {fix}")
+        self.errors.append(f"{NAMESPACE}:{key} = {value_shown} is not valid: {valid}; {fix}")
 
     def integer(self, key: str, *, minimum: int, maximum: int | None = None, note: str = "") -> int:
         value = self._value(key)
         default = declared_keys()[key]["default"]
-        # What Go's strconv.Atoi takes, as Pulumi checks an integer key: ASCII digits, one sign.
-        number = int(value) if re.fullmatch(r"[+-]?[0-9]+", value, re.ASCII) else None
+        # What Go's strconv.Atoi takes, as Pulumi checks an integer key: ASCII digits, one sign, 64 bits.
+        number = int(value) if re.fullmatch(r"[+-]?[0-9]{1,19}", value, re.ASCII) else None
+        number = number if number is not None and -(2**63) <= number < 2**63 else None
         if number is None or number < minimum or (maximum is not None and number > maximum):
             bound = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
             self.fail(key, value, f"expected an integer {bound}{note}", default)
@@ -311,7 +313,13 @@ def _image_cache_dir(check: _Checker, cluster_name: str, project_dir: Path, data
     from components.image_cache import CONTAINER_NAME_MAX, MIRRORED_REGISTRIES, mirror_container
 
     longest = max((mirror_container(cluster_name, registry) for registry in MIRRORED_REGISTRIES), key=len)
-    if image_cache and len(longest) > CONTAINER_NAME_MAX and "clusterName" not in check.stand_ins:
+    # Said of a name otherwise valid alone: a longer one is refused already, with its own limit.
+    if (
+        image_cache
+        and len(longest) > CONTAINER_NAME_MAX
+        and "clusterName" not in check.stand_ins
+        and not _cluster_name_problem(cluster_name)
+    ):
         most = len(cluster_name) - (len(longest) - CONTAINER_NAME_MAX)
         check.fail(
             "clusterName",
@@ -405,7 +413,7 @@ def key_problems(
     problems = []
     for name in sorted(values):
         namespace, _, key = name.partition(":")
-        shown = "[secret]" if name in secret_keys else repr(values[name])
+        quoted = "[secret]" if name in secret_keys else shown(values[name])
         where = f"--config {name}" if name in given else f"Pulumi.{stack}.yaml"
         if namespace != NAMESPACE:
             close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
@@ -413,18 +421,18 @@ def key_problems(
                 # The key itself may be misspelt too: name the one it most likely is.
                 key = key if key in declared_keys() else next(iter(difflib.get_close_matches(key, declared_keys(), n=1)), "")
                 if not key:
-                    problems.append(f"{name} = {shown} (in {where}) is not a blueprint setting, nor close to one; Pulumi.yaml lists them")
+                    problems.append(f"{name} = {quoted} (in {where}) is not a blueprint setting, nor close to one; Pulumi.yaml lists them")
                     continue
                 readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
                 target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else f"Pulumi.{stack}.yaml"
                 target = f"--config {NAMESPACE}:{key}=..." if name in given else f"{NAMESPACE}:{key} in {target}"
                 problems.append(
-                    f"{name} = {shown} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; write it as {target}"
+                    f"{name} = {quoted} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; write it as {target}"
                 )
         elif key not in declared_keys():
             close_keys = difflib.get_close_matches(key, declared_keys(), n=1)
             hint = f"did you mean {NAMESPACE}:{close_keys[0]}?" if close_keys else "Pulumi.yaml declares every valid key"
-            problems.append(f"{name} = {shown} (in {where}) is not a blueprint setting; {hint}")
+            problems.append(f"{name} = {quoted} (in {where}) is not a blueprint setting; {hint}")
         elif name in set_keys and not stack_reads(stack, name):
             readers = stacks_reading(key)
             target = readers[0]
@@ -437,16 +445,21 @@ def key_problems(
                 move = (
                     f"move its line from {where} to Pulumi.{target}.yaml (a `config: {{}}` there becomes `config:` and that line); "
                     f"or with Pulumi: `{ENV_STEP}`, then `pulumi config rm -s {shlex.quote(stack)} {name}` and "
-                    f"`pulumi config set -s {target} {name} {shlex.quote(values[name])}`"
+                    f"`pulumi config set -s {target} {name} {_argument(values[name])}`"
                 )
             problems.append(
-                f"{name} = {shown} is set on stack {stack}, which does not read it: {' and '.join(readers)} reads it "
+                f"{name} = {quoted} is set on stack {stack}, which does not read it: {' and '.join(readers)} reads it "
                 f"(and dev, which runs every phase). Move it: {move}"
             )
             # Said now, not after the move: the value as the stack that reads it would check it.
             moved = value_problems(target, {name: values[name]}, secret_keys=set(secret_keys) & {name})
             problems += [f"once moved to {target}: {problem}" for problem in moved if problem.startswith(f"{name} ")]
     return problems
+
+
+def _argument(value: str) -> str:
+    """`value` as a shell argument in a fix, or a placeholder for one too long to show."""
+    return shlex.quote(value) if len(value) <= SHOWN_AT_MOST else "<its value>"
 
 
 def value_problems(

@@ -9,6 +9,7 @@ running program, and says which stacks read which key. The checks of the values 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import shlex
 import tempfile
@@ -19,6 +20,7 @@ from typing import Any
 
 from stacks import STACK_PHASES, runtime
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
+from yaml_files import shown
 
 PHASE_KEYS: dict[str, frozenset[str]] = {
     "phase1": frozenset(
@@ -47,22 +49,48 @@ PHASE_KEYS: dict[str, frozenset[str]] = {
 phase1's outputs (preserveData and the domain included), so a key is set where it is read."""
 
 
-def read_yaml(path: Path) -> Any:
-    """The YAML document in `path`, read as Pulumi reads it, or a ConfigError naming the file, the
-    line and the fix.
+def read_yaml(path: Path, *, missing: str | None = None) -> Any:
+    """The YAML document in `path`, read as Pulumi reads it (`yaml_files`), or a ConfigError naming
+    the file and the fix. `missing`: the fix when there is no file; without it, no file reads as empty.
     """
     from yaml_files import YamlFileError, load_file
 
     try:
-        return load_file(path)
+        return load_file(path, missing=missing)
     except YamlFileError as error:
         raise ConfigError(str(error)) from None
 
 
-@cache
+PROJECT_FILE = PROJECT_DIR / "Pulumi.yaml"
+"""The project file; read when its keys are, so the tests point it at one of their own."""
+
+
 def declared_keys() -> dict[str, dict[str, Any]]:
     """The `config:` block of Pulumi.yaml: key (without namespace) -> its declaration."""
-    return dict(read_yaml(PROJECT_DIR / "Pulumi.yaml")["config"])
+    return _project(PROJECT_FILE)[1]
+
+
+def project_name() -> str:
+    """The project's name, as Pulumi.yaml gives it."""
+    return _project(PROJECT_FILE)[0]
+
+
+@cache
+def _project(path: Path) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Pulumi.yaml's name and declared keys, or a ConfigError naming what is wrong with it."""
+    restore = f"restore it: `git -C {shlex.quote(str(path.parent))} checkout -- {path.name}`"
+    document = read_yaml(path, missing=f"blueprint runs from its checkout, which holds it; {restore}")
+    name = document.get("name") if isinstance(document, dict) else None
+    block = document.get("config") if isinstance(document, dict) else None
+    if not isinstance(name, str) or not isinstance(block, dict):
+        raise ConfigError(f"{path}: expected a mapping with the project's `name:` and its `config:` declarations; {restore}")
+    for key, spec in block.items():
+        if not isinstance(spec, dict) or "default" not in spec:
+            raise ConfigError(
+                f"{path}: the config key {shown(key)} declares no `default:`; blueprint gives every key it reads "
+                f"a default there (`git diff {path.name}` shows what changed); {restore}"
+            )
+    return name, {str(key): spec for key, spec in block.items()}
 
 
 def default_string(key: str) -> str:
@@ -86,6 +114,11 @@ def config_string(value: Any) -> str:
 STACK_FILES_DIR = PROJECT_DIR
 """Where the stack files (Pulumi.<stack>.yaml) are; read when a stack file is, so the tests plan
 with Pulumi.yaml's defaults alone, whatever a user has put in the stack files."""
+
+
+STACK_FILE_KEYS = ("config", "environment", "secretsprovider", "encryptedkey", "encryptionsalt")
+"""The top-level keys of a stack file: Pulumi's `ProjectStack` (sdk/go/common/workspace/project.go),
+which ignores any other, so a misspelt `confg:` would drop every setting without a word."""
 
 
 def stack_file(stack: str) -> Path:
@@ -116,11 +149,14 @@ def stack_file_config(stack: str) -> dict[str, Any]:
     `<namespace>:config:<name>` form is `<namespace>:<name>` (resource/config/key.go, `ParseKey`).
     """
     path = stack_file(stack)
-    if not path.exists():
-        return {}
     document = read_yaml(path)
     if not isinstance(document, dict | None):
         raise ConfigError(f"{path}: expected a mapping whose `config:` holds the stack's settings, such as `config: {{}}`")
+    for key in document or {}:
+        if key not in STACK_FILE_KEYS:
+            close = difflib.get_close_matches(str(key), STACK_FILE_KEYS, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"Pulumi reads {', '.join(STACK_FILE_KEYS)}"
+            raise ConfigError(f"{path}: {shown(key)} is not a key of a stack file, and Pulumi would ignore it; {hint}")
     block = (document or {}).get("config")
     if not isinstance(block, dict | None):
         raise ConfigError(f"{path}: `config:` must hold one `<namespace>:<key>: <value>` per line, such as blueprint:gitlabNodes: 2")
@@ -129,10 +165,12 @@ def stack_file_config(stack: str) -> dict[str, Any]:
     for key, value in (block or {}).items():
         name = full_key(str(key))
         if name.count(":") > 1:
-            raise ConfigError(f"{path}: {key!r} is not a config key (Pulumi takes `<namespace>:<name>`), such as blueprint:gitlabNodes")
+            raise ConfigError(
+                f"{path}: {shown(key)} is not a config key (Pulumi takes `<namespace>:<name>`), such as blueprint:gitlabNodes"
+            )
         if name in spelt:
             # Pulumi keeps one of the two, whichever its map gives last.
-            raise ConfigError(f"{path}: {spelt[name]!r} and {key!r} are the same key, {name}; keep one of them")
+            raise ConfigError(f"{path}: {shown(spelt[name])} and {shown(key)} are the same key, {name}; keep one of them")
         spelt[name] = str(key)
         found[name] = value
     return found

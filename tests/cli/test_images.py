@@ -163,6 +163,17 @@ def test_a_ci_jobs_image_is_read_through_the_variables_that_name_it() -> None:
     ]
 
 
+def test_a_values_file_whose_aliases_would_expand_a_billion_fold_lists_nothing_at_once() -> None:
+    laughs = "".join(f"{name}: &{name} [{', '.join([f'*{chr(ord(name) - 1)}'] * 9)}]\n" for name in "bcdefghi")
+    values = "a: &a [{image: 'redis:8'}]\n" + laughs
+    assert images.file_images("apps/guestbook/chart/values.yaml", values) == []
+
+
+def test_a_values_file_naming_an_image_through_an_alias_lists_it() -> None:
+    values = "main:\n  image: &image ghcr.io/example/app:1\nsidecar:\n  image: *image\n"
+    assert images.file_images("apps/guestbook/chart/values.yaml", values) == [("ghcr.io/example/app:1", CONTAINERD)] * 2
+
+
 @pytest.mark.parametrize(
     ("ref", "registry"),
     [

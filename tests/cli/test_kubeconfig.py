@@ -167,7 +167,14 @@ def test_a_kubeconfig_holding_other_clusters_is_refused_and_kept(bin_dir: Path, 
 
 
 @pytest.mark.parametrize(
-    "text", ["apiVersion: v1\nkind: Config\nclusters: 5\n", "kind: Config\nclusters:\n  prod: {}\n", "kind: Config\nusers:\n- user: {}\n"]
+    "text",
+    [
+        "apiVersion: v1\nkind: Config\nclusters: 5\n",
+        "kind: Config\nclusters:\n  prod: {}\n",
+        "kind: Config\nusers:\n- user: {}\n",
+        "kind: Config\nclusters: " + "[" * 20_000 + "]" * 20_000 + "\n",
+    ],
+    ids=["a-number", "a-mapping", "an-entry-without-a-name", "nested-twenty-thousand-deep"],
 )
 def test_a_kubeconfig_whose_lists_are_malformed_is_refused_and_kept(bin_dir: Path, tmp_path: Path, text: str) -> None:
     fake_kind(bin_dir)

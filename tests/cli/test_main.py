@@ -219,13 +219,13 @@ def test_blueprint_env_puts_the_tools_doctor_fix_installed_on_the_shells_path(co
     assert done.stdout.strip() == str(tmp_path / ".local/share/blueprint/bin/kind")
 
 
-def blueprint_env_twice(home: Path, cwd: Path, path: str = "/usr/bin:/bin") -> subprocess.CompletedProcess[str]:
-    """`eval "$(uv run blueprint env)"` twice in one `sh`, then its PATH: `uv run` starts blueprint with
+def blueprint_env_twice(home: Path, cwd: Path, path: str = "/usr/bin:/bin", shell: str = "sh") -> subprocess.CompletedProcess[str]:
+    """`eval "$(uv run blueprint env)"` twice in one `shell`, then its PATH: `uv run` starts blueprint with
     the checkout's .venv/bin first on PATH, and the shell's own PATH is `path`."""
     env = {**os.environ, "HOME": str(home), "PATH": path, "PYTHONPATH": str(PROJECT_DIR)}
     once = 'eval "$(PATH="$1:$PATH" "$0" -m cli.main env)"'
     return subprocess.run(
-        ["sh", "-c", f'{once} && {once} && printf %s "$PATH"', sys.executable, str(Path(sys.executable).parent)],
+        [shutil.which(shell) or shell, "-c", f'{once} && {once} && printf %s "$PATH"', sys.executable, str(Path(sys.executable).parent)],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -244,11 +244,16 @@ def test_blueprint_env_puts_the_tools_first_on_the_shells_own_path_once(config_h
     assert done.stdout.split(":") == [str(tmp_path / PULUMI_BIN), str(tmp_path / TOOLS_BIN), "/usr/bin", "/bin"]
 
 
-def test_blueprint_env_leaves_a_tools_folder_the_shells_path_holds_already_where_it_is(config_home: Path, tmp_path: Path) -> None:
-    """As `blueprint env --help` says: it adds a folder the shell's PATH lacks, and moves none."""
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_blueprint_env_moves_a_tools_folder_the_shells_path_holds_further_on_to_the_front_once(
+    config_home: Path, tmp_path: Path, shell: str
+) -> None:
+    """Behind Homebrew's folder, Homebrew's kubectl would win over the pinned one the doctor's advice puts first;
+    the rest of PATH, an empty entry too, stays as it was."""
     (tmp_path / TOOLS_BIN).mkdir(parents=True)
-    done = blueprint_env_twice(tmp_path, PROJECT_DIR, f"/usr/bin:/bin:{tmp_path / TOOLS_BIN}")
-    assert done.stdout.split(":") == ["/usr/bin", "/bin", str(tmp_path / TOOLS_BIN)]
+    tools = str(tmp_path / TOOLS_BIN)
+    done = blueprint_env_twice(tmp_path, PROJECT_DIR, f"/opt/homebrew/bin:{tools}:/usr/bin::/bin:{tools}", shell)
+    assert done.stdout.split(":") == [tools, "/opt/homebrew/bin", "/usr/bin", "", "/bin"]
 
 
 @pytest.mark.parametrize(("umask", "runs_with"), [(0o000, 0o022), (0o002, 0o022), (0o077, 0o077)], ids=oct)
@@ -263,10 +268,13 @@ def test_blueprint_runs_with_a_umask_that_lets_no_other_user_write_what_it_makes
     assert os.umask(0o022) == runs_with
 
 
-def test_blueprint_env_gives_a_home_folder_with_shell_syntax_in_its_name_to_the_shell_as_it_is(config_home: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_blueprint_env_gives_a_home_folder_with_shell_syntax_in_its_name_to_the_shell_as_it_is(
+    config_home: Path, tmp_path: Path, shell: str
+) -> None:
     home = tmp_path / HOSTILE
     (home / TOOLS_BIN).mkdir(parents=True)
-    done = blueprint_env_twice(home, tmp_path)
+    done = blueprint_env_twice(home, tmp_path, f"/usr/bin:{home / TOOLS_BIN}:/bin", shell)
     assert done.stdout.split(":") == [str(home / TOOLS_BIN), "/usr/bin", "/bin"]
     assert not (tmp_path / "pwned").exists()
 

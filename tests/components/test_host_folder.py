@@ -9,7 +9,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -184,6 +184,26 @@ def test_a_stack_file_that_cannot_be_read_stops_the_wipe_and_says_why(data_dir: 
     assert f"not removing {data_dir}: cannot tell what" in done.stderr
     assert why in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (os.mkfifo, "it is not a regular file"),
+        (lambda path: path.symlink_to("gone.yaml"), "it is a link to gone.yaml, which does not exist"),
+    ],
+    ids=["a-fifo", "a-dangling-link"],
+)
+def test_a_stack_file_that_is_no_regular_file_stops_the_wipe_at_once(data_dir: Path, make: Callable[[Path], None], why: str) -> None:
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    path = data_dir.parent / "Pulumi.phase1.yaml"
+    make(path)
+    done = run_script(command, "delete", env={"STACK_FILE": str(path)})
+    assert done.returncode == 1
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+    assert f"not removing {data_dir}: cannot tell what" in done.stderr
+    assert why in done.stderr
 
 
 @pytest.mark.parametrize(

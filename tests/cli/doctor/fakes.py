@@ -114,6 +114,14 @@ class FakeMachine:
         installed = self._installed(name)
         return str(installed) if installed else self.tools.get(name)
 
+    def which_in(self, name: str, path: str) -> str | None:
+        """On `path` in its order: a system tool in its folder, one in `paths`, or one installed under the home folder."""
+        for folder in path.split(os.pathsep):
+            found = Path(folder or ".", name)
+            if str(found) in (self.tools.get(name), *self.paths) or (found.is_relative_to(self.home_dir) and found.is_file()):
+                return str(found)
+        return None
+
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         self.calls.append(list(argv))
         if self._installed(argv[0]):  # what `--fix` installed works

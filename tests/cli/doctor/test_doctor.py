@@ -176,3 +176,19 @@ def test_yes_without_fix_is_refused_naming_yes_and_the_fix_before_anything_is_ch
     assert (code, output, machine.calls) == (2, "", [])
     assert error.startswith("error: --yes is for --fix (it runs the fix's commands without asking), and was given without it")
     assert "run `uv run blueprint doctor --fix --yes`, or leave --yes out to only check" in error
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["--stack", "dev", "--yes"], "uv run blueprint doctor --stack dev --fix --yes"),
+        (["--phase", "2", "--yes"], "uv run blueprint doctor --phase 2 --fix --yes"),
+        (["--yes"], "uv run blueprint doctor --fix --yes"),
+    ],
+)
+def test_yes_without_fix_suggests_the_command_with_the_stacks_given(
+    argv: list[str], command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--yes` alone drops nothing else the user chose: the command to run checks the same stacks."""
+    doctor_output(argv, FakeMachine())
+    assert f"run `{command}`, or leave --yes out to only check" in capsys.readouterr().err

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.doctor import install
 from cli.doctor.install import KUBECTL, KUBECTL_VERSION
+from cli.tools_path import tools_on_path
 from tests.cli.doctor.fakes import KUBECTL_URL, FakeMachine, checked, doctor_output, serve_releases
 
 CLUSTER = "v1.35.0"
@@ -64,7 +66,9 @@ def test_fix_installs_the_pinned_kubectl_beside_one_outside_the_skew_and_finds_i
     assert f"install kubectl {CLUSTER} as {installed}" in output
     first, again = output.split("checking again:")
     assert "WARN  kubectl" in first
-    assert re.search(rf"^PASS  kubectl +{CLUSTER}$", again, re.MULTILINE), again
+    # the user's own comes first still in their shell, until `blueprint env` is evaled there
+    shells = rf"^WARN  kubectl +{CLUSTER} at {installed}, first on blueprint's PATH; your shell's PATH finds /usr/bin/kubectl first$"
+    assert re.search(shells, again, re.MULTILINE), again
     assert fake.which("kubectl") == str(installed)
     assert fake.tools["kubectl"] == "/usr/bin/kubectl"  # the user's own, left alone
     assert code == 0, output
@@ -77,3 +81,67 @@ def test_the_warning_about_blueprints_own_kubectl_says_nothing_of_it_staying(tmp
     advice = checked(fake)[KUBECTL].advice
     assert advice.startswith("`uv run blueprint doctor --fix`")
     assert "stays as it is" not in advice
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Client Version: v1.27.3\nKustomize Version: v5.0.1\n",
+        'Client Version: version.Info{Major:"1", Minor:"27", GitVersion:"v1.27.3", GitCommit:"25b4e43", GoVersion:"go1.20.5"}\n',
+        "WARNING: This version information is deprecated and will be replaced with the output from kubectl version --short.\n"
+        'Client Version: version.Info{Major:"1", Minor:"27", GitVersion:"v1.27.3", GoVersion:"go1.20.5", Platform:"linux/amd64"}\n'
+        "Kustomize Version: v5.0.1\n",
+        "kubecolor 0.5.0 passes this to kubectl 1.2.3 of the PATH\nClient Version: v1.27.3\n",
+    ],
+    ids=["since-1.28", "before-1.28", "before-1.28-with-its-warning", "a-wrapper-that-says-versions-first"],
+)
+def test_kubectls_own_version_is_read_whatever_is_printed_around_it(output: str) -> None:
+    machine = FakeMachine()
+    machine.outputs["kubectl"] = (0, output)
+    assert checked(machine)[KUBECTL].found.startswith("v1.27.3 at /usr/bin/kubectl, outside kubectl's supported version skew")
+
+
+@pytest.mark.parametrize("machine", [FakeMachine(machine="riscv64"), FakeMachine(system="windows")], ids=["no-release", "no-install"])
+def test_a_warning_with_nothing_to_install_speaks_of_no_pinned_one(machine: FakeMachine) -> None:
+    """No release for the arch (or no install on the system): there is no pinned one to put first, only the user's to replace."""
+    advice = checked(with_kubectl("v1.30.0", machine))[KUBECTL].advice
+    assert "pinned" not in advice, advice
+    assert advice.endswith(" (a kubectl from v1.34 to v1.36), and put it before /usr/bin/kubectl on your PATH, or in its place")
+
+
+def test_a_warning_with_no_sha256_pinned_speaks_of_no_pinned_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(install, "PINS", {**install.PINS, KUBECTL: {}})
+    advice = checked(with_kubectl("v1.30.0"))[KUBECTL].advice
+    assert "puts the pinned one first" not in advice, advice
+    assert advice.startswith(f"install kubectl {CLUSTER} by hand")
+
+
+def pinned_installed(home: Path, shell_path: str, *elsewhere: str) -> FakeMachine:
+    """The pinned kubectl installed in blueprint's folder under `home`; the shell's PATH `shell_path`,
+    which holds a kubectl at each of `elsewhere`."""
+    installed = home / ".local/share/blueprint/bin/kubectl"
+    installed.parent.mkdir(parents=True)
+    installed.write_text("#!/bin/sh\n")
+    installed.chmod(0o755)
+    machine = FakeMachine(home_dir=home, env={"PATH": shell_path}, tools={}, paths=set(elsewhere))
+    assert tools_on_path(machine.env, home)  # as the doctor starts
+    return machine
+
+
+def test_the_pinned_kubectl_behind_another_on_the_shells_path_is_a_warning_naming_both(tmp_path: Path) -> None:
+    """blueprint finds its own first; the user's shell (Homebrew's first) does not, until `blueprint env` is evaled."""
+    machine = pinned_installed(tmp_path, "/opt/homebrew/bin:/usr/bin", "/opt/homebrew/bin/kubectl")
+    check = checked(machine)[KUBECTL]
+    pinned = tmp_path / ".local/share/blueprint/bin/kubectl"
+    assert check.found == f"{CLUSTER} at {pinned}, first on blueprint's PATH; your shell's PATH finds /opt/homebrew/bin/kubectl first"
+    assert check.advice.startswith(f'`eval "$(uv run blueprint env)"` puts {pinned} first in your shell')
+
+
+def test_the_pinned_kubectl_first_on_the_shells_path_too_passes(tmp_path: Path) -> None:
+    tools = tmp_path / ".local/share/blueprint/bin"
+    machine = pinned_installed(tmp_path, f"{tools}:/opt/homebrew/bin:/usr/bin", "/opt/homebrew/bin/kubectl")
+    assert (checked(machine)[KUBECTL].found, checked(machine)[KUBECTL].advice) == (CLUSTER, "")
+
+
+def test_the_pinned_kubectl_alone_on_the_machine_passes(tmp_path: Path) -> None:
+    assert checked(pinned_installed(tmp_path, "/usr/bin"))[KUBECTL].advice == ""

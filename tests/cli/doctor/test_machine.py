@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
-from cli.doctor.machine import RealMachine
+from cli.doctor.machine import RealMachine, run_argv
 from tests.cli.doctor.fakes import (
     doctor_output,
     on,
@@ -29,3 +30,11 @@ def test_real_machine_sees_a_port_held_by_a_listener() -> None:
 def test_doctor_names_the_system_and_the_family_it_detected() -> None:
     _, output = doctor_output(["--phase", "1"], on(UBUNTU_24_04))
     assert output.splitlines()[0] == "system: Ubuntu 24.04.3 LTS (Debian/Ubuntu family)"
+
+
+def test_a_tool_that_prints_bytes_that_are_not_utf8_is_read_not_a_crash(tmp_path: Path) -> None:
+    """A kubectl (or a package manager) printing a Latin-1 byte: the doctor reads the rest, no UnicodeDecodeError."""
+    tool = tmp_path / "kubectl"
+    tool.write_bytes(b"#!/bin/sh\nprintf 'Client Version: v1.30.1\\n\\377 caf\\351\\n'\n")
+    tool.chmod(0o755)
+    assert run_argv([str(tool), "version", "--client"], 10, merged=True) == (0, "Client Version: v1.30.1\n\ufffd caf\ufffd\n")
