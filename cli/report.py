@@ -160,7 +160,7 @@ def pipeline_tally(phase3: Mapping[str, Any]) -> str | None:
     if not phase3:
         return None
     try:
-        projects = [project.name for project in load_manifest()]
+        projects = [project.name for project in load_manifest(files=False)]
     except ManifestError as error:
         return f"smoke pipelines not tallied: {error}"
     return smoke_tally(projects, phase3.get(outputs.PIPELINES) or {})

@@ -44,7 +44,7 @@ def catalogue() -> tuple[tuple[Credential, ...], str | None]:
     from apps_manifest import ManifestError, load_manifest
 
     try:
-        building = [project.name for project in load_manifest() if project.build]
+        building = [project.name for project in load_manifest(files=False) if project.build]
     except ManifestError as error:
         return credentials.PLATFORM, f"the apps' deploy tokens are not listed: {error}"
     return credentials.catalogue(building), None

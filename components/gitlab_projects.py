@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import pulumi
 import yaml
@@ -65,11 +66,25 @@ class GitLabProjectsArgs:
 def templates_digest() -> str:
     """A digest of shared-code's templates. Each project's CI file carries it, so a template change
     is a change of every project: one commit each, so every pipeline runs the new templates.
+    Only the templates pushed count (`folder_files`): an editor's swap file that .gitignore keeps
+    home changes no pipeline, and the caps bound what is read.
     """
+    templates = APPS_DIR / SHARED_CODE / "templates"
     digest = hashlib.sha256()
-    for path in sorted(path for path in (APPS_DIR / SHARED_CODE / "templates").glob("*") if path.is_file()):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in folder_files(APPS_DIR / SHARED_CODE, f"apps/{SHARED_CODE}").paths:
+        if templates in path.parents and (data := _read(path)) is not None:
+            digest.update(path.relative_to(templates).as_posix().encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:16]
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes of `path`, a file to push; None when it is gone since it was listed (it is not pushed)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise pulumi.RunError(f"{path} cannot be read ({error.strerror or error}); make it readable, or remove it") from None
 
 
 def render_ci(project: AppProject) -> str:
@@ -108,7 +123,8 @@ def project_files(project: AppProject) -> dict[str, FileContent]:
     if found.problems:  # the manifest check refused them before anything was registered; so this is a race
         raise pulumi.RunError("; ".join(found.problems))
     for path in found.paths:
-        data = path.read_bytes()
+        if (data := _read(path)) is None:
+            continue
         text = as_text(data)
         files[path.relative_to(project.folder).as_posix()] = (
             text if text is not None else {"base64": base64.b64encode(data).decode("ascii")}

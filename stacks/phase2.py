@@ -332,7 +332,7 @@ def _node_access(ground: Ground, tls: Tls) -> None:
             opts=on_cluster,
         )
     # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
-    ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest()), target=envoy), opts=on_cluster)
+    ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest(files=False)), target=envoy), opts=on_cluster)
     NodeRegistry(
         "node-registry",
         NodeRegistryArgs(

@@ -43,12 +43,19 @@ def reads_manifest(stack: str) -> bool:
     return bool({"phase2", "phase3"} & set(STACK_PHASES[stack]))
 
 
-def manifest_problems(manifest: Path | None = None) -> list[str]:
-    """Everything wrong with the apps manifest (`apps_manifest.MANIFEST` by default) and the files it names."""
+def pushes_apps(stack: str) -> bool:
+    """Whether `stack` pushes the apps' files (it runs phase3): phase2 reads only the manifest's names."""
+    return "phase3" in STACK_PHASES[stack]
+
+
+def manifest_problems(manifest: Path | None = None, *, files: bool = True) -> list[str]:
+    """Everything wrong with the apps manifest (`apps_manifest.MANIFEST` by default), and with
+    `files`, the folders and files it names.
+    """
     from apps_manifest import ManifestError, load_manifest
 
     try:
-        load_manifest(manifest)
+        load_manifest(manifest, files=files)
     except ManifestError as error:
         return str(error).removeprefix("invalid apps manifest:\n  ").split("\n  ")
     return []
@@ -89,7 +96,7 @@ def check_stack_files(stacks: Sequence[str], overrides: Mapping[str, Mapping[str
         except ConfigError as error:  # a stack file that is not YAML, or not a mapping
             found[stack] = [str(error)]
     readers = [stack for stack in stacks if reads_manifest(stack)]
-    manifest = manifest_problems() if readers else []
+    manifest = manifest_problems(files=any(pushes_apps(stack) for stack in readers)) if readers else []
     return message(found, manifest, readers) if any(found.values()) or manifest else None
 
 
@@ -101,6 +108,6 @@ def check_running_stack(stack: str) -> None:
     values = passed_config()
     stand_ins = {f"{NAMESPACE}:{key}" for key in stand_in_keys()}
     found = problems(stack, values, set_keys=keys_set_on(stack, values), secret_keys=passed_secret_keys(), stand_ins=stand_ins)
-    manifest = manifest_problems() if reads_manifest(stack) else []
+    manifest = manifest_problems(files=pushes_apps(stack)) if reads_manifest(stack) else []
     if found or manifest:
         raise ConfigError(message({stack: found}, manifest, [stack]))

@@ -227,16 +227,18 @@ def test_a_file_name_with_a_control_character_is_refused_as_git_lists_it(tmp_pat
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / "notes\n.txt").write_text("x\n")
     (tmp_path / "app.py").write_text("x\n")
-    assert folder_files(tmp_path, "apps/app").problems == ["apps/app/'notes\\n.txt': its name holds a control character ('\\n'); rename it"]
+    assert folder_files(tmp_path, "apps/app").problems == [
+        "apps/app/'notes\\n.txt': its name holds a control, line-breaking or invisible formatting character ('\\n'); rename it"
+    ]
 
 
 def test_a_file_over_the_cap_is_refused_by_its_size_without_being_read(apps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     big = apps / "guestbook" / "video.bin"
     big.touch()
-    os.truncate(big, 60 * FILE_CAP)  # sparse: 60 MiB that take no room
+    os.truncate(big, 30 * FILE_CAP)  # sparse: 60 MiB that take no room
     monkeypatch.setattr(Path, "open", lambda *args, **kwargs: pytest.fail("a file was opened"))
-    [problem] = folder_files(apps / "guestbook", "apps/guestbook").problems
-    assert problem.startswith("apps/guestbook/video.bin is 60 MiB, over the cap of 1 MiB a file")
+    [problem, _total] = folder_files(apps / "guestbook", "apps/guestbook").problems
+    assert problem.startswith("apps/guestbook/video.bin is 60 MiB, over the cap of 2 MiB a file")
 
 
 def test_a_file_of_the_cap_exactly_is_taken(apps: Path) -> None:
@@ -246,9 +248,158 @@ def test_a_file_of_the_cap_exactly_is_taken(apps: Path) -> None:
 
 
 def test_files_under_the_cap_each_but_over_the_projects_together_are_refused_naming_the_biggest(apps: Path) -> None:
-    for index, size in enumerate((FILE_CAP, FILE_CAP, 10)):
+    for index, size in enumerate((FILE_CAP, FILE_CAP, FILE_CAP, FILE_CAP, 100 * 1024)):
         (apps / "guestbook" / f"part-{index}").touch()
         os.truncate(apps / "guestbook" / f"part-{index}", size)
     [problem] = folder_files(apps / "guestbook", "apps/guestbook").problems
-    assert problem.startswith("apps/guestbook: its files come to 2.1 MiB, over the cap of 2 MiB a project")
-    assert "the biggest: part-0 (1 MiB), part-1 (1 MiB), chart/Chart.yaml (16 bytes)" in problem
+    assert problem.startswith("apps/guestbook: its files come to 8.1 MiB, over the cap of 8 MiB a project")
+    assert "the biggest: part-0 (2 MiB), part-1 (2 MiB), part-2 (2 MiB)" in problem
+
+
+def sparse(path: Path, size: int) -> Path:
+    """A file of `size` bytes at `path` that takes no room."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    os.truncate(path, size)
+    return path
+
+
+def commit_all(folder: Path) -> None:
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=x", "-c", "user.email=x@x", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(folder), *command], check=True, capture_output=True)
+
+
+def test_the_projects_total_counts_the_files_over_the_cap_too(tmp_path: Path) -> None:
+    """A node_modules/ left without a .gitignore: its biggest files are its bulk."""
+    for index in range(3):
+        sparse(tmp_path / "node_modules" / f"big-{index}", 10 * FILE_CAP)
+    for index in range(30):
+        sparse(tmp_path / "node_modules" / f"small-{index}", 100 * 1024)
+    [total] = [problem for problem in folder_files(tmp_path, "apps/app").problems if "come to" in problem]
+    assert total.startswith("apps/app: its files come to 63 MiB, over the cap of 8 MiB a project"), total
+
+
+def test_the_projects_total_names_its_biggest_top_level_folders(tmp_path: Path) -> None:
+    for index in range(30):
+        sparse(tmp_path / "node_modules" / "lib" / f"part-{index}.js", FILE_CAP // 2)
+    sparse(tmp_path / "logo.png", 100 * 1024)
+    [problem] = folder_files(tmp_path, "apps/app").problems
+    assert "the biggest: node_modules/ (30 MiB in 30 files), logo.png (100 KiB)" in problem, problem
+
+
+def test_many_files_over_the_cap_are_named_a_few_and_counted(tmp_path: Path) -> None:
+    for index in range(300):
+        sparse(tmp_path / "photos" / f"photo-{index:03}.jpg", FILE_CAP + 100 * 1024)
+    problems = folder_files(tmp_path, "apps/app").problems
+    assert len("\n".join(problems).encode()) < 5_000
+    assert "apps/app: and 295 more files over the cap of 2 MiB a file (618.9 MiB together; 295 in photos/)" in problems[5]
+
+
+def test_a_committed_file_over_the_cap_is_told_to_be_untracked_too(tmp_path: Path) -> None:
+    """.gitignore alone keeps nothing git has committed out of the files pushed."""
+    sparse(tmp_path / "shot.png", 2 * FILE_CAP)
+    commit_all(tmp_path)
+    [problem] = folder_files(tmp_path, "apps/app").problems
+    assert "list apps/app/shot.png in a .gitignore and untrack it (`git rm -r --cached -- apps/app/shot.png`)" in problem
+
+
+def test_an_untracked_file_over_the_cap_is_told_to_go_in_a_gitignore(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    sparse(tmp_path / "shot.png", 2 * FILE_CAP)
+    [problem] = folder_files(tmp_path, "apps/app").problems
+    assert "; list apps/app/shot.png in a .gitignore, or fetch what is bigger when the image is built" in problem
+
+
+def test_outside_a_git_checkout_a_file_over_the_cap_is_told_to_be_removed_not_ignored(tmp_path: Path) -> None:
+    """A tarball's apps/: no .gitignore is read there."""
+    folder = tmp_path / "app"
+    sparse(folder / "shot.png", 2 * FILE_CAP)
+    [problem] = folder_files(folder, "apps/app").problems
+    assert "; remove apps/app/shot.png from apps/app/ (outside a git checkout every file is pushed: no .gitignore is read)" in problem
+    assert ".gitignore," not in problem
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\u202e", "\u2066", "\u200f"])
+def test_a_line_separator_or_a_bidi_control_in_a_name_is_refused(tmp_path: Path, char: str) -> None:
+    (tmp_path / f"a{char}b.txt").write_text("x\n")
+    assert folder_files(tmp_path, "apps/app").problems == [
+        f"apps/app/{f'a{char}b.txt'!r}: its name holds a control, line-breaking or invisible formatting character ({char!r}); rename it"
+    ]
+
+
+def test_a_file_in_a_folder_without_search_permission_is_a_problem_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    locked = tmp_path / "secret" / "key.txt"
+    locked.parent.mkdir()
+    locked.write_text("x")
+    commit_all(tmp_path)
+    real = Path.is_symlink
+
+    def is_symlink(path: Path) -> bool:  # root searches every folder: say it cannot, as a user's `chmod a-x secret` would
+        if path == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(Path, "is_symlink", is_symlink)
+    assert folder_files(tmp_path, "apps/app").problems == [
+        "apps/app/secret/key.txt cannot be read (Permission denied); make it and its folders readable (`chmod u+rx`), or remove it"
+    ]
+
+
+def test_a_folder_git_cannot_open_is_a_problem_not_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git only warns of it (exit 0), and lists the rest: its files would be missing from the project."""
+    listing = "printf 'H app.py\\0'; echo \"warning: could not open directory 'secret/': Permission denied\" >&2\n"
+    monkeypatch.setenv("PATH", fake_git(tmp_path / "bin", listing))
+    (tmp_path / "app.py").write_text("x\n")
+    assert folder_files(tmp_path, "apps/app").problems == [
+        "apps/app/: a folder in it cannot be read (git: could not open directory 'secret/': Permission denied); "
+        "make it readable (`chmod u+rx`), or remove it"
+    ]
+
+
+def test_a_file_gone_since_it_was_listed_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "app.py").write_text("x\n")
+    gone = tmp_path / "draft.txt"
+    gone.write_text("x\n")
+    real = Path.is_file
+
+    def is_file(path: Path) -> bool:  # an editor removes its draft right after the check saw it
+        found = real(path)
+        if path == gone:
+            path.unlink(missing_ok=True)
+        return found
+
+    monkeypatch.setattr(Path, "is_file", is_file)
+    assert folder_files(tmp_path, "apps/app") == ProjectFiles(paths=[tmp_path / "app.py"], problems=[])
+
+
+@pytest.fixture
+def big_file_in_apps(apps: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A manifest of shared-code and a guestbook at guestbook.<domain>, whose folder holds a file over the cap."""
+    guestbook = "  - name: guestbook\n    deploy: true\n    chart: chart\n    host: guestbook\n"
+    (apps / "apps_manifest.yaml").write_text(f"projects:\n  - name: shared-code\n{guestbook}")
+    sparse(apps / "guestbook" / "video.bin", 10 * FILE_CAP)
+    monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
+    return apps
+
+
+def test_phase2_which_reads_only_the_apps_names_is_not_refused_for_their_files(big_file_in_apps: Path) -> None:
+    from stacks.validation import check_stack_files
+
+    assert check_stack_files(["phase2"]) is None
+
+
+def test_phase3_which_pushes_the_apps_files_is_refused_for_them(big_file_in_apps: Path) -> None:
+    from stacks.validation import check_stack_files
+
+    assert "apps/guestbook/video.bin is 20 MiB, over the cap of 2 MiB a file" in (check_stack_files(["phase2", "phase3"]) or "")
+
+
+def test_the_commands_that_need_the_apps_names_read_them_past_a_big_file(big_file_in_apps: Path) -> None:
+    """`blueprint secrets` (which apps build), `status` (the smoke pipelines' tally), the doctor's host names."""
+    from cli import report, secrets
+    from cli.doctor import platform_names
+
+    assert secrets.catalogue()[1] is None
+    assert report.pipeline_tally({"pipelines": {}}) is not None
+    assert "not tallied" not in (report.pipeline_tally({"pipelines": {}}) or "")
+    assert platform_names("example.test")[-1] == "guestbook.example.test"

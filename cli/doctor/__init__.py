@@ -110,7 +110,7 @@ def platform_names(domain: str) -> tuple[str, ...]:
     from apps_manifest import ManifestError, host_names, load_manifest
 
     try:
-        return host_names(domain, load_manifest())
+        return host_names(domain, load_manifest(files=False))
     except ManifestError:
         return host_names(domain, [])
 

@@ -158,20 +158,34 @@ def _characters_problem(text: str, what: str = "the data folder") -> str:
 
 
 NAME_MAX = 255
-"""The most bytes one name of a path may take (Linux's and macOS's file systems: ext4, xfs, btrfs,
-APFS); a longer one is refused (ENAMETOOLONG) only when `up` makes the folder."""
+"""The longest name of a path a file system takes: 255 bytes (UTF-8) on Linux's (ext4, xfs, btrfs);
+255 UTF-16 units on macOS's (HFS+: Apple TN1150, after decomposing; APFS refuses the same, as tried
+on developer.apple.com/forums/thread/726970), where `é` is one, not two. A longer one is refused
+(ENAMETOOLONG) only when `up` makes the folder."""
+
+
+def _name_length(part: str, system: str) -> tuple[int, str]:
+    """How long `part` is to the file systems of `system` (os.uname's sysname), and in what."""
+    if system == "Darwin":
+        return len(part.encode("utf-16-le")) // 2, "UTF-16 units"
+    return len(os.fsencode(part)), "bytes"
 
 
 def _long_part_problem(path: Path) -> str | None:
-    """Why a part of `path` is too long for a file system, or None: counted in bytes (UTF-8), not characters."""
-    part = next((part for part in path.parts if len(os.fsencode(part)) > NAME_MAX), None)
-    if part is None:
-        return None
-    shown = repr(part if len(part) <= 40 else part[:40] + "...")
-    return (
-        f"a part of its path is {len(os.fsencode(part))} bytes long ({shown}), over the {NAME_MAX} bytes a file system "
-        "takes for one name; shorten it"
-    )
+    """Why a part of `path` that is not there yet is too long for a file system, or None. A part
+    that exists proves itself: a folder on a mounted volume (exFAT takes 255 UTF-16 units on Linux
+    too), made on a Mac, is taken however many bytes its name holds, and so wiped.
+    """
+    system = os.uname().sysname
+    for there in (*reversed(path.parents), path):
+        if there.name and not os.path.lexists(there) and (length := _name_length(there.name, system))[0] > NAME_MAX:
+            shown = repr(there.name if len(there.name) <= 40 else there.name[:40] + "...")
+            size, unit = length
+            return (
+                f"a part of its path is {size} {unit} long ({shown}), over the {NAME_MAX} {unit} a file system "
+                "takes for one name; shorten it"
+            )
+    return None
 
 
 def _not_a_folder(kind_of: Path) -> str | None:

@@ -338,3 +338,12 @@ def test_an_owner_file_that_names_no_checkout_id_is_never_written_back(left_data
     the_world, _ = world(pulumi, checkout=None, cluster=ClusterState("gone"), dataDir=str(left_data))
     _, said = run_destroy(pulumi, False, world=the_world)
     assert "printf" not in said
+
+
+def test_a_data_folder_there_is_wiped_however_long_its_names(left_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its names proved themselves when it was made (on a Mac, say, where `é` takes one unit of 255, not two bytes)."""
+    monkeypatch.setattr("stacks.config.paths.NAME_MAX", 5)  # every part of its path is longer
+    pulumi, the_world, wiped = after_a_preserve_destroy(left_data)
+    code, said = run_destroy(pulumi, False, world=the_world)
+    assert code == 0, said
+    assert wiped == [(str(left_data), PHASE1_HERE)]

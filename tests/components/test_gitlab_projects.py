@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apps_manifest import APPS_DIR, AppProject, load_manifest
+from apps_manifest import APPS_DIR, AppProject, ProjectFiles, load_manifest
 from cli.plan import plan
 from components.gitlab_projects import project_files, render_ci, templates_digest
 from providers.gitlab_sync import commit_actions
@@ -283,3 +283,23 @@ def test_a_folder_among_shared_codes_templates_is_not_read_as_a_template(monkeyp
     monkeypatch.setattr("components.gitlab_projects.APPS_DIR", tmp_path)
     (tmp_path / "shared-code" / "templates" / "drafts").mkdir()
     assert templates_digest() == before
+
+
+def test_the_templates_digest_leaves_out_what_git_ignores(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An editor's swap file is not pushed: were it read, every project would get a commit and a pipeline."""
+    templates = tmp_path / "shared-code" / "templates"
+    templates.mkdir(parents=True)
+    (templates / "pipeline.yml").write_text("x: 1\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.setattr("components.gitlab_projects.APPS_DIR", tmp_path)
+    before = templates_digest()
+    (tmp_path / "shared-code" / ".gitignore").write_text("*.swp\n")
+    (templates / ".pipeline.yml.swp").write_bytes(b"editor state")
+    assert templates_digest() == before
+
+
+def test_a_file_gone_since_it_was_listed_is_not_pushed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("x\n")
+    listed = ProjectFiles(paths=[tmp_path / "app.py", tmp_path / "draft.txt"], problems=[])
+    monkeypatch.setattr("components.gitlab_projects.folder_files", lambda folder, shown: listed)
+    assert sorted(project_files(guestbook_in(tmp_path))) == [".gitlab-ci.yml", "app.py"]

@@ -268,3 +268,28 @@ def test_an_image_cache_folder_that_is_a_file_is_refused_as_a_data_folder_is(tmp
 def test_a_data_folder_whose_part_is_255_bytes_is_taken_and_256_refused_however_few_characters(tmp_path: Path) -> None:
     assert parse_phase1({"dataDir": str(tmp_path / ("d" * 255))}).data_dir == tmp_path / ("d" * 255)
     assert "a part of its path is 256 bytes long" in error_for(dataDir=str(tmp_path / ("d" * 254 + "é")))  # 255 characters
+
+
+def test_a_part_of_the_data_folder_that_exists_is_not_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder there proves its name fine (one made on a Mac, on a volume mounted here): as if names took 10 bytes."""
+    monkeypatch.setattr(paths, "NAME_MAX", 10)
+    (tmp_path / "an-existing-folder").mkdir()
+    assert parse_phase1({"dataDir": str(tmp_path / "an-existing-folder" / "data")}).data_dir == tmp_path / "an-existing-folder" / "data"
+
+
+def test_a_part_of_the_data_folder_yet_to_be_made_is_measured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(paths, "NAME_MAX", 10)
+    assert "a part of its path is 12 bytes long ('a-new-folder')" in error_for(dataDir=str(tmp_path / "a-new-folder"))
+
+
+def test_on_macos_a_part_is_measured_in_utf16_units_not_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HFS+ and APFS take 255 UTF-16 units a name: 200 `é` (400 bytes) fit."""
+    monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Darwin", "mac", "23.0", "", "arm64")))
+    assert parse_phase1({"dataDir": str(tmp_path / ("é" * 200))}).data_dir == tmp_path / ("é" * 200)
+
+
+def test_on_macos_a_part_over_255_utf16_units_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Darwin", "mac", "23.0", "", "arm64")))
+    message = error_for(dataDir=str(tmp_path / ("é" * 256)))
+    assert "a part of its path is 256 UTF-16 units long ('éééé" in message
+    assert "over the 255 UTF-16 units a file system takes for one name; shorten it" in message
