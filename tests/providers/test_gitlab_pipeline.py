@@ -79,6 +79,7 @@ def test_a_pipeline_that_never_finishes_fails_at_the_limit_with_its_url(
     assert clock.waited == pytest.approx(1.0)
 
 
+@pytest.mark.usefixtures("clock")  # the wait on a clock the test drives
 def test_a_pending_pipeline_at_the_limit_says_whether_the_runner_is_online(
     gitlab: str, state: GitLabState, provider: SmokePipelineProvider
 ) -> None:

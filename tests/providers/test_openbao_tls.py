@@ -25,7 +25,7 @@ from stacks import preflight
 from tests.providers.bao_tls import SERVER_NAME, Impostor, Pki, issue
 from tests.providers.engine import BaoServer, an_up_succeeds, fake_cluster, init_inputs, init_provider, running_bao
 
-FAST = preflight.Waits(timeout=2.0, attempts=1, pause=0.0, runner_wait=0.0, runner_poll=0.0)
+FAST = preflight.Waits(attempts=1, pause=0.0, runner_wait=0.0, runner_poll=0.0)
 
 
 @pytest.fixture(autouse=True)

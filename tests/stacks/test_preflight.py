@@ -31,7 +31,7 @@ from tests.providers.engine import BaoServer, free_port, running_bao
 from tests.providers.gitlab_stub import TOKEN, GitLabState, gitlab_stub
 
 OWNER = "blueprint/phase2"
-FAST = preflight.Waits(timeout=2.0, attempts=2, pause=0.01, runner_wait=0.5, runner_poll=0.05)
+FAST = preflight.Waits(attempts=2, pause=0.01, runner_wait=0.5, runner_poll=0.05)
 HOSTS_LINE = "127.0.0.1 gitlab.local.example.net registry.local.example.net"
 
 
