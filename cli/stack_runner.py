@@ -215,7 +215,7 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
         return f"{PULUMI}: {failure}\n{reinstall}"
     text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
     if _DECRYPT.search(text):
-        return passphrase.cannot_decrypt(environ)
+        return passphrase.cannot_decrypt(environ, work_dir=project_dir)
     if "the stack is currently locked" in text:
         lock = _LOCK.search(text)
         stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")
