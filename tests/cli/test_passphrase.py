@@ -239,7 +239,9 @@ def test_a_passphrase_file_of_the_users_choice_that_another_user_owns_is_refused
     monkeypatch.setattr(os, "getuid", lambda: owner + 1)
     with pytest.raises(passphrase.PassphraseFileError) as refused:
         passphrase.environment({"PULUMI_CONFIG_PASSPHRASE_FILE": str(chosen), "HOME": str(tmp_path)})
-    assert str(refused.value).startswith(f"PULUMI_CONFIG_PASSPHRASE_FILE names {str(chosen)!r}, which belongs to another user (uid {owner})")
+    assert str(refused.value).startswith(
+        f"PULUMI_CONFIG_PASSPHRASE_FILE names {str(chosen)!r}, which belongs to another user (uid {owner})"
+    )
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(chosen))
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     assert main(["env"]) == 1
@@ -329,9 +331,7 @@ def test_blueprints_own_file_exported_by_env_is_made_private(config_home: Path, 
     assert stat.S_IMODE(own.stat().st_mode) == 0o600
 
 
-def test_a_relative_passphrase_file_is_the_one_in_the_checkout_where_pulumi_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_relative_passphrase_file_is_the_one_in_the_checkout_where_pulumi_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pulumi runs in the checkout (the Automation API's work_dir) and reads a relative file from there,
     whatever folder blueprint was started in: blueprint checks that one, and hands Pulumi its absolute path."""
     checkout, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
