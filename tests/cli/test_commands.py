@@ -151,7 +151,7 @@ def test_a_failed_up_of_one_phase_resumes_that_phase(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     out = io.StringIO()
     args = argparse.Namespace(command="up", phase="2", glab_login=False)
-    assert commands.main_for(commands.UP, args, FakeRunner(failing="phase2"), out) == 1
+    assert commands.main_for(commands.UP, args, FakeRunner({"phase1": {}}, failing="phase2"), out) == 1
     assert "uv run blueprint up --phase 2" in out.getvalue()
 
 
