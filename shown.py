@@ -6,15 +6,20 @@ A refusal names the value it refuses, never prints it whole: an input can be any
 
 from __future__ import annotations
 
+import os
+
 
 def shown(value: object, limit: int = 80) -> str:
-    """`value` as Python's repr quotes it (a `str` of a path or a text; anything else as `str` gives it),
-    cut after `limit` characters of it, with its whole length: `'abc'… (10000 characters)`.
+    """`value` quoted as Python's repr quotes it (a path as its text), cut after `limit` characters, with
+    its whole length: `'abc'… (10000 characters)`. A value that is not text (a number, a list someone
+    wrote into a state) is its repr, cut the same way.
     """
-    text = value if isinstance(value, str) else str(value)
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}… ({len(text)} characters)"
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        text = repr(value)
+        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+    return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value)} characters)"
 
 
 PATH_LIMIT = 200

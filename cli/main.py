@@ -204,7 +204,7 @@ def _verb_status(verbs: Verbs) -> None:
         verbs,
         "status",
         "show whether each phase is up, its services' health, the cache",
-        "per phase, whether it is up and which release brought it up; the health of GitLab, OpenBao, the Runners and the "
+        "show, per phase, whether it is up and which release brought it up; the health of GitLab, OpenBao, the Runners and the "
         "apps; the image cache and its mirrors",
     )
 
