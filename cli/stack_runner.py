@@ -230,6 +230,8 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
     if isinstance(failure, auto.InvalidVersionError):
         return f"{PULUMI}: {failure}\n{reinstall}"
     text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
+    if isinstance(failure, StackFailed):  # a `pulumi` blueprint runs itself (`stack export`, `stack import`)
+        text = failure.output
     if _DECRYPT.search(text):
         return passphrase.cannot_decrypt(environ, work_dir=project_dir)
     if "the stack is currently locked" in text:

@@ -138,6 +138,19 @@ def test_a_stack_pulumi_cannot_decrypt_is_one_message_with_the_fix(
     assert "Traceback" not in captured.out + captured.err
 
 
+def test_a_failed_state_export_while_status_asks_is_one_message(
+    project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`status` exports a stack that counts more than its own resource (`stack_runner.is_up`): a failure there is said, not a traceback."""
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack export")
+    monkeypatch.setenv("FAKE_PULUMI_ERROR", LOCK_ERROR)
+    monkeypatch.setenv("FAKE_PULUMI_STACKS", '[{"name": "phase1", "current": false, "resourceCount": 4}]')
+    assert main(["status"]) != 0
+    captured = capsys.readouterr()
+    assert "pulumi cancel --yes -s phase1" in captured.err
+    assert "Traceback" not in captured.out + captured.err
+
+
 def test_a_locked_stack_is_one_message_naming_who_holds_it_and_pulumi_cancel(
     project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
