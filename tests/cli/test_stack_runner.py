@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,7 +64,7 @@ def test_a_stack_that_holds_no_resource_is_not_up(fake_pulumi: Path, monkeypatch
 
 
 URN = "urn:pulumi:phase2::blueprint::"
-REFUSED_PHASE2 = {
+REFUSED_PHASE2: dict[str, Any] = {
     "version": 3,
     "deployment": {
         "resources": [
