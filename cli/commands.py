@@ -19,7 +19,7 @@ from cli import phases
 from cli.kubeconfig import kubeconfig
 from cli.phases import Context
 from cli.report import glab_login
-from cli.stack_runner import AutomationRunner, StackRunner, preflight, pulumi_environment, pulumi_failure
+from cli.stack_runner import AutomationRunner, StackFailed, StackRunner, preflight, pulumi_environment, pulumi_failure
 from cli.status import status
 from stacks import PHASE_STACKS, outputs
 from stacks.config import PROJECT_DIR
@@ -53,7 +53,7 @@ def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: Text
         from pulumi import automation as auto
 
         known = pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
-        if known is None and isinstance(error, auto.CommandError):
+        if known is None and isinstance(error, (auto.CommandError, StackFailed)):
             known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{error}"
         if known is None:
             raise

@@ -17,6 +17,7 @@ import versions
 from cli.lifecycle import inner_owners
 from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, SCRIPT_ENVIRONMENT
 from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER, read_marker
+from shown import shown
 from stacks import outputs
 from stacks.config import PROJECT_DIR, ConfigError
 from stacks.config.paths import CHECKOUT_ID_FILE, absolute_data_dir, data_dir_problem
@@ -63,7 +64,7 @@ def wipe_refused(config: Mapping[str, str], world: World, up: Collection[str], *
     except ConfigError as error:
         return str(error)
     claimed = read_marker(folder / OWNER_MARKER)
-    names = f"its {OWNER_MARKER} names {(claimed or '<unreadable>')[:80]!r}"
+    names = f"its {OWNER_MARKER} names {shown(claimed or '<unreadable>')}"
     if owner is None:
         return (
             f"{names}, and this checkout has no id (.pulumi-state/blueprint-checkout-id), so it claimed no folder{_lost_id(claimed, owner)}"
@@ -128,7 +129,7 @@ def _say_kept(say: Callable[[str], None], folder: Path, world: World) -> None:
         )
         return
     claimed = read_marker(folder / OWNER_MARKER)
-    who = repr(claimed[:80]) if claimed else "another stack or checkout"
+    who = shown(claimed) if claimed else "another stack or checkout"
     say(
         f"== the data folder {folder} is kept: it belongs to {who}, not to this checkout's phase1; only its own destroy "
         f"removes it{_lost_id(claimed, here)}"

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cli import passphrase, tools_path
+from shown import shown
 from stacks import PHASE_STACKS, STACK_PHASES
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ STACKS = tuple(STACK_PHASES)
 
 def _config_override(text: str) -> tuple[str, str]:
     """`KEY=VALUE`; a key without a namespace is blueprint's, as `pulumi config set` takes it."""
-    from yaml_files import shown
-
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, such as blueprint:gitlabNodes=2, got {shown(text)}")
@@ -49,8 +48,6 @@ class _Overrides(argparse.Action):
     """
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
-        from yaml_files import shown
-
         text = str(values)
         try:
             name, value = _config_override(text)
@@ -61,10 +58,9 @@ class _Overrides(argparse.Action):
         key = text.partition("=")[0]
         if name in spelt:
             earlier = dict(given)[name]
-            same = f" ({shown(spelt[name])} and {shown(key)} are the same key)" if spelt[name] != key else ""
-            raise argparse.ArgumentError(
-                self, f"{name} is given twice: {shown(earlier)}, then {shown(value)}{same}; the last would win: give it once"
-            )
+            same = f", as {shown(spelt[name])} and as {shown(key)} (one key to Pulumi)" if spelt[name] != key else ""
+            values = f"both {shown(value)}" if earlier == value else f"{shown(earlier)}, then {shown(value)}: the last would win"
+            raise argparse.ArgumentError(self, f"{name} is given twice{same} ({values}): give it once")
         setattr(namespace, self.dest, [*given, (name, value)])
         namespace.config_spelt = {**spelt, name: key}
 
@@ -103,7 +99,8 @@ def _add_verb(verbs: Verbs, name: str, help_text: str, description: str | None =
     """The verb `name`: `help_text` in the list of commands, and in its own --help unless a longer
     `description` is given, so every verb's --help says what it does (docs/reference/cli.md the same).
     """
-    return verbs.add_parser(name, help=help_text, description=description or help_text)
+    own = description or help_text
+    return verbs.add_parser(name, help=help_text, description=own[:1].upper() + own[1:])
 
 
 def _with_phase(verbs: Verbs, name: str, help_text: str, description: str | None = None) -> argparse.ArgumentParser:
@@ -166,7 +163,7 @@ def _verb_plan(verbs: Verbs) -> None:
     plan = _add_verb(
         verbs,
         "plan",
-        "show offline what a stack would register (no Pulumi, no cluster)",
+        "show offline what a stack registers (no Pulumi CLI, no cluster)",
         "Show offline what `pulumi up` would register for a stack (no Pulumi CLI, cluster or network): evaluate the real "
         "program under Pulumi mocks and print every resource it would register.",
     )
@@ -210,8 +207,8 @@ def _verb_status(verbs: Verbs) -> None:
     _add_verb(
         verbs,
         "status",
-        "whether each phase is up; the health of its services; the cache",
-        "per phase, whether it is up and which release brought it up; the health of GitLab, OpenBao, the Runners and the "
+        "show whether each phase is up, its services' health, the cache",
+        "show, per phase, whether it is up and which release brought it up; the health of GitLab, OpenBao, the Runners and the "
         "apps; the image cache and its mirrors",
     )
 
@@ -245,9 +242,9 @@ def _verb_secrets(verbs: Verbs) -> None:
         "secrets",
         "list the credentials the platform makes, or show one (--show)",
         (
-            "List every credential the platform generates (what it is, where it is; no value), or show one with --show NAME. "
-            "Each has its name, its OpenBao path (secret/...) or, for the three that open "
-            "OpenBao itself, its host file, and what it is. Nothing secret is printed, except by --show."
+            "List every credential the platform generates, or show one with --show NAME. Each has its name, what it is, and "
+            "where it is kept: its OpenBao path (secret/...) or, for the three that open OpenBao itself, its host file. "
+            "Nothing secret is printed, except by --show."
         ),
     )
     secrets.add_argument(
@@ -284,7 +281,7 @@ def _verb_images(verbs: Verbs) -> None:
     images = _add_verb(
         verbs,
         "images",
-        "list every image the platform pulls, its registry and cache",
+        "list every image: its registry, and whether the cache serves it",
         (
             "List every image the phase stacks pull, read from their offline plans (no Docker or network needed): its registry, "
             "who pulls it (containerd: a kind node; buildkit: a Dockerfile's FROM in CI; docker: the host's Docker), whether "

@@ -20,6 +20,8 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+from shown import PATH_LIMIT, shown
+
 
 class PassphraseFileError(Exception):
     """blueprint's passphrase file is not one it can trust; the message says what to do."""
@@ -42,9 +44,9 @@ def home_problem(environ: Mapping[str, str]) -> str | None:
     home = environ.get("HOME")
     if home is None or os.path.isabs(home):
         return None
-    shown = "empty" if not home else f"relative ({home[:80]!r})"
+    said = "empty" if not home else f"relative ({_named(home)})"
     return (
-        f"HOME is {shown}, not your home folder: blueprint keeps its passphrase, tools and image cache under it. "
+        f"HOME is {said}, not your home folder: blueprint keeps its passphrase, tools and image cache under it. "
         f"Set HOME to your home folder (an absolute path) and run again"
     )
 
@@ -69,9 +71,9 @@ def _yours(path: Path, found: os.stat_result) -> None:
     if found.st_uid == os.getuid():
         return
     raise PassphraseFileError(
-        f"{path} belongs to another user (uid {found.st_uid}), so blueprint can neither trust nor keep private the state's "
+        f"{_named(path)} belongs to another user (uid {found.st_uid}), so blueprint can neither trust nor keep private the state's "
         f"passphrase there. If a `sudo` run made it, make it yours again "
-        f"(`sudo chown -R {os.getuid()}:{os.getgid()} -- {shlex.quote(str(path))}`) and run again."
+        f"(`sudo chown -R {os.getuid()}:{os.getgid()} -- {_argument(path)}`) and run again."
     )
 
 
@@ -83,79 +85,135 @@ def _trusted(path: Path) -> None:
     found = path.lstat()
     if not stat.S_ISREG(found.st_mode):
         raise PassphraseFileError(
-            f"{path} is not a plain file (a link, or something else): blueprint keeps the state's passphrase only in "
-            f"a file of its own. Remove it (`rm {shlex.quote(str(path))}`) if you did not put it there, and run again."
+            f"{_named(path)} is not a plain file (a link, or something else): blueprint keeps the state's passphrase only in "
+            f"a file of its own. Remove it (`rm -- {_argument(path)}`) if you did not put it there, and run again."
         )
     _yours(path, found)
     if found.st_mode & 0o077:
         path.chmod(0o600)
 
 
-_UNSET = "unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`): blueprint then makes and keeps its own"
+def _work_dir(work_dir: Path | None) -> Path:
+    """Where Pulumi runs: the checkout (the Automation API's work_dir, and cwd of every `pulumi` blueprint runs)."""
+    if work_dir is not None:
+        return work_dir
+    from stacks.config import PROJECT_DIR
+
+    return PROJECT_DIR
 
 
-def _cut(path: str) -> str:
-    """A path as a message names it: whole when it is of a readable length."""
-    return path if len(path) <= 200 else f"{path[:200]}... ({len(path)} characters)"
-
-
-def _users_file_is_usable(environ: Mapping[str, str]) -> None:
-    """Refuse a PULUMI_CONFIG_PASSPHRASE_FILE (the one Pulumi reads: no PULUMI_CONFIG_PASSPHRASE) that
-    Pulumi could not read the passphrase from, each time it is asked (a file, not a pipe or a folder),
-    before anything reads it; or that another user owns: its owner chooses the state's key, and may
-    read every secret in the state. An empty one Pulumi ignores, as blueprint does (`_user_chose`).
+def _users_file(environ: Mapping[str, str], work_dir: Path) -> str | None:
+    """The PULUMI_CONFIG_PASSPHRASE_FILE Pulumi reads (no PULUMI_CONFIG_PASSPHRASE, and not empty), absolute:
+    a relative one as Pulumi resolves it, against the folder it runs in (`os.ReadFile` in `readPassphrase`,
+    from the Automation API's work_dir), never the caller's own folder. None when Pulumi reads no file.
     """
     chosen = environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")
     if "PULUMI_CONFIG_PASSPHRASE" in environ or not chosen:
-        return
-    names = f"PULUMI_CONFIG_PASSPHRASE_FILE names {_cut(chosen)}"
+        return None
+    return os.path.join(work_dir, chosen)  # an absolute `chosen` stays as it is
+
+
+def _is_blueprints_own(chosen: str, environ: Mapping[str, str]) -> bool:
+    """Whether `chosen` is blueprint's own file, as `blueprint env` exports it: blueprint keeps it
+    (makes it at first write, keeps it private) as if the variable were unset.
+    """
+    try:
+        return os.path.normpath(chosen) == os.path.normpath(passphrase_file(environ))
+    except PassphraseFileError:  # no home folder: not blueprint's, whatever it is
+        return False
+
+
+def _stacks_written(work_dir: Path) -> bool:
+    """Whether the checkout's state holds a stack (pulumi/pulumi pkg/backend/diy: `.pulumi/stacks/`
+    under the backend's folder), which was written with some passphrase.
+    """
+    stacks = work_dir / ".pulumi-state" / ".pulumi" / "stacks"
+    try:
+        return any(found.is_file() and ".json" in found.name and not found.name.endswith(".bak") for found in stacks.rglob("*"))
+    except OSError:
+        return True  # cannot tell: never advise what could lose the stacks' secrets
+
+
+def _or_else(work_dir: Path, environ: Mapping[str, str]) -> str:
+    """The other way out of a refused PULUMI_CONFIG_PASSPHRASE_FILE: unsetting it, only while no stack
+    was written with its passphrase (blueprint's own could not decrypt them).
+    """
+    if not _stacks_written(work_dir):
+        return "or unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`): blueprint then makes and keeps its own"
+    try:
+        own = f", {_named(passphrase_file(environ))}"
+    except PassphraseFileError:
+        own = ""
+    return (
+        f"the stacks in {_named(work_dir / '.pulumi-state')} need the passphrase they were written with: "
+        f"unset the variable only if they were written with blueprint's own{own}"
+    )
+
+
+def _users_file_is_usable(chosen: str, environ: Mapping[str, str], work_dir: Path) -> None:
+    """Refuse the PULUMI_CONFIG_PASSPHRASE_FILE Pulumi reads (`chosen`, absolute) if Pulumi could not read the
+    passphrase from it, each time it is asked (a file, not a pipe or a folder), before anything reads it; or
+    if another user owns it: its owner chooses the state's key, and may read every secret in the state.
+    An empty variable Pulumi ignores, as blueprint does (`_users_file`).
+    """
+    names = f"PULUMI_CONFIG_PASSPHRASE_FILE names {_named(environ['PULUMI_CONFIG_PASSPHRASE_FILE'])}"
+    if chosen != environ["PULUMI_CONFIG_PASSPHRASE_FILE"]:
+        names += f" (Pulumi reads {_named(chosen)}, from the checkout)"
     try:
         found = os.stat(chosen)
     except OSError as error:
         if isinstance(error, FileNotFoundError) and os.path.islink(chosen):
-            problem = f"a link to {_cut(os.readlink(chosen))}, which does not exist"
+            problem = f"a link to {_named(os.readlink(chosen))}, which does not exist"
         elif isinstance(error, FileNotFoundError):
             problem = "which does not exist"
         else:
             problem = f"which cannot be looked at ({error.strerror})"
         raise PassphraseFileError(
-            f"{names}, {problem}: Pulumi could not read the state's passphrase from it. Create it, holding your passphrase, "
-            f"or {_UNSET}; and run again."
+            f"{names}, {problem}: Pulumi could not read the state's passphrase from it. Create it, holding your passphrase; "
+            f"{_or_else(work_dir, environ)}; and run again."
         ) from None
     if not stat.S_ISREG(found.st_mode):
         kind = "a folder" if stat.S_ISDIR(found.st_mode) else "not a regular file (a pipe or a device, read once at best)"
         raise PassphraseFileError(
             f"{names}, which is {kind}: Pulumi reads the state's passphrase from a file, at each command. Point it at a file "
-            f"that holds your passphrase, or {_UNSET}; and run again."
+            f"that holds your passphrase; {_or_else(work_dir, environ)}; and run again."
         )
     if found.st_uid != os.getuid():
         raise PassphraseFileError(
             f"{names}, which belongs to another user (uid {found.st_uid}): whoever owns it "
-            f"chooses the state's passphrase and can read every secret in the state. Point it at a file of yours (or unset "
-            f"it: blueprint then keeps its own), and run again."
+            f"chooses the state's passphrase and can read every secret in the state. Point it at a file of yours; "
+            f"{_or_else(work_dir, environ)}; and run again."
         )
     if not os.access(chosen, os.R_OK):
         raise PassphraseFileError(
             f"{names}, which you cannot read: Pulumi could not read the state's passphrase from it. Make it readable to you "
-            f"(`chmod u+r -- {shlex.quote(chosen)}`), or {_UNSET}; and run again."
+            f"(`chmod u+r -- {_argument(chosen)}`); {_or_else(work_dir, environ)}; and run again."
         )
 
 
-def _user_chose(environ: Mapping[str, str]) -> bool:
-    return "PULUMI_CONFIG_PASSPHRASE" in environ or bool(environ.get("PULUMI_CONFIG_PASSPHRASE_FILE"))
+def _named(path: object) -> str:
+    """A path as a message names it (`shown`, long enough to recognise one's own)."""
+    return shown(path, PATH_LIMIT)
+
+
+def _argument(path: str | Path) -> str:
+    """A path as a command in a message gives it: quoted for the shell, or, too long to be read, as `shown` cuts it."""
+    return shlex.quote(str(path)) if len(str(path)) <= PATH_LIMIT else _named(path)
 
 
 def _create(path: Path, environ: Mapping[str, str]) -> None:
     # Never the home folder itself: a HOME that does not exist is a mistake to point out, not to make.
     if _xdg_config_home(environ) is None and not (home := _home(environ)).is_dir():
-        raise PassphraseFileError(f"your home folder {home} (HOME) does not exist; blueprint keeps its passphrase in {path}: {_SET_HOME}")
+        raise PassphraseFileError(
+            f"your home folder {_named(home)} (HOME) does not exist; blueprint keeps its passphrase in {_named(path)}: {_SET_HOME}"
+        )
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.parent.chmod(0o700)  # mkdir's mode goes through the umask, and a folder that existed keeps its own
         draft = path.with_name(f".{path.name}.{os.getpid()}")
         descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError as error:
-        raise PassphraseFileError(f"blueprint cannot create its passphrase file {path} ({error.strerror}): {_SET_HOME}") from None
+        raise PassphraseFileError(f"blueprint cannot create its passphrase file {_named(path)} ({error.strerror}): {_SET_HOME}") from None
     with os.fdopen(descriptor, "w") as file:
         file.write(secrets.token_urlsafe(32) + "\n")
     try:
@@ -175,12 +233,12 @@ def _not_empty(path: Path) -> None:
     try:
         text = path.read_text(errors="replace")
     except OSError as error:
-        raise PassphraseFileError(f"blueprint cannot read its passphrase file {path} ({error.strerror})") from None
+        raise PassphraseFileError(f"blueprint cannot read its passphrase file {_named(path)} ({error.strerror})") from None
     if text.strip():
         return
-    file = shlex.quote(str(path))
+    file = _argument(path)
     raise PassphraseFileError(
-        f"{path} is empty: it holds no passphrase, and Pulumi would encrypt the state's secrets with an empty one. "
+        f"{_named(path)} is empty: it holds no passphrase, and Pulumi would encrypt the state's secrets with an empty one. "
         f"If it held your passphrase, put that back (from a backup). If no stack was ever written with it, remove it "
         f"(`rm -- {file}`) and run again: blueprint makes a new one. Stacks that were written with the empty passphrase "
         f"then move to the new one, each once: `PULUMI_CONFIG_PASSPHRASE= pulumi stack change-secrets-provider passphrase "
@@ -188,15 +246,20 @@ def _not_empty(path: Path) -> None:
     )
 
 
-def environment(environ: Mapping[str, str], *, create: bool = True) -> dict[str, str]:
-    """What Pulumi needs to find the passphrase: nothing when the user chose one, else blueprint's
-    own file, created on first use unless `create` is False: a command that only reads the state, or
-    checks before it writes, never makes it (a stack written with it exists only once it does, and a
-    read that needs it then says it cannot decrypt).
+def environment(environ: Mapping[str, str], *, create: bool = True, work_dir: Path | None = None) -> dict[str, str]:
+    """What Pulumi needs to find the passphrase: nothing when the user chose one (their relative file made
+    absolute, as Pulumi run in `work_dir`, the checkout, reads it), else blueprint's own file, created on
+    first use unless `create` is False: a command that only reads the state, or checks before it writes,
+    never makes it (a stack written with it exists only once it does, and a read that needs it then says
+    it cannot decrypt). A PULUMI_CONFIG_PASSPHRASE_FILE naming blueprint's own file (`blueprint env`
+    exports it) is blueprint's own, not a choice of the user's.
     """
-    if _user_chose(environ):
-        _users_file_is_usable(environ)
+    if "PULUMI_CONFIG_PASSPHRASE" in environ:
         return {}
+    chosen = _users_file(environ, _work_dir(work_dir))
+    if chosen is not None and not _is_blueprints_own(chosen, environ):
+        _users_file_is_usable(chosen, environ, _work_dir(work_dir))
+        return {} if chosen == environ["PULUMI_CONFIG_PASSPHRASE_FILE"] else {"PULUMI_CONFIG_PASSPHRASE_FILE": chosen}
     path = passphrase_file(environ)
     try:
         if path.parent.is_dir():
@@ -208,23 +271,23 @@ def environment(environ: Mapping[str, str], *, create: bool = True) -> dict[str,
         _trusted(path)
     except OSError as error:
         raise PassphraseFileError(
-            f"blueprint cannot use its passphrase file {path} ({error.strerror}): it and its folder must be yours, "
-            f"which `ls -ld -- {shlex.quote(str(path.parent))} {shlex.quote(str(path))}` shows; make them so and run again"
+            f"blueprint cannot use its passphrase file {_named(path)} ({error.strerror}): it and its folder must be yours, "
+            f"which `ls -ld -- {_argument(path.parent)} {_argument(path)}` shows; make them so and run again"
         ) from None
     _not_empty(path)
     return {"PULUMI_CONFIG_PASSPHRASE_FILE": str(path)}
 
 
-def weak_choice(environ: Mapping[str, str]) -> str | None:
+def weak_choice(environ: Mapping[str, str], *, work_dir: Path | None = None) -> str | None:
     """A warning when the user's own passphrase, PULUMI_CONFIG_PASSPHRASE or else the text of their
     PULUMI_CONFIG_PASSPHRASE_FILE as Pulumi reads it (trimmed), is empty or `blueprint`, the first
     one anybody would try.
     """
     if "PULUMI_CONFIG_PASSPHRASE" in environ:
         chosen, name = environ["PULUMI_CONFIG_PASSPHRASE"], "PULUMI_CONFIG_PASSPHRASE"
-    elif environ.get("PULUMI_CONFIG_PASSPHRASE_FILE"):
+    elif (path := _users_file(environ, _work_dir(work_dir))) is not None and not _is_blueprints_own(path, environ):
         try:
-            chosen = Path(environ["PULUMI_CONFIG_PASSPHRASE_FILE"]).read_text(errors="replace").strip()
+            chosen = Path(path).read_text(errors="replace").strip()
         except OSError:
             return None  # Pulumi says it cannot read it
         name = "the passphrase in PULUMI_CONFIG_PASSPHRASE_FILE"
@@ -244,20 +307,20 @@ def exports(environ: Mapping[str, str]) -> str:
     return "".join(f"export {key}={shlex.quote(value)}\n" for key, value in environment(environ).items())
 
 
-def cannot_decrypt(environ: Mapping[str, str]) -> str:
+def cannot_decrypt(environ: Mapping[str, str], *, work_dir: Path | None = None) -> str:
     """What to say when Pulumi could not decrypt a stack with the passphrase it was given."""
     if "PULUMI_CONFIG_PASSPHRASE" in environ:
         return "Pulumi cannot decrypt the state with PULUMI_CONFIG_PASSPHRASE: set it to the passphrase the stacks were created with."
-    chosen = environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")
-    if chosen and Path(chosen) != passphrase_file(environ):
-        return f"Pulumi cannot decrypt the state with PULUMI_CONFIG_PASSPHRASE_FILE ({chosen}): point it at the stacks' passphrase."
+    chosen = _users_file(environ, _work_dir(work_dir))
+    if chosen is not None and not _is_blueprints_own(chosen, environ):
+        return f"Pulumi cannot decrypt the state with PULUMI_CONFIG_PASSPHRASE_FILE ({_named(chosen)}): point it at the stacks' passphrase."
     if not passphrase_file(environ).exists():
         return (
-            f"Pulumi cannot decrypt the state: blueprint's passphrase file {passphrase_file(environ)} is missing, and the stacks "
+            f"Pulumi cannot decrypt the state: blueprint's passphrase file {_named(passphrase_file(environ))} is missing, and the stacks "
             f"were written with a passphrase. Put back the file they were written with (from a backup), or set "
             f"PULUMI_CONFIG_PASSPHRASE to their passphrase."
         )
     return (
-        f"Pulumi cannot decrypt the state with blueprint's passphrase ({passphrase_file(environ)}): the stacks were written "
+        f"Pulumi cannot decrypt the state with blueprint's passphrase ({_named(passphrase_file(environ))}): the stacks were written "
         f"with another one. Put back the passphrase file they were written with, or set PULUMI_CONFIG_PASSPHRASE to their passphrase."
     )

@@ -90,6 +90,24 @@ def newer_release(context: Context) -> bool:
     return problem is not None
 
 
+def upstream_not_up(context: Context, phase: str, verb: str) -> bool:
+    """Whether `--phase N` names a stack whose upstream is not up (said, with the fix): its program would
+    refuse, but only once Pulumi ran it, having made the stack, its encryptionsalt in Pulumi.phaseN.yaml and
+    blueprint's passphrase file. A whole `up` brings the upstream up first.
+    """
+    if phase == "all":
+        return False
+    [stack] = PHASE_STACKS[phase]
+    upstream = outputs.UPSTREAM_STACK.get(stack)
+    if upstream is None or context.runner.outputs(upstream) is not None:
+        return False
+    context.say(
+        f"blueprint: {upstream} is not up, and {stack} reads its outputs: nothing was {'changed' if verb == 'up' else 'previewed'}. "
+        f"Bring it up first (`uv run blueprint up --phase {_phase_number(upstream)}`), or everything (`uv run blueprint up`)."
+    )
+    return True
+
+
 def cluster_deleted_by_hand(context: Context) -> bool:
     """Whether phase1 is up, its config keeps its cluster, and kind (answering) lists no such cluster
     (said, with the fix): deleted outside blueprint, or with Docker's data. No `up` makes it again, its
@@ -120,7 +138,7 @@ def up(context: Context, phase: str) -> int:
     if context.doctor is not None and context.doctor() != 0:
         context.say(f"blueprint doctor found what stops a real run (above); fix it and run `{_as_run('up', phase)}` again.")
         return 1
-    if newer_release(context) or cluster_deleted_by_hand(context):
+    if newer_release(context) or upstream_not_up(context, phase, "up") or cluster_deleted_by_hand(context):
         return 1
     from cli.cluster_change import make_way_for_a_new_cluster
 
@@ -143,7 +161,7 @@ def up(context: Context, phase: str) -> int:
 
 
 def preview(context: Context, phase: str) -> int:
-    if newer_release(context):
+    if newer_release(context) or upstream_not_up(context, phase, "preview"):
         return 1
     return _in_order(context, phase, "preview", context.runner.preview)
 

@@ -70,6 +70,21 @@ def pulumi_environment(*, create: bool = True) -> dict[str, str]:
     }
 
 
+def is_up(exported: Mapping[str, Any]) -> bool:
+    """Whether a stack's state (`pulumi stack export`) holds a resource that an `up` made: not only the
+    stack's own (`pulumi:pulumi:Stack`), providers (`pulumi:providers:*`, the default ones included) and
+    what the program read (`external: true`: its StackReferences), which Pulumi keeps in the state even
+    when the program then refused (pulumi/pulumi pkg/backend/snapshot.go, `readSnapshotMutation`).
+    """
+    resources = (exported.get("deployment") or {}).get("resources") or []
+    return any(
+        resource.get("type") != "pulumi:pulumi:Stack"
+        and not str(resource.get("type", "")).startswith("pulumi:providers:")
+        and not resource.get("external")
+        for resource in resources
+    )
+
+
 class AutomationRunner:
     """The real thing: Pulumi's Automation API over this project's folder (a local program, as
     dynamic providers need).
@@ -147,17 +162,18 @@ class AutomationRunner:
         return done.stdout
 
     def outputs(self, stack: str) -> dict[str, Any] | None:
-        """None when the stack does not exist or holds no resource: a `pulumi destroy` leaves the
-        stack in place, empty, and an empty stack is not up.
+        """None when the stack does not exist or is not up (`is_up`): a `pulumi destroy` leaves the
+        stack in place, empty, and an `up` the program refused leaves what it read.
         """
         from pulumi import automation as auto
 
         workspace = auto.LocalWorkspace(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment(create=False))
         # Named `<stack>`, or `organization/blueprint/<stack>` with PULUMI_FULLY_QUALIFY_STACK_NAMES.
         summary = next((found for found in workspace.list_stacks() if found.name.rsplit("/", 1)[-1] == stack), None)
-        if summary is None or (summary.resource_count or 0) <= 1:
-            # Not there, destroyed (0), never updated (no count at all), or holding the stack's own
-            # resource alone: an `up` whose program refused its config registers nothing else.
+        # The count is every resource of the state (pulumi/pulumi pkg/backend/diy/stack.go: len(Resources)):
+        # not there, destroyed (0), never updated (no count) or the stack's own resource alone is not up
+        # without a look; any more may be what a refused `up` read, which only the state itself tells.
+        if summary is None or (summary.resource_count or 0) <= 1 or not is_up(self.export_state(stack)):
             return None
         selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options(create=False))
         return {key: value.value for key, value in selected.outputs().items()}
@@ -215,8 +231,10 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
     if isinstance(failure, auto.InvalidVersionError):
         return f"{PULUMI}: {failure}\n{reinstall}"
     text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
+    if isinstance(failure, StackFailed):  # a `pulumi` blueprint runs itself (`stack export`, `stack import`)
+        text = failure.output
     if _DECRYPT.search(text):
-        return passphrase.cannot_decrypt(environ)
+        return passphrase.cannot_decrypt(environ, work_dir=project_dir)
     if "the stack is currently locked" in text:
         lock = _LOCK.search(text)
         stack, holder = (lock["stack"], f" ({lock['holder']})") if lock else ("<stack>", "")

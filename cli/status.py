@@ -10,6 +10,7 @@ from typing import Any
 
 from cli.report import admin_token
 from cli.stack_runner import StackRunner
+from shown import shown
 from stacks import PHASE_STACKS, outputs
 
 
@@ -27,7 +28,7 @@ def status(
     stack_outputs = {stack: runner.outputs(stack) for stack in PHASE_STACKS["all"]}
     for stack, values in stack_outputs.items():
         recorded = (values or {}).get(outputs.BLUEPRINT_VERSION)
-        lines.append(f"{stack}: {'not up' if values is None else 'up'}{f', by blueprint {_shown(recorded)}' if recorded else ''}")
+        lines.append(f"{stack}: {'not up' if values is None else 'up'}{f', by blueprint {_release(recorded)}' if recorded else ''}")
     phase2, phase3 = stack_outputs["phase2"] or {}, stack_outputs["phase3"] or {}
     if phase2:
         ca = str(phase2.get(outputs.CA_CERT_FILE))
@@ -49,14 +50,14 @@ def status(
     return "\n".join(lines)
 
 
-def _shown(recorded: object) -> str:
+def _release(recorded: object) -> str:
     """A recorded release as `parse` takes it, else its repr, cut short: a state holds what anyone wrote."""
     from stacks.migrations import parse
 
     try:
         parse(recorded)
     except ValueError:
-        return f"{recorded!r:.60} (not a blueprint version)"
+        return f"{shown(recorded)} (not a blueprint version)"
     return str(recorded)
 
 

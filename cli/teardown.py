@@ -71,6 +71,8 @@ class World:
     cluster: Callable[[str], ClusterState] = cluster_state
     gitlab_answers: Callable[[Mapping[str, Any]], bool] = lambda phase2: _gitlab_answers(phase2)
     phase1_config: Callable[[], Mapping[str, str]] = lambda: _phase1_config()
+    dev_cluster_names: Callable[[], list[str]] = lambda: _dev_cluster_names()
+    """The kind cluster dev's config names, as a list: empty when its stack file cannot be read."""
     wipe_folder: Callable[[str, str], subprocess.CompletedProcess[str]] = lambda folder, owner: data_folder.wipe_folder(folder, owner)
     checkout_id: Callable[[], str | None] = lambda: _checkout_id()
     """This checkout's id (`stacks.config.paths.read_checkout_id`): None when no stack of it ever ran."""
@@ -122,7 +124,7 @@ def destroy(
         say(f"blueprint: {refused}")
         return 1
     if not (route.targets or route.unowned_wipe or route.cache):
-        return _nothing_up(say, route, world)
+        return _nothing_up(runner, say, route, world)
     if route.apps_only and route.keep:
         say("== phase3: nothing to destroy: with preserveData=true its objects stay in GitLab; --wipe-data deletes them")
         return 0
@@ -410,32 +412,48 @@ def _destroy_in_reverse(runner: StackRunner, say: Callable[[str], None], route: 
         runner.destroy(stack, say, {})
 
 
-def _nothing_up(say: Callable[[str], None], route: _Route, world: World) -> int:
-    """No stack of the selection is up (its state records no resource but its own, if any: `StackRunner.outputs`):
-    nothing is destroyed, and nothing recorded. What is said of the data is what was done with it: the data
-    folder is kept, said when blueprint's is there; and a kind cluster of the configured name that no stack
-    records is named, with its fix, as the state cannot say whose it is. Why: docs/design/decisions.md, entry 46.
+def _nothing_up(runner: StackRunner, say: Callable[[str], None], route: _Route, world: World) -> int:
+    """No stack of the selection is up (`StackRunner.outputs`): nothing is destroyed, and nothing recorded.
+    What is said of the data is what was done with it: the data folder is kept, said when blueprint's is
+    there. With no phase stack up, `dev` is asked too (this command never destroys it: README, "The `dev`
+    stack"), and a kind cluster of a configured name (phase1's, dev's) that no stack records is named, with
+    its fix, as the state cannot say whose it is. Why: docs/design/decisions.md, entry 46.
     """
     from components.markers import OWNER_MARKER
 
     selected = route.phase_stacks
+    dev = None if route.existing else runner.outputs("dev")
     if route.existing:
         names = " and ".join(selected)
         say(f"== {names} {'is' if len(selected) == 1 else 'are'} not up (no resource in Pulumi's state): nothing was destroyed")
     else:
-        say("== nothing is up: no stack of this checkout records a resource in Pulumi's state, so nothing was destroyed")
+        say("== nothing is up: no phase stack (phase1–3) of this checkout records a resource in Pulumi's state, so nothing was destroyed")
+    if dev is not None:
+        say(
+            "== dev is up: blueprint does not drive it; take it down with `pulumi destroy -s dev`, after "
+            '`eval "$(uv run blueprint env)"` (README.md, "The `dev` stack", says how its data is kept or wiped)'
+        )
     if "phase1" not in selected:
         return 0
     folder = data_folder.configured_folder(route.config)
     if not (folder / OWNER_MARKER).is_file():
         say(f"== the data folder {folder} holds nothing of blueprint's: nothing to keep or remove")
-    name = str(route.config["blueprint:clusterName"])
-    if not route.existing and world.cluster(name).status == "running":
-        say(
-            f"== kind still lists a cluster {name}, which no stack of this checkout records: unless another checkout's "
-            f"platform runs on it, delete it (`kind delete cluster --name {shlex.quote(name)}`)"
-        )
+    if not route.existing:
+        _clusters_no_stack_records(say, world, route.config, dev)
     return _unowned_data_folder(say, route, world)
+
+
+def _clusters_no_stack_records(say: Callable[[str], None], world: World, config: Mapping[str, str], dev: Mapping[str, Any] | None) -> None:
+    """Each kind cluster of a name phase1's or dev's config gives, that kind lists and no stack records."""
+    names = dict.fromkeys([str(config["blueprint:clusterName"]), *world.dev_cluster_names()])
+    if dev is not None:
+        names.pop(str(dev.get(outputs.CLUSTER_NAME)), None)
+    for name in names:
+        if world.cluster(name).status == "running":
+            say(
+                f"== kind still lists a cluster {name}, which no stack of this checkout records: unless another checkout's "
+                f"platform runs on it, delete it (`kind delete cluster --name {shlex.quote(name)}`)"
+            )
 
 
 def _unowned_data_folder(say: Callable[[str], None], route: _Route, world: World) -> int:
@@ -465,6 +483,16 @@ def _phase1_config() -> Mapping[str, str]:
     from stacks.config.schema import stack_config
 
     return stack_config("phase1")[0]
+
+
+def _dev_cluster_names() -> list[str]:
+    from stacks.config import ConfigError
+    from stacks.config.schema import stack_config
+
+    try:
+        return [str(stack_config("dev")[0]["blueprint:clusterName"])]
+    except ConfigError:  # said by whatever runs dev; this destroy is of the phase stacks
+        return []
 
 
 def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:

@@ -623,14 +623,17 @@ CASES: dict[str, Bad] = {
     # passphrase file, and each such command refused before it writes blueprint's passphrase file
     "override-a-key-twice": Bad(
         argv=("plan", "phase1", "--config", "blueprint:gitlabNodes=2", "--config", "blueprint:gitlabNodes=3"),
-        says=("argument --config: blueprint:gitlabNodes is given twice: '2', then '3'", "give it once"),
+        says=("argument --config: blueprint:gitlabNodes is given twice ('2', then '3': the last would win): give it once",),
+    ),
+    "override-a-key-twice-with-one-value": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:gitlabNodes=2", "--config", "blueprint:gitlabNodes=2"),
+        says=("argument --config: blueprint:gitlabNodes is given twice (both '2'): give it once",),
     ),
     "override-a-key-twice-spelt-two-ways": Bad(
         argv=("plan", "phase1", "--config", "gitlabNodes=2", "--config", "blueprint:config:gitlabNodes=3"),
         says=(
-            "argument --config: blueprint:gitlabNodes is given twice: '2', then '3'",
-            "('gitlabNodes' and 'blueprint:config:gitlabNodes' are the same key)",
-            "give it once",
+            "argument --config: blueprint:gitlabNodes is given twice, as 'gitlabNodes' and as 'blueprint:config:gitlabNodes' "
+            "(one key to Pulumi) ('2', then '3': the last would win): give it once",
         ),
     ),
     "override-a-long-value-twice": Bad(
@@ -646,26 +649,26 @@ CASES: dict[str, Bad] = {
         env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/no-such-passphrase"},
         says=(
             "PULUMI_CONFIG_PASSPHRASE_FILE names",
-            "no-such-passphrase, which does not exist",
-            "Create it, holding your passphrase, or unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`)",
+            "no-such-passphrase', which does not exist",
+            "Create it, holding your passphrase; or unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`)",
         ),
     ),
     "passphrase-file-a-folder": Bad(
         argv=("up",),
         env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/apps"},
-        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "apps, which is a folder", "unset PULUMI_CONFIG_PASSPHRASE_FILE"),
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "apps', which is a folder", "unset PULUMI_CONFIG_PASSPHRASE_FILE"),
     ),
     "passphrase-file-a-dangling-link": Bad(
         argv=("status",),
         env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/passphrase"},
         prepare=lambda folder: (folder / "passphrase").symlink_to(folder / "gone"),
-        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "passphrase, a link to", "gone, which does not exist"),
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "passphrase', a link to", "gone', which does not exist"),
     ),
     "passphrase-file-a-fifo": Bad(
         argv=("kubeconfig",),
         env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/passphrase"},
         prepare=lambda folder: os.mkfifo(folder / "passphrase"),
-        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "passphrase, which is not a regular file", "unset PULUMI_CONFIG_PASSPHRASE_FILE"),
+        says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "passphrase', which is not a regular file", "unset PULUMI_CONFIG_PASSPHRASE_FILE"),
     ),
     "passphrase-file-missing-for-secrets-show": Bad(
         argv=("secrets", "--show", "gitlab-root-password"),
@@ -676,6 +679,11 @@ CASES: dict[str, Bad] = {
         argv=("env",),
         env={"PULUMI_CONFIG_PASSPHRASE_FILE": "{tmp}/no-such-passphrase"},
         says=("PULUMI_CONFIG_PASSPHRASE_FILE names", "which does not exist"),
+    ),
+    "config-home-of-ten-thousand-characters": Bad(
+        argv=("env",),
+        env={"XDG_CONFIG_HOME": "{tmp}/" + "c" * 10_000},
+        says=("blueprint cannot use its passphrase file '", "characters) (File name too long)"),
     ),
     "up-with-a-bad-stack-file": Bad(
         argv=("up",), files={"phase1": stack_file(**{"blueprint:gitlabNodes": 0})}, says=("blueprint:gitlabNodes = '0' is not valid",)

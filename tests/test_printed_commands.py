@@ -105,7 +105,7 @@ def passphrase_file_that_is_a_link(root: Path, bin_dir: Path) -> tuple[str, str,
     link.symlink_to(root / "elsewhere")
     with pytest.raises(PassphraseFileError) as error:
         _trusted(link)
-    return str(error.value), "rm", ["rm", str(link)]
+    return str(error.value), "rm", ["rm", "--", str(link)]
 
 
 def missing_ca_certificate(root: Path, bin_dir: Path) -> tuple[str, str, list[str]]:

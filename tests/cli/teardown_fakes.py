@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cli.lifecycle import lives_in_cluster, lives_in_gitlab
-from cli.stack_runner import StackFailed
+from cli.stack_runner import StackFailed, is_up
 from cli.teardown import ClusterState, World, destroy
 from stacks import PHASE_STACKS
 from stacks.config.schema import stack_config
@@ -103,7 +103,8 @@ class FakePulumi:
         self.states[stack] = {"version": 3, "deployment": {"resources": []}}  # as Pulumi does: the stack stays, empty
 
     def is_up(self, stack: str) -> bool:
-        return bool(self.states.get(stack, {}).get("deployment", {}).get("resources"))
+        """As `AutomationRunner.outputs` decides it: from the state, as Pulumi keeps it."""
+        return is_up(self.states.get(stack, {}))
 
     def set_config(self, stack: str, key: str, value: str) -> None:
         self.config[(stack, key)] = value
@@ -124,7 +125,12 @@ PHASE1_HERE = f"blueprint/phase1@{CHECKOUT}"
 
 
 def world(
-    pulumi: FakePulumi, *, cluster: ClusterState | None = None, checkout: str | None = CHECKOUT, **config: str
+    pulumi: FakePulumi,
+    *,
+    cluster: ClusterState | None = None,
+    checkout: str | None = CHECKOUT,
+    dev_clusters: tuple[str, ...] = (),
+    **config: str,
 ) -> tuple[World, list[tuple[str, str]]]:
     wiped: list[tuple[str, str]] = []
 
@@ -138,6 +144,7 @@ def world(
             cluster=lambda name: cluster or ClusterState("gone" if pulumi.cluster == "gone" else "running"),
             gitlab_answers=lambda phase2: pulumi.gitlab,
             phase1_config=lambda: phase1_config,
+            dev_cluster_names=lambda: list(dev_clusters),
             wipe_folder=wipe,
             checkout_id=lambda: checkout,
         ),

@@ -98,6 +98,32 @@ def test_every_commands_help_says_what_it_does(verb: str, capsys: pytest.Capture
     assert " ".join(description.split()) in _help_of([verb], capsys)
 
 
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_every_commands_own_help_begins_as_a_sentence(verb: str) -> None:
+    """Each verb's --help (and docs/reference/cli.md) opens with a capital, whichever text it uses."""
+    description = str(_verb(verb).description)
+    assert description[0].isupper(), description
+
+
+def _listed(verb: str) -> str:
+    [verbs] = [action for action in parser()._actions if isinstance(action, argparse._SubParsersAction)]
+    [line] = [choice.help for choice in verbs._choices_actions if choice.dest == verb]
+    return str(line)
+
+
+def test_images_line_says_what_it_lists_of_each_image() -> None:
+    assert _listed("images").endswith(": its registry, and whether the cache serves it")
+
+
+def test_plan_line_says_it_needs_no_pulumi_cli() -> None:
+    """`plan` runs the real program under mocks: the Pulumi SDK, never the CLI."""
+    assert "(no Pulumi CLI, no cluster)" in _listed("plan")
+
+
+def test_status_line_begins_with_a_verb_as_every_other_does() -> None:
+    assert _listed("status").split()[0] == "show"
+
+
 def test_status_help_names_everything_status_shows(capsys: pytest.CaptureFixture[str]) -> None:
     """cli/status.py: each phase and the release that brought it up, GitLab, OpenBao, the Runners, the apps, the image cache."""
     text = _help_of(["status"], capsys)
@@ -125,7 +151,7 @@ def test_a_failed_up_of_one_phase_resumes_that_phase(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
     out = io.StringIO()
     args = argparse.Namespace(command="up", phase="2", glab_login=False)
-    assert commands.main_for(commands.UP, args, FakeRunner(failing="phase2"), out) == 1
+    assert commands.main_for(commands.UP, args, FakeRunner({"phase1": {}}, failing="phase2"), out) == 1
     assert "uv run blueprint up --phase 2" in out.getvalue()
 
 

@@ -32,6 +32,7 @@ case "$*" in
   version) echo "v$FAKE_PULUMI_VERSION"; exit 0;;
   *"$FAKE_PULUMI_FAIL"*) printf '%s\\n' "$FAKE_PULUMI_ERROR" >&2; exit 255;;
   *"stack output"*) echo '{}';;
+  *"stack export"*) echo '{"version": 3, "deployment": {"resources": [{"urn": "u", "type": "command:local:Command"}]}}';;
   *"stack ls"*) echo "${FAKE_PULUMI_STACKS:-[]}";;
 esac
 """
@@ -134,6 +135,19 @@ def test_a_stack_pulumi_cannot_decrypt_is_one_message_with_the_fix(
     captured = capsys.readouterr()
     assert "Pulumi cannot decrypt the state with blueprint's passphrase" in captured.err
     assert "Put back the passphrase file they were written with, or set PULUMI_CONFIG_PASSPHRASE to their passphrase" in captured.err
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_a_failed_state_export_while_status_asks_is_one_message(
+    project: Path, fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`status` exports a stack that counts more than its own resource (`stack_runner.is_up`): a failure there is said, not a traceback."""
+    monkeypatch.setenv("FAKE_PULUMI_FAIL", "stack export")
+    monkeypatch.setenv("FAKE_PULUMI_ERROR", LOCK_ERROR)
+    monkeypatch.setenv("FAKE_PULUMI_STACKS", '[{"name": "phase1", "current": false, "resourceCount": 4}]')
+    assert main(["status"]) != 0
+    captured = capsys.readouterr()
+    assert "pulumi cancel --yes -s phase1" in captured.err
     assert "Traceback" not in captured.out + captured.err
 
 

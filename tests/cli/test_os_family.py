@@ -325,7 +325,7 @@ def test_up_ends_with_the_ca_trust_command_of_the_machine_it_runs_on(monkeypatch
 
     machine = FakeMachine(files={"/etc/os-release": ARCH})
     monkeypatch.setattr(real, "RealMachine", lambda: machine)
-    runner = FakeRunner(existing={"phase2": PHASE2})
+    runner = FakeRunner(existing={"phase1": {}, "phase2": PHASE2})
     ctx, out = context(runner, probe=lambda url, ca, headers, **_: "ok")
     assert phases.up(ctx, "2") == 0
     assert f"trust the CA:   sudo trust anchor --store {shlex.quote(PHASE2[outputs.CA_CERT_FILE])}\n" in out.getvalue()

@@ -119,7 +119,7 @@ def test_an_empty_passphrase_file_is_refused_with_the_fix(config_home: Path, tex
     path.chmod(0o600)
     with pytest.raises(passphrase.PassphraseFileError) as refused:
         stack_runner.pulumi_environment()
-    assert f"{path} is empty: it holds no passphrase" in str(refused.value)
+    assert f"{str(path)!r} is empty: it holds no passphrase" in str(refused.value)
     assert f"`rm -- {path}`" in str(refused.value)
     assert path.read_text() == text, "never replaced: stacks may be encrypted with what it held"
 
@@ -134,7 +134,7 @@ def test_blueprint_env_with_a_home_that_does_not_exist_says_so_and_creates_nothi
     assert main(["env"]) == 1
     said = capsys.readouterr()
     assert said.out == ""
-    assert f"your home folder {tmp_path / 'gone'} (HOME) does not exist; blueprint keeps its passphrase in" in said.err
+    assert f"your home folder {str(tmp_path / 'gone')!r} (HOME) does not exist; blueprint keeps its passphrase in" in said.err
     assert "set HOME to your home folder, or XDG_CONFIG_HOME to a folder of yours" in said.err
     assert not (tmp_path / "gone").exists()
 
@@ -171,7 +171,7 @@ def test_a_config_folder_another_user_owns_is_one_message_with_the_chown(
     assert main(["env"]) == 1
     said = capsys.readouterr()
     assert said.out == ""
-    assert said.err.startswith(f"error: {folder} belongs to another user (uid {owner})"), said.err
+    assert said.err.startswith(f"error: {str(folder)!r} belongs to another user (uid {owner})"), said.err
     assert f"`sudo chown -R {owner + 1}:{os.getgid()} -- {folder}`" in said.err
 
 
@@ -203,7 +203,8 @@ def test_a_passphrase_file_the_system_will_not_look_at_is_one_message_not_a_trac
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
     assert main(["env"]) == 1
     said = capsys.readouterr().err
-    assert said.startswith(f"error: blueprint cannot use its passphrase file {config}blueprint/pulumi-passphrase (File name too long)")
+    path = f"{config}blueprint/pulumi-passphrase"
+    assert said.startswith(f"error: blueprint cannot use its passphrase file {path[:200]!r}… ({len(path)} characters) (File name too long)")
     assert "Traceback" not in said
 
 
@@ -238,7 +239,9 @@ def test_a_passphrase_file_of_the_users_choice_that_another_user_owns_is_refused
     monkeypatch.setattr(os, "getuid", lambda: owner + 1)
     with pytest.raises(passphrase.PassphraseFileError) as refused:
         passphrase.environment({"PULUMI_CONFIG_PASSPHRASE_FILE": str(chosen), "HOME": str(tmp_path)})
-    assert str(refused.value).startswith(f"PULUMI_CONFIG_PASSPHRASE_FILE names {chosen}, which belongs to another user (uid {owner})")
+    assert str(refused.value).startswith(
+        f"PULUMI_CONFIG_PASSPHRASE_FILE names {str(chosen)!r}, which belongs to another user (uid {owner})"
+    )
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(chosen))
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     assert main(["env"]) == 1
@@ -262,7 +265,7 @@ def test_a_passphrase_file_of_the_users_choice_they_cannot_read_is_refused_with_
     monkeypatch.setattr(os, "access", lambda path, mode: False)  # the tests may run as root, who reads anything
     with pytest.raises(passphrase.PassphraseFileError) as refused:
         passphrase.environment(os.environ)
-    assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {mine}, which you cannot read" in str(refused.value)
+    assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {str(mine)!r}, which you cannot read" in str(refused.value)
     assert f"`chmod u+r -- {mine}`" in str(refused.value)
     assert "unset PULUMI_CONFIG_PASSPHRASE_FILE" in str(refused.value)
 
@@ -278,7 +281,7 @@ def test_a_passphrase_file_of_the_users_choice_is_not_looked_for_when_pulumi_con
 
 def test_state_that_cannot_be_decrypted_with_blueprints_passphrase_missing_says_it_is_missing(config_home: Path) -> None:
     said = passphrase.cannot_decrypt(os.environ)
-    assert f"blueprint's passphrase file {config_home / 'blueprint' / 'pulumi-passphrase'} is missing" in said
+    assert f"blueprint's passphrase file {str(config_home / 'blueprint' / 'pulumi-passphrase')!r} is missing" in said
     assert not config_home.exists()
 
 
@@ -291,6 +294,77 @@ def test_a_passphrase_file_of_the_users_choice_that_is_a_loop_of_links_is_refuse
     monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
     with pytest.raises(passphrase.PassphraseFileError) as refused:
         passphrase.environment(os.environ)
-    assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {loop}, which cannot be looked at (Too many levels of symbolic links)" in str(
+    assert f"PULUMI_CONFIG_PASSPHRASE_FILE names {str(loop)!r}, which cannot be looked at (Too many levels of symbolic links)" in str(
         refused.value
     )
+
+
+def own_file_exported(config_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """What `eval "$(uv run blueprint env)"` leaves in the shell: PULUMI_CONFIG_PASSPHRASE_FILE naming blueprint's own file."""
+    own = config_home / "blueprint" / "pulumi-passphrase"
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(own))
+    return own
+
+
+def test_blueprints_own_file_exported_by_env_is_made_again_when_it_is_gone(config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `rm -rf ~/.config/blueprint`, the next write makes it, as if the variable were unset."""
+    own = own_file_exported(config_home, monkeypatch)
+    assert stack_runner.pulumi_environment()["PULUMI_CONFIG_PASSPHRASE_FILE"] == str(own)
+    assert own.read_text().strip()
+
+
+def test_blueprints_own_file_exported_by_env_is_refused_when_empty(config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = own_file_exported(config_home, monkeypatch)
+    own.parent.mkdir(parents=True, mode=0o700)
+    own.write_text("\n")
+    own.chmod(0o600)
+    with pytest.raises(passphrase.PassphraseFileError, match="is empty: it holds no passphrase"):
+        stack_runner.pulumi_environment()
+
+
+def test_blueprints_own_file_exported_by_env_is_made_private(config_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    own = own_file_exported(config_home, monkeypatch)
+    own.parent.mkdir(parents=True, mode=0o700)
+    own.write_text("kept\n")
+    own.chmod(0o644)
+    stack_runner.pulumi_environment()
+    assert stat.S_IMODE(own.stat().st_mode) == 0o600
+
+
+def test_a_relative_passphrase_file_is_the_one_in_the_checkout_where_pulumi_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pulumi runs in the checkout (the Automation API's work_dir) and reads a relative file from there,
+    whatever folder blueprint was started in: blueprint checks that one, and hands Pulumi its absolute path."""
+    checkout, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
+    checkout.mkdir()
+    elsewhere.mkdir()
+    (checkout / "my-passphrase").write_text("mine\n")
+    monkeypatch.chdir(elsewhere)  # where the user typed the command: no such file here
+    environ = {"PULUMI_CONFIG_PASSPHRASE_FILE": "my-passphrase", "HOME": str(tmp_path)}
+    assert passphrase.environment(environ, work_dir=checkout) == {"PULUMI_CONFIG_PASSPHRASE_FILE": str(checkout / "my-passphrase")}
+
+
+def test_a_relative_passphrase_file_missing_from_the_checkout_is_refused_naming_where_pulumi_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (tmp_path / "my-passphrase").write_text("mine\n")
+    monkeypatch.chdir(tmp_path)  # the caller's folder holds one; Pulumi would not read it
+    with pytest.raises(passphrase.PassphraseFileError) as refused:
+        passphrase.environment({"PULUMI_CONFIG_PASSPHRASE_FILE": "my-passphrase", "HOME": str(tmp_path)}, work_dir=checkout)
+    assert f"(Pulumi reads {str(checkout / 'my-passphrase')!r}, from the checkout), which does not exist" in str(refused.value)
+
+
+def test_unsetting_a_missing_passphrase_file_is_advised_only_while_no_stack_was_written(tmp_path: Path) -> None:
+    """A stack written with that passphrase cannot be read with blueprint's own: the advice would end in "cannot decrypt"."""
+    environ = {"PULUMI_CONFIG_PASSPHRASE_FILE": str(tmp_path / "gone"), "HOME": str(tmp_path)}
+    with pytest.raises(passphrase.PassphraseFileError) as fresh:
+        passphrase.environment(environ, work_dir=tmp_path)
+    assert "or unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`): blueprint then makes and keeps its own" in str(fresh.value)
+    stacks = tmp_path / ".pulumi-state" / ".pulumi" / "stacks" / "blueprint"
+    stacks.mkdir(parents=True)
+    (stacks / "phase1.json").write_text("{}")
+    with pytest.raises(passphrase.PassphraseFileError) as written:
+        passphrase.environment(environ, work_dir=tmp_path)
+    assert "blueprint then makes and keeps its own" not in str(written.value)
+    assert f"the stacks in {str(tmp_path / '.pulumi-state')!r} need the passphrase they were written with" in str(written.value)

@@ -4,8 +4,10 @@ Every destroy route is in test_teardown.py."""
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import pytest
 
 from apps_manifest import load_manifest
 from cli import phases
@@ -23,9 +25,20 @@ def test_up_runs_every_phase_in_order() -> None:
 
 
 def test_up_of_one_phase_runs_only_that_stack() -> None:
-    runner = FakeRunner()
+    runner = FakeRunner({"phase1": {}})
     phases.up(context(runner)[0], "2")
     assert runner.calls == [("up", "phase2")]
+
+
+@pytest.mark.parametrize("verb", [phases.up, phases.preview], ids=["up", "preview"])
+def test_one_phase_whose_upstream_is_not_up_is_refused_before_pulumi_runs(verb: Callable[[Context, str], int]) -> None:
+    """Its program would refuse too, but only after Pulumi made the stack (and its encryptionsalt, and the passphrase)."""
+    runner = FakeRunner({"phase1": {}})
+    ctx, out = context(runner)
+    assert verb(ctx, "3") == 1
+    assert runner.calls == []
+    assert "blueprint: phase2 is not up, and phase3 reads its outputs" in out.getvalue()
+    assert "(`uv run blueprint up --phase 2`)" in out.getvalue()
 
 
 def test_up_stops_when_the_doctor_finds_a_missing_prerequisite() -> None:
@@ -65,7 +78,7 @@ def test_up_of_one_phase_stopped_by_the_doctor_says_to_run_that_same_up_again() 
 
 
 def test_a_failed_preview_of_one_phase_resumes_with_that_same_preview() -> None:
-    ctx, out = context(FakeRunner(failing="phase2"), explain=lambda phase, stack, output, resume: f"resume: {resume}")
+    ctx, out = context(FakeRunner({"phase1": {}}, failing="phase2"), explain=lambda phase, stack, output, resume: f"resume: {resume}")
     assert phases.preview(ctx, "2") == 1
     assert "resume: the same `uv run blueprint preview --phase 2` again" in out.getvalue()
 

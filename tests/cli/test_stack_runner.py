@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cli.stack_runner import AutomationRunner, StackFailed, pulumi_errors
+from cli.stack_runner import AutomationRunner, StackFailed, is_up, pulumi_errors
 from cli.tools_path import tools_on_path
 from components.host_folder import DELETE_SCRIPT
 from tests.plans import fake_command
@@ -17,7 +18,7 @@ from tests.plans import fake_command
 FAKE_PULUMI = """\
 echo "$*" >> "$PULUMI_CALLS"
 case "$1 $2" in
-  "stack export") echo '{"version": 3, "deployment": {"resources": []}}' ;;
+  "stack export") if [ -n "$PULUMI_EXPORT" ]; then echo "$PULUMI_EXPORT"; else echo '{"version": 3, "deployment": {"resources": []}}'; fi ;;
   "stack import") echo "$4" > "$PULUMI_IMPORTED"; echo "error: the stack is locked" >&2; exit 255 ;;
   "version ") echo "v3.272.0" ;;
   *) case "$*" in *"stack ls --json"*) echo "$PULUMI_STACKS" ;; esac ;;
@@ -60,6 +61,46 @@ def test_a_failed_import_is_a_stack_failure_and_leaves_no_state_file_behind(fake
 def test_a_stack_that_holds_no_resource_is_not_up(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch, listed: str) -> None:
     monkeypatch.setenv("PULUMI_STACKS", listed)
     assert AutomationRunner().outputs("phase2") is None
+
+
+URN = "urn:pulumi:phase2::blueprint::"
+REFUSED_PHASE2: dict[str, Any] = {
+    "version": 3,
+    "deployment": {
+        "resources": [
+            {"urn": URN + "pulumi:pulumi:Stack::blueprint-phase2", "type": "pulumi:pulumi:Stack", "custom": False},
+            {"urn": URN + "pulumi:providers:pulumi::default", "type": "pulumi:providers:pulumi", "custom": True, "id": "x"},
+            {
+                "urn": URN + "pulumi:pulumi:StackReference::organization/blueprint/phase1",
+                "type": "pulumi:pulumi:StackReference",
+                "custom": True,
+                "external": True,
+                "id": "organization/blueprint/phase1",
+            },
+        ]
+    },
+}
+"""phase2 after an `up --phase 2` whose program read phase1 through its StackReference and refused (phase1
+not up): Pulumi keeps the read and the default provider it needed (pkg/backend/snapshot.go
+`readSnapshotMutation`; pkg/resource/deploy/source_eval.go `ReadResource`), so `stack ls` counts 3."""
+
+
+def test_a_stack_holding_only_what_a_refused_up_read_is_not_up(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PULUMI_STACKS", '[{"name": "phase2", "current": false, "resourceCount": 3}]')
+    monkeypatch.setenv("PULUMI_EXPORT", json.dumps(REFUSED_PHASE2))
+    assert AutomationRunner().outputs("phase2") is None
+
+
+def test_a_state_with_a_resource_an_up_made_is_up() -> None:
+    made = {"urn": URN + "command:local:Command::kind-cluster", "type": "command:local:Command", "custom": True, "id": "c"}
+    assert is_up({"deployment": {"resources": [*REFUSED_PHASE2["deployment"]["resources"], made]}})
+
+
+def test_a_stack_with_no_resource_is_not_up_without_an_export(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`blueprint status` asks every phase: an empty or missing stack costs no `pulumi stack export`."""
+    monkeypatch.setenv("PULUMI_STACKS", '[{"name": "phase2", "current": false, "resourceCount": 0}]')
+    assert AutomationRunner().outputs("phase2") is None
+    assert "stack export" not in (fake_pulumi / "calls").read_text()
 
 
 def test_the_automation_api_runs_the_pulumi_doctor_fix_installed_before_any_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -503,7 +503,7 @@ def test_a_destroy_with_nothing_up_says_nothing_is_up_and_records_nothing(tmp_pa
     the_world, wiped = world(pulumi, dataDir=str(tmp_path / "data"), cluster=ClusterState("gone"))
     code, said = run_destroy(pulumi, preserve, world=the_world)
     assert code == 0, said
-    assert "== nothing is up: no stack of this checkout records a resource in Pulumi's state, so nothing was destroyed" in said
+    assert "== nothing is up: no phase stack (phase1–3) of this checkout records a resource in Pulumi's state" in said
     assert f"== the data folder {tmp_path / 'data'} holds nothing of blueprint's: nothing to keep or remove" in said
     assert "the data is removed" not in said
     assert "kind still lists" not in said
@@ -531,6 +531,62 @@ def test_a_destroy_with_nothing_up_names_a_cluster_kind_still_lists_with_its_del
     assert "== kind still lists a cluster blueprint, which no stack of this checkout records" in said
     assert "`kind delete cluster --name blueprint`" in said
     assert pulumi.calls == []
+
+
+REFUSED_PHASE2 = {
+    "version": 3,
+    "deployment": {
+        "resources": [
+            {"urn": "urn:pulumi:phase2::blueprint::pulumi:pulumi:Stack::blueprint-phase2", "type": "pulumi:pulumi:Stack"},
+            {"urn": "urn:pulumi:phase2::blueprint::pulumi:providers:pulumi::default", "type": "pulumi:providers:pulumi", "id": "x"},
+            {
+                "urn": "urn:pulumi:phase2::blueprint::pulumi:pulumi:StackReference::organization/blueprint/phase1",
+                "type": "pulumi:pulumi:StackReference",
+                "external": True,
+                "id": "organization/blueprint/phase1",
+            },
+        ]
+    },
+}
+"""phase2 after an `up --phase 2` refused for want of phase1: Pulumi keeps the read StackReference and its
+default provider (pkg/backend/snapshot.go `readSnapshotMutation`), so `stack ls` counts 3 resources."""
+
+
+def test_a_destroy_after_a_refused_phase2_up_says_nothing_is_up(tmp_path: Path) -> None:
+    pulumi = FakePulumi({"phase2": REFUSED_PHASE2})
+    code, said = run_destroy(pulumi, None, world=world(pulumi, dataDir=str(tmp_path / "data"))[0])
+    assert code == 0, said
+    assert "== nothing is up" in said
+    assert "the data is removed" not in said
+
+
+class DevUp(FakePulumi):
+    """No phase stack, and `dev` up (`pulumi up -s dev`), its cluster blueprint-dev."""
+
+    def outputs(self, stack: str) -> dict[str, object] | None:
+        self.calls.append(("outputs", stack))
+        return {outputs.CLUSTER_NAME: "blueprint-dev"} if stack == "dev" else None
+
+
+def test_a_destroy_with_no_phase_stack_up_says_dev_is_up_with_its_own_destroy(tmp_path: Path) -> None:
+    pulumi = DevUp({})
+    code, said = run_destroy(pulumi, None, world=world(pulumi, dataDir=str(tmp_path / "data"))[0])
+    assert code == 0, said
+    assert "== dev is up: blueprint does not drive it; take it down with `pulumi destroy -s dev`" in said
+
+
+def test_a_destroy_with_nothing_up_names_a_cluster_of_devs_name_kind_lists(tmp_path: Path) -> None:
+    pulumi = FakePulumi({})
+    the_world = world(pulumi, dataDir=str(tmp_path / "data"), cluster=ClusterState("running"), dev_clusters=("blueprint-dev",))[0]
+    code, said = run_destroy(pulumi, None, world=the_world)
+    assert "== kind still lists a cluster blueprint-dev, which no stack of this checkout records" in said
+
+
+def test_a_destroy_with_dev_up_never_calls_devs_cluster_unrecorded(tmp_path: Path) -> None:
+    pulumi = DevUp({})
+    the_world = world(pulumi, dataDir=str(tmp_path / "data"), cluster=ClusterState("running"), dev_clusters=("blueprint-dev",))[0]
+    code, said = run_destroy(pulumi, None, world=the_world)
+    assert "kind still lists a cluster blueprint-dev" not in said
 
 
 def test_a_destroy_of_phase3_that_is_not_up_says_so_not_that_its_projects_stay() -> None:
