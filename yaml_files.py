@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import errno
+import functools
 import os
 import re
 import reprlib
@@ -93,15 +95,6 @@ class _PulumiYaml(_Bounded):
     reads no version but 1.1. A tab that separates (`key:<tab>2`) go-yaml reads and PyYAML does not:
     the message says so.
     """
-
-    def process_directives(self) -> Any:
-        said = super().process_directives()
-        if self.yaml_version not in (None, (1, 1)):
-            raise yaml.parser.ParserError(
-                None, None, f"Pulumi's parser reads no %YAML version but 1.1, not {'.'.join(map(str, self.yaml_version))}",
-                self.peek_token().start_mark,
-            )  # fmt: skip
-        return said
 
 
 _ALIAS_LOW, _ALIAS_HIGH = 400_000, 4_000_000
@@ -237,7 +230,10 @@ def _untagged(loader: _PulumiYaml, suffix: str, node: yaml.Node) -> Any:
     """A value with a tag nobody defines (`!custom x`): the value itself, as go-yaml reads it."""
     if isinstance(node, yaml.ScalarNode):
         return _written(loader, node)
-    return _sequence(loader, node) if isinstance(node, yaml.SequenceNode) else _unique_mapping(loader, node)
+    if isinstance(node, yaml.SequenceNode):
+        return _sequence(loader, node)
+    assert isinstance(node, yaml.MappingNode)  # the third kind  # noqa: S101
+    return _unique_mapping(loader, node)
 
 
 _PulumiYaml.add_multi_constructor("", _untagged)
@@ -255,7 +251,14 @@ def load_file(path: Path, *, missing: str | None = None, max_bytes: int = MAX_BY
     the fix. `missing`: the fix when there is no file; without it, no file reads as an empty one (None).
     """
     text = read_file(path, missing=missing, max_bytes=max_bytes)
-    return None if text is None else load_text(text, str(path))
+    # Parsed once per run (a plan reads a stack file several times), read anew each time: a file
+    # changed since is parsed again. A copy, as a caller may change what it is given.
+    return None if text is None else copy.deepcopy(_parsed(text, str(path), max_bytes))
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str, where: str, max_bytes: int) -> Any:
+    return load_text(text, where, max_bytes=max_bytes)
 
 
 def load_text(text: str, where: str, *, pulumi_rules: bool = True, max_bytes: int = MAX_BYTES) -> Any:
@@ -268,6 +271,12 @@ def load_text(text: str, where: str, *, pulumi_rules: bool = True, max_bytes: in
     try:
         # The first document, as go-yaml's Unmarshal reads it (whatever follows is not even parsed).
         node = loader.get_node() if loader.check_node() else None
+        version = getattr(loader, "yaml_version", None)  # the first document's %YAML, if any
+        if pulumi_rules and version not in (None, (1, 1)):
+            raise YamlFileError(
+                f"{where} starts `%YAML {'.'.join(map(str, version))}`, which Pulumi's parser refuses (it reads YAML 1.1's "
+                "directive alone, and 1.2 without one); remove that line"
+            )
         return None if node is None else loader.construct_document(node)
     except RecursionError:  # a safety net: MAX_DEPTH is checked well before
         raise YamlFileError(f"{where} nests values too deeply to read; {_FLATTEN}") from None

@@ -4,10 +4,13 @@ is, and no stricter where a file is fine. The refusals themselves are rows of te
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from yaml_files import MAX_DEPTH, SHOWN_AT_MOST, YamlFileError, load_text, shown
+import yaml_files
+from yaml_files import MAX_DEPTH, SHOWN_AT_MOST, YamlFileError, load_file, load_text, shown
 
 
 def test_aliases_that_go_yaml_takes_are_read() -> None:
@@ -53,7 +56,7 @@ def test_what_pulumis_parser_reads_is_read(name: str) -> None:
 GO_YAML_REFUSES = {
     "merge-key-twice": ("x:\n  <<: {a: 1}\n  <<: {b: 2}\n", "the key '<<' is given twice"),
     "keys-1-and-quoted-1": ('x: {1: a, "1": b}\n', "the key '1' is given twice"),
-    "yaml-1.2-directive": ("%YAML 1.2\n---\nx: 1\n", "no %YAML version but 1.1"),
+    "yaml-1.2-directive": ("%YAML 1.2\n---\nx: 1\n", "starts `%YAML 1.2`, which Pulumi's parser refuses"),
     # go-yaml counts aliases in document order: plain values after them do not make up for them.
     "front-loaded-aliases": (
         "a: &a [" + ",".join(["1"] * 200) + "]\nb: [" + ",".join(["*a"] * 1000) + "]\nc: [" + ",".join(["2"] * 10000) + "]\n",
@@ -96,3 +99,23 @@ def test_a_shown_value_is_cut_before_it_is_written_out() -> None:
     assert shown(["a" * 1_000_000] * 10_000).endswith("…")
     assert len(shown(["a" * 1_000_000] * 10_000)) <= SHOWN_AT_MOST
     assert shown({"k": list(range(1000))}) == "{'k': [0, 1, 2, 3, 4, 5, 6, 7, ...]}"
+
+
+def test_a_file_is_parsed_once_while_it_stays_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML's pure-Python loader takes tens of microseconds a value, and a plan reads a stack file several times."""
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text("config:\n  blueprint:x: [1]\n")
+    parsed: list[str] = []
+    real = yaml_files.load_text
+
+    def counted(text: str, where: str, **kw: Any) -> Any:
+        parsed.append(where)
+        return real(text, where, **kw)
+
+    monkeypatch.setattr(yaml_files, "load_text", counted)
+    first = load_file(path)
+    first["config"]["blueprint:x"].append(2)  # what a caller does with its copy stays its own
+    assert load_file(path) == {"config": {"blueprint:x": [1]}}
+    path.write_text("config:\n  blueprint:x: [3]\n")
+    assert load_file(path) == {"config": {"blueprint:x": [3]}}
+    assert parsed == [str(path), str(path)]
