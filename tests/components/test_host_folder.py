@@ -214,8 +214,8 @@ def test_every_wipe_reads_the_stack_file_whose_preserve_data_decides_it(stack: s
     """phase2 takes preserveData from phase1 (`blueprint destroy --wipe-data` sets it there); dev has its own."""
     environment = planned(stack).one(COMMAND, name)["inputs"]["environment"]
     assert Path(environment["STACK_FILE"]) == PROJECT_DIR / f"Pulumi.{decides}.yaml"
-    reader = subprocess.run([environment["CONFIG_PYTHON"], "-I", "-c", "import yaml"], capture_output=True, check=False)
-    assert reader.returncode == 0, "the Python that reads the stack file has PyYAML"
+    reader = subprocess.run([environment["CONFIG_PYTHON"], "-I", "-c", "import yaml_files"], cwd="/", capture_output=True, check=False)
+    assert reader.returncode == 0, "the Python that reads the stack file has the checkout's yaml_files (and PyYAML) from any folder"
 
 
 def test_a_folder_that_became_a_link_is_not_wiped_through_it(data_dir: Path, fake_docker_dir: Path) -> None:
