@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import errno
+import functools
 import os
 import re
+import reprlib
 import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-MAX_BYTES = 1_000_000
+MAX_BYTES = 64 * 1024
 """What a stack file, Pulumi.yaml or the apps manifest may hold: a few kilobytes each, so a larger
-file is not the one meant (a log, a dump) and is refused before it is read."""
+file is not the one meant (a log, a dump) and is refused before it is read; it also bounds what
+PyYAML's pure-Python loader (tens of microseconds a value) spends on one. Bounds too what a
+document holds with its aliases expanded: values, and characters of text."""
 CHART_VALUES_MAX_BYTES = 5 * 1024 * 1024
 """What a chart's values.yaml (or an app's CI file) may hold: Helm refuses a chart file over 5 MiB
 (helm pkg/chart/loader/archive/archive.go, `MaxDecompressedFileSize`)."""
@@ -54,9 +59,10 @@ class _Bounded(yaml.SafeLoader):
     Python's stack runs out), and one whose aliases expand it past what go-yaml takes, before it is built.
     """
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, max_bytes: int = MAX_BYTES) -> None:
         super().__init__(stream)
         self.depth = 0
+        self.max_bytes = max_bytes
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self.depth += 1
@@ -70,7 +76,7 @@ class _Bounded(yaml.SafeLoader):
     def compose_document(self) -> yaml.Node | None:
         node = super().compose_document()
         if node is not None:
-            _check_expansion(node)
+            _check_expansion(node, self.max_bytes)
         return node
 
 
@@ -80,8 +86,14 @@ class _PulumiYaml(_Bounded):
     strings, which Pulumi refuses for a boolean key (workspace/project.go, `ValidateConfigValue`);
     integers are Go's literals (`strconv.ParseInt` with base 0: 0x, 0o, 0b, a leading 0 for octal,
     underscores), never YAML 1.1's base 60 (10:00 stays text); floats are YAML 1.2's (1e3 too).
-    Every value is JSON's (text, number, true/false, null, list, mapping): a date stays the text
-    written, `!!binary` is the text it encodes (as go-yaml's decode.go gives it).
+    Every value is JSON's (text, number, true/false, null, list, mapping): `!!binary` is the text it
+    encodes, and a tag go-yaml does not know (`!custom x`) is dropped, as go-yaml's decode.go does. A
+    date differs: it stays the text written (`2001-12-14`), where go-yaml v3.0.1 decodes a time and
+    Pulumi passes the program its Go form (`2001-12-14 00:00:00 +0000 UTC`); no setting blueprint
+    reads is a date. `=` is text (YAML 1.1's `value` tag is not YAML 1.2's). Of a file of several
+    documents, the first is read, as go-yaml's Unmarshal does; `%YAML 1.2` is refused, as go-yaml
+    reads no version but 1.1. A tab that separates (`key:<tab>2`) go-yaml reads and PyYAML does not:
+    the message says so.
     """
 
 
@@ -99,62 +111,77 @@ def _allowed_alias_ratio(values: int) -> float:
     return 0.99 - 0.89 * (values - _ALIAS_LOW) / (_ALIAS_HIGH - _ALIAS_LOW)
 
 
-def _check_expansion(root: yaml.Node) -> None:
+def _check_expansion(root: yaml.Node, max_bytes: int) -> None:
     """Refuse a document whose aliases make it too large or too deep once expanded (a "billion
     laughs" of a few hundred bytes), or that holds itself, as go-yaml v3 does ("document contains
     excessive aliasing", decode.go): PyYAML shares an aliased value instead, but whatever walks the
-    values (a check, a message) would walk every copy. Counted on the nodes, each once, so the count
-    itself stays as cheap as the file is small.
+    values (a check, a message, the plan's JSON) would walk every copy. Past go-yaml's own bound, the
+    values and the characters of text they hold, aliases expanded, are each bounded by `max_bytes`,
+    what the file may hold. Counted on the nodes, each once, so the count stays as cheap as the file is small.
     """
-    expanded: dict[int, tuple[int, int]] = {}  # node -> (values under it, its depth), aliases expanded
+    expanded: dict[int, tuple[int, int, int]] = {}  # node -> (values, its depth, characters), aliases expanded
     open_nodes: set[int] = set()
+    # As go-yaml counts (decode.go, `unmarshal`), in document order: every value decoded, and those
+    # decoded through an alias, checked after each alias (the share only rises within one).
+    counts = {"decoded": 1, "aliased": 0}
 
-    def walk(node: yaml.Node, depth: int) -> tuple[int, int]:
-        if id(node) in expanded:
-            count, below = expanded[id(node)]
+    def walk(node: yaml.Node, depth: int) -> tuple[int, int, int]:
+        if id(node) in expanded:  # a second sight of a node: an alias (*name)
+            count, below, size = expanded[id(node)]
+            counts["decoded"] += 1 + count
+            counts["aliased"] += count
+            decoded, aliased = counts["decoded"], counts["aliased"]
+            if aliased > 100 and decoded > 1000 and aliased / decoded > _allowed_alias_ratio(decoded):
+                raise _TooMuch(
+                    'its aliases (*name) expand it more than Pulumi\'s parser takes ("document contains excessive aliasing")',
+                    "write the values out in full, with fewer aliases",
+                    node.start_mark,
+                )
         elif id(node) in open_nodes:
             raise _TooMuch("an alias (*name) names the value that holds it, so it never ends", "remove that alias", node.start_mark)
         else:
             open_nodes.add(id(node))
+            counts["decoded"] += 1
             children = node.value if isinstance(node, yaml.SequenceNode) else []
             if isinstance(node, yaml.MappingNode):
                 children = [part for pair in node.value for part in pair]
-            count, below = 1, 1
+            count, below, size = 1, 1, len(node.value) if isinstance(node, yaml.ScalarNode) else 0
             for child in children:
-                child_count, child_below = walk(child, depth + 1)
-                count, below = count + child_count, max(below, child_below + 1)
+                known = id(child) in expanded
+                child_count, child_below, child_size = walk(child, depth + 1)
+                count, below, size = count + child_count + known, max(below, child_below + 1), size + child_size
             open_nodes.discard(id(node))
-            expanded[id(node)] = (count, below)
+            expanded[id(node)] = (count, below, size)
         if depth + below - 1 > MAX_DEPTH:
             raise _TooMuch(f"with its aliases (*name) expanded, values nest more than {MAX_DEPTH} deep", _FLATTEN, node.start_mark)
-        return count, below
+        if count > max_bytes or size > max_bytes:
+            what = f"{count:,} values" if count > max_bytes else f"{size:,} characters of text"
+            raise _TooMuch(
+                f"with its aliases (*name) expanded, it holds {what}, more than the {max_bytes:,} blueprint reads",
+                "write the values out in full, with fewer aliases",
+                node.start_mark,
+            )
+        return count, below, size
 
-    total, _ = walk(root, 1)
-    aliased = total - len(expanded)
-    if aliased > 100 and total > 1000 and aliased / total > _allowed_alias_ratio(total):
-        raise _TooMuch(
-            f"its aliases (*name) expand its {len(expanded):,} values to {total:,}, which Pulumi's parser refuses too "
-            '("document contains excessive aliasing")',
-            "write the values out in full, with fewer aliases",
-        )
+    walk(root, 1)
 
 
 def _unique_mapping(loader: _PulumiYaml, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     """A mapping, refusing a key given twice, as Pulumi's parser does ("mapping key already defined"),
     and a key that is not a plain value (a list, a mapping).
     """
-    seen: set[Any] = set()
-    # Only the keys written out count, as in go-yaml v3 (decode.go, uniqueKeys): one may override a
-    # merged (<<) key, and wins; merged keys come in after, with PyYAML's flatten_mapping.
+    seen: set[str] = set()
+    # As go-yaml v3 (decode.go, uniqueKeys): keys are the same when written the same, so `1` and `01`
+    # are two keys (the later wins, as in Go's map; so too `1` and `true`, one key to Python), and `1`
+    # and `"1"` one; only the keys written out count, so one may override a merged (<<) key, and a
+    # second `<<` is refused. Merged keys come in after, with PyYAML's flatten_mapping.
     for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str | int | float | bool | None):
-            raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not {key!r}", key_node.start_mark)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice", key_node.start_mark)
-        seen.add(key)
+        if not isinstance(key_node, yaml.ScalarNode):
+            kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+            raise yaml.constructor.ConstructorError(None, None, f"a key must be a name, not a {kind}", key_node.start_mark)
+        if key_node.value in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"the key {shown(key_node.value)} is given twice", key_node.start_mark)
+        seen.add(key_node.value)
     loader.flatten_mapping(node)
     return loader.construct_mapping(node, deep=deep)
 
@@ -197,8 +224,21 @@ _PulumiYaml.add_constructor("tag:yaml.org,2002:binary", _binary_text)
 _PulumiYaml.add_constructor("tag:yaml.org,2002:omap", _sequence)
 _PulumiYaml.add_constructor("tag:yaml.org,2002:pairs", _sequence)
 _PulumiYaml.add_constructor("tag:yaml.org,2002:set", _unique_mapping)
+
+
+def _untagged(loader: _PulumiYaml, suffix: str, node: yaml.Node) -> Any:
+    """A value with a tag nobody defines (`!custom x`): the value itself, as go-yaml reads it."""
+    if isinstance(node, yaml.ScalarNode):
+        return _written(loader, node)
+    if isinstance(node, yaml.SequenceNode):
+        return _sequence(loader, node)
+    assert isinstance(node, yaml.MappingNode)  # the third kind  # noqa: S101
+    return _unique_mapping(loader, node)
+
+
+_PulumiYaml.add_multi_constructor("", _untagged)
 _PulumiYaml.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float")]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag.rsplit(":", 1)[-1] not in ("bool", "int", "float", "value")]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _PulumiYaml.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
@@ -211,7 +251,14 @@ def load_file(path: Path, *, missing: str | None = None, max_bytes: int = MAX_BY
     the fix. `missing`: the fix when there is no file; without it, no file reads as an empty one (None).
     """
     text = read_file(path, missing=missing, max_bytes=max_bytes)
-    return None if text is None else load_text(text, str(path))
+    # Parsed once per run (a plan reads a stack file several times), read anew each time: a file
+    # changed since is parsed again. A copy, as a caller may change what it is given.
+    return None if text is None else copy.deepcopy(_parsed(text, str(path), max_bytes))
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str, where: str, max_bytes: int) -> Any:
+    return load_text(text, where, max_bytes=max_bytes)
 
 
 def load_text(text: str, where: str, *, pulumi_rules: bool = True, max_bytes: int = MAX_BYTES) -> Any:
@@ -220,14 +267,30 @@ def load_text(text: str, where: str, *, pulumi_rules: bool = True, max_bytes: in
     """
     if len(text) > max_bytes:
         raise YamlFileError(f"{where} is {len(text):,} characters, more than the {max_bytes:,} blueprint reads; {_SMALLER}")
+    loader = (_PulumiYaml if pulumi_rules else _Bounded)(text, max_bytes)
     try:
-        return yaml.load(text, Loader=_PulumiYaml if pulumi_rules else _Bounded)  # noqa: S506 - a safe loader
+        # The first document, as go-yaml's Unmarshal reads it (whatever follows is not even parsed).
+        node = loader.get_node() if loader.check_node() else None
+        version = getattr(loader, "yaml_version", None)  # the first document's %YAML, if any
+        if pulumi_rules and version not in (None, (1, 1)):
+            raise YamlFileError(
+                f"{where} starts `%YAML {'.'.join(map(str, version))}`, which Pulumi's parser refuses (it reads YAML 1.1's "
+                "directive alone, and 1.2 without one); remove that line"
+            )
+        return None if node is None else loader.construct_document(node)
     except RecursionError:  # a safety net: MAX_DEPTH is checked well before
         raise YamlFileError(f"{where} nests values too deeply to read; {_FLATTEN}") from None
     except _TooMuch as error:
         raise YamlFileError(f"{where} cannot be read: {problem(error)}; {error.fix}") from None
+    except yaml.scanner.ScannerError as error:
+        if "'\\t'" not in str(error.problem):
+            raise YamlFileError(f"{where} is not valid YAML: {problem(error)}; fix that line and run again") from None
+        at = f"line {error.problem_mark.line + 1}, column {error.problem_mark.column + 1}" if error.problem_mark else "a line"
+        raise YamlFileError(f"{where}: PyYAML, which blueprint reads it with, cannot read a tab at {at} (Pulumi can); use spaces") from None
     except yaml.YAMLError as error:
         raise YamlFileError(f"{where} is not valid YAML: {problem(error)}; fix that line and run again") from None
+    finally:
+        loader.dispose()
 
 
 _SMALLER = "is it the file you meant? keep it to the settings it needs"
@@ -303,15 +366,22 @@ SHOWN_AT_MOST = 80
 """The characters of a value a message shows: enough to recognise it, never a whole file's worth."""
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = SHOWN_AT_MOST
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 8
+_SHORT.maxlevel = 3
+
+
 def shown(value: object) -> str:
     """`value` as a message shows it: its repr, or for a longer one its first characters, an
-    ellipsis and its length (`'aaaa…' (100000 characters)`).
+    ellipsis and its length (`'aaaa…' (100000 characters)`). Cut before the repr is made: a value
+    from a file may be megabytes of text, or a list of thousands.
     """
-    text = repr(value)
-    if len(text) <= SHOWN_AT_MOST:
-        return text
     if not isinstance(value, str):
-        return f"{text[: SHOWN_AT_MOST - 1]}… ({len(text)} characters written out)"
+        text = _SHORT.repr(value)
+        return text if len(text) <= SHOWN_AT_MOST else f"{text[: SHOWN_AT_MOST - 1]}…"
+    if len(value) <= SHOWN_AT_MOST and len(text := repr(value)) <= SHOWN_AT_MOST:
+        return text
     keep = SHOWN_AT_MOST - 3
     while len(start := repr(value[:keep])) > SHOWN_AT_MOST - 1:  # escapes (\x00) take several characters each
         keep = min(keep - 1, keep * (SHOWN_AT_MOST - 1) // len(start))

@@ -224,14 +224,17 @@ def ci_images(text: str, path: str = ".gitlab-ci.yml") -> list[str]:
     document = _pushed_yaml(path, text)
     if not isinstance(document, Mapping):
         return []
-    top = {str(k): str(v) for k, v in dict(document.get("variables") or {}).items() if isinstance(v, (str, int))}
+    # Each part type-checked before use: a file of another shape (`variables: a`) lists no image from it.
+    said = document.get("variables")
+    top = {str(k): str(v) for k, v in (said if isinstance(said, Mapping) else {}).items() if isinstance(v, (str, int))}
     found = [value for name, value in top.items() if name.upper().endswith("IMAGE") and _usable(value)]
     for job in document.values():
         if not isinstance(job, Mapping):
             continue
         own = dict(job.get("variables") or {}) if isinstance(job.get("variables"), Mapping) else {}
         variables = {**top, **{str(k): str(v) for k, v in own.items()}}
-        named = [job.get("image"), *(job.get("services") or [])]
+        services = job.get("services")
+        named = [job.get("image"), *(services if isinstance(services, list) else [])]
         for entry in named:
             ref = entry.get("name") if isinstance(entry, Mapping) else entry
             if isinstance(ref, str):

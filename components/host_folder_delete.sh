@@ -17,10 +17,7 @@ keep() {
 }
 case "$PRESERVE_DATA" in
   true)
-    if [ ! -e "$FOLDER" ]; then
-      echo "blueprint: preserveData=true, but $FOLDER is not there (removed by hand?): nothing to keep" >&2
-      exit 0
-    fi
+    [ -e "$FOLDER" ] || { echo "blueprint: preserveData=true, but $FOLDER is not there (removed by hand?): nothing to keep" >&2; exit 0; }
     keep "preserveData=true" ;;
   false) ;;
   *) echo "blueprint: not removing $FOLDER: PRESERVE_DATA is neither true nor false" >&2; exit 1 ;;
@@ -32,18 +29,20 @@ if [ -L "$FOLDER" ]; then
     "removes nothing through a link; put the folder back in its place, then run the destroy again" >&2
   exit 1
 fi
-# A plain `pulumi destroy` runs this as the last `up` recorded it: a `pulumi config set` since may say keep.
+# A plain `pulumi destroy` runs this as the last `up` recorded it: a `pulumi config set` since may say keep;
+# wiped on a plain false or nothing said, as anything else (a warning beside the answer too) is no answer.
 if ! now=$(stack_preserve_data); then
   echo "blueprint: not removing $FOLDER: cannot tell what $STACK_FILE says of blueprint:preserveData ($now)," \
     "and it may say to keep the data; fix that, then run the destroy again" >&2
   exit 1
 fi
-if [ "$now" = true ]; then
-  keep "$(basename "$STACK_FILE") says blueprint:preserveData true (set since the last up, which recorded false)"
-fi
-# Emptied by an earlier wipe that could not remove the folder itself (a mount point, or in a folder the
-# user cannot write), or was cut short right before: its markers went last, so an empty folder with
-# none is one that wipe finished.
+case $now in
+  true) keep "$(basename "$STACK_FILE") says blueprint:preserveData true (set since the last up, which recorded false)" ;;
+  false | "") ;;
+  *) echo "blueprint: not removing $FOLDER: $STACK_FILE gave no plain true or false ($(printf %s "$now" | tr -d '[:cntrl:]' | cut -c 1-300)); fix that, then run the destroy again" >&2; exit 1 ;;
+esac
+# Emptied by an earlier wipe that could not remove the folder itself (a mount point, a folder the user cannot
+# write), or cut short right before: its markers went last, so an empty folder with none is one that wipe finished.
 if [ -d "$FOLDER" ] && [ ! -e "$FOLDER/$OWNER_MARKER" ] && [ ! -L "$FOLDER/$OWNER_MARKER" ] \
     && listing=$(ls -A "$FOLDER" 2>/dev/null) && [ -z "$listing" ]; then
   rmdir -- "$FOLDER" 2>/dev/null && exit 0

@@ -760,8 +760,8 @@ CASES: dict[str, Bad] = {
     ),
     "stack-file-too-big": Bad(
         argv=("plan", "phase1"),
-        files={"phase1": "config: {}\n" + "#" * 1_000_000 + "\n"},
-        says=("Pulumi.phase1.yaml holds more than 1,000,000 bytes, the most blueprint reads", "is it the file you meant?"),
+        files={"phase1": "config: {}\n" + "#" * 65_536 + "\n"},
+        says=("Pulumi.phase1.yaml holds more than 65,536 bytes, the most blueprint reads", "is it the file you meant?"),
     ),
     "stack-file-an-alias-bomb": Bad(
         argv=("plan", "phase1"),
@@ -816,12 +816,12 @@ CASES: dict[str, Bad] = {
         argv=("plan", "phase1", "--config", "blueprint:gitlabNodes=" + "1" * 100_000),
         says=("blueprint:gitlabNodes = '1111111111", "…' (100000 characters) is not valid: expected an integer from 1 to 10"),
     ),
-    "stack-file-an-unknown-key-of-a-hundred-thousand-characters": Bad(
+    "stack-file-an-unknown-key-of-a-hundred-thousand-characters": Bad(  # sixty thousand: the file's cap is 64 KiB
         argv=("plan", "phase1"),
-        files={"phase1": stack_file(**{"blueprint:x": "y" * 100_000})},
+        files={"phase1": stack_file(**{"blueprint:x": "y" * 60_000})},
         says=(
             "blueprint:x = 'yyyy",
-            "…' (100000 characters) (in Pulumi.phase1.yaml) is not a blueprint setting",
+            "…' (60000 characters) (in Pulumi.phase1.yaml) is not a blueprint setting",
         ),
         program="phase1",
     ),
@@ -864,7 +864,46 @@ CASES: dict[str, Bad] = {
         "unknown key(s) 1, deploys",
     ),
     "manifest-host-of-a-hundred-thousand-characters": manifest_case(
-        ("host: guestbook", "host: " + "g" * 100_000), "`host: 'gggg", "…' (100000 characters)` must be a DNS-1123 label"
+        ("host: guestbook", "host: " + "g" * 60_000), "`host: 'gggg", "…' (60000 characters)` must be a DNS-1123 label"
+    ),
+    # yaml_files and the host-folder delete (yaml): a stack file read the same way by both, bounded by
+    # what it holds with its aliases expanded, and as fast as a 64 KiB file can be.
+    "stack-file-preserve-data-spelt-twice": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  preserveData: false\n  blueprint:preserveData: true\n"},
+        says=("'preserveData' and 'blueprint:preserveData' are the same key", "keep one of them"),
+    ),
+    "stack-file-preserve-data-no": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:preserveData: no\n"},
+        says=("blueprint:preserveData = 'no' is not valid",),
+        program="phase1",
+    ),
+    "stack-file-aliases-expanding-to-megabytes": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:domain: &a " + "a" * 60_000 + "\n  blueprint:x: [" + ", ".join(["*a"] * 1_000) + "]\n"},
+        says=("Pulumi.phase1.yaml cannot be read: with its aliases (*name) expanded, it holds", "characters of text", "fewer aliases"),
+    ),
+    "stack-file-a-key-of-aliases": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "x: &a " + "a" * 30_000 + "\n? [" + ", ".join(["*a"] * 900) + "]\n: 1\n"},
+        says=("Pulumi.phase1.yaml cannot be read: with its aliases (*name) expanded, it holds",),
+    ),
+    "stack-file-a-key-of-sixty-thousand-characters": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  ? blueprint:" + "k" * 60_000 + "\n  : 1\n"},  # an explicit key: a plain one ends at 1,024
+        says=("'blueprint:kkkk", "…' (60010 characters) = '1' (in Pulumi.phase1.yaml) is not a blueprint setting"),
+    ),
+    "stack-file-merge-key-repeated": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "a: &a {b: 1}\nconfig:\n" + "  <<: *a\n" * 7_000},
+        says=("Pulumi.phase1.yaml is not valid YAML: the key '<<' is given twice (line 4, column 3)",),
+    ),
+    "stack-file-64-kib-of-values": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": "config:\n  blueprint:domain: [" + ",".join(["1"] * 32_700) + "]\n"},
+        says=("blueprint:domain = '[1, 1, 1, 1", "…' (98100 characters) is not valid"),
+        program="phase1",
     ),
 }
 

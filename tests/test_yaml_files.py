@@ -3,9 +3,14 @@ is, and no stricter where a file is fine. The refusals themselves are rows of te
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from yaml_files import MAX_DEPTH, YamlFileError, load_text, shown
+import yaml_files
+from yaml_files import MAX_DEPTH, SHOWN_AT_MOST, YamlFileError, load_file, load_text, shown
 
 
 def test_aliases_that_go_yaml_takes_are_read() -> None:
@@ -25,3 +30,92 @@ def test_values_nested_as_deep_as_the_bound_are_read() -> None:
 def test_a_shown_value_keeps_a_short_one_whole_and_cuts_a_long_one_with_its_length() -> None:
     assert shown("local.example.net") == "'local.example.net'"
     assert shown("é" * 1000) == "'" + "é" * 77 + "…' (1000 characters)"
+
+
+# Each text below was run through go-yaml v3.0.1's yaml.Unmarshal (Pulumi's parser): what it decodes.
+GO_YAML_READS = {
+    "two-documents-the-first-read": ("config:\n  blueprint:x: 2\n---\nconfig: [\n", {"config": {"blueprint:x": 2}}),
+    "keys-1-and-01-the-later-wins": ("x: {1: a, 01: b}\n", {"x": {1: "b"}}),
+    "keys-1-and-1.0": ("x: {1: a, 1.0: b}\n", None),
+    "keys-1-and-true": ("x: {1: a, true: b}\n", None),  # two keys to Go, one to Python: no "given twice"
+    "keys-null-and-tilde": ("x: {null: a, ~: b}\n", {"x": {None: "b"}}),
+    "equals-sign-is-text": ("x: =\n", {"x": "="}),
+    "a-local-tag-is-dropped": ("a: !custom 5\nb: !custom [1]\nc: !custom {x: 1}\n", {"a": "5", "b": [1], "c": {"x": 1}}),
+    "yaml-1.1-directive": ("%YAML 1.1\n---\nx: 1\n", {"x": 1}),
+}
+
+
+@pytest.mark.parametrize("name", GO_YAML_READS)
+def test_what_pulumis_parser_reads_is_read(name: str) -> None:
+    text, value = GO_YAML_READS[name]
+    document = load_text(text, name)
+    if value is not None:
+        assert document == value
+
+
+GO_YAML_REFUSES = {
+    "merge-key-twice": ("x:\n  <<: {a: 1}\n  <<: {b: 2}\n", "the key '<<' is given twice"),
+    "keys-1-and-quoted-1": ('x: {1: a, "1": b}\n', "the key '1' is given twice"),
+    "yaml-1.2-directive": ("%YAML 1.2\n---\nx: 1\n", "starts `%YAML 1.2`, which Pulumi's parser refuses"),
+    # go-yaml counts aliases in document order: plain values after them do not make up for them.
+    "front-loaded-aliases": (
+        "a: &a [" + ",".join(["1"] * 200) + "]\nb: [" + ",".join(["*a"] * 1000) + "]\nc: [" + ",".join(["2"] * 10000) + "]\n",
+        "excessive aliasing",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", GO_YAML_REFUSES)
+def test_what_pulumis_parser_refuses_is_refused(name: str) -> None:
+    text, says = GO_YAML_REFUSES[name]
+    with pytest.raises(YamlFileError, match=re.escape(says)):
+        load_text(text, name, max_bytes=1_000_000)
+
+
+@pytest.mark.parametrize("text", ["x:\t2\n", "x: 2\t# two\n"], ids=["after-a-colon", "before-a-comment"])
+def test_a_separating_tab_is_said_to_be_pyyamls_limit_not_a_fault(text: str) -> None:
+    """go-yaml reads it; PyYAML cannot: the message says which, and the fix, not "not valid YAML"."""
+    with pytest.raises(
+        YamlFileError, match=r"PyYAML, which blueprint reads it with, cannot read a tab at line 1, column \d+ \(Pulumi can\); use spaces"
+    ):
+        load_text(text, "tabs.yaml")
+
+
+def test_aliased_text_is_bounded_by_its_size_not_only_its_count() -> None:
+    """20 aliases of a 5,000-character text: few values, 100,000 characters once expanded."""
+    text = "a: &a " + "x" * 5000 + "\nb: [" + ", ".join(["*a"] * 20) + "]\n"
+    with pytest.raises(YamlFileError, match="it holds 100,000 characters of text, more than the 65,536 blueprint reads"):
+        load_text(text, "big.yaml")
+
+
+def test_a_refusal_of_a_huge_key_is_short() -> None:
+    text = "x: &a " + "a" * 300_000 + "\n? [" + ", ".join(["*a"] * 900) + "]\n: 1\n"
+    with pytest.raises(YamlFileError) as error:
+        load_text(text, "key.yaml", max_bytes=400_000)
+    assert len(str(error.value)) < 500
+
+
+def test_a_shown_value_is_cut_before_it_is_written_out() -> None:
+    assert shown(["a" * 1_000_000] * 10_000).endswith("…")
+    assert len(shown(["a" * 1_000_000] * 10_000)) <= SHOWN_AT_MOST
+    assert shown({"k": list(range(1000))}) == "{'k': [0, 1, 2, 3, 4, 5, 6, 7, ...]}"
+
+
+def test_a_file_is_parsed_once_while_it_stays_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML's pure-Python loader takes tens of microseconds a value, and a plan reads a stack file several times."""
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text("config:\n  blueprint:x: [1]\n")
+    parsed: list[str] = []
+    real = yaml_files.load_text
+
+    def counted(text: str, where: str, **kw: Any) -> Any:
+        parsed.append(where)
+        return real(text, where, **kw)
+
+    monkeypatch.setattr(yaml_files, "load_text", counted)
+    first = load_file(path)
+    first["config"]["blueprint:x"].append(2)  # what a caller does with its copy stays its own
+    assert load_file(path) == {"config": {"blueprint:x": [1]}}
+    path.write_text("config:\n  blueprint:x: [3]\n")
+    assert load_file(path) == {"config": {"blueprint:x": [3]}}
+    assert parsed == [str(path), str(path)]

@@ -414,25 +414,26 @@ def key_problems(
     for name in sorted(values):
         namespace, _, key = name.partition(":")
         quoted = "[secret]" if name in secret_keys else shown(values[name])
-        where = f"--config {name}" if name in given else f"Pulumi.{stack}.yaml"
+        label = name if len(name) <= SHOWN_AT_MOST else shown(name)  # a key of the file's whole length
+        where = f"--config {label}" if name in given else f"Pulumi.{stack}.yaml"
         if namespace != NAMESPACE:
             close = difflib.get_close_matches(namespace, [NAMESPACE], n=1, cutoff=0.7)
             if key in declared_keys() or close:
                 # The key itself may be misspelt too: name the one it most likely is.
                 key = key if key in declared_keys() else next(iter(difflib.get_close_matches(key, declared_keys(), n=1)), "")
                 if not key:
-                    problems.append(f"{name} = {quoted} (in {where}) is not a blueprint setting, nor close to one; Pulumi.yaml lists them")
+                    problems.append(f"{label} = {quoted} (in {where}) is not a blueprint setting, nor close to one; Pulumi.yaml lists them")
                     continue
                 readers = [] if stack_reads(stack, f"{NAMESPACE}:{key}") else stacks_reading(key)
                 target = f"Pulumi.{readers[0]}.yaml, the stack that reads it" if readers else f"Pulumi.{stack}.yaml"
                 target = f"--config {NAMESPACE}:{key}=..." if name in given else f"{NAMESPACE}:{key} in {target}"
                 problems.append(
-                    f"{name} = {quoted} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; write it as {target}"
+                    f"{label} = {quoted} (in {where}) is not read by blueprint, whose settings are {NAMESPACE}:<key>; write it as {target}"
                 )
         elif key not in declared_keys():
             close_keys = difflib.get_close_matches(key, declared_keys(), n=1)
             hint = f"did you mean {NAMESPACE}:{close_keys[0]}?" if close_keys else "Pulumi.yaml declares every valid key"
-            problems.append(f"{name} = {quoted} (in {where}) is not a blueprint setting; {hint}")
+            problems.append(f"{label} = {quoted} (in {where}) is not a blueprint setting; {hint}")
         elif name in set_keys and not stack_reads(stack, name):
             readers = stacks_reading(key)
             target = readers[0]

@@ -268,3 +268,13 @@ def test_buildkit_the_one_image_ci_runs_unconfined_is_pinned_by_digest() -> None
     buildkit = [image for image in listed() if image.ref == versions.BUILDKIT_IMAGE]
     assert buildkit, "BuildKit is not listed"
     assert {image.pin for image in buildkit} == {"digest"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["bad-job: {services: 5}\n", "variables: [1, 2]\n", "variables: a\n", "job: {image: alpine:3, services: {a: b}}\n"],
+    ids=["services-a-number", "variables-a-list", "variables-a-text", "services-a-mapping"],
+)
+def test_a_ci_file_of_another_shape_lists_no_image_from_that_part(text: str) -> None:
+    """An app's CI file is the user's: a part of an unexpected shape is skipped, never a traceback."""
+    assert images.ci_images(text) in ([], ["alpine:3"])

@@ -214,8 +214,8 @@ def test_every_wipe_reads_the_stack_file_whose_preserve_data_decides_it(stack: s
     """phase2 takes preserveData from phase1 (`blueprint destroy --wipe-data` sets it there); dev has its own."""
     environment = planned(stack).one(COMMAND, name)["inputs"]["environment"]
     assert Path(environment["STACK_FILE"]) == PROJECT_DIR / f"Pulumi.{decides}.yaml"
-    reader = subprocess.run([environment["CONFIG_PYTHON"], "-I", "-c", "import yaml"], capture_output=True, check=False)
-    assert reader.returncode == 0, "the Python that reads the stack file has PyYAML"
+    reader = subprocess.run([environment["CONFIG_PYTHON"], "-I", "-c", "import yaml_files"], cwd="/", capture_output=True, check=False)
+    assert reader.returncode == 0, "the Python that reads the stack file has the checkout's yaml_files (and PyYAML) from any folder"
 
 
 def test_a_folder_that_became_a_link_is_not_wiped_through_it(data_dir: Path, fake_docker_dir: Path) -> None:
@@ -797,3 +797,47 @@ def test_a_marker_that_is_a_link_is_refused_and_never_written_through(data_dir: 
     assert f"{data_dir / OWNER_MARKER} is no file" in done.stderr
     assert target.read_text() == PHASE1_HERE
     assert (data_dir / OWNER_MARKER).is_symlink()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "config:\n  preserveData: false\n  blueprint:preserveData: true\n",  # Pulumi keeps one of the two, at random
+        "config:\n  blueprint:config:preserveData: false\n  blueprint:preserveData: true\n",
+        "config:\n  blueprint:config:preserveData: true\n  blueprint:preserveData: false\n",
+    ],
+    ids=["bare-and-namespaced", "old-form-and-namespaced", "namespaced-false-old-form-true"],
+)
+def test_a_stack_file_giving_preserve_data_twice_does_not_wipe(data_dir: Path, text: str) -> None:
+    """Pulumi keeps one spelling of the two at random (Go's map order): which one is no answer."""
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", env=_stack_file(data_dir, text))
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists(), done.stderr
+    assert done.returncode == 1
+    assert "gives preserveData 2 times" in done.stderr
+
+
+@pytest.mark.parametrize("word", ["no", "off", "n", "false # a comment\n  preserveData: false"])
+def test_a_stack_file_saying_no_or_off_does_not_wipe(data_dir: Path, word: str) -> None:
+    """Pulumi reads `no` and `off` as the text written (YAML 1.2), which the program refuses for a
+    boolean: no answer, so nothing is removed (YAML 1.1, PyYAML's default, reads them as false)."""
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", env=_stack_file(data_dir, f"config:\n  blueprint:preserveData: {word}\n"))
+    assert done.returncode == 1
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+
+
+def test_a_reader_saying_more_than_false_does_not_wipe(data_dir: Path, tmp_path: Path) -> None:
+    """A warning beside the answer is no answer: only a plain `false` (or nothing said) wipes."""
+    _fill(data_dir)
+    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    reader = tmp_path / "python"
+    reader.write_text("#!/bin/sh\necho 'DeprecationWarning: something' >&2\necho false\n")
+    reader.chmod(0o755)
+    env = _stack_file(data_dir, "config:\n  blueprint:preserveData: false\n") | {"CONFIG_PYTHON": str(reader)}
+    done = run_script(command, "delete", env=env)
+    assert done.returncode == 1
+    assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+    assert "gave no plain true or false (DeprecationWarning" in done.stderr
