@@ -21,8 +21,8 @@ from typing import Any, TypeGuard
 import pulumi
 
 from git_trust import git_environment, git_refusal
-from yaml_files import SHOWN_AT_MOST
-from yaml_files import shown as quoted
+from shown import SHOWN_AT_MOST
+from shown import shown as quoted
 
 APPS_DIR = Path(__file__).resolve().parent / "apps"
 MANIFEST = APPS_DIR / "apps_manifest.yaml"

@@ -18,12 +18,13 @@ import errno
 import functools
 import os
 import re
-import reprlib
 import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from shown import shown
 
 MAX_BYTES = 64 * 1024
 """What a stack file, Pulumi.yaml or the apps manifest may hold: a few kilobytes each, so a larger
@@ -360,29 +361,3 @@ def problem(error: yaml.YAMLError) -> str:
     mark = getattr(error, "problem_mark", None)
     said = getattr(error, "problem", None) or str(error).splitlines()[0]
     return f"{said} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(said)
-
-
-SHOWN_AT_MOST = 80
-"""The characters of a value a message shows: enough to recognise it, never a whole file's worth."""
-
-
-_SHORT = reprlib.Repr()
-_SHORT.maxstring = _SHORT.maxother = SHOWN_AT_MOST
-_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 8
-_SHORT.maxlevel = 3
-
-
-def shown(value: object) -> str:
-    """`value` as a message shows it: its repr, or for a longer one its first characters, an
-    ellipsis and its length (`'aaaa…' (100000 characters)`). Cut before the repr is made: a value
-    from a file may be megabytes of text, or a list of thousands.
-    """
-    if not isinstance(value, str):
-        text = _SHORT.repr(value)
-        return text if len(text) <= SHOWN_AT_MOST else f"{text[: SHOWN_AT_MOST - 1]}…"
-    if len(value) <= SHOWN_AT_MOST and len(text := repr(value)) <= SHOWN_AT_MOST:
-        return text
-    keep = SHOWN_AT_MOST - 3
-    while len(start := repr(value[:keep])) > SHOWN_AT_MOST - 1:  # escapes (\x00) take several characters each
-        keep = min(keep - 1, keep * (SHOWN_AT_MOST - 1) // len(start))
-    return f"{start[:-1]}…{start[-1]} ({len(value)} characters)"

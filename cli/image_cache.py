@@ -50,10 +50,10 @@ def cache_folder(phase1: Mapping[str, Any] | None, config: Mapping[str, str]) ->
         return Path(recorded)
     if str(config["blueprint:imageCache"]).lower() != "true":
         return None
+    from shown import shown
     from stacks.config import PROJECT_DIR
     from stacks.config.paths import absolute_data_dir, image_cache_dir, image_cache_dir_problem
     from stacks.config.schema import ways_to_set
-    from yaml_files import shown
 
     value = str(config["blueprint:imageCacheDir"])
     data_dir = absolute_data_dir(config["blueprint:dataDir"], PROJECT_DIR)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pulumi
 
+from shown import shown
 from stacks import runtime
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
 from stacks.config.schema import default_string, fix_hint
-from yaml_files import shown
 
 
 def absolute_data_dir(value: str, project_dir: Path) -> Path:

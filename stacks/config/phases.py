@@ -20,6 +20,7 @@ import publicsuffixlist
 import pulumi
 from publicsuffixlist import PublicSuffixList
 
+from shown import SHOWN_AT_MOST, shown
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
 from stacks.config.paths import (
@@ -43,7 +44,6 @@ from stacks.config.schema import (
     stacks_reading,
     stand_in_keys,
 )
-from yaml_files import SHOWN_AT_MOST, shown
 
 # kind names nodes "<cluster>-control-plane", "<cluster>-worker12": keep them valid 63-char labels.
 _CLUSTER_NAME_MAX = 63 - len("-control-plane")

@@ -18,9 +18,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from shown import shown
 from stacks import STACK_PHASES, runtime
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
-from yaml_files import shown
 
 PHASE_KEYS: dict[str, frozenset[str]] = {
     "phase1": frozenset(
