@@ -12,6 +12,7 @@ import pytest
 
 from cli import passphrase, stack_runner
 from cli.main import main
+from shown import PATH_LIMIT, shown
 from stacks.config import PROJECT_DIR
 
 
@@ -204,7 +205,7 @@ def test_a_passphrase_file_the_system_will_not_look_at_is_one_message_not_a_trac
     assert main(["env"]) == 1
     said = capsys.readouterr().err
     path = f"{config}blueprint/pulumi-passphrase"
-    assert said.startswith(f"error: blueprint cannot use its passphrase file {path[:200]!r}… ({len(path)} characters) (File name too long)")
+    assert said.startswith(f"error: blueprint cannot use its passphrase file {shown(path, PATH_LIMIT)} (File name too long)")
     assert "Traceback" not in said
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from cli import status
+from shown import shown
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2, FakeRunner, phase2_with_token
 from tests.providers.engine import free_port
@@ -94,7 +95,7 @@ def test_status_shows_a_crafted_recorded_version_bounded_and_without_control_cha
     runner = FakeRunner(existing={"phase1": {outputs.BLUEPRINT_VERSION: crafted}})
     text = status.status(runner, lambda url, ca, headers, **_: "ok", image_cache=lambda phase1: [])
     assert text.splitlines() == [
-        f"phase1: up, by blueprint {crafted[:80]!r}… ({len(crafted)} characters) (not a blueprint version)",
+        f"phase1: up, by blueprint {shown(crafted)} (not a blueprint version)",
         "phase2: not up",
         "phase3: not up",
     ]
