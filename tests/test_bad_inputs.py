@@ -23,12 +23,13 @@ from typing import Any
 import pytest
 
 import cli.plan
-from apps_manifest import APPS_DIR, folder_files, load_manifest
+from apps_manifest import APPS_DIR
 from cli import doctor
 from cli.main import main
 from cli.plan import ProgramFailed
 from stacks.config import PROJECT_DIR, ConfigError
 from stacks.config.schema import stack_config
+from tests.apps_copy import copy_apps
 from tests.cli.doctor.fakes import FakeMachine
 
 PROGRAM = PROJECT_DIR / "__main__.py"
@@ -939,18 +940,6 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
 
     monkeypatch.setattr(cli.plan, "_run", recorded)
     return runs
-
-
-def copy_apps(apps: Path) -> None:
-    """apps/ as the sync sees it (each project's files that git would commit, and the manifest),
-    whatever else a checkout holds there (a .venv, its links)."""
-    (apps).mkdir()
-    shutil.copy2(APPS_DIR / "apps_manifest.yaml", apps / "apps_manifest.yaml")
-    for project in load_manifest():
-        for path in folder_files(project.folder, project.name).paths:
-            target = apps / project.name / path.relative_to(project.folder)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
 
 
 def given(case: Bad, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:

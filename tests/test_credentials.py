@@ -160,7 +160,7 @@ def test_the_deploy_tokens_follow_the_apps_manifest(tmp_path: Path, monkeypatch:
     """A manifest whose guestbook no longer builds, with another project that does: phase3 plans (no
     crash), mirrors the other project's deploy token alone, and the catalogue matches that plan."""
     from cli.plan import plan
-    from tests.test_bad_inputs import copy_apps
+    from tests.apps_copy import copy_apps
 
     apps = tmp_path / "apps"
     copy_apps(apps)

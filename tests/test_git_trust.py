@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from apps_manifest import APPS_DIR, ManifestError, folder_files, load_manifest
+from apps_manifest import ManifestError, load_manifest
 from git_trust import git_refusal
+from tests.apps_copy import copy_apps
 from tests.cli.doctor.fakes import FakeMachine, run_doctor
 
 FIX = "git config --global --add safe.directory"
@@ -27,14 +28,7 @@ FIX = "git config --global --add safe.directory"
 
 def checkout(folder: Path) -> Path:
     """`folder` made a git checkout, its apps/ as the real one's (the files each project pushes)."""
-    apps = folder / "apps"
-    apps.mkdir(parents=True)
-    shutil.copy2(APPS_DIR / "apps_manifest.yaml", apps / "apps_manifest.yaml")
-    for project in load_manifest():
-        for path in folder_files(project.folder, project.name).paths:
-            target = apps / project.name / path.relative_to(project.folder)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
+    copy_apps(folder / "apps")
     subprocess.run(["git", "init", "-q", str(folder)], check=True, env=os.environ | {"GIT_CONFIG_GLOBAL": os.devnull})
     return folder
 
