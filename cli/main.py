@@ -463,11 +463,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A user error the program's own code raises (a config or manifest problem read by the CLI): its message says it all.
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except yaml_error() as error:
-        # A project or stack file the user edited (Pulumi.<stack>.yaml, apps/apps_manifest.yaml).
-        where = getattr(getattr(error, "problem_mark", None), "name", "a YAML file blueprint reads")
-        print(f"error: {where} is not valid YAML: {str(error).splitlines()[0]}; fix it and run again", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         # The reader went away (`blueprint doctor | head -1`): nothing more to say to it. Python would
         # report the pipe again when it flushes stdout at exit, so stdout is pointed at nothing first.
@@ -479,12 +474,6 @@ def run_error() -> type[Exception]:
     from pulumi import RunError
 
     return RunError
-
-
-def yaml_error() -> type[Exception]:
-    import yaml
-
-    return yaml.YAMLError
 
 
 if __name__ == "__main__":
