@@ -30,6 +30,7 @@ from pulumi_command import local
 
 import versions
 from components.scripts import script
+from shown import shown
 
 MIRRORED_REGISTRIES = {
     "docker.io": "https://registry-1.docker.io",
@@ -153,7 +154,7 @@ def job_mirror_endpoints(image_mirrors: Mapping[str, str]) -> list[tuple[str, in
         try:
             endpoints.append((str(ipaddress.ip_address(address)), int(port)))
         except ValueError:
-            raise ValueError(f"imageMirrors: the {registry} mirror {image_mirrors[registry][:80]!r} is not <address>:<port>") from None
+            raise ValueError(f"imageMirrors: the {registry} mirror {shown(image_mirrors[registry])} is not <address>:<port>") from None
     return endpoints
 
 

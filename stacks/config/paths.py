@@ -179,10 +179,9 @@ def _long_part_problem(path: Path) -> str | None:
     system = os.uname().sysname
     for there in (*reversed(path.parents), path):
         if there.name and not os.path.lexists(there) and (length := _name_length(there.name, system))[0] > NAME_MAX:
-            shown = repr(there.name if len(there.name) <= 40 else there.name[:40] + "...")
             size, unit = length
             return (
-                f"a part of its path is {size} {unit} long ({shown}), over the {NAME_MAX} {unit} a file system "
+                f"a part of its path is {size} {unit} long ({shown(there.name, 40)}), over the {NAME_MAX} {unit} a file system "
                 "takes for one name; shorten it"
             )
     return None
