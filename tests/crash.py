@@ -30,7 +30,8 @@ def wrap_tools(folder: Path, counter: Path, real: Mapping[str, Path] = {}) -> Pa
         (folder / tool).write_text(
             "#!/bin/sh\n"
             f'"{target}" "$@"; status=$?\n'
-            f"n=$(( $(/bin/cat {counter} 2>/dev/null || echo 0) + 1 )); echo $n > {counter}\n"
+            # Counted with the shell's own `read`: no process but the tool's own per call.
+            f"n=0; read -r n 2>/dev/null < '{counter}'; n=$((n + 1)); echo $n > '{counter}'\n"
             'if [ -n "${CRASH_AT:-}" ] && [ "$n" = "$CRASH_AT" ]; then kill -9 -"$CRASH_PGID"; fi\n'
             "exit $status\n"
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,41 +115,72 @@ def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(parent: Path, too
     assert failures == []
 
 
-def _up_then_cuts(parent: Path, tools: tuple[Path, Path], which: int) -> Iterator[tuple[int, dict[str, Any], Path]]:
-    """The platform up, then, for each call its wipe of folder `which` makes, that wipe cut short
-    after it: (the cut, the folder's command, the data folder)."""
-    data = parent / "data"
-    command = _folders(data)[which]
-    _up(data, *tools)
-    saved = _saved(parent, data)
-    crash.run(command, "delete", *tools, None)
-    for cut in range(1, crash.calls(tools[1]) + 1):
-        _restore(data, saved)
-        crash.run(command, "delete", *tools, cut)
-        yield cut, command, data
+class WipeCuts:
+    """For each call the wipe of one folder makes, the data folder as that wipe cut short after it
+    left it, made once and kept aside: every test of a half-done wipe restores each of them in turn."""
+
+    def __init__(self, base: Path, tools: tuple[Path, Path], which: int) -> None:
+        self.tools = tools
+        self.data = base / "data"
+        self.command = _folders(self.data)[which]
+        _up(self.data, *tools)
+        saved = _saved(base, self.data)
+        crash.run(self.command, "delete", *tools, None)
+        self.left: list[tuple[int, Path | None]] = []
+        for cut in range(1, crash.calls(tools[1]) + 1):
+            _restore(self.data, saved)
+            crash.run(self.command, "delete", *tools, cut)
+            kept = base / f"cut {cut}"
+            self.left.append((cut, shutil.copytree(self.data, kept, symlinks=True) if self.data.exists() else None))
+
+
+@pytest.fixture(scope="module")
+def wipe_cuts() -> Iterator[Callable[[int], WipeCuts]]:
+    """The cuts of the wipe of folder `which` (0: data, 1: platform, 2: volumes), made on first ask:
+    the wipes cut short run once for every test of them, each test restoring its own copy."""
+    folder = Path(tempfile.mkdtemp(prefix="blueprint lifecycle ", dir="/tmp"))
+    counter = folder / "counter"
+    tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")})
+    made: dict[int, WipeCuts] = {}
+
+    def cuts(which: int) -> WipeCuts:
+        if which not in made:
+            made[which] = WipeCuts(folder / f"wipe of {which}", (tools, counter), which)
+        return made[which]
+
+    yield cuts
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _up_then_cuts(cuts: WipeCuts) -> Iterator[tuple[int, dict[str, Any], Path]]:
+    """The platform up, then, for each call its wipe of one folder makes, that wipe cut short after
+    it: (the cut, the folder's command, the data folder)."""
+    for cut, left in cuts.left:
+        _restore(cuts.data, left)
+        yield cut, cuts.command, cuts.data
 
 
 @pytest.mark.parametrize("which", [0, 2], ids=["data folder", "volumes folder"])
-def test_a_wipe_cut_short_anywhere_is_finished_by_the_next_destroy(parent: Path, tools: tuple[Path, Path], which: int) -> None:
+def test_a_wipe_cut_short_anywhere_is_finished_by_the_next_destroy(wipe_cuts: Callable[[int], WipeCuts], which: int) -> None:
     failures = []
-    for cut, command, _ in _up_then_cuts(parent, tools, which):
-        again = crash.run(command, "delete", *tools, None)
+    for cut, command, _ in _up_then_cuts(cuts := wipe_cuts(which)):
+        again = crash.run(command, "delete", *cuts.tools, None)
         if again.returncode != 0 or Path(command["inputs"]["environment"]["FOLDER"]).exists():
             failures.append((cut, again.stderr))
     assert failures == []
 
 
 @pytest.mark.parametrize("which", [0, 2], ids=["data folder", "volumes folder"])
-def test_an_up_never_takes_over_a_folder_whose_wipe_was_cut_short(parent: Path, tools: tuple[Path, Path], which: int) -> None:
+def test_an_up_never_takes_over_a_folder_whose_wipe_was_cut_short(wipe_cuts: Callable[[int], WipeCuts], which: int) -> None:
     """The program refuses the half-wiped folder before any claim runs (stacks/program.py), or the
     claim finds it whole, or wiped to nothing but blueprint's markers: never the data half gone."""
     failures = []
-    for cut, command, data in _up_then_cuts(parent, tools, which):
+    for cut, command, data in _up_then_cuts(cuts := wipe_cuts(which)):
         folder = Path(command["inputs"]["environment"]["FOLDER"])
         left = sorted(str(path.relative_to(folder)) for path in folder.rglob("*")) if folder.exists() else []
         whole = (data / POSTGRES).exists()
         refused = unfinished_wipe(folder) is not None
-        taken = not refused and crash.run(command, "create", *tools, None).returncode == 0
+        taken = not refused and crash.run(command, "create", *cuts.tools, None).returncode == 0
         if taken and not whole and left not in ([], [OWNER_MARKER], sorted([OWNER_MARKER, LAYOUT_MARKER])):
             failures.append((cut, left))
     assert failures == []
@@ -157,12 +188,12 @@ def test_an_up_never_takes_over_a_folder_whose_wipe_was_cut_short(parent: Path, 
 
 @pytest.mark.parametrize(("which", "stack"), [(0, "phase1"), (2, "phase2")], ids=["data folder", "volumes folder"])
 def test_a_wipe_cut_short_is_refused_with_the_destroy_that_finishes_it(
-    parent: Path, tools: tuple[Path, Path], which: int, stack: str
+    wipe_cuts: Callable[[int], WipeCuts], which: int, stack: str
 ) -> None:
     """Its wiping marker names the owner, whose destroy the refusal gives (`blueprint destroy` is the
     phase stacks', and destroys only phase2 and phase3 with `--phase 2`)."""
     said = []
-    for _, command, _ in _up_then_cuts(parent, tools, which):
+    for _, command, _ in _up_then_cuts(wipe_cuts(which)):
         folder = Path(command["inputs"]["environment"]["FOLDER"])
         if (folder / WIPING_MARKER).exists():
             said.append(str(unfinished_wipe(folder)))
@@ -171,14 +202,14 @@ def test_a_wipe_cut_short_is_refused_with_the_destroy_that_finishes_it(
 
 
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["data folder", "platform folder", "volumes folder"])
-def test_a_folder_whose_wipe_was_cut_short_is_never_said_kept(parent: Path, tools: tuple[Path, Path], which: int) -> None:
+def test_a_folder_whose_wipe_was_cut_short_is_never_said_kept(wipe_cuts: Callable[[int], WipeCuts], which: int) -> None:
     """The destroy run again with the data kept (`--preserve-data`) after a wipe that removed the
     secrets and not yet the databases: refused, with the wipe that finishes it, never "keeping"."""
     said_kept, refused = [], 0
-    for cut, command, _ in _up_then_cuts(parent, tools, which):
+    for cut, command, _ in _up_then_cuts(cuts := wipe_cuts(which)):
         if not (Path(command["inputs"]["environment"]["FOLDER"]) / WIPING_MARKER).exists():
             continue
-        kept = crash.run(command, "delete", *tools, None, env={PRESERVE_DATA: "true"})
+        kept = crash.run(command, "delete", *cuts.tools, None, env={PRESERVE_DATA: "true"})
         if kept.returncode == 0 or f"\n  {FINISHING_DESTROY['phase1' if which == 0 else 'phase2']}\n" not in kept.stderr:
             said_kept.append((cut, kept.stderr))
         refused += 1
