@@ -22,9 +22,14 @@ def _cached_plan(stack: str, overrides: tuple[tuple[str, str], ...], preview: bo
     return plan(stack, dict(overrides), preview=preview)
 
 
+def plan_key(stack: str, **config: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """What `planned(stack, **config)` caches its plan under: the stack and its sorted overrides."""
+    return stack, tuple(sorted((f"blueprint:{key}", value) for key, value in config.items()))
+
+
 def planned(stack: str, **config: str) -> Plan:
     """The plan of `stack` with `blueprint:<key>=<value>` overrides (cached: plans are pure)."""
-    return _cached_plan(stack, tuple(sorted((f"blueprint:{key}", value) for key, value in config.items())))
+    return _cached_plan(*plan_key(stack, **config))
 
 
 def kind_config_of(result: Plan) -> dict[str, Any]:

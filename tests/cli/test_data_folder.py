@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import shlex
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from providers.host_secret import WIPING_MARKER
 from stacks.config import PROJECT_DIR
 from stacks.config.paths import CHECKOUT_ID_FILE
 from tests.cli.teardown_fakes import CHECKOUT, PHASE1_HERE, FakePulumi, recorded_state, run_destroy, world
+from tests.plans import plan_key, planned
 
 
 @pytest.fixture
@@ -152,15 +154,17 @@ sys.exit(data_folder.unowned_data(print, config, dataclasses.replace(gone, wipe_
 """
 
 
-def over_a_mount(left_data: Path, scenario: str) -> subprocess.CompletedProcess[str]:
-    """Python's `scenario`, given the data folder, run where a tmpfs is mounted at its `volumes`, in a
-    user and mount namespace of its own."""
+def over_a_mount(left_data: Path, scenario: str, *made: tuple[str, dict[str, str]]) -> subprocess.CompletedProcess[str]:
+    """Python's `scenario`, given the data folder and a file of the plans `made` (stack, config), run
+    where a tmpfs is mounted at its `volumes`, in a user and mount namespace of its own."""
     mount = left_data / "volumes"
     mount.mkdir()
-    inside = 'mount -t tmpfs blueprint-test "$1" && exec "$2" -c "$3" "$4"'
+    plans = left_data.parent / "plans.pickle"
+    plans.write_bytes(pickle.dumps({plan_key(stack, **config): planned(stack, **config) for stack, config in made}))
+    inside = 'mount -t tmpfs blueprint-test "$1" && exec "$2" -c "$3" "$4" "$5"'
     argv = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", inside, "sh"]
     return subprocess.run(
-        [*argv, str(mount), sys.executable, scenario, str(left_data)],
+        [*argv, str(mount), sys.executable, scenario, str(left_data), str(plans)],
         cwd=PROJECT_DIR,
         env={**os.environ, "PYTHONPATH": str(PROJECT_DIR)},
         capture_output=True,
@@ -231,10 +235,14 @@ def test_wipe_data_with_no_stack_left_removes_the_folder_this_checkouts_phase1_c
 
 
 RETRIED_AFTER_A_MOUNT = """
-import dataclasses, sys
+import dataclasses, pickle, sys
+from pathlib import Path
 from cli import data_folder
 from cli.teardown import ClusterState
+from tests import plans
 from tests.cli.teardown_fakes import FakePulumi, recorded_state, run_destroy, world
+made = pickle.loads(Path(sys.argv[2]).read_bytes())  # the test's own plans, not made again here
+plans._cached_plan = lambda stack, overrides, preview=False: made[(stack, overrides)]
 pulumi = FakePulumi({"phase3": recorded_state("phase3", preserveData="true")}, gitlab=False, cluster="gone")
 gone, _ = world(pulumi, cluster=ClusterState("gone"), dataDir=sys.argv[1], preserveData="false")
 gone = dataclasses.replace(gone, wipe_folder=data_folder.wipe_folder)
@@ -249,7 +257,7 @@ def test_a_wipe_data_the_wipe_script_refused_after_phase3_went_is_tried_again_by
     """The folder's own checks passed, phase3 was destroyed, then the script refused (a filesystem
     mounted inside): with no stack left, running the destroy again runs the script again, whose refusal
     says what to fix, until it is fixed; never "kept" with exit 0 and an `rm -rf` that crosses the mount."""
-    done = over_a_mount(left_data, RETRIED_AFTER_A_MOUNT)
+    done = over_a_mount(left_data, RETRIED_AFTER_A_MOUNT, ("phase3", {"preserveData": "true"}), ("phase3", {}))
     first, again = done.stdout.splitlines()[-2:]
     assert first.startswith("first 1 False"), done.stdout + done.stderr
     assert again.startswith("again 1 False"), again
