@@ -26,17 +26,43 @@ from stacks.layout_record import HOST
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 
+def _world_traversable_folder() -> Path:
+    parent = Path(tempfile.mkdtemp(prefix="blueprint-test-", dir="/tmp"))
+    parent.chmod(0o755)
+    return parent
+
+
+def _remove_all_in(parent: Path) -> None:
+    for path in parent.rglob("*"):
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o755)  # undo what a test locked
+    for path in parent.iterdir():
+        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+
+
 @pytest.fixture
 def data_dir() -> Iterator[Path]:
     """A data folder under a world-traversable parent (not pytest's 0700 tmp), so an unprivileged
     user can be tested against it."""
-    parent = Path(tempfile.mkdtemp(prefix="blueprint-test-", dir="/tmp"))
-    parent.chmod(0o755)
+    parent = _world_traversable_folder()
     yield parent / "data"
-    for path in parent.rglob("*"):
-        if path.is_dir():
-            path.chmod(0o755)  # undo what a test locked
+    _remove_all_in(parent)
+    parent.rmdir()
+
+
+@pytest.fixture(scope="module")
+def one_parent() -> Iterator[Path]:
+    parent = _world_traversable_folder()
+    yield parent
     shutil.rmtree(parent)
+
+
+@pytest.fixture
+def same_data_dir(one_parent: Path) -> Iterator[Path]:
+    """`data_dir`, at one path for every test that takes it, so that their plans over it are one
+    (`planned` keeps a plan by its dataDir): each test's parent starts empty, and is emptied after."""
+    yield one_parent / "data"
+    _remove_all_in(one_parent)
 
 
 def _fill(folder: Path, **config: str) -> None:
@@ -68,14 +94,16 @@ def test_data_folder_holding_foreign_files_is_refused(data_dir: Path) -> None:
     assert "holds files blueprint did not write" in done.stderr
 
 
-def test_data_folder_of_another_stack_is_refused(data_dir: Path) -> None:
+def test_data_folder_of_another_stack_is_refused(same_data_dir: Path) -> None:
+    data_dir = same_data_dir
     _fill(data_dir)
     done = run_script(planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
     assert done.returncode == 1
     assert "belongs to blueprint/phase1@offline-plan; give blueprint/dev@offline-plan its own folder" in done.stderr
 
 
-def test_wipe_refuses_a_folder_this_stack_does_not_own(data_dir: Path) -> None:
+def test_wipe_refuses_a_folder_this_stack_does_not_own(same_data_dir: Path) -> None:
+    data_dir = same_data_dir
     _fill(data_dir)
     done = run_script(planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
     assert done.returncode == 1
@@ -513,7 +541,10 @@ def test_wipe_refuses_the_folder_of_the_same_stack_in_another_checkout(data_dir:
         "",
     ],
 )
-def test_phase2s_folder_is_claimed_only_inside_the_data_folder_of_this_checkouts_phase1(data_dir: Path, data_folder_owner: str) -> None:
+def test_phase2s_folder_is_claimed_only_inside_the_data_folder_of_this_checkouts_phase1(
+    same_data_dir: Path, data_folder_owner: str
+) -> None:
+    data_dir = same_data_dir
     platform = data_dir / "platform"
     platform.mkdir(parents=True)
     (platform / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")

@@ -5,12 +5,13 @@ the wipe removes it with the claim."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 import versions
-from cli.plan import plan
+from cli.plan import Plan, plan
 from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from stacks import STACK_PHASES, migrations
 from stacks.layout_record import BASE_LAYOUT
@@ -42,23 +43,28 @@ def test_a_fresh_platform_of_a_release_without_migrations_records_the_base_layou
     assert (folder / LAYOUT_MARKER).read_text() == f"{BASE_LAYOUT}\n"
 
 
+@cache
+def _planned_by_0_3_0(stack: str, migrated: tuple[str, ...]) -> Plan:
+    """The plan of `stack` by release 0.3.0, whose one migration (to 0.2.0) moved the data of the
+    phases `migrated` (made once for each: plans are pure)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(versions, "BLUEPRINT", "0.3.0")
+        moved = Migration(version="0.2.0", summary="moves the volumes", phases=migrated, run=lambda context: None)
+        patch.setattr(migrations, "MIGRATIONS", (moved,))
+        return plan(stack)
+
+
 @pytest.mark.parametrize(("stack", "name"), CLAIMS)
-def test_a_claim_records_the_layout_of_the_newest_migration(monkeypatch: pytest.MonkeyPatch, stack: str, name: str) -> None:
+def test_a_claim_records_the_layout_of_the_newest_migration(stack: str, name: str) -> None:
     """Not the release that ran it: 0.3.0's claim over data 0.2.0 migrated records 0.2.0."""
-    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
-    moved = Migration(version="0.2.0", summary="moves the volumes", phases=STACK_PHASES["dev"], run=lambda context: None)
-    monkeypatch.setattr(migrations, "MIGRATIONS", (moved,))
-    assert plan(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == "0.2.0"
+    assert _planned_by_0_3_0(stack, STACK_PHASES["dev"]).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == "0.2.0"
 
 
 @pytest.mark.parametrize(("stack", "name"), CLAIMS)
-def test_a_claim_records_only_the_migrations_of_its_stacks_phases(monkeypatch: pytest.MonkeyPatch, stack: str, name: str) -> None:
+def test_a_claim_records_only_the_migrations_of_its_stacks_phases(stack: str, name: str) -> None:
     """A release that migrates phase2's data alone leaves phase1's record as it was: an older checkout still runs phase1."""
-    monkeypatch.setattr(versions, "BLUEPRINT", "0.3.0")
-    moved = Migration(version="0.2.0", summary="moves the volumes", phases=("phase2",), run=lambda context: None)
-    monkeypatch.setattr(migrations, "MIGRATIONS", (moved,))
     expected = "0.2.0" if "phase2" in STACK_PHASES[stack] else BASE_LAYOUT
-    assert plan(stack).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == expected
+    assert _planned_by_0_3_0(stack, ("phase2",)).one(COMMAND, name)["inputs"]["environment"]["BLUEPRINT_LAYOUT"] == expected
 
 
 def test_a_claim_records_its_layout_in_the_folder_on_create_and_on_update(tmp_path: Path) -> None:
