@@ -7,6 +7,7 @@ Usage: `wrap_tools` once, `run` the script uncut to count its calls (`calls`), t
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -19,23 +20,37 @@ TOOLS = ("mkdir", "rm", "rmdir", "find", "chmod", "ls", "cat", "mv", "docker", "
 """The outside tools the scripts call, counted: after each, the script may be cut short."""
 
 
+FUNCTIONS = ".counted-functions.sh"
+"""In the wrappers' folder: the same wrappers as functions of the script's own shell (see `run`)."""
+
+
+def _count(counter: Path) -> str:
+    """A shell function counting one call in `counter` (the shell's own `read`, no process) and
+    killing the script's process group at the CRASH_AT-th; it fails under no `set -e` (a count
+    without a newline) and writes under `set -C` (`>|`)."""
+    file = shlex.quote(str(counter))
+    return (
+        f"__crash_count() {{ __crash_n=0; read -r __crash_n 2>/dev/null < {file} || :; __crash_n=$((__crash_n + 1)); "
+        f"echo $__crash_n >| {file}; "
+        'if [ -n "${CRASH_AT:-}" ] && [ "$__crash_n" = "$CRASH_AT" ]; then kill -9 -"$CRASH_PGID"; fi; }\n'
+    )
+
+
 def wrap_tools(folder: Path, counter: Path, real: Mapping[str, Path] = {}) -> Path:
     """A folder of wrappers, one per tool of TOOLS (the one in `real`, else the one on PATH), each
     counting its call in `counter` and killing the script's process group at the CRASH_AT-th."""
     folder.mkdir(parents=True, exist_ok=True)
+    functions = [_count(counter)]
     for tool in TOOLS:
         target = str(real[tool]) if tool in real else shutil.which(tool)
         if target is None:
             continue
-        (folder / tool).write_text(
-            "#!/bin/sh\n"
-            f'"{target}" "$@"; status=$?\n'
-            # Counted with the shell's own `read`: no process but the tool's own per call.
-            f"n=0; read -r n 2>/dev/null < '{counter}'; n=$((n + 1)); echo $n > '{counter}'\n"
-            'if [ -n "${CRASH_AT:-}" ] && [ "$n" = "$CRASH_AT" ]; then kill -9 -"$CRASH_PGID"; fi\n'
-            "exit $status\n"
-        )
+        # In an `if`: a script's `set -e` stops no call before it is counted, as it stops no wrapper.
+        call = f'if {shlex.quote(target)} "$@"; then __crash_s=0; else __crash_s=$?; fi; __crash_count'
+        (folder / tool).write_text(f"#!/bin/sh\n{_count(counter)}{call}\nexit $__crash_s\n")
         (folder / tool).chmod(0o755)
+        functions.append(f"{tool}() {{ {call}; return $__crash_s; }}\n")
+    (folder / FUNCTIONS).write_text("".join(functions))
     return folder
 
 
@@ -43,10 +58,14 @@ def run(
     command: Mapping[str, Any], key: str, tools: Path, counter: Path, crash_at: int | None, env: Mapping[str, str] = {}
 ) -> subprocess.CompletedProcess[str]:
     """Run the script `key` of the recorded `command` (`/bin/sh -c`, the recorded environment over
-    ours, the recorded stdin) in a process group of its own, cut short after call `crash_at`."""
+    ours, the recorded stdin) in a process group of its own, cut short after call `crash_at`.
+
+    The script's own shell (and its subshells) calls each tool through a function that counts it as
+    the wrapper would, without a process of its own; what runs a tool otherwise (another program,
+    `command`, `exec`) finds the wrapper first on PATH: every call is counted once either way."""
     counter.write_text("0")
     inputs = command["inputs"]
-    environment = {**script_environment(inputs, env), "BP_SCRIPT": inputs[key]}
+    environment = {**script_environment(inputs, env), "BP_SCRIPT": (tools / FUNCTIONS).read_text() + inputs[key]}
     environment["PATH"] = f"{tools}:{environment['PATH']}"
     if crash_at is not None:
         environment["CRASH_AT"] = str(crash_at)
