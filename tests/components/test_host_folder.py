@@ -37,7 +37,10 @@ def _remove_all_in(parent: Path) -> None:
         if path.is_dir() and not path.is_symlink():
             path.chmod(0o755)  # undo what a test locked
     for path in parent.iterdir():
-        shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
 
 
 @pytest.fixture
