@@ -33,6 +33,7 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockCallArgs, MockEngine, MockMonitor, MockResourceArgs, Mocks, MockSettings
 from pulumi.runtime.stack import run_in_stack
 
+from apps_manifest import listed_once
 from cli import stand_ins
 from cli.quick_plan import quick_registrations
 from stacks import STACK_PHASES
@@ -412,22 +413,16 @@ def plan(
     `planned_upstream` holds upstream stacks' plans already made with the same overrides (none: each
     is planned here, once, and kept there).
     """
-    if stack in STACK_PHASES:
-        from stacks.validation import check_stack_files
+    with listed_once():  # the apps folders, as git lists them, for the whole plan
+        if stack in STACK_PHASES:
+            from stacks.validation import check_stack_files
 
-        chain = list(reversed(_chain(stack)))
-        routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
-        if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
-            raise ProgramFailed(ConfigError(problem), [])
-    return _plan(
-        stack,
-        overrides,
-        program=program,
-        preview=preview,
-        recorded=recorded,
-        layout_records=layout_records,
-        known={} if planned_upstream is None else planned_upstream,
-    )
+            chain = list(reversed(_chain(stack)))
+            routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
+            if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
+                raise ProgramFailed(ConfigError(problem), [])
+        known = {} if planned_upstream is None else planned_upstream
+        return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, layout_records=layout_records, known=known)
 
 
 def default_phase_plans() -> tuple[Plan, ...]:
