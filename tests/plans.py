@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import subprocess
@@ -21,11 +22,15 @@ COMMAND = "command:local:Command"
 Overrides = tuple[tuple[str, str], ...]
 
 
+SHARED_PLANS: Path | None = None
+"""Under xdist, a folder of this run that its workers share (tests/conftest.py): a plan one worker
+made, the others read rather than make again."""
+
+
 @cache
 def _planned_once(stack: str, overrides: Overrides, preview: bool) -> Plan:
-    """The plan of `stack`, made once a test process (plans are pure). Its upstream stacks are the
-    cached plans of those stacks alone, where those take the same overrides as they do here."""
-    return plan(stack, dict(overrides), preview=preview, planned_upstream=_shared_upstream(stack, overrides))
+    """The plan of `stack`, made once a run (plans are pure); the program reads it, never a test."""
+    return cast(Plan, pickle.loads(_pickled(stack, overrides, preview)))
 
 
 def _shared_upstream(stack: str, overrides: Overrides) -> dict[str, Plan]:
@@ -43,7 +48,16 @@ def _shared_upstream(stack: str, overrides: Overrides) -> dict[str, Plan]:
 
 @cache
 def _pickled(stack: str, overrides: Overrides, preview: bool) -> bytes:
-    return pickle.dumps(_planned_once(stack, overrides, preview))
+    key = hashlib.sha256(repr((stack, overrides, preview)).encode()).hexdigest()
+    shared = SHARED_PLANS / f"{key}.pickle" if SHARED_PLANS else None
+    if shared and shared.exists():
+        return shared.read_bytes()
+    made = pickle.dumps(plan(stack, dict(overrides), preview=preview, planned_upstream=_shared_upstream(stack, overrides)))
+    if shared:
+        partial = shared.with_suffix(f".{os.getpid()}")
+        partial.write_bytes(made)
+        partial.replace(shared)  # whole or not at all, for a worker reading it now
+    return made
 
 
 def _cached_plan(stack: str, overrides: Overrides, preview: bool = False) -> Plan:
