@@ -33,7 +33,9 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.mocks import MockCallArgs, MockEngine, MockMonitor, MockResourceArgs, Mocks, MockSettings
 from pulumi.runtime.stack import run_in_stack
 
+from apps_manifest import listed_once
 from cli import stand_ins
+from cli.quick_plan import quick_registrations
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
 from stacks.config.schema import project_name, stack_config, stack_reads, stacks_reading
@@ -394,6 +396,7 @@ def plan(
     preview: bool = False,
     recorded: Mapping[str, Any] = {},
     layout_records: LayoutRecords | None = None,
+    planned_upstream: dict[str, Plan] | None = None,
 ) -> Plan:
     """Plan `stack` offline. Upstream stacks are planned first, as they stand after their own `up`,
     so that StackReferences resolve to their planned outputs; `stack`'s reference to itself resolves
@@ -407,15 +410,19 @@ def plan(
     Raises ProgramFailed when the program raises; before anything, when anything `stack` or a stack
     it reads from reads is wrong (each program's own first check, run here first over the whole
     chain, so every problem is said at once, each under its stack).
+    `planned_upstream` holds upstream stacks' plans already made with the same overrides (none: each
+    is planned here, once, and kept there).
     """
-    if stack in STACK_PHASES:
-        from stacks.validation import check_stack_files
+    with listed_once():  # the apps folders, as git lists them, for the whole plan
+        if stack in STACK_PHASES:
+            from stacks.validation import check_stack_files
 
-        chain = list(reversed(_chain(stack)))
-        routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
-        if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
-            raise ProgramFailed(ConfigError(problem), [])
-    return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, layout_records=layout_records)
+            chain = list(reversed(_chain(stack)))
+            routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
+            if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
+                raise ProgramFailed(ConfigError(problem), [])
+        known = {} if planned_upstream is None else planned_upstream
+        return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, layout_records=layout_records, known=known)
 
 
 def default_phase_plans() -> tuple[Plan, ...]:
@@ -425,7 +432,11 @@ def default_phase_plans() -> tuple[Plan, ...]:
     from stacks.config.schema import defaults_only
 
     with defaults_only():
-        return tuple(plan(stack) for stack in STACK_PHASES["dev"])
+        plans: dict[str, Plan] = {}
+        for stack in STACK_PHASES["dev"]:
+            # Each phase's plan is its successor's upstream as it stands: planned once, not again.
+            plans[stack] = plan(stack, planned_upstream=plans)
+        return tuple(plans.values())
 
 
 def _plan(
@@ -437,13 +448,22 @@ def _plan(
     planned: str | None = None,
     recorded: Mapping[str, Any] = {},
     layout_records: LayoutRecords | None = None,
+    known: dict[str, Plan],
 ) -> Plan:
+    """Plan `stack` after its upstream stacks, each planned once (`known` keeps them: phase3's
+    upstream phase2 plans phase1, which phase3 reads too).
+    """
     upstream: dict[str, Plan] = {}
     name = stack
     while name in UPSTREAM_STACK:
         name = UPSTREAM_STACK[name]
+        if name in known:
+            upstream[name] = known[name]
+            continue
         try:
-            upstream[name] = _plan(name, overrides, program=PROJECT_DIR / "__main__.py", preview=False, planned=planned or stack)
+            upstream[name] = known[name] = _plan(
+                name, overrides, program=PROJECT_DIR / "__main__.py", preview=False, planned=planned or stack, known=known
+            )
         except ProgramFailed as failed:
             if not isinstance(failed.cause, RunError):
                 raise
@@ -555,7 +575,7 @@ def _run(
         def run_program() -> None:
             runpy.run_path(str(program), run_name="__main__")
 
-        with installed(stand_ins.runtime(secret_keys, layout_records)):
+        with installed(stand_ins.runtime(secret_keys, layout_records)), quick_registrations():
             loop.run_until_complete(run_in_stack(run_program))
     except Exception as error:
         raise ProgramFailed(error, _plan_order(recorder.records)) from error

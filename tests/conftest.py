@@ -28,6 +28,21 @@ def stack_files_of_the_defaults() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def plans_shared_by_the_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under xdist, each cached plan (tests/plans.py) is made once a run, not once a worker: the
+    workers' temporary folders are in one of this run's own, where they share the plans."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    import tests.plans
+
+    tests.plans.SHARED_PLANS = tmp_path_factory.getbasetemp().parent / "plans"
+    tests.plans.SHARED_PLANS.mkdir(exist_ok=True)
+    yield
+    tests.plans.SHARED_PLANS = None
+
+
 @pytest.fixture(autouse=True)
 def no_tools_in_the_home_folder(monkeypatch: pytest.MonkeyPatch) -> None:
     """The `blueprint` CLI puts the folders `doctor --fix` installs into (~/.pulumi/bin, ~/.local/share/blueprint/bin)

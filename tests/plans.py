@@ -2,24 +2,67 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
 import subprocess
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
-from cli.plan import Plan, plan
+from cli.plan import Plan, ProgramFailed, _chain, plan, routed_overrides
 from stacks.config import schema
 
 COMMAND = "command:local:Command"
 
 
+Overrides = tuple[tuple[str, str], ...]
+
+
+SHARED_PLANS: Path | None = None
+"""Under xdist, a folder of this run that its workers share (tests/conftest.py): a plan one worker
+made, the others read rather than make again."""
+
+
 @cache
-def _cached_plan(stack: str, overrides: tuple[tuple[str, str], ...], preview: bool = False) -> Plan:
-    return plan(stack, dict(overrides), preview=preview)
+def _planned_once(stack: str, overrides: Overrides, preview: bool) -> Plan:
+    """The plan of `stack`, made once a run (plans are pure); the program reads it, never a test."""
+    return cast(Plan, pickle.loads(_pickled(stack, overrides, preview)))
+
+
+def _shared_upstream(stack: str, overrides: Overrides) -> dict[str, Plan]:
+    """The cached plans of `stack`'s upstream stacks, each as `stack`'s plan would make it (the
+    same overrides reach it planned alone as under `stack`), or none to plan them under `stack`."""
+    chain = _chain(stack)[1:]
+    given = dict(overrides)
+    if any(routed_overrides(name, given, planned=name) != routed_overrides(name, given, planned=stack) for name in chain):
+        return {}
+    try:
+        return {name: _planned_once(name, overrides, False) for name in chain}
+    except ProgramFailed:
+        return {}  # planned under `stack`, the failure says whose it is
+
+
+@cache
+def _pickled(stack: str, overrides: Overrides, preview: bool) -> bytes:
+    key = hashlib.sha256(repr((stack, overrides, preview)).encode()).hexdigest()
+    shared = SHARED_PLANS / f"{key}.pickle" if SHARED_PLANS else None
+    if shared and shared.exists():
+        return shared.read_bytes()
+    made = pickle.dumps(plan(stack, dict(overrides), preview=preview, planned_upstream=_shared_upstream(stack, overrides)))
+    if shared:
+        partial = shared.with_suffix(f".{os.getpid()}")
+        partial.write_bytes(made)
+        partial.replace(shared)  # whole or not at all, for a worker reading it now
+    return made
+
+
+def _cached_plan(stack: str, overrides: Overrides, preview: bool = False) -> Plan:
+    """A copy of the cached plan of its own: what a test changes in it, no other test sees."""
+    return cast(Plan, pickle.loads(_pickled(stack, overrides, preview)))
 
 
 def plan_key(stack: str, **config: str) -> tuple[str, tuple[tuple[str, str], ...]]:

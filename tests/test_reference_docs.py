@@ -35,7 +35,7 @@ def phase_plans() -> list[Plan]:
 @pytest.fixture(autouse=True)
 def cached_plans(monkeypatch: pytest.MonkeyPatch) -> None:
     """images.md reads the suite's cached plans: the same plans, planned once."""
-    monkeypatch.setattr("cli.plan.plan", lambda stack: planned(stack))
+    monkeypatch.setattr("cli.plan.plan", lambda stack, **_: planned(stack))
 
 
 def committed(name: str) -> str:

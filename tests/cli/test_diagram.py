@@ -251,7 +251,7 @@ def test_node_and_subgraph_ids_are_mermaid_safe(diagram: str) -> None:
 @pytest.fixture
 def cached_plans(monkeypatch: pytest.MonkeyPatch) -> None:
     """`run` plans through the suite's cache: the same plans, planned once."""
-    monkeypatch.setattr("cli.plan.plan", lambda stack: planned(stack))
+    monkeypatch.setattr("cli.plan.plan", lambda stack, **_: planned(stack))
 
 
 @pytest.mark.usefixtures("cached_plans")
