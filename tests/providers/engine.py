@@ -186,6 +186,23 @@ class BaoServer:
                 time.sleep(0.05)
         raise RuntimeError(f"bao server did not become active: {self.log.read_text()[-2000:]}")
 
+    def _health(self) -> int | None:
+        """The status `sys/health` answers with (200 active, 429 standby, 503 sealed), or None: no answer."""
+        with self.session() as asking, contextlib.suppress(requests.RequestException):
+            return int(asking.get(f"{self.address}/v1/sys/health", timeout=1).status_code)
+        return None
+
+    def is_active(self) -> bool:
+        return self._health() == 200
+
+    def wait_until_standby(self) -> None:
+        """Until the server answers `sys/health` as a standby (a step-down takes effect a moment after its answer)."""
+        deadline = time.monotonic() + 30
+        while self._health() != 429:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"bao server did not step down: {self.log.read_text()[-2000:]}")
+            time.sleep(0.05)
+
     def stop(self) -> None:
         """Kill, as a node or pod dies."""
         if self.process is not None:
