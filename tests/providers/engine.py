@@ -24,7 +24,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +43,6 @@ from providers.http import session
 from providers.openbao_init import PROVIDER_VERSION, OpenBaoInitProvider
 from providers.openbao_kv import PROVIDER_VERSION as KV_VERSION
 from providers.openbao_kv import OpenBaoKvProvider, current
-from stacks.config import PROJECT_DIR
 from tests.providers.bao_tls import SERVER_NAME, Pki
 
 P = TypeVar("P", bound=ResourceProvider)
@@ -185,6 +183,23 @@ class BaoServer:
                         return
                 time.sleep(0.05)
         raise RuntimeError(f"bao server did not become active: {self.log.read_text()[-2000:]}")
+
+    def _health(self) -> int | None:
+        """The status `sys/health` answers with (200 active, 429 standby, 503 sealed), or None: no answer."""
+        with self.session() as asking, contextlib.suppress(requests.RequestException):
+            return int(asking.get(f"{self.address}/v1/sys/health", timeout=1).status_code)
+        return None
+
+    def is_active(self) -> bool:
+        return self._health() == 200
+
+    def wait_until_standby(self) -> None:
+        """Until the server answers `sys/health` as a standby (a step-down takes effect a moment after its answer)."""
+        deadline = time.monotonic() + 30
+        while self._health() != 429:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"bao server did not step down: {self.log.read_text()[-2000:]}")
+            time.sleep(0.05)
 
     def stop(self) -> None:
         """Kill, as a node or pod dies."""
@@ -377,9 +392,6 @@ class Proxy:
             return False
 
 
-CONVERGE = "import json, sys\nfrom providers.openbao_init import OpenBaoInitProvider\nOpenBaoInitProvider().create(json.load(sys.stdin))\n"
-
-
 def fake_cluster(folder: Path, rollout: str = "exit 0", objects: dict[str, dict[str, Any]] | None = None) -> str:
     """A PATH entry with the `kind` and `kubectl` the provider calls: kind gives a kubeconfig,
     `kubectl rollout status` runs the shell `rollout`, `kubectl get <kind>/<name> -o json` prints
@@ -414,18 +426,27 @@ def stateful_pod(revision: str, *, ready: bool) -> dict[str, Any]:
 
 
 def kill_converge_while_held(server: BaoServer, folder: Path, request: str) -> None:
-    """Run `OpenBaoInit`'s converge in a process of its own, through a `Proxy` that holds back the
-    server's answer to the first request starting with `request` (`"GET /v1/sys/seal-status"`), and
-    SIGKILL the process there: the server acted, the provider never heard."""
+    """Run `OpenBaoInit`'s converge in a process of its own (a fork of this one: no second Python to
+    start), through a `Proxy` that holds back the server's answer to the first request starting with
+    `request` (`"GET /v1/sys/seal-status"`), and SIGKILL the process there: the server acted, the
+    provider never heard."""
     proxy = Proxy(server.port, hold_when=lambda line: line.startswith(request))
-    command = [sys.executable, "-c", CONVERGE]
+    inputs = init_inputs(server, folder, address=proxy.address)
+    pid = os.fork()
+    if pid == 0:  # the provider's process: it converges, and never returns into the tests
+        try:
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            OpenBaoInitProvider().create(inputs)
+        finally:
+            os._exit(0)
     try:
-        with subprocess.Popen(command, cwd=PROJECT_DIR, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as run:
-            assert run.stdin is not None
-            run.stdin.write(json.dumps(init_inputs(server, folder, address=proxy.address)).encode())
-            run.stdin.close()
-            assert proxy.held.wait(timeout=30), f"the provider never sent {request}: {proxy.requests}"
-            run.send_signal(signal.SIGKILL)
-            assert run.wait(timeout=10) == -signal.SIGKILL
+        assert proxy.held.wait(timeout=30), f"the provider never sent {request}: {proxy.requests}"
+        os.kill(pid, signal.SIGKILL)
     finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
         proxy.close()
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL

