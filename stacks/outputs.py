@@ -6,29 +6,40 @@ stack passes the same values directly (one code path, two wirings: stacks/progra
 
 No output is a root credential: where one is kept, never what it is (the files are 0600, under the
 data folder). What needs root's GitLab token reads it from its file (`read_admin_token`); what needs
-the cluster's admin kubeconfig gets it from kind (`kind get kubeconfig`).
+the cluster's admin kubeconfig gets it from kind (`kind get kubeconfig`), or, on an existing cluster,
+from kubectl (the context's, `components.existing_cluster.context_kubeconfig`).
 """
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-# phase1 -> phase2
+from stacks.config.cluster import EXISTING
+
+# phase1 -> phase2. With `blueprint:cluster=existing` phase1 exports every one of these too, so the
+# references keep their shape: the kind-only ones then hold "", 0, false or {} (said at each), and
+# PHASE1_EXISTING adds what an existing cluster has of its own.
 CLUSTER_NAME = "clusterName"
 """The kind cluster's name: a phase2 stack reads the cluster's admin kubeconfig from kind with it
-(`kind get kubeconfig --name <clusterName>`), since no stack exports that kubeconfig."""
+(`kind get kubeconfig --name <clusterName>`), since no stack exports that kubeconfig. Existing: the
+context's name (KUBE_CONTEXT), for messages; never a kind cluster's."""
 CLUSTER_ID = "clusterId"
 """The cluster's identity (`components.kind_cluster.cluster_id`): it changes exactly when a change
 of phase1's config replaces the cluster. Kubernetes providers key on it, and `blueprint up` compares
-it with the recorded one to see a replacement coming."""
+it with the recorded one to see a replacement coming. Existing: the UID of the cluster's namespace
+`kube-system`, read by phase1 on each run: the same for the cluster's whole life, another for
+another cluster (or the same one rebuilt), whatever the context is called."""
 DATA_DIR = "dataDir"
 """Absolute host path of the data folder."""
 NODE_DATA_PATH = "nodeDataPath"
 """The folder on every node under which the data folder's `containerd` and `volumes` subfolders
-are mounted, each at its own name (the rest of the data folder stays on the host)."""
+are mounted, each at its own name (the rest of the data folder stays on the host). Existing: "" (no
+node mounts anything of this machine)."""
 VOLUMES_NODE_PATH = "volumesNodePath"
 """Where every node sees the data folder's `volumes` subfolder, the only one pods write to: phase2's
-PersistentVolumes are there."""
+PersistentVolumes are there. Existing: ""."""
 REGISTRY_HOSTS_DIR = "registryHostsDir"
-"""Host folder that containerd on every node reads registry `hosts.toml` files from."""
+"""Host folder that containerd on every node reads registry `hosts.toml` files from. Existing: ""."""
 PRESERVE_DATA = "preserveData"
 DOMAIN = "domain"
 HTTP_PORT = "httpPort"
@@ -36,29 +47,81 @@ HTTPS_PORT = "httpsPort"
 SSH_PORT = "sshPort"
 OPENBAO_PORT = "openbaoPort"
 API_SERVER_PORT = "apiServerPort"
+"""The host ports kind publishes on 127.0.0.1 (HTTP_PORT to API_SERVER_PORT). Existing: 0, each (none)."""
 GATEWAY_HTTP_NODE_PORT = "gatewayHttpNodePort"
 GATEWAY_HTTPS_NODE_PORT = "gatewayHttpsNodePort"
 GATEWAY_SSH_NODE_PORT = "gatewaySshNodePort"
 OPENBAO_NODE_PORT = "openbaoNodePort"
+"""kind's fixed NodePorts behind those host ports (GATEWAY_HTTP_NODE_PORT to OPENBAO_NODE_PORT).
+Existing: 0, each (none fixed: EXPOSURE says how the gateway is reached)."""
 NODE_LABEL_KEY = "nodeLabelKey"
+"""The key of the labels blueprint gives kind's nodes. Existing: "", and GITLAB_NODE_LABEL and
+RUNNER_NODE_LABEL "" too (no node of an existing cluster carries them: GITLAB_NODE_SELECTOR and
+JOB_NODE_SELECTOR say where pods go)."""
 GITLAB_NODE_LABEL = "gitlabNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes GitLab runs on."""
 RUNNER_NODE_LABEL = "runnerNodeLabel"
 """Value of NODE_LABEL_KEY on the nodes CI jobs run on."""
 HEADLAMP = "headlamp"
-"""Whether phase1 installed Headlamp (a plain bool): phase2 then routes `headlamp.<domain>` to it."""
+"""Whether phase1 installed Headlamp (a plain bool): phase2 then routes `headlamp.<domain>` to it.
+Existing: false (phase1 installs nothing on an existing cluster)."""
 IMAGE_CACHE_DIR = "imageCacheDir"
-"""Absolute host path of the image cache (`components/image_cache.py`), or "" when phase1 runs none."""
+"""Absolute host path of the image cache (`components/image_cache.py`), or "" when phase1 runs none
+(always on an existing cluster)."""
 IMAGE_MIRRORS = "imageMirrors"
 """Registry -> `<address>:<port>` of its mirror, a fixed address on the mirrors' own network, which
-nodes and BuildKit reach (plain HTTP); empty when phase1 runs no image cache."""
+nodes and BuildKit reach (plain HTTP); empty when phase1 runs no image cache (always on an existing cluster)."""
 
 PHASE1 = (
     CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, VOLUMES_NODE_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
     SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
     OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL, HEADLAMP, IMAGE_CACHE_DIR, IMAGE_MIRRORS,
 )  # fmt: skip
-"""Everything phase1 exports."""
+"""Everything phase1 exports, on either kind of cluster."""
+
+# phase1 -> phase2, with `blueprint:cluster=existing` alone (phase1 on kind exports none of them, so
+# its plans and state stay as they were: read them with `.get`, or ask `on_existing`).
+CLUSTER_TYPE = "clusterType"
+"""`existing` (stacks.config.cluster.EXISTING): the platform goes onto a cluster blueprint neither
+makes nor deletes. Absent: kind's (`on_existing`)."""
+KUBE_CONTEXT = "kubeContext"
+"""The kubeconfig context of the cluster (`blueprint:kubeContext`): a phase2 stack resolves the
+context's kubeconfig with it on each run (`kubectl config view --raw --minify --flatten --context`,
+with the user's KUBECONFIG), since no stack exports a kubeconfig."""
+KUBERNETES_VERSION = "kubernetesVersion"
+"""The API server's version as it says it (`/version`'s gitVersion, such as v1.33.2 or
+v1.33.2-gke.1240000), read by phase1 on each run."""
+STORAGE_CLASS = "storageClass"
+"""`blueprint:storageClass` as set: the StorageClass the platform's claims name, or "" for the
+cluster's default (a claim then names none, and the cluster's default class is given it once, when
+it is made)."""
+STORAGE_CLASS_USED = "storageClassUsed"
+"""The StorageClass the claims get, as read by phase1 on this run: STORAGE_CLASS, which exists, or
+the cluster's default class when STORAGE_CLASS is "" (phase1 refuses a cluster with neither). For
+what is shown; nothing is made from it, so a new default class replaces no claim."""
+EXPOSURE = "exposure"
+"""How the gateway's Service is reached: `loadBalancer` (the default) or `nodePort`
+(stacks.config.cluster.LOAD_BALANCER, NODE_PORT)."""
+GITLAB_NODE_SELECTOR = "gitlabNodeSelector"
+"""Node labels (label -> value) GitLab's pods are pinned to; {}: no nodeSelector at all."""
+JOB_NODE_SELECTOR = "jobNodeSelector"
+"""Node labels (label -> value) the CI jobs and the Runners are pinned to; {}: no nodeSelector at all."""
+API_SERVER_ENDPOINTS = "apiServerEndpoints"
+"""Where pods reach the API server behind the Service `default/kubernetes`: a list of
+{"address": <IP>, "port": <int>}, from its EndpointSlices, read by phase1 on each run (what an egress
+NetworkPolicy must allow to reach the API server)."""
+
+PHASE1_EXISTING = (
+    CLUSTER_TYPE, KUBE_CONTEXT, KUBERNETES_VERSION, STORAGE_CLASS, STORAGE_CLASS_USED, EXPOSURE, GITLAB_NODE_SELECTOR,
+    JOB_NODE_SELECTOR, API_SERVER_ENDPOINTS,
+)  # fmt: skip
+"""What phase1 exports besides PHASE1 on an existing cluster alone."""
+
+
+def on_existing(inputs: Mapping[str, Any]) -> bool:
+    """Whether phase1's outputs `inputs` describe an existing cluster (`blueprint:cluster=existing`)."""
+    return inputs.get(CLUSTER_TYPE) == EXISTING
+
 
 # phase2 -> phase3
 CA_CERT_PEM = "caCertPem"
@@ -124,6 +187,8 @@ PHASE3 = (APP_URLS, PIPELINES)
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
 """What each phase hands to the next: what a phase stack reads from its upstream."""
+EXPORTS_IF_ANY = {"phase1": PHASE1_EXISTING, "phase2": (), "phase3": ()}
+"""What a phase hands to the next on one kind of cluster alone: read when there, never missed."""
 
 BLUEPRINT_VERSION = "blueprintVersion"
 """The blueprint release (`versions.BLUEPRINT`) that last brought the stack up. Every stack exports

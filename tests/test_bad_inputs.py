@@ -906,6 +906,92 @@ CASES: dict[str, Bad] = {
         says=("blueprint:domain = '[1, 1, 1, 1", "…' (98100 characters) is not valid"),
         program="phase1",
     ),
+    # blueprint:cluster (issue 24): existing needs a context; a key of the other kind of cluster is
+    # refused by name, never ignored; dev stays kind's.
+    "cluster-existing-without-a-context": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:cluster": "existing"})},
+        says=(
+            "blueprint:kubeContext = '' is not valid: blueprint:cluster is existing",
+            "`kubectl config get-contexts` lists them",
+            "the line `  blueprint:kubeContext: <context>`",
+        ),
+        program="phase1",
+    ),
+    "cluster-existing-without-a-context-on-the-command-line": Bad(
+        argv=("plan", "phase2", "--config", "blueprint:cluster=existing"),
+        says=(
+            "blueprint:kubeContext = '' is not valid: blueprint:cluster is existing",
+            "fix: give `--config blueprint:kubeContext=<context>`",
+        ),
+    ),
+    "cluster-a-word-of-its-own": config_case("phase1", "cluster", "k3s", "'k3s' is not valid: expected kind or existing"),
+    "kube-context-with-kind": config_case(
+        "phase1", "kubeContext", "prod", "'prod' is not valid: it is for an existing cluster, and blueprint:cluster is kind"
+    ),
+    "storage-class-with-kind": Bad(
+        argv=("plan", "phase1", "--config", "blueprint:storageClass=gp3"),
+        says=("blueprint:storageClass = 'gp3' is not valid: it is for an existing cluster", "fix: give `--config blueprint:storageClass=`"),
+    ),
+    "exposure-with-kind": config_case("phase1", "exposure", "loadBalancer", "'loadBalancer' is not valid: it is for an existing cluster"),
+    "gitlab-node-selector-with-kind": config_case("phase1", "gitlabNodeSelector", "pool=gitlab", "it is for an existing cluster"),
+    "gitlab-nodes-on-an-existing-cluster": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:gitlabNodes": 5})},
+        says=(
+            "blueprint:gitlabNodes = '5' is not valid: blueprint:cluster is existing, and this key counts the kind nodes",
+            "the line `  blueprint:gitlabNodes: 3`",
+        ),
+        program="phase1",
+    ),
+    "headlamp-on-an-existing-cluster": Bad(
+        argv=(
+            "plan",
+            "phase1",
+            "--config",
+            "blueprint:cluster=existing",
+            "--config",
+            "blueprint:kubeContext=prod",
+            "--config",
+            "blueprint:headlamp=true",
+        ),
+        says=("blueprint:headlamp = 'true' is not valid: blueprint:cluster is existing", "fix: give `--config blueprint:headlamp=false`"),
+    ),
+    "container-engine-on-an-existing-cluster": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:containerEngine": "podman"}
+            )
+        },
+        says=("blueprint:containerEngine = 'podman' is not valid: blueprint:cluster is existing", "an existing cluster needs none"),
+        program="phase1",
+    ),
+    "container-engine-a-word-of-its-own": config_case("phase1", "containerEngine", "lxc", "'lxc' is not valid: expected docker or podman"),
+    "exposure-a-word-of-its-own": Bad(
+        argv=("plan", "phase1"),
+        files={"phase1": stack_file(**{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:exposure": "ingress"})},
+        says=("blueprint:exposure = 'ingress' is not valid: expected loadBalancer or nodePort", "blueprint:exposure: loadBalancer"),
+        program="phase1",
+    ),
+    "job-node-selector-not-key-value": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(**{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:jobNodeSelector": "pool"})
+        },
+        says=("blueprint:jobNodeSelector = 'pool' is not valid: expected node labels as key=value,key=value", "'pool' is not key=value"),
+        program="phase1",
+    ),
+    "dev-on-an-existing-cluster": Bad(
+        argv=("plan", "dev"),
+        files={"dev": stack_file(**{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod"})},
+        says=(
+            "blueprint:cluster = 'existing' is not valid: the dev stack runs every phase on a kind cluster of its own",
+            "with the phase1, phase2 and phase3 stacks",
+            "the line `  blueprint:cluster: kind`",
+        ),
+        program="dev",
+    ),
 }
 
 

@@ -13,7 +13,7 @@ import functools
 import re
 import shlex
 from collections.abc import Callable, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import publicsuffixlist
@@ -23,6 +23,7 @@ from publicsuffixlist import PublicSuffixList
 from shown import SHOWN_AT_MOST, shown
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
+from stacks.config.cluster import ClusterConfig, across, cluster_config
 from stacks.config.paths import (
     UNSAFE_PROJECT_EXAMPLE,
     absolute_data_dir,
@@ -83,7 +84,9 @@ class Phase1Config:
     """Headlamp's account is cluster-admin rather than the read-only `view`."""
     image_cache_dir: Path | None = None
     """Absolute host path of the image cache the registry mirrors keep (`components/image_cache.py`),
-    or None when `imageCache` is false."""
+    or None when `imageCache` is false, and on an existing cluster."""
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    """Which cluster: kind's, or an existing one and how the platform sits on it (`stacks/config/cluster.py`)."""
 
 
 MAX_GITLAB_NODES = 10
@@ -129,12 +132,13 @@ class _Checker:
         value = self.raw.get(key)
         return default_string(key) if value is None else value
 
-    def fail(self, key: str, value: str, valid: str, example: object) -> None:
+    def fail(self, key: str, value: str, valid: str, example: object, *, with_key: str = "") -> None:
+        """Say `key`'s `value` is not valid; the fix is said where `key` (or `with_key`, the key it goes with) came from."""
         if key in self.secret_keys:  # the reason may quote the value (a path, a port): not shown
             shows = f"pulumi config get -s {shlex.quote(self.stack)} {NAMESPACE}:{key}"
             valid = f"it is secret, so what is wrong is not shown (`{shows}` shows the value)"
         value_shown = "[secret]" if key in self.secret_keys else shown(value)
-        fix = f"fix: give `--config {NAMESPACE}:{key}={example}`" if key in self.given else fix_hint(self.stack, key, example)
+        fix = f"fix: give `--config {NAMESPACE}:{key}={example}`" if {key, with_key} & self.given else fix_hint(self.stack, key, example)
         self.errors.append(f"{NAMESPACE}:{key} = {value_shown} is not valid: {valid}; {fix}")
 
     def integer(self, key: str, *, minimum: int, maximum: int | None = None, note: str = "") -> int:
@@ -258,6 +262,7 @@ def _domain_problem(domain: str) -> str | None:
 
 def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     """Phase1's config read through `check`, which collects what is wrong."""
+    cluster = cluster_config(check)
     cluster_name = check.text("clusterName", _cluster_name_problem)
     replaces = " (a new count replaces a running kind cluster: `uv run blueprint up` does that, keeping the data)"
     gitlab_nodes = check.integer("gitlabNodes", minimum=1, maximum=MAX_GITLAB_NODES, note=replaces)
@@ -270,8 +275,11 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
         check.fail("headlampAdmin", "true", "it binds Headlamp's account, and blueprint:headlamp is false: there is no Headlamp", "false")
     domain = check.text("domain", _domain_problem)
     data_dir = _data_dir(check, project_dir)
-    cache_dir = _image_cache_dir(check, cluster_name, project_dir, data_dir)
+    if cluster.existing:
+        check.boolean("imageCache")  # then ignored: an existing cluster has no image cache (cluster.py, KIND_ONLY)
+    cache_dir = None if cluster.existing else _image_cache_dir(check, cluster_name, project_dir, data_dir)
     ports = _ports(check)
+    across(check)
     return Phase1Config(
         cluster_name=cluster_name,
         gitlab_nodes=gitlab_nodes,
@@ -283,6 +291,7 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
         headlamp=headlamp,
         headlamp_admin=headlamp_admin,
         image_cache_dir=cache_dir,
+        cluster=cluster,
     )
 
 

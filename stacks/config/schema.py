@@ -40,6 +40,13 @@ PHASE_KEYS: dict[str, frozenset[str]] = {
             "headlampAdmin",
             "imageCache",
             "imageCacheDir",
+            "cluster",
+            "kubeContext",
+            "storageClass",
+            "exposure",
+            "gitlabNodeSelector",
+            "jobNodeSelector",
+            "containerEngine",
         }
     ),  # fmt: skip
     "phase2": frozenset(),

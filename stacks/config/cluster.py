@@ -1,0 +1,196 @@
+"""Which cluster the platform goes onto (`blueprint:cluster`), and the keys that belong to each kind.
+
+`kind`: a kind cluster blueprint makes on this machine, with the keys it has always had. `existing`:
+the cluster of `blueprint:kubeContext`, which blueprint reads and never makes nor deletes, with keys
+of its own (the StorageClass, the gateway's exposure, node selectors). A key that belongs to the
+other kind is refused, naming it (docs/design/decisions.md, the entry on `blueprint:cluster`), so
+a value the program would ignore never looks as if it counted. `dev` stays kind's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from stacks.config import NAMESPACE
+
+if TYPE_CHECKING:
+    from stacks.config.phases import _Checker
+
+KIND = "kind"
+EXISTING = "existing"
+CLUSTERS = (KIND, EXISTING)
+LOAD_BALANCER = "loadBalancer"
+NODE_PORT = "nodePort"
+EXPOSURES = (LOAD_BALANCER, NODE_PORT)
+ENGINES = ("docker", "podman")
+
+EXISTING_ONLY = ("kubeContext", "storageClass", "exposure", "gitlabNodeSelector", "jobNodeSelector")
+"""Keys that mean something on an existing cluster alone: refused with kind when not empty."""
+KIND_ONLY = {
+    "clusterName": "this key names the kind cluster blueprint makes",
+    "gitlabNodes": "this key counts the kind nodes blueprint makes for GitLab",
+    "runnerNodes": "this key counts the kind nodes blueprint makes for CI jobs",
+    "httpPort": "kind publishes the gateway on this port of 127.0.0.1",
+    "httpsPort": "kind publishes the gateway on this port of 127.0.0.1",
+    "sshPort": "kind publishes GitLab's SSH on this port of 127.0.0.1",
+    "openbaoPort": "kind publishes OpenBao on this port of 127.0.0.1",
+    "apiServerPort": "kind publishes its API server on this port of 127.0.0.1",
+    "headlamp": "phase1 installs Headlamp on the kind cluster it makes alone (on an existing cluster it installs nothing)",
+    "headlampAdmin": "this key is Headlamp's, which phase1 installs on the kind cluster it makes alone",
+    "imageCacheDir": "the image cache runs beside a kind cluster on this machine (an existing cluster's nodes pull on their own)",
+    "containerEngine": "kind runs on this engine (an existing cluster needs none on this machine)",
+}
+"""Keys that mean something on kind alone, and why: refused with existing when not their default.
+`imageCache` is kind's too, but its default is on: with existing it is ignored, whatever it says
+(there is no image cache)."""
+
+_LABEL_SYNTAX = "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Label syntax: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterConfig:
+    """Which cluster phase1 describes, and how the platform sits on an existing one."""
+
+    cluster: str = KIND
+    """KIND or EXISTING."""
+    kube_context: str = ""
+    """The kubeconfig context of the existing cluster ("" with kind)."""
+    storage_class: str = ""
+    """The StorageClass of the platform's claims on an existing cluster; "" is the cluster's default."""
+    exposure: str = ""
+    """LOAD_BALANCER or NODE_PORT on an existing cluster; "" with kind."""
+    gitlab_node_selector: Mapping[str, str] = field(default_factory=dict)
+    """Node labels GitLab's pods are pinned to on an existing cluster; empty: no selector."""
+    job_node_selector: Mapping[str, str] = field(default_factory=dict)
+    """Node labels CI jobs and the Runners are pinned to on an existing cluster; empty: no selector."""
+    container_engine: str = ""
+    """The engine kind runs on, one of ENGINES, or "" to detect one (kind only)."""
+
+    @property
+    def existing(self) -> bool:
+        return self.cluster == EXISTING
+
+
+def label_key_problem(key: str) -> str | None:
+    """Why `key` is no label key (an optional DNS-subdomain prefix and '/', then a name of at most 63), or None."""
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return f"its prefix {prefix!r} is not a lowercase DNS subdomain of at most 253 characters"
+    if len(name) > 63 or not _LABEL_NAME.fullmatch(name):
+        return f"{name!r} is not a label name ({_LABEL_SYNTAX})"
+    return None
+
+
+def parse_selector(text: str) -> tuple[dict[str, str], str | None]:
+    """The node labels `key=value,key=value` names, and why the text is not such a list (None when it is)."""
+    selector: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = item.partition("=")
+        if not equals:
+            return {}, f"{item!r} is not key=value"
+        if problem := label_key_problem(key):
+            return {}, f"the label key {key!r} is not valid: {problem}"
+        if value and (len(value) > 63 or not _LABEL_NAME.fullmatch(value)):
+            return (
+                {},
+                f"the value of {key} is not a label value ({_LABEL_SYNTAX})",
+            )
+        if key in selector:
+            return {}, f"{key} is given twice"
+        selector[key] = value
+    return selector, None
+
+
+def _selector_problem(text: str) -> str | None:
+    problem = parse_selector(text)[1]
+    return f"expected node labels as key=value,key=value (empty: any node): {problem}" if problem else None
+
+
+def _storage_class_problem(name: str) -> str | None:
+    if name and (len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name)):
+        return (
+            "expected a StorageClass's name (a lowercase DNS subdomain: `kubectl get storageclass` lists them), "
+            "or empty for the cluster's default"
+        )
+    return None
+
+
+def _context_problem(name: str) -> str | None:
+    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+        return "expected a context's name from your kubeconfig (`kubectl config get-contexts` lists them), without control characters"
+    return None
+
+
+def _one_of(choices: tuple[str, ...], empty: str = "") -> Callable[[str], str | None]:
+    def problem(value: str) -> str | None:
+        if value in choices or (empty and not value):
+            return None
+        return f"expected {' or '.join(choices)}" + (f" (empty: {empty})" if empty else "")
+
+    return problem
+
+
+def cluster_config(check: _Checker) -> ClusterConfig:
+    """The cluster keys read through `check`, which collects what is wrong with each value (what one
+    key says of another: `across`, once every value of the phase is checked).
+    """
+    cluster = check.text("cluster", _one_of(CLUSTERS), example=EXISTING)
+    context = check.text("kubeContext", _context_problem, example="<context>")
+    storage_class = check.text("storageClass", _storage_class_problem, example="")
+    exposure = check.text("exposure", _one_of(EXPOSURES, f"{LOAD_BALANCER} with existing"), example=LOAD_BALANCER)
+    gitlab_selector = check.text("gitlabNodeSelector", _selector_problem, example="<label>=<value>")
+    job_selector = check.text("jobNodeSelector", _selector_problem, example="<label>=<value>")
+    engine = check.text("containerEngine", _one_of(ENGINES, "detect, Docker first"), example="podman")
+    existing = cluster == EXISTING
+    return ClusterConfig(
+        cluster=cluster if cluster in CLUSTERS else KIND,
+        kube_context=context if existing else "",
+        storage_class=storage_class if existing else "",
+        exposure=(exposure or LOAD_BALANCER) if existing else "",
+        gitlab_node_selector=parse_selector(gitlab_selector)[0] if existing else {},
+        job_node_selector=parse_selector(job_selector)[0] if existing else {},
+        container_engine="" if existing else engine,
+    )
+
+
+def across(check: _Checker) -> None:
+    """What one key says of another: a key of the other kind of cluster, no context, `dev` on an
+    existing one; none of it of a key refused already, nor of a secret's stand-in.
+    """
+    from stacks.config.schema import default_string  # here: stacks.outputs imports this module, and schema imports it
+
+    cluster = check.raw.get("cluster", default_string("cluster"))
+    if cluster not in CLUSTERS or "cluster" in check.stand_ins:
+        return
+    given = {key: check.raw.get(key, default_string(key)) for key in (*EXISTING_ONLY, *KIND_ONLY)}
+    # A secret's stand-in is all there is of it outside the program; a refused value is said once.
+    unchecked = {*check.stand_ins, *(key for key in given if any(error.startswith(f"{NAMESPACE}:{key} = ") for error in check.errors))}
+    if cluster == KIND:
+        for key in EXISTING_ONLY:
+            if given[key] and key not in unchecked:
+                why = f"it is for an existing cluster, and blueprint:cluster is {KIND}: remove it, or set blueprint:cluster to {EXISTING}"
+                check.fail(key, given[key], why, "")
+        return
+    if check.stack == "dev":
+        check.fail(
+            "cluster",
+            cluster,
+            "the dev stack runs every phase on a kind cluster of its own and stays kind's; bring the platform onto an "
+            "existing cluster with the phase1, phase2 and phase3 stacks (`uv run blueprint up`)",
+            KIND,
+        )
+    if not given["kubeContext"] and "kubeContext" not in unchecked:
+        why = (
+            f"blueprint:cluster is {EXISTING}, which goes onto the cluster of a context in your kubeconfig: name it "
+            "(`kubectl config get-contexts` lists them)"
+        )
+        check.fail("kubeContext", "", why, "<context>", with_key="cluster")
+    for key, what in KIND_ONLY.items():
+        if given[key] != default_string(key) and key not in unchecked:
+            check.fail(key, given[key], f"blueprint:cluster is {EXISTING}, and {what}: remove it", default_string(key))
