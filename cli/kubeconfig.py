@@ -64,7 +64,12 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
             "fix: `uv run blueprint doctor --fix` installs it as ~/.local/share/blueprint/bin/kind, where blueprint finds it"
         )
     try:
-        done = subprocess.run([kind, *argv[1:]], capture_output=True, text=True, errors="replace", timeout=KIND_TIMEOUT, check=False)
+        from cli.image_cache import kind_environment
+
+        env = kind_environment()
+        done = subprocess.run(
+            [kind, *argv[1:]], capture_output=True, text=True, errors="replace", timeout=KIND_TIMEOUT, check=False, env=env
+        )
     except subprocess.TimeoutExpired:
         raise KubeconfigError(f"`{command}` did not answer within {KIND_TIMEOUT}s: check Docker (`docker info`), then run again") from None
     except OSError as error:

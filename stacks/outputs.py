@@ -53,12 +53,18 @@ IMAGE_MIRRORS = "imageMirrors"
 """Registry -> `<address>:<port>` of its mirror, a fixed address on the mirrors' own network, which
 nodes and BuildKit reach (plain HTTP); empty when phase1 runs no image cache."""
 
+CONTAINER_ENGINE = "containerEngine"
+"""The container engine kind runs on (components/engine.py), exported only when it is not Docker: a
+Docker phase1 exports what it did before Podman (PHASE1_OPTIONAL)."""
+
 PHASE1 = (
     CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, VOLUMES_NODE_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
     SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
     OPENBAO_NODE_PORT, NODE_LABEL_KEY, GITLAB_NODE_LABEL, RUNNER_NODE_LABEL, HEADLAMP, IMAGE_CACHE_DIR, IMAGE_MIRRORS,
 )  # fmt: skip
 """Everything phase1 exports."""
+PHASE1_OPTIONAL = (CONTAINER_ENGINE,)
+"""What phase1 exports only when it differs from the default, which a downstream stack reads when there."""
 
 # phase2 -> phase3
 CA_CERT_PEM = "caCertPem"
@@ -123,6 +129,8 @@ PHASE3 = (APP_URLS, PIPELINES)
 """Everything phase3 exports."""
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
+OPTIONAL_EXPORTS = {"phase1": PHASE1_OPTIONAL}
+"""Outputs a stack exports only off its defaults: read when there, never required."""
 """What each phase hands to the next: what a phase stack reads from its upstream."""
 
 BLUEPRINT_VERSION = "blueprintVersion"

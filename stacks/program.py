@@ -77,7 +77,7 @@ async def read_upstream(stack: str) -> dict[str, Any]:
     upstream = outputs.UPSTREAM_STACK[stack]
     reference = pulumi.StackReference(outputs.upstream_stack_name(pulumi.get_project(), stack))
     values: dict[str, Any] = {}
-    for key in outputs.EXPORTS[upstream]:
+    for key in (*outputs.EXPORTS[upstream], *outputs.OPTIONAL_EXPORTS.get(upstream, ())):
         details = await reference.get_output_details(key)
         if details.secret_value is not None:
             values[key] = pulumi.Output.secret(details.secret_value)

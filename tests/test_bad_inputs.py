@@ -906,6 +906,9 @@ CASES: dict[str, Bad] = {
         says=("blueprint:domain = '[1, 1, 1, 1", "…' (98100 characters) is not valid"),
         program="phase1",
     ),
+    # WP5: the container engine (issue 24, Podman under kind)
+    "container-engine-unknown": config_case("phase1", "containerEngine", "lxc", "'lxc' is not valid: expected docker or podman"),
+    "container-engine-capitalised": config_case("phase1", "containerEngine", "Podman", "'Podman' is not valid: expected docker or podman"),
 }
 
 

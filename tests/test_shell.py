@@ -26,6 +26,7 @@ PLANS: tuple[tuple[str, dict[str, str]], ...] = (
     *((stack, {}) for stack in ("phase1", "phase2", "phase3", "dev")),
     ("dev", {"imageCache": "false"}),
     ("dev", {"headlamp": "true", "preserveData": "true"}),
+    ("dev", {"containerEngine": "podman"}),
 )
 """Every stack as it comes (preserveData=false: the wipes), and dev, which holds every component, in
 the configurations that change which scripts it registers."""

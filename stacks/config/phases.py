@@ -84,6 +84,8 @@ class Phase1Config:
     image_cache_dir: Path | None = None
     """Absolute host path of the image cache the registry mirrors keep (`components/image_cache.py`),
     or None when `imageCache` is false."""
+    container_engine: str = ""
+    """`docker`, `podman`, or "" for the one detected where the program runs (components/engine.py)."""
 
 
 MAX_GITLAB_NODES = 10
@@ -272,6 +274,7 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
     data_dir = _data_dir(check, project_dir)
     cache_dir = _image_cache_dir(check, cluster_name, project_dir, data_dir)
     ports = _ports(check)
+    container_engine = check.text("containerEngine", _engine_problem, example="podman")
     return Phase1Config(
         cluster_name=cluster_name,
         gitlab_nodes=gitlab_nodes,
@@ -283,7 +286,16 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
         headlamp=headlamp,
         headlamp_admin=headlamp_admin,
         image_cache_dir=cache_dir,
+        container_engine=container_engine,
     )
+
+
+def _engine_problem(engine: str) -> str | None:
+    from components.engine import ENGINES
+
+    if engine and engine not in ENGINES:
+        return f"expected {' or '.join(ENGINES)}, or empty for the one kind finds first (Docker before Podman)"
+    return None
 
 
 def _data_dir(check: _Checker, project_dir: Path) -> Path:

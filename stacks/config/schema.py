@@ -40,6 +40,7 @@ PHASE_KEYS: dict[str, frozenset[str]] = {
             "headlampAdmin",
             "imageCache",
             "imageCacheDir",
+            "containerEngine",
         }
     ),  # fmt: skip
     "phase2": frozenset(),
