@@ -3,6 +3,7 @@ and say it in its name (cli/image_cache.py `engine_of`, `on_engine`, `said_on`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,3 +47,15 @@ def test_status_asks_podman_of_the_mirrors_and_says_podmans_command(tmp_path: Pa
 def test_a_message_about_docker_says_podman_and_leaves_docker_hub_as_it_is() -> None:
     said = image_cache.said_on(PODMAN)
     assert said("Docker does not answer: `docker start x` (docker.io)") == "Podman does not answer: `podman start x` (docker.io)"
+
+
+def test_blueprint_kubeconfig_asks_kind_on_phase1s_podman(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kind finds a cluster on its own engine alone: without the provider, it would look on Docker."""
+    from cli import kubeconfig
+    from stacks.config import schema
+    from tests.plans import fake_command
+
+    fake_command(tmp_path, "kind", 'echo "provider: ${KIND_EXPERIMENTAL_PROVIDER:-none}"\n')
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(schema, "stack_config", lambda stack: ({"blueprint:containerEngine": PODMAN}, set()))
+    assert kubeconfig.kind_kubeconfig("blueprint", "phase1").strip() == "provider: podman"
