@@ -144,13 +144,18 @@ def _status(args: Any, runner: StackRunner, out: TextIO) -> int:
 
 
 def _cache(args: Any, runner: StackRunner, out: TextIO) -> int:
-    from cli.image_cache import WIPE_TIMEOUT, docker_run, prune
+    from cli.image_cache import WIPE_TIMEOUT, docker_run, engine_of, on_engine, prune, said_on
     from stacks.config.schema import stack_config
 
+    phase1 = runner.outputs(args.stack)
+    engine = engine_of(phase1, lambda: stack_config(args.stack)[0])
     code, lines = prune(
-        runner.outputs(args.stack), lambda: stack_config(args.stack)[0], docker_run, lambda argv: docker_run(argv, WIPE_TIMEOUT)
+        phase1,
+        lambda: stack_config(args.stack)[0],
+        on_engine(docker_run, engine),
+        on_engine(lambda argv: docker_run(argv, WIPE_TIMEOUT), engine),
     )
-    out.write("\n".join(lines) + "\n")
+    out.write("\n".join(map(said_on(engine), lines)) + "\n")
     return code
 
 

@@ -178,11 +178,17 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **SCRIPT_ENVIRONMENT, "FOLDER": folder, "OWNER": owner, "INNER_OWNERS": inner, PRESERVE_DATA: "false"}
     env |= {"STACK_FILE": "", "CONFIG_PYTHON": ""}
     env["WIPE_IMAGE"] = versions.KIND_NODE_IMAGE
-    done = bounded(["/bin/sh", "-c", DELETE_SCRIPT], env, WIPE_SECONDS)
+    from cli.image_cache import engine_of
+    from components.engine import for_engine
+    from stacks.config.schema import stack_config
+
+    # phase1's engine: the one its config means here (phase1 is gone, and its outputs with it).
+    engine = engine_of(None, lambda: stack_config("phase1")[0])
+    done = bounded(["/bin/sh", "-c", for_engine(DELETE_SCRIPT, engine)], env, WIPE_SECONDS)
     if done is None:
         slow = (
             f"blueprint: removing {folder} took more than 30 minutes, and was stopped half-way (a one-shot container it "
-            "started may still be removing files: `docker ps`); run the same destroy again to go on "
+            f"started may still be removing files: `{engine} ps`); run the same destroy again to go on "
             "(`uv run blueprint destroy --wipe-data`)"
         )
         return subprocess.CompletedProcess([], 1, "", slow)

@@ -1,7 +1,8 @@
 """The image cache (`components/image_cache.py`) as the commands see it: which folder it is, what it
 holds, whether its mirrors run (`blueprint status`), and its removal (`blueprint destroy --wipe-cache`).
 
-Docker is asked through a `DockerRun` (argv -> exit code and output), so the tests give a fake.
+Docker is asked through a `DockerRun` (argv -> exit code and output), so the tests give a fake; on
+Podman (`blueprint:containerEngine`), through `on_engine`, and what it says in Podman's words (`said_on`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,43 @@ DockerRun = Callable[[Sequence[str]], tuple[int, str]]
 
 WIPE_TIMEOUT = 1800
 """Seconds the one-shot container that removes what the user cannot may take (as the data folder's wipe)."""
+
+
+def engine_of(phase1: Mapping[str, Any] | None, config: Callable[[], Mapping[str, str]]) -> str:
+    """The engine phase1's mirrors run on: the one its last `up` recorded (only a non-Docker one exports
+    it), else the one its config means here (components/engine.py `chosen`).
+    """
+    from components.engine import DOCKER, chosen, run_host
+
+    if phase1 is not None:
+        return str(phase1.get(outputs.CONTAINER_ENGINE) or DOCKER)
+    try:
+        configured = str(config().get("blueprint:containerEngine") or "")
+    except Exception:  # a stack file that cannot be read: the engine found here
+        configured = ""
+    return chosen(configured, run_host)
+
+
+def kind_environment() -> dict[str, str]:
+    """The environment a `kind` command of this checkout runs with: this process's, with phase1's engine
+    (its config's, or the one found here) named for kind when it is not Docker.
+    """
+    from components.engine import kind_environment
+    from stacks.config.schema import stack_config
+
+    return {**os.environ, **kind_environment(engine_of(None, lambda: stack_config("phase1")[0]))}
+
+
+def on_engine(run: DockerRun, engine: str) -> DockerRun:
+    """`run`, with each `docker ...` argv run as `<engine> ...` (the arguments blueprint gives are the same on both)."""
+    return lambda argv: run([engine, *argv[1:]] if list(argv[:1]) == ["docker"] else argv)
+
+
+def said_on(engine: str) -> Callable[[str], str]:
+    """What a message about Docker says on `engine` (components/engine.py `for_engine`)."""
+    from components.engine import for_engine
+
+    return lambda text: for_engine(text, engine)
 
 
 def docker_run(argv: Sequence[str], timeout: float = 20) -> tuple[int, str]:
@@ -497,7 +535,10 @@ def wipe_with_node_image(folder: Path) -> Wiped:
     import versions
 
     # The kind node image, as the data folder's wipe: the machine has it, and it has `find`.
-    return wipe(folder, lambda argv: docker_run(argv, WIPE_TIMEOUT), versions.KIND_NODE_IMAGE)
+    from stacks.config.schema import stack_config
+
+    engine = engine_of(None, lambda: stack_config("phase1")[0])
+    return wipe(folder, on_engine(lambda argv: docker_run(argv, WIPE_TIMEOUT), engine), versions.KIND_NODE_IMAGE)
 
 
 # `blueprint cache prune`: each running mirror's storage emptied now, rather than CACHE_TTL after each fetch.

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from cli.stack_runner import StackRunner
+from components.engine import KIND_PROVIDER, PODMAN
 from stacks import outputs
 from stacks.config.schema import ENV_STEP
 
@@ -63,10 +64,16 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
             "blueprint kubeconfig asks kind for the cluster's kubeconfig, and there is no `kind` on PATH; "
             "fix: `uv run blueprint doctor --fix` installs it as ~/.local/share/blueprint/bin/kind, where blueprint finds it"
         )
+    from cli.image_cache import kind_environment
+
+    env = kind_environment()
     try:
-        done = subprocess.run([kind, *argv[1:]], capture_output=True, text=True, errors="replace", timeout=KIND_TIMEOUT, check=False)
+        done = subprocess.run(
+            [kind, *argv[1:]], capture_output=True, text=True, errors="replace", timeout=KIND_TIMEOUT, check=False, env=env
+        )
     except subprocess.TimeoutExpired:
-        raise KubeconfigError(f"`{command}` did not answer within {KIND_TIMEOUT}s: check Docker (`docker info`), then run again") from None
+        engine = "podman" if env.get(KIND_PROVIDER) == PODMAN else "docker"
+        raise KubeconfigError(f"`{command}` did not answer within {KIND_TIMEOUT}s: check `{engine} info`, then run again") from None
     except OSError as error:
         raise KubeconfigError(f"`{command}` could not run: {error}; fix: `uv run blueprint doctor --fix` installs kind") from None
     if done.returncode == 0 and done.stdout.strip():
@@ -79,14 +86,16 @@ def kind_kubeconfig(cluster: str, stack: str) -> str:
             f"kind has no cluster named {cluster} (`kind get clusters` lists the ones there are): stack {stack} is not up; "
             f"fix: bring it up with `{_bring_up(stack)}`, then run this again"
         )
-    # Else ask Docker itself, as `blueprint doctor` does, for its fix on this OS.
-    from cli.doctor.docker import DOCKER_ENGINE, docker_checks
+    # Else ask the engine itself (Docker, or phase1's Podman), as `blueprint doctor` does, for its fix on this OS.
+    from cli.doctor.docker import DOCKER_CLI, docker_checks
     from cli.doctor.machine import RealMachine
+    from cli.doctor.podman import PODMAN_CLI, podman_checks
 
-    docker = next((check for check in docker_checks(RealMachine()) if not check.ok), None)
-    if docker is not None:
-        where = "Docker" if docker.name == DOCKER_ENGINE else "the Docker CLI"
-        raise KubeconfigError(f"`{command}` failed, and {where} does not answer ({docker.found}); fix: {docker.fix}, then run this again")
+    podman = env.get(KIND_PROVIDER) == PODMAN
+    failed = next((check for check in (podman_checks if podman else docker_checks)(RealMachine()) if not check.ok), None)
+    if failed is not None:
+        where = {DOCKER_CLI: "the Docker CLI", PODMAN_CLI: "the Podman CLI"}.get(failed.name, "Podman" if podman else "Docker")
+        raise KubeconfigError(f"`{command}` failed, and {where} does not answer ({failed.found}); fix: {failed.fix}, then run this again")
     raise KubeconfigError(f"`{command}` failed: {said}")
 
 

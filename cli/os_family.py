@@ -1,5 +1,5 @@
 """Which family of operating system this is, and the exact commands that family uses for what
-`blueprint doctor` and `blueprint up` ask of the user: installing and starting Docker, the docker
+`blueprint doctor` and `blueprint up` ask of the user: installing and starting Docker or Podman, the docker
 group, the inotify limits, trusting the platform CA.
 
 Detection is a pure function of what the machine says (os-release, the platform, /proc/version,
@@ -228,6 +228,37 @@ MACOS_DOCKER_OPEN = Command(
     argv=("open", "-a", "Docker"),
     note="opens Docker Desktop's window: accept its terms there the first time, and wait until it says it is running",
 )
+
+
+# Podman from each family's own packages (packages.debian.org/podman, packages.fedoraproject.org/pkgs/podman,
+# archlinux.org/packages/extra/x86_64/podman; RHEL's AppStream carries it), with its rootful API socket unit,
+# podman.socket (podman docs/tutorials/socket_activation.md), which the user's podman reaches through
+# CONTAINER_HOST (podman.1.md): blueprint runs kind on rootful Podman only (components/engine.py).
+def podman_install(family: OsFamily) -> tuple[Command, ...]:
+    """The commands that install Podman on a Linux of `family` (none for the others)."""
+    if family.key == DEBIAN:
+        return (_sudo("apt-get", "update"), _sudo("apt-get", "install", "-y", "podman"))
+    if family.key in (FEDORA, RHEL):
+        return (_sudo("dnf", "install", "-y", "podman"),)
+    if family.key == ARCH:
+        return (_sudo("pacman", "-S", "--needed", "--noconfirm", "podman"),)
+    return ()
+
+
+PODMAN_SOCKET_START = _sudo("systemctl", "enable", "--now", "podman.socket")
+"""Start rootful Podman's API socket, /run/podman/podman.sock, now and at every boot."""
+PODMAN_ROOT_SOCKET = "unix:///run/podman/podman.sock"
+"""Where the rootful service listens; CONTAINER_HOST set to it makes every `podman` call it (podman.1.md)."""
+
+MACOS_PODMAN_INSTALL = Command(argv=("brew", "install", "podman"), note="installs the Podman CLI, which runs its engine in a VM")
+MACOS_PODMAN_INIT = Command(
+    argv=("podman", "machine", "init", "--rootful"), note="makes the Podman machine (a VM), rootful: kind needs root in it"
+)
+MACOS_PODMAN_STOP = Command(argv=("podman", "machine", "stop"))
+MACOS_PODMAN_ROOTFUL = Command(
+    argv=("podman", "machine", "set", "--rootful"), note="the machine's default connection becomes rootful (podman-machine-set(1))"
+)
+MACOS_PODMAN_START = Command(argv=("podman", "machine", "start"))
 
 
 def ca_trust(family: OsFamily, ca_file: str) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 import yaml
 
+from components.engine import DOCKER
 from stacks.layout_record import LayoutRecords
 from stacks.runtime import Platform, Runtime
 
@@ -39,13 +40,27 @@ class StandInPlatform:
 PLATFORM: Platform = StandInPlatform()
 
 
+class StandInEngine:
+    """The engine the plan runs kind on, which asks the machine nothing: the one configured, else Docker
+    (so a plan is the same on every machine), and never a refused one.
+    """
+
+    def chosen(self, configured: str) -> str:
+        return configured or DOCKER
+
+    def refusal(self, _engine: str) -> str | None:
+        return None
+
+
 def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = None) -> Runtime:
     """The runtime the plan runs the program with: its checkout id and platform, every secret
     config key's value a stand-in, since the plan cannot decrypt it, and `layout_records` (None:
     none, a new platform) for the records beside the data, since the plan reads no host folder.
     """
     records = layout_records or RecordedLayout()
-    return Runtime(checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM, layout_records=records)
+    return Runtime(
+        checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM, layout_records=records, engine=StandInEngine()
+    )
 
 
 class RecordedLayout:

@@ -62,10 +62,14 @@ def _release(recorded: object) -> str:
 
 
 def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
-    from cli.image_cache import docker_run, size_on_disk, status_lines
+    from cli.image_cache import docker_run, engine_of, on_engine, said_on, size_on_disk, status_lines
     from stacks.config.schema import stack_config
 
-    return status_lines(phase1, lambda: stack_config("phase1")[0], docker_run, size_on_disk)
+    def config() -> Mapping[str, str]:
+        return stack_config("phase1")[0]
+
+    engine = engine_of(phase1, config)
+    return list(map(said_on(engine), status_lines(phase1, config, on_engine(docker_run, engine), size_on_disk)))
 
 
 def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float = 10, server_name: str | None = None) -> str:

@@ -56,7 +56,8 @@ def cluster_state(name: str, run: Callable[..., subprocess.CompletedProcess[str]
     if shutil.which("kind") is None:
         return ClusterState("unknown", "kind is not on PATH")
     try:
-        done = run(["kind", "get", "clusters"], capture_output=True, text=True, errors="replace", timeout=60, check=False)
+        env = image_cache.kind_environment()
+        done = run(["kind", "get", "clusters"], capture_output=True, text=True, errors="replace", timeout=60, check=False, env=env)
     except (OSError, subprocess.TimeoutExpired) as error:
         return ClusterState("unknown", f"`kind get clusters` failed: {error}")
     if done.returncode != 0:
@@ -225,7 +226,9 @@ def _route(
     _refuse_phase3_without_gitlab(route, world)
     if not wipe_cache:
         return route
-    cache = image_cache.folder_to_wipe(say, existing.get("phase1"), config, world.docker, world.checkout_id)
+    engine = image_cache.engine_of(existing.get("phase1"), lambda: config)
+    docker, said = image_cache.on_engine(world.docker, engine), image_cache.said_on(engine)
+    cache = image_cache.folder_to_wipe(lambda text: say(said(text)), existing.get("phase1"), config, docker, world.checkout_id)
     return dataclasses.replace(route, cache=cache)
 
 
@@ -472,7 +475,9 @@ def _unowned_data_folder(say: Callable[[str], None], route: _Route, world: World
 def _image_cache_after(say: Callable[[str], None], route: _Route, world: World) -> int:
     """After phase1's destroy, which stopped its mirrors: the image cache removed (`--wipe-cache`), or said kept."""
     if route.cache is not None:
-        return image_cache.wipe_after_destroy(say, route.cache, world.docker, world.wipe_cache)
+        engine = image_cache.engine_of(route.existing.get("phase1"), lambda: route.config)
+        docker, said = image_cache.on_engine(world.docker, engine), image_cache.said_on(engine)
+        return image_cache.wipe_after_destroy(lambda text: say(said(text)), route.cache, docker, world.wipe_cache)
     if not route.wipe_cache and "phase1" in route.destroyed:
         image_cache.say_kept(say, route.existing["phase1"])
     return 0

@@ -30,6 +30,7 @@ from pathlib import Path
 import pulumi
 from pulumi_command import local
 
+from components.engine import DOCKER, for_engine
 from components.markers import LAYOUT_MARKER, OWNER_MARKER
 from components.scripts import script
 from providers.host_secret import FINISHING_DESTROY, WIPING_MARKER
@@ -114,6 +115,9 @@ class HostFolderArgs:
     inner_owners: tuple[str, ...] = ()
     """Owners, besides `owner`, whose folders belong inside this one (phase2's, in phase1's data
     folder): a wipe removes their claims with it, and refuses, removing nothing, when it holds anyone else's."""
+    engine: str = DOCKER
+    """The container engine whose container removes pod-owned files and gives subfolders to their
+    owners (components/engine.py)."""
     stack_file: str
     """The stack file (Pulumi.<stack>.yaml) whose `blueprint:preserveData` decides this folder's fate,
     which the delete reads again, as it is then: a plain `pulumi destroy` runs the delete the last `up`
@@ -152,9 +156,9 @@ def host_folder(name: str, args: HostFolderArgs, opts: pulumi.ResourceOptions | 
     """
     return local.Command(
         name,
-        create=UP_SCRIPT,
-        update=UP_SCRIPT,
-        delete=DELETE_SCRIPT,
+        create=for_engine(UP_SCRIPT, args.engine),
+        update=for_engine(UP_SCRIPT, args.engine),
+        delete=for_engine(DELETE_SCRIPT, args.engine),
         environment={
             "FOLDER": args.path,
             "OWNER": args.owner,

@@ -29,6 +29,7 @@ import pulumi
 from pulumi_command import local
 
 import versions
+from components.engine import DOCKER, ENGINES, for_engine, podman_ip_range
 from components.scripts import script
 from shown import shown
 
@@ -253,10 +254,23 @@ def hosts_environment(cluster_name: str, registries: tuple[str, ...]) -> dict[st
     return {"REGISTRIES": " ".join(registries), **files}
 
 
+MIRROR_UP_SCRIPTS = frozenset(for_engine(MIRROR_UP_SCRIPT, engine) for engine in ENGINES)
+"""The mirror's start script on each engine: how a recorded mirror command is told from others."""
+
+
+def network_ip_range(cluster_name: str, engine: str) -> str:
+    """`node_ip_range` as `engine` takes it and says it back: Docker a CIDR block, Podman <start>-<end>
+    (podman-network-create.1.md `--ip-range`; a block would be leased up to its broadcast address, which is
+    the subnet's own here, so the range stops one short).
+    """
+    block = node_ip_range(cluster_name)
+    return str(block) if engine == DOCKER else podman_ip_range(str(block[1]), str(block[-2]))
+
+
 def mirror_cache_folder(command_inputs: dict[str, object]) -> str | None:
     """The image cache folder a mirror command (from a plan or a state) stores into, else None."""
     environment = command_inputs.get("environment")
-    if command_inputs.get("create") != MIRROR_UP_SCRIPT or not isinstance(environment, dict):
+    if command_inputs.get("create") not in MIRROR_UP_SCRIPTS or not isinstance(environment, dict):
         return None
     return str(environment.get("CACHE_DIR") or "") or None
 
@@ -275,6 +289,8 @@ class ImageCacheArgs:
     """`<project>/<stack>@<checkout id>` of the stack that runs the mirrors (`stacks.config.paths.folder_owner`)."""
     registries: tuple[str, ...] = tuple(MIRRORED_REGISTRIES)
     image: str = versions.REGISTRY_MIRROR_IMAGE
+    engine: str = DOCKER
+    """The container engine the mirrors and their network are on (components/engine.py)."""
 
     def __post_init__(self) -> None:
         if not self.cache_dir.is_absolute():
@@ -295,17 +311,18 @@ class ImageCache(pulumi.ComponentResource):
         self._name_prefix = name
         self._containers = tuple(mirror_container(args.cluster_name, registry) for registry in args.registries)
         self._cluster_name = args.cluster_name
+        self._engine = args.engine
         network_environment = {"NETWORK": mirror_network(args.cluster_name), "OWNER": args.owner, "OWNER_LABEL": OWNER_LABEL}
         network = local.Command(
             f"{name}-mirrors-network",
-            create=NETWORK_SCRIPT,
-            delete=NETWORK_DOWN_SCRIPT,
+            create=for_engine(NETWORK_SCRIPT, args.engine),
+            delete=for_engine(NETWORK_DOWN_SCRIPT, args.engine),
             environment={
                 **network_environment,
                 "CLUSTER": args.cluster_name,
                 "SUBNET": str(mirror_subnet(args.cluster_name)),
                 "GATEWAY": str(mirror_subnet(args.cluster_name)[1]),
-                "IP_RANGE": str(node_ip_range(args.cluster_name)),
+                "IP_RANGE": network_ip_range(args.cluster_name, args.engine),
             },
             logging=local.Logging.STDERR,
             # Another subnet is another network: the old one goes first (its name stays).
@@ -314,8 +331,8 @@ class ImageCache(pulumi.ComponentResource):
         self.mirrors = [
             local.Command(
                 f"{name}-{registry.replace('.', '-')}",
-                create=MIRROR_UP_SCRIPT,
-                delete=MIRROR_DOWN_SCRIPT,
+                create=for_engine(MIRROR_UP_SCRIPT, args.engine),
+                delete=for_engine(MIRROR_DOWN_SCRIPT, args.engine),
                 environment={
                     "CONTAINER": mirror_container(args.cluster_name, registry),
                     "REGISTRY": registry,
@@ -359,8 +376,8 @@ class ImageCache(pulumi.ComponentResource):
         """Connect the nodes of `cluster` to the mirrors' network once kind has made them."""
         return local.Command(
             f"{self._name_prefix}-nodes-joined",
-            create=JOIN_SCRIPT,
-            update=JOIN_SCRIPT,
+            create=for_engine(JOIN_SCRIPT, self._engine),
+            update=for_engine(JOIN_SCRIPT, self._engine),
             delete="true",
             environment={
                 "CLUSTER": self._cluster_name,

@@ -32,6 +32,7 @@ import yaml
 from pulumi_command import local
 
 import versions
+from components.engine import DOCKER, kind_environment
 from components.host_folder import HostFolderArgs, Subfolder, host_folder
 from components.image_cache import ImageCache, ImageCacheArgs
 from components.markers import CLUSTER_MARKER, LEASES_FOLDER
@@ -108,6 +109,9 @@ class KindClusterArgs:
     """Host folder of the image cache whose mirrors every node pulls through (`components/image_cache.py`),
     or None for none. Not part of the kind config: the cluster is not replaced when it changes."""
     node_image: str = versions.KIND_NODE_IMAGE
+    engine: str = DOCKER
+    """The container engine kind makes the nodes on, and the mirrors and the data folder's wipe run on
+    (components/engine.py). Another engine is another cluster (`_identity`)."""
 
     def __post_init__(self) -> None:
         if not self.data_dir.is_absolute():
@@ -135,8 +139,11 @@ def replacing_inputs(args: KindClusterArgs) -> dict[str, Any]:
 
 
 def _identity(args: KindClusterArgs) -> dict[str, str]:
-    """The cluster's name and data folder, as its scripts read them from their environment."""
-    return {"KIND_CLUSTER_NAME": args.cluster_name, "DATA_DIR": str(args.data_dir)}
+    """The cluster's name and data folder, as its scripts read them from their environment, and, off
+    Docker, its engine: kind finds a cluster on its own engine alone, so another engine is another
+    cluster, and the old one's delete must run on the old engine (the state's environment) first.
+    """
+    return {"KIND_CLUSTER_NAME": args.cluster_name, "DATA_DIR": str(args.data_dir), **kind_environment(args.engine)}
 
 
 def kind_config(args: KindClusterArgs) -> dict[str, Any]:
@@ -266,6 +273,7 @@ class KindCluster(pulumi.ComponentResource):
                 subfolders=(Subfolder(path=REGISTRY_HOSTS_SUBDIR), Subfolder(path=VOLUMES_SUBDIR)),
                 inner_owners=args.inner_owners,
                 stack_file=args.stack_file,
+                engine=args.engine,
             ),
             opts=child,
         )
@@ -280,6 +288,7 @@ class KindCluster(pulumi.ComponentResource):
                     hosts_dir=args.data_dir / REGISTRY_HOSTS_SUBDIR,
                     hosts_dir_claim=self.data_folder,
                     owner=args.owner,
+                    engine=args.engine,
                 ),
                 opts=child,
             )

@@ -29,6 +29,7 @@ import yaml
 from pulumi_command import local
 
 import versions
+from components.engine import DOCKER, for_engine
 from components.pod_security import pod_security_labels
 from components.scripts import script
 from components.storage import STORAGE_CLASS, Volume, volume_name
@@ -59,6 +60,8 @@ class PostgresArgs:
     volume_resource: pulumi.Resource
     """The PV of `volume`: the Cluster is created after it and deleted before it."""
     kind_cluster_name: pulumi.Input[str]
+    engine: str = DOCKER
+    """The container engine that probes the kept volume (components/engine.py)."""
     """For `kind get kubeconfig`, which the adoption step uses (no credentials pass through Pulumi)."""
 
     def __post_init__(self) -> None:
@@ -157,7 +160,7 @@ class Postgres(pulumi.ComponentResource):
 
         adopt = local.Command(
             f"{name}-adopt-data",
-            create=ADOPT_SCRIPT,
+            create=for_engine(ADOPT_SCRIPT, args.engine),
             delete="true",
             stdin=yaml.safe_dump(adopted_claim(args), sort_keys=False),
             environment={

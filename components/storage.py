@@ -27,6 +27,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.engine import DOCKER
 from components.host_folder import HostFolderArgs, Subfolder, host_folder
 from components.kind_cluster import NODE_LABEL_KEY, VOLUME_NODE_LABEL, VOLUMES_SUBDIR
 
@@ -80,6 +81,8 @@ class StorageArgs:
     """Keep the data on destroy."""
     wipe_image: str
     """An image already on the machine (the kind node image), for removing pod-owned files."""
+    engine: str = DOCKER
+    """The container engine `wipe_image` runs on (components/engine.py)."""
     layout: str
     """The layout this checkout leaves the stack's data in, which both folders' claims record
     (components/host_folder.py `HostFolderArgs.layout`)."""
@@ -165,6 +168,7 @@ class Storage(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
+                engine=args.engine,
                 layout=args.layout,
                 stack_file=args.stack_file,
                 parent_owner=args.data_folder_owner,
@@ -178,6 +182,7 @@ class Storage(pulumi.ComponentResource):
                 owner=args.owner,
                 preserve=args.preserve,
                 wipe_image=args.wipe_image,
+                engine=args.engine,
                 layout=args.layout,
                 stack_file=args.stack_file,
                 parent_owner=args.data_folder_owner,

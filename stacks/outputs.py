@@ -72,6 +72,10 @@ IMAGE_MIRRORS = "imageMirrors"
 """Registry -> `<address>:<port>` of its mirror, a fixed address on the mirrors' own network, which
 nodes and BuildKit reach (plain HTTP); empty when phase1 runs no image cache (always on an existing cluster)."""
 
+CONTAINER_ENGINE = "containerEngine"
+"""The container engine kind runs on (components/engine.py), exported only when it is not Docker: a
+Docker phase1 exports what it did before Podman (EXPORTS_IF_ANY)."""
+
 PHASE1 = (
     CLUSTER_NAME, CLUSTER_ID, DATA_DIR, NODE_DATA_PATH, VOLUMES_NODE_PATH, REGISTRY_HOSTS_DIR, PRESERVE_DATA, DOMAIN, HTTP_PORT, HTTPS_PORT,
     SSH_PORT, OPENBAO_PORT, API_SERVER_PORT, GATEWAY_HTTP_NODE_PORT, GATEWAY_HTTPS_NODE_PORT, GATEWAY_SSH_NODE_PORT,
@@ -187,8 +191,9 @@ PHASE3 = (APP_URLS, PIPELINES)
 
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
 """What each phase hands to the next: what a phase stack reads from its upstream."""
-EXPORTS_IF_ANY = {"phase1": PHASE1_EXISTING, "phase2": (), "phase3": ()}
-"""What a phase hands to the next on one kind of cluster alone: read when there, never missed."""
+EXPORTS_IF_ANY = {"phase1": (*PHASE1_EXISTING, CONTAINER_ENGINE), "phase2": (), "phase3": ()}
+"""What a phase hands to the next only on an existing cluster, or only off Docker: read when there,
+never missed."""
 
 BLUEPRINT_VERSION = "blueprintVersion"
 """The blueprint release (`versions.BLUEPRINT`) that last brought the stack up. Every stack exports

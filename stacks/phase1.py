@@ -12,19 +12,28 @@ import pulumi
 from pulumi_command import local
 
 import versions
-from components import image_cache, kind_cluster
+from components import engine, image_cache, kind_cluster
 from components.kind_cluster import KindCluster, KindClusterArgs
-from stacks import outputs
+from stacks import outputs, runtime
 from stacks.config.paths import folder_owner
 from stacks.config.phases import Phase1Config, load_phase1
 from stacks.migrations import layout
 
 
 def cluster_args(
-    config: Phase1Config, *, owner: str, data_layout: str, inner_owners: tuple[str, ...] = (), stack_file: str = ""
+    config: Phase1Config,
+    *,
+    owner: str,
+    data_layout: str,
+    inner_owners: tuple[str, ...] = (),
+    stack_file: str = "",
+    container_engine: str | None = None,
 ) -> KindClusterArgs:
-    """The kind cluster phase1's config describes (the CLI derives the cluster's identity from it)."""
+    """The kind cluster phase1's config describes (the CLI derives the cluster's identity from it), on
+    `container_engine`, or, None, the engine the config means where this runs (components/engine.py).
+    """
     return KindClusterArgs(
+        engine=container_engine or runtime.current().engine.chosen(config.cluster.container_engine),
         stack_file=stack_file,
         cluster_name=config.cluster_name,
         gitlab_nodes=config.gitlab_nodes,
@@ -49,7 +58,12 @@ KIND_KUBECONFIG = 'kind get kubeconfig --name "$KIND_CLUSTER_NAME" || true'
 failed invoke with its traceback."""
 
 
-def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
+def engine_of(inputs: Mapping[str, Any]) -> str:
+    """The container engine phase1 runs kind on, from its outputs (only a non-Docker phase1 exports it)."""
+    return str(inputs.get(outputs.CONTAINER_ENGINE, engine.DOCKER))
+
+
+def kind_kubeconfig(cluster_name: str, container_engine: str = engine.DOCKER) -> pulumi.Output[str]:
     """The admin kubeconfig of phase1's kind cluster `cluster_name` (secret), as kind prints it on
     this run: how a stack that does not run phase1 gets it, since no stack exports it.
 
@@ -63,7 +77,8 @@ def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
     """
     # Nothing is logged (pulumi-command logs stdout unless told not to: provider/pkg/provider/local/logging.go):
     # stdout is the kubeconfig; what kind says on stderr goes into the error below.
-    ran = local.run_output(command=KIND_KUBECONFIG, environment={"KIND_CLUSTER_NAME": cluster_name}, logging=local.Logging.NONE)
+    environment = {"KIND_CLUSTER_NAME": cluster_name, **engine.kind_environment(container_engine)}
+    ran = local.run_output(command=KIND_KUBECONFIG, environment=environment, logging=local.Logging.NONE)
 
     def checked(result: local.RunResult) -> str:
         if not result.stdout.strip():
@@ -71,7 +86,8 @@ def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
             command = f"kind get kubeconfig --name {shlex.quote(cluster_name)}"
             raise pulumi.RunError(
                 f"phase2 reads the admin kubeconfig of phase1's kind cluster {cluster_name} from kind, and `{command}` "
-                f"gave none: {said}. Docker must run and kind be on PATH (`uv run blueprint doctor` checks both), and "
+                f"gave none: {said}. {engine.LABELS[container_engine]} must run and kind be on PATH (`uv run blueprint doctor` checks "
+                f"both), and "
                 f"`kind get clusters` must list {cluster_name}."
             )
         return result.stdout
@@ -93,7 +109,16 @@ def cluster_kubeconfig(inputs: Mapping[str, Any]) -> tuple[pulumi.Input[str], di
 
         context = str(inputs[outputs.KUBE_CONTEXT])
         return context_kubeconfig(context), {"context": context, "upsert_existing_objects": True}
-    return inputs[outputs.KUBECONFIG] if outputs.KUBECONFIG in inputs else kind_kubeconfig(str(inputs[outputs.CLUSTER_NAME])), {}
+    name = str(inputs[outputs.CLUSTER_NAME])
+    return inputs[outputs.KUBECONFIG] if outputs.KUBECONFIG in inputs else kind_kubeconfig(name, engine_of(inputs)), {}
+
+
+ROOTFUL_FIX = (
+    "run Podman rootful: on Linux, the root service (`sudo systemctl enable --now podman.socket`, then "
+    "`export CONTAINER_HOST=unix:///run/podman/podman.sock` with that socket made yours, docs/guide/podman.md); on macOS, "
+    "`podman machine stop`, `podman machine set --rootful`, `podman machine start`; or use Docker (blueprint:containerEngine: docker)"
+)
+"""The fix for a rootless Podman: said by phase1 and by the doctor."""
 
 
 def preserve_data_file(stack: str) -> str:
@@ -113,6 +138,10 @@ def preserve_data_file(stack: str) -> str:
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
     config = load_phase1()
+    container_engine = runtime.current().engine.chosen(config.cluster.container_engine)
+    # Before anything is registered: kind on a rootless engine would fail half-way through the `up`.
+    if refusal := runtime.current().engine.refusal(container_engine):
+        raise pulumi.RunError(f"blueprint:containerEngine: {container_engine} here runs rootless, and {refusal}; {ROOTFUL_FIX}")
     # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
     inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
     if config.cluster.existing:
@@ -123,6 +152,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         data_layout=layout(pulumi.get_stack()),
         inner_owners=inner_owners,
         stack_file=preserve_data_file(pulumi.get_stack()),
+        container_engine=container_engine,
     )
     cluster = KindCluster("kind", args)
     in_stack: dict[str, Any] = {}
@@ -171,6 +201,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         **in_stack,
         outputs.DATA_FOLDER_CLAIM: cluster.data_folder,
         **({outputs.IMAGE_CACHE_JOINED: cluster.image_cache_joined} if cluster.image_cache_joined else {}),
+        **({outputs.CONTAINER_ENGINE: container_engine} if container_engine != engine.DOCKER else {}),
         outputs.CLUSTER: cluster.cluster,
         outputs.KUBECONFIG: cluster.kubeconfig,
     }

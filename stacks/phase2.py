@@ -54,7 +54,7 @@ from stacks import outputs
 from stacks.config.paths import folder_owner
 from stacks.migrations import layout
 from stacks.mirror import mirror
-from stacks.phase1 import cluster_kubeconfig, preserve_data_file
+from stacks.phase1 import cluster_kubeconfig, engine_of, preserve_data_file
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
 REDIS_VOLUME = Volume(namespace="redis", claim="valkey-data", size="2Gi", owner=VALKEY_USER)
@@ -237,6 +237,7 @@ def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.Res
             data_folder_owner=folder_owner(outputs.UPSTREAM_STACK.get(pulumi.get_stack(), pulumi.get_stack())),
             preserve=bool(inputs[outputs.PRESERVE_DATA]),
             wipe_image=versions.KIND_NODE_IMAGE,
+            engine=engine_of(inputs),
             layout=layout(pulumi.get_stack()),
             volumes=VOLUMES,
             stack_file=preserve_data_file(pulumi.get_stack()),
@@ -269,6 +270,7 @@ def _data_tier(ground: Ground) -> DataTier:
             volume_resource=storage.volumes[POSTGRES_VOLUME.key],
             data_host_path=f"{folders.volumes_host}/{POSTGRES_VOLUME.folder}",
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
+            engine=engine_of(inputs),
         ),
         opts=on_cluster,
     )

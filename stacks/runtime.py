@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import pulumi
 
+from components.engine import EngineFacts, HostEngine
 from stacks import outputs
 from stacks.layout_record import HOST, LayoutRecords
 
@@ -81,6 +82,9 @@ class Runtime:
     decrypt a secret): checks across keys skip them."""
     platform: Platform = Phase2OnThisMachine()
     """What a phase3 stack calls GitLab and OpenBao with, and how it checks them first."""
+    engine: EngineFacts = HostEngine()
+    """Which container engine phase1 runs kind on, when its config leaves it to detection, and
+    whether that engine can (components/engine.py): asked of this machine, or, in the plan, a stand-in."""
 
 
 REAL = Runtime()

@@ -992,6 +992,9 @@ CASES: dict[str, Bad] = {
         ),
         program="dev",
     ),
+    # WP5: the container engine (issue 24, Podman under kind)
+    "container-engine-unknown": config_case("phase1", "containerEngine", "lxc", "'lxc' is not valid: expected docker or podman"),
+    "container-engine-capitalised": config_case("phase1", "containerEngine", "Podman", "'Podman' is not valid: expected docker or podman"),
 }
 
 

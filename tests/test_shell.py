@@ -27,6 +27,7 @@ PLANS: tuple[tuple[str, dict[str, str]], ...] = (
     ("dev", {"imageCache": "false"}),
     ("dev", {"headlamp": "true", "preserveData": "true"}),
     *((stack, {"cluster": "existing", "kubeContext": "ctx"}) for stack in ("phase1", "phase2")),
+    ("dev", {"containerEngine": "podman"}),
 )
 """Every stack as it comes (preserveData=false: the wipes), dev, which holds every component, in
 the configurations that change which scripts it registers, and the phases that read an existing

@@ -28,7 +28,9 @@ from cli.doctor.checks import CACHE_SPACE, CONFIG, PULUMI_MIN_VERSION, Check, im
 from cli.doctor.docker import docker_checks
 from cli.doctor.machine import Machine, RealMachine, machine_family
 from cli.doctor.needs import Needs, default_needs, resources_needed
+from cli.doctor.podman import podman_checks, shared_folders_check
 from cli.tools_path import tools_on_path
+from components.engine import DOCKER, PODMAN, chosen
 
 __all__ = ["machine_checks", "run"]
 
@@ -48,26 +50,27 @@ def machine_checks(
     stack: str = "phase1",
     cluster_name: str | None = None,
     names: Sequence[str] = (),
+    engine: str = DOCKER,
 ) -> list[Check]:
     """Every prerequisite of a real run, in the bring-up guide's order. `ports` maps full config keys to host
     ports ("blueprint:httpsPort": 443); `stack` is the stack whose config sets them, for the
     `pulumi config set` fix; a port published by `cluster_name`'s own node counts as free; `needs`
-    is what the config needs of Docker (`resources_needed`).
+    is what the config needs of Docker (`resources_needed`); `engine` is the container engine kind runs on.
     """
-    result = docker_checks(machine, machine_family(machine))
+    result = podman_checks(machine) if engine == PODMAN else docker_checks(machine, machine_family(machine))
     result += [
         checks.kind_check(machine),
         checks.pulumi_check(machine, pulumi_min_version),
         checks.kubectl_check(machine),
         checks.uv_check(machine),
     ]
-    result += [checks.port_check(machine, key, port, stack, cluster_name) for key, port in ports.items()]
-    result += [checks.memory_check(machine, needs), checks.cpu_check(machine, needs)]
+    result += [checks.port_check(machine, key, port, stack, cluster_name, engine) for key, port in ports.items()]
+    result += [checks.memory_check(machine, needs, engine), checks.cpu_check(machine, needs, engine)]
     if names:
         result.append(checks.names_check(machine, names))
     if machine.system == "linux":
         result.append(checks.inotify_check(machine))
-        result.append(checks.userns_check(machine))
+        result.append(checks.userns_check(machine, engine))
     if machine.system == "windows":
         result = [check if check.ok else replace(check, found=check.found + _WSL_NOTE) for check in result]
     if machine.uid() == 0:
@@ -146,7 +149,8 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         config = parse_phase1(raw, secret_keys=hidden, stack=stack, stand_ins=hidden)
     except ConfigError:
         # Said by the config check when `stack` is selected; else only a note: phase2 and phase3 do not read it.
-        found = machine_checks(machine, ports={}, needs=default_needs(), pulumi_min_version=PULUMI_MIN_VERSION)
+        engine = chosen("", lambda argv: machine.run(argv, timeout=20))
+        found = machine_checks(machine, ports={}, needs=default_needs(), pulumi_min_version=PULUMI_MIN_VERSION, engine=engine)
         unchecked = f"not checked: Pulumi.{stack}.yaml is invalid (`uv run blueprint doctor --stack {stack}` says why)"
         note = [] if stack in stacks else [Check(name=f"ports, names, sizes of {stack}", ok=True, found=unchecked)]
         return [*found, *note, stacks_checked]
@@ -168,7 +172,11 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         stack=stack,
         names=platform_names(config.domain) if any(name in NAMES_NEEDED_BY for name in stacks) else (),
         cluster_name=config.cluster_name,
+        engine=(engine := chosen(config.cluster.container_engine, lambda argv: machine.run(argv, timeout=20))),
     )
+    if engine == PODMAN and machine.system == "darwin":
+        mounted = [config.data_dir, *([config.image_cache_dir] if config.image_cache_dir else [])]
+        found.append(shared_folders_check(machine, [str(folder) for folder in mounted]))
     if unknown:
         found.append(Check(name="secret ports", ok=True, found=f"{', '.join(unknown)}: not checked (secret, so not known here)"))
     if stack in stacks:  # the stack that runs the image cache's mirrors is selected

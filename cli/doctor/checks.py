@@ -15,6 +15,7 @@ from cli.doctor.machine import Machine, first_line
 from cli.doctor.needs import GIB, MIB, NODE_MEMORY_BYTES, Needs
 from cli.os_family import Command
 from cli.tools_path import SHELL_PATH, TOOLS_BIN
+from components.engine import DOCKER, PODMAN
 from versions import KIND_VERSION
 
 PULUMI_MIN_VERSION = "3.145.0"
@@ -207,16 +208,28 @@ def uv_check(machine: Machine) -> Check:
     return Check(name=UV, ok=True, found=first_line(output))
 
 
-def port_check(machine: Machine, key: str, port: int, stack: str, cluster_name: str | None) -> Check:
+def _publishers(machine: Machine, engine: str, port: int) -> list[str]:
+    """The containers of `engine` that publish host port `port`. Podman's `ps` has no `publish` filter
+    (podman v5.8.2 docs/source/markdown/options/filter.container.md): its `{{.Ports}}` column is read instead,
+    `127.0.0.1:443->30443/tcp, ...` (podman-ps.1.md.in).
+    """
+    if engine == DOCKER:
+        code, output = machine.run(["docker", "ps", "--filter", f"publish={port}", "--format", "{{.Names}}"], timeout=20)
+        return output.split() if code == 0 else []
+    code, output = machine.run([engine, "ps", "--format", "{{.Names}} {{.Ports}}"], timeout=20)
+    lines = [line.split(" ", 1) for line in output.splitlines() if line.strip()] if code == 0 else []
+    return [fields[0] for fields in lines if len(fields) == 2 and re.search(rf":{port}->", fields[1])]
+
+
+def port_check(machine: Machine, key: str, port: int, stack: str, cluster_name: str | None, engine: str = DOCKER) -> Check:
     from stacks.config.schema import ways_to_set
 
     name = f"port {port} ({key})"
     if machine.port_free(port):
         return Check(name=name, ok=True, found="free")
-    if cluster_name is not None and machine.which("docker") is not None:
+    if cluster_name is not None and machine.which(engine) is not None:
         # After `pulumi up` the cluster's own node holds these ports: that is not a conflict.
-        code, output = machine.run(["docker", "ps", "--filter", f"publish={port}", "--format", "{{.Names}}"], timeout=20)
-        holders = output.split() if code == 0 else []
+        holders = _publishers(machine, engine, port)
         if f"{cluster_name}-control-plane" in holders:
             return Check(name=name, ok=True, found=f"published by {cluster_name}-control-plane: the cluster is already up")
         if holders:
@@ -224,7 +237,7 @@ def port_check(machine: Machine, key: str, port: int, stack: str, cluster_name: 
                 name=name,
                 ok=False,
                 found=f"{key} {port} is in use by container {', '.join(holders)}",
-                fix=f"`docker stop {shlex.quote(holders[0])}`, or {ways_to_set(stack, key.removeprefix('blueprint:'), '<free port>')}",
+                fix=f"`{engine} stop {shlex.quote(holders[0])}`, or {ways_to_set(stack, key.removeprefix('blueprint:'), '<free port>')}",
             )
     lookup = f"`netstat -ano | findstr :{port}`" if machine.system == "windows" else f"`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`"
     return Check(
@@ -242,7 +255,9 @@ def _fewer_nodes(needs: Needs) -> str:
     return f"; or fewer nodes (blueprint:gitlabNodes, blueprint:runnerNodes): each needs {NODE_MEMORY_BYTES // MIB} MiB"
 
 
-def memory_check(machine: Machine, needs: Needs) -> Check:
+def memory_check(machine: Machine, needs: Needs, engine: str = DOCKER) -> Check:
+    if engine != DOCKER:
+        return _podman_memory_check(machine, needs)
     total = machine.memory_bytes()
     gib = needs.gib
     if total is None:
@@ -257,15 +272,43 @@ def memory_check(machine: Machine, needs: Needs) -> Check:
     return Check(name=MEMORY, ok=False, found=f"{found}, needs {gib} GiB: {needs.why}", fix=fix + _fewer_nodes(needs))
 
 
-def cpu_check(machine: Machine, needs: Needs) -> Check:
+def _podman_memory_check(machine: Machine, needs: Needs) -> Check:
+    """Podman's own figure (a Podman machine's VM on macOS, what the cluster gets), else the host's."""
+    code, output = machine.run(["podman", "info", "--format", "{{.Host.MemTotal}}"], timeout=20)
+    total = int(output.strip()) if code == 0 and output.strip().isdigit() else machine.memory_bytes()
+    gib = needs.gib
+    if total is None:
+        return Check(name=MEMORY, ok=True, found=f"unknown (could not read it); make sure Podman has at least {gib} GiB ({needs.why})")
+    found = f"{total / GIB:.1f} GiB total"
+    if total >= needs.memory_bytes * _MEMORY_SLACK:
+        return Check(name=MEMORY, ok=True, found=f"{found}, needs {gib} GiB ({needs.why})")
+    fix = _PODMAN_MACHINE_SIZE.format(memory=gib * 1024, cpus=needs.cpus) if machine.system == "darwin" else ""
+    fix = fix or f"close other applications, or use a machine with at least {gib} GiB"
+    return Check(name=MEMORY, ok=False, found=f"{found}, needs {gib} GiB: {needs.why}", fix=fix + _fewer_nodes(needs))
+
+
+_PODMAN_MACHINE_SIZE = (
+    "make the Podman machine anew with more (podman-machine-set(1) resizes only QEMU machines, not macOS' default; this "
+    "drops the machine's images): `podman machine rm`, then `podman machine init --rootful --cpus {cpus} --memory {memory}` "
+    "(MiB), then `podman machine start`"
+)
+
+_CPU_FORMATS = {DOCKER: "{{.NCPU}}", PODMAN: "{{.Host.CPUs}}"}
+"""Each engine's CPU count in its `info` (podman v5.8.2 libpod/define/info.go `HostInfo.CPUs`)."""
+
+
+def cpu_check(machine: Machine, needs: Needs, engine: str = DOCKER) -> Check:
     # Docker's own count first: under Docker Desktop that is the VM's, which is what the cluster gets.
-    code, output = machine.run(["docker", "info", "--format", "{{.NCPU}}"], timeout=20)
+    code, output = machine.run([engine, "info", "--format", _CPU_FORMATS[engine]], timeout=20)
     cpus = int(output.strip()) if code == 0 and output.strip().isdigit() else machine.cpu_count()
     wanted = needs.cpus
     if cpus is None:
         return Check(name=CPUS, ok=True, found=f"unknown (could not read it); make sure Docker has at least {wanted} CPUs ({needs.why})")
     if cpus >= wanted:
         return Check(name=CPUS, ok=True, found=f"{cpus}, needs {wanted} ({needs.why})")
+    if engine == PODMAN and machine.system == "darwin":
+        fix = _PODMAN_MACHINE_SIZE.format(memory=needs.gib * 1024, cpus=wanted)
+        return Check(name=CPUS, ok=False, found=f"{cpus}, needs {wanted}: {needs.why}", fix=fix)
     fix = {
         "darwin": f"Docker Desktop > Settings > Resources: give Docker at least {wanted} CPUs (and {needs.gib} GiB), then Apply & restart",
         "windows": f"in %UserProfile%\\.wslconfig set `processors={wanted}` under [wsl2], then `wsl --shutdown` and restart Docker Desktop",
@@ -292,13 +335,14 @@ def inotify_check(machine: Machine) -> Check:
     return Check(name=INOTIFY, ok=False, found=f"{found} (kind needs {minimum})", fix=fix, commands=(now, persist))
 
 
-def userns_check(machine: Machine) -> Check:
+def userns_check(machine: Machine, engine: str = DOCKER) -> Check:
     """Can rootless BuildKit, in the image-build runner's jobs, create its user namespace?"""
     value = (machine.read_text(USERNS_RESTRICTION) or "").strip()
     if value != "1":
         found = "not restricted by AppArmor" if value in ("", "0") else f"kernel.apparmor_restrict_unprivileged_userns={value}"
         return Check(name=USERNS, ok=True, found=found)
-    code, output = machine.run(["docker", "info", "--format", "{{.OperatingSystem}}"], timeout=20)
+    # Podman on Linux runs the nodes on this kernel: only Docker Desktop has a VM of its own here.
+    code, output = machine.run(["docker", "info", "--format", "{{.OperatingSystem}}"], timeout=20) if engine == DOCKER else (1, "")
     if code == 0 and "Docker Desktop" in output:
         # Docker Desktop on Linux runs the cluster in its own VM: that kernel's setting is what counts.
         return Check(name=USERNS, ok=True, found="restricted here, but the cluster runs in Docker Desktop's VM, which has no AppArmor")

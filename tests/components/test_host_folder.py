@@ -23,6 +23,7 @@ from components.markers import OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, unfinished_wipe
 from stacks.config import PROJECT_DIR
 from stacks.layout_record import HOST
+from tests.fake_podman import FAKE_PODMAN
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 
@@ -310,6 +311,19 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
         "! -path /blueprint-data/.blueprint-layout -delete"
     )
     assert calls.read_text().strip() == expected
+
+
+def test_the_wipe_removes_pod_owned_files_through_a_podman_container(
+    locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path
+) -> None:
+    data_dir, user = locked_data_dir
+    calls = fake_docker_dir / "calls"
+    fake_command(fake_docker_dir, "podman", FAKE_PODMAN)
+    command = planned("phase1", dataDir=str(data_dir), containerEngine="podman").one(COMMAND, "kind-data-folder")
+    done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user, env={"CALLS": str(calls)})
+    wipe = f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE}"
+    assert any(call.startswith(wipe) for call in calls.read_text().splitlines()), done.stderr
+    assert "removed through Podman" in done.stderr  # the fake removed nothing: the message names the engine
 
 
 def test_wipe_fails_loudly_when_the_data_folder_survives(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:

@@ -344,3 +344,25 @@ def run_doctor(argv: list[str], **options: Any) -> int:
     against the fakes in `options` (machine, out, terminal, ask, run_command)."""
     args = parser().parse_args(["doctor", *argv])
     return doctor.run((args.stack,) if args.stack else PHASE_STACKS[args.phase], fix=args.fix, yes=args.yes, **options)
+
+
+PODMAN_OUTPUTS = {
+    "podman -v": (0, "podman version 5.8.2\n"),
+    "podman info --format {{.Version.Version}}": (0, "5.8.2\n"),
+    "podman info --format {{.Host.Security.Rootless}}": (0, "false\n"),
+    "podman info --format {{.Host.MemTotal}}": (0, f"{16 * GIB}\n"),
+    "podman info --format {{.Host.CPUs}}": (0, "8\n"),
+}
+"""A fake `podman` beside the fake `docker` (HEALTHY_OUTPUTS), answering with podman v5.8.2's `info` fields
+(libpod/define/info.go: Version.Version, Host.Security.Rootless, Host.MemTotal, Host.CPUs)."""
+
+
+def on_podman(m: FakeMachine, *, rootless: bool = False, docker: bool = False) -> FakeMachine:
+    """`m` with rootful (or rootless) Podman, and without Docker unless `docker`."""
+    if not docker:
+        without(m, "docker")
+    m.tools["podman"] = "/usr/bin/podman"
+    m.outputs.update(PODMAN_OUTPUTS)
+    if rootless:
+        m.outputs["podman info --format {{.Host.Security.Rootless}}"] = (0, "true\n")
+    return m
