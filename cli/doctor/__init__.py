@@ -4,7 +4,8 @@ Every prerequisite in docs/guide/bring-up.md "Prerequisites" becomes one pass/fa
 a first run fails here, in a second, rather than twenty minutes into phase2. The checks only talk to
 the machine through the small `Machine` protocol (cli/doctor/machine.py), so the tests run them
 against a fake one. Docker's checks are in cli/doctor/docker.py, the others in cli/doctor/checks.py,
-what the platform needs of Docker in cli/doctor/needs.py.
+what the platform needs of Docker in cli/doctor/needs.py. With `blueprint:cluster=existing` the
+machine runs no cluster: the doctor checks its tools and the existing cluster (cli/doctor/cluster.py).
 
 `--fix` (cli/doctor/fixes.py) installs what needs no root (kind and kubectl, and Pulumi once versions.py
 pins its SHA-256, into blueprint's own folders under ~/.local/share/blueprint) without asking, each
@@ -21,16 +22,20 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from cli.doctor import checks, fixes
 from cli.doctor.checks import CACHE_SPACE, CONFIG, PULUMI_MIN_VERSION, Check, image_cache_checks
+from cli.doctor.cluster import cluster_checks
 from cli.doctor.docker import docker_checks
 from cli.doctor.machine import Machine, RealMachine, machine_family
 from cli.doctor.needs import Needs, default_needs, resources_needed
 from cli.tools_path import tools_on_path
 
-__all__ = ["machine_checks", "run"]
+if TYPE_CHECKING:  # the config imports pulumi, which `--help` should not wait for
+    from stacks.config.cluster import ClusterConfig
+
+__all__ = ["existing_cluster_checks", "machine_checks", "run"]
 
 _WSL_NOTE = "; on Windows, run blueprint inside WSL2, the supported way"
 
@@ -68,6 +73,20 @@ def machine_checks(
     if machine.system == "linux":
         result.append(checks.inotify_check(machine))
         result.append(checks.userns_check(machine))
+    return _for_this_user(machine, result)
+
+
+def existing_cluster_checks(machine: Machine, cluster: ClusterConfig, *, pulumi_min_version: str, stack: str = "phase1") -> list[Check]:
+    """The prerequisites of a run onto an existing cluster (`blueprint:cluster=existing`): the tools this
+    machine runs, and the cluster's own checks (cli/doctor/cluster.py). No engine, kind, port, memory or
+    name of this machine matters then: the platform runs on the cluster.
+    """
+    result = [checks.pulumi_check(machine, pulumi_min_version), checks.uv_check(machine)]
+    return _for_this_user(machine, [*result, *cluster_checks(machine, cluster, stack=stack)])
+
+
+def _for_this_user(machine: Machine, result: list[Check]) -> list[Check]:
+    """`result` as this user reads it: WSL's note on Windows, and root's commands without `sudo`."""
     if machine.system == "windows":
         result = [check if check.ok else replace(check, found=check.found + _WSL_NOTE) for check in result]
     if machine.uid() == 0:
@@ -150,6 +169,8 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         unchecked = f"not checked: Pulumi.{stack}.yaml is invalid (`uv run blueprint doctor --stack {stack}` says why)"
         note = [] if stack in stacks else [Check(name=f"ports, names, sizes of {stack}", ok=True, found=unchecked)]
         return [*found, *note, stacks_checked]
+    if config.cluster.existing:
+        return [*existing_cluster_checks(machine, config.cluster, pulumi_min_version=PULUMI_MIN_VERSION, stack=stack), stacks_checked]
     ports = {
         f"{prefix}httpPort": config.ports.http,
         f"{prefix}httpsPort": config.ports.https,
