@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from cli.doctor import checks, fixes
 from cli.doctor.checks import CACHE_SPACE, CONFIG, PULUMI_MIN_VERSION, Check, image_cache_checks
+from cli.doctor.cluster import CONTEXT as CLUSTER_CONTEXT
 from cli.doctor.cluster import cluster_checks
 from cli.doctor.docker import docker_checks
 from cli.doctor.machine import Machine, RealMachine, machine_family
@@ -76,12 +77,18 @@ def machine_checks(
     return _for_this_user(machine, result)
 
 
-def existing_cluster_checks(machine: Machine, cluster: ClusterConfig, *, pulumi_min_version: str, stack: str = "phase1") -> list[Check]:
+def existing_cluster_checks(
+    machine: Machine, cluster: ClusterConfig | None, *, pulumi_min_version: str, stack: str = "phase1"
+) -> list[Check]:
     """The prerequisites of a run onto an existing cluster (`blueprint:cluster=existing`): the tools this
-    machine runs, and the cluster's own checks (cli/doctor/cluster.py). No engine, kind, port, memory or
-    name of this machine matters then: the platform runs on the cluster.
+    machine runs, and the cluster's own checks (cli/doctor/cluster.py); `cluster` None: its context is
+    a secret, not known here. No engine, kind, port, memory or name of this machine matters then: the
+    platform runs on the cluster.
     """
     result = [checks.pulumi_check(machine, pulumi_min_version), checks.uv_check(machine)]
+    if cluster is None:
+        unknown = "not checked: blueprint:kubeContext is a secret, so not known here"
+        return _for_this_user(machine, [*result, Check(name=CLUSTER_CONTEXT, ok=True, found=unknown)])
     return _for_this_user(machine, [*result, *cluster_checks(machine, cluster, stack=stack)])
 
 
@@ -170,7 +177,8 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         note = [] if stack in stacks else [Check(name=f"ports, names, sizes of {stack}", ok=True, found=unchecked)]
         return [*found, *note, stacks_checked]
     if config.cluster.existing:
-        return [*existing_cluster_checks(machine, config.cluster, pulumi_min_version=PULUMI_MIN_VERSION, stack=stack), stacks_checked]
+        known = None if f"{prefix}kubeContext" in secret else config.cluster
+        return [*existing_cluster_checks(machine, known, pulumi_min_version=PULUMI_MIN_VERSION, stack=stack), stacks_checked]
     ports = {
         f"{prefix}httpPort": config.ports.http,
         f"{prefix}httpsPort": config.ports.https,

@@ -303,3 +303,20 @@ def test_the_doctor_output_says_how_many_checks_passed(tmp_path: Path, monkeypat
     assert code == 1
     assert "FAIL  cluster-wide permissions" in output
     assert "fix: use a context whose user is the cluster's admin" in output
+
+
+def test_a_secret_context_is_not_checked_and_says_so() -> None:
+    results = {check.name: check for check in existing_cluster_checks(ClusterMachine(), None, pulumi_min_version=PULUMI_MIN_VERSION)}
+    assert results[cluster.CONTEXT].found == "not checked: blueprint:kubeContext is a secret, so not known here"
+    assert failed(results) == []
+
+
+def test_the_doctor_does_not_guess_a_context_set_as_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "    secure: v1:AAAABBBBCCCC\n"
+    (tmp_path / "Pulumi.phase1.yaml").write_text(f"config:\n  blueprint:cluster: existing\n  blueprint:kubeContext:\n{secret}")
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
+    machine = ClusterMachine()
+    _, output = doctor_output([], machine)
+    assert "PASS  cluster context" in output
+    assert "not checked: blueprint:kubeContext is a secret" in output
+    assert not [call for call in machine.calls if call[:2] == ["kubectl", "--context"]]
