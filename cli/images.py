@@ -16,10 +16,7 @@ and `{registry, repository, tag}` blocks (pod specs, CloudNativePG's Cluster, He
 runner's TOML config (`image`, `helper_image`, `allowed_images`), `*IMAGE` variables of host commands
 and the kind config they feed, the files phase3 pushes (CI YAML, Dockerfiles, charts' values.yaml),
 and, for each Helm release, the images its chart pulls that the plan does not show
-(versions.CHART_DEFAULT_IMAGES).
-
-On an existing cluster (`blueprint:cluster=existing`, as phase1's plan exports it) there is no image cache:
-the list says so, and every image is pulled from its registry.
+(versions.CHART_DEFAULT_IMAGES). On an existing cluster (phase1's plan exports `clusterType`) there is no cache.
 """
 
 from __future__ import annotations
