@@ -67,6 +67,11 @@ HEADLAMP_CHART_REPO = "https://kubernetes-sigs.github.io/headlamp/"
 # renovate: datasource=docker depName=docker.io/envoyproxy/gateway-crds-helm
 GATEWAY_CRDS_CHART = "oci://docker.io/envoyproxy/gateway-crds-helm"
 GATEWAY_CRDS_CHART_VERSION = "v1.8.1"
+GATEWAY_API_BUNDLE_VERSION = "v1.5.1"
+"""The Gateway API release GATEWAY_CRDS_CHART_VERSION renders: its CRDs' annotation
+gateway.networking.k8s.io/bundle-version (charts/gateway-crds-helm/templates/experimental-gatewayapi-crds.yaml
+and go.mod's sigs.k8s.io/gateway-api, both at envoyproxy/gateway v1.8.1). Update it with the chart:
+`blueprint doctor` compares an existing cluster's Gateway API CRDs with it."""
 
 # renovate: datasource=helm registryUrl=https://cloudnative-pg.github.io/charts depName=cloudnative-pg
 CNPG_CHART_VERSION = "0.29.0"

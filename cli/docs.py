@@ -227,6 +227,7 @@ def credentials_reference() -> str:
 
     entries = [*credentials.PLATFORM, credentials.deploy_token("<project>")]
     shown = next(entry.name for entry in credentials.PLATFORM if entry.path is not None)
+    kind_kubeconfig = next(entry.name for entry in entries if not_shown(entry.name))  # kind's, which `blueprint kubeconfig` reads
     rows = []
     for entry in entries:
         placeholder = entry.name.startswith("<")
@@ -255,6 +256,14 @@ def credentials_reference() -> str:
         "## Not in OpenBao",
         "",
         *(f"- `{entry.name}`: {prose(entry.not_in_openbao)}." for entry in entries if entry.not_in_openbao),
+        "",
+        "## On an existing cluster",
+        "",
+        f"With `blueprint:cluster=existing` there is no `{kind_kubeconfig}`: blueprint uses the context",
+        "`blueprint:kubeContext` of your own kubeconfig. Every other credential is kept as above: its value in Pulumi's state",
+        f"(this checkout's `.pulumi-state/`, encrypted with your passphrase), its host file on this machine, its `{credentials.KV_MOUNT}/`",
+        "copy in OpenBao on the cluster. The state, the passphrase and the host files stay on this machine: keep a copy of them",
+        "that outlives it ([on an existing cluster](../guide/existing-cluster.md#credentials-when-the-laptop-is-not-the-platforms-home)).",
         "",
     ]
     return "\n".join(lines)

@@ -16,7 +16,7 @@ and `{registry, repository, tag}` blocks (pod specs, CloudNativePG's Cluster, He
 runner's TOML config (`image`, `helper_image`, `allowed_images`), `*IMAGE` variables of host commands
 and the kind config they feed, the files phase3 pushes (CI YAML, Dockerfiles, charts' values.yaml),
 and, for each Helm release, the images its chart pulls that the plan does not show
-(versions.CHART_DEFAULT_IMAGES).
+(versions.CHART_DEFAULT_IMAGES). On an existing cluster (phase1's plan exports `clusterType`) there is no cache.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from cli.lifecycle import strings_in
 from cli.plan import SECRET, UNKNOWN, Plan
 from components.image_cache import NOT_MIRRORED, mirror_cache_folder
 from components.runner import DOCKER_HUB_MIRROR_VARIABLE
-from stacks import STACK_PHASES
+from stacks import STACK_PHASES, outputs
 
 CONTAINERD, BUILDKIT, DOCKER = "containerd", "buildkit", "docker"
 PULLERS = {
@@ -376,6 +376,8 @@ def to_json(results: list[Plan]) -> str:
         "mirrored": {puller: sorted(registries) for puller, registries in mirrored_registries(results).items()},
         "notMirrored": NOT_MIRRORED,
     }
+    if on_existing_cluster(results):  # said only there: the default document stays as it was
+        document["imageCache"] = NO_IMAGE_CACHE
     return json.dumps(document, indent=2) + "\n"
 
 
@@ -393,10 +395,14 @@ def to_text(results: list[Plan]) -> str:
     lines = [columns(rows[0]) + "IMAGE, and where the plans name it"]
     for row, image in zip(rows[1:], listed, strict=True):
         lines += [columns(row) + image.ref, f"{indent}from {', '.join(image.sources)}"]
+    counted = f"{len(listed)} images from {len({image.registry for image in listed})} registries."
+    if on_existing_cluster(results):
+        lines += ["", counted, NO_IMAGE_CACHE, PIN_LEGEND]
+        return "\n".join(lines + _chart_lines(results)) + "\n"
     nodes = ", ".join(sorted(mirrored[CONTAINERD])) or "no registry (blueprint:imageCache is off)"
     lines += [
         "",
-        f"{len(listed)} images from {len({image.registry for image in listed})} registries. The cache mirrors {nodes} for the "
+        f"{counted} The cache mirrors {nodes} for the "
         f"nodes' containerd, and {', '.join(sorted(mirrored[BUILDKIT])) or 'no registry'} for BuildKit in CI.",
     ]
     for registry, why in NOT_MIRRORED.items():
@@ -405,10 +411,32 @@ def to_text(results: list[Plan]) -> str:
         missed = sum(not image.cached for image in listed if image.puller == puller)
         lines.append(f"{puller}: {who}; {missed} of its {sum(image.puller == puller for image in listed)} images not through the cache")
     lines.append("the host's Docker keeps its images in its own image store, which no destroy empties")
-    lines.append("PIN: digest (tag and digest), tag, or none (a chart default: the chart chooses the tag)")
-    for chart in oci_charts(results):
-        lines.append(f"chart {chart['chart']} (from {chart['source']}): pulled by Helm on the host, not through the cache")
-    return "\n".join(lines) + "\n"
+    lines.append(PIN_LEGEND)
+    return "\n".join(lines + _chart_lines(results)) + "\n"
+
+
+PIN_LEGEND = "PIN: digest (tag and digest), tag, or none (a chart default: the chart chooses the tag)"
+NO_CACHE_ON_EXISTING = (
+    "blueprint:cluster is existing: the image cache runs beside a kind cluster alone, and the cluster's nodes pull every "
+    "image from its registry themselves"
+)
+"""Why there is no image cache on an existing cluster: `blueprint images` and `blueprint status` say it."""
+NO_IMAGE_CACHE = f"no image cache: {NO_CACHE_ON_EXISTING}"
+
+
+def _chart_lines(results: list[Plan]) -> list[str]:
+    return [
+        f"chart {chart['chart']} (from {chart['source']}): pulled by Helm on the host, not through the cache"
+        for chart in oci_charts(results)
+    ]
+
+
+def on_existing_cluster(results: Iterable[Plan]) -> bool:
+    """Whether phase1's plan among `results` puts the platform on an existing cluster, as its outputs say."""
+    return any(
+        result.stack == "phase1" and outputs.on_existing({key: value for key, (value, _) in result.raw_outputs.items()})
+        for result in results
+    )
 
 
 def run(as_json: bool) -> int:

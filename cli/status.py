@@ -1,6 +1,6 @@
 """`blueprint status`: per phase whether it is up and which blueprint brought it up, what GitLab,
 OpenBao, the Runners and the apps answer from this laptop (`probe`, trusting our CA alone), and the
-image cache.
+image cache (none on an existing cluster).
 """
 
 from __future__ import annotations
@@ -46,8 +46,27 @@ def status(
         lines.append(f"  Runners: {online}")
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
-    lines += image_cache(stack_outputs["phase1"])
+    phase1 = stack_outputs["phase1"]
+    if _on_existing(phase1):
+        from cli.images import NO_CACHE_ON_EXISTING
+
+        lines.append(f"image cache: none ({NO_CACHE_ON_EXISTING})")
+    else:
+        lines += image_cache(phase1)
     return "\n".join(lines)
+
+
+def _on_existing(phase1: Mapping[str, Any] | None) -> bool:
+    """Whether the platform is on an existing cluster: as phase1's outputs say, else (not up) as its config does."""
+    if phase1 is not None:
+        return outputs.on_existing(phase1)
+    from stacks.config.cluster import EXISTING
+    from stacks.config.schema import stack_config
+
+    try:
+        return stack_config("phase1")[0].get("blueprint:cluster") == EXISTING
+    except Exception:  # a stack file that cannot be read: the image cache's own line says so
+        return False
 
 
 def _release(recorded: object) -> str:

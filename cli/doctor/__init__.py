@@ -4,7 +4,8 @@ Every prerequisite in docs/guide/bring-up.md "Prerequisites" becomes one pass/fa
 a first run fails here, in a second, rather than twenty minutes into phase2. The checks only talk to
 the machine through the small `Machine` protocol (cli/doctor/machine.py), so the tests run them
 against a fake one. Docker's checks are in cli/doctor/docker.py, the others in cli/doctor/checks.py,
-what the platform needs of Docker in cli/doctor/needs.py.
+what the platform needs of Docker in cli/doctor/needs.py. With `blueprint:cluster=existing` the
+machine runs no cluster: the doctor checks its tools and the existing cluster (cli/doctor/cluster.py).
 
 `--fix` (cli/doctor/fixes.py) installs what needs no root (kind and kubectl, and Pulumi once versions.py
 pins its SHA-256, into blueprint's own folders under ~/.local/share/blueprint) without asking, each
@@ -21,10 +22,12 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from cli.doctor import checks, fixes
 from cli.doctor.checks import CACHE_SPACE, CONFIG, PULUMI_MIN_VERSION, Check, image_cache_checks
+from cli.doctor.cluster import CONTEXT as CLUSTER_CONTEXT
+from cli.doctor.cluster import cluster_checks
 from cli.doctor.docker import docker_checks
 from cli.doctor.machine import Machine, RealMachine, machine_family
 from cli.doctor.needs import Needs, default_needs, resources_needed
@@ -32,7 +35,10 @@ from cli.doctor.podman import podman_checks, shared_folders_check
 from cli.tools_path import tools_on_path
 from components.engine import DOCKER, PODMAN, chosen
 
-__all__ = ["machine_checks", "run"]
+if TYPE_CHECKING:  # the config imports pulumi, which `--help` should not wait for
+    from stacks.config.cluster import ClusterConfig
+
+__all__ = ["existing_cluster_checks", "machine_checks", "run"]
 
 _WSL_NOTE = "; on Windows, run blueprint inside WSL2, the supported way"
 
@@ -71,6 +77,26 @@ def machine_checks(
     if machine.system == "linux":
         result.append(checks.inotify_check(machine))
         result.append(checks.userns_check(machine, engine))
+    return _for_this_user(machine, result)
+
+
+def existing_cluster_checks(
+    machine: Machine, cluster: ClusterConfig | None, *, pulumi_min_version: str, stack: str = "phase1"
+) -> list[Check]:
+    """The prerequisites of a run onto an existing cluster (`blueprint:cluster=existing`): the tools this
+    machine runs, and the cluster's own checks (cli/doctor/cluster.py); `cluster` None: its context is
+    a secret, not known here. No engine, kind, port, memory or name of this machine matters then: the
+    platform runs on the cluster.
+    """
+    result = [checks.pulumi_check(machine, pulumi_min_version), checks.uv_check(machine)]
+    if cluster is None:
+        unknown = "not checked: blueprint:kubeContext is a secret, so not known here"
+        return _for_this_user(machine, [*result, Check(name=CLUSTER_CONTEXT, ok=True, found=unknown)])
+    return _for_this_user(machine, [*result, *cluster_checks(machine, cluster, stack=stack)])
+
+
+def _for_this_user(machine: Machine, result: list[Check]) -> list[Check]:
+    """`result` as this user reads it: WSL's note on Windows, and root's commands without `sudo`."""
     if machine.system == "windows":
         result = [check if check.ok else replace(check, found=check.found + _WSL_NOTE) for check in result]
     if machine.uid() == 0:
@@ -154,6 +180,9 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         unchecked = f"not checked: Pulumi.{stack}.yaml is invalid (`uv run blueprint doctor --stack {stack}` says why)"
         note = [] if stack in stacks else [Check(name=f"ports, names, sizes of {stack}", ok=True, found=unchecked)]
         return [*found, *note, stacks_checked]
+    if config.cluster.existing:
+        known = None if f"{prefix}kubeContext" in secret else config.cluster
+        return [*existing_cluster_checks(machine, known, pulumi_min_version=PULUMI_MIN_VERSION, stack=stack), stacks_checked]
     ports = {
         f"{prefix}httpPort": config.ports.http,
         f"{prefix}httpsPort": config.ports.https,

@@ -278,3 +278,20 @@ def test_buildkit_the_one_image_ci_runs_unconfined_is_pinned_by_digest() -> None
 def test_a_ci_file_of_another_shape_lists_no_image_from_that_part(text: str) -> None:
     """An app's CI file is the user's: a part of an unexpected shape is skipped, never a traceback."""
     assert images.ci_images(text) in ([], ["alpine:3"])
+
+
+def test_on_an_existing_cluster_the_list_says_there_is_no_image_cache() -> None:
+    """phase1's plan exports `clusterType: existing` there (stacks/outputs.py CLUSTER_TYPE)."""
+    existing = Plan(project="blueprint", stack="phase1", resources=[], outputs={}, raw_outputs={"clusterType": ("existing", False)})
+    results = [existing, *phase_plans()[1:]]
+    text = images.to_text(results)
+    assert "no image cache: blueprint:cluster is existing" in text
+    assert "The cache mirrors" not in text
+    assert json.loads(images.to_json(results))["imageCache"] == images.NO_IMAGE_CACHE
+
+
+def test_on_kind_the_list_says_what_the_cache_mirrors() -> None:
+    text = images.to_text(phase_plans())
+    assert "The cache mirrors" in text
+    assert "no image cache" not in text
+    assert "imageCache" not in json.loads(images.to_json(phase_plans()))

@@ -150,3 +150,19 @@ def test_openbao_is_probed_under_its_own_name_never_the_loopback_address(tmp_pat
     status.status(runner, probe, image_cache=lambda phase1: [])
     assert names["v1/sys/seal-status"] == "openbao.local.example.net"
     assert names["api/v4/version"] is None
+
+
+def test_status_on_an_existing_cluster_says_there_is_no_image_cache() -> None:
+    def cache(phase1: Mapping[str, Any] | None) -> list[str]:
+        raise AssertionError("no image cache is looked for on an existing cluster")
+
+    up = {outputs.CLUSTER_TYPE: "existing", outputs.IMAGE_CACHE_DIR: ""}
+    text = status.status(FakeRunner(existing={"phase1": up}), lambda *_: "ok", cache)
+    assert text.splitlines()[-1].startswith("image cache: none (blueprint:cluster is existing")
+
+
+def test_status_before_phase1_is_up_reads_existing_from_its_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:cluster: existing\n  blueprint:kubeContext: prod\n")
+    monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
+    text = status.status(FakeRunner(), lambda *_: "ok", lambda phase1: ["image cache: /cache"])
+    assert text.splitlines()[-1].startswith("image cache: none (blueprint:cluster is existing")
