@@ -19,24 +19,20 @@ import pulumi_kubernetes as k8s
 
 import credentials
 import versions
-from apps_manifest import HEADLAMP_HOST, host_names, load_manifest
+from apps_manifest import HEADLAMP_HOST
 from components import gitlab as gl
 from components import gitlab_gateway as gw
-from components import kind_cluster
 from components import minio as mn
 from components import postgres as pg
 from components import tls as tls_component
 from components.ci_access import CiAccess, CiAccessArgs
-from components.cluster_dns import ClusterDns, ClusterDnsArgs
 from components.gateway_crds import GatewayCrds, GatewayCrdsArgs
 from components.gitlab import GitLab, GitLabArgs
 from components.gitlab_projects import GROUP as APPS_GROUP
 from components.headlamp import HeadlampArgs
 from components.headlamp_route import HeadlampRoute, HeadlampRouteArgs
-from components.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.kind_cluster import cluster_lease
 from components.minio import Minio, MinioArgs
-from components.node_registry import NodeRegistry, NodeRegistryArgs
 from components.openbao import OpenBao, OpenBaoArgs
 from components.pod_security import pod_security_labels
 from components.postgres import Postgres, PostgresArgs
@@ -54,6 +50,7 @@ from stacks import exposure, outputs
 from stacks.config.paths import folder_owner
 from stacks.migrations import layout
 from stacks.mirror import mirror
+from stacks.node_access import node_access
 from stacks.phase1 import cluster_kubeconfig, preserve_data_file
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
@@ -91,7 +88,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     tls = _tls(ground)
     data = _data_tier(ground)
     openbao = _openbao(ground, data.postgres, tls)
-    _node_access(ground, tls)
+    node_access(inputs, namespace=ground.namespace, ca_pem=tls.ca_cert_pem, on_cluster=on_cluster)
     gitlab = _gitlab(ground, gateway_crds, tls, data)
     admin = _admin(ground, tls, gitlab)
     runners = _runners(ground, tls, data.minio, admin)
@@ -310,46 +307,6 @@ def _openbao(ground: Ground, postgres: Postgres, tls: Tls) -> OpenBao:
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
         ),
         opts=ground.on_cluster,
-    )
-
-
-def _node_access(ground: Ground, tls: Tls) -> None:
-    """What kind's nodes need of the platform: GitLab's images ahead of time, and its names resolved
-    (pods by cluster DNS, containerd by the registry's hosts folder) to the Gateway. None of it on an
-    existing cluster, whose DNS, nodes and registry access are its own: `*.<domain>` is the DNS record
-    the end of `up` names (cli/report.py).
-    """
-    inputs, on_cluster = ground.inputs, ground.on_cluster
-    if outputs.on_existing(inputs):
-        return
-    domain = str(inputs[outputs.DOMAIN])
-    envoy = f"{gw.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
-    if inputs[outputs.IMAGE_MIRRORS]:
-        # GitLab's images onto its nodes while the data tier comes up; nothing waits for it.
-        ImagePrepull(
-            "gitlab-image-prepull",
-            ImagePrepullArgs(
-                namespace=ground.namespace,
-                node_selector=exposure.gitlab_nodes(inputs),
-                images=versions.GITLAB_CHART_IMAGES,
-                mirrors_joined=tuple(inputs[key] for key in [outputs.IMAGE_CACHE_JOINED] if key in inputs),
-            ),
-            opts=on_cluster,
-        )
-    # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
-    ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest(files=False)), target=envoy), opts=on_cluster)
-    NodeRegistry(
-        "node-registry",
-        NodeRegistryArgs(
-            registry_host=f"registry.{domain}",
-            names=host_names(domain, []),
-            target=envoy,
-            hosts_dir_host=str(inputs[outputs.REGISTRY_HOSTS_DIR]),
-            hosts_dir_node=f"{inputs[outputs.NODE_DATA_PATH]}/{kind_cluster.REGISTRY_HOSTS_SUBDIR}",
-            ca_pem=tls.ca_cert_pem,
-            hosts_dir_claim=tuple(_in_graph(inputs, outputs.DATA_FOLDER_CLAIM)),
-        ),
-        opts=on_cluster,
     )
 
 
