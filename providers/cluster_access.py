@@ -71,9 +71,11 @@ class Target:
         return f"service {self.namespace}/{self.service} port {self.port} of context {self.context}"
 
 
-def target_of(props: Mapping[str, Any]) -> Target | None:
-    """The `Target` a resource's properties name, or None (kind: the service is on 127.0.0.1)."""
-    wired = props.get(TARGET_KEY)
+def target_of(props: Mapping[str, Any], key: str = TARGET_KEY) -> Target | None:
+    """The `Target` a resource's properties (or a stack's outputs) name under `key`, or None (kind:
+    the service is on 127.0.0.1).
+    """
+    wired = props.get(key)
     return Target.of(wired) if isinstance(wired, Mapping) else None
 
 

@@ -33,7 +33,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers import poll
-from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, Target, existing_props
+from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, Target, existing_props, target_of
 from providers.gitlab_api import Connection, GitLab, GitLabApiError
 from providers.http import missing_ca_file
 from providers.kind_access import KindAccessError, cluster_kubeconfig
@@ -175,10 +175,12 @@ def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> Non
                 f"(`kubectl -n {props['namespace']} logs deploy/{props['toolbox']}`), then run `uv run blueprint up` again"
             ) from None
         host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-        raise GitLabTokenError(
-            f"{failed}. If the laptop cannot reach {host}, add '127.0.0.1 {host}' to /etc/hosts; "
-            f"the CA it must trust is {props['ca_file']}."
-        ) from None
+        if forward := target_of(props):  # an existing cluster: no name to resolve, a Service to forward to
+            pods = f"kubectl --context {forward.context} -n {forward.namespace} get pods"
+            reach = f"GitLab is reached through a port-forward to {forward}: check its pods (`{pods}`)"
+        else:
+            reach = f"If the laptop cannot reach {host}, add '127.0.0.1 {host}' to /etc/hosts"
+        raise GitLabTokenError(f"{failed}. {reach}; the CA it must trust is {props['ca_file']}.") from None
 
 
 def converge(props: dict[str, Any]) -> dict[str, Any]:

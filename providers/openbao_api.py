@@ -154,8 +154,9 @@ def trusting(props: dict[str, Any]) -> requests.Session:
     existing cluster every request goes through a port-forward to OpenBao's Service (`forward`).
     """
     ca_file, server_name = props.get("ca_file"), props.get("server_name")
-    named = {"ca_file": str(ca_file) if ca_file else None, "server_name": str(server_name) if server_name else None}
-    return http.session(**named, forward=target_of(props))
+    return http.session(
+        ca_file=str(ca_file) if ca_file else None, server_name=str(server_name) if server_name else None, forward=target_of(props)
+    )
 
 
 def impostor(props: dict[str, Any]) -> str:

@@ -103,9 +103,3 @@ def forwards(inputs: Mapping[str, Any], openbao_namespace: str) -> dict[str, Any
     if gitlab is None or openbao is None:
         return {}
     return {outputs.GITLAB_FORWARD: gitlab.wire(), outputs.OPENBAO_FORWARD: openbao.wire()}
-
-
-def forward_of(inputs: Mapping[str, Any], key: str) -> Target | None:
-    """The forward phase2 handed on under `key` (phase3 on an existing cluster), or None."""
-    wired = inputs.get(key)
-    return Target.of(wired) if isinstance(wired, Mapping) else None

@@ -22,6 +22,7 @@ from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, ForwardError, Targ
 from providers.gitlab_api import GitLab
 from providers.openbao_kv import PROVIDER_VERSION as KV_VERSION
 from providers.openbao_kv import OpenBaoKvProvider, current
+from stacks import preflight
 from tests.providers.bao_tls import SERVER_NAME, Pki, issue
 from tests.providers.engine import BaoServer, as_engine_loads, init_inputs, init_provider, running_bao
 from tests.providers.gitlab_stub import TOKEN, GitLabState, gitlab_stub
@@ -189,3 +190,12 @@ def test_without_kubectl_the_forward_says_to_install_it(tmp_path: Path, monkeypa
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(ForwardError, match="install kubectl"), forwarded(OPENBAO):
         pass
+
+
+def test_phase3s_preflight_checks_openbao_through_the_forward(bao: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """phase3 on an existing cluster checks the platform before it starts, through the same forwards."""
+    fake_kubectl(tmp_path / "bin", monkeypatch, upstream=int(urlsplit(bao.address).port or 0))
+    init_provider().create(init_inputs(bao, tmp_path, address=IN_CLUSTER, **{TARGET_KEY: OPENBAO.wire(), CONTEXT_KEY: CONTEXT}))
+    waits = preflight.Waits(attempts=1, pause=0.0, runner_wait=0.0, runner_poll=0.0)
+    tls = {"ca_file": str(bao.pki.ca_file if bao.pki else ""), "server_name": SERVER_NAME}
+    assert preflight.check_openbao(IN_CLUSTER, waits=waits, **tls, forward=OPENBAO) is None
