@@ -100,7 +100,7 @@ def gateway_address(phase1: Mapping[str, Any], run: Callable[..., subprocess.Com
 
     command = [*_kubectl(phase1), "get", f"gateway/{gl.GATEWAY}", f"service/{gw.ENVOY_SERVICE}", "-o", "json"]
     try:
-        done = run(command, capture_output=True, text=True, timeout=30, check=False)
+        done = run(command, capture_output=True, text=True, errors="replace", timeout=30, check=False)
         items = json.loads(done.stdout).get("items") if done.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError, AttributeError):
         items = None

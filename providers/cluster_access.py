@@ -86,7 +86,7 @@ class Forward:
         self.target = target
         try:
             self._process = subprocess.Popen(
-                target.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                target.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
             )
         except OSError as error:
             raise ForwardError(f"{target} cannot be forwarded: kubectl does not run ({error.strerror}); install kubectl") from None
