@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from cli.status import probe
 from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, ForwardError, Target, forwarded
 from providers.gitlab_api import GitLab
 from providers.openbao_kv import PROVIDER_VERSION as KV_VERSION
@@ -199,3 +200,11 @@ def test_phase3s_preflight_checks_openbao_through_the_forward(bao: BaoServer, tm
     waits = preflight.Waits(attempts=1, pause=0.0, runner_wait=0.0, runner_poll=0.0)
     tls = {"ca_file": str(bao.pki.ca_file if bao.pki else ""), "server_name": SERVER_NAME}
     assert preflight.check_openbao(IN_CLUSTER, waits=waits, **tls, forward=OPENBAO) is None
+
+
+def test_status_asks_openbao_through_the_forward(bao: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`blueprint status` (and destroy's "does GitLab answer?") on an existing cluster: through phase2's forwards."""
+    fake_kubectl(tmp_path / "bin", monkeypatch, upstream=int(urlsplit(bao.address).port or 0))
+    init_provider().create(init_inputs(bao, tmp_path, address=IN_CLUSTER, **{TARGET_KEY: OPENBAO.wire(), CONTEXT_KEY: CONTEXT}))
+    ca_file = str(bao.pki.ca_file if bao.pki else "")
+    assert probe(f"{IN_CLUSTER}/v1/sys/seal-status", ca_file, {}, server_name=SERVER_NAME, forward=OPENBAO.wire()) == "unsealed"
