@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from cli.report import check_apps, pipeline_tally, summary
+from cli.report import check_apps, gateway_address, pipeline_tally, summary
 from cli.stack_runner import StackFailed, StackRunner
 from cli.status import probe
 from stacks import PHASE_STACKS, outputs
@@ -156,7 +156,8 @@ def up(context: Context, phase: str) -> int:
         from cli.doctor.machine import RealMachine, machine_family
 
         tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
-        context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine())))
+        gateway = gateway_address(values["phase1"]) if values.get("phase2") and outputs.on_existing(values.get("phase1") or {}) else None
+        context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine()), gateway=gateway))
     return code
 
 

@@ -1,15 +1,18 @@
 """The end of a successful `up`: where things are, where the credentials are (never the credentials
-themselves), the laptop-side steps left (the /etc/hosts line, trusting the CA on this OS), each
+themselves), the laptop-side steps left (the /etc/hosts line, or on an existing cluster the one
+wildcard DNS record to make at the gateway's address; trusting the CA on this OS), each
 app's `/healthz` from this laptop, the smoke pipelines' tally, and `--glab-login` (with glab's own
 token: `api` alone, 30 days, revoked by a destroy; never the admin token).
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from apps_manifest import HEADLAMP_HOST, PLATFORM_HOSTS
@@ -24,11 +27,13 @@ def summary(
     tally: str | None = None,
     checked: Mapping[str, str] | None = None,
     family: OsFamily | None = None,
+    gateway: Gateway | None = None,
 ) -> str:
     """What the user needs after an `up`: where things are, where the credentials are (never the
     credentials themselves), and the laptop-side steps left; once phase3 is up, each app with what its
     `/healthz` said from this laptop (`checked`, from `check_apps`), and last the smoke pipelines'
-    `tally` (`pipeline_tally`).
+    `tally` (`pipeline_tally`). On an existing cluster, `gateway` (`gateway_address`) replaces the
+    /etc/hosts line with the DNS record to make.
     """
     phase1, phase2, phase3 = (outputs_by_stack.get(stack) or {} for stack in ("phase1", "phase2", "phase3"))
     lines = ["", "blueprint is up."]
@@ -51,15 +56,19 @@ def summary(
             f"  OpenBao login:  {openbao_login(phase2)}",
             "  every one:      uv run blueprint secrets   (what each is, and its OpenBao path; --show NAME prints its value)",
             "",
-            "On this laptop, once:",
-            f"  /etc/hosts:     127.0.0.1 {' '.join(hosts)}",
+            *(
+                dns_lines(phase1, domain, hosts, gateway)
+                if outputs.on_existing(phase1)
+                else ["On this laptop, once:", f"  /etc/hosts:     127.0.0.1 {' '.join(hosts)}"]
+            ),
             *trust_ca_lines(phase2.get(outputs.CA_CERT_FILE), family),
         ]
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         said = (checked or {}).get(name)
         lines.append(f"  app {name}: {url}" + (f"  (/healthz from this laptop: {said})" if said is not None else ""))
     if any(said.startswith("unreachable") for said in (checked or {}).values()):
-        lines.append("  an app unreachable from here: its name must resolve to 127.0.0.1 (the /etc/hosts line above)")
+        where = "the gateway's address (the DNS record above)" if outputs.on_existing(phase1) else "127.0.0.1 (the /etc/hosts line above)"
+        lines.append(f"  an app unreachable from here: its name must resolve to {where}")
     if tally is not None:
         lines.append(tally)
     if phase1 and not phase2:
@@ -67,6 +76,69 @@ def summary(
         # A file of its own: `blueprint kubeconfig --output` refuses a kubeconfig that holds other clusters.
         lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gateway:
+    """What the cluster says of the gateway's address: Envoy Gateway writes the Gateway's
+    `status.addresses` from its Service, a load balancer's `ingress` IP or hostname, or for a
+    NodePort the nodes' addresses (envoyproxy/gateway internal/gatewayapi/status/gateway.go).
+    """
+
+    addresses: tuple[tuple[str, str], ...] = ()
+    """(type, value) of each: IPAddress or Hostname."""
+    node_ports: Mapping[int, int] | None = None
+    """Service port -> its node port, when the Service is a NodePort; None for a load balancer."""
+    problem: str = ""
+    """Why nothing could be read ("": it was)."""
+
+
+def gateway_address(phase1: Mapping[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> Gateway:
+    """The gateway's addresses and node ports as the cluster of phase1's context says them now."""
+    from components import gitlab as gl
+    from components import gitlab_gateway as gw
+
+    command = [*_kubectl(phase1), "get", f"gateway/{gl.GATEWAY}", f"service/{gw.ENVOY_SERVICE}", "-o", "json"]
+    try:
+        done = run(command, capture_output=True, text=True, errors="replace", timeout=30, check=False)
+        items = json.loads(done.stdout).get("items") if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError, AttributeError):
+        items = None
+    if not isinstance(items, list):
+        return Gateway(problem=f"`{shlex.join(command)}` did not answer")
+    by_kind = {str(item.get("kind")): item for item in items if isinstance(item, dict)}
+    addresses = (by_kind.get("Gateway") or {}).get("status", {}).get("addresses") or []
+    spec = (by_kind.get("Service") or {}).get("spec") or {}
+    ports = {int(port["port"]): int(port["nodePort"]) for port in spec.get("ports") or [] if "nodePort" in port and "port" in port}
+    return Gateway(
+        addresses=tuple((str(found.get("type", "IPAddress")), str(found.get("value"))) for found in addresses if found.get("value")),
+        node_ports=ports if spec.get("type") == "NodePort" else None,
+    )
+
+
+def _kubectl(phase1: Mapping[str, Any]) -> list[str]:
+    return ["kubectl", "--context", str(phase1.get(outputs.KUBE_CONTEXT)), "--namespace", "gitlab"]
+
+
+def dns_lines(phase1: Mapping[str, Any], domain: str, hosts: Sequence[str], gateway: Gateway | None) -> list[str]:
+    """The one wildcard record that sends every name of the platform (`hosts`, all under `domain`) to the gateway."""
+    from components import gitlab as gl
+
+    lines = [f"In the DNS of {domain}, once (it covers {', '.join(hosts)}):"]
+    found = gateway.addresses if gateway else ()
+    if not found:
+        why = gateway.problem if gateway and gateway.problem else "the gateway has no address yet"
+        status = shlex.join([*_kubectl(phase1), "get", "gateway", gl.GATEWAY, "-o", "jsonpath={.status.addresses}"])
+        return [*lines, f"  *.{domain}  ->  the gateway's address: {why}; once it has one, `{status}` shows it"]
+    hostnames = [value for kind, value in found if kind == "Hostname"]
+    # A CNAME names one host; A records may be several.
+    records = [f"  *.{domain}  CNAME  {hostnames[0]}"] if hostnames else [f"  *.{domain}  A  {value}" for _, value in found]
+    if gateway and gateway.node_ports is not None:
+        ports = ", ".join(f"{port} -> node port {node}" for port, node in sorted(gateway.node_ports.items()))
+        records.append(
+            f"  (blueprint:exposure=nodePort: the nodes answer on their node ports, {ports}; a load balancer of yours maps them)"
+        )
+    return [*lines, *records]
 
 
 def trust_ca_lines(ca_file: object, family: OsFamily | None) -> list[str]:
@@ -105,15 +177,23 @@ def openbao_login(phase2: Mapping[str, Any]) -> str:
     from providers.openbao_errors import bao_env
 
     password_file = phase2[outputs.OPENBAO_ADMIN_PASSWORD_FILE]
+    forward, address = phase2.get(outputs.OPENBAO_FORWARD), phase2.get(outputs.OPENBAO_ADDR)
+    if isinstance(forward, Mapping):  # an existing cluster: OpenBao's Service, forwarded to this machine first
+        address = f"https://127.0.0.1:{forward['port']}"
     where = bao_env(
         {
-            "address": phase2.get(outputs.OPENBAO_ADDR),
+            "address": address,
             "ca_file": phase2.get(outputs.CA_CERT_FILE),
             "server_name": phase2.get(outputs.OPENBAO_SERVER_NAME),
         }
     )
     login = "uv run bao login -method=userpass username=admin password=-"
-    return f"export {where}; tr -d '\\n' < {shlex.quote(str(password_file))} | {login}"
+    logged_in = f"export {where}; tr -d '\\n' < {shlex.quote(str(password_file))} | {login}"
+    if not isinstance(forward, Mapping):
+        return logged_in
+    service, port = f"svc/{forward['service']}", str(forward["port"])
+    kubectl = ["kubectl", "--context", str(forward["context"]), "--namespace", str(forward["namespace"]), "port-forward", service, port]
+    return f"{shlex.join(kubectl)} &  {logged_in}"
 
 
 def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> str:

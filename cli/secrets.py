@@ -141,6 +141,8 @@ def _from_openbao(entry: Credential, platform: dict[str, object], folder: Path, 
         "password": password,
         "mount": credentials.KV_MOUNT,
         "path": entry.path,
+        # On an existing cluster, through the port-forward phase2 names (providers/cluster_access.py).
+        **({"forward": platform[outputs.OPENBAO_FORWARD]} if platform.get(outputs.OPENBAO_FORWARD) else {}),
     }
     where = f"{credentials.KV_MOUNT}/{entry.path}"
     try:

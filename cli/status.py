@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from cli.report import admin_token
 from cli.stack_runner import StackRunner
@@ -38,11 +39,15 @@ def status(
             token: dict[str, str] | None = {"PRIVATE-TOKEN": admin_token(phase2)}
         except outputs.SecretFileUnavailable as error:
             token, missing = None, str(error)
-        lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token) if token else f'unknown: {missing}'}")
+        # On an existing cluster, through the port-forwards phase2 names (providers/cluster_access.py).
+        gitlab_via = {"forward": phase2[outputs.GITLAB_FORWARD]} if phase2.get(outputs.GITLAB_FORWARD) else {}
+        openbao_via = {"forward": phase2[outputs.OPENBAO_FORWARD]} if phase2.get(outputs.OPENBAO_FORWARD) else {}
+        lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token, **gitlab_via) if token else f'unknown: {missing}'}")
         # OpenBao is reached at 127.0.0.1: its certificate must be for its own name (outputs.OPENBAO_SERVER_NAME).
         openbao = f"{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status"
-        lines.append(f"  OpenBao: {ask(openbao, ca, {}, server_name=phase2.get(outputs.OPENBAO_SERVER_NAME))}")
-        online = ask(f"{gitlab_url}/api/v4/{runners}&status=online", ca, token) if token else "unknown: no admin token (above)"
+        lines.append(f"  OpenBao: {ask(openbao, ca, {}, server_name=phase2.get(outputs.OPENBAO_SERVER_NAME), **openbao_via)}")
+        runners_url = f"{gitlab_url}/api/v4/{runners}&status=online"
+        online = ask(runners_url, ca, token, **gitlab_via) if token else "unknown: no admin token (above)"
         lines.append(f"  Runners: {online}")
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
@@ -91,21 +96,37 @@ def _image_cache_status(phase1: Mapping[str, Any] | None) -> list[str]:
     return list(map(said_on(engine), status_lines(phase1, config, on_engine(docker_run, engine), size_on_disk)))
 
 
-def probe(url: str, ca_file: str, headers: Mapping[str, str], *, timeout: float = 10, server_name: str | None = None) -> str:
+def probe(
+    url: str,
+    ca_file: str,
+    headers: Mapping[str, str],
+    *,
+    timeout: float = 10,
+    server_name: str | None = None,
+    forward: Mapping[str, Any] | None = None,
+) -> str:
     """What `url` says, in a few words: "ok ...", "sealed"/"unsealed", "N online", "HTTP <status>",
-    "unreachable (...)", or "unknown: ..." when our CA file, the only trust it uses, is missing.
+    "unreachable (...)", or "unknown: ..." when our CA file, the only trust it uses, is missing. With
+    `forward` (an existing cluster: phase2's gitlabForward or openbaoForward), through that port-forward.
     """
     import requests
 
+    from providers.cluster_access import ForwardError, Target
     from providers.http import NoAnswer, session, unverified
 
+    through = Target.of(forward) if forward else None
     try:
         https = url.startswith("https://")
-        with session(ca_file=ca_file if https else None, headers=headers, server_name=server_name if https else None) as asking:
+        # Through a forward, the connection still asks for the URL's own name (server_name, SNI).
+        server_name = server_name or (urlsplit(url).hostname if through else None)
+        tls = {"ca_file": ca_file if https else None, "server_name": server_name if https else None}
+        with session(**tls, headers=headers, forward=through) as asking:
             response = asking.get(url, timeout=timeout)
         body = response.json() if "json" in response.headers.get("Content-Type", "") else None
     except NoAnswer:  # our CA file, the only trust, is missing: no token goes where it cannot vouch
         return f"unknown: the CA file {ca_file} is missing"
+    except ForwardError:
+        return "unreachable (the port-forward did not start)"
     except (requests.RequestException, ValueError) as error:
         if unverified(error):
             return "untrusted: its certificate is not one of the platform CA's for its name (no token was sent)"

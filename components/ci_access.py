@@ -101,6 +101,8 @@ def credential_binding_spec(policy: str, namespace: str) -> dict[str, object]:
 class CiAccessArgs:
     kind_cluster_name: pulumi.Input[str]
     """For `kind get kubeconfig`, which the token step uses (no credential passes through Pulumi)."""
+    kube_context: str = ""
+    """On an existing cluster, its context, whose kubeconfig the token step uses instead; "" on kind."""
     namespace: str = "apps"
 
 
@@ -163,6 +165,7 @@ class CiAccess(pulumi.ComponentResource):
             f"{name}-kubeconfig",
             DeployKubeconfigArgs(
                 kind_cluster_name=args.kind_cluster_name,
+                kube_context=args.kube_context,
                 namespace=args.namespace,
                 namespace_uid=namespace.metadata.apply(lambda metadata: metadata.uid or ""),
                 service_account_uid=account.metadata.apply(lambda metadata: metadata.uid or ""),

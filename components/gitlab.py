@@ -3,8 +3,9 @@
 Chart facts come from the chart's own values.yaml, templates and docs (mirror nobidev/gitlab-charts).
 The values name every credential by its Secret and hold none. Object storage takes three formats
 (Rails' Fog connection, the registry's S3 driver config, the toolbox's s3cmd INI), built below from
-plain strings. Envoy's Service is a NodePort on the NodePorts phase1 maps, under a fixed name that
-in-cluster DNS points `*.<domain>` at (`components/cluster_dns.py`); the apps' and Headlamp's
+plain strings. Envoy's Service is a NodePort on the NodePorts phase1 maps (kind) or a LoadBalancer
+(an existing cluster), under a fixed name that kind's in-cluster DNS points `*.<domain>` at
+(`components/cluster_dns.py`); the apps' and Headlamp's
 listeners are patched onto the chart's Gateway, and a last patch waits for it to be Programmed
 (the Service patch, the listeners and the gate's annotations: `components/gitlab_gateway.py`).
 The rails secret and the SSH host keys are kept in the data folder (`providers/host_secret.py`).
@@ -56,10 +57,14 @@ class GitLabArgs:
     domain: str
     ssh_port: int
     """Host port of SSH: what clone URLs show."""
-    node_ports: tuple[int, int, int]
-    """NodePorts of HTTP, HTTPS and SSH that phase1 maps from the host."""
+    node_ports: tuple[int, int, int] | None
+    """NodePorts of HTTP, HTTPS and SSH that phase1 maps from the host (kind), or None: the API
+    server numbers them, if `service_type` has any (an existing cluster)."""
     node_selector: dict[str, str]
-    """Where GitLab's pods run (the nodes phase1 labels for GitLab)."""
+    """Where GitLab's pods run: the nodes phase1 labels for GitLab (kind), or `blueprint:gitlabNodeSelector`
+    (an existing cluster); {}: any node, and no nodeSelector in the values at all."""
+    service_type: str = "NodePort"
+    """The type of Envoy's Service: NodePort (kind; `blueprint:exposure=nodePort`) or LoadBalancer."""
     postgres_host: pulumi.Input[str]
     postgres_database: str
     postgres_user: str
@@ -209,8 +214,13 @@ def _global_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> 
         "gatewayApi": {"enabled": True, "installEnvoy": True, "configureCertmanager": False, "httpToHttpsRedirect": True},
         "openbao": {"enabled": False},
         "certificates": {"customCAs": [{"secret": args.ca_secret}]},
-        "nodeSelector": args.node_selector,
+        **_placed(args.node_selector),
     }
+
+
+def _placed(node_selector: dict[str, str]) -> dict[str, Any]:
+    """A `nodeSelector` value, or nothing at all for any node (an empty map is no selector, but a key the chart merges)."""
+    return {"nodeSelector": node_selector} if node_selector else {}
 
 
 def check_one_database(values: dict[str, Any]) -> dict[str, Any]:
@@ -239,8 +249,7 @@ def _envoy_gateway_values(args: GitLabArgs) -> dict[str, Any]:
     return {
         # The CRD chart installs this policy; a second copy from this release would collide with it.
         "crds": {"gatewayAPI": {"safeUpgradePolicy": {"enabled": False}}},
-        "deployment": {"pod": {"nodeSelector": args.node_selector}},
-        "certgen": {"job": {"nodeSelector": args.node_selector}},
+        **({"deployment": {"pod": placed}, "certgen": {"job": placed}} if (placed := _placed(args.node_selector)) else {}),
     }
 
 
@@ -294,7 +303,11 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
         "postgresql": {"install": False},
         "redis": {"install": False},
         "gatewayApiResources": {
-            "envoy": {"proxySpec": envoy_proxy_spec(node_ports=args.node_ports, ssh_port=args.ssh_port, node_selector=args.node_selector)}
+            "envoy": {
+                "proxySpec": envoy_proxy_spec(
+                    node_ports=args.node_ports, ssh_port=args.ssh_port, node_selector=args.node_selector, service_type=args.service_type
+                )
+            }
         },
         "envoy-gateway": _envoy_gateway_values(args),
         "gitlab": _gitlab_subchart_values(args),

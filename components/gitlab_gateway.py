@@ -1,7 +1,8 @@
 """GitLab's Gateway, as the chart renders it and as blueprint completes it: pure builders.
 
-The chart's bundled Envoy Gateway serves it. Envoy's Service is a NodePort on the NodePorts phase1
-maps, under a fixed name (`ENVOY_SERVICE`, which in-cluster DNS points `*.<domain>` at:
+The chart's bundled Envoy Gateway serves it. Envoy's Service is, on kind, a NodePort on the NodePorts
+phase1 maps, and on an existing cluster a LoadBalancer (or a NodePort the API server numbers), under
+a fixed name (`ENVOY_SERVICE`, which kind's in-cluster DNS points `*.<domain>` at:
 `components/cluster_dns.py`); its patch must give exactly the ports of the chart's listeners
 (`check_envoy_service_ports`), each under the name Envoy Gateway gives it. The GitLab component
 (`components/gitlab.py`) adds the apps' and Headlamp's listeners to the chart's Gateway, and waits
@@ -92,8 +93,12 @@ def envoy_service_port_name(protocol: str, port: int) -> str:
     return f"{protocol}-{port}".lower()
 
 
-def envoy_proxy_spec(*, node_ports: tuple[int, int, int], ssh_port: int, node_selector: dict[str, str]) -> dict[str, Any]:
-    """Envoy Gateway's EnvoyProxy spec: a NodePort Service on phase1's NodePorts. Envoy Gateway
+def envoy_proxy_spec(
+    *, node_ports: tuple[int, int, int] | None, ssh_port: int, node_selector: dict[str, str], service_type: str = "NodePort"
+) -> dict[str, Any]:
+    """Envoy Gateway's EnvoyProxy spec: on kind, a NodePort Service on phase1's NodePorts; on an
+    existing cluster (`node_ports` None), a Service of `service_type`, LoadBalancer or NodePort, whose
+    node ports the API server picks (fixed ones may be taken on a shared cluster). Envoy Gateway
     applies the patch as a strategic merge onto the Service it renders (internal/utils/merge.go
     MergeWithPatch), and a Service's `ports` merge on `port` (k8s.io/api core/v1 ServiceSpec,
     patchMergeKey "port"): so the patch gives the Gateway's listener ports, 80, 443 and the SSH
@@ -102,36 +107,26 @@ def envoy_proxy_spec(*, node_ports: tuple[int, int, int], ssh_port: int, node_se
     port that matches no listener is added, and the API server takes a Service of several ports only
     when each has a name (core/v1 ServicePort `name`: a DNS_LABEL, unique in the Service, optional
     only for a single port), so such a port breaks only itself, never the Service with 80 and 443. `node_ports`: HTTP, HTTPS and SSH;
-    `node_selector`: where Envoy runs.
+    `node_selector`: where Envoy runs ({}: anywhere, no nodeSelector at all). `type` is one of
+    Envoy Gateway v1.8.1's KubernetesServiceSpec types (api/v1alpha1/shared_types.go).
     """
-    http, https, ssh = node_ports
     listener_port = ssh_listener_port(versions.GITLAB_CHART_VERSION, ssh_port)
-    return {
-        "provider": {
-            "type": "Kubernetes",
-            "kubernetes": {
-                "envoyService": {
-                    "name": ENVOY_SERVICE,
-                    "type": "NodePort",
-                    "externalTrafficPolicy": "Cluster",  # the node phase1 maps runs no Envoy
-                    "patch": {
-                        "type": "StrategicMerge",
-                        "value": {
-                            "spec": {
-                                "ports": [
-                                    {"name": envoy_service_port_name("HTTP", 80), "port": 80, "nodePort": http},
-                                    {"name": envoy_service_port_name("HTTPS", 443), "port": 443, "nodePort": https},
-                                    # The chart's gitlab-ssh listener is TCP (templates/_gateway.tpl).
-                                    {"name": envoy_service_port_name("TCP", listener_port), "port": listener_port, "nodePort": ssh},
-                                ]
-                            }
-                        },
-                    },
-                },
-                "envoyDeployment": {"pod": {"nodeSelector": node_selector}},
-            },
-        }
+    named = [("HTTP", 80), ("HTTPS", 443), ("TCP", listener_port)]  # the chart's gitlab-ssh listener is TCP (templates/_gateway.tpl)
+    ports = [{"name": envoy_service_port_name(protocol, port), "port": port} for protocol, port in named]
+    if node_ports is not None:
+        ports = [{**port, "nodePort": node_port} for port, node_port in zip(ports, node_ports, strict=True)]
+    kubernetes: dict[str, Any] = {
+        "envoyService": {
+            "name": ENVOY_SERVICE,
+            "type": service_type,
+            # kind: the node phase1 maps runs no Envoy. A load balancer's targets need not run one either.
+            "externalTrafficPolicy": "Cluster",
+            "patch": {"type": "StrategicMerge", "value": {"spec": {"ports": ports}}},
+        },
     }
+    if node_selector:
+        kubernetes["envoyDeployment"] = {"pod": {"nodeSelector": node_selector}}
+    return {"provider": {"type": "Kubernetes", "kubernetes": kubernetes}}
 
 
 def apps_listener(*, domain: str, namespace: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import pulumi
 import yaml
 
 from apps_manifest import APPS_DIR, PIPELINE_TEMPLATE, SHARED_CODE, SHARED_CODE_PIPELINE, AppProject, folder_files
+from providers.cluster_access import Target
 from providers.gitlab_api import Connection
 from providers.gitlab_deploy_token import DeployToken, DeployTokenArgs
 from providers.gitlab_pipeline import SmokePipeline, SmokePipelineArgs
@@ -61,6 +62,8 @@ class GitLabProjectsArgs:
     pipeline_timeout: int = 600
     runner_id: pulumi.Input[str] | None = None
     """The default runner's id, once the runners are up: the smoke pipelines wait for it."""
+    gitlab_forward: Target | None = None
+    """On an existing cluster, Envoy's Service, which GitLab is reached through (providers/cluster_access.py)."""
 
 
 def templates_digest() -> str:
@@ -181,7 +184,7 @@ class GitLabProjects(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # What lives in GitLab's database leaves Pulumi's state on a preserveData destroy, not GitLab.
         kept = pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data)
-        connection = Connection(args.gitlab_url, args.token, args.ca_file)
+        connection = Connection(args.gitlab_url, args.token, args.ca_file, args.gitlab_forward)
         group_variables = self._group_variables(name, args, connection, kept)
         self.deploy_tokens = {}
         made: dict[str, _Made] = {}

@@ -15,7 +15,8 @@ pull is slow), reads the log when the pod never gets ready, and names a pod of a
 that holds the rollout up. Its `release_digest` input changes with whatever rolls the pod
 (`configAnnotation` rolls it on a config change, `ENVIRONMENT_ANNOTATION` on a change of the Secrets
 it reads its environment from), so it waits for the new pod, never checking the old one. The pod
-fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to 127.0.0.1. Why:
+fits Pod Security `restricted`; the API is a NodePort on the port phase1 maps to 127.0.0.1 (on an
+existing cluster a ClusterIP Service, which the host reaches through a port-forward). Why:
 docs/design/decisions.md, entries 3, 4 and 8.
 """
 
@@ -32,6 +33,7 @@ import pulumi_kubernetes as k8s
 import versions
 from components.digests import keyed_digest
 from components.pod_security import pod_security_labels
+from providers.cluster_access import Target
 from providers.host_secret import HostSecret, HostSecretArgs
 from providers.openbao_init import OpenBaoInit, OpenBaoInitArgs
 
@@ -202,10 +204,16 @@ SERVER_CONFIG = server_config()
 @dataclass(frozen=True, kw_only=True)
 class OpenBaoArgs:
     namespace: str = "openbao"
-    node_port: int
-    """The NodePort phase1 maps from the host."""
+    node_port: int | None
+    """The NodePort phase1 maps from the host (kind), or None: a ClusterIP Service (an existing cluster)."""
     host_address: str
-    """The API as the host reaches it, e.g. https://127.0.0.1:8200."""
+    """The API as the host reaches it, e.g. https://127.0.0.1:8200; on an existing cluster its in-cluster
+    address, which `forward` reaches."""
+    forward: Target | None = None
+    """On an existing cluster, OpenBao's Service, which the host reaches through a port-forward
+    (providers/cluster_access.py) rather than on 127.0.0.1; None on kind."""
+    kube_context: str = ""
+    """On an existing cluster, its context, for the kubectl calls of OpenBaoInit; "" on kind."""
     server_name: str
     """The name OpenBao's certificate is for (components/tls.py `openbao_server_name`)."""
     tls_cert_pem: pulumi.Input[str]
@@ -256,7 +264,8 @@ def openbao_values(args: OpenBaoArgs, storage_secret: str, environment_digest: p
             "extraEnvironmentVars": {"BAO_CACERT": f"{TLS_FOLDER}/ca.crt", "BAO_TLS_SERVER_NAME": args.server_name},
             "extraVolumes": [{"type": "secret", "name": TLS_SECRET}],
             "readinessProbe": {"path": "/v1/sys/health?standbyok=true&sealedcode=204&uninitcode=204"},
-            "service": {"type": "NodePort", "nodePort": args.node_port},
+            # kind: the NodePort phase1 maps to 127.0.0.1. An existing cluster: in the cluster alone (the host forwards).
+            "service": {"type": "NodePort", "nodePort": args.node_port} if args.node_port is not None else {"type": "ClusterIP"},
             "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
             # No Kubernetes auth method here: its service account needs no cluster-wide TokenReview rights.
             "authDelegator": {"enabled": False},
@@ -415,6 +424,8 @@ class OpenBao(pulumi.ComponentResource):
                 mount=KV_MOUNT,
                 seal_key_file=f"{args.secrets_path}/openbao-seal-key",
                 kind_cluster_name=args.kind_cluster_name,
+                forward=args.forward,
+                kube_context=args.kube_context,
                 namespace=args.namespace,
                 pod=f"{RELEASE}-0",
                 statefulset=RELEASE,

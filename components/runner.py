@@ -22,6 +22,7 @@ docs/design/decisions.md, entries 26, 27, 28 and 44.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ from components.image_cache import job_mirror_endpoints
 from components.pod_security import one_relaxed_container_policy, pod_security_labels
 from components.runner_egress import JOB, MANAGER, ROLE_LABEL, Peer, RunnerEgress, RunnerEgressArgs
 from components.storage import as_input
+from providers.cluster_access import Target
 from providers.gitlab_api import Connection
 from providers.gitlab_runner import GitLabRunner, GitLabRunnerArgs
 
@@ -134,8 +136,14 @@ class RunnerArgs:
     """`<pulumi project>/<stack>`: the runner's description names it, which makes the runner ours."""
     preserve_data: bool
     """Leave the runner in GitLab's database on destroy, which preserveData keeps."""
-    node_label_key: str
-    node_label: str
+    node_selector: dict[str, str]
+    """Where its manager and jobs run: the nodes phase1 labels for CI (kind), or `blueprint:jobNodeSelector`
+    (an existing cluster); {}: any node, and no node selector anywhere."""
+    api_server: tuple[tuple[str, int], ...] = ()
+    """(address, port) of each of the API server's endpoints, which the manager and the deploy job
+    may reach (an existing cluster: phase1 reads them); (): kind's, on its Docker network."""
+    gitlab_forward: Target | None = None
+    """On an existing cluster, Envoy's Service, which the registration reaches GitLab through (providers/cluster_access.py)."""
     s3_host: str
     """MinIO's in-cluster host:port, for the cache."""
     s3_access_key: pulumi.Input[str]
@@ -207,6 +215,14 @@ def _build_container_context(args: RunnerArgs) -> str:
 """
 
 
+def _node_selector(args: RunnerArgs) -> str:
+    """The jobs' node selector table, or nothing when they may run on any node."""
+    if not args.node_selector:
+        return ""
+    entries = "".join(f"      {json.dumps(key)} = {json.dumps(value)}\n" for key, value in args.node_selector.items())
+    return f"    [runners.kubernetes.node_selector]\n{entries}"
+
+
 def _resources(args: RunnerArgs) -> str:
     resources = IMAGE_BUILD_RESOURCES if args.image_builds else JOB_RESOURCES
     return "".join(f'    {key} = "{value}"\n' for key, value in resources.items())
@@ -228,8 +244,7 @@ def runner_config(args: RunnerArgs) -> str:
 {_image_build_limits(args)}\
     [runners.kubernetes.pod_labels]
       "{ROLE_LABEL}" = "{JOB}"
-    [runners.kubernetes.node_selector]
-      "{args.node_label_key}" = "{args.node_label}"
+{_node_selector(args)}\
     [runners.kubernetes.pod_security_context.seccomp_profile]
       type = "RuntimeDefault"
 {_build_container_context(args)}\
@@ -264,7 +279,7 @@ def runner_values(
         "checkInterval": 3,
         "certsSecretName": certs_secret,
         "rbac": {"create": True, "rules": RBAC_RULES},
-        "nodeSelector": {args.node_label_key: args.node_label},
+        **({"nodeSelector": dict(args.node_selector)} if args.node_selector else {}),
         "securityContext": MANAGER_SECURITY_CONTEXT,
         "podSecurityContext": MANAGER_POD_SECURITY_CONTEXT,
         "podLabels": {ROLE_LABEL: MANAGER},
@@ -288,7 +303,7 @@ class Runner(pulumi.ComponentResource):
         registered = GitLabRunner(
             f"{name}-registration",
             GitLabRunnerArgs(
-                connection=Connection(args.gitlab_url, args.token, args.ca_file),
+                connection=Connection(args.gitlab_url, args.token, args.ca_file, args.gitlab_forward),
                 group_id=args.group_id,
                 description=args.description,
                 tag_list=args.tags,
@@ -327,6 +342,7 @@ class Runner(pulumi.ComponentResource):
                 gitlab=args.gitlab_peer,
                 minio=args.minio_peer,
                 jobs_reach_api=not args.image_builds,
+                api_server=args.api_server,
                 jobs_pull_images=args.image_builds,
                 mirrors=tuple(job_mirror_endpoints({"docker.io": args.docker_hub_mirror} if args.image_builds else {})),
             ),

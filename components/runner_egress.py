@@ -92,11 +92,15 @@ class RunnerEgressArgs:
     mirrors: tuple[tuple[str, int], ...] = field(default=())
     """(address, port) of the image cache's mirrors that job pods may reach (image builds), or none
     (`image_cache.job_mirror_endpoints`)."""
+    api_server: tuple[tuple[str, int], ...] = field(default=())
+    """(address, port) of each endpoint of the API server (the Service default/kubernetes: an existing
+    cluster's, which phase1 reads), or none: kind's, somewhere on its Docker network (API_SERVER_RULE)."""
 
 
 def mirror_rules(endpoints: tuple[tuple[str, int], ...]) -> list[dict[str, Any]]:
     """The egress rules to the image cache's mirrors, from their (address, port)
-    (`image_cache.job_mirror_endpoints`): each reached at its address alone, on its port.
+    (`image_cache.job_mirror_endpoints`), or to the API server's endpoints: each reached at its
+    address alone, on its port.
     """
     ports: dict[int, list[str]] = {}
     for address, port in endpoints:
@@ -143,7 +147,10 @@ Debian's plain-HTTP mirrors)."""
 def egress_policies(args: RunnerEgressArgs) -> dict[str, dict[str, Any]]:
     """Each NetworkPolicy's name suffix and spec (see the module docstring)."""
     common = [DNS_RULE, _to_pods(args.gitlab), _to_pods(args.minio)]
-    jobs = [*common, *([API_SERVER_RULE] if args.jobs_reach_api else []), *mirror_rules(args.mirrors)]
+    # A NetworkPolicy sees the endpoint behind the Service address a pod dials (after DNAT): on an
+    # existing cluster, each of the API server's own, as phase1 read them.
+    api_server = mirror_rules(args.api_server) if args.api_server else [API_SERVER_RULE]
+    jobs = [*common, *(api_server if args.jobs_reach_api else []), *mirror_rules(args.mirrors)]
     jobs += [public_rule(PUBLIC_WEB_PORTS)] if args.jobs_pull_images else []
 
     def allow(role: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
@@ -152,7 +159,7 @@ def egress_policies(args: RunnerEgressArgs) -> dict[str, dict[str, Any]]:
     return {
         "deny-egress": DENY_EGRESS,
         "jobs-egress": allow(JOB, jobs),
-        "manager-egress": allow(MANAGER, [*common, API_SERVER_RULE]),
+        "manager-egress": allow(MANAGER, [*common, *api_server]),
     }
 
 

@@ -32,13 +32,15 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
-from providers.kind_access import KindAccessError, admin_kubeconfig
+from providers.cluster_access import CONTEXT_KEY, existing_props
+from providers.kind_access import KindAccessError, cluster_kubeconfig
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
     "kind_cluster_name", "namespace", "namespace_uid", "service_account_uid", "script", "environment", "renew_days", "provider_version",
+    CONTEXT_KEY,
 )  # fmt: skip
 ADDED_ENVIRONMENT = ("KIND_CLUSTER_NAME", "NAMESPACE", "ANCHOR", "KEEP_ANCHOR", "ANCHOR_LABEL", "ADMIN_KUBECONFIG")
 """What `make` adds to the script's `environment`."""
@@ -95,7 +97,7 @@ def make(props: dict[str, Any], keep: object = None) -> dict[str, Any]:
         "ANCHOR": anchor, "KEEP_ANCHOR": str(keep or ""), "ANCHOR_LABEL": ANCHOR_LABEL,
     }  # fmt: skip
     try:
-        with admin_kubeconfig(cluster) as admin:
+        with cluster_kubeconfig(props) as admin:
             done = subprocess.run(
                 ["/bin/sh", "-c", str(props["script"])],
                 env={**environment, "ADMIN_KUBECONFIG": admin},
@@ -159,6 +161,8 @@ class DeployKubeconfigArgs:
     """What else `script` reads from its environment."""
     renew_days: int
     """Make a new token once the recorded one expires within this many days."""
+    kube_context: str = ""
+    """On an existing cluster, its context (providers/kind_access.py `cluster_kubeconfig`); "" on kind."""
 
 
 class DeployKubeconfig(pulumi.dynamic.Resource, module="blueprint", name="DeployKubeconfig"):
@@ -179,6 +183,7 @@ class DeployKubeconfig(pulumi.dynamic.Resource, module="blueprint", name="Deploy
             "environment": args.environment,
             "renew_days": args.renew_days,
             "provider_version": PROVIDER_VERSION,
+            **existing_props(kube_context=args.kube_context),
             "kubeconfig": None,
             "expires_at": None,
             "anchor": None,

@@ -27,6 +27,7 @@ from urllib.parse import quote, urlsplit
 import pulumi
 
 from providers import http
+from providers.cluster_access import TARGET_KEY, Target, target_of
 
 if TYPE_CHECKING:
     import requests
@@ -78,13 +79,17 @@ class Connection:
     """The admin token (secret)."""
     ca_file: pulumi.Input[str]
     """The CA file on this machine that signs GitLab's certificate."""
+    forward: Target | None = None
+    """On an existing cluster, Envoy's Service, which GitLab is reached through with a port-forward
+    (providers/cluster_access.py) before any DNS record names it; None on kind."""
 
     def props(self) -> dict[str, Any]:
-        """The wire properties `GitLab.of` reads (the token kept secret)."""
-        return {"gitlab_url": self.url, "token": pulumi.Output.secret(self.token), "ca_file": self.ca_file}
+        """The wire properties `GitLab.of` reads (the token kept secret); the forward's only when there is one."""
+        forward = {TARGET_KEY: self.forward.wire()} if self.forward else {}
+        return {"gitlab_url": self.url, "token": pulumi.Output.secret(self.token), "ca_file": self.ca_file, **forward}
 
 
-CONNECTION = ("gitlab_url", "token", "ca_file")
+CONNECTION = ("gitlab_url", "token", "ca_file", TARGET_KEY)
 """The wire keys of a `Connection`."""
 
 
@@ -113,17 +118,22 @@ class GitLab:
     """Seconds between the attempts of a request that failed in a way that may pass."""
     hosts_line: str = field(default="", kw_only=True)
     """The `/etc/hosts` line a name that does not resolve asks for; "": GitLab's own."""
+    forward: Target | None = field(default=None, kw_only=True)
+    """The port-forward every request goes through (an existing cluster), or None."""
 
     @classmethod
     def of(cls, props: Mapping[str, Any], **options: Any) -> GitLab:
         """The client of a resource's wire properties; `options`: the keyword-only fields."""
         secrets = tuple(str(props[key]) for key in ("authentication_token",) if props.get(key))
+        options = {"forward": target_of(props), **options}
         return cls(str(props["gitlab_url"]).rstrip("/"), str(props["token"]), str(props["ca_file"]), secrets, **options)
 
     @cached_property
     def _session(self) -> requests.Session:
         ca_file = self.ca_file if self.url.startswith("https://") else None
-        return http.session(ca_file=ca_file, headers={"PRIVATE-TOKEN": self.token})
+        # Through a forward, the TLS connection still asks for GitLab's name and checks the certificate for it.
+        server_name = urlsplit(self.url).hostname if self.forward else None
+        return http.session(ca_file=ca_file, headers={"PRIVATE-TOKEN": self.token}, server_name=server_name, forward=self.forward)
 
     def send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None) -> Any:
         """The `requests` response to one call (providers/http.py `send`: retried while transient,

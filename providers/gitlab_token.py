@@ -33,16 +33,17 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers import poll
+from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, Target, existing_props, target_of
 from providers.gitlab_api import Connection, GitLab, GitLabApiError
 from providers.http import missing_ca_file
-from providers.kind_access import KindAccessError, admin_kubeconfig
+from providers.kind_access import KindAccessError, cluster_kubeconfig
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
     "gitlab_url", "ca_file", "token", "kind_cluster_name", "namespace", "toolbox", "name", "scopes", "expires_days",
-    "wait_seconds", "provider_version",
+    "wait_seconds", "provider_version", TARGET_KEY, CONTEXT_KEY,
 )  # fmt: skip
 RENEW_DAYS = 7
 """A token that expires within this many days (UTC, `renew_by`) is renewed on the next `up`."""
@@ -120,7 +121,7 @@ def seed(props: dict[str, Any]) -> str:
     token = str(props["token"])
     script = seed_script(token, list(props["scopes"]), int(props["expires_days"]), _name(props))
     try:
-        with admin_kubeconfig(str(props["kind_cluster_name"])) as kubeconfig:
+        with cluster_kubeconfig(props) as kubeconfig:
             command = [
                 "kubectl", "--kubeconfig", kubeconfig, "-n", str(props["namespace"]), "exec", "-i",
                 f"deploy/{props['toolbox']}", "-c", "toolbox", "--", "gitlab-rails", "runner", "-",
@@ -174,10 +175,12 @@ def wait_until_accepted(props: dict[str, Any], wait_seconds: float = 300) -> Non
                 f"(`kubectl -n {props['namespace']} logs deploy/{props['toolbox']}`), then run `uv run blueprint up` again"
             ) from None
         host = str(props["gitlab_url"]).split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-        raise GitLabTokenError(
-            f"{failed}. If the laptop cannot reach {host}, add '127.0.0.1 {host}' to /etc/hosts; "
-            f"the CA it must trust is {props['ca_file']}."
-        ) from None
+        if forward := target_of(props):  # an existing cluster: no name to resolve, a Service to forward to
+            pods = f"kubectl --context {forward.context} -n {forward.namespace} get pods"
+            reach = f"GitLab is reached through a port-forward to {forward}: check its pods (`{pods}`)"
+        else:
+            reach = f"If the laptop cannot reach {host}, add '127.0.0.1 {host}' to /etc/hosts"
+        raise GitLabTokenError(f"{failed}. {reach}; the CA it must trust is {props['ca_file']}.") from None
 
 
 def converge(props: dict[str, Any]) -> dict[str, Any]:
@@ -245,6 +248,10 @@ class GitLabTokenArgs:
     """GitLab refuses tokens that live longer than 365 days."""
     wait_seconds: int = 300
     """How long to wait for GitLab to accept the seeded token."""
+    forward: Target | None = None
+    """On an existing cluster, Envoy's Service, which GitLab is reached through (providers/cluster_access.py)."""
+    kube_context: str = ""
+    """On an existing cluster, its context, for the toolbox's `kubectl exec`; "" on kind."""
 
     def __post_init__(self) -> None:
         if not RENEW_DAYS < self.expires_days <= 365:
@@ -264,6 +271,7 @@ def _token_props(args: GitLabTokenArgs) -> dict[str, Any]:
         "expires_days": args.expires_days,
         "wait_seconds": args.wait_seconds,
         "provider_version": PROVIDER_VERSION,
+        **existing_props(forward=args.forward, kube_context=args.kube_context),
     }
 
 
@@ -286,7 +294,7 @@ only administrators may hold (doc/user/profile/personal_access_tokens.md, "Perso
 scopes"; lib/gitlab/auth.rb `ADMIN_SCOPES`)."""
 GLAB_TOKEN_DAYS = 30
 """glab's token lives 30 days; an `up` in its last RENEW_DAYS replaces it with a new one for 30 more."""
-GLAB_INPUTS = ("gitlab_url", "ca_file", "token", "path", "name", "scopes", "expires_days", "provider_version")
+GLAB_INPUTS = ("gitlab_url", "ca_file", "token", "path", "name", "scopes", "expires_days", "provider_version", TARGET_KEY)
 """`token` is the admin token, which makes glab's; glab's own value is the output `value`."""
 
 
@@ -417,6 +425,7 @@ class GlabToken(pulumi.dynamic.Resource, module="gitlab", name="GlabToken"):
             "scopes": list(GLAB_TOKEN_SCOPES),
             "expires_days": GLAB_TOKEN_DAYS,
             "provider_version": PROVIDER_VERSION,
+            **existing_props(forward=args.connection.forward),
             "value": None,
             "token_id": None,
             "expires_at": None,

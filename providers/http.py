@@ -18,9 +18,10 @@ import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from providers import poll
+from providers.cluster_access import ForwardError, Forwards, Target
 
 if TYPE_CHECKING:
     import requests
@@ -58,19 +59,31 @@ def missing_ca_file(ca_file: str) -> str | None:
     )
 
 
-def session(*, ca_file: str | None = None, headers: Mapping[str, str] | None = None, server_name: str | None = None) -> requests.Session:
+def session(
+    *,
+    ca_file: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    server_name: str | None = None,
+    forward: Target | None = None,
+) -> requests.Session:
     """A session that sends `headers` with every request, trusts `ca_file` (when named) alone and
     follows no redirect. With `server_name`, every TLS connection asks for that name (SNI) and checks
     the certificate against it, whatever host the URL names: OpenBao is reached at 127.0.0.1 and
     proves to be `openbao.<domain>` (urllib3's `server_hostname` and `assert_hostname`, pool keys of
-    its PoolManager). A CA file named but missing is a NoAnswer saying how to write it again
-    (`requests` would raise a bare OSError at the first https request).
+    its PoolManager). With `forward` (an existing cluster), every request goes through a
+    `kubectl port-forward` to that Service (providers/cluster_access.py), with the URL's host as its
+    `Host`, and the forward stops when the session closes. A CA file named but missing is a NoAnswer
+    saying how to write it again (`requests` would raise a bare OSError at the first https request).
     """
     import requests
 
     if ca_file is not None and (problem := missing_ca_file(ca_file)):
         raise NoAnswer(problem)
     made = requests.Session()
+    if forward is not None:
+        through = _through(forward)
+        made.mount("https://", through)
+        made.mount("http://", through)
     # A redirect ends at its 3xx answer, whatever `allow_redirects` a caller passes.
     made.get_redirect_target = lambda _response: None  # type: ignore[method-assign,assignment]
     made.trust_env = False
@@ -81,6 +94,29 @@ def session(*, ca_file: str | None = None, headers: Mapping[str, str] | None = N
         pools.update(server_hostname=server_name, assert_hostname=server_name)
     made.headers.update(headers or {})
     return made
+
+
+def _through(target: Target) -> requests.adapters.HTTPAdapter:
+    """An adapter that sends each request to the local end of a port-forward to `target`."""
+    from requests.adapters import HTTPAdapter
+
+    class Through(HTTPAdapter):
+        def __init__(self) -> None:
+            super().__init__()
+            self.forwards = Forwards(target)
+
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            parts = urlsplit(request.url)
+            port = self.forwards.port()
+            request.headers["Host"] = parts.netloc  # what routes it at Envoy; the URL's own host is kept
+            request.url = urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))
+            return super().send(request, *args, **kwargs)
+
+        def close(self) -> None:
+            super().close()
+            self.forwards.close()
+
+    return Through()
 
 
 def send(
@@ -102,6 +138,8 @@ def send(
     def attempt() -> requests.Response:
         try:
             response = asking.request(method, url, timeout=timeout, **request)
+        except ForwardError as error:  # nothing was sent: a pod not ready yet may be by the next attempt
+            raise poll.NotYet(str(error)) from None
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
             reason = getattr(error.args[0], "reason", None) if error.args else None
             if (final := _final(reason, host, str(asking.verify), hosts_line)) is not None:
@@ -110,6 +148,8 @@ def send(
                 why = f"{host} gave no answer within {timeout:g}s"
             elif isinstance(error, requests.exceptions.ChunkedEncodingError):
                 why = f"the answer from {where} broke off"
+            elif forwards := getattr(asking.get_adapter(url), "forwards", None):
+                why = f"nothing answers through the port-forward to {forwards.target}: is its pod running?"
             else:
                 why = f"nothing answers at {where}: is the kind cluster running? (`docker ps`)"
             if method not in IDEMPOTENT and not _never_sent(error, reason):

@@ -1,6 +1,7 @@
 """The kind cluster's admin kubeconfig, for the providers that act inside the cluster.
 
-It comes from `kind get kubeconfig` at the moment of use and lives only for as long as the caller
+It comes from `kind get kubeconfig` at the moment of use (on an existing cluster, from
+`kubectl config view --raw --minify --flatten --context <context>`: `cluster_kubeconfig`) and lives only for as long as the caller
 needs it: no cluster credential passes through Pulumi's inputs, outputs or state, and none is left
 on disk when the process is killed (a SIGKILL runs no `finally`). Where the system has anonymous
 memory files (Linux, WSL: `memfd_create(2)`) it is one, which the kernel frees with the last
@@ -15,8 +16,11 @@ import contextlib
 import os
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
+
+from providers.cluster_access import CONTEXT_KEY
 
 FOLDER_PREFIX = "blueprint-kubeconfigs-"
 """The private folder of the fallback, one per user (`<prefix><uid>` under the temporary folder)."""
@@ -33,10 +37,35 @@ class KindAccessError(Exception):
 @contextlib.contextmanager
 def admin_kubeconfig(cluster_name: str) -> Iterator[str]:
     """A path that holds the cluster's admin kubeconfig while the `with` block runs, and nothing after."""
-    got = subprocess.run(["kind", "get", "kubeconfig", "--name", cluster_name], capture_output=True, text=True, timeout=60, check=False)
-    if got.returncode != 0:
+    with _holding(["kind", "get", "kubeconfig", "--name", cluster_name]) as path:
+        yield path
+
+
+@contextlib.contextmanager
+def cluster_kubeconfig(props: Mapping[str, Any]) -> Iterator[str]:
+    """`admin_kubeconfig` of the cluster a resource's properties name: kind's (`kind_cluster_name`),
+    or, with `kube_context` (an existing cluster), that context's alone as the user's kubeconfig
+    (KUBECONFIG, or ~/.kube/config) resolves it now, its credentials inline (`--flatten`) and its
+    exec plugins kept.
+    """
+    if context := str(props.get(CONTEXT_KEY) or ""):
+        with _holding(["kubectl", "config", "view", "--raw", "--minify", "--flatten", "--context", context]) as path:
+            yield path
+    else:
+        with admin_kubeconfig(str(props["kind_cluster_name"])) as path:
+            yield path
+
+
+@contextlib.contextmanager
+def _holding(argv: list[str]) -> Iterator[str]:
+    """A path that holds what `argv` prints while the `with` block runs."""
+    try:
+        got = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except OSError as error:
+        raise KindAccessError(f"{argv[0]} does not run ({error.strerror}): install it") from None
+    if got.returncode != 0 or not got.stdout.strip():
         said = got.stderr.strip()[-500:]
-        raise KindAccessError(f"kind get kubeconfig --name {cluster_name} failed: {said}", said, got.returncode)
+        raise KindAccessError(f"{' '.join(argv)} failed: {said}", said, got.returncode)
     if hasattr(os, "memfd_create") and Path(f"/proc/{os.getpid()}/fd").is_dir():
         with _in_memory(got.stdout) as path:
             yield path

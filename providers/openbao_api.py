@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from providers import http, poll
+from providers.cluster_access import target_of
 from providers.openbao_errors import OpenBaoInitError, no_userpass_error, wrong_password_error
 
 if TYPE_CHECKING:
@@ -149,10 +150,13 @@ class OpenBao:
 def trusting(props: dict[str, Any]) -> requests.Session:
     """A session of providers/http.py that takes only a server proving, under phase2's CA
     (`ca_file`), to be `server_name` (OpenBao's certificate): anything else at OpenBao's port gets
-    no password and no token. Over plain HTTP (the tests' `bao`) there is nothing to check.
+    no password and no token. Over plain HTTP (the tests' `bao`) there is nothing to check. On an
+    existing cluster every request goes through a port-forward to OpenBao's Service (`forward`).
     """
     ca_file, server_name = props.get("ca_file"), props.get("server_name")
-    return http.session(ca_file=str(ca_file) if ca_file else None, server_name=str(server_name) if server_name else None)
+    return http.session(
+        ca_file=str(ca_file) if ca_file else None, server_name=str(server_name) if server_name else None, forward=target_of(props)
+    )
 
 
 def impostor(props: dict[str, Any]) -> str:

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from providers.cluster_access import CONTEXT_KEY
+
 UNKNOWN_KEY_ID = r"unknown key id for data: `([^`]*)`"
 """What OpenBao logs when the static seal's `current_key_id` is not the one its storage was sealed under
 (go-kms-wrapping wrappers/static/static.go `Decrypt`), whatever the key: the key file is not at fault."""
@@ -38,7 +40,8 @@ def bao_env(props: Mapping[str, Any]) -> str:
 
 
 def context_of(props: dict[str, Any]) -> str:
-    return f"kind-{props['kind_cluster_name']}"
+    """The kubectl context of the cluster: an existing cluster's own, or kind's `kind-<name>`."""
+    return str(props.get(CONTEXT_KEY) or f"kind-{props['kind_cluster_name']}")
 
 
 def kubectl(props: dict[str, Any], namespace: str, *words: str) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, Target, existing_props
 from providers.openbao_converge import converge, usable
 from providers.openbao_errors import CONFIGURED_BEFORE
 
@@ -37,7 +38,7 @@ INPUTS = (
     "requests", "request_secrets",
     "release_digest", "mount", "seal_key_file", "kind_cluster_name", "namespace", "pod", "statefulset",
     "postgres_namespace", "postgres_pod", "database", "table", "rollout_seconds", "wait_seconds", "http_timeout",
-    "provider_version",
+    "provider_version", TARGET_KEY, CONTEXT_KEY,
 )  # fmt: skip
 SECRET_OUTPUTS = ["password", "request_secrets"]
 
@@ -137,6 +138,11 @@ class OpenBaoInitArgs:
     """How long every step after the rollout is tried again."""
     http_timeout: float = 10
     """How long one request waits for its answer."""
+    forward: Target | None = None
+    """On an existing cluster, OpenBao's Service, which `address` is reached through (a port-forward:
+    providers/cluster_access.py); None on kind, where `address` is on 127.0.0.1."""
+    kube_context: str = ""
+    """On an existing cluster, its context, for the kubectl calls (rollout, log); "" on kind."""
 
 
 class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
@@ -171,6 +177,7 @@ class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
             "wait_seconds": args.wait_seconds,
             "http_timeout": args.http_timeout,
             "provider_version": PROVIDER_VERSION,
+            **existing_props(forward=args.forward, kube_context=args.kube_context),
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS)
         super().__init__(OpenBaoInitProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

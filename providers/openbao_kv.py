@@ -27,13 +27,14 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
 from providers import http, poll
+from providers.cluster_access import TARGET_KEY, Target, existing_props
 from providers.openbao_api import impostor, revoke_failed, trusting
 from providers.openbao_errors import bao_env
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
-INPUTS = ("address", "ca_file", "server_name", "username", "password", "mount", "path", "data", "provider_version")
+INPUTS = ("address", "ca_file", "server_name", "username", "password", "mount", "path", "data", "provider_version", TARGET_KEY)
 DELETE_ON_DESTROY = "delete_on_destroy"
 """The optional input that makes `delete` remove the entry (absent is false)."""
 DELETE_WAIT_SECONDS = 10.0
@@ -284,6 +285,8 @@ class OpenBaoKvArgs:
     mount: str = "secret"
     delete_on_destroy: bool | None = None
     """Whether a destroy deletes the entry (None: the input is left out, which is false)."""
+    forward: Target | None = None
+    """On an existing cluster, OpenBao's Service, which `address` is reached through (providers/cluster_access.py)."""
 
 
 class OpenBaoKv(pulumi.dynamic.Resource, module="openbao", name="KvSecret"):
@@ -300,6 +303,7 @@ class OpenBaoKv(pulumi.dynamic.Resource, module="openbao", name="KvSecret"):
             "path": args.path,
             "data": pulumi.Output.secret(args.data),
             "provider_version": PROVIDER_VERSION,
+            **existing_props(forward=args.forward),
         }
         if args.delete_on_destroy is not None:
             props[DELETE_ON_DESTROY] = args.delete_on_destroy

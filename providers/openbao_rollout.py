@@ -15,7 +15,7 @@ import json
 import subprocess
 from typing import Any
 
-from providers.kind_access import KindAccessError, admin_kubeconfig
+from providers.kind_access import KindAccessError, cluster_kubeconfig
 from providers.openbao_errors import OpenBaoInitError, kubectl, timeout_error
 
 
@@ -31,7 +31,7 @@ def stuck_pod(props: dict[str, Any]) -> str:
     """
     namespace, pod, statefulset = str(props["namespace"]), str(props["pod"]), str(props["statefulset"])
     try:
-        with admin_kubeconfig(str(props["kind_cluster_name"])) as kubeconfig:
+        with cluster_kubeconfig(props) as kubeconfig:
             objects = []
             for name in (f"statefulset/{statefulset}", f"pod/{pod}"):
                 command = ["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "get", name, "-o", "json"]
@@ -63,7 +63,7 @@ def server_log(props: dict[str, Any]) -> str:
     The kubeconfig comes from `kind get kubeconfig` at the moment of use, like providers/gitlab_token.py.
     """
     try:
-        with admin_kubeconfig(str(props["kind_cluster_name"])) as kubeconfig:
+        with cluster_kubeconfig(props) as kubeconfig:
             logs = []
             for previous in ("--previous=true", "--previous=false"):
                 command = ["kubectl", "--kubeconfig", kubeconfig, "-n", str(props["namespace"]), "logs", str(props["pod"])]
@@ -79,10 +79,10 @@ def wait_for_rollout(props: dict[str, Any]) -> None:
     means "answers"); then the pod that answers is the one the release describes. Within
     `rollout_seconds`, a budget of its own: the first pull of the image may take most of it.
     """
-    cluster, namespace, statefulset = str(props["kind_cluster_name"]), str(props["namespace"]), str(props["statefulset"])
+    namespace, statefulset = str(props["namespace"]), str(props["statefulset"])
     seconds = max(1, int(float(props["rollout_seconds"])))
     try:
-        with admin_kubeconfig(cluster) as kubeconfig:
+        with cluster_kubeconfig(props) as kubeconfig:
             command = ["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "rollout", "status", f"statefulset/{statefulset}"]
             done = subprocess.run([*command, f"--timeout={seconds}s"], capture_output=True, text=True, timeout=seconds + 60, check=False)
     except KindAccessError as error:

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 
 from credentials import KV_MOUNT, Credential
+from providers.cluster_access import Target
 from providers.openbao_kv import OpenBaoKv, OpenBaoKvArgs
 
 
@@ -35,11 +36,13 @@ def mirror(
     context: Mapping[str, Mapping[str, pulumi.Input[str]]] | None = None,
     depends_on: Sequence[pulumi.Resource] = (),
     delete_on_destroy: bool | None = None,
+    forward: Target | None = None,
 ) -> list[OpenBaoKv]:
     """Write `values[name]` of every entry of `entries` that has a path, at `secret/<path>` under
     its `key`, with `context[path]` beside it. A name without a value, or a value without an entry,
     is a programming error (ValueError naming it). `delete_on_destroy` (left out when None) says
-    whether the stack's destroy deletes the entries (providers/openbao_kv.py).
+    whether the stack's destroy deletes the entries (providers/openbao_kv.py); `forward` (an existing
+    cluster) is how this machine reaches OpenBao (providers/cluster_access.py).
     """
     wanted = {entry.name for entry in entries if entry.path is not None}
     if missing := sorted(wanted - set(values)):
@@ -63,6 +66,7 @@ def mirror(
                 data=fields,
                 mount=KV_MOUNT,
                 delete_on_destroy=delete_on_destroy,
+                forward=forward,
             ),
             opts=pulumi.ResourceOptions(depends_on=list(depends_on)),
         )

@@ -189,9 +189,19 @@ PIPELINES = "pipelines"
 PHASE3 = (APP_URLS, PIPELINES)
 """Everything phase3 exports."""
 
+# phase2 -> phase3, with `blueprint:cluster=existing` alone (read with `.get`).
+GITLAB_FORWARD = "gitlabForward"
+"""How this machine reaches GitLab before (or without) a DNS record: a port-forward to Envoy's
+Service (providers/cluster_access.py `Target`, wired: context, namespace, service, port)."""
+OPENBAO_FORWARD = "openbaoForward"
+"""How this machine reaches OpenBao (OPENBAO_ADDR is then its in-cluster address): a port-forward
+to its Service (providers/cluster_access.py `Target`, wired)."""
+PHASE2_EXISTING = (GITLAB_FORWARD, OPENBAO_FORWARD)
+"""What phase2 exports besides PHASE2 on an existing cluster alone."""
+
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
 """What each phase hands to the next: what a phase stack reads from its upstream."""
-EXPORTS_IF_ANY = {"phase1": (*PHASE1_EXISTING, CONTAINER_ENGINE), "phase2": (), "phase3": ()}
+EXPORTS_IF_ANY = {"phase1": (*PHASE1_EXISTING, CONTAINER_ENGINE), "phase2": PHASE2_EXISTING, "phase3": ()}
 """What a phase hands to the next only on an existing cluster, or only off Docker: read when there,
 never missed."""
 

@@ -19,24 +19,20 @@ import pulumi_kubernetes as k8s
 
 import credentials
 import versions
-from apps_manifest import HEADLAMP_HOST, host_names, load_manifest
+from apps_manifest import HEADLAMP_HOST
 from components import gitlab as gl
 from components import gitlab_gateway as gw
-from components import kind_cluster
 from components import minio as mn
 from components import postgres as pg
 from components import tls as tls_component
 from components.ci_access import CiAccess, CiAccessArgs
-from components.cluster_dns import ClusterDns, ClusterDnsArgs
 from components.gateway_crds import GatewayCrds, GatewayCrdsArgs
 from components.gitlab import GitLab, GitLabArgs
 from components.gitlab_projects import GROUP as APPS_GROUP
 from components.headlamp import HeadlampArgs
 from components.headlamp_route import HeadlampRoute, HeadlampRouteArgs
-from components.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.kind_cluster import cluster_lease
 from components.minio import Minio, MinioArgs
-from components.node_registry import NodeRegistry, NodeRegistryArgs
 from components.openbao import OpenBao, OpenBaoArgs
 from components.pod_security import pod_security_labels
 from components.postgres import Postgres, PostgresArgs
@@ -50,10 +46,11 @@ from providers.gitlab_api import Connection
 from providers.gitlab_group import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs, GlabToken, GlabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
-from stacks import outputs
+from stacks import exposure, outputs
 from stacks.config.paths import folder_owner
 from stacks.migrations import layout
 from stacks.mirror import mirror
+from stacks.node_access import node_access
 from stacks.phase1 import cluster_kubeconfig, engine_of, preserve_data_file
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
@@ -91,13 +88,15 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     tls = _tls(ground)
     data = _data_tier(ground)
     openbao = _openbao(ground, data.postgres, tls)
-    _node_access(ground, tls)
+    node_access(inputs, namespace=ground.namespace, ca_pem=tls.ca_cert_pem, on_cluster=on_cluster)
     gitlab = _gitlab(ground, gateway_crds, tls, data)
     admin = _admin(ground, tls, gitlab)
     runners = _runners(ground, tls, data.minio, admin)
     _headlamp_route(ground, gitlab)
     ci_access = CiAccess(
-        "ci-access", CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], namespace=APPS_NAMESPACE), opts=on_cluster
+        "ci-access",
+        CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], kube_context=exposure.kube_context(inputs), namespace=APPS_NAMESPACE),
+        opts=on_cluster,
     )
     platform = Platform(tls=tls, data=data, openbao=openbao, gitlab=gitlab, admin=admin, runners=runners, ci_access=ci_access)
     _mirror_credentials(inputs, platform)
@@ -190,11 +189,6 @@ def _in_graph(inputs: Mapping[str, Any], key: str) -> list[Any]:
 
 def _gitlab_host(inputs: Mapping[str, Any]) -> str:
     return f"gitlab.{inputs[outputs.DOMAIN]}"
-
-
-def _gitlab_nodes(inputs: Mapping[str, Any]) -> dict[str, str]:
-    """The node selector of GitLab's nodes."""
-    return {str(inputs[outputs.NODE_LABEL_KEY]): str(inputs[outputs.GITLAB_NODE_LABEL])}
 
 
 def _cluster_access(inputs: Mapping[str, Any], owner: str) -> pulumi.ResourceOptions:
@@ -290,11 +284,14 @@ def _data_tier(ground: Ground) -> DataTier:
 
 def _openbao(ground: Ground, postgres: Postgres, tls: Tls) -> OpenBao:
     inputs, folders = ground.inputs, ground.folders
+    namespace = OpenBaoArgs.namespace
     return OpenBao(
         "openbao",
         OpenBaoArgs(
-            node_port=int(inputs[outputs.OPENBAO_NODE_PORT]),
-            host_address=f"https://127.0.0.1:{int(inputs[outputs.OPENBAO_PORT])}",
+            node_port=None if outputs.on_existing(inputs) else int(inputs[outputs.OPENBAO_NODE_PORT]),
+            host_address=exposure.openbao_host_address(inputs, namespace),
+            forward=exposure.openbao_forward(inputs, namespace),
+            kube_context=exposure.kube_context(inputs),
             server_name=tls_component.openbao_server_name(str(inputs[outputs.DOMAIN])),
             tls_cert_pem=tls.openbao_cert_pem,
             tls_key_pem=tls.openbao_key_pem,
@@ -315,42 +312,6 @@ def _openbao(ground: Ground, postgres: Postgres, tls: Tls) -> OpenBao:
     )
 
 
-def _node_access(ground: Ground, tls: Tls) -> None:
-    """What the nodes need of the platform: GitLab's images ahead of time, and its names resolved
-    (pods by cluster DNS, containerd by the registry's hosts folder) to the Gateway.
-    """
-    inputs, on_cluster = ground.inputs, ground.on_cluster
-    domain = str(inputs[outputs.DOMAIN])
-    envoy = f"{gw.ENVOY_SERVICE}.{GITALY_VOLUME.namespace}.svc.cluster.local"
-    if inputs[outputs.IMAGE_MIRRORS]:
-        # GitLab's images onto its nodes while the data tier comes up; nothing waits for it.
-        ImagePrepull(
-            "gitlab-image-prepull",
-            ImagePrepullArgs(
-                namespace=ground.namespace,
-                node_selector=_gitlab_nodes(inputs),
-                images=versions.GITLAB_CHART_IMAGES,
-                mirrors_joined=tuple(inputs[key] for key in [outputs.IMAGE_CACHE_JOINED] if key in inputs),
-            ),
-            opts=on_cluster,
-        )
-    # Pods reach the apps by name too (a pipeline's verify job calls https://<app>.<domain>).
-    ClusterDns("cluster-dns", ClusterDnsArgs(names=host_names(domain, load_manifest(files=False)), target=envoy), opts=on_cluster)
-    NodeRegistry(
-        "node-registry",
-        NodeRegistryArgs(
-            registry_host=f"registry.{domain}",
-            names=host_names(domain, []),
-            target=envoy,
-            hosts_dir_host=str(inputs[outputs.REGISTRY_HOSTS_DIR]),
-            hosts_dir_node=f"{inputs[outputs.NODE_DATA_PATH]}/{kind_cluster.REGISTRY_HOSTS_SUBDIR}",
-            ca_pem=tls.ca_cert_pem,
-            hosts_dir_claim=tuple(_in_graph(inputs, outputs.DATA_FOLDER_CLAIM)),
-        ),
-        opts=on_cluster,
-    )
-
-
 def _gitlab(ground: Ground, gateway_crds: GatewayCrds, tls: Tls, data: DataTier) -> GitLab:
     inputs, storage = ground.inputs, ground.storage
     return GitLab(
@@ -358,13 +319,10 @@ def _gitlab(ground: Ground, gateway_crds: GatewayCrds, tls: Tls, data: DataTier)
         GitLabArgs(
             namespace=ground.namespace,
             domain=str(inputs[outputs.DOMAIN]),
-            ssh_port=int(inputs[outputs.SSH_PORT]),
-            node_ports=(
-                int(inputs[outputs.GATEWAY_HTTP_NODE_PORT]),
-                int(inputs[outputs.GATEWAY_HTTPS_NODE_PORT]),
-                int(inputs[outputs.GATEWAY_SSH_NODE_PORT]),
-            ),
-            node_selector=_gitlab_nodes(inputs),
+            ssh_port=exposure.ssh_port(inputs),
+            node_ports=exposure.gateway_node_ports(inputs),
+            service_type=exposure.gateway_service_type(inputs),
+            node_selector=exposure.gitlab_nodes(inputs),
             postgres_host=data.postgres.host,
             postgres_database=pg.GITLAB_DATABASE,
             postgres_user=pg.GITLAB_ROLE,
@@ -415,6 +373,8 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
             namespace=ground.namespace,
             toolbox=gl.TOOLBOX,
+            forward=exposure.gitlab_forward(inputs),
+            kube_context=exposure.kube_context(inputs),
         ),
         # It checks the token at GitLab's URL, through the Gateway: that must be Programmed first.
         opts=pulumi.ResourceOptions(depends_on=[gitlab.release, gitlab.gateway_programmed]),
@@ -424,7 +384,7 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
     group = Group(
         "apps-group",
         GroupArgs(
-            connection=Connection(gitlab_url, token.token, tls.ca_file),
+            connection=Connection(gitlab_url, token.token, tls.ca_file, exposure.gitlab_forward(inputs)),
             path=APPS_GROUP,
             name=APPS_GROUP,
             owner=ground.owner,
@@ -445,7 +405,7 @@ def _glab_token(ground: Ground, tls: Tls, gitlab_url: str, *, after: GitLabToken
     token_file = f"{ground.folders.secrets}/gitlab-glab-token"
     glab = GlabToken(
         "gitlab-glab-token",
-        GlabTokenArgs(connection=Connection(gitlab_url, after.token, tls.ca_file), path=token_file),
+        GlabTokenArgs(connection=Connection(gitlab_url, after.token, tls.ca_file, exposure.gitlab_forward(ground.inputs)), path=token_file),
         opts=pulumi.ResourceOptions(depends_on=[ground.storage.folder]),
     )
     return token_file, glab.value
@@ -469,8 +429,9 @@ def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runn
                 group_id=admin.group.id,
                 owner=ground.owner,
                 preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
-                node_label_key=str(inputs[outputs.NODE_LABEL_KEY]),
-                node_label=str(inputs[outputs.RUNNER_NODE_LABEL]),
+                node_selector=exposure.job_nodes(inputs),
+                api_server=exposure.api_server(inputs),
+                gitlab_forward=exposure.gitlab_forward(inputs),
                 s3_host=minio.host_port,
                 s3_access_key=minio.credentials_for(mn.RUNNER_CACHE).access_key,
                 s3_secret_key=minio.credentials_for(mn.RUNNER_CACHE).secret_key,
@@ -553,6 +514,7 @@ def _mirror_credentials(inputs: Mapping[str, Any], platform: Platform) -> None:
         username=openbao.writer_username,
         password=openbao.writer_password,
         depends_on=[openbao.init],
+        forward=exposure.openbao_forward(inputs, OpenBaoArgs.namespace),
     )
 
 
@@ -594,4 +556,5 @@ def _outputs(inputs: Mapping[str, Any], platform: Platform, owner: str) -> dict[
         outputs.APPS_GROUP_ID: admin.group.id,
         outputs.APPS_GROUP_PATH: APPS_GROUP,
         outputs.APPS_GROUP_OWNER: owner,
+        **exposure.forwards(inputs, OpenBaoArgs.namespace),
     }

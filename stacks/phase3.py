@@ -15,6 +15,7 @@ import credentials
 from apps_manifest import load_manifest
 from components.gitlab_projects import GROUP, GitLabProjects, GitLabProjectsArgs
 from components.openbao import WRITER_USER
+from providers.cluster_access import target_of
 from stacks import outputs, runtime
 from stacks.config.phases import load_phase3
 from stacks.mirror import mirror
@@ -80,6 +81,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             owner=f"{pulumi.get_project()}/{pulumi.get_stack()}",
             pipeline_timeout=config.pipeline_timeout,
             runner_id=inputs.get(outputs.RUNNER_ID),
+            gitlab_forward=target_of(inputs, outputs.GITLAB_FORWARD),
         ),
     )
     # The deploy tokens phase3 makes, mirrored into OpenBao from the catalogue (credentials.py);
@@ -99,6 +101,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         # The tokens go with the projects under preserveData=false: their entries too (OpenBao's data
         # outlives phase3's destroy); kept, both stay.
         delete_on_destroy=not bool(inputs[outputs.PRESERVE_DATA]),
+        forward=target_of(inputs, outputs.OPENBAO_FORWARD),
     )
     return {
         outputs.APP_URLS: {project.name: f"https://{project.host}.{domain}" for project in projects if project.host},

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from apps_manifest import host_names, load_manifest
 from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, runner_description
 from providers import http, poll
+from providers.cluster_access import Target, target_of
 from providers.gitlab_api import GitLab, GitLabApiError, encode
 from providers.openbao_api import impostor
 from stacks import outputs
@@ -83,6 +84,10 @@ class Platform:
     """`<pulumi project>/<stack>` of the stack that made the runners (phase2's, the group's mark)."""
     hosts_line: str
     """The `/etc/hosts` line every name of the platform needs."""
+    openbao_forward: Target | None = None
+    gitlab_forward: Target | None = None
+    """On an existing cluster, the port-forwards OpenBao and Envoy (GitLab, its registry) are reached
+    through (providers/cluster_access.py); None on kind."""
 
 
 def from_outputs(inputs: Mapping[str, Any]) -> Platform:
@@ -100,6 +105,8 @@ def from_outputs(inputs: Mapping[str, Any]) -> Platform:
         group_id=_id(inputs[outputs.APPS_GROUP_ID]),
         runner_owner=str(inputs[outputs.APPS_GROUP_OWNER]),
         hosts_line="127.0.0.1 " + " ".join(host_names(domain, load_manifest())),
+        openbao_forward=target_of(inputs, outputs.OPENBAO_FORWARD),
+        gitlab_forward=target_of(inputs, outputs.GITLAB_FORWARD),
     )
 
 
@@ -109,21 +116,32 @@ def _id(value: Any) -> str:
     return str(int(float(text))) if text.replace(".", "", 1).isdigit() else text
 
 
-def get(url: str, *, waits: Waits, ca_file: str | None = None, hosts_line: str = "", server_name: str | None = None) -> Any:
+def get(
+    url: str,
+    *,
+    waits: Waits,
+    ca_file: str | None = None,
+    hosts_line: str = "",
+    server_name: str | None = None,
+    forward: Target | None = None,
+) -> Any:
     """The answer to `GET url` (any status; a gateway's 502-504 once the tries run out), trusting
-    `ca_file` alone for https (for `server_name`, when named); an http.NoAnswer saying why there is none.
+    `ca_file` alone for https (for `server_name`, when named), through `forward` when there is one;
+    an http.NoAnswer saying why there is none.
     """
-    with http.session(ca_file=ca_file, server_name=server_name) as asking:
+    with http.session(ca_file=ca_file, server_name=server_name, forward=forward) as asking:
         return http.send(asking, "GET", url, timeout=waits.timeout, pauses=waits.pauses, hosts_line=hosts_line)
 
 
-def check_openbao(address: str, *, waits: Waits, ca_file: str | None = None, server_name: str | None = None) -> str | None:
+def check_openbao(
+    address: str, *, waits: Waits, ca_file: str | None = None, server_name: str | None = None, forward: Target | None = None
+) -> str | None:
     """Why OpenBao at `address` cannot serve phase3, or None: it answers, with OpenBao's certificate
     from `ca_file` for `server_name`, initialised and unsealed.
     """
     where = f"OpenBao at {address}"
     try:
-        response = get(f"{address}/v1/sys/health", waits=waits, ca_file=ca_file, server_name=server_name)
+        response = get(f"{address}/v1/sys/health", waits=waits, ca_file=ca_file, server_name=server_name, forward=forward)
         health = response.json()
     except http.Unverified:
         return impostor({"address": address, "ca_file": ca_file, "server_name": server_name})
@@ -162,13 +180,15 @@ def check_gitlab(api: GitLab) -> str | None:
     return None if response.status_code == 200 else f"{where} answered HTTP {response.status_code}"
 
 
-def check_registry(url: str, *, ca_file: str, waits: Waits, hosts_line: str = "") -> str | None:
+def check_registry(url: str, *, ca_file: str, waits: Waits, hosts_line: str = "", forward: Target | None = None) -> str | None:
     """Why GitLab's registry at `url` does not answer, or None: `/v2/` answers 200, or 401 with
     `WWW-Authenticate` (it wants a token: the distribution spec's answer to an anonymous client).
     """
     where = f"the registry at {url}"
     try:
-        response = get(f"{url}/v2/", waits=waits, ca_file=ca_file, hosts_line=hosts_line)
+        # Through a forward, the connection still asks for the registry's name (SNI: Envoy's listener).
+        name = urlsplit(url).hostname if forward else None
+        response = get(f"{url}/v2/", waits=waits, ca_file=ca_file, hosts_line=hosts_line, server_name=name, forward=forward)
     except http.NoAnswer as error:
         return f"{where} does not answer: {error}"
     if response.status_code == 200 or (response.status_code == 401 and response.headers.get("WWW-Authenticate")):
@@ -240,17 +260,20 @@ def problems(platform: Platform, token: str | None, *, waits: Waits = Waits(), t
     GitLab token, or None with `token_problem` saying why it cannot be read.
     """
     found = []
-    if problem := check_openbao(platform.openbao_addr, waits=waits, ca_file=platform.ca_file, server_name=platform.openbao_server_name):
+    checked_at = {"ca_file": platform.ca_file, "server_name": platform.openbao_server_name}
+    if problem := check_openbao(platform.openbao_addr, waits=waits, **checked_at, forward=platform.openbao_forward):
         found.append(problem)
     api = None
     if token is not None:
         api = GitLab(
-            platform.gitlab_url, token, platform.ca_file, timeout=waits.timeout, pauses=waits.pauses, hosts_line=platform.hosts_line
-        )
+            platform.gitlab_url, token, platform.ca_file, timeout=waits.timeout, pauses=waits.pauses, hosts_line=platform.hosts_line,
+            forward=platform.gitlab_forward,
+        )  # fmt: skip
     gitlab = check_gitlab(api) if api else f"GitLab's API at {platform.gitlab_url} was not checked: {token_problem}"
     if gitlab:
         found.append(gitlab)
-    if problem := check_registry(platform.registry_url, ca_file=platform.ca_file, waits=waits, hosts_line=platform.hosts_line):
+    registry = {"ca_file": platform.ca_file, "hosts_line": platform.hosts_line}
+    if problem := check_registry(platform.registry_url, waits=waits, **registry, forward=platform.gitlab_forward):
         found.append(problem)
     if api and not gitlab:  # the runners are asked only of a GitLab that answered
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -160,3 +161,70 @@ def test_glab_is_logged_in_with_the_token_gitlab_made_as_its_file_holds_it(monke
 
     report.glab_login(phase2_with_glab_token(tmp_path, "glpat-made-by-gitlab"), run)
     assert given[-1] == "glpat-made-by-gitlab"
+
+
+# On an existing cluster (issue 24): the DNS record to make at the gateway's address, not /etc/hosts.
+
+EXISTING_PHASE1 = {outputs.CLUSTER_TYPE: "existing", outputs.KUBE_CONTEXT: "team", outputs.HEADLAMP: False}
+
+
+def _gateway_answer(addresses: list[dict[str, str]], service_type: str = "LoadBalancer") -> str:
+    """What `kubectl get gateway/... service/... -o json` prints: a List of the two."""
+    ports = [{"name": "https-443", "port": 443, "nodePort": 31443}, {"name": "http-80", "port": 80, "nodePort": 31080}]
+    return json.dumps(
+        {
+            "kind": "List",
+            "items": [
+                {"kind": "Gateway", "status": {"addresses": addresses}},
+                {"kind": "Service", "spec": {"type": service_type, "ports": ports}},
+            ],
+        }
+    )
+
+
+def _run(stdout: str, seen: list[list[str]]) -> Any:
+    def run(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        seen.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout, "")
+
+    return run
+
+
+def test_on_an_existing_cluster_the_summary_names_the_wildcard_record_at_the_load_balancers_ip() -> None:
+    seen: list[list[str]] = []
+    gateway = report.gateway_address(EXISTING_PHASE1, _run(_gateway_answer([{"type": "IPAddress", "value": "203.0.113.7"}]), seen))
+    text = report.summary({"phase1": EXISTING_PHASE1, "phase2": PHASE2}, gateway=gateway)
+    assert "*.local.example.net  A  203.0.113.7" in text
+    assert "/etc/hosts" not in text
+    assert "127.0.0.1 gitlab" not in text
+    assert seen[0][:5] == ["kubectl", "--context", "team", "--namespace", "gitlab"]
+
+
+def test_a_load_balancer_with_a_hostname_gets_a_cname_record() -> None:
+    answer = _gateway_answer([{"type": "Hostname", "value": "abc.elb.amazonaws.com"}])
+    gateway = report.gateway_address(EXISTING_PHASE1, _run(answer, []))
+    assert "*.local.example.net  CNAME  abc.elb.amazonaws.com" in report.summary(
+        {"phase1": EXISTING_PHASE1, "phase2": PHASE2}, gateway=gateway
+    )
+
+
+def test_a_node_port_gateway_names_the_node_ports_beside_the_record() -> None:
+    answer = _gateway_answer([{"type": "IPAddress", "value": "10.0.0.4"}], service_type="NodePort")
+    text = report.summary({"phase1": EXISTING_PHASE1, "phase2": PHASE2}, gateway=report.gateway_address(EXISTING_PHASE1, _run(answer, [])))
+    assert "*.local.example.net  A  10.0.0.4" in text
+    assert "443 -> node port 31443" in text
+
+
+def test_a_gateway_without_an_address_says_how_to_see_it_once_it_has_one() -> None:
+    gateway = report.gateway_address(EXISTING_PHASE1, _run(_gateway_answer([]), []))
+    text = report.summary({"phase1": EXISTING_PHASE1, "phase2": PHASE2}, gateway=gateway)
+    assert "the gateway has no address yet" in text
+    assert "kubectl --context team --namespace gitlab get gateway gitlab-gw -o 'jsonpath={.status.addresses}'" in text
+
+
+def test_on_an_existing_cluster_the_openbao_login_forwards_its_service_first() -> None:
+    forward = {"context": "team", "namespace": "openbao", "service": "openbao", "port": 8200}
+    phase2 = {**PHASE2, outputs.OPENBAO_ADDR: "https://openbao.openbao.svc.cluster.local:8200", outputs.OPENBAO_FORWARD: forward}
+    login = report.openbao_login(phase2)
+    assert login.startswith("kubectl --context team --namespace openbao port-forward svc/openbao 8200 &")
+    assert "BAO_ADDR=https://127.0.0.1:8200" in login

@@ -299,3 +299,15 @@ def test_a_token_gitlab_keeps_refusing_fails_without_blaming_etc_hosts(
         provider.create(props(gitlab))
     assert "(refused)" in str(failed.value)
     assert "/etc/hosts" not in str(failed.value)
+
+
+def test_a_gitlab_that_never_answers_through_its_forward_names_the_forward_not_the_hosts_line(
+    gitlab: type[TokenApi], tools: Path, provider: GitLabTokenProvider, clock: FakeClock
+) -> None:
+    """An existing cluster: GitLab is reached through a port-forward, so no /etc/hosts line helps."""
+    forward = {"context": "team", "namespace": "gitlab", "service": "gitlab-envoy", "port": 443}
+    with pytest.raises(GitLabTokenError) as failed:
+        provider.create(props(gitlab, gitlab_url="https://gitlab.platform.example.com", forward=forward, kube_context="team"))
+    assert "port-forward to service gitlab/gitlab-envoy port 443 of context team" in str(failed.value)
+    assert "/etc/hosts" not in str(failed.value)
+    assert "--context team" in (tools / "argv").read_text()
