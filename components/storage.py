@@ -17,6 +17,13 @@ Pre-bound static PersistentVolumes, not a provisioner (docs/design/decisions.md,
 
 Each volume's folder is its pod user's (`Volume.owner`), mode 0700, given away by a one-shot root
 container when it is not yet: kubelet applies no fsGroup to hostPath volumes.
+
+On an existing cluster (`Provisioned`) none of that: no PV, no class, no volumes folder, no host path.
+Each volume is a plain claim on `blueprint:storageClass` (none named: the cluster's default), which
+the class provisions; only the platform folder stays on this machine (secrets, the CA). Whether a
+destroy keeps the data is then the claims' and their namespaces' `retain_on_delete` (preserveData),
+each marked with DATA_LABEL, so `kubectl get namespaces,pvc -A -l blueprint/data` lists what a
+destroy keeps, and `blueprint destroy` finds them in the state (cli/lifecycle.py).
 """
 
 from __future__ import annotations
@@ -63,6 +70,43 @@ class Volume:
         return f"{self.namespace}/{self.claim}"
 
 
+DATA_LABEL = "blueprint/data"
+"""On an existing cluster, the label of every claim of the platform's data and of each namespace
+holding one: what preserveData keeps (value DATA_LABEL_VALUE)."""
+DATA_LABEL_VALUE = "kept-with-preserveData"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provisioned:
+    """Volumes a StorageClass of an existing cluster provisions: plain claims, no host path."""
+
+    storage_class: str
+    """The class every claim names; "": the cluster's default (the claim names none)."""
+    keep: bool
+    """preserveData: each claim, and each namespace holding one, stays on destroy."""
+
+    @staticmethod
+    def of(storage_class: object, keep: bool) -> Provisioned | None:
+        """From phase1's outputs: its STORAGE_CLASS, which only an existing cluster's has (None: kind's), and preserveData."""
+        return None if storage_class is None else Provisioned(storage_class=str(storage_class), keep=keep)
+
+    def kept(self) -> pulumi.ResourceOptions:
+        """The options of a claim or of a namespace holding one: left in the cluster by a destroy with keep."""
+        return pulumi.ResourceOptions(retain_on_delete=self.keep)
+
+    def namespace_labels(self, labels: dict[str, str]) -> dict[str, str]:
+        """A namespace's `labels`, with the mark of one that holds the platform's data."""
+        return {**labels, DATA_LABEL: DATA_LABEL_VALUE}
+
+
+def provisioned_claim_spec(provisioned: Provisioned, volume: Volume) -> dict[str, Any]:
+    """The spec of `volume`'s claim on an existing cluster: the class provisions it (no volumeName)."""
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"]}
+    if provisioned.storage_class:
+        spec["storageClassName"] = provisioned.storage_class
+    return {**spec, "resources": {"requests": {"storage": volume.size}}}
+
+
 @dataclass(frozen=True, kw_only=True)
 class StorageArgs:
     host_path: str
@@ -89,6 +133,9 @@ class StorageArgs:
     inside: tuple[pulumi.Resource, ...] = ()
     """The claim of the folder both folders are inside, when it is in the same graph (`dev`): they
     are claimed after it, and released before it."""
+    provisioned: Provisioned | None = None
+    """On an existing cluster, the class that provisions the volumes: then only the platform folder
+    is made here (the volumes' paths are unused); None: kind's static volumes."""
 
     def __post_init__(self) -> None:
         keys = [volume.key for volume in self.volumes]
@@ -126,9 +173,25 @@ def volume_name(volume: Volume) -> str:
 
 
 def bound_claim(
-    name: str, volume: Volume, volume_resource: pulumi.Resource, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+    name: str,
+    volume: Volume,
+    volume_resource: pulumi.Resource | None,
+    namespace: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    provisioned: Provisioned | None = None,
 ) -> k8s.core.v1.PersistentVolumeClaim:
-    """A claim, made by a component itself, that binds to `volume`'s PV (and waits for it)."""
+    """A claim, made by a component itself, that binds to `volume`'s PV (and waits for it); on an
+    existing cluster (`provisioned`), one its class provisions, kept by a destroy with preserveData.
+    """
+    if provisioned is not None:
+        return k8s.core.v1.PersistentVolumeClaim(
+            name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=volume.claim, namespace=namespace, labels={DATA_LABEL: DATA_LABEL_VALUE}),
+            spec=as_input(provisioned_claim_spec(provisioned, volume)),
+            opts=pulumi.ResourceOptions.merge(opts, provisioned.kept()),
+        )
+    if volume_resource is None:
+        raise ValueError(f"{volume.key}: a static volume's claim needs its PV")
     return k8s.core.v1.PersistentVolumeClaim(
         name,
         metadata=k8s.meta.v1.ObjectMetaArgs(name=volume.claim, namespace=namespace),
@@ -144,6 +207,21 @@ def bound_claim(
     )
 
 
+def data_namespace(
+    name: str, namespace: str, labels: dict[str, str], provisioned: Provisioned | None, opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Namespace:
+    """The namespace of a volume's claim: on an existing cluster, marked and kept with the claim
+    (a namespace's delete would delete every claim in it); on kind, a plain one (the data is on the host).
+    """
+    if provisioned is None:
+        return k8s.core.v1.Namespace(name, metadata={"name": namespace, "labels": labels}, opts=opts)
+    return k8s.core.v1.Namespace(
+        name,
+        metadata={"name": namespace, "labels": provisioned.namespace_labels(labels)},
+        opts=pulumi.ResourceOptions.merge(opts, provisioned.kept()),
+    )
+
+
 class Storage(pulumi.ComponentResource):
     """The platform folder, the volumes folder, the `blueprint-static` StorageClass and one PV per volume."""
 
@@ -153,11 +231,14 @@ class Storage(pulumi.ComponentResource):
     """The command that owns the volumes folder and gives each volume's folder to its pod's user."""
     volumes: dict[str, k8s.core.v1.PersistentVolume]
     """The PVs by `<namespace>/<claim>`: what uses a volume depends on its PV. Claims name the
-    StorageClass STORAGE_CLASS."""
+    StorageClass STORAGE_CLASS. None on an existing cluster (`provisioned`)."""
+    provisioned: Provisioned | None
+    """On an existing cluster, the class that provisions every volume; None: kind's static volumes."""
 
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Storage", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self.provisioned = args.provisioned
         self.folder = host_folder(
             f"{name}-platform-folder",
             HostFolderArgs(
@@ -171,6 +252,11 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
         )
+        if args.provisioned is not None:
+            # Nothing of the volumes on this machine: the cluster's class provisions each claim.
+            self.volumes_folder, self.volumes = self.folder, {}
+            self.register_outputs({})
+            return
         self.volumes_folder = host_folder(
             f"{name}-volumes-folder",
             HostFolderArgs(
@@ -206,3 +292,7 @@ class Storage(pulumi.ComponentResource):
             for volume in args.volumes
         }
         self.register_outputs({})
+
+    def pv(self, volume: Volume) -> tuple[k8s.core.v1.PersistentVolume, ...]:
+        """`volume`'s PV, which what uses the volume waits for; none on an existing cluster."""
+        return tuple(self.volumes[key] for key in [volume.key] if key in self.volumes)
