@@ -96,7 +96,9 @@ def _take_phase2_down(runner: StackRunner, say: Callable[[str], None], cluster: 
 
 
 def planned_cluster_id(config: Mapping[str, str]) -> str | None:
-    """The cluster identity phase1's config gives now; None when the config is invalid (the `up` says so)."""
+    """The kind cluster's identity phase1's config gives now; None when the config is invalid (the `up`
+    says so), and for an existing cluster, which no config change replaces.
+    """
     from components.kind_cluster import cluster_id
     from stacks.config import NAMESPACE, ConfigError
     from stacks.config.phases import parse_phase1
@@ -108,4 +110,6 @@ def planned_cluster_id(config: Mapping[str, str]) -> str | None:
         parsed = parse_phase1({key.removeprefix(prefix): value for key, value in config.items() if key.startswith(prefix)})
     except ConfigError:
         return None
+    if parsed.cluster.existing:
+        return None  # read from the cluster, never derived from the config: blueprint never replaces it
     return cluster_id(cluster_args(parsed, owner="blueprint/phase1", data_layout=layout("phase1")))

@@ -250,13 +250,16 @@ class _StandInMocks(Mocks):
         raise NotImplementedError(f"the offline plan has no stand-in for the invoke {args.token}")
 
     def _run_command(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """What pulumi-command's `local.run` returns: for `kind get kubeconfig` of the cluster its
+        """What pulumi-command's `local.run` returns: for a read of an existing cluster, the stand-in
+        cluster's answer (cli/stand_ins.py); for `kind get kubeconfig` of the cluster its
         environment names (stacks/phase1.py `kind_kubeconfig`, phase2's kubeconfig), the stand-in
         kubeconfig of the cluster an upstream plan creates, the same as its cluster command's; for a
         cluster no upstream creates, kind's error.
         """
         from stacks.phase1 import KIND_KUBECONFIG
 
+        if (answer := stand_ins.existing_cluster_answer(str(args.get("command")), args.get("environment") or {})) is not None:
+            return answer
         if args.get("command") != KIND_KUBECONFIG:
             raise NotImplementedError(f"the offline plan has no stand-in for the command {args.get('command')!r}")
         name = (args.get("environment") or {}).get("KIND_CLUSTER_NAME")

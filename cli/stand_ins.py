@@ -99,6 +99,59 @@ def kubeconfig(inputs: Mapping[str, Any]) -> str:
     )
 
 
+EXISTING_CLUSTER_UID = "0ff11e00-5a70-4d1e-8000-000000000000"
+"""The UID of kube-system on the stand-in existing cluster (a fixed, well-formed UUID)."""
+EXISTING_CLUSTER_VERSION = "v1.33.2"
+EXISTING_DEFAULT_CLASS = "standard"
+"""The stand-in cluster's default StorageClass; a class `blueprint:storageClass` names exists there too."""
+EXISTING_API_SERVER = ("10.96.0.1", 443)
+
+
+def existing_cluster_answer(command: str, environment: Mapping[str, str]) -> dict[str, str] | None:
+    """What kubectl answers a read of components/existing_cluster.py on the stand-in cluster of the
+    context in `environment` (any context: the plan has no kubeconfig), or None for another command.
+    """
+    from components import existing_cluster
+    from stacks.config.schema import raw_config
+
+    context = environment.get("KUBE_CONTEXT", "")
+    if command == existing_cluster.KUBECONFIG_COMMAND:
+        return {"stdout": _context_kubeconfig(context), "stderr": ""}
+    read = next((name for name, text in existing_cluster.READS.items() if text == command), None)
+    if read is None:
+        return None
+    named = raw_config().get("storageClass", "")
+    classes = [
+        {"metadata": {"name": EXISTING_DEFAULT_CLASS, "annotations": {existing_cluster.DEFAULT_CLASS_ANNOTATIONS[0]: "true"}}},
+        *([{"metadata": {"name": named}}] if named and named != EXISTING_DEFAULT_CLASS else []),
+    ]
+    address, port = EXISTING_API_SERVER
+    answers = {
+        "identity": EXISTING_CLUSTER_UID,
+        "version": json.dumps({"major": "1", "minor": "33", "gitVersion": EXISTING_CLUSTER_VERSION}),
+        "storageClasses": json.dumps({"kind": "List", "items": classes}),
+        "apiServer": json.dumps({"items": [{"endpoints": [{"addresses": [address]}], "ports": [{"name": "https", "port": port}]}]}),
+    }
+    return {"stdout": answers[read], "stderr": ""}
+
+
+def _context_kubeconfig(context: str) -> str:
+    """What `kubectl config view --raw --minify --flatten --context <context>` prints on the stand-in (fake credentials)."""
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {"name": context, "cluster": {"server": "https://203.0.113.10:443", "certificate-authority-data": "c3RhbmQtaW4="}}
+            ],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+            "current-context": context,
+            "users": [{"name": context, "user": {"token": "stand-in"}}],
+        },
+        sort_keys=False,
+    )
+
+
 GITLAB_NUMBERED = tuple(f"pulumi-python:dynamic/gitlab:{kind}" for kind in ("Group", "Project", "Runner", "DeployToken"))
 """Our dynamic GitLab resources whose id is GitLab's number for the object."""
 

@@ -1,4 +1,6 @@
-"""phase1: the kind cluster, its data folder and, optionally, Headlamp."""
+"""phase1: the kind cluster, its data folder and, optionally, Headlamp; on an existing cluster, the data
+folder and what phase1 reads of the cluster (components/existing_cluster.py), nothing on it.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 import pulumi
 from pulumi_command import local
 
+import versions
 from components import image_cache, kind_cluster
 from components.kind_cluster import KindCluster, KindClusterArgs
 from stacks import outputs
@@ -76,6 +79,23 @@ def kind_kubeconfig(cluster_name: str) -> pulumi.Output[str]:
     return pulumi.Output.secret(ran.apply(checked))
 
 
+def cluster_kubeconfig(inputs: Mapping[str, Any]) -> tuple[pulumi.Input[str], dict[str, Any]]:
+    """The admin kubeconfig of the cluster phase1's outputs `inputs` describe (secret), for phase2's
+    provider, and that provider's arguments that go with it. kind's: in `dev`, its cluster command's,
+    in this same graph; in a phase2 stack, kind's answer on this run (`kind_kubeconfig`). An existing
+    cluster's: its context's, as kubectl resolves it on this run (components/existing_cluster.py), with
+    the context named, and upserts on: a namespace or claim a destroy kept (preserveData) is taken
+    over by the next `up`, where pulumi-kubernetes (>= 4.29) would refuse it as AlreadyExists
+    (pulumi_kubernetes Provider `upsert_existing_objects`; docs/design/decisions.md).
+    """
+    if outputs.on_existing(inputs):
+        from components.existing_cluster import context_kubeconfig
+
+        context = str(inputs[outputs.KUBE_CONTEXT])
+        return context_kubeconfig(context), {"context": context, "upsert_existing_objects": True}
+    return inputs[outputs.KUBECONFIG] if outputs.KUBECONFIG in inputs else kind_kubeconfig(str(inputs[outputs.CLUSTER_NAME])), {}
+
+
 def preserve_data_file(stack: str) -> str:
     """The stack file whose `blueprint:preserveData` decides what a destroy of `stack` does with the
     data: its own (phase1, dev), or that of the stack it takes preserveData from (phase2's: phase1's,
@@ -95,6 +115,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     config = load_phase1()
     # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
     inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
+    if config.cluster.existing:
+        return existing(config, inner_owners)
     args = cluster_args(
         config,
         owner=folder_owner(),
@@ -152,3 +174,61 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
         outputs.CLUSTER: cluster.cluster,
         outputs.KUBECONFIG: cluster.kubeconfig,
     }
+
+
+def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, Any]:
+    """phase1 on an existing cluster: the data folder (on this machine: the platform's secrets) and
+    what phase1 reads of the cluster, nothing on it. Every output of a kind phase1 is there too, so
+    the references keep their shape; the kind-only ones hold nothing (stacks/outputs.py).
+    """
+    from components import existing_cluster
+    from components.host_folder import HostFolderArgs, host_folder
+
+    cluster = config.cluster
+    data_folder = host_folder(
+        "data-folder",
+        HostFolderArgs(
+            path=str(config.data_dir),
+            owner=folder_owner(),
+            preserve=config.preserve_data,
+            # Nothing a pod owns is ever in it (no node mounts it): the wipe's fallback container never runs.
+            wipe_image=versions.KIND_NODE_IMAGE,
+            layout=layout(pulumi.get_stack()),
+            inner_owners=inner_owners,
+            stack_file=preserve_data_file(pulumi.get_stack()),
+        ),
+    )
+    facts = existing_cluster.read(cluster.kube_context, cluster.storage_class)
+    kind_only: dict[str, Any] = {key: 0 for key in KIND_PORTS} | {key: "" for key in KIND_PLACES}
+    return {
+        outputs.CLUSTER_NAME: cluster.kube_context,
+        outputs.CLUSTER_ID: facts.apply(lambda read: read.identity),
+        outputs.DATA_DIR: str(config.data_dir),
+        outputs.PRESERVE_DATA: config.preserve_data,
+        outputs.DOMAIN: config.domain,
+        **kind_only,
+        outputs.HEADLAMP: False,
+        outputs.IMAGE_MIRRORS: {},
+        outputs.CLUSTER_TYPE: cluster.cluster,
+        outputs.KUBE_CONTEXT: cluster.kube_context,
+        outputs.KUBERNETES_VERSION: facts.apply(lambda read: read.version),
+        outputs.STORAGE_CLASS: cluster.storage_class,
+        outputs.STORAGE_CLASS_USED: facts.apply(lambda read: read.storage_class),
+        outputs.EXPOSURE: cluster.exposure,
+        outputs.GITLAB_NODE_SELECTOR: dict(cluster.gitlab_node_selector),
+        outputs.JOB_NODE_SELECTOR: dict(cluster.job_node_selector),
+        outputs.API_SERVER_ENDPOINTS: facts.apply(lambda read: read.api_server),
+        outputs.DATA_FOLDER_CLAIM: data_folder,
+    }
+
+
+KIND_PORTS = (
+    outputs.HTTP_PORT, outputs.HTTPS_PORT, outputs.SSH_PORT, outputs.OPENBAO_PORT, outputs.API_SERVER_PORT,
+    outputs.GATEWAY_HTTP_NODE_PORT, outputs.GATEWAY_HTTPS_NODE_PORT, outputs.GATEWAY_SSH_NODE_PORT, outputs.OPENBAO_NODE_PORT,
+)  # fmt: skip
+"""phase1's outputs that are ports of kind's: 0 on an existing cluster."""
+KIND_PLACES = (
+    outputs.NODE_DATA_PATH, outputs.VOLUMES_NODE_PATH, outputs.REGISTRY_HOSTS_DIR, outputs.NODE_LABEL_KEY, outputs.GITLAB_NODE_LABEL,
+    outputs.RUNNER_NODE_LABEL, outputs.IMAGE_CACHE_DIR,
+)  # fmt: skip
+"""phase1's outputs that are folders and node labels of kind's: "" on an existing cluster."""

@@ -54,7 +54,7 @@ from stacks import outputs
 from stacks.config.paths import folder_owner
 from stacks.migrations import layout
 from stacks.mirror import mirror
-from stacks.phase1 import kind_kubeconfig, preserve_data_file
+from stacks.phase1 import cluster_kubeconfig, preserve_data_file
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
 REDIS_VOLUME = Volume(namespace="redis", claim="valkey-data", size="2Gi", owner=VALKEY_USER)
@@ -212,12 +212,13 @@ def _cluster_access(inputs: Mapping[str, Any], owner: str) -> pulumi.ResourceOpt
     # destroy with the cluster gone is `blueprint destroy`'s business: it tells Pulumi to forget
     # what lived in the cluster, never a blanket PULUMI_K8S_DELETE_UNREACHABLE.
     # Its kubeconfig is root on the cluster, so no stack exports it: in `dev` it is the cluster
-    # command's, in this same graph; a phase2 stack asks kind for it on each run.
-    kubeconfig = inputs[outputs.KUBECONFIG] if outputs.KUBECONFIG in inputs else kind_kubeconfig(str(inputs[outputs.CLUSTER_NAME]))
+    # command's, in this same graph; a phase2 stack asks kind (or kubectl, for an existing cluster) on each run.
+    kubeconfig, existing = cluster_kubeconfig(inputs)
     provider = k8s.Provider(
         "kubernetes",
         kubeconfig=kubeconfig,
         cluster_identifier=str(inputs[outputs.CLUSTER_ID]),
+        **existing,
         opts=pulumi.ResourceOptions(depends_on=[lease]),
     )
     return pulumi.ResourceOptions(providers=[provider])

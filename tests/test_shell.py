@@ -26,9 +26,11 @@ PLANS: tuple[tuple[str, dict[str, str]], ...] = (
     *((stack, {}) for stack in ("phase1", "phase2", "phase3", "dev")),
     ("dev", {"imageCache": "false"}),
     ("dev", {"headlamp": "true", "preserveData": "true"}),
+    *((stack, {"cluster": "existing", "kubeContext": "ctx"}) for stack in ("phase1", "phase2")),
 )
-"""Every stack as it comes (preserveData=false: the wipes), and dev, which holds every component, in
-the configurations that change which scripts it registers."""
+"""Every stack as it comes (preserveData=false: the wipes), dev, which holds every component, in
+the configurations that change which scripts it registers, and the phases that read an existing
+cluster (their invokes)."""
 SKIPPED_FOLDERS = {".git", ".venv", ".pulumi-state", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 PROGRAM = ("cli", "stacks", "components", "providers")
 """The program's packages; its top-level modules too."""

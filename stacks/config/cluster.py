@@ -137,8 +137,8 @@ def _one_of(choices: tuple[str, ...], empty: str = "") -> Callable[[str], str | 
 
 
 def cluster_config(check: _Checker) -> ClusterConfig:
-    """The cluster keys read through `check`, which collects what is wrong: each value, then each
-    key set for the other kind of cluster, and `dev` on an existing one.
+    """The cluster keys read through `check`, which collects what is wrong with each value (what one
+    key says of another: `across`, once every value of the phase is checked).
     """
     cluster = check.text("cluster", _one_of(CLUSTERS), example=EXISTING)
     context = check.text("kubeContext", _context_problem, example="<context>")
@@ -147,8 +147,6 @@ def cluster_config(check: _Checker) -> ClusterConfig:
     gitlab_selector = check.text("gitlabNodeSelector", _selector_problem, example="<label>=<value>")
     job_selector = check.text("jobNodeSelector", _selector_problem, example="<label>=<value>")
     engine = check.text("containerEngine", _one_of(ENGINES, "detect, Docker first"), example="podman")
-    if cluster in CLUSTERS and "cluster" not in check.stand_ins:
-        _across(check, cluster)
     existing = cluster == EXISTING
     return ClusterConfig(
         cluster=cluster if cluster in CLUSTERS else KIND,
@@ -161,10 +159,15 @@ def cluster_config(check: _Checker) -> ClusterConfig:
     )
 
 
-def _across(check: _Checker, cluster: str) -> None:
-    """What one key says of another: a key of the other kind of cluster, no context, `dev` on existing."""
+def across(check: _Checker) -> None:
+    """What one key says of another: a key of the other kind of cluster, no context, `dev` on an
+    existing one; none of it of a key refused already, nor of a secret's stand-in.
+    """
     from stacks.config.schema import default_string  # here: stacks.outputs imports this module, and schema imports it
 
+    cluster = check.raw.get("cluster", default_string("cluster"))
+    if cluster not in CLUSTERS or "cluster" in check.stand_ins:
+        return
     given = {key: check.raw.get(key, default_string(key)) for key in (*EXISTING_ONLY, *KIND_ONLY)}
     # A secret's stand-in is all there is of it outside the program; a refused value is said once.
     unchecked = {*check.stand_ins, *(key for key in given if any(error.startswith(f"{NAMESPACE}:{key} = ") for error in check.errors))}

@@ -23,7 +23,7 @@ from publicsuffixlist import PublicSuffixList
 from shown import SHOWN_AT_MOST, shown
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
-from stacks.config.cluster import ClusterConfig, cluster_config
+from stacks.config.cluster import ClusterConfig, across, cluster_config
 from stacks.config.paths import (
     UNSAFE_PROJECT_EXAMPLE,
     absolute_data_dir,
@@ -279,6 +279,7 @@ def _phase1(check: _Checker, project_dir: Path) -> Phase1Config:
         check.boolean("imageCache")  # then ignored: an existing cluster has no image cache (cluster.py, KIND_ONLY)
     cache_dir = None if cluster.existing else _image_cache_dir(check, cluster_name, project_dir, data_dir)
     ports = _ports(check)
+    across(check)
     return Phase1Config(
         cluster_name=cluster_name,
         gitlab_nodes=gitlab_nodes,

@@ -130,3 +130,9 @@ def test_a_node_selector_that_is_not_labels_is_refused_saying_why(text: str, why
 
 def test_a_context_with_a_control_character_is_refused() -> None:
     assert "blueprint:kubeContext = " in error_for(cluster="existing", kubeContext="ctx\nx")
+
+
+def test_a_kind_key_refused_for_its_own_sake_on_an_existing_cluster_is_said_once() -> None:
+    message = error_for(**EXISTING, headlampAdmin="true")
+    assert message.count("blueprint:headlampAdmin = ") == 1, message
+    assert "there is no Headlamp" in message

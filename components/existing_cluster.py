@@ -1,0 +1,153 @@
+"""An existing cluster (`blueprint:cluster=existing`): read, never made nor deleted.
+
+phase1 reads it through `kubectl` on every preview and up, as invokes (pulumi-command's `local.run`):
+nothing is created, so no destroy can delete anything of it. kubectl runs with the user's kubeconfig
+(KUBECONFIG, or ~/.kube/config: its merge rules, its credentials and exec plugins) and the context
+`blueprint:kubeContext` names. What phase1 publishes of it (`Facts`) is what phase2 needs: the
+cluster's identity (the UID of `kube-system`), its version, the StorageClass the claims get, and
+where the API server answers pods. A phase2 stack resolves the same context's kubeconfig on each run
+(`context_kubeconfig`), as it asks kind for kind's: no stack exports a kubeconfig.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+from pulumi_command import local
+
+KUBECTL = 'kubectl --context "$KUBE_CONTEXT" --request-timeout=30s'
+"""Every read: the context from the environment (never in the command's text), a bounded wait."""
+READ_ARGS = {
+    "identity": 'get namespace kube-system -o "jsonpath={.metadata.uid}"',
+    "version": "get --raw /version",
+    "storageClasses": "get storageclasses -o json",
+    "apiServer": "get endpointslices --namespace default --selector kubernetes.io/service-name=kubernetes -o json",
+}
+"""What phase1 reads, by name: kubectl's arguments after KUBECTL."""
+READS = {name: f"{KUBECTL} {args} || true" for name, args in READ_ARGS.items()}
+"""The commands, by name. `|| true`: a failed kubectl (no such context, a cluster that does not answer)
+becomes the RunError that says what to check (`facts`), not a failed invoke and its traceback."""
+KUBECONFIG_COMMAND = 'kubectl config view --raw --minify --flatten --context "$KUBE_CONTEXT" || true'
+"""The context's kubeconfig alone, credentials inline: with --minify, kubectl makes --context the
+current one and drops every other (kubectl pkg/cmd/config/view.go `Run`; `MinifyConfig` refuses a
+context it cannot find); --flatten inlines the files it names (certificates), so the text stands alone."""
+DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
+"""What marks the default StorageClass (https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Facts:
+    """What phase1 read of the cluster on this run."""
+
+    identity: str
+    """The UID of namespace kube-system."""
+    version: str
+    """The API server's gitVersion (v1.33.2, v1.33.2-gke.1240000)."""
+    storage_class: str
+    """The StorageClass the claims get: the one named, or the cluster's default."""
+    api_server: list[dict[str, Any]]
+    """{"address", "port"} of each endpoint of the Service default/kubernetes, sorted."""
+
+
+class ClusterUnreadable(pulumi.RunError):
+    """The existing cluster cannot be read, or lacks what blueprint needs; the message says what to check."""
+
+
+def _run(command: str, context: str) -> pulumi.Output[local.RunResult]:
+    # Nothing logged: the kubeconfig is a credential, and the reads are said by what phase1 exports.
+    return local.run_output(command=command, environment={"KUBE_CONTEXT": context}, logging=local.Logging.NONE)
+
+
+def read(context: str, storage_class: str) -> pulumi.Output[Facts]:
+    """The cluster of `context`, read on this run; `storage_class` ("": the default) must exist."""
+    ran = {name: _run(command, context) for name, command in READS.items()}
+    return pulumi.Output.all(**ran).apply(
+        lambda results: facts(context, storage_class, {name: (result.stdout, result.stderr or "") for name, result in results.items()})
+    )
+
+
+def context_kubeconfig(context: str) -> pulumi.Output[str]:
+    """The kubeconfig of `context` alone (secret), as kubectl resolves it on this run."""
+
+    def checked(result: local.RunResult) -> str:
+        if not result.stdout.strip():
+            raise ClusterUnreadable(
+                f"phase2 goes onto the cluster of context {context}, and `kubectl config view --minify --context "
+                f"{shlex.quote(context)}` gave no kubeconfig: {_said(result.stderr or '')}. Check that `kubectl config "
+                "get-contexts` lists it, with KUBECONFIG as blueprint runs (or ~/.kube/config when unset)."
+            )
+        return result.stdout
+
+    return pulumi.Output.secret(_run(KUBECONFIG_COMMAND, context).apply(checked))
+
+
+def _said(stderr: str) -> str:
+    return stderr.strip()[-500:] or "it said nothing"
+
+
+def facts(context: str, storage_class: str, answers: Mapping[str, tuple[str, str]]) -> Facts:
+    """What the answers of READS (name -> stdout, stderr) say of the cluster, or a ClusterUnreadable."""
+    quoted = shlex.quote(context)
+    parsed: dict[str, Any] = {}
+    for name, args in READ_ARGS.items():
+        stdout, stderr = answers[name]
+        try:
+            parsed[name] = stdout.strip() if name == "identity" else json.loads(stdout)
+        except ValueError:
+            parsed[name] = None
+        if not parsed[name]:
+            raise ClusterUnreadable(
+                f"phase1 reads the cluster of context {context} (blueprint:kubeContext), and `kubectl --context {quoted} "
+                f"{args}` failed: {_said(stderr or stdout)}. Check that `kubectl config get-contexts {quoted}` lists it "
+                f"(with KUBECONFIG as blueprint runs, or ~/.kube/config when unset) and that `kubectl --context {quoted} "
+                "get nodes` answers."
+            )
+    return Facts(
+        identity=parsed["identity"],
+        version=str(parsed["version"].get("gitVersion", "")),
+        storage_class=_storage_class(context, storage_class, parsed["storageClasses"]),
+        api_server=_endpoints(parsed["apiServer"]),
+    )
+
+
+def _storage_class(context: str, named: str, listed: Mapping[str, Any]) -> str:
+    """The class named, which must exist, or the cluster's default: the newest when several say so, the
+    one Kubernetes gives a claim that names none (kubernetes.io/docs/concepts/storage/storage-classes).
+    """
+    classes = [item for item in listed.get("items") or [] if isinstance(item, dict)]
+    names = sorted(str((item.get("metadata") or {}).get("name", "")) for item in classes)
+    if named:
+        if named in names:
+            return named
+        raise ClusterUnreadable(
+            f"blueprint:storageClass = {named!r}: the cluster of context {context} has no such StorageClass (it has: "
+            f"{', '.join(names) or 'none'}); name one of them, or leave blueprint:storageClass empty for the default"
+        )
+    defaults = [
+        item
+        for item in classes
+        if any(((item.get("metadata") or {}).get("annotations") or {}).get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS)
+    ]
+    if not defaults:
+        raise ClusterUnreadable(
+            f"the cluster of context {context} has no default StorageClass, and blueprint:storageClass names none: set "
+            f"blueprint:storageClass to one of its classes ({', '.join(names) or 'it has none: install a provisioner first'})"
+        )
+    newest = max(defaults, key=lambda item: str((item.get("metadata") or {}).get("creationTimestamp", "")))
+    return str(newest["metadata"]["name"])
+
+
+def _endpoints(listed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each address and port of the EndpointSlices `listed` (of the Service default/kubernetes)."""
+    found: set[tuple[str, int]] = set()
+    for item in listed.get("items") or []:
+        ports = [int(port["port"]) for port in item.get("ports") or [] if isinstance(port, dict) and "port" in port]
+        for endpoint in item.get("endpoints") or []:
+            for address in endpoint.get("addresses") or []:
+                found.update((str(address), port) for port in ports)
+    return [{"address": address, "port": port} for address, port in sorted(found)]
