@@ -24,7 +24,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,7 @@ from pulumi_command import local
 
 import versions
 from components.host_folder import PRESERVE_DATA
+from components.markers import RELEASED_CLAIM
 from components.pod_security import pod_security_labels
 from components.scripts import script
 from components.storage import STORAGE_CLASS, Provisioned, Volume, data_namespace, volume_name
@@ -152,16 +152,6 @@ def adopted_claim(args: PostgresArgs) -> dict[str, Any]:
 RELEASE_SCRIPT = script("postgres_release_claim.sh")
 """Release the Cluster's claim RELEASED_CLAIM (its ownerReferences removed) when PRESERVE_DATA is
 true: then the Cluster's delete leaves it, for the next Cluster to adopt."""
-RELEASED_CLAIM = "RELEASED_CLAIM"
-"""The environment variable naming the claim the release step releases: what tells it in a plan or state."""
-
-
-def released_claim(command_inputs: Mapping[str, Any]) -> str | None:
-    """The claim a recorded release step (`<name>-release-claim`) releases, or None for any other command."""
-    environment = command_inputs.get("environment")
-    return str(environment[RELEASED_CLAIM]) if isinstance(environment, Mapping) and RELEASED_CLAIM in environment else None
-
-
 ADOPT_SCRIPT = script("postgres_adopt.sh")
 """Adopt kept PostgreSQL data: make the claim of `adopted_claim` (stdin) before the Cluster, when the
 volume holds data and no Cluster exists yet."""

@@ -36,6 +36,7 @@ import pulumi_kubernetes as k8s
 
 from components.host_folder import HostFolderArgs, Subfolder, host_folder
 from components.kind_cluster import NODE_LABEL_KEY, VOLUME_NODE_LABEL, VOLUMES_SUBDIR
+from components.markers import DATA_LABEL, DATA_LABEL_VALUE
 
 STORAGE_CLASS = "blueprint-static"
 PLATFORM_SUBDIR = "platform"
@@ -68,12 +69,6 @@ class Volume:
     def folder(self) -> str:
         """Path relative to the volumes folder."""
         return f"{self.namespace}/{self.claim}"
-
-
-DATA_LABEL = "blueprint/data"
-"""On an existing cluster, the label of every claim of the platform's data and of each namespace
-holding one: what preserveData keeps (value DATA_LABEL_VALUE)."""
-DATA_LABEL_VALUE = "kept-with-preserveData"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -262,12 +262,12 @@ def _tls(ground: Ground) -> Tls:
 
 def _data_tier(ground: Ground) -> DataTier:
     inputs, folders, storage, on_cluster = ground.inputs, ground.folders, ground.storage, ground.on_cluster
-    provisioned = storage.provisioned  # an existing cluster's: no PV, no host path, the context for kubectl
+    provisioned, pv = storage.provisioned, storage.volumes.get  # provisioned: an existing cluster's (no PV, no host path)
     postgres = Postgres(
         "postgres",
         PostgresArgs(
             volume=POSTGRES_VOLUME,
-            volume_resource=storage.volumes.get(POSTGRES_VOLUME.key),
+            volume_resource=pv(POSTGRES_VOLUME.key),
             data_host_path="" if provisioned else f"{folders.volumes_host}/{POSTGRES_VOLUME.folder}",
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
             provisioned=provisioned,
@@ -275,13 +275,12 @@ def _data_tier(ground: Ground) -> DataTier:
         ),
         opts=on_cluster,
     )
-    volume = storage.volumes.get(REDIS_VOLUME.key)
-    redis = Redis("redis", RedisArgs(volume=REDIS_VOLUME, volume_resource=volume, provisioned=provisioned), opts=on_cluster)
+    redis = Redis("redis", RedisArgs(volume=REDIS_VOLUME, volume_resource=pv(REDIS_VOLUME.key), provisioned=provisioned), opts=on_cluster)
     minio = Minio(
         "minio",
         MinioArgs(
             volume=MINIO_VOLUME,
-            volume_resource=storage.volumes.get(MINIO_VOLUME.key),
+            volume_resource=pv(MINIO_VOLUME.key),
             secrets_path=folders.secrets,
             secrets_folder=storage.folder,
             provisioned=provisioned,
