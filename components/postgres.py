@@ -15,11 +15,8 @@
   program: `<name>-adopt-data` decides it then, and creates that claim with kubectl only when the
   folder holds a PGDATA and the API holds no Cluster. Its inputs never change, so a second `up`
   registers the same graph.
-- On an existing cluster (`provisioned`) the claim is CloudNativePG's own, on the configured class,
-  and owned by the Cluster, so the Cluster's delete would take it (the garbage collector). With
-  preserveData, `<name>-release-claim`, which comes after the Cluster, releases it first: its delete
-  removes the claim's ownerReferences, and the claim, which keeps the operator's label and
-  `cnpg.io/nodeSerial`, is the orphan the next Cluster adopts. No adoption step, no host probe.
+- On an existing cluster the claim is CloudNativePG's own; with preserveData `<name>-release-claim`
+  releases it from the Cluster before the Cluster's delete, for the next Cluster to adopt (entry 49).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Stable storage: every stateful volume of the platform at a fixed host path under the data folder.
+"""Stable storage: every stateful volume of the platform at a fixed host path under the data folder (kind);
+on an existing cluster, plain claims on its class, kept with preserveData (`Provisioned`: decisions.md, entry 49).
 
 Pre-bound static PersistentVolumes, not a provisioner (docs/design/decisions.md, entry 9):
 
@@ -17,13 +18,6 @@ Pre-bound static PersistentVolumes, not a provisioner (docs/design/decisions.md,
 
 Each volume's folder is its pod user's (`Volume.owner`), mode 0700, given away by a one-shot root
 container when it is not yet: kubelet applies no fsGroup to hostPath volumes.
-
-On an existing cluster (`Provisioned`) none of that: no PV, no class, no volumes folder, no host path.
-Each volume is a plain claim on `blueprint:storageClass` (none named: the cluster's default), which
-the class provisions; only the platform folder stays on this machine (secrets, the CA). Whether a
-destroy keeps the data is then the claims' and their namespaces' `retain_on_delete` (preserveData),
-each marked with DATA_LABEL, so `kubectl get namespaces,pvc -A -l blueprint/data` lists what a
-destroy keeps, and `blueprint destroy` finds them in the state (cli/lifecycle.py).
 """
 
 from __future__ import annotations
