@@ -33,6 +33,7 @@ from cli import data_folder, image_cache
 from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data, without_stale_creates
 from cli.stack_runner import StackRunner
 from stacks import STACK_PHASES, outputs
+from stacks.config.cluster import EXISTING
 
 START_DOCKER = (
     "Start Docker (`sudo systemctl start docker`, or open Docker Desktop) and install kind if it is missing "
@@ -295,8 +296,12 @@ def _cluster(
     world: World, existing: Mapping[str, Any], targets: list[str], config: Mapping[str, str], keep: bool, *, cluster_gone: bool
 ) -> ClusterState:
     """The kind cluster, asked of kind when the destroy needs it; `Refused` when nobody can tell, or
-    when `--cluster-gone` says gone and kind still lists it.
+    when `--cluster-gone` says gone and kind still lists it. An existing cluster is running unless
+    `--cluster-gone` says it is gone.
     """
+    if outputs.on_existing(existing.get("phase1") or {}) or config.get("blueprint:cluster") == EXISTING:
+        # Not kind's: nothing asks kind, and the stacks reach the cluster through its context; none deletes it.
+        return ClusterState("gone", "--cluster-gone") if cluster_gone else ClusterState("running")
     name = str((existing.get("phase1") or {}).get(outputs.CLUSTER_NAME) or config["blueprint:clusterName"])
     needs_cluster = bool({"phase1", "phase2"} & set(targets)) or ("phase3" in targets and not keep)
     cluster = world.cluster(name) if needs_cluster or cluster_gone else ClusterState("running")

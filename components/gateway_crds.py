@@ -26,6 +26,19 @@ import versions
 class GatewayCrdsArgs:
     channel: str = "experimental"
     """Gateway API channel: GitLab's TCPRoute v1alpha2 needs the experimental one."""
+    kept: bool = False
+    """Leave the CRDs in the cluster on destroy: an existing cluster's (`blueprint:cluster=existing`),
+    where deleting a CRD would delete every object of it, cluster-wide, whoever made it."""
+
+
+def retained(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult:
+    """A resource kept in the cluster on destroy. A transform, since the chart's objects do not take
+    the chart's own `retain_on_delete` (pulumi/pulumi-kubernetes#3065, closed as won't fix), and transforms
+    reach a packaged component's children (https://www.pulumi.com/docs/iac/concepts/resources/options/transforms/).
+    """
+    return pulumi.ResourceTransformResult(
+        args.props, pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(retain_on_delete=True))
+    )
 
 
 def gateway_crds_values(args: GatewayCrdsArgs) -> dict[str, Any]:
@@ -45,6 +58,8 @@ class GatewayCrds(pulumi.ComponentResource):
             chart=versions.GATEWAY_CRDS_CHART,
             version=versions.GATEWAY_CRDS_CHART_VERSION,
             values=gateway_crds_values(args),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True, transforms=[retained])
+            if args.kept
+            else pulumi.ResourceOptions(parent=self),
         )
         self.register_outputs({})

@@ -6,7 +6,8 @@ stack passes the same values directly (one code path, two wirings: stacks/progra
 
 No output is a root credential: where one is kept, never what it is (the files are 0600, under the
 data folder). What needs root's GitLab token reads it from its file (`read_admin_token`); what needs
-the cluster's admin kubeconfig gets it from kind (`kind get kubeconfig`).
+the cluster's admin kubeconfig gets it from kind (`kind get kubeconfig`), or, on an existing cluster,
+from kubectl (the context's, `components.existing_cluster.context_kubeconfig`).
 """
 
 from collections.abc import Mapping

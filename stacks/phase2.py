@@ -79,7 +79,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     folders = Folders.of(inputs)
     on_cluster = _cluster_access(inputs, owner)
     storage = _storage(inputs, folders, on_cluster)
-    gateway_crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(), opts=on_cluster)
+    gateway_crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(kept=outputs.on_existing(inputs)), opts=on_cluster)
     # baseline: GitLab chart 10.1's containers drop ALL and run as non-root but set no seccomp profile
     # (e.g. charts/gitlab/charts/gitaly/values.yaml containerSecurityContext); nothing needs the host.
     labels = pod_security_labels("baseline")

@@ -19,6 +19,7 @@ from cli.teardown import ClusterState, cluster_state
 from components.host_folder import DELETE_SCRIPT, PRESERVE_DATA, UP_SCRIPT
 from components.markers import OWNER_MARKER
 from stacks import outputs
+from stacks.config.schema import stack_config
 from tests.cli.teardown_fakes import (
     PHASE1_HERE,
     FakePulumi,
@@ -596,3 +597,33 @@ def test_a_destroy_of_phase3_that_is_not_up_says_so_not_that_its_projects_stay()
     assert "== phase3 is not up (no resource in Pulumi's state): nothing was destroyed" in said
     assert "its objects stay in GitLab" not in said
     assert pulumi.calls == []
+
+
+EXISTING = {"cluster": "existing", "kubeContext": "prod", "domain": "platform.example.com"}
+
+
+def on_an_existing_cluster(cluster: ClusterState) -> tuple[FakePulumi, teardown.World]:
+    """The phase stacks up on an existing cluster, with `cluster` what kind would say of a kind cluster of the context's name."""
+    pulumi = FakePulumi(all_stacks(**EXISTING))
+    pulumi.stack_outputs = {stack: planned(stack, **EXISTING).raw_outputs for stack in pulumi.states}
+    config = {**stack_config("phase1")[0], **{f"blueprint:{key}": value for key, value in EXISTING.items()}}
+    return pulumi, dataclasses.replace(world(pulumi, cluster=cluster)[0], phase1_config=lambda: config)
+
+
+@pytest.mark.parametrize("kind_says", [ClusterState("unknown", "kind is not on PATH"), ClusterState("gone")])
+def test_on_an_existing_cluster_the_destroy_asks_nothing_of_kind_and_deletes_what_blueprint_made_there(kind_says: ClusterState) -> None:
+    """No kind cluster is in the graph: what kind lists (or cannot) says nothing of the cluster, which the
+    destroy reaches through its context and never deletes; phase1's destroy has nothing on it to delete."""
+    pulumi, existing = on_an_existing_cluster(kind_says)
+    code, said = run_destroy(pulumi, False, world=existing)
+    assert code == 0, said
+    assert [r for r in pulumi.destroyed["phase2"] if lives_in_cluster(r)], "phase2's objects were forgotten, not deleted"
+    assert not [r for r in pulumi.destroyed["phase1"] if lives_in_cluster(r) or r["type"] == "blueprint:index:KindCluster"]
+    assert "kind" not in said.replace("kind cluster", "")  # nothing of kind is said
+
+
+def test_on_an_existing_cluster_cluster_gone_forgets_what_lived_in_it() -> None:
+    pulumi, existing = on_an_existing_cluster(ClusterState("running"))  # kind's answer is never asked
+    code, said = run_destroy(pulumi, False, world=existing, cluster_gone=True)
+    assert code == 0, said
+    assert not [r for r in pulumi.destroyed["phase2"] if lives_in_cluster(r)]
