@@ -12,7 +12,10 @@ unless an option says otherwise. What really happens to the thing behind the res
   elsewhere (a secret in OpenBao's storage, a token in GitLab's database, a file in the data folder).
 
 Host folders are claimed by `components/host_folder.py` commands: their delete script keeps or
-wipes the folder, as the PRESERVE_DATA recorded at the last `up` (or by a destroy) says.
+wipes the folder, as the PRESERVE_DATA recorded at the last `up` (or by a destroy) says. On an
+existing cluster the data is in claims instead: each claim and each namespace holding one (marked
+DATA_LABEL) is kept by `retainOnDelete`, and CloudNativePG's claim, which its Cluster owns, by the
+step that releases it first (RELEASED_CLAIM, with PRESERVE_DATA); a destroy records both the same way.
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ from cli.plan import STACK_REFERENCE_TYPE, STACK_TYPE, Plan
 from components.host_folder import CONFIG_PYTHON, PRESERVE_DATA, keeps_data
 from components.host_folder import claimed_folder as host_folder_of
 from components.image_cache import mirror_cache_folder
+from components.markers import DATA_LABEL, RELEASED_CLAIM
 from stacks.config import PROJECT_DIR
 
 COMMAND = "command:local:Command"
 KV_SECRET = "pulumi-python:dynamic/openbao:KvSecret"
+CLAIM = "kubernetes:core/v1:PersistentVolumeClaim"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 KIND_CLUSTER_NAME = "kind-cluster"
 """The kind cluster's own command in phase1's state."""
 
@@ -56,6 +62,42 @@ def claimed_folder(resource: Mapping[str, Any]) -> str | None:
     return host_folder_of(dict(resource.get("inputs") or {})) if resource["type"] == COMMAND else None
 
 
+def holds_data(resource: Mapping[str, Any]) -> bool:
+    """A claim of the platform's data on an existing cluster, or a namespace holding one (DATA_LABEL):
+    kept or deleted as preserveData says, through its `retainOnDelete`.
+    """
+    metadata = (resource.get("inputs") or {}).get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
+    return resource["type"] in (CLAIM, NAMESPACE) and isinstance(labels, dict) and DATA_LABEL in labels
+
+
+def released_claim(command_inputs: Mapping[str, Any]) -> str | None:
+    """The claim a recorded release step of CloudNativePG's (components/postgres.py) releases, or None."""
+    environment = command_inputs.get("environment")
+    return str(environment[RELEASED_CLAIM]) if isinstance(environment, dict) and RELEASED_CLAIM in environment else None
+
+
+def _data_fate(resource: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The fate of what holds data on an existing cluster (`holds_data`, `released_claim`), or None."""
+    if holds_data(resource):
+        if resource["type"] == NAMESPACE:
+            if resource["retainOnDelete"]:
+                return "retain", "preserveData=true: kept, since it holds kept claims (a namespace's delete deletes every claim in it)"
+            return "delete", "preserveData=false: deleted, with every claim in it"
+        if resource["retainOnDelete"]:
+            return "retain", "preserveData=true: the claim stays, and the volume bound to it, for the next `up` to take over"
+        return "delete", "preserveData=false: the claim goes, and its volume as its StorageClass's reclaimPolicy says"
+    claim = released_claim(resource.get("inputs") or {}) if resource["type"] == COMMAND else None
+    if claim is None:
+        return None
+    if keeps_data(resource["inputs"]):
+        return "retain", (
+            f"preserveData=true: its delete releases claim {claim} from the Postgres Cluster before the Cluster goes, "
+            "so the claim and its volume stay for the next Cluster to adopt"
+        )
+    return "delete", f"preserveData=false: claim {claim} goes with the Postgres Cluster that owns it, and its volume with it"
+
+
 def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
     """What `pulumi destroy` does to `resource`: ("delete" | "retain" | "forget", why)."""
     type_ = resource["type"]
@@ -67,6 +109,8 @@ def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -
         return "forget", "a read of a stack's last outputs"
     if resource["protect"]:
         return "retain", "protected: the destroy stops here until it is unprotected"
+    if data_fate := _data_fate(resource):
+        return data_fate
     if resource["retainOnDelete"]:
         return "retain", "retainOnDelete: left where it is"
     target = resource["deletedWith"]
@@ -332,8 +376,9 @@ def inner_owners(owner: str, stacks: Sequence[str]) -> str:
 def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str, Any]:
     """`deployment` as an `up` with `preserveData=keep` would have recorded it: what a destroy does
     with the data is decided there (the host folders' PRESERVE_DATA, which their recorded delete
-    script reads, `retainOnDelete` on the objects in GitLab's database, phase3's OpenBao entries, the
-    stack's own `preserveData` output), and nothing else changes: no script text, whatever release
+    script reads, `retainOnDelete` on the objects in GitLab's database and, on an existing cluster, on
+    the claims and their namespaces, the PRESERVE_DATA of CloudNativePG's release step, phase3's
+    OpenBao entries, the stack's own `preserveData` output), and nothing else changes: no script text, whatever release
     recorded it, and no change the user has not brought up yet.
     """
     value = "true" if keep else "false"
@@ -346,8 +391,13 @@ def record_preserve_data(deployment: Mapping[str, Any], keep: bool) -> dict[str,
                 fields = dict(resource.get(part) or {})
                 fields["environment"] = {**_this_checkouts(dict(fields.get("environment") or {})), PRESERVE_DATA: value}
                 resource[part] = fields
-        elif lives_in_gitlab(resource):
+        elif lives_in_gitlab(resource) or holds_data(resource):
             resource["retainOnDelete"] = keep
+        elif resource["type"] == COMMAND and released_claim(resource.get("inputs") or {}):
+            for part in ("inputs", "outputs"):
+                fields = dict(resource.get(part) or {})
+                fields["environment"] = {**dict(fields.get("environment") or {}), PRESERVE_DATA: value}
+                resource[part] = fields
         elif resource["type"] == KV_SECRET and "delete_on_destroy" in (resource.get("outputs") or {}):
             # phase3's entries (`stacks.phase3`): what they hold is revoked with the data, kept with it.
             resource["inputs"] = {**(resource.get("inputs") or {}), "delete_on_destroy": not keep}

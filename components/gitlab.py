@@ -28,7 +28,7 @@ import yaml
 import versions
 from components.gitlab_gateway import check_envoy_service_ports, envoy_proxy_spec, gateway_listeners, programmed_gate_annotations
 from components.minio import GITLAB_BUCKETS
-from components.storage import STORAGE_CLASS, Volume
+from components.storage import STORAGE_CLASS, Provisioned, Volume, bound_claim
 from providers.host_secret import HostSecret, HostSecretArgs
 
 RELEASE = "gitlab"
@@ -88,6 +88,9 @@ class GitLabArgs:
     """Headlamp's namespace, when phase1 installed it: a listener for `headlamp.<domain>` admits its routes."""
     depends_on: tuple[pulumi.Resource, ...] = ()
     """What the release waits for: the CRDs, the databases, the buckets, the TLS Secrets, Gitaly's PV."""
+    gitaly_provisioned: Provisioned | None = None
+    """On an existing cluster, the class of Gitaly's claim, which this component then makes itself,
+    ahead of the chart, so that a destroy with preserveData can keep it; None: kind's static volume."""
 
 
 def fog_connection(*, endpoint: str, access_key: str, secret_key: str) -> str:
@@ -262,7 +265,7 @@ def _gitlab_subchart_values(args: GitLabArgs) -> dict[str, Any]:
         "kas": _one_replica("128Mi", "20m"),
         "toolbox": {"backups": {"objectStorage": {"config": {"secret": BACKUP_STORAGE_SECRET, "key": "config"}}}},
         "gitaly": {
-            "persistence": {"storageClass": STORAGE_CLASS, "size": args.gitaly_volume.size, "matchLabels": {}},
+            "persistence": _gitaly_persistence(args),
             "resources": {"requests": {"cpu": "100m", "memory": "400Mi"}},
             # The user its volume's folder is given to (the chart's default, 1000, made explicit:
             # charts/gitlab/charts/gitaly/values.yaml securityContext, containerSecurityContext).
@@ -274,6 +277,16 @@ def _gitlab_subchart_values(args: GitLabArgs) -> dict[str, Any]:
             "containerSecurityContext": {"runAsUser": args.gitaly_volume.owner[0], "runAsGroup": args.gitaly_volume.owner[1]},
         },
     }
+
+
+def _gitaly_persistence(args: GitLabArgs) -> dict[str, Any]:
+    """Gitaly's volume claim template. On an existing cluster the StatefulSet finds its claim already
+    made (`GitLab._gitaly_claim`) and uses it as it is; the template then says the same class.
+    """
+    provisioned = args.gitaly_provisioned
+    if provisioned is None:
+        return {"storageClass": STORAGE_CLASS, "size": args.gitaly_volume.size, "matchLabels": {}}
+    return {**({"storageClass": provisioned.storage_class} if provisioned.storage_class else {}), "size": args.gitaly_volume.size}
 
 
 def _registry_values() -> dict[str, Any]:
@@ -343,13 +356,22 @@ class GitLab(pulumi.ComponentResource):
         values = pulumi.Output.all(args.postgres_host, args.redis_host).apply(
             lambda hosts: gitlab_values(args, postgres_host=hosts[0], redis_host=hosts[1])
         )
-        after = pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on])
+        after = pulumi.ResourceOptions(depends_on=[*secrets, *args.depends_on, *self._gitaly_claim(name, args, child)])
         self.release = self._release(name, args, values, pulumi.ResourceOptions.merge(child, after))
         self.gateway_programmed = self._gateway_patches(name, args, child, values)
         self.root_password = root_password.value
         self.rails_secrets = rails.value
         self.ssh_host_keys = host_keys.value
         self.register_outputs({"root_password": self.root_password})
+
+    def _gitaly_claim(self, name: str, args: GitLabArgs, child: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+        """On an existing cluster, Gitaly's claim, under the name its StatefulSet gives it (GitLab's chart has
+        no existingClaim for Gitaly: gitlab-org/gitlab#31027): the StatefulSet uses it as it finds it.
+        """
+        if args.gitaly_provisioned is None:
+            return []
+        volume = args.gitaly_volume
+        return [bound_claim(f"{name}-gitaly-data", volume, None, args.namespace, child, args.gitaly_provisioned)]
 
     def _host_secrets(self, name: str, args: GitLabArgs, child: pulumi.ResourceOptions) -> tuple[HostSecret, HostSecret, HostSecret]:
         """The root password, the rails secrets and the SSH host keys, kept in the data folder."""

@@ -29,6 +29,16 @@ LEASES_FOLDER = ".blueprint-on-cluster"
 """Folder, in a data folder, where each stack that keeps resources on the kind cluster over it holds
 a file naming itself while it does (`components/kind_cluster.py`, `cluster_lease`)."""
 
+DATA_LABEL = "blueprint/data"
+"""On an existing cluster, the label of each claim of the platform's data, and of each namespace
+holding one (value DATA_LABEL_VALUE): what a destroy with preserveData keeps (`retain_on_delete`), what
+`blueprint destroy` finds in the state (cli/lifecycle.py), and what
+`kubectl get namespaces,pvc -A -l blueprint/data` lists."""
+DATA_LABEL_VALUE = "kept-with-preserveData"
+RELEASED_CLAIM = "RELEASED_CLAIM"
+"""The environment variable of the step that releases CloudNativePG's claim from its Cluster before
+the Cluster's delete (components/postgres.py): it names the claim, and tells the step in a plan or state."""
+
 MARKER_BYTES = 512
 """Bytes of a marker read at most (components/lib_marker_of.sh reads as many)."""
 

@@ -30,7 +30,7 @@ import pulumi_kubernetes as k8s
 
 import versions
 from components.pod_security import pod_security_labels
-from components.storage import Volume, as_input, bound_claim
+from components.storage import Provisioned, Volume, as_input, bound_claim, data_namespace
 from providers.host_secret import HostSecret, HostSecretArgs
 
 NAME = "minio"
@@ -73,16 +73,20 @@ SERVER_HOME = "/home/minio"
 class MinioArgs:
     namespace: str = "minio"
     volume: Volume
-    volume_resource: pulumi.Resource
-    """The PV the data claim binds to."""
+    volume_resource: pulumi.Resource | None
+    """The PV the data claim binds to (None on an existing cluster)."""
     secrets_path: str
     """Host folder (under the data folder) that keeps the root credentials and the users' keys."""
     secrets_folder: pulumi.Resource
     """What creates that folder: the credentials are written after it."""
     consumers: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(CONSUMERS))
     """One MinIO user per consumer (the key is its name and access key), allowed only the buckets listed."""
+    provisioned: Provisioned | None = None
+    """On an existing cluster, the class that provisions the data claim (then no PV)."""
 
     def __post_init__(self) -> None:
+        if (self.volume_resource is None) == (self.provisioned is None):
+            raise ValueError("the data claim binds to a PV (volume_resource) or its class provisions it (provisioned): exactly one")
         if self.volume.namespace != self.namespace:
             raise ValueError(f"the volume must be in namespace {self.namespace}, got {self.volume.key}")
         if self.volume.owner != MINIO_USER:
@@ -125,14 +129,18 @@ def server_pod_spec(args: MinioArgs, secret_name: str) -> dict[str, Any]:
     def probe(path: str) -> dict[str, Any]:
         return {"httpGet": {"path": path, "port": API_PORT}, "periodSeconds": 10}
 
+    security: dict[str, Any] = {
+        "runAsNonRoot": True,
+        "runAsUser": MINIO_USER[0],
+        "runAsGroup": MINIO_USER[1],
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if args.provisioned is not None:
+        # A provisioned volume is root's: kubelet gives it to this group (on kind the host folder is MinIO's already).
+        security["fsGroup"] = MINIO_USER[1]
     return {
         "automountServiceAccountToken": False,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": MINIO_USER[0],
-            "runAsGroup": MINIO_USER[1],
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": security,
         "containers": [
             {
                 "name": "minio",
@@ -314,9 +322,7 @@ class Minio(pulumi.ComponentResource):
         super().__init__("blueprint:index:Minio", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # restricted: our own server and setup pods (server_pod_spec, setup_job_spec).
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
-        )
+        namespace = data_namespace(f"{name}-namespace", args.namespace, pod_security_labels("restricted"), args.provisioned, child)
         after_folder = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.secrets_folder]))
         user = HostSecret(f"{name}-root-user", HostSecretArgs(path=f"{args.secrets_path}/minio-root-user", length=20), opts=after_folder)
         password = HostSecret(f"{name}-root-password", HostSecretArgs(path=f"{args.secrets_path}/minio-root-password"), opts=after_folder)
@@ -346,7 +352,7 @@ class Minio(pulumi.ComponentResource):
             data=policy_files(args),
             opts=child,
         )
-        claim = bound_claim(f"{name}-data", args.volume, args.volume_resource, namespace.metadata.name, child)
+        claim = bound_claim(f"{name}-data", args.volume, args.volume_resource, namespace.metadata.name, child, args.provisioned)
         labels = dict(SERVER_LABELS)
         server = k8s.apps.v1.Deployment(
             f"{name}-server",

@@ -15,6 +15,8 @@
   program: `<name>-adopt-data` decides it then, and creates that claim with kubectl only when the
   folder holds a PGDATA and the API holds no Cluster. Its inputs never change, so a second `up`
   registers the same graph.
+- On an existing cluster the claim is CloudNativePG's own; with preserveData `<name>-release-claim`
+  releases it from the Cluster before the Cluster's delete, for the next Cluster to adopt (entry 52).
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ from pulumi_command import local
 
 import versions
 from components.engine import DOCKER, for_engine
+from components.host_folder import PRESERVE_DATA
+from components.markers import RELEASED_CLAIM
 from components.pod_security import pod_security_labels
 from components.scripts import script
-from components.storage import STORAGE_CLASS, Volume, volume_name
+from components.storage import STORAGE_CLASS, Provisioned, Volume, data_namespace, volume_name
 
 CLUSTER = "postgresql-cnpg"
 """The CloudNativePG `Cluster`, named as the old blueprint named it, so that its commands work
@@ -55,16 +59,24 @@ class PostgresArgs:
     operator_namespace: str = "cnpg-system"
     volume: Volume
     """The static volume the instance's claim `<cluster>-1` binds to."""
-    data_host_path: str
-    """Host path of that volume's folder: PGDATA is `<data_host_path>/pgdata`."""
-    volume_resource: pulumi.Resource
-    """The PV of `volume`: the Cluster is created after it and deleted before it."""
-    kind_cluster_name: pulumi.Input[str]
+    data_host_path: str = ""
+    """Host path of that volume's folder: PGDATA is `<data_host_path>/pgdata` (kind only)."""
+    volume_resource: pulumi.Resource | None
+    """The PV of `volume`: the Cluster is created after it and deleted before it (None on an existing cluster)."""
+    kind_cluster_name: pulumi.Input[str] = ""
+    """For `kind get kubeconfig`, which the adoption step uses (no credentials pass through Pulumi; kind only)."""
     engine: str = DOCKER
-    """The container engine that probes the kept volume (components/engine.py)."""
-    """For `kind get kubeconfig`, which the adoption step uses (no credentials pass through Pulumi)."""
+    """The container engine that probes the kept volume (components/engine.py; kind only)."""
+    provisioned: Provisioned | None = None
+    """On an existing cluster, the class CloudNativePG's claim is on, and whether a destroy keeps it."""
+    kube_context: str = ""
+    """On an existing cluster, the kubeconfig context the release step's kubectl uses (the user's KUBECONFIG)."""
 
     def __post_init__(self) -> None:
+        if self.provisioned is None and (self.volume_resource is None or not self.data_host_path):
+            raise ValueError("a static volume needs its PV (volume_resource) and its host folder (data_host_path)")
+        if self.provisioned is not None and (self.volume_resource is not None or not self.kube_context):
+            raise ValueError("a provisioned claim has no PV (volume_resource), and needs the cluster's kube_context")
         if (self.volume.namespace, self.volume.claim) != (self.namespace, f"{CLUSTER}-1"):
             raise ValueError(f"the volume must serve {self.namespace}/{CLUSTER}-1, got {self.volume.key}")
         if self.volume.owner != POSTGRES_USER:
@@ -78,7 +90,7 @@ def cluster_spec(args: PostgresArgs) -> dict[str, Any]:
         "imageName": versions.POSTGRES_IMAGE,
         "postgresUID": POSTGRES_USER[0],
         "postgresGID": POSTGRES_USER[1],
-        "storage": {"storageClass": STORAGE_CLASS, "size": args.volume.size},
+        "storage": storage_spec(args),
         "bootstrap": {"initdb": {"database": GITLAB_DATABASE, "owner": GITLAB_ROLE, "secret": {"name": f"{CLUSTER}-{GITLAB_ROLE}"}}},
         "managed": {
             "roles": [
@@ -92,6 +104,16 @@ def cluster_spec(args: PostgresArgs) -> dict[str, Any]:
         },
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
     }
+
+
+def storage_spec(args: PostgresArgs) -> dict[str, Any]:
+    """The Cluster's `storage`: kind's static class; on an existing cluster the configured class, or
+    none for the cluster's default (CloudNativePG then names no class on its claim).
+    """
+    if args.provisioned is None:
+        return {"storageClass": STORAGE_CLASS, "size": args.volume.size}
+    storage_class = args.provisioned.storage_class
+    return {**({"storageClass": storage_class} if storage_class else {}), "size": args.volume.size}
 
 
 def database_spec(name: str, owner: str, extensions: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -127,6 +149,9 @@ def adopted_claim(args: PostgresArgs) -> dict[str, Any]:
     }
 
 
+RELEASE_SCRIPT = script("postgres_release_claim.sh")
+"""Release the Cluster's claim RELEASED_CLAIM (its ownerReferences removed) when PRESERVE_DATA is
+true: then the Cluster's delete leaves it, for the next Cluster to adopt."""
 ADOPT_SCRIPT = script("postgres_adopt.sh")
 """Adopt kept PostgreSQL data: make the claim of `adopted_claim` (stdin) before the Cluster, when the
 volume holds data and no Cluster exists yet."""
@@ -152,13 +177,34 @@ class Postgres(pulumi.ComponentResource):
 
         operator = self._operator(name, args, child)
         # restricted: CloudNativePG's instance and job pods (pkg/specs/pods.go GetPodSecurityContext, containers.go GetSecurityContext).
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
-        )
+        namespace = data_namespace(f"{name}-namespace", args.namespace, pod_security_labels("restricted"), args.provisioned, child)
         gitlab_password, gitlab_secret = self._role_secret(name, GITLAB_ROLE, namespace, child)
         openbao_password, openbao_secret = self._role_secret(name, OPENBAO_ROLE, namespace, child)
 
-        adopt = local.Command(
+        before: list[pulumi.Resource] = [operator, gitlab_secret, openbao_secret]
+        if args.volume_resource is not None:  # kind's static volume (PostgresArgs checks it is there exactly then)
+            before += [self._adopt(name, args, namespace, child, args.volume_resource), args.volume_resource]
+        cluster = self._cluster(name, args, namespace, child, before)
+        if args.provisioned is not None:
+            self._release(name, args, cluster, child)
+        self.gitlab_database = self._database(name, namespace, cluster, child, GITLAB_DATABASE, GITLAB_ROLE, GITLAB_EXTENSIONS)
+        self.openbao_database = self._database(name, namespace, cluster, child, OPENBAO_DATABASE, OPENBAO_ROLE)
+        self.host = pulumi.Output.concat(CLUSTER, "-rw.", namespace.metadata.name, ".svc.cluster.local")
+        self.gitlab_password = gitlab_password.result
+        self.openbao_password = openbao_password.result
+        self.register_outputs(
+            {
+                "host": self.host,
+                "gitlab_password": self.gitlab_password,
+                "openbao_password": self.openbao_password,
+            }
+        )
+
+    def _adopt(
+        self, name: str, args: PostgresArgs, namespace: k8s.core.v1.Namespace, child: pulumi.ResourceOptions, volume: pulumi.Resource
+    ) -> local.Command:
+        """kind: the claim CloudNativePG adopts kept data from, made before the Cluster when the volume holds data."""
+        return local.Command(
             f"{name}-adopt-data",
             create=for_engine(ADOPT_SCRIPT, args.engine),
             delete="true",
@@ -173,21 +219,24 @@ class Postgres(pulumi.ComponentResource):
             },
             # A new cluster (a new namespace) decides again; nothing else does.
             triggers=[namespace.metadata.apply(lambda metadata: metadata.uid)],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, args.volume_resource])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace, volume])),
         )
 
-        cluster = self._cluster(name, args, namespace, child, [operator, gitlab_secret, openbao_secret, adopt, args.volume_resource])
-        self.gitlab_database = self._database(name, namespace, cluster, child, GITLAB_DATABASE, GITLAB_ROLE, GITLAB_EXTENSIONS)
-        self.openbao_database = self._database(name, namespace, cluster, child, OPENBAO_DATABASE, OPENBAO_ROLE)
-        self.host = pulumi.Output.concat(CLUSTER, "-rw.", namespace.metadata.name, ".svc.cluster.local")
-        self.gitlab_password = gitlab_password.result
-        self.openbao_password = openbao_password.result
-        self.register_outputs(
-            {
-                "host": self.host,
-                "gitlab_password": self.gitlab_password,
-                "openbao_password": self.openbao_password,
-            }
+    def _release(self, name: str, args: PostgresArgs, cluster: pulumi.Resource, child: pulumi.ResourceOptions) -> local.Command:
+        """An existing cluster's: after the Cluster, so that its delete (the release) runs before the Cluster's.
+        Nothing to do on `up`; PRESERVE_DATA is recorded, as a host folder's is (`cli/lifecycle.py` flips it).
+        """
+        assert args.provisioned is not None
+        return local.Command(
+            f"{name}-release-claim",
+            delete=RELEASE_SCRIPT,
+            environment={
+                "KUBE_CONTEXT": args.kube_context,
+                "NAMESPACE": args.namespace,
+                RELEASED_CLAIM: args.volume.claim,
+                PRESERVE_DATA: "true" if args.provisioned.keep else "false",
+            },
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[cluster])),
         )
 
     def _operator(self, name: str, args: PostgresArgs, child: pulumi.ResourceOptions) -> k8s.helm.v3.Release:

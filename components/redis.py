@@ -17,7 +17,7 @@ import pulumi_random as random
 
 import versions
 from components.pod_security import pod_security_labels
-from components.storage import Volume, bound_claim
+from components.storage import Provisioned, Volume, bound_claim, data_namespace
 
 RELEASE = "valkey"
 PASSWORD_KEY = "default-password"
@@ -31,10 +31,14 @@ valkey-0.11.0), set explicitly here, and the owner of the volume's folder."""
 class RedisArgs:
     namespace: str = "redis"
     volume: Volume
-    volume_resource: pulumi.Resource
-    """The PV the data claim binds to."""
+    volume_resource: pulumi.Resource | None
+    """The PV the data claim binds to (None on an existing cluster)."""
+    provisioned: Provisioned | None = None
+    """On an existing cluster, the class that provisions the data claim (then no PV)."""
 
     def __post_init__(self) -> None:
+        if (self.volume_resource is None) == (self.provisioned is None):
+            raise ValueError("the data claim binds to a PV (volume_resource) or its class provisions it (provisioned): exactly one")
         if self.volume.namespace != self.namespace:
             raise ValueError(f"the volume must be in namespace {self.namespace}, got {self.volume.key}")
         if self.volume.owner != VALKEY_USER:
@@ -75,9 +79,7 @@ class Redis(pulumi.ComponentResource):
         super().__init__("blueprint:index:Redis", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # restricted: the valkey chart's pod and container securityContext (valkey-0.11.0 values.yaml, templates/deploy_valkey.yaml).
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata={"name": args.namespace, "labels": pod_security_labels("restricted")}, opts=child
-        )
+        namespace = data_namespace(f"{name}-namespace", args.namespace, pod_security_labels("restricted"), args.provisioned, child)
         password = random.RandomPassword(f"{name}-password", length=32, special=False, opts=child)
         secret = k8s.core.v1.Secret(
             f"{name}-auth",
@@ -85,7 +87,7 @@ class Redis(pulumi.ComponentResource):
             string_data={PASSWORD_KEY: password.result},
             opts=child,
         )
-        claim = bound_claim(f"{name}-data", args.volume, args.volume_resource, namespace.metadata.name, child)
+        claim = bound_claim(f"{name}-data", args.volume, args.volume_resource, namespace.metadata.name, child, args.provisioned)
         self.release = k8s.helm.v3.Release(
             f"{name}-chart",
             k8s.helm.v3.ReleaseArgs(

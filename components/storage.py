@@ -1,4 +1,5 @@
-"""Stable storage: every stateful volume of the platform at a fixed host path under the data folder.
+"""Stable storage: every stateful volume of the platform at a fixed host path under the data folder (kind);
+on an existing cluster, plain claims on its class, kept with preserveData (`Provisioned`: decisions.md, entry 52).
 
 Pre-bound static PersistentVolumes, not a provisioner (docs/design/decisions.md, entry 9):
 
@@ -30,6 +31,7 @@ import pulumi_kubernetes as k8s
 from components.engine import DOCKER
 from components.host_folder import HostFolderArgs, Subfolder, host_folder
 from components.kind_cluster import NODE_LABEL_KEY, VOLUME_NODE_LABEL, VOLUMES_SUBDIR
+from components.markers import DATA_LABEL, DATA_LABEL_VALUE
 
 STORAGE_CLASS = "blueprint-static"
 PLATFORM_SUBDIR = "platform"
@@ -65,6 +67,37 @@ class Volume:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Provisioned:
+    """Volumes a StorageClass of an existing cluster provisions: plain claims, no host path."""
+
+    storage_class: str
+    """The class every claim names; "": the cluster's default (the claim names none)."""
+    keep: bool
+    """preserveData: each claim, and each namespace holding one, stays on destroy."""
+
+    @staticmethod
+    def of(storage_class: object, keep: bool) -> Provisioned | None:
+        """From phase1's outputs: its STORAGE_CLASS, which only an existing cluster's has (None: kind's), and preserveData."""
+        return None if storage_class is None else Provisioned(storage_class=str(storage_class), keep=keep)
+
+    def kept(self) -> pulumi.ResourceOptions:
+        """The options of a claim or of a namespace holding one: left in the cluster by a destroy with keep."""
+        return pulumi.ResourceOptions(retain_on_delete=self.keep)
+
+    def namespace_labels(self, labels: dict[str, str]) -> dict[str, str]:
+        """A namespace's `labels`, with the mark of one that holds the platform's data."""
+        return {**labels, DATA_LABEL: DATA_LABEL_VALUE}
+
+
+def provisioned_claim_spec(provisioned: Provisioned, volume: Volume) -> dict[str, Any]:
+    """The spec of `volume`'s claim on an existing cluster: the class provisions it (no volumeName)."""
+    spec: dict[str, Any] = {"accessModes": ["ReadWriteOnce"]}
+    if provisioned.storage_class:
+        spec["storageClassName"] = provisioned.storage_class
+    return {**spec, "resources": {"requests": {"storage": volume.size}}}
+
+
+@dataclass(frozen=True, kw_only=True)
 class StorageArgs:
     host_path: str
     """Absolute host path of the platform folder (inside the data folder; no node mounts it)."""
@@ -92,6 +125,9 @@ class StorageArgs:
     inside: tuple[pulumi.Resource, ...] = ()
     """The claim of the folder both folders are inside, when it is in the same graph (`dev`): they
     are claimed after it, and released before it."""
+    provisioned: Provisioned | None = None
+    """On an existing cluster, the class that provisions the volumes: then only the platform folder
+    is made here (the volumes' paths are unused); None: kind's static volumes."""
 
     def __post_init__(self) -> None:
         keys = [volume.key for volume in self.volumes]
@@ -129,9 +165,25 @@ def volume_name(volume: Volume) -> str:
 
 
 def bound_claim(
-    name: str, volume: Volume, volume_resource: pulumi.Resource, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+    name: str,
+    volume: Volume,
+    volume_resource: pulumi.Resource | None,
+    namespace: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    provisioned: Provisioned | None = None,
 ) -> k8s.core.v1.PersistentVolumeClaim:
-    """A claim, made by a component itself, that binds to `volume`'s PV (and waits for it)."""
+    """A claim, made by a component itself, that binds to `volume`'s PV (and waits for it); on an
+    existing cluster (`provisioned`), one its class provisions, kept by a destroy with preserveData.
+    """
+    if provisioned is not None:
+        return k8s.core.v1.PersistentVolumeClaim(
+            name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=volume.claim, namespace=namespace, labels={DATA_LABEL: DATA_LABEL_VALUE}),
+            spec=as_input(provisioned_claim_spec(provisioned, volume)),
+            opts=pulumi.ResourceOptions.merge(opts, provisioned.kept()),
+        )
+    if volume_resource is None:
+        raise ValueError(f"{volume.key}: a static volume's claim needs its PV")
     return k8s.core.v1.PersistentVolumeClaim(
         name,
         metadata=k8s.meta.v1.ObjectMetaArgs(name=volume.claim, namespace=namespace),
@@ -147,6 +199,21 @@ def bound_claim(
     )
 
 
+def data_namespace(
+    name: str, namespace: str, labels: dict[str, str], provisioned: Provisioned | None, opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Namespace:
+    """The namespace of a volume's claim: on an existing cluster, marked and kept with the claim
+    (a namespace's delete would delete every claim in it); on kind, a plain one (the data is on the host).
+    """
+    if provisioned is None:
+        return k8s.core.v1.Namespace(name, metadata={"name": namespace, "labels": labels}, opts=opts)
+    return k8s.core.v1.Namespace(
+        name,
+        metadata={"name": namespace, "labels": provisioned.namespace_labels(labels)},
+        opts=pulumi.ResourceOptions.merge(opts, provisioned.kept()),
+    )
+
+
 class Storage(pulumi.ComponentResource):
     """The platform folder, the volumes folder, the `blueprint-static` StorageClass and one PV per volume."""
 
@@ -156,11 +223,14 @@ class Storage(pulumi.ComponentResource):
     """The command that owns the volumes folder and gives each volume's folder to its pod's user."""
     volumes: dict[str, k8s.core.v1.PersistentVolume]
     """The PVs by `<namespace>/<claim>`: what uses a volume depends on its PV. Claims name the
-    StorageClass STORAGE_CLASS."""
+    StorageClass STORAGE_CLASS. None on an existing cluster (`provisioned`)."""
+    provisioned: Provisioned | None
+    """On an existing cluster, the class that provisions every volume; None: kind's static volumes."""
 
     def __init__(self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Storage", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        self.provisioned = args.provisioned
         self.folder = host_folder(
             f"{name}-platform-folder",
             HostFolderArgs(
@@ -175,6 +245,11 @@ class Storage(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.inside))),
         )
+        if args.provisioned is not None:
+            # Nothing of the volumes on this machine: the cluster's class provisions each claim.
+            self.volumes_folder, self.volumes = self.folder, {}
+            self.register_outputs({})
+            return
         self.volumes_folder = host_folder(
             f"{name}-volumes-folder",
             HostFolderArgs(
@@ -211,3 +286,7 @@ class Storage(pulumi.ComponentResource):
             for volume in args.volumes
         }
         self.register_outputs({})
+
+    def pv(self, volume: Volume) -> tuple[k8s.core.v1.PersistentVolume, ...]:
+        """`volume`'s PV, which what uses the volume waits for; none on an existing cluster."""
+        return tuple(self.volumes[key] for key in [volume.key] if key in self.volumes)

@@ -39,7 +39,7 @@ from components.postgres import Postgres, PostgresArgs
 from components.redis import VALKEY_USER, Redis, RedisArgs
 from components.runner import Runner, RunnerArgs
 from components.runner_egress import ENVOY_HTTPS_PORT, ENVOY_LABELS, Peer
-from components.storage import PLATFORM_SUBDIR, Storage, StorageArgs, Volume, folders_in
+from components.storage import PLATFORM_SUBDIR, Provisioned, Storage, StorageArgs, Volume, data_namespace, folders_in
 from components.tls import Tls, TlsArgs
 from providers.deploy_kubeconfig import kubeconfig_token
 from providers.gitlab_api import Connection
@@ -79,9 +79,8 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     gateway_crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(kept=outputs.on_existing(inputs)), opts=on_cluster)
     # baseline: GitLab chart 10.1's containers drop ALL and run as non-root but set no seccomp profile
     # (e.g. charts/gitlab/charts/gitaly/values.yaml containerSecurityContext); nothing needs the host.
-    gitlab_namespace = k8s.core.v1.Namespace(
-        "gitlab-namespace", metadata={"name": GITALY_VOLUME.namespace, "labels": pod_security_labels("baseline")}, opts=on_cluster
-    )
+    labels = pod_security_labels("baseline")
+    gitlab_namespace = data_namespace("gitlab-namespace", GITALY_VOLUME.namespace, labels, storage.provisioned, on_cluster)
     ground = Ground(
         inputs=inputs, owner=owner, folders=folders, storage=storage, namespace=gitlab_namespace.metadata.name, on_cluster=on_cluster
     )
@@ -236,6 +235,7 @@ def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.Res
             volumes=VOLUMES,
             stack_file=preserve_data_file(pulumi.get_stack()),
             inside=tuple(_in_graph(inputs, outputs.DATA_FOLDER_CLAIM)),
+            provisioned=Provisioned.of(inputs.get(outputs.STORAGE_CLASS), bool(inputs[outputs.PRESERVE_DATA])),
         ),
         opts=on_cluster,
     )
@@ -257,25 +257,29 @@ def _tls(ground: Ground) -> Tls:
 
 def _data_tier(ground: Ground) -> DataTier:
     inputs, folders, storage, on_cluster = ground.inputs, ground.folders, ground.storage, ground.on_cluster
+    provisioned, pv = storage.provisioned, storage.volumes.get  # provisioned: an existing cluster's (no PV, no host path)
     postgres = Postgres(
         "postgres",
         PostgresArgs(
             volume=POSTGRES_VOLUME,
-            volume_resource=storage.volumes[POSTGRES_VOLUME.key],
-            data_host_path=f"{folders.volumes_host}/{POSTGRES_VOLUME.folder}",
+            volume_resource=pv(POSTGRES_VOLUME.key),
+            data_host_path="" if provisioned else f"{folders.volumes_host}/{POSTGRES_VOLUME.folder}",
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
             engine=engine_of(inputs),
+            provisioned=provisioned,
+            kube_context=str(inputs.get(outputs.KUBE_CONTEXT, "")),
         ),
         opts=on_cluster,
     )
-    redis = Redis("redis", RedisArgs(volume=REDIS_VOLUME, volume_resource=storage.volumes[REDIS_VOLUME.key]), opts=on_cluster)
+    redis = Redis("redis", RedisArgs(volume=REDIS_VOLUME, volume_resource=pv(REDIS_VOLUME.key), provisioned=provisioned), opts=on_cluster)
     minio = Minio(
         "minio",
         MinioArgs(
             volume=MINIO_VOLUME,
-            volume_resource=storage.volumes[MINIO_VOLUME.key],
+            volume_resource=pv(MINIO_VOLUME.key),
             secrets_path=folders.secrets,
             secrets_folder=storage.folder,
+            provisioned=provisioned,
         ),
         opts=on_cluster,
     )
@@ -334,6 +338,7 @@ def _gitlab(ground: Ground, gateway_crds: GatewayCrds, tls: Tls, data: DataTier)
             s3_secret_key=data.minio.credentials_for(mn.GITLAB).secret_key,
             ca_secret=tls_component.CA_SECRET,
             gitaly_volume=GITALY_VOLUME,
+            gitaly_provisioned=storage.provisioned,
             apps_namespace=APPS_NAMESPACE,
             headlamp_namespace=HeadlampArgs().namespace if inputs[outputs.HEADLAMP] else None,
             secrets_path=ground.folders.secrets,
@@ -344,7 +349,7 @@ def _gitlab(ground: Ground, gateway_crds: GatewayCrds, tls: Tls, data: DataTier)
                 data.redis.release,
                 data.minio.buckets,
                 *tls.secrets,
-                storage.volumes[GITALY_VOLUME.key],
+                *storage.pv(GITALY_VOLUME),
             ),
         ),
         opts=ground.on_cluster,

@@ -15,7 +15,7 @@ from cli import report
 from cli.plan import Plan
 from components import minio as mn
 from components.minio import CONSUMERS, MinioArgs, S3Credentials, bucket_policy, lookup_credentials
-from components.storage import Volume
+from components.storage import Provisioned, Volume
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2 as PHASE2_OUTPUTS
 from tests.plans import planned
@@ -275,8 +275,23 @@ def test_the_job_runs_once_the_users_and_policies_are_in_the_cluster() -> None:
 VOLUME = Volume(namespace="minio", claim="minio-data", size="1Gi", owner=mn.MINIO_USER)
 
 
+ANY_CLASS = Provisioned(storage_class="", keep=False)
+
+
 def minio_args(consumers: dict[str, Any]) -> MinioArgs:
-    return MinioArgs(volume=VOLUME, volume_resource=None, secrets_path="/s", secrets_folder=None, consumers=consumers)  # type: ignore[arg-type]
+    folder: Any = None
+    return MinioArgs(
+        volume=VOLUME, volume_resource=None, secrets_path="/s", secrets_folder=folder, consumers=consumers, provisioned=ANY_CLASS
+    )
+
+
+@pytest.mark.parametrize("provisioned", [None, ANY_CLASS])
+def test_the_data_claim_binds_to_a_pv_or_is_provisioned_never_both_nor_neither(provisioned: Provisioned | None) -> None:
+    volume_resource: Any = None if provisioned is None else object()
+    with pytest.raises(ValueError, match="exactly one"):
+        MinioArgs(
+            volume=VOLUME, volume_resource=volume_resource, secrets_path="/s", secrets_folder=volume_resource, provisioned=provisioned
+        )
 
 
 @pytest.mark.parametrize("consumer", ["ab", "GitLab", "-gitlab", "a,b", "x" * 21])

@@ -15,6 +15,7 @@ import yaml
 
 import versions
 from components import postgres as pg
+from components.storage import Provisioned, Volume
 from stacks.config import PROJECT_DIR
 from tests.plans import COMMAND, fake_command, planned, run_script
 
@@ -221,3 +222,35 @@ def test_a_look_that_fails_stops_the_adoption_rather_than_initialise_over_the_da
     assert done.returncode == 1
     assert "cannot tell whether" in done.stderr
     assert not Path(env["APPLIED"]).exists()
+
+
+PG_VOLUME = Volume(namespace="postgres", claim="postgresql-cnpg-1", size="1Gi", owner=pg.POSTGRES_USER)
+
+
+def test_kinds_static_volume_needs_its_pv_and_host_folder() -> None:
+    with pytest.raises(ValueError, match="a static volume needs its PV"):
+        pg.PostgresArgs(volume=PG_VOLUME, volume_resource=None, data_host_path="/data/pg")
+
+
+@pytest.mark.parametrize("with_pv", [True, False])
+def test_a_provisioned_claim_has_no_pv_and_needs_the_clusters_context(with_pv: bool) -> None:
+    with pytest.raises(ValueError, match="a provisioned claim has no PV"):
+        pg.PostgresArgs(
+            volume=PG_VOLUME,
+            volume_resource=object() if with_pv else None,  # type: ignore[arg-type]
+            provisioned=Provisioned(storage_class="", keep=True),
+            kube_context="" if with_pv is False else "ctx",
+        )
+
+
+def test_on_an_existing_cluster_postgres_makes_no_adoption_step_and_releases_its_claim_instead() -> None:
+    result = planned("phase2", cluster="existing", kubeContext="ctx", domain="platform.example.com")
+    assert result.find(COMMAND, "postgres-adopt-data") == []
+    step = result.one(COMMAND, "postgres-release-claim")
+    assert step["inputs"]["environment"] == {
+        "KUBE_CONTEXT": "ctx",
+        "NAMESPACE": "postgres",
+        "RELEASED_CLAIM": "postgresql-cnpg-1",
+        "PRESERVE_DATA": "false",
+    }
+    assert "create" not in step["inputs"]

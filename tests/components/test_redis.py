@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 import versions
-from components.redis import PASSWORD_KEY
+from components.redis import PASSWORD_KEY, VALKEY_USER, RedisArgs
+from components.storage import Provisioned, Volume
 from tests.plans import planned
+
+VOLUME = Volume(namespace="redis", claim="valkey-data", size="1Gi", owner=VALKEY_USER)
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -46,3 +53,10 @@ def test_valkey_never_goes_below_the_version_that_wrote_a_kept_data_folder() -> 
     """An earlier blueprint ran Valkey 9.1: an older one refuses its RDB file ("Can't handle RDB format version")."""
     major, minor = (int(part) for part in versions.VALKEY_IMAGE_TAG.split(".")[:2])
     assert (major, minor) >= (9, 1)
+
+
+@pytest.mark.parametrize("provisioned", [None, Provisioned(storage_class="", keep=False)])
+def test_the_data_claim_binds_to_a_pv_or_is_provisioned_never_both_nor_neither(provisioned: Provisioned | None) -> None:
+    volume_resource: Any = None if provisioned is None else object()
+    with pytest.raises(ValueError, match="exactly one"):
+        RedisArgs(volume=VOLUME, volume_resource=volume_resource, provisioned=provisioned)

@@ -70,10 +70,8 @@ def node_selectors(value: Any) -> list[Any]:
 
 def test_nothing_on_an_existing_cluster_is_pinned_to_kinds_node_labels() -> None:
     plan = planned("phase2", **EXISTING)
-    # The storage's PersistentVolumes are WP2's (issue 24, item 2), which drops them on an existing cluster.
-    mine = [r for r in plan.resources if not r["type"].endswith(":PersistentVolume")]
-    assert [r["name"] for r in mine if "blueprint/role" in json.dumps(r.get("inputs"))] == []
-    assert node_selectors([r.get("inputs") for r in mine]) == []
+    assert [r["name"] for r in plan.resources if "blueprint/role" in json.dumps(r.get("inputs"))] == []
+    assert node_selectors([r.get("inputs") for r in plan.resources]) == []
 
 
 @pytest.mark.parametrize("stack", ["phase2", "phase3"])
