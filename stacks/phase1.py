@@ -15,7 +15,7 @@ import versions
 from components import engine, image_cache, kind_cluster
 from components.kind_cluster import KindCluster, KindClusterArgs
 from stacks import outputs, runtime
-from stacks.config.paths import folder_owner
+from stacks.config.paths import folder_owner, this_checkout
 from stacks.config.phases import Phase1Config, load_phase1
 from stacks.migrations import layout
 
@@ -214,8 +214,12 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
     """
     from components import existing_cluster
     from components.host_folder import HostFolderArgs, host_folder
+    from stacks.phase2 import namespaces
 
     cluster = config.cluster
+    # Before anything is registered: phase2's provider upserts, so a namespace of its name that is not
+    # blueprint's would be taken over, and deleted by a destroy (docs/design/decisions.md, 48).
+    existing_cluster.refuse_foreign_namespaces(cluster.kube_context, namespaces(), this_checkout())
     data_folder = host_folder(
         "data-folder",
         HostFolderArgs(
