@@ -102,7 +102,8 @@ def cluster_kubeconfig(inputs: Mapping[str, Any]) -> tuple[pulumi.Input[str], di
     cluster's: its context's, as kubectl resolves it on this run (components/existing_cluster.py), with
     the context named, and upserts on: a namespace or claim a destroy kept (preserveData) is taken
     over by the next `up`, where pulumi-kubernetes (>= 4.29) would refuse it as AlreadyExists
-    (pulumi_kubernetes Provider `upsert_existing_objects`; docs/design/decisions.md).
+    (pulumi_kubernetes Provider `upsert_existing_objects`; docs/design/decisions.md). A namespace of
+    phase2's name that is not blueprint's is refused first (`existing`), never taken over.
     """
     if outputs.on_existing(inputs):
         from components.existing_cluster import context_kubeconfig
