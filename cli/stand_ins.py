@@ -120,6 +120,8 @@ EXISTING_CLUSTER_VERSION = "v1.33.2"
 EXISTING_DEFAULT_CLASS = "standard"
 """The stand-in cluster's default StorageClass; a class `blueprint:storageClass` names exists there too."""
 EXISTING_API_SERVER = ("10.96.0.1", 443)
+EXISTING_NAMESPACES: dict[str, dict[str, str]] = {"default": {}, "kube-system": {}}
+"""The stand-in cluster's namespaces, by name, with their labels: none of phase2's."""
 
 
 def existing_cluster_answer(command: str, environment: Mapping[str, str]) -> dict[str, str] | None:
@@ -132,6 +134,9 @@ def existing_cluster_answer(command: str, environment: Mapping[str, str]) -> dic
     context = environment.get("KUBE_CONTEXT", "")
     if command == existing_cluster.KUBECONFIG_COMMAND:
         return {"stdout": _context_kubeconfig(context), "stderr": ""}
+    if command == existing_cluster.NAMESPACES_COMMAND:
+        items = [{"metadata": {"name": name, "labels": labels}} for name, labels in EXISTING_NAMESPACES.items()]
+        return {"stdout": json.dumps({"kind": "List", "items": items}), "stderr": ""}
     read = next((name for name, text in existing_cluster.READS.items() if text == command), None)
     if read is None:
         return None

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi_command import local
+
+from components.markers import NAMESPACE_OWNER_LABEL
 
 KUBECTL = 'kubectl --context "$KUBE_CONTEXT" --request-timeout=30s'
 """Every read: the context from the environment (never in the command's text), a bounded wait."""
@@ -36,6 +38,10 @@ KUBECONFIG_COMMAND = 'kubectl config view --raw --minify --flatten --context "$K
 """The context's kubeconfig alone, credentials inline: with --minify, kubectl makes --context the
 current one and drops every other (kubectl pkg/cmd/config/view.go `Run`; `MinifyConfig` refuses a
 context it cannot find); --flatten inlines the files it names (certificates), so the text stands alone."""
+NAMESPACES_ARGS = "get namespaces -o json"
+NAMESPACES_COMMAND = f"{KUBECTL} {NAMESPACES_ARGS} || true"
+"""The cluster's namespaces: read at once (a synchronous invoke), so that a refusal comes before phase1
+registers anything (`refuse_foreign_namespaces`)."""
 DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
 """What marks the default StorageClass (https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/)."""
 
@@ -90,9 +96,65 @@ def _said(stderr: str) -> str:
     return stderr.strip()[-500:] or "it said nothing"
 
 
+def _unreadable(context: str, args: str, said: str) -> ClusterUnreadable:
+    quoted = shlex.quote(context)
+    return ClusterUnreadable(
+        f"phase1 reads the cluster of context {context} (blueprint:kubeContext), and `kubectl --context {quoted} "
+        f"{args}` failed: {_said(said)}. Check that `kubectl config get-contexts {quoted}` lists it "
+        f"(with KUBECONFIG as blueprint runs, or ~/.kube/config when unset) and that `kubectl --context {quoted} "
+        "get nodes` answers."
+    )
+
+
+def refuse_foreign_namespaces(context: str, names: Sequence[str], owner: str) -> None:
+    """A ClusterUnreadable when the cluster of `context` holds one of `names` (the namespaces phase2
+    makes) that is not blueprint's (`foreign_namespaces`): phase2's provider upserts, so it would take
+    it over, and a destroy delete it with whatever the cluster's other users keep there.
+    """
+    result = local.run(command=NAMESPACES_COMMAND, environment={"KUBE_CONTEXT": context}, logging=local.Logging.NONE)
+    try:
+        listed = json.loads(result.stdout)
+    except ValueError:
+        listed = None
+    if not isinstance(listed, dict):
+        raise _unreadable(context, NAMESPACES_ARGS, result.stderr or result.stdout)
+    if foreign := foreign_namespaces(listed, names, owner):
+        found, fix = foreign_refusal(context, foreign, owner)
+        raise ClusterUnreadable(f"{found}. {fix}.")
+
+
+def foreign_namespaces(listed: Mapping[str, Any], names: Iterable[str], owner: str) -> list[str]:
+    """Those of `names` that `listed` (`kubectl get namespaces -o json`) holds without the label
+    NAMESPACE_OWNER_LABEL=`owner` ("": this checkout never ran, so none is its): someone else's,
+    or another checkout's. One a destroy of this checkout's platform kept carries it: not foreign.
+    """
+    labels = {
+        str(metadata.get("name", "")): metadata.get("labels") or {}
+        for item in listed.get("items") or []
+        if isinstance(item, dict) and isinstance(metadata := item.get("metadata") or {}, dict)
+    }
+    return sorted(name for name in set(names) if name in labels and (not owner or labels[name].get(NAMESPACE_OWNER_LABEL) != owner))
+
+
+def foreign_refusal(context: str, foreign: Sequence[str], owner: str) -> tuple[str, str]:
+    """What phase1 and the doctor say of the namespaces `foreign_namespaces` found, and the fix."""
+    quoted, first = shlex.quote(context), shlex.quote(foreign[0])
+    label = f"{NAMESPACE_OWNER_LABEL}={owner or '<this checkout id>'}"
+    found = (
+        f"the cluster of context {context} already has the namespace{'s' if len(foreign) > 1 else ''} {', '.join(foreign)}, "
+        f"which phase2 makes, without blueprint's label {label}: phase2 would take them over, and a destroy would "
+        "delete them with everything in them"
+    )
+    fix = (
+        f"Choose another cluster (blueprint:kubeContext), or remove or rename them (`kubectl --context {quoted} get all -n "
+        f"{first}` shows what one holds). Only if one is this platform's, kept by a destroy made from another checkout: "
+        f"`kubectl --context {quoted} label namespace {first} {label}`"
+    )
+    return found, fix
+
+
 def facts(context: str, storage_class: str, answers: Mapping[str, tuple[str, str]]) -> Facts:
     """What the answers of READS (name -> stdout, stderr) say of the cluster, or a ClusterUnreadable."""
-    quoted = shlex.quote(context)
     parsed: dict[str, Any] = {}
     for name, args in READ_ARGS.items():
         stdout, stderr = answers[name]
@@ -101,12 +163,7 @@ def facts(context: str, storage_class: str, answers: Mapping[str, tuple[str, str
         except ValueError:
             parsed[name] = None
         if not parsed[name]:
-            raise ClusterUnreadable(
-                f"phase1 reads the cluster of context {context} (blueprint:kubeContext), and `kubectl --context {quoted} "
-                f"{args}` failed: {_said(stderr or stdout)}. Check that `kubectl config get-contexts {quoted}` lists it "
-                f"(with KUBECONFIG as blueprint runs, or ~/.kube/config when unset) and that `kubectl --context {quoted} "
-                "get nodes` answers."
-            )
+            raise _unreadable(context, args, stderr or stdout)
     return Facts(
         identity=parsed["identity"],
         version=str(parsed["version"].get("gitVersion", "")),

@@ -35,6 +35,12 @@ holding one (value DATA_LABEL_VALUE): what a destroy with preserveData keeps (`r
 `blueprint destroy` finds in the state (cli/lifecycle.py), and what
 `kubectl get namespaces,pvc -A -l blueprint/data` lists."""
 DATA_LABEL_VALUE = "kept-with-preserveData"
+NAMESPACE_OWNER_LABEL = "blueprint/owner"
+"""On an existing cluster, the label of every namespace blueprint makes, valued with the checkout's id
+(stacks.config.paths `this_checkout`): a namespace of that name without it is someone else's, which
+phase1 and the doctor refuse to take over (components/existing_cluster.py `foreign_namespaces`); one
+with it, a destroy with preserveData kept, is taken back. DATA_LABEL still marks, among them, those
+that hold data."""
 RELEASED_CLAIM = "RELEASED_CLAIM"
 """The environment variable of the step that releases CloudNativePG's claim from its Cluster before
 the Cluster's delete (components/postgres.py): it names the claim, and tells the step in a plan or state."""

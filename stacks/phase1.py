@@ -15,7 +15,7 @@ import versions
 from components import engine, image_cache, kind_cluster
 from components.kind_cluster import KindCluster, KindClusterArgs
 from stacks import outputs, runtime
-from stacks.config.paths import folder_owner
+from stacks.config.paths import folder_owner, this_checkout
 from stacks.config.phases import Phase1Config, load_phase1
 from stacks.migrations import layout
 
@@ -102,7 +102,8 @@ def cluster_kubeconfig(inputs: Mapping[str, Any]) -> tuple[pulumi.Input[str], di
     cluster's: its context's, as kubectl resolves it on this run (components/existing_cluster.py), with
     the context named, and upserts on: a namespace or claim a destroy kept (preserveData) is taken
     over by the next `up`, where pulumi-kubernetes (>= 4.29) would refuse it as AlreadyExists
-    (pulumi_kubernetes Provider `upsert_existing_objects`; docs/design/decisions.md).
+    (pulumi_kubernetes Provider `upsert_existing_objects`; docs/design/decisions.md). A namespace of
+    phase2's name that is not blueprint's is refused first (`existing`), never taken over.
     """
     if outputs.on_existing(inputs):
         from components.existing_cluster import context_kubeconfig
@@ -214,8 +215,12 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
     """
     from components import existing_cluster
     from components.host_folder import HostFolderArgs, host_folder
+    from stacks.phase2 import namespaces
 
     cluster = config.cluster
+    # Before anything is registered: phase2's provider upserts, so a namespace of its name that is not
+    # blueprint's would be taken over, and deleted by a destroy (docs/design/decisions.md, 48).
+    existing_cluster.refuse_foreign_namespaces(cluster.kube_context, namespaces(), this_checkout())
     data_folder = host_folder(
         "data-folder",
         HostFolderArgs(

@@ -34,10 +34,10 @@ from components.headlamp_route import HeadlampRoute, HeadlampRouteArgs
 from components.kind_cluster import cluster_lease
 from components.minio import Minio, MinioArgs
 from components.openbao import OpenBao, OpenBaoArgs
-from components.pod_security import pod_security_labels
+from components.pod_security import owned_namespaces, pod_security_labels
 from components.postgres import Postgres, PostgresArgs
 from components.redis import VALKEY_USER, Redis, RedisArgs
-from components.runner import Runner, RunnerArgs
+from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, Runner, RunnerArgs
 from components.runner_egress import ENVOY_HTTPS_PORT, ENVOY_LABELS, Peer
 from components.storage import PLATFORM_SUBDIR, Provisioned, Storage, StorageArgs, Volume, data_namespace, folders_in
 from components.tls import Tls, TlsArgs
@@ -47,7 +47,7 @@ from providers.gitlab_group import Group, GroupArgs
 from providers.gitlab_token import GitLabToken, GitLabTokenArgs, GlabToken, GlabTokenArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 from stacks import exposure, outputs
-from stacks.config.paths import folder_owner
+from stacks.config.paths import folder_owner, this_checkout
 from stacks.migrations import layout
 from stacks.mirror import mirror
 from stacks.node_access import node_access
@@ -64,6 +64,21 @@ GITALY_VOLUME = Volume(namespace="gitlab", claim="repo-data-gitlab-gitaly-0", si
 VOLUMES = (POSTGRES_VOLUME, REDIS_VOLUME, MINIO_VOLUME, GITALY_VOLUME)
 APPS_NAMESPACE = "apps"
 """Where CI deploys the apps (phase3)."""
+
+
+def namespaces() -> tuple[str, ...]:
+    """Every namespace phase2 makes on an existing cluster, by the names its components are given:
+    what phase1 and the doctor find taken before an `up` (components/existing_cluster.py `foreign_namespaces`).
+    """
+    data = (POSTGRES_VOLUME, REDIS_VOLUME, MINIO_VOLUME, GITALY_VOLUME)
+    return (
+        *(volume.namespace for volume in data),
+        OpenBaoArgs.namespace,
+        PostgresArgs.operator_namespace,
+        DEFAULT_NAMESPACE,
+        IMAGE_BUILD_NAMESPACE,
+        APPS_NAMESPACE,
+    )
 
 
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -215,7 +230,9 @@ def _cluster_access(inputs: Mapping[str, Any], owner: str) -> pulumi.ResourceOpt
         **existing,
         opts=pulumi.ResourceOptions(depends_on=[lease]),
     )
-    return pulumi.ResourceOptions(providers=[provider])
+    # On a cluster others use too, every namespace says it is blueprint's, which phase1 checks (`namespaces`).
+    owned = [owned_namespaces(this_checkout())] if outputs.on_existing(inputs) else None
+    return pulumi.ResourceOptions(providers=[provider], transformations=owned)
 
 
 def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.ResourceOptions) -> Storage:

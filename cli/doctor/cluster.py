@@ -35,6 +35,7 @@ STORAGE = "StorageClass"
 PERMISSIONS = "cluster-wide permissions"
 GATEWAY = "Gateway API CRDs"
 CNPG = "CloudNativePG"
+NAMESPACES = "namespaces"
 BUILDS = "image-build pods"
 LOAD_BALANCER = "load balancer"
 
@@ -149,6 +150,7 @@ def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "ph
         _version_check(server),
         _storage_check(machine, cluster, stack),
         _permissions_check(machine, context),
+        _namespaces_check(machine, context),
         _gateway_check(machine, context, crds),
         _cnpg_check(machine, context, crds),
         _builds_check(machine, context),
@@ -338,6 +340,25 @@ def _gateway_check(machine: Machine, context: str, crds: Sequence[str] | None) -
         f"remove them (a cloud that installs them: turn its Gateway API off), then run the doctor again: "
         f"`kubectl --context {shlex.quote(context)} get crd -o name | grep gateway.networking.k8s.io` lists them",
     )
+
+
+def _namespaces_check(machine: Machine, context: str) -> Check:
+    """phase1's own refusal (components/existing_cluster.py), on the namespaces phase2 makes, asked now."""
+    from components import existing_cluster
+    from stacks.config import paths
+    from stacks.phase2 import namespaces
+
+    code, output = _kubectl(machine, context, *existing_cluster.NAMESPACES_ARGS.split())
+    listed = _json(output) if code == 0 else None
+    if not isinstance(listed, dict):
+        return _unchecked(
+            NAMESPACES, "the cluster's namespaces cannot be listed", f"`kubectl --context {shlex.quote(context)} get namespaces` says why"
+        )
+    owner = paths.read_checkout_id(paths.CHECKOUT_ID_FILE) or ""
+    if foreign := existing_cluster.foreign_namespaces(listed, namespaces(), owner):
+        found, fix = existing_cluster.foreign_refusal(context, foreign, owner)
+        return Check(name=NAMESPACES, ok=False, found=found, fix=fix)
+    return Check(name=NAMESPACES, ok=True, found="none of phase2's is someone else's")
 
 
 def _cnpg_check(machine: Machine, context: str, crds: Sequence[str] | None) -> Check:

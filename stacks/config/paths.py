@@ -374,5 +374,9 @@ def folder_owner(stack: str | None = None) -> str:
     checkout): the owner a host folder's `.blueprint-owner` names. The id is the runtime's when it
     gives one (the offline plan's, the same in every checkout), else this checkout's.
     """
-    identity = runtime.current().checkout_id or checkout_id(CHECKOUT_ID_FILE)
-    return f"{pulumi.get_project()}/{stack or pulumi.get_stack()}@{identity}"
+    return f"{pulumi.get_project()}/{stack or pulumi.get_stack()}@{this_checkout()}"
+
+
+def this_checkout() -> str:
+    """The checkout's id: the runtime's when it gives one (the offline plan's), else this checkout's."""
+    return runtime.current().checkout_id or checkout_id(CHECKOUT_ID_FILE)

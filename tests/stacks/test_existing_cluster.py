@@ -51,7 +51,7 @@ def test_phase1_on_an_existing_cluster_runs_no_kind_nor_docker() -> None:
     for text in scripts(folder):
         assert not calls(text, "kind")
     commands = [str(invoke["command"]) for invoke in result.invokes if invoke["token"] == RUN_TOKEN]
-    assert sorted(commands) == sorted(existing_cluster.READS.values())
+    assert sorted(commands) == sorted([*existing_cluster.READS.values(), existing_cluster.NAMESPACES_COMMAND])
     assert all(command.startswith("kubectl ") for command in commands)
 
 

@@ -62,6 +62,8 @@ class FakeCluster:
     """Resources `auth can-i create` says no to."""
     crds: dict[str, dict[str, str]] = field(default_factory=dict)
     """The CRDs there, each with its annotations."""
+    namespaces: dict[str, dict[str, str]] = field(default_factory=lambda: {"default": {}, "kube-system": {}})
+    """The namespaces there, each with its labels."""
     namespace_refusal: str | None = None
     pod_refusal: str | None = None
     load_balancers: list[str] = field(default_factory=list)
@@ -90,6 +92,9 @@ class FakeCluster:
                 return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": self.storage_classes})
             case ["auth", "can-i", "create", resource, "--all-namespaces"]:
                 return (1, "no\n") if resource in self.denied else (0, "yes\n")
+            case ["get", "namespaces", "-o", "json"]:
+                items = [{"metadata": {"name": name, "labels": labels}} for name, labels in self.namespaces.items()]
+                return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
             case ["get", "customresourcedefinitions", "-o", "name"]:
                 return 0, "".join(f"customresourcedefinition.apiextensions.k8s.io/{name}\n" for name in self.crds)
             case ["get", "customresourcedefinition", name, "-o", "json"]:

@@ -13,6 +13,7 @@ import versions
 from cli.doctor import cluster, existing_cluster_checks
 from cli.doctor.checks import PULUMI_MIN_VERSION, Check
 from cli.doctor.cluster import CLUSTER_WIDE, CNPG_RELEASE
+from components.markers import NAMESPACE_OWNER_LABEL
 from components.runner import IMAGE_BUILD_NAMESPACE
 from stacks.config.cluster import EXISTING, NODE_PORT, ClusterConfig
 from tests.cli.doctor.fake_kubectl import (
@@ -141,6 +142,28 @@ def test_permissions_are_asked_for_every_cluster_wide_kind_outside_any_namespace
     asked = [call[7] for call in machine.calls if call[4:6] == ["auth", "can-i"]]
     assert asked == list(CLUSTER_WIDE)
     assert all(call[-1] == "--all-namespaces" for call in machine.calls if call[4:6] == ["auth", "can-i"])
+
+
+def test_a_namespace_of_phase2s_that_is_someone_elses_fails_as_phase1_would_refuse_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "checkout-id").write_text("0123456789abcdef\n")
+    monkeypatch.setattr("stacks.config.paths.CHECKOUT_ID_FILE", tmp_path / "checkout-id")
+    taken = {"gitlab": {"team": "dev-tools"}, "minio": {NAMESPACE_OWNER_LABEL: "0123456789abcdef"}, "monitoring": {}}
+    results = checked(FakeCluster(namespaces=taken))
+    check = results[cluster.NAMESPACES]
+    assert failed(results) == [cluster.NAMESPACES]
+    assert check.found.startswith("the cluster of context prod already has the namespace gitlab, which phase2 makes")
+    assert "Choose another cluster (blueprint:kubeContext), or remove or rename them" in check.fix
+    assert f"label namespace gitlab {NAMESPACE_OWNER_LABEL}=0123456789abcdef" in check.fix
+
+
+def test_with_no_checkout_id_yet_every_namespace_of_phase2s_that_exists_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No stack of this checkout ever ran, so none of the cluster's namespaces is its own."""
+    monkeypatch.setattr("stacks.config.paths.CHECKOUT_ID_FILE", tmp_path / "none")
+    check = checked(FakeCluster(namespaces={"apps": {NAMESPACE_OWNER_LABEL: "0123456789abcdef"}}))[cluster.NAMESPACES]
+    assert not check.ok
+    assert "already has the namespace apps" in check.found
 
 
 def test_gateway_api_crds_of_another_bundle_version_fail_naming_both_bundles() -> None:
