@@ -37,7 +37,8 @@ def make_way_for_a_new_cluster(
     if phase1 is None or phase2 is None or recorded is None:
         return 0
     config = world.phase1_config()
-    if problem := switched_cluster(phase1, config) or another_existing_cluster(phase1, config, world):
+    context = str(config.get("blueprint:kubeContext") or "")
+    if problem := switched_cluster(phase1, config) or another_existing_cluster(phase1, context, world):
         say(f"blueprint: {problem}")
         return 1
     planned = planned_cluster_id(config)
@@ -75,6 +76,19 @@ def make_way_for_a_new_cluster(
     return _take_phase2_down(runner, say, cluster)
 
 
+def phase2_moved(runner: StackRunner, say: Callable[[str], None], *, world: World | None = None) -> int:
+    """Before `up --phase 2` on an existing cluster: 1, said, when phase1's recorded context now reaches
+    another cluster than the one phase2 runs on (recreated, or the context repointed).
+    """
+    phase1, phase2 = runner.outputs("phase1"), runner.outputs("phase2")
+    if phase1 is None or phase2 is None:
+        return 0
+    if problem := another_existing_cluster(phase1, str(phase1.get(outputs.KUBE_CONTEXT) or ""), world or World()):
+        say(f"blueprint: {problem}")
+        return 1
+    return 0
+
+
 def switched_cluster(phase1: Mapping[str, Any], config: Mapping[str, str]) -> str | None:
     """Why an `up` stops when `blueprint:cluster` now switches the running platform between a kind
     cluster and an existing one (None: it does not). Its data does not follow (a kind platform's is
@@ -95,32 +109,33 @@ def switched_cluster(phase1: Mapping[str, Any], config: Mapping[str, str]) -> st
     )
 
 
-def another_existing_cluster(phase1: Mapping[str, Any], config: Mapping[str, str], world: World) -> str | None:
-    """Why an `up` stops when `blueprint:kubeContext` now reaches another cluster than the one the platform
-    runs on (another kube-system UID; None: the same). phase2's provider is keyed on the cluster's
+def another_existing_cluster(phase1: Mapping[str, Any], context: str, world: World) -> str | None:
+    """Why an `up` stops when the context it goes through (`blueprint:kubeContext`; phase1's recorded one
+    for `--phase 2`) now reaches another cluster than the one the platform runs on (another kube-system
+    UID; None: the same, or not on an existing cluster). phase2's provider is keyed on the cluster's
     identity: its next `up` would create everything on the new cluster, then delete it all from the
     old one, claims and namespaces included, whatever preserveData says.
     """
-    if not (outputs.on_existing(phase1) and config.get("blueprint:cluster") == EXISTING):
+    if not outputs.on_existing(phase1):
         return None
     recorded, was = str(phase1.get(outputs.CLUSTER_ID)), str(phase1.get(outputs.KUBE_CONTEXT) or "")
-    context = str(config.get("blueprint:kubeContext") or "")
     now = world.identity(context)
     if now.status == "answered" and now.uid == recorded:
         return None
     platform = f"the platform runs on the cluster of context {was} (kube-system UID {recorded}), and phase2 is up there"
     if now.status != "answered":
-        why = now.detail or now.status
         return (
-            f"cannot tell which cluster blueprint:kubeContext {context} reaches ({why}); {platform}. Nothing was changed: "
-            f"make `{identity_command(context)}` answer, then run this again"
+            f"cannot tell which cluster the context {context} reaches ({now.detail or now.status}); {platform}. Nothing was "
+            f"changed: make `{identity_command(context)}` answer, then run this again"
         )
+    moved = f"blueprint:kubeContext {context} now reaches" if context != was else f"the context {context} now reaches"
+    back = f"point blueprint:kubeContext back at {was}" if context != was else f"point the context {was} back at it"
     return (
-        f"blueprint:kubeContext {context} now reaches another cluster (kube-system UID {now.uid}) than the platform's: "
-        f"{platform}. An `up` would move the whole platform: create it on the new cluster, then delete it from the old one, "
-        "its claims and namespaces with it. Nothing was changed. Either point blueprint:kubeContext back at "
-        f"{was} (the cluster of UID {recorded}); or take the platform off it first, `uv run blueprint destroy` (its claims "
-        "and namespaces there kept or deleted as blueprint:preserveData says: they do not follow), then `uv run blueprint up`"
+        f"{moved} another cluster (kube-system UID {now.uid}) than the platform's: {platform}. An `up` would move the whole "
+        "platform: create it on the new cluster, then delete it from the old one, its claims and namespaces with it. Nothing "
+        f"was changed. If the platform's cluster is still there, {back}; or take the platform off it first, `uv run blueprint "
+        "destroy` (its claims and namespaces there kept or deleted as blueprint:preserveData says: they do not follow), then "
+        "`uv run blueprint up`. If it is gone for good, `uv run blueprint destroy --cluster-gone` forgets what lived in it"
     )
 
 

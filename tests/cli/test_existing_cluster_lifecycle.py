@@ -7,13 +7,16 @@ gone only when its context shows it (cli/teardown.py); its identity asked of kub
 from __future__ import annotations
 
 import dataclasses
+import io
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from cli import phases
 from cli.cluster_change import make_way_for_a_new_cluster
 from cli.cluster_identity import Identity, cluster_identity
+from cli.phases import Context
 from cli.stand_ins import EXISTING_CLUSTER_UID
 from cli.teardown import World
 from stacks.config.schema import stack_config
@@ -162,3 +165,13 @@ def test_a_kubectl_that_times_out_is_unknown(tmp_path: Path, monkeypatch: pytest
         raise subprocess.TimeoutExpired("kubectl", 40)
 
     assert cluster_identity("prod", run=hangs).status == "unknown"
+
+
+def test_up_of_phase2_alone_is_refused_when_its_context_now_reaches_a_recreated_cluster() -> None:
+    pulumi, _ = on_existing()
+    recreated = configured(pulumi, Identity("answered", uid="a-new-uid"), **EXISTING)
+    out = io.StringIO()
+    assert phases.up(Context(runner=pulumi, out=out, world=recreated), "2") == 1
+    assert "the context prod now reaches another cluster (kube-system UID a-new-uid)" in out.getvalue()
+    assert "uv run blueprint destroy --cluster-gone" in out.getvalue()
+    assert ("up", "phase2") not in pulumi.calls
