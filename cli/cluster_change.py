@@ -116,8 +116,8 @@ def another_existing_cluster(phase1: Mapping[str, Any], context: str, world: Wor
     identity: its next `up` would create everything on the new cluster, then delete it all from the
     old one, claims and namespaces included, whatever preserveData says.
     """
-    if not outputs.on_existing(phase1):
-        return None
+    if not outputs.on_existing(phase1) or not context:
+        return None  # no context: the config's own check says so, naming the key
     recorded, was = str(phase1.get(outputs.CLUSTER_ID)), str(phase1.get(outputs.KUBE_CONTEXT) or "")
     now = world.identity(context)
     if now.status == "answered" and now.uid == recorded:

@@ -175,3 +175,8 @@ def test_up_of_phase2_alone_is_refused_when_its_context_now_reaches_a_recreated_
     assert "the context prod now reaches another cluster (kube-system UID a-new-uid)" in out.getvalue()
     assert "uv run blueprint destroy --cluster-gone" in out.getvalue()
     assert ("up", "phase2") not in pulumi.calls
+
+
+def test_an_empty_kube_context_is_left_to_the_configs_own_check() -> None:
+    pulumi, emptied = on_existing(kubeContext="")
+    assert make_way_for_a_new_cluster(pulumi, print, "all", world=emptied) == 0
