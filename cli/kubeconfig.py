@@ -1,5 +1,6 @@
 """`blueprint kubeconfig`: the admin kubeconfig of a stack's kind cluster, as kind gives it, printed
-or written to a file of its own (mode 0600, never over another cluster's credentials).
+or written to a file of its own (mode 0600, never over another cluster's credentials). On an existing
+cluster it names the user's own context instead: blueprint makes no credential there.
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ def kubeconfig_cluster(runner: StackRunner, stack: str) -> tuple[str, str]:
             f"`kind get kubeconfig --name <cluster>` yourself"
         )
     return config[key], f"stack {stack} is not up: the name its config gives ({key}, Pulumi.{stack}.yaml or Pulumi.yaml's default)"
+
+
+def existing_context(runner: StackRunner, stack: str) -> str | None:
+    """The context of the existing cluster `stack` is on (its outputs when up, else its config); None on kind."""
+    values = runner.outputs(stack)
+    if values:
+        return str(values.get(outputs.KUBE_CONTEXT) or "") if outputs.on_existing(values) else None
+    from stacks.config import NAMESPACE
+    from stacks.config.cluster import EXISTING
+    from stacks.config.schema import stack_config
+
+    config, _ = stack_config(stack)
+    return str(config.get(f"{NAMESPACE}:kubeContext") or "") if config.get(f"{NAMESPACE}:cluster") == EXISTING else None
 
 
 def kind_kubeconfig(cluster: str, stack: str) -> str:
@@ -159,6 +173,16 @@ def kubeconfig(runner: StackRunner, stack: str, output: str | None, out: TextIO,
     """`blueprint kubeconfig`: the admin (cluster-admin) kubeconfig of `stack`'s kind cluster, printed
     on `out`, or written to the file `output`; what it is and where its name came from goes to `note`.
     """
+    context = existing_context(runner, stack)
+    if context is not None:
+        # blueprint makes no credential for a cluster it did not make: the user's own context is the way in.
+        shown = shlex.quote(context) if context else "<blueprint:kubeContext>"
+        written = f"; nothing was written to {output}" if output is not None else ""
+        note.write(
+            f"stack {stack} is on an existing cluster: blueprint makes no kubeconfig for it, your own context is the way in "
+            f"(`kubectl --context {shown} get nodes`){written}\n"
+        )
+        return 0
     try:
         cluster, source = kubeconfig_cluster(runner, stack)
         text = kind_kubeconfig(cluster, stack)

@@ -140,8 +140,10 @@ def up(context: Context, phase: str) -> int:
         return 1
     if newer_release(context) or upstream_not_up(context, phase, "up") or cluster_deleted_by_hand(context):
         return 1
-    from cli.cluster_change import make_way_for_a_new_cluster
+    from cli.cluster_change import make_way_for_a_new_cluster, phase2_moved
 
+    if phase == "2" and phase2_moved(context.runner, context.say, world=context.world) != 0:
+        return 1
     if phase in ("all", "1"):
         try:
             code = make_way_for_a_new_cluster(context.runner, context.say, phase, world=context.world, confirm=context.confirm)

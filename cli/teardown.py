@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cli import data_folder, image_cache
+from cli.cluster_identity import Identity, cluster_identity, identity_command
 from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data, without_stale_creates
 from cli.stack_runner import StackRunner
 from stacks import STACK_PHASES, outputs
@@ -82,6 +83,8 @@ class World:
     """Run a `docker ...` argv: its exit code and output."""
     wipe_cache: Callable[[Path], image_cache.Wiped] = lambda folder: image_cache.wipe_with_node_image(folder)
     """Remove the image cache folder (`cli.image_cache.wipe`)."""
+    identity: Callable[[str], Identity] = lambda context: cluster_identity(context)
+    """Which cluster a kubeconfig context reaches now (`cli.cluster_identity`)."""
 
 
 class Refused(Exception):
@@ -300,11 +303,15 @@ def _cluster(
 ) -> ClusterState:
     """The kind cluster, asked of kind when the destroy needs it; `Refused` when nobody can tell, or
     when `--cluster-gone` says gone and kind still lists it. An existing cluster is running unless
-    `--cluster-gone` says it is gone.
+    `--cluster-gone` says it is gone and its context shows it (`existing_cluster_not_gone`).
     """
     if outputs.on_existing(existing.get("phase1") or {}) or config.get("blueprint:cluster") == EXISTING:
         # Not kind's: nothing asks kind, and the stacks reach the cluster through its context; none deletes it.
-        return ClusterState("gone", "--cluster-gone") if cluster_gone else ClusterState("running")
+        if not cluster_gone:
+            return ClusterState("running")
+        if problem := existing_cluster_not_gone(world, existing.get("phase1") or {}):
+            raise Refused(problem)
+        return ClusterState("gone", "--cluster-gone")
     name = str((existing.get("phase1") or {}).get(outputs.CLUSTER_NAME) or config["blueprint:clusterName"])
     needs_cluster = bool({"phase1", "phase2"} & set(targets)) or ("phase3" in targets and not keep)
     cluster = world.cluster(name) if needs_cluster or cluster_gone else ClusterState("running")
@@ -320,6 +327,32 @@ def _cluster(
             "cluster from Pulumi's state instead."
         )
     return cluster
+
+
+def existing_cluster_not_gone(world: World, phase1: Mapping[str, Any]) -> str | None:
+    """Why `--cluster-gone` is not believed of the existing cluster phase1 recorded (None: it is gone):
+    only a context gone from the kubeconfig, or one that now reaches another cluster (another kube-system
+    UID), shows it gone. A cluster that does not answer may still run the platform (a VPN down, an
+    expired credential): forgetting it would leave its Helm releases and claims behind, unknown to Pulumi.
+    """
+    recorded, context = phase1.get(outputs.CLUSTER_ID), str(phase1.get(outputs.KUBE_CONTEXT) or "")
+    if recorded is None or not context:
+        return None  # phase1 is not up: nothing of the cluster is in any state
+    now = world.identity(context)
+    if now.status == "no-context" or (now.status == "answered" and now.uid != recorded):
+        return None
+    if now.status == "answered":
+        return (
+            f"the context {context} still reaches the platform's cluster (kube-system UID {recorded}): it is not gone. "
+            "Run `uv run blueprint destroy` without --cluster-gone"
+        )
+    return (
+        f"cannot tell whether the platform's cluster (context {context}, kube-system UID {recorded}) is gone ({now.detail}), "
+        "so nothing is destroyed: a cluster that does not answer now (a VPN down, an expired credential) may still run the "
+        "platform, and --cluster-gone would forget it while its Helm releases and claims live on. Make "
+        f"`{identity_command(context)}` answer, then run `uv run blueprint destroy`; if the cluster is deleted for good, "
+        f"remove its context (`kubectl config delete-context {shlex.quote(context)}`), and --cluster-gone is accepted"
+    )
 
 
 def _refuse_phase3_without_gitlab(route: _Route, world: World) -> None:

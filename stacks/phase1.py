@@ -139,14 +139,14 @@ def preserve_data_file(stack: str) -> str:
 def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Build phase1 from the stack's config; phase1 has no upstream, so `inputs` is empty."""
     config = load_phase1()
+    # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
+    inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
+    if config.cluster.existing:
+        return existing(config, inner_owners)  # no container engine on this machine is asked: none is needed
     container_engine = runtime.current().engine.chosen(config.cluster.container_engine)
     # Before anything is registered: kind on a rootless engine would fail half-way through the `up`.
     if refusal := runtime.current().engine.refusal(container_engine):
         raise pulumi.RunError(f"blueprint:containerEngine: {container_engine} here runs rootless, and {refusal}; {ROOTFUL_FIX}")
-    # The stacks that claim folders in this data folder: phase2 over phase1 (`dev` claims its own as itself).
-    inner_owners = tuple(folder_owner(stack) for stack in outputs.stacks_over(pulumi.get_stack()))
-    if config.cluster.existing:
-        return existing(config, inner_owners)
     args = cluster_args(
         config,
         owner=folder_owner(),

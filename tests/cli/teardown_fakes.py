@@ -16,10 +16,11 @@ import subprocess
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cli.cluster_identity import Identity
 from cli.lifecycle import lives_in_cluster, lives_in_gitlab
 from cli.stack_runner import StackFailed, is_up
 from cli.teardown import ClusterState, World, destroy
-from stacks import PHASE_STACKS
+from stacks import PHASE_STACKS, outputs
 from stacks.config.schema import stack_config
 from tests.plans import planned
 
@@ -130,9 +131,18 @@ def world(
     cluster: ClusterState | None = None,
     checkout: str | None = CHECKOUT,
     dev_clusters: tuple[str, ...] = (),
+    identity: Identity | None = None,
     **config: str,
 ) -> tuple[World, list[tuple[str, str]]]:
+    """`identity`: what every context reaches; None: each context its own cluster, phase1's recorded
+    context the platform's (its recorded clusterId)."""
     wiped: list[tuple[str, str]] = []
+
+    def reaches(context: str) -> Identity:
+        recorded = pulumi.outputs("phase1") or {}
+        if context == recorded.get(outputs.KUBE_CONTEXT):
+            return Identity("answered", uid=str(recorded[outputs.CLUSTER_ID]))
+        return Identity("answered", uid=f"uid-of-{context}")
 
     def wipe(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
         wiped.append((folder, owner))
@@ -147,6 +157,7 @@ def world(
             dev_cluster_names=lambda: list(dev_clusters),
             wipe_folder=wipe,
             checkout_id=lambda: checkout,
+            identity=lambda context: identity or reaches(context),
         ),
         wiped,
     )

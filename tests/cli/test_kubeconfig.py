@@ -267,3 +267,31 @@ def test_an_output_that_is_a_link_is_refused_and_its_target_kept(bin_dir: Path, 
     assert run(["--output", str(tmp_path / "kubeconfig")], UP) == (1, "")
     assert target.read_text() == "apiVersion: v1\nkind: Config\n"
     assert "is a symbolic link" in capsys.readouterr().err
+
+
+ON_EXISTING = FakeRunner({"phase1": {outputs.CLUSTER_NAME: "gke-prod", outputs.CLUSTER_TYPE: "existing", outputs.KUBE_CONTEXT: "gke-prod"}})
+
+
+@pytest.mark.parametrize("args", [[], ["--output", "kubeconfig"]])
+def test_on_an_existing_cluster_the_way_is_the_users_own_context_and_kind_is_never_asked(
+    bin_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    calls = fake_kind(bin_dir)
+    code, out = run([arg.replace("kubeconfig", str(tmp_path / "kubeconfig")) for arg in args], ON_EXISTING)
+    assert (code, out) == (0, ""), "nothing printed where a kubeconfig would be"
+    assert not calls.exists(), "kind was asked"
+    assert not (tmp_path / "kubeconfig").exists()
+    said = capsys.readouterr().err
+    assert "kubectl --context gke-prod" in said
+    assert "error" not in said
+
+
+def test_a_stack_not_up_whose_config_says_existing_names_that_context_and_asks_no_kind(
+    bin_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = fake_kind(bin_dir)
+    monkeypatch.setattr(schema, "STACK_FILES_DIR", tmp_path)
+    (tmp_path / "Pulumi.phase1.yaml").write_text("config:\n  blueprint:cluster: existing\n  blueprint:kubeContext: eks-a\n")
+    assert run([], FakeRunner()) == (0, "")
+    assert not calls.exists()
+    assert "kubectl --context eks-a" in capsys.readouterr().err

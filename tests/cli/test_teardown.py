@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cli import phases, status, teardown
+from cli.cluster_identity import Identity
 from cli.lifecycle import KV_SECRET, lives_in_cluster, lives_in_gitlab, without_stale_creates
 from cli.phases import Context
 from cli.stack_runner import StackFailed
@@ -624,6 +625,8 @@ def test_on_an_existing_cluster_the_destroy_asks_nothing_of_kind_and_deletes_wha
 
 def test_on_an_existing_cluster_cluster_gone_forgets_what_lived_in_it() -> None:
     pulumi, existing = on_an_existing_cluster(ClusterState("running"))  # kind's answer is never asked
+    # Its context is gone from the kubeconfig: the cluster is (cli/cluster_identity.py).
+    existing = dataclasses.replace(existing, identity=lambda context: Identity("no-context"))
     code, said = run_destroy(pulumi, False, world=existing, cluster_gone=True)
     assert code == 0, said
     assert not [r for r in pulumi.destroyed["phase2"] if lives_in_cluster(r)]

@@ -204,3 +204,20 @@ def test_phase1_refuses_rootless_podman_before_registering_anything(monkeypatch:
     assert "podman machine set --rootful" in str(failed.value.cause)
     # The stack and the read of its own last outputs (stacks/migrations.py): nothing that makes anything.
     assert {resource["type"] for resource in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
+
+
+def test_phase1_on_an_existing_cluster_asks_no_container_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No engine is needed there: a laptop with rootless Podman (Fedora's default) is not refused,
+    and no `docker -v` or `podman -v` runs."""
+    import cli.plan
+    from stacks.config import PROJECT_DIR
+    from stacks.config.schema import stack_config
+
+    def asked(*args: Any) -> None:
+        raise AssertionError("phase1 on an existing cluster asked the container engine")
+
+    monkeypatch.setattr(stand_ins.StandInEngine, "chosen", asked)
+    monkeypatch.setattr(stand_ins.StandInEngine, "refusal", asked)
+    config, secret_keys = stack_config("phase1")
+    existing = {"blueprint:cluster": "existing", "blueprint:kubeContext": "ctx", "blueprint:domain": "platform.example.com"}
+    cli.plan._run("phase1", {**config, **existing}, secret_keys, PROJECT_DIR / "__main__.py", {})
