@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from components.engine import DOCKER, KIND_PROVIDER, kind_environment
+from components.engine import DOCKER, kind_env
 from providers.cluster_access import CONTEXT_KEY
 
 ENGINE_KEY = "container_engine"
@@ -41,23 +41,15 @@ class KindAccessError(Exception):
 
 def engine_props(engine: str) -> dict[str, str]:
     """The properties that name kind's engine: none on Docker, so Docker's resources keep exactly the
-    inputs they had; on Podman, the engine, which kind must be told (`kind_env`).
+    inputs they had; on Podman, the engine, which kind must be told (components/engine.py `kind_env`).
     """
     return {} if engine == DOCKER else {ENGINE_KEY: engine}
-
-
-def kind_env(engine: str) -> dict[str, str]:
-    """The environment `kind` runs in for `engine`: this process's, with blueprint's choice of engine in
-    place of any KIND_PROVIDER it holds (a Podman user's exported variable must not send a Docker
-    platform's kind to Podman, nor the reverse: docs/design/decisions.md, entry 49).
-    """
-    return {**{key: value for key, value in os.environ.items() if key != KIND_PROVIDER}, **kind_environment(engine)}
 
 
 @contextlib.contextmanager
 def admin_kubeconfig(cluster_name: str, engine: str = DOCKER) -> Iterator[str]:
     """A path that holds the cluster's admin kubeconfig while the `with` block runs, and nothing after."""
-    with _holding(["kind", "get", "kubeconfig", "--name", cluster_name], env=kind_env(engine)) as path:
+    with _holding(["kind", "get", "kubeconfig", "--name", cluster_name], env=kind_env(engine, os.environ)) as path:
         yield path
 
 

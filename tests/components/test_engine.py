@@ -204,3 +204,15 @@ def test_phase1_refuses_rootless_podman_before_registering_anything(monkeypatch:
     assert "podman machine set --rootful" in str(failed.value.cause)
     # The stack and the read of its own last outputs (stacks/migrations.py): nothing that makes anything.
     assert {resource["type"] for resource in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
+
+
+def test_the_podman_guide_says_kinds_own_detection_order_and_blueprints() -> None:
+    """kind v0.31.0 pkg/cluster/provider.go `DetectNodeProvider` tries docker, then nerdctl, then podman;
+    blueprint runs on no nerdctl, so with the key empty it takes Docker, else Podman, and tells kind so."""
+    from stacks.config import PROJECT_DIR
+
+    guide = " ".join((PROJECT_DIR / "docs/guide/podman.md").read_text().split())
+    assert "Docker, then nerdctl, then Podman" in guide
+    assert "Docker first, then Podman (kind" not in guide
+    run = lambda argv: (0, "podman version 5.8.2") if argv[0] == "podman" else (127, "")  # noqa: E731
+    assert engine.detected(run) == engine.PODMAN  # a nerdctl here changes nothing: blueprint never asks it
