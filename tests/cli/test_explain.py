@@ -305,3 +305,17 @@ def test_the_gateway_help_names_what_the_platform_makes() -> None:
     assert cli.explain.LISTENER_SECRETS == LISTENER_SECRETS
     gate = planned("phase2").one("kubernetes:gateway.networking.k8s.io/v1:GatewayPatch", cli.explain.GATEWAY_GATE)
     assert gate["inputs"]["metadata"]["name"] == gl.GATEWAY
+
+
+def test_gather_asks_kind_on_phase1s_podman(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kind finds a cluster on its own engine alone: a failed `up` on Podman is explained from Podman's cluster."""
+    from stacks.config import schema
+
+    bin_dir = tmp_path / "bin"
+    fake_command(bin_dir, "kind", 'test "$KIND_EXPERIMENTAL_PROVIDER" = podman && echo "apiVersion: v1"\n')
+    listing = f'case "$4" in pods) cat {RECORDED / "pods.json"};; events) cat {RECORDED / "events.json"};; esac\n'
+    fake_command(bin_dir, "kubectl", 'grep -q "apiVersion: v1" "$2" || exit 1\n' + listing)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.delenv("KIND_EXPERIMENTAL_PROVIDER", raising=False)
+    monkeypatch.setattr(schema, "stack_config", lambda stack: ({"blueprint:containerEngine": "podman"}, set()))
+    assert gather("blueprint") == (recorded("pods.json"), recorded("events.json"))
