@@ -338,7 +338,9 @@ def gather(kind_cluster_name: str) -> tuple[dict[str, Any], dict[str, Any]] | No
     kind, kubectl = shutil.which("kind"), shutil.which("kubectl")
     if not kind or not kubectl or not kind_cluster_name:
         return None
-    kubeconfig = _run([kind, "get", "kubeconfig", "--name", kind_cluster_name])
+    from cli.image_cache import kind_environment
+
+    kubeconfig = _run([kind, "get", "kubeconfig", "--name", kind_cluster_name], env=kind_environment())  # phase1's engine
     if kubeconfig is None:
         return None
     try:

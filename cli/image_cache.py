@@ -48,12 +48,13 @@ def engine_of(phase1: Mapping[str, Any] | None, config: Callable[[], Mapping[str
 
 def kind_environment() -> dict[str, str]:
     """The environment a `kind` command of this checkout runs with: this process's, with phase1's engine
-    (its config's, or the one found here) named for kind when it is not Docker.
+    (its config's, or the one found here) named for kind when it is not Docker, in place of any the
+    user's shell exported (components/engine.py `kind_env`).
     """
-    from components.engine import kind_environment
+    from components.engine import kind_env
     from stacks.config.schema import stack_config
 
-    return {**os.environ, **kind_environment(engine_of(None, lambda: stack_config("phase1")[0]))}
+    return kind_env(engine_of(None, lambda: stack_config("phase1")[0]), os.environ)
 
 
 def on_engine(run: DockerRun, engine: str) -> DockerRun:

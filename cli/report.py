@@ -121,7 +121,9 @@ def _kubectl(phase1: Mapping[str, Any]) -> list[str]:
 
 
 def dns_lines(phase1: Mapping[str, Any], domain: str, hosts: Sequence[str], gateway: Gateway | None) -> list[str]:
-    """The one wildcard record that sends every name of the platform (`hosts`, all under `domain`) to the gateway."""
+    """The one wildcard record that sends every name of the platform (`hosts`, all under `domain`) to the
+    gateway; with NodePort, to the user's load balancer, with the nodes and ports it forwards to.
+    """
     from components import gitlab as gl
 
     lines = [f"In the DNS of {domain}, once (it covers {', '.join(hosts)}):"]
@@ -130,14 +132,19 @@ def dns_lines(phase1: Mapping[str, Any], domain: str, hosts: Sequence[str], gate
         why = gateway.problem if gateway and gateway.problem else "the gateway has no address yet"
         status = shlex.join([*_kubectl(phase1), "get", "gateway", gl.GATEWAY, "-o", "jsonpath={.status.addresses}"])
         return [*lines, f"  *.{domain}  ->  the gateway's address: {why}; once it has one, `{status}` shows it"]
+    if gateway and gateway.node_ports is not None:
+        # NodePort: the gateway's addresses are the nodes' (Envoy Gateway v1.8.1 internal/gatewayapi/status/
+        # gateway.go), which answer on the node ports alone: the record goes to the user's own load balancer.
+        ports = ", ".join(f"{port} -> node port {node}" for port, node in sorted(gateway.node_ports.items()))
+        nodes = ", ".join(value for _, value in found)
+        return [
+            *lines,
+            f"  your load balancer (blueprint:exposure=nodePort): to nodes {nodes}, ports {ports}",
+            f"  *.{domain}  ->  your load balancer's address (an A record to its IP, or a CNAME to its hostname)",
+        ]
     hostnames = [value for kind, value in found if kind == "Hostname"]
     # A CNAME names one host; A records may be several.
     records = [f"  *.{domain}  CNAME  {hostnames[0]}"] if hostnames else [f"  *.{domain}  A  {value}" for _, value in found]
-    if gateway and gateway.node_ports is not None:
-        ports = ", ".join(f"{port} -> node port {node}" for port, node in sorted(gateway.node_ports.items()))
-        records.append(
-            f"  (blueprint:exposure=nodePort: the nodes answer on their node ports, {ports}; a load balancer of yours maps them)"
-        )
     return [*lines, *records]
 
 

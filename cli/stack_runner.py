@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from cli.doctor.checks import PULUMI_MIN_VERSION, pulumi_check
 from cli.doctor.install import PULUMI
 from cli.doctor.machine import Machine, RealMachine
+from components.engine import KIND_PROVIDER
 from stacks.config import PROJECT_DIR
 from stacks.config.schema import ENV_STEP
 from versions import PULUMI_VERSION
@@ -66,6 +67,10 @@ def pulumi_environment(*, create: bool = True) -> dict[str, str]:
         "PULUMI_BACKEND_URL": f"file://{PROJECT_DIR / '.pulumi-state'}",
         # Every command would otherwise ask the network for a newer CLI first.
         "PULUMI_SKIP_UPDATE_CHECK": "true",
+        # The program tells kind its engine when it is not Docker (components/engine.py `kind_environment`);
+        # a user's exported one would send Docker's kind to Podman. These only add to the process's
+        # environment, so it is emptied: kind reads "" as unset (kind v0.31.0 runtime.go `GetDefault`).
+        KIND_PROVIDER: "",
         **passphrase.environment(os.environ, create=create),
     }
 

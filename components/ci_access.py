@@ -28,6 +28,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.apps_egress import AppsEgress, AppsEgressArgs
+from components.engine import DOCKER
 from components.pod_security import pod_security_labels
 from components.scripts import script
 from components.storage import as_input
@@ -101,6 +102,8 @@ def credential_binding_spec(policy: str, namespace: str) -> dict[str, object]:
 class CiAccessArgs:
     kind_cluster_name: pulumi.Input[str]
     """For `kind get kubeconfig`, which the token step uses (no credential passes through Pulumi)."""
+    engine: str = DOCKER
+    """The container engine kind runs on (components/engine.py), which `kind get kubeconfig` is told."""
     kube_context: str = ""
     """On an existing cluster, its context, whose kubeconfig the token step uses instead; "" on kind."""
     namespace: str = "apps"
@@ -165,6 +168,7 @@ class CiAccess(pulumi.ComponentResource):
             f"{name}-kubeconfig",
             DeployKubeconfigArgs(
                 kind_cluster_name=args.kind_cluster_name,
+                engine=args.engine,
                 kube_context=args.kube_context,
                 namespace=args.namespace,
                 namespace_uid=namespace.metadata.apply(lambda metadata: metadata.uid or ""),

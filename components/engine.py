@@ -1,5 +1,5 @@
 """The container engine kind and blueprint's own containers run on: Docker or Podman
-(`blueprint:containerEngine`; empty: detected as kind detects it, Docker first).
+(`blueprint:containerEngine`; empty: Docker when it is here, else Podman, which kind is then told).
 
 Docker is the default, and a Docker plan is what it was before Podman: the scripts' texts are the
 `.sh` files as written, and no environment variable names the engine. On Podman, kind is told so by
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 DOCKER = "docker"
@@ -53,6 +53,14 @@ def kind_environment(engine: str) -> dict[str, str]:
     own first choice, and the plan as it was), KIND_PROVIDER for Podman.
     """
     return {} if engine == DOCKER else {KIND_PROVIDER: engine}
+
+
+def kind_env(engine: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` for a `kind` command of blueprint's own on `engine`: any KIND_PROVIDER of the user's
+    shell dropped, then `kind_environment`. blueprint's engine wins, so kind never makes or reads the
+    cluster on another engine than the mirrors, the wipe and `status` use (decisions.md, entry 49).
+    """
+    return {**{key: value for key, value in environ.items() if key != KIND_PROVIDER}, **kind_environment(engine)}
 
 
 PODMAN_FORMS = {
@@ -114,7 +122,10 @@ def available(engine: str, run: Run) -> bool:
 
 
 def detected(run: Run) -> str | None:
-    """The engine kind would take here on its own: Docker first, then Podman; None for neither."""
+    """Docker when it is here, else Podman, as kind tests each; None for neither. kind on its own would
+    try nerdctl between them (kind v0.31.0 pkg/cluster/provider.go `DetectNodeProvider`), which blueprint
+    does not run on: it names the engine to kind instead (`kind_environment`).
+    """
     return next((engine for engine in ENGINES if available(engine, run)), None)
 
 

@@ -185,16 +185,27 @@ def _storage_class(context: str, named: str, listed: Mapping[str, Any]) -> str:
             f"blueprint:storageClass = {named!r}: the cluster of context {context} has no such StorageClass (it has: "
             f"{', '.join(names) or 'none'}); name one of them, or leave blueprint:storageClass empty for the default"
         )
+    if (default := default_storage_class(listed)) is None:
+        raise ClusterUnreadable(
+            f"the cluster of context {context} has no default StorageClass, and blueprint:storageClass names none: set "
+            f"blueprint:storageClass to one of its classes ({', '.join(names) or 'it has none: install a provisioner first'})"
+        )
+    return default
+
+
+def default_storage_class(listed: Mapping[str, Any]) -> str | None:
+    """The cluster's default StorageClass of `listed` (`kubectl get storageclasses -o json`), or None: the
+    newest of those annotated default, as Kubernetes gives a claim that names none. phase1's rule, and
+    the doctor's (cli/doctor/cluster.py).
+    """
+    classes = [item for item in listed.get("items") or [] if isinstance(item, dict)]
     defaults = [
         item
         for item in classes
         if any(((item.get("metadata") or {}).get("annotations") or {}).get(key) == "true" for key in DEFAULT_CLASS_ANNOTATIONS)
     ]
     if not defaults:
-        raise ClusterUnreadable(
-            f"the cluster of context {context} has no default StorageClass, and blueprint:storageClass names none: set "
-            f"blueprint:storageClass to one of its classes ({', '.join(names) or 'it has none: install a provisioner first'})"
-        )
+        return None
     newest = max(defaults, key=lambda item: str((item.get("metadata") or {}).get("creationTimestamp", "")))
     return str(newest["metadata"]["name"])
 

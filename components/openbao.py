@@ -32,6 +32,7 @@ import pulumi_kubernetes as k8s
 
 import versions
 from components.digests import keyed_digest
+from components.engine import DOCKER
 from components.pod_security import pod_security_labels
 from providers.cluster_access import Target
 from providers.host_secret import HostSecret, HostSecretArgs
@@ -240,6 +241,8 @@ class OpenBaoArgs:
     """What creates `secrets_path`."""
     kind_cluster_name: pulumi.Input[str]
     """For the kubectl commands an error prints, and the server's log an error quotes."""
+    engine: str = DOCKER
+    """The container engine kind runs on (components/engine.py), which `kind get kubeconfig` is told."""
 
 
 def openbao_values(args: OpenBaoArgs, storage_secret: str, environment_digest: pulumi.Input[str]) -> dict[str, Any]:
@@ -424,6 +427,7 @@ class OpenBao(pulumi.ComponentResource):
                 mount=KV_MOUNT,
                 seal_key_file=f"{args.secrets_path}/openbao-seal-key",
                 kind_cluster_name=args.kind_cluster_name,
+                engine=args.engine,
                 forward=args.forward,
                 kube_context=args.kube_context,
                 namespace=args.namespace,

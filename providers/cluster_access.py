@@ -161,7 +161,9 @@ def forwarded(target: Target, *, start_seconds: float = START_SECONDS) -> Iterat
 
 class Forwards:
     """The forward a session's requests go through: started at the first request, started again when
-    kubectl ended (a restarted pod ends its forward), stopped with `close`.
+    kubectl ended, stopped with `close`. kubectl does not end when its pod does (kubernetes/kubernetes#67059,
+    kubernetes/kubectl#686): the session's adapter closes the forward on a failed connection
+    (providers/http.py `_through`), so the next request resolves the Service's pod again.
     """
 
     def __init__(self, target: Target, start: Callable[[Target], Forward] = Forward) -> None:

@@ -32,15 +32,16 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from components.engine import DOCKER
 from providers.cluster_access import CONTEXT_KEY, existing_props
-from providers.kind_access import KindAccessError, cluster_kubeconfig
+from providers.kind_access import ENGINE_KEY, KindAccessError, cluster_kubeconfig, engine_props
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
     "kind_cluster_name", "namespace", "namespace_uid", "service_account_uid", "script", "environment", "renew_days", "provider_version",
-    CONTEXT_KEY,
+    CONTEXT_KEY, ENGINE_KEY,
 )  # fmt: skip
 ADDED_ENVIRONMENT = ("KIND_CLUSTER_NAME", "NAMESPACE", "ANCHOR", "KEEP_ANCHOR", "ANCHOR_LABEL", "ADMIN_KUBECONFIG")
 """What `make` adds to the script's `environment`."""
@@ -163,6 +164,8 @@ class DeployKubeconfigArgs:
     """Make a new token once the recorded one expires within this many days."""
     kube_context: str = ""
     """On an existing cluster, its context (providers/kind_access.py `cluster_kubeconfig`); "" on kind."""
+    engine: str = DOCKER
+    """The container engine kind runs on, which `kind get kubeconfig` must be told (providers/kind_access.py)."""
 
 
 class DeployKubeconfig(pulumi.dynamic.Resource, module="blueprint", name="DeployKubeconfig"):
@@ -184,6 +187,7 @@ class DeployKubeconfig(pulumi.dynamic.Resource, module="blueprint", name="Deploy
             "renew_days": args.renew_days,
             "provider_version": PROVIDER_VERSION,
             **existing_props(kube_context=args.kube_context),
+            **engine_props(args.engine),
             "kubeconfig": None,
             "expires_at": None,
             "anchor": None,

@@ -32,18 +32,19 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from components.engine import DOCKER
 from providers import poll
 from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, Target, existing_props, target_of
 from providers.gitlab_api import Connection, GitLab, GitLabApiError
 from providers.http import missing_ca_file
-from providers.kind_access import KindAccessError, cluster_kubeconfig
+from providers.kind_access import ENGINE_KEY, KindAccessError, cluster_kubeconfig, engine_props
 
 PROVIDER_VERSION = "1"
 """Bump when the provider's behaviour changes (it is pickled by reference)."""
 
 INPUTS = (
     "gitlab_url", "ca_file", "token", "kind_cluster_name", "namespace", "toolbox", "name", "scopes", "expires_days",
-    "wait_seconds", "provider_version", TARGET_KEY, CONTEXT_KEY,
+    "wait_seconds", "provider_version", TARGET_KEY, CONTEXT_KEY, ENGINE_KEY,
 )  # fmt: skip
 RENEW_DAYS = 7
 """A token that expires within this many days (UTC, `renew_by`) is renewed on the next `up`."""
@@ -252,6 +253,8 @@ class GitLabTokenArgs:
     """On an existing cluster, Envoy's Service, which GitLab is reached through (providers/cluster_access.py)."""
     kube_context: str = ""
     """On an existing cluster, its context, for the toolbox's `kubectl exec`; "" on kind."""
+    engine: str = DOCKER
+    """The container engine kind runs on, which `kind get kubeconfig` must be told (providers/kind_access.py)."""
 
     def __post_init__(self) -> None:
         if not RENEW_DAYS < self.expires_days <= 365:
@@ -272,6 +275,7 @@ def _token_props(args: GitLabTokenArgs) -> dict[str, Any]:
         "wait_seconds": args.wait_seconds,
         "provider_version": PROVIDER_VERSION,
         **existing_props(forward=args.forward, kube_context=args.kube_context),
+        **engine_props(args.engine),
     }
 
 

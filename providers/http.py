@@ -98,6 +98,7 @@ def session(
 
 def _through(target: Target) -> requests.adapters.HTTPAdapter:
     """An adapter that sends each request to the local end of a port-forward to `target`."""
+    import requests
     from requests.adapters import HTTPAdapter
 
     class Through(HTTPAdapter):
@@ -110,7 +111,13 @@ def _through(target: Target) -> requests.adapters.HTTPAdapter:
             port = self.forwards.port()
             request.headers["Host"] = parts.netloc  # what routes it at Envoy; the URL's own host is kept
             request.url = urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))
-            return super().send(request, *args, **kwargs)
+            try:
+                return super().send(request, *args, **kwargs)
+            except requests.ConnectionError:
+                # kubectl outlives the pod it forwards to (kubernetes/kubernetes#67059) and fails every
+                # connection: the next attempt starts a new forward, which finds the Service's pod again.
+                self.forwards.close()
+                raise
 
         def close(self) -> None:
             super().close()

@@ -1,8 +1,9 @@
 """The kind cluster's admin kubeconfig, for the providers that act inside the cluster.
 
-It comes from `kind get kubeconfig` at the moment of use (on an existing cluster, from
-`kubectl config view --raw --minify --flatten --context <context>`: `cluster_kubeconfig`) and lives only for as long as the caller
-needs it: no cluster credential passes through Pulumi's inputs, outputs or state, and none is left
+It comes from `kind get kubeconfig` at the moment of use, on the engine blueprint chose for kind
+(`ENGINE_KEY`; on an existing cluster, from `kubectl config view --raw --minify --flatten --context
+<context>`: `cluster_kubeconfig`), and lives only for as long as the caller needs it: no cluster
+credential passes through Pulumi's inputs, outputs or state, and none is left
 on disk when the process is killed (a SIGKILL runs no `finally`). Where the system has anonymous
 memory files (Linux, WSL: `memfd_create(2)`) it is one, which the kernel frees with the last
 descriptor; the callers' `kubectl` opens it as `/proc/<pid>/fd/<n>`, which reads it from the start
@@ -20,7 +21,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from components.engine import DOCKER, kind_env
 from providers.cluster_access import CONTEXT_KEY
+
+ENGINE_KEY = "container_engine"
+"""The property that names kind's engine, on a provider that asks kind; absent on Docker (`engine_props`)."""
 
 FOLDER_PREFIX = "blueprint-kubeconfigs-"
 """The private folder of the fallback, one per user (`<prefix><uid>` under the temporary folder)."""
@@ -34,10 +39,17 @@ class KindAccessError(Exception):
         self.said, self.returncode = said, returncode
 
 
+def engine_props(engine: str) -> dict[str, str]:
+    """The properties that name kind's engine: none on Docker, so Docker's resources keep exactly the
+    inputs they had; on Podman, the engine, which kind must be told (components/engine.py `kind_env`).
+    """
+    return {} if engine == DOCKER else {ENGINE_KEY: engine}
+
+
 @contextlib.contextmanager
-def admin_kubeconfig(cluster_name: str) -> Iterator[str]:
+def admin_kubeconfig(cluster_name: str, engine: str = DOCKER) -> Iterator[str]:
     """A path that holds the cluster's admin kubeconfig while the `with` block runs, and nothing after."""
-    with _holding(["kind", "get", "kubeconfig", "--name", cluster_name]) as path:
+    with _holding(["kind", "get", "kubeconfig", "--name", cluster_name], env=kind_env(engine, os.environ)) as path:
         yield path
 
 
@@ -52,15 +64,15 @@ def cluster_kubeconfig(props: Mapping[str, Any]) -> Iterator[str]:
         with _holding(["kubectl", "config", "view", "--raw", "--minify", "--flatten", "--context", context]) as path:
             yield path
     else:
-        with admin_kubeconfig(str(props["kind_cluster_name"])) as path:
+        with admin_kubeconfig(str(props["kind_cluster_name"]), str(props.get(ENGINE_KEY) or DOCKER)) as path:
             yield path
 
 
 @contextlib.contextmanager
-def _holding(argv: list[str]) -> Iterator[str]:
-    """A path that holds what `argv` prints while the `with` block runs."""
+def _holding(argv: list[str], env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """A path that holds what `argv` prints (run in `env`, else this process's) while the `with` block runs."""
     try:
-        got = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        got = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, env=env)
     except OSError as error:
         raise KindAccessError(f"{argv[0]} does not run ({error.strerror}): install it") from None
     if got.returncode != 0 or not got.stdout.strip():

@@ -25,7 +25,9 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
 
+from components.engine import DOCKER
 from providers.cluster_access import CONTEXT_KEY, TARGET_KEY, Target, existing_props
+from providers.kind_access import ENGINE_KEY, engine_props
 from providers.openbao_converge import converge, usable
 from providers.openbao_errors import CONFIGURED_BEFORE
 
@@ -38,7 +40,7 @@ INPUTS = (
     "requests", "request_secrets",
     "release_digest", "mount", "seal_key_file", "kind_cluster_name", "namespace", "pod", "statefulset",
     "postgres_namespace", "postgres_pod", "database", "table", "rollout_seconds", "wait_seconds", "http_timeout",
-    "provider_version", TARGET_KEY, CONTEXT_KEY,
+    "provider_version", TARGET_KEY, CONTEXT_KEY, ENGINE_KEY,
 )  # fmt: skip
 SECRET_OUTPUTS = ["password", "request_secrets"]
 
@@ -143,6 +145,8 @@ class OpenBaoInitArgs:
     providers/cluster_access.py); None on kind, where `address` is on 127.0.0.1."""
     kube_context: str = ""
     """On an existing cluster, its context, for the kubectl calls (rollout, log); "" on kind."""
+    engine: str = DOCKER
+    """The container engine kind runs on, which `kind get kubeconfig` must be told (providers/kind_access.py)."""
 
 
 class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
@@ -178,6 +182,7 @@ class OpenBaoInit(pulumi.dynamic.Resource, module="openbao", name="Init"):
             "http_timeout": args.http_timeout,
             "provider_version": PROVIDER_VERSION,
             **existing_props(forward=args.forward, kube_context=args.kube_context),
+            **engine_props(args.engine),
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS)
         super().__init__(OpenBaoInitProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

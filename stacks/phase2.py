@@ -109,7 +109,12 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     _headlamp_route(ground, gitlab)
     ci_access = CiAccess(
         "ci-access",
-        CiAccessArgs(kind_cluster_name=inputs[outputs.CLUSTER_NAME], kube_context=exposure.kube_context(inputs), namespace=APPS_NAMESPACE),
+        CiAccessArgs(
+            kind_cluster_name=inputs[outputs.CLUSTER_NAME],
+            engine=engine_of(inputs),
+            kube_context=exposure.kube_context(inputs),
+            namespace=APPS_NAMESPACE,
+        ),
         opts=on_cluster,
     )
     platform = Platform(tls=tls, data=data, openbao=openbao, gitlab=gitlab, admin=admin, runners=runners, ci_access=ci_access)
@@ -328,6 +333,7 @@ def _openbao(ground: Ground, postgres: Postgres, tls: Tls) -> OpenBao:
             secrets_path=folders.secrets,
             secrets_folder=ground.storage.folder,
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
+            engine=engine_of(inputs),
         ),
         opts=ground.on_cluster,
     )
@@ -393,6 +399,7 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
             ca_file=tls.ca_file,
             token=token_value,
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
+            engine=engine_of(inputs),
             namespace=ground.namespace,
             toolbox=gl.TOOLBOX,
             forward=exposure.gitlab_forward(inputs),

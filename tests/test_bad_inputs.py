@@ -925,6 +925,20 @@ CASES: dict[str, Bad] = {
             "fix: give `--config blueprint:kubeContext=<context>`",
         ),
     ),
+    # A context is named as the kubeconfig spells it: a pasted space, a control or format character (a
+    # right-to-left override that makes messages lie), or a page of text is refused before anything is asked.
+    **{
+        f"kube-context-{case}": Bad(
+            argv=("plan", "phase1", "--config", "blueprint:cluster=existing", "--config", f"blueprint:kubeContext={value}"),
+            says=(f"blueprint:kubeContext = {shown}", "is not valid: expected a context's name from your kubeconfig", why),
+        )
+        for case, value, shown, why in (
+            ("with-spaces-around-it", " prod ", "' prod '", "no spaces around it"),
+            ("with-a-format-character", "prod\u202eedoc", "'prod\\u202eedoc'", "no control or format characters"),
+            ("with-a-control-character", "prod\x85", "'prod\\x85'", "no control or format characters"),
+            ("of-a-page-of-text", "p" * 100_000, "'pppp", "at most 512 characters"),
+        )
+    },
     "cluster-a-word-of-its-own": config_case("phase1", "cluster", "k3s", "'k3s' is not valid: expected kind or existing"),
     "kube-context-with-kind": config_case(
         "phase1", "kubeContext", "prod", "'prod' is not valid: it is for an existing cluster, and blueprint:cluster is kind"

@@ -65,7 +65,7 @@ def machine_checks(
     """
     result = podman_checks(machine) if engine == PODMAN else docker_checks(machine, machine_family(machine))
     result += [
-        checks.kind_check(machine),
+        checks.kind_check(machine, engine),
         checks.pulumi_check(machine, pulumi_min_version),
         checks.kubectl_check(machine),
         checks.uv_check(machine),

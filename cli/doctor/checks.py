@@ -15,7 +15,7 @@ from cli.doctor.machine import Machine, first_line
 from cli.doctor.needs import GIB, MIB, NODE_MEMORY_BYTES, Needs
 from cli.os_family import Command
 from cli.tools_path import SHELL_PATH, TOOLS_BIN
-from components.engine import DOCKER, PODMAN
+from components.engine import DOCKER, KIND_PROVIDER, LABELS, PODMAN
 from versions import KIND_VERSION
 
 PULUMI_MIN_VERSION = "3.145.0"
@@ -113,7 +113,7 @@ def _version(text: str, pattern: re.Pattern[str] = _VERSION) -> tuple[int, int, 
     return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
 
 
-def kind_check(machine: Machine) -> Check:
+def kind_check(machine: Machine, engine: str = DOCKER) -> Check:
     fix = download_fix(machine, KIND, f"https://github.com/kubernetes-sigs/kind/releases/tag/{KIND_VERSION}")
     if machine.which("kind") is None:
         return Check(name=KIND, ok=False, found="no `kind` on PATH", fix=fix)
@@ -123,8 +123,22 @@ def kind_check(machine: Machine) -> Check:
         return Check(name=KIND, ok=False, found=f"`kind version` failed: {first_line(output)}", fix=fix)
     shown = "v{}.{}.{}".format(*found)
     if shown != KIND_VERSION:
-        return Check(name=KIND, ok=True, found=f"{shown} (works; the node image is pinned for {KIND_VERSION}, expect a warning)")
-    return Check(name=KIND, ok=True, found=shown)
+        shown = f"{shown} (works; the node image is pinned for {KIND_VERSION}, expect a warning)"
+    return Check(name=KIND, ok=True, found=shown, advice=_shell_kind_provider(machine, engine))
+
+
+def _shell_kind_provider(machine: Machine, engine: str) -> str:
+    """A warning when the shell exports a KIND_PROVIDER other than `engine`: blueprint's own kind commands
+    ignore it (components/engine.py `kind_env`), the user's own `kind` commands do not.
+    """
+    exported = machine.environ().get(KIND_PROVIDER, "")
+    if not exported or exported == engine:
+        return ""
+    return (
+        f"{KIND_PROVIDER}={exported} in your shell, but blueprint runs kind on {LABELS[engine]} and tells kind so itself; "
+        f"the `kind` commands you type go to {exported}, where the cluster is not: `unset {KIND_PROVIDER}` (and drop it "
+        f"from your shell's rc file), or set blueprint:containerEngine to the engine you mean"
+    )
 
 
 def pulumi_check(machine: Machine, minimum: str) -> Check:

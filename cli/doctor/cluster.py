@@ -49,10 +49,6 @@ TESTED_KUBERNETES = ((1, 33), (1, 35))
 KUBECTL_SKEW = 1
 """kubectl is supported within one minor of kube-apiserver (kubernetes.io/releases/version-skew-policy)."""
 
-DEFAULT_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
-"""The annotations that make a StorageClass the default, current and beta
-(https://kubernetes.io/docs/tasks/administer-cluster/change-default-storage-class/)."""
-
 CLUSTER_WIDE = (
     "namespaces",
     "customresourcedefinitions.apiextensions.k8s.io",
@@ -260,12 +256,11 @@ def _storage_check(machine: Machine, cluster: ClusterConfig, stack: str) -> Chec
             found=f"no StorageClass {wanted!r} (blueprint:storageClass); the cluster has {names}",
             fix=f"name one it has, or none for the cluster's default: {_set_key(stack, 'storageClass', '<class>')}",
         )
-    defaults = [
-        name for name, item in classes.items() if any(item["metadata"].get("annotations", {}).get(key) == "true" for key in DEFAULT_CLASS)
-    ]
-    if defaults:
-        return Check(name=STORAGE, ok=True, found=f"{shown(defaults[-1])}, the cluster's default (blueprint:storageClass is empty)")
-    patch = json.dumps({"metadata": {"annotations": {DEFAULT_CLASS[0]: "true"}}}, separators=(",", ":"))
+    from components.existing_cluster import DEFAULT_CLASS_ANNOTATIONS, default_storage_class  # phase1's rule
+
+    if (default := default_storage_class(listed)) is not None:
+        return Check(name=STORAGE, ok=True, found=f"{shown(default)}, the cluster's default (blueprint:storageClass is empty)")
+    patch = json.dumps({"metadata": {"annotations": {DEFAULT_CLASS_ANNOTATIONS[0]: "true"}}}, separators=(",", ":"))
     mark = f"kubectl --context {shlex.quote(cluster.kube_context)} patch storageclass <class> -p {shlex.quote(patch)}"
     return Check(
         name=STORAGE,

@@ -10,6 +10,7 @@ a value the program would ignore never looks as if it counted. `dev` stays kind'
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -121,9 +122,21 @@ def _storage_class_problem(name: str) -> str | None:
     return None
 
 
+CONTEXT_MOST = 512
+"""The longest `blueprint:kubeContext`: well above the names EKS, GKE and AKS write (an ARN is under 200)."""
+
+
 def _context_problem(name: str) -> str | None:
-    if any(ord(char) < 32 or ord(char) == 127 for char in name):
-        return "expected a context's name from your kubeconfig (`kubectl config get-contexts` lists them), without control characters"
+    """A name as the kubeconfig spells it: no pasted spaces around it (a late "context not found"), no
+    control or format character (U+202E would make every message that shows it lie), not a page of text.
+    """
+    expected = "expected a context's name from your kubeconfig (`kubectl config get-contexts` lists them)"
+    if len(name) > CONTEXT_MOST:
+        return f"{expected}, at most {CONTEXT_MOST} characters"
+    if any(unicodedata.category(char) in ("Cc", "Cf") for char in name):
+        return f"{expected}, with no control or format characters"
+    if name != name.strip():
+        return f"{expected}, with no spaces around it"
     return None
 
 

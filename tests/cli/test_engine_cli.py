@@ -59,3 +59,26 @@ def test_blueprint_kubeconfig_asks_kind_on_phase1s_podman(tmp_path: Path, monkey
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
     monkeypatch.setattr(schema, "stack_config", lambda stack: ({"blueprint:containerEngine": PODMAN}, set()))
     assert kubeconfig.kind_kubeconfig("blueprint", "phase1").strip() == "provider: podman"
+
+
+def test_a_kind_provider_exported_in_the_shell_does_not_move_a_docker_platforms_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Podman user's `export KIND_EXPERIMENTAL_PROVIDER=podman` would make kind put the cluster on
+    Podman while the mirrors, the wipe and `status` use Docker: blueprint's engine wins, in the
+    CLI's own kind commands and in everything Pulumi runs (kind reads "" as unset: detect)."""
+    from cli import stack_runner
+    from components.engine import KIND_PROVIDER
+    from stacks.config import schema
+
+    monkeypatch.setenv(KIND_PROVIDER, PODMAN)
+    monkeypatch.setattr(schema, "stack_config", lambda stack: ({"blueprint:containerEngine": "docker"}, set()))
+    assert image_cache.kind_environment().get(KIND_PROVIDER, "") == ""
+    assert {**os.environ, **stack_runner.pulumi_environment(create=False)}[KIND_PROVIDER] == ""
+
+
+def test_a_docker_provider_exported_in_the_shell_does_not_move_a_podman_platforms_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    from components.engine import KIND_PROVIDER
+    from stacks.config import schema
+
+    monkeypatch.setenv(KIND_PROVIDER, "docker")
+    monkeypatch.setattr(schema, "stack_config", lambda stack: ({"blueprint:containerEngine": PODMAN}, set()))
+    assert image_cache.kind_environment()[KIND_PROVIDER] == PODMAN

@@ -181,13 +181,18 @@ def test_gather_is_none_when_kind_is_missing(tmp_path: Path, monkeypatch: pytest
     assert gather("blueprint") is None
 
 
-def test_gather_reads_pods_and_events_with_the_clusters_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _cluster_answering(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """A `kind` (shell `kind`) and a kubectl that lists the recorded pods and events with what kind printed."""
     bin_dir = tmp_path / "bin"
-    fake_command(bin_dir, "kind", 'test "$*" = "get kubeconfig --name blueprint" && echo "apiVersion: v1"\n')
+    fake_command(bin_dir, "kind", kind)
     # kubectl --kubeconfig FILE get pods|events -A -o json, with the kubeconfig kind printed.
     listing = f'case "$4" in pods) cat {RECORDED / "pods.json"};; events) cat {RECORDED / "events.json"};; esac\n'
     fake_command(bin_dir, "kubectl", 'grep -q "apiVersion: v1" "$2" || exit 1\n' + listing)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+def test_gather_reads_pods_and_events_with_the_clusters_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _cluster_answering(tmp_path, monkeypatch, 'test "$*" = "get kubeconfig --name blueprint" && echo "apiVersion: v1"\n')
     assert gather("blueprint") == (recorded("pods.json"), recorded("events.json"))
 
 
@@ -305,3 +310,13 @@ def test_the_gateway_help_names_what_the_platform_makes() -> None:
     assert cli.explain.LISTENER_SECRETS == LISTENER_SECRETS
     gate = planned("phase2").one("kubernetes:gateway.networking.k8s.io/v1:GatewayPatch", cli.explain.GATEWAY_GATE)
     assert gate["inputs"]["metadata"]["name"] == gl.GATEWAY
+
+
+def test_gather_asks_kind_on_phase1s_podman(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kind finds a cluster on its own engine alone: a failed `up` on Podman is explained from Podman's cluster."""
+    from stacks.config import schema
+
+    _cluster_answering(tmp_path, monkeypatch, 'test "$KIND_EXPERIMENTAL_PROVIDER" = podman && echo "apiVersion: v1"\n')
+    monkeypatch.delenv("KIND_EXPERIMENTAL_PROVIDER", raising=False)
+    monkeypatch.setattr(schema, "stack_config", lambda stack: ({"blueprint:containerEngine": "podman"}, set()))
+    assert gather("blueprint") == (recorded("pods.json"), recorded("events.json"))

@@ -208,11 +208,17 @@ def test_a_load_balancer_with_a_hostname_gets_a_cname_record() -> None:
     )
 
 
-def test_a_node_port_gateway_names_the_node_ports_beside_the_record() -> None:
-    answer = _gateway_answer([{"type": "IPAddress", "value": "10.0.0.4"}], service_type="NodePort")
+def test_a_node_port_gateway_names_the_nodes_and_ports_for_the_users_load_balancer_and_no_a_record() -> None:
+    """With NodePort the gateway's addresses are the nodes' (Envoy Gateway status/gateway.go), which answer on
+    no port 443: the record goes to the user's own load balancer in front of them (the existing-cluster guide)."""
+    nodes = [{"type": "IPAddress", "value": "10.0.0.4"}, {"type": "IPAddress", "value": "10.0.0.5"}]
+    answer = _gateway_answer(nodes, service_type="NodePort")
     text = report.summary({"phase1": EXISTING_PHASE1, "phase2": PHASE2}, gateway=report.gateway_address(EXISTING_PHASE1, _run(answer, [])))
-    assert "*.local.example.net  A  10.0.0.4" in text
+    assert "  A  " not in text
+    assert "  CNAME  " not in text
+    assert "nodes 10.0.0.4, 10.0.0.5" in text
     assert "443 -> node port 31443" in text
+    assert "*.local.example.net  ->  your load balancer's address" in text
 
 
 def test_a_gateway_without_an_address_says_how_to_see_it_once_it_has_one() -> None:

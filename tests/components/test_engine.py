@@ -221,3 +221,15 @@ def test_phase1_on_an_existing_cluster_asks_no_container_engine(monkeypatch: pyt
     config, secret_keys = stack_config("phase1")
     existing = {"blueprint:cluster": "existing", "blueprint:kubeContext": "ctx", "blueprint:domain": "platform.example.com"}
     cli.plan._run("phase1", {**config, **existing}, secret_keys, PROJECT_DIR / "__main__.py", {})
+
+
+def test_the_podman_guide_says_kinds_own_detection_order_and_blueprints() -> None:
+    """kind v0.31.0 pkg/cluster/provider.go `DetectNodeProvider` tries docker, then nerdctl, then podman;
+    blueprint runs on no nerdctl, so with the key empty it takes Docker, else Podman, and tells kind so."""
+    from stacks.config import PROJECT_DIR
+
+    guide = " ".join((PROJECT_DIR / "docs/guide/podman.md").read_text().split())
+    assert "Docker, then nerdctl, then Podman" in guide
+    assert "Docker first, then Podman (kind" not in guide
+    run = lambda argv: (0, "podman version 5.8.2") if argv[0] == "podman" else (127, "")  # noqa: E731
+    assert engine.detected(run) == engine.PODMAN  # a nerdctl here changes nothing: blueprint never asks it

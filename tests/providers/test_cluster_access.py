@@ -208,3 +208,38 @@ def test_status_asks_openbao_through_the_forward(bao: BaoServer, tmp_path: Path,
     init_provider().create(init_inputs(bao, tmp_path, address=IN_CLUSTER, **{TARGET_KEY: OPENBAO.wire(), CONTEXT_KEY: CONTEXT}))
     ca_file = str(bao.pki.ca_file if bao.pki else "")
     assert probe(f"{IN_CLUSTER}/v1/sys/seal-status", ca_file, {}, server_name=SERVER_NAME, forward=OPENBAO.wire()) == "unsealed"
+
+
+DEAD_POD_KUBECTL = """\
+#!{python}
+# A port-forward whose pod went away: kubectl keeps listening and fails each connection at once
+# (kubernetes/kubernetes#67059, kubernetes/kubectl#686: it does not exit).
+import socket, sys
+with open({starts!r}, "a") as starts:
+    starts.write("start\\n")
+listener = socket.create_server(("127.0.0.1", 0))
+print(f"Forwarding from 127.0.0.1:{{listener.getsockname()[1]}} -> 443", flush=True)
+while True:
+    client, _ = listener.accept()
+    print("E portforward.go: error forwarding port 443 to pod abc: container not found", file=sys.stderr, flush=True)
+    client.close()
+"""
+
+
+def test_a_forward_whose_pod_went_away_is_started_again_at_the_next_attempt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubectl outlives its pod; the Service's next pod (a rollout, a drained node) is reached by a new forward."""
+    import requests
+
+    from providers import http
+
+    starts = tmp_path / "starts"
+    script = tmp_path / "kubectl"
+    script.write_text(DEAD_POD_KUBECTL.format(python=sys.executable, starts=str(starts)))
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    target = Target(context=CONTEXT, namespace="gitlab", service="gitlab-envoy", port=443)
+    with http.session(forward=target) as asking:
+        for _ in range(3):
+            with pytest.raises(requests.ConnectionError):
+                asking.get("http://gitlab.platform.example.com/api/v4/version", timeout=30)
+    assert starts.read_text().splitlines() == ["start"] * 3

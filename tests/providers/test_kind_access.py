@@ -82,3 +82,53 @@ def test_without_memory_files_a_killed_runs_kubeconfig_is_removed_by_the_next_us
         assert oct(Path(path).stat().st_mode & 0o777) == "0o600"
         assert left_in(folder) == [Path(path).name]
     assert left_in(kind) == []
+
+
+KIND_PROVIDERS = (
+    ("pulumi-python:dynamic/blueprint:DeployKubeconfig", "ci-access-kubeconfig"),
+    ("pulumi-python:dynamic/openbao:Init", "openbao-init"),
+    ("pulumi-python:dynamic/gitlab:AdminToken", "gitlab-admin-token"),
+)
+"""phase2's resources whose providers ask kind for the admin kubeconfig (deploy kubeconfig, OpenBao's
+rollout, GitLab's token seeding)."""
+
+SAYS_PROVIDER = 'echo "provider=${KIND_EXPERIMENTAL_PROVIDER:-detect}" >&2; exit 1\n'
+
+
+def _provider_kind_was_told(props: dict[str, object]) -> str:
+    """What KIND_EXPERIMENTAL_PROVIDER the `kind` run for `props` saw ("detect": none)."""
+    with pytest.raises(kind_access.KindAccessError) as failed, kind_access.cluster_kubeconfig(props):
+        pass
+    return failed.value.said.removeprefix("provider=")
+
+
+@pytest.mark.parametrize(("type_", "name"), KIND_PROVIDERS, ids=[name for _, name in KIND_PROVIDERS])
+def test_on_podman_the_providers_ask_kind_on_podman_whatever_the_shell_says(
+    type_: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With Docker installed too, a kind left to detect finds Docker first and no such cluster."""
+    from tests.plans import planned
+
+    props = planned("phase2", containerEngine="podman").one(type_, name)["inputs"]
+    fake_command(tmp_path / "bin", "kind", SAYS_PROVIDER)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.delenv("KIND_EXPERIMENTAL_PROVIDER", raising=False)
+    assert _provider_kind_was_told(props) == "podman"
+    monkeypatch.setenv("KIND_EXPERIMENTAL_PROVIDER", "docker")
+    assert _provider_kind_was_told(props) == "podman"
+
+
+@pytest.mark.parametrize(("type_", "name"), KIND_PROVIDERS, ids=[name for _, name in KIND_PROVIDERS])
+def test_on_docker_the_providers_inputs_name_no_engine_and_kind_is_not_sent_elsewhere(
+    type_: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Docker's plan is as it was (no engine among the inputs), and a Podman user's exported variable does
+    not send kind to Podman for a platform on Docker."""
+    from tests.plans import planned
+
+    props = planned("phase2").one(type_, name)["inputs"]
+    assert not any("docker" in str(value) or "podman" in str(value) for key, value in props.items() if key != "script")
+    fake_command(tmp_path / "bin", "kind", SAYS_PROVIDER)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("KIND_EXPERIMENTAL_PROVIDER", "podman")
+    assert _provider_kind_was_told(props) == "detect"

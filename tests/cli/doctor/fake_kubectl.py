@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cli.doctor.cluster import BUNDLE_VERSION, CHANNEL, CNPG_CRD, DEFAULT_CLASS, GATEWAY_CRD, HELM_RELEASE
+from cli.doctor.cluster import BUNDLE_VERSION, CHANNEL, CNPG_CRD, GATEWAY_CRD, HELM_RELEASE
+from components.existing_cluster import DEFAULT_CLASS_ANNOTATIONS
 from tests.cli.doctor.fakes import FakeMachine
 
 CONTEXT = "prod"
 
 GKE_STANDARD_RWO = {
-    "metadata": {"name": "standard-rwo", "annotations": {DEFAULT_CLASS[0]: "true"}},
+    "metadata": {"name": "standard-rwo", "annotations": {DEFAULT_CLASS_ANNOTATIONS[0]: "true"}},
     "provisioner": "pd.csi.storage.gke.io",
     "reclaimPolicy": "Delete",
 }

@@ -343,3 +343,18 @@ def test_the_doctor_does_not_guess_a_context_set_as_a_secret(tmp_path: Path, mon
     assert "PASS  cluster context" in output
     assert "not checked: blueprint:kubeContext is a secret" in output
     assert not [call for call in machine.calls if call[:2] == ["kubectl", "--context"]]
+
+
+def test_of_two_default_storage_classes_the_doctor_names_the_one_phase1_takes() -> None:
+    """EKS after adding gp3: gp2 and gp3 both say default. Kubernetes, and phase1, take the newest; the
+    doctor says the same class, whatever kubectl's order (by name)."""
+    from components.existing_cluster import DEFAULT_CLASS_ANNOTATIONS, default_storage_class
+
+    def default(name: str, made: str) -> dict[str, object]:
+        annotations = {DEFAULT_CLASS_ANNOTATIONS[0]: "true"}
+        return {"metadata": {"name": name, "annotations": annotations, "creationTimestamp": made}, "provisioner": "ebs.csi.aws.com"}
+
+    gp2, gp3 = default("gp2", "2025-06-01T00:00:00Z"), default("gp3", "2024-01-01T00:00:00Z")
+    assert default_storage_class({"items": [gp2, gp3]}) == "gp2"
+    found = checked(FakeCluster(storage_classes=[gp2, gp3]))[cluster.STORAGE].found
+    assert found.startswith("gp2 (ebs.csi.aws.com, reclaimPolicy Delete), the cluster's default")

@@ -128,3 +128,21 @@ def test_on_macos_a_folder_outside_the_home_is_flagged_for_the_podman_machine() 
     assert not check.ok
     assert "/Volumes/big/images outside" in check.found
     assert "/Users/dev/blueprint/data" not in check.found
+
+
+def test_a_kind_provider_in_the_shell_other_than_blueprints_engine_is_a_warning_naming_both() -> None:
+    """blueprint tells kind its engine itself; the variable still sends the user's own `kind` commands elsewhere."""
+    machine = on(DEBIAN_13)
+    machine.env["KIND_EXPERIMENTAL_PROVIDER"] = PODMAN
+    kind = {c.name: c for c in machine_checks(machine, ports=PORTS, needs=NEEDS, pulumi_min_version=checks.PULUMI_MIN_VERSION)}["kind"]
+    assert kind.ok
+    assert "KIND_EXPERIMENTAL_PROVIDER=podman" in kind.advice
+    assert "Docker" in kind.advice
+    assert "unset KIND_EXPERIMENTAL_PROVIDER" in kind.advice
+
+
+def test_a_kind_provider_in_the_shell_that_names_blueprints_engine_says_nothing() -> None:
+    machine = on_podman(on(DEBIAN_13))
+    machine.env["KIND_EXPERIMENTAL_PROVIDER"] = PODMAN
+    found = machine_checks(machine, ports=PORTS, needs=NEEDS, pulumi_min_version=checks.PULUMI_MIN_VERSION, engine=PODMAN)
+    assert {c.name: c for c in found}["kind"].advice == ""
