@@ -18,13 +18,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return (os.cpu_count() or 1) + 1
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `first` run first: mypy over the whole tree takes about 20 s of one worker, and
-    started last (its file sorts after every folder) it was the run's tail, with the other workers
-    idle. The sort is stable, and every xdist worker makes the same one."""
-    items.sort(key=lambda item: item.get_closest_marker("first") is None)
-
-
 @pytest.fixture(autouse=True, scope="session")
 def stack_files_of_the_defaults() -> Iterator[None]:
     """Plans in tests read Pulumi.yaml's defaults alone, never the stack files a user has edited

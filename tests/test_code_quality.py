@@ -5,8 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 from stacks.config import PROJECT_DIR
 
 
@@ -24,7 +22,6 @@ def test_code_is_ruff_formatted() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.first  # the longest single test: see tests/conftest.py
 def test_mypy_strict_finds_nothing() -> None:
     done = run("mypy")
     assert done.returncode == 0, done.stdout + done.stderr
