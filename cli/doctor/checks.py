@@ -113,6 +113,11 @@ def _version(text: str, pattern: re.Pattern[str] = _VERSION) -> tuple[int, int, 
     return (int(match.group(1)), int(match.group(2)), int(match.group(3))) if match else None
 
 
+def kubectl_version_in(output: str) -> tuple[int, int, int] | None:
+    """Kubectl's own version in what `kubectl version --client` printed, or None."""
+    return _version(output, _KUBECTL_VERSION)
+
+
 def kind_check(machine: Machine, engine: str = DOCKER) -> Check:
     fix = download_fix(machine, KIND, f"https://github.com/kubernetes-sigs/kind/releases/tag/{KIND_VERSION}")
     if machine.which("kind") is None:
@@ -168,7 +173,7 @@ def kubectl_check(machine: Machine) -> Check:
     if found_at is None:
         return Check(name=KUBECTL, ok=False, found="no `kubectl` on PATH", fix=fix)
     code, output = machine.run(["kubectl", "version", "--client"], timeout=10)
-    found = _version(output, _KUBECTL_VERSION)
+    found = kubectl_version_in(output)
     if code != 0 or found is None:
         return Check(name=KUBECTL, ok=False, found=f"`kubectl version --client` failed: {first_line(output)}", fix=fix)
     shown = "v{}.{}.{}".format(*found)

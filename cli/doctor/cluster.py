@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import versions
-from cli.doctor.checks import Check
+from cli.doctor.checks import KUBECTL_SKEW, Check, kubectl_version_in
 from cli.doctor.install import KUBECTL, download_fix
 from cli.doctor.machine import Machine, first_line
 
@@ -46,8 +46,6 @@ ValidatingAdmissionPolicies (components/pod_security.py, components/ci_access.py
 field the image builds' container sets (https://kubernetes.io/docs/tutorials/security/apparmor/)."""
 TESTED_KUBERNETES = ((1, 33), (1, 35))
 """GitLab 19's tested range of Kubernetes (versions.py, beside KIND_NODE_IMAGE): outside it, a warning."""
-KUBECTL_SKEW = 1
-"""kubectl is supported within one minor of kube-apiserver (kubernetes.io/releases/version-skew-policy)."""
 
 CLUSTER_WIDE = (
     "namespaces",
@@ -98,7 +96,6 @@ LOAD_BALANCER_CRDS = {"ipaddresspools.metallb.io": "MetalLB", "ciliumloadbalance
 
 _TIMEOUT = 30
 _GIT_VERSION = re.compile(r'"gitVersion"\s*:\s*"(v?(\d+)\.(\d+)\.(\d+)[^"]*)"')
-_CLIENT_VERSION = re.compile(r"Client Version: v?(\d+)\.(\d+)\.(\d+)")
 
 
 def _kubectl(machine: Machine, context: str, *args: str) -> tuple[int, str]:
@@ -217,11 +214,10 @@ def _version_check(server: tuple[int, int, int, str]) -> Check:
 def _kubectl_check(machine: Machine, server: tuple[int, int, int, str]) -> Check:
     """The user's kubectl, within the supported skew of this cluster's API server (a warning when not)."""
     _, output = machine.run(["kubectl", "version", "--client"], timeout=10)
-    match = _CLIENT_VERSION.search(output)
-    if match is None:
+    client = kubectl_version_in(output)
+    if client is None:
         return Check(name=KUBECTL, ok=True, found=f"its version unknown: {first_line(output)}")
-    client = (int(match.group(1)), int(match.group(2)))
-    shown = f"v{match.group(1)}.{match.group(2)}.{match.group(3)}"
+    shown = "v{}.{}.{}".format(*client)
     major, minor = server[:2]
     if client[0] == major and abs(client[1] - minor) <= KUBECTL_SKEW:
         return Check(name=KUBECTL, ok=True, found=shown)
