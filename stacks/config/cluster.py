@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from components.engine import ENGINES  # the one list: what kind and blueprint run on
 from stacks.config import NAMESPACE
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ CLUSTERS = (KIND, EXISTING)
 LOAD_BALANCER = "loadBalancer"
 NODE_PORT = "nodePort"
 EXPOSURES = (LOAD_BALANCER, NODE_PORT)
-ENGINES = ("docker", "podman")
 
 EXISTING_ONLY = ("kubeContext", "storageClass", "exposure", "gitlabNodeSelector", "jobNodeSelector")
 """Keys that mean something on an existing cluster alone: refused with kind when not empty."""
