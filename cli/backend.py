@@ -106,8 +106,39 @@ def recorded_checkout_id(exported: Mapping[str, Any]) -> str | None:
     return None
 
 
-def adopt_checkout_id(runner: StackRunner, environ: Mapping[str, str] = os.environ, id_file: Path | None = None) -> str | None:
-    """With the user's backend, make this checkout's id the one phase1's state there recorded, so a
+def second_operator(runner: StackRunner, environ: Mapping[str, str] = os.environ, id_file: Path | None = None) -> str | None:
+    """What a checkout needs of the platform whose stacks are on the user's backend before it runs a
+    stack's program there, as one refusal with its fix, or None: the stacks' passphrase (never a new
+    one made beside stacks it could not decrypt), and the checkout id phase1 recorded (`adopt_checkout_id`).
+    Nothing with the checkout's own backend, or before phase1 is up.
+    """
+    if not is_users(environ) or runner.outputs("phase1") is None:
+        return None  # the default backend keeps the id and the stacks beside each other; no phase1, no owner yet
+    return _no_passphrase(environ) or adopt_checkout_id(runner.export_state("phase1"), environ, id_file)
+
+
+def _no_passphrase(environ: Mapping[str, str]) -> str | None:
+    """The refusal when this machine has no passphrase for stacks on the user's backend: blueprint would
+    otherwise make a new one, which cannot decrypt them.
+    """
+    from cli import passphrase
+
+    if "PULUMI_CONFIG_PASSPHRASE" in environ:
+        return None
+    file = passphrase.environment(environ, create=False).get("PULUMI_CONFIG_PASSPHRASE_FILE")
+    if file is None or Path(file).exists():
+        return None
+    return (
+        f"blueprint: the stacks on {shown(url(environ))} were written with a passphrase this machine does not have "
+        f"(blueprint keeps its own in {file}, missing here), and a new one could not decrypt them; nothing was changed."
+        f"\nfix: get the passphrase from whoever brought the platform up (their own blueprint passphrase file, or "
+        f"where your team keeps it), then put it in a file only you can read and `export PULUMI_CONFIG_PASSPHRASE_FILE=<that "
+        f"file>`, or write it to {file} (mode 0600)"
+    )
+
+
+def adopt_checkout_id(exported: Mapping[str, Any], environ: Mapping[str, str] = os.environ, id_file: Path | None = None) -> str | None:
+    """Make this checkout's id the one phase1's state (`exported`) on the user's backend recorded, so a
     second operator's checkout, or a new laptop's, is the same owner of the platform's host folders and
     namespaces (`blueprint/owner`), while two platforms on two backends keep two ids. Writes it when the
     checkout has none yet; an id of its own that differs is refused (the message, with its fix), since
@@ -116,9 +147,7 @@ def adopt_checkout_id(runner: StackRunner, environ: Mapping[str, str] = os.envir
     from stacks.config import paths
 
     path = id_file or paths.CHECKOUT_ID_FILE
-    if not is_users(environ) or runner.outputs("phase1") is None:
-        return None  # the default backend keeps the id beside its state; no phase1, no owner yet
-    if (recorded := recorded_checkout_id(runner.export_state("phase1"))) is None:
+    if (recorded := recorded_checkout_id(exported)) is None:
         return None
     here = paths.read_checkout_id(path)
     if here is None:

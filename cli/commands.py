@@ -39,7 +39,7 @@ class Verb:
     """What stops it before anything else, Pulumi's pre-flight included (no tool is needed to say it), or None."""
     owns: bool = False
     """Whether it runs a stack's program, or reads this checkout's id: with the user's backend, the id
-    its phase1 recorded is taken first (cli/backend.py `adopt_checkout_id`)."""
+    its phase1 recorded is taken first, and the stacks' passphrase asked for (cli/backend.py `second_operator`)."""
 
 
 def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: TextIO | None = None) -> int:
@@ -52,7 +52,7 @@ def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: Text
         return 1
     runner = runner or AutomationRunner()
     try:
-        if verb.owns and (refused := backend.adopt_checkout_id(runner)) is not None:
+        if verb.owns and (refused := backend.second_operator(runner)) is not None:
             print(refused, file=sys.stderr)
             return 1
         return verb.run(args, runner, stream)

@@ -69,9 +69,13 @@ def run(runner: FakeRunner, ran: list[str]) -> tuple[int, str]:
 
 @pytest.fixture
 def id_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This checkout's id file, none yet: a fresh clone."""
+    """This checkout's id file, none yet: a fresh clone, on a machine given the stacks' passphrase."""
     path = tmp_path / "bob" / ".pulumi-state" / "blueprint-checkout-id"
     monkeypatch.setattr("stacks.config.paths.CHECKOUT_ID_FILE", path)
+    given = tmp_path / "team-passphrase"
+    given.write_text("the team's passphrase, from its secret store\n")
+    given.chmod(0o600)
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(given))
     return path
 
 
@@ -141,6 +145,22 @@ def test_a_second_checkout_on_the_shared_backend_is_the_platforms_owner(
     ran: list[str] = []
     assert run(FolderRunner(), ran) == (0, "")
     assert (ran, id_file.read_text().strip()) == (["ran"], ALICE)
+
+
+def test_a_machine_without_the_stacks_passphrase_is_refused_and_makes_no_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_config_home: Path
+) -> None:
+    """blueprint's own passphrase file would be made, and could not decrypt the stacks the first operator wrote."""
+    bring_up(tmp_path / "shared", ALICE)
+    monkeypatch.setenv(backend.VARIABLE, f"file://{tmp_path / 'shared'}")
+    ran: list[str] = []
+    code, said = run(FolderRunner(), ran)
+    assert (code, ran) == (1, [])
+    assert said.startswith(
+        f"blueprint: the stacks on file://{tmp_path / 'shared'} were written with a passphrase this machine does not have"
+    )
+    assert "export PULUMI_CONFIG_PASSPHRASE_FILE=" in said
+    assert list(private_config_home.rglob("*")) == []
 
 
 def test_a_new_platform_on_a_chosen_backend_gets_an_id_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, id_file: Path) -> None:
