@@ -262,6 +262,7 @@ def stack_name(project: str, stack: str) -> str:
     """
     import pulumi
 
+    # As Pulumi's own stack-reference tests name a stack of the same project: `<getOrganization()>/<project>/<stack>`.
     return f"{pulumi.get_organization() or DIY_ORGANIZATION}/{project}/{stack}"
 
 
