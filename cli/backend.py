@@ -1,6 +1,6 @@
 """Where Pulumi keeps the stacks' state: the user's backend when they choose one, by Pulumi's own
 `PULUMI_BACKEND_URL` (S3, GCS, Azure Blob, Pulumi Cloud, or another `file://` folder), else this
-checkout's `.pulumi-state/` (docs/design/decisions.md, "The state's backend"). `pulumi login`'s
+checkout's `.pulumi-state/` (docs/design/decisions.md, entry 54). `pulumi login`'s
 current backend (~/.pulumi/credentials.json) does not count: a login made for other projects would
 move blueprint's stacks without a word, and a second operator must name the same backend anyway.
 Every command of blueprint that reaches the stacks asks here.
