@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from cli import phases
+from cli import backend, phases
 from cli.kubeconfig import kubeconfig
 from cli.phases import Context
 from cli.report import glab_login
@@ -37,6 +37,9 @@ class Verb:
     """(the parsed arguments, the runner, where to print) -> the exit code."""
     first: Callable[[Any], str | None] = _nothing_first
     """What stops it before anything else, Pulumi's pre-flight included (no tool is needed to say it), or None."""
+    owns: bool = False
+    """Whether it runs a stack's program, or reads this checkout's id: with the user's backend, the id
+    its phase1 recorded is taken first, and the stacks' passphrase asked for (cli/backend.py `second_operator`)."""
 
 
 def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: TextIO | None = None) -> int:
@@ -47,8 +50,12 @@ def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: Text
     if (problem := verb.first(args) or (_ready(args.command) if runner is None else None)) is not None:
         print(problem, file=sys.stderr)
         return 1
+    runner = runner or AutomationRunner()
     try:
-        return verb.run(args, runner or AutomationRunner(), stream)
+        if verb.owns and (refused := backend.second_operator(runner)) is not None:
+            print(refused, file=sys.stderr)
+            return 1
+        return verb.run(args, runner, stream)
     except Exception as error:
         from pulumi import automation as auto
 
@@ -163,9 +170,9 @@ def _kubeconfig(args: Any, runner: StackRunner, out: TextIO) -> int:
     return kubeconfig(runner, args.stack, args.output, out, sys.stderr)
 
 
-UP = Verb(_up)
-PREVIEW = Verb(_preview, first=_stack_files)
-DESTROY = Verb(_destroy, first=_destroy_first)
+UP = Verb(_up, owns=True)
+PREVIEW = Verb(_preview, first=_stack_files, owns=True)
+DESTROY = Verb(_destroy, first=_destroy_first, owns=True)
 STATUS = Verb(_status)
 CACHE = Verb(_cache)
 KUBECONFIG = Verb(_kubeconfig)

@@ -261,9 +261,11 @@ def credentials_reference() -> str:
         "",
         f"With `blueprint:cluster=existing` there is no `{kind_kubeconfig}`: blueprint uses the context",
         "`blueprint:kubeContext` of your own kubeconfig. Every other credential is kept as above: its value in Pulumi's state",
-        f"(this checkout's `.pulumi-state/`, encrypted with your passphrase), its host file on this machine, its `{credentials.KV_MOUNT}/`",
-        "copy in OpenBao on the cluster. The state, the passphrase and the host files stay on this machine: keep a copy of them",
-        "that outlives it ([on an existing cluster](../guide/existing-cluster.md#credentials-when-the-laptop-is-not-the-platforms-home)).",
+        "(the backend `PULUMI_BACKEND_URL` names, else this checkout's `.pulumi-state/`; encrypted with your passphrase), the",
+        f"source of truth; its host file on this machine, a copy the next `up` writes back from the state; its `{credentials.KV_MOUNT}/`",
+        "copy in OpenBao on the cluster. With a shared backend and the passphrase kept apart from this machine, a second",
+        "operator, or a new laptop, drives the same platform "
+        "([on an existing cluster](../guide/existing-cluster.md#credentials-when-the-laptop-is-not-the-platforms-home)).",
         "",
     ]
     return "\n".join(lines)

@@ -123,11 +123,17 @@ def _is_blueprints_own(chosen: str, environ: Mapping[str, str]) -> bool:
         return False
 
 
-def _stacks_written(work_dir: Path) -> bool:
-    """Whether the checkout's state holds a stack (pulumi/pulumi pkg/backend/diy: `.pulumi/stacks/`
-    under the backend's folder), which was written with some passphrase.
+def _stacks_written(work_dir: Path, environ: Mapping[str, str]) -> bool:
+    """Whether the backend's state holds a stack (pulumi/pulumi pkg/backend/diy: `.pulumi/stacks/`
+    under a `file://` backend's folder), which was written with some passphrase. Another backend
+    (a bucket, Pulumi Cloud) is not asked: it may hold them.
     """
-    stacks = work_dir / ".pulumi-state" / ".pulumi" / "stacks"
+    from cli import backend
+
+    folder = backend.local_folder(backend.url(environ, work_dir), work_dir)
+    if folder is None:
+        return True  # cannot tell without asking it: never advise what could lose the stacks' secrets
+    stacks = folder / ".pulumi" / "stacks"
     try:
         return any(found.is_file() and ".json" in found.name and not found.name.endswith(".bak") for found in stacks.rglob("*"))
     except OSError:
@@ -138,14 +144,18 @@ def _or_else(work_dir: Path, environ: Mapping[str, str]) -> str:
     """The other way out of a refused PULUMI_CONFIG_PASSPHRASE_FILE: unsetting it, only while no stack
     was written with its passphrase (blueprint's own could not decrypt them).
     """
-    if not _stacks_written(work_dir):
+    from cli import backend
+
+    if not _stacks_written(work_dir, environ):
         return "or unset the variable (`unset PULUMI_CONFIG_PASSPHRASE_FILE`): blueprint then makes and keeps its own"
     try:
         own = f", {_named(passphrase_file(environ))}"
     except PassphraseFileError:
         own = ""
+    folder = backend.local_folder(backend.url(environ, work_dir), work_dir)
+    where = _named(folder) if folder is not None else repr(backend.shown(backend.url(environ, work_dir)))
     return (
-        f"the stacks in {_named(work_dir / '.pulumi-state')} need the passphrase they were written with: "
+        f"the stacks in {where} need the passphrase they were written with: "
         f"unset the variable only if they were written with blueprint's own{own}"
     )
 

@@ -4,8 +4,9 @@ without a Pulumi CLI; `AutomationRunner` is the real one. Before it runs, `prefl
 Pulumi needs here; `pulumi_failure` turns a Pulumi failure for an expected condition (no CLI, a state
 it cannot decrypt, a locked stack) into one message with its fix.
 
-Each phase is a stack of this project on the local `file://` backend (`.pulumi-state/`), with the
-user's private passphrase (cli/passphrase.py). Pulumi's own progress is streamed as it comes.
+Each phase is a stack of this project on the backend `cli/backend.py` names (the user's
+`PULUMI_BACKEND_URL`, else the checkout's `.pulumi-state/`), with the user's private passphrase
+(cli/passphrase.py). Pulumi's own progress is streamed as it comes.
 """
 
 from __future__ import annotations
@@ -55,16 +56,16 @@ class StackRunner(Protocol):
 
 
 def pulumi_environment(*, create: bool = True) -> dict[str, str]:
-    """What every Pulumi command of blueprint runs with: the project's own backend, and the user's
+    """What every Pulumi command of blueprint runs with: the backend (cli/backend.py), and the user's
     passphrase for every stack (a stack reads its upstream's secret outputs with it). Only ever the
     passphrase's file: LocalWorkspace shows its env_vars in its repr. `create`: make blueprint's
     passphrase file if it is missing; only what writes a stack does, so a command that refuses, or
     only reads, leaves nothing behind (cli/passphrase.py `environment`).
     """
-    from cli import passphrase
+    from cli import backend, passphrase
 
     return {
-        "PULUMI_BACKEND_URL": f"file://{PROJECT_DIR / '.pulumi-state'}",
+        backend.VARIABLE: backend.url(os.environ),
         # Every command would otherwise ask the network for a newer CLI first.
         "PULUMI_SKIP_UPDATE_CHECK": "true",
         # The program tells kind its engine when it is not Docker (components/engine.py `kind_environment`);
@@ -217,7 +218,7 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
     """
     from pulumi import automation as auto
 
-    from cli import passphrase
+    from cli import backend, passphrase
     from stacks.config import ConfigError
 
     # A config value the CLI reads itself (destroy reads phase1's dataDir), or the passphrase file the
@@ -238,6 +239,8 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
     text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
     if isinstance(failure, StackFailed):  # a `pulumi` blueprint runs itself (`stack export`, `stack import`)
         text = failure.output
+    if (unreachable := backend.unreachable(text, environ)) is not None:
+        return unreachable
     if _DECRYPT.search(text):
         return passphrase.cannot_decrypt(environ, work_dir=project_dir)
     if "the stack is currently locked" in text:

@@ -382,12 +382,19 @@ class HostSecretProvider(ResourceProvider):
         return CreateResult(id_=str(props["path"]), outs=self._outs(props))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        """A missing file gets the value the state recorded for that same file back, never a new one: the
+        """A missing file gets the value the state recorded for that same secret back, never a new one: the
         data kept beside it (a database the old value encrypts, a vault it unseals) opens with that value
         only. For the same reason a must-keep file that holds another value is refused (`changed`); any
         other file that is there wins over the state (restored from a backup, or changed on purpose).
+        The same secret is the same kind in a file of the same name: a data folder at another path (a
+        second operator's checkout, a new laptop: the state is the source, the file its local copy)
+        keeps it; a file of a new name is a new secret (a new CA is never the old one's key).
         """
-        same_secret = (olds.get("kind"), olds.get("path")) == (news.get("kind"), news.get("path")) and isinstance(olds.get("value"), str)
+        same_secret = (
+            olds.get("kind") == news.get("kind")
+            and Path(str(olds.get("path"))).name == Path(str(news.get("path"))).name
+            and isinstance(olds.get("value"), str)
+        )
         path, kind = Path(str(news["path"])), str(news.get("kind") or "password")
         if same_secret and must_keep(path, kind) and (path.exists() or path.is_symlink()) and kept(path, kind) != olds["value"]:
             raise changed(path, kind)

@@ -251,15 +251,23 @@ def stacks_over(stack: str) -> tuple[str, ...]:
     return tuple(over for over, upstream in UPSTREAM_STACK.items() if upstream == stack)
 
 
+DIY_ORGANIZATION = "organization"
+"""The organization of every stack on a DIY backend (a `file://` folder, S3, GCS, Azure Blob)."""
+
+
 def stack_name(project: str, stack: str) -> str:
-    """Fully qualified name of `stack` on the local backend, whose organization is the literal
-    `organization` (Pulumi's DIY backend, project-scoped stacks).
+    """Fully qualified name of `stack`, in the running stack's organization: a DIY backend's literal
+    `organization`, or on Pulumi Cloud the organization the stacks were made in (the user's default
+    one: `pulumi org set-default`), so phase2 reads the phase1 of its own organization there too.
     """
-    return f"organization/{project}/{stack}"
+    import pulumi
+
+    # As Pulumi's own stack-reference tests name a stack of the same project: `<getOrganization()>/<project>/<stack>`.
+    return f"{pulumi.get_organization() or DIY_ORGANIZATION}/{project}/{stack}"
 
 
 def upstream_stack_name(project: str, stack: str) -> str:
-    """Fully qualified name of `stack`'s upstream on the local backend."""
+    """Fully qualified name of `stack`'s upstream, in the running stack's organization."""
     return stack_name(project, UPSTREAM_STACK[stack])
 
 

@@ -57,6 +57,13 @@ def no_tools_in_the_home_folder(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def the_checkouts_own_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """blueprint takes the user's PULUMI_BACKEND_URL (cli/backend.py): no test meets the one of the person
+    running the tests; a test of a chosen backend sets its own."""
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def umask_as_found() -> Iterator[None]:
     """`main` raises the process's umask to at least 022 for good (cli/main.py): a test that runs it
     leaves the next one the umask the suite started with."""

@@ -335,6 +335,7 @@ def _gateway_check(machine: Machine, context: str, crds: Sequence[str] | None) -
 
 def _namespaces_check(machine: Machine, context: str) -> Check:
     """phase1's own refusal (components/existing_cluster.py), on the namespaces phase2 makes, asked now."""
+    from cli import backend
     from components import existing_cluster
     from stacks.config import paths
     from stacks.phase2 import namespaces
@@ -348,6 +349,12 @@ def _namespaces_check(machine: Machine, context: str) -> Check:
     owner = paths.read_checkout_id(paths.CHECKOUT_ID_FILE) or ""
     if foreign := existing_cluster.foreign_namespaces(listed, namespaces(), owner):
         found, fix = existing_cluster.foreign_refusal(context, foreign, owner)
+        if not owner and backend.is_users(machine.environ()):
+            # A second operator's new checkout: its id is the one phase1 recorded, taken by the next `up` (cli/backend.py).
+            fix = (
+                f"if the platform's phase1 is on the backend PULUMI_BACKEND_URL names ({backend.shown(backend.url(machine.environ()))}), "
+                f"this checkout has no id yet: `uv run blueprint up` takes the one recorded there, then checks again. Else: {fix}"
+            )
         return Check(name=NAMESPACES, ok=False, found=found, fix=fix)
     return Check(name=NAMESPACES, ok=True, found="none of phase2's is someone else's")
 

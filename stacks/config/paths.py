@@ -339,8 +339,9 @@ def read_checkout_id(path: Path = CHECKOUT_ID_FILE) -> str | None:
     return value
 
 
-def checkout_id(path: Path = CHECKOUT_ID_FILE) -> str:
-    """The checkout's id, made on first use: written whole under a temporary name, then linked
+def checkout_id(path: Path = CHECKOUT_ID_FILE, made: str | None = None) -> str:
+    """The checkout's id, made on first use (`made`, else a new one: the id a shared backend's stacks
+    recorded, cli/backend.py `adopt_checkout_id`): written whole under a temporary name, then linked
     into place, so two programs starting at once end up with the same one.
     """
     if (found := read_checkout_id(path)) is not None:
@@ -350,7 +351,7 @@ def checkout_id(path: Path = CHECKOUT_ID_FILE) -> str:
         descriptor, draft = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
             with os.fdopen(descriptor, "w") as handle:
-                handle.write(secrets.token_hex(8) + "\n")
+                handle.write((made or secrets.token_hex(8)) + "\n")
             try:
                 os.link(draft, path)
             except FileExistsError:

@@ -304,13 +304,22 @@ def test_a_file_changed_since_the_last_up_is_a_change_whose_value_is_the_files(t
     assert outputs_of(provider.update(str(path), outs, props(path)))["value"] == "RestoredFromABackup0123456789"
 
 
-def test_a_secret_moved_to_another_file_is_not_copied_from_the_old_one(tmp_path: Path, provider: HostSecretProvider) -> None:
-    """A secret given a new path is a new secret: what the state recorded for the old file never follows it."""
-    old, new = tmp_path / "ca.key", tmp_path / "moved" / "ca.key"
+def test_a_secret_given_a_new_file_name_is_not_copied_from_the_old_one(tmp_path: Path, provider: HostSecretProvider) -> None:
+    """A secret given a new file name is a new secret: what the state recorded for the old file never follows it."""
+    old, new = tmp_path / "ca.key", tmp_path / "moved" / "ca-name-constrained.key"
     outs = outputs_of(provider.create(props(old, kind="ca-key")))
     moved = outputs_of(provider.update(str(old), outs, props(new, kind="ca-key")))
     assert moved["value"] != outs["value"]
     assert new.read_text().strip() == moved["value"]
+
+
+@pytest.mark.parametrize("kind", ["static-seal-key", "gitlab-rails-secrets", "ca-key", "password"])
+def test_a_data_folder_at_another_path_gets_the_recorded_value_back(tmp_path: Path, provider: HostSecretProvider, kind: str) -> None:
+    """Another checkout or machine on the same backend: the state is the source, the file its local copy."""
+    first, here = tmp_path / "alice" / "secrets" / "kept", tmp_path / "bob" / "secrets" / "kept"
+    outs = outputs_of(provider.create(props(first, kind=kind)))
+    again = outputs_of(as_engine_loads(HostSecretProvider()).update(str(first), outs, props(here, kind=kind)))
+    assert again["value"] == here.read_text().strip() == outs["value"]
 
 
 MUST_KEEP = [

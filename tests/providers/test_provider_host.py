@@ -409,3 +409,17 @@ def test_a_host_secrets_length_arrives_as_a_float_and_passes_the_check(host: Hos
     _, inputs, outputs = host.create(secret)
     assert type(inputs["length"]) is float
     assert len(outputs["value"]) == inputs["length"] == 32
+
+
+def test_a_host_secret_in_a_data_folder_at_another_path_is_written_back_from_the_state(host: Host, tmp_path: Path) -> None:
+    """A second operator's checkout, or a new laptop, has its data folder at another path, and no files:
+    the state, on the shared backend, holds the value (secret), and the `up` writes it there, never a
+    new one (a new seal key would leave OpenBao sealed for good)."""
+    first = tmp_path / "alice" / "platform" / "secrets" / "openbao-seal-key"
+    here = tmp_path / "bob" / "platform" / "secrets" / "openbao-seal-key"
+    secret = registered("phase2", HOST_SECRET, "openbao-seal-key", HostSecretProvider(), path=str(first))
+    id_, inputs, outputs = host.create(secret)
+    assert "value" in secret.secrets
+    moved = secret.but(path=str(here))
+    assert host.diff(moved, id_, inputs, outputs).changes == DIFF_SOME
+    assert host.update(moved, id_, inputs, outputs)["value"] == outputs["value"] == here.read_text().strip()

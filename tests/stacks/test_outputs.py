@@ -155,3 +155,10 @@ def test_the_offline_plan_reads_no_token_file(tmp_path: Path) -> None:
     """Over a data folder with no platform in it, phase3 plans with a stand-in token all the same."""
     result = plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
     assert {sync["inputs"]["token"] for sync in result.find(SYNC)} == {"[secret]"}
+
+
+def test_a_phase_reads_its_upstream_in_its_own_organization(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On Pulumi Cloud the stacks live in the user's organization, not a DIY backend's literal `organization`."""
+    assert outputs.upstream_stack_name("blueprint", "phase2") == "organization/blueprint/phase1"
+    monkeypatch.setattr(pulumi, "get_organization", lambda: "platform-team")
+    assert outputs.upstream_stack_name("blueprint", "phase3") == "platform-team/blueprint/phase2"

@@ -166,6 +166,18 @@ def test_with_no_checkout_id_yet_every_namespace_of_phase2s_that_exists_fails(tm
     assert "already has the namespace apps" in check.found
 
 
+def test_a_new_checkout_on_a_shared_backend_is_told_that_up_takes_the_platforms_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second operator's clone has no id before its first `up`, which takes the one phase1 recorded on the backend."""
+    monkeypatch.setattr("stacks.config.paths.CHECKOUT_ID_FILE", tmp_path / "none")
+    env = {"PULUMI_BACKEND_URL": "s3://team-state/blueprint?region=eu-west-1&awssdk=v2"}
+    check = checked(FakeCluster(namespaces={"apps": {NAMESPACE_OWNER_LABEL: "0123456789abcdef"}}), env=env)[cluster.NAMESPACES]
+    assert not check.ok
+    assert check.fix.startswith(
+        "if the platform's phase1 is on the backend PULUMI_BACKEND_URL names (s3://team-state/blueprint), this checkout has "
+        "no id yet: `uv run blueprint up` takes the one recorded there"
+    )
+
+
 def test_gateway_api_crds_of_another_bundle_version_fail_naming_both_bundles() -> None:
     check = checked(FakeCluster(crds=gateway_crd("v1.3.0", "standard")))[cluster.GATEWAY]
     assert not check.ok
