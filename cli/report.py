@@ -39,11 +39,8 @@ def summary(
     lines = ["", "blueprint is up."]
     if phase2:
         gitlab_url = str(phase2.get(outputs.GITLAB_URL, ""))
-        domain = gitlab_url.split("://", 1)[-1].split(".", 1)[-1]
-        # Headlamp's name only when phase1 installed it (phase2 then routes it through the gateway).
+        domain, hosts = platform_names(phase1, phase2, phase3)
         headlamp = [f"{HEADLAMP_HOST}.{domain}"] if phase1.get(outputs.HEADLAMP) else []
-        hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS] + headlamp
-        hosts += [str(url).split("://", 1)[-1] for url in (phase3.get(outputs.APP_URLS) or {}).values()]
         lines += [
             f"  GitLab:    {gitlab_url}  (user root)",
             f"  Registry:  {phase2.get(outputs.REGISTRY_HOST)}",
@@ -76,6 +73,16 @@ def summary(
         # A file of its own: `blueprint kubeconfig --output` refuses a kubeconfig that holds other clusters.
         lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")
     return "\n".join(lines)
+
+
+def platform_names(phase1: Mapping[str, Any], phase2: Mapping[str, Any], phase3: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The platform's domain, and every name under it that goes to the gateway: GitLab's, Headlamp's
+    when phase1 installed it (phase2 then routes it through the gateway), each app's.
+    """
+    domain = str(phase2.get(outputs.GITLAB_URL, "")).split("://", 1)[-1].split(".", 1)[-1]
+    headlamp = [f"{HEADLAMP_HOST}.{domain}"] if phase1.get(outputs.HEADLAMP) else []
+    hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS] + headlamp
+    return domain, hosts + [str(url).split("://", 1)[-1] for url in (phase3.get(outputs.APP_URLS) or {}).values()]
 
 
 @dataclass(frozen=True, kw_only=True)
