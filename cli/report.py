@@ -18,6 +18,7 @@ from typing import Any
 from apps_manifest import HEADLAMP_HOST, PLATFORM_HOSTS
 from cli import os_family
 from cli.os_family import OsFamily
+from providers.kubectl import kubectl_argv
 from stacks import outputs
 
 
@@ -124,7 +125,7 @@ def gateway_address(phase1: Mapping[str, Any], run: Callable[..., subprocess.Com
 
 
 def _kubectl(phase1: Mapping[str, Any]) -> list[str]:
-    return ["kubectl", "--context", str(phase1.get(outputs.KUBE_CONTEXT)), "--namespace", "gitlab"]
+    return kubectl_argv(str(phase1.get(outputs.KUBE_CONTEXT)), namespace="gitlab", timeout=None)
 
 
 def dns_lines(phase1: Mapping[str, Any], domain: str, hosts: Sequence[str], gateway: Gateway | None) -> list[str]:
@@ -206,7 +207,7 @@ def openbao_login(phase2: Mapping[str, Any]) -> str:
     if not isinstance(forward, Mapping):
         return logged_in
     service, port = f"svc/{forward['service']}", str(forward["port"])
-    kubectl = ["kubectl", "--context", str(forward["context"]), "--namespace", str(forward["namespace"]), "port-forward", service, port]
+    kubectl = kubectl_argv(str(forward["context"]), "port-forward", service, port, namespace=str(forward["namespace"]), timeout=None)
     return f"{shlex.join(kubectl)} &  {logged_in}"
 
 

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import IO, Any
 
+from providers.kubectl import kubectl_argv
+
 TARGET_KEY = "forward"
 """The property that holds a resource's `Target`, wired (`Target.wire`)."""
 CONTEXT_KEY = "kube_context"
@@ -68,10 +70,8 @@ class Target:
 
     def argv(self) -> list[str]:
         """The kubectl command: loopback alone, a port the kernel picks (`:<port>`)."""
-        return [
-            "kubectl", "--context", self.context, "--namespace", self.namespace, "port-forward", "--address", "127.0.0.1",
-            f"svc/{self.service}", f":{self.port}",
-        ]  # fmt: skip
+        forward = ["port-forward", "--address", "127.0.0.1", f"svc/{self.service}", f":{self.port}"]
+        return kubectl_argv(self.context, *forward, namespace=self.namespace, timeout=None)  # a stream: no request timeout
 
     def __str__(self) -> str:
         return f"service {self.namespace}/{self.service} port {self.port} of context {self.context}"
