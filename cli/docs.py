@@ -267,6 +267,17 @@ def credentials_reference() -> str:
         "operator, or a new laptop, drives the same platform "
         "([on an existing cluster](../guide/existing-cluster.md#credentials-when-the-laptop-is-not-the-platforms-home)).",
         "",
+        "The context's own credential is in phase2's state too, encrypted: phase2's Kubernetes provider is given the context's",
+        "kubeconfig with its credentials inline (`kubectl config view --raw --minify --flatten`), and Pulumi keeps a provider's",
+        "inputs. A user with a client certificate or a static token puts that secret there; one with an exec plugin",
+        "(`gke-gcloud-auth-plugin`, `aws eks get-token`, `kubelogin`) only the plugin's command: prefer one. A destroy runs phase2's",
+        "program, so the provider gets the kubeconfig of now rather than the stored one, whose token may have expired.",
+        "",
+        "The providers reach OpenBao and GitLab through `kubectl port-forward` on 127.0.0.1, an authenticated tunnel into the",
+        "cluster while it runs. On Linux each one ends with the Pulumi process that started it, even one killed outright; on",
+        "macOS and Windows one killed outright (`kill -9`) leaves its `kubectl port-forward` running: `pgrep -fl 'kubectl.*port-forward'`",
+        "finds it, and `kill <pid>` ends it.",
+        "",
     ]
     return "\n".join(lines)
 

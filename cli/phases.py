@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from cli.report import check_apps, gateway_address, pipeline_tally, summary
+from cli.dns_gate import DnsRecord, Resolve, resolve
+from cli.report import Gateway, check_apps, gateway_address, pipeline_tally, summary
 from cli.stack_runner import StackFailed, StackRunner
 from cli.status import probe
 from stacks import PHASE_STACKS, outputs
@@ -35,6 +36,10 @@ class Context:
     """Ask the user a yes/no question (no: when nobody can answer)."""
     probe: Callable[[str, str, Mapping[str, str]], str] | None = None
     """(url, CA file, headers) -> what the URL says, as `probe` (None: `probe` itself)."""
+    gateway: Callable[[Mapping[str, Any]], Gateway] = gateway_address
+    """On an existing cluster, phase1's outputs -> the gateway's addresses now."""
+    resolve: Resolve = resolve
+    """A host name -> the addresses it resolves to from this machine (`cli.dns_gate`)."""
 
     def say(self, text: str) -> None:
         self.out.write(text if text.endswith("\n") else text + "\n")
@@ -64,16 +69,27 @@ def _failed(context: Context, failure: StackFailed, verb: str, command: str) -> 
     return 1
 
 
-def _in_order(context: Context, phase: str, verb: str, action: Callable[[str, Callable[[str], None]], None]) -> int:
-    """Run `action` on the phase's stacks in order; stop at the first failure, explained."""
+def _in_order(
+    context: Context, phase: str, verb: str, action: Callable[[str, Callable[[str], None]], None], steps: DnsRecord | None = None
+) -> int:
+    """Run `action` on the phase's stacks in order; stop at the first failure, explained, or where
+    `steps` says (before a stack, each said; after a stack, and after a failure, what it adds).
+    """
     for stack in PHASE_STACKS[phase]:
+        if steps is not None and steps.before(stack):
+            return 1
         context.say(f"== {stack}: pulumi {verb}")
         try:
             action(stack, context.say)
         except StackFailed as failure:
             # The command as run: after a whole `up` stopped, the whole `up` again (every phase after the
             # failed one is still to do); after one phase's, that phase's.
-            return _failed(context, failure, verb, _as_run(verb, phase))
+            code = _failed(context, failure, verb, _as_run(verb, phase))
+            if steps is not None:
+                steps.failed(stack)
+            return code
+        if steps is not None:
+            steps.after(stack)
     return 0
 
 
@@ -152,13 +168,17 @@ def up(context: Context, phase: str) -> int:
             return _failed(context, failure, "up", _as_run("up", phase))
         if code != 0:
             return code
-    code = _in_order(context, phase, "up", context.runner.up)
+    # On an existing cluster, the DNS record phase3 needs, in time (cli/dns_gate.py); on kind it does nothing.
+    dns = DnsRecord(
+        say=context.say, outputs=context.runner.outputs, gateway=context.gateway, resolve=context.resolve, again=_as_run("up", phase)
+    )
+    code = _in_order(context, phase, "up", context.runner.up, dns)
     if code == 0:
         values = {stack: context.runner.outputs(stack) or {} for stack in PHASE_STACKS["all"]}
         from cli.doctor.machine import RealMachine, machine_family
 
         tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
-        gateway = gateway_address(values["phase1"]) if values.get("phase2") and outputs.on_existing(values.get("phase1") or {}) else None
+        gateway = context.gateway(values["phase1"]) if values.get("phase2") and outputs.on_existing(values.get("phase1") or {}) else None
         context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine()), gateway=gateway))
     return code
 

@@ -18,6 +18,7 @@ from typing import Any
 from apps_manifest import HEADLAMP_HOST, PLATFORM_HOSTS
 from cli import os_family
 from cli.os_family import OsFamily
+from providers.kubectl import kubectl_argv
 from stacks import outputs
 
 
@@ -39,11 +40,8 @@ def summary(
     lines = ["", "blueprint is up."]
     if phase2:
         gitlab_url = str(phase2.get(outputs.GITLAB_URL, ""))
-        domain = gitlab_url.split("://", 1)[-1].split(".", 1)[-1]
-        # Headlamp's name only when phase1 installed it (phase2 then routes it through the gateway).
+        domain, hosts = platform_names(phase1, phase2, phase3)
         headlamp = [f"{HEADLAMP_HOST}.{domain}"] if phase1.get(outputs.HEADLAMP) else []
-        hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS] + headlamp
-        hosts += [str(url).split("://", 1)[-1] for url in (phase3.get(outputs.APP_URLS) or {}).values()]
         lines += [
             f"  GitLab:    {gitlab_url}  (user root)",
             f"  Registry:  {phase2.get(outputs.REGISTRY_HOST)}",
@@ -76,6 +74,16 @@ def summary(
         # A file of its own: `blueprint kubeconfig --output` refuses a kubeconfig that holds other clusters.
         lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")
     return "\n".join(lines)
+
+
+def platform_names(phase1: Mapping[str, Any], phase2: Mapping[str, Any], phase3: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The platform's domain, and every name under it that goes to the gateway: GitLab's, Headlamp's
+    when phase1 installed it (phase2 then routes it through the gateway), each app's.
+    """
+    domain = str(phase2.get(outputs.GITLAB_URL, "")).split("://", 1)[-1].split(".", 1)[-1]
+    headlamp = [f"{HEADLAMP_HOST}.{domain}"] if phase1.get(outputs.HEADLAMP) else []
+    hosts = [f"{host}.{domain}" for host in PLATFORM_HOSTS] + headlamp
+    return domain, hosts + [str(url).split("://", 1)[-1] for url in (phase3.get(outputs.APP_URLS) or {}).values()]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +125,7 @@ def gateway_address(phase1: Mapping[str, Any], run: Callable[..., subprocess.Com
 
 
 def _kubectl(phase1: Mapping[str, Any]) -> list[str]:
-    return ["kubectl", "--context", str(phase1.get(outputs.KUBE_CONTEXT)), "--namespace", "gitlab"]
+    return kubectl_argv(str(phase1.get(outputs.KUBE_CONTEXT)), namespace="gitlab", timeout=None)
 
 
 def dns_lines(phase1: Mapping[str, Any], domain: str, hosts: Sequence[str], gateway: Gateway | None) -> list[str]:
@@ -199,7 +207,7 @@ def openbao_login(phase2: Mapping[str, Any]) -> str:
     if not isinstance(forward, Mapping):
         return logged_in
     service, port = f"svc/{forward['service']}", str(forward["port"])
-    kubectl = ["kubectl", "--context", str(forward["context"]), "--namespace", str(forward["namespace"]), "port-forward", service, port]
+    kubectl = kubectl_argv(str(forward["context"]), "port-forward", service, port, namespace=str(forward["namespace"]), timeout=None)
     return f"{shlex.join(kubectl)} &  {logged_in}"
 
 

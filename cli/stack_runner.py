@@ -42,7 +42,12 @@ class StackFailed(Exception):
 class StackRunner(Protocol):
     def up(self, stack: str, on_output: Callable[[str], None]) -> None: ...
     def preview(self, stack: str, on_output: Callable[[str], None]) -> None: ...
-    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None: ...
+    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], *, run_program: bool = False) -> None:
+        """`run_program`: run the stack's program first, so that its providers get the inputs it computes now
+        (a fresh kubeconfig), not those of the last `up` (`RUN_PROGRAM_MIN_VERSION`).
+        """
+        ...
+
     def set_config(self, stack: str, key: str, value: str) -> None: ...
     def outputs(self, stack: str) -> dict[str, Any] | None:
         """The stack's outputs, secrets included, or None when the stack does not exist."""
@@ -53,6 +58,18 @@ class StackRunner(Protocol):
         ...
 
     def import_state(self, stack: str, state: dict[str, Any]) -> None: ...
+
+
+RUN_PROGRAM_MIN_VERSION = "3.204.0"
+"""The oldest Pulumi CLI whose `destroy --run-program` blueprint uses: 3.160.0 added it, 3.185.0 fixed it for
+programs that read resources (a StackReference) and 3.204.0 for a dependency that fails to delete
+(pulumi/pulumi CHANGELOG.md)."""
+
+
+def runs_program_on_destroy(version: str) -> bool:
+    """Whether the Pulumi CLI of `version` (3.272.0, v3.272.0) is RUN_PROGRAM_MIN_VERSION or later."""
+    found = [int(part) for part in re.findall(r"\d+", version)[:3]]
+    return len(found) == 3 and tuple(found) >= tuple(int(part) for part in RUN_PROGRAM_MIN_VERSION.split("."))
 
 
 def pulumi_environment(*, create: bool = True) -> dict[str, str]:
@@ -116,17 +133,29 @@ class AutomationRunner:
     def preview(self, stack: str, on_output: Callable[[str], None]) -> None:
         self._run(stack, lambda: self._stack(stack).preview(on_output=on_output, color="auto"))
 
-    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], *, run_program: bool = False) -> None:
         previous = {key: os.environ.get(key) for key in env}
         os.environ.update(env)  # the Automation API passes the process environment to the CLI
         try:
-            self._run(stack, lambda: self._stack(stack).destroy(on_output=on_output, color="auto"))
+            self._run(stack, lambda: self._destroy(stack, on_output, run_program))
         finally:
             for key, value in previous.items():
                 if value is None:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+    def _destroy(self, stack: str, on_output: Callable[[str], None], run_program: bool) -> None:
+        selected = self._stack(stack)
+        version = str(selected.workspace.pulumi_version)
+        if run_program and not runs_program_on_destroy(version):
+            on_output(
+                f"(Pulumi {version} is older than {RUN_PROGRAM_MIN_VERSION}: this destroy uses the credential recorded at "
+                "the last `up`; `uv run blueprint doctor --fix` installs a newer CLI)"
+            )
+        # The flag only when it applies: a destroy from the state alone keeps the CLI's own default.
+        extra = {"run_program": True} if run_program and runs_program_on_destroy(version) else {}
+        selected.destroy(on_output=on_output, color="auto", **extra)
 
     def set_config(self, stack: str, key: str, value: str) -> None:
         """Set `key` on `stack` if the stack exists; never create a stack just for that."""

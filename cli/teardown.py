@@ -138,7 +138,7 @@ def destroy(
     states = _record_preserve_data(runner, say, route)
     if states is None:
         return 1
-    _destroy_in_reverse(runner, say, route, states)
+    _destroy_in_reverse(runner, say, route, states, world)
     code = _unowned_data_folder(say, route, world)
     return max(code, _image_cache_after(say, route, world))
 
@@ -421,7 +421,7 @@ def _record_preserve_data(runner: StackRunner, say: Callable[[str], None], route
     return states
 
 
-def _destroy_in_reverse(runner: StackRunner, say: Callable[[str], None], route: _Route, states: States) -> None:
+def _destroy_in_reverse(runner: StackRunner, say: Callable[[str], None], route: _Route, states: States, world: World) -> None:
     """Each stack, dependants first: what is gone is forgotten (removed from its state alone, and
     said), and Pulumi destroys the rest.
     """
@@ -450,7 +450,33 @@ def _destroy_in_reverse(runner: StackRunner, say: Callable[[str], None], route: 
             say_forgotten(say, stack, reasons)
         import_if_changed(runner, stack, exported, state)
         say(f"== {stack}: pulumi destroy")
-        runner.destroy(stack, say, {})
+        if _fresh_credential(stack, route, world, say):
+            runner.destroy(stack, say, {}, run_program=True)
+        else:
+            runner.destroy(stack, say, {})
+
+
+def _fresh_credential(stack: str, route: _Route, world: World, say: Callable[[str], None]) -> bool:
+    """Whether `stack`'s destroy runs its program (`StackRunner.destroy`), so that its Kubernetes provider gets
+    the context's kubeconfig as kubectl resolves it now, not the copy its state keeps from the last `up`,
+    whose embedded token may have expired since (an OpenShift `oc login` token lasts 24 h). Only phase2 on an
+    existing cluster has such a provider (kind's kubeconfig is kind's admin.conf, phase3 runs kubectl with the
+    context itself); and only while the context reaches the platform's cluster (its kube-system UID), since the
+    deletes go where the fresh kubeconfig points: anywhere else, the state's copy names the platform's server.
+    """
+    phase1 = route.existing.get("phase1") or {}
+    if stack != "phase2" or not outputs.on_existing(phase1) or route.cluster.status != "running":
+        return False
+    context = str(phase1.get(outputs.KUBE_CONTEXT) or "")
+    now = world.identity(context)
+    if now.status == "answered" and now.uid == phase1.get(outputs.CLUSTER_ID):
+        return True
+    reached = f"kube-system UID {now.uid}" if now.status == "answered" else now.detail or now.status
+    say(
+        f"   phase2: the context {context} does not reach the platform's cluster now ({reached}): this destroy uses the "
+        "credential phase2's last `up` recorded, which names that cluster's API server"
+    )
+    return False
 
 
 def _nothing_up(runner: StackRunner, say: Callable[[str], None], route: _Route, world: World) -> int:

@@ -21,8 +21,9 @@ import pulumi
 from pulumi_command import local
 
 from components.markers import NAMESPACE_OWNER_LABEL
+from providers.kubectl import FROM_ENVIRONMENT, context_kubeconfig_argv, in_shell, kubectl_argv
 
-KUBECTL = 'kubectl --context "$KUBE_CONTEXT" --request-timeout=30s'
+KUBECTL = in_shell(kubectl_argv(FROM_ENVIRONMENT))
 """Every read: the context from the environment (never in the command's text), a bounded wait."""
 READ_ARGS = {
     "identity": 'get namespace kube-system -o "jsonpath={.metadata.uid}"',
@@ -34,10 +35,8 @@ READ_ARGS = {
 READS = {name: f"{KUBECTL} {args} || true" for name, args in READ_ARGS.items()}
 """The commands, by name. `|| true`: a failed kubectl (no such context, a cluster that does not answer)
 becomes the RunError that says what to check (`facts`), not a failed invoke and its traceback."""
-KUBECONFIG_COMMAND = 'kubectl config view --raw --minify --flatten --context "$KUBE_CONTEXT" || true'
-"""The context's kubeconfig alone, credentials inline: with --minify, kubectl makes --context the
-current one and drops every other (kubectl pkg/cmd/config/view.go `Run`; `MinifyConfig` refuses a
-context it cannot find); --flatten inlines the files it names (certificates), so the text stands alone."""
+KUBECONFIG_COMMAND = f"{in_shell(context_kubeconfig_argv(FROM_ENVIRONMENT))} || true"
+"""The context's kubeconfig alone, credentials inline (providers/kubectl.py `CONTEXT_KUBECONFIG_ARGV`)."""
 NAMESPACES_ARGS = "get namespaces -o json"
 NAMESPACES_COMMAND = f"{KUBECTL} {NAMESPACES_ARGS} || true"
 """The cluster's namespaces: read at once (a synchronous invoke), so that a refusal comes before phase1

@@ -11,19 +11,27 @@ proxy: docs/design/decisions.md, the entry on laptop calls on an existing cluste
 
 A resource says where to forward with a `Target` in its properties (`TARGET_KEY`, present on an
 existing cluster alone). A forward starts at the first request that needs it, and stops with its
-session, or with the process (`weakref.finalize`). Nothing here runs at import.
+session, or with the process (`weakref.finalize`); on Linux kubectl also dies with the process that
+started it when that one is killed outright (SIGKILL runs no finalizer): `_dies_with_its_parent`.
+Nothing here runs at import.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import os
 import re
+import signal
 import subprocess
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import IO, Any
+
+from providers.kubectl import kubectl_argv
 
 TARGET_KEY = "forward"
 """The property that holds a resource's `Target`, wired (`Target.wire`)."""
@@ -62,10 +70,8 @@ class Target:
 
     def argv(self) -> list[str]:
         """The kubectl command: loopback alone, a port the kernel picks (`:<port>`)."""
-        return [
-            "kubectl", "--context", self.context, "--namespace", self.namespace, "port-forward", "--address", "127.0.0.1",
-            f"svc/{self.service}", f":{self.port}",
-        ]  # fmt: skip
+        forward = ["port-forward", "--address", "127.0.0.1", f"svc/{self.service}", f":{self.port}"]
+        return kubectl_argv(self.context, *forward, namespace=self.namespace, timeout=None)  # a stream: no request timeout
 
     def __str__(self) -> str:
         return f"service {self.namespace}/{self.service} port {self.port} of context {self.context}"
@@ -86,7 +92,13 @@ class Forward:
         self.target = target
         try:
             self._process = subprocess.Popen(
-                target.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace"
+                target.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                preexec_fn=_dies_with_its_parent(),
             )
         except OSError as error:
             raise ForwardError(f"{target} cannot be forwarded: kubectl does not run ({error.strerror}); install kubectl") from None
@@ -127,6 +139,29 @@ class Forward:
 
     def stop(self) -> None:
         self._stop()
+
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2)'s option: the signal the calling process gets when its parent thread ends (linux/prctl.h)."""
+
+
+def _dies_with_its_parent() -> Callable[[], None] | None:
+    """On Linux, what a child runs before kubectl, so that kubectl gets SIGTERM when this process ends, even
+    SIGKILLed: else an authenticated tunnel into the cluster would stay open on 127.0.0.1 for any local user.
+    Elsewhere None (docs/reference/credentials.md says so). The kernel signals at the end of the parent
+    *thread* (prctl(2)): the provider host's gRPC worker threads live as long as it does. prctl is looked
+    up here, before the fork; the child only calls it, and ends if its parent already went.
+    """
+    if sys.platform != "linux":
+        return None
+    prctl, parent = ctypes.CDLL(None, use_errno=True).prctl, os.getpid()
+
+    def in_the_child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent ended between the fork and the prctl
+            os._exit(1)
+
+    return in_the_child
 
 
 def _drain(stream: IO[str] | None, into: list[str]) -> None:

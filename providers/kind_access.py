@@ -23,6 +23,7 @@ from typing import Any
 
 from components.engine import DOCKER, kind_env
 from providers.cluster_access import CONTEXT_KEY
+from providers.kubectl import context_kubeconfig_argv
 
 ENGINE_KEY = "container_engine"
 """The property that names kind's engine, on a provider that asks kind; absent on Docker (`engine_props`)."""
@@ -61,7 +62,7 @@ def cluster_kubeconfig(props: Mapping[str, Any]) -> Iterator[str]:
     exec plugins kept.
     """
     if context := str(props.get(CONTEXT_KEY) or ""):
-        with _holding(["kubectl", "config", "view", "--raw", "--minify", "--flatten", "--context", context]) as path:
+        with _holding(context_kubeconfig_argv(context)) as path:
             yield path
     else:
         with admin_kubeconfig(str(props["kind_cluster_name"]), str(props.get(ENGINE_KEY) or DOCKER)) as path:

@@ -24,6 +24,7 @@ import versions
 from cli.doctor.checks import KUBECTL_SKEW, Check, kubectl_version_in
 from cli.doctor.install import KUBECTL, download_fix
 from cli.doctor.machine import Machine, first_line
+from providers.kubectl import kubectl_argv
 
 if TYPE_CHECKING:  # the config and the components import pulumi, which `blueprint --help` should not wait for
     from stacks.config.cluster import ClusterConfig
@@ -99,8 +100,8 @@ _GIT_VERSION = re.compile(r'"gitVersion"\s*:\s*"(v?(\d+)\.(\d+)\.(\d+)[^"]*)"')
 
 
 def _kubectl(machine: Machine, context: str, *args: str) -> tuple[int, str]:
-    """`kubectl` against `context`, a request timing out before the call does."""
-    return machine.run(["kubectl", "--context", context, "--request-timeout=20s", *args], timeout=_TIMEOUT)
+    """`kubectl` against `context`, a request timing out before the call does (`REQUEST_TIMEOUT`)."""
+    return machine.run(kubectl_argv(context, *args), timeout=_TIMEOUT)
 
 
 def _json(output: str) -> Any:

@@ -60,7 +60,7 @@ class FakeRunner:
     def preview(self, stack: str, on_output: Callable[[str], None]) -> None:
         self._do("preview", stack)
 
-    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], *, run_program: bool = False) -> None:
         self._do("destroy", stack)
         self.destroy_env = dict(env)
 

@@ -74,6 +74,8 @@ class FakePulumi:
         self.stack_outputs = {stack: planned(stack).raw_outputs for stack in stacks}
         self.cluster, self.gitlab = cluster, gitlab
         self.calls: list[tuple[str, str]] = []
+        self.ran_program: list[str] = []
+        """The stacks whose destroy ran their program (`StackRunner.destroy`'s `run_program`)."""
         self.config: dict[tuple[str, str], str] = {}
         self.destroyed: dict[str, list[dict[str, Any]]] = {}
 
@@ -90,8 +92,10 @@ class FakePulumi:
         self.calls.append(("import", stack))
         self.states[stack] = copy.deepcopy(state)
 
-    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+    def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], *, run_program: bool = False) -> None:
         self.calls.append(("destroy", stack))
+        if run_program:
+            self.ran_program.append(stack)
         resources = self.states[stack]["deployment"]["resources"]
         for resource in resources:
             if resource.get("retainOnDelete"):

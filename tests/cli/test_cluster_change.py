@@ -102,7 +102,7 @@ def test_a_cluster_change_that_fails_half_way_resumes_with_the_whole_up_never_a_
     """A destroy there, with preserveData=false, would wipe what the change was keeping."""
 
     class Failing(FakePulumi):
-        def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+        def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], *, run_program: bool = False) -> None:
             raise StackFailed(stack, "error: boom")
 
     pulumi = Failing(all_stacks())

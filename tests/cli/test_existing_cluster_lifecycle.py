@@ -180,3 +180,31 @@ def test_up_of_phase2_alone_is_refused_when_its_context_now_reaches_a_recreated_
 def test_an_empty_kube_context_is_left_to_the_configs_own_check() -> None:
     pulumi, emptied = on_existing(kubeContext="")
     assert make_way_for_a_new_cluster(pulumi, print, "all", world=emptied) == 0
+
+
+def test_phase2s_destroy_on_an_existing_cluster_runs_its_program_for_the_contexts_kubeconfig_now() -> None:
+    """Without the program, Pulumi deletes with the kubeconfig phase2's state keeps from its last `up`: an
+    embedded token expired since (OpenShift's 24 h `oc login`) fails the destroy although the user's is fresh."""
+    pulumi, same = on_existing()
+    code, said = run_destroy(pulumi, False, world=same)
+    assert code == 0, said
+    assert pulumi.ran_program == ["phase2"]
+
+
+def test_a_context_that_now_reaches_another_cluster_destroys_phase2_with_its_recorded_credential() -> None:
+    """The program's kubeconfig would send phase2's deletes to whatever the context reaches now."""
+    pulumi, _ = on_existing()
+    moved = configured(pulumi, Identity("answered", uid="another-cluster"), **EXISTING)
+    code, said = run_destroy(pulumi, False, world=moved)
+    assert code == 0, said
+    assert ("destroy", "phase2") in pulumi.calls
+    assert pulumi.ran_program == []
+    assert "the context prod does not reach the platform's cluster now (kube-system UID another-cluster)" in said
+
+
+def test_on_kind_no_destroy_runs_its_program() -> None:
+    pulumi = FakePulumi(all_stacks())
+    code, said = run_destroy(pulumi, False)
+    assert code == 0, said
+    assert ("destroy", "phase2") in pulumi.calls
+    assert pulumi.ran_program == []

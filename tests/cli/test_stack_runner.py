@@ -277,3 +277,34 @@ def test_reading_the_stacks_makes_no_passphrase_file_and_writing_one_does(
     with pytest.raises(StackFailed):
         runner.import_state("phase2", {"version": 3, "deployment": {"resources": []}})
     assert (tmp_path / "config" / "blueprint" / "pulumi-passphrase").is_file()
+
+
+class _Selected:
+    """What `AutomationRunner._stack` selects: a stack of a workspace with the CLI at `version`."""
+
+    def __init__(self, version: str) -> None:
+        self.workspace = type("Workspace", (), {"pulumi_version": version})()
+        self.destroyed_with: dict[str, Any] = {}
+
+    def destroy(self, **options: Any) -> None:
+        self.destroyed_with = options
+
+
+@pytest.mark.parametrize(("version", "runs"), [("3.272.0", True), ("3.204.0", True), ("3.203.1", False)])
+def test_a_destroy_that_asks_for_its_program_runs_it_only_on_a_cli_that_does_it_soundly(
+    monkeypatch: pytest.MonkeyPatch, version: str, runs: bool
+) -> None:
+    """`--run-program` came in 3.160.0, and reads (a StackReference) and failed deletes were fixed by 3.204.0."""
+    selected = _Selected(version)
+    monkeypatch.setattr(AutomationRunner, "_stack", lambda self, name: selected)
+    said: list[str] = []
+    AutomationRunner().destroy("phase2", said.append, {}, run_program=True)
+    assert selected.destroyed_with.get("run_program", False) is runs
+    assert any("older than 3.204.0" in line for line in said) is not runs
+
+
+def test_a_destroy_from_the_state_alone_passes_no_run_program_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    selected = _Selected("3.272.0")
+    monkeypatch.setattr(AutomationRunner, "_stack", lambda self, name: selected)
+    AutomationRunner().destroy("phase2", print, {})
+    assert "run_program" not in selected.destroyed_with

@@ -417,7 +417,7 @@ def test_a_failed_destroy_says_to_run_the_same_destroy_again_never_an_up(phase: 
     without its `--phase` would take down phases the user meant to keep."""
 
     class Failing(FakePulumi):
-        def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str]) -> None:
+        def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], *, run_program: bool = False) -> None:
             raise StackFailed(stack, f"  kubernetes:helm.sh/v3:Release ({stack}-chart):\n    error: boom")
 
     pulumi = Failing(all_stacks())

@@ -243,3 +243,35 @@ def test_a_forward_whose_pod_went_away_is_started_again_at_the_next_attempt(tmp_
             with pytest.raises(requests.ConnectionError):
                 asking.get("http://gitlab.platform.example.com/api/v4/version", timeout=30)
     assert starts.read_text().splitlines() == ["start"] * 3
+
+
+HOLDER = """\
+import sys, time
+from providers.cluster_access import Target, forwarded
+with forwarded(Target(context="team-cluster", namespace="openbao", service="openbao", port=8200)) as port:
+    print(port, flush=True)
+    time.sleep(600)
+"""
+"""A provider host holding a forward, until it is killed."""
+
+
+def test_kubectl_ends_when_the_process_that_started_it_is_killed_outright(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL runs no finalizer: without prctl's parent-death signal, kubectl would live on, an open
+    tunnel into the cluster on 127.0.0.1 (Linux; elsewhere documented in docs/reference/credentials.md)."""
+    import signal
+    import subprocess
+
+    log = fake_kubectl(tmp_path / "bin", monkeypatch)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER], cwd=Path(__file__).parents[2], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip().isdigit()
+        [kubectl] = [call["pid"] for call in forwards(log)]
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        holder.stdout and holder.stdout.close()
+    gone = ended(kubectl)
+    if not gone:
+        os.kill(kubectl, signal.SIGKILL)  # the orphan this test found, ended
+    assert gone
