@@ -60,6 +60,11 @@ def gateway_service_type(inputs: Mapping[str, Any]) -> str:
     return "NodePort"
 
 
+def gateway_service(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What the config adds to Envoy's Service on an existing cluster (annotations, source ranges, class): {} on kind."""
+    return dict(inputs.get(outputs.GATEWAY_SERVICE) or {}) if outputs.on_existing(inputs) else {}
+
+
 def ssh_port(inputs: Mapping[str, Any]) -> int:
     """The SSH port clone URLs show: kind's host port, or the listener's own on an existing cluster."""
     return SSH_PORT_EXISTING if outputs.on_existing(inputs) else int(inputs[outputs.SSH_PORT])

@@ -115,9 +115,13 @@ API_SERVER_ENDPOINTS = "apiServerEndpoints"
 {"address": <IP>, "port": <int>}, from its EndpointSlices, read by phase1 on each run (what an egress
 NetworkPolicy must allow to reach the API server)."""
 
+GATEWAY_SERVICE = "gatewayService"
+"""What the config adds to the gateway's Service (`gatewayServiceAnnotations`, `loadBalancerSourceRanges`,
+`loadBalancerClass`), as Envoy Gateway's KubernetesServiceSpec fields: {} when none is set."""
+
 PHASE1_EXISTING = (
     CLUSTER_TYPE, KUBE_CONTEXT, KUBERNETES_VERSION, STORAGE_CLASS, STORAGE_CLASS_USED, EXPOSURE, GITLAB_NODE_SELECTOR,
-    JOB_NODE_SELECTOR, API_SERVER_ENDPOINTS,
+    JOB_NODE_SELECTOR, API_SERVER_ENDPOINTS, GATEWAY_SERVICE,
 )  # fmt: skip
 """What phase1 exports besides PHASE1 on an existing cluster alone."""
 

@@ -254,6 +254,7 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
         outputs.GITLAB_NODE_SELECTOR: dict(cluster.gitlab_node_selector),
         outputs.JOB_NODE_SELECTOR: dict(cluster.job_node_selector),
         outputs.API_SERVER_ENDPOINTS: facts.apply(lambda read: read.api_server),
+        outputs.GATEWAY_SERVICE: dict(cluster.gateway_service),
         outputs.DATA_FOLDER_CLAIM: data_folder,
     }
 
