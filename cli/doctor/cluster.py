@@ -33,6 +33,7 @@ API = "cluster API"
 VERSION = "Kubernetes version"
 STORAGE = "StorageClass"
 PERMISSIONS = "cluster-wide permissions"
+NAMESPACED_PERMISSIONS = "port-forward and exec permissions"
 GATEWAY = "Gateway API CRDs"
 CNPG = "CloudNativePG"
 NAMESPACES = "namespaces"
@@ -143,6 +144,7 @@ def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "ph
         _version_check(server),
         _storage_check(machine, cluster, stack),
         _permissions_check(machine, context),
+        _namespaced_permissions_check(machine, context),
         _namespaces_check(machine, context),
         _gateway_check(machine, context, crds),
         _cnpg_check(machine, context, crds),
@@ -273,12 +275,10 @@ def _permissions_check(machine: Machine, context: str) -> Check:
     for resource in CLUSTER_WIDE:
         # --all-namespaces: asked as the objects are made, outside any namespace (a RoleBinding's grant does not count).
         _, output = _kubectl(machine, context, "auth", "can-i", "create", resource, "--all-namespaces")
-        lines = [line.strip() for line in output.splitlines()]
-        if "yes" in lines:
-            continue
-        if any(line == "no" or line.startswith("no - ") for line in lines):
+        answer = _can_i(output)
+        if answer is False:
             denied.append(resource)
-        else:
+        elif answer is None:
             unknown.append(f"{resource} ({first_line(output)})")
     if not denied and not unknown:
         return Check(
@@ -293,6 +293,41 @@ def _permissions_check(machine: Machine, context: str) -> Check:
         found=f"{said}: phase2 installs operators, their CRDs and admission policies",
         fix=f"use a context whose user is the cluster's admin, or ask the cluster's admins for these rights (cluster-admin is "
         f"simplest); `kubectl --context {shlex.quote(context)} auth can-i create <resource> --all-namespaces` asks one",
+    )
+
+
+def _can_i(output: str) -> bool | None:
+    """What `kubectl auth can-i` answered: yes, no (with or without its reason), or None: no answer."""
+    lines = [line.strip() for line in output.splitlines()]
+    if "yes" in lines:
+        return True
+    return False if any(line == "no" or line.startswith("no - ") for line in lines) else None
+
+
+def _namespaced_permissions_check(machine: Machine, context: str) -> Check:
+    """The rights `up` uses in phase2's namespaces from this machine (stacks/exposure.py `laptop_rights`),
+    which no cluster-wide kind above implies: a custom ClusterRole without them would pass the check
+    above and fail half-way through `up`. Asked in each namespace, which need not exist yet.
+    """
+    from stacks.exposure import laptop_rights
+
+    denied: list[str] = []
+    for resource, namespace in laptop_rights():
+        _, output = _kubectl(machine, context, "auth", "can-i", "create", resource, "--namespace", namespace)
+        answer = _can_i(output)
+        if answer is not True:
+            denied.append(f"{resource} in {namespace}" + ("" if answer is False else f" (no answer: {first_line(output)})"))
+    namespaces = " and ".join(sorted({namespace for _, namespace in laptop_rights()}))
+    if not denied:
+        return Check(name=NAMESPACED_PERMISSIONS, ok=True, found="your user may port-forward to and exec into phase2's pods")
+    return Check(
+        name=NAMESPACED_PERMISSIONS,
+        ok=False,
+        found=f"your user may not create {', '.join(denied)}: `up` reaches OpenBao and GitLab through port-forwards, "
+        "and makes GitLab's token in its toolbox pod",
+        fix=f"ask the cluster's admins for `create` on pods/portforward and pods/exec in namespaces {namespaces} (a "
+        f"ClusterRole bound cluster-wide, as the namespaces do not exist yet), or use the admin's context; `kubectl --context "
+        f"{shlex.quote(context)} auth can-i create pods/portforward --namespace gitlab` asks one",
     )
 
 

@@ -60,7 +60,7 @@ class FakeCluster:
     version: str = "v1.34.2-gke.1240000"
     storage_classes: list[dict[str, Any]] = field(default_factory=lambda: [GKE_STANDARD_RWO, PREMIUM_RWO])
     denied: set[str] = field(default_factory=set)
-    """Resources `auth can-i create` says no to."""
+    """Resources `auth can-i create` says no to: cluster-wide kinds, or `<subresource> <namespace>`."""
     crds: dict[str, dict[str, str]] = field(default_factory=dict)
     """The CRDs there, each with its annotations."""
     namespaces: dict[str, dict[str, str]] = field(default_factory=lambda: {"default": {}, "kube-system": {}})
@@ -93,6 +93,8 @@ class FakeCluster:
                 return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": self.storage_classes})
             case ["auth", "can-i", "create", resource, "--all-namespaces"]:
                 return (1, "no\n") if resource in self.denied else (0, "yes\n")
+            case ["auth", "can-i", "create", resource, "--namespace", namespace]:
+                return (1, "no\n") if f"{resource} {namespace}" in self.denied else (0, "yes\n")
             case ["get", "namespaces", "-o", "json"]:
                 items = [{"metadata": {"name": name, "labels": labels}} for name, labels in self.namespaces.items()]
                 return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": items})

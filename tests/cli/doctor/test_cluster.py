@@ -139,9 +139,29 @@ def test_a_user_who_may_not_create_crds_or_cluster_roles_fails_naming_them() -> 
 def test_permissions_are_asked_for_every_cluster_wide_kind_outside_any_namespace() -> None:
     machine = ClusterMachine()
     existing_cluster_checks(machine, EXISTING_CLUSTER, pulumi_min_version=PULUMI_MIN_VERSION)
-    asked = [call[7] for call in machine.calls if call[4:6] == ["auth", "can-i"]]
-    assert asked == list(CLUSTER_WIDE)
-    assert all(call[-1] == "--all-namespaces" for call in machine.calls if call[4:6] == ["auth", "can-i"])
+    wide = [call for call in machine.calls if call[4:6] == ["auth", "can-i"] and call[7] in CLUSTER_WIDE]
+    assert [call[7] for call in wide] == list(CLUSTER_WIDE)
+    assert all(call[-1] == "--all-namespaces" for call in wide)
+
+
+def test_a_user_who_may_not_port_forward_or_exec_in_phase2s_namespaces_fails_naming_each() -> None:
+    denied = {"pods/portforward openbao", "pods/exec gitlab"}
+    check = checked(FakeCluster(denied=denied))[cluster.NAMESPACED_PERMISSIONS]
+    assert not check.ok
+    assert check.found.startswith("your user may not create pods/portforward in openbao, pods/exec in gitlab: `up` reaches")
+    assert "`create` on pods/portforward and pods/exec in namespaces gitlab and openbao" in check.fix
+    assert "auth can-i create pods/portforward --namespace gitlab" in check.fix
+
+
+def test_port_forward_and_exec_are_asked_in_the_namespaces_up_uses_them_in() -> None:
+    machine = ClusterMachine()
+    existing_cluster_checks(machine, EXISTING_CLUSTER, pulumi_min_version=PULUMI_MIN_VERSION)
+    asked = [call[7:] for call in machine.calls if call[4:6] == ["auth", "can-i"] and call[7] not in CLUSTER_WIDE]
+    assert asked == [
+        ["pods/portforward", "--namespace", "gitlab"],
+        ["pods/portforward", "--namespace", "openbao"],
+        ["pods/exec", "--namespace", "gitlab"],
+    ]
 
 
 def test_a_namespace_of_phase2s_that_is_someone_elses_fails_as_phase1_would_refuse_it(
