@@ -39,6 +39,7 @@ CNPG = "CloudNativePG"
 NAMESPACES = "namespaces"
 BUILDS = "image-build pods"
 LOAD_BALANCER = "load balancer"
+NETWORK_POLICY = "NetworkPolicy enforcement"
 
 MIN_KUBERNETES = (1, 30)
 """The oldest Kubernetes blueprint runs on: its admission policies are admissionregistration.k8s.io/v1
@@ -150,6 +151,7 @@ def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "ph
         _cnpg_check(machine, context, crds),
         _builds_check(machine, context),
         _load_balancer_check(machine, cluster, crds, stack),
+        _network_policy_check(machine, context),
     ]
 
 
@@ -521,4 +523,25 @@ def _load_balancer_check(machine: Machine, cluster: ClusterConfig, crds: Sequenc
         "nodes, no MetalLB or Cilium LB IPAM)",
         advice="if it cannot, `up` waits for the gateway's address until it times out: install one (MetalLB, for example), or "
         f"reach the gateway on the nodes' ports instead: {_set_key(stack, 'exposure', NODE_PORT)}",
+    )
+
+
+def _network_policy_check(machine: Machine, context: str) -> Check:
+    """A warning, never a failure: whether some plugin enforces the Runners' NetworkPolicies (cli/doctor/network_policy.py)."""
+    from cli.doctor.network_policy import enforcer
+
+    code, output = _kubectl(machine, context, "get", "daemonsets", "--all-namespaces", "-o", "json")
+    daemonsets = _json(output) if code == 0 else None
+    code, output = _kubectl(machine, context, "get", "nodes", "-o", "jsonpath={.items[*].spec.providerID}")
+    schemes = {provider.partition("://")[0] for provider in output.split()} if code == 0 else set()
+    if found := enforcer(daemonsets, schemes):
+        return Check(name=NETWORK_POLICY, ok=True, found=f"{found} enforces the CI jobs' NetworkPolicies")
+    return Check(
+        name=NETWORK_POLICY,
+        ok=True,
+        found="no sign of a network plugin that enforces NetworkPolicy"
+        + ("" if daemonsets is not None else " (the DaemonSets could not be listed)"),
+        advice="without one, the CI jobs' egress policies are stored and do nothing: a job can reach Postgres, OpenBao and "
+        "Valkey. Turn enforcement on (EKS: the VPC CNI's enableNetworkPolicy; GKE: Dataplane V2 or network policy "
+        "enforcement; AKS: a network policy engine), or install a plugin that enforces it (Calico, Cilium)",
     )

@@ -26,6 +26,7 @@ from tests.cli.doctor.fake_kubectl import (
     ClusterMachine,
     FakeCluster,
     cnpg_crd,
+    daemonset,
     gateway_crd,
 )
 from tests.cli.doctor.fakes import doctor_output, without
@@ -378,3 +379,36 @@ def test_of_two_default_storage_classes_the_doctor_names_the_one_phase1_takes() 
     assert default_storage_class({"items": [gp2, gp3]}) == "gp2"
     found = checked(FakeCluster(storage_classes=[gp2, gp3]))[cluster.STORAGE].found
     assert found.startswith("gp2 (ebs.csi.aws.com, reclaimPolicy Delete), the cluster's default")
+
+
+def test_no_sign_of_a_networkpolicy_enforcer_is_a_warning_naming_what_ci_jobs_could_reach() -> None:
+    check = checked(FakeCluster(daemonsets=[daemonset("kube-system", "kube-proxy")]))[cluster.NETWORK_POLICY]
+    assert check.ok
+    assert check.found == "no sign of a network plugin that enforces NetworkPolicy"
+    assert "a job can reach Postgres, OpenBao and Valkey" in check.advice
+    assert "EKS: the VPC CNI's enableNetworkPolicy" in check.advice
+
+
+def test_eks_vpc_cni_without_its_policy_agent_on_is_no_sign_of_enforcement() -> None:
+    aws_node = daemonset("kube-system", "aws-node", **{"aws-network-policy-agent": ["--enable-network-policy=false"]})
+    assert checked(FakeCluster(daemonsets=[aws_node]))[cluster.NETWORK_POLICY].advice
+
+
+@pytest.mark.parametrize(
+    ("fake", "said"),
+    [
+        (FakeCluster(), "GKE Dataplane V2 (DaemonSet kube-system/anetd)"),
+        (FakeCluster(daemonsets=[daemonset("calico-system", "calico-node")]), "Calico (DaemonSet calico-system/calico-node)"),
+        (
+            FakeCluster(
+                daemonsets=[daemonset("kube-system", "aws-node", **{"aws-network-policy-agent": ["--enable-network-policy=true"]})]
+            ),
+            "the VPC CNI's network policy agent",
+        ),
+        (FakeCluster(daemonsets=[], provider_ids=["k3s://server-1"]), "k3s's embedded network policy controller"),
+    ],
+)
+def test_a_known_networkpolicy_enforcer_passes_naming_it(fake: FakeCluster, said: str) -> None:
+    check = checked(fake)[cluster.NETWORK_POLICY]
+    assert (check.ok, check.advice) == (True, "")
+    assert check.found.startswith(said)
