@@ -237,7 +237,7 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
     facts = existing_cluster.read(cluster.kube_context, cluster.storage_class)
     kind_only: dict[str, Any] = {key: 0 for key in KIND_PORTS} | {key: "" for key in KIND_PLACES}
     return {
-        outputs.CLUSTER_NAME: cluster.kube_context,
+        outputs.CLUSTER_NAME: "",  # kind's alone: the context is KUBE_CONTEXT
         outputs.CLUSTER_ID: facts.apply(lambda read: read.identity),
         outputs.DATA_DIR: str(config.data_dir),
         outputs.PRESERVE_DATA: config.preserve_data,
