@@ -118,7 +118,7 @@ def live_api_server(context: str) -> list[dict[str, Any]] | str:
 
     argv = ["kubectl", "--context", context, "--request-timeout=20s", *shlex.split(READ_ARGS["apiServer"])]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"kubectl: {type(error).__name__}"
     try:

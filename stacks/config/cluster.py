@@ -144,7 +144,8 @@ def parse_annotations(text: str) -> tuple[dict[str, str], str | None]:
     if not isinstance(parsed, dict) or not all(isinstance(value, str) for value in parsed.values()):
         return {}, f"{expected} (empty: none)"
     for key in parsed:
-        if problem := label_key_problem(key):  # annotation keys have label keys' syntax (apimachinery ValidateAnnotations)
+        # Label keys' syntax, case aside: apimachinery's ValidateAnnotations checks IsQualifiedName(strings.ToLower(key)).
+        if problem := label_key_problem(key.lower()):
             return {}, f"the annotation key {key!r} is not valid: {problem}"
     return dict(parsed), None
 
