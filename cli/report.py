@@ -69,7 +69,10 @@ def summary(
         lines.append(f"  an app unreachable from here: its name must resolve to {where}")
     if tally is not None:
         lines.append(tally)
-    if phase1 and not phase2:
+    if phase1 and not phase2 and outputs.on_existing(phase1):
+        context = shlex.quote(str(phase1.get(outputs.KUBE_CONTEXT)))
+        lines.append(f"  cluster: the existing one of context {context} (for kubectl: kubectl --context {context})")
+    elif phase1 and not phase2:
         cluster = phase1.get(outputs.CLUSTER_NAME)
         # A file of its own: `blueprint kubeconfig --output` refuses a kubeconfig that holds other clusters.
         lines.append(f"  kind cluster: {cluster} (for kubectl: uv run blueprint kubeconfig --output ~/.kube/blueprint)")

@@ -19,9 +19,12 @@ def status(
     runner: StackRunner,
     ask: Callable[..., str] | None = None,
     image_cache: Callable[[Mapping[str, Any] | None], list[str]] | None = None,
+    api_server: Callable[[str], list[dict[str, Any]] | str] | None = None,
 ) -> str:
-    """Per phase whether it is up, the health of GitLab, OpenBao, the runners and the apps, and the
-    image cache (`image_cache`: phase1's outputs, None when it is not up -> its lines; None: the real one).
+    """Per phase whether it is up, the health of GitLab, OpenBao, the runners and the apps, whether an
+    existing cluster's API server is where phase1 read it (`api_server`: context -> its live endpoints,
+    or why they cannot be read; None: kubectl's answer), and the image cache (`image_cache`: phase1's
+    outputs, None when it is not up -> its lines; None: the real one).
     """
     ask = ask or probe
     image_cache = image_cache or _image_cache_status
@@ -52,6 +55,8 @@ def status(
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
     phase1 = stack_outputs["phase1"]
+    if phase1 and outputs.on_existing(phase1) and outputs.API_SERVER_ENDPOINTS in phase1:
+        lines.append(api_server_line(phase1, api_server or live_api_server))
     if _on_existing(phase1):
         from cli.images import NO_CACHE_ON_EXISTING
 
@@ -72,6 +77,58 @@ def _on_existing(phase1: Mapping[str, Any] | None) -> bool:
         return stack_config("phase1")[0].get("blueprint:cluster") == EXISTING
     except Exception:  # a stack file that cannot be read: the image cache's own line says so
         return False
+
+
+def _endpoint_pairs(endpoints: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(address, port) of each endpoint, sorted: a state's numbers may read back as floats."""
+    return sorted({(str(endpoint["address"]), int(endpoint["port"])) for endpoint in endpoints})
+
+
+def _shown_endpoints(pairs: list[tuple[str, int]]) -> str:
+    return ", ".join(f"{address}:{port}" for address, port in pairs) or "none"
+
+
+def api_server_line(phase1: Mapping[str, Any], read: Callable[[str], list[dict[str, Any]] | str]) -> str:
+    """Whether the API server's endpoints are still those phase1 recorded at `up`: the Runners' egress
+    policy allows those alone (components/runner_egress.py), and a managed control plane moves them
+    without blueprint running (EKS replaces its endpoints' network interfaces in upgrades).
+    """
+    recorded = _endpoint_pairs(list(phase1[outputs.API_SERVER_ENDPOINTS]))
+    read_now = read(str(phase1.get(outputs.KUBE_CONTEXT)))
+    if isinstance(read_now, str):
+        return f"API server: unknown, its endpoints cannot be read ({read_now})"
+    live = _endpoint_pairs(read_now)
+    if live == recorded:
+        return f"API server: at the endpoints phase1 recorded ({_shown_endpoints(live)})"
+    return (
+        f"API server: its endpoints moved since the last up (recorded {_shown_endpoints(recorded)}, now {_shown_endpoints(live)}): "
+        "the Runners and deploy jobs cannot reach it; re-run `uv run blueprint up`"
+    )
+
+
+def live_api_server(context: str) -> list[dict[str, Any]] | str:
+    """The endpoints of the Service default/kubernetes as kubectl reads them now (phase1's own read:
+    components/existing_cluster.py READ_ARGS), or why they cannot be read.
+    """
+    import json
+    import shlex
+    import subprocess
+
+    from components.existing_cluster import READ_ARGS, endpoints
+
+    argv = ["kubectl", "--context", context, "--request-timeout=20s", *shlex.split(READ_ARGS["apiServer"])]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"kubectl: {type(error).__name__}"
+    try:
+        listed = json.loads(done.stdout) if done.returncode == 0 else None
+    except ValueError:
+        listed = None
+    if not isinstance(listed, dict):
+        said = (done.stderr.strip().splitlines() or ["no answer"])[0]
+        return f"kubectl: {shown(said)}"
+    return endpoints(listed)
 
 
 def _release(recorded: object) -> str:

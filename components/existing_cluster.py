@@ -167,7 +167,7 @@ def facts(context: str, storage_class: str, answers: Mapping[str, tuple[str, str
         identity=parsed["identity"],
         version=str(parsed["version"].get("gitVersion", "")),
         storage_class=_storage_class(context, storage_class, parsed["storageClasses"]),
-        api_server=_endpoints(parsed["apiServer"]),
+        api_server=endpoints(parsed["apiServer"]),
     )
 
 
@@ -209,8 +209,10 @@ def default_storage_class(listed: Mapping[str, Any]) -> str | None:
     return str(newest["metadata"]["name"])
 
 
-def _endpoints(listed: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Each address and port of the EndpointSlices `listed` (of the Service default/kubernetes)."""
+def endpoints(listed: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each address and port of the EndpointSlices `listed` (of the Service default/kubernetes), sorted:
+    what phase1 records, and what `blueprint status` compares the live ones with.
+    """
     found: set[tuple[str, int]] = set()
     for item in listed.get("items") or []:
         ports = [int(port["port"]) for port in item.get("ports") or [] if isinstance(port, dict) and "port" in port]

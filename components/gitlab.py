@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -65,6 +65,9 @@ class GitLabArgs:
     (an existing cluster); {}: any node, and no nodeSelector in the values at all."""
     service_type: str = "NodePort"
     """The type of Envoy's Service: NodePort (kind; `blueprint:exposure=nodePort`) or LoadBalancer."""
+    service_fields: dict[str, Any] = field(default_factory=dict)
+    """Fields added to Envoy's Service (annotations, loadBalancerSourceRanges, loadBalancerClass): an
+    existing cluster's config (stacks/config/cluster.py `gateway_service_fields`); {}: none (kind)."""
     postgres_host: pulumi.Input[str]
     postgres_database: str
     postgres_user: str
@@ -318,7 +321,11 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
         "gatewayApiResources": {
             "envoy": {
                 "proxySpec": envoy_proxy_spec(
-                    node_ports=args.node_ports, ssh_port=args.ssh_port, node_selector=args.node_selector, service_type=args.service_type
+                    node_ports=args.node_ports,
+                    ssh_port=args.ssh_port,
+                    node_selector=args.node_selector,
+                    service_type=args.service_type,
+                    service_fields=args.service_fields,
                 )
             }
         },

@@ -11,6 +11,7 @@ for it to be Programmed (`programmed_gate_annotations`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import versions
@@ -94,7 +95,12 @@ def envoy_service_port_name(protocol: str, port: int) -> str:
 
 
 def envoy_proxy_spec(
-    *, node_ports: tuple[int, int, int] | None, ssh_port: int, node_selector: dict[str, str], service_type: str = "NodePort"
+    *,
+    node_ports: tuple[int, int, int] | None,
+    ssh_port: int,
+    node_selector: dict[str, str],
+    service_type: str = "NodePort",
+    service_fields: Mapping[str, Any] = {},
 ) -> dict[str, Any]:
     """Envoy Gateway's EnvoyProxy spec: on kind, a NodePort Service on phase1's NodePorts; on an
     existing cluster (`node_ports` None), a Service of `service_type`, LoadBalancer or NodePort, whose
@@ -108,7 +114,8 @@ def envoy_proxy_spec(
     when each has a name (core/v1 ServicePort `name`: a DNS_LABEL, unique in the Service, optional
     only for a single port), so such a port breaks only itself, never the Service with 80 and 443. `node_ports`: HTTP, HTTPS and SSH;
     `node_selector`: where Envoy runs ({}: anywhere, no nodeSelector at all). `type` is one of
-    Envoy Gateway v1.8.1's KubernetesServiceSpec types (api/v1alpha1/shared_types.go).
+    Envoy Gateway v1.8.1's KubernetesServiceSpec types (api/v1alpha1/shared_types.go); `service_fields`,
+    more of its fields (annotations, loadBalancerSourceRanges, loadBalancerClass), set as they are.
     """
     listener_port = ssh_listener_port(versions.GITLAB_CHART_VERSION, ssh_port)
     named = [("HTTP", 80), ("HTTPS", 443), ("TCP", listener_port)]  # the chart's gitlab-ssh listener is TCP (templates/_gateway.tpl)
@@ -122,6 +129,7 @@ def envoy_proxy_spec(
             # kind: the node phase1 maps runs no Envoy. A load balancer's targets need not run one either.
             "externalTrafficPolicy": "Cluster",
             "patch": {"type": "StrategicMerge", "value": {"spec": {"ports": ports}}},
+            **service_fields,
         },
     }
     if node_selector:

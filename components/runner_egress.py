@@ -14,7 +14,8 @@ manager through `podLabels`):
 
 Nothing else: not Postgres, OpenBao, Valkey, Gitaly or GitLab's own pods, MinIO's console, the
 kubelets or (but image builds, on 80 and 443) the internet; the host and other private addresses only on
-the API server's port. kindnetd enforces it, after DNAT; why: docs/design/decisions.md, entry 44.
+the API server's port. kindnetd enforces it, after DNAT; why: docs/design/decisions.md, entry 44. On
+an existing cluster its network plugin must (docs/guide/existing-cluster.md; the doctor warns).
 """
 
 from __future__ import annotations

@@ -25,6 +25,18 @@ SSH_PORT_EXISTING = 22
 load balancer (or the Service) exposes as it is (components/gitlab_gateway.py SSH_LISTENER_PORT_OF_CHART)."""
 
 
+def laptop_rights() -> tuple[tuple[str, str], ...]:
+    """(subresource, namespace) of the pods this machine reaches on an existing cluster, each of which
+    the user must be allowed to `create`: the port-forwards to Envoy and OpenBao (providers/cluster_access.py)
+    and the exec into GitLab's toolbox (providers/gitlab_token.py). Asked by `blueprint doctor`.
+    """
+    return (
+        ("pods/portforward", GITLAB_NAMESPACE),
+        ("pods/portforward", bao.OpenBaoArgs.namespace),
+        ("pods/exec", GITLAB_NAMESPACE),
+    )
+
+
 def kube_context(inputs: Mapping[str, Any]) -> str:
     """The existing cluster's context, or "" on kind."""
     return str(inputs[outputs.KUBE_CONTEXT]) if outputs.on_existing(inputs) else ""
@@ -58,6 +70,11 @@ def gateway_service_type(inputs: Mapping[str, Any]) -> str:
     if outputs.on_existing(inputs) and inputs[outputs.EXPOSURE] == LOAD_BALANCER:
         return "LoadBalancer"
     return "NodePort"
+
+
+def gateway_service(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """What the config adds to Envoy's Service on an existing cluster (annotations, source ranges, class): {} on kind."""
+    return dict(inputs.get(outputs.GATEWAY_SERVICE) or {}) if outputs.on_existing(inputs) else {}
 
 
 def ssh_port(inputs: Mapping[str, Any]) -> int:

@@ -16,13 +16,20 @@ from typing import Any
 
 from stacks.config.cluster import EXISTING
 
-# phase1 -> phase2. With `blueprint:cluster=existing` phase1 exports every one of these too, so the
-# references keep their shape: the kind-only ones then hold "", 0, false or {} (said at each), and
-# PHASE1_EXISTING adds what an existing cluster has of its own.
+# The one rule for what one cluster has and the other has not: ask `on_existing` first, then read only
+# the outputs of that kind of cluster.
+# - kind's outputs (PHASE1) are exported on either cluster, so the references keep their shape; on an
+#   existing cluster the kind-only ones hold their empty value ("", 0, false or {}, said at each),
+#   which nothing reads as a kind cluster's.
+# - an existing cluster's own outputs (PHASE1_EXISTING, PHASE2_EXISTING) are absent on kind, so kind's
+#   plans and state stay as they were; read them after `on_existing`, or with `.get`.
+# A kind-only value never stands for an existing cluster's: its context is KUBE_CONTEXT, never CLUSTER_NAME.
+
+# phase1 -> phase2.
 CLUSTER_NAME = "clusterName"
 """The kind cluster's name: a phase2 stack reads the cluster's admin kubeconfig from kind with it
-(`kind get kubeconfig --name <clusterName>`), since no stack exports that kubeconfig. Existing: the
-context's name (KUBE_CONTEXT), for messages; never a kind cluster's."""
+(`kind get kubeconfig --name <clusterName>`), since no stack exports that kubeconfig. Existing: ""
+(the context is KUBE_CONTEXT)."""
 CLUSTER_ID = "clusterId"
 """The cluster's identity (`components.kind_cluster.cluster_id`): it changes exactly when a change
 of phase1's config replaces the cluster. Kubernetes providers key on it, and `blueprint up` compares
@@ -115,9 +122,13 @@ API_SERVER_ENDPOINTS = "apiServerEndpoints"
 {"address": <IP>, "port": <int>}, from its EndpointSlices, read by phase1 on each run (what an egress
 NetworkPolicy must allow to reach the API server)."""
 
+GATEWAY_SERVICE = "gatewayService"
+"""What the config adds to the gateway's Service (`gatewayServiceAnnotations`, `loadBalancerSourceRanges`,
+`loadBalancerClass`), as Envoy Gateway's KubernetesServiceSpec fields: {} when none is set."""
+
 PHASE1_EXISTING = (
     CLUSTER_TYPE, KUBE_CONTEXT, KUBERNETES_VERSION, STORAGE_CLASS, STORAGE_CLASS_USED, EXPOSURE, GITLAB_NODE_SELECTOR,
-    JOB_NODE_SELECTOR, API_SERVER_ENDPOINTS,
+    JOB_NODE_SELECTOR, API_SERVER_ENDPOINTS, GATEWAY_SERVICE,
 )  # fmt: skip
 """What phase1 exports besides PHASE1 on an existing cluster alone."""
 

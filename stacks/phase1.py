@@ -237,7 +237,7 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
     facts = existing_cluster.read(cluster.kube_context, cluster.storage_class)
     kind_only: dict[str, Any] = {key: 0 for key in KIND_PORTS} | {key: "" for key in KIND_PLACES}
     return {
-        outputs.CLUSTER_NAME: cluster.kube_context,
+        outputs.CLUSTER_NAME: "",  # kind's alone: the context is KUBE_CONTEXT
         outputs.CLUSTER_ID: facts.apply(lambda read: read.identity),
         outputs.DATA_DIR: str(config.data_dir),
         outputs.PRESERVE_DATA: config.preserve_data,
@@ -254,6 +254,7 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
         outputs.GITLAB_NODE_SELECTOR: dict(cluster.gitlab_node_selector),
         outputs.JOB_NODE_SELECTOR: dict(cluster.job_node_selector),
         outputs.API_SERVER_ENDPOINTS: facts.apply(lambda read: read.api_server),
+        outputs.GATEWAY_SERVICE: dict(cluster.gateway_service),
         outputs.DATA_FOLDER_CLAIM: data_folder,
     }
 

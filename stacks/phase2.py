@@ -349,6 +349,7 @@ def _gitlab(ground: Ground, gateway_crds: GatewayCrds, tls: Tls, data: DataTier)
             ssh_port=exposure.ssh_port(inputs),
             node_ports=exposure.gateway_node_ports(inputs),
             service_type=exposure.gateway_service_type(inputs),
+            service_fields=exposure.gateway_service(inputs),
             node_selector=exposure.gitlab_nodes(inputs),
             postgres_host=data.postgres.host,
             postgres_database=pg.GITLAB_DATABASE,

@@ -1009,6 +1009,51 @@ CASES: dict[str, Bad] = {
     # WP5: the container engine (issue 24, Podman under kind)
     "container-engine-unknown": config_case("phase1", "containerEngine", "lxc", "'lxc' is not valid: expected docker or podman"),
     "container-engine-capitalised": config_case("phase1", "containerEngine", "Podman", "'Podman' is not valid: expected docker or podman"),
+    # The gateway's Service on an existing cluster: who can reach it (issue 24).
+    "gateway-service-annotations-with-kind": config_case(
+        "phase1", "gatewayServiceAnnotations", '\'{"a.io/b": "c"}\'', "it is for an existing cluster"
+    ),
+    "gateway-service-annotations-not-json": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:gatewayServiceAnnotations": "internal=true"}
+            )
+        },
+        says=("blueprint:gatewayServiceAnnotations = 'internal=true' is not valid: expected a JSON object", "it is not JSON"),
+        program="phase1",
+    ),
+    "load-balancer-source-range-not-a-cidr": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:loadBalancerSourceRanges": "10.1.2.3/8"}
+            )
+        },
+        says=("blueprint:loadBalancerSourceRanges = '10.1.2.3/8' is not valid", "(did you mean 10.0.0.0/8?)"),
+        program="phase1",
+    ),
+    "load-balancer-class-with-a-node-port": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{
+                    "blueprint:cluster": "existing",
+                    "blueprint:kubeContext": "prod",
+                    "blueprint:exposure": "nodePort",
+                    "blueprint:loadBalancerClass": "service.k8s.aws/nlb",
+                }
+            )
+        },
+        says=(
+            "blueprint:loadBalancerClass = 'service.k8s.aws/nlb' is not valid: it is for a load balancer",
+            "or set blueprint:exposure to loadBalancer",
+        ),
+        program="phase1",
+    ),
+    "load-balancer-source-ranges-with-kind": config_case(
+        "phase1", "loadBalancerSourceRanges", "10.0.0.0/8", "it is for an existing cluster"
+    ),
 }
 
 

@@ -34,11 +34,13 @@ API = "cluster API"
 VERSION = "Kubernetes version"
 STORAGE = "StorageClass"
 PERMISSIONS = "cluster-wide permissions"
+NAMESPACED_PERMISSIONS = "port-forward and exec permissions"
 GATEWAY = "Gateway API CRDs"
 CNPG = "CloudNativePG"
 NAMESPACES = "namespaces"
 BUILDS = "image-build pods"
 LOAD_BALANCER = "load balancer"
+NETWORK_POLICY = "NetworkPolicy enforcement"
 
 MIN_KUBERNETES = (1, 30)
 """The oldest Kubernetes blueprint runs on: its admission policies are admissionregistration.k8s.io/v1
@@ -144,11 +146,13 @@ def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "ph
         _version_check(server),
         _storage_check(machine, cluster, stack),
         _permissions_check(machine, context),
+        _namespaced_permissions_check(machine, context),
         _namespaces_check(machine, context),
         _gateway_check(machine, context, crds),
         _cnpg_check(machine, context, crds),
         _builds_check(machine, context),
         _load_balancer_check(machine, cluster, crds, stack),
+        _network_policy_check(machine, context),
     ]
 
 
@@ -274,12 +278,10 @@ def _permissions_check(machine: Machine, context: str) -> Check:
     for resource in CLUSTER_WIDE:
         # --all-namespaces: asked as the objects are made, outside any namespace (a RoleBinding's grant does not count).
         _, output = _kubectl(machine, context, "auth", "can-i", "create", resource, "--all-namespaces")
-        lines = [line.strip() for line in output.splitlines()]
-        if "yes" in lines:
-            continue
-        if any(line == "no" or line.startswith("no - ") for line in lines):
+        answer = _can_i(output)
+        if answer is False:
             denied.append(resource)
-        else:
+        elif answer is None:
             unknown.append(f"{resource} ({first_line(output)})")
     if not denied and not unknown:
         return Check(
@@ -294,6 +296,41 @@ def _permissions_check(machine: Machine, context: str) -> Check:
         found=f"{said}: phase2 installs operators, their CRDs and admission policies",
         fix=f"use a context whose user is the cluster's admin, or ask the cluster's admins for these rights (cluster-admin is "
         f"simplest); `kubectl --context {shlex.quote(context)} auth can-i create <resource> --all-namespaces` asks one",
+    )
+
+
+def _can_i(output: str) -> bool | None:
+    """What `kubectl auth can-i` answered: yes, no (with or without its reason), or None: no answer."""
+    lines = [line.strip() for line in output.splitlines()]
+    if "yes" in lines:
+        return True
+    return False if any(line == "no" or line.startswith("no - ") for line in lines) else None
+
+
+def _namespaced_permissions_check(machine: Machine, context: str) -> Check:
+    """The rights `up` uses in phase2's namespaces from this machine (stacks/exposure.py `laptop_rights`),
+    which no cluster-wide kind above implies: a custom ClusterRole without them would pass the check
+    above and fail half-way through `up`. Asked in each namespace, which need not exist yet.
+    """
+    from stacks.exposure import laptop_rights
+
+    denied: list[str] = []
+    for resource, namespace in laptop_rights():
+        _, output = _kubectl(machine, context, "auth", "can-i", "create", resource, "--namespace", namespace)
+        answer = _can_i(output)
+        if answer is not True:
+            denied.append(f"{resource} in {namespace}" + ("" if answer is False else f" (no answer: {first_line(output)})"))
+    namespaces = " and ".join(sorted({namespace for _, namespace in laptop_rights()}))
+    if not denied:
+        return Check(name=NAMESPACED_PERMISSIONS, ok=True, found="your user may port-forward to and exec into phase2's pods")
+    return Check(
+        name=NAMESPACED_PERMISSIONS,
+        ok=False,
+        found=f"your user may not create {', '.join(denied)}: `up` reaches OpenBao and GitLab through port-forwards, "
+        "and makes GitLab's token in its toolbox pod",
+        fix=f"ask the cluster's admins for `create` on pods/portforward and pods/exec in namespaces {namespaces} (a "
+        f"ClusterRole bound cluster-wide, as the namespaces do not exist yet), or use the admin's context; `kubectl --context "
+        f"{shlex.quote(context)} auth can-i create pods/portforward --namespace gitlab` asks one",
     )
 
 
@@ -494,4 +531,25 @@ def _load_balancer_check(machine: Machine, cluster: ClusterConfig, crds: Sequenc
         "nodes, no MetalLB or Cilium LB IPAM)",
         advice="if it cannot, `up` waits for the gateway's address until it times out: install one (MetalLB, for example), or "
         f"reach the gateway on the nodes' ports instead: {_set_key(stack, 'exposure', NODE_PORT)}",
+    )
+
+
+def _network_policy_check(machine: Machine, context: str) -> Check:
+    """A warning, never a failure: whether some plugin enforces the Runners' NetworkPolicies (cli/doctor/network_policy.py)."""
+    from cli.doctor.network_policy import enforcer
+
+    code, output = _kubectl(machine, context, "get", "daemonsets", "--all-namespaces", "-o", "json")
+    daemonsets = _json(output) if code == 0 else None
+    code, output = _kubectl(machine, context, "get", "nodes", "-o", "jsonpath={.items[*].spec.providerID}")
+    schemes = {provider.partition("://")[0] for provider in output.split()} if code == 0 else set()
+    if found := enforcer(daemonsets, schemes):
+        return Check(name=NETWORK_POLICY, ok=True, found=f"{found} enforces the CI jobs' NetworkPolicies")
+    return Check(
+        name=NETWORK_POLICY,
+        ok=True,
+        found="no sign of a network plugin that enforces NetworkPolicy"
+        + ("" if daemonsets is not None else " (the DaemonSets could not be listed)"),
+        advice="without one, the CI jobs' egress policies are stored and do nothing: a job can reach Postgres, OpenBao and "
+        "Valkey. Turn enforcement on (EKS: the VPC CNI's enableNetworkPolicy; GKE: Dataplane V2 or network policy "
+        "enforcement; AKS: a network policy engine), or install a plugin that enforces it (Calico, Cilium)",
     )

@@ -9,6 +9,8 @@ a value the program would ignore never looks as if it counted. `dev` stays kind'
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -28,7 +30,10 @@ LOAD_BALANCER = "loadBalancer"
 NODE_PORT = "nodePort"
 EXPOSURES = (LOAD_BALANCER, NODE_PORT)
 
-EXISTING_ONLY = ("kubeContext", "storageClass", "exposure", "gitlabNodeSelector", "jobNodeSelector")
+EXISTING_ONLY = (
+    "kubeContext", "storageClass", "exposure", "gitlabNodeSelector", "jobNodeSelector", "gatewayServiceAnnotations",
+    "loadBalancerSourceRanges", "loadBalancerClass",
+)  # fmt: skip
 """Keys that mean something on an existing cluster alone: refused with kind when not empty."""
 KIND_ONLY = {
     "clusterName": "this key names the kind cluster blueprint makes",
@@ -72,6 +77,9 @@ class ClusterConfig:
     """Node labels CI jobs and the Runners are pinned to on an existing cluster; empty: no selector."""
     container_engine: str = ""
     """The engine kind runs on, one of ENGINES, or "" to detect one (kind only)."""
+    gateway_service: Mapping[str, object] = field(default_factory=dict)
+    """What the config adds to the gateway's Service on an existing cluster, as Envoy Gateway's
+    KubernetesServiceSpec names it (`gateway_service_fields`); empty: nothing."""
 
     @property
     def existing(self) -> bool:
@@ -122,6 +130,74 @@ def _storage_class_problem(name: str) -> str | None:
     return None
 
 
+def parse_annotations(text: str) -> tuple[dict[str, str], str | None]:
+    """The annotations a JSON object of strings names ("" is none), and why the text is not one (None when it is).
+    JSON, not key=value: cloud annotations' values hold commas (AWS's subnet and security-group lists).
+    """
+    if not text.strip():
+        return {}, None
+    expected = 'expected a JSON object of annotation keys to strings, such as {"networking.gke.io/load-balancer-type": "Internal"}'
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return {}, f"{expected} (empty: none); it is not JSON"
+    if not isinstance(parsed, dict) or not all(isinstance(value, str) for value in parsed.values()):
+        return {}, f"{expected} (empty: none)"
+    for key in parsed:
+        # Label keys' syntax, case aside: apimachinery's ValidateAnnotations checks IsQualifiedName(strings.ToLower(key)).
+        if problem := label_key_problem(key.lower()):
+            return {}, f"the annotation key {key!r} is not valid: {problem}"
+    return dict(parsed), None
+
+
+def parse_source_ranges(text: str) -> tuple[tuple[str, ...], str | None]:
+    """The CIDRs `cidr,cidr` names ("" is none), and why the text is not such a list (None when it is)."""
+    ranges = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        try:
+            ranges.append(str(ipaddress.ip_network(item, strict=True)) if "/" in item else "")
+        except ValueError as error:
+            host_bits = "has host bits set" in str(error)
+            return (), f"{item!r} is not a CIDR" + (f" (did you mean {ipaddress.ip_network(item, strict=False)}?)" if host_bits else "")
+        if not ranges[-1]:  # the API server takes a CIDR alone (core/v1 validation of loadBalancerSourceRanges)
+            try:
+                single = ipaddress.ip_address(item)
+            except ValueError:
+                return (), f"{item!r} is not a CIDR"
+            return (), f"{item!r} is not a CIDR: give its prefix length, such as {single}/{single.max_prefixlen}"
+    return tuple(ranges), None
+
+
+def _source_ranges_problem(text: str) -> str | None:
+    problem = parse_source_ranges(text)[1]
+    return f"expected the CIDRs that may reach the load balancer, as cidr,cidr (empty: any address): {problem}" if problem else None
+
+
+def _annotations_problem(text: str) -> str | None:
+    return parse_annotations(text)[1]
+
+
+def _load_balancer_class_problem(name: str) -> str | None:
+    # A label-style key, as the API server checks spec.loadBalancerClass (core/v1 validation, ValidateQualifiedName).
+    if name and (problem := label_key_problem(name)):
+        return f"expected a load balancer class such as service.k8s.aws/nlb (empty: the cluster's default): {problem}"
+    return None
+
+
+def gateway_service_fields(annotations: Mapping[str, str], source_ranges: tuple[str, ...], class_name: str) -> dict[str, object]:
+    """The fields of Envoy Gateway's KubernetesServiceSpec (v1.8.1, api/v1alpha1/shared_types.go) that
+    these set: `annotations`, `loadBalancerSourceRanges`, `loadBalancerClass`, each only when given.
+    """
+    fields: dict[str, object] = {}
+    if annotations:
+        fields["annotations"] = dict(annotations)
+    if source_ranges:
+        fields["loadBalancerSourceRanges"] = list(source_ranges)
+    if class_name:
+        fields["loadBalancerClass"] = class_name
+    return fields
+
+
 CONTEXT_MOST = 512
 """The longest `blueprint:kubeContext`: well above the names EKS, GKE and AKS write (an ARN is under 200)."""
 
@@ -160,7 +236,11 @@ def cluster_config(check: _Checker) -> ClusterConfig:
     gitlab_selector = check.text("gitlabNodeSelector", _selector_problem, example="<label>=<value>")
     job_selector = check.text("jobNodeSelector", _selector_problem, example="<label>=<value>")
     engine = check.text("containerEngine", _one_of(ENGINES, "detect, Docker first"), example="podman")
+    annotations = check.text("gatewayServiceAnnotations", _annotations_problem, example='{"<annotation>": "<value>"}')
+    source_ranges = check.text("loadBalancerSourceRanges", _source_ranges_problem, example="<cidr>,<cidr>")
+    class_name = check.text("loadBalancerClass", _load_balancer_class_problem, example="<class>")
     existing = cluster == EXISTING
+    service = gateway_service_fields(parse_annotations(annotations)[0], parse_source_ranges(source_ranges)[0], class_name)
     return ClusterConfig(
         cluster=cluster if cluster in CLUSTERS else KIND,
         kube_context=context if existing else "",
@@ -169,6 +249,7 @@ def cluster_config(check: _Checker) -> ClusterConfig:
         gitlab_node_selector=parse_selector(gitlab_selector)[0] if existing else {},
         job_node_selector=parse_selector(job_selector)[0] if existing else {},
         container_engine="" if existing else engine,
+        gateway_service=service if existing else {},
     )
 
 
@@ -207,3 +288,11 @@ def across(check: _Checker) -> None:
     for key, what in KIND_ONLY.items():
         if given[key] != default_string(key) and key not in unchecked:
             check.fail(key, given[key], f"blueprint:cluster is {EXISTING}, and {what}: remove it", default_string(key))
+    exposure = check.raw.get("exposure", default_string("exposure"))
+    for key in ("loadBalancerSourceRanges", "loadBalancerClass"):
+        # Envoy Gateway sets them on a LoadBalancer alone (internal/infrastructure/kubernetes/resource ExpectedServiceSpec).
+        if exposure == NODE_PORT and given[key] and key not in unchecked and "exposure" not in unchecked:
+            why = (
+                f"it is for a load balancer, and blueprint:exposure is {NODE_PORT}: remove it, or set blueprint:exposure to {LOAD_BALANCER}"
+            )
+            check.fail(key, given[key], why, "", with_key="exposure")

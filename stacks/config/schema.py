@@ -47,6 +47,9 @@ PHASE_KEYS: dict[str, frozenset[str]] = {
             "gitlabNodeSelector",
             "jobNodeSelector",
             "containerEngine",
+            "gatewayServiceAnnotations",
+            "loadBalancerSourceRanges",
+            "loadBalancerClass",
         }
     ),  # fmt: skip
     "phase2": frozenset(),

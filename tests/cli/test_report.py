@@ -71,6 +71,13 @@ def test_the_summary_of_a_cluster_alone_gives_the_kubeconfig_command_that_parses
     assert parser().parse_args(command.split()[1:]).command == "kubeconfig"
 
 
+def test_the_summary_of_an_existing_cluster_alone_names_its_context_never_a_kind_cluster() -> None:
+    phase1 = {outputs.CLUSTER_TYPE: "existing", outputs.KUBE_CONTEXT: "gke_acme_prod", outputs.CLUSTER_NAME: ""}
+    text = report.summary({"phase1": phase1})
+    assert "  cluster: the existing one of context gke_acme_prod (for kubectl: kubectl --context gke_acme_prod)" in text.splitlines()
+    assert "kind cluster" not in text
+
+
 def test_glab_login_passes_its_own_token_on_stdin_and_trusts_our_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
     calls: list[tuple[list[str], str | None]] = []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -166,3 +169,57 @@ def test_status_before_phase1_is_up_reads_existing_from_its_config(tmp_path: Pat
     monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     text = status.status(FakeRunner(), lambda *_: "ok", lambda phase1: ["image cache: /cache"])
     assert text.splitlines()[-1].startswith("image cache: none (blueprint:cluster is existing")
+
+
+ON_EXISTING = {
+    outputs.CLUSTER_TYPE: "existing",
+    outputs.KUBE_CONTEXT: "prod",
+    outputs.IMAGE_CACHE_DIR: "",
+    outputs.API_SERVER_ENDPOINTS: [{"address": "172.16.0.10", "port": 443}, {"address": "172.16.1.10", "port": 443}],
+}
+
+
+def existing_status(live: list[dict[str, Any]] | str) -> str:
+    asked: list[str] = []
+
+    def read(context: str) -> list[dict[str, Any]] | str:
+        asked.append(context)
+        return live
+
+    text = status.status(FakeRunner(existing={"phase1": ON_EXISTING}), lambda *_: "ok", lambda phase1: [], read)
+    assert asked == ["prod"]
+    return text
+
+
+def test_status_says_to_re_run_up_when_the_api_servers_endpoints_moved_since_phase1_read_them() -> None:
+    text = existing_status([{"address": "172.16.0.10", "port": 443}, {"address": "172.16.2.20", "port": 443}])
+    assert (
+        "API server: its endpoints moved since the last up (recorded 172.16.0.10:443, 172.16.1.10:443, now 172.16.0.10:443, "
+        "172.16.2.20:443): the Runners and deploy jobs cannot reach it; re-run `uv run blueprint up`"
+    ) in text.splitlines()
+
+
+def test_status_says_the_api_server_is_where_phase1_recorded_it() -> None:
+    text = existing_status([{"address": "172.16.1.10", "port": 443.0}, {"address": "172.16.0.10", "port": 443}])
+    assert "API server: at the endpoints phase1 recorded (172.16.0.10:443, 172.16.1.10:443)" in text.splitlines()
+
+
+def test_status_says_when_the_api_servers_endpoints_cannot_be_read() -> None:
+    assert "API server: unknown, its endpoints cannot be read (kubectl: 'Unable to connect')" in existing_status(
+        "kubectl: 'Unable to connect'"
+    )
+
+
+def test_the_live_api_server_is_read_with_the_context_as_phase1_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from components.existing_cluster import READ_ARGS
+
+    ran: list[list[str]] = []
+    slices = {"items": [{"ports": [{"port": 443}], "endpoints": [{"addresses": ["172.16.0.10"]}]}]}
+
+    def run(argv: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, 0, json.dumps(slices), "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    assert status.live_api_server("prod") == [{"address": "172.16.0.10", "port": 443}]
+    assert ran == [["kubectl", "--context", "prod", "--request-timeout=20s", *shlex.split(READ_ARGS["apiServer"])]]

@@ -156,3 +156,22 @@ def test_phase3_plans_on_an_existing_cluster_with_gitlab_at_its_domain() -> None
     projects = plan.find("pulumi-python:dynamic/gitlab:Project")
     assert projects
     assert {r["inputs"]["gitlab_url"] for r in projects} == {"https://gitlab.platform.example.com"}
+
+
+GATEWAY_SERVICE_CONFIG = {
+    "gatewayServiceAnnotations": '{"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}',
+    "loadBalancerSourceRanges": "10.0.0.0/8, 203.0.113.0/24",
+    "loadBalancerClass": "service.k8s.aws/nlb",
+}
+
+
+def test_the_gateway_service_takes_the_configured_annotations_source_ranges_and_class() -> None:
+    service = envoy_service(**GATEWAY_SERVICE_CONFIG)
+    assert service["annotations"] == {"service.beta.kubernetes.io/aws-load-balancer-scheme": "internal"}
+    assert service["loadBalancerSourceRanges"] == ["10.0.0.0/8", "203.0.113.0/24"]
+    assert service["loadBalancerClass"] == "service.k8s.aws/nlb"
+    assert service["type"] == "LoadBalancer"
+
+
+def test_without_those_keys_the_gateway_service_has_none_of_their_fields() -> None:
+    assert not {"annotations", "loadBalancerSourceRanges", "loadBalancerClass"} & set(envoy_service())

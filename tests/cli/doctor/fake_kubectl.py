@@ -50,6 +50,12 @@ POD_SECURITY_REFUSAL = (
 )
 
 
+def daemonset(namespace: str, name: str, **args: list[str]) -> dict[str, Any]:
+    """A DaemonSet as `kubectl get daemonsets -o json` lists it: its containers' args by container name."""
+    containers = [{"name": container, "args": argv} for container, argv in args.items()]
+    return {"metadata": {"namespace": namespace, "name": name}, "spec": {"template": {"spec": {"containers": containers}}}}
+
+
 @dataclass
 class FakeCluster:
     """What the cluster of context `CONTEXT` shows kubectl; by default one every check passes on (GKE Standard-like)."""
@@ -60,7 +66,7 @@ class FakeCluster:
     version: str = "v1.34.2-gke.1240000"
     storage_classes: list[dict[str, Any]] = field(default_factory=lambda: [GKE_STANDARD_RWO, PREMIUM_RWO])
     denied: set[str] = field(default_factory=set)
-    """Resources `auth can-i create` says no to."""
+    """Resources `auth can-i create` says no to: cluster-wide kinds, or `<subresource> <namespace>`."""
     crds: dict[str, dict[str, str]] = field(default_factory=dict)
     """The CRDs there, each with its annotations."""
     namespaces: dict[str, dict[str, str]] = field(default_factory=lambda: {"default": {}, "kube-system": {}})
@@ -70,6 +76,8 @@ class FakeCluster:
     load_balancers: list[str] = field(default_factory=list)
     """LoadBalancer Services, as `<namespace>/<name> <address>` (no address: pending)."""
     provider_ids: list[str] = field(default_factory=lambda: ["gce://project/europe-west1-b/gke-node-1"])
+    daemonsets: list[dict[str, Any]] = field(default_factory=lambda: [daemonset("kube-system", "anetd")])
+    """The DaemonSets there (by default GKE Dataplane V2's agent, which enforces NetworkPolicy)."""
     tried: list[dict[str, Any]] = field(default_factory=list)
     """The documents dry-run against it."""
 
@@ -93,6 +101,8 @@ class FakeCluster:
                 return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": self.storage_classes})
             case ["auth", "can-i", "create", resource, "--all-namespaces"]:
                 return (1, "no\n") if resource in self.denied else (0, "yes\n")
+            case ["auth", "can-i", "create", resource, "--namespace", namespace]:
+                return (1, "no\n") if f"{resource} {namespace}" in self.denied else (0, "yes\n")
             case ["get", "namespaces", "-o", "json"]:
                 items = [{"metadata": {"name": name, "labels": labels}} for name, labels in self.namespaces.items()]
                 return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
@@ -108,6 +118,8 @@ class FakeCluster:
                 return 0, "".join(f"{service}\n" for service in self.load_balancers)
             case ["get", "nodes", "-o", "jsonpath={.items[*].spec.providerID}"]:
                 return 0, " ".join(self.provider_ids)
+            case ["get", "daemonsets", "--all-namespaces", "-o", "json"]:
+                return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": self.daemonsets})
         raise AssertionError(f"the checks made a call the fake kubectl does not know: {args}")
 
     def _dry_run(self, rest: list[str]) -> tuple[int, str]:

@@ -26,6 +26,7 @@ from tests.cli.doctor.fake_kubectl import (
     ClusterMachine,
     FakeCluster,
     cnpg_crd,
+    daemonset,
     gateway_crd,
 )
 from tests.cli.doctor.fakes import doctor_output, without
@@ -139,9 +140,29 @@ def test_a_user_who_may_not_create_crds_or_cluster_roles_fails_naming_them() -> 
 def test_permissions_are_asked_for_every_cluster_wide_kind_outside_any_namespace() -> None:
     machine = ClusterMachine()
     existing_cluster_checks(machine, EXISTING_CLUSTER, pulumi_min_version=PULUMI_MIN_VERSION)
-    asked = [call[7] for call in machine.calls if call[4:6] == ["auth", "can-i"]]
-    assert asked == list(CLUSTER_WIDE)
-    assert all(call[-1] == "--all-namespaces" for call in machine.calls if call[4:6] == ["auth", "can-i"])
+    wide = [call for call in machine.calls if call[4:6] == ["auth", "can-i"] and call[7] in CLUSTER_WIDE]
+    assert [call[7] for call in wide] == list(CLUSTER_WIDE)
+    assert all(call[-1] == "--all-namespaces" for call in wide)
+
+
+def test_a_user_who_may_not_port_forward_or_exec_in_phase2s_namespaces_fails_naming_each() -> None:
+    denied = {"pods/portforward openbao", "pods/exec gitlab"}
+    check = checked(FakeCluster(denied=denied))[cluster.NAMESPACED_PERMISSIONS]
+    assert not check.ok
+    assert check.found.startswith("your user may not create pods/portforward in openbao, pods/exec in gitlab: `up` reaches")
+    assert "`create` on pods/portforward and pods/exec in namespaces gitlab and openbao" in check.fix
+    assert "auth can-i create pods/portforward --namespace gitlab" in check.fix
+
+
+def test_port_forward_and_exec_are_asked_in_the_namespaces_up_uses_them_in() -> None:
+    machine = ClusterMachine()
+    existing_cluster_checks(machine, EXISTING_CLUSTER, pulumi_min_version=PULUMI_MIN_VERSION)
+    asked = [call[7:] for call in machine.calls if call[4:6] == ["auth", "can-i"] and call[7] not in CLUSTER_WIDE]
+    assert asked == [
+        ["pods/portforward", "--namespace", "gitlab"],
+        ["pods/portforward", "--namespace", "openbao"],
+        ["pods/exec", "--namespace", "gitlab"],
+    ]
 
 
 def test_a_namespace_of_phase2s_that_is_someone_elses_fails_as_phase1_would_refuse_it(
@@ -370,3 +391,36 @@ def test_of_two_default_storage_classes_the_doctor_names_the_one_phase1_takes() 
     assert default_storage_class({"items": [gp2, gp3]}) == "gp2"
     found = checked(FakeCluster(storage_classes=[gp2, gp3]))[cluster.STORAGE].found
     assert found.startswith("gp2 (ebs.csi.aws.com, reclaimPolicy Delete), the cluster's default")
+
+
+def test_no_sign_of_a_networkpolicy_enforcer_is_a_warning_naming_what_ci_jobs_could_reach() -> None:
+    check = checked(FakeCluster(daemonsets=[daemonset("kube-system", "kube-proxy")]))[cluster.NETWORK_POLICY]
+    assert check.ok
+    assert check.found == "no sign of a network plugin that enforces NetworkPolicy"
+    assert "a job can reach Postgres, OpenBao and Valkey" in check.advice
+    assert "EKS: the VPC CNI's enableNetworkPolicy" in check.advice
+
+
+def test_eks_vpc_cni_without_its_policy_agent_on_is_no_sign_of_enforcement() -> None:
+    aws_node = daemonset("kube-system", "aws-node", **{"aws-network-policy-agent": ["--enable-network-policy=false"]})
+    assert checked(FakeCluster(daemonsets=[aws_node]))[cluster.NETWORK_POLICY].advice
+
+
+@pytest.mark.parametrize(
+    ("fake", "said"),
+    [
+        (FakeCluster(), "GKE Dataplane V2 (DaemonSet kube-system/anetd)"),
+        (FakeCluster(daemonsets=[daemonset("calico-system", "calico-node")]), "Calico (DaemonSet calico-system/calico-node)"),
+        (
+            FakeCluster(
+                daemonsets=[daemonset("kube-system", "aws-node", **{"aws-network-policy-agent": ["--enable-network-policy=true"]})]
+            ),
+            "the VPC CNI's network policy agent",
+        ),
+        (FakeCluster(daemonsets=[], provider_ids=["k3s://server-1"]), "k3s's embedded network policy controller"),
+    ],
+)
+def test_a_known_networkpolicy_enforcer_passes_naming_it(fake: FakeCluster, said: str) -> None:
+    check = checked(fake)[cluster.NETWORK_POLICY]
+    assert (check.ok, check.advice) == (True, "")
+    assert check.found.startswith(said)

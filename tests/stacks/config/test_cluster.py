@@ -136,3 +136,64 @@ def test_a_kind_key_refused_for_its_own_sake_on_an_existing_cluster_is_said_once
     message = error_for(**EXISTING, headlampAdmin="true")
     assert message.count("blueprint:headlampAdmin = ") == 1, message
     assert "there is no Headlamp" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("gatewayServiceAnnotations", '{"networking.gke.io/load-balancer-type": "Internal"}'),
+        ("loadBalancerSourceRanges", "10.0.0.0/8"),
+        ("loadBalancerClass", "service.k8s.aws/nlb"),
+    ],
+)
+def test_the_gateway_services_keys_are_refused_with_kind(key: str, value: str) -> None:
+    message = error_for(**{key: value})
+    assert f"blueprint:{key} = {value!r} is not valid: it is for an existing cluster, and blueprint:cluster is kind" in message
+
+
+@pytest.mark.parametrize("key", ["loadBalancerSourceRanges", "loadBalancerClass"])
+def test_a_load_balancers_key_is_refused_with_a_node_port(key: str) -> None:
+    message = error_for(**EXISTING, exposure="nodePort", **{key: "10.0.0.0/8" if key == "loadBalancerSourceRanges" else "x.io/lb"})
+    assert f"blueprint:{key} = " in message
+    assert "it is for a load balancer, and blueprint:exposure is nodePort" in message
+
+
+def test_annotations_are_a_json_object_of_strings_whose_values_may_hold_commas() -> None:
+    value = '{"service.beta.kubernetes.io/aws-load-balancer-subnets": "subnet-a,subnet-b"}'
+    service = parse_phase1({**EXISTING, "gatewayServiceAnnotations": value}).cluster.gateway_service
+    assert service == {"annotations": {"service.beta.kubernetes.io/aws-load-balancer-subnets": "subnet-a,subnet-b"}}
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("scheme=internal", "it is not JSON"),
+        ('["a"]', "expected a JSON object of annotation keys to strings"),
+        ('{"a": true}', "expected a JSON object of annotation keys to strings"),
+        ('{"-bad": "x"}', "the annotation key '-bad' is not valid"),
+    ],
+)
+def test_annotations_that_are_not_a_json_object_of_strings_are_refused(value: str, says: str) -> None:
+    message = error_for(**EXISTING, gatewayServiceAnnotations=value)
+    assert f"blueprint:gatewayServiceAnnotations = {value!r} is not valid" in message
+    assert says in message
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("10.0.0.1/8", "'10.0.0.1/8' is not a CIDR (did you mean 10.0.0.0/8?)"),
+        ("203.0.113.7", "give its prefix length, such as 203.0.113.7/32"),
+        ("10.0.0.0/33", "'10.0.0.0/33' is not a CIDR"),
+        ("office", "'office' is not a CIDR;"),
+    ],
+)
+def test_source_ranges_that_are_not_cidrs_are_refused(value: str, says: str) -> None:
+    message = error_for(**EXISTING, loadBalancerSourceRanges=value)
+    assert f"blueprint:loadBalancerSourceRanges = {value!r} is not valid: expected the CIDRs" in message
+    assert says in message
+
+
+def test_a_load_balancer_class_that_is_no_label_key_is_refused() -> None:
+    message = error_for(**EXISTING, loadBalancerClass="internal vip")
+    assert "blueprint:loadBalancerClass = 'internal vip' is not valid: expected a load balancer class" in message
