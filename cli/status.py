@@ -115,8 +115,9 @@ def live_api_server(context: str) -> list[dict[str, Any]] | str:
     import subprocess
 
     from components.existing_cluster import READ_ARGS, endpoints
+    from providers.kubectl import kubectl_argv
 
-    argv = ["kubectl", "--context", context, "--request-timeout=20s", *shlex.split(READ_ARGS["apiServer"])]
+    argv = kubectl_argv(context, *shlex.split(READ_ARGS["apiServer"]))
     try:
         done = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as error:
