@@ -265,6 +265,11 @@ def credentials_reference() -> str:
         "copy in OpenBao on the cluster. The state, the passphrase and the host files stay on this machine: keep a copy of them",
         "that outlives it ([on an existing cluster](../guide/existing-cluster.md#credentials-when-the-laptop-is-not-the-platforms-home)).",
         "",
+        "With `blueprint:tlsCertificate` the gateway serves the Secret you name by reference (a ReferenceGrant in its",
+        "namespace): blueprint reads its `type`, `tls.crt` and `ca.crt`, never its `tls.key`, so that key is in no state, no",
+        "host file and not in OpenBao; it stays yours to rotate. `gateway-tls-key` is then the key of a certificate nothing",
+        "serves ([TLS](../guide/existing-cluster.md#tls)).",
+        "",
     ]
     return "\n".join(lines)
 

@@ -1009,6 +1009,24 @@ CASES: dict[str, Bad] = {
     # WP5: the container engine (issue 24, Podman under kind)
     "container-engine-unknown": config_case("phase1", "containerEngine", "lxc", "'lxc' is not valid: expected docker or podman"),
     "container-engine-capitalised": config_case("phase1", "containerEngine", "Podman", "'Podman' is not valid: expected docker or podman"),
+    # The brought wildcard certificate (issue 24 item 13, blueprint:tlsCertificate): a Secret named as
+    # <namespace>/<name>, on an existing cluster alone.
+    "tls-certificate-not-namespace-slash-name": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:tlsCertificate": "wildcard-tls"}
+            )
+        },
+        says=(
+            "blueprint:tlsCertificate = 'wildcard-tls' is not valid: expected <namespace>/<name> of a kubernetes.io/tls Secret",
+            "blueprint:tlsCertificate: certificates/wildcard-tls",
+        ),
+        program="phase1",
+    ),
+    "tls-certificate-with-kind": config_case(
+        "phase1", "tlsCertificate", "certificates/wildcard-tls", "'certificates/wildcard-tls' is not valid: it is for an existing cluster"
+    ),
 }
 
 

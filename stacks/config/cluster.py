@@ -28,7 +28,7 @@ LOAD_BALANCER = "loadBalancer"
 NODE_PORT = "nodePort"
 EXPOSURES = (LOAD_BALANCER, NODE_PORT)
 
-EXISTING_ONLY = ("kubeContext", "storageClass", "exposure", "gitlabNodeSelector", "jobNodeSelector")
+EXISTING_ONLY = ("kubeContext", "storageClass", "exposure", "gitlabNodeSelector", "jobNodeSelector", "tlsCertificate")
 """Keys that mean something on an existing cluster alone: refused with kind when not empty."""
 KIND_ONLY = {
     "clusterName": "this key names the kind cluster blueprint makes",
@@ -72,6 +72,9 @@ class ClusterConfig:
     """Node labels CI jobs and the Runners are pinned to on an existing cluster; empty: no selector."""
     container_engine: str = ""
     """The engine kind runs on, one of ENGINES, or "" to detect one (kind only)."""
+    tls_certificate: str = ""
+    """`<namespace>/<name>` of the kubernetes.io/tls Secret the gateway serves on an existing cluster;
+    "" is the platform CA's wildcard certificate."""
 
     @property
     def existing(self) -> bool:
@@ -122,6 +125,22 @@ def _storage_class_problem(name: str) -> str | None:
     return None
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _tls_certificate_problem(ref: str) -> str | None:
+    """A Secret's `<namespace>/<name>`: a DNS label of at most 63, then a DNS subdomain of at most 253."""
+    namespace, slash, name = ref.partition("/")
+    if not ref or (
+        slash and _DNS_LABEL.fullmatch(namespace) and len(namespace) <= 63 and len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name)
+    ):
+        return None
+    return (
+        "expected <namespace>/<name> of a kubernetes.io/tls Secret you made, lowercase "
+        "(`kubectl get secrets -A --field-selector type=kubernetes.io/tls` lists them), or empty for the platform CA's certificate"
+    )
+
+
 CONTEXT_MOST = 512
 """The longest `blueprint:kubeContext`: well above the names EKS, GKE and AKS write (an ARN is under 200)."""
 
@@ -160,6 +179,7 @@ def cluster_config(check: _Checker) -> ClusterConfig:
     gitlab_selector = check.text("gitlabNodeSelector", _selector_problem, example="<label>=<value>")
     job_selector = check.text("jobNodeSelector", _selector_problem, example="<label>=<value>")
     engine = check.text("containerEngine", _one_of(ENGINES, "detect, Docker first"), example="podman")
+    tls_certificate = check.text("tlsCertificate", _tls_certificate_problem, example="certificates/wildcard-tls")
     existing = cluster == EXISTING
     return ClusterConfig(
         cluster=cluster if cluster in CLUSTERS else KIND,
@@ -169,6 +189,7 @@ def cluster_config(check: _Checker) -> ClusterConfig:
         gitlab_node_selector=parse_selector(gitlab_selector)[0] if existing else {},
         job_node_selector=parse_selector(job_selector)[0] if existing else {},
         container_engine="" if existing else engine,
+        tls_certificate=tls_certificate if existing else "",
     )
 
 

@@ -47,6 +47,7 @@ PHASE_KEYS: dict[str, frozenset[str]] = {
             "gitlabNodeSelector",
             "jobNodeSelector",
             "containerEngine",
+            "tlsCertificate",
         }
     ),  # fmt: skip
     "phase2": frozenset(),
