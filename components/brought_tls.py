@@ -7,17 +7,17 @@ the platform CA to their containerd, so pulls from `registry.<domain>` would fai
 How the gateway serves it: by reference, never by copy, so the certificate's key never passes through
 blueprint (nor its state). GitLab chart 10.x renders each of its listeners' `tls` from the values
 `gatewayApiResources.gateway.listeners.<name>.tls` as given (templates/_gateway.tpl
-`gitlab.gatewayApi.gateway.listener`: `toYaml` of the listener's `tls`), so `certificateRefs` may name
-the Secret in its own namespace; a ReferenceGrant there lets the Gateway in GitLab's namespace refer to
-it (the chart's values, `gatewayApiResources.gateway.listeners`, name each listener's default Secret;
-its `envoy-gateway` values restrict no namespace the controller watches). Envoy Gateway v1.8.1 resolves a listener's cross-namespace certificate through ReferenceGrants
-(internal/gatewayapi/validate.go, "Certificate ref to secret ... not permitted by any ReferenceGrant"),
-and reads them as `gateway.networking.k8s.io/v1beta1`, which the pinned bundle (v1.5.1) serves beside
-v1 and which older bundles on managed clusters serve too.
+`gitlab.gatewayApi.gateway.listener`: `toYaml` of the listener's `tls`; values.yaml names each
+listener's default Secret there), so `certificateRefs` may name the Secret in its own namespace; a
+ReferenceGrant there lets the Gateway in GitLab's namespace refer to it. Envoy Gateway v1.8.1 resolves a
+listener's cross-namespace certificate through ReferenceGrants (internal/gatewayapi/validate.go,
+"Certificate ref to secret ... not permitted by any ReferenceGrant"; the chart's `envoy-gateway` values
+restrict no namespace it watches), and reads them as `gateway.networking.k8s.io/v1beta1`, which the
+pinned bundle (v1.5.1) serves beside v1 and which older bundles on managed clusters serve too.
 
 What trusts it: the Secret's `ca.crt` when it has one (a private CA), else the public roots (the
-bundle `requests` verifies with, `requests.utils.DEFAULT_CA_BUNDLE_PATH`). phase1 reads the Secret's `type`, `tls.crt` and
-`ca.crt` (never `tls.key`) on each run; the doctor reads the same.
+bundle `requests` verifies with, `requests.utils.DEFAULT_CA_BUNDLE_PATH`). phase1 reads the Secret's
+`type`, `tls.crt` and `ca.crt` (never `tls.key`) on each run; the doctor reads the same.
 """
 
 from __future__ import annotations
