@@ -278,6 +278,11 @@ def credentials_reference() -> str:
         "macOS and Windows one killed outright (`kill -9`) leaves its `kubectl port-forward` running: `pgrep -fl 'kubectl.*port-forward'`",
         "finds it, and `kill <pid>` ends it.",
         "",
+        "With `blueprint:tlsCertificate` the gateway serves the Secret you name by reference (a ReferenceGrant in its",
+        "namespace): blueprint reads its `type`, `tls.crt` and `ca.crt`, never its `tls.key`, so that key is in no state, no",
+        "host file and not in OpenBao; it stays yours to rotate. `gateway-tls-key` is then the key of a certificate nothing",
+        "serves ([TLS](../guide/existing-cluster.md#tls)).",
+        "",
     ]
     return "\n".join(lines)
 

@@ -59,7 +59,11 @@ def summary(
                 if outputs.on_existing(phase1)
                 else ["On this laptop, once:", f"  /etc/hosts:     127.0.0.1 {' '.join(hosts)}"]
             ),
-            *trust_ca_lines(phase2.get(outputs.CA_CERT_FILE), family),
+            *(
+                BROUGHT_CERTIFICATE_LINES
+                if phase2.get(outputs.GATEWAY_CA_FILE)
+                else trust_ca_lines(phase2.get(outputs.CA_CERT_FILE), family)
+            ),
         ]
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
         said = (checked or {}).get(name)
@@ -159,6 +163,13 @@ def dns_lines(phase1: Mapping[str, Any], domain: str, hosts: Sequence[str], gate
     return [*lines, *records]
 
 
+BROUGHT_CERTIFICATE_LINES = [
+    "  TLS:            the gateway serves your certificate (blueprint:tlsCertificate): nothing to trust beyond its issuer;",
+    "                  the platform CA verifies OpenBao alone, and blueprint's commands name it themselves",
+]
+"""The summary's TLS lines with a brought certificate, instead of "trust the CA"."""
+
+
 def trust_ca_lines(ca_file: object, family: OsFamily | None) -> list[str]:
     """The summary's "trust the CA" lines: the exact command for this machine's OS `family` with the
     CA's real path (two in WSL2: the distro's, and Windows' for its browsers); without a known
@@ -229,7 +240,7 @@ def glab_login(phase2: Mapping[str, Any], run: Callable[..., subprocess.Complete
         return f"glab could not be logged in to {host}: {error}; the platform is up regardless"
     try:
         run(
-            ["glab", "config", "set", "ca_cert", str(phase2[outputs.CA_CERT_FILE]), "--host", host],
+            ["glab", "config", "set", "ca_cert", str(outputs.gateway_ca_file(phase2)), "--host", host],
             check=True,
             capture_output=True,
             text=True,
@@ -269,9 +280,9 @@ def check_apps(outputs_by_stack: Mapping[str, Mapping[str, Any]], ask: Callable[
     the route a user takes, which the pipeline's own check (from inside the cluster) does not.
     """
     phase2, phase3 = (outputs_by_stack.get(stack) or {} for stack in ("phase2", "phase3"))
-    if not phase2.get(outputs.CA_CERT_FILE):
+    if not outputs.gateway_ca_file(phase2):
         return {}
-    ca = str(phase2[outputs.CA_CERT_FILE])
+    ca = str(outputs.gateway_ca_file(phase2))
     return {name: ask(f"{url}/healthz", ca, {}) for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items())}
 
 

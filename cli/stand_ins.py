@@ -7,6 +7,7 @@ program runs with in the plan (stacks/runtime.py).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -134,6 +135,8 @@ def existing_cluster_answer(command: str, environment: Mapping[str, str]) -> dic
     context = environment.get("KUBE_CONTEXT", "")
     if command == existing_cluster.KUBECONFIG_COMMAND:
         return {"stdout": _context_kubeconfig(context), "stderr": ""}
+    if command == existing_cluster.BROUGHT_COMMAND:
+        return {"stdout": brought_secret(raw_config().get("domain", "")), "stderr": ""}
     if command == existing_cluster.NAMESPACES_COMMAND:
         items = [{"metadata": {"name": name, "labels": labels}} for name, labels in EXISTING_NAMESPACES.items()]
         return {"stdout": json.dumps({"kind": "List", "items": items}), "stderr": ""}
@@ -153,6 +156,37 @@ def existing_cluster_answer(command: str, environment: Mapping[str, str]) -> dic
         "apiServer": json.dumps({"items": [{"endpoints": [{"addresses": [address]}], "ports": [{"name": "https", "port": port}]}]}),
     }
     return {"stdout": answers[read], "stderr": ""}
+
+
+BROUGHT_CA_PEM = "-----BEGIN CERTIFICATE-----\nstand-in for the brought certificate's CA\n-----END CERTIFICATE-----\n"
+"""The `ca.crt` of the stand-in cluster's brought Secret (blueprint:tlsCertificate)."""
+
+
+def brought_secret(domain: str) -> str:
+    """What kubectl answers components/brought_tls.py READ_ARGS on the stand-in cluster: a kubernetes.io/tls
+    Secret whose certificate covers `*.<domain>` for a year from now (made here: the plan has no cluster), and a CA.
+    """
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from components.brought_tls import TLS_TYPE
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"*.{domain}")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder(subject_name=name, issuer_name=name, public_key=key.public_key(), serial_number=1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=365))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(f"*.{domain}")]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    encoded = (base64.b64encode(pem).decode() for pem in (cert.public_bytes(serialization.Encoding.PEM), BROUGHT_CA_PEM.encode()))
+    return " ".join((TLS_TYPE, *encoded))
 
 
 def _context_kubeconfig(context: str) -> str:

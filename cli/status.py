@@ -35,7 +35,7 @@ def status(
         lines.append(f"{stack}: {'not up' if values is None else 'up'}{f', by blueprint {_release(recorded)}' if recorded else ''}")
     phase2, phase3 = stack_outputs["phase2"] or {}, stack_outputs["phase3"] or {}
     if phase2:
-        ca = str(phase2.get(outputs.CA_CERT_FILE))
+        ca, gateway_ca = str(phase2.get(outputs.CA_CERT_FILE)), str(outputs.gateway_ca_file(phase2))
         gitlab_url = str(phase2.get(outputs.GITLAB_URL))
         runners = f"groups/{phase2.get(outputs.APPS_GROUP_ID)}/runners?type=group_type"
         try:
@@ -45,15 +45,17 @@ def status(
         # On an existing cluster, through the port-forwards phase2 names (providers/cluster_access.py).
         gitlab_via = {"forward": phase2[outputs.GITLAB_FORWARD]} if phase2.get(outputs.GITLAB_FORWARD) else {}
         openbao_via = {"forward": phase2[outputs.OPENBAO_FORWARD]} if phase2.get(outputs.OPENBAO_FORWARD) else {}
-        lines.append(f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', ca, token, **gitlab_via) if token else f'unknown: {missing}'}")
+        lines.append(
+            f"  GitLab:  {ask(f'{gitlab_url}/api/v4/version', gateway_ca, token, **gitlab_via) if token else f'unknown: {missing}'}"
+        )
         # OpenBao is reached at 127.0.0.1: its certificate must be for its own name (outputs.OPENBAO_SERVER_NAME).
         openbao = f"{phase2.get(outputs.OPENBAO_ADDR)}/v1/sys/seal-status"
         lines.append(f"  OpenBao: {ask(openbao, ca, {}, server_name=phase2.get(outputs.OPENBAO_SERVER_NAME), **openbao_via)}")
         runners_url = f"{gitlab_url}/api/v4/{runners}&status=online"
-        online = ask(runners_url, ca, token, **gitlab_via) if token else "unknown: no admin token (above)"
+        online = ask(runners_url, gateway_ca, token, **gitlab_via) if token else "unknown: no admin token (above)"
         lines.append(f"  Runners: {online}")
     for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items()):
-        lines.append(f"  app {name}: {ask(f'{url}/healthz', str(phase2.get(outputs.CA_CERT_FILE)), {})}")
+        lines.append(f"  app {name}: {ask(f'{url}/healthz', str(outputs.gateway_ca_file(phase2)), {})}")
     phase1 = stack_outputs["phase1"]
     if phase1 and outputs.on_existing(phase1) and outputs.API_SERVER_ENDPOINTS in phase1:
         lines.append(api_server_line(phase1, api_server or live_api_server))

@@ -577,5 +577,5 @@ def _gitlab_answers(phase2: Mapping[str, Any]) -> bool:
         raise Refused(f"cannot ask GitLab whether it answers, for want of its admin token: {error}") from None
     # On an existing cluster, through the port-forward phase2 names (providers/cluster_access.py).
     via = {"forward": phase2[outputs.GITLAB_FORWARD]} if phase2.get(outputs.GITLAB_FORWARD) else {}
-    answer = probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(phase2.get(outputs.CA_CERT_FILE)), token, timeout=15, **via)
+    answer = probe(f"{phase2.get(outputs.GITLAB_URL)}/api/v4/version", str(outputs.gateway_ca_file(phase2)), token, timeout=15, **via)
     return answer.startswith("ok")

@@ -11,6 +11,7 @@ where the API server answers pods. A phase2 stack resolves the same context's ku
 
 from __future__ import annotations
 
+import datetime
 import json
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 import pulumi
 from pulumi_command import local
 
+from components import brought_tls
 from components.markers import NAMESPACE_OWNER_LABEL
 from providers.kubectl import FROM_ENVIRONMENT, context_kubeconfig_argv, in_shell, kubectl_argv
 
@@ -89,6 +91,35 @@ def context_kubeconfig(context: str) -> pulumi.Output[str]:
         return result.stdout
 
     return pulumi.Output.secret(_run(KUBECONFIG_COMMAND, context).apply(checked))
+
+
+BROUGHT_COMMAND = f"{KUBECTL} {brought_tls.READ_ARGS} || true"
+"""The read of the Secret `blueprint:tlsCertificate` names (components/brought_tls.py)."""
+
+
+def brought(context: str, ref: str, domain: str) -> pulumi.Output[brought_tls.Brought]:
+    """The Secret `ref` (`<namespace>/<name>`) on the cluster of `context`, read on this run: a
+    ClusterUnreadable unless it is a kubernetes.io/tls Secret whose certificate covers `*.<domain>` now.
+    """
+    namespace, name = brought_tls.split(ref)
+    environment = {"KUBE_CONTEXT": context, "SECRET_NAMESPACE": namespace, "SECRET_NAME": name}
+    ran = local.run_output(command=BROUGHT_COMMAND, environment=environment, logging=local.Logging.NONE)
+
+    def checked(result: local.RunResult) -> brought_tls.Brought:
+        try:
+            _kind, cert_pem, ca_pem = brought_tls.read_answer(result.stdout)
+            problem = brought_tls.certificate_problem(cert_pem, domain, datetime.datetime.now(datetime.UTC))
+        except ValueError as error:
+            problem = f"{error}: {_said(result.stderr or '')}" if not result.stdout.strip() else str(error)
+        if problem:
+            raise ClusterUnreadable(
+                f"blueprint:tlsCertificate names the Secret {ref}, which the gateway is to serve, and on the cluster of context "
+                f"{context} {problem}. Check it with `kubectl --context {shlex.quote(context)} get secret -n {shlex.quote(namespace)} "
+                f"{shlex.quote(name)}`, or empty the key to serve the platform CA's certificate."
+            )
+        return brought_tls.Brought(namespace=namespace, name=name, ca_pem=ca_pem)
+
+    return ran.apply(checked)
 
 
 def _said(stderr: str) -> str:

@@ -26,7 +26,13 @@ import pulumi_kubernetes as k8s
 import yaml
 
 import versions
-from components.gitlab_gateway import check_envoy_service_ports, envoy_proxy_spec, gateway_listeners, programmed_gate_annotations
+from components.gitlab_gateway import (
+    chart_listeners_serving,
+    check_envoy_service_ports,
+    envoy_proxy_spec,
+    gateway_listeners,
+    programmed_gate_annotations,
+)
 from components.minio import GITLAB_BUCKETS
 from components.storage import STORAGE_CLASS, Provisioned, Volume, bound_claim
 from providers.host_secret import HostSecret, HostSecretArgs
@@ -91,6 +97,9 @@ class GitLabArgs:
     """Headlamp's namespace, when phase1 installed it: a listener for `headlamp.<domain>` admits its routes."""
     depends_on: tuple[pulumi.Resource, ...] = ()
     """What the release waits for: the CRDs, the databases, the buckets, the TLS Secrets, Gitaly's PV."""
+    certificate: dict[str, str] | None = None
+    """The `certificateRefs` entry of a Secret the user brought (components/brought_tls.py), which every
+    TLS listener then serves; None: the platform CA's wildcard, under the names the listeners look up."""
     gitaly_provisioned: Provisioned | None = None
     """On an existing cluster, the class of Gitaly's claim, which this component then makes itself,
     ahead of the chart, so that a destroy with preserveData can keep it; None: kind's static volume."""
@@ -327,7 +336,8 @@ def gitlab_values(args: GitLabArgs, *, postgres_host: str, redis_host: str) -> d
                     service_type=args.service_type,
                     service_fields=args.service_fields,
                 )
-            }
+            },
+            **({"gateway": {"listeners": chart_listeners_serving(args.certificate)}} if args.certificate else {}),
         },
         "envoy-gateway": _envoy_gateway_values(args),
         "gitlab": _gitlab_subchart_values(args),
@@ -474,7 +484,10 @@ class GitLab(pulumi.ComponentResource):
             ),
             spec={
                 "listeners": gateway_listeners(
-                    domain=args.domain, apps_namespace=args.apps_namespace, headlamp_namespace=args.headlamp_namespace
+                    domain=args.domain,
+                    apps_namespace=args.apps_namespace,
+                    headlamp_namespace=args.headlamp_namespace,
+                    certificate=args.certificate,
                 )
             },
             opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.release])),

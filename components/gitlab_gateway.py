@@ -137,7 +137,24 @@ def envoy_proxy_spec(
     return {"provider": {"type": "Kubernetes", "kubernetes": kubernetes}}
 
 
-def apps_listener(*, domain: str, namespace: str) -> dict[str, Any]:
+CHART_TLS_LISTENERS = ("gitlab-web", "registry-web", "kas-web", "pages-web", "minio-web", "kas-workspaces-web")
+"""The chart's listeners that end TLS (templates/gateway.yaml renders those its values enable; `gitlab-ssh`
+is TCP; `openbao-web` is rendered only with the chart's own OpenBao, which blueprint does not install)."""
+WILDCARD_SECRET = {"kind": "Secret", "name": "gitlab-wildcard-tls"}
+"""The platform CA's wildcard (components/tls.py LISTENER_SECRETS), in the Gateway's namespace."""
+
+
+def chart_listeners_serving(certificate: dict[str, str]) -> dict[str, Any]:
+    """`gatewayApiResources.gateway.listeners` values that make each of the chart's TLS listeners serve
+    `certificate` (a `certificateRefs` entry) instead of the Secret of its own fixed name: the chart
+    renders a listener's `tls` as given (templates/_gateway.tpl `gitlab.gatewayApi.gateway.listener`,
+    `toYaml` of it), and Helm merges these maps into its defaults. Values of a listener the chart does
+    not render are not read.
+    """
+    return {name: {"tls": {"mode": "Terminate", "certificateRefs": [certificate]}} for name in CHART_TLS_LISTENERS}
+
+
+def apps_listener(*, domain: str, namespace: str, certificate: dict[str, str] | None = None) -> dict[str, Any]:
     """A listener for the apps on the chart's Gateway. The chart renders only its own listeners,
     each by a fixed name and admitting routes from its own namespace (templates/gateway.yaml and
     _gateway.tpl: `gatewayApiResources.gateway.listeners` only configures those names; no value adds
@@ -146,10 +163,10 @@ def apps_listener(*, domain: str, namespace: str) -> dict[str, Any]:
     entry beside the chart's, re-applied after every change of the release (GitLab's constructor).
     It admits the routes of the apps' `namespace` alone.
     """
-    return _https_listener(APPS_LISTENER, f"*.{domain}", namespace)
+    return _https_listener(APPS_LISTENER, f"*.{domain}", namespace, certificate)
 
 
-def headlamp_listener(*, domain: str, namespace: str) -> dict[str, Any]:
+def headlamp_listener(*, domain: str, namespace: str, certificate: dict[str, str] | None = None) -> dict[str, Any]:
     """A listener for Headlamp alone, beside the apps': `headlamp.<domain>` exactly, admitting routes
     from Headlamp's `namespace` only. Not the apps listener widened: its `*.<domain>` takes routes
     for any name from the apps' namespace, where CI deploys, so an app's route could claim the name
@@ -159,30 +176,32 @@ def headlamp_listener(*, domain: str, namespace: str) -> dict[str, Any]:
     port and wildcard certificate as the apps' (it covers the name), in the Gateway's own namespace:
     no ReferenceGrant.
     """
-    return _https_listener(HEADLAMP_LISTENER, f"{HEADLAMP_HOST}.{domain}", namespace)
+    return _https_listener(HEADLAMP_LISTENER, f"{HEADLAMP_HOST}.{domain}", namespace, certificate)
 
 
-def _https_listener(name: str, hostname: str, namespace: str) -> dict[str, Any]:
-    """A listener on 443 for `hostname`, TLS ended with the wildcard certificate, admitting the
-    routes of `namespace` alone.
+def _https_listener(name: str, hostname: str, namespace: str, certificate: dict[str, str] | None = None) -> dict[str, Any]:
+    """A listener on 443 for `hostname`, TLS ended with `certificate` (a `certificateRefs` entry; None:
+    the platform CA's wildcard), admitting the routes of `namespace` alone.
     """
     return {
         "name": name,
         "port": 443,
         "protocol": "HTTPS",
         "hostname": hostname,
-        "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": "gitlab-wildcard-tls"}]},
+        "tls": {"mode": "Terminate", "certificateRefs": [certificate or WILDCARD_SECRET]},
         "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}}},
     }
 
 
-def gateway_listeners(*, domain: str, apps_namespace: str, headlamp_namespace: str | None) -> list[dict[str, Any]]:
+def gateway_listeners(
+    *, domain: str, apps_namespace: str, headlamp_namespace: str | None, certificate: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """The listeners this adds to the chart's Gateway: the apps', and Headlamp's when it is installed.
     One server-side apply owns them both, so turning Headlamp off later drops its listener (an entry
     a field manager applied before and applies no more is removed), and nothing dangles.
     """
-    extra = [headlamp_listener(domain=domain, namespace=headlamp_namespace)] if headlamp_namespace else []
-    return [apps_listener(domain=domain, namespace=apps_namespace), *extra]
+    extra = [headlamp_listener(domain=domain, namespace=headlamp_namespace, certificate=certificate)] if headlamp_namespace else []
+    return [apps_listener(domain=domain, namespace=apps_namespace, certificate=certificate), *extra]
 
 
 def programmed_gate_annotations(release_digest: str) -> dict[str, str]:

@@ -10,10 +10,16 @@ into one `kubernetes.io/tls` Secret per name the platform's listeners look up: G
 Gateway listeners take fixed, un-prefixed names in its namespace (`gitlab-on-kind.md` section 2),
 and the old blueprint's names are kept beside them. The CA certificate (public) goes into a Secret
 for `global.certificates.customCAs` and into a file on the host for users to trust.
+
+With a certificate the user brings (`brought`, components/brought_tls.py) the gateway serves that
+instead: no listener Secret is made, a ReferenceGrant lets the Gateway refer to the user's Secret, and
+what verifies the gateway's names (`gateway_ca_pem`, `gateway_ca_file`) is its CA or the public roots.
+The platform CA stays for what the platform alone serves (OpenBao's certificate).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pulumi
@@ -21,6 +27,7 @@ import pulumi_kubernetes as k8s
 import pulumi_tls as tls
 from pulumi_command import local
 
+from components import brought_tls
 from providers.ca_certificate import CaCertificate, CaCertificateArgs
 from providers.host_secret import HostSecret, HostSecretArgs
 
@@ -57,6 +64,10 @@ class TlsArgs:
     """What creates the folder of `ca_file`."""
     ca_key_file: str
     """Host path of the CA's private key (0600, under the data folder)."""
+    brought: brought_tls.Brought | None = None
+    """The certificate the user brings for the gateway (None: the platform CA's wildcard)."""
+    gateway_api: tuple[pulumi.Resource, ...] = ()
+    """What installs the Gateway API CRDs: the brought certificate's ReferenceGrant is one of their kinds."""
 
 
 CA_KEY_FILE = "platform-ca-name-constrained.key"
@@ -126,8 +137,12 @@ class Tls(pulumi.ComponentResource):
     """Its private key, PEM (secret)."""
     ca_file: pulumi.Output[str]
     """Where the CA certificate is on the host (written before this output resolves)."""
-    secrets: list[k8s.core.v1.Secret]
-    """The listener Secrets and the CA Secret: what reads them waits for these."""
+    secrets: list[pulumi.Resource]
+    """The listener Secrets (or the brought one's ReferenceGrant) and the CA Secret: what reads them waits for these."""
+    gateway_ca_pem: pulumi.Output[str]
+    """What verifies the names the gateway serves (GitLab, its registry, the apps), PEM (public)."""
+    gateway_ca_file: pulumi.Output[str]
+    """Where that is on the host (written before this output resolves)."""
 
     def __init__(self, name: str, args: TlsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("blueprint:index:Tls", name, None, opts)
@@ -153,32 +168,16 @@ class Tls(pulumi.ComponentResource):
         openbao_cert, openbao_key = _leaf(f"{name}-openbao", [openbao_server_name(args.domain)], ca_key.value, ca.cert_pem, child)
         # The chain (certificate, then CA) lets clients that do not hold the CA yet still verify it.
         chain = pulumi.Output.concat(cert.cert_pem, ca.cert_pem)
-        self.secrets = [
-            k8s.core.v1.Secret(
-                f"{name}-{secret_name}",
-                metadata={"name": secret_name, "namespace": args.namespace},
-                type="kubernetes.io/tls",
-                string_data={"tls.crt": chain, "tls.key": key.private_key_pem},
-                opts=child,
-            )
-            for secret_name in LISTENER_SECRETS
-        ]
+        self.secrets = _served(name, args, chain, key.private_key_pem, child)
+        brought_ca = {brought_tls.TRUST_KEY: args.brought.ca_pem} if args.brought and args.brought.ca_pem else {}
         ca_secret = k8s.core.v1.Secret(
             f"{name}-ca-secret",
             metadata={"name": CA_SECRET, "namespace": args.namespace},
-            string_data={CA_SECRET_KEY: ca.cert_pem},
+            string_data={CA_SECRET_KEY: ca.cert_pem, **brought_ca},
             opts=child,
         )
         self.secrets.append(ca_secret)
-        ca_file = local.Command(
-            f"{name}-ca-file",
-            create=WRITE_CA_SCRIPT,
-            update=WRITE_CA_SCRIPT,
-            delete='rm -f "$CA_FILE"',
-            stdin=ca.cert_pem,
-            environment={"CA_FILE": args.ca_file},
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[args.ca_folder])),
-        )
+        ca_file = _written(f"{name}-ca-file", ca.cert_pem, args.ca_file, args.ca_folder, child)
         self.ca_cert_pem = ca.cert_pem
         self.ca_key_pem = ca_key.value
         self.wildcard_key_pem = pulumi.Output.secret(key.private_key_pem)
@@ -187,4 +186,56 @@ class Tls(pulumi.ComponentResource):
         # Resolves once the file is written: what reads the file (the token seeding, the GitLab
         # provider) depends on the command through this output.
         self.ca_file = ca_file.stdout.apply(lambda _: args.ca_file)
+        self.gateway_ca_pem, self.gateway_ca_file = self.ca_cert_pem, self.ca_file
+        if args.brought:
+            trust = brought_tls.trust_pem(args.brought)
+            path = f"{os.path.dirname(args.ca_file)}/{brought_tls.TRUST_KEY}"
+            written = _written(f"{name}-gateway-ca-file", trust, path, args.ca_folder, child)
+            self.gateway_ca_pem = pulumi.Output.from_input(trust)
+            self.gateway_ca_file = written.stdout.apply(lambda _: path)
         self.register_outputs({"ca_cert_pem": self.ca_cert_pem, "ca_file": self.ca_file})
+
+
+def _served(
+    name: str, args: TlsArgs, chain: pulumi.Input[str], key_pem: pulumi.Input[str], child: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """What the gateway's listeners serve: the wildcard under each name they look up, or, for a brought
+    certificate, the grant that lets the Gateway (GitLab's namespace) refer to the user's Secret.
+    """
+    if args.brought:
+        grant = brought_tls.reference_grant(
+            args.brought, gateway_namespace=args.namespace, labels={"app.kubernetes.io/managed-by": "blueprint"}
+        )
+        return [
+            k8s.apiextensions.CustomResource(
+                f"{name}-brought-reference-grant",
+                api_version=grant["apiVersion"],
+                kind=grant["kind"],
+                metadata=grant["metadata"],
+                spec=grant["spec"],
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(args.gateway_api))),
+            )
+        ]
+    return [
+        k8s.core.v1.Secret(
+            f"{name}-{secret_name}",
+            metadata={"name": secret_name, "namespace": args.namespace},
+            type="kubernetes.io/tls",
+            string_data={"tls.crt": chain, "tls.key": key_pem},
+            opts=child,
+        )
+        for secret_name in LISTENER_SECRETS
+    ]
+
+
+def _written(name: str, pem: pulumi.Input[str], path: str, folder: pulumi.Resource, child: pulumi.ResourceOptions) -> local.Command:
+    """`pem` written to the host file `path`, in the folder `folder` makes."""
+    return local.Command(
+        name,
+        create=WRITE_CA_SCRIPT,
+        update=WRITE_CA_SCRIPT,
+        delete='rm -f "$CA_FILE"',
+        stdin=pem,
+        environment={"CA_FILE": path},
+        opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[folder])),
+    )

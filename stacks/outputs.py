@@ -12,7 +12,7 @@ from kubectl (the context's, `components.existing_cluster.context_kubeconfig`).
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stacks.config.cluster import EXISTING
 
@@ -24,6 +24,9 @@ from stacks.config.cluster import EXISTING
 # - an existing cluster's own outputs (PHASE1_EXISTING, PHASE2_EXISTING) are absent on kind, so kind's
 #   plans and state stay as they were; read them after `on_existing`, or with `.get`.
 # A kind-only value never stands for an existing cluster's: its context is KUBE_CONTEXT, never CLUSTER_NAME.
+
+if TYPE_CHECKING:
+    from components.brought_tls import Brought
 
 # phase1 -> phase2.
 CLUSTER_NAME = "clusterName"
@@ -131,6 +134,22 @@ PHASE1_EXISTING = (
     JOB_NODE_SELECTOR, API_SERVER_ENDPOINTS, GATEWAY_SERVICE,
 )  # fmt: skip
 """What phase1 exports besides PHASE1 on an existing cluster alone."""
+TLS_CERTIFICATE = "tlsCertificate"
+"""`<namespace>/<name>` of the kubernetes.io/tls Secret the gateway serves (`blueprint:tlsCertificate`)."""
+TLS_CERTIFICATE_CA = "tlsCertificateCa"
+"""Its `ca.crt` as phase1 read it on this run, PEM (public), or "" for a publicly trusted certificate."""
+PHASE1_BROUGHT = (TLS_CERTIFICATE, TLS_CERTIFICATE_CA)
+"""What phase1 exports besides those with a brought certificate alone (components/brought_tls.py)."""
+
+
+def brought(inputs: Mapping[str, Any]) -> "Brought | None":
+    """The certificate the user brings for the gateway, as phase1's outputs `inputs` say, or None."""
+    from components.brought_tls import Brought, split
+
+    if not inputs.get(TLS_CERTIFICATE):
+        return None
+    namespace, name = split(str(inputs[TLS_CERTIFICATE]))
+    return Brought(namespace=namespace, name=name, ca_pem=str(inputs.get(TLS_CERTIFICATE_CA) or ""))
 
 
 def on_existing(inputs: Mapping[str, Any]) -> bool:
@@ -207,12 +226,27 @@ Service (providers/cluster_access.py `Target`, wired: context, namespace, servic
 OPENBAO_FORWARD = "openbaoForward"
 """How this machine reaches OpenBao (OPENBAO_ADDR is then its in-cluster address): a port-forward
 to its Service (providers/cluster_access.py `Target`, wired)."""
+GATEWAY_CA_FILE = "gatewayCaFile"
+"""With a brought certificate alone: host path of what verifies the names the gateway serves (GitLab,
+its registry, the apps), its CA or the public roots; without, that is CA_CERT_FILE (`gateway_ca_file`)."""
 PHASE2_EXISTING = (GITLAB_FORWARD, OPENBAO_FORWARD)
 """What phase2 exports besides PHASE2 on an existing cluster alone."""
 
+
+def gateway_ca_file(phase2: Mapping[str, Any]) -> Any:
+    """What verifies GitLab, its registry and the apps, from phase2's outputs: the brought certificate's
+    trust (GATEWAY_CA_FILE) when there is one, else the platform CA (CA_CERT_FILE); None when neither.
+    """
+    return phase2.get(GATEWAY_CA_FILE) or phase2.get(CA_CERT_FILE)
+
+
 EXPORTS = {"phase1": PHASE1, "phase2": PHASE2, "phase3": PHASE3}
 """What each phase hands to the next: what a phase stack reads from its upstream."""
-EXPORTS_IF_ANY = {"phase1": (*PHASE1_EXISTING, CONTAINER_ENGINE), "phase2": PHASE2_EXISTING, "phase3": ()}
+EXPORTS_IF_ANY = {
+    "phase1": (*PHASE1_EXISTING, *PHASE1_BROUGHT, CONTAINER_ENGINE),
+    "phase2": (*PHASE2_EXISTING, GATEWAY_CA_FILE),
+    "phase3": (),
+}
 """What a phase hands to the next only on an existing cluster, or only off Docker: read when there,
 never missed."""
 

@@ -235,6 +235,10 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
         ),
     )
     facts = existing_cluster.read(cluster.kube_context, cluster.storage_class)
+    brought: dict[str, Any] = {}
+    if cluster.tls_certificate:
+        read = existing_cluster.brought(cluster.kube_context, cluster.tls_certificate, config.domain)
+        brought = {outputs.TLS_CERTIFICATE: cluster.tls_certificate, outputs.TLS_CERTIFICATE_CA: read.apply(lambda secret: secret.ca_pem)}
     kind_only: dict[str, Any] = {key: 0 for key in KIND_PORTS} | {key: "" for key in KIND_PLACES}
     return {
         outputs.CLUSTER_NAME: "",  # kind's alone: the context is KUBE_CONTEXT
@@ -256,6 +260,7 @@ def existing(config: Phase1Config, inner_owners: tuple[str, ...]) -> dict[str, A
         outputs.API_SERVER_ENDPOINTS: facts.apply(lambda read: read.api_server),
         outputs.GATEWAY_SERVICE: dict(cluster.gateway_service),
         outputs.DATA_FOLDER_CLAIM: data_folder,
+        **brought,
     }
 
 

@@ -99,7 +99,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     ground = Ground(
         inputs=inputs, owner=owner, folders=folders, storage=storage, namespace=gitlab_namespace.metadata.name, on_cluster=on_cluster
     )
-    tls = _tls(ground)
+    tls = _tls(ground, gateway_crds)
     data = _data_tier(ground)
     openbao = _openbao(ground, data.postgres, tls)
     node_access(inputs, namespace=ground.namespace, ca_pem=tls.ca_cert_pem, on_cluster=on_cluster)
@@ -263,7 +263,7 @@ def _storage(inputs: Mapping[str, Any], folders: Folders, on_cluster: pulumi.Res
     )
 
 
-def _tls(ground: Ground) -> Tls:
+def _tls(ground: Ground, gateway_crds: GatewayCrds) -> Tls:
     return Tls(
         "tls",
         TlsArgs(
@@ -272,6 +272,8 @@ def _tls(ground: Ground) -> Tls:
             ca_file=f"{ground.folders.host}/ca.crt",
             ca_folder=ground.storage.folder,
             ca_key_file=f"{ground.folders.secrets}/{tls_component.CA_KEY_FILE}",
+            brought=outputs.brought(ground.inputs),
+            gateway_api=(gateway_crds.chart,),
         ),
         opts=ground.on_cluster,
     )
@@ -361,6 +363,7 @@ def _gitlab(ground: Ground, gateway_crds: GatewayCrds, tls: Tls, data: DataTier)
             s3_access_key=data.minio.credentials_for(mn.GITLAB).access_key,
             s3_secret_key=data.minio.credentials_for(mn.GITLAB).secret_key,
             ca_secret=tls_component.CA_SECRET,
+            certificate=brought_certificate.ref if (brought_certificate := outputs.brought(inputs)) else None,
             gitaly_volume=GITALY_VOLUME,
             gitaly_provisioned=storage.provisioned,
             apps_namespace=APPS_NAMESPACE,
@@ -397,7 +400,7 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
         "gitlab-admin-token",
         GitLabTokenArgs(
             gitlab_url=gitlab_url,
-            ca_file=tls.ca_file,
+            ca_file=tls.gateway_ca_file,
             token=token_value,
             kind_cluster_name=inputs[outputs.CLUSTER_NAME],
             engine=engine_of(inputs),
@@ -414,7 +417,7 @@ def _admin(ground: Ground, tls: Tls, gitlab: GitLab) -> Admin:
     group = Group(
         "apps-group",
         GroupArgs(
-            connection=Connection(gitlab_url, token.token, tls.ca_file, exposure.gitlab_forward(inputs)),
+            connection=Connection(gitlab_url, token.token, tls.gateway_ca_file, exposure.gitlab_forward(inputs)),
             path=APPS_GROUP,
             name=APPS_GROUP,
             owner=ground.owner,
@@ -435,7 +438,9 @@ def _glab_token(ground: Ground, tls: Tls, gitlab_url: str, *, after: GitLabToken
     token_file = f"{ground.folders.secrets}/gitlab-glab-token"
     glab = GlabToken(
         "gitlab-glab-token",
-        GlabTokenArgs(connection=Connection(gitlab_url, after.token, tls.ca_file, exposure.gitlab_forward(ground.inputs)), path=token_file),
+        GlabTokenArgs(
+            connection=Connection(gitlab_url, after.token, tls.gateway_ca_file, exposure.gitlab_forward(ground.inputs)), path=token_file
+        ),
         opts=pulumi.ResourceOptions(depends_on=[ground.storage.folder]),
     )
     return token_file, glab.value
@@ -454,8 +459,8 @@ def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runn
                 gitlab_host=gitlab_host,
                 # The seeded token: registering the runner waits for the seeding.
                 token=admin.token.token,
-                ca_file=tls.ca_file,
-                ca_pem=tls.ca_cert_pem,
+                ca_file=tls.gateway_ca_file,
+                ca_pem=tls.gateway_ca_pem,
                 group_id=admin.group.id,
                 owner=ground.owner,
                 preserve_data=bool(inputs[outputs.PRESERVE_DATA]),
@@ -587,4 +592,5 @@ def _outputs(inputs: Mapping[str, Any], platform: Platform, owner: str) -> dict[
         outputs.APPS_GROUP_PATH: APPS_GROUP,
         outputs.APPS_GROUP_OWNER: owner,
         **exposure.forwards(inputs, OpenBaoArgs.namespace),
+        **({outputs.GATEWAY_CA_FILE: tls.gateway_ca_file} if outputs.brought(inputs) else {}),
     }

@@ -71,7 +71,7 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
             projects=projects,
             gitlab_url=gitlab_url,
             token=token,
-            ca_file=inputs[outputs.CA_CERT_FILE],
+            ca_file=outputs.gateway_ca_file(inputs),
             domain=domain,
             registry_host=str(inputs[outputs.REGISTRY_HOST]),
             deploy_kubeconfig=inputs[outputs.DEPLOY_KUBECONFIG],

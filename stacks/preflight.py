@@ -77,6 +77,7 @@ class Platform:
     gitlab_url: str
     registry_url: str
     ca_file: str
+    """The platform CA: what verifies OpenBao."""
     token_file: str
     runner_id: str
     group_id: str
@@ -88,6 +89,8 @@ class Platform:
     gitlab_forward: Target | None = None
     """On an existing cluster, the port-forwards OpenBao and Envoy (GitLab, its registry) are reached
     through (providers/cluster_access.py); None on kind."""
+    gateway_ca_file: str = ""
+    """What verifies GitLab and its registry: a brought certificate's trust, or "" for `ca_file`."""
 
 
 def from_outputs(inputs: Mapping[str, Any]) -> Platform:
@@ -107,6 +110,7 @@ def from_outputs(inputs: Mapping[str, Any]) -> Platform:
         hosts_line="127.0.0.1 " + " ".join(host_names(domain, load_manifest())),
         openbao_forward=target_of(inputs, outputs.OPENBAO_FORWARD),
         gitlab_forward=target_of(inputs, outputs.GITLAB_FORWARD),
+        gateway_ca_file=str(outputs.gateway_ca_file(inputs)),
     )
 
 
@@ -263,16 +267,16 @@ def problems(platform: Platform, token: str | None, *, waits: Waits = Waits(), t
     checked_at = {"ca_file": platform.ca_file, "server_name": platform.openbao_server_name}
     if problem := check_openbao(platform.openbao_addr, waits=waits, **checked_at, forward=platform.openbao_forward):
         found.append(problem)
-    api = None
+    api, gateway_ca = None, platform.gateway_ca_file or platform.ca_file
     if token is not None:
         api = GitLab(
-            platform.gitlab_url, token, platform.ca_file, timeout=waits.timeout, pauses=waits.pauses, hosts_line=platform.hosts_line,
+            platform.gitlab_url, token, gateway_ca, timeout=waits.timeout, pauses=waits.pauses, hosts_line=platform.hosts_line,
             forward=platform.gitlab_forward,
         )  # fmt: skip
     gitlab = check_gitlab(api) if api else f"GitLab's API at {platform.gitlab_url} was not checked: {token_problem}"
     if gitlab:
         found.append(gitlab)
-    registry = {"ca_file": platform.ca_file, "hosts_line": platform.hosts_line}
+    registry = {"ca_file": gateway_ca, "hosts_line": platform.hosts_line}
     if problem := check_registry(platform.registry_url, waits=waits, **registry, forward=platform.gitlab_forward):
         found.append(problem)
     if api and not gitlab:  # the runners are asked only of a GitLab that answered

@@ -1054,6 +1054,24 @@ CASES: dict[str, Bad] = {
     "load-balancer-source-ranges-with-kind": config_case(
         "phase1", "loadBalancerSourceRanges", "10.0.0.0/8", "it is for an existing cluster"
     ),
+    # The brought wildcard certificate (issue 24 item 13, blueprint:tlsCertificate): a Secret named as
+    # <namespace>/<name>, on an existing cluster alone.
+    "tls-certificate-not-namespace-slash-name": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:tlsCertificate": "wildcard-tls"}
+            )
+        },
+        says=(
+            "blueprint:tlsCertificate = 'wildcard-tls' is not valid: expected <namespace>/<name> of a kubernetes.io/tls Secret",
+            "blueprint:tlsCertificate: certificates/wildcard-tls",
+        ),
+        program="phase1",
+    ),
+    "tls-certificate-with-kind": config_case(
+        "phase1", "tlsCertificate", "certificates/wildcard-tls", "'certificates/wildcard-tls' is not valid: it is for an existing cluster"
+    ),
 }
 
 

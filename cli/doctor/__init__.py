@@ -81,7 +81,7 @@ def machine_checks(
 
 
 def existing_cluster_checks(
-    machine: Machine, cluster: ClusterConfig | None, *, pulumi_min_version: str, stack: str = "phase1"
+    machine: Machine, cluster: ClusterConfig | None, *, pulumi_min_version: str, stack: str = "phase1", domain: str = ""
 ) -> list[Check]:
     """The prerequisites of a run onto an existing cluster (`blueprint:cluster=existing`): the tools this
     machine runs, and the cluster's own checks (cli/doctor/cluster.py); `cluster` None: its context is
@@ -92,7 +92,7 @@ def existing_cluster_checks(
     if cluster is None:
         unknown = "not checked: blueprint:kubeContext is a secret, so not known here"
         return _for_this_user(machine, [*result, Check(name=CLUSTER_CONTEXT, ok=True, found=unknown)])
-    return _for_this_user(machine, [*result, *cluster_checks(machine, cluster, stack=stack)])
+    return _for_this_user(machine, [*result, *cluster_checks(machine, cluster, stack=stack, domain=domain)])
 
 
 def _for_this_user(machine: Machine, result: list[Check]) -> list[Check]:
@@ -182,7 +182,10 @@ def _all_checks(machine: Machine, stacks: Sequence[str]) -> list[Check]:
         return [*found, *note, stacks_checked]
     if config.cluster.existing:
         known = None if f"{prefix}kubeContext" in secret else config.cluster
-        return [*existing_cluster_checks(machine, known, pulumi_min_version=PULUMI_MIN_VERSION, stack=stack), stacks_checked]
+        return [
+            *existing_cluster_checks(machine, known, pulumi_min_version=PULUMI_MIN_VERSION, stack=stack, domain=config.domain),
+            stacks_checked,
+        ]
     ports = {
         f"{prefix}httpPort": config.ports.http,
         f"{prefix}httpsPort": config.ports.https,

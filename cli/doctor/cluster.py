@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import versions
+from cli.doctor.certificate import certificate_check
 from cli.doctor.checks import KUBECTL_SKEW, Check, kubectl_version_in
 from cli.doctor.install import KUBECTL, download_fix
 from cli.doctor.machine import Machine, first_line
@@ -115,15 +116,21 @@ def _json(output: str) -> Any:
         return None
 
 
+def _default_domain() -> str:
+    from stacks.config.schema import default_string
+
+    return default_string("domain")
+
+
 def _set_key(stack: str, key: str, example: str) -> str:
     from stacks.config.schema import ways_to_set
 
     return ways_to_set(stack, key, example)
 
 
-def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "phase1") -> list[Check]:
+def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "phase1", domain: str = "") -> list[Check]:
     """Every check of the existing cluster `cluster` names, with `kubectl`; `stack` is the one whose
-    config sets `blueprint:kubeContext` and the rest, for the fixes. A check that cannot be made
+    config sets `blueprint:kubeContext` and the rest, for the fixes; `domain` the platform's ("": the default). A check that cannot be made
     (no kubectl, no answer) stops the ones after it: they would say the same.
     """
     context = cluster.kube_context
@@ -153,6 +160,12 @@ def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "ph
         _builds_check(machine, context),
         _load_balancer_check(machine, cluster, crds, stack),
         _network_policy_check(machine, context),
+        certificate_check(
+            lambda *args: _kubectl(machine, context, *args),
+            cluster,
+            domain=domain or _default_domain(),
+            set_key=lambda key, example: _set_key(stack, key, example),
+        ),
     ]
 
 

@@ -32,7 +32,7 @@ EXPOSURES = (LOAD_BALANCER, NODE_PORT)
 
 EXISTING_ONLY = (
     "kubeContext", "storageClass", "exposure", "gitlabNodeSelector", "jobNodeSelector", "gatewayServiceAnnotations",
-    "loadBalancerSourceRanges", "loadBalancerClass",
+    "loadBalancerSourceRanges", "loadBalancerClass", "tlsCertificate",
 )  # fmt: skip
 """Keys that mean something on an existing cluster alone: refused with kind when not empty."""
 KIND_ONLY = {
@@ -80,6 +80,9 @@ class ClusterConfig:
     gateway_service: Mapping[str, object] = field(default_factory=dict)
     """What the config adds to the gateway's Service on an existing cluster, as Envoy Gateway's
     KubernetesServiceSpec names it (`gateway_service_fields`); empty: nothing."""
+    tls_certificate: str = ""
+    """`<namespace>/<name>` of the kubernetes.io/tls Secret the gateway serves on an existing cluster;
+    "" is the platform CA's wildcard certificate."""
 
     @property
     def existing(self) -> bool:
@@ -198,6 +201,22 @@ def gateway_service_fields(annotations: Mapping[str, str], source_ranges: tuple[
     return fields
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _tls_certificate_problem(ref: str) -> str | None:
+    """A Secret's `<namespace>/<name>`: a DNS label of at most 63, then a DNS subdomain of at most 253."""
+    namespace, slash, name = ref.partition("/")
+    if not ref or (
+        slash and _DNS_LABEL.fullmatch(namespace) and len(namespace) <= 63 and len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name)
+    ):
+        return None
+    return (
+        "expected <namespace>/<name> of a kubernetes.io/tls Secret you made, lowercase "
+        "(`kubectl get secrets -A --field-selector type=kubernetes.io/tls` lists them), or empty for the platform CA's certificate"
+    )
+
+
 CONTEXT_MOST = 512
 """The longest `blueprint:kubeContext`: well above the names EKS, GKE and AKS write (an ARN is under 200)."""
 
@@ -239,6 +258,7 @@ def cluster_config(check: _Checker) -> ClusterConfig:
     annotations = check.text("gatewayServiceAnnotations", _annotations_problem, example='{"<annotation>": "<value>"}')
     source_ranges = check.text("loadBalancerSourceRanges", _source_ranges_problem, example="<cidr>,<cidr>")
     class_name = check.text("loadBalancerClass", _load_balancer_class_problem, example="<class>")
+    tls_certificate = check.text("tlsCertificate", _tls_certificate_problem, example="certificates/wildcard-tls")
     existing = cluster == EXISTING
     service = gateway_service_fields(parse_annotations(annotations)[0], parse_source_ranges(source_ranges)[0], class_name)
     return ClusterConfig(
@@ -250,6 +270,7 @@ def cluster_config(check: _Checker) -> ClusterConfig:
         job_node_selector=parse_selector(job_selector)[0] if existing else {},
         container_engine="" if existing else engine,
         gateway_service=service if existing else {},
+        tls_certificate=tls_certificate if existing else "",
     )
 
 

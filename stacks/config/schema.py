@@ -50,6 +50,7 @@ PHASE_KEYS: dict[str, frozenset[str]] = {
             "gatewayServiceAnnotations",
             "loadBalancerSourceRanges",
             "loadBalancerClass",
+            "tlsCertificate",
         }
     ),  # fmt: skip
     "phase2": frozenset(),

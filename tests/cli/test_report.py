@@ -241,3 +241,37 @@ def test_on_an_existing_cluster_the_openbao_login_forwards_its_service_first() -
     login = report.openbao_login(phase2)
     assert login.startswith("kubectl --context team --namespace openbao port-forward svc/openbao 8200 &")
     assert "BAO_ADDR=https://127.0.0.1:8200" in login
+
+
+# A brought certificate (blueprint:tlsCertificate): the gateway's names are verified with its CA file.
+BROUGHT_PHASE2 = {**PHASE2, outputs.GATEWAY_CA_FILE: "/data/platform/gateway-ca.crt"}
+
+
+def test_with_a_brought_certificate_the_summary_asks_no_one_to_trust_the_platform_ca() -> None:
+    text = report.summary({"phase1": EXISTING_PHASE1, "phase2": BROUGHT_PHASE2})
+    assert "trust the CA" not in text
+    assert "the gateway serves your certificate (blueprint:tlsCertificate)" in text
+
+
+def test_with_a_brought_certificate_the_apps_are_checked_against_its_ca() -> None:
+    asked: list[str] = []
+
+    def ask(_url: str, ca: str, _headers: object) -> str:
+        asked.append(ca)
+        return "ok"
+
+    phase3 = {outputs.APP_URLS: {"guestbook": "https://guestbook.local.example.net"}}
+    report.check_apps({"phase2": BROUGHT_PHASE2, "phase3": phase3}, ask)
+    assert asked == ["/data/platform/gateway-ca.crt"]
+
+
+def test_with_a_brought_certificate_glab_trusts_its_ca(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **_kwargs: Any) -> Any:
+        calls.append(argv)
+
+    phase2 = {**phase2_with_glab_token(tmp_path), outputs.GATEWAY_CA_FILE: "/data/platform/gateway-ca.crt"}
+    report.glab_login(phase2, run)
+    assert calls[0][:5] == ["glab", "config", "set", "ca_cert", "/data/platform/gateway-ca.crt"]

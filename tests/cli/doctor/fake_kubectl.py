@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.doctor.cluster import BUNDLE_VERSION, CHANNEL, CNPG_CRD, GATEWAY_CRD, HELM_RELEASE
+from components import brought_tls
 from components.existing_cluster import DEFAULT_CLASS_ANNOTATIONS
 from tests.cli.doctor.fakes import FakeMachine
 
@@ -80,6 +81,8 @@ class FakeCluster:
     """The DaemonSets there (by default GKE Dataplane V2's agent, which enforces NetworkPolicy)."""
     tried: list[dict[str, Any]] = field(default_factory=list)
     """The documents dry-run against it."""
+    secrets: dict[str, str] = field(default_factory=dict)
+    """What `get secret -o <components/brought_tls.py JSONPATH>` prints, by `<namespace>/<name>`."""
 
     def answer(self, argv: Sequence[str]) -> tuple[int, str]:
         if list(argv[1:3]) == ["config", "get-contexts"]:
@@ -120,6 +123,10 @@ class FakeCluster:
                 return 0, " ".join(self.provider_ids)
             case ["get", "daemonsets", "--all-namespaces", "-o", "json"]:
                 return 0, json.dumps({"apiVersion": "v1", "kind": "List", "items": self.daemonsets})
+            case ["get", "secret", "--namespace", namespace, name, "-o", brought_tls.JSONPATH]:
+                if f"{namespace}/{name}" not in self.secrets:
+                    return 1, f'Error from server (NotFound): secrets "{name}" not found\n'
+                return 0, self.secrets[f"{namespace}/{name}"]
         raise AssertionError(f"the checks made a call the fake kubectl does not know: {args}")
 
     def _dry_run(self, rest: list[str]) -> tuple[int, str]:

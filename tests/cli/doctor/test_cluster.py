@@ -3,8 +3,10 @@ anything exists, each finding with its fix; none of this machine's engine, kind,
 
 from __future__ import annotations
 
+import base64
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from cli.doctor.cluster import CLUSTER_WIDE, CNPG_RELEASE
 from components.markers import NAMESPACE_OWNER_LABEL
 from components.runner import IMAGE_BUILD_NAMESPACE
 from stacks.config.cluster import EXISTING, NODE_PORT, ClusterConfig
+from stacks.config.schema import default_string
 from tests.cli.doctor.fake_kubectl import (
     AUTOPILOT_REFUSAL,
     CONTEXT,
@@ -31,6 +34,7 @@ from tests.cli.doctor.fake_kubectl import (
 )
 from tests.cli.doctor.fakes import doctor_output, without
 from tests.plans import planned
+from tests.tls_certificates import certificate_pem
 
 EXISTING_CLUSTER = ClusterConfig(cluster=EXISTING, kube_context=CONTEXT, exposure="loadBalancer")
 
@@ -45,7 +49,11 @@ def failed(results: dict[str, Check]) -> list[str]:
 
 
 def test_a_healthy_cluster_passes_every_check() -> None:
-    results = checked()
+    # A managed cluster's nodes trust the public roots alone: a healthy setup brings its certificate.
+    domain = default_string("domain")
+    secret = " ".join(("kubernetes.io/tls", base64.b64encode(certificate_pem([f"*.{domain}"]).encode()).decode()))
+    fake = FakeCluster(secrets={"certs/wildcard-tls": secret})
+    results = checked(fake, replace(EXISTING_CLUSTER, tls_certificate="certs/wildcard-tls"))
     assert failed(results) == []
     assert [name for name, check in results.items() if check.advice] == []
     assert results[cluster.STORAGE].found.startswith("standard-rwo (pd.csi.storage.gke.io, reclaimPolicy Delete), the cluster's default")
