@@ -7,8 +7,10 @@ Usage: `wrap_tools` once, `run` the script uncut to count its calls (`calls`), t
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -80,6 +82,31 @@ def run(
         timeout=60,
         check=False,
     )
+
+
+Left = tuple[tuple[str, int, int, int, bytes | str | None], ...] | None
+
+
+def left(folder: Path) -> Left:
+    """All that a cut-short script left in `folder` and that a script run over it can read: each path
+    in it with its type and mode, owner and group, and a file's bytes or a link's target (None: no
+    folder). Two cuts that left the same run the next script alike: it runs once for both."""
+    if not folder.exists() and not folder.is_symlink():
+        return None
+    paths = [folder]
+    for root, folders, files in os.walk(folder):  # into no link
+        paths += [Path(root, name) for name in folders + files]
+    found = []
+    for path in sorted(paths):
+        status = path.lstat()
+        if path.is_symlink():
+            content: bytes | str | None = os.readlink(path)
+        elif stat.S_ISREG(status.st_mode):
+            content = path.read_bytes()
+        else:
+            content = None
+        found.append((str(path.relative_to(folder)), status.st_mode, status.st_uid, status.st_gid, content))
+    return tuple(found)
 
 
 def calls(counter: Path) -> int:
