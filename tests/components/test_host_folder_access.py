@@ -157,15 +157,19 @@ def test_what_a_pod_makes_at_a_markers_name_that_is_no_regular_file_never_hangs_
 
 def test_a_marker_swapped_for_a_fifo_after_it_was_checked_never_hangs_the_wipe(data_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     """What is there when the script looks may not be when it reads (a pod still running): a read of a
-    marker that does not end is given up after 5 seconds, and the marker counts as another's."""
+    marker that does not end is given up after 5 seconds, and the marker counts as another's. The
+    test drives the clock: its `sleep` says when the 5 seconds are asked for, and ends them at once."""
     _fill(data_dir)
     (data_dir / "volumes" / "pg" / OWNER_MARKER).write_text("blueprint/phase1@offline-plan\n")
-    fake_command(tmp_path / "bin", "head", f'case "$1" in -c) exec sleep 60 ;; esac; exec {shutil.which("head")} "$@"\n')
+    real_sleep, asked = shutil.which("sleep"), tmp_path / "asked"
+    fake_command(tmp_path / "bin", "head", f'case "$1" in -c) exec {real_sleep} 60 ;; esac; exec {shutil.which("head")} "$@"\n')
+    fake_command(tmp_path / "bin", "sleep", f'echo "$*" >> {asked}\n[ "$*" = 5 ] || exec {real_sleep} "$@"\n')
     command = data_folder(data_dir)
     done = run_script(command, "delete", path_prefix=tmp_path / "bin")
     assert done.returncode == 1
     assert "not removing" in done.stderr
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+    assert set(asked.read_text().splitlines()) == {"5"}, "every read waited for is given up after 5 seconds"
 
 
 def test_the_layout_record_a_claim_writes_is_readable_by_all_and_leaves_no_draft(data_dir: Path) -> None:  # noqa: F811
