@@ -7,10 +7,13 @@ Usage: `wrap_tools` once, `run` the script uncut to count its calls (`calls`), t
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +29,13 @@ FUNCTIONS = ".counted-functions.sh"
 
 def _count(counter: Path) -> str:
     """A shell function counting one call in `counter` (the shell's own `read`, no process) and
-    killing the script's process group at the CRASH_AT-th; it fails under no `set -e` (a count
+    killing the script's process group (its own: `kill 0`) at the CRASH_AT-th; it fails under no `set -e` (a count
     without a newline) and writes under `set -C` (`>|`)."""
     file = shlex.quote(str(counter))
     return (
         f"__crash_count() {{ __crash_n=0; read -r __crash_n 2>/dev/null < {file} || :; __crash_n=$((__crash_n + 1)); "
         f"echo $__crash_n >| {file}; "
-        'if [ -n "${CRASH_AT:-}" ] && [ "$__crash_n" = "$CRASH_AT" ]; then kill -9 -"$CRASH_PGID"; fi; }\n'
+        'if [ -n "${CRASH_AT:-}" ] && [ "$__crash_n" = "$CRASH_AT" ]; then kill -9 0; fi; }\n'
     )
 
 
@@ -54,6 +57,14 @@ def wrap_tools(folder: Path, counter: Path, real: Mapping[str, Path] = {}) -> Pa
     return folder
 
 
+@cache
+def _setsid() -> str:
+    """setsid, found on PATH once (not on each run)."""
+    found = shutil.which("setsid")
+    assert found is not None, "setsid (util-linux) runs the scripts cut short"
+    return found
+
+
 def run(
     command: Mapping[str, Any], key: str, tools: Path, counter: Path, crash_at: int | None, env: Mapping[str, str] = {}
 ) -> subprocess.CompletedProcess[str]:
@@ -65,14 +76,13 @@ def run(
     `command`, `exec`) finds the wrapper first on PATH: every call is counted once either way."""
     counter.write_text("0")
     inputs = command["inputs"]
-    environment = {**script_environment(inputs, env), "BP_SCRIPT": (tools / FUNCTIONS).read_text() + inputs[key]}
+    environment = script_environment(inputs, env)
     environment["PATH"] = f"{tools}:{environment['PATH']}"
     if crash_at is not None:
         environment["CRASH_AT"] = str(crash_at)
-    # setsid: a process group of its own, whose id is the shell's pid.
-    wrapper = 'export CRASH_PGID=$$; exec /bin/sh -c "$BP_SCRIPT"'
+    # setsid: a session and process group of its own, which the script's every process is in.
     return subprocess.run(
-        ["setsid", "-w", "/bin/sh", "-c", wrapper],
+        [_setsid(), "-w", "/bin/sh", "-c", (tools / FUNCTIONS).read_text() + inputs[key]],
         input=inputs.get("stdin", ""),
         env=environment,
         capture_output=True,
@@ -80,6 +90,31 @@ def run(
         timeout=60,
         check=False,
     )
+
+
+Left = tuple[tuple[str, int, int, int, bytes | str | None], ...] | None
+
+
+def left(folder: Path) -> Left:
+    """All that a cut-short script left in `folder` and that a script run over it can read: each path
+    in it with its type and mode, owner and group, and a file's bytes or a link's target (None: no
+    folder). Two cuts that left the same run the next script alike: it runs once for both."""
+    if not folder.exists() and not folder.is_symlink():
+        return None
+    paths = [folder]
+    for root, folders, files in os.walk(folder):  # into no link
+        paths += [Path(root, name) for name in folders + files]
+    found = []
+    for path in sorted(paths):
+        status = path.lstat()
+        if path.is_symlink():
+            content: bytes | str | None = os.readlink(path)
+        elif stat.S_ISREG(status.st_mode):
+            content = path.read_bytes()
+        else:
+            content = None
+        found.append((str(path.relative_to(folder)), status.st_mode, status.st_uid, status.st_gid, content))
+    return tuple(found)
 
 
 def calls(counter: Path) -> int:
@@ -103,7 +138,8 @@ done
 if [ "$entry" = sh ]; then
   # The claim's `sh -c 'chown -R "$0" <target> && chmod "$1" <target>' <uid:gid> <mode>`: done by root
   # only (else left undone, as by a container that did not run: the next up asks again).
-  [ "$(id -u)" = 0 ] || exit 0
+  # Who runs it is the test's user, written in when the test makes this docker (not asked each call).
+  [ __EUID__ = 0 ] || exit 0
   chown -R "$3" "$source" && chmod "$4" "$source"
   exit
 fi
@@ -120,6 +156,6 @@ exec "$entry" "$@"
 def docker_that_does_the_work(folder: Path) -> Path:
     """A folder holding a `docker` that does on the host what the scripts' one-shot containers do."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "docker").write_text(DOCKER)
+    (folder / "docker").write_text(DOCKER.replace("__EUID__", str(os.geteuid())))
     (folder / "docker").chmod(0o755)
     return folder / "docker"

@@ -4,6 +4,7 @@ them for both `preserveData` values. Exercised through phase1's data folder, run
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import shutil
@@ -11,7 +12,9 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,23 +72,49 @@ def same_data_dir(one_parent: Path) -> Iterator[Path]:
     _remove_all_in(one_parent)
 
 
-def _fill(folder: Path, **config: str) -> None:
-    """The data folder as an `up` leaves it: created by the data-folder command, then written to."""
-    created = run_script(planned("phase1", dataDir=str(folder), **config).one(COMMAND, "kind-data-folder"), "create")
+def data_folder(folder: Path, **config: str) -> dict[str, Any]:
+    """phase1's data-folder command as its plan with `dataDir` = `folder` (and `config`) records it:
+    the plan with `config` alone, its FOLDER moved to `folder` as the program resolves it. One plan
+    serves every test's folder: a plan over another folder changes FOLDER alone
+    (test_a_plan_over_another_data_folder_changes_its_folder_alone)."""
+    command = planned("phase1", **config).one(COMMAND, "kind-data-folder")
+    environment = {**command["inputs"]["environment"], "FOLDER": str(folder.resolve())}
+    return {**command, "inputs": {**command["inputs"], "environment": environment}}
+
+
+def test_a_plan_over_another_data_folder_changes_its_folder_alone(data_dir: Path) -> None:
+    assert data_folder(data_dir) == planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+
+
+@cache
+def _claimed_once() -> Path:
+    """A data folder as phase1's claim leaves it, made once a run by the real script: what it holds
+    (the markers, the subfolders and their modes) names no path, so a copy of it is that claim's
+    work at any path (`_fill`)."""
+    parent = Path(tempfile.mkdtemp(prefix="blueprint-claimed-", dir="/tmp"))
+    atexit.register(shutil.rmtree, parent, ignore_errors=True)
+    created = run_script(data_folder(parent / "data"), "create")
     assert created.returncode == 0, created.stderr
+    return parent / "data"
+
+
+def _fill(folder: Path) -> None:
+    """The data folder as an `up` leaves it: created by the data-folder command (a copy of its work,
+    `_claimed_once`, with its modes), then written to."""
+    shutil.copytree(_claimed_once(), folder, symlinks=True)
     (folder / "volumes" / "pg").mkdir(parents=True)
     (folder / "volumes" / "pg" / "PG_VERSION").write_text("17\n")
 
 
 def test_data_folder_create_makes_the_registry_hosts_folder(data_dir: Path) -> None:
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     assert run_script(command, "create").returncode == 0
     assert (data_dir / REGISTRY_HOSTS_SUBDIR).is_dir()
 
 
 def test_data_folder_can_be_created_again_by_its_own_stack(data_dir: Path) -> None:
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     assert run_script(command, "update").returncode == 0
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
 
@@ -93,7 +122,7 @@ def test_data_folder_can_be_created_again_by_its_own_stack(data_dir: Path) -> No
 def test_data_folder_holding_foreign_files_is_refused(data_dir: Path) -> None:
     data_dir.mkdir()
     (data_dir / "thesis.tex").write_text("mine")
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    done = run_script(data_folder(data_dir), "create")
     assert done.returncode == 1
     assert "holds files blueprint did not write" in done.stderr
 
@@ -116,7 +145,7 @@ def test_wipe_refuses_a_folder_this_stack_does_not_own(same_data_dir: Path) -> N
 
 def test_destroy_with_preserve_data_false_removes_the_data_folder(data_dir: Path) -> None:
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     done = run_script(command, "delete")
     assert done.returncode == 0, done.stderr
     assert not data_dir.exists()
@@ -125,7 +154,7 @@ def test_destroy_with_preserve_data_false_removes_the_data_folder(data_dir: Path
 def test_destroy_with_preserve_data_true_leaves_the_data_untouched(data_dir: Path) -> None:
     _fill(data_dir)
     before = sorted(str(p) for p in data_dir.rglob("*"))
-    command = planned("phase1", dataDir=str(data_dir), preserveData="true").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="true")
     done = run_script(command, "delete")
     assert done.returncode == 0, done.stderr
     assert sorted(str(p) for p in data_dir.rglob("*")) == before
@@ -133,7 +162,7 @@ def test_destroy_with_preserve_data_true_leaves_the_data_untouched(data_dir: Pat
 
 
 def test_a_folder_to_keep_that_was_removed_by_hand_is_not_said_kept(data_dir: Path) -> None:
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "delete", env={PRESERVE_DATA: "true"})
     assert done.returncode == 0
     assert "keeping" not in done.stderr
@@ -156,7 +185,7 @@ def test_a_plain_destroy_after_config_set_keeps_the_data_the_last_up_recorded_to
     between: the delete that runs is the one recorded, with preserveData=false; it reads the stack's
     file now, keeps the data, and says why."""
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     done = run_script(command, "delete", env=_stack_file(data_dir, text))
     assert done.returncode == 0, done.stderr
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").read_text() == "17\n"
@@ -167,7 +196,7 @@ def test_a_plain_destroy_after_config_set_keeps_the_data_the_last_up_recorded_to
 @pytest.mark.parametrize("text", ["config: {}\n", 'config:\n  blueprint:preserveData: "false"\n', None])
 def test_a_plain_destroy_wipes_when_the_stack_file_does_not_say_keep(data_dir: Path, text: str | None) -> None:
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     env = _stack_file(data_dir, text) if text is not None else {"STACK_FILE": str(data_dir.parent / "Pulumi.phase1.yaml")}
     done = run_script(command, "delete", env=env)
     assert done.returncode == 0, done.stderr
@@ -178,7 +207,7 @@ def test_a_moved_checkouts_wipe_goes_by_the_recorded_choice(data_dir: Path) -> N
     """The recorded stack file and Python were the old checkout's, gone with its folder: a stack file
     in no folder says nothing, and needs no Python to read it (`uv sync` there could not help)."""
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     gone = data_dir.parent / "old-checkout"
     env = {"STACK_FILE": str(gone / "Pulumi.phase1.yaml"), "CONFIG_PYTHON": str(gone / ".venv/bin/python")}
     done = run_script(command, "delete", env=env)
@@ -209,7 +238,7 @@ def test_the_python_that_reads_the_stack_file_is_the_same_from_a_linked_checkout
 def test_a_stack_file_that_cannot_be_read_stops_the_wipe_and_says_why(data_dir: Path, text: str, why: str) -> None:
     """It may say to keep the data: nothing is removed until it can be read."""
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     done = run_script(command, "delete", env=_stack_file(data_dir, text))
     assert done.returncode == 1
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
@@ -228,7 +257,7 @@ def test_a_stack_file_that_cannot_be_read_stops_the_wipe_and_says_why(data_dir: 
 )
 def test_a_stack_file_that_is_no_regular_file_stops_the_wipe_at_once(data_dir: Path, make: Callable[[Path], None], why: str) -> None:
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     path = data_dir.parent / "Pulumi.phase1.yaml"
     make(path)
     done = run_script(command, "delete", env={"STACK_FILE": str(path)})
@@ -303,7 +332,7 @@ def test_wipe_removes_pod_owned_files_through_a_one_shot_container_of_the_node_i
     data_dir, user = locked_data_dir
     calls = fake_docker_dir / "calls"
     fake_command(fake_docker_dir, "docker", f'echo "$*" > {calls}\n')
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     expected = (
         f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE} "
@@ -319,7 +348,7 @@ def test_the_wipe_removes_pod_owned_files_through_a_podman_container(
     data_dir, user = locked_data_dir
     calls = fake_docker_dir / "calls"
     fake_command(fake_docker_dir, "podman", FAKE_PODMAN)
-    command = planned("phase1", dataDir=str(data_dir), containerEngine="podman").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, containerEngine="podman")
     done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user, env={"CALLS": str(calls)})
     wipe = f"run --rm --network none --user 0 -v {data_dir}:/blueprint-data --entrypoint find {versions.KIND_NODE_IMAGE}"
     assert any(call.startswith(wipe) for call in calls.read_text().splitlines()), done.stderr
@@ -329,7 +358,7 @@ def test_the_wipe_removes_pod_owned_files_through_a_podman_container(
 def test_wipe_fails_loudly_when_the_data_folder_survives(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
     data_dir, user = locked_data_dir
     fake_command(fake_docker_dir, "docker", "exit 0\n")  # a container that removed nothing
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     assert done.returncode == 1
     assert f"could not remove {data_dir}" in done.stderr
@@ -340,7 +369,7 @@ def test_a_wipe_that_could_not_remove_the_folder_gives_the_destroy_that_finishes
 ) -> None:
     data_dir, user = locked_data_dir
     fake_command(fake_docker_dir, "docker", "exit 0\n")  # a container that removed nothing
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     assert printed_commands(done.stderr) == [["uv", "run", "blueprint", "destroy", "--wipe-data"]]
 
@@ -351,18 +380,14 @@ def test_no_wipe_ever_says_to_remove_a_folder_with_rm(
     """`rm -rf` crosses a filesystem mounted inside, and takes what another stack claimed in the folder:
     not after a wipe that could not remove what pods own, nor kept after it, nor when files appear meanwhile."""
     data_dir, user = locked_data_dir
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     fake_command(fake_docker_dir, "docker", "exit 0\n")  # a container that removed nothing
     said = [run_script(command, "delete", path_prefix=fake_docker_dir, user=user).stderr]
     said.append(run_script(command, "delete", user=user, env={PRESERVE_DATA: "true"}).stderr)
     meanwhile = tmp_path / "meanwhile"
     _fill(meanwhile)
     fake_command(tmp_path / "bin", "rmdir", 'touch "$2/written-meanwhile"; exit 1\n')
-    said.append(
-        run_script(
-            planned("phase1", dataDir=str(meanwhile)).one(COMMAND, "kind-data-folder"), "delete", path_prefix=tmp_path / "bin"
-        ).stderr
-    )
+    said.append(run_script(data_folder(meanwhile), "delete", path_prefix=tmp_path / "bin").stderr)
     assert [any(words in text for words in ("could not remove", "stopped half-way")) for text in said] == [True] * 3, said
     assert [text for text in said if "rm -r" in text] == []
 
@@ -370,7 +395,7 @@ def test_no_wipe_ever_says_to_remove_a_folder_with_rm(
 def test_a_wipe_that_failed_half_way_can_be_run_again(locked_data_dir: tuple[Path, int | None], fake_docker_dir: Path) -> None:
     data_dir, user = locked_data_dir
     fake_command(fake_docker_dir, "docker", "exit 1\n")  # Docker is down
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     assert (data_dir / ".blueprint-owner").exists(), "the marker must outlive a failed wipe"
     again = run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
@@ -468,7 +493,7 @@ def test_an_up_over_a_folder_wiped_half_way_is_refused(locked_data_dir: tuple[Pa
     secrets beside old data would lock GitLab, MinIO and OpenBao out of it."""
     data_dir, user = locked_data_dir
     fake_command(fake_docker_dir, "docker", "exit 1\n")  # Docker is down
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     run_script(command, "delete", path_prefix=fake_docker_dir, user=user)
     assert f"a destroy that removes {data_dir} stopped half-way" in refused_plan("phase1", dataDir=str(data_dir))
 
@@ -511,7 +536,7 @@ ANOTHER_CHECKOUT = "blueprint/phase1@0123456789abcdef"
 
 def test_data_folder_of_the_same_stack_in_another_checkout_is_refused(data_dir: Path) -> None:
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "create", env={"OWNER": ANOTHER_CHECKOUT})
     assert done.returncode == 1
     assert "belongs to blueprint/phase1@offline-plan" in done.stderr
@@ -525,7 +550,7 @@ def test_an_up_over_its_folder_after_the_checkout_id_was_lost_names_the_id_to_wr
     leave the data behind)."""
     _fill(data_dir)
     (data_dir / OWNER_MARKER).write_text(f"{ANOTHER_CHECKOUT}\n")
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "create")
     assert done.returncode == 1
     assert "mkdir -p .pulumi-state && printf '%s\\n' 0123456789abcdef > .pulumi-state/blueprint-checkout-id" in done.stderr
@@ -534,7 +559,7 @@ def test_an_up_over_its_folder_after_the_checkout_id_was_lost_names_the_id_to_wr
 def test_a_marker_with_more_than_an_id_is_never_pasted_into_the_write_back(data_dir: Path) -> None:
     _fill(data_dir)
     (data_dir / OWNER_MARKER).write_text("blueprint/phase1@$(touch pwned)\n")
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "create")
     assert done.returncode == 1
     assert "write its id back" not in done.stderr
@@ -542,7 +567,7 @@ def test_a_marker_with_more_than_an_id_is_never_pasted_into_the_write_back(data_
 
 def test_wipe_refuses_the_folder_of_the_same_stack_in_another_checkout(data_dir: Path) -> None:
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "delete", env={"OWNER": ANOTHER_CHECKOUT})
     assert done.returncode == 1
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
@@ -576,7 +601,7 @@ def test_a_foreign_owner_is_shown_with_a_stack_names_characters_only(data_dir: P
     """The marker is in a folder the nodes mount: what it holds is never echoed raw to a terminal."""
     data_dir.mkdir()
     (data_dir / OWNER_MARKER).write_text("\x1b]0;pwned\x07blueprint/x$(id)\n")
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    done = run_script(data_folder(data_dir), "create")
     assert done.returncode == 1
     assert "belongs to 0pwnedblueprint/xid;" in done.stderr
     assert "\x1b" not in done.stderr
@@ -603,7 +628,7 @@ def test_a_wipe_over_a_filesystem_mounted_inside_removes_nothing_and_says_to_unm
     _fill(data_dir)
     mount = data_dir / "volumes" / "it's a mount"  # the mount table writes its spaces as \040
     mount.mkdir()
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = _in_a_mount_namespace(command, "delete", mount, env={"PATH": f"{fake_docker_dir}:{os.environ['PATH']}"})
     assert done.returncode == 1, done.stderr
     assert done.stdout == "kept\n"
@@ -624,7 +649,7 @@ def test_the_wipe_never_removes_anything_on_another_filesystem(tmp_path: Path, f
     mount = real / "data" / "volumes" / "mnt"
     mount.mkdir()
     fake_command(fake_docker_dir, "docker", "exit 0\n")
-    command = planned("phase1", dataDir=str(real / "data")).one(COMMAND, "kind-data-folder")
+    command = data_folder(real / "data")
     env = {"FOLDER": str(tmp_path / "link" / "data"), "PATH": f"{fake_docker_dir}:{os.environ['PATH']}"}
     done = _in_a_mount_namespace(command, "delete", mount, env=env)
     assert done.stdout == "kept\n", done.stderr
@@ -652,7 +677,7 @@ def test_of_two_first_claims_of_one_empty_folder_at_the_same_moment_only_one_win
         f'touch {barrier}/"$PPID"\ni=0\nwhile [ "$(ls {barrier} | wc -l)" -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n'
         f'exec {real_mkdir} "$@"\n',
     )
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(
             pool.map(lambda owner: run_script(command, "create", path_prefix=bin_, env={"OWNER": owner}), [PHASE1_HERE, ANOTHER_CHECKOUT])
@@ -670,7 +695,7 @@ def test_a_data_folder_moved_elsewhere_is_claimed_again_by_its_own_stack(tmp_pat
     old, new = tmp_path / "old", tmp_path / "new"
     _fill(old)
     old.rename(new)
-    done = run_script(planned("phase1", dataDir=str(new)).one(COMMAND, "kind-data-folder"), "create")
+    done = run_script(data_folder(new), "create")
     assert done.returncode == 0, done.stderr
 
 
@@ -681,7 +706,7 @@ def test_a_data_folder_is_not_claimed_inside_another_checkouts_data_folder(data_
     """That checkout's wipe would remove it with its own: refused before anything is made."""
     _fill(data_dir)
     inner = data_dir / "b"
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "create", env={"FOLDER": str(inner), "OWNER": ANOTHER_CHECKOUT})
     assert done.returncode == 1
     assert f"{inner} is inside {data_dir}, which {PHASE1_HERE} claimed" in done.stderr
@@ -707,7 +732,7 @@ def test_a_wipe_removes_nothing_while_a_folder_inside_is_claimed_by_another_owne
     inner.mkdir()
     (inner / OWNER_MARKER).write_text(f"{inner_owner}\n")
     (inner / "secret").write_text("b")
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
+    done = run_script(data_folder(data_dir), "delete")
     assert done.returncode == 1
     assert f"blueprint: - {inner}, claimed by" in done.stderr
     assert (inner / "secret").exists()
@@ -721,7 +746,7 @@ def test_phase1s_wipe_removes_the_folders_its_phase2_claimed_inside(data_dir: Pa
     for folder in (data_dir / "platform", data_dir / "volumes" / "platform"):
         folder.mkdir(parents=True)
         (folder / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
+    done = run_script(data_folder(data_dir), "delete")
     assert done.returncode == 0, done.stderr
     assert not data_dir.exists()
 
@@ -755,7 +780,7 @@ def test_a_parent_owner_exported_in_the_users_shell_never_makes_a_data_folders_c
 @pytest.mark.parametrize("value", ["", "yes", "True"])
 def test_a_delete_whose_preserve_data_is_neither_true_nor_false_removes_nothing(data_dir: Path, value: str) -> None:
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "delete", env={PRESERVE_DATA: value})
     assert done.returncode == 1
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
@@ -786,7 +811,7 @@ def _in_a_namespace_over_a_tmpfs(
 def test_a_wipe_of_a_data_folder_that_is_a_mount_point_empties_it_and_a_second_destroy_finds_it_wiped(data_dir: Path) -> None:
     """rmdir cannot remove a mount point (EBUSY): the folder stays, empty, unclaimed; no later destroy is stuck."""
     data_dir.mkdir()
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = _in_a_namespace_over_a_tmpfs(command, ["create", "delete", "delete", "create"], data_dir, env={})
     assert [line for line in done.stdout.splitlines() if line.startswith("rc=")] == ["rc=0"] * 4, done.stderr
     assert f"emptied {data_dir}, and left it in place, empty" in done.stderr
@@ -807,7 +832,7 @@ def test_a_wipe_of_a_data_folder_whose_parent_the_user_cannot_write_empties_it_a
     else:
         parent.chmod(0o555)
     try:
-        command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+        command = data_folder(data_dir)
         assert run_script(command, "create", user=user).returncode == 0
         first = run_script(command, "delete", user=user)
         assert first.returncode == 0, first.stderr
@@ -824,7 +849,7 @@ def test_a_wipe_that_cannot_remove_a_folder_something_wrote_into_meanwhile_says_
     """Not left for "empty": what appeared is not blueprint's to call wiped."""
     _fill(data_dir)
     fake_command(fake_docker_dir, "rmdir", 'touch "$2/written-meanwhile"; exit 1\n')
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete", path_prefix=fake_docker_dir)
+    done = run_script(data_folder(data_dir), "delete", path_prefix=fake_docker_dir)
     assert done.returncode == 1
     assert "files appeared in it while it was removed" in done.stderr
 
@@ -839,7 +864,7 @@ def test_a_marker_that_is_a_link_is_refused_and_never_written_through(data_dir: 
     target.write_text(PHASE1_HERE)  # no newline: a write through the link would add one
     (data_dir / OWNER_MARKER).unlink()
     (data_dir / OWNER_MARKER).symlink_to(target)
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     done = run_script(command, "update")
     assert done.returncode == 1
     assert f"{data_dir / OWNER_MARKER} is no file" in done.stderr
@@ -859,7 +884,7 @@ def test_a_marker_that_is_a_link_is_refused_and_never_written_through(data_dir: 
 def test_a_stack_file_giving_preserve_data_twice_does_not_wipe(data_dir: Path, text: str) -> None:
     """Pulumi keeps one spelling of the two at random (Go's map order): which one is no answer."""
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     done = run_script(command, "delete", env=_stack_file(data_dir, text))
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists(), done.stderr
     assert done.returncode == 1
@@ -871,7 +896,7 @@ def test_a_stack_file_saying_no_or_off_does_not_wipe(data_dir: Path, word: str) 
     """Pulumi reads `no` and `off` as the text written (YAML 1.2), which the program refuses for a
     boolean: no answer, so nothing is removed (YAML 1.1, PyYAML's default, reads them as false)."""
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     done = run_script(command, "delete", env=_stack_file(data_dir, f"config:\n  blueprint:preserveData: {word}\n"))
     assert done.returncode == 1
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
@@ -880,7 +905,7 @@ def test_a_stack_file_saying_no_or_off_does_not_wipe(data_dir: Path, word: str) 
 def test_a_reader_saying_more_than_false_does_not_wipe(data_dir: Path, tmp_path: Path) -> None:
     """A warning beside the answer is no answer: only a plain `false` (or nothing said) wipes."""
     _fill(data_dir)
-    command = planned("phase1", dataDir=str(data_dir), preserveData="false").one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir, preserveData="false")
     reader = tmp_path / "python"
     reader.write_text("#!/bin/sh\necho 'DeprecationWarning: something' >&2\necho false\n")
     reader.chmod(0o755)

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from components.markers import LAYOUT_MARKER, OWNER_MARKER
-from tests.components.test_host_folder import NOBODY, _fill, data_dir  # noqa: F401 (a fixture)
+from tests.components.test_host_folder import NOBODY, _fill, data_dir, data_folder  # noqa: F401 (a fixture)
 from tests.plans import COMMAND, fake_command, planned, run_script
 
 
 def _claim(folder: Path, script: str = "create", path_prefix: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return run_script(planned("phase1", dataDir=str(folder)).one(COMMAND, "kind-data-folder"), script, path_prefix=path_prefix)
+    return run_script(data_folder(folder), script, path_prefix=path_prefix)
 
 
 def _printed(stderr: str) -> list[list[str]]:
@@ -120,7 +120,7 @@ def test_a_subfolder_of_blueprints_own_that_another_user_owns_is_not_claimed(dat
         done = _claim(data_dir, "update")
     else:  # /usr, which root owns, over the volumes folder, in a user and mount namespace of the claim's own
         request.getfixturevalue("mount_namespaces")
-        command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+        command = data_folder(data_dir)
         inside = 'mount --bind /usr "$VOLUMES" || exit 99; exec /bin/sh -c "$SCRIPT"'
         argv = ["unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", inside]
         env = {**os.environ, **command["inputs"]["environment"], "VOLUMES": str(volumes), "SCRIPT": command["inputs"]["update"]}
@@ -146,7 +146,7 @@ def test_what_a_pod_makes_at_a_markers_name_that_is_no_regular_file_never_hangs_
     else:
         os.mkfifo(data_dir / "volumes" / "pg" / "fifo")
         marker.symlink_to("fifo")
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    command = data_folder(data_dir)
     try:
         done = run_script(command, "delete")
     except subprocess.TimeoutExpired:
@@ -157,15 +157,19 @@ def test_what_a_pod_makes_at_a_markers_name_that_is_no_regular_file_never_hangs_
 
 def test_a_marker_swapped_for_a_fifo_after_it_was_checked_never_hangs_the_wipe(data_dir: Path, tmp_path: Path) -> None:  # noqa: F811
     """What is there when the script looks may not be when it reads (a pod still running): a read of a
-    marker that does not end is given up after 5 seconds, and the marker counts as another's."""
+    marker that does not end is given up after 5 seconds, and the marker counts as another's. The
+    test drives the clock: its `sleep` says when the 5 seconds are asked for, and ends them at once."""
     _fill(data_dir)
     (data_dir / "volumes" / "pg" / OWNER_MARKER).write_text("blueprint/phase1@offline-plan\n")
-    fake_command(tmp_path / "bin", "head", f'case "$1" in -c) exec sleep 60 ;; esac; exec {shutil.which("head")} "$@"\n')
-    command = planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder")
+    real_sleep, asked = shutil.which("sleep"), tmp_path / "asked"
+    fake_command(tmp_path / "bin", "head", f'case "$1" in -c) exec {real_sleep} 60 ;; esac; exec {shutil.which("head")} "$@"\n')
+    fake_command(tmp_path / "bin", "sleep", f'echo "$*" >> {asked}\n[ "$*" = 5 ] || exec {real_sleep} "$@"\n')
+    command = data_folder(data_dir)
     done = run_script(command, "delete", path_prefix=tmp_path / "bin")
     assert done.returncode == 1
     assert "not removing" in done.stderr
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
+    assert set(asked.read_text().splitlines()) == {"5"}, "every read waited for is given up after 5 seconds"
 
 
 def test_the_layout_record_a_claim_writes_is_readable_by_all_and_leaves_no_draft(data_dir: Path) -> None:  # noqa: F811
@@ -265,7 +269,7 @@ def test_a_marker_link_in_a_pods_volume_never_shows_what_it_leads_to(data_dir: P
     """A (compromised) pod owns its volume's folder and may leave a link at a marker's name there."""
     _fill(data_dir)
     (data_dir / "volumes" / "pg" / OWNER_MARKER).symlink_to(secret_file(tmp_path))
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
+    done = run_script(data_folder(data_dir), "delete")
     assert SECRET not in done.stderr
 
 
@@ -291,7 +295,7 @@ def test_a_wipe_shows_no_marker_of_a_folder_another_user_owns(data_dir: Path, tm
     _fill(data_dir)
     (data_dir / "volumes" / "pg" / OWNER_MARKER).write_text("blueprint/phase1@0123456789abcdef\n")
     prefix = owned_by_another_user(data_dir / "volumes" / "pg", tmp_path / "bin")
-    done = run_script(planned("phase1", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete", path_prefix=prefix)
+    done = run_script(data_folder(data_dir), "delete", path_prefix=prefix)
     assert done.returncode == 1
     assert "0123456789abcdef" not in done.stderr
     assert f"- {data_dir / 'volumes' / 'pg'}, claimed by a marker in a folder another user owns" in done.stderr

@@ -118,12 +118,12 @@ def test_a_claim_cut_short_anywhere_never_loses_the_record_it_replaces(tmp_path:
     """A destroy kept the data; the next `up`'s claim is cut short (Ctrl-C): without its record, a newer
     release would take the data for fresh, skip its migration and record it as migrated."""
     folder, counter = tmp_path / "data", tmp_path / "counter"
-    claim = planned("phase1", dataDir=str(folder)).one(COMMAND, "kind-data-folder")
+    claim, at = planned("phase1").one(COMMAND, "kind-data-folder"), {"FOLDER": str(folder)}
     tools = crash.wrap_tools(tmp_path / "tools", counter)
-    assert crash.run(claim, "create", tools, counter, None).returncode == 0
+    assert crash.run(claim, "create", tools, counter, None, at).returncode == 0
     lost = []
     for cut in range(1, crash.calls(counter) + 1):
-        crash.run(claim, "create", tools, counter, cut)
+        crash.run(claim, "create", tools, counter, cut, at)
         if not (folder / LAYOUT_MARKER).is_file():
             lost.append(cut)
     assert lost == []

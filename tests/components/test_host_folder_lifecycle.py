@@ -6,8 +6,10 @@ a `destroy` may leave them."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +36,19 @@ def parent() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _folders(data: Path) -> list[dict[str, Any]]:
-    """The claims of phase1's data folder, then of phase2's platform and volumes folders inside it,
-    moved to `data` (one plan serves every path: the scripts read the folder from FOLDER alone)."""
+@cache
+def _planned_folders() -> tuple[Path, tuple[dict[str, Any], ...]]:
+    """The planned data folder and the commands of `_folders` as planned (read once: no test changes them)."""
     planned_data = Path(planned("phase1").outputs[outputs.DATA_DIR]["value"])
     commands = [planned("phase1").one(COMMAND, "kind-data-folder")]
     commands += [planned("phase2").one(COMMAND, f"storage-{name}-folder") for name in ("platform", "volumes")]
+    return planned_data, tuple(commands)
+
+
+def _folders(data: Path) -> list[dict[str, Any]]:
+    """The claims of phase1's data folder, then of phase2's platform and volumes folders inside it,
+    moved to `data` (one plan serves every path: the scripts read the folder from FOLDER alone)."""
+    planned_data, commands = _planned_folders()
     moved = []
     for command in commands:
         environment = command["inputs"]["environment"]
@@ -112,18 +121,22 @@ def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(parent: Path, too
     saved = _saved(parent, data) if which else None
     assert crash.run(commands[which], "create", *tools, None).returncode == 0
     failures = []
+    again: dict[crash.Left, subprocess.CompletedProcess[str]] = {}  # by what the cut left: the next up runs once for each
     for cut in range(1, crash.calls(tools[1]) + 1):
         _restore(data, saved)
         crash.run(commands[which], "create", *tools, cut)
-        again = crash.run(commands[which], "create", *tools, None)
-        if again.returncode != 0:
-            failures.append((cut, again.stderr))
+        if (left := crash.left(data)) not in again:
+            again[left] = crash.run(commands[which], "create", *tools, None)
+        if again[left].returncode != 0:
+            failures.append((cut, again[left].stderr))
     assert failures == []
 
 
 class WipeCuts:
     """For each call the wipe of one folder makes, the data folder as that wipe cut short after it
-    left it, made once and kept aside: every test of a half-done wipe restores each of them in turn."""
+    left it, made once and kept aside: every test of a half-done wipe restores each of them in turn.
+    Cuts that left the same data folder (`crash.left`) are kept as one: a script run over it runs
+    alike for each."""
 
     def __init__(self, base: Path, tools: tuple[Path, Path], which: int) -> None:
         self.tools = tools
@@ -132,12 +145,17 @@ class WipeCuts:
         _up(self.data, *tools)
         saved = _saved(base, self.data)
         crash.run(self.command, "delete", *tools, None)
-        self.left: list[tuple[int, Path | None]] = []
+        self.left: list[tuple[list[int], Path | None]] = []
+        by_left: dict[crash.Left, list[int]] = {}
         for cut in range(1, crash.calls(tools[1]) + 1):
             _restore(self.data, saved)
             crash.run(self.command, "delete", *tools, cut)
+            if (left := crash.left(self.data)) in by_left:
+                by_left[left].append(cut)
+                continue
+            by_left[left] = [cut]
             kept = base / f"cut {cut}"
-            self.left.append((cut, shutil.copytree(self.data, kept, symlinks=True) if self.data.exists() else None))
+            self.left.append((by_left[left], shutil.copytree(self.data, kept, symlinks=True) if self.data.exists() else None))
 
 
 @pytest.fixture(scope="module")
@@ -158,21 +176,21 @@ def wipe_cuts() -> Iterator[Callable[[int], WipeCuts]]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _up_then_cuts(cuts: WipeCuts) -> Iterator[tuple[int, dict[str, Any], Path]]:
+def _up_then_cuts(cuts: WipeCuts) -> Iterator[tuple[list[int], dict[str, Any], Path]]:
     """The platform up, then, for each call its wipe of one folder makes, that wipe cut short after
-    it: (the cut, the folder's command, the data folder)."""
-    for cut, left in cuts.left:
+    it: (the cuts that left that data folder, the folder's command, the data folder)."""
+    for at, left in cuts.left:
         _restore(cuts.data, left)
-        yield cut, cuts.command, cuts.data
+        yield at, cuts.command, cuts.data
 
 
 @pytest.mark.parametrize("which", [0, 2], ids=["data folder", "volumes folder"])
 def test_a_wipe_cut_short_anywhere_is_finished_by_the_next_destroy(wipe_cuts: Callable[[int], WipeCuts], which: int) -> None:
     failures = []
-    for cut, command, _ in _up_then_cuts(cuts := wipe_cuts(which)):
+    for at, command, _ in _up_then_cuts(cuts := wipe_cuts(which)):
         again = crash.run(command, "delete", *cuts.tools, None)
         if again.returncode != 0 or Path(command["inputs"]["environment"]["FOLDER"]).exists():
-            failures.append((cut, again.stderr))
+            failures.append((at, again.stderr))
     assert failures == []
 
 
@@ -181,14 +199,14 @@ def test_an_up_never_takes_over_a_folder_whose_wipe_was_cut_short(wipe_cuts: Cal
     """The program refuses the half-wiped folder before any claim runs (stacks/program.py), or the
     claim finds it whole, or wiped to nothing but blueprint's markers: never the data half gone."""
     failures = []
-    for cut, command, data in _up_then_cuts(cuts := wipe_cuts(which)):
+    for at, command, data in _up_then_cuts(cuts := wipe_cuts(which)):
         folder = Path(command["inputs"]["environment"]["FOLDER"])
         left = sorted(str(path.relative_to(folder)) for path in folder.rglob("*")) if folder.exists() else []
         whole = (data / POSTGRES).exists()
         refused = unfinished_wipe(folder) is not None
         taken = not refused and crash.run(command, "create", *cuts.tools, None).returncode == 0
         if taken and not whole and left not in ([], [OWNER_MARKER], sorted([OWNER_MARKER, LAYOUT_MARKER])):
-            failures.append((cut, left))
+            failures.append((at, left))
     assert failures == []
 
 
@@ -212,12 +230,12 @@ def test_a_folder_whose_wipe_was_cut_short_is_never_said_kept(wipe_cuts: Callabl
     """The destroy run again with the data kept (`--preserve-data`) after a wipe that removed the
     secrets and not yet the databases: refused, with the wipe that finishes it, never "keeping"."""
     said_kept, refused = [], 0
-    for cut, command, _ in _up_then_cuts(cuts := wipe_cuts(which)):
+    for at, command, _ in _up_then_cuts(cuts := wipe_cuts(which)):
         if not (Path(command["inputs"]["environment"]["FOLDER"]) / WIPING_MARKER).exists():
             continue
         kept = crash.run(command, "delete", *cuts.tools, None, env={PRESERVE_DATA: "true"})
         if kept.returncode == 0 or f"\n  {FINISHING_DESTROY['phase1' if which == 0 else 'phase2']}\n" not in kept.stderr:
-            said_kept.append((cut, kept.stderr))
+            said_kept.append((at, kept.stderr))
         refused += 1
     assert said_kept == []
     assert refused, "no cut left the wipe half-way"
@@ -254,22 +272,47 @@ def _dev_wipe_cut_short(data: Path, tools: tuple[Path, Path]) -> dict[str, Any]:
     raise AssertionError("no cut left dev's wipe half-way")
 
 
+@pytest.fixture(scope="module")
+def dev_cut_short_once() -> Iterator[tuple[Path, Path, dict[str, Any], tuple[Path, Path]]]:
+    """`_dev_wipe_cut_short`, run once for the tests of it: its data folder, a copy of what the cut
+    left, the data folder's command, and the wrapped tools."""
+    folder = Path(tempfile.mkdtemp(prefix="blueprint lifecycle ", dir="/tmp"))
+    counter = folder / "counter"
+    tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")})
+    claim = _dev_wipe_cut_short(folder / "data", (tools, counter))
+    yield folder / "data", _saved(folder, folder / "data"), claim, (tools, counter)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def dev_cut_short(
+    dev_cut_short_once: tuple[Path, Path, dict[str, Any], tuple[Path, Path]],
+) -> tuple[Path, dict[str, Any], tuple[Path, Path]]:
+    """dev's data folder as its wipe cut short left it (restored from the copy for each test), its
+    command and the wrapped tools."""
+    data, saved, claim, tools = dev_cut_short_once
+    _restore(data, saved)
+    return data, claim, tools
+
+
 DEV_DESTROY = 'eval "$(uv run blueprint env)" && pulumi destroy -s dev'
 
 
-def test_devs_next_up_over_its_wipe_cut_short_is_refused_with_devs_own_destroy(parent: Path, tools: tuple[Path, Path]) -> None:
+def test_devs_next_up_over_its_wipe_cut_short_is_refused_with_devs_own_destroy(
+    dev_cut_short: tuple[Path, dict[str, Any], tuple[Path, Path]],
+) -> None:
     """`blueprint destroy` destroys the phase stacks only: for dev it would finish nothing."""
-    data = parent / "data"
-    _dev_wipe_cut_short(data, tools)
+    data, _, _ = dev_cut_short
     with pytest.raises(ProgramFailed) as refused:
         plan("dev", {"blueprint:dataDir": str(data)}, layout_records=HOST)
     assert f"a destroy that removes {data} stopped half-way" in str(refused.value)
     assert str(refused.value).endswith(f"`{DEV_DESTROY}`")
 
 
-def test_devs_wipe_cut_short_is_never_said_kept_and_its_refusal_gives_devs_own_destroy(parent: Path, tools: tuple[Path, Path]) -> None:
-    data = parent / "data"
-    claim = _dev_wipe_cut_short(data, tools)
+def test_devs_wipe_cut_short_is_never_said_kept_and_its_refusal_gives_devs_own_destroy(
+    dev_cut_short: tuple[Path, dict[str, Any], tuple[Path, Path]],
+) -> None:
+    _, claim, tools = dev_cut_short
     kept = crash.run(claim, "delete", *tools, None, env={PRESERVE_DATA: "true"})
     assert kept.returncode == 1
     assert f"\n  {DEV_DESTROY}\n" in kept.stderr
