@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from cli.doctor.machine import Machine
 from cli.verify import checks, gitlab, services
 from cli.verify.checks import Platform, stack_check
 from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all
@@ -123,14 +124,14 @@ def verify(
     return (1 if any(result.status == FAIL for result in results) else 0), document
 
 
-def run(args: Any, out: TextIO | None = None) -> int:
-    """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE]`."""
+def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) -> int:
+    """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE]` (`machine`: the real one by default)."""
     import ssl
 
     from cli.doctor.machine import RealMachine
 
     out = out or sys.stdout
-    machine = RealMachine()
+    machine = machine or RealMachine()
 
     @functools.cache
     def runner() -> Any:

@@ -63,7 +63,10 @@ def engine_check(platform: Platform) -> Verdict:
     from cli.doctor.podman import podman_checks
     from components.engine import PODMAN
 
-    if outputs.on_existing(platform.of("phase1")):
+    from cli.status import _on_existing
+
+    # phase1's outputs when its check has read them, else its config (this check needs no stack).
+    if _on_existing(platform.outputs.get("phase1")):
         return skipped("an existing cluster: this machine runs no container engine for it")
     machine = platform.machine
     found = podman_checks(machine) if platform.engine == PODMAN else docker_checks(machine, machine_family(machine))
@@ -93,7 +96,8 @@ def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> V
     runner = platform.runner()
     values = runner.outputs(stack)
     if values is None:
-        return failed(f"{stack} is not up", f"`{UP}`" + ("" if stack == "dev" else f" --phase {stack.removeprefix('phase')}"))
+        phase = "" if stack == "dev" else f" --phase {stack.removeprefix('phase')}"
+        return failed(f"{stack} is not up", f"`{UP}{phase}`")
     for phase in phases:
         platform.outputs[phase] = values
     recorded = values.get(outputs.BLUEPRINT_VERSION)
@@ -153,11 +157,11 @@ def identity_check(platform: Platform) -> Verdict:
                 "point the context back at the platform's cluster; docs/guide/existing-cluster.md",
             )
         return passed(f"context {context} reaches the recorded cluster (kube-system {recorded})")
-    from cli.image_cache import kind_environment
+    from components.engine import KIND_PROVIDER, PODMAN
 
-    environment = kind_environment()
-    argv = ["env", *(f"{key}={value}" for key, value in environment.items()), "kind", "get", "clusters"]
-    code, said = platform.machine.run(argv if environment else argv[argv.index("kind") :], timeout=20)
+    # kind on the engine phase1 used: named for Podman, and a provider the shell exported cleared for Docker ("" is unset to kind).
+    provider = PODMAN if platform.engine == PODMAN else ""
+    code, said = platform.machine.run(["env", f"{KIND_PROVIDER}={provider}", "kind", "get", "clusters"], timeout=20)
     if code != 0:
         return failed(f"`kind get clusters` failed: {first_line(said)}", "`uv run blueprint doctor` checks kind and the engine")
     if name not in said.split():
@@ -167,13 +171,13 @@ def identity_check(platform: Platform) -> Verdict:
 
 def image_cache_check(platform: Platform) -> Verdict:
     """Each registry mirror runs and answers `/v2/` (the Docker registry API's base)."""
-    from cli.image_cache import docker_run, mirror_containers, mirror_states, on_engine
+    from cli.image_cache import mirror_containers, mirror_states, on_engine
 
     phase1 = platform.of("phase1")
     if outputs.on_existing(phase1) or not phase1.get(outputs.IMAGE_MIRRORS):
         return skipped("no image cache: " + ("an existing cluster" if outputs.on_existing(phase1) else "phase1 runs none"))
     containers = mirror_containers(phase1)
-    states = mirror_states(list(containers.values()), on_engine(docker_run, platform.engine))
+    states = mirror_states(list(containers.values()), on_engine(lambda argv: platform.machine.run(argv, timeout=20), platform.engine))
     if states is None:
         return failed(f"{platform.engine} did not list the mirrors' containers", "`uv run blueprint doctor` checks the engine")
     down = [f"{registry}: {states.get(container)}" for registry, container in containers.items() if states.get(container) != "up"]
