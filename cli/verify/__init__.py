@@ -71,7 +71,7 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
             "phase2",
             Spec(
                 name=services.OPENBAO_KV,
-                run=on(services.openbao_kv_check, platform, "dev" if dev else "phase2"),
+                run=on(services.openbao_kv_check, platform),
                 needs=(services.OPENBAO_LOGINS,),
                 timeout=60,
             ),

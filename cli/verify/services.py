@@ -189,23 +189,38 @@ def openbao_logins_check(platform: Platform) -> Verdict:
     return passed(f"{WRITER_USER} and {ADMIN_USER} log in")
 
 
-def openbao_kv_check(platform: Platform, stack: str) -> Verdict:
-    """Every KV path `blueprint secrets` lists reads back, as `blueprint secrets --show` reads it (user blueprint)."""
-    from cli.secrets import SecretsError, catalogue, value
+def openbao_kv_check(platform: Platform) -> Verdict:
+    """Every KV path `blueprint secrets` lists holds its key, read as `blueprint secrets --show` reads it
+    (user blueprint), with one login for all of them (a login costs OpenBao a password hash).
+    """
+    from cli.secrets import catalogue
+    from components.openbao import KV_MOUNT, WRITER_USER
+    from providers.openbao_api import OpenBao
 
     entries, problem = catalogue()
     in_kv = [entry for entry in entries if entry.path is not None]
-    unread = []
+    bao = OpenBao(_openbao_props(platform))
+    password, file = _password(platform, outputs.OPENBAO_WRITER_PASSWORD_FILE)
+    read, errors = {}, {}  # type: dict[str, Any], dict[str, str]
+    with bao.logged_in(WRITER_USER, password, file) as token:
+        platform.secrets.add(token)
+        for path in sorted({str(entry.path) for entry in in_kv}):
+            response = bao.get(f"{KV_MOUNT}/data/{path}", token)
+            if response.status_code == 200:
+                read[path] = (response.json().get("data") or {}).get("data") or {}
+            elif response.status_code != 404:
+                errors[path] = f"{KV_MOUNT}/{path}: HTTP {response.status_code}"
+    unread = list(errors.values())
     for entry in in_kv:
-        try:
-            platform.secrets.add(value(entry.name, stack, dict(_phase2(platform))))
-        except SecretsError as error:
-            unread.append(f"{entry.name}: {platform.secrets.masked(str(error))[:160]}")
+        if entry.key in read.get(str(entry.path), {}):
+            platform.secrets.add(str(read[str(entry.path)][entry.key]))
+        elif str(entry.path) not in errors:
+            unread.append(f"{entry.name} ({KV_MOUNT}/{entry.path}, {entry.key})")
     if unread:
-        return failed(f"{len(unread)} of {len(in_kv)} unreadable: " + "; ".join(unread[:4]), f"`{UP}` writes them again")
+        return failed(f"{len(unread)} of {len(in_kv)} not readable: " + ", ".join(unread[:6]), f"`{UP}` writes them again")
     if problem:
-        return warned(f"{len(in_kv)} paths read; {problem}", "apps/apps_manifest.yaml")
-    return passed(f"all {len(in_kv)} KV paths of `blueprint secrets` read")
+        return warned(f"{len(in_kv)} entries read; {problem}", "apps/apps_manifest.yaml")
+    return passed(f"all {len(in_kv)} KV entries of `blueprint secrets` read")
 
 
 def openbao_root_check(platform: Platform) -> Verdict:

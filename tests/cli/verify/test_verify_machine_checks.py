@@ -25,7 +25,11 @@ def _kubectl(*nodes: dict[str, Any]) -> FakeMachine:
     return FakeMachine(outputs={"kubectl --context": (0, json.dumps({"items": list(nodes)}))})
 
 
-NODES = (_node("blueprint-control-plane"), _node("blueprint-worker", **{"blueprint/role": "gitlab"}), _node("w2", **{"blueprint/role": "runner"}))
+NODES = (
+    _node("blueprint-control-plane"),
+    _node("blueprint-worker", **{"blueprint/role": "gitlab"}),
+    _node("w2", **{"blueprint/role": "runner"}),
+)
 
 
 def test_the_engine_check_passes_when_docker_answers() -> None:

@@ -37,7 +37,9 @@ class Served:
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.sni_callback = lambda conn, name, _: setattr(conn, "context", served.by_name[str(name)]) if name in served.by_name else None
+                context.sni_callback = lambda conn, name, _: (
+                    setattr(conn, "context", served.by_name[str(name)]) if name in served.by_name else None
+                )
                 with contextlib.suppress(OSError), context.wrap_socket(self.request, server_side=True) as tls:
                     tls.recv(1)
 
