@@ -8,6 +8,7 @@ the checks that need those outputs need that check (cli/verify/model.py skips th
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,9 +62,8 @@ def engine_check(platform: Platform) -> Verdict:
     from cli.doctor.docker import docker_checks
     from cli.doctor.machine import machine_family
     from cli.doctor.podman import podman_checks
-    from components.engine import PODMAN
-
     from cli.status import _on_existing
+    from components.engine import PODMAN
 
     # phase1's outputs when its check has read them, else its config (this check needs no stack).
     if _on_existing(platform.outputs.get("phase1")):
@@ -100,6 +100,7 @@ def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> V
         return failed(f"{stack} is not up", f"`{UP}{phase}`")
     for phase in phases:
         platform.outputs[phase] = values
+    _register_secrets(platform, values)
     recorded = values.get(outputs.BLUEPRINT_VERSION)
     pending = _pending(runner.export_state(stack))
     if pending:
@@ -111,6 +112,27 @@ def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> V
     if recorded != BLUEPRINT:
         return failed(f"{stack} was brought up by blueprint {recorded!s:.40}, not {BLUEPRINT}", f"`{UP}` brings it to {BLUEPRINT}")
     return passed(f"up, by blueprint {BLUEPRINT}, no pending operation")
+
+
+SECRET_OUTPUTS = (outputs.DEPLOY_KUBECONFIG, outputs.KUBECONFIG, outputs.SEEDED_ADMIN_TOKEN, outputs.OPENBAO_WRITER_PASSWORD)
+"""The outputs that hold a secret (the runner gives them in plain): never shown, whichever check meets one."""
+SECRET_FILES = (
+    outputs.ADMIN_TOKEN_FILE, outputs.GLAB_TOKEN_FILE, outputs.GITLAB_ROOT_PASSWORD_FILE, outputs.OPENBAO_ADMIN_PASSWORD_FILE,
+    outputs.OPENBAO_WRITER_PASSWORD_FILE,
+)  # fmt: skip
+"""The outputs that name a file holding a secret."""
+
+
+def _register_secrets(platform: Platform, values: Mapping[str, Any]) -> None:
+    """Every secret a stack's outputs hold or name a file of, masked in the report from the start."""
+    from pathlib import Path
+
+    for key in SECRET_OUTPUTS:
+        if values.get(key):
+            platform.secrets.add(str(values[key]))
+    for key in (key for key in SECRET_FILES if values.get(key)):
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # a file gone: the check that needs it says so
+            platform.secrets.add(Path(str(values[key])).read_text())
 
 
 def nodes_check(platform: Platform) -> Verdict:

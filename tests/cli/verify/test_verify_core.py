@@ -8,14 +8,14 @@ import datetime
 import io
 import json
 import threading
-from collections.abc import Iterator
+from typing import Any
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from cli.main import parser
 from cli.verify import run as verify_command
-from cli.verify.model import FAIL, PASS, SKIP, Spec, failed, passed, run_all, tally, warned
+from cli.verify.model import FAIL, PASS, SKIP, Spec, Verdict, failed, passed, run_all, tally, warned
 from cli.verify.report import SCHEMA, Secrets, report, to_table
 from providers import poll
 from tests.cli.doctor.fakes import FakeMachine
@@ -50,7 +50,7 @@ def jumping(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_independent_checks_run_at_once() -> None:
     both = threading.Barrier(2, timeout=30)  # only passes when the two checks run side by side
 
-    def meet() -> object:
+    def meet() -> Verdict:
         both.wait()
         return passed("met")
 
@@ -85,7 +85,9 @@ def test_a_check_past_its_timeout_fails_with_a_fix(jumping: None) -> None:
         )
     finally:
         release.set()
-    assert results[0].status == FAIL and "no answer within 30 s" in results[0].saw and results[0].fix
+    assert results[0].status == FAIL
+    assert "no answer within 30 s" in results[0].saw
+    assert results[0].fix
 
 
 def test_a_check_that_raises_is_a_failure_not_a_traceback() -> None:
@@ -93,7 +95,9 @@ def test_a_check_that_raises_is_a_failure_not_a_traceback() -> None:
         raise KeyError("gitlabUrl")
 
     [result] = run_all([Spec(name="broken", run=broken)])  # type: ignore[arg-type]
-    assert result.status == FAIL and "KeyError" in result.saw and result.fix
+    assert result.status == FAIL
+    assert "KeyError" in result.saw
+    assert result.fix
 
 
 def test_the_tally_counts_each_status() -> None:
@@ -105,7 +109,8 @@ def test_the_report_holds_to_its_schema() -> None:
     results = run_all([Spec(name="a", run=lambda: failed("x", "y")), Spec(name="b", run=lambda: passed("z"), needs=("a",))])
     document = report(results, PLATFORM, Secrets(), when=WHEN)
     jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
-    assert document["when"] == "2026-12-02T04:00:00+00:00" and document["summary"] == "0 pass, 0 warn, 1 fail, 1 skipped"
+    assert document["when"] == "2026-12-02T04:00:00+00:00"
+    assert document["summary"] == "0 pass, 0 warn, 1 fail, 1 skipped"
 
 
 def test_the_table_ends_with_the_tally_and_shows_each_fix() -> None:
@@ -119,26 +124,29 @@ def test_a_secret_a_check_read_is_masked_wherever_it_shows() -> None:
     secret = secrets.add("hunter2-0123456789")
     results = run_all([Spec(name="leaky", run=lambda: failed(f"answered {secret}", f"use {secret}"))])
     shown = json.dumps(report(results, PLATFORM, secrets, when=WHEN))
-    assert secret not in shown and "[secret]" in shown
+    assert secret not in shown
+    assert "[secret]" in shown
 
 
 @pytest.fixture(scope="module")
-def on_nothing() -> Iterator[tuple[int, dict[str, object]]]:
+def on_nothing() -> tuple[int, dict[str, Any]]:
     """`blueprint verify --json` on a machine with none of the tools: no engine, no Pulumi, no cluster."""
     out = io.StringIO()
     code = verify_command(parser().parse_args(["verify", "--json"]), out, machine=FakeMachine(tools={}, outputs={}))
-    yield code, json.loads(out.getvalue())
+    return code, json.loads(out.getvalue())
 
 
-def test_verify_on_a_machine_where_nothing_runs_fails_with_each_fix(on_nothing: tuple[int, dict[str, object]]) -> None:
+def test_verify_on_a_machine_where_nothing_runs_fails_with_each_fix(on_nothing: tuple[int, dict[str, Any]]) -> None:
     code, document = on_nothing
     checks = document["checks"]
-    assert code == 1 and isinstance(checks, list) and len(checks) >= 15
+    assert code == 1
+    assert isinstance(checks, list)
+    assert len(checks) >= 15
     assert all(check["fix"] for check in checks if check["status"] == FAIL)
     assert {check["name"] for check in checks if check["status"] == FAIL} >= {"container engine", "Pulumi CLI"}
 
 
-def test_verify_reports_the_blueprint_version_platform_and_time(on_nothing: tuple[int, dict[str, object]]) -> None:
+def test_verify_reports_the_blueprint_version_platform_and_time(on_nothing: tuple[int, dict[str, Any]]) -> None:
     _, document = on_nothing
     jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
     assert {"blueprint_version", "platform", "when"} <= set(document)

@@ -39,29 +39,38 @@ def _phase2(bao: BaoServer, folder: Path, *, writer: str | None = None, admin: s
 
 def test_openbao_passes_unsealed(bao: BaoServer, tmp_path: Path) -> None:
     verdict = services.openbao_check(platform_on(stacks={"phase2": _phase2(bao, tmp_path)}))
-    assert verdict.status == PASS and "unsealed" in verdict.saw
+    assert verdict.status == PASS
+    assert "unsealed" in verdict.saw
 
 
 def test_openbao_fails_when_nothing_answers(tmp_path: Path) -> None:
     phase2 = {outputs.OPENBAO_ADDR: f"http://127.0.0.1:{free_port()}"}
     verdict = services.openbao_check(platform_on(stacks={"phase2": phase2}))
-    assert verdict.status == FAIL and "did not answer" in verdict.saw and "--phase 2" in verdict.fix
+    assert verdict.status == FAIL
+    assert "did not answer" in verdict.saw
+    assert "--phase 2" in verdict.fix
 
 
 def test_the_logins_pass_with_the_recorded_passwords(bao: BaoServer, tmp_path: Path) -> None:
     platform = platform_on(stacks={"phase2": _phase2(bao, tmp_path)})
     verdict = services.openbao_logins_check(platform)
-    assert verdict.status == PASS and bao.admin_password not in platform.secrets.masked(bao.admin_password)
+    assert verdict.status == PASS
+    assert bao.admin_password not in platform.secrets.masked(bao.admin_password)
 
 
 def test_the_logins_fail_naming_the_user_whose_password_is_refused(bao: BaoServer, tmp_path: Path) -> None:
     verdict = services.openbao_logins_check(platform_on(stacks={"phase2": _phase2(bao, tmp_path, admin="not-the-password")}))
-    assert verdict.status == FAIL and verdict.saw.startswith("admin:") and "not-the-password" not in verdict.saw and verdict.fix
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith("admin:")
+    assert "not-the-password" not in verdict.saw
+    assert verdict.fix
 
 
 def test_the_kv_paths_fail_naming_those_not_written(bao: BaoServer, tmp_path: Path) -> None:
     verdict = services.openbao_kv_check(platform_on(stacks={"phase2": _phase2(bao, tmp_path)}))
-    assert verdict.status == FAIL and "not readable" in verdict.saw and "uv run blueprint up" in verdict.fix
+    assert verdict.status == FAIL
+    assert "not readable" in verdict.saw
+    assert "uv run blueprint up" in verdict.fix
 
 
 def test_the_kv_paths_pass_once_every_one_is_written(bao: BaoServer, tmp_path: Path) -> None:
@@ -76,13 +85,15 @@ def test_the_kv_paths_pass_once_every_one_is_written(bao: BaoServer, tmp_path: P
         client.secrets.kv.v2.create_or_update_secret(path=path, secret=data, mount_point="secret")
     platform = platform_on(stacks={"phase2": _phase2(bao, tmp_path)})
     verdict = services.openbao_kv_check(platform)
-    assert verdict.status == PASS and f"all {len(written)} KV entries" in verdict.saw, verdict.saw
+    assert verdict.status == PASS, verdict.saw
+    assert f"all {len(written)} KV entries" in verdict.saw
     assert all(platform.secrets.masked(value) == "[secret]" for value in written.values())
 
 
 def test_no_root_token_passes_after_the_self_initialisation(bao: BaoServer, tmp_path: Path) -> None:
     verdict = services.openbao_root_check(platform_on(stacks={"phase2": _phase2(bao, tmp_path)}))
-    assert verdict.status == PASS and "root policy" in verdict.saw
+    assert verdict.status == PASS
+    assert "root policy" in verdict.saw
 
 
 def test_a_root_token_fails_naming_its_accessor(bao: BaoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,4 +110,6 @@ def test_a_root_token_fails_naming_its_accessor(bao: BaoServer, tmp_path: Path, 
 
     monkeypatch.setattr(OpenBao, "request", request)
     verdict = services.openbao_root_check(platform_on(stacks={"phase2": _phase2(bao, tmp_path)}))
-    assert verdict.status == FAIL and "root token(s) exist" in verdict.saw and "token revoke -accessor" in verdict.fix
+    assert verdict.status == FAIL
+    assert "root token(s) exist" in verdict.saw
+    assert "token revoke -accessor" in verdict.fix

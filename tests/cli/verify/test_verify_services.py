@@ -78,27 +78,32 @@ def _phase2(pki: Pki, **more: Any) -> dict[str, Any]:
 
 def test_tls_passes_when_every_host_chains_to_the_platform_ca(pki: Pki, served: Served) -> None:
     verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial))
-    assert verdict.status == PASS and "2 hosts" in verdict.saw
+    assert verdict.status == PASS
+    assert "2 hosts" in verdict.saw
 
 
 def test_tls_fails_on_a_host_whose_certificate_another_ca_made(pki: Pki, served: Served, tmp_path: Path) -> None:
     served.serve("app.blueprint.test", issue(tmp_path, name="app.blueprint.test"))
     phase3 = {outputs.APP_URLS: {"app": "https://app.blueprint.test"}}
     verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki), "phase3": phase3}, dial=served.dial))
-    assert verdict.status == FAIL and "app.blueprint.test: certificate refused" in verdict.saw and verdict.fix
+    assert verdict.status == FAIL
+    assert "app.blueprint.test: certificate refused" in verdict.saw
+    assert verdict.fix
 
 
 def test_tls_fails_on_a_name_outside_the_cas_name_constraints(pki: Pki, served: Served, tmp_path: Path) -> None:
     served.serve("app.elsewhere.test", issue(tmp_path, name="app.elsewhere.test", by=pki))
     phase3 = {outputs.APP_URLS: {"app": "https://app.elsewhere.test"}}
     verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki), "phase3": phase3}, dial=served.dial))
-    assert verdict.status == FAIL and "app.elsewhere.test: certificate refused (permitted subtree violation)" in verdict.saw
+    assert verdict.status == FAIL
+    assert "app.elsewhere.test: certificate refused (permitted subtree violation)" in verdict.saw
 
 
 def test_tls_fails_with_the_command_that_writes_a_missing_ca_file_again(tmp_path: Path) -> None:
     phase2 = {outputs.CA_CERT_FILE: str(tmp_path / "ca.crt"), outputs.GITLAB_URL: f"https://{GITLAB}", outputs.REGISTRY_HOST: REGISTRY}
     verdict = services.tls_check(platform_on(stacks={"phase2": phase2}))
-    assert verdict.status == FAIL and "caCertPem" in verdict.fix
+    assert verdict.status == FAIL
+    assert "caCertPem" in verdict.fix
 
 
 def test_the_ca_in_the_system_store_passes_when_the_system_trusts_gitlab(pki: Pki, served: Served) -> None:
@@ -109,7 +114,8 @@ def test_the_ca_in_the_system_store_passes_when_the_system_trusts_gitlab(pki: Pk
 
 def test_the_ca_not_in_the_system_store_is_a_warning_with_the_command(pki: Pki, served: Served) -> None:
     verdict = services.ca_trust_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial))
-    assert verdict.status == WARN and str(pki.ca_file) in verdict.fix
+    assert verdict.status == WARN
+    assert str(pki.ca_file) in verdict.fix
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +141,9 @@ def _ssh_platform(pki: Pki, port: int) -> Any:
 
 def test_ssh_passes_on_gitlabs_banner(pki: Pki, ssh: tuple[list[bytes], int]) -> None:
     verdict = gitlab_checks.ssh_check(_ssh_platform(pki, ssh[1]))
-    assert verdict.status == PASS and "SSH-2.0-GitLab-SSHD" in verdict.saw and ":2222" in verdict.saw
+    assert verdict.status == PASS
+    assert "SSH-2.0-GitLab-SSHD" in verdict.saw
+    assert ":2222" in verdict.saw
 
 
 def test_ssh_fails_when_something_else_answers_on_its_port(pki: Pki, ssh: tuple[list[bytes], int]) -> None:
@@ -144,25 +152,37 @@ def test_ssh_fails_when_something_else_answers_on_its_port(pki: Pki, ssh: tuple[
         verdict = gitlab_checks.ssh_check(_ssh_platform(pki, ssh[1]))
     finally:
         ssh[0][0] = b"SSH-2.0-GitLab-SSHD\r\n"
-    assert verdict.status == FAIL and "not as SSH" in verdict.saw and "2222" in verdict.fix
+    assert verdict.status == FAIL
+    assert "not as SSH" in verdict.saw
+    assert "2222" in verdict.fix
 
 
 def test_ssh_fails_when_nothing_answers(pki: Pki) -> None:
     verdict = gitlab_checks.ssh_check(platform_on(stacks={"phase1": PHASE1, "phase2": _phase2(pki)}))
-    assert verdict.status == FAIL and "nothing answers" in verdict.saw and verdict.fix
+    assert verdict.status == FAIL
+    assert "nothing answers" in verdict.saw
+    assert verdict.fix
 
 
 def test_apps_pass_when_each_healthz_answers() -> None:
     answers = Answers({"https://app.blueprint.test/healthz": Answer(200)})
-    stacks = {"phase2": {outputs.CA_CERT_FILE: "/ca.crt"}, "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}}}
+    stacks: dict[str, dict[str, Any]] = {
+        "phase2": {outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}},
+    }
     assert gitlab_checks.apps_check(platform_on(stacks=stacks, ask=answers)).status == PASS
 
 
 def test_apps_fail_naming_the_app_that_does_not_answer() -> None:
     answers = Answers({"https://app.blueprint.test/healthz": Answer(503, said="HTTP 503")})
-    stacks = {"phase2": {outputs.CA_CERT_FILE: "/ca.crt"}, "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}}}
+    stacks: dict[str, dict[str, Any]] = {
+        "phase2": {outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}},
+    }
     verdict = gitlab_checks.apps_check(platform_on(stacks=stacks, ask=answers))
-    assert verdict.status == FAIL and "app: HTTP 503" in verdict.saw and verdict.fix
+    assert verdict.status == FAIL
+    assert "app: HTTP 503" in verdict.saw
+    assert verdict.fix
 
 
 HEADLAMP_ON = {**PHASE1, outputs.HEADLAMP: True}
@@ -177,7 +197,9 @@ def test_headlamp_passes_when_its_route_answers() -> None:
 def test_headlamp_fails_when_its_route_does_not_answer() -> None:
     stacks = {"phase1": HEADLAMP_ON, "phase2": {outputs.GITLAB_URL: f"https://{GITLAB}:8443", outputs.CA_CERT_FILE: "/ca.crt"}}
     verdict = gitlab_checks.headlamp_check(platform_on(stacks=stacks))
-    assert verdict.status == FAIL and "https://headlamp.blueprint.test:8443/" in verdict.saw and "Headlamp" in verdict.fix
+    assert verdict.status == FAIL
+    assert "https://headlamp.blueprint.test:8443/" in verdict.saw
+    assert "Headlamp" in verdict.fix
 
 
 def test_headlamp_is_skipped_when_off() -> None:
