@@ -35,6 +35,8 @@ class Context:
     """Ask the user a yes/no question (no: when nobody can answer)."""
     probe: Callable[[str, str, Mapping[str, str]], str] | None = None
     """(url, CA file, headers) -> what the URL says, as `probe` (None: `probe` itself)."""
+    checks: Callable[[str], str] | None = None
+    """(the phase brought up) -> the tally of `blueprint verify`'s fast checks, said after the summary (None: none run)."""
 
     def say(self, text: str) -> None:
         self.out.write(text if text.endswith("\n") else text + "\n")
@@ -160,6 +162,8 @@ def up(context: Context, phase: str) -> int:
         tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
         gateway = gateway_address(values["phase1"]) if values.get("phase2") and outputs.on_existing(values.get("phase1") or {}) else None
         context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine()), gateway=gateway))
+        if context.checks is not None:
+            context.say(context.checks(phase))
     return code
 
 

@@ -20,7 +20,7 @@ from typing import Any, TextIO
 from cli.doctor.machine import Machine
 from cli.verify import checks, gitlab, services
 from cli.verify.checks import Platform, stack_check
-from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all
+from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all, tally
 from cli.verify.report import Secrets, platform, report, to_json, to_table
 from stacks import PHASE_STACKS
 
@@ -89,9 +89,9 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
 
 
 def chosen(all_specs: Sequence[tuple[str, Spec]], phase: str) -> list[Spec]:
-    """The checks of `phase` ("all": every one), and every check they need, in order."""
+    """The checks of `phase` (`--phase`'s 1, 2, 3 or all), and every check they need, in order."""
     by_name = {spec.name: spec for _, spec in all_specs}
-    wanted = {spec.name for owner, spec in all_specs if phase in ("all", owner)}
+    wanted = {spec.name for owner, spec in all_specs if phase in ("all", owner.removeprefix("phase"))}
     while needed := {need for name in wanted for need in by_name[name].needs} - wanted:
         wanted |= needed
     return [spec for _, spec in all_specs if spec.name in wanted]
@@ -124,22 +124,19 @@ def verify(
     return (1 if any(result.status == FAIL for result in results) else 0), document
 
 
-def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) -> int:
-    """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE]` (`machine`: the real one by default)."""
+SLOW = frozenset({services.OPENBAO_KV, services.OPENBAO_ROOT, services.PIPELINES})
+"""What `blueprint up` leaves to `blueprint verify`: a login per token and a read per path, and the
+pipelines, which the up's own summary tallies."""
+
+
+def real_platform(runner: Callable[[], Any], machine: Machine | None = None) -> Platform:
+    """The Platform of this machine: its tools, its stacks (`runner`, made when first needed), its network."""
     import ssl
 
     from cli.doctor.machine import RealMachine
 
-    out = out or sys.stdout
     machine = machine or RealMachine()
-
-    @functools.cache
-    def runner() -> Any:
-        from cli.stack_runner import AutomationRunner
-
-        return AutomationRunner()
-
-    platform_ = Platform(
+    return Platform(
         machine=machine,
         runner=runner,
         ask=services.ask,
@@ -148,6 +145,28 @@ def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) ->
         dial=services.dial,
         system_trust=ssl.create_default_context,
     )
+
+
+def fast_tally(platform_: Platform, phase: str) -> str:
+    """The line `blueprint up` ends with: the tally of the fast checks of `phase`, and each failure's name."""
+    chosen_specs = [spec for spec in chosen(specs(platform_), phase) if spec.name not in SLOW]
+    results = run_all(chosen_specs)
+    failures = [result.name for result in results if result.status == FAIL]
+    named = f"; failed: {', '.join(failures)}" if failures else ""
+    return f"checks: {platform_.secrets.masked(tally(results))}{named} (`uv run blueprint verify` shows each, with its fix)"
+
+
+def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) -> int:
+    """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE]` (`machine`: the real one by default)."""
+    out = out or sys.stdout
+
+    @functools.cache
+    def runner() -> Any:
+        from cli.stack_runner import AutomationRunner
+
+        return AutomationRunner()
+
+    platform_ = real_platform(runner, machine)
     code, document = verify(platform_, phase=args.phase, dev=args.stack == "dev")
     if args.output:
         Path(args.output).write_text(to_json(document))

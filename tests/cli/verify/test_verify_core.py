@@ -154,3 +154,20 @@ def test_verify_reports_the_blueprint_version_platform_and_time(on_nothing: tupl
 
 def test_verify_is_listed_in_blueprint_help() -> None:
     assert "verify" in parser().format_help()
+
+
+def test_a_phase_gets_its_own_checks_and_those_they_need() -> None:
+    from cli.verify import chosen, specs
+    from tests.cli.verify.platforms import platform_on
+
+    names = [spec.name for spec in chosen(specs(platform_on()), "1")]
+    assert names == ["container engine", "Pulumi CLI", "stack phase1", "cluster nodes", "cluster identity", "image cache"]
+
+
+def test_the_fast_checks_leave_the_slow_ones_to_verify_and_name_each_failure() -> None:
+    from cli.verify import fast_tally
+    from tests.cli.verify.platforms import platform_on
+
+    line = fast_tally(platform_on(FakeMachine(tools={}, outputs={})), "all")
+    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 18 skipped; failed: container engine, Pulumi CLI")
+    assert line.endswith("(`uv run blueprint verify` shows each, with its fix)")
