@@ -114,13 +114,20 @@ def verify(
     phase: str = "all",
     dev: bool = False,
     when: datetime.datetime | None = None,
-    clock: Callable[[], float] | None = None,
+    state_dir: Path | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """Run the checks; (the exit code: 1 when any failed, the report)."""
+    """Run the checks; (the exit code: 1 when any failed, the report, with the last bring-up's measured
+    durations when an `up` recorded them under `state_dir`: the project's `.pulumi-state` by default).
+    """
+    from cli import timings
+    from stacks.config import PROJECT_DIR
+
     results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase))
-    document = report(
-        results, platform(platform_.machine, platform_.engine), platform_.secrets, when=when or datetime.datetime.now(datetime.UTC)
-    )
+    now = when or datetime.datetime.now(datetime.UTC)
+    document = report(results, platform(platform_.machine, platform_.engine), platform_.secrets, when=now)
+    stacks = ("dev",) if dev else PHASE_STACKS["all"]
+    if (measured := timings.measured(state_dir or PROJECT_DIR / ".pulumi-state", stacks)) is not None:
+        document["bring_up"] = measured
     return (1 if any(result.status == FAIL for result in results) else 0), document
 
 

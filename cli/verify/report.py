@@ -97,6 +97,10 @@ def to_table(document: Mapping[str, Any]) -> str:
         lines.append(f"{_LABELS.get(check['status'], 'PASS')}  {check['name']:<{width}}  {_one_line(check['saw'])}")
         if check["fix"]:
             lines.append(f"      fix: {check['fix']}")
+    if measured := document.get("bring_up"):
+        phases = ", ".join(f"{stack} {seconds} s" for stack, seconds in measured["phases"].items())
+        slowest = ", ".join(f"{step['name']} {step['seconds']} s" for step in measured["slowest_steps"][:3])
+        lines.append(f"last bring-up: {phases}; slowest steps: {slowest} (--json has the chain and the ten slowest)")
     lines.append(document["summary"])
     return "\n".join(lines) + "\n"
 
