@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cli.doctor.machine import Machine
-from cli.verify import checks, gitlab, services
+from cli.verify import checks, data, gitlab, services
 from cli.verify.checks import Platform, stack_check
 from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all, tally
 from cli.verify.report import Secrets, platform, report, to_json, to_table
@@ -77,6 +77,8 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
             ),
         ),
         ("phase2", Spec(name=services.OPENBAO_ROOT, run=on(services.openbao_root_check, platform), needs=(services.OPENBAO_LOGINS,))),
+        ("phase2", Spec(name=data.POSTGRES, run=on(data.postgres_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=data.VALKEY, run=on(data.valkey_check, platform), needs=(services.OPENBAO_LOGINS,))),
         ("phase2", Spec(name=services.GITLAB_API, run=on(gitlab.gitlab_api_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.GITLAB_TOKEN, run=on(gitlab.gitlab_token_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=(p2,))),

