@@ -8,6 +8,7 @@ import datetime
 import io
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
@@ -171,3 +172,19 @@ def test_the_fast_checks_leave_the_slow_ones_to_verify_and_name_each_failure() -
     line = fast_tally(platform_on(FakeMachine(tools={}, outputs={})), "all")
     assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 20 skipped; failed: container engine, Pulumi CLI")
     assert line.endswith("(`uv run blueprint verify` shows each, with its fix)")
+
+
+def test_the_dev_stack_is_one_stack_check_that_every_phases_checks_need() -> None:
+    from cli.verify import chosen, specs
+    from tests.cli.verify.platforms import platform_on
+
+    checked = chosen(specs(platform_on(), dev=True), "all")
+    assert [spec.name for spec in checked if spec.name.startswith("stack ")] == ["stack dev"]
+    assert {need for spec in checked for need in spec.needs if need.startswith("stack ")} == {"stack dev"}
+
+
+def test_output_writes_the_json_report_to_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    args = parser().parse_args(["verify", "--output", str(target)])
+    assert verify_command(args, io.StringIO(), machine=FakeMachine(tools={}, outputs={})) == 1
+    assert len(json.loads(target.read_text())["checks"]) >= 15
