@@ -62,6 +62,7 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase1", Spec(name=checks.NODES, run=on(checks.nodes_check, platform), needs=(p1,))),
         ("phase1", Spec(name=checks.IDENTITY, run=on(checks.identity_check, platform), needs=(p1,))),
         ("phase1", Spec(name=checks.IMAGE_CACHE, run=on(checks.image_cache_check, platform), needs=(p1,))),
+        ("phase1", Spec(name=checks.NODES_USE_CACHE, run=on(checks.nodes_use_cache_check, platform), needs=(p1,))),
         ("phase2", Spec(name=checks.NAMES, run=on(checks.names_check, platform), needs=(p1,))),
         ("phase2", Spec(name=services.TLS, run=on(services.tls_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.CA_TRUST, run=on(services.ca_trust_check, platform), needs=(services.TLS,))),

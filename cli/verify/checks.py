@@ -21,6 +21,7 @@ from stacks import outputs
 
 ENGINE, PULUMI_CLI = "container engine", "Pulumi CLI"
 NODES, IDENTITY, IMAGE_CACHE, NAMES = "cluster nodes", "cluster identity", "image cache", "platform names"
+NODES_USE_CACHE = "nodes use the image cache"
 UP = "uv run blueprint up"
 
 
@@ -220,6 +221,31 @@ def image_cache_check(platform: Platform) -> Verdict:
     if silent:
         return failed(f"mirror(s) not answering /v2/: {', '.join(silent)}", f"`{UP} --phase 1`; docs/guide/image-cache.md")
     return passed(f"{len(containers)} mirrors running and answering /v2/")
+
+
+def nodes_use_cache_check(platform: Platform) -> Verdict:
+    """Each mirrored registry's `hosts.toml`, which containerd on every node reads (phase1's registryHostsDir),
+    points at its mirror first, as phase1 wrote it (components/image_cache.py `hosts_toml`).
+    """
+    from pathlib import Path
+
+    from components.image_cache import hosts_toml
+
+    phase1 = platform.of("phase1")
+    if outputs.on_existing(phase1) or not phase1.get(outputs.IMAGE_MIRRORS):
+        return skipped("no image cache: " + ("an existing cluster" if outputs.on_existing(phase1) else "phase1 runs none"))
+    folder, cluster = Path(str(phase1.get(outputs.REGISTRY_HOSTS_DIR))), str(phase1.get(outputs.CLUSTER_NAME))
+    wrong = []
+    for registry in sorted(phase1.get(outputs.IMAGE_MIRRORS) or {}):
+        path = folder / registry / "hosts.toml"
+        try:
+            if path.read_text() != hosts_toml(cluster, registry):
+                wrong.append(f"{path} is not the one phase1 wrote")
+        except OSError as error:
+            wrong.append(f"{path} cannot be read ({type(error).__name__})")
+    if wrong:
+        return failed("; ".join(wrong), f"`{UP} --phase 1` writes them again")
+    return passed(f"{len(phase1.get(outputs.IMAGE_MIRRORS) or {})} registries' hosts.toml point the nodes at their mirror")
 
 
 def names_check(platform: Platform) -> Verdict:

@@ -162,7 +162,15 @@ def test_a_phase_gets_its_own_checks_and_those_they_need() -> None:
     from tests.cli.verify.platforms import platform_on
 
     names = [spec.name for spec in chosen(specs(platform_on()), "1")]
-    assert names == ["container engine", "Pulumi CLI", "stack phase1", "cluster nodes", "cluster identity", "image cache"]
+    assert names == [
+        "container engine",
+        "Pulumi CLI",
+        "stack phase1",
+        "cluster nodes",
+        "cluster identity",
+        "image cache",
+        "nodes use the image cache",
+    ]
 
 
 def test_the_fast_checks_leave_the_slow_ones_to_verify_and_name_each_failure() -> None:
@@ -170,7 +178,7 @@ def test_the_fast_checks_leave_the_slow_ones_to_verify_and_name_each_failure() -
     from tests.cli.verify.platforms import platform_on
 
     line = fast_tally(platform_on(FakeMachine(tools={}, outputs={})), "all")
-    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 20 skipped; failed: container engine, Pulumi CLI")
+    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 21 skipped; failed: container engine, Pulumi CLI")
     assert line.endswith("(`uv run blueprint verify` shows each, with its fix)")
 
 

@@ -4,6 +4,7 @@ failing with its fix, against the doctor's FakeMachine (fake docker, kind, kubec
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from cli.verify import checks
@@ -183,3 +184,25 @@ def test_the_names_check_fails_with_the_hosts_line() -> None:
     verdict = checks.names_check(platform_on(machine, {"phase1": PHASE1}))
     assert verdict.status == FAIL
     assert "127.0.0.1 gitlab.blueprint.test" in verdict.fix
+
+
+def _hosts_dir(folder: Path, text: str | None) -> dict[str, Any]:
+    from components.image_cache import hosts_toml
+
+    (folder / "docker.io").mkdir()
+    (folder / "docker.io" / "hosts.toml").write_text(hosts_toml("blueprint", "docker.io") if text is None else text)
+    return {**PHASE1, outputs.REGISTRY_HOSTS_DIR: str(folder)}
+
+
+def test_the_nodes_use_the_cache_when_each_hosts_toml_points_at_its_mirror(tmp_path: Path) -> None:
+    verdict = checks.nodes_use_cache_check(platform_on(stacks={"phase1": _hosts_dir(tmp_path, None)}))
+    assert verdict.status == PASS
+
+
+def test_the_nodes_do_not_use_the_cache_when_a_hosts_toml_was_changed(tmp_path: Path) -> None:
+    verdict = checks.nodes_use_cache_check(
+        platform_on(stacks={"phase1": _hosts_dir(tmp_path, 'server = "https://registry-1.docker.io"\n')})
+    )
+    assert verdict.status == FAIL
+    assert "docker.io/hosts.toml is not the one phase1 wrote" in verdict.saw
+    assert verdict.fix == "`uv run blueprint up --phase 1` writes them again"
