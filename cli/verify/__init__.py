@@ -86,6 +86,7 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase2", Spec(name=services.RUNNERS, run=on(gitlab.runners_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.HEADLAMP, run=on(gitlab.headlamp_check, platform), needs=(p2,))),
         ("phase3", Spec(name=services.GITLAB_PROJECTS, run=on(gitlab.gitlab_projects_check, platform), needs=(services.GITLAB_API, p3))),
+        ("phase3", Spec(name=services.CI_VARIABLES, run=on(gitlab.ci_variables_check, platform), needs=(services.GITLAB_PROJECTS,))),
         ("phase3", Spec(name=services.PIPELINES, run=on(gitlab.pipelines_check, platform), needs=(services.GITLAB_PROJECTS,))),
         ("phase3", Spec(name=services.APPS, run=on(gitlab.apps_check, platform), needs=(p3, services.TLS))),
     ]

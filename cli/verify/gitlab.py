@@ -91,6 +91,45 @@ def gitlab_projects_check(platform: Platform) -> Verdict:
     return _guarded(platform, check, f"`{UP} --phase 3`")
 
 
+def ci_variables_check(platform: Platform) -> Verdict:
+    """The group's variables and each project's, present with the type and protection phase3 gives them
+    (components/gitlab_projects.py GROUP_VARIABLES, `variables`); no value is shown.
+    """
+    from apps_manifest import ManifestError, load_manifest
+    from components.gitlab_projects import GROUP_VARIABLES, variables
+    from providers.gitlab_api import encode
+
+    try:
+        projects = load_manifest(files=False)
+    except ManifestError as error:
+        return failed(str(error), "apps/apps_manifest.yaml")
+    domain, registry = str(platform.of("phase1").get(outputs.DOMAIN)), str(platform.of("phase2").get(outputs.REGISTRY_HOST))
+
+    def check(gitlab: Any) -> Verdict:
+        group_id = platform.of("phase2").get(outputs.APPS_GROUP_ID)
+        path = gitlab.get(f"/groups/{encode(group_id)}").get("full_path")
+        wrong, seen = [], 0
+        wanted = [(f"/groups/{encode(group_id)}", path, key, kind, protected) for key, _, kind, protected in GROUP_VARIABLES]
+        for project in projects:
+            where = f"{path}/{project.name}"
+            keys = variables(project, registry_host=registry, domain=domain)
+            wanted += [(f"/projects/{encode(where)}", where, key, "env_var", False) for key in keys]
+        for holder, name, key, kind, protected in wanted:
+            found = gitlab.find(f"{holder}/variables/{key}")
+            if found is None:
+                wrong.append(f"{name}: {key} missing")
+                continue
+            seen += 1
+            platform.secrets.add(str(found.get("value") or ""))
+            if (found.get("variable_type"), bool(found.get("protected"))) != (kind, protected):
+                wrong.append(f"{name}: {key} is {found.get('variable_type')}, {'' if found.get('protected') else 'not '}protected")
+        if wrong:
+            return failed("; ".join(wrong), f"`{UP} --phase 3` sets them again")
+        return passed(f"all {seen} variables present, DEPLOY_KUBECONFIG a protected file")
+
+    return _guarded(platform, check, f"`{UP} --phase 3`")
+
+
 def ssh_check(platform: Platform) -> Verdict:
     """GitLab's SSH answers on the configured port with an SSH banner (RFC 4253 4.2: `SSH-2.0-...`)."""
     phase1 = platform.of("phase1")

@@ -22,6 +22,7 @@ from stacks import outputs
 TLS, CA_TRUST, SSH = "TLS certificates", "CA in the system store", "GitLab SSH"
 OPENBAO, OPENBAO_LOGINS, OPENBAO_KV, OPENBAO_ROOT = "OpenBao unsealed", "OpenBao logins", "OpenBao KV paths", "OpenBao root token"
 GITLAB_API, GITLAB_TOKEN, GITLAB_PROJECTS = "GitLab API", "GitLab admin token", "GitLab group and projects"
+CI_VARIABLES = "CI variables"
 RUNNERS, PIPELINES, APPS, HEADLAMP = "Runners", "pipelines", "apps", "Headlamp"
 TIMEOUT = 10.0
 TOKEN_WARN_DAYS = 14

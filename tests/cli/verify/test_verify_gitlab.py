@@ -15,11 +15,14 @@ from apps_manifest import load_manifest
 from cli.verify import gitlab as gitlab_checks
 from cli.verify.checks import Platform
 from cli.verify.model import FAIL, PASS, WARN
+from components.gitlab_projects import variables
 from stacks import outputs
 from tests.cli.verify.platforms import platform_on
 from tests.providers.gitlab_stub import TOKEN, GitLabState, GitLabStub, serving
 
 PROJECTS = [project.name for project in load_manifest(files=False)]
+REGISTRY = "registry.blueprint.test"
+KUBECONFIG = "apiVersion: v1\nusers: [{name: deployer, user: {token: kubeconfig-token-0123456789}}]\n"
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +38,12 @@ def state(stub: tuple[type[GitLabStub], str]) -> GitLabState:
     """A healthy platform's GitLab: the group with every project, two online runners, a green pipeline."""
     made = GitLabState()
     group = made.add_group("blueprint-apps")
-    for name in PROJECTS:
-        made.add_project(group, name)
+    made.add_variable(f"groups/{group['id']}", "DEPLOY_KUBECONFIG", KUBECONFIG).update(variable_type="file", protected=True)
+    made.add_variable(f"groups/{group['id']}", "BLUEPRINT_DOMAIN", "blueprint.test")
+    for project in load_manifest(files=False):
+        made_project = made.add_project(group, project.name)
+        for key, value in variables(project, registry_host=REGISTRY, domain="blueprint.test").items():
+            made.add_variable(f"projects/{made_project['id']}", key, value)
     for description, tags in (("default", ["blueprint"]), ("builds", ["blueprint-build"])):
         made.add_runner(description, tags, group=group)["status"] = "online"
     made.repository.pipelines.append({"id": 1, "status": "success"})
@@ -51,7 +58,7 @@ def _platform(stub: tuple[type[GitLabStub], str], state: GitLabState, folder: Pa
         outputs.GITLAB_URL: stub[1], outputs.CA_CERT_FILE: str(folder / "ca.crt"),
         outputs.ADMIN_TOKEN_FILE: str(folder / "admin-token"), outputs.APPS_GROUP_ID: str(group),
     }  # fmt: skip
-    return platform_on(stacks={"phase2": phase2})
+    return platform_on(stacks={"phase1": {outputs.DOMAIN: "blueprint.test"}, "phase2": {**phase2, outputs.REGISTRY_HOST: REGISTRY}})
 
 
 def test_the_api_passes_with_roots_token(stub: Any, state: GitLabState, tmp_path: Path) -> None:
@@ -145,3 +152,26 @@ def test_the_pipelines_fail_with_the_tally_and_each_status(stub: Any, state: Git
     assert verdict.status == FAIL
     assert verdict.saw.startswith(f"0/{len(PROJECTS)} latest")
     assert f"{PROJECTS[0]}: failed" in verdict.saw
+
+
+def test_the_ci_variables_pass_as_designed_and_their_values_are_masked(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path)
+    verdict = gitlab_checks.ci_variables_check(platform)
+    assert verdict.status == PASS
+    assert "kubeconfig-token" not in platform.secrets.masked(f"saw {KUBECONFIG}")
+
+
+def test_the_ci_variables_fail_on_the_deploy_kubeconfig_unprotected(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.variable(f"groups/{next(iter(state.groups))}", "DEPLOY_KUBECONFIG")["protected"] = False
+    verdict = gitlab_checks.ci_variables_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert "blueprint-apps: DEPLOY_KUBECONFIG is file, not protected" in verdict.saw
+    assert "--phase 3" in verdict.fix
+
+
+def test_the_ci_variables_fail_naming_one_missing(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    holder = f"groups/{next(iter(state.groups))}"
+    state.variables[holder] = [variable for variable in state.variables[holder] if variable["key"] != "BLUEPRINT_DOMAIN"]
+    verdict = gitlab_checks.ci_variables_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert "blueprint-apps: BLUEPRINT_DOMAIN missing" in verdict.saw
