@@ -199,13 +199,20 @@ def identity_check(platform: Platform) -> Verdict:
     return passed(f"kind cluster {name} runs, as the state records")
 
 
+def _no_cache(phase1: Mapping[str, Any]) -> Verdict | None:
+    """The skip of a platform without an image cache (an existing cluster, or phase1 runs none), else None."""
+    if outputs.on_existing(phase1) or not phase1.get(outputs.IMAGE_MIRRORS):
+        return skipped("no image cache: " + ("an existing cluster" if outputs.on_existing(phase1) else "phase1 runs none"))
+    return None
+
+
 def image_cache_check(platform: Platform) -> Verdict:
     """Each registry mirror runs and answers `/v2/` (the Docker registry API's base)."""
     from cli.image_cache import mirror_containers, mirror_states, on_engine
 
     phase1 = platform.of("phase1")
-    if outputs.on_existing(phase1) or not phase1.get(outputs.IMAGE_MIRRORS):
-        return skipped("no image cache: " + ("an existing cluster" if outputs.on_existing(phase1) else "phase1 runs none"))
+    if (none := _no_cache(phase1)) is not None:
+        return none
     containers = mirror_containers(phase1)
     states = mirror_states(list(containers.values()), on_engine(lambda argv: platform.machine.run(argv, timeout=20), platform.engine))
     if states is None:
@@ -232,8 +239,8 @@ def nodes_use_cache_check(platform: Platform) -> Verdict:
     from components.image_cache import hosts_toml
 
     phase1 = platform.of("phase1")
-    if outputs.on_existing(phase1) or not phase1.get(outputs.IMAGE_MIRRORS):
-        return skipped("no image cache: " + ("an existing cluster" if outputs.on_existing(phase1) else "phase1 runs none"))
+    if (none := _no_cache(phase1)) is not None:
+        return none
     folder, cluster = Path(str(phase1.get(outputs.REGISTRY_HOSTS_DIR))), str(phase1.get(outputs.CLUSTER_NAME))
     wrong = []
     for registry in sorted(phase1.get(outputs.IMAGE_MIRRORS) or {}):

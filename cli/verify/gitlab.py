@@ -41,6 +41,16 @@ def _guarded(platform: Platform, check: Callable[[Any], Verdict], fix: str) -> V
         return failed(platform.secrets.masked(str(error))[:300], fix)
 
 
+def _manifest() -> list[Any] | Verdict:
+    """The apps manifest's projects, or the failure that says why it cannot be read."""
+    from apps_manifest import ManifestError, load_manifest
+
+    try:
+        return list(load_manifest(files=False))
+    except ManifestError as error:
+        return failed(str(error), "apps/apps_manifest.yaml")
+
+
 def gitlab_api_check(platform: Platform) -> Verdict:
     def check(gitlab: Any) -> Verdict:
         version = gitlab.get("/version")
@@ -70,13 +80,11 @@ def gitlab_token_check(platform: Platform, today: Callable[[], datetime.date] = 
 
 def gitlab_projects_check(platform: Platform) -> Verdict:
     """The platform's group, and every project of the apps manifest in it."""
-    from apps_manifest import ManifestError, load_manifest
     from providers.gitlab_api import encode
 
-    try:
-        projects = [project.name for project in load_manifest(files=False)]
-    except ManifestError as error:
-        return failed(str(error), "apps/apps_manifest.yaml")
+    if isinstance(manifest := _manifest(), Verdict):
+        return manifest
+    projects = [project.name for project in manifest]
 
     def check(gitlab: Any) -> Verdict:
         group = gitlab.find(f"/groups/{encode(platform.of('phase2').get(outputs.APPS_GROUP_ID))}")
@@ -95,14 +103,11 @@ def ci_variables_check(platform: Platform) -> Verdict:
     """The group's variables and each project's, present with the type and protection phase3 gives them
     (components/gitlab_projects.py GROUP_VARIABLES, `variables`); no value is shown.
     """
-    from apps_manifest import ManifestError, load_manifest
     from components.gitlab_projects import GROUP_VARIABLES, variables
     from providers.gitlab_api import encode
 
-    try:
-        projects = load_manifest(files=False)
-    except ManifestError as error:
-        return failed(str(error), "apps/apps_manifest.yaml")
+    if isinstance(projects := _manifest(), Verdict):
+        return projects
     domain, registry = str(platform.of("phase1").get(outputs.DOMAIN)), str(platform.of("phase2").get(outputs.REGISTRY_HOST))
 
     def check(gitlab: Any) -> Verdict:
@@ -167,13 +172,11 @@ def runners_check(platform: Platform) -> Verdict:
 
 def pipelines_check(platform: Platform) -> Verdict:
     """The latest pipeline of each project of the manifest succeeded (N/N)."""
-    from apps_manifest import ManifestError, load_manifest
     from providers.gitlab_api import encode
 
-    try:
-        projects = [project.name for project in load_manifest(files=False)]
-    except ManifestError as error:
-        return failed(str(error), "apps/apps_manifest.yaml")
+    if isinstance(manifest := _manifest(), Verdict):
+        return manifest
+    projects = [project.name for project in manifest]
 
     def check(gitlab: Any) -> Verdict:
         path = gitlab.get(f"/groups/{encode(platform.of('phase2').get(outputs.APPS_GROUP_ID))}").get("full_path")
