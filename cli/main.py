@@ -218,7 +218,7 @@ def _verb_verify(verbs: Verbs) -> None:
     verify = _add_verb(
         verbs,
         "verify",
-        "check, read-only, every promise of the running platform, with the fix for each failure",
+        "check every promise of the running platform, with each fix",
         "check, read-only, every promise the README makes of the running platform (the engine and stacks, the cluster, the image "
         "cache, the names, TLS, OpenBao, GitLab, the Runners, the pipelines, the apps, Headlamp): a verdict each, the fix for each "
         "failure, and a report to paste into a bug report (--json); exit 1 when any check fails",

@@ -99,6 +99,7 @@ def _pending(state: Mapping[str, Any]) -> list[str]:
 
 def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> Verdict:
     """`stack` is up, brought up by this release, with no pending operation; its outputs serve `phases`' checks."""
+    from stacks.config.schema import ENV_STEP
     from versions import BLUEPRINT
 
     runner = platform.runner()
@@ -114,8 +115,8 @@ def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> V
     if pending:
         return failed(
             f"{stack} holds {len(pending)} pending operation(s), from an up cut short: {', '.join(pending[:5])}",
-            f"docs/guide/failure-and-resume.md, 'Pending operations' (`pulumi refresh -s {stack} --clear-pending-creates` "
-            "when the operation made nothing)",
+            f"docs/guide/failure-and-resume.md, 'Pending operations' (`{ENV_STEP}`, then `pulumi refresh -s {stack} "
+            "--clear-pending-creates` when the operation made nothing)",
         )
     if recorded != BLUEPRINT:
         return failed(f"{stack} was brought up by blueprint {recorded!s:.40}, not {BLUEPRINT}", f"`{UP}` brings it to {BLUEPRINT}")

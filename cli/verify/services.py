@@ -220,7 +220,7 @@ def openbao_kv_check(platform: Platform) -> Verdict:
         return failed(f"{len(unread)} of {len(in_kv)} not readable: " + ", ".join(unread[:6]), f"`{UP}` writes them again")
     if problem:
         return warned(f"{len(in_kv)} entries read; {problem}", "apps/apps_manifest.yaml")
-    return passed(f"all {len(in_kv)} KV entries of `blueprint secrets` read")
+    return passed(f"all {len(in_kv)} KV entries of `uv run blueprint secrets` read")
 
 
 def openbao_root_check(platform: Platform) -> Verdict:
