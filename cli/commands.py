@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 from cli import backend, phases
@@ -104,8 +104,10 @@ def _context(args: Any, runner: StackRunner, out: TextIO, doctor: Callable[[], i
 
 def _up(args: Any, runner: StackRunner, out: TextIO) -> int:
     import cli.doctor as doctor
+    from cli import verify
 
     context = _context(args, runner, out, doctor=lambda: doctor.run(PHASE_STACKS[args.phase]))
+    context = replace(context, checks=lambda phase: verify.fast_tally(verify.real_platform(lambda: runner), phase))
     code = phases.up(context, args.phase)
     if code == 0 and args.glab_login:
         context.say(glab_login(runner.outputs("phase2") or {}))

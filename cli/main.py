@@ -78,6 +78,7 @@ def parser() -> argparse.ArgumentParser:
         _verb_plan,
         _verb_doctor,
         _verb_status,
+        _verb_verify,
         _verb_cache,
         _verb_kubeconfig,
         _verb_secrets,
@@ -211,6 +212,24 @@ def _verb_status(verbs: Verbs) -> None:
         "show, per phase, whether it is up and which release brought it up; the health of GitLab, OpenBao, the Runners and the "
         "apps; the image cache and its mirrors",
     )
+
+
+def _verb_verify(verbs: Verbs) -> None:
+    verify = _add_verb(
+        verbs,
+        "verify",
+        "check every promise of the running platform, with each fix",
+        "check, read-only, every promise the README makes of the running platform (the engine and stacks, the cluster, the image "
+        "cache, the names, TLS, OpenBao, GitLab, the Runners, the pipelines, the apps, Headlamp): a verdict each, the fix for each "
+        "failure, and a report to paste into a bug report (--json); exit 1 when any check fails",
+    )
+    chosen = verify.add_mutually_exclusive_group()
+    _phase(chosen, "check the promises of this phase, and what they need (default: all)")
+    chosen.add_argument("--stack", choices=("dev",), help="check the dev stack, which holds every phase, instead of the phase stacks")
+    verify.add_argument(
+        "--json", action="store_true", help="print the report as one JSON object (its shape: cli/verify/report.schema.json)"
+    )
+    verify.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (no secret is ever in it)")
 
 
 def _verb_kubeconfig(verbs: Verbs) -> None:
@@ -406,6 +425,12 @@ def _doctor(args: argparse.Namespace) -> int:
     return doctor.run((args.stack,) if args.stack else PHASE_STACKS[args.phase], fix=args.fix, yes=args.yes)
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from cli import verify
+
+    return verify.run(args)
+
+
 def _secrets(args: argparse.Namespace) -> int:
     from cli import secrets
 
@@ -438,6 +463,7 @@ VERBS: dict[str, Handler] = {
     "plan": _plan,
     "doctor": _doctor,
     "status": _pulumi("STATUS"),
+    "verify": _verify,
     "cache": _pulumi("CACHE"),
     "kubeconfig": _pulumi("KUBECONFIG"),
     "secrets": _secrets,

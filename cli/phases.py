@@ -40,6 +40,8 @@ class Context:
     """On an existing cluster, phase1's outputs -> the gateway's addresses now."""
     resolve: Resolve = resolve
     """A host name -> the addresses it resolves to from this machine (`cli.dns_gate`)."""
+    checks: Callable[[str], str] | None = None
+    """(the phase brought up) -> the tally of `blueprint verify`'s fast checks, said after the summary (None: none run)."""
 
     def say(self, text: str) -> None:
         self.out.write(text if text.endswith("\n") else text + "\n")
@@ -180,6 +182,8 @@ def up(context: Context, phase: str) -> int:
         tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
         gateway = context.gateway(values["phase1"]) if values.get("phase2") and outputs.on_existing(values.get("phase1") or {}) else None
         context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine()), gateway=gateway))
+        if context.checks is not None:
+            context.say(context.checks(phase))
     return code
 
 

@@ -128,7 +128,17 @@ class AutomationRunner:
             raise StackFailed(stack, str(error)) from error
 
     def up(self, stack: str, on_output: Callable[[str], None]) -> None:
-        self._run(stack, lambda: self._stack(stack).up(on_output=on_output, color="auto"))
+        import contextlib
+
+        from cli import timings
+
+        # Each resource's start and end, from the engine's events, beside the state (`blueprint verify` reports them).
+        recorder = timings.Recorder(stack)
+        try:
+            self._run(stack, lambda: self._stack(stack).up(on_output=on_output, color="auto", on_event=recorder))
+        finally:
+            with contextlib.suppress(OSError):  # a record that cannot be written changes nothing of the up
+                timings.write(PROJECT_DIR / ".pulumi-state", recorder)
 
     def preview(self, stack: str, on_output: Callable[[str], None]) -> None:
         self._run(stack, lambda: self._stack(stack).preview(on_output=on_output, color="auto"))

@@ -155,15 +155,19 @@ def _push_order(projects: tuple[AppProject, ...]) -> list[str]:
     return order
 
 
-def variables(project: AppProject, args: GitLabProjectsArgs) -> dict[str, str]:
+GROUP_VARIABLES = (("DEPLOY_KUBECONFIG", True, "file", True), ("BLUEPRINT_DOMAIN", False, "env_var", False))
+"""The group's variables: (key, secret, variable_type, protected); `blueprint verify` checks them as designed here."""
+
+
+def variables(project: AppProject, *, registry_host: str, domain: str) -> dict[str, str]:
     """The project's CI/CD variables (plain: nothing here is a secret)."""
     values = {}
     if project.build:
-        values["CI_REGISTRY_IMAGE"] = f"{args.registry_host}/{GROUP}/{project.name}"
+        values["CI_REGISTRY_IMAGE"] = f"{registry_host}/{GROUP}/{project.name}"
     if project.chart:
         values["CI_HELM_CHART_DIR"] = project.chart
     if project.host:
-        values["APP_HOST"] = f"{project.host}.{args.domain}"
+        values["APP_HOST"] = f"{project.host}.{domain}"
     return values
 
 
@@ -219,10 +223,8 @@ class GitLabProjects(pulumi.ComponentResource):
                 ),
                 opts=kept,
             )
-            for key, value, secret, variable_type, protected in (
-                ("DEPLOY_KUBECONFIG", args.deploy_kubeconfig, True, "file", True),
-                ("BLUEPRINT_DOMAIN", args.domain, False, "env_var", False),
-            )
+            for key, secret, variable_type, protected in GROUP_VARIABLES
+            for value in [{"DEPLOY_KUBECONFIG": args.deploy_kubeconfig, "BLUEPRINT_DOMAIN": args.domain}[key]]
         ]
 
     def _project(
@@ -255,7 +257,7 @@ class GitLabProjects(pulumi.ComponentResource):
                 VariableArgs(connection=connection, parent=repository.id, key=key, value=value),
                 opts=kept,
             )
-            for key, value in variables(project, args).items()
+            for key, value in variables(project, registry_host=args.registry_host, domain=args.domain).items()
         ]
         if not project.build:
             return repository, project_variables, None

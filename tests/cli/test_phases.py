@@ -147,3 +147,17 @@ def test_an_up_whose_config_replaces_a_cluster_deleted_by_hand_goes_on_to_make_t
     context = Context(runner=pulumi, out=io.StringIO(), world=replacing, confirm=lambda question: True)
     assert phases.up(context, "all") == 0
     assert [call for call in pulumi.calls if call[0] == "up"] == [("up", "phase1"), ("up", "phase2"), ("up", "phase3")]
+
+
+def test_up_ends_with_the_tally_of_the_fast_checks_of_the_phase_it_brought_up() -> None:
+    runner = FakeRunner(existing={"phase2": PHASE2, "phase3": phase3_up()})
+    asked: list[str] = []
+
+    def checks(phase: str) -> str:
+        asked.append(phase)
+        return "checks: 9 pass, 0 warn, 0 fail"
+
+    ctx, out = context(runner, probe=lambda url, ca, headers, **_: "ok", checks=checks)
+    assert phases.up(ctx, "3") == 0
+    assert asked == ["3"]
+    assert out.getvalue().splitlines()[-1] == "checks: 9 pass, 0 warn, 0 fail"

@@ -35,10 +35,16 @@ def issue(folder: Path, *, name: str = SERVER_NAME, domain: str = DOMAIN, by: Pk
     def pem(key: ec.EllipticCurvePrivateKey) -> bytes:
         return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
 
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_pem = issue_ca_certificate(
-        pem(ca_key).decode(), common_name=f"test CA ({domain})", organization="tests", domain=domain, validity_hours=24
-    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    if by is not None:  # `by`'s CA signs it (its key and certificate, as issued)
+        loaded = serialization.load_pem_private_key(by.ca_key_file.read_bytes(), password=None)
+        assert isinstance(loaded, ec.EllipticCurvePrivateKey)
+        ca_key, ca_pem = loaded, by.ca_file.read_text()
+    else:
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca_pem = issue_ca_certificate(
+            pem(ca_key).decode(), common_name=f"test CA ({domain})", organization="tests", domain=domain, validity_hours=24
+        )
     ca = x509.load_pem_x509_certificate(ca_pem.encode())
     now = datetime.datetime.now(datetime.UTC)
     leaf = (

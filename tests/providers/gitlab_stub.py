@@ -123,6 +123,8 @@ class GitLabState:
     """The instance's Admin Mode setting."""
     token_scopes: set[str] = field(default_factory=lambda: set(ADMIN_TOKEN_SCOPES))
     """The scopes of `TOKEN`."""
+    token_expires: str | None = "2027-06-30"
+    """When `TOKEN` expires (an ISO date), or None: never."""
     failures: list[int] = field(default_factory=list)
     """Statuses to answer, one a request, before answering properly (a restarting GitLab). A 404
     among them is the gateway's own, empty: Envoy's answer for a route it does not have yet."""
@@ -629,6 +631,16 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         kas = {"enabled": True, "externalUrl": None, "externalK8sProxyUrl": None, "version": None}
         return {"version": "19.1.0", "revision": "0123456789a", "kas": kas, "enterprise": False}
 
+    def version(self, _: dict[str, Any]) -> Any:
+        """GitLab's version, for any authenticated user (lib/api/version.rb: the same entity as /metadata)."""
+        return self.metadata(_)
+
+    def token_self(self, _: dict[str, Any]) -> Any:
+        """The token the request carries (lib/api/personal_access_tokens/self_information_api.rb, Entities::PersonalAccessToken)."""
+        scopes = sorted(self.state.token_scopes)
+        return {"id": 1, "name": "blueprint-admin", "revoked": False, "active": True, "scopes": scopes, "user_id": self.state.me,
+                "expires_at": self.state.token_expires}  # fmt: skip
+
     def update_runner(self, params: dict[str, Any], id_: str) -> Any:
         runner = self._runner(id_)
         runner |= {key: params[key] for key in ("description", "tag_list", "run_untagged") if key in params}
@@ -730,6 +742,8 @@ S = GitLabStub
 GitLabStub.routes = [
     _route("GET", r"/user", S.current_user),
     _route("GET", r"/metadata", S.metadata),
+    _route("GET", r"/version", S.version),
+    _route("GET", r"/personal_access_tokens/self", S.token_self),
     _route("GET", r"/groups/{id}", S.get_group),
     _route("GET", r"/groups/{id}/members/all", S.group_members),
     _route("POST", r"/groups", S.create_group),

@@ -1,0 +1,185 @@
+"""`blueprint verify`: every promise the README makes of a running platform, checked read-only from
+this laptop, one verdict each (pass, warn, fail, skip), the failed ones with their fix; a report a
+user can paste into a bug report (`--json`, its shape in cli/verify/report.schema.json).
+
+The checks are in cli/verify/checks.py (machine, stacks, cluster), services.py (TLS, OpenBao) and
+gitlab.py (GitLab, Runners, pipelines, apps, Headlamp); cli/verify/model.py runs them in parallel,
+each under its own timeout, skipping those whose need failed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from cli.doctor.machine import Machine
+from cli.verify import checks, data, gitlab, services
+from cli.verify.checks import Platform, stack_check
+from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all, tally
+from cli.verify.report import Secrets, platform, report, to_json, to_table
+from stacks import PHASE_STACKS
+
+__all__ = ["Platform", "run", "specs", "verify"]
+
+
+def _stack_verdict(platform: Platform, stack: str, phases: tuple[str, ...]) -> Verdict:
+    """The stack's check; a Pulumi failure blueprint knows (a passphrase, a lock) is its message and fix."""
+    from cli.stack_runner import pulumi_failure
+    from stacks.config import PROJECT_DIR
+
+    try:
+        return checks.stack_up_check(platform, stack, phases)
+    except Exception as error:
+        known = pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
+        if known is None:
+            raise
+        saw, _, fix = known.partition("\n")
+        return failed(saw, fix.strip() or "docs/guide/troubleshooting.md")
+
+
+def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
+    """Every check, with the phase whose promise it checks. `dev`: one stack, `dev`, holds every phase."""
+    stack = {phase: stack_check("dev" if dev else phase) for phase in PHASE_STACKS["all"]}
+    on = functools.partial
+    stacks = (
+        [("phase1", Spec(name=stack["phase1"], run=on(_stack_verdict, platform, "dev", tuple(stack)), needs=(checks.PULUMI_CLI,)))]
+        if dev
+        else [
+            (phase, Spec(name=stack[phase], run=on(_stack_verdict, platform, phase, (phase,)), needs=(checks.PULUMI_CLI,)))
+            for phase in PHASE_STACKS["all"]
+        ]
+    )
+    p1, p2, p3 = stack["phase1"], stack["phase2"], stack["phase3"]
+    return [
+        ("phase1", Spec(name=checks.ENGINE, run=on(checks.engine_check, platform))),
+        ("phase1", Spec(name=checks.PULUMI_CLI, run=on(checks.pulumi_cli_check, platform))),
+        *stacks,
+        ("phase1", Spec(name=checks.NODES, run=on(checks.nodes_check, platform), needs=(p1,))),
+        ("phase1", Spec(name=checks.IDENTITY, run=on(checks.identity_check, platform), needs=(p1,))),
+        ("phase1", Spec(name=checks.IMAGE_CACHE, run=on(checks.image_cache_check, platform), needs=(p1,))),
+        ("phase1", Spec(name=checks.NODES_USE_CACHE, run=on(checks.nodes_use_cache_check, platform), needs=(p1,))),
+        ("phase2", Spec(name=checks.NAMES, run=on(checks.names_check, platform), needs=(p1,))),
+        ("phase2", Spec(name=services.TLS, run=on(services.tls_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=services.CA_TRUST, run=on(services.ca_trust_check, platform), needs=(services.TLS,))),
+        ("phase2", Spec(name=services.OPENBAO, run=on(services.openbao_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=services.OPENBAO_LOGINS, run=on(services.openbao_logins_check, platform), needs=(services.OPENBAO,))),
+        (
+            "phase2",
+            Spec(
+                name=services.OPENBAO_KV,
+                run=on(services.openbao_kv_check, platform),
+                needs=(services.OPENBAO_LOGINS,),
+                timeout=60,
+            ),
+        ),
+        ("phase2", Spec(name=services.OPENBAO_ROOT, run=on(services.openbao_root_check, platform), needs=(services.OPENBAO_LOGINS,))),
+        ("phase2", Spec(name=data.POSTGRES, run=on(data.postgres_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=data.VALKEY, run=on(data.valkey_check, platform), needs=(services.OPENBAO_LOGINS,))),
+        ("phase2", Spec(name=services.GITLAB_API, run=on(gitlab.gitlab_api_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=services.GITLAB_TOKEN, run=on(gitlab.gitlab_token_check, platform), needs=(services.GITLAB_API,))),
+        ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=services.RUNNERS, run=on(gitlab.runners_check, platform), needs=(services.GITLAB_API,))),
+        ("phase2", Spec(name=services.HEADLAMP, run=on(gitlab.headlamp_check, platform), needs=(p2,))),
+        ("phase3", Spec(name=services.GITLAB_PROJECTS, run=on(gitlab.gitlab_projects_check, platform), needs=(services.GITLAB_API, p3))),
+        ("phase3", Spec(name=services.CI_VARIABLES, run=on(gitlab.ci_variables_check, platform), needs=(services.GITLAB_PROJECTS,))),
+        ("phase3", Spec(name=services.PIPELINES, run=on(gitlab.pipelines_check, platform), needs=(services.GITLAB_PROJECTS,))),
+        ("phase3", Spec(name=services.APPS, run=on(gitlab.apps_check, platform), needs=(p3, services.TLS))),
+    ]
+
+
+def chosen(all_specs: Sequence[tuple[str, Spec]], phase: str) -> list[Spec]:
+    """The checks of `phase` (`--phase`'s 1, 2, 3 or all), and every check they need, in order."""
+    by_name = {spec.name: spec for _, spec in all_specs}
+    wanted = {spec.name for owner, spec in all_specs if phase in ("all", owner.removeprefix("phase"))}
+    while needed := {need for name in wanted for need in by_name[name].needs} - wanted:
+        wanted |= needed
+    return [spec for _, spec in all_specs if spec.name in wanted]
+
+
+def _engine(machine: Any) -> str:
+    from components.engine import chosen as chosen_engine
+    from stacks.config.schema import stack_config
+
+    try:
+        configured = stack_config("phase1")[0].get("blueprint:containerEngine", "")
+    except Exception:  # a stack file that cannot be read: the engine detected
+        configured = ""
+    return chosen_engine(configured, lambda argv: machine.run(argv, timeout=10))
+
+
+def verify(
+    platform_: Platform,
+    *,
+    phase: str = "all",
+    dev: bool = False,
+    when: datetime.datetime | None = None,
+    state_dir: Path | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """Run the checks; (the exit code: 1 when any failed, the report, with the last bring-up's measured
+    durations when an `up` recorded them under `state_dir`: the project's `.pulumi-state` by default).
+    """
+    from cli import timings
+    from stacks.config import PROJECT_DIR
+
+    results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase))
+    now = when or datetime.datetime.now(datetime.UTC)
+    document = report(results, platform(platform_.machine, platform_.engine), platform_.secrets, when=now)
+    stacks = ("dev",) if dev else PHASE_STACKS["all"]
+    if (measured := timings.measured(state_dir or PROJECT_DIR / ".pulumi-state", stacks)) is not None:
+        document["bring_up"] = measured
+    return (1 if any(result.status == FAIL for result in results) else 0), document
+
+
+SLOW = frozenset({services.OPENBAO_KV, services.OPENBAO_ROOT, services.PIPELINES})
+"""What `blueprint up` leaves to `blueprint verify`: a login per token and a read per path, and the
+pipelines, which the up's own summary tallies."""
+
+
+def real_platform(runner: Callable[[], Any], machine: Machine | None = None) -> Platform:
+    """The Platform of this machine: its tools, its stacks (`runner`, made when first needed), its network."""
+    import ssl
+
+    from cli.doctor.machine import RealMachine
+
+    machine = machine or RealMachine()
+    return Platform(
+        machine=machine,
+        runner=runner,
+        ask=services.ask,
+        secrets=Secrets(),
+        engine=_engine(machine),
+        dial=services.dial,
+        system_trust=ssl.create_default_context,
+    )
+
+
+def fast_tally(platform_: Platform, phase: str) -> str:
+    """The line `blueprint up` ends with: the tally of the fast checks of `phase`, and each failure's name."""
+    chosen_specs = [spec for spec in chosen(specs(platform_), phase) if spec.name not in SLOW]
+    results = run_all(chosen_specs)
+    failures = [result.name for result in results if result.status == FAIL]
+    named = f"; failed: {', '.join(failures)}" if failures else ""
+    return f"checks: {platform_.secrets.masked(tally(results))}{named} (`uv run blueprint verify` shows each, with its fix)"
+
+
+def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) -> int:
+    """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE]` (`machine`: the real one by default)."""
+    out = out or sys.stdout
+
+    @functools.cache
+    def runner() -> Any:
+        from cli.stack_runner import AutomationRunner
+
+        return AutomationRunner()
+
+    platform_ = real_platform(runner, machine)
+    code, document = verify(platform_, phase=args.phase, dev=args.stack == "dev")
+    if args.output:
+        Path(args.output).write_text(to_json(document))
+    out.write(to_json(document) if args.json else to_table(document))
+    return code

@@ -1,0 +1,280 @@
+"""The checks of the machine, the stacks and the cluster: the engine answers (the doctor's own
+checks), the Pulumi CLI, each stack up at this release with no pending operation, the nodes Ready and
+labelled, the cluster the state names, the image cache's mirrors, and the platform's names.
+
+Each reads what the others found through `Platform`: a stack's check records its outputs there, and
+the checks that need those outputs need that check (cli/verify/model.py skips them when it fails).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cli.doctor.machine import Machine, first_line
+from cli.verify.model import Verdict, failed, passed, skipped, warned
+from cli.verify.report import Secrets
+from stacks import outputs
+
+ENGINE, PULUMI_CLI = "container engine", "Pulumi CLI"
+NODES, IDENTITY, IMAGE_CACHE, NAMES = "cluster nodes", "cluster identity", "image cache", "platform names"
+NODES_USE_CACHE = "nodes use the image cache"
+UP = "uv run blueprint up"
+
+
+def stack_check(stack: str) -> str:
+    return f"stack {stack}"
+
+
+@dataclass
+class Platform:
+    """What the checks share: the machine, the stacks' runner, how to ask a URL, the secrets read so far,
+    and each stack's outputs once its check read them (phase1/2/3; `dev`'s serve as all three).
+    """
+
+    machine: Machine
+    runner: Callable[[], Any]
+    """The StackRunner, made when a stack's check first needs it (after the Pulumi CLI's check passed)."""
+    ask: Callable[..., Any]
+    """cli/verify/services.py `Ask`: (url, ca_file=, headers=, server_name=, forward=) -> an Answer."""
+    secrets: Secrets
+    engine: str
+    dial: Callable[[str, int], Any]
+    """(host, port) -> a connected socket: cli/verify/services.py `dial`."""
+    system_trust: Callable[[], Any]
+    """The system store's SSL context (`ssl.create_default_context`)."""
+    forward: Callable[[Any], Any] | None = None
+    """A cluster_access.Target -> a context manager giving the local port of a port-forward to it
+    (None: providers/cluster_access.py `forwarded`, kubectl's own)."""
+    outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def of(self, phase: str) -> dict[str, Any]:
+        return self.outputs.get(phase) or {}
+
+    @property
+    def context(self) -> str:
+        """The kubeconfig context of the platform's cluster: kind's (`kind-<name>`), or the existing cluster's."""
+        phase1 = self.of("phase1")
+        return str(phase1.get(outputs.KUBE_CONTEXT) or f"kind-{phase1.get(outputs.CLUSTER_NAME)}")
+
+    def kubectl(self, *argv: str, timeout: float = 30) -> tuple[int, str]:
+        """Run kubectl against the platform's cluster."""
+        return self.machine.run(["kubectl", "--context", self.context, "--request-timeout=20s", *argv], timeout=timeout)
+
+
+def engine_check(platform: Platform) -> Verdict:
+    """The container engine answers: the doctor's own checks of it (cli/doctor/docker.py, podman.py)."""
+    from cli.doctor.docker import docker_checks
+    from cli.doctor.machine import machine_family
+    from cli.doctor.podman import podman_checks
+    from cli.status import _on_existing
+    from components.engine import PODMAN
+
+    # phase1's outputs when its check has read them, else its config (this check needs no stack).
+    if _on_existing(platform.outputs.get("phase1")):
+        return skipped("an existing cluster: this machine runs no container engine for it")
+    machine = platform.machine
+    found = podman_checks(machine) if platform.engine == PODMAN else docker_checks(machine, machine_family(machine))
+    wrong = [check for check in found if not check.ok]
+    if wrong:
+        return failed("; ".join(f"{check.name}: {check.found}" for check in wrong), wrong[0].fix)
+    return passed("; ".join(check.found for check in found))
+
+
+def pulumi_cli_check(platform: Platform) -> Verdict:
+    from cli.doctor.checks import PULUMI_MIN_VERSION, pulumi_check
+
+    check = pulumi_check(platform.machine, PULUMI_MIN_VERSION)
+    return passed(check.found) if check.ok else failed(check.found, check.fix)
+
+
+def _pending(state: Mapping[str, Any]) -> list[str]:
+    """The operations a stack's state holds as begun and never finished (an `up` cut short)."""
+    operations = (state.get("deployment") or {}).get("pending_operations") or []
+    return [f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations]
+
+
+def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> Verdict:
+    """`stack` is up, brought up by this release, with no pending operation; its outputs serve `phases`' checks."""
+    from stacks.config.schema import ENV_STEP
+    from versions import BLUEPRINT
+
+    runner = platform.runner()
+    values = runner.outputs(stack)
+    if values is None:
+        phase = "" if stack == "dev" else f" --phase {stack.removeprefix('phase')}"
+        return failed(f"{stack} is not up", f"`{UP}{phase}`")
+    for phase in phases:
+        platform.outputs[phase] = values
+    _register_secrets(platform, values)
+    recorded = values.get(outputs.BLUEPRINT_VERSION)
+    pending = _pending(runner.export_state(stack))
+    if pending:
+        return failed(
+            f"{stack} holds {len(pending)} pending operation(s), from an up cut short: {', '.join(pending[:5])}",
+            f"docs/guide/failure-and-resume.md, 'Pending operations' (`{ENV_STEP}`, then `pulumi refresh -s {stack} "
+            "--clear-pending-creates` when the operation made nothing)",
+        )
+    if recorded != BLUEPRINT:
+        return failed(f"{stack} was brought up by blueprint {recorded!s:.40}, not {BLUEPRINT}", f"`{UP}` brings it to {BLUEPRINT}")
+    return passed(f"up, by blueprint {BLUEPRINT}, no pending operation")
+
+
+SECRET_OUTPUTS = (outputs.DEPLOY_KUBECONFIG, outputs.KUBECONFIG, outputs.SEEDED_ADMIN_TOKEN, outputs.OPENBAO_WRITER_PASSWORD)
+"""The outputs that hold a secret (the runner gives them in plain): never shown, whichever check meets one."""
+SECRET_FILES = (
+    outputs.ADMIN_TOKEN_FILE, outputs.GLAB_TOKEN_FILE, outputs.GITLAB_ROOT_PASSWORD_FILE, outputs.OPENBAO_ADMIN_PASSWORD_FILE,
+    outputs.OPENBAO_WRITER_PASSWORD_FILE,
+)  # fmt: skip
+"""The outputs that name a file holding a secret."""
+
+
+def _register_secrets(platform: Platform, values: Mapping[str, Any]) -> None:
+    """Every secret a stack's outputs hold or name a file of, masked in the report from the start."""
+    from pathlib import Path
+
+    for key in SECRET_OUTPUTS:
+        if values.get(key):
+            platform.secrets.add(str(values[key]))
+    for key in (key for key in SECRET_FILES if values.get(key)):
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # a file gone: the check that needs it says so
+            platform.secrets.add(Path(str(values[key])).read_text())
+
+
+def nodes_check(platform: Platform) -> Verdict:
+    """Every node Ready, and (kind) the GitLab and runner labels each on some node."""
+    code, said = platform.kubectl("get", "nodes", "-o", "json")
+    if code != 0:
+        return failed(f"kubectl could not list the nodes: {first_line(said)}", "is the cluster running? `uv run blueprint status`")
+    try:
+        items = json.loads(said).get("items") or []
+    except (ValueError, AttributeError):
+        return failed("kubectl's answer was not a node list", "run `kubectl get nodes` and attach what it prints to a bug report")
+    not_ready = [
+        str(item.get("metadata", {}).get("name"))
+        for item in items
+        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in item.get("status", {}).get("conditions") or [])
+    ]
+    if not items or not_ready:
+        return failed(
+            f"{len(not_ready)} of {len(items)} nodes not Ready: {', '.join(not_ready)}",
+            "`kubectl describe node <name>` says why; docs/guide/troubleshooting.md",
+        )
+    phase1 = platform.of("phase1")
+    key = str(phase1.get(outputs.NODE_LABEL_KEY) or "")
+    wanted = [str(phase1.get(name) or "") for name in (outputs.GITLAB_NODE_LABEL, outputs.RUNNER_NODE_LABEL)]
+    labels = [item.get("metadata", {}).get("labels") or {} for item in items]
+    missing = [value for value in wanted if key and value and not any(found.get(key) == value for found in labels)]
+    if missing:
+        return failed(f"no node labelled {', '.join(f'{key}={value}' for value in missing)}", f"`{UP} --phase 1` labels them again")
+    return passed(f"{len(items)} nodes Ready" + (f", labelled {key}={'/'.join(wanted)}" if key else ""))
+
+
+def identity_check(platform: Platform) -> Verdict:
+    """The cluster the state records: kind's of that name (kind), or the one whose kube-system UID it holds (existing)."""
+    phase1 = platform.of("phase1")
+    name = str(phase1.get(outputs.CLUSTER_NAME))
+    if outputs.on_existing(phase1):
+        context, recorded = str(phase1.get(outputs.KUBE_CONTEXT)), str(phase1.get(outputs.CLUSTER_ID))
+        code, said = platform.kubectl("get", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
+        if code != 0:
+            return failed(f"context {context} did not answer: {first_line(said)}", "docs/guide/existing-cluster.md")
+        if said.strip() != recorded:
+            return failed(
+                f"context {context} reaches another cluster (kube-system {said.strip()[:40]}, the state holds {recorded})",
+                "point the context back at the platform's cluster; docs/guide/existing-cluster.md",
+            )
+        return passed(f"context {context} reaches the recorded cluster (kube-system {recorded})")
+    from components.engine import KIND_PROVIDER, PODMAN
+
+    # kind on the engine phase1 used: named for Podman, and a provider the shell exported cleared for Docker ("" is unset to kind).
+    provider = PODMAN if platform.engine == PODMAN else ""
+    code, said = platform.machine.run(["env", f"{KIND_PROVIDER}={provider}", "kind", "get", "clusters"], timeout=20)
+    if code != 0:
+        return failed(f"`kind get clusters` failed: {first_line(said)}", "`uv run blueprint doctor` checks kind and the engine")
+    if name not in said.split():
+        return failed(f"no kind cluster {name} (the state's): kind has {', '.join(said.split()) or 'none'}", f"`{UP} --phase 1`")
+    return passed(f"kind cluster {name} runs, as the state records")
+
+
+def _no_cache(phase1: Mapping[str, Any]) -> Verdict | None:
+    """The skip of a platform without an image cache (an existing cluster, or phase1 runs none), else None."""
+    if outputs.on_existing(phase1) or not phase1.get(outputs.IMAGE_MIRRORS):
+        return skipped("no image cache: " + ("an existing cluster" if outputs.on_existing(phase1) else "phase1 runs none"))
+    return None
+
+
+def image_cache_check(platform: Platform) -> Verdict:
+    """Each registry mirror runs and answers `/v2/` (the Docker registry API's base)."""
+    from cli.image_cache import mirror_containers, mirror_states, on_engine
+
+    phase1 = platform.of("phase1")
+    if (none := _no_cache(phase1)) is not None:
+        return none
+    containers = mirror_containers(phase1)
+    states = mirror_states(list(containers.values()), on_engine(lambda argv: platform.machine.run(argv, timeout=20), platform.engine))
+    if states is None:
+        return failed(f"{platform.engine} did not list the mirrors' containers", "`uv run blueprint doctor` checks the engine")
+    down = [f"{registry}: {states.get(container)}" for registry, container in containers.items() if states.get(container) != "up"]
+    if down:
+        return failed(f"mirror(s) not running: {'; '.join(down)}", f"`{UP} --phase 1` starts them again")
+    silent = []
+    for registry, address in sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items()):
+        answer = platform.ask(f"http://{address}/v2/")
+        if answer.status != 200:
+            silent.append(f"{registry} ({answer.said})")
+    if silent:
+        return failed(f"mirror(s) not answering /v2/: {', '.join(silent)}", f"`{UP} --phase 1`; docs/guide/image-cache.md")
+    return passed(f"{len(containers)} mirrors running and answering /v2/")
+
+
+def nodes_use_cache_check(platform: Platform) -> Verdict:
+    """Each mirrored registry's `hosts.toml`, which containerd on every node reads (phase1's registryHostsDir),
+    points at its mirror first, as phase1 wrote it (components/image_cache.py `hosts_toml`).
+    """
+    from pathlib import Path
+
+    from components.image_cache import hosts_toml
+
+    phase1 = platform.of("phase1")
+    if (none := _no_cache(phase1)) is not None:
+        return none
+    folder, cluster = Path(str(phase1.get(outputs.REGISTRY_HOSTS_DIR))), str(phase1.get(outputs.CLUSTER_NAME))
+    wrong = []
+    for registry in sorted(phase1.get(outputs.IMAGE_MIRRORS) or {}):
+        path = folder / registry / "hosts.toml"
+        try:
+            if path.read_text() != hosts_toml(cluster, registry):
+                wrong.append(f"{path} is not the one phase1 wrote")
+        except OSError as error:
+            wrong.append(f"{path} cannot be read ({type(error).__name__})")
+    if wrong:
+        return failed("; ".join(wrong), f"`{UP} --phase 1` writes them again")
+    return passed(f"{len(phase1.get(outputs.IMAGE_MIRRORS) or {})} registries' hosts.toml point the nodes at their mirror")
+
+
+def names_check(platform: Platform) -> Verdict:
+    """The platform's names resolve: to 127.0.0.1 (kind's /etc/hosts line), or to the gateway (an existing cluster's DNS)."""
+    from cli.doctor import checks, platform_names
+
+    phase1 = platform.of("phase1")
+    names = platform_names(str(phase1.get(outputs.DOMAIN)))
+    if not outputs.on_existing(phase1):
+        check = checks.names_check(platform.machine, names)
+        return passed(check.found) if check.ok else failed(check.found, check.fix)
+    from cli.report import gateway_address
+
+    gateway = gateway_address(phase1)
+    expected = {value for _, value in gateway.addresses}
+    if gateway.problem or not expected:
+        return warned(f"the gateway's address is not known: {gateway.problem or 'none yet'}", "`uv run blueprint status`")
+    wrong = [name for name in names if platform.machine.resolve(name) not in expected]
+    if wrong:
+        return failed(
+            f"{', '.join(wrong)} do not resolve to {', '.join(sorted(expected))}",
+            "docs/guide/existing-cluster.md, 'DNS: one wildcard record'",
+        )
+    return passed(f"{len(names)} names resolve to the gateway ({', '.join(sorted(expected))})")

@@ -1,0 +1,150 @@
+"""What `blueprint verify` checks are made of, and the runner that runs them.
+
+A `Spec` names a check, what it needs (other checks by name) and its timeout; its `run` returns a
+`Verdict`. `run_all` runs every spec whose needs passed, in parallel (one daemon thread each, so a
+check that never answers keeps no one waiting past its timeout, nor the process from exiting), never
+stops at a failure, and gives each a `Result`: a spec whose need failed or was skipped is skipped,
+naming that need.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+STATUSES = (PASS, WARN, FAIL, SKIP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """What one check found: its status, what it saw, and (fail or warn) the fix: a command or a doc section."""
+
+    status: str
+    saw: str
+    fix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
+        if self.status in (FAIL, WARN) and not self.fix:
+            raise ValueError(f"a {self.status} needs its fix: {self.saw!r}")
+
+
+def passed(saw: str) -> Verdict:
+    return Verdict(status=PASS, saw=saw)
+
+
+def failed(saw: str, fix: str) -> Verdict:
+    return Verdict(status=FAIL, saw=saw, fix=fix)
+
+
+def warned(saw: str, fix: str) -> Verdict:
+    return Verdict(status=WARN, saw=saw, fix=fix)
+
+
+def skipped(saw: str) -> Verdict:
+    """Not checked, and not for a failure upstream: it does not apply here (an existing cluster has no image cache)."""
+    return Verdict(status=SKIP, saw=saw)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    """One line of the report."""
+
+    name: str
+    status: str
+    saw: str
+    fix: str = ""
+    skipped_because: str = ""
+    """The check whose failure (or skip) makes this one meaningless: skipped for it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spec:
+    name: str
+    run: Callable[[], Verdict]
+    needs: tuple[str, ...] = ()
+    """Checks that must pass (or warn) first: when one fails or is skipped, this one is skipped, naming it."""
+    timeout: float = 30.0
+    """Seconds it may take, from its start, before it is a failure."""
+    fix_on_timeout: str = "run `uv run blueprint verify` again; if it keeps timing out, `uv run blueprint status` shows what answers"
+
+
+def _result(spec: Spec, verdict: Verdict) -> Result:
+    return Result(name=spec.name, status=verdict.status, saw=verdict.saw, fix=verdict.fix)
+
+
+def _guarded(spec: Spec) -> Verdict:
+    """The spec's verdict; a check that raises is a failure naming what went wrong (never a traceback)."""
+    try:
+        return spec.run()
+    except Exception as error:  # a check's own bug or an unexpected answer: said, and the others go on
+        return failed(f"the check could not finish: {type(error).__name__}", "report it with this report attached")
+
+
+def _blocker(spec: Spec, done: dict[str, Result]) -> str | None:
+    """The first need of `spec` that did not pass, once all its needs are done; "" while one is still running."""
+    if any(need not in done for need in spec.needs):
+        return ""
+    return next((need for need in spec.needs if done[need].status in (FAIL, SKIP)), None)
+
+
+def run_all(
+    specs: Sequence[Spec],
+    *,
+    tick: float = 0.25,
+) -> list[Result]:
+    """Every spec's result, in the specs' order. Each check's timeout runs from its start on
+    providers/poll.py's CLOCK (which the tests drive); `tick` is how often (real seconds) the runner
+    looks at that clock while it waits.
+    """
+    from providers import poll
+
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names) or any(need not in names for spec in specs for need in spec.needs):
+        raise ValueError(f"checks must have distinct names and need only checks of the run: {names}")
+    done: dict[str, Result] = {}
+    started: dict[str, float] = {}
+    answers: queue.Queue[tuple[str, Verdict]] = queue.Queue()
+    by_name = {spec.name: spec for spec in specs}
+    while len(done) < len(specs):
+        before = (len(done), len(started))
+        for spec in specs:
+            if spec.name in done or spec.name in started:
+                continue
+            blocker = _blocker(spec, done)
+            if blocker:
+                why = "failed" if done[blocker].status == FAIL else "was skipped"
+                done[spec.name] = Result(
+                    name=spec.name, status=SKIP, saw=f"not checked: it needs {blocker}, which {why}", skipped_because=blocker
+                )
+            elif blocker is None:
+                started[spec.name] = poll.CLOCK.now()
+                threading.Thread(target=lambda s=spec: answers.put((s.name, _guarded(s))), daemon=True, name=f"verify {spec.name}").start()
+        running = [name for name in started if name not in done]
+        if not running:
+            if (len(done), len(started)) == before:
+                raise ValueError(f"checks that need each other: {sorted(set(names) - set(done))}")
+            continue
+        try:
+            name, verdict = answers.get(timeout=tick)
+            if name not in done:
+                done[name] = _result(by_name[name], verdict)
+        except queue.Empty:
+            pass
+        now = poll.CLOCK.now()
+        for name in running:
+            spec = by_name[name]
+            if name not in done and now - started[name] > spec.timeout:
+                done[name] = _result(spec, failed(f"no answer within {spec.timeout:g} s", spec.fix_on_timeout))
+    return [done[name] for name in names]
+
+
+def tally(results: Sequence[Result]) -> str:
+    """The one line at the end: "27 pass, 1 warn, 0 fail" (and the skipped, when any)."""
+    counts = {status: sum(1 for result in results if result.status == status) for status in STATUSES}
+    line = f"{counts[PASS]} pass, {counts[WARN]} warn, {counts[FAIL]} fail"
+    return line + (f", {counts[SKIP]} skipped" if counts[SKIP] else "")

@@ -1,0 +1,109 @@
+"""`blueprint verify`'s report: the JSON a user pastes into a bug report (its shape is
+cli/verify/report.schema.json), and the table a person reads, ending with the tally. Every value
+a check read to do its work (a token, a password) is registered in `Secrets`, and masked wherever
+it would appear: a report names a credential, never shows it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from cli.doctor.machine import Machine, first_line, machine_family
+from cli.verify.model import FAIL, SKIP, WARN, Result, tally
+
+SCHEMA = Path(__file__).with_name("report.schema.json")
+MASK = "[secret]"
+
+
+class Secrets:
+    """The secret values the checks read, to be masked in the report (thread-safe: checks run in parallel)."""
+
+    def __init__(self) -> None:
+        self._values: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, value: str) -> str:
+        """Register `value` (a secret a check read) and give it back."""
+        if len(value.strip()) >= 4:  # a 1-3 character "secret" would mask ordinary words
+            with self._lock:
+                self._values.add(value.strip())
+        return value
+
+    def masked(self, text: str) -> str:
+        with self._lock:
+            values = sorted(self._values, key=len, reverse=True)
+        for value in values:
+            text = text.replace(value, MASK)
+        return text
+
+
+def _version_of(machine: Machine, argv: Sequence[str]) -> str | None:
+    code, said = machine.run(argv, timeout=10)
+    return first_line(said) if code == 0 and said.strip() else None
+
+
+def platform(machine: Machine, engine: str) -> dict[str, Any]:
+    """The machine, as a bug report needs it: OS and family, the engine and the tools, CPUs, memory."""
+    family = machine_family(machine)
+    return {
+        "os": machine.system,
+        "arch": machine.machine,
+        "family": family.name,
+        "distro": family.distro,
+        "container_engine": engine,
+        "container_engine_version": _version_of(machine, [engine, "--version"]),
+        "kind_version": _version_of(machine, ["kind", "version"]),
+        "pulumi_version": _version_of(machine, ["pulumi", "version"]),
+        "kubectl_version": _version_of(machine, ["kubectl", "version", "--client"]),
+        "cpus": machine.cpu_count(),
+        "memory_bytes": machine.memory_bytes(),
+    }
+
+
+def report(results: Sequence[Result], platform_facts: Mapping[str, Any], secrets: Secrets, *, when: datetime.datetime) -> dict[str, Any]:
+    from versions import BLUEPRINT
+
+    document = {
+        "blueprint_version": BLUEPRINT,
+        "platform": dict(platform_facts),
+        "when": when.astimezone(datetime.UTC).isoformat(timespec="seconds"),
+        "summary": tally(results),
+        "checks": [asdict(result) for result in results],
+    }
+    masked: dict[str, Any] = json.loads(secrets.masked(json.dumps(document)))
+    return masked
+
+
+def to_json(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
+_LABELS = {FAIL: "FAIL", WARN: "WARN", SKIP: "SKIP"}
+
+
+def to_table(document: Mapping[str, Any]) -> str:
+    """The checks as a table, each fix under its line, then the tally."""
+    checks = document["checks"]
+    width = max((len(check["name"]) for check in checks), default=0)
+    lines = [f"blueprint {document['blueprint_version']} on {document['platform'].get('distro')}, {document['when']}"]
+    for check in checks:
+        lines.append(f"{_LABELS.get(check['status'], 'PASS')}  {check['name']:<{width}}  {_one_line(check['saw'])}")
+        if check["fix"]:
+            lines.append(f"      fix: {check['fix']}")
+    if measured := document.get("bring_up"):
+        phases = ", ".join(f"{stack} {seconds} s" for stack, seconds in measured["phases"].items())
+        slowest = ", ".join(f"{step['name']} {step['seconds']} s" for step in measured["slowest_steps"][:3])
+        lines.append(f"last bring-up: {phases}; slowest steps: {slowest} (--json has the chain and the ten slowest)")
+    lines.append(document["summary"])
+    return "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s*\n\s*", "; ", text.strip())

@@ -1,0 +1,247 @@
+"""The checks of what answers from this laptop: TLS at every host, the CA in the system store,
+OpenBao (unsealed, its logins, every KV path `blueprint secrets` lists, no root token), GitLab (its
+API and token, the group and projects, SSH's banner), the Runners, the pipelines, the apps and
+Headlamp. They reuse the providers' own clients (providers/http.py, openbao_api.py, gitlab_api.py)
+and their port-forwards on an existing cluster (providers/cluster_access.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from cli.verify.checks import UP, Platform
+from cli.verify.model import Verdict, failed, passed, warned
+from stacks import outputs
+
+TLS, CA_TRUST, SSH = "TLS certificates", "CA in the system store", "GitLab SSH"
+OPENBAO, OPENBAO_LOGINS, OPENBAO_KV, OPENBAO_ROOT = "OpenBao unsealed", "OpenBao logins", "OpenBao KV paths", "OpenBao root token"
+GITLAB_API, GITLAB_TOKEN, GITLAB_PROJECTS = "GitLab API", "GitLab admin token", "GitLab group and projects"
+CI_VARIABLES = "CI variables"
+RUNNERS, PIPELINES, APPS, HEADLAMP = "Runners", "pipelines", "apps", "Headlamp"
+TIMEOUT = 10.0
+TOKEN_WARN_DAYS = 14
+"""A token that expires sooner is a warning: `blueprint up` renews it in its last week."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int | None
+    """The HTTP status, or None: no answer (`said` says why)."""
+    body: Any = None
+    said: str = ""
+
+
+def ask(
+    url: str, *, ca_file: str | None = None, headers: Mapping[str, str] | None = None, server_name: str | None = None, forward: Any = None
+) -> Answer:
+    """One GET through providers/http.py (our CA alone, no redirect, through `forward` on an existing cluster)."""
+    import requests
+
+    from providers import http
+    from providers.cluster_access import Target
+
+    through = Target.of(forward) if forward else None
+    https = url.startswith("https://")
+    try:
+        with http.session(
+            ca_file=ca_file if https else None, headers=headers, server_name=server_name if https else None, forward=through
+        ) as asking:
+            response = http.send(asking, "GET", url, timeout=TIMEOUT)
+    except http.NoAnswer as error:
+        return Answer(None, said=str(error))
+    try:
+        body = response.json() if "json" in response.headers.get("Content-Type", "") else None
+    except (requests.RequestException, ValueError):
+        body = None
+    return Answer(response.status_code, body, f"HTTP {response.status_code}")
+
+
+def dial(host: str, port: int) -> socket.socket:
+    """A TCP connection to `host`:`port` as this machine resolves it (the tests point it at loopback)."""
+    return socket.create_connection((host, port), timeout=TIMEOUT)
+
+
+def _phase2(platform: Platform) -> Mapping[str, Any]:
+    return platform.of("phase2")
+
+
+def _ca(platform: Platform) -> str:
+    return str(_phase2(platform).get(outputs.CA_CERT_FILE))
+
+
+def _hosts(platform: Platform) -> list[tuple[str, int]]:
+    """Every https host the platform serves: GitLab, its registry, each app (when phase3 is up), Headlamp (when on)."""
+    gitlab = urlsplit(str(_phase2(platform).get(outputs.GITLAB_URL)))
+    port = gitlab.port or 443
+    registry = str(_phase2(platform).get(outputs.REGISTRY_HOST)).split(":", 1)[0]
+    apps = [urlsplit(str(url)).hostname or "" for _, url in sorted((platform.of("phase3").get(outputs.APP_URLS) or {}).items())]
+    return [(str(gitlab.hostname), port), (registry, port), *((app, port) for app in apps if app)]
+
+
+@contextlib.contextmanager
+def _connected(platform: Platform, host: str, port: int) -> Iterator[socket.socket]:
+    """A TCP connection to `host`'s `port`: directly (kind), or through the port-forward to the gateway (an existing cluster)."""
+    forward = _phase2(platform).get(outputs.GITLAB_FORWARD)
+    if not forward:
+        with platform.dial(host, port) as connection:
+            yield connection
+        return
+    from providers.cluster_access import Target, forwarded
+
+    with forwarded(Target.of(forward)) as local, socket.create_connection(("127.0.0.1", local), timeout=TIMEOUT) as connection:
+        yield connection
+
+
+def _handshake(platform: Platform, host: str, port: int, context: ssl.SSLContext) -> str | None:
+    """None when `host` proves itself under `context`'s trust; else why not, in a few words."""
+    try:
+        with _connected(platform, host, port) as raw, context.wrap_socket(raw, server_hostname=host):
+            return None
+    except ssl.SSLCertVerificationError as error:
+        return f"certificate refused ({error.verify_message})"
+    except (OSError, ssl.SSLError) as error:
+        return f"no TLS answer ({type(error).__name__}: {str(error)[:80]})"
+    except Exception as error:  # a port-forward that did not start
+        return f"not reached ({type(error).__name__})"
+
+
+def tls_check(platform: Platform) -> Verdict:
+    """Each host's certificate chains to the platform CA alone, for its name, inside the CA's name
+    constraints (OpenSSL checks the constraints as it builds the chain).
+    """
+    from pathlib import Path
+
+    ca = _ca(platform)
+    if not Path(ca).is_file():
+        return failed(f"the CA file {ca} is missing", f"`pulumi stack output -s phase2 caCertPem > {ca}` (or `{UP} --phase 2`)")
+    context = ssl.create_default_context(cafile=ca)  # with a cafile, that file alone: no system certificate is loaded
+    wrong = [f"{host}: {why}" for host, port in _hosts(platform) if (why := _handshake(platform, host, port, context))]
+    if wrong:
+        return failed("; ".join(wrong), "docs/guide/troubleshooting.md; `kubectl -n gitlab get certificates,secrets` shows what is served")
+    return passed(f"{len(_hosts(platform))} hosts present a certificate of the platform CA for their name")
+
+
+def ca_trust_check(platform: Platform) -> Verdict:
+    """The system's own trust store takes GitLab's certificate: browsers, git and curl then trust the platform."""
+    from cli.doctor.machine import machine_family
+    from cli.report import trust_ca_lines
+
+    host, port = _hosts(platform)[0]
+    if _handshake(platform, host, port, platform.system_trust()) is None:
+        return passed(f"the system trusts {host}'s certificate")
+    commands = " ".join(line.split(":", 1)[-1].strip() for line in trust_ca_lines(_ca(platform), machine_family(platform.machine)))
+    return warned(f"the system store does not trust {host} (the platform CA is not in it)", commands or "docs/guide/access.md")
+
+
+def _openbao_props(platform: Platform) -> dict[str, Any]:
+    phase2 = _phase2(platform)
+    forward = {"forward": phase2[outputs.OPENBAO_FORWARD]} if phase2.get(outputs.OPENBAO_FORWARD) else {}
+    return {
+        "address": phase2.get(outputs.OPENBAO_ADDR),
+        "ca_file": phase2.get(outputs.CA_CERT_FILE),
+        "server_name": phase2.get(outputs.OPENBAO_SERVER_NAME),
+        "http_timeout": TIMEOUT,
+        **forward,
+    }
+
+
+def openbao_check(platform: Platform) -> Verdict:
+    from providers.openbao_api import OpenBao
+
+    try:
+        seal = OpenBao(_openbao_props(platform)).seal_status()
+    except Exception as error:
+        return failed(f"OpenBao did not answer: {str(error)[:200]}", f"`uv run blueprint status`; `{UP} --phase 2` unseals it")
+    if not seal.get("initialized") or seal.get("sealed"):
+        state = "sealed" if seal.get("initialized") else "not initialised"
+        return failed(f"OpenBao is {state}", "`kubectl -n openbao logs openbao-0` says why; docs/guide/troubleshooting.md")
+    return passed(f"initialised and unsealed (OpenBao {seal.get('version', '?')})")
+
+
+def _password(platform: Platform, key: str) -> tuple[str, str]:
+    """(the password, its file) of the OpenBao user whose file phase2's output `key` names."""
+    file = str(_phase2(platform).get(key))
+    return platform.secrets.add(outputs.read_required_secret(file, f"the password in {file}")), file
+
+
+def openbao_logins_check(platform: Platform) -> Verdict:
+    """The writer (`blueprint`) and `admin` users log in with their recorded passwords (each token revoked after)."""
+    from components.openbao import ADMIN_USER, WRITER_USER
+    from providers.openbao_api import OpenBao
+
+    bao = OpenBao(_openbao_props(platform))
+    wrong = []
+    for user, key in ((WRITER_USER, outputs.OPENBAO_WRITER_PASSWORD_FILE), (ADMIN_USER, outputs.OPENBAO_ADMIN_PASSWORD_FILE)):
+        try:
+            password, file = _password(platform, key)
+            with bao.logged_in(user, password, file) as token:
+                platform.secrets.add(token)
+        except Exception as error:
+            wrong.append(f"{user}: {platform.secrets.masked(str(error))[:300]}")
+    if wrong:
+        return failed("; ".join(wrong), f"docs/guide/access.md, 'OpenBao'; `{UP} --phase 2` applies the logins again")
+    return passed(f"{WRITER_USER} and {ADMIN_USER} log in")
+
+
+def openbao_kv_check(platform: Platform) -> Verdict:
+    """Every KV path `blueprint secrets` lists holds its key, read as `blueprint secrets --show` reads it
+    (user blueprint), with one login for all of them (a login costs OpenBao a password hash).
+    """
+    from cli.secrets import catalogue
+    from components.openbao import KV_MOUNT, WRITER_USER
+    from providers.openbao_api import OpenBao
+
+    entries, problem = catalogue()
+    in_kv = [entry for entry in entries if entry.path is not None]
+    bao = OpenBao(_openbao_props(platform))
+    password, file = _password(platform, outputs.OPENBAO_WRITER_PASSWORD_FILE)
+    read, errors = {}, {}  # type: dict[str, Any], dict[str, str]
+    with bao.logged_in(WRITER_USER, password, file) as token:
+        platform.secrets.add(token)
+        for path in sorted({str(entry.path) for entry in in_kv}):
+            response = bao.get(f"{KV_MOUNT}/data/{path}", token)
+            if response.status_code == 200:
+                read[path] = (response.json().get("data") or {}).get("data") or {}
+            elif response.status_code != 404:
+                errors[path] = f"{KV_MOUNT}/{path}: HTTP {response.status_code}"
+    unread = list(errors.values())
+    for entry in in_kv:
+        if entry.key in read.get(str(entry.path), {}):
+            platform.secrets.add(str(read[str(entry.path)][entry.key]))
+        elif str(entry.path) not in errors:
+            unread.append(f"{entry.name} ({KV_MOUNT}/{entry.path}, {entry.key})")
+    if unread:
+        return failed(f"{len(unread)} of {len(in_kv)} not readable: " + ", ".join(unread[:6]), f"`{UP}` writes them again")
+    if problem:
+        return warned(f"{len(in_kv)} entries read; {problem}", "apps/apps_manifest.yaml")
+    return passed(f"all {len(in_kv)} KV entries of `uv run blueprint secrets` read")
+
+
+def openbao_root_check(platform: Platform) -> Verdict:
+    """No token with the root policy exists (the self-initialisation revokes root's): as admin, every accessor looked up."""
+    from components.openbao import ADMIN_USER
+    from providers.openbao_api import OpenBao
+
+    bao = OpenBao(_openbao_props(platform))
+    password, file = _password(platform, outputs.OPENBAO_ADMIN_PASSWORD_FILE)
+    with bao.logged_in(ADMIN_USER, password, file) as token:
+        platform.secrets.add(token)
+        listed = bao.request("LIST", "auth/token/accessors", token).json()
+        accessors = (listed.get("data") or {}).get("keys") or []
+        roots = []
+        for accessor in accessors:
+            looked = bao.request("POST", "auth/token/lookup-accessor", token, {"accessor": accessor}).json()
+            if "root" in ((looked.get("data") or {}).get("policies") or []):
+                roots.append(accessor)
+    if roots:
+        return failed(
+            f"{len(roots)} root token(s) exist (accessor {roots[0]})",
+            "as admin (docs/guide/access.md, 'OpenBao'): `uv run bao token revoke -accessor ACCESSOR`",
+        )
+    return passed(f"none among {len(accessors)} tokens has the root policy")

@@ -1,0 +1,198 @@
+"""`blueprint verify`'s core: the runner (parallel, a timeout each, never stopping at a failure,
+skipping what a failure makes meaningless), the report (its schema, its tally, no secret), and the
+command on a machine where nothing runs."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]
+import pytest
+
+from cli.main import parser
+from cli.verify import run as verify_command
+from cli.verify.model import FAIL, PASS, SKIP, Spec, Verdict, failed, passed, run_all, tally, warned
+from cli.verify.report import SCHEMA, Secrets, report, to_table
+from providers import poll
+from tests.cli.doctor.fakes import FakeMachine
+
+WHEN = datetime.datetime(2026, 12, 2, 4, 0, tzinfo=datetime.UTC)
+PLATFORM = {
+    "os": "linux", "arch": "x86_64", "family": "Debian/Ubuntu", "distro": "Debian 12", "container_engine": "docker",
+    "container_engine_version": "Docker version 29.1.3", "kind_version": None, "pulumi_version": None,
+    "kubectl_version": None, "cpus": 8, "memory_bytes": 16 * 1024**3,
+}  # fmt: skip
+
+
+class JumpingClock:
+    """A clock 100 s further on at each reading: any check still running at the runner's next look is past its timeout."""
+
+    def __init__(self) -> None:
+        self.time = 0.0
+
+    def now(self) -> float:
+        self.time += 100
+        return self.time
+
+    def sleep(self, seconds: float) -> None:
+        self.time += seconds
+
+
+@pytest.fixture
+def jumping(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(poll, "CLOCK", poll.Clock(JumpingClock().now, JumpingClock().sleep))
+
+
+def test_independent_checks_run_at_once() -> None:
+    both = threading.Barrier(2, timeout=30)  # only passes when the two checks run side by side
+
+    def meet() -> Verdict:
+        both.wait()
+        return passed("met")
+
+    results = run_all([Spec(name="a", run=meet), Spec(name="b", run=meet)], tick=0.01)
+    assert [result.status for result in results] == [PASS, PASS]
+
+
+def test_a_failure_stops_no_other_check() -> None:
+    results = run_all([Spec(name="first", run=lambda: failed("broken", "fix it")), Spec(name="second", run=lambda: passed("fine"))])
+    assert [(result.name, result.status) for result in results] == [("first", FAIL), ("second", PASS)]
+    assert results[0].fix == "fix it"
+
+
+def test_a_check_whose_need_failed_is_skipped_naming_it() -> None:
+    results = run_all(
+        [
+            Spec(name="engine", run=lambda: failed("down", "start it")),
+            Spec(name="nodes", run=lambda: passed("never asked"), needs=("engine",)),
+            Spec(name="apps", run=lambda: passed("never asked"), needs=("nodes",)),
+        ]
+    )
+    assert [(result.status, result.skipped_because) for result in results[1:]] == [(SKIP, "engine"), (SKIP, "nodes")]
+    assert "engine, which failed" in results[1].saw
+
+
+def test_a_check_past_its_timeout_fails_with_a_fix(jumping: None) -> None:
+    release = threading.Event()
+    try:
+        results = run_all(
+            [Spec(name="stuck", run=lambda: (release.wait(), passed("late"))[1], timeout=30), Spec(name="quick", run=lambda: passed("ok"))],
+            tick=0.01,
+        )
+    finally:
+        release.set()
+    assert results[0].status == FAIL
+    assert "no answer within 30 s" in results[0].saw
+    assert results[0].fix
+
+
+def test_a_check_that_raises_is_a_failure_not_a_traceback() -> None:
+    def broken() -> object:
+        raise KeyError("gitlabUrl")
+
+    [result] = run_all([Spec(name="broken", run=broken)])  # type: ignore[arg-type]
+    assert result.status == FAIL
+    assert "KeyError" in result.saw
+    assert result.fix
+
+
+def test_the_tally_counts_each_status() -> None:
+    results = run_all([Spec(name=f"ok{i}", run=lambda: passed("ok")) for i in range(27)] + [Spec(name="w", run=lambda: warned("hm", "do"))])
+    assert tally(results) == "27 pass, 1 warn, 0 fail"
+
+
+def test_the_report_holds_to_its_schema() -> None:
+    results = run_all([Spec(name="a", run=lambda: failed("x", "y")), Spec(name="b", run=lambda: passed("z"), needs=("a",))])
+    document = report(results, PLATFORM, Secrets(), when=WHEN)
+    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
+    assert document["when"] == "2026-12-02T04:00:00+00:00"
+    assert document["summary"] == "0 pass, 0 warn, 1 fail, 1 skipped"
+
+
+def test_the_table_ends_with_the_tally_and_shows_each_fix() -> None:
+    results = run_all([Spec(name="engine", run=lambda: failed("down", "`sudo service docker start`"))])
+    table = to_table(report(results, PLATFORM, Secrets(), when=WHEN))
+    assert "FAIL  engine  down\n      fix: `sudo service docker start`\n0 pass, 0 warn, 1 fail\n" in table
+
+
+def test_a_secret_a_check_read_is_masked_wherever_it_shows() -> None:
+    secrets = Secrets()
+    secret = secrets.add("hunter2-0123456789")
+    results = run_all([Spec(name="leaky", run=lambda: failed(f"answered {secret}", f"use {secret}"))])
+    shown = json.dumps(report(results, PLATFORM, secrets, when=WHEN))
+    assert secret not in shown
+    assert "[secret]" in shown
+
+
+@pytest.fixture(scope="module")
+def on_nothing() -> tuple[int, dict[str, Any]]:
+    """`blueprint verify --json` on a machine with none of the tools: no engine, no Pulumi, no cluster."""
+    out = io.StringIO()
+    code = verify_command(parser().parse_args(["verify", "--json"]), out, machine=FakeMachine(tools={}, outputs={}))
+    return code, json.loads(out.getvalue())
+
+
+def test_verify_on_a_machine_where_nothing_runs_fails_with_each_fix(on_nothing: tuple[int, dict[str, Any]]) -> None:
+    code, document = on_nothing
+    checks = document["checks"]
+    assert code == 1
+    assert isinstance(checks, list)
+    assert len(checks) >= 15
+    assert all(check["fix"] for check in checks if check["status"] == FAIL)
+    assert {check["name"] for check in checks if check["status"] == FAIL} >= {"container engine", "Pulumi CLI"}
+
+
+def test_verify_reports_the_blueprint_version_platform_and_time(on_nothing: tuple[int, dict[str, Any]]) -> None:
+    _, document = on_nothing
+    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
+    assert {"blueprint_version", "platform", "when"} <= set(document)
+
+
+def test_verify_is_listed_in_blueprint_help() -> None:
+    assert "verify" in parser().format_help()
+
+
+def test_a_phase_gets_its_own_checks_and_those_they_need() -> None:
+    from cli.verify import chosen, specs
+    from tests.cli.verify.platforms import platform_on
+
+    names = [spec.name for spec in chosen(specs(platform_on()), "1")]
+    assert names == [
+        "container engine",
+        "Pulumi CLI",
+        "stack phase1",
+        "cluster nodes",
+        "cluster identity",
+        "image cache",
+        "nodes use the image cache",
+    ]
+
+
+def test_the_fast_checks_leave_the_slow_ones_to_verify_and_name_each_failure() -> None:
+    from cli.verify import fast_tally
+    from tests.cli.verify.platforms import platform_on
+
+    line = fast_tally(platform_on(FakeMachine(tools={}, outputs={})), "all")
+    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 22 skipped; failed: container engine, Pulumi CLI")
+    assert line.endswith("(`uv run blueprint verify` shows each, with its fix)")
+
+
+def test_the_dev_stack_is_one_stack_check_that_every_phases_checks_need() -> None:
+    from cli.verify import chosen, specs
+    from tests.cli.verify.platforms import platform_on
+
+    checked = chosen(specs(platform_on(), dev=True), "all")
+    assert [spec.name for spec in checked if spec.name.startswith("stack ")] == ["stack dev"]
+    assert {need for spec in checked for need in spec.needs if need.startswith("stack ")} == {"stack dev"}
+
+
+def test_output_writes_the_json_report_to_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "report.json"
+    args = parser().parse_args(["verify", "--output", str(target)])
+    assert verify_command(args, io.StringIO(), machine=FakeMachine(tools={}, outputs={})) == 1
+    assert len(json.loads(target.read_text())["checks"]) >= 15

@@ -1,0 +1,177 @@
+"""`blueprint verify`'s checks of GitLab through the GitLab stub (tests/providers/gitlab_stub.py):
+the API with root's token, the token's scopes and expiry, the group and the manifest's projects, the
+Runners, the latest pipelines; each seen passing and failing with its fix, never showing the token."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apps_manifest import load_manifest
+from cli.verify import gitlab as gitlab_checks
+from cli.verify.checks import Platform
+from cli.verify.model import FAIL, PASS, WARN
+from components.gitlab_projects import variables
+from stacks import outputs
+from tests.cli.verify.platforms import platform_on
+from tests.providers.gitlab_stub import TOKEN, GitLabState, GitLabStub, serving
+
+PROJECTS = [project.name for project in load_manifest(files=False)]
+REGISTRY = "registry.blueprint.test"
+KUBECONFIG = "apiVersion: v1\nusers: [{name: deployer, user: {token: kubeconfig-token-0123456789}}]\n"
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[tuple[type[GitLabStub], str]]:
+    """One stub server for the module; each test gives it a GitLab of its own (`state`)."""
+    handler = type("Stub", (GitLabStub,), {"state": GitLabState()})
+    with serving(handler) as url:
+        yield handler, url
+
+
+@pytest.fixture
+def state(stub: tuple[type[GitLabStub], str]) -> GitLabState:
+    """A healthy platform's GitLab: the group with every project, two online runners, a green pipeline."""
+    made = GitLabState()
+    group = made.add_group("blueprint-apps")
+    made.add_variable(f"groups/{group['id']}", "DEPLOY_KUBECONFIG", KUBECONFIG).update(variable_type="file", protected=True)
+    made.add_variable(f"groups/{group['id']}", "BLUEPRINT_DOMAIN", "blueprint.test")
+    for project in load_manifest(files=False):
+        made_project = made.add_project(group, project.name)
+        for key, value in variables(project, registry_host=REGISTRY, domain="blueprint.test").items():
+            made.add_variable(f"projects/{made_project['id']}", key, value)
+    for description, tags in (("default", ["blueprint"]), ("builds", ["blueprint-build"])):
+        made.add_runner(description, tags, group=group)["status"] = "online"
+    made.repository.pipelines.append({"id": 1, "status": "success"})
+    stub[0].state = made
+    return made
+
+
+def _platform(stub: tuple[type[GitLabStub], str], state: GitLabState, folder: Path, token: str = TOKEN) -> Platform:
+    (folder / "admin-token").write_text(token.removeprefix(outputs.ADMIN_TOKEN_PREFIX) + "\n")
+    group = next(iter(state.groups))
+    phase2 = {
+        outputs.GITLAB_URL: stub[1], outputs.CA_CERT_FILE: str(folder / "ca.crt"),
+        outputs.ADMIN_TOKEN_FILE: str(folder / "admin-token"), outputs.APPS_GROUP_ID: str(group),
+    }  # fmt: skip
+    return platform_on(stacks={"phase1": {outputs.DOMAIN: "blueprint.test"}, "phase2": {**phase2, outputs.REGISTRY_HOST: REGISTRY}})
+
+
+def test_the_api_passes_with_roots_token(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.gitlab_api_check(_platform(stub, state, tmp_path))
+    assert verdict.status == PASS
+    assert "GitLab 19.1.0" in verdict.saw
+
+
+def test_the_api_fails_on_a_token_it_refuses_without_showing_it(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.gitlab_api_check(_platform(stub, state, tmp_path, token="glpat-not-the-token-4567"))
+    assert verdict.status == FAIL
+    assert "HTTP 401" in verdict.saw
+    assert "not-the-token" not in verdict.saw
+    assert verdict.fix
+
+
+def test_the_api_fails_with_the_up_that_writes_a_missing_token_file(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path)
+    (tmp_path / "admin-token").unlink()
+    verdict = gitlab_checks.gitlab_api_check(platform)
+    assert verdict.status == FAIL
+    assert "--phase 2" in verdict.fix
+
+
+def _today() -> datetime.date:
+    return datetime.date(2027, 1, 1)
+
+
+def test_the_token_passes_with_its_scopes_and_far_expiry(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.gitlab_token_check(_platform(stub, state, tmp_path), today=_today)
+    assert verdict.status == PASS
+    assert "expires 2027-06-30" in verdict.saw
+
+
+def test_the_token_about_to_expire_is_a_warning(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.token_expires = "2027-01-05"
+    verdict = gitlab_checks.gitlab_token_check(_platform(stub, state, tmp_path), today=_today)
+    assert verdict.status == WARN
+    assert "in 4 days" in verdict.saw
+    assert "renews" in verdict.fix
+
+
+def test_the_token_without_a_scope_fails_naming_it(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.token_scopes.discard("api")
+    verdict = gitlab_checks.gitlab_token_check(_platform(stub, state, tmp_path), today=_today)
+    assert verdict.status == FAIL
+    assert "missing api" in verdict.saw
+    assert verdict.fix
+
+
+def test_the_projects_pass_when_the_group_holds_every_one(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.gitlab_projects_check(_platform(stub, state, tmp_path))
+    assert verdict.status == PASS
+    assert f"all {len(PROJECTS)} projects" in verdict.saw
+
+
+def test_the_projects_fail_naming_one_missing(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    gone = next(id_ for id_, project in state.projects.items() if project["path"] == PROJECTS[0])
+    del state.projects[gone]
+    verdict = gitlab_checks.gitlab_projects_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert PROJECTS[0] in verdict.saw
+    assert "--phase 3" in verdict.fix
+
+
+def test_the_runners_pass_online_with_their_tags(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.runners_check(_platform(stub, state, tmp_path))
+    assert verdict.status == PASS
+    assert "tags blueprint-build" in verdict.saw
+    assert "not_protected" in verdict.saw
+
+
+def test_the_runners_fail_naming_one_offline(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    next(iter(state.runners.values()))["status"] = "offline"
+    verdict = gitlab_checks.runners_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert "1 of 2 runners online" in verdict.saw
+    assert "offline" in verdict.saw
+    assert verdict.fix
+
+
+def test_the_pipelines_pass_when_each_latest_succeeded(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.pipelines_check(_platform(stub, state, tmp_path))
+    assert verdict.status == PASS
+    assert verdict.saw == f"{len(PROJECTS)}/{len(PROJECTS)} latest pipelines succeeded"
+
+
+def test_the_pipelines_fail_with_the_tally_and_each_status(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.repository.pipelines.append({"id": 2, "status": "failed"})
+    verdict = gitlab_checks.pipelines_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith(f"0/{len(PROJECTS)} latest")
+    assert f"{PROJECTS[0]}: failed" in verdict.saw
+
+
+def test_the_ci_variables_pass_as_designed_and_their_values_are_masked(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path)
+    verdict = gitlab_checks.ci_variables_check(platform)
+    assert verdict.status == PASS
+    assert "kubeconfig-token" not in platform.secrets.masked(f"saw {KUBECONFIG}")
+
+
+def test_the_ci_variables_fail_on_the_deploy_kubeconfig_unprotected(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.variable(f"groups/{next(iter(state.groups))}", "DEPLOY_KUBECONFIG")["protected"] = False
+    verdict = gitlab_checks.ci_variables_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert "blueprint-apps: DEPLOY_KUBECONFIG is file, not protected" in verdict.saw
+    assert "--phase 3" in verdict.fix
+
+
+def test_the_ci_variables_fail_naming_one_missing(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    holder = f"groups/{next(iter(state.groups))}"
+    state.variables[holder] = [variable for variable in state.variables[holder] if variable["key"] != "BLUEPRINT_DOMAIN"]
+    verdict = gitlab_checks.ci_variables_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert "blueprint-apps: BLUEPRINT_DOMAIN missing" in verdict.saw

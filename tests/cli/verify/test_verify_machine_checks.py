@@ -1,0 +1,208 @@
+"""`blueprint verify`'s checks of the machine, the stacks and the cluster, each seen passing and
+failing with its fix, against the doctor's FakeMachine (fake docker, kind, kubectl) and a FakeRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cli.verify import checks
+from cli.verify.model import FAIL, PASS, SKIP
+from cli.verify.services import Answer
+from components.image_cache import mirror_container
+from stacks import outputs
+from tests.cli.doctor.fakes import FakeMachine
+from tests.cli.fake_runner import FakeRunner
+from tests.cli.verify.platforms import PHASE1, Answers, platform_on
+from versions import BLUEPRINT
+
+
+def _node(name: str, ready: str = "True", **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels}, "status": {"conditions": [{"type": "Ready", "status": ready}]}}
+
+
+def _kubectl(*nodes: dict[str, Any]) -> FakeMachine:
+    return FakeMachine(outputs={"kubectl --context": (0, json.dumps({"items": list(nodes)}))})
+
+
+NODES = (
+    _node("blueprint-control-plane"),
+    _node("blueprint-worker", **{"blueprint/role": "gitlab"}),
+    _node("w2", **{"blueprint/role": "runner"}),
+)
+
+
+def test_the_engine_check_passes_when_docker_answers() -> None:
+    verdict = checks.engine_check(platform_on(FakeMachine()))
+    assert verdict.status == PASS
+
+
+def test_the_engine_check_fails_with_its_fix_when_docker_does_not_answer() -> None:
+    machine = FakeMachine(outputs={"docker info": (1, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.")})
+    verdict = checks.engine_check(platform_on(machine))
+    assert verdict.status == FAIL
+    assert "Cannot connect" in verdict.saw
+    assert verdict.fix
+
+
+def test_the_pulumi_check_passes_with_a_recent_cli() -> None:
+    assert checks.pulumi_cli_check(platform_on(FakeMachine())).status == PASS
+
+
+def test_the_pulumi_check_fails_with_its_fix_without_the_cli() -> None:
+    verdict = checks.pulumi_cli_check(platform_on(FakeMachine(tools={})))
+    assert verdict.status == FAIL
+    assert "pulumi" in verdict.fix.lower()
+
+
+def _stack(values: dict[str, Any] | None, pending: list[dict[str, Any]] | None = None) -> tuple[Any, Any]:
+    runner = FakeRunner({"phase1": values} if values is not None else {})
+    runner.export_state = lambda stack: {"deployment": {"resources": [], "pending_operations": pending or []}}  # type: ignore[method-assign]
+    platform = platform_on(runner=runner)
+    return platform, checks.stack_up_check(platform, "phase1", ("phase1",))
+
+
+def test_a_stack_up_at_this_release_passes_and_hands_its_outputs_on() -> None:
+    platform, verdict = _stack({**PHASE1, outputs.BLUEPRINT_VERSION: BLUEPRINT})
+    assert verdict.status == PASS
+    assert platform.of("phase1")[outputs.CLUSTER_NAME] == "blueprint"
+
+
+def test_a_stack_not_up_fails_with_the_up_of_its_phase() -> None:
+    _, verdict = _stack(None)
+    assert verdict.status == FAIL
+    assert verdict.fix == "`uv run blueprint up --phase 1`"
+
+
+def test_a_stack_of_another_release_fails() -> None:
+    _, verdict = _stack({**PHASE1, outputs.BLUEPRINT_VERSION: "0.0.9"})
+    assert verdict.status == FAIL
+    assert "0.0.9" in verdict.saw
+    assert "uv run blueprint up" in verdict.fix
+
+
+def test_a_stack_with_a_pending_operation_fails_naming_it() -> None:
+    pending = [{"type": "creating", "resource": {"urn": "urn:pulumi:phase1::blueprint::command:local:Command::blueprint-cluster"}}]
+    _, verdict = _stack({**PHASE1, outputs.BLUEPRINT_VERSION: BLUEPRINT}, pending)
+    assert verdict.status == FAIL
+    assert "creating blueprint-cluster" in verdict.saw
+    assert "Pending operations" in verdict.fix
+
+
+def test_the_nodes_check_passes_with_every_node_ready_and_labelled() -> None:
+    verdict = checks.nodes_check(platform_on(_kubectl(*NODES), {"phase1": PHASE1}))
+    assert verdict.status == PASS
+    assert "3 nodes Ready" in verdict.saw
+
+
+def test_the_nodes_check_fails_naming_a_node_not_ready() -> None:
+    verdict = checks.nodes_check(platform_on(_kubectl(*NODES[:2], _node("w2", "False")), {"phase1": PHASE1}))
+    assert verdict.status == FAIL
+    assert "w2" in verdict.saw
+    assert "kubectl describe node" in verdict.fix
+
+
+def test_the_nodes_check_fails_when_no_node_carries_a_label() -> None:
+    verdict = checks.nodes_check(platform_on(_kubectl(*NODES[:2]), {"phase1": PHASE1}))
+    assert verdict.status == FAIL
+    assert "blueprint/role=runner" in verdict.saw
+
+
+def test_the_nodes_check_fails_when_the_cluster_does_not_answer() -> None:
+    machine = FakeMachine(outputs={"kubectl --context": (1, "Unable to connect to the server: dial tcp 127.0.0.1:6443")})
+    verdict = checks.nodes_check(platform_on(machine, {"phase1": PHASE1}))
+    assert verdict.status == FAIL
+    assert "Unable to connect" in verdict.saw
+    assert verdict.fix
+
+
+def test_the_identity_check_passes_when_kind_runs_the_recorded_cluster() -> None:
+    machine = FakeMachine(outputs={"env KIND_EXPERIMENTAL_PROVIDER=": (0, "blueprint\nother\n")})
+    assert checks.identity_check(platform_on(machine, {"phase1": PHASE1})).status == PASS
+
+
+def test_the_identity_check_fails_when_kind_has_no_such_cluster() -> None:
+    machine = FakeMachine(outputs={"env KIND_EXPERIMENTAL_PROVIDER=": (0, "other\n")})
+    verdict = checks.identity_check(platform_on(machine, {"phase1": PHASE1}))
+    assert verdict.status == FAIL
+    assert "no kind cluster blueprint" in verdict.saw
+    assert verdict.fix == "`uv run blueprint up --phase 1`"
+
+
+EXISTING = {**PHASE1, outputs.CLUSTER_TYPE: "existing", outputs.KUBE_CONTEXT: "prod", outputs.CLUSTER_ID: "uid-1"}
+
+
+def test_the_identity_check_passes_when_the_context_reaches_the_recorded_cluster() -> None:
+    machine = FakeMachine(outputs={"kubectl --context": (0, "uid-1")})
+    assert checks.identity_check(platform_on(machine, {"phase1": EXISTING})).status == PASS
+
+
+def test_the_identity_check_fails_when_the_context_reaches_another_cluster() -> None:
+    machine = FakeMachine(outputs={"kubectl --context": (0, "uid-2")})
+    verdict = checks.identity_check(platform_on(machine, {"phase1": EXISTING}))
+    assert verdict.status == FAIL
+    assert "another cluster" in verdict.saw
+    assert "existing-cluster.md" in verdict.fix
+
+
+MIRROR = mirror_container("blueprint", "docker.io")
+
+
+def test_the_image_cache_check_passes_when_each_mirror_runs_and_answers() -> None:
+    machine = FakeMachine(outputs={"docker ps": (0, f"{MIRROR}\tUp 2 hours\n")})
+    answers = Answers({"http://172.30.0.10:5000/v2/": Answer(200)})
+    assert checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}, ask=answers)).status == PASS
+
+
+def test_the_image_cache_check_fails_on_a_stopped_mirror() -> None:
+    machine = FakeMachine(outputs={"docker ps": (0, f"{MIRROR}\tExited (2) 1 hour ago\n")})
+    verdict = checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}))
+    assert verdict.status == FAIL
+    assert "docker.io" in verdict.saw
+    assert "--phase 1" in verdict.fix
+
+
+def test_the_image_cache_check_fails_on_a_mirror_that_does_not_answer() -> None:
+    machine = FakeMachine(outputs={"docker ps": (0, f"{MIRROR}\tUp 2 hours\n")})
+    verdict = checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}))
+    assert verdict.status == FAIL
+    assert "not answering /v2/" in verdict.saw
+    assert verdict.fix
+
+
+def test_the_image_cache_check_is_skipped_on_an_existing_cluster() -> None:
+    assert checks.image_cache_check(platform_on(FakeMachine(), {"phase1": EXISTING})).status == SKIP
+
+
+def test_the_names_check_passes_when_every_name_resolves_to_loopback() -> None:
+    assert checks.names_check(platform_on(FakeMachine(), {"phase1": PHASE1})).status == PASS
+
+
+def test_the_names_check_fails_with_the_hosts_line() -> None:
+    machine = FakeMachine(addresses={"gitlab.blueprint.test": None})
+    verdict = checks.names_check(platform_on(machine, {"phase1": PHASE1}))
+    assert verdict.status == FAIL
+    assert "127.0.0.1 gitlab.blueprint.test" in verdict.fix
+
+
+def _hosts_dir(folder: Path, text: str | None) -> dict[str, Any]:
+    from components.image_cache import hosts_toml
+
+    (folder / "docker.io").mkdir()
+    (folder / "docker.io" / "hosts.toml").write_text(hosts_toml("blueprint", "docker.io") if text is None else text)
+    return {**PHASE1, outputs.REGISTRY_HOSTS_DIR: str(folder)}
+
+
+def test_the_nodes_use_the_cache_when_each_hosts_toml_points_at_its_mirror(tmp_path: Path) -> None:
+    verdict = checks.nodes_use_cache_check(platform_on(stacks={"phase1": _hosts_dir(tmp_path, None)}))
+    assert verdict.status == PASS
+
+
+def test_the_nodes_do_not_use_the_cache_when_a_hosts_toml_was_changed(tmp_path: Path) -> None:
+    verdict = checks.nodes_use_cache_check(
+        platform_on(stacks={"phase1": _hosts_dir(tmp_path, 'server = "https://registry-1.docker.io"\n')})
+    )
+    assert verdict.status == FAIL
+    assert "docker.io/hosts.toml is not the one phase1 wrote" in verdict.saw
+    assert verdict.fix == "`uv run blueprint up --phase 1` writes them again"

@@ -1,0 +1,206 @@
+"""`blueprint verify`'s checks of what answers from the laptop, each seen passing and failing with
+its fix: TLS against a local server whose certificates the project's own CA code made
+(tests/providers/bao_tls.py), the system store, SSH's banner, OpenBao as a real `bao` server, and
+GitLab, its Runners and pipelines as the GitLab stub."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import socketserver
+import ssl
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli.verify import gitlab as gitlab_checks
+from cli.verify import services
+from cli.verify.model import FAIL, PASS, SKIP, WARN
+from cli.verify.services import Answer
+from stacks import outputs
+from tests.cli.verify.platforms import PHASE1, Answers, platform_on
+from tests.providers.bao_tls import Pki, issue
+
+GITLAB, REGISTRY = "gitlab.blueprint.test", "registry.blueprint.test"
+
+
+class Served:
+    """A TLS listener on loopback that presents, for each name asked (SNI), the certificate `by_name` holds."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, ssl.SSLContext] = {}
+        served = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.sni_callback = lambda conn, name, _: (
+                    setattr(conn, "context", served.by_name[str(name)]) if name in served.by_name else None
+                )
+                with contextlib.suppress(OSError), context.wrap_socket(self.request, server_side=True) as tls:
+                    tls.recv(1)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def serve(self, name: str, pki: Pki) -> None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(pki.cert_file, pki.key_file)
+        self.by_name[name] = context
+
+    def dial(self, host: str, port: int) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.server.server_address[1]), timeout=10)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """The platform CA (name-constrained to blueprint.test, by providers/ca_certificate.py) and GitLab's leaf."""
+    return issue(tmp_path_factory.mktemp("ca"), name=GITLAB)
+
+
+@pytest.fixture(scope="module")
+def served(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    server = Served()
+    server.serve(GITLAB, pki)
+    server.serve(REGISTRY, issue(tmp_path_factory.mktemp("registry"), name=REGISTRY, by=pki))
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def _phase2(pki: Pki, **more: Any) -> dict[str, Any]:
+    return {outputs.CA_CERT_FILE: str(pki.ca_file), outputs.GITLAB_URL: f"https://{GITLAB}", outputs.REGISTRY_HOST: REGISTRY, **more}
+
+
+def test_tls_passes_when_every_host_chains_to_the_platform_ca(pki: Pki, served: Served) -> None:
+    verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial))
+    assert verdict.status == PASS
+    assert "2 hosts" in verdict.saw
+
+
+def test_tls_fails_on_a_host_whose_certificate_another_ca_made(pki: Pki, served: Served, tmp_path: Path) -> None:
+    served.serve("app.blueprint.test", issue(tmp_path, name="app.blueprint.test"))
+    phase3 = {outputs.APP_URLS: {"app": "https://app.blueprint.test"}}
+    verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki), "phase3": phase3}, dial=served.dial))
+    assert verdict.status == FAIL
+    assert "app.blueprint.test: certificate refused" in verdict.saw
+    assert verdict.fix
+
+
+def test_tls_fails_on_a_name_outside_the_cas_name_constraints(pki: Pki, served: Served, tmp_path: Path) -> None:
+    served.serve("app.elsewhere.test", issue(tmp_path, name="app.elsewhere.test", by=pki))
+    phase3 = {outputs.APP_URLS: {"app": "https://app.elsewhere.test"}}
+    verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki), "phase3": phase3}, dial=served.dial))
+    assert verdict.status == FAIL
+    assert "app.elsewhere.test: certificate refused (permitted subtree violation)" in verdict.saw
+
+
+def test_tls_fails_with_the_command_that_writes_a_missing_ca_file_again(tmp_path: Path) -> None:
+    phase2 = {outputs.CA_CERT_FILE: str(tmp_path / "ca.crt"), outputs.GITLAB_URL: f"https://{GITLAB}", outputs.REGISTRY_HOST: REGISTRY}
+    verdict = services.tls_check(platform_on(stacks={"phase2": phase2}))
+    assert verdict.status == FAIL
+    assert "caCertPem" in verdict.fix
+
+
+def test_the_ca_in_the_system_store_passes_when_the_system_trusts_gitlab(pki: Pki, served: Served) -> None:
+    trusting = lambda: ssl.create_default_context(cafile=str(pki.ca_file))  # noqa: E731
+    verdict = services.ca_trust_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial, trust=trusting))
+    assert verdict.status == PASS
+
+
+def test_the_ca_not_in_the_system_store_is_a_warning_with_the_command(pki: Pki, served: Served) -> None:
+    verdict = services.ca_trust_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial))
+    assert verdict.status == WARN
+    assert str(pki.ca_file) in verdict.fix
+
+
+@pytest.fixture(scope="module")
+def ssh() -> Iterator[tuple[list[bytes], int]]:
+    """A TCP server on loopback that greets each connection with `banner[0]`."""
+    banner = [b"SSH-2.0-GitLab-SSHD\r\n"]
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.sendall(banner[0])
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield banner, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def _ssh_platform(pki: Pki, port: int) -> Any:
+    dial = lambda host, _: socket.create_connection(("127.0.0.1", port), timeout=10)  # noqa: E731
+    return platform_on(stacks={"phase1": PHASE1, "phase2": _phase2(pki)}, dial=dial)
+
+
+def test_ssh_passes_on_gitlabs_banner(pki: Pki, ssh: tuple[list[bytes], int]) -> None:
+    verdict = gitlab_checks.ssh_check(_ssh_platform(pki, ssh[1]))
+    assert verdict.status == PASS
+    assert "SSH-2.0-GitLab-SSHD" in verdict.saw
+    assert ":2222" in verdict.saw
+
+
+def test_ssh_fails_when_something_else_answers_on_its_port(pki: Pki, ssh: tuple[list[bytes], int]) -> None:
+    ssh[0][0] = b"HTTP/1.1 400 Bad Request\r\n"
+    try:
+        verdict = gitlab_checks.ssh_check(_ssh_platform(pki, ssh[1]))
+    finally:
+        ssh[0][0] = b"SSH-2.0-GitLab-SSHD\r\n"
+    assert verdict.status == FAIL
+    assert "not as SSH" in verdict.saw
+    assert "2222" in verdict.fix
+
+
+def test_ssh_fails_when_nothing_answers(pki: Pki) -> None:
+    verdict = gitlab_checks.ssh_check(platform_on(stacks={"phase1": PHASE1, "phase2": _phase2(pki)}))
+    assert verdict.status == FAIL
+    assert "nothing answers" in verdict.saw
+    assert verdict.fix
+
+
+def test_apps_pass_when_each_healthz_answers() -> None:
+    answers = Answers({"https://app.blueprint.test/healthz": Answer(200)})
+    stacks: dict[str, dict[str, Any]] = {
+        "phase2": {outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}},
+    }
+    assert gitlab_checks.apps_check(platform_on(stacks=stacks, ask=answers)).status == PASS
+
+
+def test_apps_fail_naming_the_app_that_does_not_answer() -> None:
+    answers = Answers({"https://app.blueprint.test/healthz": Answer(503, said="HTTP 503")})
+    stacks: dict[str, dict[str, Any]] = {
+        "phase2": {outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}},
+    }
+    verdict = gitlab_checks.apps_check(platform_on(stacks=stacks, ask=answers))
+    assert verdict.status == FAIL
+    assert "app: HTTP 503" in verdict.saw
+    assert verdict.fix
+
+
+HEADLAMP_ON = {**PHASE1, outputs.HEADLAMP: True}
+
+
+def test_headlamp_passes_when_its_route_answers() -> None:
+    answers = Answers({"https://headlamp.blueprint.test/": Answer(200)})
+    stacks = {"phase1": HEADLAMP_ON, "phase2": {outputs.GITLAB_URL: f"https://{GITLAB}", outputs.CA_CERT_FILE: "/ca.crt"}}
+    assert gitlab_checks.headlamp_check(platform_on(stacks=stacks, ask=answers)).status == PASS
+
+
+def test_headlamp_fails_when_its_route_does_not_answer() -> None:
+    stacks = {"phase1": HEADLAMP_ON, "phase2": {outputs.GITLAB_URL: f"https://{GITLAB}:8443", outputs.CA_CERT_FILE: "/ca.crt"}}
+    verdict = gitlab_checks.headlamp_check(platform_on(stacks=stacks))
+    assert verdict.status == FAIL
+    assert "https://headlamp.blueprint.test:8443/" in verdict.saw
+    assert "Headlamp" in verdict.fix
+
+
+def test_headlamp_is_skipped_when_off() -> None:
+    assert gitlab_checks.headlamp_check(platform_on(stacks={"phase1": PHASE1, "phase2": {}})).status == SKIP
