@@ -63,12 +63,15 @@ def _logs_in(bao: OpenBao, user: str) -> bool:
     return False
 
 
-def _refusing_user(bao: OpenBao, token: str) -> str | None:
+def _refusing_user(bao: OpenBao, token: str, logged_in: str) -> str | None:
     """The first user the requests make that exists already and does not log in with its file's
-    password: blueprint must not give it its policies.
+    password: blueprint must not give it its policies. User `logged_in` has just logged in with that
+    password (`token` is its): it is not asked again (a userpass login costs the server a bcrypt).
     """
     for request in bao.props["requests"]:
         path = str(request["path"])
+        if path == f"auth/userpass/users/{logged_in}":
+            continue
         # A user that does not exist, or a userpass not mounted, reads as 404 (verified against bao 2.7.2).
         if path.startswith("auth/userpass/users/") and _is_env(request["data"].get("password")) and _exists(bao, path, token):
             user = path.rsplit("/", 1)[1]
@@ -85,13 +88,13 @@ def _exists(bao: OpenBao, path: str, token: str) -> bool:
     return True
 
 
-def configure(bao: OpenBao, token: str) -> None:
-    """Apply `requests` with `token`, idempotently: what self-initialisation did on a vault's first start.
-    A user that exists and refuses its file's password is refused before anything is written: its
-    policies stay as they are.
+def configure(bao: OpenBao, token: str, logged_in: str) -> None:
+    """Apply `requests` with `token` (user `logged_in`'s, from the password the requests give it),
+    idempotently: what self-initialisation did on a vault's first start. A user that exists and
+    refuses its file's password is refused before anything is written: its policies stay as they are.
     """
     props = bao.props
-    if (user := _refusing_user(bao, token)) is not None:
+    if (user := _refusing_user(bao, token, logged_in)) is not None:
         raise wrong_password_error(props, user, _password_file(props, user))
     for request in props["requests"]:
         path, data = str(request["path"]), dict(request["data"])
@@ -142,7 +145,7 @@ def converge_once(props: dict[str, Any]) -> None:
     bao.ready()
     admin, admin_file = str(props["admin_username"]), str(props["admin_password_file"])
     with bao.logged_in(admin, _user_password(props, admin), admin_file) as token:
-        configure(bao, token)
+        configure(bao, token, admin)
     check_writer(bao)
 
 
