@@ -17,6 +17,7 @@ from typing import Any
 from cli.doctor.machine import Machine, first_line
 from cli.verify.model import Verdict, failed, passed, skipped, warned
 from cli.verify.report import Secrets
+from providers.kubectl import kubectl_argv
 from stacks import outputs
 
 ENGINE, PULUMI_CLI = "container engine", "Pulumi CLI"
@@ -62,7 +63,7 @@ class Platform:
 
     def kubectl(self, *argv: str, timeout: float = 30) -> tuple[int, str]:
         """Run kubectl against the platform's cluster."""
-        return self.machine.run(["kubectl", "--context", self.context, "--request-timeout=20s", *argv], timeout=timeout)
+        return self.machine.run(kubectl_argv(self.context, *argv), timeout=timeout)
 
 
 def engine_check(platform: Platform) -> Verdict:
