@@ -53,14 +53,20 @@ class StandInEngine:
         return None
 
 
-def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = None) -> Runtime:
+def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = None, *, destroying: bool = False) -> Runtime:
     """The runtime the plan runs the program with: its checkout id and platform, every secret
     config key's value a stand-in, since the plan cannot decrypt it, and `layout_records` (None:
     none, a new platform) for the records beside the data, since the plan reads no host folder.
+    `destroying`: the program runs as `blueprint destroy` runs it (`Runtime.destroying`).
     """
     records = layout_records or RecordedLayout()
     return Runtime(
-        checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM, layout_records=records, engine=StandInEngine()
+        checkout_id=CHECKOUT_ID,
+        stand_in_keys=frozenset(secret_keys),
+        platform=PLATFORM,
+        layout_records=records,
+        engine=StandInEngine(),
+        destroying=destroying,
     )
 
 
