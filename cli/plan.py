@@ -415,11 +415,10 @@ def plan(
     it reads from reads is wrong (each program's own first check, run here first over the whole
     chain, so every problem is said at once, each under its stack).
     `planned_upstream` holds upstream stacks' plans already made with the same overrides (none: each
-    is planned here, once, and kept there).
-    `destroying`: run `stack`'s program as `blueprint destroy` runs it (`stacks.runtime.Runtime.destroying`),
-    which checks no stack file first.
+    is planned here, once, and kept there). `destroying`: run the programs as `blueprint destroy` runs
+    phase2's (`stacks.runtime.Runtime.destroying`), with no check of the stack files first.
     """
-    with listed_once():  # the apps folders, as git lists them, for the whole plan
+    with listed_once(), stand_ins.destroying_runs(destroying):  # the apps folders, as git lists them, for the whole plan
         if stack in STACK_PHASES:
             from stacks.validation import check_stack_files
 
@@ -428,16 +427,7 @@ def plan(
             if problem := override_problems(stack, overrides) or (None if destroying else check_stack_files(chain, routed)):
                 raise ProgramFailed(ConfigError(problem), [])
         known = {} if planned_upstream is None else planned_upstream
-        return _plan(
-            stack,
-            overrides,
-            program=program,
-            preview=preview,
-            recorded=recorded,
-            layout_records=layout_records,
-            known=known,
-            destroying=destroying,
-        )
+        return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, layout_records=layout_records, known=known)
 
 
 def default_phase_plans() -> tuple[Plan, ...]:
@@ -464,7 +454,6 @@ def _plan(
     recorded: Mapping[str, Any] = {},
     layout_records: LayoutRecords | None = None,
     known: dict[str, Plan],
-    destroying: bool = False,
 ) -> Plan:
     """Plan `stack` after its upstream stacks, each planned once (`known` keeps them: phase3's
     upstream phase2 plans phase1, which phase3 reads too).
@@ -487,17 +476,7 @@ def _plan(
             cause = RunError(f"{stack} reads the outputs of {name}, which does not plan: {failed.cause}")
             raise ProgramFailed(cause, []) from failed
     config, secret_keys = stack_config(stack, routed_overrides(stack, overrides, planned=planned or stack))
-    return _run(
-        stack,
-        config,
-        secret_keys,
-        program,
-        upstream,
-        preview=preview,
-        recorded=recorded,
-        layout_records=layout_records,
-        destroying=destroying,
-    )
+    return _run(stack, config, secret_keys, program, upstream, preview=preview, recorded=recorded, layout_records=layout_records)
 
 
 def override_summary(stack: str, overrides: Mapping[str, str], before: Plan | BaseException, after: Plan) -> str:
@@ -574,7 +553,6 @@ def _run(
     preview: bool = False,
     recorded: Mapping[str, Any] = {},
     layout_records: LayoutRecords | None = None,
-    destroying: bool = False,
 ) -> Plan:
     project = project_name()
     # The stack as its last `up` left it, for its reference to itself (stacks/migrations.py).
@@ -602,7 +580,7 @@ def _run(
         def run_program() -> None:
             runpy.run_path(str(program), run_name="__main__")
 
-        with installed(stand_ins.runtime(secret_keys, layout_records, destroying=destroying)), quick_registrations():
+        with installed(stand_ins.runtime(secret_keys, layout_records)), quick_registrations():
             loop.run_until_complete(run_in_stack(run_program))
     except Exception as error:
         raise ProgramFailed(error, _plan_order(recorder.records)) from error

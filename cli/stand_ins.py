@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import pulumi
@@ -53,11 +55,24 @@ class StandInEngine:
         return None
 
 
-def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = None, *, destroying: bool = False) -> Runtime:
+_DESTROYING: ContextVar[bool] = ContextVar("destroying", default=False)
+
+
+@contextmanager
+def destroying_runs(destroying: bool) -> Iterator[None]:
+    """Inside the block, with `destroying`, the plan runs each program as `blueprint destroy` runs phase2's."""
+    token = _DESTROYING.set(destroying)
+    try:
+        yield
+    finally:
+        _DESTROYING.reset(token)
+
+
+def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = None) -> Runtime:
     """The runtime the plan runs the program with: its checkout id and platform, every secret
     config key's value a stand-in, since the plan cannot decrypt it, and `layout_records` (None:
-    none, a new platform) for the records beside the data, since the plan reads no host folder.
-    `destroying`: the program runs as `blueprint destroy` runs it (`Runtime.destroying`).
+    none, a new platform) for the records beside the data, since the plan reads no host folder;
+    destroying inside `destroying_runs(True)`.
     """
     records = layout_records or RecordedLayout()
     return Runtime(
@@ -66,7 +81,7 @@ def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = N
         platform=PLATFORM,
         layout_records=records,
         engine=StandInEngine(),
-        destroying=destroying,
+        destroying=_DESTROYING.get(),
     )
 
 
