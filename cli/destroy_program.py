@@ -86,7 +86,8 @@ def program_blocker(
     for name in ("phase1", "phase2"):
         release = (existing.get(name) or {}).get(outputs.BLUEPRINT_VERSION)
         if str(release) != versions.BLUEPRINT:
-            return f"blueprint {release} brought {name} up, and the program of this checkout ({versions.BLUEPRINT}) reads only its own"
+            by = f"blueprint {release}" if release is not None else "a blueprint that recorded no release"
+            return f"{by} brought {name} up, and the program of this checkout ({versions.BLUEPRINT}) reads only its own"
     for folder in _phase2_folders(phase1):
         if unfinished_wipe(folder):
             return f"a wipe of {folder} stopped half-way, which this destroy finishes"

@@ -220,15 +220,18 @@ def test_the_program_phase2s_destroy_runs_knows_it_runs_for_a_destroy() -> None:
     assert ("phase2", {DESTROYING: "1"}) in pulumi.envs
 
 
-def test_a_platform_an_older_release_brought_up_destroys_phase2_from_its_state_saying_why() -> None:
+@pytest.mark.parametrize(
+    ("stack", "release", "by"), [("phase1", "0.0.9", "blueprint 0.0.9"), ("phase2", None, "a blueprint that recorded no release")]
+)
+def test_a_platform_another_release_brought_up_destroys_phase2_from_its_state_saying_why(stack: str, release: str | None, by: str) -> None:
     """The program of this release may not read what an older one recorded: the state alone can be destroyed."""
     pulumi, same = on_existing()
-    pulumi.stack_outputs["phase1"][outputs.BLUEPRINT_VERSION] = ("0.0.9", False)
+    pulumi.stack_outputs[stack][outputs.BLUEPRINT_VERSION] = (release, False)
     code, said = run_destroy(pulumi, False, world=same)
     assert code == 0, said
     assert ("destroy", "phase2") in pulumi.calls
     assert pulumi.ran_program == []
-    assert "phase2: destroyed from its state, with the credential its last `up` recorded: blueprint 0.0.9 brought phase1 up" in said
+    assert f"phase2: destroyed from its state, with the credential its last `up` recorded: {by} brought {stack} up" in said
 
 
 def test_a_wipe_that_stopped_half_way_destroys_phase2_from_its_state_saying_why() -> None:
