@@ -400,6 +400,7 @@ def plan(
     recorded: Mapping[str, Any] = {},
     layout_records: LayoutRecords | None = None,
     planned_upstream: dict[str, Plan] | None = None,
+    destroying: bool = False,
 ) -> Plan:
     """Plan `stack` offline. Upstream stacks are planned first, as they stand after their own `up`,
     so that StackReferences resolve to their planned outputs; `stack`'s reference to itself resolves
@@ -414,15 +415,16 @@ def plan(
     it reads from reads is wrong (each program's own first check, run here first over the whole
     chain, so every problem is said at once, each under its stack).
     `planned_upstream` holds upstream stacks' plans already made with the same overrides (none: each
-    is planned here, once, and kept there).
+    is planned here, once, and kept there). `destroying`: run the programs as `blueprint destroy` runs
+    phase2's (`stacks.runtime.Runtime.destroying`), with no check of the stack files first.
     """
-    with listed_once():  # the apps folders, as git lists them, for the whole plan
+    with listed_once(), stand_ins.destroying_runs(destroying):  # the apps folders, as git lists them, for the whole plan
         if stack in STACK_PHASES:
             from stacks.validation import check_stack_files
 
             chain = list(reversed(_chain(stack)))
             routed = {name: routed_overrides(name, overrides, planned=stack) for name in chain}
-            if problem := override_problems(stack, overrides) or check_stack_files(chain, routed):
+            if problem := override_problems(stack, overrides) or (None if destroying else check_stack_files(chain, routed)):
                 raise ProgramFailed(ConfigError(problem), [])
         known = {} if planned_upstream is None else planned_upstream
         return _plan(stack, overrides, program=program, preview=preview, recorded=recorded, layout_records=layout_records, known=known)

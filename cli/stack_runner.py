@@ -27,6 +27,7 @@ from cli.doctor.machine import Machine, RealMachine
 from components.engine import KIND_PROVIDER
 from stacks.config import PROJECT_DIR
 from stacks.config.schema import ENV_STEP
+from stacks.runtime import DESTROYING
 from versions import PULUMI_VERSION
 
 
@@ -89,6 +90,8 @@ def pulumi_environment(*, create: bool = True) -> dict[str, str]:
         # a user's exported one would send Docker's kind to Podman. These only add to the process's
         # environment, so it is emptied: kind reads "" as unset (kind v0.31.0 runtime.go `GetDefault`).
         KIND_PROVIDER: "",
+        # Only a destroy's program skips an `up`'s checks (stacks/runtime.py): never from the user's shell.
+        DESTROYING: "",
         **passphrase.environment(os.environ, create=create),
     }
 
@@ -147,7 +150,7 @@ class AutomationRunner:
         previous = {key: os.environ.get(key) for key in env}
         os.environ.update(env)  # the Automation API passes the process environment to the CLI
         try:
-            self._run(stack, lambda: self._destroy(stack, on_output, run_program))
+            self._run(stack, lambda: self._destroy(stack, on_output, env, run_program))
         finally:
             for key, value in previous.items():
                 if value is None:
@@ -155,8 +158,9 @@ class AutomationRunner:
                 else:
                     os.environ[key] = value
 
-    def _destroy(self, stack: str, on_output: Callable[[str], None], run_program: bool) -> None:
+    def _destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], run_program: bool) -> None:
         selected = self._stack(stack)
+        selected.workspace.env_vars = {**selected.workspace.env_vars, **env}  # over pulumi_environment's
         version = str(selected.workspace.pulumi_version)
         if run_program and not runs_program_on_destroy(version):
             on_output(

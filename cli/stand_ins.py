@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import pulumi
@@ -53,14 +55,33 @@ class StandInEngine:
         return None
 
 
+_DESTROYING: ContextVar[bool] = ContextVar("destroying", default=False)
+
+
+@contextmanager
+def destroying_runs(destroying: bool) -> Iterator[None]:
+    """Inside the block, with `destroying`, the plan runs each program as `blueprint destroy` runs phase2's."""
+    token = _DESTROYING.set(destroying)
+    try:
+        yield
+    finally:
+        _DESTROYING.reset(token)
+
+
 def runtime(secret_keys: Iterable[str], layout_records: LayoutRecords | None = None) -> Runtime:
     """The runtime the plan runs the program with: its checkout id and platform, every secret
     config key's value a stand-in, since the plan cannot decrypt it, and `layout_records` (None:
-    none, a new platform) for the records beside the data, since the plan reads no host folder.
+    none, a new platform) for the records beside the data, since the plan reads no host folder;
+    destroying inside `destroying_runs(True)`.
     """
     records = layout_records or RecordedLayout()
     return Runtime(
-        checkout_id=CHECKOUT_ID, stand_in_keys=frozenset(secret_keys), platform=PLATFORM, layout_records=records, engine=StandInEngine()
+        checkout_id=CHECKOUT_ID,
+        stand_in_keys=frozenset(secret_keys),
+        platform=PLATFORM,
+        layout_records=records,
+        engine=StandInEngine(),
+        destroying=_DESTROYING.get(),
     )
 
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from cli import data_folder, image_cache
 from cli.cluster_identity import Identity, cluster_identity, identity_command
+from cli.destroy_program import destroy_stack, program_blocker
 from cli.lifecycle import forget, pending_operations, plan_destroy, record_preserve_data, without_stale_creates
 from cli.stack_runner import StackRunner
 from stacks import STACK_PHASES, outputs
@@ -85,6 +86,8 @@ class World:
     """Remove the image cache folder (`cli.image_cache.wipe`)."""
     identity: Callable[[str], Identity] = lambda context: cluster_identity(context)
     """Which cluster a kubeconfig context reaches now (`cli.cluster_identity`)."""
+    unfinished_wipe: Callable[[str], str | None] = lambda folder: _unfinished_wipe(folder)
+    """Why a wipe of the host folder stopped half-way, or None (`stacks.layout_record.HOST`)."""
 
 
 class Refused(Exception):
@@ -450,33 +453,14 @@ def _destroy_in_reverse(runner: StackRunner, say: Callable[[str], None], route: 
             say_forgotten(say, stack, reasons)
         import_if_changed(runner, stack, exported, state)
         say(f"== {stack}: pulumi destroy")
-        if _fresh_credential(stack, route, world, say):
-            runner.destroy(stack, say, {}, run_program=True)
-        else:
-            runner.destroy(stack, say, {})
-
-
-def _fresh_credential(stack: str, route: _Route, world: World, say: Callable[[str], None]) -> bool:
-    """Whether `stack`'s destroy runs its program (`StackRunner.destroy`), so that its Kubernetes provider gets
-    the context's kubeconfig as kubectl resolves it now, not the copy its state keeps from the last `up`,
-    whose embedded token may have expired since (an OpenShift `oc login` token lasts 24 h). Only phase2 on an
-    existing cluster has such a provider (kind's kubeconfig is kind's admin.conf, phase3 runs kubectl with the
-    context itself); and only while the context reaches the platform's cluster (its kube-system UID), since the
-    deletes go where the fresh kubeconfig points: anywhere else, the state's copy names the platform's server.
-    """
-    phase1 = route.existing.get("phase1") or {}
-    if stack != "phase2" or not outputs.on_existing(phase1) or route.cluster.status != "running":
-        return False
-    context = str(phase1.get(outputs.KUBE_CONTEXT) or "")
-    now = world.identity(context)
-    if now.status == "answered" and now.uid == phase1.get(outputs.CLUSTER_ID):
-        return True
-    reached = f"kube-system UID {now.uid}" if now.status == "answered" else now.detail or now.status
-    say(
-        f"   phase2: the context {context} does not reach the platform's cluster now ({reached}): this destroy uses the "
-        "credential phase2's last `up` recorded, which names that cluster's API server"
-    )
-    return False
+        blocker = program_blocker(
+            stack,
+            route.existing,
+            cluster_running=route.cluster.status == "running",
+            identity=world.identity,
+            unfinished_wipe=world.unfinished_wipe,
+        )
+        destroy_stack(runner, say, stack, state, program_reason=blocker)
 
 
 def _nothing_up(runner: StackRunner, say: Callable[[str], None], route: _Route, world: World) -> int:
@@ -540,6 +524,12 @@ def _image_cache_after(say: Callable[[str], None], route: _Route, world: World) 
     if not route.wipe_cache and "phase1" in route.destroyed:
         image_cache.say_kept(say, route.existing["phase1"])
     return 0
+
+
+def _unfinished_wipe(folder: str) -> str | None:
+    from stacks.layout_record import HOST
+
+    return HOST.unfinished_wipe(folder)
 
 
 def _checkout_id() -> str | None:

@@ -38,13 +38,18 @@ async def _deploy(stack: str, phases: tuple[str, ...]) -> dict[str, Any]:
     # phase2's data is); then the folders it claims, refused while a wipe of one stopped half-way
     # (providers/host_secret.py); then the release that last brought it up (its state) and its data's layout
     # (beside the data), refused when newer, migrated from when older: before anything is registered.
-    check_running_stack(stack)
-    inputs = await read_upstream(stack) if stack in outputs.UPSTREAM_STACK else {}
-    folders = claimed_folders(phases, inputs)
-    records = runtime.current().layout_records
-    if why := next(filter(None, map(records.unfinished_wipe, folders)), None):
-        raise pulumi.RunError(why)
-    await bring_up_to_date(stack, folders[0] if folders else None)
+    # A destroy (`Runtime.destroying`) only registers the resources for their providers' fresh inputs:
+    # every refusal and write of an `up` is skipped, so it is never worse than a destroy from the state
+    # (a wipe's refusal would even name this destroy as its fix; docs/design/decisions.md, entry 55).
+    destroying = runtime.current().destroying
+    if not destroying:
+        check_running_stack(stack)
+    inputs = await read_upstream(stack, checked=not destroying) if stack in outputs.UPSTREAM_STACK else {}
+    if not destroying:
+        folders = claimed_folders(phases, inputs)
+        if why := next(filter(None, map(runtime.current().layout_records.unfinished_wipe, folders)), None):
+            raise pulumi.RunError(why)
+        await bring_up_to_date(stack, folders[0] if folders else None)
     exports: dict[str, Any] = {outputs.BLUEPRINT_VERSION: versions.BLUEPRINT}
     for phase in phases:
         module = importlib.import_module(f"stacks.{phase}")
@@ -68,11 +73,11 @@ def claimed_folders(phases: tuple[str, ...], inputs: Mapping[str, Any]) -> list[
     return [*([data] if "phase1" in phases else []), *(folders_in(data) if "phase2" in phases else ())]
 
 
-async def read_upstream(stack: str) -> dict[str, Any]:
+async def read_upstream(stack: str, *, checked: bool = True) -> dict[str, Any]:
     """The upstream stack's outputs: plain values, and secret Outputs for its secrets. Refused when
     a newer release brought the upstream up, and when an older one did (a preview only warns, and
     reads the outputs as they are, unless one this release reads is missing); the upstream's
-    `blueprintVersion` is checked, never an input.
+    `blueprintVersion` is checked, never an input. Not `checked` (a destroy): read as they are.
     """
     upstream = outputs.UPSTREAM_STACK[stack]
     reference = pulumi.StackReference(outputs.upstream_stack_name(pulumi.get_project(), stack))
@@ -84,6 +89,8 @@ async def read_upstream(stack: str) -> dict[str, Any]:
         elif details.value is not None:
             values[key] = details.value
     release = (await reference.get_output_details(outputs.BLUEPRINT_VERSION)).value
+    if not checked:
+        return values
     if release is not None and (refused := refusal(upstream, release)):
         raise pulumi.RunError(f"stack {stack} reads the outputs of stack {upstream}: {refused}")
     missing = [key for key in outputs.EXPORTS[upstream] if key not in values]

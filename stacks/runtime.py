@@ -11,6 +11,7 @@ it chooses the config, real run or plan alike, and stands in for nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -85,9 +86,16 @@ class Runtime:
     engine: EngineFacts = HostEngine()
     """Which container engine phase1 runs kind on, when its config leaves it to detection, and
     whether that engine can (components/engine.py): asked of this machine, or, in the plan, a stand-in."""
+    destroying: bool = False
+    """The run is a `pulumi destroy --run-program` (`blueprint destroy`, DESTROYING): the program registers
+    what an `up` does, so each resource's options match the state, and skips what only an `up` needs
+    before its resources (stacks/program.py `_deploy`)."""
 
 
-REAL = Runtime()
+DESTROYING = "BLUEPRINT_DESTROYING"
+"""Set to "1" in the environment of the program `blueprint destroy` runs (cli/destroy_program.py)."""
+
+REAL = Runtime(destroying=os.environ.get(DESTROYING) == "1")
 _current = REAL
 
 

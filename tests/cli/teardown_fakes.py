@@ -78,6 +78,12 @@ class FakePulumi:
         """The stacks whose destroy ran their program (`StackRunner.destroy`'s `run_program`)."""
         self.config: dict[tuple[str, str], str] = {}
         self.destroyed: dict[str, list[dict[str, Any]]] = {}
+        self.envs: list[tuple[str, dict[str, str]]] = []
+        """Each destroy's stack and the environment it was given."""
+        self.program_fails: str | None = None
+        """What Pulumi says when a destroy that runs the program fails (None: it does not)."""
+        self.deleted_before_failing = 0
+        """How many of its resources that failing destroy deleted first."""
 
     def outputs(self, stack: str) -> dict[str, Any] | None:
         if not self.is_up(stack):
@@ -94,8 +100,13 @@ class FakePulumi:
 
     def destroy(self, stack: str, on_output: Callable[[str], None], env: Mapping[str, str], *, run_program: bool = False) -> None:
         self.calls.append(("destroy", stack))
+        self.envs.append((stack, dict(env)))
         if run_program:
             self.ran_program.append(stack)
+            if self.program_fails is not None:
+                kept = self.states[stack]["deployment"]["resources"][self.deleted_before_failing :]
+                self.states[stack]["deployment"]["resources"] = kept
+                raise StackFailed(stack, self.program_fails)
         resources = self.states[stack]["deployment"]["resources"]
         for resource in resources:
             if resource.get("retainOnDelete"):

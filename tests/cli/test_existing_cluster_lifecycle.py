@@ -17,9 +17,12 @@ from cli import phases
 from cli.cluster_change import make_way_for_a_new_cluster
 from cli.cluster_identity import Identity, cluster_identity
 from cli.phases import Context
+from cli.stack_runner import StackFailed
 from cli.stand_ins import EXISTING_CLUSTER_UID
-from cli.teardown import World
+from cli.teardown import World, destroy
+from stacks import PHASE_STACKS, outputs
 from stacks.config.schema import stack_config
+from stacks.runtime import DESTROYING
 from tests.cli.teardown_fakes import FakePulumi, all_stacks, run_destroy, world
 from tests.plans import fake_command, planned
 
@@ -208,3 +211,56 @@ def test_on_kind_no_destroy_runs_its_program() -> None:
     assert code == 0, said
     assert ("destroy", "phase2") in pulumi.calls
     assert pulumi.ran_program == []
+
+
+def test_the_program_phase2s_destroy_runs_knows_it_runs_for_a_destroy() -> None:
+    """So it skips what only an `up` needs, and refuses nothing a destroy from the state would do (stacks/program.py)."""
+    pulumi, same = on_existing()
+    run_destroy(pulumi, False, world=same)
+    assert ("phase2", {DESTROYING: "1"}) in pulumi.envs
+
+
+@pytest.mark.parametrize(
+    ("stack", "release", "by"), [("phase1", "0.0.9", "blueprint 0.0.9"), ("phase2", None, "a blueprint that recorded no release")]
+)
+def test_a_platform_another_release_brought_up_destroys_phase2_from_its_state_saying_why(stack: str, release: str | None, by: str) -> None:
+    """The program of this release may not read what an older one recorded: the state alone can be destroyed."""
+    pulumi, same = on_existing()
+    pulumi.stack_outputs[stack][outputs.BLUEPRINT_VERSION] = (release, False)
+    code, said = run_destroy(pulumi, False, world=same)
+    assert code == 0, said
+    assert ("destroy", "phase2") in pulumi.calls
+    assert pulumi.ran_program == []
+    assert f"phase2: destroyed from its state, with the credential its last `up` recorded: {by} brought {stack} up" in said
+
+
+def test_a_wipe_that_stopped_half_way_destroys_phase2_from_its_state_saying_why() -> None:
+    pulumi, same = on_existing()
+    stopped = dataclasses.replace(same, unfinished_wipe=lambda folder: f"a destroy that removes {folder} stopped half-way")
+    code, said = run_destroy(pulumi, False, world=stopped)
+    assert code == 0, said
+    assert pulumi.ran_program == []
+    assert "phase2: destroyed from its state, with the credential its last `up` recorded: a wipe of " in said
+
+
+def test_a_program_that_fails_before_deleting_anything_falls_back_once_to_the_state() -> None:
+    pulumi, same = on_existing()
+    pulumi.program_fails = "error: chart oci://docker.io/envoyproxy/gateway-crds-helm: failed to pull"
+    code, said = run_destroy(pulumi, False, world=same)
+    assert code == 0, said
+    assert [call for call in pulumi.calls if call == ("destroy", "phase2")] == [("destroy", "phase2")] * 2
+    assert pulumi.states["phase2"]["deployment"]["resources"] == []
+    assert "phase2: running its program failed before it deleted anything: destroying it from its state" in said
+
+
+def test_a_program_that_fails_after_deleting_is_not_retried_and_says_what_to_run() -> None:
+    pulumi, same = on_existing()
+    pulumi.program_fails = "error: the cluster refused a delete"
+    pulumi.deleted_before_failing = 3
+    out: list[str] = []
+    with pytest.raises(StackFailed):
+        destroy(pulumi, out.append, PHASE_STACKS["all"], False, world=same)
+    said = "\n".join(out)
+    assert pulumi.calls.count(("destroy", "phase2")) == 1
+    assert "phase2: running its program failed after it deleted 3 resources" in said
+    assert "uv run blueprint destroy" in said

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from cli.stack_runner import AutomationRunner, StackFailed, is_up, pulumi_errors
+from cli.stack_runner import AutomationRunner, StackFailed, is_up, pulumi_environment, pulumi_errors
 from cli.tools_path import tools_on_path
 from components.host_folder import DELETE_SCRIPT
+from stacks.runtime import DESTROYING
 from tests.plans import fake_command
 
 FAKE_PULUMI = """\
@@ -283,7 +284,7 @@ class _Selected:
     """What `AutomationRunner._stack` selects: a stack of a workspace with the CLI at `version`."""
 
     def __init__(self, version: str) -> None:
-        self.workspace = type("Workspace", (), {"pulumi_version": version})()
+        self.workspace = type("Workspace", (), {"pulumi_version": version, "env_vars": pulumi_environment(create=False)})()
         self.destroyed_with: dict[str, Any] = {}
 
     def destroy(self, **options: Any) -> None:
@@ -308,3 +309,16 @@ def test_a_destroy_from_the_state_alone_passes_no_run_program_flag(monkeypatch: 
     monkeypatch.setattr(AutomationRunner, "_stack", lambda self, name: selected)
     AutomationRunner().destroy("phase2", print, {})
     assert "run_program" not in selected.destroyed_with
+
+
+def test_a_variable_of_the_users_shell_cannot_make_an_up_run_its_program_as_a_destroy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program skips an `up`'s checks and migrations under it (stacks/runtime.py `Runtime.destroying`)."""
+    monkeypatch.setenv(DESTROYING, "1")
+    assert pulumi_environment(create=False)[DESTROYING] == ""
+
+
+def test_a_destroy_gives_its_program_the_environment_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    selected = _Selected("3.272.0")
+    monkeypatch.setattr(AutomationRunner, "_stack", lambda self, name: selected)
+    AutomationRunner().destroy("phase2", print, {DESTROYING: "1"}, run_program=True)
+    assert selected.workspace.env_vars[DESTROYING] == "1"
