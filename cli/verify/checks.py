@@ -50,6 +50,8 @@ class Platform:
     forward: Callable[[Any], Any] | None = None
     """A cluster_access.Target -> a context manager giving the local port of a port-forward to it
     (None: providers/cluster_access.py `forwarded`, kubectl's own)."""
+    resolve: Callable[[str], set[str]] | None = None
+    """A name -> every address it resolves to here (None: cli/dns_gate.py `resolve`, the DNS stop's own)."""
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of(self, phase: str) -> dict[str, Any]:
@@ -266,16 +268,20 @@ def names_check(platform: Platform) -> Verdict:
     if not outputs.on_existing(phase1):
         check = checks.names_check(platform.machine, names)
         return passed(check.found) if check.ok else failed(check.found, check.fix)
+    from cli import dns_gate
     from cli.report import gateway_address
 
+    # The one rule of `up`'s DNS stop (cli/dns_gate.py): a load balancer's hostname is resolved; with
+    # NodePort (the record goes to the user's own load balancer) a name need only resolve.
     gateway = gateway_address(phase1)
-    expected = {value for _, value in gateway.addresses}
-    if gateway.problem or not expected:
-        return warned(f"the gateway's address is not known: {gateway.problem or 'none yet'}", "`uv run blueprint status`")
-    wrong = [name for name in names if platform.machine.resolve(name) not in expected]
-    if wrong:
-        return failed(
-            f"{', '.join(wrong)} do not resolve to {', '.join(sorted(expected))}",
-            "docs/guide/existing-cluster.md, 'DNS: one wildcard record'",
+    problems = dns_gate.unresolved(names, gateway, platform.resolve or dns_gate.resolve)
+    if problems:
+        return failed("; ".join(problems), "docs/guide/existing-cluster.md, 'DNS: one wildcard record'")
+    if gateway.problem or (gateway.node_ports is None and not gateway.addresses):
+        return warned(
+            f"{len(names)} names resolve, but the gateway's address is not known: {gateway.problem or 'none yet'}",
+            "`uv run blueprint status`",
         )
-    return passed(f"{len(names)} names resolve to the gateway ({', '.join(sorted(expected))})")
+    if gateway.node_ports is not None:
+        return passed(f"{len(names)} names resolve (NodePort: to your own load balancer, which verify cannot see)")
+    return passed(f"{len(names)} names resolve to the gateway ({', '.join(sorted(value for _, value in gateway.addresses))})")
