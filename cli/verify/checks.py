@@ -67,6 +67,13 @@ class Platform:
         """Run kubectl against the platform's cluster."""
         return self.machine.run(kubectl_argv(self.context, *argv), timeout=timeout)
 
+    def kubectl_said(self, *argv: str, namespace: str = "") -> str:
+        """A kubectl command a fix tells the user to run, as it runs: against the platform's context
+        (theirs is often another cluster), quoted for the shell, in backticks."""
+        import shlex
+
+        return f"`{shlex.join(kubectl_argv(self.context, *argv, namespace=namespace, timeout=None))}`"
+
 
 def engine_check(platform: Platform) -> Verdict:
     """The container engine answers: the doctor's own checks of it (cli/doctor/docker.py, podman.py)."""
@@ -155,7 +162,9 @@ def nodes_check(platform: Platform) -> Verdict:
     try:
         items = json.loads(said).get("items") or []
     except (ValueError, AttributeError):
-        return failed("kubectl's answer was not a node list", "run `kubectl get nodes` and attach what it prints to a bug report")
+        return failed(
+            "kubectl's answer was not a node list", f"run {platform.kubectl_said('get', 'nodes')} and attach what it prints to a bug report"
+        )
     not_ready = [
         str(item.get("metadata", {}).get("name"))
         for item in items
@@ -164,7 +173,7 @@ def nodes_check(platform: Platform) -> Verdict:
     if not items or not_ready:
         return failed(
             f"{len(not_ready)} of {len(items)} nodes not Ready: {', '.join(not_ready)}",
-            "`kubectl describe node <name>` says why; docs/guide/troubleshooting.md",
+            f"{platform.kubectl_said('describe', 'node', (not_ready or ['<name>'])[0])} says why; docs/guide/troubleshooting.md",
         )
     phase1 = platform.of("phase1")
     key = str(phase1.get(outputs.NODE_LABEL_KEY) or "")

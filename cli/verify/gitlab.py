@@ -164,7 +164,7 @@ def runners_check(platform: Platform) -> Verdict:
         offline = [f"#{runner.get('id')} {runner.get('status')}" for runner in runners if runner.get("status") != "online"]
         if len(runners) < 2 or offline:
             saw = f"{len(runners) - len(offline)} of {len(runners)} runners online" + (f": {', '.join(offline)}" if offline else "")
-            return failed(saw, "`kubectl -n gitlab-runner get pods`; `uv run blueprint up --phase 2`")
+            return failed(saw, f"{platform.kubectl_said('get', 'pods', namespace='gitlab-runner')}; `{UP} --phase 2`")
         details = [gitlab.get(f"/runners/{runner.get('id')}") for runner in runners]
         seen = "; ".join(
             f"{d.get('description')}: tags {','.join(d.get('tag_list') or []) or 'none'}, {d.get('access_level')}" for d in details
@@ -208,7 +208,7 @@ def apps_check(platform: Platform) -> Verdict:
     answers = {name: platform.ask(f"{url}/healthz", ca_file=ca, forward=forward) for name, url in urls}
     wrong = [f"{name}: {answer.said}" for name, answer in answers.items() if answer.status != 200]
     if wrong:
-        return failed("; ".join(wrong), "`kubectl -n apps get pods`; the project's last pipeline in GitLab")
+        return failed("; ".join(wrong), f"{platform.kubectl_said('get', 'pods', namespace='apps')}; the project's last pipeline in GitLab")
     return passed(f"{len(urls)} apps answer /healthz")
 
 
@@ -219,5 +219,7 @@ def headlamp_check(platform: Platform) -> Verdict:
     url = f"https://headlamp.{platform.of('phase1').get(outputs.DOMAIN)}{f':{gitlab.port}' if gitlab.port else ''}/"
     answer = platform.ask(url, ca_file=str(outputs.gateway_ca_file(platform.of("phase2"))))
     if answer.status != 200:
-        return failed(f"{url}: {answer.said}", "`kubectl -n headlamp get pods`; docs/guide/access.md, 'Headlamp'")
+        return failed(
+            f"{url}: {answer.said}", f"{platform.kubectl_said('get', 'pods', namespace='headlamp')}; docs/guide/access.md, 'Headlamp'"
+        )
     return passed(f"{url} answers")

@@ -144,7 +144,10 @@ def tls_check(platform: Platform) -> Verdict:
     context = ssl.create_default_context(cafile=ca)  # with a cafile, that file alone: no system certificate is loaded
     wrong = [f"{host}: {why}" for host, port in _hosts(platform) if (why := _handshake(platform, host, port, context))]
     if wrong:
-        return failed("; ".join(wrong), "docs/guide/troubleshooting.md; `kubectl -n gitlab get certificates,secrets` shows what is served")
+        return failed(
+            "; ".join(wrong),
+            f"docs/guide/troubleshooting.md; {platform.kubectl_said('get', 'certificates,secrets', namespace='gitlab')} shows what is served",
+        )
     issuer = "your certificate's issuer" if _brought(platform) else "the platform CA"
     return passed(f"{len(_hosts(platform))} hosts present a certificate of {issuer} for their name")
 
@@ -184,7 +187,10 @@ def openbao_check(platform: Platform) -> Verdict:
         return failed(f"OpenBao did not answer: {str(error)[:200]}", f"`uv run blueprint status`; `{UP} --phase 2` unseals it")
     if not seal.get("initialized") or seal.get("sealed"):
         state = "sealed" if seal.get("initialized") else "not initialised"
-        return failed(f"OpenBao is {state}", "`kubectl -n openbao logs openbao-0` says why; docs/guide/troubleshooting.md")
+        return failed(
+            f"OpenBao is {state}",
+            f"{platform.kubectl_said('logs', 'openbao-0', namespace='openbao')} says why; docs/guide/troubleshooting.md",
+        )
     return passed(f"initialised and unsealed (OpenBao {seal.get('version', '?')})")
 
 

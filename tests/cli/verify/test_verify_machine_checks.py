@@ -104,7 +104,30 @@ def test_the_nodes_check_fails_naming_a_node_not_ready() -> None:
     verdict = checks.nodes_check(platform_on(_kubectl(*NODES[:2], _node("w2", "False")), {"phase1": PHASE1}))
     assert verdict.status == FAIL
     assert "w2" in verdict.saw
-    assert "kubectl describe node" in verdict.fix
+    assert "`kubectl --context kind-blueprint describe node w2`" in verdict.fix
+
+
+def test_every_kubectl_a_fix_prints_names_the_platforms_context() -> None:
+    """The user's current context is often another cluster: a fix's kubectl must read the platform's."""
+    from cli.verify import data
+    from cli.verify import gitlab as gitlab_checks
+
+    stacks = {
+        "phase1": {**EXISTING, outputs.HEADLAMP: True},
+        "phase2": {outputs.GITLAB_URL: "https://gitlab.blueprint.test", outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}},
+    }
+    not_ready, refusing = _kubectl(_node("w1", "False")), FakeMachine(outputs={"kubectl --context": (1, "forbidden")})
+    fixes = [
+        check(platform_on(machine, stacks)).fix
+        for check, machine in (
+            (checks.nodes_check, not_ready),
+            (data.postgres_check, refusing),
+            (gitlab_checks.apps_check, refusing),
+            (gitlab_checks.headlamp_check, refusing),
+        )
+    ]
+    assert all("`kubectl --context prod " in fix for fix in fixes), fixes
 
 
 def test_the_nodes_check_fails_when_no_node_carries_a_label() -> None:
