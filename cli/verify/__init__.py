@@ -177,9 +177,29 @@ def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) ->
 
         return AutomationRunner()
 
+    if args.output and (problem := unwritable(Path(args.output))):
+        print(f"blueprint: --output {str(args.output)[:200]}: {problem}; fix: name a file in a folder you can write", file=sys.stderr)
+        return 2
     platform_ = real_platform(runner, machine)
     code, document = verify(platform_, phase=args.phase, dev=args.stack == "dev")
     if args.output:
-        Path(args.output).write_text(to_json(document))
+        try:
+            Path(args.output).write_text(to_json(document))
+        except OSError as error:  # the folder changed while the checks ran
+            print(f"blueprint: --output {str(args.output)[:200]}: cannot write it ({error.strerror})", file=sys.stderr)
+            code = 2
     out.write(to_json(document) if args.json else to_table(document))
     return code
+
+
+def unwritable(path: Path) -> str | None:
+    """Why the report cannot be written to `path`, or None: checked before any check runs, so that a
+    typo in `--output` is said at once, not after the checks (and never as a traceback)."""
+    if path.is_dir():
+        return "is a folder"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "you cannot write there"
+    return None
