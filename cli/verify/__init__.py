@@ -21,7 +21,7 @@ from cli.doctor.machine import Machine
 from cli.verify import checks, data, gitlab, services
 from cli.verify.checks import Platform, stack_check
 from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all, tally
-from cli.verify.report import Secrets, platform, report, to_json, to_table
+from cli.verify.report import NO_ENGINE, Secrets, platform, report, to_json, to_table
 from stacks import PHASE_STACKS
 
 __all__ = ["Platform", "run", "specs", "verify"]
@@ -124,11 +124,13 @@ def verify(
     durations when an `up` recorded them under `state_dir`: the project's `.pulumi-state` by default).
     """
     from cli import timings
+    from cli.status import _on_existing
     from stacks.config import PROJECT_DIR
 
     results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase))
     now = when or datetime.datetime.now(datetime.UTC)
-    document = report(results, platform(platform_.machine, platform_.engine), platform_.secrets, when=now)
+    engine = NO_ENGINE if _on_existing(platform_.outputs.get("phase1")) else platform_.engine
+    document = report(results, platform(platform_.machine, engine), platform_.secrets, when=now)
     stacks = ("dev",) if dev else PHASE_STACKS["all"]
     if (measured := timings.measured(state_dir or PROJECT_DIR / ".pulumi-state", stacks)) is not None:
         document["bring_up"] = measured

@@ -196,3 +196,15 @@ def test_output_writes_the_json_report_to_the_file(tmp_path: Path) -> None:
     args = parser().parse_args(["verify", "--output", str(target)])
     assert verify_command(args, io.StringIO(), machine=FakeMachine(tools={}, outputs={})) == 1
     assert len(json.loads(target.read_text())["checks"]) >= 15
+
+
+def test_the_report_names_no_container_engine_on_an_existing_cluster() -> None:
+    from cli.verify import verify
+    from stacks import outputs
+    from tests.cli.fake_runner import FakeRunner
+    from tests.cli.verify.platforms import EXISTING, platform_on
+    from versions import BLUEPRINT
+
+    runner = FakeRunner({"phase1": {**EXISTING, outputs.BLUEPRINT_VERSION: BLUEPRINT}})
+    _, document = verify(platform_on(runner=runner), phase="1")
+    assert (document["platform"]["container_engine"], document["platform"]["container_engine_version"]) == ("none", None)
