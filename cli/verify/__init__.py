@@ -1,5 +1,5 @@
-"""`blueprint verify`: every promise the README makes of a running platform, checked read-only from
-this laptop, one verdict each (pass, warn, fail, skip), the failed ones with their fix; a report a
+"""`blueprint verify`: the promises of a running platform (docs/guide/verify.md lists them, and those
+not checked yet), checked read-only from this laptop, one verdict each (pass, warn, fail, skip), the failed ones with their fix; a report a
 user can paste into a bug report (`--json`, its shape in cli/verify/report.schema.json).
 
 The checks are in cli/verify/checks.py (machine, stacks, cluster), services.py (TLS, OpenBao) and
@@ -196,7 +196,8 @@ def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) ->
 
 def unwritable(path: Path) -> str | None:
     """Why the report cannot be written to `path`, or None: checked before any check runs, so that a
-    typo in `--output` is said at once, not after the checks (and never as a traceback)."""
+    typo in `--output` is said at once, not after the checks (and never as a traceback).
+    """
     if path.is_dir():
         return "is a folder"
     folder = path.parent

@@ -69,7 +69,8 @@ class Platform:
 
     def kubectl_said(self, *argv: str, namespace: str = "") -> str:
         """A kubectl command a fix tells the user to run, as it runs: against the platform's context
-        (theirs is often another cluster), quoted for the shell, in backticks."""
+        (theirs is often another cluster), quoted for the shell, in backticks.
+        """
         import shlex
 
         return f"`{shlex.join(kubectl_argv(self.context, *argv, namespace=namespace, timeout=None))}`"
@@ -283,7 +284,7 @@ def names_check(platform: Platform) -> Verdict:
     # The one rule of `up`'s DNS stop (cli/dns_gate.py): a load balancer's hostname is resolved; with
     # NodePort (the record goes to the user's own load balancer) a name need only resolve.
     gateway = gateway_address(phase1)
-    problems = dns_gate.unresolved(names, gateway, platform.resolve or dns_gate.resolve)
+    problems = dns_gate.unresolved(list(names), gateway, platform.resolve or dns_gate.resolve)
     if problems:
         return failed("; ".join(problems), "docs/guide/existing-cluster.md, 'DNS: one wildcard record'")
     if gateway.problem or (gateway.node_ports is None and not gateway.addresses):

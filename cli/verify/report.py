@@ -55,7 +55,8 @@ NO_ENGINE = "none"
 
 def platform(machine: Machine, engine: str) -> dict[str, Any]:
     """The machine, as a bug report needs it: OS and family, the engine (NO_ENGINE: none) and the
-    tools, CPUs, memory."""
+    tools, CPUs, memory.
+    """
     family = machine_family(machine)
     return {
         "os": machine.system,
@@ -82,12 +83,14 @@ def report(results: Sequence[Result], platform_facts: Mapping[str, Any], secrets
         "summary": tally(results),
         "checks": [asdict(result) for result in results],
     }
-    return _masked(document, secrets)
+    masked: dict[str, Any] = _masked(document, secrets)
+    return masked
 
 
 def _masked(value: Any, secrets: Secrets) -> Any:
     """`value` with every secret masked in each string it holds, on the strings themselves: the JSON
-    text escapes a quote, a backslash or a newline, where a secret would no longer match."""
+    text escapes a quote, a backslash or a newline, where a secret would no longer match.
+    """
     if isinstance(value, str):
         return secrets.masked(value)
     if isinstance(value, Mapping):

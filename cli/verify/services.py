@@ -144,10 +144,8 @@ def tls_check(platform: Platform) -> Verdict:
     context = ssl.create_default_context(cafile=ca)  # with a cafile, that file alone: no system certificate is loaded
     wrong = [f"{host}: {why}" for host, port in _hosts(platform) if (why := _handshake(platform, host, port, context))]
     if wrong:
-        return failed(
-            "; ".join(wrong),
-            f"docs/guide/troubleshooting.md; {platform.kubectl_said('get', 'certificates,secrets', namespace='gitlab')} shows what is served",
-        )
+        served = platform.kubectl_said("get", "certificates,secrets", namespace="gitlab")
+        return failed("; ".join(wrong), f"docs/guide/troubleshooting.md; {served} shows what is served")
     issuer = "your certificate's issuer" if _brought(platform) else "the platform CA"
     return passed(f"{len(_hosts(platform))} hosts present a certificate of {issuer} for their name")
 

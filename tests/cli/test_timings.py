@@ -97,7 +97,7 @@ def test_a_record_cut_short_while_written_leaves_the_last_one_whole(tmp_path: Pa
         raise OSError("No space left on device")
 
     monkeypatch.setattr(Path, "write_text", crash)
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="No space left"):
         timings.write(tmp_path, _events("phase1", (10, "resourcePreEvent", "update", "x"), (16, "resOutputsEvent", "update", "x")))
     monkeypatch.undo()
     assert timings.measured(tmp_path, ["phase1"])["phases"] == {"phase1": 132}  # type: ignore[index]
