@@ -218,10 +218,10 @@ def _verb_verify(verbs: Verbs) -> None:
     verify = _add_verb(
         verbs,
         "verify",
-        "check every promise of the running platform, with each fix",
-        "check, read-only, every promise the README makes of the running platform (the engine and stacks, the cluster, the image "
-        "cache, the names, TLS, OpenBao, GitLab, the Runners, the pipelines, the apps, Headlamp): a verdict each, the fix for each "
-        "failure, and a report to paste into a bug report (--json); exit 1 when any check fails",
+        "check the running platform's promises, with each fix",
+        "check, read-only, the running platform's promises (the engine and stacks, the cluster, the image cache, the names, TLS, "
+        "OpenBao, GitLab, the Runners, the pipelines, the apps, Headlamp; docs/guide/verify.md lists what is not checked yet): a "
+        "verdict each, the fix for each failure, and a report to paste into a bug report (--json); exit 1 when any check fails",
     )
     chosen = verify.add_mutually_exclusive_group()
     _phase(chosen, "check the promises of this phase, and what they need (default: all)")

@@ -135,7 +135,7 @@ class AutomationRunner:
 
         from cli import timings
 
-        # Each resource's start and end, from the engine's events, beside the state (`blueprint verify` reports them).
+        # Each resource's start and end, from the engine's events, in the checkout (`blueprint verify` reports them).
         recorder = timings.Recorder(stack)
         try:
             self._run(stack, lambda: self._stack(stack).up(on_output=on_output, color="auto", on_event=recorder))

@@ -1,14 +1,17 @@
 """How long a bring-up really took: `Recorder` takes the Automation API's engine events of one stack's
-`up` (`on_event`) and keeps each resource's start and end, which `write` puts in a file beside the
-state (`.pulumi-state/blueprint-timings/<stack>.json`); `measured` reads the last one of each phase
+`up` (`on_event`) and keeps each resource's start and end, which `write` puts in a file in the
+checkout (`.pulumi-state/blueprint-timings/<stack>.json`, there whichever backend holds the state:
+`PULUMI_BACKEND_URL` moves the state, not this record); `measured` reads the last one of each phase
 back for `blueprint verify`'s report: each phase's total, the slowest chain as it ran, and the ten
-slowest steps. Only a resource's URN, type, operation and times are kept: no input, no output, so no
-secret.
+slowest steps. An `up` that made or changed nothing in a stack (a re-run after a stop) leaves that
+stack's record as it was. Only a resource's URN, type, operations and times are kept: no input, no
+output, so no secret.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,8 +33,10 @@ def _acts(meta: Any) -> bool:
 
 
 class Recorder:
-    """The `on_event` of one stack's `up`: each step's start (its ResourcePreEvent) and end (its
-    ResOutputsEvent, or ResOpFailedEvent), by URN, in the engine's own timestamps (Unix seconds).
+    """The `on_event` of one stack's `up`: each resource's start (its first ResourcePreEvent) and end
+    (its last ResOutputsEvent, or ResOpFailedEvent), by URN, in the engine's own timestamps (Unix
+    seconds), with its operations in order: a replacement is several steps of one URN
+    (create-replacement, replace, delete-replaced), and its time is theirs together.
     """
 
     def __init__(self, stack: str) -> None:
@@ -51,7 +56,12 @@ class Recorder:
             if pre is not None and not pre.planning and _acts(pre.metadata):
                 meta = pre.metadata
                 op = str(getattr(meta.op, "value", meta.op))
-                self.steps[meta.urn] = {"urn": meta.urn, "type": meta.type, "op": op, "start": when, "end": None, "status": "running"}
+                known = self.steps.get(meta.urn)
+                if known is None:
+                    self.steps[meta.urn] = {"urn": meta.urn, "type": meta.type, "op": op, "start": when, "end": None, "status": "running"}
+                else:  # a later step of the same resource: its first start stays
+                    ops = known["op"].split("+")
+                    known |= {"op": "+".join(ops if op in ops else [*ops, op]), "status": "running"}
             for ended, status in ((done, "done"), (failed, "failed")):
                 if ended is not None and ended.metadata.urn in self.steps:
                     self.steps[ended.metadata.urn] |= {"end": when, "status": status}
@@ -68,10 +78,21 @@ def folder(state_dir: Path) -> Path:
 
 
 def write(state_dir: Path, recorder: Recorder) -> None:
-    """The recorder's steps, as `<state_dir>/blueprint-timings/<stack>.json` (the last up of that stack)."""
+    """The recorder's steps, as `<state_dir>/blueprint-timings/<stack>.json`: the last up of that stack
+    that made or changed something (one that did nothing leaves the record of the one before). Written
+    whole or not at all (a temporary file renamed over it), so a crash never leaves half a record.
+    """
+    record = recorder.record()
     target = folder(state_dir)
+    if not record["steps"] and (target / f"{recorder.stack}.json").exists():
+        return
     target.mkdir(exist_ok=True)
-    (target / f"{recorder.stack}.json").write_text(json.dumps(recorder.record(), indent=1) + "\n")
+    written = target / f".{recorder.stack}.json.{os.getpid()}"
+    try:
+        written.write_text(json.dumps(record, indent=1) + "\n")
+        os.replace(written, target / f"{recorder.stack}.json")
+    finally:
+        written.unlink(missing_ok=True)
 
 
 def _name(urn: str) -> str:

@@ -1072,6 +1072,12 @@ CASES: dict[str, Bad] = {
     "tls-certificate-with-kind": config_case(
         "phase1", "tlsCertificate", "certificates/wildcard-tls", "'certificates/wildcard-tls' is not valid: it is for an existing cluster"
     ),
+    # blueprint verify (issue 25): where the report goes, said before any check runs.
+    "verify --output in a folder that does not exist": Bad(
+        argv=("verify", "--output", "/nonexistent/dir/r.json"),
+        says=("--output /nonexistent/dir/r.json", "its folder /nonexistent/dir does not exist", "fix: name a file"),
+    ),
+    "verify --output naming a folder": Bad(argv=("verify", "--output", "/"), says=("--output /: is a folder", "fix: name a file")),
 }
 
 

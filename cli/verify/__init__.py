@@ -1,5 +1,5 @@
-"""`blueprint verify`: every promise the README makes of a running platform, checked read-only from
-this laptop, one verdict each (pass, warn, fail, skip), the failed ones with their fix; a report a
+"""`blueprint verify`: the promises of a running platform (docs/guide/verify.md lists them, and those
+not checked yet), checked read-only from this laptop, one verdict each (pass, warn, fail, skip), the failed ones with their fix; a report a
 user can paste into a bug report (`--json`, its shape in cli/verify/report.schema.json).
 
 The checks are in cli/verify/checks.py (machine, stacks, cluster), services.py (TLS, OpenBao) and
@@ -21,7 +21,7 @@ from cli.doctor.machine import Machine
 from cli.verify import checks, data, gitlab, services
 from cli.verify.checks import Platform, stack_check
 from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all, tally
-from cli.verify.report import Secrets, platform, report, to_json, to_table
+from cli.verify.report import NO_ENGINE, Secrets, platform, report, to_json, to_table
 from stacks import PHASE_STACKS
 
 __all__ = ["Platform", "run", "specs", "verify"]
@@ -124,11 +124,13 @@ def verify(
     durations when an `up` recorded them under `state_dir`: the project's `.pulumi-state` by default).
     """
     from cli import timings
+    from cli.status import _on_existing
     from stacks.config import PROJECT_DIR
 
     results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase))
     now = when or datetime.datetime.now(datetime.UTC)
-    document = report(results, platform(platform_.machine, platform_.engine), platform_.secrets, when=now)
+    engine = NO_ENGINE if _on_existing(platform_.outputs.get("phase1")) else platform_.engine
+    document = report(results, platform(platform_.machine, engine), platform_.secrets, when=now)
     stacks = ("dev",) if dev else PHASE_STACKS["all"]
     if (measured := timings.measured(state_dir or PROJECT_DIR / ".pulumi-state", stacks)) is not None:
         document["bring_up"] = measured
@@ -177,9 +179,30 @@ def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) ->
 
         return AutomationRunner()
 
+    if args.output and (problem := unwritable(Path(args.output))):
+        print(f"blueprint: --output {str(args.output)[:200]}: {problem}; fix: name a file in a folder you can write", file=sys.stderr)
+        return 2
     platform_ = real_platform(runner, machine)
     code, document = verify(platform_, phase=args.phase, dev=args.stack == "dev")
     if args.output:
-        Path(args.output).write_text(to_json(document))
+        try:
+            Path(args.output).write_text(to_json(document))
+        except OSError as error:  # the folder changed while the checks ran
+            print(f"blueprint: --output {str(args.output)[:200]}: cannot write it ({error.strerror})", file=sys.stderr)
+            code = 2
     out.write(to_json(document) if args.json else to_table(document))
     return code
+
+
+def unwritable(path: Path) -> str | None:
+    """Why the report cannot be written to `path`, or None: checked before any check runs, so that a
+    typo in `--output` is said at once, not after the checks (and never as a traceback).
+    """
+    if path.is_dir():
+        return "is a folder"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "you cannot write there"
+    return None

@@ -50,6 +50,8 @@ class Platform:
     forward: Callable[[Any], Any] | None = None
     """A cluster_access.Target -> a context manager giving the local port of a port-forward to it
     (None: providers/cluster_access.py `forwarded`, kubectl's own)."""
+    resolve: Callable[[str], set[str]] | None = None
+    """A name -> every address it resolves to here (None: cli/dns_gate.py `resolve`, the DNS stop's own)."""
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of(self, phase: str) -> dict[str, Any]:
@@ -64,6 +66,14 @@ class Platform:
     def kubectl(self, *argv: str, timeout: float = 30) -> tuple[int, str]:
         """Run kubectl against the platform's cluster."""
         return self.machine.run(kubectl_argv(self.context, *argv), timeout=timeout)
+
+    def kubectl_said(self, *argv: str, namespace: str = "") -> str:
+        """A kubectl command a fix tells the user to run, as it runs: against the platform's context
+        (theirs is often another cluster), quoted for the shell, in backticks.
+        """
+        import shlex
+
+        return f"`{shlex.join(kubectl_argv(self.context, *argv, namespace=namespace, timeout=None))}`"
 
 
 def engine_check(platform: Platform) -> Verdict:
@@ -153,7 +163,9 @@ def nodes_check(platform: Platform) -> Verdict:
     try:
         items = json.loads(said).get("items") or []
     except (ValueError, AttributeError):
-        return failed("kubectl's answer was not a node list", "run `kubectl get nodes` and attach what it prints to a bug report")
+        return failed(
+            "kubectl's answer was not a node list", f"run {platform.kubectl_said('get', 'nodes')} and attach what it prints to a bug report"
+        )
     not_ready = [
         str(item.get("metadata", {}).get("name"))
         for item in items
@@ -162,7 +174,7 @@ def nodes_check(platform: Platform) -> Verdict:
     if not items or not_ready:
         return failed(
             f"{len(not_ready)} of {len(items)} nodes not Ready: {', '.join(not_ready)}",
-            "`kubectl describe node <name>` says why; docs/guide/troubleshooting.md",
+            f"{platform.kubectl_said('describe', 'node', (not_ready or ['<name>'])[0])} says why; docs/guide/troubleshooting.md",
         )
     phase1 = platform.of("phase1")
     key = str(phase1.get(outputs.NODE_LABEL_KEY) or "")
@@ -266,16 +278,20 @@ def names_check(platform: Platform) -> Verdict:
     if not outputs.on_existing(phase1):
         check = checks.names_check(platform.machine, names)
         return passed(check.found) if check.ok else failed(check.found, check.fix)
+    from cli import dns_gate
     from cli.report import gateway_address
 
+    # The one rule of `up`'s DNS stop (cli/dns_gate.py): a load balancer's hostname is resolved; with
+    # NodePort (the record goes to the user's own load balancer) a name need only resolve.
     gateway = gateway_address(phase1)
-    expected = {value for _, value in gateway.addresses}
-    if gateway.problem or not expected:
-        return warned(f"the gateway's address is not known: {gateway.problem or 'none yet'}", "`uv run blueprint status`")
-    wrong = [name for name in names if platform.machine.resolve(name) not in expected]
-    if wrong:
-        return failed(
-            f"{', '.join(wrong)} do not resolve to {', '.join(sorted(expected))}",
-            "docs/guide/existing-cluster.md, 'DNS: one wildcard record'",
+    problems = dns_gate.unresolved(list(names), gateway, platform.resolve or dns_gate.resolve)
+    if problems:
+        return failed("; ".join(problems), "docs/guide/existing-cluster.md, 'DNS: one wildcard record'")
+    if gateway.problem or (gateway.node_ports is None and not gateway.addresses):
+        return warned(
+            f"{len(names)} names resolve, but the gateway's address is not known: {gateway.problem or 'none yet'}",
+            "`uv run blueprint status`",
         )
-    return passed(f"{len(names)} names resolve to the gateway ({', '.join(sorted(expected))})")
+    if gateway.node_ports is not None:
+        return passed(f"{len(names)} names resolve (NodePort: to your own load balancer, which verify cannot see)")
+    return passed(f"{len(names)} names resolve to the gateway ({', '.join(sorted(value for _, value in gateway.addresses))})")

@@ -32,7 +32,7 @@ def postgres_check(platform: Platform) -> Verdict:
 
     kinds = "clusters.postgresql.cnpg.io,databases.postgresql.cnpg.io"
     code, said = platform.kubectl("--namespace", POSTGRES_NAMESPACE, "get", kinds, "-o", "json")
-    fix = f"`kubectl --namespace {POSTGRES_NAMESPACE} describe cluster {pg.CLUSTER}`; `{UP} --phase 2`"
+    fix = f"{platform.kubectl_said('describe', 'cluster', pg.CLUSTER, namespace=POSTGRES_NAMESPACE)}; `{UP} --phase 2`"
     if code != 0:
         return failed(f"kubectl could not read the cluster: {first_line(said)}", fix)
     try:
@@ -95,6 +95,7 @@ def valkey_check(platform: Platform) -> Verdict:
         said = platform.secrets.masked(_auth(port, password))
     if said != "+OK":
         return failed(
-            f"Valkey refused the recorded password: {said[:120]}", f"`kubectl -n {namespace} logs deploy/{service}`; `{UP} --phase 2`"
+            f"Valkey refused the recorded password: {said[:120]}",
+            f"{platform.kubectl_said('logs', f'deploy/{service}', namespace=namespace)}; `{UP} --phase 2`",
         )
     return passed(f"{service}.{namespace} accepts the recorded password")

@@ -24,7 +24,7 @@ def client(platform: Platform) -> Any:
     phase2 = platform.of("phase2")
     token = platform.secrets.add(admin_token(phase2))
     forward = {TARGET_KEY: phase2[outputs.GITLAB_FORWARD]} if phase2.get(outputs.GITLAB_FORWARD) else {}
-    props = {"gitlab_url": phase2.get(outputs.GITLAB_URL), "token": token, "ca_file": phase2.get(outputs.CA_CERT_FILE), **forward}
+    props = {"gitlab_url": phase2.get(outputs.GITLAB_URL), "token": token, "ca_file": outputs.gateway_ca_file(phase2), **forward}
     return GitLab.of(props, timeout=TIMEOUT, pauses=())
 
 
@@ -136,12 +136,16 @@ def ci_variables_check(platform: Platform) -> Verdict:
 
 
 def ssh_check(platform: Platform) -> Verdict:
-    """GitLab's SSH answers on the configured port with an SSH banner (RFC 4253 4.2: `SSH-2.0-...`)."""
+    """GitLab's SSH answers on the port clone URLs show with an SSH banner (RFC 4253 4.2: `SSH-2.0-...`):
+    kind's host port, or on an existing cluster the gateway Service's SSH port, through its port-forward.
+    """
+    from stacks.exposure import ssh_port
+
     phase1 = platform.of("phase1")
     host = urlsplit(str(platform.of("phase2").get(outputs.GITLAB_URL))).hostname or ""
-    port = int(phase1.get(outputs.SSH_PORT) or 22)
+    port = ssh_port(phase1)
     try:
-        with _connected(platform, host, port) as connection:
+        with _connected(platform, host, port, service_port=port) as connection:
             connection.settimeout(TIMEOUT)
             banner = connection.recv(256).decode(errors="replace").strip()
     except Exception as error:
@@ -160,7 +164,7 @@ def runners_check(platform: Platform) -> Verdict:
         offline = [f"#{runner.get('id')} {runner.get('status')}" for runner in runners if runner.get("status") != "online"]
         if len(runners) < 2 or offline:
             saw = f"{len(runners) - len(offline)} of {len(runners)} runners online" + (f": {', '.join(offline)}" if offline else "")
-            return failed(saw, "`kubectl -n gitlab-runner get pods`; `uv run blueprint up --phase 2`")
+            return failed(saw, f"{platform.kubectl_said('get', 'pods', namespace='gitlab-runner')}; `{UP} --phase 2`")
         details = [gitlab.get(f"/runners/{runner.get('id')}") for runner in runners]
         seen = "; ".join(
             f"{d.get('description')}: tags {','.join(d.get('tag_list') or []) or 'none'}, {d.get('access_level')}" for d in details
@@ -195,16 +199,16 @@ def pipelines_check(platform: Platform) -> Verdict:
 
 
 def apps_check(platform: Platform) -> Verdict:
-    """Each app's `/healthz` answers 200 through the gateway from this laptop, trusting our CA alone."""
+    """Each app's `/healthz` answers 200 through the gateway from this laptop, trusting the gateway's CA alone."""
     urls = sorted((platform.of("phase3").get(outputs.APP_URLS) or {}).items())
     if not urls:
         return skipped("no app has a host")
-    ca = str(platform.of("phase2").get(outputs.CA_CERT_FILE))
+    ca = str(outputs.gateway_ca_file(platform.of("phase2")))
     forward = platform.of("phase2").get(outputs.GITLAB_FORWARD)
     answers = {name: platform.ask(f"{url}/healthz", ca_file=ca, forward=forward) for name, url in urls}
     wrong = [f"{name}: {answer.said}" for name, answer in answers.items() if answer.status != 200]
     if wrong:
-        return failed("; ".join(wrong), "`kubectl -n apps get pods`; the project's last pipeline in GitLab")
+        return failed("; ".join(wrong), f"{platform.kubectl_said('get', 'pods', namespace='apps')}; the project's last pipeline in GitLab")
     return passed(f"{len(urls)} apps answer /healthz")
 
 
@@ -213,7 +217,9 @@ def headlamp_check(platform: Platform) -> Verdict:
         return skipped("Headlamp is off (blueprint:headlamp)")
     gitlab = urlsplit(str(platform.of("phase2").get(outputs.GITLAB_URL)))
     url = f"https://headlamp.{platform.of('phase1').get(outputs.DOMAIN)}{f':{gitlab.port}' if gitlab.port else ''}/"
-    answer = platform.ask(url, ca_file=str(platform.of("phase2").get(outputs.CA_CERT_FILE)))
+    answer = platform.ask(url, ca_file=str(outputs.gateway_ca_file(platform.of("phase2"))))
     if answer.status != 200:
-        return failed(f"{url}: {answer.said}", "`kubectl -n headlamp get pods`; docs/guide/access.md, 'Headlamp'")
+        return failed(
+            f"{url}: {answer.said}", f"{platform.kubectl_said('get', 'pods', namespace='headlamp')}; docs/guide/access.md, 'Headlamp'"
+        )
     return passed(f"{url} answers")

@@ -49,8 +49,14 @@ def _version_of(machine: Machine, argv: Sequence[str]) -> str | None:
     return first_line(said) if code == 0 and said.strip() else None
 
 
+NO_ENGINE = "none"
+"""The report's container engine on an existing cluster, which no engine of this machine runs."""
+
+
 def platform(machine: Machine, engine: str) -> dict[str, Any]:
-    """The machine, as a bug report needs it: OS and family, the engine and the tools, CPUs, memory."""
+    """The machine, as a bug report needs it: OS and family, the engine (NO_ENGINE: none) and the
+    tools, CPUs, memory.
+    """
     family = machine_family(machine)
     return {
         "os": machine.system,
@@ -58,7 +64,7 @@ def platform(machine: Machine, engine: str) -> dict[str, Any]:
         "family": family.name,
         "distro": family.distro,
         "container_engine": engine,
-        "container_engine_version": _version_of(machine, [engine, "--version"]),
+        "container_engine_version": None if engine == NO_ENGINE else _version_of(machine, [engine, "--version"]),
         "kind_version": _version_of(machine, ["kind", "version"]),
         "pulumi_version": _version_of(machine, ["pulumi", "version"]),
         "kubectl_version": _version_of(machine, ["kubectl", "version", "--client"]),
@@ -77,8 +83,21 @@ def report(results: Sequence[Result], platform_facts: Mapping[str, Any], secrets
         "summary": tally(results),
         "checks": [asdict(result) for result in results],
     }
-    masked: dict[str, Any] = json.loads(secrets.masked(json.dumps(document)))
+    masked: dict[str, Any] = _masked(document, secrets)
     return masked
+
+
+def _masked(value: Any, secrets: Secrets) -> Any:
+    """`value` with every secret masked in each string it holds, on the strings themselves: the JSON
+    text escapes a quote, a backslash or a newline, where a secret would no longer match.
+    """
+    if isinstance(value, str):
+        return secrets.masked(value)
+    if isinstance(value, Mapping):
+        return {key: _masked(item, secrets) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(item, secrets) for item in value]
+    return value
 
 
 def to_json(document: Mapping[str, Any]) -> str:

@@ -71,8 +71,17 @@ def _phase2(platform: Platform) -> Mapping[str, Any]:
     return platform.of("phase2")
 
 
-def _ca(platform: Platform) -> str:
-    return str(_phase2(platform).get(outputs.CA_CERT_FILE))
+def gateway_ca(platform: Platform) -> str:
+    """What verifies the names the gateway serves (GitLab, its registry, the apps, Headlamp): the brought
+    certificate's issuer with `blueprint:tlsCertificate`, else the platform CA (`outputs.gateway_ca_file`).
+    OpenBao is served by the platform CA in both cases (`_openbao_props`).
+    """
+    return str(outputs.gateway_ca_file(_phase2(platform)))
+
+
+def _brought(platform: Platform) -> bool:
+    """Whether the gateway serves the user's own certificate (blueprint:tlsCertificate)."""
+    return bool(_phase2(platform).get(outputs.GATEWAY_CA_FILE))
 
 
 def _hosts(platform: Platform) -> list[tuple[str, int]]:
@@ -85,16 +94,25 @@ def _hosts(platform: Platform) -> list[tuple[str, int]]:
 
 
 @contextlib.contextmanager
-def _connected(platform: Platform, host: str, port: int) -> Iterator[socket.socket]:
-    """A TCP connection to `host`'s `port`: directly (kind), or through the port-forward to the gateway (an existing cluster)."""
+def _connected(platform: Platform, host: str, port: int, *, service_port: int | None = None) -> Iterator[socket.socket]:
+    """A TCP connection to `host`'s `port`: directly (kind), or through a port-forward to the gateway's
+    Service (an existing cluster): phase2's `gitlabForward`, its HTTPS port, or `service_port` of it.
+    """
     forward = _phase2(platform).get(outputs.GITLAB_FORWARD)
     if not forward:
         with platform.dial(host, port) as connection:
             yield connection
         return
+    import dataclasses
+
     from providers.cluster_access import Target, forwarded
 
-    with forwarded(Target.of(forward)) as local, socket.create_connection(("127.0.0.1", local), timeout=TIMEOUT) as connection:
+    target = Target.of(forward)
+    target = dataclasses.replace(target, port=service_port) if service_port is not None else target
+    with (
+        (platform.forward or forwarded)(target) as local,
+        socket.create_connection(("127.0.0.1", local), timeout=TIMEOUT) as connection,
+    ):
         yield connection
 
 
@@ -112,19 +130,24 @@ def _handshake(platform: Platform, host: str, port: int, context: ssl.SSLContext
 
 
 def tls_check(platform: Platform) -> Verdict:
-    """Each host's certificate chains to the platform CA alone, for its name, inside the CA's name
-    constraints (OpenSSL checks the constraints as it builds the chain).
+    """Each host's certificate chains to the gateway's CA alone (the platform CA, or the brought
+    certificate's issuer), for its name, inside the platform CA's name constraints (OpenSSL checks
+    the constraints as it builds the chain).
     """
     from pathlib import Path
 
-    ca = _ca(platform)
+    ca = gateway_ca(platform)
     if not Path(ca).is_file():
+        if _brought(platform):
+            return failed(f"the gateway's CA file {ca} is missing", f"`{UP} --phase 2` writes it again")
         return failed(f"the CA file {ca} is missing", f"`pulumi stack output -s phase2 caCertPem > {ca}` (or `{UP} --phase 2`)")
     context = ssl.create_default_context(cafile=ca)  # with a cafile, that file alone: no system certificate is loaded
     wrong = [f"{host}: {why}" for host, port in _hosts(platform) if (why := _handshake(platform, host, port, context))]
     if wrong:
-        return failed("; ".join(wrong), "docs/guide/troubleshooting.md; `kubectl -n gitlab get certificates,secrets` shows what is served")
-    return passed(f"{len(_hosts(platform))} hosts present a certificate of the platform CA for their name")
+        served = platform.kubectl_said("get", "certificates,secrets", namespace="gitlab")
+        return failed("; ".join(wrong), f"docs/guide/troubleshooting.md; {served} shows what is served")
+    issuer = "your certificate's issuer" if _brought(platform) else "the platform CA"
+    return passed(f"{len(_hosts(platform))} hosts present a certificate of {issuer} for their name")
 
 
 def ca_trust_check(platform: Platform) -> Verdict:
@@ -135,8 +158,10 @@ def ca_trust_check(platform: Platform) -> Verdict:
     host, port = _hosts(platform)[0]
     if _handshake(platform, host, port, platform.system_trust()) is None:
         return passed(f"the system trusts {host}'s certificate")
-    commands = " ".join(line.split(":", 1)[-1].strip() for line in trust_ca_lines(_ca(platform), machine_family(platform.machine)))
-    return warned(f"the system store does not trust {host} (the platform CA is not in it)", commands or "docs/guide/access.md")
+    ca = gateway_ca(platform)
+    commands = " ".join(line.split(":", 1)[-1].strip() for line in trust_ca_lines(ca, machine_family(platform.machine)))
+    issuer = f"your certificate's issuer ({ca}) is not in it" if _brought(platform) else "the platform CA is not in it"
+    return warned(f"the system store does not trust {host} ({issuer})", commands or "docs/guide/access.md")
 
 
 def _openbao_props(platform: Platform) -> dict[str, Any]:
@@ -160,7 +185,10 @@ def openbao_check(platform: Platform) -> Verdict:
         return failed(f"OpenBao did not answer: {str(error)[:200]}", f"`uv run blueprint status`; `{UP} --phase 2` unseals it")
     if not seal.get("initialized") or seal.get("sealed"):
         state = "sealed" if seal.get("initialized") else "not initialised"
-        return failed(f"OpenBao is {state}", "`kubectl -n openbao logs openbao-0` says why; docs/guide/troubleshooting.md")
+        return failed(
+            f"OpenBao is {state}",
+            f"{platform.kubectl_said('logs', 'openbao-0', namespace='openbao')} says why; docs/guide/troubleshooting.md",
+        )
     return passed(f"initialised and unsealed (OpenBao {seal.get('version', '?')})")
 
 

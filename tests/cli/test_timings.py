@@ -1,6 +1,6 @@
 """How long a bring-up really took: recorded engine events (tests/cli/recorded/engine-events-phase1.jsonl,
 shaped as Pulumi's event log writes them) through the Recorder `blueprint up` gives the Automation
-API, into the file beside the state, and into `blueprint verify`'s report."""
+API, into the file in the checkout's `.pulumi-state/`, and into `blueprint verify`'s report."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _recorded(state: Path) -> None:
     timings.write(state, recorder)
 
 
-def test_an_up_records_each_resources_start_and_end_beside_the_state(tmp_path: Path) -> None:
+def test_an_up_records_each_resources_start_and_end(tmp_path: Path) -> None:
     _recorded(tmp_path)
     record = json.loads((tmp_path / "blueprint-timings" / "phase1.json").read_text())
     cluster = next(step for step in record["steps"] if step["urn"].endswith("::blueprint-cluster"))
@@ -43,6 +43,65 @@ def test_the_record_holds_no_input_or_output_and_no_step_that_did_nothing(tmp_pa
     assert "never-recorded" not in text
     assert "pulumi:providers:kubernetes" not in text  # a `same` step
     assert "pulumi:pulumi:Stack" not in text  # it only waits for the others
+
+
+def _events(stack: str, *steps: tuple[int, str, str, str]) -> timings.Recorder:
+    """A Recorder fed (timestamp, event kind, operation, resource name) of custom resources of `stack`."""
+    recorder = timings.Recorder(stack)
+    for sequence, (when, kind, op, name) in enumerate(steps):
+        urn = f"urn:pulumi:{stack}::blueprint::kubernetes:helm.sh/v3:Release::{name}"
+        state = {"type": "kubernetes:helm.sh/v3:Release", "urn": urn, "custom": True}
+        meta = {"op": op, "urn": urn, "type": state["type"], "provider": "", "old": state, "new": state}
+        recorder(EngineEvent.from_json({"sequence": sequence, "timestamp": when, kind: {"metadata": meta}}))
+    return recorder
+
+
+def test_a_replacement_takes_from_its_first_step_to_its_last_with_its_operations() -> None:
+    pre, done = "resourcePreEvent", "resOutputsEvent"
+    recorder = _events(
+        "phase2",
+        (100, pre, "create-replacement", "gitlab"), (700, done, "create-replacement", "gitlab"),
+        (700, pre, "replace", "gitlab"), (700, done, "replace", "gitlab"),
+        (900, pre, "delete-replaced", "gitlab"), (905, done, "delete-replaced", "gitlab"),
+    )  # fmt: skip
+    (step,) = recorder.record()["steps"]
+    assert (step["op"], step["end"] - step["start"], step["status"]) == ("create-replacement+replace+delete-replaced", 805, "done")
+
+
+def test_an_up_that_changed_nothing_keeps_the_record_of_the_bring_up(tmp_path: Path) -> None:
+    """The re-run after `up` stopped (the DNS stop before phase3, a failed phase3) runs phase1 again: all `same`."""
+    _recorded(tmp_path)
+    nothing = timings.Recorder("phase1")
+    nothing(EngineEvent.from_json({"sequence": 0, "timestamp": 1764700000, "preludeEvent": {"config": {}}}))
+    nothing(EngineEvent.from_json({"sequence": 1, "timestamp": 1764700004, "summaryEvent": {"maybeCorrupt": False,
+            "durationSeconds": 4, "resourceChanges": {"same": 6}, "policyPacks": {}}}))  # fmt: skip
+    timings.write(tmp_path, nothing)
+    measured = timings.measured(tmp_path, ["phase1"])
+    assert measured is not None
+    assert measured["phases"] == {"phase1": 132}
+    assert measured["slowest_chain"]
+
+
+def test_an_up_that_changed_something_replaces_the_record(tmp_path: Path) -> None:
+    _recorded(tmp_path)
+    timings.write(tmp_path, _events("phase1", (10, "resourcePreEvent", "update", "x"), (16, "resOutputsEvent", "update", "x")))
+    assert timings.measured(tmp_path, ["phase1"])["phases"] == {"phase1": 6}  # type: ignore[index]
+
+
+def test_a_record_cut_short_while_written_leaves_the_last_one_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _recorded(tmp_path)
+
+    def crash(path: Path, text: str) -> None:
+        with path.open("w") as half:
+            half.write(text[: len(text) // 2])
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", crash)
+    with pytest.raises(OSError, match="No space left"):
+        timings.write(tmp_path, _events("phase1", (10, "resourcePreEvent", "update", "x"), (16, "resOutputsEvent", "update", "x")))
+    monkeypatch.undo()
+    assert timings.measured(tmp_path, ["phase1"])["phases"] == {"phase1": 132}  # type: ignore[index]
+    assert [path.name for path in (tmp_path / "blueprint-timings").iterdir()] == ["phase1.json"]
 
 
 def test_the_slowest_chain_is_the_one_that_ran(tmp_path: Path) -> None:

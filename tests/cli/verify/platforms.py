@@ -27,6 +27,22 @@ PHASE1: dict[str, Any] = {
     outputs.HEADLAMP: False,
     outputs.IMAGE_MIRRORS: {"docker.io": "172.30.0.10:5000"},
 }
+EXISTING: dict[str, Any] = {
+    **PHASE1,
+    outputs.CLUSTER_TYPE: "existing",
+    outputs.KUBE_CONTEXT: "prod",
+    outputs.CLUSTER_ID: "uid-1",
+    outputs.IMAGE_MIRRORS: {},
+}
+"""phase1's outputs on an existing cluster (context `prod`)."""
+GITLAB_FORWARD = {"context": "prod", "namespace": "gitlab", "service": "gitlab-envoy", "port": 443}
+"""phase2's `gitlabForward` there (stacks/exposure.py `gitlab_forward`)."""
+
+
+def brought(phase2: Mapping[str, Any], gateway_ca: str) -> dict[str, Any]:
+    """phase2's outputs with `blueprint:tlsCertificate`: the gateway serves the user's certificate, which
+    `gateway_ca` (gatewayCaFile) verifies; the platform CA (caCertFile) still serves OpenBao."""
+    return {**phase2, outputs.GATEWAY_CA_FILE: gateway_ca}
 
 
 @dataclass
@@ -50,16 +66,20 @@ def platform_on(
     trust: Callable[[], ssl.SSLContext] = ssl.create_default_context,
     engine: str = "docker",
     runner: Any = None,
+    forward: Callable[[Any], Any] | None = None,
 ) -> Platform:
     """A Platform whose stacks' outputs are already read (as their checks record them)."""
+    machine = machine or FakeMachine()
     made = Platform(
-        machine=machine or FakeMachine(),
+        machine=machine,
         runner=lambda: runner or FakeRunner(),
         ask=ask or Answers(),
         secrets=Secrets(),
         engine=engine,
         dial=dial or (lambda host, port: (_ for _ in ()).throw(OSError(f"no {host}:{port}"))),
         system_trust=trust,
+        forward=forward,
+        resolve=lambda name: {found} if (found := machine.resolve(name)) else set(),
     )
     made.outputs.update({stack: dict(values) for stack, values in (stacks or {}).items()})
     return made

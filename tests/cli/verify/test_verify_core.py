@@ -196,3 +196,31 @@ def test_output_writes_the_json_report_to_the_file(tmp_path: Path) -> None:
     args = parser().parse_args(["verify", "--output", str(target)])
     assert verify_command(args, io.StringIO(), machine=FakeMachine(tools={}, outputs={})) == 1
     assert len(json.loads(target.read_text())["checks"]) >= 15
+
+
+def test_the_report_names_no_container_engine_on_an_existing_cluster() -> None:
+    from cli.verify import verify
+    from stacks import outputs
+    from tests.cli.fake_runner import FakeRunner
+    from tests.cli.verify.platforms import EXISTING, platform_on
+    from versions import BLUEPRINT
+
+    runner = FakeRunner({"phase1": {**EXISTING, outputs.BLUEPRINT_VERSION: BLUEPRINT}})
+    _, document = verify(platform_on(runner=runner), phase="1")
+    assert (document["platform"]["container_engine"], document["platform"]["container_engine_version"]) == ("none", None)
+
+
+def test_the_guide_has_a_row_for_each_check_and_claims_no_more_than_they_check() -> None:
+    """docs/guide/verify.md is what a user reads of verify: each check a row, and, while promises are
+    unchecked, no claim of every promise there, in the README or in `--help`."""
+    from cli.verify import specs
+    from stacks.config import PROJECT_DIR
+    from tests.cli.verify.platforms import platform_on
+
+    guide = (PROJECT_DIR / "docs/guide/verify.md").read_text()
+    rows = {line.split("|")[1].strip() for line in guide.splitlines() if line.startswith("| ")}
+    names = {spec.name for _, spec in specs(platform_on())} - {"stack phase1", "stack phase2", "stack phase3"}
+    assert names - rows == set()
+    assert "## Not checked yet" in guide
+    said = guide + (PROJECT_DIR / "README.md").read_text() + parser().format_help()
+    assert "every promise" not in said

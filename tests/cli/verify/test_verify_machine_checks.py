@@ -7,14 +7,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from cli import report as cli_report
+from cli.report import Gateway
 from cli.verify import checks
-from cli.verify.model import FAIL, PASS, SKIP
+from cli.verify.model import FAIL, PASS, SKIP, WARN
 from cli.verify.services import Answer
 from components.image_cache import mirror_container
 from stacks import outputs
 from tests.cli.doctor.fakes import FakeMachine
 from tests.cli.fake_runner import FakeRunner
-from tests.cli.verify.platforms import PHASE1, Answers, platform_on
+from tests.cli.verify.platforms import EXISTING, PHASE1, Answers, platform_on
 from versions import BLUEPRINT
 
 
@@ -100,7 +104,30 @@ def test_the_nodes_check_fails_naming_a_node_not_ready() -> None:
     verdict = checks.nodes_check(platform_on(_kubectl(*NODES[:2], _node("w2", "False")), {"phase1": PHASE1}))
     assert verdict.status == FAIL
     assert "w2" in verdict.saw
-    assert "kubectl describe node" in verdict.fix
+    assert "`kubectl --context kind-blueprint describe node w2`" in verdict.fix
+
+
+def test_every_kubectl_a_fix_prints_names_the_platforms_context() -> None:
+    """The user's current context is often another cluster: a fix's kubectl must read the platform's."""
+    from cli.verify import data
+    from cli.verify import gitlab as gitlab_checks
+
+    stacks = {
+        "phase1": {**EXISTING, outputs.HEADLAMP: True},
+        "phase2": {outputs.GITLAB_URL: "https://gitlab.blueprint.test", outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}},
+    }
+    not_ready, refusing = _kubectl(_node("w1", "False")), FakeMachine(outputs={"kubectl --context": (1, "forbidden")})
+    fixes = [
+        check(platform_on(machine, stacks)).fix
+        for check, machine in (
+            (checks.nodes_check, not_ready),
+            (data.postgres_check, refusing),
+            (gitlab_checks.apps_check, refusing),
+            (gitlab_checks.headlamp_check, refusing),
+        )
+    ]
+    assert all("`kubectl --context prod " in fix for fix in fixes), fixes
 
 
 def test_the_nodes_check_fails_when_no_node_carries_a_label() -> None:
@@ -128,9 +155,6 @@ def test_the_identity_check_fails_when_kind_has_no_such_cluster() -> None:
     assert verdict.status == FAIL
     assert "no kind cluster blueprint" in verdict.saw
     assert verdict.fix == "`uv run blueprint up --phase 1`"
-
-
-EXISTING = {**PHASE1, outputs.CLUSTER_TYPE: "existing", outputs.KUBE_CONTEXT: "prod", outputs.CLUSTER_ID: "uid-1"}
 
 
 def test_the_identity_check_passes_when_the_context_reaches_the_recorded_cluster() -> None:
@@ -184,6 +208,55 @@ def test_the_names_check_fails_with_the_hosts_line() -> None:
     verdict = checks.names_check(platform_on(machine, {"phase1": PHASE1}))
     assert verdict.status == FAIL
     assert "127.0.0.1 gitlab.blueprint.test" in verdict.fix
+
+
+def _dns(gateway: Gateway, monkeypatch: pytest.MonkeyPatch, **addresses: str | None) -> FakeMachine:
+    """The gateway as the cluster says it; each name of the platform (`<host>.blueprint.test`) resolving to
+    `addresses[host]`, else 52.1.2.3; any other name in `addresses` to its own."""
+    from cli.doctor import platform_names
+
+    monkeypatch.setattr(cli_report, "gateway_address", lambda phase1: gateway)
+    names = {name: addresses.get(name.split(".", 1)[0], "52.1.2.3") for name in platform_names("blueprint.test")}
+    return FakeMachine(addresses=names | addresses)
+
+
+NLB = "k8s-gitlab-abc.elb.us-east-1.amazonaws.com"
+
+
+def test_the_names_pass_on_an_existing_cluster_when_they_resolve_to_the_load_balancers_ip(monkeypatch: pytest.MonkeyPatch) -> None:
+    machine = _dns(Gateway(addresses=(("IPAddress", "52.1.2.3"),)), monkeypatch)
+    assert checks.names_check(platform_on(machine, {"phase1": EXISTING})).status == PASS
+
+
+def test_the_names_pass_when_they_resolve_as_the_load_balancers_hostname_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """EKS: the gateway's address is a hostname; the guide's CNAME makes each name resolve as it does."""
+    machine = _dns(Gateway(addresses=(("Hostname", NLB),)), monkeypatch, **{NLB: "52.1.2.3"})
+    assert checks.names_check(platform_on(machine, {"phase1": EXISTING})).status == PASS
+
+
+def test_the_names_fail_naming_a_name_that_resolves_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    machine = _dns(Gateway(addresses=(("Hostname", NLB),)), monkeypatch, **{NLB: "52.1.2.3", "registry": "10.9.9.9"})
+    verdict = checks.names_check(platform_on(machine, {"phase1": EXISTING}))
+    assert verdict.status == FAIL
+    assert "registry.blueprint.test resolves to 10.9.9.9, not to the gateway (52.1.2.3)" in verdict.saw
+    assert "DNS" in verdict.fix
+
+
+def test_the_names_pass_with_node_ports_when_they_resolve_to_the_users_own_load_balancer(monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway = Gateway(addresses=(("IPAddress", "10.0.0.5"), ("IPAddress", "10.0.0.6")), node_ports={443: 31443})
+    assert checks.names_check(platform_on(_dns(gateway, monkeypatch), {"phase1": EXISTING})).status == PASS
+
+
+def test_the_names_fail_with_node_ports_when_a_name_does_not_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
+    machine = _dns(Gateway(addresses=(("IPAddress", "10.0.0.5"),), node_ports={443: 31443}), monkeypatch, kas=None)
+    verdict = checks.names_check(platform_on(machine, {"phase1": EXISTING}))
+    assert verdict.status == FAIL
+    assert "kas.blueprint.test does not resolve" in verdict.saw
+
+
+def test_the_names_warn_when_the_gateways_address_cannot_be_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    machine = _dns(Gateway(problem="`kubectl ...` did not answer"), monkeypatch)
+    assert checks.names_check(platform_on(machine, {"phase1": EXISTING})).status == WARN
 
 
 def _hosts_dir(folder: Path, text: str | None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from cli.verify import services
 from cli.verify.model import FAIL, PASS, SKIP, WARN
 from cli.verify.services import Answer
 from stacks import outputs
-from tests.cli.verify.platforms import PHASE1, Answers, platform_on
+from tests.cli.verify.platforms import EXISTING, GITLAB_FORWARD, PHASE1, Answers, brought, platform_on
 from tests.providers.bao_tls import Pki, issue
 
 GITLAB, REGISTRY = "gitlab.blueprint.test", "registry.blueprint.test"
@@ -119,6 +119,88 @@ def test_the_ca_not_in_the_system_store_is_a_warning_with_the_command(pki: Pki, 
 
 
 @pytest.fixture(scope="module")
+def theirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pki, Served]]:
+    """The user's own certificate (blueprint:tlsCertificate), of an issuer that is not the platform CA,
+    served for GitLab and its registry."""
+    issuer = issue(tmp_path_factory.mktemp("brought"), name=GITLAB)
+    server = Served()
+    server.serve(GITLAB, issuer)
+    server.serve(REGISTRY, issue(tmp_path_factory.mktemp("brought-registry"), name=REGISTRY, by=issuer))
+    yield issuer, server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def _forwarding(port: int, asked: list[Any]) -> Any:
+    """A port-forward stand-in: records each Service port it is asked for, and reaches loopback's `port`."""
+
+    @contextlib.contextmanager
+    def forward(target: Any) -> Iterator[int]:
+        asked.append(target)
+        yield port
+
+    return forward
+
+
+def test_tls_passes_when_the_gateway_serves_a_brought_certificate_its_issuer_verifies(pki: Pki, theirs: tuple[Pki, Served]) -> None:
+    issuer, server = theirs
+    phase2 = brought(_phase2(pki), str(issuer.ca_file))
+    verdict = services.tls_check(platform_on(stacks={"phase2": phase2}, dial=server.dial))
+    assert verdict.status == PASS, verdict
+    assert "your certificate's issuer" in verdict.saw
+
+
+def test_tls_on_an_existing_cluster_goes_through_the_forward_to_the_gateways_https_port(pki: Pki, theirs: tuple[Pki, Served]) -> None:
+    issuer, server = theirs
+    phase2 = brought(_phase2(pki, **{outputs.GITLAB_FORWARD: GITLAB_FORWARD}), str(issuer.ca_file))
+    asked: list[Any] = []
+    forward = _forwarding(server.server.server_address[1], asked)
+    verdict = services.tls_check(platform_on(stacks={"phase1": EXISTING, "phase2": phase2}, forward=forward))
+    assert verdict.status == PASS, verdict
+    assert {str(target) for target in asked} == {"service gitlab/gitlab-envoy port 443 of context prod"}
+
+
+def test_the_trust_warning_with_a_brought_certificate_names_its_issuer_not_the_platform_ca(pki: Pki, theirs: tuple[Pki, Served]) -> None:
+    issuer, server = theirs
+    phase2 = brought(_phase2(pki), str(issuer.ca_file))
+    verdict = services.ca_trust_check(platform_on(stacks={"phase2": phase2}, dial=server.dial))
+    assert verdict.status == WARN
+    assert "platform CA" not in verdict.saw
+    assert str(issuer.ca_file) in verdict.fix
+    assert str(pki.ca_file) not in verdict.fix
+
+
+def test_the_gitlab_client_trusts_the_brought_certificates_issuer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import providers.gitlab_api as api
+
+    token = tmp_path / "token"
+    token.write_text("glpat-0123456789abcdef")
+    phase2 = brought({outputs.CA_CERT_FILE: "/platform/ca.crt", outputs.ADMIN_TOKEN_FILE: str(token)}, "/platform/gateway-ca.crt")
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(api.GitLab, "of", classmethod(lambda cls, props, **_: seen.update(props)))
+    gitlab_checks.client(platform_on(stacks={"phase2": phase2}))
+    assert seen["ca_file"] == "/platform/gateway-ca.crt"
+
+
+def test_the_apps_and_headlamp_are_asked_trusting_the_brought_certificates_issuer() -> None:
+    trusted: list[str] = []
+
+    def ask(url: str, *, ca_file: str = "", **_: Any) -> Answer:
+        trusted.append(ca_file)
+        return Answer(200)
+
+    phase2 = brought({outputs.CA_CERT_FILE: "/platform/ca.crt", outputs.GITLAB_URL: f"https://{GITLAB}"}, "/platform/gateway-ca.crt")
+    stacks = {
+        "phase1": {**PHASE1, outputs.HEADLAMP: True},
+        "phase2": phase2,
+        "phase3": {outputs.APP_URLS: {"app": "https://app.blueprint.test"}},
+    }
+    assert gitlab_checks.apps_check(platform_on(stacks=stacks, ask=ask)).status == PASS
+    assert gitlab_checks.headlamp_check(platform_on(stacks=stacks, ask=ask)).status == PASS
+    assert trusted == ["/platform/gateway-ca.crt", "/platform/gateway-ca.crt"]
+
+
+@pytest.fixture(scope="module")
 def ssh() -> Iterator[tuple[list[bytes], int]]:
     """A TCP server on loopback that greets each connection with `banner[0]`."""
     banner = [b"SSH-2.0-GitLab-SSHD\r\n"]
@@ -162,6 +244,29 @@ def test_ssh_fails_when_nothing_answers(pki: Pki) -> None:
     assert verdict.status == FAIL
     assert "nothing answers" in verdict.saw
     assert verdict.fix
+
+
+def test_ssh_on_an_existing_cluster_goes_through_the_forward_to_the_gateways_ssh_port(pki: Pki, ssh: tuple[list[bytes], int]) -> None:
+    """The SSH listener is port 22 of Envoy's Service there (stacks/exposure.py SSH_PORT_EXISTING), not its HTTPS port."""
+    asked: list[Any] = []
+    forward = _forwarding(ssh[1], asked)
+    phase2 = _phase2(pki, **{outputs.GITLAB_FORWARD: GITLAB_FORWARD})
+    verdict = gitlab_checks.ssh_check(platform_on(stacks={"phase1": EXISTING, "phase2": phase2}, forward=forward))
+    assert verdict.status == PASS, verdict
+    assert [str(target) for target in asked] == ["service gitlab/gitlab-envoy port 22 of context prod"]
+    assert f"{GITLAB}:22" in verdict.saw
+
+
+def test_ssh_on_an_existing_cluster_fails_when_its_forward_does_not_start(pki: Pki) -> None:
+    @contextlib.contextmanager
+    def forward(target: Any) -> Iterator[int]:
+        raise RuntimeError(f"kubectl port-forward to {target} did not start")
+        yield 0
+
+    phase2 = _phase2(pki, **{outputs.GITLAB_FORWARD: GITLAB_FORWARD})
+    verdict = gitlab_checks.ssh_check(platform_on(stacks={"phase1": EXISTING, "phase2": phase2}, forward=forward))
+    assert verdict.status == FAIL
+    assert f"nothing answers at {GITLAB}:22" in verdict.saw
 
 
 def test_apps_pass_when_each_healthz_answers() -> None:
