@@ -1072,6 +1072,22 @@ CASES: dict[str, Bad] = {
     "tls-certificate-with-kind": config_case(
         "phase1", "tlsCertificate", "certificates/wildcard-tls", "'certificates/wildcard-tls' is not valid: it is for an existing cluster"
     ),
+    # Security fixes of session 31: a brought certificate in a namespace that blueprint makes, and a
+    # destroy deletes with the Secret in it.
+    "tls-certificate-in-a-namespace-blueprint-owns": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:tlsCertificate": "gitlab/wildcard-tls"}
+            )
+        },
+        says=(
+            "blueprint:tlsCertificate = 'gitlab/wildcard-tls' is not valid: the namespace gitlab is blueprint's own",
+            "a destroy deletes it, and the Secret with it",
+            "blueprint:tlsCertificate: certificates/wildcard-tls",
+        ),
+        program="phase1",
+    ),
 }
 
 
