@@ -34,7 +34,7 @@ from tests.cli.doctor.fake_kubectl import (
 )
 from tests.cli.doctor.fakes import doctor_output, without
 from tests.plans import planned
-from tests.tls_certificates import certificate_pem
+from tests.tls_certificates import certificate_pem, issuer
 
 EXISTING_CLUSTER = ClusterConfig(cluster=EXISTING, kube_context=CONTEXT, exposure="loadBalancer")
 
@@ -51,7 +51,10 @@ def failed(results: dict[str, Check]) -> list[str]:
 def test_a_healthy_cluster_passes_every_check() -> None:
     # A managed cluster's nodes trust the public roots alone: a healthy setup brings its certificate.
     domain = default_string("domain")
-    secret = " ".join(("kubernetes.io/tls", base64.b64encode(certificate_pem([f"*.{domain}"]).encode()).decode()))
+    ca = issuer()
+    secret = " ".join(
+        ["kubernetes.io/tls", *(base64.b64encode(pem.encode()).decode() for pem in (certificate_pem([f"*.{domain}"], by=ca), ca.pem))]
+    )
     fake = FakeCluster(secrets={"certs/wildcard-tls": secret})
     results = checked(fake, replace(EXISTING_CLUSTER, tls_certificate="certs/wildcard-tls"))
     assert failed(results) == []
