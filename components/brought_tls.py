@@ -40,6 +40,8 @@ READ_ARGS = f'get secret --namespace "$SECRET_NAMESPACE" "$SECRET_NAME" -o "{JSO
 (an absent key prints nothing), never its key."""
 
 REFERENCE_GRANT_API = "gateway.networking.k8s.io/v1beta1"
+REFERENCE_GRANTS = "referencegrants.gateway.networking.k8s.io"
+"""The resource phase2 creates in the Secret's namespace (what `kubectl auth can-i create` asks of)."""
 TRUST_KEY = "gateway-ca.crt"
 """The key, in the customCAs Secret, of the CA of a brought certificate (every key is mounted)."""
 

@@ -176,6 +176,16 @@ def test_port_forward_and_exec_are_asked_in_the_namespaces_up_uses_them_in() -> 
     ]
 
 
+def test_with_a_brought_certificate_the_reference_grant_is_asked_in_its_secrets_namespace() -> None:
+    """phase2 makes it there, in a namespace of the user's, which no right in phase2's own namespaces implies."""
+    brought = replace(EXISTING_CLUSTER, tls_certificate="certs/wildcard-tls")
+    check = checked(FakeCluster(denied={"referencegrants.gateway.networking.k8s.io certs"}), brought)[cluster.NAMESPACED_PERMISSIONS]
+    assert not check.ok
+    assert "referencegrants.gateway.networking.k8s.io in certs" in check.found
+    assert "a ReferenceGrant beside your certificate" in check.found
+    assert "`create` on referencegrants.gateway.networking.k8s.io in namespace certs" in check.fix
+
+
 def test_a_namespace_of_phase2s_that_is_someone_elses_fails_as_phase1_would_refuse_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
