@@ -196,7 +196,8 @@ def reference_grant(brought: Brought, *, gateway_namespace: object, labels: dict
     return {
         "apiVersion": REFERENCE_GRANT_API,
         "kind": "ReferenceGrant",
-        "metadata": {"name": f"blueprint-gateway-{brought.name}"[:253], "namespace": brought.namespace, "labels": labels},
+        # Cut to a name's 253 characters, and never ending in '-' or '.', which a DNS subdomain may not.
+        "metadata": {"name": f"blueprint-gateway-{brought.name}"[:253].rstrip("-."), "namespace": brought.namespace, "labels": labels},
         "spec": {
             "from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": gateway_namespace}],
             "to": [{"group": "", "kind": "Secret", "name": brought.name}],

@@ -18,6 +18,7 @@ from components import brought_tls, existing_cluster
 from components import tls as tls_component
 from components.gitlab_gateway import CHART_TLS_LISTENERS
 from stacks import outputs, preflight
+from stacks.config.names import is_dns_subdomain
 from tests.plans import COMMAND, planned
 from tests.tls_certificates import certificate_pem, issuer
 
@@ -158,3 +159,11 @@ def test_a_certificate_past_its_end_or_before_its_start_does_not_serve() -> None
 def test_the_reference_grant_waits_for_the_gateway_api_crds_that_define_it() -> None:
     grant = planned("phase2", **BROUGHT).one("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant", "tls-brought-reference-grant")
     assert any(urn.endswith("$kubernetes:helm.sh/v4:Chart::gateway-crds-chart") for urn in grant["dependsOn"])
+
+
+@pytest.mark.parametrize("cut_at", [".", "-"])
+def test_the_reference_grant_of_a_long_secret_name_is_a_valid_name(cut_at: str) -> None:
+    """The grant's name is the Secret's, prefixed and cut to 253: the cut must not end in '-' or '.', which the API refuses."""
+    name = "a" * 234 + cut_at + "b" * 18  # 253 characters, its 235th a '.' or '-'
+    grant = brought_tls.reference_grant(brought_tls.Brought(namespace="certs", name=name, ca_pem=""), gateway_namespace="gitlab", labels={})
+    assert is_dns_subdomain(grant["metadata"]["name"])
