@@ -131,8 +131,9 @@ def trusted_issuer(cert_pem: str, domain: str, now: datetime.datetime, ca_pem: s
                 "and any intermediate after the certificate in tls.crt"
             ) from None
         raise ValueError(
-            f"its certificate does not chain to the public roots, and the Secret has no ca.crt ({said}): a self-signed "
-            "certificate, or a private CA's, is trusted only with that CA as the Secret's ca.crt"
+            f"its certificate does not chain to the public roots, and the Secret has no ca.crt ({said}): put any "
+            "intermediate after the certificate in tls.crt; a self-signed certificate, or a private CA's, is trusted only "
+            "with that CA as the Secret's ca.crt"
         ) from None
     return chain[-1].subject.rfc4514_string()
 

@@ -71,6 +71,14 @@ def test_a_chain_through_an_intermediate_in_tls_crt_passes_naming_the_root() -> 
     assert "issued under CN=Acme Root" in check.found
 
 
+def test_a_tls_crt_without_its_intermediate_fails_as_the_nodes_would_refuse_it() -> None:
+    root = issuer("Acme Root")
+    leaf = certificate_pem([f"*.{DOMAIN}"], by=issuer("Acme Issuing CA", parent=root))
+    check = certificate({"certs/wildcard-tls": answer(leaf, ca_pem=root.pem)})
+    assert not check.ok
+    assert "any intermediate after the certificate in tls.crt" in check.fix + check.found
+
+
 def test_a_ca_made_by_openssls_defaults_without_key_usage_is_trusted() -> None:
     """OpenSSL and Go, which call the gateway, accept a CA with no keyUsage and a leaf with no authorityKeyIdentifier."""
     ca = issuer(key_usage=False)
