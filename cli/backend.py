@@ -14,7 +14,6 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 from stacks.config import PROJECT_DIR
 
@@ -22,6 +21,8 @@ if TYPE_CHECKING:
     from cli.stack_runner import StackRunner
 
 VARIABLE = "PULUMI_BACKEND_URL"
+WITH_CREDENTIALS = "<a URL with credentials, not repeated here>"
+"""What a message says for a backend URL without a scheme that holds an `@`: no part of it is safe to show."""
 LOCAL_FOLDER = ".pulumi-state"
 """The default backend's folder, in the checkout (ignored by git)."""
 
@@ -44,13 +45,20 @@ def is_users(environ: Mapping[str, str] = os.environ) -> bool:
 
 def shown(backend: str) -> str:
     """`backend` as said to the user: no user name or password, no query (S3's endpoint options, an
-    Azure SAS token), no fragment: a URL may carry credentials, and no message repeats them.
+    Azure SAS token), no fragment: a URL may carry credentials, and no message repeats them. Cut at the
+    last `@` of all that follows the scheme, not at what urlsplit calls the host: a password pasted
+    unencoded may hold a `/`, `?` or `#`, which would end the host early. Too coarse is fine here.
     """
-    parts = urlsplit(backend)
-    if not parts.scheme or not parts.netloc and parts.scheme != "file":
-        return re.sub(r"[?#].*", "", backend)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    scheme, found, rest = backend.partition("://")
+    if not found:
+        return WITH_CREDENTIALS if "@" in backend else _cut_query(backend)
+    if scheme != "file":  # a folder's path, never credentials
+        rest = rest.rpartition("@")[2]
+    return f"{scheme}://{_cut_query(rest)}"
+
+
+def _cut_query(text: str) -> str:
+    return re.sub(r"[?#].*", "", text, flags=re.DOTALL)
 
 
 def local_folder(backend: str, project_dir: Path = PROJECT_DIR) -> Path | None:
@@ -59,7 +67,7 @@ def local_folder(backend: str, project_dir: Path = PROJECT_DIR) -> Path | None:
     """
     if not backend.startswith("file://"):
         return None
-    path = re.sub(r"[?#].*", "", backend[len("file://") :])
+    path = _cut_query(backend[len("file://") :])
     return project_dir / Path(path).expanduser()
 
 

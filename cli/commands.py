@@ -107,7 +107,11 @@ def _up(args: Any, runner: StackRunner, out: TextIO) -> int:
     from cli import verify
 
     context = _context(args, runner, out, doctor=lambda: doctor.run(PHASE_STACKS[args.phase]))
-    context = replace(context, checks=lambda phase: verify.fast_tally(verify.real_platform(lambda: runner), phase))
+    context = replace(
+        context,
+        checks=lambda phase: verify.fast_tally(verify.real_platform(lambda: runner), phase),
+        dns_check=not getattr(args, "skip_dns_check", False),
+    )
     code = phases.up(context, args.phase)
     if code == 0 and args.glab_login:
         context.say(glab_login(runner.outputs("phase2") or {}))

@@ -129,6 +129,13 @@ def _verb_up(verbs: Verbs) -> None:
         action="store_true",
         help="when a cluster setting changed, take phase2 down (its data kept) and bring it back without asking",
     )
+    up.add_argument(
+        "--skip-dns-check",
+        action="store_true",
+        help="on an existing cluster, start phase3 without checking from this machine that gitlab.<domain> and "
+        "registry.<domain> resolve to the gateway: for a private DNS zone or split-horizon DNS, which the cluster "
+        "resolves and this machine does not",
+    )
 
 
 def _verb_preview(verbs: Verbs) -> None:

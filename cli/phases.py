@@ -40,6 +40,8 @@ class Context:
     """On an existing cluster, phase1's outputs -> the gateway's addresses now."""
     resolve: Resolve = resolve
     """A host name -> the addresses it resolves to from this machine (`cli.dns_gate`)."""
+    dns_check: bool = True
+    """Whether `up` checks the DNS record from this machine before phase3 (False: `--skip-dns-check`)."""
     checks: Callable[[str], str] | None = None
     """(the phase brought up) -> the tally of `blueprint verify`'s fast checks, said after the summary (None: none run)."""
 
@@ -172,7 +174,12 @@ def up(context: Context, phase: str) -> int:
             return code
     # On an existing cluster, the DNS record phase3 needs, in time (cli/dns_gate.py); on kind it does nothing.
     dns = DnsRecord(
-        say=context.say, outputs=context.runner.outputs, gateway=context.gateway, resolve=context.resolve, again=_as_run("up", phase)
+        say=context.say,
+        outputs=context.runner.outputs,
+        gateway=context.gateway,
+        resolve=context.resolve,
+        again=_as_run("up", phase),
+        check=context.dns_check,
     )
     code = _in_order(context, phase, "up", context.runner.up, dns)
     if code == 0:

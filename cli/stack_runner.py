@@ -74,16 +74,18 @@ def runs_program_on_destroy(version: str) -> bool:
 
 
 def pulumi_environment(*, create: bool = True) -> dict[str, str]:
-    """What every Pulumi command of blueprint runs with: the backend (cli/backend.py), and the user's
-    passphrase for every stack (a stack reads its upstream's secret outputs with it). Only ever the
-    passphrase's file: LocalWorkspace shows its env_vars in its repr. `create`: make blueprint's
-    passphrase file if it is missing; only what writes a stack does, so a command that refuses, or
-    only reads, leaves nothing behind (cli/passphrase.py `environment`).
+    """What every Pulumi command of blueprint runs with, on top of this process's environment: the
+    backend (cli/backend.py), and the user's passphrase for every stack (a stack reads its upstream's
+    secret outputs with it). Only ever the passphrase's file: LocalWorkspace shows its env_vars in its
+    repr. So the checkout's own backend is named here, but never the user's `PULUMI_BACKEND_URL`, which
+    may hold a token: the Pulumi CLI inherits it (pulumi/automation/_cmd.py runs it with os.environ).
+    `create`: make blueprint's passphrase file if it is missing; only what writes a stack does, so a
+    command that refuses, or only reads, leaves nothing behind (cli/passphrase.py `environment`).
     """
     from cli import backend, passphrase
 
     return {
-        backend.VARIABLE: backend.url(os.environ),
+        **({} if backend.is_users(os.environ) else {backend.VARIABLE: backend.url(os.environ)}),
         # Every command would otherwise ask the network for a newer CLI first.
         "PULUMI_SKIP_UPDATE_CHECK": "true",
         # The program tells kind its engine when it is not Docker (components/engine.py `kind_environment`);

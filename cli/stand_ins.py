@@ -8,6 +8,7 @@ program runs with in the plan (stacks/runtime.py).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
@@ -179,13 +180,10 @@ def existing_cluster_answer(command: str, environment: Mapping[str, str]) -> dic
     return {"stdout": answers[read], "stderr": ""}
 
 
-BROUGHT_CA_PEM = "-----BEGIN CERTIFICATE-----\nstand-in for the brought certificate's CA\n-----END CERTIFICATE-----\n"
-"""The `ca.crt` of the stand-in cluster's brought Secret (blueprint:tlsCertificate)."""
-
-
-def brought_secret(domain: str) -> str:
-    """What kubectl answers components/brought_tls.py READ_ARGS on the stand-in cluster: a kubernetes.io/tls
-    Secret whose certificate covers `*.<domain>` for a year from now (made here: the plan has no cluster), and a CA.
+@functools.cache
+def _brought_ca() -> tuple[str, Any]:
+    """The stand-in cluster's private CA: its PEM and key, the same on every run (a fixed key, fixed dates,
+    a deterministic signature), since phase1 publishes it and a plan must not change by itself.
     """
     import datetime
 
@@ -194,19 +192,51 @@ def brought_secret(domain: str) -> str:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
+    key = ec.derive_private_key(0x5EED, ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "stand-in for the brought certificate's CA")])
+    cert = (
+        x509.CertificateBuilder(subject_name=name, issuer_name=name, public_key=key.public_key(), serial_number=1)
+        .not_valid_before(datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC))
+        .not_valid_after(datetime.datetime(2125, 1, 1, tzinfo=datetime.UTC))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256(), ecdsa_deterministic=True)
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), key
+
+
+BROUGHT_CA_PEM = _brought_ca()[0]
+"""The `ca.crt` of the stand-in cluster's brought Secret (blueprint:tlsCertificate)."""
+
+
+def brought_secret(domain: str) -> str:
+    """What kubectl answers components/brought_tls.py READ_ARGS on the stand-in cluster: a kubernetes.io/tls
+    Secret whose certificate covers `*.<domain>` for a year from now (made here: the plan has no cluster),
+    issued by its CA.
+    """
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+
     from components.brought_tls import TLS_TYPE
 
-    key = ec.generate_private_key(ec.SECP256R1())
+    ca_pem, key = _brought_ca()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"*.{domain}")])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
-        x509.CertificateBuilder(subject_name=name, issuer_name=name, public_key=key.public_key(), serial_number=1)
+        x509.CertificateBuilder(
+            subject_name=name,
+            issuer_name=x509.load_pem_x509_certificate(ca_pem.encode()).subject,
+            public_key=key.public_key(),
+            serial_number=2,
+        )
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=365))
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(f"*.{domain}")]), critical=False)
         .sign(key, hashes.SHA256())
     )
-    encoded = (base64.b64encode(pem).decode() for pem in (cert.public_bytes(serialization.Encoding.PEM), BROUGHT_CA_PEM.encode()))
+    encoded = (base64.b64encode(pem).decode() for pem in (cert.public_bytes(serialization.Encoding.PEM), ca_pem.encode()))
     return " ".join((TLS_TYPE, *encoded))
 
 

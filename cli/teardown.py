@@ -363,9 +363,12 @@ def _refuse_phase3_without_gitlab(route: _Route, world: World) -> None:
     # Over kept data its projects stay; with GitLab's data wiped, or GitLab gone, they are forgotten.
     through_gitlab = not route.keep and route.gitlab_up and not route.wiped_gitlab
     if "phase3" in route.targets and through_gitlab and not world.gitlab_answers(route.existing["phase2"]):
+        # A brought certificate's new issuing CA reaches the CA file GitLab is called with through phase1's read alone.
+        brought = outputs.TLS_CERTIFICATE in (route.existing.get("phase1") or {})
+        again = "`uv run blueprint up --phase 1`, then `uv run blueprint up --phase 2`" if brought else "`uv run blueprint up --phase 2`"
         raise Refused(
             f"GitLab at {route.existing['phase2'].get(outputs.GITLAB_URL)} does not answer, and phase3's projects can only be "
-            "deleted through it. Bring it back (`uv run blueprint up --phase 2`; `kubectl -n gitlab get pods` shows what "
+            f"deleted through it. Bring it back ({again}; `kubectl -n gitlab get pods` shows what "
             "is wrong), or destroy everything with `uv run blueprint destroy --wipe-data`, which wipes GitLab's data too."
         )
 

@@ -25,10 +25,13 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
+import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from cryptography import x509
+from cryptography.x509.verification import Criticality, ExtensionPolicy, Policy, PolicyBuilder, ServerVerifier, Store, VerificationError
 
 TLS_TYPE = "kubernetes.io/tls"
 JSONPATH = "jsonpath={.type} {.data.tls\\.crt} {.data.ca\\.crt}"
@@ -37,6 +40,8 @@ READ_ARGS = f'get secret --namespace "$SECRET_NAMESPACE" "$SECRET_NAME" -o "{JSO
 (an absent key prints nothing), never its key."""
 
 REFERENCE_GRANT_API = "gateway.networking.k8s.io/v1beta1"
+REFERENCE_GRANTS = "referencegrants.gateway.networking.k8s.io"
+"""The resource phase2 creates in the Secret's namespace (what `kubectl auth can-i create` asks of)."""
 TRUST_KEY = "gateway-ca.crt"
 """The key, in the customCAs Secret, of the CA of a brought certificate (every key is mounted)."""
 
@@ -80,14 +85,26 @@ def read_answer(stdout: str) -> tuple[str, str, str]:
     return kind, decoded[0], decoded[1] if len(decoded) > 1 else ""
 
 
-def certificate_problem(cert_pem: str, domain: str, now: datetime.datetime) -> str | None:
-    """Why the first certificate of `cert_pem` cannot serve the platform's names at `now` (it must
-    cover `*.<domain>` and be valid), or None.
+def certificate_problem(cert_pem: str, domain: str, now: datetime.datetime, ca_pem: str = "") -> str | None:
+    """Why `cert_pem` (the leaf, then its intermediates) cannot serve the platform's names at `now`, or None
+    (`trusted_issuer`).
     """
     try:
-        certs = x509.load_pem_x509_certificates(cert_pem.encode())
-    except ValueError:
-        return "its tls.crt holds no PEM certificate"
+        trusted_issuer(cert_pem, domain, now, ca_pem)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def trusted_issuer(cert_pem: str, domain: str, now: datetime.datetime, ca_pem: str = "") -> str:
+    """The subject of the trusted CA that `cert_pem`'s chain ends at: its first certificate must cover
+    `*.<domain>`, be valid at `now`, and chain through the ones after it to `ca_pem` (the Secret's
+    `ca.crt`), or without one to the public roots, what trusts it then (`trust_pem`). A ValueError says
+    why not.
+    """
+    certs = _certificates(cert_pem)
+    if not certs:
+        raise ValueError("its tls.crt holds no PEM certificate")
     leaf = certs[0]
     try:
         names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.DNSName)
@@ -96,12 +113,68 @@ def certificate_problem(cert_pem: str, domain: str, now: datetime.datetime) -> s
     wanted = f"*.{domain}"
     if wanted not in (name.lower() for name in names):
         shown = ", ".join(names[:5]) or "none"
-        return f"its certificate does not cover {wanted} (its DNS names: {shown}): bring one for {wanted}"
+        raise ValueError(f"its certificate does not cover {wanted} (its DNS names: {shown}): bring one for {wanted}")
     if now >= leaf.not_valid_after_utc:
-        return f"its certificate expired on {leaf.not_valid_after_utc:%Y-%m-%d}: renew it"
+        raise ValueError(f"its certificate expired on {leaf.not_valid_after_utc:%Y-%m-%d}: renew it")
     if now < leaf.not_valid_before_utc:
-        return f"its certificate is valid from {leaf.not_valid_before_utc:%Y-%m-%d %H:%M} UTC only"
-    return None
+        raise ValueError(f"its certificate is valid from {leaf.not_valid_before_utc:%Y-%m-%d %H:%M} UTC only")
+    anchors = _certificates(ca_pem or public_roots())
+    if not anchors:
+        raise ValueError("its ca.crt holds no PEM certificate")
+    try:
+        chain = _verifier(anchors, domain, now).verify(leaf, certs[1:])
+    except VerificationError as error:
+        said = str(error).split(" (encountered", 1)[0].removeprefix("validation failed: ")[:200]
+        if ca_pem:
+            raise ValueError(
+                f"its certificate does not chain to its ca.crt ({said}): put the CA that issued it in the Secret's ca.crt, "
+                "and any intermediate after the certificate in tls.crt"
+            ) from None
+        raise ValueError(
+            f"its certificate does not chain to the public roots, and the Secret has no ca.crt ({said}): put any "
+            "intermediate after the certificate in tls.crt; a self-signed certificate, or a private CA's, is trusted only "
+            "with that CA as the Secret's ca.crt"
+        ) from None
+    return chain[-1].subject.rfc4514_string()
+
+
+_PEM_CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
+
+
+def _certificates(pem: str) -> list[x509.Certificate]:
+    """Each certificate of `pem` that parses: one odd root of a bundle (certifi's holds one with a negative
+    serial, which cryptography warns of and means to refuse) is left out, never the whole bundle.
+    """
+    found = []
+    for block in _PEM_CERTIFICATE.findall(pem):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                found.append(x509.load_pem_x509_certificate(block.encode()))
+            except ValueError:
+                continue
+    return found
+
+
+def _ca_key_usage(_policy: Policy, _cert: x509.Certificate, usage: x509.KeyUsage | None) -> None:
+    if usage is not None and not usage.key_cert_sign:
+        raise ValueError("a CA whose keyUsage lacks keyCertSign")
+
+
+def _verifier(anchors: list[x509.Certificate], domain: str, now: datetime.datetime) -> ServerVerifier:
+    """A verifier of `gitlab.<domain>` at `now` under `anchors`: the Web PKI's profile (cryptography's
+    x509.verification defaults), less two RFC 5280 rules that OpenSSL and Go, which call the gateway, do
+    not enforce and that a private CA made with `openssl` often breaks: a leaf's authorityKeyIdentifier,
+    a CA's keyUsage (checked for keyCertSign when present, as OpenSSL does).
+    """
+    ee = ExtensionPolicy.webpki_defaults_ee().may_be_present(x509.AuthorityKeyIdentifier, Criticality.AGNOSTIC, None)
+    ca = (
+        ExtensionPolicy.webpki_defaults_ca()
+        .may_be_present(x509.AuthorityKeyIdentifier, Criticality.AGNOSTIC, None)
+        .may_be_present(x509.KeyUsage, Criticality.AGNOSTIC, _ca_key_usage)
+    )
+    builder = PolicyBuilder().store(Store(anchors)).time(now).extension_policies(ca_policy=ca, ee_policy=ee)
+    return builder.build_server_verifier(x509.DNSName(f"gitlab.{domain}"))
 
 
 def public_roots() -> str:
@@ -124,7 +197,8 @@ def reference_grant(brought: Brought, *, gateway_namespace: object, labels: dict
     return {
         "apiVersion": REFERENCE_GRANT_API,
         "kind": "ReferenceGrant",
-        "metadata": {"name": f"blueprint-gateway-{brought.name}"[:253], "namespace": brought.namespace, "labels": labels},
+        # Cut to a name's 253 characters, and never ending in '-' or '.', which a DNS subdomain may not.
+        "metadata": {"name": f"blueprint-gateway-{brought.name}"[:253].rstrip("-."), "namespace": brought.namespace, "labels": labels},
         "spec": {
             "from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": gateway_namespace}],
             "to": [{"group": "", "kind": "Secret", "name": brought.name}],

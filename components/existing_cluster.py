@@ -108,7 +108,7 @@ def brought(context: str, ref: str, domain: str) -> pulumi.Output[brought_tls.Br
     def checked(result: local.RunResult) -> brought_tls.Brought:
         try:
             _kind, cert_pem, ca_pem = brought_tls.read_answer(result.stdout)
-            problem = brought_tls.certificate_problem(cert_pem, domain, datetime.datetime.now(datetime.UTC))
+            problem = brought_tls.certificate_problem(cert_pem, domain, datetime.datetime.now(datetime.UTC), ca_pem)
         except ValueError as error:
             problem = f"{error}: {_said(result.stderr or '')}" if not result.stdout.strip() else str(error)
         if problem:

@@ -193,7 +193,16 @@ class Tls(pulumi.ComponentResource):
             written = _written(f"{name}-gateway-ca-file", trust, path, args.ca_folder, child)
             self.gateway_ca_pem = pulumi.Output.from_input(trust)
             self.gateway_ca_file = written.stdout.apply(lambda _: path)
-        self.register_outputs({"ca_cert_pem": self.ca_cert_pem, "ca_file": self.ca_file})
+        # The public ones: the keys are secrets, and a component's outputs are kept in the state as given.
+        self.register_outputs(
+            {
+                "ca_cert_pem": self.ca_cert_pem,
+                "ca_file": self.ca_file,
+                "openbao_cert_pem": self.openbao_cert_pem,
+                "gateway_ca_pem": self.gateway_ca_pem,
+                "gateway_ca_file": self.gateway_ca_file,
+            }
+        )
 
 
 def _served(

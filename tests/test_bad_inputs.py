@@ -1078,6 +1078,22 @@ CASES: dict[str, Bad] = {
         says=("--output /nonexistent/dir/r.json", "its folder /nonexistent/dir does not exist", "fix: name a file"),
     ),
     "verify --output naming a folder": Bad(argv=("verify", "--output", "/"), says=("--output /: is a folder", "fix: name a file")),
+    # Security fixes of session 31: a brought certificate in a namespace that blueprint makes, and a
+    # destroy deletes with the Secret in it.
+    "tls-certificate-in-a-namespace-blueprint-owns": Bad(
+        argv=("plan", "phase1"),
+        files={
+            "phase1": stack_file(
+                **{"blueprint:cluster": "existing", "blueprint:kubeContext": "prod", "blueprint:tlsCertificate": "gitlab/wildcard-tls"}
+            )
+        },
+        says=(
+            "blueprint:tlsCertificate = 'gitlab/wildcard-tls' is not valid: the namespace gitlab is blueprint's own",
+            "a destroy deletes it, and the Secret with it",
+            "blueprint:tlsCertificate: certificates/wildcard-tls",
+        ),
+        program="phase1",
+    ),
 }
 
 

@@ -3,7 +3,8 @@
 Without `blueprint:tlsCertificate` the gateway serves the platform CA's certificate, which the
 cluster's nodes do not trust unless someone configured their containerd: every deploy's pull from
 `registry.<domain>` then fails x509, so a warning says so and how to avoid it. With it, the Secret
-must be there, of type kubernetes.io/tls, with a certificate for `*.<domain>` that has not expired:
+must be there, of type kubernetes.io/tls, with a certificate for `*.<domain>` that has not expired and
+chains to its `ca.crt` (or, without one, to the public roots):
 read as phase1 reads it (its type, tls.crt and ca.crt; never tls.key, never a value printed).
 """
 
@@ -57,9 +58,8 @@ def certificate_check(
         return Check(name=CERTIFICATE, ok=False, found=f"the Secret {cluster.tls_certificate} cannot be read: {said}", fix=made)
     try:
         _kind, cert_pem, ca_pem = brought_tls.read_answer(output)
+        anchor = brought_tls.trusted_issuer(cert_pem, domain, now or datetime.datetime.now(datetime.UTC), ca_pem)
     except ValueError as error:
         return Check(name=CERTIFICATE, ok=False, found=f"the Secret {cluster.tls_certificate}: {error}", fix=made)
-    if problem := brought_tls.certificate_problem(cert_pem, domain, now or datetime.datetime.now(datetime.UTC)):
-        return Check(name=CERTIFICATE, ok=False, found=f"the Secret {cluster.tls_certificate}: {problem}", fix=made)
-    trusted = "its ca.crt, which blueprint trusts" if ca_pem else "the public roots (it has no ca.crt)"
-    return Check(name=CERTIFICATE, ok=True, found=f"the Secret {cluster.tls_certificate}, for *.{domain}, issued under {trusted}")
+    trusted = "of its ca.crt, which blueprint trusts" if ca_pem else "of the public roots (it has no ca.crt)"
+    return Check(name=CERTIFICATE, ok=True, found=f"the Secret {cluster.tls_certificate}, for *.{domain}, issued under {anchor}, {trusted}")

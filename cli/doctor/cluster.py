@@ -25,6 +25,7 @@ from cli.doctor.certificate import certificate_check
 from cli.doctor.checks import KUBECTL_SKEW, Check, kubectl_version_in
 from cli.doctor.install import KUBECTL, download_fix
 from cli.doctor.machine import Machine, first_line
+from components import brought_tls
 from providers.kubectl import kubectl_argv
 
 if TYPE_CHECKING:  # the config and the components import pulumi, which `blueprint --help` should not wait for
@@ -153,7 +154,7 @@ def cluster_checks(machine: Machine, cluster: ClusterConfig, *, stack: str = "ph
         _version_check(server),
         _storage_check(machine, cluster, stack),
         _permissions_check(machine, context),
-        _namespaced_permissions_check(machine, context),
+        _namespaced_permissions_check(machine, context, cluster.tls_certificate),
         _namespaces_check(machine, context),
         _gateway_check(machine, context, crds),
         _cnpg_check(machine, context, crds),
@@ -320,30 +321,36 @@ def _can_i(output: str) -> bool | None:
     return False if any(line == "no" or line.startswith("no - ") for line in lines) else None
 
 
-def _namespaced_permissions_check(machine: Machine, context: str) -> Check:
+def _namespaced_permissions_check(machine: Machine, context: str, tls_certificate: str) -> Check:
     """The rights `up` uses in phase2's namespaces from this machine (stacks/exposure.py `laptop_rights`),
     which no cluster-wide kind above implies: a custom ClusterRole without them would pass the check
-    above and fail half-way through `up`. Asked in each namespace, which need not exist yet.
+    above and fail half-way through `up`. Asked in each namespace, which need not exist yet. With a
+    brought certificate, also the ReferenceGrant phase2 makes in its Secret's namespace, one of the user's.
     """
     from stacks.exposure import laptop_rights
 
+    grant = (brought_tls.REFERENCE_GRANTS, brought_tls.split(tls_certificate)[0]) if tls_certificate else None
     denied: list[str] = []
-    for resource, namespace in laptop_rights():
+    for resource, namespace in (*laptop_rights(), *([grant] if grant else [])):
         _, output = _kubectl(machine, context, "auth", "can-i", "create", resource, "--namespace", namespace)
         answer = _can_i(output)
         if answer is not True:
             denied.append(f"{resource} in {namespace}" + ("" if answer is False else f" (no answer: {first_line(output)})"))
     namespaces = " and ".join(sorted({namespace for _, namespace in laptop_rights()}))
     if not denied:
-        return Check(name=NAMESPACED_PERMISSIONS, ok=True, found="your user may port-forward to and exec into phase2's pods")
+        granted = f", and create the ReferenceGrant in {grant[1]}" if grant else ""
+        return Check(name=NAMESPACED_PERMISSIONS, ok=True, found=f"your user may port-forward to and exec into phase2's pods{granted}")
+    beside = ", and a ReferenceGrant beside your certificate" if grant else ""
     return Check(
         name=NAMESPACED_PERMISSIONS,
         ok=False,
         found=f"your user may not create {', '.join(denied)}: `up` reaches OpenBao and GitLab through port-forwards, "
-        "and makes GitLab's token in its toolbox pod",
+        f"and makes GitLab's token in its toolbox pod{beside}",
         fix=f"ask the cluster's admins for `create` on pods/portforward and pods/exec in namespaces {namespaces} (a "
-        f"ClusterRole bound cluster-wide, as the namespaces do not exist yet), or use the admin's context; `kubectl --context "
-        f"{shlex.quote(context)} auth can-i create pods/portforward --namespace gitlab` asks one",
+        "ClusterRole bound cluster-wide, as the namespaces do not exist yet)"
+        + (f", and `create` on {grant[0]} in namespace {grant[1]}" if grant else "")
+        + f", or use the admin's context; `kubectl --context {shlex.quote(context)} auth can-i create pods/portforward "
+        "--namespace gitlab` asks one",
     )
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from components.engine import ENGINES  # the one list: what kind and blueprint run on
 from stacks.config import NAMESPACE
+from stacks.config.names import is_dns_label, is_dns_subdomain
 
 if TYPE_CHECKING:
     from stacks.config.phases import _Checker
@@ -55,7 +56,6 @@ KIND_ONLY = {
 
 _LABEL_SYNTAX = "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Label syntax: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set
 
 
@@ -92,7 +92,7 @@ class ClusterConfig:
 def label_key_problem(key: str) -> str | None:
     """Why `key` is no label key (an optional DNS-subdomain prefix and '/', then a name of at most 63), or None."""
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
+    if slash and not is_dns_subdomain(prefix):
         return f"its prefix {prefix!r} is not a lowercase DNS subdomain of at most 253 characters"
     if len(name) > 63 or not _LABEL_NAME.fullmatch(name):
         return f"{name!r} is not a label name ({_LABEL_SYNTAX})"
@@ -125,7 +125,7 @@ def _selector_problem(text: str) -> str | None:
 
 
 def _storage_class_problem(name: str) -> str | None:
-    if name and (len(name) > 253 or not _DNS_SUBDOMAIN.fullmatch(name)):
+    if name and not is_dns_subdomain(name):
         return (
             "expected a StorageClass's name (a lowercase DNS subdomain: `kubectl get storageclass` lists them), "
             "or empty for the cluster's default"
@@ -158,16 +158,13 @@ def parse_source_ranges(text: str) -> tuple[tuple[str, ...], str | None]:
     ranges = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         try:
-            ranges.append(str(ipaddress.ip_network(item, strict=True)) if "/" in item else "")
+            if "/" not in item:  # the API server takes a CIDR alone (core/v1 validation of loadBalancerSourceRanges)
+                single = ipaddress.ip_address(item)
+                return (), f"{item!r} is not a CIDR: give its prefix length, such as {single}/{single.max_prefixlen}"
+            ranges.append(str(ipaddress.ip_network(item, strict=True)))
         except ValueError as error:
             host_bits = "has host bits set" in str(error)
             return (), f"{item!r} is not a CIDR" + (f" (did you mean {ipaddress.ip_network(item, strict=False)}?)" if host_bits else "")
-        if not ranges[-1]:  # the API server takes a CIDR alone (core/v1 validation of loadBalancerSourceRanges)
-            try:
-                single = ipaddress.ip_address(item)
-            except ValueError:
-                return (), f"{item!r} is not a CIDR"
-            return (), f"{item!r} is not a CIDR: give its prefix length, such as {single}/{single.max_prefixlen}"
     return tuple(ranges), None
 
 
@@ -201,20 +198,24 @@ def gateway_service_fields(annotations: Mapping[str, str], source_ranges: tuple[
     return fields
 
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
 def _tls_certificate_problem(ref: str) -> str | None:
-    """A Secret's `<namespace>/<name>`: a DNS label of at most 63, then a DNS subdomain of at most 253."""
-    namespace, slash, name = ref.partition("/")
-    if not ref or (
-        slash and _DNS_LABEL.fullmatch(namespace) and len(namespace) <= 63 and len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name)
-    ):
+    """A Secret's `<namespace>/<name>` (a DNS label, then a DNS subdomain), in a namespace of the user's."""
+    if not ref:
         return None
-    return (
-        "expected <namespace>/<name> of a kubernetes.io/tls Secret you made, lowercase "
-        "(`kubectl get secrets -A --field-selector type=kubernetes.io/tls` lists them), or empty for the platform CA's certificate"
-    )
+    namespace, slash, name = ref.partition("/")
+    if not (slash and is_dns_label(namespace) and is_dns_subdomain(name)):
+        return (
+            "expected <namespace>/<name> of a kubernetes.io/tls Secret you made, lowercase "
+            "(`kubectl get secrets -A --field-selector type=kubernetes.io/tls` lists them), or empty for the platform CA's certificate"
+        )
+    from stacks.phase2 import namespaces  # here: phase2's program is heavy, and only this value needs it
+
+    if namespace in namespaces():
+        return (
+            f"the namespace {namespace} is blueprint's own: phase2 makes it, and a destroy deletes it, and the Secret with it; "
+            "keep the certificate in a namespace of yours"
+        )
+    return None
 
 
 CONTEXT_MOST = 512

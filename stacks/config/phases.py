@@ -24,6 +24,7 @@ from shown import SHOWN_AT_MOST, shown
 from stacks import STACK_PHASES
 from stacks.config import NAMESPACE, PROJECT_DIR, ConfigError
 from stacks.config.cluster import ClusterConfig, across, cluster_config
+from stacks.config.names import is_dns_label
 from stacks.config.paths import (
     UNSAFE_PROJECT_EXAMPLE,
     absolute_data_dir,
@@ -48,7 +49,6 @@ from stacks.config.schema import (
 
 # kind names nodes "<cluster>-control-plane", "<cluster>-worker12": keep them valid 63-char labels.
 _CLUSTER_NAME_MAX = 63 - len("-control-plane")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,7 +173,7 @@ class _Checker:
 
 
 def _cluster_name_problem(name: str) -> str | None:
-    if not _DNS_LABEL.fullmatch(name) or len(name) > _CLUSTER_NAME_MAX:
+    if not is_dns_label(name, _CLUSTER_NAME_MAX):
         return (
             f"expected a DNS-1123 label (lowercase letters, digits and '-', starting and ending "
             f"with a letter or digit) of at most {_CLUSTER_NAME_MAX} characters"
@@ -230,7 +230,7 @@ def _suffixes_below() -> dict[str, str]:
 
 def _domain_problem(domain: str) -> str | None:
     labels = domain.split(".")
-    if len(domain) > 253 or len(labels) < 2 or not all(_DNS_LABEL.fullmatch(label) and len(label) <= 63 for label in labels):
+    if len(domain) > 253 or len(labels) < 2 or not all(map(is_dns_label, labels)):
         return "expected a lowercase DNS name of at least two labels, such as local.example.net"
     if len(f"*.{domain}") > 64:
         return "expected at most 62 characters: the platform's certificate is for *.<domain>, and a certificate's name holds 64 (RFC 5280)"

@@ -30,7 +30,7 @@ class FolderRunner(FakeRunner):
     its data folder's owner, put there by `bring_up`."""
 
     def _file(self, stack: str) -> Path:
-        folder = backend.local_folder(pulumi_environment(create=False)[backend.VARIABLE])
+        folder = backend.local_folder(backend.url())
         assert folder is not None
         return folder / f"{stack}.json"
 
@@ -95,6 +95,12 @@ def test_every_pulumi_command_runs_on_the_backend_the_user_chose(tmp_path: Path,
     assert set((tmp_path / "seen").read_text().split()) == {f"file://{tmp_path / 'shared'}"}
 
 
+def test_the_users_backend_url_never_sits_in_the_automation_apis_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LocalWorkspace shows its env_vars in its repr; the URL may hold a token. The CLI inherits it from the environment."""
+    monkeypatch.setenv(backend.VARIABLE, "https://bob:t0k3n@api.pulumi.example.com")
+    assert "t0k3n" not in repr(pulumi_environment(create=False))
+
+
 def test_an_unreachable_backend_is_one_message_naming_it_without_its_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(backend.VARIABLE, "https://bob:s3cr3t@api.pulumi.example.com/?token=t0k3n")
 
@@ -118,6 +124,11 @@ def test_an_unreachable_backend_is_one_message_naming_it_without_its_credentials
         ("azblob://state?storage_account=acct&sas=sv%3D2020", "azblob://state"),
         ("https://user:token@pulumi.example.com", "https://pulumi.example.com"),
         ("file:///srv/state?no_checksum=true", "file:///srv/state"),
+        # A password pasted unencoded: urlsplit ends the host at its `/`, `#` or `?`.
+        ("https://alice:pa/ss@api.pulumi.com", "https://api.pulumi.com"),
+        ("https://alice:pa#ss@api.pulumi.com", "https://api.pulumi.com"),
+        ("https://alice:p?w=1@api.pulumi.com/org", "https://api.pulumi.com/org"),
+        ("alice:secretpw@host/path", backend.WITH_CREDENTIALS),
     ],
 )
 def test_a_backend_is_named_without_credentials(chosen: str, said: str) -> None:

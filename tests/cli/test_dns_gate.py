@@ -4,13 +4,16 @@ and the resolver are fakes."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from cli import phases
+from cli import commands, phases
 from cli.dns_gate import unresolved
+from cli.main import parser
 from cli.report import Gateway
 from stacks import outputs
 from tests.cli.fake_runner import PHASE2, FakeRunner, context
@@ -92,3 +95,28 @@ def test_on_kind_up_neither_reads_the_gateway_nor_resolves_a_name(phase: str) ->
     ctx, _ = context(runner, gateway=never, resolve=never)
     assert phases.up(ctx, phase) == 0
     assert ("up", "phase3") in runner.calls
+
+
+def test_the_stop_names_the_way_past_it_when_the_cluster_resolves_what_this_machine_cannot() -> None:
+    """A private DNS zone (an internal load balancer's) or split-horizon DNS: the cluster's view is right, this machine's is not."""
+    said = _up("all", {})[1]
+    assert "private DNS zone" in said
+    assert "run `uv run blueprint up --skip-dns-check`" in said
+
+
+def test_up_with_skip_dns_check_runs_phase3_without_resolving_a_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("cli.doctor.run", lambda stacks: 0)
+    monkeypatch.setattr("cli.verify.fast_tally", lambda platform, phase: "")
+    runner = FakeRunner({"phase1": EXISTING_PHASE1, "phase2": PHASE2})
+    made = commands._context
+
+    def fakes(*args: Any, **kwargs: Any) -> phases.Context:
+        never = lambda host: pytest.fail(f"{host} resolved though the check is skipped")  # noqa: E731
+        return replace(made(*args, **kwargs), gateway=lambda phase1: LOAD_BALANCER, resolve=never)
+
+    monkeypatch.setattr(commands, "_context", fakes)
+    out = io.StringIO()
+    args = parser().parse_args(["up", "--skip-dns-check", "--no-glab-login"])
+    assert commands.main_for(commands.UP, args, runner, out) == 0
+    assert ("up", "phase3") in runner.calls
+    assert "== DNS: not checked from here (--skip-dns-check)" in out.getvalue()

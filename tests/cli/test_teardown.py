@@ -207,6 +207,15 @@ def test_phase3_alone_with_gitlab_not_answering_is_refused_with_the_fix() -> Non
     assert ("destroy", "phase3") not in pulumi.calls
 
 
+def test_with_a_brought_certificate_gitlab_not_answering_names_the_up_that_reads_its_issuing_ca_anew() -> None:
+    """A rotated issuing CA reaches gateway-ca.crt through phase1's read of the Secret: `up --phase 2` keeps the old one."""
+    pulumi = FakePulumi(all_stacks(), gitlab=False)
+    pulumi.stack_outputs["phase1"] = {**pulumi.stack_outputs["phase1"], outputs.TLS_CERTIFICATE: ("certs/wildcard-tls", False)}
+    code, said = run_destroy(pulumi, False, phase="3")
+    assert code == 1
+    assert "`uv run blueprint up --phase 1`, then `uv run blueprint up --phase 2`" in said
+
+
 def test_destroy_asks_gitlab_with_the_admin_token_of_phase2s_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "gitlab-admin-token").write_text("FromTheFile42\n")
     sent: list[str] = []

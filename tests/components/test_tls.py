@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from components.tls import CA_KEY_FILE, CA_SECRET, LISTENER_SECRETS, ca_common_name
+import ast
+import inspect
+
+from components.tls import CA_KEY_FILE, CA_SECRET, LISTENER_SECRETS, Tls, ca_common_name
 from stacks import outputs
 from tests.plans import COMMAND, planned
 
@@ -70,3 +73,11 @@ def test_the_ca_name_leaves_the_domain_out_when_it_would_be_longer_than_a_certif
     long_domain = "a" * 30 + "." + "b" * 26 + ".net"
     assert ca_common_name(long_domain) == "blueprint name-constrained CA"
     assert len(ca_common_name("x" * 29 + ".net")) <= 64
+
+
+def test_the_component_registers_every_public_output() -> None:
+    """House style 7: what a dependant may read of the component is in `register_outputs` (the keys stay out: secrets)."""
+    tree = ast.parse(inspect.getsource(Tls))
+    (call,) = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "register_outputs"]
+    registered = {key.value for key in call.args[0].keys if isinstance(key, ast.Constant)}  # type: ignore[attr-defined]
+    assert registered >= {"ca_cert_pem", "ca_file", "gateway_ca_pem", "gateway_ca_file", "openbao_cert_pem"}

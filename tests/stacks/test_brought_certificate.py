@@ -18,8 +18,9 @@ from components import brought_tls, existing_cluster
 from components import tls as tls_component
 from components.gitlab_gateway import CHART_TLS_LISTENERS
 from stacks import outputs, preflight
+from stacks.config.names import is_dns_subdomain
 from tests.plans import COMMAND, planned
-from tests.tls_certificates import certificate_pem
+from tests.tls_certificates import certificate_pem, issuer
 
 DOMAIN = "platform.example.com"
 EXISTING = {"cluster": "existing", "kubeContext": "gke_acme_europe-west1_prod", "domain": DOMAIN}
@@ -62,6 +63,15 @@ def test_phase1_refuses_a_brought_certificate_for_another_domain_before_phase2(m
     assert "blueprint:tlsCertificate names the Secret certs/wildcard-tls" in said
     assert f"does not cover *.{DOMAIN} (its DNS names: *.other.example.org)" in said
     assert "BEGIN CERTIFICATE" not in said
+
+
+def test_phase1_refuses_a_self_signed_certificate_that_nothing_trusts_before_phase2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """phase2 would otherwise fail at GitLab's token, with x509, far from the cause."""
+    self_signed = " ".join((brought_tls.TLS_TYPE, base64.b64encode(certificate_pem([f"*.{DOMAIN}"]).encode()).decode()))
+    monkeypatch.setattr(stand_ins, "brought_secret", lambda _domain: self_signed)
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1", {f"blueprint:{key}": value for key, value in BROUGHT.items()})
+    assert "does not chain to the public roots, and the Secret has no ca.crt" in str(failed.value)
 
 
 def test_every_tls_listener_of_the_chart_serves_the_brought_secret() -> None:
@@ -142,9 +152,18 @@ def test_a_certificate_past_its_end_or_before_its_start_does_not_serve() -> None
     assert "valid from" in (
         brought_tls.certificate_problem(certificate_pem([f"*.{DOMAIN}"]), DOMAIN, now - datetime.timedelta(days=500)) or ""
     )
-    assert brought_tls.certificate_problem(certificate_pem([f"*.{DOMAIN.upper()}"]), DOMAIN, now) is None
+    ca = issuer()
+    assert brought_tls.certificate_problem(certificate_pem([f"*.{DOMAIN.upper()}"], by=ca), DOMAIN, now, ca.pem) is None
 
 
 def test_the_reference_grant_waits_for_the_gateway_api_crds_that_define_it() -> None:
     grant = planned("phase2", **BROUGHT).one("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant", "tls-brought-reference-grant")
     assert any(urn.endswith("$kubernetes:helm.sh/v4:Chart::gateway-crds-chart") for urn in grant["dependsOn"])
+
+
+@pytest.mark.parametrize("cut_at", [".", "-"])
+def test_the_reference_grant_of_a_long_secret_name_is_a_valid_name(cut_at: str) -> None:
+    """The grant's name is the Secret's, prefixed and cut to 253: the cut must not end in '-' or '.', which the API refuses."""
+    name = "a" * 234 + cut_at + "b" * 18  # 253 characters, its 235th a '.' or '-'
+    grant = brought_tls.reference_grant(brought_tls.Brought(namespace="certs", name=name, ca_pem=""), gateway_namespace="gitlab", labels={})
+    assert is_dns_subdomain(grant["metadata"]["name"])

@@ -13,7 +13,7 @@ from cli.doctor.certificate import CERTIFICATE
 from cli.doctor.checks import PULUMI_MIN_VERSION, Check
 from tests.cli.doctor.fake_kubectl import CONTEXT, ClusterMachine, FakeCluster
 from tests.cli.doctor.test_cluster import EXISTING_CLUSTER
-from tests.tls_certificates import certificate_pem
+from tests.tls_certificates import certificate_pem, issuer
 
 DOMAIN = "platform.example.com"
 BROUGHT = replace(EXISTING_CLUSTER, tls_certificate="certs/wildcard-tls")
@@ -41,10 +41,49 @@ def test_without_a_brought_certificate_a_warning_says_the_nodes_must_trust_the_p
 
 
 def test_a_brought_certificate_for_the_domain_passes_naming_what_trusts_it() -> None:
-    check = certificate({"certs/wildcard-tls": answer(certificate_pem([f"*.{DOMAIN}"]), ca_pem="-----BEGIN CERTIFICATE-----\n")})
+    ca = issuer("Acme Private Root")
+    check = certificate({"certs/wildcard-tls": answer(certificate_pem([f"*.{DOMAIN}"], by=ca), ca_pem=ca.pem)})
     assert check.ok
     assert not check.advice
-    assert "its ca.crt, which blueprint trusts" in check.found
+    assert "issued under CN=Acme Private Root, of its ca.crt, which blueprint trusts" in check.found
+
+
+def test_a_self_signed_certificate_without_a_ca_crt_fails_since_nothing_trusts_it() -> None:
+    check = certificate({"certs/wildcard-tls": answer(certificate_pem([f"*.{DOMAIN}"]))})
+    assert not check.ok
+    assert "does not chain to the public roots, and the Secret has no ca.crt" in check.found
+
+
+def test_a_certificate_its_ca_crt_did_not_issue_fails() -> None:
+    other = issuer("Someone Else's CA")
+    check = certificate({"certs/wildcard-tls": answer(certificate_pem([f"*.{DOMAIN}"], by=issuer()), ca_pem=other.pem)})
+    assert not check.ok
+    assert "does not chain to its ca.crt" in check.found
+
+
+def test_a_chain_through_an_intermediate_in_tls_crt_passes_naming_the_root() -> None:
+    root = issuer("Acme Root")
+    intermediate = issuer("Acme Issuing CA", parent=root)
+    check = certificate(
+        {"certs/wildcard-tls": answer(certificate_pem([f"*.{DOMAIN}"], by=intermediate, chain=[intermediate]), ca_pem=root.pem)}
+    )
+    assert check.ok, check.found
+    assert "issued under CN=Acme Root" in check.found
+
+
+def test_a_tls_crt_without_its_intermediate_fails_as_the_nodes_would_refuse_it() -> None:
+    root = issuer("Acme Root")
+    leaf = certificate_pem([f"*.{DOMAIN}"], by=issuer("Acme Issuing CA", parent=root))
+    check = certificate({"certs/wildcard-tls": answer(leaf, ca_pem=root.pem)})
+    assert not check.ok
+    assert "any intermediate after the certificate in tls.crt" in check.fix + check.found
+
+
+def test_a_ca_made_by_openssls_defaults_without_key_usage_is_trusted() -> None:
+    """OpenSSL and Go, which call the gateway, accept a CA with no keyUsage and a leaf with no authorityKeyIdentifier."""
+    ca = issuer(key_usage=False)
+    check = certificate({"certs/wildcard-tls": answer(certificate_pem([f"*.{DOMAIN}"], by=ca), ca_pem=ca.pem)})
+    assert check.ok, check.found
 
 
 def test_a_missing_secret_fails_with_the_command_that_makes_it() -> None:

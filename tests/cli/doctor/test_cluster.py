@@ -34,7 +34,7 @@ from tests.cli.doctor.fake_kubectl import (
 )
 from tests.cli.doctor.fakes import doctor_output, without
 from tests.plans import planned
-from tests.tls_certificates import certificate_pem
+from tests.tls_certificates import certificate_pem, issuer
 
 EXISTING_CLUSTER = ClusterConfig(cluster=EXISTING, kube_context=CONTEXT, exposure="loadBalancer")
 
@@ -51,7 +51,10 @@ def failed(results: dict[str, Check]) -> list[str]:
 def test_a_healthy_cluster_passes_every_check() -> None:
     # A managed cluster's nodes trust the public roots alone: a healthy setup brings its certificate.
     domain = default_string("domain")
-    secret = " ".join(("kubernetes.io/tls", base64.b64encode(certificate_pem([f"*.{domain}"]).encode()).decode()))
+    ca = issuer()
+    secret = " ".join(
+        ["kubernetes.io/tls", *(base64.b64encode(pem.encode()).decode() for pem in (certificate_pem([f"*.{domain}"], by=ca), ca.pem))]
+    )
     fake = FakeCluster(secrets={"certs/wildcard-tls": secret})
     results = checked(fake, replace(EXISTING_CLUSTER, tls_certificate="certs/wildcard-tls"))
     assert failed(results) == []
@@ -171,6 +174,16 @@ def test_port_forward_and_exec_are_asked_in_the_namespaces_up_uses_them_in() -> 
         ["pods/portforward", "--namespace", "openbao"],
         ["pods/exec", "--namespace", "gitlab"],
     ]
+
+
+def test_with_a_brought_certificate_the_reference_grant_is_asked_in_its_secrets_namespace() -> None:
+    """phase2 makes it there, in a namespace of the user's, which no right in phase2's own namespaces implies."""
+    brought = replace(EXISTING_CLUSTER, tls_certificate="certs/wildcard-tls")
+    check = checked(FakeCluster(denied={"referencegrants.gateway.networking.k8s.io certs"}), brought)[cluster.NAMESPACED_PERMISSIONS]
+    assert not check.ok
+    assert "referencegrants.gateway.networking.k8s.io in certs" in check.found
+    assert "a ReferenceGrant beside your certificate" in check.found
+    assert "`create` on referencegrants.gateway.networking.k8s.io in namespace certs" in check.fix
 
 
 def test_a_namespace_of_phase2s_that_is_someone_elses_fails_as_phase1_would_refuse_it(
