@@ -148,3 +148,33 @@ def test_a_certificate_past_its_end_or_before_its_start_does_not_serve() -> None
 def test_the_reference_grant_waits_for_the_gateway_api_crds_that_define_it() -> None:
     grant = planned("phase2", **BROUGHT).one("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant", "tls-brought-reference-grant")
     assert any(urn.endswith("$kubernetes:helm.sh/v4:Chart::gateway-crds-chart") for urn in grant["dependsOn"])
+
+
+@pytest.fixture(scope="module")
+def without_ca() -> Any:
+    """phase2's plan where the brought Secret has no `ca.crt` (a public certificate): planned once."""
+    with pytest.MonkeyPatch.context() as patch:
+        public = " ".join(stand_ins.brought_secret(DOMAIN).split()[:2])  # its type and tls.crt alone
+        patch.setattr(stand_ins, "brought_secret", lambda _domain: public)
+        config = {f"blueprint:{key}": value for key, value in BROUGHT.items()}
+        return plan("phase2", config, planned_upstream={"phase1": plan("phase1", config)})
+
+
+def test_without_ca_crt_the_runners_trust_their_images_roots_not_this_machines_bundle(without_ca: Any) -> None:
+    bundle = brought_tls.public_roots()
+    for release in ("runner-chart", "image-build-runner-chart"):
+        assert "certsSecretName" not in without_ca.one("kubernetes:helm.sh/v3:Release", release)["inputs"]["values"], release
+    names = {resource["name"] for resource in without_ca.find(SECRET)}
+    assert not {"runner-certs", "image-build-runner-certs"} & names
+    assert all(bundle not in str(resource.get("inputs")) for resource in without_ca.resources if resource["type"] != COMMAND)
+
+
+def test_without_ca_crt_this_machines_calls_still_trust_its_public_roots(without_ca: Any) -> None:
+    written = without_ca.one(COMMAND, "tls-gateway-ca-file")["inputs"]
+    assert written["stdin"] == brought_tls.public_roots()
+
+
+def test_with_ca_crt_the_runners_trust_the_brought_ca() -> None:
+    certs = inputs_of("phase2", SECRET, "runner-certs")
+    assert list(certs["stringData"]) == [f"gitlab.{DOMAIN}.crt"]
+    assert inputs_of("phase2", "kubernetes:helm.sh/v3:Release", "runner-chart")["values"]["certsSecretName"] == "gitlab-runner-certs"
