@@ -15,11 +15,9 @@ listener's cross-namespace certificate through ReferenceGrants (internal/gateway
 restrict no namespace it watches), and reads them as `gateway.networking.k8s.io/v1beta1`, which the
 pinned bundle (v1.5.1) serves beside v1 and which older bundles on managed clusters serve too.
 
-What trusts it: the Secret's `ca.crt` when it has one (a private CA), else the public roots: in the
-cluster each image's own system roots (no custom CA: this machine's bundle there would roll the Runners
-with each certifi release), on this machine the bundle `requests` verifies with
-(`requests.utils.DEFAULT_CA_BUNDLE_PATH`). phase1 reads the Secret's
-`type`, `tls.crt` and `ca.crt` (never `tls.key`) on each run; the doctor reads the same.
+What trusts it: its `ca.crt` when it has one (a private CA), else the public roots: in the cluster each
+image's own (no custom CA: this machine's certifi bundle there would roll the Runners), here `requests`'.
+phase1 reads the Secret's `type`, `tls.crt` and `ca.crt` (never `tls.key`) on each run, as the doctor does.
 """
 
 from __future__ import annotations

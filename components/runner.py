@@ -13,9 +13,8 @@ with the gitlab-runner chart. phase2 runs two: the default one, and one for imag
   user namespace with the setuid `newuidmap`); its helper and init containers stay confined. It is
   `ref_protected`; an admission policy narrows its namespace to that relaxation. Jobs have limits
   (JOB_RESOURCES), egress `runner_egress`'s; a new token restarts the manager (`secrets_digest`).
-- The manager runs at `restricted`, with the executor's RBAC list in its namespace; it trusts our
-  CA (or a brought certificate's; with none, its image's system roots) and hands it to jobs as
-  `CI_SERVER_TLS_CA_FILE`. The cache is MinIO's `runner-cache` bucket.
+- The manager runs at `restricted`, with the executor's RBAC list in its namespace; it trusts our CA
+  (none: its image's roots) and hands it to jobs as `CI_SERVER_TLS_CA_FILE`. The cache is MinIO's `runner-cache` bucket.
 
 The config keys are gitlab-runner 19.1's (common/config.go at tag v19.1.0). Why each of these:
 docs/design/decisions.md, entries 26, 27, 28 and 44.

@@ -152,12 +152,10 @@ def test_the_reference_grant_waits_for_the_gateway_api_crds_that_define_it() -> 
 
 @pytest.fixture(scope="module")
 def without_ca() -> Any:
-    """phase2's plan where the brought Secret has no `ca.crt` (a public certificate): planned once."""
-    with pytest.MonkeyPatch.context() as patch:
-        public = " ".join(stand_ins.brought_secret(DOMAIN).split()[:2])  # its type and tls.crt alone
-        patch.setattr(stand_ins, "brought_secret", lambda _domain: public)
-        config = {f"blueprint:{key}": value for key, value in BROUGHT.items()}
-        return plan("phase2", config, planned_upstream={"phase1": plan("phase1", config)})
+    """phase2's plan where the brought Secret has no `ca.crt` (a public certificate), as phase1 publishes it: planned once."""
+    phase1 = planned("phase1", **BROUGHT)  # a copy of the cached plan: phase1 read no ca.crt
+    phase1.raw_outputs[outputs.TLS_CERTIFICATE_CA] = ("", False)
+    return plan("phase2", {f"blueprint:{key}": value for key, value in BROUGHT.items()}, planned_upstream={"phase1": phase1})
 
 
 def test_without_ca_crt_the_runners_trust_their_images_roots_not_this_machines_bundle(without_ca: Any) -> None:
