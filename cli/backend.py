@@ -170,3 +170,42 @@ def adopt_checkout_id(exported: Mapping[str, Any], environ: Mapping[str, str] = 
         f"the platform's over, and nothing was changed.\nfix: drive the platform on that backend from a fresh clone; or, when "
         f"this checkout's own stacks are destroyed and their folders wiped, make it the platform's: `{write}`"
     )
+
+
+_STACK_FILE = re.compile(r"\.(json|ya?ml)(\.gz)?$")
+"""A stack's file as Pulumi's DIY backend lists them (pkg/backend/diy: sdk encoding.Marshalers' extensions, gzip accepted)."""
+
+
+def legacy_layout(environ: Mapping[str, str] = os.environ, project_dir: Path = PROJECT_DIR) -> str | None:
+    """The refusal, with its fix, when the user's `file://` backend is in Pulumi's legacy layout, else None.
+
+    Pulumi keeps a DIY backend that has no `.pulumi/meta.yaml` but already holds stacks (files directly
+    in `.pulumi/stacks/`) in that layout, and never writes the file for it (pulumi/pulumi
+    pkg/backend/diy/meta.go `ensurePulumiMeta`; a meta.yaml of version 0 is the same). Stack names
+    there have no project: the references `organization/blueprint/<stack>` that each phase makes are
+    refused (`tokens.ParseStackName`), and `phase1` would be any other project's. A bucket cannot be
+    asked offline: the guide says it must be in project mode.
+    """
+    folder = local_folder(url(environ, project_dir), project_dir) if is_users(environ) else None
+    if folder is None:
+        return None
+    meta, stacks = folder / ".pulumi" / "meta.yaml", folder / ".pulumi" / "stacks"
+    try:
+        if meta.exists():
+            import yaml
+
+            legacy = (yaml.safe_load(meta.read_text()) or {}).get("version") == 0
+        else:
+            legacy = stacks.is_dir() and any(found.is_file() and _STACK_FILE.search(found.name) for found in stacks.iterdir())
+    except (OSError, ValueError, AttributeError):  # unreadable, or not YAML: Pulumi says what is wrong with it
+        return None
+    if not legacy:
+        return None
+    return (
+        f"blueprint: the backend {VARIABLE} names ({shown(url(environ, project_dir))}) is in Pulumi's legacy layout (stacks "
+        f"directly in .pulumi/stacks/, no .pulumi/meta.yaml), where a stack has no project: blueprint's stacks refer to each "
+        f"other as organization/blueprint/<stack>, which that layout refuses, and their names would be other projects'. "
+        f"Nothing was changed.\nfix: upgrade it to Pulumi's project layout, with the same {VARIABLE} exported: `pulumi state "
+        f"upgrade` (every stack there moves under its project, and older Pulumi CLIs cannot read it then); or point "
+        f"{VARIABLE} at an empty folder of blueprint's own"
+    )

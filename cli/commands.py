@@ -79,6 +79,8 @@ def _ready(command: str) -> str | None:
         pulumi_environment(create=False)
     except passphrase.PassphraseFileError as error:
         return str(error)
+    if legacy := backend.legacy_layout():
+        return legacy
     if weak := passphrase.weak_choice(os.environ):  # read once checked: a pipe there would never answer
         print(weak, file=sys.stderr)
     return preflight(command)

@@ -134,8 +134,11 @@ def configuration() -> str:
 
 
 def _readers(key: str) -> str:
+    from stacks.config.cluster import EXISTING_ONLY
     from stacks.config.schema import stacks_reading
 
+    if key in EXISTING_ONLY:
+        return ", ".join(stacks_reading(key)) + " (existing cluster)"  # `dev` is kind's alone: it refuses them
     return ", ".join([*stacks_reading(key), "dev"])
 
 

@@ -15,9 +15,9 @@ listener's cross-namespace certificate through ReferenceGrants (internal/gateway
 restrict no namespace it watches), and reads them as `gateway.networking.k8s.io/v1beta1`, which the
 pinned bundle (v1.5.1) serves beside v1 and which older bundles on managed clusters serve too.
 
-What trusts it: the Secret's `ca.crt` when it has one (a private CA), else the public roots (the
-bundle `requests` verifies with, `requests.utils.DEFAULT_CA_BUNDLE_PATH`). phase1 reads the Secret's
-`type`, `tls.crt` and `ca.crt` (never `tls.key`) on each run; the doctor reads the same.
+What trusts it: its `ca.crt` when it has one (a private CA), else the public roots: in the cluster each
+image's own (no custom CA: this machine's certifi bundle there would roll the Runners), here `requests`'.
+phase1 reads the Secret's `type`, `tls.crt` and `ca.crt` (never `tls.key`) on each run, as the doctor does.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def public_roots() -> str:
 
 
 def trust_pem(brought: Brought) -> str:
-    """What must be trusted for the names the gateway serves with `brought`."""
+    """What this machine trusts for the names the gateway serves with `brought`."""
     return brought.ca_pem or public_roots()
 
 

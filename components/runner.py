@@ -13,8 +13,8 @@ with the gitlab-runner chart. phase2 runs two: the default one, and one for imag
   user namespace with the setuid `newuidmap`); its helper and init containers stay confined. It is
   `ref_protected`; an admission policy narrows its namespace to that relaxation. Jobs have limits
   (JOB_RESOURCES), egress `runner_egress`'s; a new token restarts the manager (`secrets_digest`).
-- The manager runs at `restricted`, with the executor's RBAC list in its namespace; it trusts our
-  CA and hands it to jobs as `CI_SERVER_TLS_CA_FILE`. The cache is MinIO's `runner-cache` bucket.
+- The manager runs at `restricted`, with the executor's RBAC list in its namespace; it trusts our CA
+  (none: its image's roots) and hands it to jobs as `CI_SERVER_TLS_CA_FILE`. The cache is MinIO's `runner-cache` bucket.
 
 The config keys are gitlab-runner 19.1's (common/config.go at tag v19.1.0). Why each of these:
 docs/design/decisions.md, entries 26, 27, 28 and 44.
@@ -129,7 +129,9 @@ class RunnerArgs:
     """The admin token (secret), to create or adopt the runner."""
     ca_file: pulumi.Input[str]
     """The CA file on this machine that signs GitLab's certificate."""
-    ca_pem: pulumi.Input[str]
+    ca_pem: pulumi.Input[str] | None
+    """The CA the manager and its jobs trust for GitLab (the certs Secret); None: their images' system
+    roots (a brought certificate without `ca.crt`), and no certs Secret."""
     group_id: pulumi.Input[str]
     """The id of the group whose projects it serves (phase2's `blueprint-apps`)."""
     owner: str
@@ -277,7 +279,7 @@ def runner_values(
         "unregisterRunners": False,
         "concurrent": args.concurrent,
         "checkInterval": 3,
-        "certsSecretName": certs_secret,
+        **({"certsSecretName": certs_secret} if certs_secret else {}),
         "rbac": {"create": True, "rules": RBAC_RULES},
         **({"nodeSelector": dict(args.node_selector)} if args.node_selector else {}),
         "securityContext": MANAGER_SECURITY_CONTEXT,
@@ -349,7 +351,7 @@ class Runner(pulumi.ComponentResource):
             opts=child,
         ).policies
         token = secret("token", {"runner-token": registered.authentication_token, "runner-registration-token": ""})
-        certs = secret("certs", {f"{args.gitlab_host}.crt": args.ca_pem})
+        certs = [secret("certs", {f"{args.gitlab_host}.crt": args.ca_pem})] if args.ca_pem is not None else []
         cache = secret("cache", {"accesskey": args.s3_access_key, "secretkey": args.s3_secret_key})
         release = k8s.helm.v3.Release(
             f"{name}-chart",
@@ -362,16 +364,16 @@ class Runner(pulumi.ComponentResource):
                 values=runner_values(
                     args,
                     token_secret="gitlab-runner-token",
-                    certs_secret="gitlab-runner-certs",
+                    certs_secret="gitlab-runner-certs" if certs else "",
                     cache_secret="gitlab-runner-cache",
                     secrets_digest=pulumi.Output.unsecret(
-                        pulumi.Output.all(registered.authentication_token, args.s3_access_key, args.s3_secret_key, args.ca_pem).apply(
+                        pulumi.Output.all(registered.authentication_token, args.s3_access_key, args.s3_secret_key, args.ca_pem or "").apply(
                             lambda values: secrets_digest(*(str(value) for value in values))
                         )
                     ),
                 ),
             ),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[token, certs, cache, *before_pods])),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[token, *certs, cache, *before_pods])),
         )
         self.runner_id = pulumi.Output.all(registered.id, release.status).apply(lambda values: str(values[0]))
         self.token = registered.authentication_token

@@ -13,7 +13,8 @@ for `global.certificates.customCAs` and into a file on the host for users to tru
 
 With a certificate the user brings (`brought`, components/brought_tls.py) the gateway serves that
 instead: no listener Secret is made, a ReferenceGrant lets the Gateway refer to the user's Secret, and
-what verifies the gateway's names (`gateway_ca_pem`, `gateway_ca_file`) is its CA or the public roots.
+what verifies the gateway's names is its CA or the public roots: in the cluster (`gateway_ca_pem`) its
+CA or the images' own roots, on this machine (`gateway_ca_file`) its CA or this machine's bundle.
 The platform CA stays for what the platform alone serves (OpenBao's certificate).
 """
 
@@ -139,8 +140,11 @@ class Tls(pulumi.ComponentResource):
     """Where the CA certificate is on the host (written before this output resolves)."""
     secrets: list[pulumi.Resource]
     """The listener Secrets (or the brought one's ReferenceGrant) and the CA Secret: what reads them waits for these."""
-    gateway_ca_pem: pulumi.Output[str]
-    """What verifies the names the gateway serves (GitLab, its registry, the apps), PEM (public)."""
+    gateway_ca_pem: pulumi.Output[str] | None
+    """What the cluster's clients of the names the gateway serves (the Runners, their jobs) must trust,
+    PEM (public); None for a brought certificate without `ca.crt`: their images' system roots verify
+    it, and this machine's bundle (`gateway_ca_file`) stays out of the cluster, where each certifi
+    release or operator would roll the Runners."""
     gateway_ca_file: pulumi.Output[str]
     """Where that is on the host (written before this output resolves)."""
 
@@ -191,7 +195,7 @@ class Tls(pulumi.ComponentResource):
             trust = brought_tls.trust_pem(args.brought)
             path = f"{os.path.dirname(args.ca_file)}/{brought_tls.TRUST_KEY}"
             written = _written(f"{name}-gateway-ca-file", trust, path, args.ca_folder, child)
-            self.gateway_ca_pem = pulumi.Output.from_input(trust)
+            self.gateway_ca_pem = pulumi.Output.from_input(args.brought.ca_pem) if args.brought.ca_pem else None
             self.gateway_ca_file = written.stdout.apply(lambda _: path)
         # The public ones: the keys are secrets, and a component's outputs are kept in the state as given.
         self.register_outputs(

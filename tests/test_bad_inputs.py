@@ -57,6 +57,12 @@ class Bad:
     files and apps/): links, FIFOs, big or oddly named files."""
 
 
+def a_legacy_backend(folder: Path) -> None:
+    """A `file://` backend folder in Pulumi's legacy layout: another project's stack, no `.pulumi/meta.yaml`."""
+    (folder / "team-state" / ".pulumi" / "stacks").mkdir(parents=True)
+    (folder / "team-state" / ".pulumi" / "stacks" / "prod.json").write_text("{}")
+
+
 def stack_file(**config: Any) -> str:
     return "config:\n" + "".join(f"  {key}: {value}\n" for key, value in config.items())
 
@@ -1093,6 +1099,13 @@ CASES: dict[str, Bad] = {
             "blueprint:tlsCertificate: certificates/wildcard-tls",
         ),
         program="phase1",
+    ),
+    # The state's backend (issue 24): a file:// folder in Pulumi's legacy layout, where stacks have no project.
+    "backend-folder-in-pulumis-legacy-layout": Bad(
+        argv=("up",),
+        env={"PULUMI_BACKEND_URL": "file://{tmp}/team-state"},
+        prepare=a_legacy_backend,
+        says=("PULUMI_BACKEND_URL names (file://", "team-state) is in Pulumi's legacy layout", "`pulumi state upgrade`"),
     ),
 }
 

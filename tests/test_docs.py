@@ -231,3 +231,13 @@ def test_the_guides_kubectl_versions_are_the_clusters() -> None:
     supported = f"so v{major}.{minor - KUBECTL_SKEW} to v{major}.{minor + KUBECTL_SKEW}"
     assert f"the cluster's Kubernetes, v{major}.{minor} (the node image's), {supported}" in text
     assert f"installs the pinned {KUBECTL_VERSION} into" in text
+
+
+def test_each_check_the_troubleshooting_table_names_is_a_check_of_verifys_table() -> None:
+    """A row links to the verify check that detects its failure (issue 25 item 7): by a name verify.md's table gives."""
+    verify_rows = (ROOT / "docs/guide/verify.md").read_text().split("\n## The checks, and the fix for each failure\n", 1)[1]
+    checks = {row.split("|")[1].strip() for row in verify_rows.splitlines() if row.startswith("| ") and not row.startswith("| check ")}
+    named = re.findall(r"\[verify: ([^\]]+)\]\(verify\.md#([^)]+)\)", (ROOT / "docs/guide/troubleshooting.md").read_text())
+    assert len(named) >= 20
+    assert sorted({name for name, _ in named} - checks) == []
+    assert {anchor for _, anchor in named} == {"the-checks-and-the-fix-for-each-failure"}

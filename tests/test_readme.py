@@ -94,6 +94,18 @@ def test_the_quick_start_follows_the_first_paragraph_and_the_traffic_diagram_com
     assert text().index("uv run pytest") < begin < text().index("<!-- END traffic diagram -->")
 
 
+def test_the_quick_start_points_an_existing_cluster_at_its_guides_ordered_bring_up() -> None:
+    from stacks.config.cluster import CLUSTERS, EXISTING
+
+    quick = sections()["Quick start"]
+    assert "`blueprint:cluster=existing`" in quick
+    assert EXISTING in CLUSTERS
+    guide = (ROOT / "docs/guide/existing-cluster.md").read_text()
+    assert "(docs/guide/existing-cluster.md#first-bring-up-in-order)" in quick
+    assert "\n## First bring-up, in order\n" in guide
+    assert "no Docker" in guide.split("\n## ", 1)[0]
+
+
 def test_the_hosts_line_comes_before_the_first_up() -> None:
     assert text().index("127.0.0.1 gitlab.") < text().index("uv run blueprint up")
 

@@ -90,6 +90,14 @@ def test_the_configuration_reference_says_which_stacks_read_each_key() -> None:
     assert "| [`pipelineTimeout`](#pipelinetimeout) | integer | `600` | phase3, dev |" in page
 
 
+def test_the_configuration_reference_says_only_phase1_reads_an_existing_clusters_keys() -> None:
+    """`dev` is kind's alone: it refuses blueprint:cluster=existing, and with kind these keys too."""
+    page = committed("configuration.md")
+    assert "| [`kubeContext`](#kubecontext) | string | empty | phase1 (existing cluster) |" in page
+    section = page.split("\n## tlsCertificate\n", 1)[1].split("\n## ", 1)[0]
+    assert "- Read by: phase1 (existing cluster)." in section
+
+
 def test_the_cli_reference_says_once_that_an_option_may_be_repeated() -> None:
     """Its help says so, as `--help` shows it: the page adds nothing to say it again."""
     row = next(line for line in committed("cli.md").splitlines() if line.startswith("| `--config KEY=VALUE` |"))

@@ -533,9 +533,16 @@ def _load_balancer_check(machine: Machine, cluster: ClusterConfig, crds: Sequenc
     if cluster.exposure == NODE_PORT:
         return Check(name=LOAD_BALANCER, ok=True, found="not needed: blueprint:exposure is nodePort")
     context = cluster.kube_context
-    path = '{range .items[?(@.spec.type=="LoadBalancer")]}{.metadata.namespace}/{.metadata.name} {.status.loadBalancer.ingress[*].ip}{.status.loadBalancer.ingress[*].hostname}{"\\n"}{end}'  # noqa: E501
+    class_name = str(cluster.gateway_service.get("loadBalancerClass") or "")
+    # Only LoadBalancer Services may have a class (the API server refuses it on others).
+    chosen = f'@.spec.loadBalancerClass=="{class_name}"' if class_name else '@.spec.type=="LoadBalancer"'
+    path = f'{{range .items[?({chosen})]}}{{.metadata.namespace}}/{{.metadata.name}} {{.status.loadBalancer.ingress[*].ip}}{{.status.loadBalancer.ingress[*].hostname}}{{"\\n"}}{{end}}'  # noqa: E501
     code, output = _kubectl(machine, context, "get", "services", "--all-namespaces", "-o", f"jsonpath={path}")
     served = [line.split()[0] for line in output.splitlines() if code == 0 and len(line.split()) > 1]
+    if class_name:
+        from cli.doctor.load_balancer_class import class_check
+
+        return class_check(LOAD_BALANCER, class_name, served, crds, stack)
     if served:
         return Check(name=LOAD_BALANCER, ok=True, found=f"the cluster gives LoadBalancer Services an address (Service {served[0]} has one)")
     code, output = _kubectl(machine, context, "get", "nodes", "-o", "jsonpath={.items[*].spec.providerID}")

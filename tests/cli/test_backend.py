@@ -209,3 +209,48 @@ def test_every_verb_that_runs_a_program_takes_the_recorded_id_first(verb: Verb) 
 
 def test_no_verb_that_only_reads_outputs_asks_for_the_id() -> None:
     assert not any(verb.owns for verb in (commands.STATUS, commands.CACHE, commands.KUBECONFIG))
+
+
+def legacy_folder(root: Path, meta: str | None = None, stack: str = "phase1.json") -> Path:
+    """A `file://` backend folder holding another project's stack `stack` under `.pulumi/stacks/`, with
+    `meta` as its `.pulumi/meta.yaml` (None: no such file)."""
+    stacks = root / ".pulumi" / "stacks"
+    (stacks / Path(stack)).parent.mkdir(parents=True, exist_ok=True)
+    (stacks / stack).write_text("{}")
+    if meta is not None:
+        (root / ".pulumi" / "meta.yaml").write_text(meta)
+    return root
+
+
+def test_a_file_backend_in_pulumis_legacy_layout_is_refused_before_pulumi_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, id_file: Path
+) -> None:
+    monkeypatch.setenv(backend.VARIABLE, f"file://{legacy_folder(tmp_path / 'shared')}")
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    ran: list[str] = []
+
+    def program(*_: Any) -> int:
+        ran.append("ran")
+        return 0
+
+    code = main_for(Verb(program), type("Args", (), {"command": "up"})())
+    said = err.getvalue()
+    assert (code, ran) == (1, [])
+    assert f"the backend PULUMI_BACKEND_URL names (file://{tmp_path / 'shared'}) is in Pulumi's legacy layout" in said
+    assert "`pulumi state upgrade`" in said
+    assert "an empty folder of blueprint's own" in said
+
+
+@pytest.mark.parametrize(("meta", "stack"), [(None, "phase1.json.gz"), ("version: 0\n", "dev.yaml")])
+def test_a_legacy_layout_is_told_by_its_stack_files_or_a_meta_of_version_0(tmp_path: Path, meta: str | None, stack: str) -> None:
+    assert backend.legacy_layout({backend.VARIABLE: f"file://{legacy_folder(tmp_path, meta, stack)}"}) is not None
+
+
+@pytest.mark.parametrize(
+    ("meta", "stack"), [("version: 1\n", "blueprint/phase1.json"), (None, "blueprint/phase1.json"), (None, "phase1.json.bak")]
+)
+def test_a_file_backend_in_project_layout_or_empty_is_taken(tmp_path: Path, meta: str | None, stack: str) -> None:
+    assert backend.legacy_layout({backend.VARIABLE: f"file://{legacy_folder(tmp_path, meta, stack)}"}) is None
+    assert backend.legacy_layout({backend.VARIABLE: f"file://{tmp_path / 'new'}"}) is None
+    assert backend.legacy_layout({backend.VARIABLE: "s3://team-state/blueprint"}) is None

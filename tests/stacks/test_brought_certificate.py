@@ -167,3 +167,31 @@ def test_the_reference_grant_of_a_long_secret_name_is_a_valid_name(cut_at: str) 
     name = "a" * 234 + cut_at + "b" * 18  # 253 characters, its 235th a '.' or '-'
     grant = brought_tls.reference_grant(brought_tls.Brought(namespace="certs", name=name, ca_pem=""), gateway_namespace="gitlab", labels={})
     assert is_dns_subdomain(grant["metadata"]["name"])
+
+
+@pytest.fixture(scope="module")
+def without_ca() -> Any:
+    """phase2's plan where the brought Secret has no `ca.crt` (a public certificate), as phase1 publishes it: planned once."""
+    phase1 = planned("phase1", **BROUGHT)  # a copy of the cached plan: phase1 read no ca.crt
+    phase1.raw_outputs[outputs.TLS_CERTIFICATE_CA] = ("", False)
+    return plan("phase2", {f"blueprint:{key}": value for key, value in BROUGHT.items()}, planned_upstream={"phase1": phase1})
+
+
+def test_without_ca_crt_the_runners_trust_their_images_roots_not_this_machines_bundle(without_ca: Any) -> None:
+    bundle = brought_tls.public_roots()
+    for release in ("runner-chart", "image-build-runner-chart"):
+        assert "certsSecretName" not in without_ca.one("kubernetes:helm.sh/v3:Release", release)["inputs"]["values"], release
+    names = {resource["name"] for resource in without_ca.find(SECRET)}
+    assert not {"runner-certs", "image-build-runner-certs"} & names
+    assert all(bundle not in str(resource.get("inputs")) for resource in without_ca.resources if resource["type"] != COMMAND)
+
+
+def test_without_ca_crt_this_machines_calls_still_trust_its_public_roots(without_ca: Any) -> None:
+    written = without_ca.one(COMMAND, "tls-gateway-ca-file")["inputs"]
+    assert written["stdin"] == brought_tls.public_roots()
+
+
+def test_with_ca_crt_the_runners_trust_the_brought_ca() -> None:
+    certs = inputs_of("phase2", SECRET, "runner-certs")
+    assert list(certs["stringData"]) == [f"gitlab.{DOMAIN}.crt"]
+    assert inputs_of("phase2", "kubernetes:helm.sh/v3:Release", "runner-chart")["values"]["certsSecretName"] == "gitlab-runner-certs"

@@ -11,6 +11,7 @@ fails the test.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,8 @@ class FakeCluster:
     pod_refusal: str | None = None
     load_balancers: list[str] = field(default_factory=list)
     """LoadBalancer Services, as `<namespace>/<name> <address>` (no address: pending)."""
+    load_balancer_classes: dict[str, str] = field(default_factory=dict)
+    """The `spec.loadBalancerClass` of those that have one, by `<namespace>/<name>`."""
     provider_ids: list[str] = field(default_factory=lambda: ["gce://project/europe-west1-b/gke-node-1"])
     daemonsets: list[dict[str, Any]] = field(default_factory=lambda: [daemonset("kube-system", "anetd")])
     """The DaemonSets there (by default GKE Dataplane V2's agent, which enforces NetworkPolicy)."""
@@ -118,7 +121,10 @@ class FakeCluster:
             case ["create", "--dry-run=server", "-o", "name", *rest]:
                 return self._dry_run(rest)
             case ["get", "services", "--all-namespaces", "-o", jsonpath] if jsonpath.startswith("jsonpath="):
-                return 0, "".join(f"{service}\n" for service in self.load_balancers)
+                # The filter kubectl applies: a class, or type LoadBalancer (every Service here is one).
+                wanted = re.search(r'@\.spec\.loadBalancerClass=="([^"]*)"', jsonpath)
+                chosen = [s for s in self.load_balancers if not wanted or self.load_balancer_classes.get(s.split()[0]) == wanted[1]]
+                return 0, "".join(f"{service}\n" for service in chosen)
             case ["get", "nodes", "-o", "jsonpath={.items[*].spec.providerID}"]:
                 return 0, " ".join(self.provider_ids)
             case ["get", "daemonsets", "--all-namespaces", "-o", "json"]:

@@ -445,3 +445,38 @@ def test_a_known_networkpolicy_enforcer_passes_naming_it(fake: FakeCluster, said
     check = checked(fake)[cluster.NETWORK_POLICY]
     assert (check.ok, check.advice) == (True, "")
     assert check.found.startswith(said)
+
+
+NLB = "service.k8s.aws/nlb"
+ON_EKS = FakeCluster(provider_ids=["aws:///us-east-1a/i-0abc"], load_balancers=["kube-system/old-elb a1.elb.amazonaws.com"])
+"""EKS without the AWS Load Balancer Controller: the cloud's own controller gave a classless Service an address."""
+
+
+def with_class(class_name: str) -> ClusterConfig:
+    return replace(EXISTING_CLUSTER, gateway_service={"loadBalancerClass": class_name})
+
+
+def test_with_a_load_balancer_class_the_clouds_own_controller_is_no_sign_and_the_doctor_warns() -> None:
+    check = checked(ON_EKS, config=with_class(NLB))[cluster.LOAD_BALANCER]
+    assert check.ok
+    assert check.found.startswith(f"no sign anything serves blueprint:loadBalancerClass {NLB}")
+    assert "AWS Load Balancer Controller is not installed (no CRD targetgroupbindings.elbv2.k8s.aws)" in check.found
+    assert "install the AWS Load Balancer Controller first" in check.advice
+
+
+def test_with_a_load_balancer_class_its_controllers_crd_passes() -> None:
+    fake = replace(ON_EKS, crds={"targetgroupbindings.elbv2.k8s.aws": {}})
+    check = checked(fake, config=with_class(NLB))[cluster.LOAD_BALANCER]
+    assert (check.ok, check.advice) == (True, "")
+    assert "the AWS Load Balancer Controller is installed" in check.found
+
+
+def test_with_a_load_balancer_class_a_service_of_that_class_with_an_address_passes() -> None:
+    fake = replace(
+        ON_EKS, load_balancers=[*ON_EKS.load_balancers, "web/shop lb.example.net"], load_balancer_classes={"web/shop": "example.com/lb"}
+    )
+    check = checked(fake, config=with_class("example.com/lb"))[cluster.LOAD_BALANCER]
+    assert (check.ok, check.advice) == (True, "")
+    assert "Service web/shop has one" in check.found
+    unknown = checked(ON_EKS, config=with_class("example.com/lb"))[cluster.LOAD_BALANCER]
+    assert "install the controller of that class first" in unknown.advice

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from stacks.config import PROJECT_DIR
+from stacks.config.cluster import EXISTING_ONLY
 from stacks.config.schema import declared_keys, default_string, fix_hint, stack_config, stacks_reading
 
 
@@ -55,7 +56,11 @@ def test_the_configuration_reference_says_which_stack_reads_each_key_and_its_def
     rows = reference_configuration_rows()
     assert set(rows) == set(declared_keys())
     for key, (read_by, default) in rows.items():
-        assert read_by == ", ".join([*stacks_reading(key), "dev"]), key
+        # `dev` is kind's alone: it refuses an existing cluster, and with kind an existing cluster's keys.
+        readers = (
+            ", ".join(stacks_reading(key)) + " (existing cluster)" if key in EXISTING_ONLY else ", ".join([*stacks_reading(key), "dev"])
+        )
+        assert read_by == readers, key
         assert default == default_string(key), key
 
 
