@@ -4,7 +4,7 @@ A `Spec` names a check, what it needs (other checks by name) and its timeout; it
 `Verdict`. `run_all` runs every spec whose needs passed, in parallel (one daemon thread each, so a
 check that never answers keeps no one waiting past its timeout, nor the process from exiting), never
 stops at a failure, and gives each a `Result`: a spec whose need failed or was skipped is skipped,
-naming that need.
+naming the check that failed at the root of it.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ class Result:
     saw: str
     fix: str = ""
     skipped_because: str = ""
-    """The check whose failure (or skip) makes this one meaningless: skipped for it."""
+    """The check whose failure (or skip) makes this one meaningless: skipped for it; the first one up
+    the chain of needs, not a skip in between."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,10 +117,12 @@ def run_all(
             if spec.name in done or spec.name in started:
                 continue
             blocker = _blocker(spec, done)
-            if blocker:
-                why = "failed" if done[blocker].status == FAIL else "was skipped"
+            if blocker:  # named for the check that failed, however many skips lie between
+                root = done[blocker].skipped_because or blocker
+                why = "failed" if done[root].status == FAIL else "was skipped"
+                through = f" (through {blocker})" if root != blocker else ""
                 done[spec.name] = Result(
-                    name=spec.name, status=SKIP, saw=f"not checked: it needs {blocker}, which {why}", skipped_because=blocker
+                    name=spec.name, status=SKIP, saw=f"not checked: it needs {root}, which {why}{through}", skipped_because=root
                 )
             elif blocker is None:
                 started[spec.name] = poll.CLOCK.now()

@@ -73,8 +73,47 @@ def test_a_check_whose_need_failed_is_skipped_naming_it() -> None:
             Spec(name="apps", run=lambda: passed("never asked"), needs=("nodes",)),
         ]
     )
-    assert [(result.status, result.skipped_because) for result in results[1:]] == [(SKIP, "engine"), (SKIP, "nodes")]
+    assert [(result.status, result.skipped_because) for result in results[1:]] == [(SKIP, "engine"), (SKIP, "engine")]
     assert "engine, which failed" in results[1].saw
+
+
+def test_a_skip_names_the_check_that_failed_not_the_skip_between() -> None:
+    results = run_all(
+        [
+            Spec(name="engine", run=lambda: failed("down", "start it")),
+            Spec(name="nodes", run=lambda: passed("never asked"), needs=("engine",)),
+            Spec(name="apps", run=lambda: passed("never asked"), needs=("nodes",)),
+        ]
+    )
+    assert results[2].skipped_because == "engine"
+    assert results[2].saw == "not checked: it needs engine, which failed (through nodes)"
+
+
+def _needs(name: str) -> set[str]:
+    from cli.verify import specs
+    from tests.cli.verify.platforms import platform_on
+
+    by_name = {spec.name: spec for _, spec in specs(platform_on())}
+    found, todo = set(), [name]
+    while todo:
+        for need in by_name[todo.pop()].needs:
+            if need not in found:
+                found.add(need)
+                todo.append(need)
+    return found
+
+
+@pytest.mark.parametrize("name", ["PostgreSQL (CloudNativePG)", "Valkey AUTH", "GitLab SSH", "Headlamp", "CI variables"])
+def test_a_check_that_reads_phase1s_outputs_needs_phase1s_stack(name: str) -> None:
+    from cli.verify import data, services
+
+    assert name in {data.POSTGRES, data.VALKEY, services.SSH, services.HEADLAMP, services.CI_VARIABLES}
+    assert "stack phase1" in _needs(name)
+
+
+@pytest.mark.parametrize("name", ["apps", "CA in the system store"])
+def test_one_hosts_tls_failure_skips_neither_the_apps_nor_the_system_stores_trust(name: str) -> None:
+    assert "TLS certificates" not in _needs(name)
 
 
 def test_a_check_past_its_timeout_fails_with_a_fix(jumping: None) -> None:
