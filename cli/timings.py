@@ -135,7 +135,7 @@ def _read(path: Path) -> dict[str, Any] | str:
     another release) is said, never a traceback.
     """
     try:
-        record = json.loads(path.read_text())
+        record: Any = json.loads(path.read_text())
     except OSError as error:
         return f"{path}: unreadable ({error.strerror or error})"
     except ValueError:
@@ -143,7 +143,7 @@ def _read(path: Path) -> dict[str, Any] | str:
     steps = record.get("steps") if isinstance(record, dict) else None
     if not (isinstance(steps, list) and all(map(_step, steps)) and type(record.get("total_seconds", 0)) is int):
         return f"{path}: unreadable (not a timings record: a dict with total_seconds and a list of steps)"
-    return record
+    return dict(record)
 
 
 def measured(state_dir: Path, stacks: Sequence[str]) -> dict[str, Any] | None:

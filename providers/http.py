@@ -113,7 +113,7 @@ def _through(target: Target) -> requests.adapters.HTTPAdapter:
             host, pool = super().build_connection_pool_key_attributes(request, *args, **kwargs)
             name = getattr(request, "forwarded_host", None)
             if host.get("scheme") == "https" and name and "server_hostname" not in self.poolmanager.connection_pool_kw:
-                pool |= {"server_hostname": name, "assert_hostname": name}
+                pool = {**pool, "server_hostname": name, "assert_hostname": name}  # type: ignore[typeddict-unknown-key]
             return host, pool
 
         def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cli.doctor.machine import Machine, first_line
-from cli.verify.model import Verdict, failed, passed, skipped, warned
+from cli.verify.model import Verdict, at_once, failed, passed, skipped, warned
 from cli.verify.report import Secrets
 from providers.kubectl import kubectl_argv
 from stacks import outputs
@@ -234,11 +234,9 @@ def image_cache_check(platform: Platform) -> Verdict:
     down = [f"{registry}: {states.get(container)}" for registry, container in containers.items() if states.get(container) != "up"]
     if down:
         return failed(f"mirror(s) not running: {'; '.join(down)}", f"`{UP} --phase 1` starts them again")
-    silent = []
-    for registry, address in sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items()):
-        answer = platform.ask(f"http://{address}/v2/")
-        if answer.status != 200:
-            silent.append(f"{registry} ({answer.said})")
+    mirrors = sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items())
+    answers = at_once(lambda mirror: platform.ask(f"http://{mirror[1]}/v2/"), mirrors)
+    silent = [f"{registry} ({answer.said})" for (registry, _), answer in zip(mirrors, answers, strict=True) if answer.status != 200]
     if silent:
         return failed(f"mirror(s) not answering /v2/: {', '.join(silent)}", f"`{UP} --phase 1`; docs/guide/image-cache.md")
     return passed(f"{len(containers)} mirrors running and answering /v2/")

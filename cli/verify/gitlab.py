@@ -200,12 +200,15 @@ def pipelines_check(platform: Platform) -> Verdict:
 
 def apps_check(platform: Platform) -> Verdict:
     """Each app's `/healthz` answers 200 through the gateway from this laptop, trusting the gateway's CA alone."""
+    from cli.report import check_apps
+
     urls = sorted((platform.of("phase3").get(outputs.APP_URLS) or {}).items())
     if not urls:
         return skipped("no app has a host")
-    ca = str(outputs.gateway_ca_file(platform.of("phase2")))
     forward = platform.of("phase2").get(outputs.GITLAB_FORWARD)
-    answers = {name: platform.ask(f"{url}/healthz", ca_file=ca, forward=forward) for name, url in urls}
+    answers = check_apps(platform.outputs, lambda url, ca, headers: platform.ask(url, ca_file=ca, headers=headers, forward=forward))
+    if not answers:  # check_apps asks nothing without a CA to trust
+        return failed("phase2 names no CA file that verifies the gateway", f"`{UP} --phase 2` writes it again")
     wrong = [f"{name}: {answer.said}" for name, answer in answers.items() if answer.status != 200]
     if wrong:
         return failed("; ".join(wrong), f"{platform.kubectl_said('get', 'pods', namespace='apps')}; the project's last pipeline in GitLab")

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cli.verify.checks import UP, Platform
-from cli.verify.model import Verdict, failed, passed, warned
+from cli.verify.model import Verdict, at_once, failed, passed, warned
 from stacks import outputs
 
 TLS, CA_TRUST, SSH = "TLS certificates", "CA in the system store", "GitLab SSH"
@@ -142,12 +142,14 @@ def tls_check(platform: Platform) -> Verdict:
             return failed(f"the gateway's CA file {ca} is missing", f"`{UP} --phase 2` writes it again")
         return failed(f"the CA file {ca} is missing", f"`pulumi stack output -s phase2 caCertPem > {ca}` (or `{UP} --phase 2`)")
     context = ssl.create_default_context(cafile=ca)  # with a cafile, that file alone: no system certificate is loaded
-    wrong = [f"{host}: {why}" for host, port in _hosts(platform) if (why := _handshake(platform, host, port, context))]
+    hosts = _hosts(platform)
+    said = at_once(lambda hosted: _handshake(platform, hosted[0], hosted[1], context), hosts)
+    wrong = [f"{host}: {why}" for (host, _), why in zip(hosts, said, strict=True) if why]
     if wrong:
         served = platform.kubectl_said("get", "certificates,secrets", namespace="gitlab")
         return failed("; ".join(wrong), f"docs/guide/troubleshooting.md; {served} shows what is served")
     issuer = "your certificate's issuer" if _brought(platform) else "the platform CA"
-    return passed(f"{len(_hosts(platform))} hosts present a certificate of {issuer} for their name")
+    return passed(f"{len(hosts)} hosts present a certificate of {issuer} for their name")
 
 
 def ca_trust_check(platform: Platform) -> Verdict:

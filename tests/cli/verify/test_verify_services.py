@@ -10,7 +10,7 @@ import socket
 import socketserver
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +309,39 @@ def test_headlamp_fails_when_its_route_does_not_answer() -> None:
 
 def test_headlamp_is_skipped_when_off() -> None:
     assert gitlab_checks.headlamp_check(platform_on(stacks={"phase1": PHASE1, "phase2": {}})).status == SKIP
+
+
+def _together(count: int) -> Callable[[], None]:
+    """A wait that returns once `count` callers wait at once; asked one after another, it breaks (5 s)."""
+    barrier = threading.Barrier(count, timeout=5)
+    return lambda: barrier.wait() and None
+
+
+def test_tls_asks_every_host_at_once_and_names_the_one_that_did_not_answer(pki: Pki, served: Served) -> None:
+    wait = _together(3)
+
+    def dial(host: str, port: int) -> socket.socket:
+        wait()
+        if host == "app.blueprint.test":
+            raise TimeoutError("timed out")
+        return served.dial(host, port)
+
+    phase3 = {outputs.APP_URLS: {"app": "https://app.blueprint.test"}}
+    verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki), "phase3": phase3}, dial=dial))
+    assert verdict.status == FAIL
+    assert verdict.saw == "app.blueprint.test: no TLS answer (TimeoutError: timed out)"
+
+
+def test_apps_are_asked_at_once_each_named() -> None:
+    wait = _together(2)
+
+    def ask(url: str, **_: Any) -> Answer:
+        wait()
+        return Answer(200) if "one" in url else Answer(None, said="no answer within 10 s")
+
+    stacks: dict[str, dict[str, Any]] = {
+        "phase2": {outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"one": "https://one.blueprint.test", "two": "https://two.blueprint.test"}},
+    }
+    verdict = gitlab_checks.apps_check(platform_on(stacks=stacks, ask=ask))
+    assert verdict.saw == "two: no answer within 10 s"
