@@ -155,6 +155,19 @@ def ssh_check(platform: Platform) -> Verdict:
     return passed(f"{host}:{port}: {banner[:60]}")
 
 
+def _off_design(runner: dict[str, Any]) -> list[str]:
+    """How a live runner differs from its design (components/runner.py `registration`): the image-build
+    one is the one with IMAGE_BUILD_TAG.
+    """
+    from components.runner import IMAGE_BUILD_TAG, registration
+
+    tags = runner.get("tag_list") or []
+    design = registration(image_builds=IMAGE_BUILD_TAG in tags)
+    said = {"tag_list": sorted(tags), "run_untagged": runner.get("run_untagged"), "access_level": runner.get("access_level")}
+    wanted = {**design, "tag_list": sorted(design["tag_list"])}
+    return [f"{runner.get('description')}: {key} {said[key]}, not {wanted[key]}" for key in wanted if said[key] != wanted[key]]
+
+
 def runners_check(platform: Platform) -> Verdict:
     """The platform group's Runners are online (GitLab saw them recently), with their tags and access level."""
 
@@ -169,7 +182,9 @@ def runners_check(platform: Platform) -> Verdict:
         seen = "; ".join(
             f"{d.get('description')}: tags {','.join(d.get('tag_list') or []) or 'none'}, {d.get('access_level')}" for d in details
         )
-        return passed(f"{len(runners)} online ({seen})")
+        if wrong := [line for d in details for line in _off_design(d)]:
+            return failed(f"{'; '.join(wrong)} ({seen})", f"`{UP} --phase 2` registers them as designed (components/runner.py)")
+        return passed(f"{len(runners)} online, as designed ({seen})")
 
     return _guarded(platform, check, "`uv run blueprint up --phase 2`")
 
