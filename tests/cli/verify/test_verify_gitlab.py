@@ -179,6 +179,13 @@ def test_the_ci_variables_pass_as_designed_and_their_values_are_masked(stub: Any
     assert "kubeconfig-token" not in platform.secrets.masked(f"saw {KUBECONFIG}")
 
 
+def test_the_ci_variables_check_masks_no_value_that_is_not_secret(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path)
+    gitlab_checks.ci_variables_check(platform)
+    line = "gitlab.blueprint.test: certificate refused; see the chart"
+    assert platform.secrets.masked(line) == line
+
+
 def test_the_ci_variables_fail_on_the_deploy_kubeconfig_unprotected(stub: Any, state: GitLabState, tmp_path: Path) -> None:
     state.variable(f"groups/{next(iter(state.groups))}", "DEPLOY_KUBECONFIG")["protected"] = False
     verdict = gitlab_checks.ci_variables_check(_platform(stub, state, tmp_path))
