@@ -16,7 +16,7 @@ import pytest
 
 from cli.main import parser
 from cli.verify import run as verify_command
-from cli.verify.model import FAIL, PASS, SKIP, Spec, Verdict, failed, passed, run_all, tally, warned
+from cli.verify.model import FAIL, PASS, SKIP, Result, Spec, Verdict, failed, passed, run_all, tally, warned
 from cli.verify.report import SCHEMA, Secrets, report, to_table
 from providers import poll
 from tests.cli.doctor.fakes import FakeMachine
@@ -263,3 +263,19 @@ def test_the_guide_has_a_row_for_each_check_and_claims_no_more_than_they_check()
     assert "## Not checked yet" in guide
     said = guide + (PROJECT_DIR / "README.md").read_text() + parser().format_help()
     assert "every promise" not in said
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"when": "yesterday"}, "when"),
+        ({"summary": "1 pass, 0 warn, 0 fail and more"}, "summary"),
+        ({"checks": []}, "checks"),
+        ({"checks": [{"name": "a", "status": "pass", "saw": "ok", "fix": "", "skipped_because": "b"}]}, "a pass skipped for a check"),
+        ({"checks": [{"name": "a", "status": "skip", "saw": "not checked", "fix": "do", "skipped_because": "b"}]}, "a skip with a fix"),
+    ],
+)
+def test_the_schema_refuses_a_report_it_does_not_describe(change: dict[str, Any], where: str) -> None:
+    document = report([Result(name="a", status=PASS, saw="ok")], PLATFORM, Secrets(), when=WHEN) | change
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
