@@ -63,8 +63,10 @@ class Platform:
         phase1 = self.of("phase1")
         return str(phase1.get(outputs.KUBE_CONTEXT) or f"kind-{phase1.get(outputs.CLUSTER_NAME)}")
 
-    def kubectl(self, *argv: str, timeout: float = 30) -> tuple[int, str]:
-        """Run kubectl against the platform's cluster."""
+    def kubectl(self, *argv: str, timeout: float = 20) -> tuple[int, str]:
+        """Run kubectl against the platform's cluster; killed (its process group) at `timeout`, before
+        the check's own (model.Spec's 30 s) gives up on it and leaves it running.
+        """
         return self.machine.run(kubectl_argv(self.context, *argv), timeout=timeout)
 
     def kubectl_said(self, *argv: str, namespace: str = "") -> str:

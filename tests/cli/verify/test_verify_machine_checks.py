@@ -4,6 +4,7 @@ failing with its fix, against the doctor's FakeMachine (fake docker, kind, kubec
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from cli import report as cli_report
 from cli.report import Gateway
 from cli.verify import checks
-from cli.verify.model import FAIL, PASS, SKIP, WARN
+from cli.verify.model import FAIL, PASS, SKIP, WARN, passed
 from cli.verify.services import Answer
 from components.image_cache import mirror_container
 from stacks import outputs
@@ -279,3 +280,18 @@ def test_the_nodes_do_not_use_the_cache_when_a_hosts_toml_was_changed(tmp_path: 
     assert verdict.status == FAIL
     assert "docker.io/hosts.toml is not the one phase1 wrote" in verdict.saw
     assert verdict.fix == "`uv run blueprint up --phase 1` writes them again"
+
+
+def test_kubectl_is_given_a_deadline_before_its_checks(tmp_path: Path) -> None:
+    from cli.verify.model import Spec
+
+    asked: list[float] = []
+
+    class Timing(FakeMachine):
+        def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+            asked.append(timeout)
+            return super().run(argv, timeout)
+
+    platform_on(Timing(), {"phase1": PHASE1}).kubectl("get", "nodes")
+    assert asked == [20]
+    assert asked[0] < Spec(name="any", run=lambda: passed("")).timeout
