@@ -104,15 +104,21 @@ def pulumi_cli_check(platform: Platform) -> Verdict:
     return passed(check.found) if check.ok else failed(check.found, check.fix)
 
 
-def _pending(state: Mapping[str, Any]) -> list[str]:
-    """The operations a stack's state holds as begun and never finished (an `up` cut short)."""
-    operations = (state.get("deployment") or {}).get("pending_operations") or []
-    return [f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations]
+def _pending(stack: str, state: Mapping[str, Any]) -> tuple[list[str], str]:
+    """The operations a stack's state holds as begun and never finished (an `up` cut short), and
+    cli/lifecycle.py's advice for them (as destroy and a cluster change give it); stale CREATEs, which
+    a later run re-made, are no longer pending there (`without_stale_creates`).
+    """
+    from cli.lifecycle import pending_operations, without_stale_creates
+
+    deployment, _ = without_stale_creates(stack, state.get("deployment") or {})
+    operations = deployment.get("pending_operations") or []
+    names = [f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations]
+    return names, pending_operations(stack, deployment) or ""
 
 
 def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> Verdict:
     """`stack` is up, brought up by this release, with no pending operation; its outputs serve `phases`' checks."""
-    from stacks.config.schema import ENV_STEP
     from versions import BLUEPRINT
 
     runner = platform.runner()
@@ -124,12 +130,11 @@ def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> V
         platform.outputs[phase] = values
     _register_secrets(platform, values)
     recorded = values.get(outputs.BLUEPRINT_VERSION)
-    pending = _pending(runner.export_state(stack))
+    pending, advice = _pending(stack, runner.export_state(stack))
     if pending:
         return failed(
             f"{stack} holds {len(pending)} pending operation(s), from an up cut short: {', '.join(pending[:5])}",
-            f"docs/guide/failure-and-resume.md, 'Pending operations' (`{ENV_STEP}`, then `pulumi refresh -s {stack} "
-            "--clear-pending-creates` when the operation made nothing)",
+            f"{advice} (docs/guide/failure-and-resume.md, 'Pending operations')",
         )
     if recorded != BLUEPRINT:
         return failed(f"{stack} was brought up by blueprint {recorded!s:.40}, not {BLUEPRINT}", f"`{UP}` brings it to {BLUEPRINT}")

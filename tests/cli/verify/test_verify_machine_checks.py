@@ -95,6 +95,28 @@ def test_a_stack_with_a_pending_operation_fails_naming_it() -> None:
     assert "Pending operations" in verdict.fix
 
 
+def _stateful(pending: list[dict[str, Any]], resources: list[dict[str, Any]]) -> Any:
+    runner = FakeRunner({"phase1": {**PHASE1, outputs.BLUEPRINT_VERSION: BLUEPRINT}})
+    runner.export_state = lambda stack: {"deployment": {"resources": resources, "pending_operations": pending}}  # type: ignore[method-assign]
+    return checks.stack_up_check(platform_on(runner=runner), "phase1", ("phase1",))
+
+
+CLUSTER_URN = "urn:pulumi:phase1::blueprint::command:local:Command::blueprint-cluster"
+
+
+def test_a_stale_pending_create_a_later_run_made_is_not_a_failure() -> None:
+    made = {"urn": CLUSTER_URN, "type": "command:local:Command", "inputs": {"create": "kind create"}}
+    assert _stateful([{"type": "creating", "resource": made}], [made]).status == PASS
+
+
+def test_an_interrupted_replacement_is_finished_by_an_up_not_cleared() -> None:
+    old = {"urn": CLUSTER_URN, "type": "command:local:Command", "inputs": {"create": "old"}, "pendingReplacement": True}
+    new = {"urn": CLUSTER_URN, "type": "command:local:Command", "inputs": {"create": "new"}}
+    verdict = _stateful([{"type": "creating", "resource": new}], [old])
+    assert verdict.status == FAIL
+    assert "`uv run blueprint up` finishes it" in verdict.fix
+
+
 def test_the_nodes_check_passes_with_every_node_ready_and_labelled() -> None:
     verdict = checks.nodes_check(platform_on(_kubectl(*NODES), {"phase1": PHASE1}))
     assert verdict.status == PASS
