@@ -153,7 +153,10 @@ def ssh_check(platform: Platform) -> Verdict:
     except Exception as error:
         return failed(f"nothing answers at {host}:{port} ({type(error).__name__})", "`uv run blueprint status`; docs/guide/access.md")
     if not banner.startswith("SSH-2.0-"):
-        return failed(f"{host}:{port} answers, but not as SSH: {banner[:60]!r}", f"is another program on port {port}? `ss -ltnp`")
+        return failed(
+            f"{host}:{port} answers, but not as SSH: {banner[:60]!r}",
+            f"is another program on port {port}? `lsof -nP -iTCP:{port} -sTCP:LISTEN` names it",
+        )
     return passed(f"{host}:{port}: {banner[:60]}")
 
 

@@ -128,6 +128,9 @@ def test_a_root_token_fails_naming_its_accessor(bao: BaoServer, tmp_path: Path, 
     assert verdict.status == FAIL
     assert "root token(s) exist" in verdict.saw
     assert "token revoke -accessor" in verdict.fix
+    assert "ACCESSOR" not in verdict.fix  # the accessor itself, after the login that may revoke it
+    assert f"BAO_ADDR={bao.address}" in verdict.fix
+    assert "bao login -method=userpass username=admin" in verdict.fix
 
 
 VALKEY_PASSWORD = "valkey-password-0123456789"

@@ -103,7 +103,7 @@ def test_tls_fails_with_the_command_that_writes_a_missing_ca_file_again(tmp_path
     phase2 = {outputs.CA_CERT_FILE: str(tmp_path / "ca.crt"), outputs.GITLAB_URL: f"https://{GITLAB}", outputs.REGISTRY_HOST: REGISTRY}
     verdict = services.tls_check(platform_on(stacks={"phase2": phase2}))
     assert verdict.status == FAIL
-    assert "caCertPem" in verdict.fix
+    assert verdict.fix == "`uv run blueprint up --phase 2` writes it again"
 
 
 def test_the_ca_in_the_system_store_passes_when_the_system_trusts_gitlab(pki: Pki, served: Served) -> None:
@@ -116,6 +116,16 @@ def test_the_ca_not_in_the_system_store_is_a_warning_with_the_command(pki: Pki, 
     verdict = services.ca_trust_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial))
     assert verdict.status == WARN
     assert str(pki.ca_file) in verdict.fix
+
+
+def test_on_macos_the_warning_says_the_keychain_is_out_of_its_sight(pki: Pki, served: Served) -> None:
+    from tests.cli.doctor.fakes import FakeMachine
+
+    macos = FakeMachine(system="darwin")
+    verdict = services.ca_trust_check(platform_on(macos, stacks={"phase2": _phase2(pki)}, dial=served.dial))
+    assert verdict.status == WARN
+    assert "cannot see the macOS Keychain" in verdict.saw
+    assert f"open https://{GITLAB} in Safari" in verdict.fix
 
 
 @pytest.fixture(scope="module")
