@@ -324,7 +324,11 @@ def test_headlamp_is_skipped_when_off() -> None:
 def _together(count: int) -> Callable[[], None]:
     """A wait that returns once `count` callers wait at once; asked one after another, it breaks (5 s)."""
     barrier = threading.Barrier(count, timeout=5)
-    return lambda: barrier.wait() and None
+
+    def wait() -> None:
+        barrier.wait()
+
+    return wait
 
 
 def test_tls_asks_every_host_at_once_and_names_the_one_that_did_not_answer(pki: Pki, served: Served) -> None:
