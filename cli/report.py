@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from apps_manifest import HEADLAMP_HOST, PLATFORM_HOSTS
 from cli import os_family
@@ -275,15 +275,22 @@ def pipeline_tally(phase3: Mapping[str, Any]) -> str | None:
     return smoke_tally(projects, phase3.get(outputs.PIPELINES) or {})
 
 
-def check_apps(outputs_by_stack: Mapping[str, Mapping[str, Any]], ask: Callable[[str, str, Mapping[str, str]], str]) -> dict[str, str]:
-    """What each app's `/healthz` says from this laptop, through the gateway, trusting our CA alone:
-    the route a user takes, which the pipeline's own check (from inside the cluster) does not.
+Said = TypeVar("Said")
+
+
+def check_apps(outputs_by_stack: Mapping[str, Mapping[str, Any]], ask: Callable[[str, str, Mapping[str, str]], Said]) -> dict[str, Said]:
+    """What each app's `/healthz` says from this laptop, through the gateway, trusting the gateway's CA
+    alone: the route a user takes, which the pipeline's own check (from inside the cluster) does not.
+    The apps are asked at the same time, each under its own timeout (`blueprint verify` uses it too).
     """
+    from cli.verify.model import at_once
+
     phase2, phase3 = (outputs_by_stack.get(stack) or {} for stack in ("phase2", "phase3"))
     if not outputs.gateway_ca_file(phase2):
         return {}
     ca = str(outputs.gateway_ca_file(phase2))
-    return {name: ask(f"{url}/healthz", ca, {}) for name, url in sorted((phase3.get(outputs.APP_URLS) or {}).items())}
+    apps = sorted((phase3.get(outputs.APP_URLS) or {}).items())
+    return dict(zip([name for name, _ in apps], at_once(lambda app: ask(f"{app[1]}/healthz", ca, {}), apps), strict=True))
 
 
 def smoke_tally(projects: Sequence[str], pipelines: Mapping[str, Any]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from cli.report import admin_token
 from cli.stack_runner import StackRunner
@@ -177,8 +176,6 @@ def probe(
     through = Target.of(forward) if forward else None
     try:
         https = url.startswith("https://")
-        # Through a forward, the connection still asks for the URL's own name (server_name, SNI).
-        server_name = server_name or (urlsplit(url).hostname if through else None)
         tls = {"ca_file": ca_file if https else None, "server_name": server_name if https else None}
         with session(**tls, headers=headers, forward=through) as asking:
             response = asking.get(url, timeout=timeout)

@@ -86,7 +86,7 @@ def write(state_dir: Path, recorder: Recorder) -> None:
     target = folder(state_dir)
     if not record["steps"] and (target / f"{recorder.stack}.json").exists():
         return
-    target.mkdir(exist_ok=True)
+    target.mkdir(parents=True, exist_ok=True)  # with the user's own backend, .pulumi-state may not exist yet
     written = target / f".{recorder.stack}.json.{os.getpid()}"
     try:
         written.write_text(json.dumps(record, indent=1) + "\n")
@@ -106,37 +106,69 @@ def _seconds(step: Mapping[str, Any]) -> int:
 def slowest_chain(steps: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The chain of steps as it ran: from the step that ended last, back through the step that ended
     last before each one started (what it waited for, as the engine starts a step once its
-    dependencies are done), to one that started with nothing before it.
+    dependencies are done), to one that started with nothing before it. Engine times are whole seconds,
+    so many steps start and end in the same one: each step back must have started strictly earlier,
+    or two such steps would lead to each other for ever.
     """
     ended = [step for step in steps if step.get("end") is not None]
     chain: list[dict[str, Any]] = []
     current = max(ended, key=lambda step: (step["end"], -step["start"]), default=None)
     while current is not None:
         chain.append({"name": _name(current["urn"]), "type": current["type"], "seconds": _seconds(current)})
-        before = [step for step in ended if step["end"] <= current["start"] and step is not current]
+        start = current["start"]
+        before = [step for step in ended if step["end"] <= start and step["start"] < start]
         current = max(before, key=lambda step: step["end"], default=None)
     return chain[::-1]
 
 
+def _step(step: Any) -> bool:
+    return (
+        isinstance(step, dict)
+        and all(isinstance(step.get(key), str) for key in ("urn", "type", "op"))
+        and type(step.get("start")) is int
+        and (step.get("end") is None or type(step["end"]) is int)
+    )
+
+
+def _read(path: Path) -> dict[str, Any] | str:
+    """One stack's record, or why it cannot be read: a file of another shape (edited by hand, from
+    another release) is said, never a traceback.
+    """
+    try:
+        record: Any = json.loads(path.read_text())
+    except OSError as error:
+        return f"{path}: unreadable ({error.strerror or error})"
+    except ValueError:
+        return f"{path}: unreadable (not JSON)"
+    steps = record.get("steps") if isinstance(record, dict) else None
+    if not (isinstance(steps, list) and all(map(_step, steps)) and type(record.get("total_seconds", 0)) is int):
+        return f"{path}: unreadable (not a timings record: a dict with total_seconds and a list of steps)"
+    return dict(record)
+
+
 def measured(state_dir: Path, stacks: Sequence[str]) -> dict[str, Any] | None:
     """The last bring-up's durations, for the report: each stack's total, the slowest chain across
-    them (in order), the ten slowest steps; None when no `up` has been recorded.
+    them (in order), the ten slowest steps, and `unreadable` naming each record that could not be
+    read; None when no `up` has been recorded.
     """
-    records = []
+    records, unreadable = [], []
     for stack in stacks:
-        try:
-            records.append(json.loads((folder(state_dir) / f"{stack}.json").read_text()))
-        except (OSError, ValueError):
+        if not (path := folder(state_dir) / f"{stack}.json").exists():
             continue
-    if not records:
+        read = _read(path)
+        if isinstance(read, str):
+            unreadable.append(read)
+        else:
+            records.append({**read, "stack": stack})
+    if not records and not unreadable:
         return None
-    steps = [{**step, "stack": record["stack"]} for record in records for step in record.get("steps") or []]
+    steps = [{**step, "stack": record["stack"]} for record in records for step in record["steps"]]
     slowest = sorted(steps, key=_seconds, reverse=True)[:SLOWEST]
     return {
         "phases": {record["stack"]: record.get("total_seconds", 0) for record in records},
-        "slowest_chain": [link for record in records for link in slowest_chain(record.get("steps") or [])],
+        "slowest_chain": [link for record in records for link in slowest_chain(record["steps"])],
         "slowest_steps": [
             {"stack": step["stack"], "name": _name(step["urn"]), "type": step["type"], "op": step["op"], "seconds": _seconds(step)}
             for step in slowest
         ],
-    }
+    } | ({"unreadable": unreadable} if unreadable else {})

@@ -81,6 +81,18 @@ IMAGE_BUILD_RESOURCES = JOB_RESOURCES | {"cpu_request": "500m", "memory_request"
 """An image build's: BuildKit unpacks and compresses layers in memory."""
 
 
+def registration(*, image_builds: bool) -> dict[str, Any]:
+    """How GitLab registers each of the two runners, the design `blueprint verify` compares the live
+    ones with: the image-build runner takes only IMAGE_BUILD_TAG's jobs, and as its build container is
+    unconfined, only protected branches' and tags' (what Maintainers pushed), never any branch's.
+    """
+    return {
+        "tag_list": (IMAGE_BUILD_TAG,) if image_builds else ("kubernetes", "blueprint"),
+        "run_untagged": not image_builds,
+        "access_level": "ref_protected" if image_builds else "not_protected",
+    }
+
+
 def runner_description(owner: str, *, image_builds: bool) -> str:
     """The description of `owner`'s runner (`<pulumi project>/<stack>`), the default one or the
     image-build one: what makes a runner ours, and how phase3's pre-flight finds the image-build one.
@@ -171,7 +183,7 @@ class RunnerArgs:
 
     @property
     def tags(self) -> tuple[str, ...]:
-        return (IMAGE_BUILD_TAG,) if self.image_builds else ("kubernetes", "blueprint")
+        return tuple(registration(image_builds=self.image_builds)["tag_list"])
 
 
 def _image_build_limits(args: RunnerArgs) -> str:
@@ -309,10 +321,8 @@ class Runner(pulumi.ComponentResource):
                 group_id=args.group_id,
                 description=args.description,
                 tag_list=args.tags,
-                run_untagged=not args.image_builds,
-                # Its build container is unconfined: only protected branches' and tags' jobs (what
-                # Maintainers pushed), never any branch's.
-                access_level="ref_protected" if args.image_builds else "not_protected",
+                run_untagged=registration(image_builds=args.image_builds)["run_untagged"],
+                access_level=registration(image_builds=args.image_builds)["access_level"],
             ),
             opts=pulumi.ResourceOptions(parent=self, retain_on_delete=args.preserve_data),
         )

@@ -131,9 +131,8 @@ class GitLab:
     @cached_property
     def _session(self) -> requests.Session:
         ca_file = self.ca_file if self.url.startswith("https://") else None
-        # Through a forward, the TLS connection still asks for GitLab's name and checks the certificate for it.
-        server_name = urlsplit(self.url).hostname if self.forward else None
-        return http.session(ca_file=ca_file, headers={"PRIVATE-TOKEN": self.token}, server_name=server_name, forward=self.forward)
+        # Through a forward, http.session's TLS still asks for GitLab's name and checks the certificate for it.
+        return http.session(ca_file=ca_file, headers={"PRIVATE-TOKEN": self.token}, forward=self.forward)
 
     def send(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None) -> Any:
         """The `requests` response to one call (providers/http.py `send`: retried while transient,

@@ -72,7 +72,8 @@ def session(
     proves to be `openbao.<domain>` (urllib3's `server_hostname` and `assert_hostname`, pool keys of
     its PoolManager). With `forward` (an existing cluster), every request goes through a
     `kubectl port-forward` to that Service (providers/cluster_access.py), with the URL's host as its
-    `Host`, and the forward stops when the session closes. A CA file named but missing is a NoAnswer
+    `Host` and, unless `server_name` says otherwise, as the name TLS asks for and checks, and the
+    forward stops when the session closes. A CA file named but missing is a NoAnswer
     saying how to write it again (`requests` would raise a bare OSError at the first https request).
     """
     import requests
@@ -106,8 +107,18 @@ def _through(target: Target) -> requests.adapters.HTTPAdapter:
             super().__init__()
             self.forwards = Forwards(target)
 
+        def build_connection_pool_key_attributes(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            # The URL now names 127.0.0.1: TLS must still ask for (SNI) and check the URL's own host,
+            # unless the session named another (`server_name`, kept in the pool manager's keywords).
+            host, pool = super().build_connection_pool_key_attributes(request, *args, **kwargs)
+            name = getattr(request, "forwarded_host", None)
+            if host.get("scheme") == "https" and name and "server_hostname" not in self.poolmanager.connection_pool_kw:
+                pool = {**pool, "server_hostname": name, "assert_hostname": name}  # type: ignore[typeddict-unknown-key]
+            return host, pool
+
         def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             parts = urlsplit(request.url)
+            request.forwarded_host = parts.hostname
             port = self.forwards.port()
             request.headers["Host"] = parts.netloc  # what routes it at Envoy; the URL's own host is kept
             request.url = urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))

@@ -226,27 +226,45 @@ class RealMachine:
 def run_argv(argv: Sequence[str], timeout: float, *, merged: bool) -> tuple[int, str]:
     """Run `argv`: its exit code and what it said; never an exception for a program that is missing,
     cannot start or does not answer (127, 126, 124). `merged`: stdout and stderr as one stream; else
-    stdout when it succeeds, stderr (or stdout) when it fails.
+    stdout when it succeeds, stderr (or stdout) when it fails. It runs in a process group of its own,
+    which is killed whole when `timeout` passes (or the caller is interrupted): a wrapper script's
+    children, or a CLI's plugins, would otherwise outlive it (and hold its pipes open).
     """
     try:
-        done = subprocess.run(
+        process = subprocess.Popen(
             list(argv),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merged else subprocess.PIPE,
             text=True,
             errors="replace",
-            timeout=timeout,
-            check=False,
+            start_new_session=True,
         )
     except FileNotFoundError:
         return 127, f"{argv[0]}: command not found"
-    except subprocess.TimeoutExpired:
-        return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
     except OSError as error:
         return 126, f"{argv[0]}: {error}"
-    if merged or done.returncode == 0:
-        return done.returncode, done.stdout
-    return done.returncode, done.stderr or done.stdout
+    with process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except BaseException as error:
+            _kill_group(process)
+            if isinstance(error, subprocess.TimeoutExpired):
+                return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
+            raise
+    if merged or process.returncode == 0:
+        return process.returncode, stdout
+    return process.returncode, stderr or stdout
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    """Kill `process` and every process of its group, and reap it."""
+    import contextlib
+    import signal
+
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.kill()
+    process.communicate()
 
 
 def first_line(text: str) -> str:

@@ -55,6 +55,12 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ]
     )
     p1, p2, p3 = stack["phase1"], stack["phase2"], stack["phase3"]
+
+    def both(*needs: str) -> tuple[str, ...]:  # one `stack dev` stands for every phase
+        return tuple(dict.fromkeys(needs))
+
+    # What reads phase1's outputs (its context, domain, SSH port, Headlamp) needs phase1's stack; apps
+    # and the system store's trust each make their own requests, so one host's TLS failure skips neither.
     return [
         ("phase1", Spec(name=checks.ENGINE, run=on(checks.engine_check, platform))),
         ("phase1", Spec(name=checks.PULUMI_CLI, run=on(checks.pulumi_cli_check, platform))),
@@ -65,7 +71,7 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase1", Spec(name=checks.NODES_USE_CACHE, run=on(checks.nodes_use_cache_check, platform), needs=(p1,))),
         ("phase2", Spec(name=checks.NAMES, run=on(checks.names_check, platform), needs=(p1,))),
         ("phase2", Spec(name=services.TLS, run=on(services.tls_check, platform), needs=(p2,))),
-        ("phase2", Spec(name=services.CA_TRUST, run=on(services.ca_trust_check, platform), needs=(services.TLS,))),
+        ("phase2", Spec(name=services.CA_TRUST, run=on(services.ca_trust_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.OPENBAO, run=on(services.openbao_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.OPENBAO_LOGINS, run=on(services.openbao_logins_check, platform), needs=(services.OPENBAO,))),
         (
@@ -78,17 +84,17 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
             ),
         ),
         ("phase2", Spec(name=services.OPENBAO_ROOT, run=on(services.openbao_root_check, platform), needs=(services.OPENBAO_LOGINS,))),
-        ("phase2", Spec(name=data.POSTGRES, run=on(data.postgres_check, platform), needs=(p2,))),
-        ("phase2", Spec(name=data.VALKEY, run=on(data.valkey_check, platform), needs=(services.OPENBAO_LOGINS,))),
+        ("phase2", Spec(name=data.POSTGRES, run=on(data.postgres_check, platform), needs=both(p1, p2))),
+        ("phase2", Spec(name=data.VALKEY, run=on(data.valkey_check, platform), needs=both(p1, services.OPENBAO_LOGINS))),
         ("phase2", Spec(name=services.GITLAB_API, run=on(gitlab.gitlab_api_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.GITLAB_TOKEN, run=on(gitlab.gitlab_token_check, platform), needs=(services.GITLAB_API,))),
-        ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=both(p1, p2))),
         ("phase2", Spec(name=services.RUNNERS, run=on(gitlab.runners_check, platform), needs=(services.GITLAB_API,))),
-        ("phase2", Spec(name=services.HEADLAMP, run=on(gitlab.headlamp_check, platform), needs=(p2,))),
+        ("phase2", Spec(name=services.HEADLAMP, run=on(gitlab.headlamp_check, platform), needs=both(p1, p2))),
         ("phase3", Spec(name=services.GITLAB_PROJECTS, run=on(gitlab.gitlab_projects_check, platform), needs=(services.GITLAB_API, p3))),
-        ("phase3", Spec(name=services.CI_VARIABLES, run=on(gitlab.ci_variables_check, platform), needs=(services.GITLAB_PROJECTS,))),
+        ("phase3", Spec(name=services.CI_VARIABLES, run=on(gitlab.ci_variables_check, platform), needs=both(p1, services.GITLAB_PROJECTS))),
         ("phase3", Spec(name=services.PIPELINES, run=on(gitlab.pipelines_check, platform), needs=(services.GITLAB_PROJECTS,))),
-        ("phase3", Spec(name=services.APPS, run=on(gitlab.apps_check, platform), needs=(p3, services.TLS))),
+        ("phase3", Spec(name=services.APPS, run=on(gitlab.apps_check, platform), needs=both(p2, p3))),
     ]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cli.doctor.machine import Machine, first_line
-from cli.verify.model import Verdict, failed, passed, skipped, warned
+from cli.verify.model import Verdict, at_once, failed, passed, skipped, warned
 from cli.verify.report import Secrets
 from providers.kubectl import kubectl_argv
 from stacks import outputs
@@ -63,8 +63,10 @@ class Platform:
         phase1 = self.of("phase1")
         return str(phase1.get(outputs.KUBE_CONTEXT) or f"kind-{phase1.get(outputs.CLUSTER_NAME)}")
 
-    def kubectl(self, *argv: str, timeout: float = 30) -> tuple[int, str]:
-        """Run kubectl against the platform's cluster."""
+    def kubectl(self, *argv: str, timeout: float = 20) -> tuple[int, str]:
+        """Run kubectl against the platform's cluster; killed (its process group) at `timeout`, before
+        the check's own (model.Spec's 30 s) gives up on it and leaves it running.
+        """
         return self.machine.run(kubectl_argv(self.context, *argv), timeout=timeout)
 
     def kubectl_said(self, *argv: str, namespace: str = "") -> str:
@@ -102,15 +104,21 @@ def pulumi_cli_check(platform: Platform) -> Verdict:
     return passed(check.found) if check.ok else failed(check.found, check.fix)
 
 
-def _pending(state: Mapping[str, Any]) -> list[str]:
-    """The operations a stack's state holds as begun and never finished (an `up` cut short)."""
-    operations = (state.get("deployment") or {}).get("pending_operations") or []
-    return [f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations]
+def _pending(stack: str, state: Mapping[str, Any]) -> tuple[list[str], str]:
+    """The operations a stack's state holds as begun and never finished (an `up` cut short), and
+    cli/lifecycle.py's advice for them (as destroy and a cluster change give it); stale CREATEs, which
+    a later run re-made, are no longer pending there (`without_stale_creates`).
+    """
+    from cli.lifecycle import pending_operations, without_stale_creates
+
+    deployment, _ = without_stale_creates(stack, state.get("deployment") or {})
+    operations = deployment.get("pending_operations") or []
+    names = [f"{op.get('type', '?')} {str((op.get('resource') or {}).get('urn', '?')).rsplit('::', 1)[-1]}" for op in operations]
+    return names, pending_operations(stack, deployment) or ""
 
 
 def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> Verdict:
     """`stack` is up, brought up by this release, with no pending operation; its outputs serve `phases`' checks."""
-    from stacks.config.schema import ENV_STEP
     from versions import BLUEPRINT
 
     runner = platform.runner()
@@ -122,12 +130,11 @@ def stack_up_check(platform: Platform, stack: str, phases: tuple[str, ...]) -> V
         platform.outputs[phase] = values
     _register_secrets(platform, values)
     recorded = values.get(outputs.BLUEPRINT_VERSION)
-    pending = _pending(runner.export_state(stack))
+    pending, advice = _pending(stack, runner.export_state(stack))
     if pending:
         return failed(
             f"{stack} holds {len(pending)} pending operation(s), from an up cut short: {', '.join(pending[:5])}",
-            f"docs/guide/failure-and-resume.md, 'Pending operations' (`{ENV_STEP}`, then `pulumi refresh -s {stack} "
-            "--clear-pending-creates` when the operation made nothing)",
+            f"{advice} (docs/guide/failure-and-resume.md, 'Pending operations')",
         )
     if recorded != BLUEPRINT:
         return failed(f"{stack} was brought up by blueprint {recorded!s:.40}, not {BLUEPRINT}", f"`{UP}` brings it to {BLUEPRINT}")
@@ -234,11 +241,9 @@ def image_cache_check(platform: Platform) -> Verdict:
     down = [f"{registry}: {states.get(container)}" for registry, container in containers.items() if states.get(container) != "up"]
     if down:
         return failed(f"mirror(s) not running: {'; '.join(down)}", f"`{UP} --phase 1` starts them again")
-    silent = []
-    for registry, address in sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items()):
-        answer = platform.ask(f"http://{address}/v2/")
-        if answer.status != 200:
-            silent.append(f"{registry} ({answer.said})")
+    mirrors = sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items())
+    answers = at_once(lambda mirror: platform.ask(f"http://{mirror[1]}/v2/"), mirrors)
+    silent = [f"{registry} ({answer.said})" for (registry, _), answer in zip(mirrors, answers, strict=True) if answer.status != 200]
     if silent:
         return failed(f"mirror(s) not answering /v2/: {', '.join(silent)}", f"`{UP} --phase 1`; docs/guide/image-cache.md")
     return passed(f"{len(containers)} mirrors running and answering /v2/")

@@ -114,18 +114,20 @@ def ci_variables_check(platform: Platform) -> Verdict:
         group_id = platform.of("phase2").get(outputs.APPS_GROUP_ID)
         path = gitlab.get(f"/groups/{encode(group_id)}").get("full_path")
         wrong, seen = [], 0
-        wanted = [(f"/groups/{encode(group_id)}", path, key, kind, protected) for key, _, kind, protected in GROUP_VARIABLES]
+        # (holder, its name, key, secret, type, protected): the design's own secret flag decides what is masked.
+        wanted = [(f"/groups/{encode(group_id)}", path, *variable) for variable in GROUP_VARIABLES]
         for project in projects:
             where = f"{path}/{project.name}"
             keys = variables(project, registry_host=registry, domain=domain)
-            wanted += [(f"/projects/{encode(where)}", where, key, "env_var", False) for key in keys]
-        for holder, name, key, kind, protected in wanted:
+            wanted += [(f"/projects/{encode(where)}", where, key, False, "env_var", False) for key in keys]
+        for holder, name, key, secret, kind, protected in wanted:
             found = gitlab.find(f"{holder}/variables/{key}")
             if found is None:
                 wrong.append(f"{name}: {key} missing")
                 continue
             seen += 1
-            platform.secrets.add(str(found.get("value") or ""))
+            if secret:  # the domain, a host or "chart" must still show in the report
+                platform.secrets.add(str(found.get("value") or ""))
             if (found.get("variable_type"), bool(found.get("protected"))) != (kind, protected):
                 wrong.append(f"{name}: {key} is {found.get('variable_type')}, {'' if found.get('protected') else 'not '}protected")
         if wrong:
@@ -151,8 +153,24 @@ def ssh_check(platform: Platform) -> Verdict:
     except Exception as error:
         return failed(f"nothing answers at {host}:{port} ({type(error).__name__})", "`uv run blueprint status`; docs/guide/access.md")
     if not banner.startswith("SSH-2.0-"):
-        return failed(f"{host}:{port} answers, but not as SSH: {banner[:60]!r}", f"is another program on port {port}? `ss -ltnp`")
+        return failed(
+            f"{host}:{port} answers, but not as SSH: {banner[:60]!r}",
+            f"is another program on port {port}? `lsof -nP -iTCP:{port} -sTCP:LISTEN` names it",
+        )
     return passed(f"{host}:{port}: {banner[:60]}")
+
+
+def _off_design(runner: dict[str, Any]) -> list[str]:
+    """How a live runner differs from its design (components/runner.py `registration`): the image-build
+    one is the one with IMAGE_BUILD_TAG.
+    """
+    from components.runner import IMAGE_BUILD_TAG, registration
+
+    tags = runner.get("tag_list") or []
+    design = registration(image_builds=IMAGE_BUILD_TAG in tags)
+    said = {"tag_list": sorted(tags), "run_untagged": runner.get("run_untagged"), "access_level": runner.get("access_level")}
+    wanted = {**design, "tag_list": sorted(design["tag_list"])}
+    return [f"{runner.get('description')}: {key} {said[key]}, not {wanted[key]}" for key in wanted if said[key] != wanted[key]]
 
 
 def runners_check(platform: Platform) -> Verdict:
@@ -169,7 +187,9 @@ def runners_check(platform: Platform) -> Verdict:
         seen = "; ".join(
             f"{d.get('description')}: tags {','.join(d.get('tag_list') or []) or 'none'}, {d.get('access_level')}" for d in details
         )
-        return passed(f"{len(runners)} online ({seen})")
+        if wrong := [line for d in details for line in _off_design(d)]:
+            return failed(f"{'; '.join(wrong)} ({seen})", f"`{UP} --phase 2` registers them as designed (components/runner.py)")
+        return passed(f"{len(runners)} online, as designed ({seen})")
 
     return _guarded(platform, check, "`uv run blueprint up --phase 2`")
 
@@ -200,12 +220,15 @@ def pipelines_check(platform: Platform) -> Verdict:
 
 def apps_check(platform: Platform) -> Verdict:
     """Each app's `/healthz` answers 200 through the gateway from this laptop, trusting the gateway's CA alone."""
+    from cli.report import check_apps
+
     urls = sorted((platform.of("phase3").get(outputs.APP_URLS) or {}).items())
     if not urls:
         return skipped("no app has a host")
-    ca = str(outputs.gateway_ca_file(platform.of("phase2")))
     forward = platform.of("phase2").get(outputs.GITLAB_FORWARD)
-    answers = {name: platform.ask(f"{url}/healthz", ca_file=ca, forward=forward) for name, url in urls}
+    answers = check_apps(platform.outputs, lambda url, ca, headers: platform.ask(url, ca_file=ca, headers=headers, forward=forward))
+    if not answers:  # check_apps asks nothing without a CA to trust
+        return failed("phase2 names no CA file that verifies the gateway", f"`{UP} --phase 2` writes it again")
     wrong = [f"{name}: {answer.said}" for name, answer in answers.items() if answer.status != 200]
     if wrong:
         return failed("; ".join(wrong), f"{platform.kubectl_said('get', 'pods', namespace='apps')}; the project's last pipeline in GitLab")

@@ -4,7 +4,7 @@ A `Spec` names a check, what it needs (other checks by name) and its timeout; it
 `Verdict`. `run_all` runs every spec whose needs passed, in parallel (one daemon thread each, so a
 check that never answers keeps no one waiting past its timeout, nor the process from exiting), never
 stops at a failure, and gives each a `Result`: a spec whose need failed or was skipped is skipped,
-naming that need.
+naming the check that failed at the root of it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,12 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
+
+Item = TypeVar("Item")
+Said = TypeVar("Said")
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
@@ -59,7 +64,8 @@ class Result:
     saw: str
     fix: str = ""
     skipped_because: str = ""
-    """The check whose failure (or skip) makes this one meaningless: skipped for it."""
+    """The check whose failure (or skip) makes this one meaningless: skipped for it; the first one up
+    the chain of needs, not a skip in between."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,10 +122,12 @@ def run_all(
             if spec.name in done or spec.name in started:
                 continue
             blocker = _blocker(spec, done)
-            if blocker:
-                why = "failed" if done[blocker].status == FAIL else "was skipped"
+            if blocker:  # named for the check that failed, however many skips lie between
+                root = done[blocker].skipped_because or blocker
+                why = "failed" if done[root].status == FAIL else "was skipped"
+                through = f" (through {blocker})" if root != blocker else ""
                 done[spec.name] = Result(
-                    name=spec.name, status=SKIP, saw=f"not checked: it needs {blocker}, which {why}", skipped_because=blocker
+                    name=spec.name, status=SKIP, saw=f"not checked: it needs {root}, which {why}{through}", skipped_because=root
                 )
             elif blocker is None:
                 started[spec.name] = poll.CLOCK.now()
@@ -141,6 +149,17 @@ def run_all(
             if name not in done and now - started[name] > spec.timeout:
                 done[name] = _result(spec, failed(f"no answer within {spec.timeout:g} s", spec.fix_on_timeout))
     return [done[name] for name in names]
+
+
+def at_once(call: Callable[[Item], Said], items: Sequence[Item]) -> list[Said]:
+    """`call` of each item, all at the same time, in `items`' order: hosts asked in parallel, each under
+    its own timeout, so one that never answers costs its own timeout once, not the check's, and the
+    others' answers still name it.
+    """
+    if not items:
+        return []
+    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="verify host") as pool:
+        return list(pool.map(call, items))
 
 
 def tally(results: Sequence[Result]) -> str:

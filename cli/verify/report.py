@@ -119,7 +119,12 @@ def to_table(document: Mapping[str, Any]) -> str:
     if measured := document.get("bring_up"):
         phases = ", ".join(f"{stack} {seconds} s" for stack, seconds in measured["phases"].items())
         slowest = ", ".join(f"{step['name']} {step['seconds']} s" for step in measured["slowest_steps"][:3])
-        lines.append(f"last bring-up: {phases}; slowest steps: {slowest} (--json has the chain and the ten slowest)")
+        if phases:
+            lines.append(f"last bring-up: {phases}; slowest steps: {slowest} (--json has the chain and the ten slowest)")
+        lines.extend(
+            f"last bring-up: {line}; the next `uv run blueprint up` that changes something rewrites it"
+            for line in measured.get("unreadable", [])
+        )
     lines.append(document["summary"])
     return "\n".join(lines) + "\n"
 

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cli.verify.checks import UP, Platform
-from cli.verify.model import Verdict, failed, passed, warned
+from cli.verify.model import Verdict, at_once, failed, passed, warned
 from stacks import outputs
 
 TLS, CA_TRUST, SSH = "TLS certificates", "CA in the system store", "GitLab SSH"
@@ -140,14 +140,16 @@ def tls_check(platform: Platform) -> Verdict:
     if not Path(ca).is_file():
         if _brought(platform):
             return failed(f"the gateway's CA file {ca} is missing", f"`{UP} --phase 2` writes it again")
-        return failed(f"the CA file {ca} is missing", f"`pulumi stack output -s phase2 caCertPem > {ca}` (or `{UP} --phase 2`)")
+        return failed(f"the CA file {ca} is missing", f"`{UP} --phase 2` writes it again")
     context = ssl.create_default_context(cafile=ca)  # with a cafile, that file alone: no system certificate is loaded
-    wrong = [f"{host}: {why}" for host, port in _hosts(platform) if (why := _handshake(platform, host, port, context))]
+    hosts = _hosts(platform)
+    said = at_once(lambda hosted: _handshake(platform, hosted[0], hosted[1], context), hosts)
+    wrong = [f"{host}: {why}" for (host, _), why in zip(hosts, said, strict=True) if why]
     if wrong:
         served = platform.kubectl_said("get", "certificates,secrets", namespace="gitlab")
         return failed("; ".join(wrong), f"docs/guide/troubleshooting.md; {served} shows what is served")
     issuer = "your certificate's issuer" if _brought(platform) else "the platform CA"
-    return passed(f"{len(_hosts(platform))} hosts present a certificate of {issuer} for their name")
+    return passed(f"{len(hosts)} hosts present a certificate of {issuer} for their name")
 
 
 def ca_trust_check(platform: Platform) -> Verdict:
@@ -158,9 +160,18 @@ def ca_trust_check(platform: Platform) -> Verdict:
     host, port = _hosts(platform)[0]
     if _handshake(platform, host, port, platform.system_trust()) is None:
         return passed(f"the system trusts {host}'s certificate")
-    ca = gateway_ca(platform)
-    commands = " ".join(line.split(":", 1)[-1].strip() for line in trust_ca_lines(ca, machine_family(platform.machine)))
+    from cli.os_family import MACOS
+
+    ca, family = gateway_ca(platform), machine_family(platform.machine)
+    commands = " ".join(line.split(":", 1)[-1].strip() for line in trust_ca_lines(ca, family))
     issuer = f"your certificate's issuer ({ca}) is not in it" if _brought(platform) else "the platform CA is not in it"
+    if family.key == MACOS:
+        # Python's ssl reads OpenSSL's store, never the Keychain (sethmlarson/truststore#177): a CA the
+        # Keychain trusts still lands here, so say so rather than claim it is missing.
+        return warned(
+            f"Python cannot see the macOS Keychain, so this cannot tell whether it trusts {host}",
+            f"open https://{host} in Safari: no warning means the Keychain trusts it; else {commands or 'docs/guide/access.md'}",
+        )
     return warned(f"the system store does not trust {host} ({issuer})", commands or "docs/guide/access.md")
 
 
@@ -268,8 +279,12 @@ def openbao_root_check(platform: Platform) -> Verdict:
             if "root" in ((looked.get("data") or {}).get("policies") or []):
                 roots.append(accessor)
     if roots:
+        props = _openbao_props(platform)
+        where = f"BAO_ADDR={props['address']} BAO_CACERT={props['ca_file']} BAO_TLS_SERVER_NAME={props['server_name']}"
         return failed(
-            f"{len(roots)} root token(s) exist (accessor {roots[0]})",
-            "as admin (docs/guide/access.md, 'OpenBao'): `uv run bao token revoke -accessor ACCESSOR`",
+            f"{len(roots)} root token(s) exist (accessor {', '.join(roots)})",
+            f"log in as admin and revoke each (docs/guide/access.md, 'OpenBao'; on an existing cluster, through its port-forward): "
+            f"`export {where}`; `uv run blueprint secrets --show openbao-admin-password | uv run bao login -method=userpass "
+            f"username=admin password=-`; `uv run bao token revoke -accessor {roots[0]}`",
         )
     return passed(f"none among {len(accessors)} tokens has the root policy")

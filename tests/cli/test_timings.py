@@ -153,3 +153,30 @@ def test_the_table_gives_each_phases_total_and_the_slowest_steps(tmp_path: Path)
     assert "last bring-up: phase1 132 s; slowest steps: blueprint-cluster 95 s, gateway-crds 33 s, mirror-docker-io 4 s" in to_table(
         document
     )
+
+
+def test_slowest_chain_of_steps_that_start_and_end_in_the_same_second_ends() -> None:
+    # Engine times are whole seconds: A and B each "ended before the other started"; a walk that
+    # does not go strictly back in time loops for ever between them.
+    steps = [
+        {"urn": f"urn:pulumi:s::p::kubernetes:core/v1:ConfigMap::{name}", "type": "ConfigMap", "op": "create", "start": 5, "end": 5}
+        for name in ("a", "b")
+    ]
+    assert len(timings.slowest_chain(steps)) == 1
+
+
+def test_a_record_goes_where_no_state_folder_exists_yet(tmp_path: Path) -> None:
+    _recorded(tmp_path / "not-yet" / ".pulumi-state")
+    assert timings.measured(tmp_path / "not-yet" / ".pulumi-state", ["phase1"]) is not None
+
+
+@pytest.mark.parametrize(
+    "text", ["null", "[]", '{"steps": "abc"}', '{"steps": [{"urn": "u", "type": "t", "op": "create", "start": null}]}', "{"]
+)
+def test_a_timings_file_of_another_shape_is_said_unreadable_and_verify_goes_on(tmp_path: Path, text: str) -> None:
+    (tmp_path / "blueprint-timings").mkdir()
+    (tmp_path / "blueprint-timings" / "phase1.json").write_text(text)
+    _, document = verify(platform_on(FakeMachine(tools={}, outputs={})), state_dir=tmp_path)
+    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
+    assert document["bring_up"]["phases"] == {}
+    assert "phase1.json: unreadable" in document["bring_up"]["unreadable"][0]

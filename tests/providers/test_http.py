@@ -163,3 +163,35 @@ def test_a_retry_after_in_digits_other_than_ascii_is_the_usual_pause_not_a_crash
         answer = send(session(), "GET", f"http://{where}/", timeout=10, pauses=[1.0])
     assert answer.status_code == 429
     assert len(served) == 2
+
+
+def test_through_a_forward_tls_asks_for_and_checks_the_urls_own_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssl
+
+    import providers.http
+    from providers.cluster_access import Target
+    from tests.providers.bao_tls import issue
+
+    pki = issue(tmp_path, name="app.blueprint.test")
+    handler: type[Recorder] = type("Handler", (Recorder,), {"seen": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.cert_file, pki.key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+
+    class Forward:  # the local end of a port-forward: the TLS server itself
+        def __init__(self, _target: Target) -> None: ...
+        def port(self) -> int:
+            return int(server.server_address[1])
+
+        def close(self) -> None: ...
+
+    monkeypatch.setattr(providers.http, "Forwards", Forward)
+    target = Target(context="ctx", namespace="gitlab", service="envoy", port=443)
+    try:
+        with session(ca_file=str(pki.ca_file), forward=target) as asking:
+            assert asking.get("https://app.blueprint.test/healthz", timeout=10).status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -16,7 +16,7 @@ import pytest
 
 from cli.main import parser
 from cli.verify import run as verify_command
-from cli.verify.model import FAIL, PASS, SKIP, Spec, Verdict, failed, passed, run_all, tally, warned
+from cli.verify.model import FAIL, PASS, SKIP, Result, Spec, Verdict, failed, passed, run_all, tally, warned
 from cli.verify.report import SCHEMA, Secrets, report, to_table
 from providers import poll
 from tests.cli.doctor.fakes import FakeMachine
@@ -73,8 +73,47 @@ def test_a_check_whose_need_failed_is_skipped_naming_it() -> None:
             Spec(name="apps", run=lambda: passed("never asked"), needs=("nodes",)),
         ]
     )
-    assert [(result.status, result.skipped_because) for result in results[1:]] == [(SKIP, "engine"), (SKIP, "nodes")]
+    assert [(result.status, result.skipped_because) for result in results[1:]] == [(SKIP, "engine"), (SKIP, "engine")]
     assert "engine, which failed" in results[1].saw
+
+
+def test_a_skip_names_the_check_that_failed_not_the_skip_between() -> None:
+    results = run_all(
+        [
+            Spec(name="engine", run=lambda: failed("down", "start it")),
+            Spec(name="nodes", run=lambda: passed("never asked"), needs=("engine",)),
+            Spec(name="apps", run=lambda: passed("never asked"), needs=("nodes",)),
+        ]
+    )
+    assert results[2].skipped_because == "engine"
+    assert results[2].saw == "not checked: it needs engine, which failed (through nodes)"
+
+
+def _needs(name: str) -> set[str]:
+    from cli.verify import specs
+    from tests.cli.verify.platforms import platform_on
+
+    by_name = {spec.name: spec for _, spec in specs(platform_on())}
+    found, todo = set(), [name]
+    while todo:
+        for need in by_name[todo.pop()].needs:
+            if need not in found:
+                found.add(need)
+                todo.append(need)
+    return found
+
+
+@pytest.mark.parametrize("name", ["PostgreSQL (CloudNativePG)", "Valkey AUTH", "GitLab SSH", "Headlamp", "CI variables"])
+def test_a_check_that_reads_phase1s_outputs_needs_phase1s_stack(name: str) -> None:
+    from cli.verify import data, services
+
+    assert name in {data.POSTGRES, data.VALKEY, services.SSH, services.HEADLAMP, services.CI_VARIABLES}
+    assert "stack phase1" in _needs(name)
+
+
+@pytest.mark.parametrize("name", ["apps", "CA in the system store"])
+def test_one_hosts_tls_failure_skips_neither_the_apps_nor_the_system_stores_trust(name: str) -> None:
+    assert "TLS certificates" not in _needs(name)
 
 
 def test_a_check_past_its_timeout_fails_with_a_fix(jumping: None) -> None:
@@ -224,3 +263,19 @@ def test_the_guide_has_a_row_for_each_check_and_claims_no_more_than_they_check()
     assert "## Not checked yet" in guide
     said = guide + (PROJECT_DIR / "README.md").read_text() + parser().format_help()
     assert "every promise" not in said
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        ({"when": "yesterday"}, "when"),
+        ({"summary": "1 pass, 0 warn, 0 fail and more"}, "summary"),
+        ({"checks": []}, "checks"),
+        ({"checks": [{"name": "a", "status": "pass", "saw": "ok", "fix": "", "skipped_because": "b"}]}, "a pass skipped for a check"),
+        ({"checks": [{"name": "a", "status": "skip", "saw": "not checked", "fix": "do", "skipped_because": "b"}]}, "a skip with a fix"),
+    ],
+)
+def test_the_schema_refuses_a_report_it_does_not_describe(change: dict[str, Any], where: str) -> None:
+    document = report([Result(name="a", status=PASS, saw="ok")], PLATFORM, Secrets(), when=WHEN) | change
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)

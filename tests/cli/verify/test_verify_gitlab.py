@@ -16,6 +16,7 @@ from cli.verify import gitlab as gitlab_checks
 from cli.verify.checks import Platform
 from cli.verify.model import FAIL, PASS, WARN
 from components.gitlab_projects import variables
+from components.runner import registration
 from stacks import outputs
 from tests.cli.verify.platforms import platform_on
 from tests.providers.gitlab_stub import TOKEN, GitLabState, GitLabStub, serving
@@ -44,8 +45,10 @@ def state(stub: tuple[type[GitLabStub], str]) -> GitLabState:
         made_project = made.add_project(group, project.name)
         for key, value in variables(project, registry_host=REGISTRY, domain="blueprint.test").items():
             made.add_variable(f"projects/{made_project['id']}", key, value)
-    for description, tags in (("default", ["blueprint"]), ("builds", ["blueprint-build"])):
-        made.add_runner(description, tags, group=group)["status"] = "online"
+    for description, image_builds in (("default", False), ("builds", True)):
+        design = registration(image_builds=image_builds)
+        runner = made.add_runner(description, list(design["tag_list"]), group=group)
+        runner |= {"status": "online", "run_untagged": design["run_untagged"], "access_level": design["access_level"]}
     made.repository.pipelines.append({"id": 1, "status": "success"})
     stub[0].state = made
     return made
@@ -127,8 +130,23 @@ def test_the_projects_fail_naming_one_missing(stub: Any, state: GitLabState, tmp
 def test_the_runners_pass_online_with_their_tags(stub: Any, state: GitLabState, tmp_path: Path) -> None:
     verdict = gitlab_checks.runners_check(_platform(stub, state, tmp_path))
     assert verdict.status == PASS
-    assert "tags blueprint-build" in verdict.saw
+    assert "tags blueprint-image-build" in verdict.saw
     assert "not_protected" in verdict.saw
+
+
+def test_the_runners_fail_when_the_image_build_runner_takes_any_branchs_jobs(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    builds = next(runner for runner in state.runners.values() if runner["description"] == "builds")
+    builds["access_level"] = "not_protected"
+    verdict = gitlab_checks.runners_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert "builds: access_level not_protected, not ref_protected" in verdict.saw
+
+
+def test_the_runners_fail_when_one_of_the_two_is_gone(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    del state.runners[next(iter(state.runners))]
+    verdict = gitlab_checks.runners_check(_platform(stub, state, tmp_path))
+    assert verdict.status == FAIL
+    assert "1 of 1 runners online" in verdict.saw
 
 
 def test_the_runners_fail_naming_one_offline(stub: Any, state: GitLabState, tmp_path: Path) -> None:
@@ -159,6 +177,13 @@ def test_the_ci_variables_pass_as_designed_and_their_values_are_masked(stub: Any
     verdict = gitlab_checks.ci_variables_check(platform)
     assert verdict.status == PASS
     assert "kubeconfig-token" not in platform.secrets.masked(f"saw {KUBECONFIG}")
+
+
+def test_the_ci_variables_check_masks_no_value_that_is_not_secret(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path)
+    gitlab_checks.ci_variables_check(platform)
+    line = "gitlab.blueprint.test: certificate refused; see the chart"
+    assert platform.secrets.masked(line) == line
 
 
 def test_the_ci_variables_fail_on_the_deploy_kubeconfig_unprotected(stub: Any, state: GitLabState, tmp_path: Path) -> None:

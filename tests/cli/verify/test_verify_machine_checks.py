@@ -4,6 +4,7 @@ failing with its fix, against the doctor's FakeMachine (fake docker, kind, kubec
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from cli import report as cli_report
 from cli.report import Gateway
 from cli.verify import checks
-from cli.verify.model import FAIL, PASS, SKIP, WARN
+from cli.verify.model import FAIL, PASS, SKIP, WARN, passed
 from cli.verify.services import Answer
 from components.image_cache import mirror_container
 from stacks import outputs
@@ -92,6 +93,28 @@ def test_a_stack_with_a_pending_operation_fails_naming_it() -> None:
     assert verdict.status == FAIL
     assert "creating blueprint-cluster" in verdict.saw
     assert "Pending operations" in verdict.fix
+
+
+def _stateful(pending: list[dict[str, Any]], resources: list[dict[str, Any]]) -> Any:
+    runner = FakeRunner({"phase1": {**PHASE1, outputs.BLUEPRINT_VERSION: BLUEPRINT}})
+    runner.export_state = lambda stack: {"deployment": {"resources": resources, "pending_operations": pending}}  # type: ignore[method-assign]
+    return checks.stack_up_check(platform_on(runner=runner), "phase1", ("phase1",))
+
+
+CLUSTER_URN = "urn:pulumi:phase1::blueprint::command:local:Command::blueprint-cluster"
+
+
+def test_a_stale_pending_create_a_later_run_made_is_not_a_failure() -> None:
+    made = {"urn": CLUSTER_URN, "type": "command:local:Command", "inputs": {"create": "kind create"}}
+    assert _stateful([{"type": "creating", "resource": made}], [made]).status == PASS
+
+
+def test_an_interrupted_replacement_is_finished_by_an_up_not_cleared() -> None:
+    old = {"urn": CLUSTER_URN, "type": "command:local:Command", "inputs": {"create": "old"}, "pendingReplacement": True}
+    new = {"urn": CLUSTER_URN, "type": "command:local:Command", "inputs": {"create": "new"}}
+    verdict = _stateful([{"type": "creating", "resource": new}], [old])
+    assert verdict.status == FAIL
+    assert "`uv run blueprint up` finishes it" in verdict.fix
 
 
 def test_the_nodes_check_passes_with_every_node_ready_and_labelled() -> None:
@@ -279,3 +302,18 @@ def test_the_nodes_do_not_use_the_cache_when_a_hosts_toml_was_changed(tmp_path: 
     assert verdict.status == FAIL
     assert "docker.io/hosts.toml is not the one phase1 wrote" in verdict.saw
     assert verdict.fix == "`uv run blueprint up --phase 1` writes them again"
+
+
+def test_kubectl_is_given_a_deadline_before_its_checks(tmp_path: Path) -> None:
+    from cli.verify.model import Spec
+
+    asked: list[float] = []
+
+    class Timing(FakeMachine):
+        def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+            asked.append(timeout)
+            return super().run(argv, timeout)
+
+    platform_on(Timing(), {"phase1": PHASE1}).kubectl("get", "nodes")
+    assert asked == [20]
+    assert asked[0] < Spec(name="any", run=lambda: passed("")).timeout

@@ -51,6 +51,21 @@ def test_openbao_fails_when_nothing_answers(tmp_path: Path) -> None:
     assert "--phase 2" in verdict.fix
 
 
+def test_openbao_fails_when_sealed_naming_its_log(tmp_path: Path) -> None:
+    """A server of its own: sealed, it stays so until it restarts (its seal unseals only at a start)."""
+    from components.openbao import ADMIN_USER
+
+    with running_bao(tmp_path / "sealed", persistent=False) as sealed:
+        sealed.wait_until_active()
+        client = hvac.Client(url=sealed.address)
+        client.auth.userpass.login(ADMIN_USER, sealed.admin_password)
+        client.sys.seal()
+        verdict = services.openbao_check(platform_on(stacks={"phase2": _phase2(sealed, tmp_path)}))
+    assert verdict.status == FAIL
+    assert verdict.saw == "OpenBao is sealed"
+    assert "logs openbao-0" in verdict.fix
+
+
 def test_the_logins_pass_with_the_recorded_passwords(bao: BaoServer, tmp_path: Path) -> None:
     platform = platform_on(stacks={"phase2": _phase2(bao, tmp_path)})
     verdict = services.openbao_logins_check(platform)
@@ -113,6 +128,9 @@ def test_a_root_token_fails_naming_its_accessor(bao: BaoServer, tmp_path: Path, 
     assert verdict.status == FAIL
     assert "root token(s) exist" in verdict.saw
     assert "token revoke -accessor" in verdict.fix
+    assert "ACCESSOR" not in verdict.fix  # the accessor itself, after the login that may revoke it
+    assert f"BAO_ADDR={bao.address}" in verdict.fix
+    assert "bao login -method=userpass username=admin" in verdict.fix
 
 
 VALKEY_PASSWORD = "valkey-password-0123456789"

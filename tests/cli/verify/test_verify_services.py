@@ -10,7 +10,7 @@ import socket
 import socketserver
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,7 @@ def test_tls_fails_with_the_command_that_writes_a_missing_ca_file_again(tmp_path
     phase2 = {outputs.CA_CERT_FILE: str(tmp_path / "ca.crt"), outputs.GITLAB_URL: f"https://{GITLAB}", outputs.REGISTRY_HOST: REGISTRY}
     verdict = services.tls_check(platform_on(stacks={"phase2": phase2}))
     assert verdict.status == FAIL
-    assert "caCertPem" in verdict.fix
+    assert verdict.fix == "`uv run blueprint up --phase 2` writes it again"
 
 
 def test_the_ca_in_the_system_store_passes_when_the_system_trusts_gitlab(pki: Pki, served: Served) -> None:
@@ -116,6 +116,16 @@ def test_the_ca_not_in_the_system_store_is_a_warning_with_the_command(pki: Pki, 
     verdict = services.ca_trust_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial))
     assert verdict.status == WARN
     assert str(pki.ca_file) in verdict.fix
+
+
+def test_on_macos_the_warning_says_the_keychain_is_out_of_its_sight(pki: Pki, served: Served) -> None:
+    from tests.cli.doctor.fakes import FakeMachine
+
+    macos = FakeMachine(system="darwin")
+    verdict = services.ca_trust_check(platform_on(macos, stacks={"phase2": _phase2(pki)}, dial=served.dial))
+    assert verdict.status == WARN
+    assert "cannot see the macOS Keychain" in verdict.saw
+    assert f"open https://{GITLAB} in Safari" in verdict.fix
 
 
 @pytest.fixture(scope="module")
@@ -309,3 +319,43 @@ def test_headlamp_fails_when_its_route_does_not_answer() -> None:
 
 def test_headlamp_is_skipped_when_off() -> None:
     assert gitlab_checks.headlamp_check(platform_on(stacks={"phase1": PHASE1, "phase2": {}})).status == SKIP
+
+
+def _together(count: int) -> Callable[[], None]:
+    """A wait that returns once `count` callers wait at once; asked one after another, it breaks (5 s)."""
+    barrier = threading.Barrier(count, timeout=5)
+
+    def wait() -> None:
+        barrier.wait()
+
+    return wait
+
+
+def test_tls_asks_every_host_at_once_and_names_the_one_that_did_not_answer(pki: Pki, served: Served) -> None:
+    wait = _together(3)
+
+    def dial(host: str, port: int) -> socket.socket:
+        wait()
+        if host == "app.blueprint.test":
+            raise TimeoutError("timed out")
+        return served.dial(host, port)
+
+    phase3 = {outputs.APP_URLS: {"app": "https://app.blueprint.test"}}
+    verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki), "phase3": phase3}, dial=dial))
+    assert verdict.status == FAIL
+    assert verdict.saw == "app.blueprint.test: no TLS answer (TimeoutError: timed out)"
+
+
+def test_apps_are_asked_at_once_each_named() -> None:
+    wait = _together(2)
+
+    def ask(url: str, **_: Any) -> Answer:
+        wait()
+        return Answer(200) if "one" in url else Answer(None, said="no answer within 10 s")
+
+    stacks: dict[str, dict[str, Any]] = {
+        "phase2": {outputs.CA_CERT_FILE: "/ca.crt"},
+        "phase3": {outputs.APP_URLS: {"one": "https://one.blueprint.test", "two": "https://two.blueprint.test"}},
+    }
+    verdict = gitlab_checks.apps_check(platform_on(stacks=stacks, ask=ask))
+    assert verdict.saw == "two: no answer within 10 s"
