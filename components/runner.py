@@ -119,7 +119,8 @@ MANAGER_POD_SECURITY_CONTEXT = {"runAsUser": 100, "fsGroup": 65533, "runAsNonRoo
 class HostAliases:
     """Names that a runner's pods resolve to one address, ahead of DNS: the manager's through the
     chart's `hostAliases` (the pod's), the jobs' through `[[runners.kubernetes.host_aliases]]`
-    (gitlab-runner common/config.go `KubernetesHostAliases`: `ip`, `hostnames`)."""
+    (gitlab-runner common/config.go `KubernetesHostAliases`: `ip`, `hostnames`).
+    """
 
     address: pulumi.Input[str]
     """Envoy's Service's ClusterIP: kube-proxy sends it to Envoy's pods, which the egress policies
@@ -248,12 +249,14 @@ def _resources(args: RunnerArgs) -> str:
 def _host_aliases(args: RunnerArgs, address: str) -> str:
     if args.host_aliases is None:
         return ""
-    return f"    [[runners.kubernetes.host_aliases]]\n      ip = {json.dumps(address)}\n      hostnames = {json.dumps(list(args.host_aliases.names))}\n"
+    names = json.dumps(list(args.host_aliases.names))
+    return f"    [[runners.kubernetes.host_aliases]]\n      ip = {json.dumps(address)}\n      hostnames = {names}\n"
 
 
 def runner_config(args: RunnerArgs, address: str = "") -> str:
     """The runner's config.toml (`runners.config`, rendered by the chart with `tpl`); `address`: the
-    host aliases' (`args.host_aliases`), once known."""
+    host aliases' (`args.host_aliases`), once known.
+    """
     image = versions.BUILDKIT_IMAGE if args.image_builds else versions.JOB_DEFAULT_IMAGE
     return f"""\
 [[runners]]

@@ -65,7 +65,7 @@ def node_access(
 
 
 def runner_host_aliases(
-    inputs: Mapping[str, Any], *, gateway_programmed: pulumi.Resource, on_cluster: pulumi.ResourceOptions
+    inputs: Mapping[str, Any], *, gateway_programmed: pulumi.CustomResource, on_cluster: pulumi.ResourceOptions
 ) -> HostAliases | None:
     """On an existing cluster, the platform's names (the apps' too: a pipeline's verify job calls
     https://<app>.<domain>) at the ClusterIP of Envoy's Service, for the Runners' pods: in-cluster,

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import versions
-from cli.plan import ProgramFailed, plan
 from cli import stand_ins
+from cli.plan import ProgramFailed, plan
 from cli.stand_ins import RecordedLayout
 from stacks import migrations
 from stacks.migrations import Migration, MigrationContext

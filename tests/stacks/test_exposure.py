@@ -12,6 +12,7 @@ import pytest
 
 from apps_manifest import host_names, load_manifest
 from cli import stand_ins
+from cli.lifecycle import destroy_view
 from stacks import outputs
 from tests.plans import planned
 
@@ -200,3 +201,9 @@ def test_the_runners_pods_reach_the_platforms_names_at_envoys_cluster_ip_on_an_e
 def test_kinds_runners_have_no_host_aliases() -> None:
     """Kind's CoreDNS resolves the platform's names (components/cluster_dns.py)."""
     assert _runner_hosts("phase2") == [(None, None), (None, None)]
+
+
+def test_a_destroy_leaves_envoys_service_that_phase2_only_reads() -> None:
+    """Envoy Gateway made it; the read for the host aliases is external in the state."""
+    (read,) = (r for r in destroy_view(planned("phase2", **EXISTING)).resources if (r["type"], r["name"]) == stand_ins.ENVOY_SERVICE_READ)
+    assert read["destroy"] == "forget"
