@@ -1,9 +1,9 @@
 """On an existing cluster, the wildcard DNS record in time for phase3 (docs/guide/existing-cluster.md, "DNS").
 
-There the cluster resolves the platform's names through public DNS (on kind, blueprint writes them
+There the nodes resolve the platform's names through public DNS (on kind, blueprint writes them
 into CoreDNS and the nodes' /etc/hosts: stacks/node_access.py), and phase3's smoke pipelines need
-them: the Runner manager registers at `gitlab.<domain>`, the job pods clone from it and push to
-`registry.<domain>`, the nodes pull the apps' images from there. So `up` says the record as soon as
+them: the nodes pull the apps' images from `registry.<domain>` (the Runners' pods have the names as
+host aliases: stacks/node_access.py `runner_host_aliases`). So `up` says the record as soon as
 phase2 is up (the gateway's address exists from then on), checks from this machine before phase3
 that both names resolve to the gateway, and stops there when they do not, with the record and the
 command to run again (`--skip-dns-check` past it, when the cluster resolves what this machine cannot:
@@ -59,7 +59,7 @@ class DnsRecord:
         """Once phase2 is up: the gateway's address and the record, before phase3 needs it."""
         if stack != "phase2" or (stacks := self._stacks()) is None:
             return
-        self.say("== the DNS record phase3 needs: the CI jobs, the Runners and the nodes resolve the platform's names in public DNS")
+        self.say("== the DNS record phase3 needs: the nodes resolve the platform's names in public DNS")
         self.say("\n".join(self._record(*stacks, self.gateway(stacks[0]))))
 
     def before(self, stack: str) -> bool:

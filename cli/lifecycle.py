@@ -7,7 +7,7 @@ unless an option says otherwise. What really happens to the thing behind the res
 - **retain**: Pulumi leaves it where it is (`retainOnDelete`, `protect`), or its delete script
   keeps it on purpose (a host folder with `preserveData=true`);
 - **forget**: the resource only leaves Pulumi's state, on purpose: a component or provider has
-  nothing to delete; a resource `deletedWith` another goes with it;
+  nothing to delete; a read (`Resource.get`) is external, never deleted; a resource `deletedWith` another goes with it;
   and some dynamic resources describe something that lives inside data whose fate is decided
   elsewhere (a secret in OpenBao's storage, a token in GitLab's database, a file in the data folder).
 
@@ -107,6 +107,8 @@ def fate(resource: Mapping[str, Any], by_urn: Mapping[str, Mapping[str, Any]]) -
         return "forget", "a provider: nothing to delete"
     if type_ == STACK_REFERENCE_TYPE:
         return "forget", "a read of a stack's last outputs"
+    if resource.get("read"):
+        return "forget", "a read of an object blueprint did not make: Pulumi never deletes it"
     if resource["protect"]:
         return "retain", "protected: the destroy stops here until it is unprotected"
     if data_fate := _data_fate(resource):

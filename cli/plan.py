@@ -307,7 +307,7 @@ class _Recorder(MockMonitor):
                 type_ = f"{parent_type}${type_}"
         return f"urn:pulumi:{settings.get_stack()}::{settings.get_project()}::{type_}::{name}"
 
-    def _record(self, urn: str, request: Any, *, custom: bool, inputs: Any) -> None:
+    def _record(self, urn: str, request: Any, *, custom: bool, inputs: Any, read: bool = False) -> None:
         property_deps = {u for deps in getattr(request, "propertyDependencies", {}).values() for u in deps.urns}
         record = {
             "urn": urn,
@@ -326,6 +326,9 @@ class _Recorder(MockMonitor):
             "ignoreChanges": sorted(getattr(request, "ignoreChanges", [])),
             "replaceOnChanges": sorted(getattr(request, "replaceOnChanges", [])),
             "additionalSecretOutputs": sorted(getattr(request, "additionalSecretOutputs", [])),
+            # A read (`Resource.get`): external in the state, never deleted. StackReferences, reads
+            # too, keep their own rule (cli/lifecycle.py `fate`), and their records as they were.
+            **({"read": True} if read and request.type != STACK_REFERENCE_TYPE else {}),
         }
         with self.lock:
             if urn in self.records:
@@ -355,7 +358,7 @@ class _Recorder(MockMonitor):
 
     def ReadResource(self, request: Any) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
-        self._record(urn, request, custom=True, inputs=request.properties)
+        self._record(urn, request, custom=True, inputs=request.properties, read=True)
         return _with_thread_loop(lambda: super(_Recorder, self).ReadResource(request))
 
     def RegisterResourceOutputs(self, request: Any) -> Any:

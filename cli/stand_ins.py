@@ -257,6 +257,11 @@ def _context_kubeconfig(context: str) -> str:
     )
 
 
+ENVOY_SERVICE_READ = ("kubernetes:core/v1:Service", "gitlab-envoy-service")
+"""phase2's read of Envoy's Service on an existing cluster (stacks/node_access.py `runner_host_aliases`)."""
+ENVOY_CLUSTER_IP = "10.96.0.20"
+"""The stand-in cluster's ClusterIP of Envoy's Service."""
+
 GITLAB_NUMBERED = tuple(f"pulumi-python:dynamic/gitlab:{kind}" for kind in ("Group", "Project", "Runner", "DeployToken"))
 """Our dynamic GitLab resources whose id is GitLab's number for the object."""
 
@@ -276,6 +281,8 @@ def provider_outputs(typ: str, name: str, inputs: Mapping[str, Any]) -> dict[str
     """Outputs that only a real provider could know, for the types the program uses."""
     if typ == "command:local:Command":
         return {"stdout": kubeconfig(inputs) if (typ, name) == KIND_CLUSTER else "", "stderr": ""}
+    if (typ, name) == ENVOY_SERVICE_READ:
+        return {"spec": {"clusterIP": ENVOY_CLUSTER_IP, "type": "LoadBalancer"}}
     if typ == "pulumi-python:dynamic/blueprint:DeployKubeconfig":
         user = {"name": "ci-deployer", "user": {"token": f"stand-in-token-{name}"}}
         return {"kubeconfig": yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [user]}), "expires_at": 1_893_456_000}

@@ -128,6 +128,19 @@ MANAGER_POD_SECURITY_CONTEXT = {"runAsUser": 100, "fsGroup": 65533, "runAsNonRoo
 
 
 @dataclass(frozen=True, kw_only=True)
+class HostAliases:
+    """Names that a runner's pods resolve to one address, ahead of DNS: the manager's through the
+    chart's `hostAliases` (the pod's), the jobs' through `[[runners.kubernetes.host_aliases]]`
+    (gitlab-runner common/config.go `KubernetesHostAliases`: `ip`, `hostnames`).
+    """
+
+    address: pulumi.Input[str]
+    """Envoy's Service's ClusterIP: kube-proxy sends it to Envoy's pods, which the egress policies
+    allow, whatever the load balancer in front (an AWS one has a hostname, and no in-cluster shortcut)."""
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunnerArgs:
     image_builds: bool = False
     """The image-build runner: it takes only jobs tagged IMAGE_BUILD_TAG, and their build container
@@ -158,6 +171,9 @@ class RunnerArgs:
     may reach (an existing cluster: phase1 reads them); (): kind's, on its Docker network."""
     gitlab_forward: Target | None = None
     """On an existing cluster, Envoy's Service, which the registration reaches GitLab through (providers/cluster_access.py)."""
+    host_aliases: HostAliases | None = None
+    """On an existing cluster, the platform's names at Envoy's Service, in the manager's and the jobs'
+    /etc/hosts; None on kind, whose CoreDNS resolves them (components/cluster_dns.py)."""
     s3_host: str
     """MinIO's in-cluster host:port, for the cache."""
     s3_access_key: pulumi.Input[str]
@@ -242,8 +258,17 @@ def _resources(args: RunnerArgs) -> str:
     return "".join(f'    {key} = "{value}"\n' for key, value in resources.items())
 
 
-def runner_config(args: RunnerArgs) -> str:
-    """The runner's config.toml (`runners.config`, rendered by the chart with `tpl`)."""
+def _host_aliases(args: RunnerArgs, address: str) -> str:
+    if args.host_aliases is None:
+        return ""
+    names = json.dumps(list(args.host_aliases.names))
+    return f"    [[runners.kubernetes.host_aliases]]\n      ip = {json.dumps(address)}\n      hostnames = {names}\n"
+
+
+def runner_config(args: RunnerArgs, address: str = "") -> str:
+    """The runner's config.toml (`runners.config`, rendered by the chart with `tpl`); `address`: the
+    host aliases' (`args.host_aliases`), once known.
+    """
     image = versions.BUILDKIT_IMAGE if args.image_builds else versions.JOB_DEFAULT_IMAGE
     return f"""\
 [[runners]]
@@ -262,6 +287,7 @@ def runner_config(args: RunnerArgs) -> str:
     [runners.kubernetes.pod_security_context.seccomp_profile]
       type = "RuntimeDefault"
 {_build_container_context(args)}\
+{_host_aliases(args, address)}\
   [runners.cache]
     Type = "s3"
     Shared = true
@@ -285,6 +311,10 @@ def secrets_digest(token: str, access_key: str, secret_key: str, ca_pem: str) ->
 def runner_values(
     args: RunnerArgs, *, token_secret: str, certs_secret: str, cache_secret: str, secrets_digest: pulumi.Input[str] = ""
 ) -> dict[str, Any]:
+    aliases = args.host_aliases
+    config: pulumi.Input[str] = runner_config(args)
+    if aliases is not None:
+        config = pulumi.Output.from_input(aliases.address).apply(lambda address: runner_config(args, address))
     return {
         "gitlabUrl": f"{args.gitlab_url}/",
         # Pulumi owns the runner's life, not the chart: with preserveData a destroy leaves it in GitLab, for the next `up` to adopt.
@@ -298,8 +328,9 @@ def runner_values(
         "podSecurityContext": MANAGER_POD_SECURITY_CONTEXT,
         "podLabels": {ROLE_LABEL: MANAGER},
         "podAnnotations": {SECRETS_DIGEST_ANNOTATION: secrets_digest},
+        **({"hostAliases": [{"ip": aliases.address, "hostnames": list(aliases.names)}]} if aliases is not None else {}),
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
-        "runners": {"secret": token_secret, "cache": {"secretName": cache_secret}, "config": runner_config(args)},
+        "runners": {"secret": token_secret, "cache": {"secretName": cache_secret}, "config": config},
     }
 
 

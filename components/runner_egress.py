@@ -5,7 +5,9 @@ sets it on its job pods through `pod_labels`, which a job cannot override, and t
 manager through `podLabels`):
 
 - every pod: cluster DNS; GitLab's web and registry endpoints (Envoy's HTTPS listener, where every
-  `*.<domain>` name resolves); MinIO's S3 port, for the cache (the bucket is MinIO's to enforce).
+  `*.<domain>` name resolves: on kind through CoreDNS, on an existing cluster through the pods' host
+  aliases, both to Envoy's Service, so the policy sees Envoy's pods whatever the load balancer);
+  MinIO's S3 port, for the cache (the bucket is MinIO's to enforce).
 - the managers, and the default runner's jobs (the deploy to `apps`): the Kubernetes API server.
 - the image-build runner's jobs (BuildKit alone): the image cache's mirrors, each at its address
   (`mirror_rules`), and public addresses on 80 and 443 (PUBLIC_WEB_PORTS): the registries

@@ -2,6 +2,7 @@
 resolved to the Gateway, for pods by cluster DNS and for containerd by the registry's hosts folder.
 None of it on an existing cluster, whose DNS, nodes and registry access are its own: `*.<domain>`
 is the DNS record the end of `up` names (cli/report.py), and its CoreDNS is not blueprint's to edit.
+There the Runners' pods get the names as host aliases instead (`runner_host_aliases`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
+import pulumi_kubernetes as k8s
 
 import versions
 from apps_manifest import host_names, load_manifest
@@ -18,7 +20,8 @@ from components import kind_cluster
 from components.cluster_dns import ClusterDns, ClusterDnsArgs
 from components.image_prepull import ImagePrepull, ImagePrepullArgs
 from components.node_registry import NodeRegistry, NodeRegistryArgs
-from stacks import exposure, outputs
+from components.runner import HostAliases
+from stacks import exposure, outputs, runtime
 
 
 def node_access(
@@ -59,3 +62,24 @@ def node_access(
         ),
         opts=on_cluster,
     )
+
+
+def runner_host_aliases(
+    inputs: Mapping[str, Any], *, gateway_programmed: pulumi.CustomResource, on_cluster: pulumi.ResourceOptions
+) -> HostAliases | None:
+    """On an existing cluster, the platform's names (the apps' too: a pipeline's verify job calls
+    https://<app>.<domain>) at the ClusterIP of Envoy's Service, for the Runners' pods: in-cluster,
+    whatever the load balancer and public DNS. None on kind (its CoreDNS has them) and in a destroy,
+    which needs no values and must not fail on a Service already gone.
+    """
+    if not outputs.on_existing(inputs) or runtime.current().destroying:
+        return None
+    # Envoy Gateway makes the Service: read once the Gateway is Programmed. The id comes from the
+    # gate, so a preview that makes the gate reads nothing (an unknown id: the engine's ReadStep skips it).
+    service = k8s.core.v1.Service.get(
+        "gitlab-envoy-service",
+        gateway_programmed.id.apply(lambda _: f"{exposure.GITLAB_NAMESPACE}/{gw.ENVOY_SERVICE}"),
+        opts=on_cluster,
+    )
+    domain = str(inputs[outputs.DOMAIN])
+    return HostAliases(address=service.spec.cluster_ip, names=host_names(domain, load_manifest(files=False)))

@@ -37,7 +37,7 @@ from components.openbao import OpenBao, OpenBaoArgs
 from components.pod_security import owned_namespaces, pod_security_labels
 from components.postgres import Postgres, PostgresArgs
 from components.redis import VALKEY_USER, Redis, RedisArgs
-from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, Runner, RunnerArgs
+from components.runner import DEFAULT_NAMESPACE, IMAGE_BUILD_NAMESPACE, HostAliases, Runner, RunnerArgs
 from components.runner_egress import ENVOY_HTTPS_PORT, ENVOY_LABELS, Peer
 from components.storage import PLATFORM_SUBDIR, Provisioned, Storage, StorageArgs, Volume, data_namespace, folders_in
 from components.tls import Tls, TlsArgs
@@ -50,7 +50,7 @@ from stacks import exposure, outputs
 from stacks.config.paths import folder_owner, this_checkout
 from stacks.migrations import layout
 from stacks.mirror import mirror
-from stacks.node_access import node_access
+from stacks.node_access import node_access, runner_host_aliases
 from stacks.phase1 import cluster_kubeconfig, engine_of, preserve_data_file
 
 POSTGRES_VOLUME = Volume(namespace="postgres", claim=f"{pg.CLUSTER}-1", size="10Gi", owner=pg.POSTGRES_USER)
@@ -105,7 +105,9 @@ def deploy(inputs: Mapping[str, Any]) -> dict[str, Any]:
     node_access(inputs, namespace=ground.namespace, ca_pem=tls.ca_cert_pem, on_cluster=on_cluster)
     gitlab = _gitlab(ground, gateway_crds, tls, data)
     admin = _admin(ground, tls, gitlab)
-    runners = _runners(ground, tls, data.minio, admin)
+    runners = _runners(
+        ground, tls, data.minio, admin, runner_host_aliases(inputs, gateway_programmed=gitlab.gateway_programmed, on_cluster=on_cluster)
+    )
     _headlamp_route(ground, gitlab)
     ci_access = CiAccess(
         "ci-access",
@@ -446,7 +448,7 @@ def _glab_token(ground: Ground, tls: Tls, gitlab_url: str, *, after: GitLabToken
     return token_file, glab.value
 
 
-def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runner, Runner]:
+def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin, host_aliases: HostAliases | None) -> tuple[Runner, Runner]:
     """The group's two runners: the default one, confined, and the one for image builds alone."""
     inputs = ground.inputs
     gitlab_host = _gitlab_host(inputs)
@@ -467,6 +469,7 @@ def _runners(ground: Ground, tls: Tls, minio: Minio, admin: Admin) -> tuple[Runn
                 node_selector=exposure.job_nodes(inputs),
                 api_server=exposure.api_server(inputs),
                 gitlab_forward=exposure.gitlab_forward(inputs),
+                host_aliases=host_aliases,
                 s3_host=minio.host_port,
                 s3_access_key=minio.credentials_for(mn.RUNNER_CACHE).access_key,
                 s3_secret_key=minio.credentials_for(mn.RUNNER_CACHE).secret_key,

@@ -39,8 +39,8 @@ def with_input_dependencies(monkeypatch: pytest.MonkeyPatch, stack: str, *, prev
     as the engine records them (`propertyDependencies` of the registration)."""
     record = cli.plan._Recorder._record
 
-    def recorded(self: Any, urn: str, request: Any, *, custom: bool, inputs: Any) -> None:
-        record(self, urn, request, custom=custom, inputs=inputs)
+    def recorded(self: Any, urn: str, request: Any, **options: Any) -> None:
+        record(self, urn, request, **options)
         found = getattr(request, "propertyDependencies", {})
         self.records[urn]["inputDependencies"] = {key: sorted(found[key].urns) for key in found}
 

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from apps_manifest import host_names, load_manifest
 from cli import stand_ins
+from cli.lifecycle import destroy_view
 from stacks import outputs
 from tests.plans import planned
 
@@ -175,3 +177,33 @@ def test_the_gateway_service_takes_the_configured_annotations_source_ranges_and_
 
 def test_without_those_keys_the_gateway_service_has_none_of_their_fields() -> None:
     assert not {"annotations", "loadBalancerSourceRanges", "loadBalancerClass"} & set(envoy_service())
+
+
+def _runner_hosts(stack: str, **config: str) -> list[tuple[Any, Any]]:
+    """Each runner's (manager's `hostAliases`, jobs' `host_aliases`), `None` where it has none."""
+    result = planned(stack, **config)
+    found = []
+    for name in ("runner-chart", "image-build-runner-chart"):
+        values = result.one(RELEASE, name)["inputs"]["values"]
+        kubernetes = tomllib.loads(values["runners"]["config"])["runners"][0]["kubernetes"]
+        found.append((values.get("hostAliases"), kubernetes.get("host_aliases")))
+    return found
+
+
+def test_the_runners_pods_reach_the_platforms_names_at_envoys_cluster_ip_on_an_existing_cluster() -> None:
+    """Not through the load balancer, which an AWS one (a hostname) would make them leave the cluster for."""
+    names = list(host_names(EXISTING["domain"], load_manifest(files=False)))
+    assert {"gitlab.platform.example.com", "registry.platform.example.com", "kas.platform.example.com"} <= set(names)
+    aliases = [{"ip": stand_ins.ENVOY_CLUSTER_IP, "hostnames": names}]
+    assert _runner_hosts("phase2", **EXISTING) == [(aliases, aliases), (aliases, aliases)]
+
+
+def test_kinds_runners_have_no_host_aliases() -> None:
+    """Kind's CoreDNS resolves the platform's names (components/cluster_dns.py)."""
+    assert _runner_hosts("phase2") == [(None, None), (None, None)]
+
+
+def test_a_destroy_leaves_envoys_service_that_phase2_only_reads() -> None:
+    """Envoy Gateway made it; the read for the host aliases is external in the state."""
+    (read,) = (r for r in destroy_view(planned("phase2", **EXISTING)).resources if (r["type"], r["name"]) == stand_ins.ENVOY_SERVICE_READ)
+    assert read["destroy"] == "forget"
