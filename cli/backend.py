@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from stacks.config import PROJECT_DIR
+from stacks.config.paths import LOCAL_STATE_DIR
 
 if TYPE_CHECKING:
     from cli.stack_runner import StackRunner
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 VARIABLE = "PULUMI_BACKEND_URL"
 WITH_CREDENTIALS = "<a URL with credentials, not repeated here>"
 """What a message says for a backend URL without a scheme that holds an `@`: no part of it is safe to show."""
-LOCAL_FOLDER = ".pulumi-state"
+LOCAL_FOLDER = LOCAL_STATE_DIR.name
 """The default backend's folder, in the checkout (ignored by git)."""
 
 

@@ -26,6 +26,7 @@ from cli.doctor.install import PULUMI
 from cli.doctor.machine import Machine, RealMachine
 from components.engine import KIND_PROVIDER
 from stacks.config import PROJECT_DIR
+from stacks.config.paths import LOCAL_STATE_DIR
 from stacks.config.schema import ENV_STEP
 from stacks.runtime import DESTROYING
 from versions import PULUMI_VERSION
@@ -143,7 +144,7 @@ class AutomationRunner:
             self._run(stack, lambda: self._stack(stack).up(on_output=on_output, color="auto", on_event=recorder))
         finally:
             with contextlib.suppress(OSError):  # a record that cannot be written changes nothing of the up
-                timings.write(PROJECT_DIR / ".pulumi-state", recorder)
+                timings.write(LOCAL_STATE_DIR, recorder)
 
     def preview(self, stack: str, on_output: Callable[[str], None]) -> None:
         self._run(stack, lambda: self._stack(stack).preview(on_output=on_output, color="auto"))

@@ -131,14 +131,14 @@ def verify(
     """
     from cli import timings
     from cli.status import _on_existing
-    from stacks.config import PROJECT_DIR
+    from stacks.config.paths import LOCAL_STATE_DIR
 
     results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase))
     now = when or datetime.datetime.now(datetime.UTC)
     engine = NO_ENGINE if _on_existing(platform_.outputs.get("phase1")) else platform_.engine
     document = report(results, platform(platform_.machine, engine), platform_.secrets, when=now)
     stacks = ("dev",) if dev else PHASE_STACKS["all"]
-    if (measured := timings.measured(state_dir or PROJECT_DIR / ".pulumi-state", stacks)) is not None:
+    if (measured := timings.measured(state_dir or LOCAL_STATE_DIR, stacks)) is not None:
         document["bring_up"] = measured
     return (1 if any(result.status == FAIL for result in results) else 0), document
 

@@ -316,7 +316,11 @@ def image_cache_dir(value: str) -> Path:
     return Path(value).expanduser().resolve() if value else default_image_cache_dir()
 
 
-CHECKOUT_ID_FILE = PROJECT_DIR / ".pulumi-state" / "blueprint-checkout-id"
+LOCAL_STATE_DIR = PROJECT_DIR / ".pulumi-state"
+"""The checkout's own folder beside Pulumi's state (git-ignored): the default backend's state
+(cli/backend.py), the checkout id, and the bring-up's timings, whatever backend holds the state."""
+
+CHECKOUT_ID_FILE = LOCAL_STATE_DIR / "blueprint-checkout-id"
 """This checkout's id: random, made on first use beside Pulumi's local state (git-ignored with it),
 so it outlives every destroy but differs between two clones. The host folders a stack claims name
 it (`folder_owner`): another checkout of the same stack never takes them over, nor wipes them."""

@@ -139,7 +139,7 @@ def test_the_real_runners_up_hands_the_engines_events_to_the_recorder(tmp_path: 
                 options["on_event"](EngineEvent.from_json(json.loads(line)))
 
     (tmp_path / ".pulumi-state").mkdir()
-    monkeypatch.setattr(stack_runner, "PROJECT_DIR", tmp_path)
+    monkeypatch.setattr(stack_runner, "LOCAL_STATE_DIR", tmp_path / ".pulumi-state")
     monkeypatch.setattr(stack_runner.AutomationRunner, "_stack", lambda self, name: Stack())
     stack_runner.AutomationRunner().up("phase1", lambda line: None)
     assert timings.measured(tmp_path / ".pulumi-state", ["phase1"]) is not None
