@@ -268,7 +268,7 @@ def credentials_reference() -> str:
         f"source of truth; its host file on this machine, a copy the next `up` writes back from the state; its `{credentials.KV_MOUNT}/`",
         "copy in OpenBao on the cluster. With a shared backend and the passphrase kept apart from this machine, a second",
         "operator, or a new laptop, drives the same platform "
-        "([on an existing cluster](../guide/existing-cluster.md#credentials-when-the-laptop-is-not-the-platforms-home)).",
+        "([the state, the passphrase, and a second operator](../guide/state-and-credentials.md)).",
         "",
         "The context's own credential is in phase2's state too, encrypted: phase2's Kubernetes provider is given the context's",
         "kubeconfig with its credentials inline (`kubectl config view --raw --minify --flatten`), and Pulumi keeps a provider's",
