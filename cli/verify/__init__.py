@@ -97,6 +97,7 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase2", Spec(name=services.GITLAB_TOKEN, run=on(gitlab.gitlab_token_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=both(p1, p2))),
         ("phase2", Spec(name=services.RUNNERS, run=on(gitlab.runners_check, platform), needs=(services.GITLAB_API,))),
+        ("phase2", Spec(name=gitlab.REGISTRY_LOGIN, run=on(gitlab.registry_login_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.HEADLAMP, run=on(gitlab.headlamp_check, platform), needs=both(p1, p2))),
         ("phase3", Spec(name=services.GITLAB_PROJECTS, run=on(gitlab.gitlab_projects_check, platform), needs=(services.GITLAB_API, p3))),
         ("phase3", Spec(name=services.CI_VARIABLES, run=on(gitlab.ci_variables_check, platform), needs=both(p1, services.GITLAB_PROJECTS))),

@@ -406,3 +406,42 @@ def _answering(platform: Platform, url: str) -> Any:
         return poll.retry(asked, poll.within(HEALTHZ_SECONDS, every=2.0))
     except poll.NotYet as never:
         return never.outcome
+
+
+REGISTRY_LOGIN = "registry login"
+
+
+def registry_login_check(platform: Platform) -> Verdict:
+    """The container registry lets root in as `docker login` does (the registry's token auth): GitLab
+    issues a token at `/jwt/auth` (service `container_registry`, no scope: it opens no repository) for
+    root's admin token over Basic auth (JwtController, lib/gitlab/auth.rb `find_for_git_client`;
+    Auth::ContainerRegistryAuthenticationService), then the registry's `/v2/` takes it: 200. Nothing
+    is made: the token is a short-lived signed JWT GitLab keeps no record of.
+    """
+    import base64
+
+    from cli.report import admin_token
+    from stacks.outputs import SecretFileUnavailable
+
+    phase2 = platform.of("phase2")
+    url = urlsplit(str(phase2.get(outputs.GITLAB_URL)))
+    registry = f"https://{str(phase2.get(outputs.REGISTRY_HOST)).split(':', 1)[0]}{f':{url.port}' if url.port else ''}/v2/"
+    try:
+        token = platform.secrets.add(admin_token(phase2))
+    except SecretFileUnavailable as error:
+        return failed(str(error), f"`{UP} --phase 2` writes it again")
+    ca, forward = str(outputs.gateway_ca_file(phase2)), phase2.get(outputs.GITLAB_FORWARD)
+    basic = platform.secrets.add(base64.b64encode(f"root:{token}".encode()).decode())
+    realm = f"{url.geturl().rstrip('/')}/jwt/auth?service=container_registry"
+    issued = platform.ask(realm, ca_file=ca, headers={"Authorization": f"Basic {basic}"}, forward=forward)
+    jwt = issued.body.get("token") if issued.status == 200 and isinstance(issued.body, dict) else None
+    if not isinstance(jwt, str) or not jwt:
+        return failed(
+            f"GitLab issued no registry token for root's admin token ({realm}: {issued.said})", f"`{UP} --phase 2`; docs/guide/access.md"
+        )
+    platform.secrets.add(jwt)
+    answer = platform.ask(registry, ca_file=ca, headers={"Authorization": f"Bearer {jwt}"}, forward=forward)
+    if answer.status != 200:
+        logs = platform.kubectl_said("logs", "deploy/gitlab-registry", "-c", "registry", namespace="gitlab")
+        return failed(f"{registry} refuses the token GitLab issued: {answer.said}", f"{logs}; `{UP} --phase 2`")
+    return passed(f"{registry} takes the token GitLab issued for root, as `docker login` gets it")

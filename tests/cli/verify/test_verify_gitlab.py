@@ -346,3 +346,47 @@ def test_deep_check_runs_only_with_deep(stub: Any, state: GitLabState, tmp_path:
     platform.deep = True
     chosen = {spec.name: spec for _, spec in specs(platform)}
     assert chosen[gitlab_checks.EDIT_TO_DEPLOYED].needs == (services.PIPELINES, services.APPS)
+
+
+REGISTRY_JWT = "eyJhbGciOiJSUzI1NiJ9.registry-jwt-payload-0123.signature"
+
+
+def _registry(*, issues: bool = True, takes: bool = True) -> Any:
+    """GitLab's `/jwt/auth` and the registry's `/v2/`, as `docker login` meets them: a token for root's
+    admin token (Basic auth), and the registry taking that token (Bearer)."""
+    basic = "Basic " + base64.b64encode(f"root:{TOKEN}".encode()).decode()
+
+    def ask(url: str, *, headers: dict[str, str] | None = None, **_: Any) -> Answer:
+        said = (headers or {}).get("Authorization", "")
+        if url.endswith("/jwt/auth?service=container_registry"):
+            return Answer(200, body={"token": REGISTRY_JWT}, said="HTTP 200") if issues and said == basic else Answer(401, said="HTTP 401")
+        if url.startswith(f"https://{REGISTRY}:") and url.endswith("/v2/"):  # GitLab's port: the gateway serves both
+            return Answer(200, body={}, said="HTTP 200") if takes and said == f"Bearer {REGISTRY_JWT}" else Answer(401, said="HTTP 401")
+        return Answer(None, said=f"nothing answers at {url}")
+
+    return ask
+
+
+def test_the_registry_login_passes_with_the_token_gitlab_issues(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.registry_login_check(_platform(stub, state, tmp_path, ask=_registry()))
+    assert verdict.status == PASS
+    assert f"https://{REGISTRY}:{stub[1].rsplit(':', 1)[1]}/v2/ takes" in verdict.saw
+
+
+def test_the_registry_login_fails_when_gitlab_issues_no_token(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path, ask=_registry(issues=False))
+    verdict = gitlab_checks.registry_login_check(platform)
+    assert verdict.status == FAIL
+    assert "/jwt/auth" in verdict.saw
+    assert "--phase 2" in verdict.fix
+
+
+def test_the_registry_login_fails_when_the_registry_refuses_the_token_and_never_shows_it(
+    stub: Any, state: GitLabState, tmp_path: Path
+) -> None:
+    platform = _platform(stub, state, tmp_path, ask=_registry(takes=False))
+    verdict = gitlab_checks.registry_login_check(platform)
+    assert verdict.status == FAIL
+    assert "refuses the token" in verdict.saw
+    assert "gitlab-registry" in verdict.fix
+    assert REGISTRY_JWT not in platform.secrets.masked(f"Bearer {REGISTRY_JWT}")
