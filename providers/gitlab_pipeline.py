@@ -52,9 +52,16 @@ def failure_message(project: str, pipeline: dict[str, Any], failed_jobs: list[di
 FAILED = {"failed", "canceled"}
 
 
-def wait(props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, new_run: bool = False) -> dict[str, Any]:
+LONGER = "raise blueprint:pipelineTimeout or look at it"
+"""What a pipeline still running at the limit asks of the user: `up`'s limit is theirs to raise."""
+
+
+def wait(
+    props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, new_run: bool = False, longer: str = LONGER
+) -> dict[str, Any]:
     """Wait for the commit's pipeline to end. With `new_run`, start one on the branch first;
     otherwise start one when the commit's pipeline is found already ended in a `rerun` status.
+    `longer`: what the message of a pipeline still running at the limit asks of the user.
     """
     api, project = GitLab.of(props), f"/projects/{encode(props['project'])}"
     timeout = float(props.get("timeout_seconds") or 600)
@@ -78,7 +85,7 @@ def wait(props: dict[str, Any], *, rerun: frozenset[str] | set[str] = FAILED, ne
     try:
         done = poll.retry(ended, budget)
     except poll.NotYet:
-        raise PipelineFailed(timeout_message(api, props, pipeline)) from None
+        raise PipelineFailed(timeout_message(api, props, pipeline, longer)) from None
     if done["status"] in WAITS_FOR_A_PERSON:
         raise PipelineFailed(
             f"the smoke pipeline of {props['project']} waits for a person ({done['status']}): {done['web_url']}; "
@@ -132,13 +139,12 @@ def start(api: GitLab, project: str, sha: str, newest: dict[str, Any] | None) ->
     raise failed  # the last start's failure fails the up
 
 
-def timeout_message(api: GitLab, props: dict[str, Any], pipeline: dict[str, Any] | None) -> str:
+def timeout_message(api: GitLab, props: dict[str, Any], pipeline: dict[str, Any] | None, longer: str = LONGER) -> str:
     """Why the wait ended: the pipeline's state and URL; for a pending one, its runner's state."""
     status = pipeline["status"] if pipeline else "not started"
     where = pipeline["web_url"] if pipeline else f"no pipeline started for commit {props['sha']}"
     message = (
-        f"the smoke pipeline of {props['project']} did not finish within {props.get('timeout_seconds')}s "
-        f"({status}): {where}; raise blueprint:pipelineTimeout or look at it"
+        f"the smoke pipeline of {props['project']} did not finish within {props.get('timeout_seconds')}s ({status}): {where}; {longer}"
     )
     if status == "pending" and props.get("runner"):
         message += f"; {runner_state(api, str(props['runner']))}"

@@ -59,6 +59,13 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
     def both(*needs: str) -> tuple[str, ...]:  # one `stack dev` stands for every phase
         return tuple(dict.fromkeys(needs))
 
+    # `--deep` alone: it makes a commit, and takes minutes.
+    deep = Spec(
+        name=gitlab.EDIT_TO_DEPLOYED,
+        run=on(gitlab.deep_pipeline_check, platform),
+        needs=(services.PIPELINES, services.APPS),
+        timeout=gitlab.DEEP_TIMEOUT,
+    )
     # What reads phase1's outputs (its context, domain, SSH port, Headlamp) needs phase1's stack; apps
     # and the system store's trust each make their own requests, so one host's TLS failure skips neither.
     return [
@@ -90,11 +97,14 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase2", Spec(name=services.GITLAB_TOKEN, run=on(gitlab.gitlab_token_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=both(p1, p2))),
         ("phase2", Spec(name=services.RUNNERS, run=on(gitlab.runners_check, platform), needs=(services.GITLAB_API,))),
+        ("phase2", Spec(name=gitlab.REGISTRY_LOGIN, run=on(gitlab.registry_login_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.HEADLAMP, run=on(gitlab.headlamp_check, platform), needs=both(p1, p2))),
         ("phase3", Spec(name=services.GITLAB_PROJECTS, run=on(gitlab.gitlab_projects_check, platform), needs=(services.GITLAB_API, p3))),
         ("phase3", Spec(name=services.CI_VARIABLES, run=on(gitlab.ci_variables_check, platform), needs=both(p1, services.GITLAB_PROJECTS))),
         ("phase3", Spec(name=services.PIPELINES, run=on(gitlab.pipelines_check, platform), needs=(services.GITLAB_PROJECTS,))),
         ("phase3", Spec(name=services.APPS, run=on(gitlab.apps_check, platform), needs=both(p2, p3))),
+        ("phase3", Spec(name=gitlab.ROOT_PASSWORD, run=on(gitlab.root_password_check, platform), needs=(services.GITLAB_PROJECTS,))),
+        *([("phase3", deep)] if platform.deep else []),
     ]
 
 

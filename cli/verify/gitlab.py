@@ -1,5 +1,6 @@
 """The checks of GitLab, its Runners, the pipelines, the apps and Headlamp, through the providers'
-own GitLab client (providers/gitlab_api.py) with root's admin token, which no report shows.
+own GitLab client (providers/gitlab_api.py) with root's admin token, which no report shows; root's
+password, signed in with over Git HTTP; and with `--deep`, an empty commit timed to deployed.
 """
 
 from __future__ import annotations
@@ -14,18 +15,27 @@ from cli.verify.model import Verdict, failed, passed, skipped, warned
 from cli.verify.services import TIMEOUT, TOKEN_WARN_DAYS, _connected
 from stacks import outputs
 
+ROOT_PASSWORD, EDIT_TO_DEPLOYED = "GitLab root password", "edit to deployed"
 
-def client(platform: Platform) -> Any:
-    """The GitLab client of phase2's outputs, root's token read from its file (and registered as a secret)."""
+
+def _props(platform: Platform) -> dict[str, Any]:
+    """The wire properties of phase2's GitLab (providers/gitlab_api.py `GitLab.of`), root's token read
+    from its file (and registered as a secret).
+    """
     from cli.report import admin_token
     from providers.cluster_access import TARGET_KEY
-    from providers.gitlab_api import GitLab
 
     phase2 = platform.of("phase2")
     token = platform.secrets.add(admin_token(phase2))
     forward = {TARGET_KEY: phase2[outputs.GITLAB_FORWARD]} if phase2.get(outputs.GITLAB_FORWARD) else {}
-    props = {"gitlab_url": phase2.get(outputs.GITLAB_URL), "token": token, "ca_file": outputs.gateway_ca_file(phase2), **forward}
-    return GitLab.of(props, timeout=TIMEOUT, pauses=())
+    return {"gitlab_url": phase2.get(outputs.GITLAB_URL), "token": token, "ca_file": outputs.gateway_ca_file(phase2), **forward}
+
+
+def client(platform: Platform) -> Any:
+    """The GitLab client of phase2's outputs, root's token read from its file (and registered as a secret)."""
+    from providers.gitlab_api import GitLab
+
+    return GitLab.of(_props(platform), timeout=TIMEOUT, pauses=())
 
 
 def _guarded(platform: Platform, check: Callable[[Any], Verdict], fix: str) -> Verdict:
@@ -39,6 +49,13 @@ def _guarded(platform: Platform, check: Callable[[Any], Verdict], fix: str) -> V
         return failed(str(error), f"`{UP} --phase 2` writes it again")
     except GitLabApiError as error:
         return failed(platform.secrets.masked(str(error))[:300], fix)
+
+
+def _group(platform: Platform, gitlab: Any) -> dict[str, Any]:
+    """The platform's group, as GitLab shows it (its `full_path` among the rest)."""
+    from providers.gitlab_api import encode
+
+    return dict(gitlab.get(f"/groups/{encode(platform.of('phase2').get(outputs.APPS_GROUP_ID))}"))
 
 
 def _manifest() -> list[Any] | Verdict:
@@ -203,7 +220,7 @@ def pipelines_check(platform: Platform) -> Verdict:
     projects = [project.name for project in manifest]
 
     def check(gitlab: Any) -> Verdict:
-        path = gitlab.get(f"/groups/{encode(platform.of('phase2').get(outputs.APPS_GROUP_ID))}").get("full_path")
+        path = _group(platform, gitlab).get("full_path")
         wrong = []
         for name in projects:
             latest = gitlab.get(f"/projects/{encode(f'{path}/{name}')}/pipelines", per_page=1)
@@ -246,3 +263,185 @@ def headlamp_check(platform: Platform) -> Verdict:
             f"{url}: {answer.said}", f"{platform.kubectl_said('get', 'pods', namespace='headlamp')}; docs/guide/access.md, 'Headlamp'"
         )
     return passed(f"{url} answers")
+
+
+TWO_FACTOR_SETTINGS = ("require_two_factor_authentication", "require_admin_two_factor_authentication")
+"""The instance settings under which GitLab refuses the password of a user without two-factor
+authentication once its grace period is over (lib/gitlab/auth/two_factor_auth_verifier.rb)."""
+
+
+def root_password_check(platform: Platform) -> Verdict:
+    """GitLab takes root's password from `blueprint secrets`, by a sign-in that makes nothing: Git over
+    HTTP's first request (`info/refs` of the manifest's first project) with Basic auth, which GitLab
+    checks as it checks `git clone`'s (lib/gitlab/auth.rb `find_for_git_client`, a password last:
+    `user_with_password_for_git`): 200 for root's password, 401 for another; no token, no session
+    (the password grant, /oauth/token, would make a token). Not tried when GitLab takes no password
+    there (the setting `password_authentication_enabled_for_git` off, or root with two-factor
+    authentication): a warning, as is a refusal while GitLab requires two-factor authentication.
+    """
+    import base64
+
+    from components.gitlab import TOOLBOX
+    from stacks.outputs import SecretFileUnavailable
+
+    if isinstance(manifest := _manifest(), Verdict):
+        return manifest
+    phase2 = platform.of("phase2")
+    url = str(phase2.get(outputs.GITLAB_URL)).rstrip("/")
+    sign_in = f"sign in at {url}/users/sign_in as root, with `uv run blueprint secrets --show gitlab-root-password`"
+    try:
+        password = outputs.read_required_secret(str(phase2.get(outputs.GITLAB_ROOT_PASSWORD_FILE)), "GitLab root's password")
+    except SecretFileUnavailable as error:
+        return failed(str(error), f"`{UP} --phase 2` writes it again")
+    platform.secrets.add(password)
+
+    def check(gitlab: Any) -> Verdict:
+        settings, root = gitlab.get("/application/settings"), gitlab.get("/user")
+        if settings.get("password_authentication_enabled_for_git") is False:
+            saw = (
+                "GitLab takes no password over Git HTTP (its setting password_authentication_enabled_for_git is off): root's was not tried"
+            )
+            return warned(saw, f"{sign_in}; or allow it again: Admin area > Settings > General > Sign-in restrictions")
+        if root.get("two_factor_enabled"):
+            return warned(
+                "root has two-factor authentication on: GitLab takes no password of root's over Git HTTP, so it was not tried", sign_in
+            )
+        group = _group(platform, gitlab)
+        project = f"{group.get('full_path')}/{manifest[0].name}"
+        basic = platform.secrets.add(base64.b64encode(f"{root.get('username') or 'root'}:{password}".encode()).decode())
+        answer = platform.ask(
+            f"{url}/{project}.git/info/refs?service=git-upload-pack", ca_file=str(outputs.gateway_ca_file(phase2)),
+            headers={"Authorization": f"Basic {basic}"}, forward=phase2.get(outputs.GITLAB_FORWARD),
+        )  # fmt: skip
+        where = f"Git over HTTP to {project}: {answer.said or answer.status}"
+        if answer.status == 200:
+            return passed(f"GitLab takes root's password ({where}; no token or session made)")
+        if answer.status != 401:
+            return failed(where, "`uv run blueprint status`; docs/guide/troubleshooting.md")
+        required = [name for name in TWO_FACTOR_SETTINGS if settings.get(name)]
+        required += ["the group's require_two_factor_authentication"] if group.get("require_two_factor_authentication") else []
+        if required:
+            return warned(
+                f"GitLab refused root's password ({where}) and requires two-factor authentication ({', '.join(required)})", sign_in
+            )
+        reset = ("exec", "-it", f"deploy/{TOOLBOX}", "-c", "toolbox", "--", "gitlab-rake", "gitlab:password:reset[root]")
+        return failed(
+            f"GitLab refuses root's password from `uv run blueprint secrets` ({where}): changed in GitLab since its first start seeded it",
+            f"set it back: {platform.kubectl_said(*reset, namespace='gitlab')}, then enter that password twice",
+        )
+
+    return _guarded(platform, check, "`uv run blueprint status`; docs/guide/troubleshooting.md")
+
+
+DEEP_SECONDS = 600
+"""How long `--deep` waits for its commit's pipeline: blueprint:pipelineTimeout's default, what `up` waits."""
+HEALTHZ_SECONDS = 60.0
+"""How long it then waits for the app to answer from this laptop."""
+PROMISED_SECONDS = 120
+"""Edit to deployed as the old blueprint promised it, 60 to 120 s: longer is a warning."""
+DEEP_TIMEOUT = DEEP_SECONDS + HEALTHZ_SECONDS + 60
+"""The check's own timeout (model.Spec), past both its waits."""
+DEEP_MESSAGE = "blueprint verify --deep: an empty commit, its pipeline timed from commit to deployed"
+
+
+def deep_pipeline_check(platform: Platform) -> Verdict:
+    """`--deep`: an empty commit (its tree its parent's: no file changed) to `main` of the first app
+    with a host that builds its image, through the Commits API the sync commits with
+    (providers/gitlab_sync.py); its pipeline must succeed (providers/gitlab_pipeline.py `wait`, never
+    run again) and the app answer /healthz from this laptop; it reports the seconds from the commit
+    to that answer. The next `up` finds the branch's files as the sync left them: it commits nothing.
+    """
+    from providers import poll
+    from providers.gitlab_api import encode
+    from providers.gitlab_pipeline import BRANCH, PipelineFailed, wait
+
+    if isinstance(manifest := _manifest(), Verdict):
+        return manifest
+    urls = platform.of("phase3").get(outputs.APP_URLS) or {}
+    if not (hosted := [project for project in manifest if project.name in urls]):
+        return skipped("no app has a host: nothing to time to deployed")
+    app = next((project for project in hosted if project.build), hosted[0])
+    healthz = f"{urls[app.name]}/healthz"
+
+    def check(gitlab: Any) -> Verdict:
+        path = f"{_group(platform, gitlab).get('full_path')}/{app.name}"
+        started = poll.CLOCK.now()
+        # No action, and allow_empty: a commit of its parent's tree (gitlab-org/gitlab!211520; an
+        # empty list alone is refused, 400, since gitlab-org/gitlab#584164).
+        body = {"branch": BRANCH, "commit_message": DEEP_MESSAGE, "actions": [], "allow_empty": True}
+        sha = str(gitlab.post(f"/projects/{encode(path)}/repository/commits", body)["id"])
+        props = {**_props(platform), "project": path, "sha": sha, "timeout_seconds": DEEP_SECONDS}
+        try:
+            ran = wait(props, rerun=frozenset(), longer="look at it in GitLab, then run `uv run blueprint verify --deep` again")
+        except PipelineFailed as error:
+            return failed(platform.secrets.masked(str(error))[:400], f"open the pipeline it names; `{UP} --phase 3` runs every app's again")
+        answer = _answering(platform, healthz)
+        seconds = poll.CLOCK.now() - started
+        if answer.status != 200:
+            return failed(
+                f"{path}: pipeline {ran['web_url']} succeeded, but {healthz} still answers {answer.said} {HEALTHZ_SECONDS:g} s on",
+                f"{platform.kubectl_said('get', 'pods', namespace='apps')}; the pipeline's deploy job",
+            )
+        saw = f"{path}: empty commit {sha[:8]}, pipeline {ran['web_url']} succeeded, {healthz} answers {seconds:.0f} s after the commit"
+        if seconds > PROMISED_SECONDS:
+            return warned(f"{saw}: over the {PROMISED_SECONDS} s promised", "the pipeline's jobs in GitLab show which one took the time")
+        return passed(saw)
+
+    return _guarded(platform, check, f"`{UP} --phase 3`")
+
+
+def _answering(platform: Platform, url: str) -> Any:
+    """The app's answer at `url` from this laptop, asked again until it is 200 or HEALTHZ_SECONDS have passed."""
+    from providers import poll
+
+    phase2 = platform.of("phase2")
+
+    def asked() -> Any:
+        answer = platform.ask(url, ca_file=str(outputs.gateway_ca_file(phase2)), headers={}, forward=phase2.get(outputs.GITLAB_FORWARD))
+        if answer.status != 200:
+            raise poll.NotYet(str(answer.said), outcome=answer)
+        return answer
+
+    try:
+        return poll.retry(asked, poll.within(HEALTHZ_SECONDS, every=2.0))
+    except poll.NotYet as never:
+        return never.outcome
+
+
+REGISTRY_LOGIN = "registry login"
+
+
+def registry_login_check(platform: Platform) -> Verdict:
+    """The container registry lets root in as `docker login` does (the registry's token auth): GitLab
+    issues a token at `/jwt/auth` (service `container_registry`, no scope: it opens no repository) for
+    root's admin token over Basic auth (JwtController, lib/gitlab/auth.rb `find_for_git_client`;
+    Auth::ContainerRegistryAuthenticationService), then the registry's `/v2/` takes it: 200. Nothing
+    is made: the token is a short-lived signed JWT GitLab keeps no record of.
+    """
+    import base64
+
+    from cli.report import admin_token
+    from stacks.outputs import SecretFileUnavailable
+
+    phase2 = platform.of("phase2")
+    url = urlsplit(str(phase2.get(outputs.GITLAB_URL)))
+    registry = f"https://{str(phase2.get(outputs.REGISTRY_HOST)).split(':', 1)[0]}{f':{url.port}' if url.port else ''}/v2/"
+    try:
+        token = platform.secrets.add(admin_token(phase2))
+    except SecretFileUnavailable as error:
+        return failed(str(error), f"`{UP} --phase 2` writes it again")
+    ca, forward = str(outputs.gateway_ca_file(phase2)), phase2.get(outputs.GITLAB_FORWARD)
+    basic = platform.secrets.add(base64.b64encode(f"root:{token}".encode()).decode())
+    realm = f"{url.geturl().rstrip('/')}/jwt/auth?service=container_registry"
+    issued = platform.ask(realm, ca_file=ca, headers={"Authorization": f"Basic {basic}"}, forward=forward)
+    jwt = issued.body.get("token") if issued.status == 200 and isinstance(issued.body, dict) else None
+    if not isinstance(jwt, str) or not jwt:
+        return failed(
+            f"GitLab issued no registry token for root's admin token ({realm}: {issued.said})", f"`{UP} --phase 2`; docs/guide/access.md"
+        )
+    platform.secrets.add(jwt)
+    answer = platform.ask(registry, ca_file=ca, headers={"Authorization": f"Bearer {jwt}"}, forward=forward)
+    if answer.status != 200:
+        logs = platform.kubectl_said("logs", "deploy/gitlab-registry", "-c", "registry", namespace="gitlab")
+        return failed(f"{registry} refuses the token GitLab issued: {answer.said}", f"{logs}; `{UP} --phase 2`")
+    return passed(f"{registry} takes the token GitLab issued for root, as `docker login` gets it")

@@ -44,7 +44,14 @@ It answers as GitLab does, status codes, field names and messages included (sour
 - a throttled request (`failures` holding 429) answers with `Retry-After` [lib/api/helpers.rb
   `too_many_requests!`, Rack::Attack]; a request named in `lost_answers` is acted on, and then
   answered with a gateway error (the answer lost on the way back);
-- a project's repository tree, branches, commits, pipelines and jobs;
+- a project's repository tree, branches, commits, pipelines and jobs; a commit with no action is
+  refused, 400, unless it asks for `allow_empty` (gitlab-org/gitlab!211520: "Provide at least one
+  action, or set allow_empty to true"), and then leaves every file as it was;
+- Git over HTTP's first request, `GET /<project>.git/info/refs?service=git-upload-pack`, with Basic
+  auth: root's password while `password_authentication_enabled_for_git` is on and root has no
+  two-factor authentication, or a token, else 401 [lib/gitlab/auth.rb `find_for_git_client`,
+  `user_with_password_for_git`; Repositories::GitHttpClientController `authenticate_user`];
+- the application settings, `GET /application/settings`, for an admin [lib/api/settings.rb];
 - the instance's metadata, `GET /metadata` [lib/api/metadata.rb].
 
 Lists are paginated with `X-Next-Page`, `page_size` items a page. Any project's repository is the
@@ -71,6 +78,8 @@ from providers.gitlab_token import ADMIN_TOKEN_SCOPES
 from tests.providers.engine import free_port
 
 TOKEN = "glpat-stub-token-value-0123456789"
+ROOT_PASSWORD = "stub-root-password-0123456789"
+"""root's password, which Git over HTTP takes with Basic auth."""
 ADMIN = 1
 """The user `TOKEN` belongs to: `root`, an administrator."""
 USER = 2
@@ -124,6 +133,16 @@ class GitLabState:
     token_scopes: set[str] = field(default_factory=lambda: set(ADMIN_TOKEN_SCOPES))
     """The scopes of `TOKEN`."""
     token_expires: str | None = "2027-06-30"
+    settings: dict[str, Any] = field(
+        default_factory=lambda: {
+            "password_authentication_enabled_for_git": True,
+            "require_two_factor_authentication": False,
+            "require_admin_two_factor_authentication": False,
+        }
+    )
+    """The application settings (GitLab's defaults: doc/api/settings.md)."""
+    two_factor: set[int] = field(default_factory=set)
+    """The users with two-factor authentication on: Git over HTTP takes no password of theirs."""
     """When `TOKEN` expires (an ISO date), or None: never."""
     failures: list[int] = field(default_factory=list)
     """Statuses to answer, one a request, before answering properly (a restarting GitLab). A 404
@@ -259,6 +278,9 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         url = urlparse(self.path)
         path = url.path.removeprefix("/api/v4")
         self.state.calls.append(f"{method} {path}")
+        if not url.path.startswith("/api/v4/") and (git := re.fullmatch(r"/(.+)\.git/info/refs", url.path)):
+            self._git_info_refs(git.group(1))
+            return
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else {}
         if self.headers.get("PRIVATE-TOKEN") != TOKEN:
@@ -289,6 +311,39 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
                 self._reply(*reply) if isinstance(reply, tuple) else self._reply(200, reply)
                 return
         self._reply(404, {"message": "404 Not Found"})
+
+    def _git_info_refs(self, project_path: str) -> None:
+        """Git over HTTP's ref advertisement, behind Basic auth as GitLab checks it: a token, or a
+        user's password while the setting allows passwords and the user has no two-factor
+        authentication (a refusal is 401 with `WWW-Authenticate: Basic realm="GitLab"`); then the
+        project, 404 when it is not there.
+        """
+        scheme, _, encoded = str(self.headers.get("Authorization", "")).partition(" ")
+        login, _, password = base64.b64decode(encoded or "").decode(errors="replace").partition(":") if scheme == "Basic" else ("", "", "")
+        user = next((id_ for id_, name in self.state.users.items() if name == login), None)
+        by_password = (
+            user == ADMIN
+            and password == ROOT_PASSWORD
+            and self.state.settings["password_authentication_enabled_for_git"]
+            and user not in self.state.two_factor
+        )
+        if not (by_password or password == TOKEN):
+            body = b"HTTP Basic: Access denied. If a password was provided for Git authentication, the password was incorrect"
+            self._raw(401, body, "text/plain", {"WWW-Authenticate": 'Basic realm="GitLab"'})
+            return
+        if not any(self.state.project_full_path(project) == project_path for project in self.state.projects.values()):
+            self._raw(404, b"The project you were looking for could not be found.", "text/plain")
+            return
+        self._raw(200, b"001e# service=git-upload-pack\n0000", "application/x-git-upload-pack-advertisement")
+
+    def _raw(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_GET(self) -> None:  # noqa: N802 (the stdlib's names)
         self._handle("GET")
@@ -356,7 +411,18 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         return 200, items, headers
 
     def current_user(self, _: dict[str, Any]) -> Any:
-        return {"id": self.state.me, "username": self.state.users[self.state.me], "state": "active", "is_admin": self._admin()}
+        """The token's user (lib/api/users.rb `get "user"`: Entities::UserPublic, `two_factor_enabled` included)."""
+        me = self.state.me
+        return {
+            "id": me,
+            "username": self.state.users[me],
+            "state": "active",
+            "is_admin": self._admin(),
+            "two_factor_enabled": me in self.state.two_factor,
+        }
+
+    def application_settings(self, _: dict[str, Any]) -> Any:
+        return dict(self.state.settings)
 
     def create_group(self, params: dict[str, Any]) -> Any:
         if any(self.state.group_full_path(group).lower() == str(params["path"]).lower() for group in self.state.groups.values()):
@@ -695,6 +761,9 @@ class GitLabStub(http.server.BaseHTTPRequestHandler):
         (Gitaly's UserCommitFilesActionHeader `base64_content`, lib/gitlab/gitaly_client/operation_service.rb).
         """
         repo = self.state.repository
+        if not params.get("actions") and not params.get("allow_empty"):
+            raise Refusal(400, "Provide at least one action, or set allow_empty to true")
+        params.setdefault("actions", [])
         for index, action in enumerate(params["actions"]):
             if action.get("encoding", "text") not in ("text", "base64"):
                 raise Refusal(400, f"actions[{index}][encoding] must be text or base64")
@@ -744,6 +813,7 @@ GitLabStub.routes = [
     _route("GET", r"/metadata", S.metadata),
     _route("GET", r"/version", S.version),
     _route("GET", r"/personal_access_tokens/self", S.token_self),
+    _route("GET", r"/application/settings", S.application_settings),
     _route("GET", r"/groups/{id}", S.get_group),
     _route("GET", r"/groups/{id}/members/all", S.group_members),
     _route("POST", r"/groups", S.create_group),
@@ -785,8 +855,8 @@ GitLabStub.routes = [
     _route("POST", r"/projects/{id}/pipeline", S.run_pipeline),
 ]
 
-ADMIN_ONLY = frozenset({S.get_attribute, S.set_attribute, S.list_runners})
-"""Admin-only endpoints: `authenticated_as_admin!` (lib/api/custom_attributes_endpoints.rb, lib/api/ci/runners.rb)."""
+ADMIN_ONLY = frozenset({S.get_attribute, S.set_attribute, S.list_runners, S.application_settings})
+"""Admin-only endpoints: `authenticated_as_admin!` (lib/api/custom_attributes_endpoints.rb, lib/api/ci/runners.rb, lib/api/settings.rb)."""
 
 
 @contextmanager

@@ -217,7 +217,7 @@ def test_the_fast_checks_leave_the_slow_ones_to_verify_and_name_each_failure() -
     from tests.cli.verify.platforms import platform_on
 
     line = fast_tally(platform_on(FakeMachine(tools={}, outputs={})), "all")
-    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 22 skipped; failed: container engine, Pulumi CLI")
+    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 24 skipped; failed: container engine, Pulumi CLI")
     assert line.endswith("(`uv run blueprint verify` shows each, with its fix)")
 
 

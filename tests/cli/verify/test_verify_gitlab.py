@@ -4,6 +4,7 @@ Runners, the latest pipelines; each seen passing and failing with its fix, never
 
 from __future__ import annotations
 
+import base64
 import datetime
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,16 +14,20 @@ import pytest
 
 from apps_manifest import load_manifest
 from cli.verify import gitlab as gitlab_checks
+from cli.verify import services, specs
 from cli.verify.checks import Platform
 from cli.verify.model import FAIL, PASS, WARN
+from cli.verify.services import Answer
 from components.gitlab_projects import variables
 from components.runner import registration
 from stacks import outputs
-from tests.cli.verify.platforms import platform_on
-from tests.providers.gitlab_stub import TOKEN, GitLabState, GitLabStub, serving
+from tests.cli.verify.platforms import Answers, platform_on
+from tests.providers.clock import FakeClock, install
+from tests.providers.gitlab_stub import ADMIN, ROOT_PASSWORD, TOKEN, GitLabState, GitLabStub, serving
 
 PROJECTS = [project.name for project in load_manifest(files=False)]
 REGISTRY = "registry.blueprint.test"
+GUESTBOOK = "https://guestbook.blueprint.test"
 KUBECONFIG = "apiVersion: v1\nusers: [{name: deployer, user: {token: kubeconfig-token-0123456789}}]\n"
 
 
@@ -54,14 +59,25 @@ def state(stub: tuple[type[GitLabStub], str]) -> GitLabState:
     return made
 
 
-def _platform(stub: tuple[type[GitLabStub], str], state: GitLabState, folder: Path, token: str = TOKEN) -> Platform:
+def _platform(
+    stub: tuple[type[GitLabStub], str],
+    state: GitLabState,
+    folder: Path,
+    token: str = TOKEN,
+    *,
+    ask: Any = None,
+    password: str = ROOT_PASSWORD,
+) -> Platform:
     (folder / "admin-token").write_text(token.removeprefix(outputs.ADMIN_TOKEN_PREFIX) + "\n")
+    (folder / "gitlab-root-password").write_text(password + "\n")
     group = next(iter(state.groups))
     phase2 = {
         outputs.GITLAB_URL: stub[1], outputs.CA_CERT_FILE: str(folder / "ca.crt"),
         outputs.ADMIN_TOKEN_FILE: str(folder / "admin-token"), outputs.APPS_GROUP_ID: str(group),
+        outputs.GITLAB_ROOT_PASSWORD_FILE: str(folder / "gitlab-root-password"), outputs.REGISTRY_HOST: REGISTRY,
     }  # fmt: skip
-    return platform_on(stacks={"phase1": {outputs.DOMAIN: "blueprint.test"}, "phase2": {**phase2, outputs.REGISTRY_HOST: REGISTRY}})
+    phase3 = {outputs.APP_URLS: {"guestbook": GUESTBOOK}}
+    return platform_on(stacks={"phase1": {outputs.DOMAIN: "blueprint.test"}, "phase2": phase2, "phase3": phase3}, ask=ask)
 
 
 def test_the_api_passes_with_roots_token(stub: Any, state: GitLabState, tmp_path: Path) -> None:
@@ -200,3 +216,177 @@ def test_the_ci_variables_fail_naming_one_missing(stub: Any, state: GitLabState,
     verdict = gitlab_checks.ci_variables_check(_platform(stub, state, tmp_path))
     assert verdict.status == FAIL
     assert "blueprint-apps: BLUEPRINT_DOMAIN missing" in verdict.saw
+
+
+def test_roots_password_passes_as_gitlab_takes_it_over_git_http_making_nothing(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.root_password_check(_platform(stub, state, tmp_path, ask=services.ask))
+    assert verdict.status == PASS
+    assert f"GET /blueprint-apps/{PROJECTS[0]}.git/info/refs" in state.calls
+    assert all(call.startswith("GET ") for call in state.calls)
+
+
+def test_roots_password_gitlab_refuses_fails_with_the_reset_and_never_shows_it(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path, ask=services.ask, password="not-roots-password-4567")
+    verdict = gitlab_checks.root_password_check(platform)
+    assert verdict.status == FAIL
+    assert "HTTP 401" in verdict.saw
+    assert "gitlab:password:reset[root]" in verdict.fix
+    assert "not-roots-password" not in verdict.saw + verdict.fix
+    assert "not-roots-password" not in platform.secrets.masked("Basic root:not-roots-password-4567")
+
+
+def test_roots_password_sign_in_shows_neither_the_password_nor_its_header(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    def echoing(url: str, **asked: Any) -> Answer:  # a gateway that answers with what it was sent
+        return Answer(502, said=f"HTTP 502 for {asked.get('headers')}")
+
+    platform = _platform(stub, state, tmp_path, ask=echoing)
+    verdict = gitlab_checks.root_password_check(platform)
+    shown = platform.secrets.masked(f"{verdict.saw} {verdict.fix}")
+    assert verdict.status == FAIL
+    assert "Authorization" in shown
+    assert ROOT_PASSWORD not in shown
+    assert base64.b64encode(f"root:{ROOT_PASSWORD}".encode()).decode() not in shown
+
+
+def test_roots_password_is_not_sent_when_gitlab_takes_no_password_over_git(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.settings["password_authentication_enabled_for_git"] = False
+    verdict = gitlab_checks.root_password_check(_platform(stub, state, tmp_path, ask=services.ask))
+    assert verdict.status == WARN
+    assert "password_authentication_enabled_for_git" in verdict.saw
+    assert "/users/sign_in" in verdict.fix
+    assert not [call for call in state.calls if ".git/" in call]
+
+
+def test_roots_password_is_not_sent_when_root_has_two_factor_authentication(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.two_factor.add(ADMIN)
+    verdict = gitlab_checks.root_password_check(_platform(stub, state, tmp_path, ask=services.ask))
+    assert verdict.status == WARN
+    assert "two-factor" in verdict.saw
+    assert not [call for call in state.calls if ".git/" in call]
+
+
+def test_roots_password_refused_while_gitlab_requires_two_factor_is_a_warning(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.settings["require_admin_two_factor_authentication"] = True
+    verdict = gitlab_checks.root_password_check(_platform(stub, state, tmp_path, ask=services.ask, password="refused-under-2fa-890"))
+    assert verdict.status == WARN
+    assert "require_admin_two_factor_authentication" in verdict.saw
+
+
+HEALTHZ = {f"{GUESTBOOK}/healthz": Answer(200, said="HTTP 200")}
+PIPELINE_URL = "https://gitlab.blueprint.test/blueprint-apps/guestbook/-/pipelines/900"
+
+
+def _pipeline_of_the_next_commit(
+    clock: FakeClock, state: GitLabState, *, starts: float, ends: float | None, status: str = "success"
+) -> None:
+    """The pipeline GitLab runs for the commit the check makes: it appears `starts` seconds on, and ends `status` at `ends`."""
+    run: dict[str, Any] = {"id": 900, "ref": "main", "status": "pending", "web_url": PIPELINE_URL}
+    clock.at(starts, lambda: state.repository.pipelines.append({**run, "sha": state.repository.head()}))
+    if ends is not None:
+        clock.at(ends, lambda: state.repository.pipelines[-1].update(status=status))
+
+
+@pytest.fixture
+def deep(state: GitLabState, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """A repository with the sync's files, and a clock the test drives."""
+    state.repository.files = {"app.py": "print('hi')\n"}
+    state.repository.commits.append({"id": "a" * 40, "message": "blueprint: sync from apps/", "actions": []})
+    return install(monkeypatch)
+
+
+def test_deep_commits_no_change_and_reports_the_seconds_to_deployed(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=85)
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
+    assert verdict.status == PASS
+    assert "85 s" in verdict.saw
+    assert "guestbook" in verdict.saw
+    assert state.repository.commits[-1]["actions"] == []
+    assert state.repository.files == {"app.py": "print('hi')\n"}
+
+
+def test_deep_over_the_promised_120_s_is_a_warning(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=150)
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
+    assert verdict.status == WARN
+    assert "150 s" in verdict.saw
+    assert "120 s" in verdict.saw
+
+
+def test_deep_pipeline_that_fails_fails_naming_its_job_and_url(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=60, status="failed")
+    state.repository.jobs[900] = [{"name": "deploy", "stage": "deploy", "web_url": "https://gitlab.blueprint.test/jobs/9"}]
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
+    assert verdict.status == FAIL
+    assert PIPELINE_URL in verdict.saw
+    assert "job 'deploy' (stage deploy) failed" in verdict.saw
+    assert verdict.fix
+
+
+def test_deep_pipeline_that_never_ends_fails_at_the_limit(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=None)
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
+    assert verdict.status == FAIL
+    assert f"did not finish within {gitlab_checks.DEEP_SECONDS}s" in verdict.saw
+    assert PIPELINE_URL in verdict.saw
+    assert "pipelineTimeout" not in verdict.saw + verdict.fix
+    assert deep.waited <= gitlab_checks.DEEP_SECONDS
+
+
+def test_deep_app_that_does_not_answer_after_its_pipeline_fails(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=85)
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers({})))
+    assert verdict.status == FAIL
+    assert f"{GUESTBOOK}/healthz" in verdict.saw
+    assert verdict.fix
+
+
+def test_deep_check_runs_only_with_deep(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path)
+    assert gitlab_checks.EDIT_TO_DEPLOYED not in [spec.name for _, spec in specs(platform)]
+    platform.deep = True
+    chosen = {spec.name: spec for _, spec in specs(platform)}
+    assert chosen[gitlab_checks.EDIT_TO_DEPLOYED].needs == (services.PIPELINES, services.APPS)
+
+
+REGISTRY_JWT = "eyJhbGciOiJSUzI1NiJ9.registry-jwt-payload-0123.signature"
+
+
+def _registry(*, issues: bool = True, takes: bool = True) -> Any:
+    """GitLab's `/jwt/auth` and the registry's `/v2/`, as `docker login` meets them: a token for root's
+    admin token (Basic auth), and the registry taking that token (Bearer)."""
+    basic = "Basic " + base64.b64encode(f"root:{TOKEN}".encode()).decode()
+
+    def ask(url: str, *, headers: dict[str, str] | None = None, **_: Any) -> Answer:
+        said = (headers or {}).get("Authorization", "")
+        if url.endswith("/jwt/auth?service=container_registry"):
+            return Answer(200, body={"token": REGISTRY_JWT}, said="HTTP 200") if issues and said == basic else Answer(401, said="HTTP 401")
+        if url.startswith(f"https://{REGISTRY}:") and url.endswith("/v2/"):  # GitLab's port: the gateway serves both
+            return Answer(200, body={}, said="HTTP 200") if takes and said == f"Bearer {REGISTRY_JWT}" else Answer(401, said="HTTP 401")
+        return Answer(None, said=f"nothing answers at {url}")
+
+    return ask
+
+
+def test_the_registry_login_passes_with_the_token_gitlab_issues(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    verdict = gitlab_checks.registry_login_check(_platform(stub, state, tmp_path, ask=_registry()))
+    assert verdict.status == PASS
+    assert f"https://{REGISTRY}:{stub[1].rsplit(':', 1)[1]}/v2/ takes" in verdict.saw
+
+
+def test_the_registry_login_fails_when_gitlab_issues_no_token(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path, ask=_registry(issues=False))
+    verdict = gitlab_checks.registry_login_check(platform)
+    assert verdict.status == FAIL
+    assert "/jwt/auth" in verdict.saw
+    assert "--phase 2" in verdict.fix
+
+
+def test_the_registry_login_fails_when_the_registry_refuses_the_token_and_never_shows_it(
+    stub: Any, state: GitLabState, tmp_path: Path
+) -> None:
+    platform = _platform(stub, state, tmp_path, ask=_registry(takes=False))
+    verdict = gitlab_checks.registry_login_check(platform)
+    assert verdict.status == FAIL
+    assert "refuses the token" in verdict.saw
+    assert "gitlab-registry" in verdict.fix
+    assert REGISTRY_JWT not in platform.secrets.masked(f"Bearer {REGISTRY_JWT}")
