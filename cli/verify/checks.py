@@ -52,6 +52,8 @@ class Platform:
     (None: providers/cluster_access.py `forwarded`, kubectl's own)."""
     resolve: Callable[[str], set[str]] | None = None
     """A name -> every address it resolves to here (None: cli/dns_gate.py `resolve`, the DNS stop's own)."""
+    deep: bool = False
+    """`--deep`: also run the checks that change something (a pod restart, a commit) and take minutes."""
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def of(self, phase: str) -> dict[str, Any]:
