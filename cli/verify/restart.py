@@ -33,10 +33,6 @@ TIMEOUT = RESTART_SECONDS + 40
 TROUBLESHOOTING = "docs/guide/troubleshooting.md"
 
 
-class _NotYet(Exception):
-    pass
-
-
 def _pod(platform: Platform) -> tuple[dict[str, Any] | None, str]:
     """(the pod's JSON, "") or (None, what kubectl said)."""
     code, said = platform.kubectl("--namespace", NAMESPACE, "get", "pod", POD, "-o", "json")
@@ -64,23 +60,24 @@ def _evict(platform: Platform) -> tuple[int, str]:
 
 
 def _back(platform: Platform, old_uid: str) -> None:
-    """Nothing once a new pod is Ready and OpenBao answers unsealed; `_NotYet` saying what is missing."""
+    """Nothing once a new pod is Ready and OpenBao answers unsealed; `poll.NotYet` saying what is missing."""
     from cli.verify.services import _openbao_props
     from providers.openbao_api import OpenBao
+    from providers.poll import NotYet
 
     pod, said = _pod(platform)
     if pod is None:
-        raise _NotYet(f"no {POD} yet ({said})")
+        raise NotYet(f"no {POD} yet ({said})")
     if (pod.get("metadata") or {}).get("uid") == old_uid:
-        raise _NotYet(f"the old {POD} is still there")
+        raise NotYet(f"the old {POD} is still there")
     if not _ready(pod):
-        raise _NotYet(f"the new {POD} is not Ready ({(pod.get('status') or {}).get('phase', '?')})")
+        raise NotYet(f"the new {POD} is not Ready ({(pod.get('status') or {}).get('phase', '?')})")
     try:
         seal = OpenBao(_openbao_props(platform)).seal_status()  # a new session: a port-forward finds the new pod
     except Exception as error:
-        raise _NotYet(f"OpenBao does not answer ({platform.secrets.masked(str(error))[:120]})") from None
+        raise NotYet(f"OpenBao does not answer ({platform.secrets.masked(str(error))[:120]})") from None
     if not seal.get("initialized") or seal.get("sealed"):
-        raise _NotYet("OpenBao answers sealed" if seal.get("initialized") else "OpenBao answers not initialised")
+        raise NotYet("OpenBao answers sealed" if seal.get("initialized") else "OpenBao answers not initialised")
 
 
 def openbao_restart_check(platform: Platform) -> Verdict:
@@ -99,13 +96,16 @@ def openbao_restart_check(platform: Platform) -> Verdict:
     if code != 0 and "disruption budget" in said.lower():
         return skipped(f"not restarted: a PodDisruptionBudget forbids evicting {POD} (yours: blueprint's OpenBao has none)")
     if code != 0:
-        return failed(f"kubectl could not evict {POD}: {first_line(said)}", f"{logs}; {TROUBLESHOOTING}")
+        return failed(
+            f"kubectl could not evict {POD}: {first_line(said)}",
+            f"a Forbidden: your kubeconfig's user needs `create` on `pods/eviction` in namespace {NAMESPACE}; {TROUBLESHOOTING}",
+        )
     began, why = poll.CLOCK.now(), ""
     for pause in itertools.chain([0.0], poll.within(RESTART_SECONDS, EVERY)):
         poll.CLOCK.sleep(pause)
         try:
             _back(platform, old_uid)
-        except _NotYet as not_yet:
+        except poll.NotYet as not_yet:
             why = str(not_yet)
             continue
         return passed(f"{POD} came back Ready and unsealed {poll.CLOCK.now() - began:.0f} s after its eviction")
