@@ -226,9 +226,10 @@ def _verb_verify(verbs: Verbs) -> None:
         verbs,
         "verify",
         "check the running platform's promises, with each fix",
-        "check, read-only, the running platform's promises (the engine and stacks, the cluster, the image cache, the names, TLS, "
-        "OpenBao, GitLab, the Runners, the pipelines, the apps, Headlamp; docs/guide/verify.md lists what is not checked yet): a "
-        "verdict each, the fix for each failure, and a report to paste into a bug report (--json); exit 1 when any check fails",
+        "check, read-only unless --deep, the running platform's promises (the engine and stacks, the cluster, the image cache, "
+        "the names, TLS, OpenBao, GitLab, the Runners, the pipelines, the apps, Headlamp; docs/guide/verify.md lists what is not "
+        "checked yet): a verdict each, the fix for each failure, and a report to paste into a bug report (--json); exit 1 when any "
+        "check fails",
     )
     chosen = verify.add_mutually_exclusive_group()
     _phase(chosen, "check the promises of this phase, and what they need (default: all)")
@@ -237,6 +238,11 @@ def _verb_verify(verbs: Verbs) -> None:
         "--json", action="store_true", help="print the report as one JSON object (its shape: cli/verify/report.schema.json)"
     )
     verify.add_argument("--output", metavar="FILE", help="also write the JSON report to FILE (no secret is ever in it)")
+    verify.add_argument(
+        "--deep",
+        action="store_true",
+        help="also run the checks that change something and take minutes: OpenBao's pod restarted, timed until it is unsealed again",
+    )
 
 
 def _verb_kubeconfig(verbs: Verbs) -> None:

@@ -4,6 +4,7 @@ which answers for this one (the tests give a fake). Its OS family comes from cli
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import platform
@@ -12,6 +13,7 @@ import shlex
 import shutil
 import socket
 import subprocess
+import threading
 from collections.abc import MutableMapping, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -223,22 +225,54 @@ class RealMachine:
             raise DownloadError(f"cannot download {url}: {type(error).__name__}: {first_line(str(error))}") from None
 
 
+_RUNNING: set[subprocess.Popen[str]] = set()
+"""The processes `run_argv` runs right now, from whichever thread: what `end_runs` kills."""
+_RUNS = threading.Lock()
+_ENDED: list[bool] = []
+"""Not empty once this process ends: `run_argv` then starts nothing more."""
+
+
+def end_runs(*, for_good: bool = False) -> int:
+    """Kill every process `run_argv` runs now, its group whole; how many. `blueprint verify` calls it
+    once it gave up on a check (a check's thread cannot be stopped, and its kubectl would outlive it);
+    at this process's exit (`for_good`) it also refuses any later start, from a thread still running.
+    """
+    import contextlib
+    import signal
+
+    with _RUNS:
+        if for_good:
+            _ENDED.append(True)
+        running = list(_RUNNING)
+    for process in running:  # the thread waiting on it reaps it
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    return len(running)
+
+
+atexit.register(end_runs, for_good=True)
+
+
 def run_argv(argv: Sequence[str], timeout: float, *, merged: bool) -> tuple[int, str]:
     """Run `argv`: its exit code and what it said; never an exception for a program that is missing,
     cannot start or does not answer (127, 126, 124). `merged`: stdout and stderr as one stream; else
     stdout when it succeeds, stderr (or stdout) when it fails. It runs in a process group of its own,
-    which is killed whole when `timeout` passes (or the caller is interrupted): a wrapper script's
-    children, or a CLI's plugins, would otherwise outlive it (and hold its pipes open).
+    which is killed whole when `timeout` passes (or the caller is interrupted, or `end_runs` is called):
+    a wrapper script's children, or a CLI's plugins, would otherwise outlive it (and hold its pipes open).
     """
     try:
-        process = subprocess.Popen(
-            list(argv),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merged else subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
+        with _RUNS:
+            if _ENDED:
+                return 126, f"{argv[0]}: not started, blueprint is ending"
+            process = subprocess.Popen(
+                list(argv),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+            )
+            _RUNNING.add(process)
     except FileNotFoundError:
         return 127, f"{argv[0]}: command not found"
     except OSError as error:
@@ -251,6 +285,9 @@ def run_argv(argv: Sequence[str], timeout: float, *, merged: bool) -> tuple[int,
             if isinstance(error, subprocess.TimeoutExpired):
                 return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
             raise
+        finally:
+            with _RUNS:
+                _RUNNING.discard(process)
     if merged or process.returncode == 0:
         return process.returncode, stdout
     return process.returncode, stderr or stdout

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from cli.doctor.machine import Machine
-from cli.verify import checks, data, gitlab, services
+from cli.verify import checks, data, gitlab, restart, services
 from cli.verify.checks import Platform, stack_check
-from cli.verify.model import FAIL, Result, Spec, Verdict, failed, run_all, tally
+from cli.verify.model import DEADLINE, FAIL, Result, Spec, Verdict, failed, run_all, tally
 from cli.verify.report import NO_ENGINE, Secrets, platform, report, to_json, to_table
 from stacks import PHASE_STACKS
 
@@ -68,7 +68,7 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
     )
     # What reads phase1's outputs (its context, domain, SSH port, Headlamp) needs phase1's stack; apps
     # and the system store's trust each make their own requests, so one host's TLS failure skips neither.
-    return [
+    fast = [
         ("phase1", Spec(name=checks.ENGINE, run=on(checks.engine_check, platform))),
         ("phase1", Spec(name=checks.PULUMI_CLI, run=on(checks.pulumi_cli_check, platform))),
         *stacks,
@@ -106,6 +106,20 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase3", Spec(name=gitlab.ROOT_PASSWORD, run=on(gitlab.root_password_check, platform), needs=(services.GITLAB_PROJECTS,))),
         *([("phase3", deep)] if platform.deep else []),
     ]
+    if not platform.deep:
+        return fast
+    # OpenBao answers nothing while it restarts: after every other check, so it spoils none's answer;
+    # beside the timed commit, which reads nothing from OpenBao (and would double the run).
+    others = tuple(spec.name for _, spec in fast if spec.name not in DEEP)
+    restarted = Spec(
+        name=restart.OPENBAO_RESTART,
+        run=on(restart.openbao_restart_check, platform),
+        needs=(services.OPENBAO,),
+        after=others,
+        timeout=restart.TIMEOUT,
+        fix_on_timeout=f"`uv run blueprint status` says whether OpenBao is back; {restart.TROUBLESHOOTING}",
+    )
+    return [*fast, ("phase2", restarted)]
 
 
 def chosen(all_specs: Sequence[tuple[str, Spec]], phase: str) -> list[Spec]:
@@ -143,7 +157,7 @@ def verify(
     from cli.status import _on_existing
     from stacks.config.paths import LOCAL_STATE_DIR
 
-    results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase))
+    results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase), deadline=deadline(platform_))
     now = when or datetime.datetime.now(datetime.UTC)
     engine = NO_ENGINE if _on_existing(platform_.outputs.get("phase1")) else platform_.engine
     document = report(results, platform(platform_.machine, engine), platform_.secrets, when=now)
@@ -156,6 +170,14 @@ def verify(
 SLOW = frozenset({services.OPENBAO_KV, services.OPENBAO_ROOT, services.PIPELINES})
 """What `blueprint up` leaves to `blueprint verify`: a login per token and a read per path, and the
 pipelines, which the up's own summary tallies."""
+DEEP = frozenset({restart.OPENBAO_RESTART, gitlab.EDIT_TO_DEPLOYED})
+"""`--deep`'s checks: they change something and take minutes; never in `up`'s tally."""
+
+
+def deadline(platform_: Platform) -> float:
+    """Seconds the whole run may take: DEADLINE, and with `--deep` the longest deep check's timeout besides."""
+    deep = [spec.timeout for _, spec in specs(platform_) if spec.name in DEEP]
+    return DEADLINE + max(deep, default=0.0)
 
 
 def real_platform(runner: Callable[[], Any], machine: Machine | None = None) -> Platform:
@@ -178,7 +200,7 @@ def real_platform(runner: Callable[[], Any], machine: Machine | None = None) -> 
 
 def fast_tally(platform_: Platform, phase: str) -> str:
     """The line `blueprint up` ends with: the tally of the fast checks of `phase`, and each failure's name."""
-    chosen_specs = [spec for spec in chosen(specs(platform_), phase) if spec.name not in SLOW]
+    chosen_specs = [spec for spec in chosen(specs(platform_), phase) if spec.name not in SLOW | DEEP]
     results = run_all(chosen_specs)
     failures = [result.name for result in results if result.status == FAIL]
     named = f"; failed: {', '.join(failures)}" if failures else ""
@@ -186,7 +208,7 @@ def fast_tally(platform_: Platform, phase: str) -> str:
 
 
 def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) -> int:
-    """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE]` (`machine`: the real one by default)."""
+    """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE] [--deep]` (`machine`: the real one by default)."""
     out = out or sys.stdout
 
     @functools.cache
@@ -199,6 +221,7 @@ def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) ->
         print(f"blueprint: --output {str(args.output)[:200]}: {problem}; fix: name a file in a folder you can write", file=sys.stderr)
         return 2
     platform_ = real_platform(runner, machine)
+    platform_.deep = bool(args.deep)
     code, document = verify(platform_, phase=args.phase, dev=args.stack == "dev")
     if args.output:
         try:

@@ -4,14 +4,17 @@ A `Spec` names a check, what it needs (other checks by name) and its timeout; it
 `Verdict`. `run_all` runs every spec whose needs passed, in parallel (one daemon thread each, so a
 check that never answers keeps no one waiting past its timeout, nor the process from exiting), never
 stops at a failure, and gives each a `Result`: a spec whose need failed or was skipped is skipped,
-naming the check that failed at the root of it.
+naming the check that failed at the root of it. The whole run has a deadline too: when it passes,
+every check still running fails and every one not started is skipped, naming the check it waited
+for, and the processes the unfinished checks started are killed (cli/doctor/machine.py `end_runs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -21,6 +24,9 @@ Said = TypeVar("Said")
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
+DEADLINE = 50.0
+"""Seconds the whole run may take (`run_all`): a healthy platform answers in well under it, and a
+check chain of several 30 s timeouts still ends the command within a minute."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +80,9 @@ class Spec:
     run: Callable[[], Verdict]
     needs: tuple[str, ...] = ()
     """Checks that must pass (or warn) first: when one fails or is skipped, this one is skipped, naming it."""
+    after: tuple[str, ...] = ()
+    """Checks that must be done first, whatever their verdict (those not in the run are not waited for):
+    a check that disturbs what they ask (a restart) runs after them."""
     timeout: float = 30.0
     """Seconds it may take, from its start, before it is a failure."""
     fix_on_timeout: str = "run `uv run blueprint verify` again; if it keeps timing out, `uv run blueprint status` shows what answers"
@@ -91,22 +100,58 @@ def _guarded(spec: Spec) -> Verdict:
         return failed(f"the check could not finish: {type(error).__name__}", "report it with this report attached")
 
 
-def _blocker(spec: Spec, done: dict[str, Result]) -> str | None:
-    """The first need of `spec` that did not pass, once all its needs are done; "" while one is still running."""
-    if any(need not in done for need in spec.needs):
+def _blocker(spec: Spec, done: dict[str, Result], run: Collection[str]) -> str | None:
+    """The first need of `spec` that did not pass, once all its needs (and the checks of the `run` it
+    comes `after`) are done; "" while one is not.
+    """
+    if any(need not in done for need in spec.needs) or any(first in run and first not in done for first in spec.after):
         return ""
     return next((need for need in spec.needs if done[need].status in (FAIL, SKIP)), None)
 
 
-def run_all(
-    specs: Sequence[Spec],
-    *,
-    tick: float = 0.25,
-) -> list[Result]:
-    """Every spec's result, in the specs' order. Each check's timeout runs from its start on
-    providers/poll.py's CLOCK (which the tests drive); `tick` is how often (real seconds) the runner
-    looks at that clock while it waits.
+def _past_deadline(specs: Sequence[Spec], done: dict[str, Result], started: dict[str, float], deadline: float) -> None:
+    """Every unfinished check's result once the run's `deadline` passed: one still running fails; one not
+    started is skipped, naming the running check it waited for, through any other not started.
     """
+    cut = [spec.name for spec in specs if spec.name in started and spec.name not in done]
+    waiting = {spec.name: spec for spec in specs if spec.name not in done and spec.name not in started}
+    for name in cut:
+        spec = next(spec for spec in specs if spec.name == name)
+        done[name] = _result(spec, failed(f"still running when the run's {deadline:g} s ran out", spec.fix_on_timeout))
+
+    def root(name: str) -> str:
+        waited = next((first for first in (*waiting[name].needs, *waiting[name].after) if first in cut or first in waiting), "")
+        return root(waited) if waited in waiting else waited
+
+    for name, spec in waiting.items():
+        waited = next((first for first in (*spec.needs, *spec.after) if first in cut or first in waiting), "")
+        at_root = root(name)
+        through = f" (through {waited})" if waited != at_root else ""
+        done[name] = Result(
+            name=name,
+            status=SKIP,
+            saw=f"not checked: the run's {deadline:g} s ran out while it waited for {at_root or 'its turn'}{through}",
+            skipped_because=at_root,
+        )
+
+
+def _answered(answers: queue.Queue[tuple[str, Verdict]], tick: float) -> list[tuple[str, Verdict]]:
+    """The answers come in, waiting up to `tick` for the first: every one, so that none given before the deadline is lost."""
+    got: list[tuple[str, Verdict]] = []
+    with contextlib.suppress(queue.Empty):
+        got.append(answers.get(timeout=tick))
+        while True:
+            got.append(answers.get_nowait())
+    return got
+
+
+def run_all(specs: Sequence[Spec], *, tick: float = 0.25, deadline: float = DEADLINE) -> list[Result]:
+    """Every spec's result, in the specs' order. Each check's timeout runs from its start, and the run's
+    `deadline` (seconds) from the run's, on providers/poll.py's CLOCK (which the tests drive); `tick` is
+    how often (real seconds) the runner looks at that clock while it waits. A check it gave up on
+    (its timeout, or the deadline) has the processes it started killed before this returns.
+    """
+    from cli.doctor.machine import end_runs
     from providers import poll
 
     names = [spec.name for spec in specs]
@@ -116,12 +161,13 @@ def run_all(
     started: dict[str, float] = {}
     answers: queue.Queue[tuple[str, Verdict]] = queue.Queue()
     by_name = {spec.name: spec for spec in specs}
+    began, abandoned = poll.CLOCK.now(), False
     while len(done) < len(specs):
         before = (len(done), len(started))
         for spec in specs:
             if spec.name in done or spec.name in started:
                 continue
-            blocker = _blocker(spec, done)
+            blocker = _blocker(spec, done, by_name)
             if blocker:  # named for the check that failed, however many skips lie between
                 root = done[blocker].skipped_because or blocker
                 why = "failed" if done[root].status == FAIL else "was skipped"
@@ -137,17 +183,19 @@ def run_all(
             if (len(done), len(started)) == before:
                 raise ValueError(f"checks that need each other: {sorted(set(names) - set(done))}")
             continue
-        try:
-            name, verdict = answers.get(timeout=tick)
+        for name, verdict in _answered(answers, tick):
             if name not in done:
                 done[name] = _result(by_name[name], verdict)
-        except queue.Empty:
-            pass
         now = poll.CLOCK.now()
         for name in running:
             spec = by_name[name]
             if name not in done and now - started[name] > spec.timeout:
-                done[name] = _result(spec, failed(f"no answer within {spec.timeout:g} s", spec.fix_on_timeout))
+                done[name], abandoned = _result(spec, failed(f"no answer within {spec.timeout:g} s", spec.fix_on_timeout)), True
+        if len(done) < len(specs) and now - began > deadline:
+            _past_deadline(specs, done, started, deadline)
+            abandoned = True
+    if abandoned:
+        end_runs()
     return [done[name] for name in names]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,10 @@ RUNNERS, PIPELINES, APPS, HEADLAMP = "Runners", "pipelines", "apps", "Headlamp"
 TIMEOUT = 10.0
 TOKEN_WARN_DAYS = 14
 """A token that expires sooner is a warning: `blueprint up` renews it in its last week."""
+EXPIRY_WARN_DAYS = 30
+"""A certificate that expires sooner is a warning: `blueprint up` renews the platform's own in their
+last 30 days (components/tls.py EARLY_RENEWAL_HOURS), so one seen there had no `up` since; a brought
+one (blueprint:tlsCertificate), which blueprint never renews, then has a month left to be renewed."""
 
 
 @dataclass(frozen=True)
@@ -85,12 +90,15 @@ def _brought(platform: Platform) -> bool:
 
 
 def _hosts(platform: Platform) -> list[tuple[str, int]]:
-    """Every https host the platform serves: GitLab, its registry, each app (when phase3 is up), Headlamp (when on)."""
+    """Every https host the platform serves: GitLab, its registry, KAS (`kas.<domain>`: the chart's
+    `kas-web` listener, components/gitlab_gateway.py CHART_TLS_LISTENERS), each app (when phase3 is up).
+    """
     gitlab = urlsplit(str(_phase2(platform).get(outputs.GITLAB_URL)))
     port = gitlab.port or 443
     registry = str(_phase2(platform).get(outputs.REGISTRY_HOST)).split(":", 1)[0]
+    kas = f"kas.{str(gitlab.hostname).partition('.')[2]}"  # GitLab is gitlab.<domain> (components/gitlab.py)
     apps = [urlsplit(str(url)).hostname or "" for _, url in sorted((platform.of("phase3").get(outputs.APP_URLS) or {}).items())]
-    return [(str(gitlab.hostname), port), (registry, port), *((app, port) for app in apps if app)]
+    return [(str(gitlab.hostname), port), (registry, port), (kas, port), *((app, port) for app in apps if app)]
 
 
 @contextlib.contextmanager
@@ -116,17 +124,41 @@ def _connected(platform: Platform, host: str, port: int, *, service_port: int | 
         yield connection
 
 
+def _certificate(platform: Platform, host: str, port: int, context: ssl.SSLContext) -> tuple[str | None, float]:
+    """(None, its certificate's expiry in Unix seconds) when `host` proves itself under `context`'s
+    trust; else (why not, in a few words, 0).
+    """
+    try:
+        with _connected(platform, host, port) as raw, context.wrap_socket(raw, server_hostname=host) as tls:
+            return None, ssl.cert_time_to_seconds(str((tls.getpeercert() or {}).get("notAfter")))
+    except ssl.SSLCertVerificationError as error:
+        return f"certificate refused ({error.verify_message})", 0
+    except (OSError, ssl.SSLError) as error:
+        return f"no TLS answer ({type(error).__name__}: {str(error)[:80]})", 0
+    except Exception as error:  # a port-forward that did not start
+        return f"not reached ({type(error).__name__})", 0
+
+
 def _handshake(platform: Platform, host: str, port: int, context: ssl.SSLContext) -> str | None:
     """None when `host` proves itself under `context`'s trust; else why not, in a few words."""
-    try:
-        with _connected(platform, host, port) as raw, context.wrap_socket(raw, server_hostname=host):
-            return None
-    except ssl.SSLCertVerificationError as error:
-        return f"certificate refused ({error.verify_message})"
-    except (OSError, ssl.SSLError) as error:
-        return f"no TLS answer ({type(error).__name__}: {str(error)[:80]})"
-    except Exception as error:  # a port-forward that did not start
-        return f"not reached ({type(error).__name__})"
+    return _certificate(platform, host, port, context)[0]
+
+
+def _expiring(platform: Platform, hosts: list[tuple[str, int]], expiries: list[float], now: float) -> Verdict | None:
+    """The warning for the certificates that expire within EXPIRY_WARN_DAYS of `now`, or None."""
+    import datetime
+
+    soon = [(host, expiry) for (host, _), expiry in zip(hosts, expiries, strict=True) if expiry - now < EXPIRY_WARN_DAYS * 86400]
+    if not soon:
+        return None
+    said = "; ".join(
+        f"{host}: expires {datetime.datetime.fromtimestamp(expiry, datetime.UTC):%Y-%m-%d} ({max(0, int(expiry - now) // 86400)} days)"
+        for host, expiry in soon
+    )
+    if _brought(platform):
+        fix = "renew your certificate and put it in the Secret `blueprint:tlsCertificate` names: blueprint never renews it"
+        return warned(said, fix)
+    return warned(said, f"`{UP} --phase 2` issues new ones: it renews a certificate in its last {EXPIRY_WARN_DAYS} days")
 
 
 def tls_check(platform: Platform) -> Verdict:
@@ -143,13 +175,15 @@ def tls_check(platform: Platform) -> Verdict:
         return failed(f"the CA file {ca} is missing", f"`{UP} --phase 2` writes it again")
     context = ssl.create_default_context(cafile=ca)  # with a cafile, that file alone: no system certificate is loaded
     hosts = _hosts(platform)
-    said = at_once(lambda hosted: _handshake(platform, hosted[0], hosted[1], context), hosts)
-    wrong = [f"{host}: {why}" for (host, _), why in zip(hosts, said, strict=True) if why]
+    said = at_once(lambda hosted: _certificate(platform, hosted[0], hosted[1], context), hosts)
+    wrong = [f"{host}: {why}" for (host, _), (why, _) in zip(hosts, said, strict=True) if why]
     if wrong:
         served = platform.kubectl_said("get", "certificates,secrets", namespace="gitlab")
         return failed("; ".join(wrong), f"docs/guide/troubleshooting.md; {served} shows what is served")
+    if (soon := _expiring(platform, hosts, [expiry for _, expiry in said], time.time())) is not None:
+        return soon
     issuer = "your certificate's issuer" if _brought(platform) else "the platform CA"
-    return passed(f"{len(hosts)} hosts present a certificate of {issuer} for their name")
+    return passed(f"{len(hosts)} hosts present a certificate of {issuer} for their name, none expiring within {EXPIRY_WARN_DAYS} days")
 
 
 def ca_trust_check(platform: Platform) -> Verdict:

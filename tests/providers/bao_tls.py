@@ -21,9 +21,9 @@ class Pki:
     ca_key_file: Path
 
 
-def issue(folder: Path, *, name: str = SERVER_NAME, domain: str = DOMAIN, by: Pki | None = None) -> Pki:
-    """A server certificate for `name`, signed by the CA of `by` or else a fresh CA for `domain`,
-    written under `folder` with that CA.
+def issue(folder: Path, *, name: str = SERVER_NAME, domain: str = DOMAIN, by: Pki | None = None, days: float = 90) -> Pki:
+    """A server certificate for `name`, valid for `days` more, signed by the CA of `by` or else a fresh
+    CA for `domain`, written under `folder` with that CA.
     """
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
@@ -54,7 +54,7 @@ def issue(folder: Path, *, name: str = SERVER_NAME, domain: str = DOMAIN, by: Pk
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(hours=24))
+        .not_valid_after(now + datetime.timedelta(days=days))
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)

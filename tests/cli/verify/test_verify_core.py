@@ -258,7 +258,9 @@ def test_the_guide_has_a_row_for_each_check_and_claims_no_more_than_they_check()
 
     guide = (PROJECT_DIR / "docs/guide/verify.md").read_text()
     rows = {line.split("|")[1].strip() for line in guide.splitlines() if line.startswith("| ")}
-    names = {spec.name for _, spec in specs(platform_on())} - {"stack phase1", "stack phase2", "stack phase3"}
+    deep = platform_on()
+    deep.deep = True
+    names = {spec.name for _, spec in specs(deep)} - {"stack phase1", "stack phase2", "stack phase3"}
     assert names - rows == set()
     assert "## Not checked yet" in guide
     said = guide + (PROJECT_DIR / "README.md").read_text() + parser().format_help()
@@ -279,3 +281,156 @@ def test_the_schema_refuses_a_report_it_does_not_describe(change: dict[str, Any]
     document = report([Result(name="a", status=PASS, saw="ok")], PLATFORM, Secrets(), when=WHEN) | change
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
+
+
+class SetClock:
+    """A clock that says what the test (or a check) set it to; a sleep moves it on."""
+
+    def __init__(self) -> None:
+        self.time = 0.0
+
+    def clock(self) -> poll.Clock:
+        return poll.Clock(lambda: self.time, self.sleep)
+
+    def sleep(self, seconds: float) -> None:
+        self.time += seconds
+
+
+def test_the_run_ends_at_its_deadline_failing_what_runs_and_skipping_what_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stuck` starts once `quick` is in, and moves the clock past the run's 50 s: it is cut, and those
+    waiting for it are skipped, each naming it."""
+    clock, release = SetClock(), threading.Event()
+    monkeypatch.setattr(poll, "CLOCK", clock.clock())
+
+    def stuck() -> Verdict:
+        clock.time = 60
+        release.wait()
+        return passed("late")
+
+    try:
+        results = run_all(
+            [
+                Spec(name="quick", run=lambda: passed("ok")),
+                Spec(name="stuck", run=stuck, needs=("quick",), timeout=1000),
+                Spec(name="waiting", run=lambda: passed("never asked"), needs=("stuck",)),
+                Spec(name="further", run=lambda: passed("never asked"), needs=("waiting",)),
+            ],
+            tick=0.01,
+            deadline=50,
+        )
+    finally:
+        release.set()
+    assert [(result.status, result.skipped_because) for result in results] == [(PASS, ""), (FAIL, ""), (SKIP, "stuck"), (SKIP, "stuck")]
+    assert results[1].saw == "still running when the run's 50 s ran out"
+    assert results[1].fix
+    assert results[3].saw == "not checked: the run's 50 s ran out while it waited for stuck (through waiting)"
+
+
+def test_a_check_cut_at_the_deadline_has_its_process_killed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real process, which would run ten minutes: the run's end kills it (its group), not its own timeout."""
+    from cli.doctor import machine
+    from cli.doctor.machine import RealMachine
+
+    # Past the deadline once the check's process runs, never before.
+    monkeypatch.setattr(poll, "CLOCK", poll.Clock(lambda: 1000.0 if machine._RUNNING else 0.0, lambda _: None))
+    said: list[tuple[int, str]] = []
+    returned = threading.Event()
+
+    def sleeper() -> Verdict:
+        said.append(RealMachine().run(["sleep", "600"], timeout=600))
+        returned.set()
+        return passed("slept")
+
+    [result] = run_all([Spec(name="sleeper", run=sleeper, timeout=5000)], tick=0.01, deadline=50)
+    assert result.status == FAIL
+    assert returned.wait(timeout=60)
+    assert said[0][0] == -9
+    assert not machine._RUNNING
+
+
+def test_nothing_starts_once_blueprint_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At exit `end_runs(for_good=True)` kills what runs, and a check's thread still going starts nothing more."""
+    from cli.doctor import machine
+
+    monkeypatch.setattr(machine, "_ENDED", [True])
+    code, said = machine.run_argv(["true"], 10, merged=True)
+    assert code == 126
+    assert "blueprint is ending" in said
+
+
+def test_a_check_that_comes_after_others_waits_for_them_whatever_their_verdict() -> None:
+    order: list[str] = []
+
+    def note(name: str, verdict: Verdict) -> Verdict:
+        order.append(name)
+        return verdict
+
+    results = run_all(
+        [
+            Spec(name="last", run=lambda: note("last", passed("ok")), after=("broken", "fine", "not in the run")),
+            Spec(name="broken", run=lambda: note("broken", failed("no", "fix"))),
+            Spec(name="fine", run=lambda: note("fine", passed("ok"))),
+        ],
+        tick=0.01,
+    )
+    assert order[-1] == "last"
+    assert results[0].status == PASS
+
+
+def _deep() -> Any:
+    from tests.cli.verify.platforms import platform_on
+
+    platform = platform_on()
+    platform.deep = True
+    return platform
+
+
+def test_the_restart_is_a_check_of_deep_runs_alone() -> None:
+    from cli.verify import restart, specs
+    from tests.cli.verify.platforms import platform_on
+
+    assert restart.OPENBAO_RESTART in {spec.name for _, spec in specs(_deep())}
+    assert restart.OPENBAO_RESTART not in {spec.name for _, spec in specs(platform_on())}
+
+
+def test_the_restart_comes_after_every_other_check_but_the_timed_commit_so_it_spoils_none() -> None:
+    from cli.verify import gitlab, restart, specs
+
+    every = [spec for _, spec in specs(_deep())]
+    [restarted] = [spec for spec in every if spec.name == restart.OPENBAO_RESTART]
+    assert set(restarted.after) == {spec.name for spec in every} - {restart.OPENBAO_RESTART, gitlab.EDIT_TO_DEPLOYED}
+    assert not [spec.name for spec in every if restart.OPENBAO_RESTART in (*spec.needs, *spec.after)]
+
+
+def test_ups_fast_tally_never_runs_a_deep_check() -> None:
+    from cli.verify import fast_tally
+    from tests.cli.verify.platforms import platform_on
+
+    platform = platform_on(FakeMachine(tools={}, outputs={}))
+    platform.deep = True
+    assert fast_tally(platform, "all").startswith("checks: 0 pass, 0 warn, 2 fail, 24 skipped;")
+
+
+def test_deep_gives_the_run_its_longest_deep_checks_time_besides_its_own() -> None:
+    from cli.verify import deadline, gitlab, restart
+    from cli.verify.model import DEADLINE
+    from tests.cli.verify.platforms import platform_on
+
+    assert deadline(platform_on()) == DEADLINE < 60
+    assert deadline(_deep()) == DEADLINE + max(restart.TIMEOUT, gitlab.DEEP_TIMEOUT)
+
+
+def test_deep_is_the_commands_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cli.verify as verify_module
+
+    seen: list[bool] = []
+
+    def verify(platform: Any, **_: Any) -> tuple[int, dict[str, Any]]:
+        seen.append(platform.deep)
+        return 0, {"checks": [], "summary": ""}
+
+    monkeypatch.setattr(verify_module, "verify", verify)
+    monkeypatch.setattr(verify_module, "to_json", lambda document: "{}")
+    for argv in (["verify", "--json"], ["verify", "--json", "--deep"]):
+        verify_command(parser().parse_args(argv), io.StringIO(), machine=FakeMachine(tools={}, outputs={}))
+    assert seen == [False, True]

@@ -4,7 +4,8 @@ root token; each seen passing and failing with its fix. No secret read shows in 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ import hvac
 import pytest
 
 from cli.secrets import catalogue
-from cli.verify import data, services
-from cli.verify.model import FAIL, PASS
+from cli.verify import data, restart, services
+from cli.verify.model import FAIL, PASS, SKIP
 from components.openbao import WRITER_USER
 from stacks import outputs
+from tests.cli.doctor.fakes import FakeMachine
 from tests.cli.verify.platforms import platform_on
 from tests.providers.engine import BaoServer, free_port, running_bao
 
@@ -131,6 +133,75 @@ def test_a_root_token_fails_naming_its_accessor(bao: BaoServer, tmp_path: Path, 
     assert "ACCESSOR" not in verdict.fix  # the accessor itself, after the login that may revoke it
     assert f"BAO_ADDR={bao.address}" in verdict.fix
     assert "bao login -method=userpass username=admin" in verdict.fix
+
+
+class Restarted(FakeMachine):
+    """kubectl on a cluster whose openbao-0, once evicted, answers each of `after` in turn (the last one
+    again): None is no pod yet, else (its uid, Ready); `evicted` is kubectl's answer to the eviction."""
+
+    def __init__(self, after: list[tuple[str, bool] | None], evicted: tuple[int, str] = (0, "")) -> None:
+        super().__init__()
+        self.after, self.evicted, self.gone = after, evicted, False
+
+    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        self.calls.append(list(argv))
+        if "--raw" in argv:
+            self.gone = self.evicted[0] == 0
+            return self.evicted
+        pod = (self.after.pop(0) if len(self.after) > 1 else self.after[0]) if self.gone else ("uid-old", True)
+        if pod is None:
+            return 1, 'Error from server (NotFound): pods "openbao-0" not found'
+        ready = {"type": "Ready", "status": str(pod[1])}
+        return 0, json.dumps({"metadata": {"uid": pod[0]}, "status": {"phase": "Running", "conditions": [ready]}})
+
+
+@pytest.fixture
+def driven(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """providers/poll.py's clock, moved on by each sleep alone; [the time]."""
+    from providers import poll
+
+    now = [0.0]
+    monkeypatch.setattr(poll, "CLOCK", poll.Clock(lambda: now[0], lambda seconds: now.__setitem__(0, now[0] + seconds)))
+    return now
+
+
+def _restarted(machine: Restarted, phase2: dict[str, Any]) -> Any:
+    return platform_on(machine, stacks={"phase1": {outputs.CLUSTER_NAME: "blueprint"}, "phase2": phase2})
+
+
+def test_a_restart_comes_back_unsealed_and_says_how_long_it_took(bao: BaoServer, tmp_path: Path, driven: list[float]) -> None:
+    machine = Restarted([None, ("uid-new", False), ("uid-new", True)])
+    verdict = restart.openbao_restart_check(_restarted(machine, _phase2(bao, tmp_path)))
+    assert verdict.status == PASS, verdict.saw
+    assert verdict.saw == "openbao-0 came back Ready and unsealed 4 s after its eviction"
+    evictions = [argv for argv in machine.calls if "--raw" in argv]
+    assert [argv[-4:-1] for argv in evictions] == [["--raw", "/api/v1/namespaces/openbao/pods/openbao-0/eviction", "-f"]]
+
+
+def test_a_restart_that_never_gets_ready_fails_after_its_budget_with_the_log_command(
+    bao: BaoServer, tmp_path: Path, driven: list[float]
+) -> None:
+    verdict = restart.openbao_restart_check(_restarted(Restarted([("uid-new", False)]), _phase2(bao, tmp_path)))
+    assert verdict.status == FAIL
+    assert verdict.saw == "openbao-0 did not come back unsealed within 180 s of its eviction: the new openbao-0 is not Ready (Running)"
+    assert driven[0] == restart.RESTART_SECONDS
+    assert "`kubectl --context kind-blueprint --namespace openbao logs openbao-0` says why" in verdict.fix
+
+
+def test_a_restarted_pod_whose_openbao_does_not_answer_fails_naming_it(tmp_path: Path, driven: list[float]) -> None:
+    phase2 = {outputs.OPENBAO_ADDR: f"http://127.0.0.1:{free_port()}"}
+    verdict = restart.openbao_restart_check(_restarted(Restarted([("uid-new", True)]), phase2))
+    assert verdict.status == FAIL
+    assert "OpenBao does not answer" in verdict.saw
+
+
+def test_a_restart_a_disruption_budget_forbids_is_skipped_not_forced(tmp_path: Path, driven: list[float]) -> None:
+    refused = (1, "Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget.")
+    machine = Restarted([("uid-new", True)], evicted=refused)
+    verdict = restart.openbao_restart_check(_restarted(machine, {}))
+    assert verdict.status == SKIP
+    assert "PodDisruptionBudget" in verdict.saw
+    assert not any("delete" in argv for argv in machine.calls)
 
 
 VALKEY_PASSWORD = "valkey-password-0123456789"

@@ -72,7 +72,7 @@ def test_no_secret_shows_in_any_report(tmp_path: Path) -> None:
         raise OSError(f"refused: {SAID}")
 
     platform = platform_on(machine, ask=ask, dial=dial, runner=runner)
-    platform.deep = True  # the checks that change something too
+    platform.deep = True  # `--deep`'s checks too
     code, document = verify(platform, when=WHEN)
     # Then every check once more, whatever its needs said: each one meets the secrets.
     every = [_result(spec, _guarded(spec)) for _, spec in specs(platform)]

@@ -24,7 +24,7 @@ from stacks import outputs
 from tests.cli.verify.platforms import EXISTING, GITLAB_FORWARD, PHASE1, Answers, brought, platform_on
 from tests.providers.bao_tls import Pki, issue
 
-GITLAB, REGISTRY = "gitlab.blueprint.test", "registry.blueprint.test"
+GITLAB, REGISTRY, KAS = "gitlab.blueprint.test", "registry.blueprint.test", "kas.blueprint.test"
 
 
 class Served:
@@ -67,6 +67,7 @@ def served(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
     server = Served()
     server.serve(GITLAB, pki)
     server.serve(REGISTRY, issue(tmp_path_factory.mktemp("registry"), name=REGISTRY, by=pki))
+    server.serve(KAS, issue(tmp_path_factory.mktemp("kas"), name=KAS, by=pki))
     yield server
     server.server.shutdown()
     server.server.server_close()
@@ -79,7 +80,47 @@ def _phase2(pki: Pki, **more: Any) -> dict[str, Any]:
 def test_tls_passes_when_every_host_chains_to_the_platform_ca(pki: Pki, served: Served) -> None:
     verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=served.dial))
     assert verdict.status == PASS
-    assert "2 hosts" in verdict.saw
+    assert "3 hosts" in verdict.saw
+
+
+@contextlib.contextmanager
+def _serving(by_name: dict[str, Pki]) -> Iterator[Served]:
+    """A listener of its own, serving `by_name` alone (the module's keeps its certificates for the other tests)."""
+    server = Served()
+    for name, pki in by_name.items():
+        server.serve(name, pki)
+    try:
+        yield server
+    finally:
+        server.server.shutdown()
+        server.server.server_close()
+
+
+def test_tls_fails_when_the_gateway_does_not_serve_kas(pki: Pki, tmp_path: Path) -> None:
+    with _serving({GITLAB: pki, REGISTRY: issue(tmp_path, name=REGISTRY, by=pki)}) as server:
+        verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=server.dial))
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith(f"{KAS}: no TLS answer")
+
+
+def test_a_certificate_expiring_within_a_month_warns_with_the_up_that_renews_it(pki: Pki, tmp_path: Path) -> None:
+    soon = issue(tmp_path / "kas", name=KAS, by=pki, days=10.5)
+    with _serving({GITLAB: pki, REGISTRY: issue(tmp_path / "registry", name=REGISTRY, by=pki), KAS: soon}) as server:
+        verdict = services.tls_check(platform_on(stacks={"phase2": _phase2(pki)}, dial=server.dial))
+    assert verdict.status == WARN
+    assert verdict.saw.startswith(f"{KAS}: expires ")
+    assert verdict.saw.endswith("(10 days)")
+    assert verdict.fix == "`uv run blueprint up --phase 2` issues new ones: it renews a certificate in its last 30 days"
+
+
+def test_a_brought_certificate_close_to_expiry_warns_that_blueprint_never_renews_it(pki: Pki, tmp_path: Path) -> None:
+    issuer = issue(tmp_path / "theirs", name=GITLAB, days=5.5)
+    by_name = {GITLAB: issuer, **{name: issue(tmp_path / name, name=name, by=issuer, days=5.5) for name in (REGISTRY, KAS)}}
+    with _serving(by_name) as server:
+        verdict = services.tls_check(platform_on(stacks={"phase2": brought(_phase2(pki), str(issuer.ca_file))}, dial=server.dial))
+    assert verdict.status == WARN
+    assert verdict.saw.count("(5 days)") == 3
+    assert "blueprint never renews it" in verdict.fix
 
 
 def test_tls_fails_on_a_host_whose_certificate_another_ca_made(pki: Pki, served: Served, tmp_path: Path) -> None:
@@ -136,6 +177,7 @@ def theirs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Pki, Serv
     server = Served()
     server.serve(GITLAB, issuer)
     server.serve(REGISTRY, issue(tmp_path_factory.mktemp("brought-registry"), name=REGISTRY, by=issuer))
+    server.serve(KAS, issue(tmp_path_factory.mktemp("brought-kas"), name=KAS, by=issuer))
     yield issuer, server
     server.server.shutdown()
     server.server.server_close()
@@ -332,7 +374,7 @@ def _together(count: int) -> Callable[[], None]:
 
 
 def test_tls_asks_every_host_at_once_and_names_the_one_that_did_not_answer(pki: Pki, served: Served) -> None:
-    wait = _together(3)
+    wait = _together(4)  # GitLab, the registry, KAS, the app
 
     def dial(host: str, port: int) -> socket.socket:
         wait()

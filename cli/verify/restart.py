@@ -1,0 +1,116 @@
+"""`blueprint verify --deep`'s check of OpenBao: its pod, evicted, comes back unsealed on its own (the
+static seal unseals it at every start, with the key from its environment: components/openbao.py), and
+how many seconds that took.
+
+It changes something: OpenBao answers nothing for those seconds. So it runs last (`after` every other
+check of the run, whose answers it would spoil) and only with `--deep`, never in `up`'s tally. It
+evicts rather than deletes, so that a PodDisruptionBudget the user put on OpenBao is obeyed (only the
+Eviction API honours one: kubernetes.io docs, "Disruptions"); blueprint's own OpenBao is one replica
+(standalone mode) with none (the chart makes one in HA mode alone: openbao-helm values
+`server.ha.disruptionBudget`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tempfile
+from typing import Any
+
+from cli.doctor.machine import first_line
+from cli.verify.checks import Platform
+from cli.verify.model import Verdict, failed, passed, skipped
+from components.openbao import RELEASE
+
+OPENBAO_RESTART = "OpenBao pod restart"
+NAMESPACE, POD = "openbao", f"{RELEASE}-0"
+RESTART_SECONDS = 180.0
+"""How long the new pod may take to be Ready and unsealed: seconds on kind (no one types a key), a
+minute or two when an existing cluster schedules it on a node that pulls the image first."""
+EVERY = 2.0
+TIMEOUT = RESTART_SECONDS + 40
+"""The check's own timeout: the wait, and the eviction and reads around it."""
+TROUBLESHOOTING = "docs/guide/troubleshooting.md"
+
+
+def _pod(platform: Platform) -> tuple[dict[str, Any] | None, str]:
+    """(the pod's JSON, "") or (None, what kubectl said)."""
+    code, said = platform.kubectl("--namespace", NAMESPACE, "get", "pod", POD, "-o", "json")
+    if code != 0:
+        return None, first_line(said)
+    try:
+        pod = json.loads(said)
+    except ValueError:
+        return None, "kubectl's answer was not a pod"
+    return (pod, "") if isinstance(pod, dict) else (None, "kubectl's answer was not a pod")
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(condition.get("type") == "Ready" and condition.get("status") == "True" for condition in conditions)
+
+
+def _evict(platform: Platform) -> tuple[int, str]:
+    """Ask the API server to evict the pod (policy/v1 Eviction, POSTed to the pod's `eviction` subresource)."""
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": POD, "namespace": NAMESPACE}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="blueprint-eviction-") as file:
+        json.dump(body, file)
+        file.flush()
+        return platform.kubectl("create", "--raw", f"/api/v1/namespaces/{NAMESPACE}/pods/{POD}/eviction", "-f", file.name)
+
+
+def _back(platform: Platform, old_uid: str) -> None:
+    """Nothing once a new pod is Ready and OpenBao answers unsealed; `poll.NotYet` saying what is missing."""
+    from cli.verify.services import _openbao_props
+    from providers.openbao_api import OpenBao
+    from providers.poll import NotYet
+
+    pod, said = _pod(platform)
+    if pod is None:
+        raise NotYet(f"no {POD} yet ({said})")
+    if (pod.get("metadata") or {}).get("uid") == old_uid:
+        raise NotYet(f"the old {POD} is still there")
+    if not _ready(pod):
+        raise NotYet(f"the new {POD} is not Ready ({(pod.get('status') or {}).get('phase', '?')})")
+    try:
+        seal = OpenBao(_openbao_props(platform)).seal_status()  # a new session: a port-forward finds the new pod
+    except Exception as error:
+        raise NotYet(f"OpenBao does not answer ({platform.secrets.masked(str(error))[:120]})") from None
+    if not seal.get("initialized") or seal.get("sealed"):
+        raise NotYet("OpenBao answers sealed" if seal.get("initialized") else "OpenBao answers not initialised")
+
+
+def openbao_restart_check(platform: Platform) -> Verdict:
+    """OpenBao's pod, evicted, is replaced by one that is Ready and unsealed within RESTART_SECONDS; the seconds it took."""
+    from providers import poll
+
+    logs = platform.kubectl_said("logs", POD, namespace=NAMESPACE)
+    pod, said = _pod(platform)
+    if pod is None:
+        return failed(
+            f"kubectl could not read {POD}: {said}", f"{platform.kubectl_said('get', 'pods', namespace=NAMESPACE)}; {TROUBLESHOOTING}"
+        )
+    old_uid = str((pod.get("metadata") or {}).get("uid"))
+    code, said = _evict(platform)
+    # The API server's refusal: "Cannot evict pod as it would violate the pod's disruption budget." (HTTP 429).
+    if code != 0 and "disruption budget" in said.lower():
+        return skipped(f"not restarted: a PodDisruptionBudget forbids evicting {POD} (yours: blueprint's OpenBao has none)")
+    if code != 0:
+        return failed(
+            f"kubectl could not evict {POD}: {first_line(said)}",
+            f"a Forbidden: your kubeconfig's user needs `create` on `pods/eviction` in namespace {NAMESPACE}; {TROUBLESHOOTING}",
+        )
+    began, why = poll.CLOCK.now(), ""
+    for pause in itertools.chain([0.0], poll.within(RESTART_SECONDS, EVERY)):
+        poll.CLOCK.sleep(pause)
+        try:
+            _back(platform, old_uid)
+        except poll.NotYet as not_yet:
+            why = str(not_yet)
+            continue
+        return passed(f"{POD} came back Ready and unsealed {poll.CLOCK.now() - began:.0f} s after its eviction")
+    return failed(
+        f"{POD} did not come back unsealed within {RESTART_SECONDS:g} s of its eviction: {why}",
+        f"{logs} says why (a seal key the server cannot read, its database); "
+        f"{platform.kubectl_said('describe', 'pod', POD, namespace=NAMESPACE)}; {TROUBLESHOOTING}",
+    )
