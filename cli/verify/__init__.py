@@ -2,8 +2,8 @@
 not checked yet), checked read-only from this laptop, one verdict each (pass, warn, fail, skip), the failed ones with their fix; a report a
 user can paste into a bug report (`--json`, its shape in cli/verify/report.schema.json).
 
-The checks are in cli/verify/checks.py (machine, stacks, cluster), services.py (TLS, OpenBao) and
-gitlab.py (GitLab, Runners, pipelines, apps, Headlamp); cli/verify/model.py runs them in parallel,
+The checks are in cli/verify/checks.py (machine, stacks, cluster), services.py (TLS, OpenBao), data.py
+(PostgreSQL, Valkey, MinIO) and gitlab.py (GitLab, Runners, pipelines, apps, Headlamp); cli/verify/model.py runs them in parallel,
 each under its own timeout, skipping those whose need failed.
 """
 
@@ -86,6 +86,9 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase2", Spec(name=services.OPENBAO_ROOT, run=on(services.openbao_root_check, platform), needs=(services.OPENBAO_LOGINS,))),
         ("phase2", Spec(name=data.POSTGRES, run=on(data.postgres_check, platform), needs=both(p1, p2))),
         ("phase2", Spec(name=data.VALKEY, run=on(data.valkey_check, platform), needs=both(p1, services.OPENBAO_LOGINS))),
+        ("phase2", Spec(name=data.MINIO_BUCKETS, run=on(data.minio_buckets_check, platform), needs=both(p1, services.OPENBAO_LOGINS))),
+        # A refusal means something only from a key that reaches its own buckets: a wrong key is refused everywhere.
+        ("phase2", Spec(name=data.MINIO_USERS, run=on(data.minio_users_check, platform), needs=(data.MINIO_BUCKETS,))),
         ("phase2", Spec(name=services.GITLAB_API, run=on(gitlab.gitlab_api_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.GITLAB_TOKEN, run=on(gitlab.gitlab_token_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=both(p1, p2))),
