@@ -225,15 +225,23 @@ def s3() -> Iterator[S3StandIn]:
         yield server
 
 
-def _minio_platform(bao: BaoServer, folder: Path, s3: S3StandIn, keys: Mapping[str, str] = MINIO_KEYS, port: int = 0) -> Any:
-    """A platform whose OpenBao holds `keys` at secret/minio/<consumer>, and whose forward to MinIO's
-    Service reaches the stand-in (or `port`); the forwards made are in `platform.forwarded`."""
-    import contextlib
-
+@pytest.fixture(scope="module")
+def writer(bao: BaoServer) -> hvac.Client:
+    """OpenBao's writer, logged in once for the module (a login costs OpenBao a password hash)."""
     client = hvac.Client(url=bao.address)
     client.auth.userpass.login(WRITER_USER, bao.writer_password)
+    return client
+
+
+def _minio_platform(
+    bao: BaoServer, writer: hvac.Client, folder: Path, s3: S3StandIn, keys: Mapping[str, str] = MINIO_KEYS, port: int = 0
+) -> Any:
+    """(a platform whose OpenBao holds `keys` at secret/minio/<consumer>, and whose forward to MinIO's
+    Service reaches the stand-in (or `port`), the forwards it made)."""
+    import contextlib
+
     for consumer, key in keys.items():
-        client.secrets.kv.v2.create_or_update_secret(
+        writer.secrets.kv.v2.create_or_update_secret(
             path=f"minio/{consumer}", secret={"accessKey": consumer, "secretKey": key}, mount_point="secret"
         )
     phase2 = {**_phase2(bao, folder), outputs.MINIO_ENDPOINT: "http://minio.minio.svc.cluster.local:9000"}
@@ -247,9 +255,11 @@ def _minio_platform(bao: BaoServer, folder: Path, s3: S3StandIn, keys: Mapping[s
     return platform_on(stacks={"phase1": {outputs.CLUSTER_NAME: "blueprint"}, "phase2": phase2}, forward=forward), forwarded
 
 
-def test_minio_passes_every_bucket_reached_by_its_own_user_through_a_forward(bao: BaoServer, s3: S3StandIn, tmp_path: Path) -> None:
+def test_minio_passes_every_bucket_reached_by_its_own_user_through_a_forward(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
     s3.hold(MINIO_KEYS, mn.CONSUMERS)
-    platform, forwarded = _minio_platform(bao, tmp_path, s3)
+    platform, forwarded = _minio_platform(bao, writer, tmp_path, s3)
     verdict = data.minio_buckets_check(platform)
     assert verdict.status == PASS, verdict.saw
     assert forwarded == [("kind-blueprint", "minio", "minio", mn.API_PORT)]
@@ -257,18 +267,20 @@ def test_minio_passes_every_bucket_reached_by_its_own_user_through_a_forward(bao
     assert len(s3.requests) == sum(len(buckets) for buckets in mn.CONSUMERS.values())
 
 
-def test_minio_users_pass_each_refused_on_every_other_users_bucket(bao: BaoServer, s3: S3StandIn, tmp_path: Path) -> None:
+def test_minio_users_pass_each_refused_on_every_other_users_bucket(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
     s3.hold(MINIO_KEYS, mn.CONSUMERS)
-    platform, _ = _minio_platform(bao, tmp_path, s3)
+    platform, _ = _minio_platform(bao, writer, tmp_path, s3)
     verdict = data.minio_users_check(platform)
     assert verdict.status == PASS, verdict.saw
     assert {code for _, _, code in s3.requests} == {"AccessDenied"}
     assert ("HEAD", "/runner-cache", "AccessDenied") in s3.requests
 
 
-def test_minio_buckets_fail_naming_a_missing_bucket(bao: BaoServer, s3: S3StandIn, tmp_path: Path) -> None:
+def test_minio_buckets_fail_naming_a_missing_bucket(bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path) -> None:
     s3.hold(MINIO_KEYS, mn.CONSUMERS, buckets=set(mn.GITLAB_BUCKETS) - {"git-lfs"} | {mn.RUNNER_CACHE})
-    verdict = data.minio_buckets_check(_minio_platform(bao, tmp_path, s3)[0])
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3)[0])
     assert verdict.status == FAIL
     assert verdict.saw == "no bucket git-lfs"
     assert "kubectl --context kind-blueprint --namespace minio get jobs,pods" in verdict.fix
@@ -276,42 +288,46 @@ def test_minio_buckets_fail_naming_a_missing_bucket(bao: BaoServer, s3: S3StandI
 
 
 def test_minio_buckets_fail_when_minio_refuses_the_signature_of_the_key_openbao_holds(
-    bao: BaoServer, s3: S3StandIn, tmp_path: Path
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
 ) -> None:
     s3.hold(MINIO_KEYS, mn.CONSUMERS)
     stale = {**MINIO_KEYS, mn.RUNNER_CACHE: "not-minios-secret-key-4567"}
-    verdict = data.minio_buckets_check(_minio_platform(bao, tmp_path, s3, stale)[0])
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, stale)[0])
     assert verdict.status == FAIL
     assert verdict.saw.startswith(f"{mn.RUNNER_CACHE} refused on runner-cache: its key is not MinIO's")
     assert ("HEAD", "/runner-cache", "SignatureDoesNotMatch") in s3.requests
     assert "not-minios-secret-key" not in verdict.saw + verdict.fix
 
 
-def test_minio_users_fail_naming_a_user_that_reaches_another_users_bucket(bao: BaoServer, s3: S3StandIn, tmp_path: Path) -> None:
+def test_minio_users_fail_naming_a_user_that_reaches_another_users_bucket(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
     s3.hold(MINIO_KEYS, {**mn.CONSUMERS, mn.RUNNER_CACHE: (mn.RUNNER_CACHE, "git-lfs")})
-    verdict = data.minio_users_check(_minio_platform(bao, tmp_path, s3)[0])
+    verdict = data.minio_users_check(_minio_platform(bao, writer, tmp_path, s3)[0])
     assert verdict.status == FAIL
     assert verdict.saw.startswith(f"not refused: {mn.RUNNER_CACHE} on git-lfs (reached)")
     assert "--phase 2" in verdict.fix
 
 
-def test_minio_fails_at_once_when_nothing_answers_through_the_forward(bao: BaoServer, s3: S3StandIn, tmp_path: Path) -> None:
+def test_minio_fails_at_once_when_nothing_answers_through_the_forward(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
     s3.hold(MINIO_KEYS, mn.CONSUMERS)
-    verdict = data.minio_buckets_check(_minio_platform(bao, tmp_path, s3, port=free_port())[0])
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, port=free_port())[0])
     assert verdict.status == FAIL
     assert verdict.saw.startswith("MinIO did not answer at service minio/minio port 9000 of context kind-blueprint")
     assert s3.requests == []
     assert "get jobs,pods" in verdict.fix
 
 
-def test_minio_fails_naming_the_kv_path_that_holds_no_key(bao: BaoServer, s3: S3StandIn, tmp_path: Path) -> None:
+def test_minio_fails_naming_the_kv_path_that_holds_no_key(bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path) -> None:
     s3.hold(MINIO_KEYS, mn.CONSUMERS)
-    verdict = data.minio_buckets_check(_minio_platform(bao, tmp_path, s3, {**MINIO_KEYS, mn.GITLAB: ""})[0])
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, {**MINIO_KEYS, mn.GITLAB: ""})[0])
     assert verdict.status == FAIL
     assert verdict.saw == f"OpenBao holds no secret key at secret/minio/{mn.GITLAB}"
 
 
-def test_minio_stops_at_the_first_request_that_gets_no_answer(bao: BaoServer, s3: S3StandIn, tmp_path: Path) -> None:
+def test_minio_stops_at_the_first_request_that_gets_no_answer(bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path) -> None:
     """A forward whose pod is gone takes each connection and drops it: one try, not one per bucket (each
     could wait its whole timeout)."""
     import socketserver
@@ -327,7 +343,7 @@ def test_minio_stops_at_the_first_request_that_gets_no_answer(bao: BaoServer, s3
     with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Drop) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
-            verdict = data.minio_buckets_check(_minio_platform(bao, tmp_path, s3, port=server.server_address[1])[0])
+            verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, port=server.server_address[1])[0])
         finally:
             server.shutdown()
     assert verdict.status == FAIL
