@@ -2,8 +2,8 @@
 not checked yet), checked read-only from this laptop, one verdict each (pass, warn, fail, skip), the failed ones with their fix; a report a
 user can paste into a bug report (`--json`, its shape in cli/verify/report.schema.json).
 
-The checks are in cli/verify/checks.py (machine, stacks, cluster), services.py (TLS, OpenBao) and
-gitlab.py (GitLab, Runners, pipelines, apps, Headlamp); cli/verify/model.py runs them in parallel,
+The checks are in cli/verify/checks.py (machine, stacks, cluster), services.py (TLS, OpenBao), data.py
+(PostgreSQL, Valkey, MinIO) and gitlab.py (GitLab, Runners, pipelines, apps, Headlamp); cli/verify/model.py runs them in parallel,
 each under its own timeout, skipping those whose need failed.
 """
 
@@ -59,13 +59,6 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
     def both(*needs: str) -> tuple[str, ...]:  # one `stack dev` stands for every phase
         return tuple(dict.fromkeys(needs))
 
-    # `--deep` alone: it makes a commit, and takes minutes.
-    deep = Spec(
-        name=gitlab.EDIT_TO_DEPLOYED,
-        run=on(gitlab.deep_pipeline_check, platform),
-        needs=(services.PIPELINES, services.APPS),
-        timeout=gitlab.DEEP_TIMEOUT,
-    )
     # What reads phase1's outputs (its context, domain, SSH port, Headlamp) needs phase1's stack; apps
     # and the system store's trust each make their own requests, so one host's TLS failure skips neither.
     fast = [
@@ -93,6 +86,9 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase2", Spec(name=services.OPENBAO_ROOT, run=on(services.openbao_root_check, platform), needs=(services.OPENBAO_LOGINS,))),
         ("phase2", Spec(name=data.POSTGRES, run=on(data.postgres_check, platform), needs=both(p1, p2))),
         ("phase2", Spec(name=data.VALKEY, run=on(data.valkey_check, platform), needs=both(p1, services.OPENBAO_LOGINS))),
+        ("phase2", Spec(name=data.MINIO_BUCKETS, run=on(data.minio_buckets_check, platform), needs=both(p1, services.OPENBAO_LOGINS))),
+        # A refusal means something only from a key that reaches its own buckets: a wrong key is refused everywhere.
+        ("phase2", Spec(name=data.MINIO_USERS, run=on(data.minio_users_check, platform), needs=(data.MINIO_BUCKETS,))),
         ("phase2", Spec(name=services.GITLAB_API, run=on(gitlab.gitlab_api_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.GITLAB_TOKEN, run=on(gitlab.gitlab_token_check, platform), needs=(services.GITLAB_API,))),
         ("phase2", Spec(name=services.SSH, run=on(gitlab.ssh_check, platform), needs=both(p1, p2))),
@@ -104,22 +100,30 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase3", Spec(name=services.PIPELINES, run=on(gitlab.pipelines_check, platform), needs=(services.GITLAB_PROJECTS,))),
         ("phase3", Spec(name=services.APPS, run=on(gitlab.apps_check, platform), needs=both(p2, p3))),
         ("phase3", Spec(name=gitlab.ROOT_PASSWORD, run=on(gitlab.root_password_check, platform), needs=(services.GITLAB_PROJECTS,))),
-        *([("phase3", deep)] if platform.deep else []),
     ]
-    if not platform.deep:
-        return fast
+    return [*fast, *_deep_specs(platform, fast)] if platform.deep else fast
+
+
+def _deep_specs(platform: Platform, fast: Sequence[tuple[str, Spec]]) -> list[tuple[str, Spec]]:
+    """`--deep`'s checks: they change something (a commit, a pod restart) and take minutes."""
+    on = functools.partial
+    timed = Spec(
+        name=gitlab.EDIT_TO_DEPLOYED,
+        run=on(gitlab.deep_pipeline_check, platform),
+        needs=(services.PIPELINES, services.APPS),
+        timeout=gitlab.DEEP_TIMEOUT,
+    )
     # OpenBao answers nothing while it restarts: after every other check, so it spoils none's answer;
     # beside the timed commit, which reads nothing from OpenBao (and would double the run).
-    others = tuple(spec.name for _, spec in fast if spec.name not in DEEP)
     restarted = Spec(
         name=restart.OPENBAO_RESTART,
         run=on(restart.openbao_restart_check, platform),
         needs=(services.OPENBAO,),
-        after=others,
+        after=tuple(spec.name for _, spec in fast),
         timeout=restart.TIMEOUT,
         fix_on_timeout=f"`uv run blueprint status` says whether OpenBao is back; {restart.TROUBLESHOOTING}",
     )
-    return [*fast, ("phase2", restarted)]
+    return [("phase3", timed), ("phase2", restarted)]
 
 
 def chosen(all_specs: Sequence[tuple[str, Spec]], phase: str) -> list[Spec]:

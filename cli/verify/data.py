@@ -1,20 +1,28 @@
 """The checks of the data tier: the CloudNativePG cluster healthy with its databases and roles (as
-kubectl reads its `Cluster` and `Database` objects), and Valkey answering AUTH with the password
-`blueprint secrets` lists (through a port-forward to its Service, as providers/cluster_access.py
-makes them for an existing cluster, on kind too).
+kubectl reads its `Cluster` and `Database` objects), Valkey answering AUTH with the password
+`blueprint secrets` lists, and MinIO holding every bucket, each consumer's user reaching its own and
+refused on the others' (HeadBucket, signed by MinIO's own SDK, minio-py: nothing written). Valkey and
+MinIO through a port-forward to their Service, as providers/cluster_access.py makes them for an
+existing cluster, on kind too.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import socket
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cli.doctor.machine import first_line
 from cli.verify.checks import UP, Platform
 from cli.verify.model import Verdict, failed, passed
 from cli.verify.services import TIMEOUT, _openbao_props, _password
 from stacks import outputs
+
+if TYPE_CHECKING:
+    from providers.cluster_access import Target
 
 POSTGRES, VALKEY = "PostgreSQL (CloudNativePG)", "Valkey AUTH"
 POSTGRES_NAMESPACE = "postgres"
@@ -57,20 +65,50 @@ def postgres_check(platform: Platform) -> Verdict:
     return passed(f"healthy; databases {pg.GITLAB_DATABASE}, {pg.OPENBAO_DATABASE}; role {pg.OPENBAO_ROLE} reconciled")
 
 
-def _redis_password(platform: Platform) -> str:
-    """Valkey's password, read from OpenBao as `blueprint secrets --show redis-password` reads it."""
+def _kv_entries(platform: Platform, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The KV entry holding each credential of `names` (credentials.py's names), by name, read as
+    `blueprint secrets --show` reads them (user blueprint, one login for all); {} for an entry that
+    cannot be read. The caller registers the values that are secret (`_secret_of`): an entry also holds
+    names, which masking would hide wherever they appear.
+    """
     from components.openbao import KV_MOUNT, WRITER_USER
     from credentials import PLATFORM
     from providers.openbao_api import OpenBao
 
-    entry = next(entry for entry in PLATFORM if entry.name == "redis-password")
+    paths = {entry.name: str(entry.path) for entry in PLATFORM if entry.name in names}
     bao = OpenBao(_openbao_props(platform))
     password, file = _password(platform, outputs.OPENBAO_WRITER_PASSWORD_FILE)
+    read: dict[str, dict[str, Any]] = {}
     with bao.logged_in(WRITER_USER, password, file) as token:
         platform.secrets.add(token)
-        response = bao.get(f"{KV_MOUNT}/data/{entry.path}", token)
-    data = (response.json().get("data") or {}).get("data") or {} if response.status_code == 200 else {}
-    return platform.secrets.add(str(data.get(entry.key, "")))
+        for name, path in paths.items():
+            response = bao.get(f"{KV_MOUNT}/data/{path}", token)
+            read[name] = (response.json().get("data") or {}).get("data") or {} if response.status_code == 200 else {}
+    return read
+
+
+def _secret_of(platform: Platform, name: str, entry: Mapping[str, Any]) -> str:
+    """Credential `name`'s value in its KV `entry` ("" when it has none), registered as a secret of the run."""
+    from credentials import PLATFORM
+
+    key = next(credential.key for credential in PLATFORM if credential.name == name)
+    return platform.secrets.add(str(entry.get(key, "")))
+
+
+def _redis_password(platform: Platform) -> str:
+    """Valkey's password, read from OpenBao as `blueprint secrets --show redis-password` reads it."""
+    return _secret_of(platform, "redis-password", _kv_entries(platform, ["redis-password"])["redis-password"])
+
+
+@contextlib.contextmanager
+def _forward(platform: Platform, target: Target) -> Iterator[int]:
+    """The local port of a port-forward to `target` (the platform's, or kubectl's own, which must start
+    within TIMEOUT: kubectl that hangs on an API server that does not answer is said in seconds).
+    """
+    from providers.cluster_access import forwarded
+
+    with (platform.forward or functools.partial(forwarded, start_seconds=TIMEOUT))(target) as port:
+        yield port
 
 
 def _auth(port: int, password: str) -> str:
@@ -83,7 +121,7 @@ def _auth(port: int, password: str) -> str:
 
 def valkey_check(platform: Platform) -> Verdict:
     """Valkey answers AUTH with the recorded password, through a port-forward to its Service."""
-    from providers.cluster_access import Target, forwarded
+    from providers.cluster_access import Target
 
     host = str(platform.of("phase2").get(outputs.REDIS_HOST))  # <service>.<namespace>.svc.cluster.local
     service, namespace = (host.split(".") + [""])[:2]
@@ -91,7 +129,7 @@ def valkey_check(platform: Platform) -> Verdict:
     if not password:
         return failed("OpenBao holds no Valkey password (secret/redis)", f"`{UP} --phase 2` writes it again")
     target = Target(context=platform.context, namespace=namespace, service=service, port=VALKEY_PORT)
-    with (platform.forward or forwarded)(target) as port:
+    with _forward(platform, target) as port:
         said = platform.secrets.masked(_auth(port, password))
     if said != "+OK":
         return failed(
@@ -99,3 +137,139 @@ def valkey_check(platform: Platform) -> Verdict:
             f"{platform.kubectl_said('logs', f'deploy/{service}', namespace=namespace)}; `{UP} --phase 2`",
         )
     return passed(f"{service}.{namespace} accepts the recorded password")
+
+
+MINIO_BUCKETS, MINIO_USERS = "MinIO buckets", "MinIO users"
+S3_REGION = "us-east-1"
+"""The region minio-py signs with. MinIO takes any while none is configured, as blueprint leaves it
+(minio cmd/signature-v4-utils.go `isValidRegion`); named, so that minio-py does not ask for it first."""
+REACHED, DENIED, MISSING = "reached", "AccessDenied", "NoSuchBucket"
+"""What a HeadBucket got: the bucket (200), or MinIO's refusal (403) or no such bucket (404), as minio-py
+names a HEAD's. MinIO checks the user's policy before it looks for the bucket (cmd/bucket-handlers.go
+`HeadBucketHandler`): a 404 means the policy let the user ask."""
+
+
+class _NoAnswer(Exception):
+    """MinIO could not be asked (no key in OpenBao, no forward, no answer): the check's failure, said."""
+
+
+def _minio_target(platform: Platform) -> Target:
+    """MinIO's S3 port, from phase2's `minioEndpoint` (http://<service>.<namespace>.svc.cluster.local:<port>)."""
+    from urllib.parse import urlsplit
+
+    from components import minio as mn
+    from providers.cluster_access import Target
+
+    endpoint = urlsplit(str(platform.of("phase2").get(outputs.MINIO_ENDPOINT)))
+    service, namespace = (str(endpoint.hostname).split(".") + [""])[:2]
+    return Target(context=platform.context, namespace=namespace, service=service, port=endpoint.port or mn.API_PORT)
+
+
+def _minio_fix(platform: Platform, namespace: str) -> str:
+    """How a MinIO failure is looked at and mended: its setup Job makes the buckets, the policies and the
+    users, and runs again only when it is made again (an `up` compares inputs, and the Job's are the same).
+    """
+    from components import minio as mn
+
+    selector = ",".join(f"{key}={value}" for key, value in mn.SERVER_LABELS.items())
+    return (
+        f"{platform.kubectl_said('get', 'jobs,pods', namespace=namespace)} and the setup Job's logs; to run it again, "
+        f"{platform.kubectl_said('delete', 'job', '--selector', selector, namespace=namespace)}, then `pulumi refresh -s phase2` "
+        f'(`-s dev` for the dev stack; in a shell that ran `eval "$(uv run blueprint env)"`) and `{UP} --phase 2`'
+    )
+
+
+def _head_buckets(platform: Platform, target: Target, probes: Mapping[str, Sequence[str]]) -> dict[tuple[str, str], str]:
+    """What MinIO answered each consumer's HeadBucket on each of its `probes`' buckets, signed with that
+    consumer's key as OpenBao holds it: REACHED, or the error's code. Read-only, through a port-forward
+    to MinIO's Service. `_NoAnswer` at the first request that gets no answer (a forward whose pod is
+    gone): every other would wait as long.
+    """
+    import urllib3
+    from minio import Minio
+    from minio.error import MinioException, S3Error, ServerError
+
+    from providers.cluster_access import ForwardError
+
+    names = {consumer: f"minio-{consumer}-secret-key" for consumer in probes}
+    read = _kv_entries(platform, list(names.values()))
+    keys = {consumer: _secret_of(platform, name, read[name]) for consumer, name in names.items()}
+    if unread := [f"secret/minio/{consumer}" for consumer, key in keys.items() if not key]:
+        raise _NoAnswer(f"OpenBao holds no secret key at {', '.join(unread)}")
+    found: dict[tuple[str, str], str] = {}
+    # A pool of our own: no retry (minio-py's tries a refused connection five times), no proxy.
+    pool = urllib3.PoolManager(timeout=urllib3.Timeout(connect=TIMEOUT, read=TIMEOUT), retries=False)
+    try:
+        with _forward(platform, target) as port:
+            for consumer, buckets in probes.items():
+                key = keys[consumer]
+                client = Minio(f"127.0.0.1:{port}", consumer, key, secure=False, region=S3_REGION, http_client=pool)
+                for bucket in buckets:
+                    try:
+                        found[consumer, bucket] = REACHED if client.bucket_exists(bucket) else MISSING
+                    except S3Error as error:
+                        found[consumer, bucket] = error.code or "an error without a code"
+                    except ServerError as error:
+                        found[consumer, bucket] = f"HTTP {error.status_code}"
+    except (ForwardError, urllib3.exceptions.HTTPError, MinioException, OSError) as error:
+        said = platform.secrets.masked(" ".join(_why(error).split()))[:300]
+        raise _NoAnswer(f"MinIO did not answer at {target}: {said}") from None
+    finally:
+        pool.clear()
+    return found
+
+
+def _why(error: BaseException) -> str:
+    """An error's own words, and of each error inside it only its kind (and the system's reason): never
+    what the other end sent, which an error such as http.client's `BadStatusLine` repeats, escaped as
+    repr() escapes it (past the masking of a secret it may repeat).
+    """
+    words = []
+    for part in error.args or (str(error),):
+        if isinstance(part, OSError) and part.strerror:
+            words.append(f"{type(part).__name__}: {part.strerror}")
+        elif isinstance(part, BaseException):
+            words.append(type(part).__name__)
+        elif isinstance(part, str):
+            words.append(part)
+    return ": ".join(words) or type(error).__name__
+
+
+def minio_buckets_check(platform: Platform) -> Verdict:
+    """Every bucket of components/minio.py's CONSUMERS exists, and its consumer's own key reaches it."""
+    from components import minio as mn
+
+    target = _minio_target(platform)
+    fix = _minio_fix(platform, target.namespace)
+    try:
+        found = _head_buckets(platform, target, mn.CONSUMERS)
+    except _NoAnswer as error:
+        return failed(str(error), fix)
+    missing = [bucket for (_, bucket), code in found.items() if code == MISSING]
+    wrong = [f"no bucket {', '.join(missing)}"] if missing else []
+    for consumer in mn.CONSUMERS:
+        if refused := [bucket for (user, bucket), code in found.items() if user == consumer and code == DENIED]:
+            wrong.append(
+                f"{consumer} refused on {', '.join(refused)}: its key is not MinIO's, or its policy {mn.POLICY_PREFIX}{consumer} lacks them"
+            )
+    wrong += [f"{user} on {bucket}: {code}" for (user, bucket), code in found.items() if code not in (REACHED, MISSING, DENIED)]
+    if wrong:
+        return failed("; ".join(wrong), fix)
+    return passed("; ".join(f"{consumer} reaches its {len(buckets)} bucket(s)" for consumer, buckets in mn.CONSUMERS.items()))
+
+
+def minio_users_check(platform: Platform) -> Verdict:
+    """Each consumer's key is refused (AccessDenied) on every other consumer's bucket."""
+    from components import minio as mn
+
+    every = dict.fromkeys(bucket for buckets in mn.CONSUMERS.values() for bucket in buckets)
+    others = {consumer: [bucket for bucket in every if bucket not in own] for consumer, own in mn.CONSUMERS.items()}
+    target = _minio_target(platform)
+    fix = _minio_fix(platform, target.namespace)
+    try:
+        found = _head_buckets(platform, target, others)
+    except _NoAnswer as error:
+        return failed(str(error), fix)
+    if open_to := [f"{user} on {bucket} ({code})" for (user, bucket), code in found.items() if code != DENIED]:
+        return failed(f"not refused: {', '.join(open_to)}; each user may reach its own buckets alone", fix)
+    return passed("; ".join(f"{consumer} refused on the other {len(buckets)} bucket(s)" for consumer, buckets in others.items()))

