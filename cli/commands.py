@@ -61,7 +61,8 @@ def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: Text
 
         known = pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
         if known is None and isinstance(error, (auto.CommandError, StackFailed)):
-            known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{error}"
+            said = error.output if isinstance(error, StackFailed) else error
+            known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{said}"
         if known is None:
             raise
         print(known, file=sys.stderr)

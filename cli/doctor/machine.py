@@ -4,6 +4,7 @@ which answers for this one (the tests give a fake). Its OS family comes from cli
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import platform
@@ -12,7 +13,7 @@ import shlex
 import shutil
 import socket
 import subprocess
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -226,34 +227,74 @@ class RealMachine:
 def run_argv(argv: Sequence[str], timeout: float, *, merged: bool) -> tuple[int, str]:
     """Run `argv`: its exit code and what it said; never an exception for a program that is missing,
     cannot start or does not answer (127, 126, 124). `merged`: stdout and stderr as one stream; else
-    stdout when it succeeds, stderr (or stdout) when it fails. It runs in a process group of its own,
-    which is killed whole when `timeout` passes (or the caller is interrupted): a wrapper script's
-    children, or a CLI's plugins, would otherwise outlive it (and hold its pipes open).
+    stdout when it succeeds, stderr (or stdout) when it fails. It runs as `in_own_group` runs it.
     """
     try:
-        process = subprocess.Popen(
-            list(argv),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merged else subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
+        done = in_own_group(argv, timeout, merged=merged)
     except FileNotFoundError:
         return 127, f"{argv[0]}: command not found"
     except OSError as error:
         return 126, f"{argv[0]}: {error}"
-    with process:
+    if done is None:
+        return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
+    if merged or done.returncode == 0:
+        return done.returncode, done.stdout
+    return done.returncode, done.stderr or done.stdout
+
+
+def in_own_group(
+    argv: Sequence[str],
+    timeout: float,
+    *,
+    merged: bool = False,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin: int | None = None,
+) -> subprocess.CompletedProcess[str] | None:
+    """`argv` run to its end, or None once `timeout` passed. It runs in a process group (a session) of
+    its own, which is killed whole when `timeout` passes or the caller is interrupted: a wrapper script's
+    children, or a CLI's plugins, would otherwise outlive it (and hold its pipes open, so the wait for
+    its output would hang on them). Raises OSError when it cannot start (FileNotFoundError: no such program).
+    """
+    with subprocess.Popen(
+        list(argv),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+        env=None if env is None else dict(env),
+        cwd=cwd,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    ) as process:
+        RUNNING.add(process.pid)
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except BaseException as error:
             _kill_group(process)
             if isinstance(error, subprocess.TimeoutExpired):
-                return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
+                return None
             raise
-    if merged or process.returncode == 0:
-        return process.returncode, stdout
-    return process.returncode, stderr or stdout
+        finally:
+            RUNNING.discard(process.pid)
+    return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr or "")
+
+
+RUNNING: set[int] = set()
+"""The process groups `in_own_group` started that have not ended yet, by their leader's pid."""
+
+
+@atexit.register
+def end_running() -> None:
+    """Kill every process group still running as this process exits: one whose caller was given up on
+    (a `blueprint verify` check past its timeout, its thread abandoned) would otherwise outlive it.
+    """
+    import contextlib
+    import signal
+
+    for pid in list(RUNNING):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

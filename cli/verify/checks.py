@@ -26,6 +26,14 @@ NODES_USE_CACHE = "nodes use the image cache"
 UP = "uv run blueprint up"
 
 
+READ_SECONDS = 10.0
+"""How long each `pulumi` a stack's check runs may take before it is stopped, with every process it started
+(cli/stack_runner.py `AutomationRunner`): a local backend answers in about a second, a remote one in a few."""
+STACK_SECONDS = 4 * READ_SECONDS + 5
+"""A stack's check: up to four `pulumi` (`stack ls`, `stack export`, `stack output`, `stack export`), so
+that one which hangs is stopped and named before the check itself is given up on."""
+
+
 def stack_check(stack: str) -> str:
     return f"stack {stack}"
 

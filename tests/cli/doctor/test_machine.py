@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from cli.doctor.machine import RealMachine, run_argv
+from cli.doctor.machine import RUNNING, RealMachine, end_running, in_own_group, run_argv
 from tests.cli.doctor.fakes import (
     doctor_output,
     on,
@@ -57,3 +57,25 @@ def test_a_command_past_its_timeout_is_killed_with_every_process_it_started(tmp_
     code, said = run_argv([str(tool), "get", "pods"], 1, merged=True)
     assert (code, said.endswith("did not answer within 1s")) == (124, True)
     assert not _alive(int((tmp_path / "child").read_text()))
+
+
+def test_a_command_still_running_as_blueprint_exits_is_killed(tmp_path: Path) -> None:
+    """What a verify check left running past its own timeout (its thread abandoned) ends with the process:
+    a `cat` blocked on a FIFO, whose open by the test says it runs, is killed by the exit hook."""
+    import os
+    import signal
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    ended: list[object] = []
+    waiting = threading.Thread(target=lambda: ended.append(in_own_group(["cat", str(fifo)], 3600)), daemon=True)
+    waiting.start()
+    writer = os.open(fifo, os.O_WRONLY)  # returns once `cat` has opened it
+    try:
+        end_running()
+        waiting.join(60)
+    finally:
+        os.close(writer)
+    assert [getattr(done, "returncode", None) for done in ended] == [-signal.SIGKILL]
+    assert not RUNNING
