@@ -164,7 +164,12 @@ def kube_context(phase1: Mapping[str, Any]) -> str:
     if on_existing(phase1):
         return str(phase1.get(KUBE_CONTEXT) or "")
     name = phase1.get(CLUSTER_NAME)
-    return f"kind-{name}" if name else ""
+    return kind_context(str(name)) if name else ""
+
+
+def kind_context(cluster_name: str) -> str:
+    """The name kind gives the context (and the cluster and user) of its cluster `cluster_name` in a kubeconfig."""
+    return f"kind-{cluster_name}"
 
 
 # phase2 -> phase3

@@ -68,8 +68,7 @@ class Platform:
     @property
     def context(self) -> str:
         """The kubeconfig context of the platform's cluster: kind's (`kind-<name>`), or the existing cluster's."""
-        phase1 = self.of("phase1")
-        return str(phase1.get(outputs.KUBE_CONTEXT) or f"kind-{phase1.get(outputs.CLUSTER_NAME)}")
+        return outputs.kube_context(self.of("phase1"))
 
     def kubectl(self, *argv: str, timeout: float = 20) -> tuple[int, str]:
         """Run kubectl against the platform's cluster; killed (its process group) at `timeout`, before
@@ -206,7 +205,7 @@ def identity_check(platform: Platform) -> Verdict:
     phase1 = platform.of("phase1")
     name = str(phase1.get(outputs.CLUSTER_NAME))
     if outputs.on_existing(phase1):
-        context, recorded = str(phase1.get(outputs.KUBE_CONTEXT)), str(phase1.get(outputs.CLUSTER_ID))
+        context, recorded = outputs.kube_context(phase1), str(phase1.get(outputs.CLUSTER_ID))
         code, said = platform.kubectl("get", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
         if code != 0:
             return failed(f"context {context} did not answer: {first_line(said)}", "docs/guide/existing-cluster.md")
