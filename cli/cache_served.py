@@ -95,10 +95,13 @@ def reading(images: Iterable[str], mirrors: Mapping[str, str], get: Get) -> dict
     mirror serves) and, when any, `unread` (a mirror whose catalog could not be read, with why).
     """
     wanted = sorted(name for name in {repository(ref) for ref in images} if not name.startswith(PRELOADED))
+    from cli.verify.model import at_once
+
     held: dict[str, set[str]] = {}
     unread: list[str] = []
-    for registry in sorted({name.split("/", 1)[0] for name in wanted} & set(mirrors)):
-        found = catalog(mirrors[registry], get)
+    registries = sorted({name.split("/", 1)[0] for name in wanted} & set(mirrors))
+    # All at once: a mirror that does not answer costs its timeout once, not once per mirror.
+    for registry, found in zip(registries, at_once(lambda registry: catalog(mirrors[registry], get), registries), strict=True):
         if isinstance(found, str):
             unread.append(f"{registry}: {found}")
         else:
