@@ -130,7 +130,10 @@ def _cache_served(phase1: Mapping[str, Any]) -> str | None:
     from stacks.config.paths import LOCAL_STATE_DIR
 
     pods = kubectl_argv(outputs.kube_context(phase1), "get", "pods", "--all-namespaces", "-o", "json")
-    return cache_served.after_up(phase1, LOCAL_STATE_DIR, lambda: RealMachine().run(pods, timeout=20), cache_served.real_get)
+    try:
+        return cache_served.after_up(phase1, LOCAL_STATE_DIR, lambda: RealMachine().run(pods, timeout=20), cache_served.real_get)
+    except Exception as error:  # a reading that fails unforeseen never turns an up that succeeded into a traceback
+        return f"image cache: whether it served the pulls could not be read ({type(error).__name__})"
 
 
 def _stack_files(args: Any) -> str | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
+import pytest
 
 from cli import cache_served, timings
 from cli.verify import verify
@@ -103,3 +104,10 @@ def test_a_cluster_that_lists_no_pods_is_said_unread_and_the_up_goes_on(tmp_path
     said = _after_up(tmp_path, pods=(1, "The connection to the server 127.0.0.1:6443 was refused"))
     assert said is not None
     assert "unread: the pods: kubectl could not list them (The connection to the server 127.0.0.1:6443 was refused)" in said
+
+
+def test_a_reading_that_fails_unforeseen_is_one_line_and_the_up_still_succeeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli import commands
+
+    monkeypatch.setattr(cache_served, "after_up", lambda *_: (_ for _ in ()).throw(RuntimeError("a bug")))
+    assert commands._cache_served(PHASE1) == "image cache: whether it served the pulls could not be read (RuntimeError)"
