@@ -83,7 +83,7 @@ def phase2_moved(runner: StackRunner, say: Callable[[str], None], *, world: Worl
     phase1, phase2 = runner.outputs("phase1"), runner.outputs("phase2")
     if phase1 is None or phase2 is None:
         return 0
-    if problem := another_existing_cluster(phase1, str(phase1.get(outputs.KUBE_CONTEXT) or ""), world or World()):
+    if problem := another_existing_cluster(phase1, outputs.kube_context(phase1), world or World()):
         say(f"blueprint: {problem}")
         return 1
     return 0
@@ -98,7 +98,7 @@ def switched_cluster(phase1: Mapping[str, Any], config: Mapping[str, str]) -> st
     was, now = outputs.on_existing(phase1), config.get("blueprint:cluster") == EXISTING
     if was == now:
         return None
-    context = str(phase1.get(outputs.KUBE_CONTEXT) or "")
+    context = outputs.kube_context(phase1)
     runs_on = f"the existing cluster of context {context}" if was else f"the kind cluster {phase1.get(outputs.CLUSTER_NAME)}"
     return (
         f"blueprint:cluster is now {EXISTING if now else KIND}, but the platform runs on {runs_on}, and phase2 is up there: "
@@ -118,7 +118,7 @@ def another_existing_cluster(phase1: Mapping[str, Any], context: str, world: Wor
     """
     if not outputs.on_existing(phase1) or not context:
         return None  # no context: the config's own check says so, naming the key
-    recorded, was = str(phase1.get(outputs.CLUSTER_ID)), str(phase1.get(outputs.KUBE_CONTEXT) or "")
+    recorded, was = str(phase1.get(outputs.CLUSTER_ID)), outputs.kube_context(phase1)
     now = world.identity(context)
     if now.status == "answered" and now.uid == recorded:
         return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
@@ -61,7 +61,8 @@ def main_for(verb: Verb, args: Any, runner: StackRunner | None = None, out: Text
 
         known = pulumi_failure(error, project_dir=PROJECT_DIR, environ=os.environ)
         if known is None and isinstance(error, (auto.CommandError, StackFailed)):
-            known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{error}"
+            said = error.output if isinstance(error, StackFailed) else error
+            known = f"Pulumi failed, and blueprint does not know this failure; what Pulumi said:\n{said}"
         if known is None:
             raise
         print(known, file=sys.stderr)
@@ -112,12 +113,27 @@ def _up(args: Any, runner: StackRunner, out: TextIO) -> int:
     context = replace(
         context,
         checks=lambda phase: verify.fast_tally(verify.real_platform(lambda: runner), phase),
+        cache_served=_cache_served,
         dns_check=not getattr(args, "skip_dns_check", False),
     )
     code = phases.up(context, args.phase)
     if code == 0 and args.glab_login:
         context.say(glab_login(runner.outputs("phase2") or {}))
     return code
+
+
+def _cache_served(phase1: Mapping[str, Any]) -> str | None:
+    """What the image cache's mirrors hold of what the pods run, read from this machine (cli/cache_served.py)."""
+    from cli import cache_served
+    from cli.doctor.machine import RealMachine
+    from providers.kubectl import kubectl_argv
+    from stacks.config.paths import LOCAL_STATE_DIR
+
+    pods = kubectl_argv(outputs.kube_context(phase1), "get", "pods", "--all-namespaces", "-o", "json")
+    try:
+        return cache_served.after_up(phase1, LOCAL_STATE_DIR, lambda: RealMachine().run(pods, timeout=20), cache_served.real_get)
+    except Exception as error:  # a reading that fails unforeseen never turns an up that succeeded into a traceback
+        return f"image cache: whether it served the pulls could not be read ({type(error).__name__})"
 
 
 def _stack_files(args: Any) -> str | None:

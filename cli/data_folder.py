@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
@@ -184,7 +183,10 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
 
     # phase1's engine: the one its config means here (phase1 is gone, and its outputs with it).
     engine = engine_of(None, lambda: stack_config("phase1")[0])
-    done = bounded(["/bin/sh", "-c", for_engine(DELETE_SCRIPT, engine)], env, WIPE_SECONDS)
+    from cli.doctor.machine import in_own_group
+
+    # Its own process group: killing the shell alone would leave a `find -delete` running.
+    done = in_own_group(["/bin/sh", "-c", for_engine(DELETE_SCRIPT, engine)], WIPE_SECONDS, env=env)
     if done is None:
         slow = (
             f"blueprint: removing {folder} took more than 30 minutes, and was stopped half-way (a one-shot container it "
@@ -197,20 +199,3 @@ def wipe_folder(folder: str, owner: str) -> subprocess.CompletedProcess[str]:
 
 WIPE_SECONDS = 1800
 """How long a wipe of the data folder may take before blueprint stops it."""
-
-
-def bounded(argv: list[str], env: Mapping[str, str], seconds: float) -> subprocess.CompletedProcess[str] | None:
-    """`argv` run to its end, or None once `seconds` passed: then it is stopped with every process it
-    started (its own session: killing the shell alone would leave a `find -delete` running, and the
-    wait for its output hanging on it).
-    """
-    with subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True
-    ) as run:
-        try:
-            stdout, stderr = run.communicate(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.communicate()
-            return None
-    return subprocess.CompletedProcess(argv, run.returncode, stdout, stderr)

@@ -78,7 +78,7 @@ def program_blocker(
     if stack != "phase2" or not outputs.on_existing(phase1) or not cluster_running:
         return ""
     # The deletes go where the fresh kubeconfig points: only while the context reaches the platform's cluster.
-    context = str(phase1.get(outputs.KUBE_CONTEXT) or "")
+    context = outputs.kube_context(phase1)
     now = identity(context)
     if now.status != "answered" or now.uid != phase1.get(outputs.CLUSTER_ID):
         reached = f"kube-system UID {now.uid}" if now.status == "answered" else now.detail or now.status

@@ -138,7 +138,9 @@ def is_gateway_suspect(phase: str, error_text: str) -> bool:
 
 def gateway_help(kind_cluster_name: str | None = None) -> list[str]:
     """What to check when GitLab's Gateway is not Programmed, with the kubectl commands."""
-    kubectl = ["kubectl", *(["--context", f"kind-{kind_cluster_name}"] if kind_cluster_name else []), "-n", GITLAB_NAMESPACE]
+    from stacks.outputs import kind_context
+
+    kubectl = ["kubectl", *(["--context", kind_context(kind_cluster_name)] if kind_cluster_name else []), "-n", GITLAB_NAMESPACE]
 
     def command(*argv: str) -> str:
         return "      " + shlex.join([*kubectl, *argv])

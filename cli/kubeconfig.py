@@ -57,7 +57,7 @@ def existing_context(runner: StackRunner, stack: str) -> str | None:
     """The context of the existing cluster `stack` is on (its outputs when up, else its config); None on kind."""
     values = runner.outputs(stack)
     if values:
-        return str(values.get(outputs.KUBE_CONTEXT) or "") if outputs.on_existing(values) else None
+        return outputs.kube_context(values) if outputs.on_existing(values) else None
     from stacks.config import NAMESPACE
     from stacks.config.cluster import EXISTING
     from stacks.config.schema import stack_config
@@ -134,7 +134,7 @@ def _others_in_kubeconfig(path: Path, cluster: str) -> list[str] | None:
         isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in entries
     ):
         return None  # not what kubectl reads as a kubeconfig: nothing here can tell what writing over it loses
-    return sorted({entry["name"] for entry in entries} - {f"kind-{cluster}"})
+    return sorted({entry["name"] for entry in entries} - {outputs.kind_context(cluster)})
 
 
 def write_kubeconfig(path: Path, text: str, cluster: str) -> None:

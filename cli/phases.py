@@ -44,6 +44,9 @@ class Context:
     """Whether `up` checks the DNS record from this machine before phase3 (False: `--skip-dns-check`)."""
     checks: Callable[[str], str] | None = None
     """(the phase brought up) -> the tally of `blueprint verify`'s fast checks, said after the summary (None: none run)."""
+    cache_served: Callable[[Mapping[str, Any]], str | None] | None = None
+    """phase1's outputs -> whether the image cache served the pulls, recorded and said after the summary
+    (cli/cache_served.py `after_up`; None: not read)."""
 
     def say(self, text: str) -> None:
         self.out.write(text if text.endswith("\n") else text + "\n")
@@ -189,6 +192,8 @@ def up(context: Context, phase: str) -> int:
         tally, checked = pipeline_tally(values.get("phase3") or {}), check_apps(values, context.probe or probe)
         gateway = context.gateway(values["phase1"]) if values.get("phase2") and outputs.on_existing(values.get("phase1") or {}) else None
         context.say(summary(values, tally=tally, checked=checked, family=machine_family(RealMachine()), gateway=gateway))
+        if context.cache_served is not None and (served := context.cache_served(values["phase1"])):
+            context.say(served)
         if context.checks is not None:
             context.say(context.checks(phase))
     return code

@@ -74,7 +74,7 @@ def summary(
     if tally is not None:
         lines.append(tally)
     if phase1 and not phase2 and outputs.on_existing(phase1):
-        context = shlex.quote(str(phase1.get(outputs.KUBE_CONTEXT)))
+        context = shlex.quote(outputs.kube_context(phase1))
         lines.append(f"  cluster: the existing one of context {context} (for kubectl: kubectl --context {context})")
     elif phase1 and not phase2:
         cluster = phase1.get(outputs.CLUSTER_NAME)
@@ -132,7 +132,7 @@ def gateway_address(phase1: Mapping[str, Any], run: Callable[..., subprocess.Com
 
 
 def _kubectl(phase1: Mapping[str, Any]) -> list[str]:
-    return kubectl_argv(str(phase1.get(outputs.KUBE_CONTEXT)), namespace="gitlab", timeout=None)
+    return kubectl_argv(outputs.kube_context(phase1), namespace="gitlab", timeout=None)
 
 
 def dns_lines(phase1: Mapping[str, Any], domain: str, hosts: Sequence[str], gateway: Gateway | None) -> list[str]:

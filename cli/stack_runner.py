@@ -41,6 +41,18 @@ class StackFailed(Exception):
         self.output = output
 
 
+class PulumiTimedOut(StackFailed):
+    """A `pulumi` blueprint runs itself gave no answer within its time, and was killed with every process
+    it started: it waits on a backend that does not answer, or a prompt. (Reads take no lock: pulumi/pulumi
+    pkg/backend/diy/backend.go locks for an import, never for `ExportDeployment`.)
+    """
+
+    def __init__(self, stack: str, command: str, seconds: float) -> None:
+        super().__init__(stack, f"`{command}` did not answer within {seconds:g} s")
+        self.command = command
+        self.seconds = seconds
+
+
 class StackRunner(Protocol):
     def up(self, stack: str, on_output: Callable[[str], None]) -> None: ...
     def preview(self, stack: str, on_output: Callable[[str], None]) -> None: ...
@@ -114,10 +126,19 @@ def is_up(exported: Mapping[str, Any]) -> bool:
     )
 
 
+READ_SECONDS = 60.0
+"""How long one `pulumi` that reads a stack (its outputs, its state) may take before blueprint stops it."""
+
+
 class AutomationRunner:
     """The real thing: Pulumi's Automation API over this project's folder (a local program, as
-    dynamic providers need).
+    dynamic providers need) for what runs a stack's program; a plain `pulumi` for what only reads or
+    writes a stack's state, under a timeout in a process group of its own (`_pulumi`).
     """
+
+    def __init__(self, *, read_seconds: float = READ_SECONDS) -> None:
+        self.read_seconds = read_seconds
+        """How long each `pulumi` that reads a stack may take (verify gives less than its check's own timeout)."""
 
     def _stack(self, name: str) -> Any:
         from pulumi import automation as auto
@@ -199,16 +220,19 @@ class AutomationRunner:
             self._pulumi(stack, "stack", "import", "--file", file.name, "--stack", stack)
 
     def _pulumi(self, stack: str, *argv: str, writes: bool = True) -> str:
-        done = subprocess.run(
-            ["pulumi", *argv, "--non-interactive"],
-            cwd=PROJECT_DIR,
-            env={**os.environ, **pulumi_environment(create=writes)},
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-            timeout=300,
-        )
+        """What `pulumi <argv>` printed. Not through the Automation API, whose `pulumi` has no timeout nor a
+        process group of its own: one that hangs (a backend that does not answer, a lock) would outlive the
+        command. A read may take `read_seconds`, a write (an import) 300 s; then it is killed, with its plugins.
+        """
+        from cli.doctor.machine import in_own_group
+
+        timeout = 300 if writes else self.read_seconds
+        command = ["pulumi", *argv, "--non-interactive"]
+        environment = {**os.environ, **pulumi_environment(create=writes)}
+        # No stdin: a prompt reads its end at once rather than wait for an answer no one gives.
+        done = in_own_group(command, timeout, env=environment, cwd=PROJECT_DIR, stdin=subprocess.DEVNULL)
+        if done is None:
+            raise PulumiTimedOut(stack, shlex.join(command), timeout)
         if done.returncode != 0:
             raise StackFailed(stack, f"`pulumi {shlex.join(argv)}` failed: {done.stderr.strip() or done.stdout.strip()}")
         return done.stdout
@@ -217,18 +241,18 @@ class AutomationRunner:
         """None when the stack does not exist or is not up (`is_up`): a `pulumi destroy` leaves the
         stack in place, empty, and an `up` the program refused leaves what it read.
         """
-        from pulumi import automation as auto
-
-        workspace = auto.LocalWorkspace(work_dir=str(PROJECT_DIR), env_vars=pulumi_environment(create=False))
+        listed = json.loads(self._pulumi(stack, "stack", "ls", "--json", writes=False))
         # Named `<stack>`, or `organization/blueprint/<stack>` with PULUMI_FULLY_QUALIFY_STACK_NAMES.
-        summary = next((found for found in workspace.list_stacks() if found.name.rsplit("/", 1)[-1] == stack), None)
+        summary = next((found for found in listed if str(found.get("name", "")).rsplit("/", 1)[-1] == stack), None)
         # The count is every resource of the state (pulumi/pulumi pkg/backend/diy/stack.go: len(Resources)):
         # not there, destroyed (0), never updated (no count) or the stack's own resource alone is not up
         # without a look; any more may be what a refused `up` read, which only the state itself tells.
-        if summary is None or (summary.resource_count or 0) <= 1 or not is_up(self.export_state(stack)):
+        if summary is None or (summary.get("resourceCount") or 0) <= 1 or not is_up(self.export_state(stack)):
             return None
-        selected = auto.select_stack(stack_name=stack, work_dir=str(PROJECT_DIR), opts=self._options(create=False))
-        return {key: value.value for key, value in selected.outputs().items()}
+        # As the Automation API's `stack_outputs` reads them, secrets in plain (its masked second read is not needed).
+        said = self._pulumi(stack, "stack", "output", "--json", "--show-secrets", "--stack", stack, writes=False)
+        values: dict[str, Any] = json.loads(said)
+        return values
 
     def _options(self, *, create: bool = True) -> Any:
         from pulumi import automation as auto
@@ -282,6 +306,8 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
         return f"{PULUMI}: `pulumi version` failed (exit {failure.returncode}).\n{reinstall}"
     if isinstance(failure, auto.InvalidVersionError):
         return f"{PULUMI}: {failure}\n{reinstall}"
+    if isinstance(failure, PulumiTimedOut):
+        return timed_out(failure, project_dir=project_dir, environ=environ)
     text = failure if isinstance(failure, str) else str(failure) if isinstance(failure, auto.CommandError) else ""
     if isinstance(failure, StackFailed):  # a `pulumi` blueprint runs itself (`stack export`, `stack import`)
         text = failure.output
@@ -298,6 +324,22 @@ def pulumi_failure(failure: BaseException | str, *, project_dir: Path, environ: 
             f"{ENV_STEP} && pulumi cancel --yes -s {shlex.quote(stack)}"
         )
     return None
+
+
+def timed_out(failure: PulumiTimedOut, *, project_dir: Path, environ: Mapping[str, str]) -> str:
+    """Which `pulumi` hung, and how the user sees where it waits: the same command run by hand, which
+    shows a prompt and prints no secret (without the flags blueprint adds for itself).
+    """
+    from cli import backend
+
+    own = {"--non-interactive", "--show-secrets"}
+    by_hand = shlex.join(word for word in shlex.split(failure.command) if word not in own)
+    return (
+        f"{failure.output}, and was stopped with every process it started: it waits on the Pulumi backend "
+        f"({backend.shown(backend.url(environ))}), or on something else it needs (a prompt, a secrets provider).\n"
+        f"fix: run it by hand to see where it waits: `cd {shlex.quote(str(project_dir))} && {ENV_STEP} && {by_hand}`; "
+        f"for a backend that does not answer, check the network to it, or `{backend.VARIABLE}`"
+    )
 
 
 # Pulumi's own error lines, as `blueprint` quotes them after a failure.

@@ -118,7 +118,9 @@ def kubeconfig(inputs: Mapping[str, Any]) -> str:
     """
     kind = yaml.safe_load(inputs.get("stdin") or "{}") or {}
     port = kind.get("networking", {}).get("apiServerPort", 6443)
-    context = f"kind-{(inputs.get('environment') or {}).get('KIND_CLUSTER_NAME', 'kind')}"
+    from stacks.outputs import kind_context
+
+    context = kind_context((inputs.get("environment") or {}).get("KIND_CLUSTER_NAME", "kind"))
     return yaml.safe_dump(
         {
             "apiVersion": "v1",

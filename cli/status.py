@@ -95,7 +95,7 @@ def api_server_line(phase1: Mapping[str, Any], read: Callable[[str], list[dict[s
     without blueprint running (EKS replaces its endpoints' network interfaces in upgrades).
     """
     recorded = _endpoint_pairs(list(phase1[outputs.API_SERVER_ENDPOINTS]))
-    read_now = read(str(phase1.get(outputs.KUBE_CONTEXT)))
+    read_now = read(outputs.kube_context(phase1))
     if isinstance(read_now, str):
         return f"API server: unknown, its endpoints cannot be read ({read_now})"
     live = _endpoint_pairs(read_now)

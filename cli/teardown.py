@@ -338,9 +338,9 @@ def existing_cluster_not_gone(world: World, phase1: Mapping[str, Any]) -> str | 
     UID), shows it gone. A cluster that does not answer may still run the platform (a VPN down, an
     expired credential): forgetting it would leave its Helm releases and claims behind, unknown to Pulumi.
     """
-    recorded, context = phase1.get(outputs.CLUSTER_ID), str(phase1.get(outputs.KUBE_CONTEXT) or "")
-    if recorded is None or not context:
-        return None  # phase1 is not up: nothing of the cluster is in any state
+    recorded, context = phase1.get(outputs.CLUSTER_ID), outputs.kube_context(phase1)
+    if recorded is None or not context or not outputs.on_existing(phase1):
+        return None  # phase1 is not up (or up on kind, the config now saying existing): nothing of that cluster is in any state
     now = world.identity(context)
     if now.status == "no-context" or (now.status == "answered" and now.uid != recorded):
         return None

@@ -148,9 +148,12 @@ def _read(path: Path) -> dict[str, Any] | str:
 
 def measured(state_dir: Path, stacks: Sequence[str]) -> dict[str, Any] | None:
     """The last bring-up's durations, for the report: each stack's total, the slowest chain across
-    them (in order), the ten slowest steps, and `unreadable` naming each record that could not be
-    read; None when no `up` has been recorded.
+    them (in order), the ten slowest steps, `unreadable` naming each record that could not be
+    read, and `image_cache`, whether its mirrors served the pulls (cli/cache_served.py, when the up
+    ran one); None when no `up` has been recorded.
     """
+    from cli import cache_served
+
     records, unreadable = [], []
     for stack in stacks:
         if not (path := folder(state_dir) / f"{stack}.json").exists():
@@ -164,11 +167,15 @@ def measured(state_dir: Path, stacks: Sequence[str]) -> dict[str, Any] | None:
         return None
     steps = [{**step, "stack": record["stack"]} for record in records for step in record["steps"]]
     slowest = sorted(steps, key=_seconds, reverse=True)[:SLOWEST]
-    return {
-        "phases": {record["stack"]: record.get("total_seconds", 0) for record in records},
-        "slowest_chain": [link for record in records for link in slowest_chain(record["steps"])],
-        "slowest_steps": [
-            {"stack": step["stack"], "name": _name(step["urn"]), "type": step["type"], "op": step["op"], "seconds": _seconds(step)}
-            for step in slowest
-        ],
-    } | ({"unreadable": unreadable} if unreadable else {})
+    return (
+        {
+            "phases": {record["stack"]: record.get("total_seconds", 0) for record in records},
+            "slowest_chain": [link for record in records for link in slowest_chain(record["steps"])],
+            "slowest_steps": [
+                {"stack": step["stack"], "name": _name(step["urn"]), "type": step["type"], "op": step["op"], "seconds": _seconds(step)}
+                for step in slowest
+            ],
+        }
+        | ({"unreadable": unreadable} if unreadable else {})
+        | ({"image_cache": cache} if (cache := cache_served.recorded(state_dir)) else {})
+    )

@@ -157,6 +157,21 @@ def on_existing(inputs: Mapping[str, Any]) -> bool:
     return inputs.get(CLUSTER_TYPE) == EXISTING
 
 
+def kube_context(phase1: Mapping[str, Any]) -> str:
+    """The kubeconfig context of phase1's cluster: the existing cluster's (KUBE_CONTEXT), or kind's
+    `kind-<clusterName>` (kind's own name for it); "" when phase1's outputs name neither (not up).
+    """
+    if on_existing(phase1):
+        return str(phase1.get(KUBE_CONTEXT) or "")
+    name = phase1.get(CLUSTER_NAME)
+    return kind_context(str(name)) if name else ""
+
+
+def kind_context(cluster_name: str) -> str:
+    """The name kind gives the context (and the cluster and user) of its cluster `cluster_name` in a kubeconfig."""
+    return f"kind-{cluster_name}"
+
+
 # phase2 -> phase3
 CA_CERT_PEM = "caCertPem"
 """The platform CA's certificate, PEM (public)."""

@@ -14,7 +14,7 @@ import shutil
 import socket
 import subprocess
 import threading
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -256,41 +256,63 @@ atexit.register(end_runs, for_good=True)
 def run_argv(argv: Sequence[str], timeout: float, *, merged: bool) -> tuple[int, str]:
     """Run `argv`: its exit code and what it said; never an exception for a program that is missing,
     cannot start or does not answer (127, 126, 124). `merged`: stdout and stderr as one stream; else
-    stdout when it succeeds, stderr (or stdout) when it fails. It runs in a process group of its own,
-    which is killed whole when `timeout` passes (or the caller is interrupted, or `end_runs` is called):
-    a wrapper script's children, or a CLI's plugins, would otherwise outlive it (and hold its pipes open).
+    stdout when it succeeds, stderr (or stdout) when it fails. It runs as `in_own_group` runs it.
     """
     try:
-        with _RUNS:
-            if _ENDED:
-                return 126, f"{argv[0]}: not started, blueprint is ending"
-            process = subprocess.Popen(
-                list(argv),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT if merged else subprocess.PIPE,
-                text=True,
-                errors="replace",
-                start_new_session=True,
-            )
-            _RUNNING.add(process)
+        done = in_own_group(argv, timeout, merged=merged)
     except FileNotFoundError:
         return 127, f"{argv[0]}: command not found"
     except OSError as error:
         return 126, f"{argv[0]}: {error}"
+    if done is None:
+        return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
+    if merged or done.returncode == 0:
+        return done.returncode, done.stdout
+    return done.returncode, done.stderr or done.stdout
+
+
+def in_own_group(
+    argv: Sequence[str],
+    timeout: float,
+    *,
+    merged: bool = False,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    stdin: int | None = None,
+) -> subprocess.CompletedProcess[str] | None:
+    """`argv` run to its end, or None once `timeout` passed. It runs in a process group (a session) of
+    its own, which is killed whole when `timeout` passes, the caller is interrupted or `end_runs` is
+    called: a wrapper script's children, or a CLI's plugins, would otherwise outlive it (and hold its
+    pipes open, so the wait for its output would hang on them). Raises OSError when it cannot start
+    (FileNotFoundError: no such program; once blueprint is ending, it starts nothing).
+    """
+    with _RUNS:
+        if _ENDED:
+            raise OSError("not started, blueprint is ending")
+        process = subprocess.Popen(
+            list(argv),
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+        _RUNNING.add(process)
     with process:
         try:
             stdout, stderr = process.communicate(timeout=timeout)
         except BaseException as error:
             _kill_group(process)
             if isinstance(error, subprocess.TimeoutExpired):
-                return 124, f"`{shlex.join(argv)}` did not answer within {timeout:g}s"
+                return None
             raise
         finally:
             with _RUNS:
                 _RUNNING.discard(process)
-    if merged or process.returncode == 0:
-        return process.returncode, stdout
-    return process.returncode, stderr or stdout
+    return subprocess.CompletedProcess(list(argv), process.returncode, stdout, stderr or "")
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:

@@ -46,11 +46,12 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
     """Every check, with the phase whose promise it checks. `dev`: one stack, `dev`, holds every phase."""
     stack = {phase: stack_check("dev" if dev else phase) for phase in PHASE_STACKS["all"]}
     on = functools.partial
+    pulumi, seconds = (checks.PULUMI_CLI,), checks.STACK_SECONDS
     stacks = (
-        [("phase1", Spec(name=stack["phase1"], run=on(_stack_verdict, platform, "dev", tuple(stack)), needs=(checks.PULUMI_CLI,)))]
+        [("phase1", Spec(name=stack["phase1"], run=on(_stack_verdict, platform, "dev", tuple(stack)), needs=pulumi, timeout=seconds))]
         if dev
         else [
-            (phase, Spec(name=stack[phase], run=on(_stack_verdict, platform, phase, (phase,)), needs=(checks.PULUMI_CLI,)))
+            (phase, Spec(name=stack[phase], run=on(_stack_verdict, platform, phase, (phase,)), needs=pulumi, timeout=seconds))
             for phase in PHASE_STACKS["all"]
         ]
     )
@@ -219,7 +220,7 @@ def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) ->
     def runner() -> Any:
         from cli.stack_runner import AutomationRunner
 
-        return AutomationRunner()
+        return AutomationRunner(read_seconds=checks.READ_SECONDS)
 
     if args.output and (problem := unwritable(Path(args.output))):
         print(f"blueprint: --output {str(args.output)[:200]}: {problem}; fix: name a file in a folder you can write", file=sys.stderr)

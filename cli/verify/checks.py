@@ -26,6 +26,14 @@ NODES_USE_CACHE = "nodes use the image cache"
 UP = "uv run blueprint up"
 
 
+READ_SECONDS = 10.0
+"""How long each `pulumi` a stack's check runs may take before it is stopped, with every process it started
+(cli/stack_runner.py `AutomationRunner`): a local backend answers in about a second, a remote one in a few."""
+STACK_SECONDS = 4 * READ_SECONDS + 5
+"""A stack's check: up to four `pulumi` (`stack ls`, `stack export`, `stack output`, `stack export`), so
+that one which hangs is stopped and named before the check itself is given up on."""
+
+
 def stack_check(stack: str) -> str:
     return f"stack {stack}"
 
@@ -62,8 +70,7 @@ class Platform:
     @property
     def context(self) -> str:
         """The kubeconfig context of the platform's cluster: kind's (`kind-<name>`), or the existing cluster's."""
-        phase1 = self.of("phase1")
-        return str(phase1.get(outputs.KUBE_CONTEXT) or f"kind-{phase1.get(outputs.CLUSTER_NAME)}")
+        return outputs.kube_context(self.of("phase1"))
 
     def kubectl(self, *argv: str, timeout: float = 20) -> tuple[int, str]:
         """Run kubectl against the platform's cluster; killed (its process group) at `timeout`, before
@@ -200,7 +207,7 @@ def identity_check(platform: Platform) -> Verdict:
     phase1 = platform.of("phase1")
     name = str(phase1.get(outputs.CLUSTER_NAME))
     if outputs.on_existing(phase1):
-        context, recorded = str(phase1.get(outputs.KUBE_CONTEXT)), str(phase1.get(outputs.CLUSTER_ID))
+        context, recorded = outputs.kube_context(phase1), str(phase1.get(outputs.CLUSTER_ID))
         code, said = platform.kubectl("get", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
         if code != 0:
             return failed(f"context {context} did not answer: {first_line(said)}", "docs/guide/existing-cluster.md")

@@ -125,6 +125,10 @@ def to_table(document: Mapping[str, Any]) -> str:
             f"last bring-up: {line}; the next `uv run blueprint up` that changes something rewrites it"
             for line in measured.get("unreadable", [])
         )
+        if cache := measured.get("image_cache"):
+            from cli.cache_served import line
+
+            lines.append(f"last bring-up: {line(cache)}")
     lines.append(document["summary"])
     return "\n".join(lines) + "\n"
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from cli import data_folder
+from cli.doctor import machine
 from cli.teardown import ClusterState, World
 from components.markers import CLUSTER_MARKER, LEASES_FOLDER, OWNER_MARKER
 from providers.host_secret import WIPING_MARKER
@@ -57,7 +58,7 @@ def test_the_data_folder_no_stack_holds_is_wiped_with_the_folders_its_phase2_cla
 
 def test_a_wipe_that_outlasts_its_time_names_the_destroy_that_goes_on_never_an_rm(left_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The script is stopped half-way; its marker makes the same destroy finish it."""
-    monkeypatch.setattr(data_folder, "bounded", lambda argv, env, seconds: None)
+    monkeypatch.setattr(machine, "in_own_group", lambda argv, seconds, **_: None)
     done = data_folder.wipe_folder(str(left_data), PHASE1_HERE)
     assert done.returncode == 1
     assert "took more than 30 minutes" in done.stderr
@@ -68,7 +69,7 @@ def test_a_wipe_that_outlasts_its_time_names_the_destroy_that_goes_on_never_an_r
 def test_a_command_past_its_time_is_stopped_with_every_process_it_started() -> None:
     """A wipe's shell killed alone would leave its `find -delete` running, and the wait for their
     output hanging: the whole session goes. (It sleeps far longer than the bound it is given.)"""
-    assert data_folder.bounded(["/bin/sh", "-c", "sleep 600 & sleep 600"], dict(os.environ), 1) is None
+    assert machine.in_own_group(["/bin/sh", "-c", "sleep 600 & sleep 600"], 1, env=dict(os.environ)) is None
 
 
 def test_a_data_folder_no_stack_holds_is_kept_without_wipe_data(left_data: Path) -> None:
@@ -146,6 +147,7 @@ def test_a_wipe_data_the_folders_checks_refuse_never_says_to_remove_it_by_hand(l
 REFUSED_FOR_A_MOUNT = """
 import dataclasses, sys
 from cli import data_folder
+from cli.doctor import machine
 from cli.teardown import ClusterState
 from tests.cli.teardown_fakes import FakePulumi, world
 config = {"blueprint:dataDir": sys.argv[1]}
@@ -238,6 +240,7 @@ RETRIED_AFTER_A_MOUNT = """
 import dataclasses, pickle, sys
 from pathlib import Path
 from cli import data_folder
+from cli.doctor import machine
 from cli.teardown import ClusterState
 from tests import plans
 from tests.cli.teardown_fakes import FakePulumi, recorded_state, run_destroy, world

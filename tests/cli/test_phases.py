@@ -161,3 +161,20 @@ def test_up_ends_with_the_tally_of_the_fast_checks_of_the_phase_it_brought_up() 
     assert phases.up(ctx, "3") == 0
     assert asked == ["3"]
     assert out.getvalue().splitlines()[-1] == "checks: 9 pass, 0 warn, 0 fail"
+
+
+def test_up_says_after_its_summary_whether_the_image_cache_served_the_pulls() -> None:
+    runner = FakeRunner(existing={"phase1": {outputs.CLUSTER_NAME: "blueprint"}, "phase2": PHASE2, "phase3": phase3_up()})
+    read: list[Mapping[str, Any]] = []
+
+    def cache_served(phase1: Mapping[str, Any]) -> str:
+        read.append(phase1)
+        return "image cache: its mirrors hold 6 of the 7 repositories the pods pull through them"
+
+    ctx, out = context(runner, probe=lambda url, ca, headers, **_: "ok", cache_served=cache_served, checks=lambda phase: "checks: 9 pass")
+    assert phases.up(ctx, "3") == 0
+    assert read == [{outputs.CLUSTER_NAME: "blueprint"}]
+    assert out.getvalue().splitlines()[-2:] == [
+        "image cache: its mirrors hold 6 of the 7 repositories the pods pull through them",
+        "checks: 9 pass",
+    ]

@@ -22,6 +22,7 @@ case "$1 $2" in
   "stack export") if [ -n "$PULUMI_EXPORT" ]; then echo "$PULUMI_EXPORT"; else echo '{"version": 3, "deployment": {"resources": []}}'; fi ;;
   "stack import") echo "$4" > "$PULUMI_IMPORTED"; echo "error: the stack is locked" >&2; exit 255 ;;
   "version ") echo "v3.272.0" ;;
+  "stack output") echo "$PULUMI_OUTPUTS" ;;
   *) case "$*" in *"stack ls --json"*) echo "$PULUMI_STACKS" ;; esac ;;
 esac
 """
@@ -102,6 +103,15 @@ def test_a_stack_with_no_resource_is_not_up_without_an_export(fake_pulumi: Path,
     monkeypatch.setenv("PULUMI_STACKS", '[{"name": "phase2", "current": false, "resourceCount": 0}]')
     assert AutomationRunner().outputs("phase2") is None
     assert "stack export" not in (fake_pulumi / "calls").read_text()
+
+
+def test_the_outputs_of_a_stack_that_is_up_are_read_with_their_secrets_in_plain(fake_pulumi: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = {"urn": URN + "command:local:Command::kind-cluster", "type": "command:local:Command", "custom": True, "id": "c"}
+    monkeypatch.setenv("PULUMI_STACKS", '[{"name": "organization/blueprint/phase2", "current": false, "resourceCount": 4}]')
+    monkeypatch.setenv("PULUMI_EXPORT", json.dumps({"deployment": {"resources": [*REFUSED_PHASE2["deployment"]["resources"], made]}}))
+    monkeypatch.setenv("PULUMI_OUTPUTS", '{"domain": "blueprint.test", "kubeconfig": "the-secret"}')
+    assert AutomationRunner().outputs("phase2") == {"domain": "blueprint.test", "kubeconfig": "the-secret"}
+    assert "stack output --json --show-secrets --stack phase2" in (fake_pulumi / "calls").read_text()
 
 
 def test_the_automation_api_runs_the_pulumi_doctor_fix_installed_before_any_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

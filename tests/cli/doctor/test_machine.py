@@ -5,11 +5,13 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from cli.doctor.machine import RealMachine, run_argv
+from cli.doctor import machine
+from cli.doctor.machine import RealMachine, end_runs, in_own_group, run_argv
 from tests.cli.doctor.fakes import (
     doctor_output,
     on,
 )
+from tests.cli.hanging import hanging, left_running
 from tests.cli.test_os_family import UBUNTU_24_04
 
 
@@ -40,20 +42,34 @@ def test_a_tool_that_prints_bytes_that_are_not_utf8_is_read_not_a_crash(tmp_path
     assert run_argv([str(tool), "version", "--client"], 10, merged=True) == (0, "Client Version: v1.30.1\n\ufffd caf\ufffd\n")
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_a_command_past_its_timeout_is_killed_with_every_process_it_started(tmp_path: Path) -> None:
     # A kubectl (or pulumi) that hangs, as a wrapper whose own child holds the pipe: past the
-    # timeout the test gives (1 s against a sleep of hours), nothing of it is left.
-    tool = tmp_path / "kubectl"
-    tool.write_text(f"#!/bin/sh\nsleep 4343 &\necho $! > {tmp_path}/child\nwait\n")
-    tool.chmod(0o755)
-    code, said = run_argv([str(tool), "get", "pods"], 1, merged=True)
-    assert (code, said.endswith("did not answer within 1s")) == (124, True)
-    assert not _alive(int((tmp_path / "child").read_text()))
+    # timeout the test gives (1 s against a wait on a FIFO no one writes to), nothing of it is left.
+    with hanging(tmp_path, "kubectl") as folder:
+        code, said = run_argv([str(folder / "bin" / "kubectl"), "get", "pods"], 1, merged=True)
+        assert (code, said.endswith("did not answer within 1s")) == (124, True)
+        assert not left_running(folder)
+
+
+def test_a_command_still_running_as_blueprint_exits_is_killed(tmp_path: Path) -> None:
+    """What a verify check left running past its own timeout (its thread abandoned) ends with the process:
+    a `cat` blocked on a FIFO, whose open by the test says it runs, is killed by the exit hook."""
+    import os
+    import signal
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    ended: list[object] = []
+    waiting = threading.Thread(target=lambda: ended.append(in_own_group(["cat", str(fifo)], 3600)), daemon=True)
+    waiting.start()
+    writer = os.open(fifo, os.O_WRONLY)  # returns once `cat` has opened it
+    try:
+        while not machine._RUNNING and waiting.is_alive():  # its thread records it just after it starts
+            waiting.join(0.01)
+        end_runs()
+        waiting.join(60)
+    finally:
+        os.close(writer)
+    assert [getattr(done, "returncode", None) for done in ended] == [-signal.SIGKILL]
+    assert not machine._RUNNING

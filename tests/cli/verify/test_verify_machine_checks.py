@@ -68,6 +68,33 @@ def _stack(values: dict[str, Any] | None, pending: list[dict[str, Any]] | None =
     return platform, checks.stack_up_check(platform, "phase1", ("phase1",))
 
 
+def test_a_pulumi_that_hangs_reading_a_stack_fails_its_check_naming_it_and_is_stopped_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend that never answers: the stack's check stops the `pulumi` (and what it started) at the
+    runner's timeout, which the test gives (2 s against none at all), and names the command and the fix."""
+    import threading
+
+    from cli.stack_runner import AutomationRunner
+    from cli.verify import _stack_verdict
+    from tests.cli.hanging import hanging, left_running
+
+    with hanging(tmp_path, "pulumi") as folder:
+        monkeypatch.setenv("PATH", f"{folder / 'bin'}:/usr/bin:/bin")
+        platform = platform_on(runner=AutomationRunner(read_seconds=2))
+        said: list[Any] = []
+        check = threading.Thread(target=lambda: said.append(_stack_verdict(platform, "phase1", ("phase1",))), daemon=True)
+        check.start()
+        check.join(60)  # only a failure waits this long: the check never ends without a timeout of its own
+        assert said, "the check is still waiting on the hung pulumi"
+        verdict = said[0]
+        assert verdict.status == FAIL
+        assert verdict.saw.startswith("`pulumi stack ls --json --non-interactive` did not answer within 2 s")
+        assert "run it by hand" in verdict.fix
+        assert "pulumi stack ls --json`" in verdict.fix
+        assert not left_running(folder)
+
+
 def test_a_stack_up_at_this_release_passes_and_hands_its_outputs_on() -> None:
     platform, verdict = _stack({**PHASE1, outputs.BLUEPRINT_VERSION: BLUEPRINT})
     assert verdict.status == PASS
