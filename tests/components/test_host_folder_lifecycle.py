@@ -138,12 +138,12 @@ class WipeCuts:
     Cuts that left the same data folder (`crash.left`) are kept as one: a script run over it runs
     alike for each."""
 
-    def __init__(self, base: Path, tools: tuple[Path, Path], which: int) -> None:
+    def __init__(self, base: Path, tools: tuple[Path, Path], which: int, saved: Path) -> None:
+        """`saved`: the platform up at `base / "data"`, kept aside (one up serves every folder's wipe)."""
         self.tools = tools
         self.data = base / "data"
         self.command = _folders(self.data)[which]
-        _up(self.data, *tools)
-        saved = _saved(base, self.data)
+        _restore(self.data, saved)
         crash.run(self.command, "delete", *tools, None)
         self.left: list[tuple[list[int], Path | None]] = []
         by_left: dict[crash.Left, list[int]] = {}
@@ -154,7 +154,7 @@ class WipeCuts:
                 by_left[left].append(cut)
                 continue
             by_left[left] = [cut]
-            kept = base / f"cut {cut}"
+            kept = base / f"wipe of {which}, cut {cut}"
             self.left.append((by_left[left], shutil.copytree(self.data, kept, symlinks=True) if self.data.exists() else None))
 
 
@@ -166,10 +166,14 @@ def wipe_cuts() -> Iterator[Callable[[int], WipeCuts]]:
     counter = folder / "counter"
     tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")})
     made: dict[int, WipeCuts] = {}
+    up: list[Path] = []  # the platform up, made on first ask and kept aside for each folder's wipe
 
     def cuts(which: int) -> WipeCuts:
+        if not up:
+            _up(folder / "data", tools, counter)
+            up.append(_saved(folder, folder / "data"))
         if which not in made:
-            made[which] = WipeCuts(folder / f"wipe of {which}", (tools, counter), which)
+            made[which] = WipeCuts(folder, (tools, counter), which, up[0])
         return made[which]
 
     yield cuts
