@@ -72,12 +72,12 @@ def same_data_dir(one_parent: Path) -> Iterator[Path]:
     _remove_all_in(one_parent)
 
 
-def data_folder(folder: Path, **config: str) -> dict[str, Any]:
-    """phase1's data-folder command as its plan with `dataDir` = `folder` (and `config`) records it:
-    the plan with `config` alone, its FOLDER moved to `folder` as the program resolves it. One plan
-    serves every test's folder: a plan over another folder changes FOLDER alone
-    (test_a_plan_over_another_data_folder_changes_its_folder_alone)."""
-    command = planned("phase1", **config).one(COMMAND, "kind-data-folder")
+def data_folder(folder: Path, stack: str = "phase1", **config: str) -> dict[str, Any]:
+    """The data-folder command of `stack` (phase1's, or dev's) as its plan with `dataDir` = `folder`
+    (and `config`) records it: the plan with `config` alone, its FOLDER moved to `folder` as the
+    program resolves it. One plan serves every test's folder: a plan over another folder changes
+    FOLDER alone (test_a_plan_over_another_data_folder_changes_its_folder_alone)."""
+    command = planned(stack, **config).one(COMMAND, "kind-data-folder")
     environment = {**command["inputs"]["environment"], "FOLDER": str(folder.resolve())}
     return {**command, "inputs": {**command["inputs"], "environment": environment}}
 
@@ -715,7 +715,7 @@ def test_a_data_folder_is_not_claimed_inside_another_checkouts_data_folder(data_
 
 def test_dev_s_data_folder_is_not_claimed_inside_phase1s(data_dir: Path) -> None:
     _fill(data_dir)
-    done = run_script(planned("dev", dataDir=str(data_dir / "dev")).one(COMMAND, "kind-data-folder"), "create")
+    done = run_script(data_folder(data_dir / "dev", "dev"), "create")
     assert done.returncode == 1
     assert f"is inside {data_dir}, which {PHASE1_HERE} claimed" in done.stderr
     assert not (data_dir / "dev").exists()
