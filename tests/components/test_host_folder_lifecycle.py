@@ -36,19 +36,24 @@ def parent() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+FOLDERS = ("kind-data-folder", "storage-platform-folder", "storage-volumes-folder")
+STACKS = {"phase2": ("phase1", "phase2", "phase2"), "dev": ("dev", "dev", "dev")}
+"""The stack of each of FOLDERS, up to phase2 (the phase stacks), or in dev."""
+
+
 @cache
-def _planned_folders() -> tuple[Path, tuple[dict[str, Any], ...]]:
+def _planned_folders(stack: str) -> tuple[Path, tuple[dict[str, Any], ...]]:
     """The planned data folder and the commands of `_folders` as planned (read once: no test changes them)."""
-    planned_data = Path(planned("phase1").outputs[outputs.DATA_DIR]["value"])
-    commands = [planned("phase1").one(COMMAND, "kind-data-folder")]
-    commands += [planned("phase2").one(COMMAND, f"storage-{name}-folder") for name in ("platform", "volumes")]
-    return planned_data, tuple(commands)
+    planned_data = Path(planned(STACKS[stack][0]).outputs[outputs.DATA_DIR]["value"])
+    return planned_data, tuple(planned(of).one(COMMAND, name) for of, name in zip(STACKS[stack], FOLDERS, strict=True))
 
 
-def _folders(data: Path) -> list[dict[str, Any]]:
-    """The claims of phase1's data folder, then of phase2's platform and volumes folders inside it,
-    moved to `data` (one plan serves every path: the scripts read the folder from FOLDER alone)."""
-    planned_data, commands = _planned_folders()
+def _folders(data: Path, stack: str = "phase2") -> list[dict[str, Any]]:
+    """The claims of phase1's data folder, then of phase2's platform and volumes folders inside it
+    (or dev's, for `stack` dev), moved to `data` as a plan with that dataDir records them: one
+    plan serves every path, as a plan over another folder changes FOLDER alone (the scripts read the
+    folder from FOLDER alone)."""
+    planned_data, commands = _planned_folders(stack)
     moved = []
     for command in commands:
         environment = command["inputs"]["environment"]
@@ -262,8 +267,7 @@ def test_an_object_a_pod_stored_under_a_markers_name_never_blocks_a_wipe(parent:
 def _dev_wipe_cut_short(data: Path, tools: tuple[Path, Path]) -> dict[str, Any]:
     """dev up over `data`, then `pulumi destroy -s dev` cut short once its data folder's wipe began
     (phase2's platform folder wiped whole): the data folder's command."""
-    plan = planned("dev", dataDir=str(data))
-    claim, platform = plan.one(COMMAND, "kind-data-folder"), plan.one(COMMAND, "storage-platform-folder")
+    claim, platform, _ = _folders(data, "dev")
     for command in (claim, platform):
         assert crash.run(command, "create", *tools, None).returncode == 0
     (data / "platform" / "secrets").mkdir(exist_ok=True)
