@@ -117,21 +117,55 @@ def _saved(parent: Path, data: Path) -> Path:
     return saved
 
 
+class Claims:
+    """phase1's data folder claimed, then phase2's platform and volumes folders in it, each by one
+    uncut run over what the one before left, at the data folder `data`: what each claim started
+    from (kept aside), how many outside calls it made, and the platform up that the last one left
+    (a pod's file written in its volume). The claims cut short start from the same folders, and the
+    wipes cut short from that up."""
+
+    def __init__(self, folder: Path) -> None:
+        counter = folder / "counter"
+        self.tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")}), counter
+        self.data = folder / "data"
+        self.before: list[Path | None] = [None]
+        self.calls: list[int] = []
+        for which, command in enumerate(_folders(self.data)):
+            done = crash.run(command, "create", *self.tools, None)
+            assert done.returncode == 0, (command["name"], done.stderr)
+            self.calls.append(crash.calls(counter))
+            self.before.append(shutil.copytree(self.data, folder / f"claimed {which}", symlinks=True))
+        (self.data / POSTGRES).parent.mkdir()
+        (self.data / POSTGRES).write_text("17\n")
+        self.up = _saved(folder, self.data)
+
+
+@pytest.fixture(scope="module")
+def claims() -> Iterator[Callable[[], Claims]]:
+    """`Claims`, made on first ask in a folder of its own, for every test of this module that asks."""
+    folder = Path(tempfile.mkdtemp(prefix="blueprint lifecycle ", dir="/tmp"))
+    made: list[Claims] = []
+
+    def claimed() -> Claims:
+        if not made:
+            made.append(Claims(folder))
+        return made[0]
+
+    yield claimed
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["data folder", "platform folder", "volumes folder"])
-def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(parent: Path, tools: tuple[Path, Path], which: int) -> None:
-    data = parent / "data"
-    commands = _folders(data)
-    for command in commands[:which]:
-        assert crash.run(command, "create", *tools, None).returncode == 0
-    saved = _saved(parent, data) if which else None
-    assert crash.run(commands[which], "create", *tools, None).returncode == 0
+def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(claims: Callable[[], Claims], which: int) -> None:
+    ups = claims()
+    data, tools, command = ups.data, ups.tools, _folders(ups.data)[which]
     failures = []
     again: dict[crash.Left, subprocess.CompletedProcess[str]] = {}  # by what the cut left: the next up runs once for each
-    for cut in range(1, crash.calls(tools[1]) + 1):
-        _restore(data, saved)
-        crash.run(commands[which], "create", *tools, cut)
+    for cut in range(1, ups.calls[which] + 1):
+        _restore(data, ups.before[which])
+        crash.run(command, "create", *tools, cut)
         if (left := crash.left(data)) not in again:
-            again[left] = crash.run(commands[which], "create", *tools, None)
+            again[left] = crash.run(command, "create", *tools, None)
         if again[left].returncode != 0:
             failures.append((cut, again[left].stderr))
     assert failures == []
@@ -164,25 +198,19 @@ class WipeCuts:
 
 
 @pytest.fixture(scope="module")
-def wipe_cuts() -> Iterator[Callable[[int], WipeCuts]]:
-    """The cuts of the wipe of folder `which` (0: data, 1: platform, 2: volumes), made on first ask:
-    the wipes cut short run once for every test of them, each test restoring its own copy."""
-    folder = Path(tempfile.mkdtemp(prefix="blueprint lifecycle ", dir="/tmp"))
-    counter = folder / "counter"
-    tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")})
+def wipe_cuts(claims: Callable[[], Claims]) -> Callable[[int], WipeCuts]:
+    """The cuts of the wipe of folder `which` (0: data, 1: platform, 2: volumes), made on first ask
+    from the platform up of `claims`: the wipes cut short run once for every test of them, each test
+    restoring its own copy."""
     made: dict[int, WipeCuts] = {}
-    up: list[Path] = []  # the platform up, made on first ask and kept aside for each folder's wipe
 
     def cuts(which: int) -> WipeCuts:
-        if not up:
-            _up(folder / "data", tools, counter)
-            up.append(_saved(folder, folder / "data"))
         if which not in made:
-            made[which] = WipeCuts(folder, (tools, counter), which, up[0])
+            ups = claims()
+            made[which] = WipeCuts(ups.data.parent, ups.tools, which, ups.up)
         return made[which]
 
-    yield cuts
-    shutil.rmtree(folder, ignore_errors=True)
+    return cuts
 
 
 def _up_then_cuts(cuts: WipeCuts) -> Iterator[tuple[list[int], dict[str, Any], Path]]:
