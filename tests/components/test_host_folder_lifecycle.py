@@ -278,11 +278,12 @@ def test_a_folder_whose_wipe_was_cut_short_is_never_said_kept(wipe_cuts: Callabl
     assert refused, "no cut left the wipe half-way"
 
 
-def test_an_object_a_pod_stored_under_a_markers_name_never_blocks_a_wipe(parent: Path, tools: tuple[Path, Path]) -> None:
+def test_an_object_a_pod_stored_under_a_markers_name_never_blocks_a_wipe(claims: Callable[[], Claims]) -> None:
     """MinIO keeps each object as a folder named after its key: an upload named `.blueprint-owner`
     into the platform's GitLab makes one under the volumes folder, which claims nothing."""
-    data = parent / "data"
-    _up(data, *tools)
+    ups = claims()
+    data, tools = ups.data, ups.tools
+    _restore(data, ups.up)
     upload = data / "volumes" / "platform" / "minio" / "minio-0" / "gitlab-uploads" / "@hashed" / "ab" / "cd" / "0123" / "f00d"
     (upload / OWNER_MARKER).mkdir(parents=True)  # the object `.../f00d/.blueprint-owner`
     (upload / OWNER_MARKER / "xl.meta").write_bytes(b"XL2 ")
