@@ -13,7 +13,6 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Mapping
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +56,6 @@ def wrap_tools(folder: Path, counter: Path, real: Mapping[str, Path] = {}) -> Pa
     return folder
 
 
-@cache
-def _setsid() -> str:
-    """setsid, found on PATH once (not on each run)."""
-    found = shutil.which("setsid")
-    assert found is not None, "setsid (util-linux) runs the scripts cut short"
-    return found
-
-
 def run(
     command: Mapping[str, Any], key: str, tools: Path, counter: Path, crash_at: int | None, env: Mapping[str, str] = {}
 ) -> subprocess.CompletedProcess[str]:
@@ -80,9 +71,11 @@ def run(
     environment["PATH"] = f"{tools}:{environment['PATH']}"
     if crash_at is not None:
         environment["CRASH_AT"] = str(crash_at)
-    # setsid: a session and process group of its own, which the script's every process is in.
+    # A session and process group of its own (setsid(2) in the child before /bin/sh starts, as
+    # `setsid -w` would do with a process more), which the script's every process is in.
     return subprocess.run(
-        [_setsid(), "-w", "/bin/sh", "-c", (tools / FUNCTIONS).read_text() + inputs[key]],
+        ["/bin/sh", "-c", (tools / FUNCTIONS).read_text() + inputs[key]],
+        start_new_session=True,
         input=inputs.get("stdin", ""),
         env=environment,
         capture_output=True,

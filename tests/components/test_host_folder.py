@@ -24,6 +24,7 @@ from components.host_folder import PRESERVE_DATA, Subfolder
 from components.kind_cluster import REGISTRY_HOSTS_SUBDIR
 from components.markers import OWNER_MARKER
 from providers.host_secret import WIPING_MARKER, unfinished_wipe
+from stacks import outputs
 from stacks.config import PROJECT_DIR
 from stacks.layout_record import HOST
 from tests.fake_podman import FAKE_PODMAN
@@ -57,28 +58,15 @@ def data_dir() -> Iterator[Path]:
     parent.rmdir()
 
 
-@pytest.fixture(scope="module")
-def one_parent() -> Iterator[Path]:
-    parent = _world_traversable_folder()
-    yield parent
-    shutil.rmtree(parent)
-
-
-@pytest.fixture
-def same_data_dir(one_parent: Path) -> Iterator[Path]:
-    """`data_dir`, at one path for every test that takes it, so that their plans over it are one
-    (`planned` keeps a plan by its dataDir): each test's parent starts empty, and is emptied after."""
-    yield one_parent / "data"
-    _remove_all_in(one_parent)
-
-
-def data_folder(folder: Path, **config: str) -> dict[str, Any]:
-    """phase1's data-folder command as its plan with `dataDir` = `folder` (and `config`) records it:
-    the plan with `config` alone, its FOLDER moved to `folder` as the program resolves it. One plan
-    serves every test's folder: a plan over another folder changes FOLDER alone
-    (test_a_plan_over_another_data_folder_changes_its_folder_alone)."""
-    command = planned("phase1", **config).one(COMMAND, "kind-data-folder")
-    environment = {**command["inputs"]["environment"], "FOLDER": str(folder.resolve())}
+def data_folder(folder: Path, stack: str = "phase1", name: str = "kind-data-folder", **config: str) -> dict[str, Any]:
+    """The command `name` of `stack` (phase1's data folder's, dev's, phase2's folders in it) as its
+    plan with `dataDir` = `folder` (and `config`) records it: the plan with `config` alone, its
+    FOLDER moved under `folder` as the program resolves it. One plan serves every test's folder: a
+    plan over another folder changes FOLDER alone (test_a_plan_over_another_data_folder_changes_its_folder_alone)."""
+    command = planned(stack, **config).one(COMMAND, name)
+    planned_data = planned("phase1" if stack == "phase2" else stack, **config).outputs[outputs.DATA_DIR]["value"]
+    inside = Path(command["inputs"]["environment"]["FOLDER"]).relative_to(planned_data)
+    environment = {**command["inputs"]["environment"], "FOLDER": str(folder.resolve() / inside)}
     return {**command, "inputs": {**command["inputs"], "environment": environment}}
 
 
@@ -127,18 +115,16 @@ def test_data_folder_holding_foreign_files_is_refused(data_dir: Path) -> None:
     assert "holds files blueprint did not write" in done.stderr
 
 
-def test_data_folder_of_another_stack_is_refused(same_data_dir: Path) -> None:
-    data_dir = same_data_dir
+def test_data_folder_of_another_stack_is_refused(data_dir: Path) -> None:
     _fill(data_dir)
-    done = run_script(planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "create")
+    done = run_script(data_folder(data_dir, "dev"), "create")
     assert done.returncode == 1
     assert "belongs to blueprint/phase1@offline-plan; give blueprint/dev@offline-plan its own folder" in done.stderr
 
 
-def test_wipe_refuses_a_folder_this_stack_does_not_own(same_data_dir: Path) -> None:
-    data_dir = same_data_dir
+def test_wipe_refuses_a_folder_this_stack_does_not_own(data_dir: Path) -> None:
     _fill(data_dir)
-    done = run_script(planned("dev", dataDir=str(data_dir)).one(COMMAND, "kind-data-folder"), "delete")
+    done = run_script(data_folder(data_dir, "dev"), "delete")
     assert done.returncode == 1
     assert (data_dir / "volumes" / "pg" / "PG_VERSION").exists()
 
@@ -583,15 +569,12 @@ def test_wipe_refuses_the_folder_of_the_same_stack_in_another_checkout(data_dir:
         "",
     ],
 )
-def test_phase2s_folder_is_claimed_only_inside_the_data_folder_of_this_checkouts_phase1(
-    same_data_dir: Path, data_folder_owner: str
-) -> None:
-    data_dir = same_data_dir
+def test_phase2s_folder_is_claimed_only_inside_the_data_folder_of_this_checkouts_phase1(data_dir: Path, data_folder_owner: str) -> None:
     platform = data_dir / "platform"
     platform.mkdir(parents=True)
     (platform / OWNER_MARKER).write_text("blueprint/phase2@offline-plan\n")
     (data_dir / OWNER_MARKER).write_text(data_folder_owner + "\n")
-    command = planned("phase2", dataDir=str(data_dir)).one(COMMAND, "storage-platform-folder")
+    command = data_folder(data_dir, "phase2", "storage-platform-folder")
     done = run_script(command, "create")
     assert done.returncode == 1
     assert f"{platform} is inside {data_dir}, which" in done.stderr
@@ -715,7 +698,7 @@ def test_a_data_folder_is_not_claimed_inside_another_checkouts_data_folder(data_
 
 def test_dev_s_data_folder_is_not_claimed_inside_phase1s(data_dir: Path) -> None:
     _fill(data_dir)
-    done = run_script(planned("dev", dataDir=str(data_dir / "dev")).one(COMMAND, "kind-data-folder"), "create")
+    done = run_script(data_folder(data_dir / "dev", "dev"), "create")
     assert done.returncode == 1
     assert f"is inside {data_dir}, which {PHASE1_HERE} claimed" in done.stderr
     assert not (data_dir / "dev").exists()

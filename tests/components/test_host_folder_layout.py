@@ -46,12 +46,13 @@ def test_a_fresh_platform_of_a_release_without_migrations_records_the_base_layou
 @cache
 def _planned_by_0_3_0(stack: str, migrated: tuple[str, ...]) -> Plan:
     """The plan of `stack` by release 0.3.0, whose one migration (to 0.2.0) moved the data of the
-    phases `migrated` (made once for each: plans are pure)."""
+    phases `migrated` (made once for each: plans are pure; phase2's over phase1's, made so first)."""
+    upstream = {"phase1": _planned_by_0_3_0("phase1", migrated)} if stack == "phase2" else None
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(versions, "BLUEPRINT", "0.3.0")
         moved = Migration(version="0.2.0", summary="moves the volumes", phases=migrated, run=lambda context: None)
         patch.setattr(migrations, "MIGRATIONS", (moved,))
-        return plan(stack)
+        return plan(stack, planned_upstream=upstream)
 
 
 @pytest.mark.parametrize(("stack", "name"), CLAIMS)

@@ -36,19 +36,24 @@ def parent() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+FOLDERS = ("kind-data-folder", "storage-platform-folder", "storage-volumes-folder")
+STACKS = {"phase2": ("phase1", "phase2", "phase2"), "dev": ("dev", "dev", "dev")}
+"""The stack of each of FOLDERS, up to phase2 (the phase stacks), or in dev."""
+
+
 @cache
-def _planned_folders() -> tuple[Path, tuple[dict[str, Any], ...]]:
+def _planned_folders(stack: str) -> tuple[Path, tuple[dict[str, Any], ...]]:
     """The planned data folder and the commands of `_folders` as planned (read once: no test changes them)."""
-    planned_data = Path(planned("phase1").outputs[outputs.DATA_DIR]["value"])
-    commands = [planned("phase1").one(COMMAND, "kind-data-folder")]
-    commands += [planned("phase2").one(COMMAND, f"storage-{name}-folder") for name in ("platform", "volumes")]
-    return planned_data, tuple(commands)
+    planned_data = Path(planned(STACKS[stack][0]).outputs[outputs.DATA_DIR]["value"])
+    return planned_data, tuple(planned(of).one(COMMAND, name) for of, name in zip(STACKS[stack], FOLDERS, strict=True))
 
 
-def _folders(data: Path) -> list[dict[str, Any]]:
-    """The claims of phase1's data folder, then of phase2's platform and volumes folders inside it,
-    moved to `data` (one plan serves every path: the scripts read the folder from FOLDER alone)."""
-    planned_data, commands = _planned_folders()
+def _folders(data: Path, stack: str = "phase2") -> list[dict[str, Any]]:
+    """The claims of phase1's data folder, then of phase2's platform and volumes folders inside it
+    (or dev's, for `stack` dev), moved to `data` as a plan with that dataDir records them: one
+    plan serves every path, as a plan over another folder changes FOLDER alone (the scripts read the
+    folder from FOLDER alone)."""
+    planned_data, commands = _planned_folders(stack)
     moved = []
     for command in commands:
         environment = command["inputs"]["environment"]
@@ -112,21 +117,55 @@ def _saved(parent: Path, data: Path) -> Path:
     return saved
 
 
+class Claims:
+    """phase1's data folder claimed, then phase2's platform and volumes folders in it, each by one
+    uncut run over what the one before left, at the data folder `data`: what each claim started
+    from (kept aside), how many outside calls it made, and the platform up that the last one left
+    (a pod's file written in its volume). The claims cut short start from the same folders, and the
+    wipes cut short from that up."""
+
+    def __init__(self, folder: Path) -> None:
+        counter = folder / "counter"
+        self.tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")}), counter
+        self.data = folder / "data"
+        self.before: list[Path | None] = [None]
+        self.calls: list[int] = []
+        for which, command in enumerate(_folders(self.data)):
+            done = crash.run(command, "create", *self.tools, None)
+            assert done.returncode == 0, (command["name"], done.stderr)
+            self.calls.append(crash.calls(counter))
+            self.before.append(shutil.copytree(self.data, folder / f"claimed {which}", symlinks=True))
+        (self.data / POSTGRES).parent.mkdir()
+        (self.data / POSTGRES).write_text("17\n")
+        self.up = _saved(folder, self.data)
+
+
+@pytest.fixture(scope="module")
+def claims() -> Iterator[Callable[[], Claims]]:
+    """`Claims`, made on first ask in a folder of its own, for every test of this module that asks."""
+    folder = Path(tempfile.mkdtemp(prefix="blueprint lifecycle ", dir="/tmp"))
+    made: list[Claims] = []
+
+    def claimed() -> Claims:
+        if not made:
+            made.append(Claims(folder))
+        return made[0]
+
+    yield claimed
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.parametrize("which", [0, 1, 2], ids=["data folder", "platform folder", "volumes folder"])
-def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(parent: Path, tools: tuple[Path, Path], which: int) -> None:
-    data = parent / "data"
-    commands = _folders(data)
-    for command in commands[:which]:
-        assert crash.run(command, "create", *tools, None).returncode == 0
-    saved = _saved(parent, data) if which else None
-    assert crash.run(commands[which], "create", *tools, None).returncode == 0
+def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(claims: Callable[[], Claims], which: int) -> None:
+    ups = claims()
+    data, tools, command = ups.data, ups.tools, _folders(ups.data)[which]
     failures = []
     again: dict[crash.Left, subprocess.CompletedProcess[str]] = {}  # by what the cut left: the next up runs once for each
-    for cut in range(1, crash.calls(tools[1]) + 1):
-        _restore(data, saved)
-        crash.run(commands[which], "create", *tools, cut)
+    for cut in range(1, ups.calls[which] + 1):
+        _restore(data, ups.before[which])
+        crash.run(command, "create", *tools, cut)
         if (left := crash.left(data)) not in again:
-            again[left] = crash.run(commands[which], "create", *tools, None)
+            again[left] = crash.run(command, "create", *tools, None)
         if again[left].returncode != 0:
             failures.append((cut, again[left].stderr))
     assert failures == []
@@ -138,12 +177,12 @@ class WipeCuts:
     Cuts that left the same data folder (`crash.left`) are kept as one: a script run over it runs
     alike for each."""
 
-    def __init__(self, base: Path, tools: tuple[Path, Path], which: int) -> None:
+    def __init__(self, base: Path, tools: tuple[Path, Path], which: int, saved: Path) -> None:
+        """`saved`: the platform up at `base / "data"`, kept aside (one up serves every folder's wipe)."""
         self.tools = tools
         self.data = base / "data"
         self.command = _folders(self.data)[which]
-        _up(self.data, *tools)
-        saved = _saved(base, self.data)
+        _restore(self.data, saved)
         crash.run(self.command, "delete", *tools, None)
         self.left: list[tuple[list[int], Path | None]] = []
         by_left: dict[crash.Left, list[int]] = {}
@@ -154,26 +193,24 @@ class WipeCuts:
                 by_left[left].append(cut)
                 continue
             by_left[left] = [cut]
-            kept = base / f"cut {cut}"
+            kept = base / f"wipe of {which}, cut {cut}"
             self.left.append((by_left[left], shutil.copytree(self.data, kept, symlinks=True) if self.data.exists() else None))
 
 
 @pytest.fixture(scope="module")
-def wipe_cuts() -> Iterator[Callable[[int], WipeCuts]]:
-    """The cuts of the wipe of folder `which` (0: data, 1: platform, 2: volumes), made on first ask:
-    the wipes cut short run once for every test of them, each test restoring its own copy."""
-    folder = Path(tempfile.mkdtemp(prefix="blueprint lifecycle ", dir="/tmp"))
-    counter = folder / "counter"
-    tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")})
+def wipe_cuts(claims: Callable[[], Claims]) -> Callable[[int], WipeCuts]:
+    """The cuts of the wipe of folder `which` (0: data, 1: platform, 2: volumes), made on first ask
+    from the platform up of `claims`: the wipes cut short run once for every test of them, each test
+    restoring its own copy."""
     made: dict[int, WipeCuts] = {}
 
     def cuts(which: int) -> WipeCuts:
         if which not in made:
-            made[which] = WipeCuts(folder / f"wipe of {which}", (tools, counter), which)
+            ups = claims()
+            made[which] = WipeCuts(ups.data.parent, ups.tools, which, ups.up)
         return made[which]
 
-    yield cuts
-    shutil.rmtree(folder, ignore_errors=True)
+    return cuts
 
 
 def _up_then_cuts(cuts: WipeCuts) -> Iterator[tuple[list[int], dict[str, Any], Path]]:
@@ -241,11 +278,12 @@ def test_a_folder_whose_wipe_was_cut_short_is_never_said_kept(wipe_cuts: Callabl
     assert refused, "no cut left the wipe half-way"
 
 
-def test_an_object_a_pod_stored_under_a_markers_name_never_blocks_a_wipe(parent: Path, tools: tuple[Path, Path]) -> None:
+def test_an_object_a_pod_stored_under_a_markers_name_never_blocks_a_wipe(claims: Callable[[], Claims]) -> None:
     """MinIO keeps each object as a folder named after its key: an upload named `.blueprint-owner`
     into the platform's GitLab makes one under the volumes folder, which claims nothing."""
-    data = parent / "data"
-    _up(data, *tools)
+    ups = claims()
+    data, tools = ups.data, ups.tools
+    _restore(data, ups.up)
     upload = data / "volumes" / "platform" / "minio" / "minio-0" / "gitlab-uploads" / "@hashed" / "ab" / "cd" / "0123" / "f00d"
     (upload / OWNER_MARKER).mkdir(parents=True)  # the object `.../f00d/.blueprint-owner`
     (upload / OWNER_MARKER / "xl.meta").write_bytes(b"XL2 ")
@@ -258,8 +296,7 @@ def test_an_object_a_pod_stored_under_a_markers_name_never_blocks_a_wipe(parent:
 def _dev_wipe_cut_short(data: Path, tools: tuple[Path, Path]) -> dict[str, Any]:
     """dev up over `data`, then `pulumi destroy -s dev` cut short once its data folder's wipe began
     (phase2's platform folder wiped whole): the data folder's command."""
-    plan = planned("dev", dataDir=str(data))
-    claim, platform = plan.one(COMMAND, "kind-data-folder"), plan.one(COMMAND, "storage-platform-folder")
+    claim, platform, _ = _folders(data, "dev")
     for command in (claim, platform):
         assert crash.run(command, "create", *tools, None).returncode == 0
     (data / "platform" / "secrets").mkdir(exist_ok=True)
