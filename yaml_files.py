@@ -15,7 +15,6 @@ import base64
 import binascii
 import copy
 import errno
-import functools
 import os
 import re
 import stat
@@ -257,9 +256,19 @@ def load_file(path: Path, *, missing: str | None = None, max_bytes: int = MAX_BY
     return None if text is None else copy.deepcopy(_parsed(text, str(path), max_bytes))
 
 
-@functools.lru_cache(maxsize=16)
+_PARSED: dict[tuple[str, int], Any] = {}
+"""The documents of the last texts parsed, by text: what a text reads as does not depend on the
+file it came from (only a refusal names the file, and a refusal is not kept)."""
+
+
 def _parsed(text: str, where: str, max_bytes: int) -> Any:
-    return load_text(text, where, max_bytes=max_bytes)
+    key = (text, max_bytes)
+    if key not in _PARSED:
+        document = load_text(text, where, max_bytes=max_bytes)
+        if len(_PARSED) >= 16:
+            del _PARSED[next(iter(_PARSED))]  # the oldest
+        _PARSED[key] = document
+    return _PARSED[key]
 
 
 def load_text(text: str, where: str, *, pulumi_rules: bool = True, max_bytes: int = MAX_BYTES) -> Any:

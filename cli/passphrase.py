@@ -97,9 +97,9 @@ def _work_dir(work_dir: Path | None) -> Path:
     """Where Pulumi runs: the checkout (the Automation API's work_dir, and cwd of every `pulumi` blueprint runs)."""
     if work_dir is not None:
         return work_dir
-    from stacks.config import PROJECT_DIR
-
-    return PROJECT_DIR
+    # stacks.config.PROJECT_DIR, spelt here: importing stacks.config loads Pulumi's SDK, half a second
+    # of every `eval "$(uv run blueprint env)"` (tests/cli/test_passphrase.py checks they agree).
+    return Path(__file__).resolve().parent.parent
 
 
 def _users_file(environ: Mapping[str, str], work_dir: Path) -> str | None:

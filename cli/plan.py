@@ -583,7 +583,7 @@ def _run(
         def run_program() -> None:
             runpy.run_path(str(program), run_name="__main__")
 
-        with installed(stand_ins.runtime(secret_keys, layout_records)), quick_registrations():
+        with installed(stand_ins.runtime(secret_keys, layout_records)), quick_registrations(loop):
             loop.run_until_complete(run_in_stack(run_program))
     except Exception as error:
         raise ProgramFailed(error, _plan_order(recorder.records)) from error

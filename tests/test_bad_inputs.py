@@ -1110,16 +1110,40 @@ CASES: dict[str, Bad] = {
 }
 
 
+@pytest.fixture(scope="session")
+def unchanged_apps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An apps folder as the checkout's, for the cases that neither change nor name the test's own (most): made once."""
+    apps = tmp_path_factory.mktemp("unchanged") / "apps"
+    copy_apps(apps)
+    return apps
+
+
+def apps_state(apps: Path) -> list[tuple[str, int, int, int]]:
+    """Each path in `apps`, with its mode, size and modification time."""
+    state = []
+    for path in apps.rglob("*"):
+        got = path.lstat()
+        state.append((str(path), got.st_mode, got.st_size, got.st_mtime_ns))
+    return sorted(state)
+
+
 @pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
-    """Stack files and an apps folder of the test's own, a fake machine for the doctor, and the
+def world(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, unchanged_apps: Path
+) -> Iterator[list[list[dict[str, Any]]]]:
+    """Stack files of the test's own, an apps folder (the test's own when its case changes it, else
+    one the cases share, checked unchanged after each), a fake machine for the doctor, and the
     record of every program the plan harness runs (what each one registered).
     """
     monkeypatch.setattr("stacks.config.schema.STACK_FILES_DIR", tmp_path)
     shutil.copy2(PROJECT_DIR / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
     monkeypatch.setattr("stacks.config.schema.PROJECT_FILE", tmp_path / "Pulumi.yaml")
-    apps = tmp_path / "apps"
-    copy_apps(apps)
+    case: Bad = request.node.callspec.params["case"]
+    shared = case.manifest is None and case.prepare is None and not any("{tmp}/apps" in value for value in case.env.values())
+    apps = unchanged_apps if shared else tmp_path / "apps"
+    if not shared:
+        copy_apps(apps)
+    before = apps_state(apps) if shared else []
     monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
     machine = FakeMachine()
     monkeypatch.setattr(doctor, "RealMachine", lambda: machine)
@@ -1140,7 +1164,9 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str
         return result
 
     monkeypatch.setattr(cli.plan, "_run", recorded)
-    return runs
+    yield runs
+    if shared:
+        assert apps_state(apps) == before, "a case changed the apps folder the cases share"
 
 
 def given(case: Bad, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -102,9 +102,32 @@ def test_a_file_is_parsed_once_while_it_stays_the_same(tmp_path: Path, monkeypat
         return real(text, where, **kw)
 
     monkeypatch.setattr(yaml_files, "load_text", counted)
+    monkeypatch.setattr(yaml_files, "_PARSED", {})  # whatever the tests before parsed
     first = load_file(path)
     first["config"]["blueprint:x"].append(2)  # what a caller does with its copy stays its own
     assert load_file(path) == {"config": {"blueprint:x": [1]}}
     path.write_text("config:\n  blueprint:x: [3]\n")
     assert load_file(path) == {"config": {"blueprint:x": [3]}}
     assert parsed == [str(path), str(path)]
+
+
+def test_a_text_read_again_from_another_file_is_not_parsed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's copy of Pulumi.yaml, and each checkout's, reads as the text it holds; a refusal names its own file."""
+    parsed: list[str] = []
+    real = yaml_files.load_text
+
+    def counted(text: str, where: str, **kw: Any) -> Any:
+        parsed.append(where)
+        return real(text, where, **kw)
+
+    monkeypatch.setattr(yaml_files, "load_text", counted)
+    monkeypatch.setattr(yaml_files, "_PARSED", {})
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("config:\n  blueprint:x: [1]\n")
+        assert load_file(tmp_path / name) == {"config": {"blueprint:x": [1]}}
+    assert parsed == [str(tmp_path / "a.yaml")]
+    for name in ("c.yaml", "d.yaml"):
+        (tmp_path / name).write_text("config: [\n")
+        with pytest.raises(YamlFileError) as error:
+            load_file(tmp_path / name)
+        assert str(error.value).startswith(f"{tmp_path / name} is not valid YAML")

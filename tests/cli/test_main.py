@@ -326,6 +326,14 @@ def test_blueprint_env_says_why_it_refuses_a_link_without_a_traceback(config_hom
     assert "Traceback" not in done.stderr
 
 
+def test_blueprint_env_answers_without_loading_pulumi(config_home: Path) -> None:
+    """It runs in every new terminal (`eval "$(uv run blueprint env)"` in a shell's rc file): Pulumi's SDK takes half a second to load."""
+    code = "import sys; from cli.main import main; code = main(['env']); assert 'pulumi' not in sys.modules, 'pulumi'; sys.exit(code)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "export PULUMI_CONFIG_PASSPHRASE_FILE=" in done.stdout
+
+
 def test_a_stack_file_that_is_not_yaml_is_one_message_without_a_traceback(
     project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -369,3 +369,9 @@ def test_unsetting_a_missing_passphrase_file_is_advised_only_while_no_stack_was_
         passphrase.environment(environ, work_dir=tmp_path)
     assert "blueprint then makes and keeps its own" not in str(written.value)
     assert f"the stacks in {str(tmp_path / '.pulumi-state')!r} need the passphrase they were written with" in str(written.value)
+
+
+def test_a_relative_passphrase_file_is_read_from_the_checkout_pulumi_runs_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", "secrets/pass")
+    assert passphrase._users_file(os.environ, passphrase._work_dir(None)) == str(PROJECT_DIR / "secrets" / "pass")

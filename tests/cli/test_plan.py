@@ -301,3 +301,25 @@ def test_a_preview_of_dev_knows_nothing_a_provider_without_a_cluster_would_retur
     result = planned_as("preview", "dev")
     assert result.outputs[outputs.APPS_NAMESPACE] == {"secret": False, "value": UNKNOWN}
     assert planned_as("preview", "phase2").outputs[outputs.APPS_NAMESPACE] == {"secret": False, "value": "apps"}
+
+
+def test_a_plan_whose_resource_fails_says_its_error_once(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Not again, traceback and all, for each output that waited on it, when the garbage collector frees them later."""
+    import gc
+
+    import cli.plan
+
+    real = cli.plan._StandInMocks.new_resource
+
+    def failing(self: cli.plan._StandInMocks, args: object) -> object:
+        if getattr(args, "name", "") == "kind-cluster":
+            raise RuntimeError("kind-cluster: it failed")
+        return real(self, args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli.plan._StandInMocks, "new_resource", failing)
+    with pytest.raises(ProgramFailed) as failed:
+        plan("phase1")
+    assert str(failed.value.cause) == "kind-cluster: it failed"
+    del failed  # its traceback holds the program's frames, and they the outputs
+    gc.collect()
+    assert not [record.getMessage() for record in caplog.records if "never retrieved" in record.getMessage()]

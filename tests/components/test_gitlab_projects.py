@@ -20,6 +20,7 @@ from apps_manifest import APPS_DIR, AppProject, ProjectFiles, load_manifest
 from cli.plan import plan
 from components.gitlab_projects import project_files, render_ci, templates_digest
 from providers.gitlab_sync import commit_actions
+from tests.apps_copy import copy_apps
 from tests.plans import planned, waits_for
 
 SYNC = "pulumi-python:dynamic/gitlab:ProjectSync"
@@ -216,31 +217,19 @@ def test_every_rendered_ci_file_and_the_templates_are_valid_gitlab_ci(tmp_path: 
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.fixture
-def project_copy(tmp_path: Path) -> Path:
-    copy = tmp_path / "project"
-    shutil.copytree(
-        Path(__file__).resolve().parents[2],
-        copy,
-        symlinks=True,
-        ignore=shutil.ignore_patterns(".venv", ".git", "infra", "__pycache__", ".*_cache", "node_modules"),
-    )
-    return copy
+def test_editing_one_app_file_changes_at_most_its_sync_and_its_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both plans over an apps/ of the test's own, in this process: the plan reads the apps' files anew each time.
+    apps = tmp_path / "apps"
+    copy_apps(apps)
+    monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
 
+    def inputs() -> dict[str, str]:
+        return {r["name"]: json.dumps(r["inputs"], sort_keys=True) for r in plan("phase3").resources}
 
-def test_editing_one_app_file_changes_at_most_its_sync_and_its_pipeline(project_copy: Path) -> None:
-    # Both plans in one process of the copy (one start, one import of the program): the plan reads the
-    # apps' files anew each time.
-    code = (
-        "import json, pathlib; from cli.plan import plan\n"
-        "def inputs(): return {r['name']: json.dumps(r['inputs'], sort_keys=True) for r in plan('phase3').resources}\n"
-        "before = inputs()\n"
-        "app = pathlib.Path('apps/guestbook/app.py'); app.write_text(app.read_text() + '\\n# an edit\\n')\n"
-        "print(json.dumps([before, inputs()]))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=project_copy, capture_output=True, text=True, check=True, timeout=300,
-                          env={"PYTHONPATH": str(project_copy), "PATH": "/usr/bin:/bin"})  # fmt: skip
-    before, after = json.loads(done.stdout)
+    before = inputs()
+    app = apps / "guestbook" / "app.py"
+    app.write_text(app.read_text() + "\n# an edit\n")
+    after = inputs()
     changed = sorted(name for name in before if before[name] != after.get(name))
     assert changed == ["apps-guestbook-pipeline", "apps-guestbook-sync"]
 

@@ -3,6 +3,8 @@ GitLab token (phase3, in a phase stack) reads it from phase2's file, or stops wi
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ import cli.plan
 import cli.stand_ins
 import stacks.preflight
 import stacks.runtime
-from cli.plan import ProgramFailed, plan
+from cli.plan import Plan, ProgramFailed, plan
 from stacks import outputs
 from tests.plans import planned, planned_as
 
@@ -72,8 +74,32 @@ def test_a_missing_or_empty_admin_token_file_is_one_error_naming_the_file_and_th
     assert str(error.value) == (f"phase2 is not up, or its data folder is not on this machine: {kept}; run `uv run blueprint up` first")
 
 
-def _plan_phase3_as_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[dict[str, Any]]]:
-    """phase3 planned over a data folder under `tmp_path`, as a real run reads its token (not the
+@pytest.fixture(scope="module")
+def module_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("phase3-data")
+
+
+@pytest.fixture
+def folder(module_folder: Path) -> Iterator[Path]:
+    """The folder of phase3's data folder, empty for each test: the same path in each, so phase3's
+    upstream plans over it (pure, and the data folder's files no input of theirs) are made once."""
+    for child in module_folder.iterdir():
+        shutil.rmtree(child)
+    yield module_folder
+    for child in module_folder.iterdir():
+        shutil.rmtree(child)
+
+
+def plan_phase3(folder: Path) -> Plan:
+    """phase3's plan over the data folder in `folder`, after its upstream stacks' plans over it."""
+    data = str(folder / "data")
+    return plan(
+        "phase3", {"blueprint:dataDir": data}, planned_upstream={name: planned(name, dataDir=data) for name in ("phase1", "phase2")}
+    )
+
+
+def _plan_phase3_as_a_real_run(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[dict[str, Any]]]:
+    """phase3 planned over a data folder in `folder`, as a real run reads its token (not the
     plan's stand-in); returns the token file and the inputs each ProjectSync is registered with
     (secrets in their wire wrapper)."""
     monkeypatch.setattr(cli.stand_ins, "PLATFORM", stacks.runtime.Phase2OnThisMachine())
@@ -88,26 +114,26 @@ def _plan_phase3_as_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         return real(self, args)
 
     monkeypatch.setattr(cli.plan._StandInMocks, "new_resource", recording)
-    data = tmp_path / "data"
+    data = folder / "data"
     token_file = data / "platform" / "secrets" / "gitlab-admin-token"
     return token_file, registered
 
 
-def test_phase3_calls_gitlab_with_the_token_of_phase2s_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    token_file, registered = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+def test_phase3_calls_gitlab_with_the_token_of_phase2s_file(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token_file, registered = _plan_phase3_as_a_real_run(folder, monkeypatch)
     token_file.parent.mkdir(parents=True)
     token_file.write_text("FromTheFile42\n")
     (token_file.parent / "openbao-blueprint-password").write_text("Writer1\n")
-    result = plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    result = plan_phase3(folder)
     assert registered
     assert {cli.plan._plain(inputs["token"]) for inputs in registered} == {("glpat-FromTheFile42", True)}
     assert len(result.find(SYNC)) == len(registered)
 
 
-def test_phase3_without_phase2s_token_file_stops_before_any_resource(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    token_file, _ = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+def test_phase3_without_phase2s_token_file_stops_before_any_resource(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token_file, _ = _plan_phase3_as_a_real_run(folder, monkeypatch)
     with pytest.raises(ProgramFailed) as failed:
-        plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+        plan_phase3(folder)
     assert isinstance(failed.value.cause, pulumi.RunError)
     assert str(failed.value.cause) == (
         f"phase2 is not up, or its data folder is not on this machine: {token_file}; run `uv run blueprint up` first"
@@ -115,10 +141,8 @@ def test_phase3_without_phase2s_token_file_stops_before_any_resource(tmp_path: P
     assert {r["type"] for r in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
 
 
-def test_phase3_writes_its_credentials_to_openbao_with_the_password_of_phase2s_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    token_file, _ = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+def test_phase3_writes_its_credentials_to_openbao_with_the_password_of_phase2s_file(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token_file, _ = _plan_phase3_as_a_real_run(folder, monkeypatch)
     token_file.parent.mkdir(parents=True)
     token_file.write_text("FromTheFile42\n")
     (token_file.parent / "openbao-blueprint-password").write_text("Writer1\n")
@@ -132,17 +156,17 @@ def test_phase3_writes_its_credentials_to_openbao_with_the_password_of_phase2s_f
         return real(self, args)
 
     monkeypatch.setattr(cli.plan._StandInMocks, "new_resource", recording)
-    plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    plan_phase3(folder)
     assert registered
     assert {cli.plan._plain(inputs["password"]) for inputs in registered} == {("Writer1", True)}
 
 
-def test_phase3_without_phase2s_openbao_password_file_stops_before_any_resource(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    token_file, _ = _plan_phase3_as_a_real_run(tmp_path, monkeypatch)
+def test_phase3_without_phase2s_openbao_password_file_stops_before_any_resource(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    token_file, _ = _plan_phase3_as_a_real_run(folder, monkeypatch)
     token_file.parent.mkdir(parents=True)
     token_file.write_text("FromTheFile42\n")
     with pytest.raises(ProgramFailed) as failed:
-        plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+        plan_phase3(folder)
     assert isinstance(failed.value.cause, pulumi.RunError)
     assert str(failed.value.cause) == (
         f"phase2 is not up, or its data folder is not on this machine: {token_file.parent / 'openbao-blueprint-password'} is "
@@ -151,9 +175,9 @@ def test_phase3_without_phase2s_openbao_password_file_stops_before_any_resource(
     assert {r["type"] for r in failed.value.registered} <= {"pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"}
 
 
-def test_the_offline_plan_reads_no_token_file(tmp_path: Path) -> None:
+def test_the_offline_plan_reads_no_token_file(folder: Path) -> None:
     """Over a data folder with no platform in it, phase3 plans with a stand-in token all the same."""
-    result = plan("phase3", {"blueprint:dataDir": str(tmp_path / "data")})
+    result = plan_phase3(folder)
     assert {sync["inputs"]["token"] for sync in result.find(SYNC)} == {"[secret]"}
 
 

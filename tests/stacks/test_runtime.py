@@ -15,6 +15,7 @@ from cli.plan import ProgramFailed, _run, plan
 from stacks import runtime
 from stacks.config import PROJECT_DIR
 from stacks.config.schema import stack_config
+from tests.plans import planned
 
 HARNESS = PROJECT_DIR / "cli" / "plan.py"
 
@@ -80,7 +81,7 @@ def test_a_phase3_stack_takes_the_platforms_secrets_and_check_from_the_runtime(m
             asked.append("preflight")
 
     monkeypatch.setattr(cli.stand_ins, "PLATFORM", Recording())
-    plan("phase3")
+    plan("phase3", planned_upstream={name: planned(name) for name in ("phase1", "phase2")})  # phase3's own questions
     assert asked == ["preflight", "admin_token", "writer_password"]
 
 

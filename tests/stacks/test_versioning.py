@@ -15,7 +15,7 @@ import pytest
 
 import versions
 from cli import plan as plan_module
-from cli.plan import ProgramFailed, plan
+from cli.plan import Plan, ProgramFailed, plan
 from cli.stand_ins import RecordedLayout
 from stacks import STACK_PHASES, migrations, outputs
 from stacks.config import PROJECT_DIR
@@ -36,6 +36,12 @@ def refusal(stack: str, version: object) -> ProgramFailed:
     with pytest.raises(ProgramFailed) as failed:
         plan(stack, recorded=recorded(version))
     return failed.value
+
+
+def upstream_of(stack: str) -> dict[str, Plan]:
+    """`stack`'s upstream stacks as a plan of `stack` makes them, new stacks each, by this release
+    (cached: plans are pure): for the plans here whose rule is `stack`'s own, and the release's."""
+    return {name: planned(name) for name in plan_module._chain(stack)[1:]}
 
 
 def table(monkeypatch: pytest.MonkeyPatch, *versions_: str) -> list[tuple[str, str, str]]:
@@ -336,7 +342,7 @@ def test_the_migrations_run_from_the_datas_layout_where_it_has_a_record(
 
 def test_phase3_runs_the_migrations_from_its_states_release(monkeypatch: pytest.MonkeyPatch) -> None:
     ran = table(monkeypatch, "0.0.1", versions.BLUEPRINT)
-    plan("phase3", recorded=recorded("0.0.2"))
+    plan("phase3", recorded=recorded("0.0.2"), planned_upstream=upstream_of("phase3"))
     assert ran == [(versions.BLUEPRINT, "phase3", "0.0.2")]
 
 
@@ -371,7 +377,7 @@ def test_phase3_reads_no_record_beside_data() -> None:
         def read(self, folder: str, owner: str) -> str | None:
             raise AssertionError(f"phase3 read {folder}")
 
-    plan("phase3", layout_records=Unread())
+    plan("phase3", layout_records=Unread(), planned_upstream=upstream_of("phase3"))
 
 
 @pytest.mark.parametrize("text", ["banana", "0.1.0\n0.2.0", "banana migrating", "0.2 migrating", "\x1b[2J" + "9" * 5000])
