@@ -21,10 +21,13 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cli.images import DOCKER_HUB, registry_of
 from stacks import outputs
+
+if TYPE_CHECKING:
+    from cli.image_cache import DockerRun
 
 FILE = "image-cache.json"
 """In the timings folder (cli/timings.py `folder`): the last `up`'s reading."""
@@ -34,6 +37,11 @@ PAGE = 100
 """Repositories asked per catalog page (the registry's own default; its maximum, `catalog.maxentries`, is 1000)."""
 PAGES = 50
 """Pages read at most from one mirror: a cache of more than 5,000 repositories is said as unread."""
+ASK_SECONDS = 5
+"""curl's own limit on one request to a mirror (its `--max-time`): it ends in the node too, where the engine's
+`exec` would leave it running if only the `exec` were stopped."""
+EXEC_SECONDS = ASK_SECONDS + 3
+"""The engine's `exec` of that curl, stopped (its process group) after this."""
 PRELOADED = ("docker.io/kindest/",)
 """Repositories kind's node image holds already: its kindnetd, local-path-provisioner and -helper."""
 
@@ -167,17 +175,36 @@ def recorded(state_dir: Path) -> dict[str, Any] | None:
     return record
 
 
-def real_get(url: str) -> tuple[int | None, Any, str]:
-    """One GET of a mirror (plain HTTP, on the mirrors' own network) through providers/http.py."""
-    from providers import http
+def control_plane(cluster: str) -> str:
+    """The node container of `cluster`'s control plane, as kind names it (kind pkg/cluster/internal/providers/common/namer.go):
+    joined to the mirrors' network as every node is (components/scripts/image_cache_join.sh).
+    """
+    return f"{cluster}-control-plane"
 
-    try:
-        with http.session() as asking:
-            response = http.send(asking, "GET", url, timeout=5)
-    except http.NoAnswer as error:
-        return None, None, str(error)
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    return response.status_code, body, response.headers.get("Link", "")
+
+def from_node(run: DockerRun, cluster: str) -> Get:
+    """A `Get` that asks a mirror from a node of `cluster`, where containerd asks it: `docker exec <node> curl`
+    (kind's node image has curl: kind images/base/Dockerfile), through `run`. Never from this machine: with
+    Docker Desktop or a Podman machine the containers run in a VM, and their addresses do not route from
+    the host (Docker Desktop docs, "Known limitations"). No proxy: a node's HTTP_PROXY (kind passes the
+    host's on, pkg/cluster/internal/providers/docker/provision.go `getProxyEnv`) would answer for the mirror.
+    """
+    from cli.doctor.machine import first_line
+
+    node = control_plane(cluster)
+
+    def get(url: str) -> tuple[int | None, Any, str]:
+        argv = ["curl", "--silent", "--show-error", "--include", "--noproxy", "*", "--max-time", str(ASK_SECONDS), url]
+        code, said = run(["docker", "exec", node, *argv])
+        head, _, body = said.replace("\r\n", "\n").partition("\n\n")
+        status = re.match(r"HTTP/\S+ (\d{3})", head)
+        if code != 0 or status is None:
+            return None, None, f"{first_line(said)[:200] or f'exit {code}'} (asked from {node})"
+        links = [value.strip() for line in head.splitlines()[1:] for key, _, value in [line.partition(":")] if key.lower() == "link"]
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        return int(status[1]), parsed, links[0] if links else ""
+
+    return get

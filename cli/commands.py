@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from cli import backend, phases
 from cli.kubeconfig import kubeconfig
@@ -23,6 +23,9 @@ from cli.stack_runner import AutomationRunner, StackFailed, StackRunner, preflig
 from cli.status import status
 from stacks import PHASE_STACKS, outputs
 from stacks.config import PROJECT_DIR
+
+if TYPE_CHECKING:
+    from cli.doctor.machine import Machine
 
 
 def _nothing_first(args: Any) -> str | None:
@@ -122,16 +125,20 @@ def _up(args: Any, runner: StackRunner, out: TextIO) -> int:
     return code
 
 
-def _cache_served(phase1: Mapping[str, Any]) -> str | None:
-    """What the image cache's mirrors hold of what the pods run, read from this machine (cli/cache_served.py)."""
+def _cache_served(phase1: Mapping[str, Any], machine: Machine | None = None) -> str | None:
+    """What the image cache's mirrors hold of what the pods run, the mirrors asked from a node (cli/cache_served.py)."""
     from cli import cache_served
     from cli.doctor.machine import RealMachine
+    from cli.image_cache import engine_of, on_engine
     from providers.kubectl import kubectl_argv
     from stacks.config.paths import LOCAL_STATE_DIR
 
+    on = machine or RealMachine()
     pods = kubectl_argv(outputs.kube_context(phase1), "get", "pods", "--all-namespaces", "-o", "json")
     try:
-        return cache_served.after_up(phase1, LOCAL_STATE_DIR, lambda: RealMachine().run(pods, timeout=20), cache_served.real_get)
+        engine = on_engine(lambda argv: on.run(argv, timeout=cache_served.EXEC_SECONDS), engine_of(phase1, lambda: {}))
+        get = cache_served.from_node(engine, str(phase1.get(outputs.CLUSTER_NAME)))
+        return cache_served.after_up(phase1, LOCAL_STATE_DIR, lambda: on.run(pods, timeout=20), get)
     except Exception as error:  # a reading that fails unforeseen never turns an up that succeeded into a traceback
         return f"image cache: whether it served the pulls could not be read ({type(error).__name__})"
 

@@ -237,7 +237,10 @@ def _no_cache(phase1: Mapping[str, Any]) -> Verdict | None:
 
 
 def image_cache_check(platform: Platform) -> Verdict:
-    """Each registry mirror runs and answers `/v2/` (the Docker registry API's base)."""
+    """Each registry mirror runs and answers `/v2/` (the Docker registry API's base), asked from a node,
+    as containerd asks it (cli/cache_served.py `from_node`: never from this machine).
+    """
+    from cli.cache_served import EXEC_SECONDS, control_plane, from_node
     from cli.image_cache import mirror_containers, mirror_states, on_engine
 
     phase1 = platform.of("phase1")
@@ -250,12 +253,18 @@ def image_cache_check(platform: Platform) -> Verdict:
     down = [f"{registry}: {states.get(container)}" for registry, container in containers.items() if states.get(container) != "up"]
     if down:
         return failed(f"mirror(s) not running: {'; '.join(down)}", f"`{UP} --phase 1` starts them again")
+    cluster = str(phase1.get(outputs.CLUSTER_NAME))
+    get = from_node(on_engine(lambda argv: platform.machine.run(argv, timeout=EXEC_SECONDS), platform.engine), cluster)
     mirrors = sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items())
-    answers = at_once(lambda mirror: platform.ask(f"http://{mirror[1]}/v2/"), mirrors)
-    silent = [f"{registry} ({answer.said})" for (registry, _), answer in zip(mirrors, answers, strict=True) if answer.status != 200]
+    answers = at_once(lambda mirror: get(f"http://{mirror[1]}/v2/"), mirrors)
+    silent = [
+        f"{registry} ({said if status is None else f'HTTP {status}'})"
+        for (registry, _), (status, _, said) in zip(mirrors, answers, strict=True)
+        if status != 200
+    ]
     if silent:
         return failed(f"mirror(s) not answering /v2/: {', '.join(silent)}", f"`{UP} --phase 1`; docs/guide/image-cache.md")
-    return passed(f"{len(containers)} mirrors running and answering /v2/")
+    return passed(f"{len(containers)} mirrors running and answering /v2/ from {control_plane(cluster)}")
 
 
 def nodes_use_cache_check(platform: Platform) -> Verdict:

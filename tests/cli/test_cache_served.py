@@ -18,7 +18,7 @@ from cli.verify import verify
 from cli.verify.report import SCHEMA, to_table
 from stacks import outputs
 from tests.cli.doctor.fakes import FakeMachine
-from tests.cli.verify.platforms import EXISTING, platform_on
+from tests.cli.verify.platforms import CURL_TIMED_OUT, EXISTING, NodeCurl, http_answer, no_laptop_network, platform_on
 
 RECORDED = Path(__file__).parent / "recorded"
 MIRRORS = {"docker.io": "172.16.0.2:5000", "quay.io": "172.16.0.3:5000", "registry.gitlab.com": "172.16.0.5:5000"}
@@ -35,17 +35,22 @@ def _pods() -> str:
     return json.dumps({**listed, "items": [*listed["items"], *MORE_PODS]})
 
 
-def _get(asked: list[str] | None = None) -> cache_served.Get:
-    """The mirrors as recorded, by address; quay.io's does not answer."""
+def _node(registries: tuple[str, ...] = ("docker.io", "registry.gitlab.com")) -> NodeCurl:
+    """The cluster's node, which curls the mirrors of `registries` as recorded (their pages, with the
+    `Link` to the next); any other mirror (quay.io's) does not answer it."""
     pages = json.loads((RECORDED / "mirror-catalog.json").read_text())
-    by_url = {f"http://{MIRRORS[registry]}{page['url']}": page for registry, recorded in pages.items() for page in recorded}
+    return NodeCurl(
+        curled={
+            f"http://{MIRRORS[registry]}{page['url']}": http_answer(200, json.dumps(page["body"]), page["link"])
+            for registry in registries
+            for page in pages[registry]
+        }
+    )
 
-    def get(url: str) -> tuple[int | None, Any, str]:
-        (asked if asked is not None else []).append(url)
-        page = by_url.get(url)
-        return (200, page["body"], page["link"]) if page else (None, None, f"nothing answers at {url}")
 
-    return get
+def _get(node: NodeCurl | None = None) -> cache_served.Get:
+    asking = node or _node()
+    return cache_served.from_node(lambda argv: asking.run(argv, timeout=cache_served.EXEC_SECONDS), "blueprint")
 
 
 def _after_up(state: Path, phase1: dict[str, Any] = PHASE1, pods: tuple[int, str] | None = None) -> str | None:
@@ -53,10 +58,10 @@ def _after_up(state: Path, phase1: dict[str, Any] = PHASE1, pods: tuple[int, str
 
 
 def test_the_mirrors_catalogs_say_which_pulls_they_served() -> None:
-    asked: list[str] = []
+    node = _node()
     images = cache_served.pod_images(_pods())
     assert isinstance(images, list)
-    record = cache_served.reading(images, MIRRORS, _get(asked))
+    record = cache_served.reading(images, MIRRORS, _get(node))
     assert record == {
         "images": 7,
         "in_cache": 6,
@@ -64,12 +69,18 @@ def test_the_mirrors_catalogs_say_which_pulls_they_served() -> None:
         "not_mirrored": 1,  # registry.k8s.io's coredns
     }
     # Both pages of registry.gitlab.com's catalog, the second as its Link header names it.
-    assert "http://172.16.0.5:5000/v2/_catalog?last=gitlab-org%2Fbuild%2Fcng%2Fgitlab-toolbox-ee&n=100" in asked
+    assert (
+        "blueprint-control-plane",
+        "http://172.16.0.5:5000/v2/_catalog?last=gitlab-org%2Fbuild%2Fcng%2Fgitlab-toolbox-ee&n=100",
+    ) in node.curls
 
 
 def test_a_mirror_whose_catalog_does_not_answer_is_said_unread() -> None:
     record = cache_served.reading(["quay.io/jetstack/cert-manager-controller:v1.18.2", "alpine"], MIRRORS, _get())
-    assert record["unread"] == ["quay.io: its /v2/_catalog did not answer (nothing answers at http://172.16.0.3:5000/v2/_catalog?n=100)"]
+    assert record["unread"] == [
+        "quay.io: its /v2/_catalog did not answer (curl: (7) Failed to connect to 172.30.0.10 port 5000 after 2 ms: "
+        "Could not connect to server (asked from blueprint-control-plane))"
+    ]
     assert (record["images"], record["in_cache"]) == (1, 1)
 
 
@@ -111,3 +122,26 @@ def test_a_reading_that_fails_unforeseen_is_one_line_and_the_up_still_succeeds(m
 
     monkeypatch.setattr(cache_served, "after_up", lambda *_: (_ for _ in ()).throw(RuntimeError("a bug")))
     assert commands._cache_served(PHASE1) == "image cache: whether it served the pulls could not be read (RuntimeError)"
+
+
+@pytest.mark.parametrize("answer", [CURL_TIMED_OUT, http_answer(503, '{"errors": [{"code": "UNAVAILABLE"}]}')])
+def test_a_catalog_the_node_gets_no_page_of_is_said_unread(answer: tuple[int, str]) -> None:
+    node = _node()
+    node.curled[f"http://{MIRRORS['docker.io']}/v2/_catalog?n=100"] = answer
+    record = cache_served.reading(["alpine"], MIRRORS, _get(node))
+    said = "curl: (28) Connection timed out after 5002 milliseconds (asked from blueprint-control-plane)" if answer[0] else "HTTP 503"
+    assert record["unread"] == [f"docker.io: its /v2/_catalog did not answer ({said})"]
+
+
+def test_an_up_reads_the_mirrors_from_a_node_not_from_this_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli import commands
+    from stacks.config import paths
+
+    no_laptop_network(monkeypatch)
+    monkeypatch.setattr(paths, "LOCAL_STATE_DIR", tmp_path)
+    node = _node()
+    node.outputs["kubectl --context"] = (0, _pods())
+    said = commands._cache_served(PHASE1, node)
+    assert said is not None
+    assert said.startswith("image cache: its mirrors hold 6 of the 7 repositories")
+    assert {asked for asked, _ in node.curls} == {"blueprint-control-plane"}

@@ -4,7 +4,7 @@ FakeRunner, and answers by URL; the outputs of a platform whose every check pass
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,47 @@ class Answers:
     def __call__(self, url: str, **_: Any) -> Answer:
         self.asked.append(url)
         return self.by_url.get(url, Answer(None, said=f"nothing answers at {url}"))
+
+
+def http_answer(status: int, body: str = "", link: str = "") -> tuple[int, str]:
+    """What `curl --include` prints of a registry's answer (distribution's headers; a `Link` to the next
+    page, registry/handlers/catalog.go), with curl's exit: 0 for any status, as without `--fail`."""
+    head = [f"HTTP/1.1 {status} {'OK' if status == 200 else 'Service Unavailable'}", "Content-Type: application/json"]
+    head += ["Docker-Distribution-Api-Version: registry/2.0", *([f"Link: {link}"] if link else [])]
+    return 0, "\r\n".join([*head, "Date: Thu, 01 Jan 2026 00:00:00 GMT", "", body])
+
+
+CURL_REFUSED = 7, "curl: (7) Failed to connect to 172.30.0.10 port 5000 after 2 ms: Could not connect to server"
+CURL_TIMED_OUT = 28, "curl: (28) Connection timed out after 5002 milliseconds"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeCurl(FakeMachine):
+    """A FakeMachine whose cluster node runs curl: `docker exec <node> curl ... <url>` answers `curled[url]`
+    (curl's exit and what it prints), any other URL as a mirror that is down (CURL_REFUSED); `curls` are
+    the node and URL of each (in `calls` too)."""
+
+    curled: dict[str, tuple[int, str]] = field(default_factory=dict)
+    curls: list[tuple[str, str]] = field(default_factory=list)
+
+    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        if list(argv[1:2]) == ["exec"] and "curl" in argv:
+            self.calls.append(list(argv))
+            self.curls.append((argv[2], argv[-1]))
+            return self.curled.get(argv[-1], CURL_REFUSED)
+        return super().run(argv, timeout)
+
+
+def no_laptop_network(monkeypatch: Any) -> None:
+    """Any connection from this machine fails the test: a container's address does not route from a
+    laptop with Docker Desktop or a Podman machine."""
+    import socket
+
+    def refused(*_: Any, **__: Any) -> Any:
+        raise AssertionError("asked from this machine")
+
+    monkeypatch.setattr(socket.socket, "connect", refused)
+    monkeypatch.setattr(socket, "create_connection", refused)
 
 
 def platform_on(

@@ -19,7 +19,7 @@ from components.image_cache import mirror_container
 from stacks import outputs
 from tests.cli.doctor.fakes import FakeMachine
 from tests.cli.fake_runner import FakeRunner
-from tests.cli.verify.platforms import EXISTING, PHASE1, Answers, platform_on
+from tests.cli.verify.platforms import CURL_REFUSED, CURL_TIMED_OUT, EXISTING, PHASE1, Answers, NodeCurl, http_answer, platform_on
 from versions import BLUEPRINT
 
 
@@ -223,10 +223,25 @@ def test_the_identity_check_fails_when_the_context_reaches_another_cluster() -> 
 MIRROR = mirror_container("blueprint", "docker.io")
 
 
-def test_the_image_cache_check_passes_when_each_mirror_runs_and_answers() -> None:
-    machine = FakeMachine(outputs={"docker ps": (0, f"{MIRROR}\tUp 2 hours\n")})
-    answers = Answers({"http://172.30.0.10:5000/v2/": Answer(200)})
-    assert checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}, ask=answers)).status == PASS
+UP_MIRROR = {"docker ps": (0, f"{MIRROR}\tUp 2 hours\n")}
+V2 = "http://172.30.0.10:5000/v2/"
+
+
+def test_the_image_cache_check_passes_when_each_mirror_runs_and_answers_a_node() -> None:
+    machine = NodeCurl(outputs=UP_MIRROR, curled={V2: http_answer(200, "{}")})
+    answers = Answers({V2: Answer(200)})
+    verdict = checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}, ask=answers))
+    assert verdict.status == PASS
+    assert "from blueprint-control-plane" in verdict.saw
+    # Asked where containerd asks it, never from this machine (a container's address does not route from
+    # a laptop with Docker Desktop or a Podman machine).
+    assert (machine.curls, answers.asked) == ([("blueprint-control-plane", V2)], [])
+
+
+def test_the_image_cache_check_asks_the_node_through_podman_on_podman() -> None:
+    machine = NodeCurl(outputs={"podman ps": UP_MIRROR["docker ps"]}, curled={V2: http_answer(200, "{}")})
+    assert checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}, engine="podman")).status == PASS
+    assert machine.calls[-1][:3] == ["podman", "exec", "blueprint-control-plane"]
 
 
 def test_the_image_cache_check_fails_on_a_stopped_mirror() -> None:
@@ -237,11 +252,19 @@ def test_the_image_cache_check_fails_on_a_stopped_mirror() -> None:
     assert "--phase 1" in verdict.fix
 
 
-def test_the_image_cache_check_fails_on_a_mirror_that_does_not_answer() -> None:
-    machine = FakeMachine(outputs={"docker ps": (0, f"{MIRROR}\tUp 2 hours\n")})
-    verdict = checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}))
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (CURL_REFUSED, "docker.io (curl: (7) Failed to connect to 172.30.0.10 port 5000"),
+        (CURL_TIMED_OUT, "docker.io (curl: (28) Connection timed out after 5002 milliseconds (asked from blueprint-control-plane))"),
+        (http_answer(503, "{}"), "docker.io (HTTP 503)"),
+    ],
+)
+def test_the_image_cache_check_fails_on_a_mirror_that_does_not_answer_the_node(answer: tuple[int, str], said: str) -> None:
+    machine = NodeCurl(outputs=UP_MIRROR, curled={V2: answer})
+    verdict = checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}, ask=Answers({V2: Answer(200)})))
     assert verdict.status == FAIL
-    assert "not answering /v2/" in verdict.saw
+    assert f"not answering /v2/: {said}" in verdict.saw
     assert verdict.fix
 
 
