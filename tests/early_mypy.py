@@ -34,7 +34,7 @@ def _whole_suite(config: pytest.Config) -> bool:
     """Whether this run collects every test (so the mypy test too): no path chosen below tests/, no
     -k, -m, --deselect or --last-failed."""
     tests = PROJECT_DIR / "tests"
-    paths = [Path(arg.split("::")[0]).resolve() for arg in config.args]
+    paths = [(config.invocation_params.dir / arg.split("::")[0]).resolve() for arg in config.args]
     chosen = config.option.keyword or config.option.markexpr or config.option.deselect or config.getoption("lf", False)
     return not chosen and all(path in (tests, PROJECT_DIR) and "::" not in arg for path, arg in zip(paths, config.args, strict=True))
 
