@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from stacks.config.schema import defaults_only
+from tests import early_mypy
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -24,16 +25,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    with compiled_once():
+    with compiled_once(session.config):
         return (yield)
 
 
 @contextlib.contextmanager
-def compiled_once() -> Iterator[None]:
+def compiled_once(config: pytest.Config) -> Iterator[None]:
     """In a clean clone the xdist workers would each compile (and rewrite the asserts of) every test
     module and what it imports, all at once: about 9 CPU-s each. The first worker collects alone and
     leaves its .pyc files; the others then collect from them, together. Nothing is held when no .pyc
-    is written (PYTHONDONTWRITEBYTECODE) or the test modules' are there already."""
+    is written (PYTHONDONTWRITEBYTECODE) or the test modules' are there already. The core that leaves
+    idle runs mypy meanwhile (tests/early_mypy.py)."""
     cold = not any(Path(__file__).parent.joinpath("__pycache__").glob("test_*-pytest-*.pyc"))
     if not (os.environ.get("PYTEST_XDIST_WORKER") and cold and not sys.dont_write_bytecode):
         yield
@@ -41,6 +43,7 @@ def compiled_once() -> Iterator[None]:
     with open(__file__, "rb") as lock:  # flock: released when closed, or when the worker dies
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            early_mypy.start(config)
         except BlockingIOError:  # the first worker is collecting: wait for it, then collect together
             fcntl.flock(lock, fcntl.LOCK_SH)
         yield

@@ -9,8 +9,10 @@ cli/main.py would declare flags outside the one command tree docs/reference/cli.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -56,13 +58,15 @@ def called(source: str) -> Iterator[str]:
             yield name
 
 
-def sites(root: Path) -> dict[str, set[str]]:
-    """Each of ONLY_HERE's callees -> the program's modules that call it."""
+@functools.cache
+def sites(root: Path) -> Mapping[str, frozenset[str]]:
+    """Each of ONLY_HERE's callees -> the program's modules that call it (read once a process: one
+    test a callee reads it; read-only)."""
     found: dict[str, set[str]] = {name: set() for name in ONLY_HERE}
     for path in program_files(root):
         for name in set(called(path.read_text())) & set(ONLY_HERE):
             found[name].add(str(path.relative_to(root)))
-    return found
+    return MappingProxyType({name: frozenset(modules) for name, modules in found.items()})
 
 
 @pytest.mark.parametrize("callee", ["requests.Session", "argparse.ArgumentParser"])

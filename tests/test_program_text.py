@@ -8,6 +8,7 @@ the edit of the stack file before it."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,10 +37,10 @@ def strings(source: str, name: str) -> Iterator[tuple[str, str]]:
     """(where, text) for every string of the module `name`, whose code is `source`, a user may read: each literal, and each f-string
     with its fields as `{}` (one that is `ENV_STEP` or `PLAIN_PULUMI`, as what it says). Not the docstrings, nor any
     string that is a statement of its own (an attribute's docstring): those are for its readers."""
-    tree = parse(source)
-    for_readers = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
-    inside = {id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values}
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(parse(source)))
+    for_readers = {id(node.value) for node in nodes if isinstance(node, ast.Expr)}
+    inside = {id(part) for node in nodes if isinstance(node, ast.JoinedStr) for part in node.values}
+    for node in nodes:
         if id(node) in for_readers or id(node) in inside:
             continue
         if isinstance(node, ast.JoinedStr):
@@ -58,10 +59,15 @@ def strings(source: str, name: str) -> Iterator[tuple[str, str]]:
         yield f"{name}:{node.lineno}", text
 
 
-def program_strings() -> Iterator[tuple[str, str]]:
-    for folder in PROGRAM:
-        for path in sorted((PROJECT_DIR / folder).rglob("*.py")):
-            yield from strings(path.read_text(), str(path.relative_to(PROJECT_DIR)))
+@functools.cache
+def program_strings() -> tuple[tuple[str, str], ...]:
+    """strings() of every module of the program, read once a process (three rules read them)."""
+    return tuple(
+        found
+        for folder in PROGRAM
+        for path in sorted((PROJECT_DIR / folder).rglob("*.py"))
+        for found in strings(path.read_text(), str(path.relative_to(PROJECT_DIR)))
+    )
 
 
 def script_lines(path: Path) -> Iterator[tuple[str, str]]:
