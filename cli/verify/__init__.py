@@ -107,7 +107,8 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
 
 def _deep_specs(platform: Platform, fast: Sequence[tuple[str, Spec]], projects_stack: str) -> list[tuple[str, Spec]]:
     """`--deep`'s checks: they change something (a commit, a pod restart) and take minutes;
-    `projects_stack` made the app projects (its mark is on them)."""
+    `projects_stack` made the app projects (its mark is on them).
+    """
     on = functools.partial
     timed = Spec(
         name=gitlab.EDIT_TO_DEPLOYED,
