@@ -241,7 +241,9 @@ def _verb_verify(verbs: Verbs) -> None:
     verify.add_argument(
         "--deep",
         action="store_true",
-        help="also run the checks that change something and take minutes: OpenBao's pod restarted, timed until it is unsealed again",
+        help="also run the checks that change something and take minutes: OpenBao's pod restarted, timed until it is unsealed "
+        "again; an empty commit as root on an app project's main (one blueprint made), whose pipeline runs and redeploys the app, "
+        "timed until the app answers",
     )
 
 

@@ -243,7 +243,9 @@ def end_runs(*, for_good: bool = False) -> int:
     with _RUNS:
         if for_good:
             _ENDED.append(True)
-        running = list(_RUNNING)
+        # A returncode: `communicate()` reaped it (after its output ended) and its pid may be another
+        # process's group now, before its thread forgets it; Popen.send_signal skips it alike.
+        running = [process for process in _RUNNING if process.returncode is None]
     for process in running:  # the thread waiting on it reaps it
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)

@@ -102,15 +102,17 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase3", Spec(name=services.APPS, run=on(gitlab.apps_check, platform), needs=both(p2, p3))),
         ("phase3", Spec(name=gitlab.ROOT_PASSWORD, run=on(gitlab.root_password_check, platform), needs=(services.GITLAB_PROJECTS,))),
     ]
-    return [*fast, *_deep_specs(platform, fast)] if platform.deep else fast
+    return [*fast, *_deep_specs(platform, fast, "dev" if dev else "phase3")] if platform.deep else fast
 
 
-def _deep_specs(platform: Platform, fast: Sequence[tuple[str, Spec]]) -> list[tuple[str, Spec]]:
-    """`--deep`'s checks: they change something (a commit, a pod restart) and take minutes."""
+def _deep_specs(platform: Platform, fast: Sequence[tuple[str, Spec]], projects_stack: str) -> list[tuple[str, Spec]]:
+    """`--deep`'s checks: they change something (a commit, a pod restart) and take minutes;
+    `projects_stack` made the app projects (its mark is on them).
+    """
     on = functools.partial
     timed = Spec(
         name=gitlab.EDIT_TO_DEPLOYED,
-        run=on(gitlab.deep_pipeline_check, platform),
+        run=on(gitlab.deep_pipeline_check, platform, projects_stack),
         needs=(services.PIPELINES, services.APPS),
         timeout=gitlab.DEEP_TIMEOUT,
     )

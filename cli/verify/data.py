@@ -1,7 +1,8 @@
 """The checks of the data tier: the CloudNativePG cluster healthy with its databases and roles (as
 kubectl reads its `Cluster` and `Database` objects), Valkey answering AUTH with the password
 `blueprint secrets` lists, and MinIO holding every bucket, each consumer's user reaching its own and
-refused on the others' (HeadBucket, signed by MinIO's own SDK, minio-py: nothing written). Valkey and
+refused listing, reading and writing the others' (HeadBucket, HeadObject, CopyObject from a key that
+does not exist, signed by cli/verify/s3sign.py: nothing written). Valkey and
 MinIO through a port-forward to their Service, as providers/cluster_access.py makes them for an
 existing cluster, on kind too.
 """
@@ -16,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cli.doctor.machine import first_line
+from cli.verify import s3sign
 from cli.verify.checks import UP, Platform
 from cli.verify.model import Verdict, failed, passed
 from cli.verify.services import TIMEOUT, _openbao_props, _password
@@ -141,12 +143,24 @@ def valkey_check(platform: Platform) -> Verdict:
 
 MINIO_BUCKETS, MINIO_USERS = "MinIO buckets", "MinIO users"
 S3_REGION = "us-east-1"
-"""The region minio-py signs with. MinIO takes any while none is configured, as blueprint leaves it
-(minio cmd/signature-v4-utils.go `isValidRegion`); named, so that minio-py does not ask for it first."""
+"""The region the requests are signed for. MinIO takes any while none is configured, as blueprint
+leaves it (minio cmd/signature-v4-utils.go `isValidRegion`)."""
 REACHED, DENIED, MISSING = "reached", "AccessDenied", "NoSuchBucket"
-"""What a HeadBucket got: the bucket (200), or MinIO's refusal (403) or no such bucket (404), as minio-py
-names a HEAD's. MinIO checks the user's policy before it looks for the bucket (cmd/bucket-handlers.go
-`HeadBucketHandler`): a 404 means the policy let the user ask."""
+"""What a request got: what it asked (2xx), or MinIO's error code: for a HEAD, which has no body, in its
+`x-minio-error-code` header (cmd/api-response.go `writeErrorResponseHeadersOnly`, MinIO since 2023);
+otherwise in S3's XML error. MinIO checks the signature, then the user's policy, and only then looks
+for the bucket or the object (see PROBES): an answer past AccessDenied means the policy let the user ask."""
+REFUSED = frozenset({DENIED, "SignatureDoesNotMatch", "InvalidAccessKeyId"})
+"""A key MinIO refuses: its policy, or the key itself (cmd/api-errors.go, each HTTP 403)."""
+LIST, READ, WRITE = "HeadBucket", "HeadObject", "CopyObject"
+PROBES = (LIST, READ, WRITE)
+"""What `minio_users_check` asks on each bucket of another user, none of which writes anything. A
+HeadBucket: MinIO authorises s3:ListBucket (cmd/bucket-handlers.go `HeadBucketHandler`). A HeadObject
+of a key that does not exist: s3:GetObject, authorised after the lookup but before its NoSuchKey is
+answered (cmd/object-handlers.go `headObjectHandler`: `authenticateRequest`, `getObjectInfo`,
+`authorizeRequest`). A CopyObject into that bucket from a key of the user's own that does not exist:
+s3:PutObject on the destination first, s3:GetObject on the source next (its own bucket: allowed), and
+only then the source is read: NoSuchKey, nothing to write (`CopyObjectHandler`)."""
 
 
 class _NoAnswer(Exception):
@@ -179,16 +193,18 @@ def _minio_fix(platform: Platform, namespace: str) -> str:
     )
 
 
-def _head_buckets(platform: Platform, target: Target, probes: Mapping[str, Sequence[str]]) -> dict[tuple[str, str], str]:
-    """What MinIO answered each consumer's HeadBucket on each of its `probes`' buckets, signed with that
-    consumer's key as OpenBao holds it: REACHED, or the error's code. Read-only, through a port-forward
-    to MinIO's Service. `_NoAnswer` at the first request that gets no answer (a forward whose pod is
-    gone): every other would wait as long.
+def _ask_minio(platform: Platform, target: Target, probes: Mapping[str, Sequence[tuple[str, str]]]) -> dict[tuple[str, str, str], str]:
+    """What MinIO answered each consumer's `probes` ((LIST, READ or WRITE, bucket) each), signed with
+    that consumer's key as OpenBao holds it, by (consumer, probe, bucket): REACHED or MinIO's error
+    code. Through a port-forward to MinIO's Service; nothing written. `_NoAnswer` at the first
+    request that gets no answer (a forward whose pod is gone): every other would wait as long.
     """
-    import urllib3
-    from minio import Minio
-    from minio.error import MinioException, S3Error, ServerError
+    import datetime
+    import secrets
 
+    import urllib3
+
+    from components import minio as mn
     from providers.cluster_access import ForwardError
 
     names = {consumer: f"minio-{consumer}-secret-key" for consumer in probes}
@@ -196,27 +212,51 @@ def _head_buckets(platform: Platform, target: Target, probes: Mapping[str, Seque
     keys = {consumer: _secret_of(platform, name, read[name]) for consumer, name in names.items()}
     if unread := [f"secret/minio/{consumer}" for consumer, key in keys.items() if not key]:
         raise _NoAnswer(f"OpenBao holds no secret key at {', '.join(unread)}")
-    found: dict[tuple[str, str], str] = {}
-    # A pool of our own: no retry (minio-py's tries a refused connection five times), no proxy.
+    missing = f"blueprint-verify-{secrets.token_hex(8)}"  # a key no bucket holds
+    found: dict[tuple[str, str, str], str] = {}
+    # A pool of our own: no retry, no redirect, no proxy.
     pool = urllib3.PoolManager(timeout=urllib3.Timeout(connect=TIMEOUT, read=TIMEOUT), retries=False)
     try:
         with _forward(platform, target) as port:
-            for consumer, buckets in probes.items():
-                key = keys[consumer]
-                client = Minio(f"127.0.0.1:{port}", consumer, key, secure=False, region=S3_REGION, http_client=pool)
-                for bucket in buckets:
-                    try:
-                        found[consumer, bucket] = REACHED if client.bucket_exists(bucket) else MISSING
-                    except S3Error as error:
-                        found[consumer, bucket] = error.code or "an error without a code"
-                    except ServerError as error:
-                        found[consumer, bucket] = f"HTTP {error.status_code}"
-    except (ForwardError, urllib3.exceptions.HTTPError, MinioException, OSError) as error:
+            for consumer, asked in probes.items():
+                for probe, bucket in asked:
+                    method, path, extra = _request(probe, bucket, missing, mn.CONSUMERS[consumer][0])
+                    now = datetime.datetime.now(datetime.UTC)
+                    headers = s3sign.signed(
+                        method, f"127.0.0.1:{port}", path, (consumer, keys[consumer]), region=S3_REGION, now=now, headers=extra
+                    )
+                    answer = pool.request(method, f"http://127.0.0.1:{port}{path}", headers=headers, redirect=False)
+                    found[consumer, probe, bucket] = _code(answer.status, answer.headers, answer.data)
+    except (ForwardError, urllib3.exceptions.HTTPError, OSError) as error:
         said = platform.secrets.masked(" ".join(_why(error).split()))[:300]
         raise _NoAnswer(f"MinIO did not answer at {target}: {said}") from None
     finally:
         pool.clear()
     return found
+
+
+def _request(probe: str, bucket: str, key: str, own_bucket: str) -> tuple[str, str, dict[str, str]]:
+    """(method, path, headers besides the signature's) of `probe` (PROBES) on `bucket`: `key` is one no
+    bucket holds; a CopyObject's source is that key in `own_bucket`, the consumer's own.
+    """
+    if probe == LIST:
+        return "HEAD", f"/{bucket}", {}
+    if probe == READ:
+        return "HEAD", f"/{bucket}/{key}", {}
+    return "PUT", f"/{bucket}/{key}", {"x-amz-copy-source": f"/{own_bucket}/{key}"}
+
+
+def _code(status: int, headers: Mapping[str, str], body: bytes) -> str:
+    """REACHED for a 2xx, else MinIO's error code (see REACHED; a word, nothing else it sent), else the HTTP status."""
+    import re
+
+    if 200 <= status < 300:
+        return REACHED
+    word = re.compile(r"[A-Za-z]{1,64}")
+    if word.fullmatch(named := str(headers.get("x-minio-error-code", ""))):
+        return named
+    found = re.search(rb"<Code>([A-Za-z]{1,64})</Code>", body[:4096])
+    return found[1].decode() if found else f"HTTP {status}"
 
 
 def _why(error: BaseException) -> str:
@@ -242,24 +282,26 @@ def minio_buckets_check(platform: Platform) -> Verdict:
     target = _minio_target(platform)
     fix = _minio_fix(platform, target.namespace)
     try:
-        found = _head_buckets(platform, target, mn.CONSUMERS)
+        found = _ask_minio(platform, target, {consumer: [(LIST, bucket) for bucket in own] for consumer, own in mn.CONSUMERS.items()})
     except _NoAnswer as error:
         return failed(str(error), fix)
-    missing = [bucket for (_, bucket), code in found.items() if code == MISSING]
+    missing = [bucket for (_, _, bucket), code in found.items() if code == MISSING]
     wrong = [f"no bucket {', '.join(missing)}"] if missing else []
     for consumer in mn.CONSUMERS:
-        if refused := [bucket for (user, bucket), code in found.items() if user == consumer and code == DENIED]:
+        if refused := [bucket for (user, _, bucket), code in found.items() if user == consumer and code in REFUSED]:
             wrong.append(
                 f"{consumer} refused on {', '.join(refused)}: its key is not MinIO's, or its policy {mn.POLICY_PREFIX}{consumer} lacks them"
             )
-    wrong += [f"{user} on {bucket}: {code}" for (user, bucket), code in found.items() if code not in (REACHED, MISSING, DENIED)]
+    wrong += [f"{user} on {bucket}: {code}" for (user, _, bucket), code in found.items() if code not in {REACHED, MISSING, *REFUSED}]
     if wrong:
         return failed("; ".join(wrong), fix)
     return passed("; ".join(f"{consumer} reaches its {len(buckets)} bucket(s)" for consumer, buckets in mn.CONSUMERS.items()))
 
 
 def minio_users_check(platform: Platform) -> Verdict:
-    """Each consumer's key is refused (AccessDenied) on every other consumer's bucket."""
+    """Each consumer's key is refused (AccessDenied) listing, reading and writing every other
+    consumer's bucket (PROBES).
+    """
     from components import minio as mn
 
     every = dict.fromkeys(bucket for buckets in mn.CONSUMERS.values() for bucket in buckets)
@@ -267,9 +309,15 @@ def minio_users_check(platform: Platform) -> Verdict:
     target = _minio_target(platform)
     fix = _minio_fix(platform, target.namespace)
     try:
-        found = _head_buckets(platform, target, others)
+        found = _ask_minio(
+            platform, target, {user: [(probe, bucket) for bucket in buckets for probe in PROBES] for user, buckets in others.items()}
+        )
     except _NoAnswer as error:
         return failed(str(error), fix)
-    if open_to := [f"{user} on {bucket} ({code})" for (user, bucket), code in found.items() if code != DENIED]:
+    if open_to := [f"{user}'s {probe} on {bucket} ({code})" for (user, probe, bucket), code in found.items() if code != DENIED]:
         return failed(f"not refused: {', '.join(open_to)}; each user may reach its own buckets alone", fix)
-    return passed("; ".join(f"{consumer} refused on the other {len(buckets)} bucket(s)" for consumer, buckets in others.items()))
+    return passed(
+        "; ".join(
+            f"{consumer} refused listing, reading and writing the other {len(buckets)} bucket(s)" for consumer, buckets in others.items()
+        )
+    )

@@ -344,16 +344,20 @@ DEEP_TIMEOUT = DEEP_SECONDS + HEALTHZ_SECONDS + 60
 DEEP_MESSAGE = "blueprint verify --deep: an empty commit, its pipeline timed from commit to deployed"
 
 
-def deep_pipeline_check(platform: Platform) -> Verdict:
+def deep_pipeline_check(platform: Platform, stack: str = "phase3") -> Verdict:
     """`--deep`: an empty commit (its tree its parent's: no file changed) to `main` of the first app
     with a host that builds its image, through the Commits API the sync commits with
     (providers/gitlab_sync.py); its pipeline must succeed (providers/gitlab_pipeline.py `wait`, never
     run again) and the app answer /healthz from this laptop; it reports the seconds from the commit
     to that answer. The next `up` finds the branch's files as the sync left them: it commits nothing.
+    Only into a project of ours, as the sync (decision 30): one with the mark `stack` (phase3, or
+    dev) left on it; another's is skipped, not committed to (its pipeline would run as root).
     """
     from providers import poll
     from providers.gitlab_api import encode
+    from providers.gitlab_get_or_create import NotOurs, in_one_of_ours
     from providers.gitlab_pipeline import BRANCH, PipelineFailed, wait
+    from stacks.config.schema import project_name
 
     if isinstance(manifest := _manifest(), Verdict):
         return manifest
@@ -365,6 +369,13 @@ def deep_pipeline_check(platform: Platform) -> Verdict:
 
     def check(gitlab: Any) -> Verdict:
         path = f"{_group(platform, gitlab).get('full_path')}/{app.name}"
+        owner = f"{project_name()}/{stack}"
+        try:
+            ours = in_one_of_ours(gitlab, "projects", path, owner, subject=f"the project of app {app.name}")
+        except NotOurs as theirs:
+            return skipped(f"{platform.secrets.masked(str(theirs))[:300]}, not {owner!r}: not ours, not committed")
+        if not ours:
+            return skipped(f"no project {path}: not committed")
         started = poll.CLOCK.now()
         # No action, and allow_empty: a commit of its parent's tree (gitlab-org/gitlab!211520; an
         # empty list alone is refused, 400, since gitlab-org/gitlab#584164).

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from cli.doctor import machine
 from cli.doctor.machine import RealMachine, end_runs, in_own_group, run_argv
@@ -73,3 +76,34 @@ def test_a_command_still_running_as_blueprint_exits_is_killed(tmp_path: Path) ->
         os.close(writer)
     assert [getattr(done, "returncode", None) for done in ended] == [-signal.SIGKILL]
     assert not machine._RUNNING
+
+
+def test_a_command_already_reaped_is_not_signalled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between `communicate()` reaping a command and its thread forgetting it, its pid is free again
+    (another process's group may take it): `end_runs` then signals nothing."""
+    import os
+    import subprocess
+    import threading
+
+    reaped, release = threading.Event(), threading.Event()
+    communicate = subprocess.Popen.communicate
+
+    def reap_then_linger(self: Any, *args: Any, **kwargs: Any) -> Any:
+        said = communicate(self, *args, **kwargs)
+        reaped.set()
+        release.wait(60)
+        return said
+
+    signalled: list[int] = []
+    monkeypatch.setattr(subprocess.Popen, "communicate", reap_then_linger)
+    monkeypatch.setattr(os, "killpg", lambda pgid, _signal: signalled.append(pgid))
+    ran = threading.Thread(target=in_own_group, args=(["true"], 60), daemon=True)
+    ran.start()
+    try:
+        assert reaped.wait(60)
+        assert machine._RUNNING  # still recorded: the window the rule is for
+        assert end_runs() == 0
+    finally:
+        release.set()
+        ran.join(60)
+    assert signalled == []

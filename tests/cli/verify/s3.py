@@ -1,12 +1,16 @@
-"""A local stand-in for MinIO's S3 API, as `blueprint verify`'s MinIO checks meet it: HeadBucket answered
-200, 403 or 404 as MinIO answers it, after checking each request's AWS Signature V4 with botocore's
-signer (AWS's own implementation, independent of minio-py, which the checks sign with).
+"""A local stand-in for MinIO's S3 API, as `blueprint verify`'s MinIO checks meet it: HeadBucket,
+HeadObject and CopyObject answered as MinIO answers them, after checking each request's AWS Signature
+V4 with botocore's signer (AWS's own implementation, independent of cli/verify/s3sign.py, which the
+checks sign with). It holds buckets but no object.
 
-MinIO's order, which the stand-in keeps (minio cmd/bucket-handlers.go `HeadBucketHandler`): the
-signature first (a key MinIO does not know: `InvalidAccessKeyId`; a signature that does not match:
-`SignatureDoesNotMatch`), then the user's policy (`AccessDenied`), then the bucket (`NoSuchBucket`).
-A HEAD's error has no body (`writeErrorResponseHeadersOnly`); anything but a HEAD is refused and
-recorded, so a test can show that nothing was written.
+MinIO's order, which the stand-in keeps (minio cmd/bucket-handlers.go `HeadBucketHandler`,
+cmd/object-handlers.go `headObjectHandler`, `CopyObjectHandler`, cmd/auth-handler.go): the signature
+first (a key MinIO does not know: `InvalidAccessKeyId`; a signature that does not match:
+`SignatureDoesNotMatch`), then the user's policy (`AccessDenied`: for a HeadBucket its bucket rights;
+for a HeadObject s3:GetObject; for a CopyObject s3:PutObject on the destination, then s3:GetObject on
+the source), then what is there (`NoSuchBucket`, `NoSuchKey`). A HEAD's error has no body, its code in
+`x-minio-error-code` (`writeErrorResponseHeadersOnly`); another's is S3's XML error. Anything else is
+refused and recorded, so a test can show that nothing was written.
 """
 
 from __future__ import annotations
@@ -30,37 +34,67 @@ AUTHORIZATION = re.compile(
     r"SignedHeaders=(?P<signed>[a-z0-9;-]+),\s*Signature=(?P<signature>[0-9a-f]{64})"
 )
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
-STATUS = {"InvalidAccessKeyId": 403, "SignatureDoesNotMatch": 403, "AccessDenied": 403, "NoSuchBucket": 404}
+STATUS = {"InvalidAccessKeyId": 403, "SignatureDoesNotMatch": 403, "AccessDenied": 403, "NoSuchBucket": 404, "NoSuchKey": 404}
 """MinIO's HTTP status for each error code (cmd/api-errors.go)."""
 
 
 @dataclass
 class S3StandIn:
-    """What MinIO holds: its users' secret keys, its buckets, and the buckets each user's policy allows."""
+    """What MinIO holds: its users' secret keys, its buckets, and what each user's policy allows: the
+    buckets it holds every right on (`allowed`: s3:* on the bucket and its objects, as blueprint's
+    policies), and the buckets whose objects alone it may read (`reads`: s3:GetObject) or write
+    (`writes`: s3:PutObject), as MinIO's built-in `readonly` and `writeonly` policies grant them."""
 
     port: int = 0
     keys: dict[str, str] = field(default_factory=dict)
     buckets: set[str] = field(default_factory=set)
     allowed: dict[str, set[str]] = field(default_factory=dict)
+    reads: dict[str, set[str]] = field(default_factory=dict)
+    writes: dict[str, set[str]] = field(default_factory=dict)
     requests: list[tuple[str, str, str]] = field(default_factory=list)
     """Each request: (method, path, the code it got or "200")."""
 
-    def hold(self, keys: Mapping[str, str], allowed: Mapping[str, Any], buckets: Any = None) -> None:
+    def hold(
+        self,
+        keys: Mapping[str, str],
+        allowed: Mapping[str, Any],
+        buckets: Any = None,
+        *,
+        reads: Mapping[str, Any] | None = None,
+        writes: Mapping[str, Any] | None = None,
+    ) -> None:
         """MinIO as a test needs it: `allowed` user -> buckets; every allowed bucket exists unless `buckets` says."""
         self.keys = dict(keys)
         self.allowed = {user: set(names) for user, names in allowed.items()}
+        self.reads = {user: set(names) for user, names in (reads or {}).items()}
+        self.writes = {user: set(names) for user, names in (writes or {}).items()}
         self.buckets = set(buckets) if buckets is not None else {name for names in self.allowed.values() for name in names}
         self.requests = []
 
     def answer(self, method: str, path: str, headers: Mapping[str, str]) -> str:
-        """The error code MinIO would give this HeadBucket (`headers` by lowercase name), or "200"."""
+        """The error code MinIO would give this request (`headers` by lowercase name), or "200"."""
         user, refused = self._signed_by(method, path, headers)
         if refused:
             return refused
-        bucket = path.lstrip("/").split("/", 1)[0].split("?", 1)[0]
-        if bucket not in self.allowed.get(user, set()):
-            return "AccessDenied"
-        return "200" if bucket in self.buckets else "NoSuchBucket"
+        bucket, _, key = path.lstrip("/").partition("/")
+        if method == "HEAD" and not key:  # HeadBucket
+            if bucket not in self.allowed.get(user, set()):
+                return "AccessDenied"
+            return "200" if bucket in self.buckets else "NoSuchBucket"
+        if method == "HEAD":  # HeadObject: the stand-in holds no object
+            return self._may(user, "read", bucket) or self._missing(bucket)
+        if method == "PUT" and key and (source := headers.get("x-amz-copy-source", "")).count("/") >= 2:  # CopyObject
+            source_bucket = source.lstrip("/").partition("/")[0]
+            return self._may(user, "write", bucket) or self._may(user, "read", source_bucket) or self._missing(source_bucket)
+        return "MethodNotAllowed"
+
+    def _may(self, user: str, action: str, bucket: str) -> str:
+        """ "" when `user`'s policy allows `action` ("read": s3:GetObject, "write": s3:PutObject) on `bucket`'s objects."""
+        granted = self.allowed.get(user, set()) | (self.reads if action == "read" else self.writes).get(user, set())
+        return "" if bucket in granted else "AccessDenied"
+
+    def _missing(self, bucket: str) -> str:
+        return "NoSuchKey" if bucket in self.buckets else "NoSuchBucket"
 
     def _signed_by(self, method: str, path: str, headers: Mapping[str, str]) -> tuple[str, str]:
         """(the user whose key signed the request, "") or ("", the error code): botocore computes the
@@ -73,6 +107,8 @@ class S3StandIn:
             return "", "InvalidAccessKeyId"
         stamp = headers.get("x-amz-date", "")
         if "host" not in signed or "x-amz-date" not in signed or headers.get("x-amz-content-sha256") != EMPTY_SHA256:
+            return "", "SignatureDoesNotMatch"
+        if "x-amz-copy-source" in headers and "x-amz-copy-source" not in signed:  # stricter than MinIO: ours signs it
             return "", "SignatureDoesNotMatch"
         request = AWSRequest(method=method, url=f"http://{headers['host']}{path}", headers={name: headers[name] for name in signed})
         request.context["timestamp"] = stamp
@@ -95,8 +131,26 @@ def running_s3() -> Iterator[S3StandIn]:
             code = stand_in.answer("HEAD", self.path, {name.lower(): value for name, value in self.headers.items()})
             stand_in.requests.append(("HEAD", self.path, code))
             self.send_response(200 if code == "200" else STATUS[code])
+            if code != "200":
+                self.send_header("x-minio-error-code", code)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        def do_PUT(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            code = stand_in.answer("PUT", self.path, {name.lower(): value for name, value in self.headers.items()})
+            stand_in.requests.append(("PUT", self.path, code))
+            if code == "MethodNotAllowed":
+                self.send_response(405)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code><Message>stand-in</Message></Error>'.encode()
+            self.send_response(STATUS[code])
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def refuse(self) -> None:
             stand_in.requests.append((self.command, self.path, "MethodNotAllowed"))
@@ -104,7 +158,7 @@ def running_s3() -> Iterator[S3StandIn]:
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-        do_GET = do_PUT = do_POST = do_DELETE = refuse
+        do_GET = do_POST = do_DELETE = refuse
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -444,3 +444,14 @@ def test_deep_is_the_commands_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     for argv in (["verify", "--json"], ["verify", "--json", "--deep"]):
         verify_command(parser().parse_args(argv), io.StringIO(), machine=FakeMachine(tools={}, outputs={}))
     assert seen == [False, True]
+
+
+def test_deeps_help_names_everything_it_changes() -> None:
+    """`--help` is the consent text of `--deep`: the commit on an app's main, its pipeline, the redeploy."""
+    import argparse
+
+    verbs = next(action for action in parser()._actions if isinstance(action, argparse._SubParsersAction))
+    deep = next(action for action in verbs.choices["verify"]._actions if "--deep" in action.option_strings)
+    said = " ".join(str(deep.help).split())
+    for change in ("OpenBao's pod", "empty commit as root", "app project's main", "pipeline", "redeploys the app"):
+        assert change in said, said

@@ -16,7 +16,7 @@ from apps_manifest import load_manifest
 from cli.verify import gitlab as gitlab_checks
 from cli.verify import services, specs
 from cli.verify.checks import Platform
-from cli.verify.model import FAIL, PASS, WARN
+from cli.verify.model import FAIL, PASS, SKIP, WARN
 from cli.verify.services import Answer
 from components.gitlab_projects import variables
 from components.runner import registration
@@ -26,6 +26,8 @@ from tests.providers.clock import FakeClock, install
 from tests.providers.gitlab_stub import ADMIN, ROOT_PASSWORD, TOKEN, GitLabState, GitLabStub, serving
 
 PROJECTS = [project.name for project in load_manifest(files=False)]
+PROJECTS_OWNER = "blueprint/phase3"
+"""The mark phase3 leaves on each project it makes (providers/gitlab_get_or_create.py `claim`)."""
 REGISTRY = "registry.blueprint.test"
 GUESTBOOK = "https://guestbook.blueprint.test"
 KUBECONFIG = "apiVersion: v1\nusers: [{name: deployer, user: {token: kubeconfig-token-0123456789}}]\n"
@@ -47,7 +49,7 @@ def state(stub: tuple[type[GitLabStub], str]) -> GitLabState:
     made.add_variable(f"groups/{group['id']}", "DEPLOY_KUBECONFIG", KUBECONFIG).update(variable_type="file", protected=True)
     made.add_variable(f"groups/{group['id']}", "BLUEPRINT_DOMAIN", "blueprint.test")
     for project in load_manifest(files=False):
-        made_project = made.add_project(group, project.name)
+        made_project = made.add_project(group, project.name, owner=PROJECTS_OWNER)
         for key, value in variables(project, registry_host=REGISTRY, domain="blueprint.test").items():
             made.add_variable(f"projects/{made_project['id']}", key, value)
     for description, image_builds in (("default", False), ("builds", True)):
@@ -340,12 +342,49 @@ def test_deep_app_that_does_not_answer_after_its_pipeline_fails(stub: Any, state
     assert verdict.fix
 
 
+def test_deep_commits_nothing_into_a_project_blueprint_did_not_make(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    """As the sync (decision 30): a project at the app's path without phase3's mark (made again by hand,
+    or by someone else) gets no commit, and so no pipeline run as root."""
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=85)
+    guestbook = next(project for project in state.projects.values() if project["path"] == "guestbook")
+    state.attributes[f"projects/{guestbook['id']}"] = {"blueprint_owner": "someone-else/phase3"}
+    commits = list(state.repository.commits)
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
+    assert verdict.status == SKIP
+    assert verdict.saw == (
+        "the project of app guestbook is blueprint-apps/guestbook, and its blueprint_owner is 'someone-else/phase3', "
+        "not 'blueprint/phase3': not ours, not committed"
+    )
+    assert state.repository.commits == commits
+    assert not [call for call in state.calls if call.startswith("POST")]
+
+
+def test_deep_in_the_dev_stack_commits_into_the_project_the_dev_stack_made(
+    stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock
+) -> None:
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=85)
+    for key in list(state.attributes):
+        if key.startswith("projects/"):
+            state.attributes[key] = {"blueprint_owner": "blueprint/dev"}
+    platform = _platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ)))
+    assert gitlab_checks.deep_pipeline_check(platform).status == SKIP
+    assert gitlab_checks.deep_pipeline_check(platform, stack="dev").status == PASS
+
+
 def test_deep_check_runs_only_with_deep(stub: Any, state: GitLabState, tmp_path: Path) -> None:
     platform = _platform(stub, state, tmp_path)
     assert gitlab_checks.EDIT_TO_DEPLOYED not in [spec.name for _, spec in specs(platform)]
     platform.deep = True
     chosen = {spec.name: spec for _, spec in specs(platform)}
     assert chosen[gitlab_checks.EDIT_TO_DEPLOYED].needs == (services.PIPELINES, services.APPS)
+
+
+def test_deep_checks_the_mark_of_the_stack_that_made_the_projects(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    platform = _platform(stub, state, tmp_path)
+    platform.deep = True
+    for dev, stack in ((False, "phase3"), (True, "dev")):
+        run = {spec.name: spec for _, spec in specs(platform, dev=dev)}[gitlab_checks.EDIT_TO_DEPLOYED].run
+        assert run.args == (platform, stack)  # type: ignore[attr-defined]
 
 
 REGISTRY_JWT = "eyJhbGciOiJSUzI1NiJ9.registry-jwt-payload-0123.signature"

@@ -334,7 +334,7 @@ def test_minio_passes_every_bucket_reached_by_its_own_user_through_a_forward(
     verdict = data.minio_buckets_check(platform)
     assert verdict.status == PASS, verdict.saw
     assert forwarded == [("kind-blueprint", "minio", "minio", mn.API_PORT)]
-    assert {method for method, _, _ in s3.requests} == {"HEAD"}  # read-only
+    assert {method for method, path, _ in s3.requests} == {"HEAD"}  # read-only
     assert len(s3.requests) == sum(len(buckets) for buckets in mn.CONSUMERS.values())
 
 
@@ -345,8 +345,41 @@ def test_minio_users_pass_each_refused_on_every_other_users_bucket(
     platform, _ = _minio_platform(bao, writer, tmp_path, s3)
     verdict = data.minio_users_check(platform)
     assert verdict.status == PASS, verdict.saw
+    assert verdict.saw.startswith(f"{mn.GITLAB} refused listing, reading and writing the other 1 bucket(s)")
     assert {code for _, _, code in s3.requests} == {"AccessDenied"}
     assert ("HEAD", "/runner-cache", "AccessDenied") in s3.requests
+
+
+def _object_probes(requests: list[tuple[str, str, str]], bucket: str) -> dict[str, str]:
+    """The object-level requests made on `bucket`: HeadObject's and CopyObject's code."""
+    return {"HEAD" if method == "HEAD" else "COPY": code for method, path, code in requests if path.startswith(f"/{bucket}/")}
+
+
+def test_minio_users_fail_naming_a_user_that_reads_another_users_objects_without_listing_its_bucket(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    """MinIO's built-in `readonly` policy attached to runner-cache by hand: s3:GetObject on every
+    bucket's objects, no s3:ListBucket on the others (so every HeadBucket is still refused)."""
+    s3.hold(MINIO_KEYS, mn.CONSUMERS, reads={mn.RUNNER_CACHE: mn.GITLAB_BUCKETS})
+    verdict = data.minio_users_check(_minio_platform(bao, writer, tmp_path, s3)[0])
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith(f"not refused: {mn.RUNNER_CACHE}'s HeadObject on {mn.GITLAB_BUCKETS[0]} (NoSuchKey)")
+    assert "CopyObject" not in verdict.saw
+    assert ("HEAD", f"/{mn.GITLAB_BUCKETS[0]}", "AccessDenied") in s3.requests
+    assert {method for method, _, _ in s3.requests} == {"HEAD", "PUT"}
+    assert {code for method, _, code in s3.requests if method == "PUT"} <= {"AccessDenied", "NoSuchKey"}  # nothing written
+
+
+def test_minio_users_fail_naming_a_user_that_writes_another_users_objects_without_listing_its_bucket(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    """MinIO's built-in `writeonly` policy attached to runner-cache by hand: s3:PutObject on every bucket."""
+    s3.hold(MINIO_KEYS, mn.CONSUMERS, writes={mn.RUNNER_CACHE: mn.GITLAB_BUCKETS})
+    verdict = data.minio_users_check(_minio_platform(bao, writer, tmp_path, s3)[0])
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith(f"not refused: {mn.RUNNER_CACHE}'s CopyObject on {mn.GITLAB_BUCKETS[0]} (NoSuchKey)")
+    assert "HeadObject" not in verdict.saw
+    assert _object_probes(s3.requests, mn.GITLAB_BUCKETS[0]) == {"HEAD": "AccessDenied", "COPY": "NoSuchKey"}
 
 
 def test_minio_buckets_fail_naming_a_missing_bucket(bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path) -> None:
@@ -376,7 +409,7 @@ def test_minio_users_fail_naming_a_user_that_reaches_another_users_bucket(
     s3.hold(MINIO_KEYS, {**mn.CONSUMERS, mn.RUNNER_CACHE: (mn.RUNNER_CACHE, "git-lfs")})
     verdict = data.minio_users_check(_minio_platform(bao, writer, tmp_path, s3)[0])
     assert verdict.status == FAIL
-    assert verdict.saw.startswith(f"not refused: {mn.RUNNER_CACHE} on git-lfs (reached)")
+    assert verdict.saw.startswith(f"not refused: {mn.RUNNER_CACHE}'s HeadBucket on git-lfs (reached)")
     assert "--phase 2" in verdict.fix
 
 
