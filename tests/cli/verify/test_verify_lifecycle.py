@@ -1,0 +1,131 @@
+"""The lifecycle of a verify run: what ends it, what it waits for, and what it leaves behind (review
+S32 `life`): the deadline bounds the command, not only the checks; a given-up check holds no exit;
+skips and cycles are named the same way whatever the timing; the deep checks end inside their own
+timeouts and leave GitLab as a user can fix it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from cli.verify import restart
+from cli.verify.model import FAIL, SKIP, Spec, Verdict, failed, passed, run_all
+from providers import poll
+from stacks.config import PROJECT_DIR
+from tests.cli.verify.test_verify_core import SetClock
+from tests.cli.verify.test_verify_openbao import Restarted, _restarted
+
+EXIT_SCRIPT = """
+import time
+from cli.verify.model import Spec, at_once, passed, run_all
+def check():
+    at_once(lambda _: time.sleep(120), [1])
+    return passed("late")
+[result] = run_all([Spec(name="TLS certificates", run=check, timeout=0.2)], tick=0.05)
+print(result.status, flush=True)
+"""
+
+
+def test_a_check_given_up_while_it_asks_hosts_at_once_holds_no_exit() -> None:
+    """A check cut at its timeout while an `at_once` worker still waits (a port-forward that never
+    starts): the process ends with the run, not when the worker is done (120 s; this waits 60 at most)."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(EXIT_SCRIPT)], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "fail", done.stderr
+
+
+def test_a_need_that_fails_as_the_deadline_passes_is_named_by_its_dependant(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = SetClock()
+    monkeypatch.setattr(poll, "CLOCK", clock.clock())
+
+    def slow_failure() -> Verdict:
+        clock.time = 51
+        return failed("no", "fix")
+
+    results = run_all(
+        [Spec(name="stack phase2", run=slow_failure), Spec(name="OpenBao", run=lambda: passed("ok"), needs=("stack phase2",))], tick=0.01
+    )
+    assert [result.status for result in results] == [FAIL, SKIP]
+    assert results[1].skipped_because == "stack phase2"
+    assert results[1].saw == "not checked: it needs stack phase2, which failed"
+
+
+def test_checks_that_wait_for_each_other_are_refused_before_any_runs_whatever_the_timing(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = SetClock()
+    monkeypatch.setattr(poll, "CLOCK", clock.clock())
+    ran: list[str] = []
+
+    def slow() -> Verdict:
+        ran.append("slow")
+        clock.time = 60
+        return passed("late")
+
+    cycle = [Spec(name="a", run=lambda: passed("a"), after=("b",)), Spec(name="b", run=lambda: passed("b"), needs=("a",))]
+    with pytest.raises(ValueError, match=r"checks that need each other: \['a', 'b'\]"):
+        run_all([Spec(name="slow", run=slow, timeout=1000), *cycle], tick=0.01)
+    assert ran == []
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "Error from server: This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+        "Error from server (TooManyRequests): Cannot evict pod as it would violate the pod's disruption budget.",
+    ],
+)
+def test_an_eviction_a_budget_refuses_is_skipped_however_the_server_words_it(refusal: str) -> None:
+    verdict = restart.openbao_restart_check(_restarted(Restarted([("uid-new", True)], evicted=(1, refusal)), {}))
+    assert verdict.status == SKIP
+    assert verdict.saw.startswith("not restarted: a PodDisruptionBudget forbids evicting openbao-0")
+
+
+def test_an_eviction_the_server_throttles_says_to_try_again_later_not_forbidden() -> None:
+    refusal = "Error from server (TooManyRequests): the server has received too many requests and has asked us to try again later"
+    verdict = restart.openbao_restart_check(_restarted(Restarted([("uid-new", True)], evicted=(1, refusal)), {}))
+    assert verdict.status == FAIL
+    assert "asked to try again later" in verdict.saw
+    assert verdict.fix == "run `uv run blueprint verify --deep` again in a minute"
+
+
+def test_only_a_forbidden_eviction_is_said_to_need_rbac() -> None:
+    forbidden = 'Error from server (Forbidden): pods "openbao-0" is forbidden: User "dev" cannot create resource "pods/eviction"'
+    said = restart.openbao_restart_check(_restarted(Restarted([("uid-new", True)], evicted=(1, forbidden)), {}))
+    assert said.fix.startswith("a Forbidden: your kubeconfig's user needs `create` on `pods/eviction`")
+    other = restart.openbao_restart_check(_restarted(Restarted([("uid-new", True)], evicted=(1, "Unable to connect to the server")), {}))
+    assert other.status == FAIL
+    assert "Forbidden" not in other.fix
+
+
+class SlowRestart(Restarted):
+    """A cluster whose API server answers each kubectl call only at its timeout (on the test's clock)."""
+
+    def __init__(self, clock: SetClock) -> None:
+        super().__init__([("uid-new", True)])
+        self.clock = clock
+
+    def run(self, argv: Any, timeout: float) -> tuple[int, str]:
+        self.clock.time += timeout
+        return super().run(argv, timeout)
+
+
+def test_the_restart_says_its_own_why_before_its_timeout_when_every_answer_is_slow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kubectl call takes its timeout, and OpenBao, through a port-forward that starts anew, takes
+    the forward's start and the HTTP timeout before it fails: the check's worst case, which must end
+    inside the check's own timeout, or the report shows the runner's "no answer" instead of its why."""
+    from providers.openbao_api import OpenBao
+
+    clock = SetClock()
+    monkeypatch.setattr(poll, "CLOCK", clock.clock())
+
+    def never(_: Any) -> dict[str, Any]:
+        clock.time += restart.START_SECONDS + restart.HTTP_SECONDS
+        raise OSError("no answer")
+
+    monkeypatch.setattr(OpenBao, "seal_status", never)
+    verdict = restart.openbao_restart_check(_restarted(SlowRestart(clock), {}))
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith("openbao-0 did not come back unsealed within 180 s of its eviction: OpenBao does not answer")
+    assert clock.time <= restart.TIMEOUT
