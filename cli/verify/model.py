@@ -147,7 +147,8 @@ def _answered(answers: queue.Queue[tuple[str, Verdict]], tick: float) -> list[tu
 
 def _in_order(specs: Sequence[Spec]) -> None:
     """Refuse checks that wait for each other (by `needs` or `after`), before any starts: a cycle is a
-    programming error, said the same way whenever it would be met (graphlib finds it)."""
+    programming error, said the same way whenever it would be met (graphlib finds it).
+    """
     names = [spec.name for spec in specs]
     if len(set(names)) != len(names) or any(need not in names for spec in specs for need in spec.needs):
         raise ValueError(f"checks must have distinct names and need only checks of the run: {names}")
