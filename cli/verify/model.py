@@ -25,8 +25,9 @@ Said = TypeVar("Said")
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
 DEADLINE = 50.0
-"""Seconds the whole run may take (`run_all`): a healthy platform answers in well under it, and a
-check chain of several 30 s timeouts still ends the command within a minute."""
+"""Seconds the whole command may take (cli/verify `verify`, `run_all` its checks): a healthy platform
+answers in well under it, and a check chain of several 30 s timeouts, the engine's detection before
+it and the machine's facts gathered beside it still end the command within a minute."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,19 +5,25 @@ timeouts and leave GitLab as a user can fix it."""
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from cli.verify import restart
-from cli.verify.model import FAIL, SKIP, Spec, Verdict, failed, passed, run_all
+from cli.verify.model import DEADLINE, FAIL, SKIP, Spec, Verdict, failed, passed, run_all
 from providers import poll
 from stacks.config import PROJECT_DIR
+from tests.cli.doctor.fakes import FakeMachine
 from tests.cli.verify.test_verify_core import SetClock
 from tests.cli.verify.test_verify_openbao import Restarted, _restarted
+from tests.providers.clock import FakeClock
 
 EXIT_SCRIPT = """
 import time
@@ -121,7 +127,7 @@ def test_the_restart_says_its_own_why_before_its_timeout_when_every_answer_is_sl
     monkeypatch.setattr(poll, "CLOCK", clock.clock())
 
     def never(_: Any) -> dict[str, Any]:
-        clock.time += restart.START_SECONDS + restart.HTTP_SECONDS
+        clock.time += restart.BACK_SECONDS - restart.KUBECTL_SECONDS
         raise OSError("no answer")
 
     monkeypatch.setattr(OpenBao, "seal_status", never)
@@ -129,3 +135,60 @@ def test_the_restart_says_its_own_why_before_its_timeout_when_every_answer_is_sl
     assert verdict.status == FAIL
     assert verdict.saw.startswith("openbao-0 did not come back unsealed within 180 s of its eviction: OpenBao does not answer")
     assert clock.time <= restart.TIMEOUT
+
+
+class HungDocker(FakeMachine):
+    """Docker's CLI answers `-v` slowly (10 s of the test's clock), its daemon never: `docker info`
+    answers at its timeout, which it waits for (until `release`, real time) before moving the clock."""
+
+    def __init__(self, clock: FakeClock, release: threading.Event) -> None:
+        super().__init__(tools={}, outputs={})
+        self.clock, self.release = clock, release
+
+    def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        if list(argv[:2]) == ["docker", "-v"]:
+            self.clock.advance(10)
+            return 0, "Docker version 27.0.0"
+        return super().run(argv, timeout)
+
+    def memory_bytes(self) -> int | None:
+        self.release.wait(10)
+        self.clock.advance(20)
+        return None
+
+
+def test_the_command_ends_within_its_deadline_however_long_docker_takes_to_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline is the command's: the engine's detection before the checks counts in it, and the
+    report's machine facts (`docker info`, the memory) are gathered beside the checks: what has not
+    answered when the checks end is null, not waited for."""
+    import cli.verify as verify_module
+    from cli.main import parser
+
+    clock = FakeClock()
+    monkeypatch.setattr(poll, "CLOCK", poll.Clock(clock.now, clock.sleep))
+    release = threading.Event()
+
+    def chain() -> Verdict:
+        clock.advance(41)  # a chain of checks that runs to the deadline (the detection took the first 10 s)
+        release.wait(30)
+        return passed("late")
+
+    monkeypatch.setattr(verify_module, "specs", lambda platform, dev=False: [("phase1", Spec(name="chain", run=chain, timeout=1000))])
+    began, out = clock.now(), io.StringIO()
+    try:
+        code = verify_module.run(parser().parse_args(["verify", "--json"]), out, machine=HungDocker(clock, release))
+    finally:
+        release.set()
+    assert code == 1
+    assert clock.now() - began <= DEADLINE + 1
+    assert json.loads(out.getvalue())["platform"]["memory_bytes"] is None
+
+
+def test_phase_1_with_deep_keeps_the_fast_deadline_since_it_runs_no_deep_check() -> None:
+    from cli.verify import deadline
+    from tests.cli.verify.platforms import platform_on
+
+    deep = platform_on()
+    deep.deep = True
+    assert deadline(deep, "1") == DEADLINE
+    assert deadline(deep, "2") == DEADLINE + restart.TIMEOUT
