@@ -12,18 +12,24 @@ import sys
 import textwrap
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli.verify import gitlab as gitlab_checks
 from cli.verify import restart
-from cli.verify.model import DEADLINE, FAIL, SKIP, Spec, Verdict, failed, passed, run_all
+from cli.verify.model import DEADLINE, FAIL, PASS, SKIP, WARN, Spec, Verdict, failed, passed, run_all
 from providers import poll
 from stacks.config import PROJECT_DIR
 from tests.cli.doctor.fakes import FakeMachine
+from tests.cli.verify import test_verify_gitlab as gitlab_tests
+from tests.cli.verify.platforms import Answers
 from tests.cli.verify.test_verify_core import SetClock
+from tests.cli.verify.test_verify_gitlab import HEALTHZ, PIPELINE_URL, _pipeline_of_the_next_commit, _platform
 from tests.cli.verify.test_verify_openbao import Restarted, _restarted
 from tests.providers.clock import FakeClock
+from tests.providers.gitlab_stub import GitLabState
 
 EXIT_SCRIPT = """
 import time
@@ -137,6 +143,9 @@ def test_the_restart_says_its_own_why_before_its_timeout_when_every_answer_is_sl
     assert clock.time <= restart.TIMEOUT
 
 
+stub, state, deep = gitlab_tests.stub, gitlab_tests.state, gitlab_tests.deep  # the GitLab stub's fixtures, shared
+
+
 class HungDocker(FakeMachine):
     """Docker's CLI answers `-v` slowly (10 s of the test's clock), its daemon never: `docker info`
     answers at its timeout, which it waits for (until `release`, real time) before moving the clock."""
@@ -188,7 +197,53 @@ def test_phase_1_with_deep_keeps_the_fast_deadline_since_it_runs_no_deep_check()
     from cli.verify import deadline
     from tests.cli.verify.platforms import platform_on
 
-    deep = platform_on()
-    deep.deep = True
-    assert deadline(deep, "1") == DEADLINE
-    assert deadline(deep, "2") == DEADLINE + restart.TIMEOUT
+    with_deep = platform_on()
+    with_deep.deep = True
+    assert deadline(with_deep, "1") == DEADLINE
+    assert deadline(with_deep, "2") == DEADLINE + restart.TIMEOUT
+
+
+def test_a_failed_deep_pipeline_names_retry_on_it_or_deep_again_not_up(
+    stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock
+) -> None:
+    """`up --phase 3` would run nothing: the sync's files and the smoke pipeline's commit did not change."""
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=60, status="failed")
+    platform = _platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ)))
+    verdict = gitlab_checks.deep_pipeline_check(platform)
+    assert verdict.status == FAIL
+    assert (
+        verdict.fix == f"blueprint-apps/guestbook: press Retry on {PIPELINE_URL} in GitLab, or run `uv run blueprint verify --deep` again"
+    )
+    later = gitlab_checks.pipelines_check(platform)  # the next `verify`: main's newest pipeline is that one
+    assert later.status == FAIL
+    assert f"press Retry on {PIPELINE_URL} in GitLab" in later.fix
+    assert "blueprint up" not in verdict.fix + later.fix
+
+
+def test_deep_again_after_a_failed_pipeline_clears_pipelines(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=60, status="failed")
+    platform = _platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ)))
+    assert gitlab_checks.deep_pipeline_check(platform).status == FAIL
+    again = {"id": 901, "ref": "main", "status": "pending", "web_url": f"{PIPELINE_URL}1"}
+    deep.at(20, lambda: state.repository.pipelines.append({**again, "sha": state.repository.head()}))
+    deep.at(60, lambda: state.repository.pipelines[-1].update(status="success"))
+    assert gitlab_checks.deep_pipeline_check(platform).status != FAIL
+    assert gitlab_checks.pipelines_check(platform).status == PASS
+
+
+def test_a_pipeline_still_running_is_a_warning_naming_it_not_a_failure(stub: Any, state: GitLabState, tmp_path: Path) -> None:
+    state.repository.pipelines.append({"id": 2, "ref": "main", "status": "running", "web_url": PIPELINE_URL})
+    verdict = gitlab_checks.pipelines_check(_platform(stub, state, tmp_path))
+    assert verdict.status == WARN
+    assert verdict.saw.endswith("(still running)")
+    assert f"{PIPELINE_URL} is still running; `uv run blueprint verify` again once it ends" in verdict.fix
+
+
+def test_deep_commits_nothing_while_mains_pipeline_still_runs(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
+    """Another empty commit would stack on it, and GitLab's auto-cancel may cancel the pending one."""
+    state.repository.pipelines.append({"id": 899, "ref": "main", "status": "pending", "web_url": PIPELINE_URL})
+    commits = len(state.repository.commits)
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
+    assert verdict.status == SKIP
+    assert f"pipeline {PIPELINE_URL} on main is still pending" in verdict.saw
+    assert len(state.repository.commits) == commits
