@@ -21,7 +21,7 @@ from cli.doctor.machine import Machine
 from cli.verify import checks, data, gitlab, restart, services
 from cli.verify.checks import Platform, stack_check
 from cli.verify.model import DEADLINE, FAIL, Result, Spec, Verdict, failed, run_all, tally
-from cli.verify.report import NO_ENGINE, Secrets, platform, report, to_json, to_table
+from cli.verify.report import NO_ENGINE, Secrets, gathering, report, to_json, to_table
 from stacks import PHASE_STACKS
 
 __all__ = ["Platform", "run", "specs", "verify"]
@@ -156,18 +156,26 @@ def verify(
     dev: bool = False,
     when: datetime.datetime | None = None,
     state_dir: Path | None = None,
+    began: float | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Run the checks; (the exit code: 1 when any failed, the report, with the last bring-up's measured
     durations when an `up` recorded them under `state_dir`: the project's `.pulumi-state` by default).
+    The deadline is the command's, from `began` (providers/poll.py's CLOCK; by default now): the
+    engine's detection before, the checks, and the machine's facts gathered beside them.
     """
     from cli import timings
     from cli.status import _on_existing
+    from providers import poll
     from stacks.config.paths import LOCAL_STATE_DIR
 
-    results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase), deadline=deadline(platform_))
+    until = (poll.CLOCK.now() if began is None else began) + deadline(platform_, phase, dev=dev)
+    facts = gathering(platform_.machine, platform_.engine)
+    results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase), deadline=until - poll.CLOCK.now())
     now = when or datetime.datetime.now(datetime.UTC)
-    engine = NO_ENGINE if _on_existing(platform_.outputs.get("phase1")) else platform_.engine
-    document = report(results, platform(platform_.machine, engine), platform_.secrets, when=now)
+    machine = facts(until)
+    if _on_existing(platform_.outputs.get("phase1")):
+        machine.update(container_engine=NO_ENGINE, container_engine_version=None)
+    document = report(results, machine, platform_.secrets, when=now)
     stacks = ("dev",) if dev else PHASE_STACKS["all"]
     if (measured := timings.measured(state_dir or LOCAL_STATE_DIR, stacks)) is not None:
         document["bring_up"] = measured
@@ -181,9 +189,11 @@ DEEP = frozenset({restart.OPENBAO_RESTART, gitlab.EDIT_TO_DEPLOYED})
 """`--deep`'s checks: they change something and take minutes; never in `up`'s tally."""
 
 
-def deadline(platform_: Platform) -> float:
-    """Seconds the whole run may take: DEADLINE, and with `--deep` the longest deep check's timeout besides."""
-    deep = [spec.timeout for _, spec in specs(platform_) if spec.name in DEEP]
+def deadline(platform_: Platform, phase: str = "all", *, dev: bool = False) -> float:
+    """Seconds the whole command may take: DEADLINE, and with `--deep` the longest timeout of the deep
+    checks `phase` runs besides (none for `--phase 1`, which runs no deep check).
+    """
+    deep = [spec.timeout for spec in chosen(specs(platform_, dev=dev), phase) if spec.name in DEEP]
     return DEADLINE + max(deep, default=0.0)
 
 
@@ -216,6 +226,8 @@ def fast_tally(platform_: Platform, phase: str) -> str:
 
 def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) -> int:
     """`blueprint verify [--stack dev | --phase N] [--json] [--output FILE] [--deep]` (`machine`: the real one by default)."""
+    from providers import poll
+
     out = out or sys.stdout
 
     @functools.cache
@@ -227,9 +239,10 @@ def run(args: Any, out: TextIO | None = None, machine: Machine | None = None) ->
     if args.output and (problem := unwritable(Path(args.output))):
         print(f"blueprint: --output {str(args.output)[:200]}: {problem}; fix: name a file in a folder you can write", file=sys.stderr)
         return 2
+    began = poll.CLOCK.now()  # the engine's detection counts in the command's deadline
     platform_ = real_platform(runner, machine)
     platform_.deep = bool(args.deep)
-    code, document = verify(platform_, phase=args.phase, dev=args.stack == "dev")
+    code, document = verify(platform_, phase=args.phase, dev=args.stack == "dev", began=began)
     if args.output:
         try:
             Path(args.output).write_text(to_json(document))

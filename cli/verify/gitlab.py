@@ -211,25 +211,57 @@ def runners_check(platform: Platform) -> Verdict:
     return _guarded(platform, check, "`uv run blueprint up --phase 2`")
 
 
-def pipelines_check(platform: Platform) -> Verdict:
-    """The latest pipeline of each project of the manifest succeeded (N/N)."""
+def _newest(gitlab: Any, path: str, **query: str) -> dict[str, Any] | None:
+    """The newest pipeline of project `path` on the branch the sync commits to (`query`: a `sha` besides), or None."""
     from providers.gitlab_api import encode
+    from providers.gitlab_pipeline import BRANCH
 
+    found = gitlab.get(f"/projects/{encode(path)}/pipelines", ref=BRANCH, per_page=1, **query)
+    return dict(found[0]) if found else None
+
+
+def _running(pipeline: dict[str, Any] | None) -> bool:
+    """Still on its way: neither ended nor waiting for a person (GitLab's statuses, providers/gitlab_pipeline.py)."""
+    from providers.gitlab_pipeline import DONE, WAITS_FOR_A_PERSON
+
+    return pipeline is not None and pipeline.get("status") not in DONE | WAITS_FOR_A_PERSON
+
+
+def _pipeline_fix(name: str, pipeline: dict[str, Any] | None) -> str:
+    """What runs `name`'s pipeline again, as a user does it in GitLab: Retry on a failed or cancelled one
+    (POST /projects/:id/pipelines/:pipeline_id/retry); `up` would not, its commit and pipeline unchanged.
+    """
+    from providers.gitlab_pipeline import BRANCH, WAITS_FOR_A_PERSON
+
+    if pipeline is None or pipeline.get("status") == "skipped":
+        return f"{name}: Build > Pipelines > Run pipeline on {BRANCH} in GitLab"
+    url, status = pipeline.get("web_url"), pipeline.get("status")
+    if _running(pipeline):
+        return f"{name}: {url} is still {status}; `uv run blueprint verify` again once it ends"
+    if status in WAITS_FOR_A_PERSON:
+        return f"{name}: {url} waits for a person ({status}): start its job in GitLab"
+    return f"{name}: press Retry on {url} in GitLab"
+
+
+def pipelines_check(platform: Platform) -> Verdict:
+    """The latest pipeline on `main` (what GitLab's project page shows, and what deployed the app) of each
+    project of the manifest succeeded (N/N); one still running is a warning.
+    """
     if isinstance(manifest := _manifest(), Verdict):
         return manifest
     projects = [project.name for project in manifest]
 
     def check(gitlab: Any) -> Verdict:
         path = _group(platform, gitlab).get("full_path")
-        wrong = []
-        for name in projects:
-            latest = gitlab.get(f"/projects/{encode(f'{path}/{name}')}/pipelines", per_page=1)
-            status = latest[0].get("status") if latest else "none"
-            if status != "success":
-                wrong.append(f"{name}: {status}")
+        newest = {name: _newest(gitlab, f"{path}/{name}") for name in projects}
+        wrong = {name: pipeline for name, pipeline in newest.items() if (pipeline or {}).get("status") != "success"}
         tally = f"{len(projects) - len(wrong)}/{len(projects)} latest pipelines succeeded"
+        saw = f"{tally}; " + ", ".join(f"{name}: {(pipeline or {}).get('status', 'none')}" for name, pipeline in wrong.items())
+        fix = "; ".join(_pipeline_fix(name, pipeline) for name, pipeline in wrong.items())
+        if any(not _running(pipeline) for pipeline in wrong.values()):
+            return failed(saw, fix)
         if wrong:
-            return failed(f"{tally}; {', '.join(wrong)}", f"open the pipeline in GitLab; `{UP} --phase 3` runs them again")
+            return warned(f"{saw} (still running)", fix)
         return passed(tally)
 
     return _guarded(platform, check, f"`{UP} --phase 3`")
@@ -376,6 +408,11 @@ def deep_pipeline_check(platform: Platform, stack: str = "phase3") -> Verdict:
             return skipped(f"{platform.secrets.masked(str(theirs))[:300]}, not {owner!r}: not ours, not committed")
         if not ours:
             return skipped(f"no project {path}: not committed")
+        if _running(earlier := _newest(gitlab, path)):  # another commit would stack, and GitLab may cancel this one as redundant
+            return skipped(
+                f"not committed: {path}'s pipeline {(earlier or {}).get('web_url')} on {BRANCH} is still {(earlier or {}).get('status')}; "
+                "`uv run blueprint verify --deep` again once it ends"
+            )
         started = poll.CLOCK.now()
         # No action, and allow_empty: a commit of its parent's tree (gitlab-org/gitlab!211520; an
         # empty list alone is refused, 400, since gitlab-org/gitlab#584164).
@@ -384,8 +421,9 @@ def deep_pipeline_check(platform: Platform, stack: str = "phase3") -> Verdict:
         props = {**_props(platform), "project": path, "sha": sha, "timeout_seconds": DEEP_SECONDS}
         try:
             ran = wait(props, rerun=frozenset(), longer="look at it in GitLab, then run `uv run blueprint verify --deep` again")
-        except PipelineFailed as error:
-            return failed(platform.secrets.masked(str(error))[:400], f"open the pipeline it names; `{UP} --phase 3` runs every app's again")
+        except PipelineFailed as error:  # its pipeline is main's newest now: `up` would not run it again, Retry does
+            fix = f"{_pipeline_fix(path, _newest(gitlab, path, sha=sha))}, or run `uv run blueprint verify --deep` again"
+            return failed(platform.secrets.masked(str(error))[:400], fix)
         answer = _answering(platform, healthz)
         seconds = poll.CLOCK.now() - started
         if answer.status != 200:

@@ -12,12 +12,12 @@ for, and the processes the unfinished checks started are killed (cli/doctor/mach
 from __future__ import annotations
 
 import contextlib
+import graphlib
 import queue
 import threading
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Item = TypeVar("Item")
 Said = TypeVar("Said")
@@ -25,8 +25,9 @@ Said = TypeVar("Said")
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
 STATUSES = (PASS, WARN, FAIL, SKIP)
 DEADLINE = 50.0
-"""Seconds the whole run may take (`run_all`): a healthy platform answers in well under it, and a
-check chain of several 30 s timeouts still ends the command within a minute."""
+"""Seconds the whole command may take (cli/verify `verify`, `run_all` its checks): a healthy platform
+answers in well under it, and a check chain of several 30 s timeouts, the engine's detection before
+it and the machine's facts gathered beside it still end the command within a minute."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +146,44 @@ def _answered(answers: queue.Queue[tuple[str, Verdict]], tick: float) -> list[tu
     return got
 
 
+def _in_order(specs: Sequence[Spec]) -> None:
+    """Refuse checks that wait for each other (by `needs` or `after`), before any starts: a cycle is a
+    programming error, said the same way whenever it would be met (graphlib finds it).
+    """
+    names = [spec.name for spec in specs]
+    if len(set(names)) != len(names) or any(need not in names for spec in specs for need in spec.needs):
+        raise ValueError(f"checks must have distinct names and need only checks of the run: {names}")
+    waits = {spec.name: {first for first in (*spec.needs, *spec.after) if first in names} for spec in specs}
+    try:
+        graphlib.TopologicalSorter(waits).prepare()
+    except graphlib.CycleError as cycle:
+        raise ValueError(f"checks that need each other: {sorted(set(cycle.args[1]))}") from None
+
+
+def _skip_blocked(specs: Sequence[Spec], done: dict[str, Result], started: Collection[str], run: Collection[str]) -> list[Spec]:
+    """Skip every spec whose need failed or was skipped (named for the check that failed, however many
+    skips lie between), until none is left to skip; the specs now free to start.
+    """
+    while True:
+        free, skipped_now = [], False
+        for spec in specs:
+            if spec.name in done or spec.name in started:
+                continue
+            blocker = _blocker(spec, done, run)
+            if blocker:
+                root = done[blocker].skipped_because or blocker
+                why = "failed" if done[root].status == FAIL else "was skipped"
+                through = f" (through {blocker})" if root != blocker else ""
+                done[spec.name] = Result(
+                    name=spec.name, status=SKIP, saw=f"not checked: it needs {root}, which {why}{through}", skipped_because=root
+                )
+                skipped_now = True
+            elif blocker is None:
+                free.append(spec)
+        if not skipped_now:
+            return free
+
+
 def run_all(specs: Sequence[Spec], *, tick: float = 0.25, deadline: float = DEADLINE) -> list[Result]:
     """Every spec's result, in the specs' order. Each check's timeout runs from its start, and the run's
     `deadline` (seconds) from the run's, on providers/poll.py's CLOCK (which the tests drive); `tick` is
@@ -154,35 +193,18 @@ def run_all(specs: Sequence[Spec], *, tick: float = 0.25, deadline: float = DEAD
     from cli.doctor.machine import end_runs
     from providers import poll
 
-    names = [spec.name for spec in specs]
-    if len(set(names)) != len(names) or any(need not in names for spec in specs for need in spec.needs):
-        raise ValueError(f"checks must have distinct names and need only checks of the run: {names}")
+    _in_order(specs)
     done: dict[str, Result] = {}
     started: dict[str, float] = {}
     answers: queue.Queue[tuple[str, Verdict]] = queue.Queue()
     by_name = {spec.name: spec for spec in specs}
     began, abandoned = poll.CLOCK.now(), False
     while len(done) < len(specs):
-        before = (len(done), len(started))
-        for spec in specs:
-            if spec.name in done or spec.name in started:
-                continue
-            blocker = _blocker(spec, done, by_name)
-            if blocker:  # named for the check that failed, however many skips lie between
-                root = done[blocker].skipped_because or blocker
-                why = "failed" if done[root].status == FAIL else "was skipped"
-                through = f" (through {blocker})" if root != blocker else ""
-                done[spec.name] = Result(
-                    name=spec.name, status=SKIP, saw=f"not checked: it needs {root}, which {why}{through}", skipped_because=root
-                )
-            elif blocker is None:
-                started[spec.name] = poll.CLOCK.now()
-                threading.Thread(target=lambda s=spec: answers.put((s.name, _guarded(s))), daemon=True, name=f"verify {spec.name}").start()
-        running = [name for name in started if name not in done]
-        if not running:
-            if (len(done), len(started)) == before:
-                raise ValueError(f"checks that need each other: {sorted(set(names) - set(done))}")
-            continue
+        for spec in _skip_blocked(specs, done, started, by_name):
+            started[spec.name] = poll.CLOCK.now()
+            threading.Thread(target=lambda s=spec: answers.put((s.name, _guarded(s))), daemon=True, name=f"verify {spec.name}").start()
+        if not (running := [name for name in started if name not in done]):
+            continue  # every check left waits on one just skipped or done (no cycle: `_in_order`)
         for name, verdict in _answered(answers, tick):
             if name not in done:
                 done[name] = _result(by_name[name], verdict)
@@ -192,22 +214,37 @@ def run_all(specs: Sequence[Spec], *, tick: float = 0.25, deadline: float = DEAD
             if name not in done and now - started[name] > spec.timeout:
                 done[name], abandoned = _result(spec, failed(f"no answer within {spec.timeout:g} s", spec.fix_on_timeout)), True
         if len(done) < len(specs) and now - began > deadline:
+            _skip_blocked(specs, done, started, by_name)  # a need that failed in this very tick is named by its dependants
             _past_deadline(specs, done, started, deadline)
             abandoned = True
     if abandoned:
         end_runs()
-    return [done[name] for name in names]
+    return [done[spec.name] for spec in specs]
 
 
 def at_once(call: Callable[[Item], Said], items: Sequence[Item]) -> list[Said]:
     """`call` of each item, all at the same time, in `items`' order: hosts asked in parallel, each under
     its own timeout, so one that never answers costs its own timeout once, not the check's, and the
-    others' answers still name it.
+    others' answers still name it. One daemon thread each (not concurrent.futures', which the
+    interpreter joins at exit): a check given up while one still waits holds no one's exit.
     """
-    if not items:
-        return []
-    with ThreadPoolExecutor(max_workers=len(items), thread_name_prefix="verify host") as pool:
-        return list(pool.map(call, items))
+    said: list[Any] = [None] * len(items)
+    raised: list[BaseException | None] = [None] * len(items)
+
+    def one(index: int, item: Item) -> None:
+        try:
+            said[index] = call(item)
+        except BaseException as error:  # given to the caller, as pool.map would
+            raised[index] = error
+
+    threads = [threading.Thread(target=one, args=(index, item), daemon=True, name="verify host") for index, item in enumerate(items)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if error := next((error for error in raised if error is not None), None):
+        raise error
+    return said
 
 
 def tally(results: Sequence[Result]) -> str:

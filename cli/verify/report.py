@@ -10,7 +10,7 @@ import datetime
 import json
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -53,24 +53,46 @@ NO_ENGINE = "none"
 """The report's container engine on an existing cluster, which no engine of this machine runs."""
 
 
-def platform(machine: Machine, engine: str) -> dict[str, Any]:
-    """The machine, as a bug report needs it: OS and family, the engine (NO_ENGINE: none) and the
-    tools, CPUs, memory.
+def gathering(machine: Machine, engine: str) -> Callable[[float], dict[str, Any]]:
+    """Start asking the machine, as a bug report needs it (OS and family, the engine (NO_ENGINE: none)
+    and the tools, CPUs, memory), beside the checks: one daemon thread per program asked (a hung
+    `docker info` costs its 20 s beside the checks, not after them). The function returned gives
+    the facts, waiting for those still asked until providers/poll.py's CLOCK says `until` (the run's
+    deadline): one not in by then is null, so the report is never later than the checks.
     """
-    family = machine_family(machine)
-    return {
-        "os": machine.system,
-        "arch": machine.machine,
-        "family": family.name,
-        "distro": family.distro,
-        "container_engine": engine,
-        "container_engine_version": None if engine == NO_ENGINE else _version_of(machine, [engine, "--version"]),
-        "kind_version": _version_of(machine, ["kind", "version"]),
-        "pulumi_version": _version_of(machine, ["pulumi", "version"]),
-        "kubectl_version": _version_of(machine, ["kubectl", "version", "--client"]),
-        "cpus": machine.cpu_count(),
-        "memory_bytes": machine.memory_bytes(),
+    from providers import poll
+
+    family = machine_family(machine)  # files read: at once
+    asks: dict[str, Callable[[], Any]] = {
+        "container_engine_version": lambda: None if engine == NO_ENGINE else _version_of(machine, [engine, "--version"]),
+        "kind_version": lambda: _version_of(machine, ["kind", "version"]),
+        "pulumi_version": lambda: _version_of(machine, ["pulumi", "version"]),
+        "kubectl_version": lambda: _version_of(machine, ["kubectl", "version", "--client"]),
+        "memory_bytes": machine.memory_bytes,
     }
+    said: dict[str, Any] = {}
+    threads = [
+        threading.Thread(target=lambda key=key, ask=ask: said.__setitem__(key, ask()), daemon=True, name=f"verify fact {key}")
+        for key, ask in asks.items()
+    ]
+    for thread in threads:
+        thread.start()
+
+    def facts(until: float) -> dict[str, Any]:
+        for thread in threads:
+            while thread.is_alive() and poll.CLOCK.now() < until:
+                thread.join(0.05)
+        return {
+            "os": machine.system,
+            "arch": machine.machine,
+            "family": family.name,
+            "distro": family.distro,
+            "container_engine": engine,
+            **{key: said.get(key) for key in asks},
+            "cpus": machine.cpu_count(),
+        }
+
+    return facts
 
 
 def report(results: Sequence[Result], platform_facts: Mapping[str, Any], secrets: Secrets, *, when: datetime.datetime) -> dict[str, Any]:

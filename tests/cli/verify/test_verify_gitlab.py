@@ -56,7 +56,7 @@ def state(stub: tuple[type[GitLabStub], str]) -> GitLabState:
         design = registration(image_builds=image_builds)
         runner = made.add_runner(description, list(design["tag_list"]), group=group)
         runner |= {"status": "online", "run_untagged": design["run_untagged"], "access_level": design["access_level"]}
-    made.repository.pipelines.append({"id": 1, "status": "success"})
+    made.repository.pipelines.append({"id": 1, "ref": "main", "status": "success"})
     stub[0].state = made
     return made
 
@@ -183,7 +183,7 @@ def test_the_pipelines_pass_when_each_latest_succeeded(stub: Any, state: GitLabS
 
 
 def test_the_pipelines_fail_with_the_tally_and_each_status(stub: Any, state: GitLabState, tmp_path: Path) -> None:
-    state.repository.pipelines.append({"id": 2, "status": "failed"})
+    state.repository.pipelines.append({"id": 2, "ref": "main", "status": "failed"})
     verdict = gitlab_checks.pipelines_check(_platform(stub, state, tmp_path))
     assert verdict.status == FAIL
     assert verdict.saw.startswith(f"0/{len(PROJECTS)} latest")
