@@ -300,7 +300,10 @@ class SetClock:
         self.time = 0.0
 
     def clock(self) -> poll.Clock:
-        return poll.Clock(lambda: self.time, self.sleep)
+        return poll.Clock(self.now, self.sleep)
+
+    def now(self) -> float:
+        return self.time
 
     def sleep(self, seconds: float) -> None:
         self.time += seconds
@@ -421,13 +424,68 @@ def test_ups_fast_tally_never_runs_a_deep_check() -> None:
     assert fast_tally(platform, "all").startswith("checks: 0 pass, 0 warn, 2 fail, 26 skipped;")
 
 
-def test_deep_gives_the_run_its_longest_deep_checks_time_besides_its_own() -> None:
-    from cli.verify import deadline, gitlab, restart
-    from cli.verify.model import DEADLINE
-    from tests.cli.verify.platforms import platform_on
+class LookedAt(SetClock):
+    """A SetClock that also tells when the runner (the thread that made it: the test's) has read it at `watch` or later."""
 
-    assert deadline(platform_on()) == DEADLINE < 60
-    assert deadline(_deep()) == DEADLINE + max(restart.TIMEOUT, gitlab.DEEP_TIMEOUT)
+    def __init__(self) -> None:
+        super().__init__()
+        self.runner, self.seen_at, self.watch = threading.current_thread(), threading.Event(), float("inf")
+
+    def now(self) -> float:
+        if threading.current_thread() is self.runner and self.time >= self.watch:
+            self.seen_at.set()
+        return self.time
+
+
+def _verify_slowly(monkeypatch: pytest.MonkeyPatch, *, deep: bool, slow: tuple[Any, str], at: float) -> dict[str, Any]:
+    """verify()'s checks by name, on a platform whose stacks are up and whose OpenBao answers after 25 s,
+    where `slow` (a check's module and function) is still running `at` seconds into the run when the
+    runner next looks, and answers after that."""
+    from cli.verify import services, verify
+    from stacks import outputs
+    from tests.cli.fake_runner import FakeRunner
+    from tests.cli.verify.platforms import PHASE1, platform_on
+    from versions import BLUEPRINT
+
+    clock = LookedAt()
+    monkeypatch.setattr(poll, "CLOCK", clock.clock())
+
+    def took_25_s(_: Any) -> Verdict:
+        clock.time = 25
+        return passed("unsealed")
+
+    def running_past(_: Any) -> Verdict:
+        clock.watch = clock.time = at
+        assert clock.seen_at.wait(timeout=30)  # real seconds: only a runner that never looks waits them
+        return passed("answered")
+
+    monkeypatch.setattr(services, "openbao_check", took_25_s)
+    monkeypatch.setattr(*slow, running_past)
+    stamp = {outputs.BLUEPRINT_VERSION: BLUEPRINT}
+    runner = FakeRunner({"phase1": {**PHASE1, **stamp}, "phase2": stamp, "phase3": stamp})
+    platform = platform_on(FakeMachine(), runner=runner)
+    platform.deep = deep
+    _, document = verify(platform, phase="2")
+    return {check["name"]: check for check in document["checks"]}
+
+
+def test_deep_gives_the_openbao_restart_its_minutes_past_the_runs_50_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restart still running 200 s in (inside its own 220 s) gets its verdict: `--deep` lengthens the run."""
+    from cli.verify import restart
+
+    checks = _verify_slowly(monkeypatch, deep=True, slow=(restart, "openbao_restart_check"), at=200)
+    assert (checks[restart.OPENBAO_RESTART]["status"], checks[restart.OPENBAO_RESTART]["saw"]) == (PASS, "answered")
+
+
+def test_a_run_without_deep_ends_at_50_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenBao's logins, started 25 s in and still running 52 s in (inside their own 30 s), are cut by the run's 50 s."""
+    from cli.verify import services
+
+    checks = _verify_slowly(monkeypatch, deep=False, slow=(services, "openbao_logins_check"), at=52)
+    assert (checks[services.OPENBAO_LOGINS]["status"], checks[services.OPENBAO_LOGINS]["saw"]) == (
+        FAIL,
+        "still running when the run's 50 s ran out",
+    )
 
 
 def test_deep_is_the_commands_flag(monkeypatch: pytest.MonkeyPatch) -> None:
