@@ -488,6 +488,40 @@ def test_a_run_without_deep_ends_at_50_s(monkeypatch: pytest.MonkeyPatch) -> Non
     )
 
 
+def test_each_check_that_hangs_from_the_runs_start_is_cut_by_its_own_timeout_not_the_runs_50_s() -> None:
+    """Every check of a run without `--deep`, its needs met at once, that never answers: its line says
+    its own timeout ("no answer within N s"), which therefore applies, before the run's deadline."""
+    import dataclasses
+
+    from cli.verify import deadline, specs
+    from tests.cli.verify.platforms import platform_on
+
+    platform, release, lock = platform_on(), threading.Event(), threading.Lock()
+    every = [spec for _, spec in specs(platform)]
+    started: list[str] = []
+    runner, clock = threading.current_thread(), SetClock()
+
+    def hang(name: str) -> Verdict:
+        with lock:
+            started.append(name)
+        release.wait(timeout=60)
+        return passed("late")
+
+    def now() -> float:  # once every check runs, each look of the runner is a second later
+        if threading.current_thread() is runner and len(started) == len(every):
+            clock.time += 1
+        return clock.time
+
+    hung = [dataclasses.replace(spec, needs=(), run=lambda name=spec.name: hang(name)) for spec in every]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(poll, "CLOCK", poll.Clock(now, clock.sleep))
+        try:
+            results = run_all(hung, tick=0.001, deadline=deadline(platform))
+        finally:
+            release.set()
+    assert [(result.name, result.saw) for result in results if not result.saw.startswith("no answer within")] == []
+
+
 def test_deep_is_the_commands_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     import cli.verify as verify_module
 
