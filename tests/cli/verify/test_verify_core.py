@@ -488,10 +488,11 @@ def test_a_run_without_deep_ends_at_50_s(monkeypatch: pytest.MonkeyPatch) -> Non
     )
 
 
-def test_each_check_that_hangs_from_the_runs_start_is_cut_by_its_own_timeout_not_the_runs_50_s() -> None:
+def test_each_check_that_hangs_from_the_runs_start_is_cut_by_its_own_timeout_not_the_runs_50_s(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every check of a run without `--deep`, its needs met at once, that never answers: its line says
     its own timeout ("no answer within N s"), which therefore applies, before the run's deadline."""
     import dataclasses
+    import functools
 
     from cli.verify import deadline, specs
     from tests.cli.verify.platforms import platform_on
@@ -512,13 +513,12 @@ def test_each_check_that_hangs_from_the_runs_start_is_cut_by_its_own_timeout_not
             clock.time += 1
         return clock.time
 
-    hung = [dataclasses.replace(spec, needs=(), run=lambda name=spec.name: hang(name)) for spec in every]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(poll, "CLOCK", poll.Clock(now, clock.sleep))
-        try:
-            results = run_all(hung, tick=0.001, deadline=deadline(platform))
-        finally:
-            release.set()
+    monkeypatch.setattr(poll, "CLOCK", poll.Clock(now, clock.sleep))
+    try:
+        hung = [dataclasses.replace(spec, needs=(), run=functools.partial(hang, spec.name)) for spec in every]
+        results = run_all(hung, tick=0.001, deadline=deadline(platform))
+    finally:
+        release.set()
     assert [(result.name, result.saw) for result in results if not result.saw.startswith("no answer within")] == []
 
 
