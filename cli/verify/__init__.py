@@ -75,15 +75,7 @@ def specs(platform: Platform, *, dev: bool = False) -> list[tuple[str, Spec]]:
         ("phase2", Spec(name=services.CA_TRUST, run=on(services.ca_trust_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.OPENBAO, run=on(services.openbao_check, platform), needs=(p2,))),
         ("phase2", Spec(name=services.OPENBAO_LOGINS, run=on(services.openbao_logins_check, platform), needs=(services.OPENBAO,))),
-        (
-            "phase2",
-            Spec(
-                name=services.OPENBAO_KV,
-                run=on(services.openbao_kv_check, platform),
-                needs=(services.OPENBAO_LOGINS,),
-                timeout=60,
-            ),
-        ),
+        ("phase2", Spec(name=services.OPENBAO_KV, run=on(services.openbao_kv_check, platform), needs=(services.OPENBAO_LOGINS,))),
         ("phase2", Spec(name=services.OPENBAO_ROOT, run=on(services.openbao_root_check, platform), needs=(services.OPENBAO_LOGINS,))),
         ("phase2", Spec(name=data.POSTGRES, run=on(data.postgres_check, platform), needs=both(p1, p2))),
         ("phase2", Spec(name=data.VALKEY, run=on(data.valkey_check, platform), needs=both(p1, services.OPENBAO_LOGINS))),

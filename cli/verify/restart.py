@@ -2,8 +2,9 @@
 static seal unseals it at every start, with the key from its environment: components/openbao.py), and
 how many seconds that took.
 
-It changes something: OpenBao answers nothing for those seconds. So it runs last (`after` every other
-check of the run, whose answers it would spoil) and only with `--deep`, never in `up`'s tally. It
+It changes something: OpenBao answers nothing for those seconds. So it runs `after` every other check
+of the run, whose answers it would spoil, but the timed commit (gitlab.py `deep_pipeline_check`),
+which reads nothing from OpenBao and runs beside it; and only with `--deep`, never in `up`'s tally. It
 evicts rather than deletes, so that a PodDisruptionBudget the user put on OpenBao is obeyed (only the
 Eviction API honours one: kubernetes.io docs, "Disruptions"); blueprint's own OpenBao is one replica
 (standalone mode) with none (the chart makes one in HA mode alone: openbao-helm values

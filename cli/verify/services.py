@@ -178,7 +178,12 @@ def tls_check(platform: Platform) -> Verdict:
     said = at_once(lambda hosted: _certificate(platform, hosted[0], hosted[1], context), hosts)
     wrong = [f"{host}: {why}" for (host, _), (why, _) in zip(hosts, said, strict=True) if why]
     if wrong:
-        served = platform.kubectl_said("get", "certificates,secrets", namespace="gitlab")
+        # No cert-manager runs (so no `certificates` type): the certificates are Secrets, listed by
+        # type, a field Secrets can be selected by (kubernetes.io, "Field Selectors"); the user's own
+        # is in a namespace of theirs.
+        where = ("--all-namespaces",) if _brought(platform) else ()
+        tls_secrets = ("--field-selector", "type=kubernetes.io/tls")
+        served = platform.kubectl_said("get", "secrets", *where, *tls_secrets, namespace="" if where else "gitlab")
         return failed("; ".join(wrong), f"docs/guide/troubleshooting.md; {served} shows what is served")
     if (soon := _expiring(platform, hosts, [expiry for _, expiry in said], time.time())) is not None:
         return soon

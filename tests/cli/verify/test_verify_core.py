@@ -300,7 +300,10 @@ class SetClock:
         self.time = 0.0
 
     def clock(self) -> poll.Clock:
-        return poll.Clock(lambda: self.time, self.sleep)
+        return poll.Clock(self.now, self.sleep)
+
+    def now(self) -> float:
+        return self.time
 
     def sleep(self, seconds: float) -> None:
         self.time += seconds
@@ -421,13 +424,102 @@ def test_ups_fast_tally_never_runs_a_deep_check() -> None:
     assert fast_tally(platform, "all").startswith("checks: 0 pass, 0 warn, 2 fail, 26 skipped;")
 
 
-def test_deep_gives_the_run_its_longest_deep_checks_time_besides_its_own() -> None:
-    from cli.verify import deadline, gitlab, restart
-    from cli.verify.model import DEADLINE
+class LookedAt(SetClock):
+    """A SetClock that also tells when the runner (the thread that made it: the test's) has read it at `watch` or later."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runner, self.seen_at, self.watch = threading.current_thread(), threading.Event(), float("inf")
+
+    def now(self) -> float:
+        if threading.current_thread() is self.runner and self.time >= self.watch:
+            self.seen_at.set()
+        return self.time
+
+
+def _verify_slowly(monkeypatch: pytest.MonkeyPatch, *, deep: bool, slow: tuple[Any, str], at: float) -> dict[str, Any]:
+    """verify()'s checks by name, on a platform whose stacks are up and whose OpenBao answers after 25 s,
+    where `slow` (a check's module and function) is still running `at` seconds into the run when the
+    runner next looks, and answers after that."""
+    from cli.verify import services, verify
+    from stacks import outputs
+    from tests.cli.fake_runner import FakeRunner
+    from tests.cli.verify.platforms import PHASE1, platform_on
+    from versions import BLUEPRINT
+
+    clock = LookedAt()
+    monkeypatch.setattr(poll, "CLOCK", clock.clock())
+
+    def took_25_s(_: Any) -> Verdict:
+        clock.time = 25
+        return passed("unsealed")
+
+    def running_past(_: Any) -> Verdict:
+        clock.watch = clock.time = at
+        assert clock.seen_at.wait(timeout=30)  # real seconds: only a runner that never looks waits them
+        return passed("answered")
+
+    monkeypatch.setattr(services, "openbao_check", took_25_s)
+    monkeypatch.setattr(*slow, running_past)
+    stamp = {outputs.BLUEPRINT_VERSION: BLUEPRINT}
+    runner = FakeRunner({"phase1": {**PHASE1, **stamp}, "phase2": stamp, "phase3": stamp})
+    platform = platform_on(FakeMachine(), runner=runner)
+    platform.deep = deep
+    _, document = verify(platform, phase="2")
+    return {check["name"]: check for check in document["checks"]}
+
+
+def test_deep_gives_the_openbao_restart_its_minutes_past_the_runs_50_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A restart still running 200 s in (inside its own 220 s) gets its verdict: `--deep` lengthens the run."""
+    from cli.verify import restart
+
+    checks = _verify_slowly(monkeypatch, deep=True, slow=(restart, "openbao_restart_check"), at=200)
+    assert (checks[restart.OPENBAO_RESTART]["status"], checks[restart.OPENBAO_RESTART]["saw"]) == (PASS, "answered")
+
+
+def test_a_run_without_deep_ends_at_50_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenBao's logins, started 25 s in and still running 52 s in (inside their own 30 s), are cut by the run's 50 s."""
+    from cli.verify import services
+
+    checks = _verify_slowly(monkeypatch, deep=False, slow=(services, "openbao_logins_check"), at=52)
+    assert (checks[services.OPENBAO_LOGINS]["status"], checks[services.OPENBAO_LOGINS]["saw"]) == (
+        FAIL,
+        "still running when the run's 50 s ran out",
+    )
+
+
+def test_each_check_that_hangs_from_the_runs_start_is_cut_by_its_own_timeout_not_the_runs_50_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check of a run without `--deep`, its needs met at once, that never answers: its line says
+    its own timeout ("no answer within N s"), which therefore applies, before the run's deadline."""
+    import dataclasses
+    import functools
+
+    from cli.verify import deadline, specs
     from tests.cli.verify.platforms import platform_on
 
-    assert deadline(platform_on()) == DEADLINE < 60
-    assert deadline(_deep()) == DEADLINE + max(restart.TIMEOUT, gitlab.DEEP_TIMEOUT)
+    platform, release, lock = platform_on(), threading.Event(), threading.Lock()
+    every = [spec for _, spec in specs(platform)]
+    started: list[str] = []
+    runner, clock = threading.current_thread(), SetClock()
+
+    def hang(name: str) -> Verdict:
+        with lock:
+            started.append(name)
+        release.wait(timeout=60)
+        return passed("late")
+
+    def now() -> float:  # once every check runs, each look of the runner is a second later
+        if threading.current_thread() is runner and len(started) == len(every):
+            clock.time += 1
+        return clock.time
+
+    monkeypatch.setattr(poll, "CLOCK", poll.Clock(now, clock.sleep))
+    try:
+        hung = [dataclasses.replace(spec, needs=(), run=functools.partial(hang, spec.name)) for spec in every]
+        results = run_all(hung, tick=0.001, deadline=deadline(platform))
+    finally:
+        release.set()
+    assert [(result.name, result.saw) for result in results if not result.saw.startswith("no answer within")] == []
 
 
 def test_deep_is_the_commands_flag(monkeypatch: pytest.MonkeyPatch) -> None:

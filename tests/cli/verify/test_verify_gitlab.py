@@ -5,6 +5,7 @@ Runners, the latest pipelines; each seen passing and failing with its fix, never
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +14,10 @@ from typing import Any
 import pytest
 
 from apps_manifest import load_manifest
+from cli.verify import deadline, services, specs
 from cli.verify import gitlab as gitlab_checks
-from cli.verify import services, specs
 from cli.verify.checks import Platform
-from cli.verify.model import FAIL, PASS, SKIP, WARN
+from cli.verify.model import FAIL, PASS, SKIP, WARN, Spec, failed, passed, run_all
 from cli.verify.services import Answer
 from components.gitlab_projects import variables
 from components.runner import registration
@@ -372,11 +373,29 @@ def test_deep_in_the_dev_stack_commits_into_the_project_the_dev_stack_made(
 
 
 def test_deep_check_runs_only_with_deep(stub: Any, state: GitLabState, tmp_path: Path) -> None:
-    platform = _platform(stub, state, tmp_path)
-    assert gitlab_checks.EDIT_TO_DEPLOYED not in [spec.name for _, spec in specs(platform)]
+    assert gitlab_checks.EDIT_TO_DEPLOYED not in [spec.name for _, spec in specs(_platform(stub, state, tmp_path))]
+
+
+@pytest.mark.parametrize("failing", ["", services.PIPELINES, services.APPS])
+def test_deep_commits_only_once_the_pipelines_pass_and_the_apps_answer(
+    stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock, failing: str
+) -> None:
+    """A `--deep` run whose every other check passes but `failing` (one that fails) makes its commit
+    only when none fails; else the timed commit is skipped, naming it, and the project is left as it was."""
+    platform = _platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ)))
     platform.deep = True
-    chosen = {spec.name: spec for _, spec in specs(platform)}
-    assert chosen[gitlab_checks.EDIT_TO_DEPLOYED].needs == (services.PIPELINES, services.APPS)
+    _pipeline_of_the_next_commit(deep, state, starts=20, ends=85)
+    commits = len(state.repository.commits)
+
+    def stand_in(spec: Spec) -> Spec:
+        verdict = failed("broken", "fix it") if spec.name == failing else passed("fine")
+        return spec if spec.name == gitlab_checks.EDIT_TO_DEPLOYED else dataclasses.replace(spec, run=lambda: verdict)
+
+    results = run_all([stand_in(spec) for _, spec in specs(platform)], tick=0.01, deadline=deadline(platform))
+    [timed] = [result for result in results if result.name == gitlab_checks.EDIT_TO_DEPLOYED]
+    assert (timed.status, timed.skipped_because, len(state.repository.commits) - commits) == (
+        (PASS, "", 1) if not failing else (SKIP, failing, 0)
+    )
 
 
 def test_deep_checks_the_mark_of_the_stack_that_made_the_projects(stub: Any, state: GitLabState, tmp_path: Path) -> None:

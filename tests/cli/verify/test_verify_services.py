@@ -6,6 +6,8 @@ GitLab, its Runners and pipelines as the GitLab stub."""
 from __future__ import annotations
 
 import contextlib
+import re
+import shlex
 import socket
 import socketserver
 import ssl
@@ -130,6 +132,24 @@ def test_tls_fails_on_a_host_whose_certificate_another_ca_made(pki: Pki, served:
     assert verdict.status == FAIL
     assert "app.blueprint.test: certificate refused" in verdict.saw
     assert verdict.fix
+
+
+@pytest.mark.parametrize(("theirs_too", "where"), [(False, ["--namespace", "gitlab"]), (True, ["--all-namespaces"])])
+def test_tls_failures_fix_lists_the_tls_secrets_with_types_the_cluster_has(
+    pki: Pki, served: Served, tmp_path: Path, theirs_too: bool, where: list[str]
+) -> None:
+    """No cert-manager runs (components/gitlab.py: `installCertmanager` off), so a `certificates` type would
+    make kubectl refuse the whole command: it lists the Secrets of type kubernetes.io/tls, the gateway's
+    namespace's, or with `blueprint:tlsCertificate` every namespace's (the user's Secret is in one of theirs)."""
+    served.serve("app.blueprint.test", issue(tmp_path, name="app.blueprint.test"))
+    phase2 = brought(_phase2(pki), str(pki.ca_file)) if theirs_too else _phase2(pki)
+    phase3 = {outputs.APP_URLS: {"app": "https://app.blueprint.test"}}
+    verdict = services.tls_check(platform_on(stacks={"phase1": PHASE1, "phase2": phase2, "phase3": phase3}, dial=served.dial))
+    [command] = [shlex.split(quoted) for quoted in re.findall(r"`(kubectl [^`]*)`", verdict.fix)]
+    asked = command[command.index("--context") + 2 :]
+    assert verdict.status == FAIL
+    assert [word for word in asked if word not in where] == ["get", "secrets", "--field-selector", "type=kubernetes.io/tls"]
+    assert " ".join(where) in " ".join(asked)
 
 
 def test_tls_fails_on_a_name_outside_the_cas_name_constraints(pki: Pki, served: Served, tmp_path: Path) -> None:
