@@ -83,9 +83,9 @@ def write(state_dir: Path, recorder: Recorder) -> None:
     whole or not at all (a temporary file renamed over it), so a crash never leaves half a record.
     """
     record = recorder.record()
-    target = folder(state_dir)
-    if not record["steps"] and (target / f"{recorder.stack}.json").exists():
+    if not record["steps"]:  # nothing made: no record, not even a first one (a locked stack, pulumi missing)
         return
+    target = folder(state_dir)
     target.mkdir(parents=True, exist_ok=True)  # with the user's own backend, .pulumi-state may not exist yet
     written = target / f".{recorder.stack}.json.{os.getpid()}"
     try:

@@ -82,6 +82,13 @@ def test_an_up_that_changed_nothing_keeps_the_record_of_the_bring_up(tmp_path: P
     assert measured["slowest_chain"]
 
 
+def test_an_up_that_made_nothing_writes_no_record_even_a_first(tmp_path: Path) -> None:
+    # A locked stack or a missing pulumi: verify must not report a bring-up that never happened.
+    timings.write(tmp_path, timings.Recorder("phase1"))
+    assert not timings.folder(tmp_path).exists()
+    assert timings.measured(tmp_path, ["phase1"]) is None
+
+
 def test_an_up_that_changed_something_replaces_the_record(tmp_path: Path) -> None:
     _recorded(tmp_path)
     timings.write(tmp_path, _events("phase1", (10, "resourcePreEvent", "update", "x"), (16, "resOutputsEvent", "update", "x")))
