@@ -18,6 +18,7 @@ import tomllib
 import zipfile
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,3 +144,57 @@ def test_the_installed_blueprint_command_runs_the_checkouts_program_from_any_fol
     done = subprocess.run([command, "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: blueprint"), done.stdout
+
+
+# The machines `uv sync` must set up from wheels alone (no compiler, no Rust): what the doctor installs
+# tools for (cli/doctor/machine.py `_ARCH`), on Linux and macOS.
+MACHINES = {
+    "Linux x86_64": {"sys_platform": "linux", "platform_machine": "x86_64", "tag": ("linux", "x86_64")},
+    "Linux arm64": {"sys_platform": "linux", "platform_machine": "aarch64", "tag": ("linux", "aarch64")},
+    "macOS Intel": {"sys_platform": "darwin", "platform_machine": "x86_64", "tag": ("macosx", "x86_64")},
+    "macOS Apple silicon": {"sys_platform": "darwin", "platform_machine": "arm64", "tag": ("macosx", "arm64")},
+}
+
+
+def _applies(marker: str | None, machine: dict[str, Any]) -> bool:
+    """A lock edge's marker on `machine` (the `==`/`!=`/and/or markers uv writes; another applies)."""
+    if not marker:
+        return True
+    names = {"sys_platform": machine["sys_platform"], "platform_machine": machine["platform_machine"]}
+    try:
+        return bool(eval(marker, {"__builtins__": {}}, names))  # noqa: S307 - the lock's own marker text
+    except NameError:
+        return True
+
+
+def _fits(wheel: str, machine: dict[str, Any]) -> bool:
+    python, abi, platforms = wheel.removesuffix(".whl").split("-")[-3:]
+    if not ({"py3", "cp311"} & set(python.split(".")) or abi == "abi3"):
+        return False
+    system, arch = machine["tag"]
+    return platforms == "any" or any(
+        system in tag and (tag.endswith(arch) or tag.endswith("universal2")) for tag in platforms.split(".")
+    )
+
+
+def test_every_runtime_package_installs_from_a_wheel_on_each_supported_machine() -> None:
+    # cryptography 49 dropped Intel macOS wheels: without its 48.0.1 there, `uv sync` would need Rust.
+    lock = tomllib.loads((PROJECT_DIR / "uv.lock").read_text())
+    packages = {(package["name"], package["version"]): package for package in lock["package"]}
+    missing = []
+    for name, machine in MACHINES.items():
+        seen: set[tuple[str, str]] = set()
+        todo = [key for key in packages if key[0] == "blueprint"]
+        while todo:
+            key = todo.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            package = packages[key]
+            if key[0] != "blueprint" and not any(_fits(wheel["url"].rsplit("/", 1)[-1], machine) for wheel in package.get("wheels", [])):
+                missing.append(f"{key[0]}=={key[1]} on {name}")
+            for edge in package.get("dependencies", []):
+                if _applies(edge.get("marker"), machine):
+                    versions = [edge["version"]] if "version" in edge else [v for (n, v) in packages if n == edge["name"]]
+                    todo += [(edge["name"], version) for version in versions]
+    assert missing == []
