@@ -172,9 +172,7 @@ def _fits(wheel: str, machine: dict[str, Any]) -> bool:
     if not ({"py3", "cp311"} & set(python.split(".")) or abi == "abi3"):
         return False
     system, arch = machine["tag"]
-    return platforms == "any" or any(
-        system in tag and (tag.endswith(arch) or tag.endswith("universal2")) for tag in platforms.split(".")
-    )
+    return platforms == "any" or any(system in tag and (tag.endswith(arch) or tag.endswith("universal2")) for tag in platforms.split("."))
 
 
 def test_every_runtime_package_installs_from_a_wheel_on_each_supported_machine() -> None:
