@@ -49,7 +49,8 @@ class Machine(Protocol):
 
     def run_apart(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         """As `run`, but stdout alone when it succeeds (stderr, else stdout, when it fails): for output
-        that is parsed, which a CLI's warning on stderr (docker's, podman's) would otherwise lead."""
+        that is parsed, which a CLI's warning on stderr (docker's, podman's) would otherwise lead.
+        """
         ...
 
     def port_free(self, port: int) -> bool: ...
