@@ -275,13 +275,14 @@ def _ask_minio(platform: Platform, target: Target, probes: Mapping[str, Sequence
 
 def _request(probe: str, bucket: str, key: str, own_bucket: str) -> tuple[str, str, dict[str, str]]:
     """(method, path, headers besides the signature's) of `probe` (PROBES) on `bucket`: `key` is one no
-    bucket holds; a CopyObject's source is that key in `own_bucket`, the consumer's own.
+    bucket holds; a CopyObject's source is that key in `own_bucket`, the consumer's own. ValueError for
+    a name that would not be sent as signed (s3sign.path).
     """
     if probe == LIST:
-        return "HEAD", f"/{bucket}", {}
+        return "HEAD", s3sign.path(bucket), {}
     if probe == READ:
-        return "HEAD", f"/{bucket}/{key}", {}
-    return "PUT", f"/{bucket}/{key}", {"x-amz-copy-source": f"/{own_bucket}/{key}"}
+        return "HEAD", s3sign.path(bucket, key), {}
+    return "PUT", s3sign.path(bucket, key), {"x-amz-copy-source": s3sign.path(own_bucket, key)}
 
 
 def _code(status: int, headers: Mapping[str, str], body: bytes) -> str:
