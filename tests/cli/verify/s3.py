@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import quote, unquote
 
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -95,7 +96,7 @@ class S3StandIn:
         user, refused = self._signed_by(method, path, headers)
         if refused:
             return refused
-        bucket, _, key = path.lstrip("/").partition("/")
+        bucket, _, key = unquote(path).lstrip("/").partition("/")
         if method == "HEAD" and not key:  # HeadBucket
             if bucket not in self.allowed.get(user, set()):
                 return "AccessDenied"
@@ -132,7 +133,10 @@ class S3StandIn:
             return "", "SignatureDoesNotMatch"
         if "x-amz-copy-source" in headers and "x-amz-copy-source" not in signed:  # stricter than MinIO: ours signs it
             return "", "SignatureDoesNotMatch"
-        request = AWSRequest(method=method, url=f"http://{headers['host']}{path}", headers={name: headers[name] for name in signed})
+        # On the path as MinIO reads it: decoded, then encoded again (s3utils.EncodePath, for the canonical
+        # request), which botocore's S3 signer then uses as it is.
+        canonical = quote(unquote(path), safe="/~")
+        request = AWSRequest(method=method, url=f"http://{headers['host']}{canonical}", headers={name: headers[name] for name in signed})
         request.context["timestamp"] = stamp
         signer = S3SigV4Auth(Credentials(user, self.keys[user]), "s3", found["region"])
         expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
