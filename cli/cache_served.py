@@ -196,10 +196,13 @@ def from_node(run: DockerRun, cluster: str) -> Get:
     def get(url: str) -> tuple[int | None, Any, str]:
         argv = ["curl", "--silent", "--show-error", "--include", "--noproxy", "*", "--max-time", str(ASK_SECONDS), url]
         code, said = run(["docker", "exec", node, *argv])
-        head, _, body = said.replace("\r\n", "\n").partition("\n\n")
-        status = re.match(r"HTTP/\S+ (\d{3})", head)
-        if code != 0 or status is None:
+        # From curl's last status line (after any `100 Continue`): a warning the engine's CLI printed
+        # on stderr may come first where the runner merges the streams.
+        statuses = list(re.finditer(r"^HTTP/\S+ (\d{3})", said.replace("\r\n", "\n"), re.M))
+        if code != 0 or not statuses:
             return None, None, f"{first_line(said)[:200] or f'exit {code}'} (asked from {node})"
+        status = statuses[-1]
+        head, _, body = status.string[status.start() :].partition("\n\n")
         links = [value.strip() for line in head.splitlines()[1:] for key, _, value in [line.partition(":")] if key.lower() == "link"]
         try:
             parsed = json.loads(body)

@@ -136,7 +136,7 @@ def _cache_served(phase1: Mapping[str, Any], machine: Machine | None = None) -> 
     on = machine or RealMachine()
     pods = kubectl_argv(outputs.kube_context(phase1), "get", "pods", "--all-namespaces", "-o", "json")
     try:
-        engine = on_engine(lambda argv: on.run(argv, timeout=cache_served.EXEC_SECONDS), engine_of(phase1, lambda: {}))
+        engine = on_engine(lambda argv: on.run_apart(argv, timeout=cache_served.EXEC_SECONDS), engine_of(phase1, lambda: {}))
         get = cache_served.from_node(engine, str(phase1.get(outputs.CLUSTER_NAME)))
         return cache_served.after_up(phase1, LOCAL_STATE_DIR, lambda: on.run(pods, timeout=20), get)
     except Exception as error:  # a reading that fails unforeseen never turns an up that succeeded into a traceback

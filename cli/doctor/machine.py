@@ -47,6 +47,12 @@ class Machine(Protocol):
         """Exit code and stdout+stderr; a missing binary is 127, never an exception."""
         ...
 
+    def run_apart(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        """As `run`, but stdout alone when it succeeds (stderr, else stdout, when it fails): for output
+        that is parsed, which a CLI's warning on stderr (docker's, podman's) would otherwise lead.
+        """
+        ...
+
     def port_free(self, port: int) -> bool: ...
 
     def memory_bytes(self) -> int | None: ...
@@ -121,6 +127,9 @@ class RealMachine:
 
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         return run_argv(argv, timeout, merged=True)
+
+    def run_apart(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        return run_argv(argv, timeout, merged=False)
 
     def port_free(self, port: int) -> bool:
         # No SO_REUSEADDR: with it, a bind can succeed next to a listener and hide it.

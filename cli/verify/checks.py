@@ -254,7 +254,7 @@ def image_cache_check(platform: Platform) -> Verdict:
     if down:
         return failed(f"mirror(s) not running: {'; '.join(down)}", f"`{UP} --phase 1` starts them again")
     cluster = str(phase1.get(outputs.CLUSTER_NAME))
-    get = from_node(on_engine(lambda argv: platform.machine.run(argv, timeout=EXEC_SECONDS), platform.engine), cluster)
+    get = from_node(on_engine(lambda argv: platform.machine.run_apart(argv, timeout=EXEC_SECONDS), platform.engine), cluster)
     mirrors = sorted((phase1.get(outputs.IMAGE_MIRRORS) or {}).items())
     answers = at_once(lambda mirror: get(f"http://{mirror[1]}/v2/"), mirrors)
     silent = [

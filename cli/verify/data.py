@@ -10,6 +10,7 @@ existing cluster, on kind too.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import json
 import socket
@@ -163,8 +164,44 @@ s3:PutObject on the destination first, s3:GetObject on the source next (its own 
 only then the source is read: NoSuchKey, nothing to write (`CopyObjectHandler`)."""
 
 
+OPEN = frozenset({REACHED, "NoSuchKey", MISSING})
+"""An answer past MinIO's policy: the request was let through (`minio_users_check`'s hole)."""
+SKEW = datetime.timedelta(minutes=15)
+"""How far a request's date may be from MinIO's clock (cmd/auth-handler.go `globalMaxSkewTime`)."""
+CLOCK_FIX = (
+    "set the container VM's clock: restart Docker Desktop, or `podman machine ssh sudo hwclock -s` "
+    "(a VM's clock drifts while the laptop sleeps)"
+)
+
+
+def _now() -> datetime.datetime:
+    """The clock of the machine blueprint runs on, which dates each request."""
+    return datetime.datetime.now(datetime.UTC)
+
+
 class _NoAnswer(Exception):
-    """MinIO could not be asked (no key in OpenBao, no forward, no answer): the check's failure, said."""
+    """MinIO could not be asked (no key in OpenBao, no forward, no answer, a clock off): the check's
+    failure, said, and its fix when it is not the setup Job's.
+    """
+
+    def __init__(self, said: str, fix: str = "") -> None:
+        super().__init__(said)
+        self.fix = fix
+
+
+def _clock_off(headers: Mapping[str, str], now: datetime.datetime) -> str:
+    """How far MinIO's clock (its answer's `Date`, which Go's HTTP server always sends) is from `now`,
+    said, when past what MinIO allows: its refusal of the request says so only for some (a HEAD's is a bare 403).
+    """
+    from email.utils import parsedate_to_datetime
+
+    try:
+        off = parsedate_to_datetime(str(headers.get("Date", ""))) - now
+    except (TypeError, ValueError):
+        return ""
+    if abs(off) <= SKEW:
+        return ""
+    return f"MinIO's clock is {round(abs(off).total_seconds() / 60)} min {'ahead of' if off > SKEW else 'behind'} this machine's"
 
 
 def _minio_target(platform: Platform) -> Target:
@@ -199,7 +236,6 @@ def _ask_minio(platform: Platform, target: Target, probes: Mapping[str, Sequence
     code. Through a port-forward to MinIO's Service; nothing written. `_NoAnswer` at the first
     request that gets no answer (a forward whose pod is gone): every other would wait as long.
     """
-    import datetime
     import secrets
 
     import urllib3
@@ -221,12 +257,14 @@ def _ask_minio(platform: Platform, target: Target, probes: Mapping[str, Sequence
             for consumer, asked in probes.items():
                 for probe, bucket in asked:
                     method, path, extra = _request(probe, bucket, missing, mn.CONSUMERS[consumer][0])
-                    now = datetime.datetime.now(datetime.UTC)
+                    now = _now()
                     headers = s3sign.signed(
                         method, f"127.0.0.1:{port}", path, (consumer, keys[consumer]), region=S3_REGION, now=now, headers=extra
                     )
                     answer = pool.request(method, f"http://127.0.0.1:{port}{path}", headers=headers, redirect=False)
                     found[consumer, probe, bucket] = _code(answer.status, answer.headers, answer.data)
+                    if found[consumer, probe, bucket] not in OPEN and (off := _clock_off(answer.headers, now)):
+                        raise _NoAnswer(f"{off}: MinIO refuses a request dated more than {SKEW.seconds // 60} min off its clock", CLOCK_FIX)
     except (ForwardError, urllib3.exceptions.HTTPError, OSError) as error:
         said = platform.secrets.masked(" ".join(_why(error).split()))[:300]
         raise _NoAnswer(f"MinIO did not answer at {target}: {said}") from None
@@ -237,13 +275,14 @@ def _ask_minio(platform: Platform, target: Target, probes: Mapping[str, Sequence
 
 def _request(probe: str, bucket: str, key: str, own_bucket: str) -> tuple[str, str, dict[str, str]]:
     """(method, path, headers besides the signature's) of `probe` (PROBES) on `bucket`: `key` is one no
-    bucket holds; a CopyObject's source is that key in `own_bucket`, the consumer's own.
+    bucket holds; a CopyObject's source is that key in `own_bucket`, the consumer's own. ValueError for
+    a name that would not be sent as signed (s3sign.path).
     """
     if probe == LIST:
-        return "HEAD", f"/{bucket}", {}
+        return "HEAD", s3sign.path(bucket), {}
     if probe == READ:
-        return "HEAD", f"/{bucket}/{key}", {}
-    return "PUT", f"/{bucket}/{key}", {"x-amz-copy-source": f"/{own_bucket}/{key}"}
+        return "HEAD", s3sign.path(bucket, key), {}
+    return "PUT", s3sign.path(bucket, key), {"x-amz-copy-source": s3sign.path(own_bucket, key)}
 
 
 def _code(status: int, headers: Mapping[str, str], body: bytes) -> str:
@@ -284,7 +323,7 @@ def minio_buckets_check(platform: Platform) -> Verdict:
     try:
         found = _ask_minio(platform, target, {consumer: [(LIST, bucket) for bucket in own] for consumer, own in mn.CONSUMERS.items()})
     except _NoAnswer as error:
-        return failed(str(error), fix)
+        return failed(str(error), error.fix or fix)
     missing = [bucket for (_, _, bucket), code in found.items() if code == MISSING]
     wrong = [f"no bucket {', '.join(missing)}"] if missing else []
     for consumer in mn.CONSUMERS:
@@ -313,9 +352,20 @@ def minio_users_check(platform: Platform) -> Verdict:
             platform, target, {user: [(probe, bucket) for bucket in buckets for probe in PROBES] for user, buckets in others.items()}
         )
     except _NoAnswer as error:
-        return failed(str(error), fix)
-    if open_to := [f"{user}'s {probe} on {bucket} ({code})" for (user, probe, bucket), code in found.items() if code != DENIED]:
-        return failed(f"not refused: {', '.join(open_to)}; each user may reach its own buckets alone", fix)
+        return failed(str(error), error.fix or fix)
+
+    def asked(let: Any) -> str:
+        return ", ".join(f"{user}'s {probe} on {bucket} ({code})" for (user, probe, bucket), code in found.items() if let(code))
+
+    # Three outcomes: refused by the policy (as wanted), let through (the hole), or refused before the
+    # policy was asked (a key MinIO does not take...), which says nothing of the policy.
+    wrong = [f"not refused: {open_to}; each user may reach its own buckets alone"] if (open_to := asked(OPEN.__contains__)) else []
+    if unjudged := asked(lambda code: code not in OPEN and code != DENIED):
+        wrong.append(
+            f"could not be judged: {unjudged}; MinIO refused the request itself, before the user's policy (MinIO buckets says why)"
+        )
+    if wrong:
+        return failed("; ".join(wrong), fix)
     return passed(
         "; ".join(
             f"{consumer} refused listing, reading and writing the other {len(buckets)} bucket(s)" for consumer, buckets in others.items()

@@ -227,6 +227,23 @@ def _running(pipeline: dict[str, Any] | None) -> bool:
     return pipeline is not None and pipeline.get("status") not in DONE | WAITS_FOR_A_PERSON
 
 
+def _head_busy(gitlab: Any, path: str) -> str:
+    """Why an empty commit to `path`'s main would touch another's pipeline, or "": GitLab's auto-cancel
+    (on by default) may cancel a pipeline still pending once a newer commit's starts. That of main's
+    head, not main's newest: a push's pipeline is created a moment after the push (CreatePipelineWorker),
+    the previous commit's meanwhile the newest.
+    """
+    from providers.gitlab_api import encode
+    from providers.gitlab_pipeline import BRANCH
+
+    head = str(gitlab.get(f"/projects/{encode(path)}/repository/branches/{BRANCH}")["commit"]["id"])
+    if (pipeline := _newest(gitlab, path, sha=head)) is None:
+        return f"{path}: {BRANCH}'s head {head[:8]} has no pipeline yet"
+    if _running(pipeline):
+        return f"{path}'s pipeline {pipeline.get('web_url')} on {BRANCH} is still {pipeline.get('status')}"
+    return ""
+
+
 def _pipeline_fix(name: str, pipeline: dict[str, Any] | None) -> str:
     """What runs `name`'s pipeline again, as a user does it in GitLab: Retry on a failed or cancelled one
     (POST /projects/:id/pipelines/:pipeline_id/retry); `up` would not, its commit and pipeline unchanged.
@@ -408,11 +425,8 @@ def deep_pipeline_check(platform: Platform, stack: str = "phase3") -> Verdict:
             return skipped(f"{platform.secrets.masked(str(theirs))[:300]}, not {owner!r}: not ours, not committed")
         if not ours:
             return skipped(f"no project {path}: not committed")
-        if _running(earlier := _newest(gitlab, path)):  # another commit would stack, and GitLab may cancel this one as redundant
-            return skipped(
-                f"not committed: {path}'s pipeline {(earlier or {}).get('web_url')} on {BRANCH} is still {(earlier or {}).get('status')}; "
-                "`uv run blueprint verify --deep` again once it ends"
-            )
+        if busy := _head_busy(gitlab, path):
+            return skipped(f"not committed: {busy}; `uv run blueprint verify --deep` again once it ends")
         started = poll.CLOCK.now()
         # No action, and allow_empty: a commit of its parent's tree (gitlab-org/gitlab!211520; an
         # empty list alone is refused, 400, since gitlab-org/gitlab#584164).

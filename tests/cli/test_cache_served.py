@@ -145,3 +145,11 @@ def test_an_up_reads_the_mirrors_from_a_node_not_from_this_machine(tmp_path: Pat
     assert said is not None
     assert said.startswith("image cache: its mirrors hold 6 of the 7 repositories")
     assert {asked for asked, _ in node.curls} == {"blueprint-control-plane"}
+
+
+def test_a_mirror_is_read_from_the_last_status_line_curl_prints_after_a_warning_and_a_100_continue() -> None:
+    said = (
+        "WARNING: Error loading config file: permission denied\nHTTP/1.1 100 Continue\r\n\r\n" + http_answer(200, '{"repositories": []}')[1]
+    )
+    status, body, _ = cache_served.from_node(lambda argv: (0, said), "blueprint")("http://172.16.0.2:5000/v2/_catalog")
+    assert (status, body) == (200, {"repositories": []})

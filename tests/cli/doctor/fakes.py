@@ -129,6 +129,9 @@ class FakeMachine:
         found = self.outputs.get(" ".join(argv)) or self.outputs.get(" ".join(argv[:2])) or self.outputs.get(argv[0])
         return found or (127, f"{argv[0]}: command not found")
 
+    def run_apart(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        return self.run(argv, timeout)
+
     def download(self, url: str, dest: Path) -> None:
         self.downloads.append(url)
         if url not in self.served:

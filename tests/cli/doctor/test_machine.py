@@ -107,3 +107,8 @@ def test_a_command_already_reaped_is_not_signalled(monkeypatch: pytest.MonkeyPat
         release.set()
         ran.join(60)
     assert signalled == []
+
+
+def test_run_apart_keeps_a_warning_on_stderr_out_of_what_a_command_that_succeeds_said() -> None:
+    said = RealMachine().run_apart(["sh", "-c", "echo 'WARNING: config' >&2; echo 'HTTP/1.1 200 OK'"], 10)
+    assert said == (0, "HTTP/1.1 200 OK\n")

@@ -77,13 +77,26 @@ class NodeCurl(FakeMachine):
 
     curled: dict[str, tuple[int, str]] = field(default_factory=dict)
     curls: list[tuple[str, str]] = field(default_factory=list)
+    stderr: str = ""
+    """What the engine's CLI writes on stderr before each exec's output (a warning): in what `run` says
+    (merged, as RealMachine's), in `run_apart`'s only when the exec fails."""
 
     def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
         if list(argv[1:2]) == ["exec"] and "curl" in argv:
-            self.calls.append(list(argv))
-            self.curls.append((argv[2], argv[-1]))
-            return self.curled.get(argv[-1], CURL_REFUSED)
+            code, said = self._curl(argv)
+            return code, self.stderr + said
         return super().run(argv, timeout)
+
+    def run_apart(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        if list(argv[1:2]) == ["exec"] and "curl" in argv:
+            code, said = self._curl(argv)
+            return code, said if code == 0 else self.stderr + said
+        return super().run_apart(argv, timeout)
+
+    def _curl(self, argv: Sequence[str]) -> tuple[int, str]:
+        self.calls.append(list(argv))
+        self.curls.append((argv[2], argv[-1]))
+        return self.curled.get(argv[-1], CURL_REFUSED)
 
 
 def no_laptop_network(monkeypatch: Any) -> None:

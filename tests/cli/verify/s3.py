@@ -5,25 +5,30 @@ checks sign with). It holds buckets but no object.
 
 MinIO's order, which the stand-in keeps (minio cmd/bucket-handlers.go `HeadBucketHandler`,
 cmd/object-handlers.go `headObjectHandler`, `CopyObjectHandler`, cmd/auth-handler.go): the signature
-first (a key MinIO does not know: `InvalidAccessKeyId`; a signature that does not match:
-`SignatureDoesNotMatch`), then the user's policy (`AccessDenied`: for a HeadBucket its bucket rights;
-for a HeadObject s3:GetObject; for a CopyObject s3:PutObject on the destination, then s3:GetObject on
-the source), then what is there (`NoSuchBucket`, `NoSuchKey`). A HEAD's error has no body, its code in
-`x-minio-error-code` (`writeErrorResponseHeadersOnly`); another's is S3's XML error. Anything else is
-refused and recorded, so a test can show that nothing was written.
+first (a request dated more than 15 min off MinIO's clock: `RequestTimeTooSkewed`, which MinIO's auth
+middleware answers through `writeErrorResponse`, so a HEAD gets a bare 403; a key MinIO does not know:
+`InvalidAccessKeyId`; a signature that does not match: `SignatureDoesNotMatch`), then the user's policy
+(`AccessDenied`: for a HeadBucket its bucket rights; for a HeadObject s3:GetObject; for a CopyObject
+s3:PutObject on the destination, then s3:GetObject on the source), then what is there (`NoSuchBucket`,
+`NoSuchKey`). A HEAD's error has no body, its code in `x-minio-error-code`
+(`writeErrorResponseHeadersOnly`); another's is S3's XML error. Anything else is refused and recorded,
+so a test can show that nothing was written.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import hashlib
 import hmac
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import quote, unquote
 
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -34,7 +39,16 @@ AUTHORIZATION = re.compile(
     r"SignedHeaders=(?P<signed>[a-z0-9;-]+),\s*Signature=(?P<signature>[0-9a-f]{64})"
 )
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
-STATUS = {"InvalidAccessKeyId": 403, "SignatureDoesNotMatch": 403, "AccessDenied": 403, "NoSuchBucket": 404, "NoSuchKey": 404}
+SKEW_SECONDS = 15 * 60
+"""How far a request's date may be from MinIO's clock (cmd/auth-handler.go `globalMaxSkewTime`)."""
+STATUS = {
+    "RequestTimeTooSkewed": 403,
+    "InvalidAccessKeyId": 403,
+    "SignatureDoesNotMatch": 403,
+    "AccessDenied": 403,
+    "NoSuchBucket": 404,
+    "NoSuchKey": 404,
+}
 """MinIO's HTTP status for each error code (cmd/api-errors.go)."""
 
 
@@ -53,6 +67,8 @@ class S3StandIn:
     writes: dict[str, set[str]] = field(default_factory=dict)
     requests: list[tuple[str, str, str]] = field(default_factory=list)
     """Each request: (method, path, the code it got or "200")."""
+    clock: float = 0
+    """MinIO's clock (seconds since the epoch); 0: this machine's."""
 
     def hold(
         self,
@@ -73,10 +89,14 @@ class S3StandIn:
 
     def answer(self, method: str, path: str, headers: Mapping[str, str]) -> str:
         """The error code MinIO would give this request (`headers` by lowercase name), or "200"."""
+        with contextlib.suppress(ValueError):
+            dated = datetime.datetime.strptime(headers.get("x-amz-date", ""), "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.UTC)
+            if abs(dated.timestamp() - self.now()) > SKEW_SECONDS:
+                return "RequestTimeTooSkewed"
         user, refused = self._signed_by(method, path, headers)
         if refused:
             return refused
-        bucket, _, key = path.lstrip("/").partition("/")
+        bucket, _, key = unquote(path).lstrip("/").partition("/")
         if method == "HEAD" and not key:  # HeadBucket
             if bucket not in self.allowed.get(user, set()):
                 return "AccessDenied"
@@ -87,6 +107,9 @@ class S3StandIn:
             source_bucket = source.lstrip("/").partition("/")[0]
             return self._may(user, "write", bucket) or self._may(user, "read", source_bucket) or self._missing(source_bucket)
         return "MethodNotAllowed"
+
+    def now(self) -> float:
+        return self.clock or time.time()
 
     def _may(self, user: str, action: str, bucket: str) -> str:
         """ "" when `user`'s policy allows `action` ("read": s3:GetObject, "write": s3:PutObject) on `bucket`'s objects."""
@@ -110,7 +133,10 @@ class S3StandIn:
             return "", "SignatureDoesNotMatch"
         if "x-amz-copy-source" in headers and "x-amz-copy-source" not in signed:  # stricter than MinIO: ours signs it
             return "", "SignatureDoesNotMatch"
-        request = AWSRequest(method=method, url=f"http://{headers['host']}{path}", headers={name: headers[name] for name in signed})
+        # On the path as MinIO reads it: decoded, then encoded again (s3utils.EncodePath, for the canonical
+        # request), which botocore's S3 signer then uses as it is.
+        canonical = quote(unquote(path), safe="/~")
+        request = AWSRequest(method=method, url=f"http://{headers['host']}{canonical}", headers={name: headers[name] for name in signed})
         request.context["timestamp"] = stamp
         signer = S3SigV4Auth(Credentials(user, self.keys[user]), "s3", found["region"])
         expected = signer.signature(signer.string_to_sign(request, signer.canonical_request(request)), request)
@@ -131,7 +157,7 @@ def running_s3() -> Iterator[S3StandIn]:
             code = stand_in.answer("HEAD", self.path, {name.lower(): value for name, value in self.headers.items()})
             stand_in.requests.append(("HEAD", self.path, code))
             self.send_response(200 if code == "200" else STATUS[code])
-            if code != "200":
+            if code not in {"200", "RequestTimeTooSkewed"}:
                 self.send_header("x-minio-error-code", code)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -159,6 +185,9 @@ def running_s3() -> Iterator[S3StandIn]:
             self.end_headers()
 
         do_GET = do_POST = do_DELETE = refuse
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            return super().date_time_string(timestamp or stand_in.now())
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

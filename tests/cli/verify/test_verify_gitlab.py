@@ -291,9 +291,12 @@ def _pipeline_of_the_next_commit(
 
 @pytest.fixture
 def deep(state: GitLabState, monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """A repository with the sync's files, and a clock the test drives."""
+    """A repository with the sync's files, its commit's pipeline done, and a clock the test drives."""
     state.repository.files = {"app.py": "print('hi')\n"}
     state.repository.commits.append({"id": "a" * 40, "message": "blueprint: sync from apps/", "actions": []})
+    state.repository.pipelines.append(
+        {"id": 800, "ref": "main", "sha": "a" * 40, "status": "success", "web_url": f"{PIPELINE_URL[:-3]}800"}
+    )
     return install(monkeypatch)
 
 

@@ -241,9 +241,24 @@ def test_a_pipeline_still_running_is_a_warning_naming_it_not_a_failure(stub: Any
 
 def test_deep_commits_nothing_while_mains_pipeline_still_runs(stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock) -> None:
     """Another empty commit would stack on it, and GitLab's auto-cancel may cancel the pending one."""
-    state.repository.pipelines.append({"id": 899, "ref": "main", "status": "pending", "web_url": PIPELINE_URL})
+    state.repository.pipelines.append(
+        {"id": 899, "ref": "main", "sha": state.repository.head(), "status": "pending", "web_url": PIPELINE_URL}
+    )
     commits = len(state.repository.commits)
     verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
     assert verdict.status == SKIP
     assert f"pipeline {PIPELINE_URL} on main is still pending" in verdict.saw
+    assert len(state.repository.commits) == commits
+
+
+def test_deep_commits_nothing_while_the_pipeline_of_mains_head_is_not_created_yet(
+    stub: Any, state: GitLabState, tmp_path: Path, deep: FakeClock
+) -> None:
+    """GitLab creates a push's pipeline a moment after the push (CreatePipelineWorker): until then main's
+    newest pipeline is the previous commit's, done, and an empty commit would let auto-cancel cancel the new one."""
+    state.repository.commits.append({"id": "b" * 40, "message": "someone's push", "actions": []})
+    commits = len(state.repository.commits)
+    verdict = gitlab_checks.deep_pipeline_check(_platform(stub, state, tmp_path, ask=Answers(dict(HEALTHZ))))
+    assert verdict.status == SKIP
+    assert f"main's head {'b' * 8} has no pipeline yet" in verdict.saw
     assert len(state.repository.commits) == commits

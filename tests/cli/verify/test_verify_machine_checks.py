@@ -244,6 +244,23 @@ def test_the_image_cache_check_asks_the_node_through_podman_on_podman() -> None:
     assert machine.calls[-1][:3] == ["podman", "exec", "blueprint-control-plane"]
 
 
+DOCKER_WARNING = "WARNING: Error loading config file: /home/u/.docker/config.json: open /home/u/.docker/config.json: permission denied\n"
+PODMAN_WARNING = 'time="2026-12-02T07:40:00Z" level=warning msg="\\"/\\" is not a shared mount, this could cause issues"\n'
+
+
+def test_the_image_cache_check_passes_when_docker_warns_on_stderr_before_each_command() -> None:
+    """Docker warns so on every command once `sudo docker login` left ~/.docker/config.json root's."""
+    machine = NodeCurl(outputs=UP_MIRROR, curled={V2: http_answer(200, "{}")}, stderr=DOCKER_WARNING)
+    assert checks.image_cache_check(platform_on(machine, {"phase1": PHASE1})).status == PASS
+
+
+def test_the_image_cache_check_passes_when_rootless_podmans_warning_comes_before_curls_answer() -> None:
+    """Whatever the runner merges, the status line is found where curl prints it."""
+    status, said = http_answer(200, "{}")
+    machine = NodeCurl(outputs={"podman ps": UP_MIRROR["docker ps"]}, curled={V2: (status, PODMAN_WARNING + said)})
+    assert checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}, engine="podman")).status == PASS
+
+
 def test_the_image_cache_check_fails_on_a_stopped_mirror() -> None:
     machine = FakeMachine(outputs={"docker ps": (0, f"{MIRROR}\tExited (2) 1 hour ago\n")})
     verdict = checks.image_cache_check(platform_on(machine, {"phase1": PHASE1}))

@@ -403,6 +403,39 @@ def test_minio_buckets_fail_when_minio_refuses_the_signature_of_the_key_openbao_
     assert "not-minios-secret-key" not in verdict.saw + verdict.fix
 
 
+def test_minio_users_say_a_request_minio_refused_for_its_key_could_not_be_judged_not_that_it_was_let_through(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
+) -> None:
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    stale = {**MINIO_KEYS, mn.RUNNER_CACHE: "not-minios-secret-key-4567"}
+    verdict = data.minio_users_check(_minio_platform(bao, writer, tmp_path, s3, stale)[0])
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith(f"could not be judged: {mn.RUNNER_CACHE}'s HeadBucket on git-lfs (SignatureDoesNotMatch)")
+    assert "not refused" not in verdict.saw
+    assert "MinIO buckets" in verdict.saw
+
+
+@pytest.mark.parametrize("check", [data.minio_users_check, data.minio_buckets_check])
+def test_the_minio_checks_name_a_minio_clock_that_drifted_past_what_minio_allows(
+    bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path, check: Any
+) -> None:
+    """MinIO refuses a request dated more than 15 min off its clock; the kind node's clock is the VM's
+    of Docker Desktop or a Podman machine, which drifts while a laptop sleeps."""
+    import time
+
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    s3.clock = time.time() + 40 * 60
+    try:
+        verdict = check(_minio_platform(bao, writer, tmp_path, s3)[0])
+    finally:
+        s3.clock = 0
+    assert verdict.status == FAIL
+    assert verdict.saw.startswith("MinIO's clock is 40 min ahead of this machine's")
+    assert "not refused" not in verdict.saw
+    assert "podman machine ssh" in verdict.fix
+    assert "Docker Desktop" in verdict.fix
+
+
 def test_minio_users_fail_naming_a_user_that_reaches_another_users_bucket(
     bao: BaoServer, writer: hvac.Client, s3: S3StandIn, tmp_path: Path
 ) -> None:
