@@ -36,10 +36,21 @@ def release(fifo: Path) -> None:
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
 
 
-def left_running(folder: Path) -> bool:
-    """Whether anything of the hanging command of `folder` still runs (nothing when it never got to write its pid)."""
+def left_running(folder: Path, *, within: float = 10.0) -> bool:
+    """Whether anything of the hanging command of `folder` still runs `within` seconds after its kill
+    (nothing when it never got to write its pid). SIGKILL reaches a group's members as the kernel
+    schedules them: on a busy machine one may still run a moment after `killpg` returned, so the test
+    waits for the group to end, as long as a generous deadline, instead of looking once.
+    """
+    import time
+
     leader = (folder / "leader").read_text().strip() if (folder / "leader").exists() else ""
-    return bool(leader) and group_alive(int(leader))
+    deadline = time.monotonic() + within
+    while leader and group_alive(int(leader)):
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def group_alive(group: int) -> bool:
