@@ -141,6 +141,14 @@ def _engine(machine: Any) -> str:
     return chosen_engine(configured, lambda argv: machine.run(argv, timeout=10))
 
 
+def _run(platform_: Platform, chosen_specs: Sequence[Spec], **deadline: float) -> list[Result]:
+    """`run_all`, then what its checks kept for the run (OpenBao's tokens) ended: `Platform.close`."""
+    try:
+        return run_all(chosen_specs, **deadline)
+    finally:
+        platform_.close()
+
+
 def verify(
     platform_: Platform,
     *,
@@ -162,7 +170,7 @@ def verify(
 
     until = (poll.CLOCK.now() if began is None else began) + deadline(platform_, phase, dev=dev)
     facts = gathering(platform_.machine, platform_.engine)
-    results: list[Result] = run_all(chosen(specs(platform_, dev=dev), phase), deadline=until - poll.CLOCK.now())
+    results = _run(platform_, chosen(specs(platform_, dev=dev), phase), deadline=until - poll.CLOCK.now())
     now = when or datetime.datetime.now(datetime.UTC)
     machine = facts(until)
     if _on_existing(platform_.outputs.get("phase1")):
@@ -210,7 +218,7 @@ def real_platform(runner: Callable[[], Any], machine: Machine | None = None) -> 
 def fast_tally(platform_: Platform, phase: str) -> str:
     """The line `blueprint up` ends with: the tally of the fast checks of `phase`, and each failure's name."""
     chosen_specs = [spec for spec in chosen(specs(platform_), phase) if spec.name not in SLOW | DEEP]
-    results = run_all(chosen_specs)
+    results = _run(platform_, chosen_specs)
     failures = [result.name for result in results if result.status == FAIL]
     named = f"; failed: {', '.join(failures)}" if failures else ""
     return f"checks: {platform_.secrets.masked(tally(results))}{named} (`uv run blueprint verify` shows each, with its fix)"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +65,39 @@ class Platform:
     deep: bool = False
     """`--deep`: also run the checks that change something (a pod restart, a commit) and take minutes."""
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _kept: dict[str, tuple[str, Callable[[str], None]]] = field(default_factory=dict, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _ended: bool = field(default=False, init=False, repr=False)
+
+    def kept(self, key: str, make: Callable[[], str], end: Callable[[str], None]) -> str:
+        """What `make()` gives (an OpenBao token), made once for the run by the first check that asks, shared
+        by the others, and ended by `end` when the run ends (`close`). One made once the run has ended (by a
+        check the deadline cut, still running) is ended at once: a RuntimeError.
+        """
+        with self._lock:
+            if key in self._kept:
+                return self._kept[key][0]
+        made = make()
+        with self._lock:
+            first = None if self._ended else self._kept.setdefault(key, (made, end))[0]
+        if first is not made:  # the run ended, or another check made one meanwhile
+            end(made)
+        if first is None:
+            raise RuntimeError(f"{key}: made after the run ended, and ended at once")
+        return first
+
+    def close(self) -> None:
+        """End what the run's checks kept (`kept`), once each is done or given up on; one that cannot be
+        ended is a warning on stderr, its secrets masked.
+        """
+        with self._lock:
+            self._ended, kept = True, list(self._kept.values())
+            self._kept.clear()
+        for made, end in kept:
+            try:
+                end(made)
+            except Exception as error:
+                print(f"warning: {self.secrets.masked(str(error))}", file=sys.stderr)
 
     def of(self, phase: str) -> dict[str, Any]:
         return self.outputs.get(phase) or {}
@@ -171,6 +206,12 @@ def _register_secrets(platform: Platform, values: Mapping[str, Any]) -> None:
             platform.secrets.add(Path(str(values[key])).read_text())
 
 
+def ready(item: Mapping[str, Any]) -> bool:
+    """A node's or a pod's condition Ready is True (its status, as kubectl's JSON gives it)."""
+    conditions = (item.get("status") or {}).get("conditions") or []
+    return any(condition.get("type") == "Ready" and condition.get("status") == "True" for condition in conditions)
+
+
 def nodes_check(platform: Platform) -> Verdict:
     """Every node Ready, and (kind) the GitLab and runner labels each on some node."""
     code, said = platform.kubectl("get", "nodes", "-o", "json")
@@ -182,11 +223,7 @@ def nodes_check(platform: Platform) -> Verdict:
         return failed(
             "kubectl's answer was not a node list", f"run {platform.kubectl_said('get', 'nodes')} and attach what it prints to a bug report"
         )
-    not_ready = [
-        str(item.get("metadata", {}).get("name"))
-        for item in items
-        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in item.get("status", {}).get("conditions") or [])
-    ]
+    not_ready = [str(item.get("metadata", {}).get("name")) for item in items if not ready(item)]
     if not items or not_ready:
         return failed(
             f"{len(not_ready)} of {len(items)} nodes not Ready: {', '.join(not_ready)}",

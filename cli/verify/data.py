@@ -21,7 +21,7 @@ from cli.doctor.machine import first_line
 from cli.verify import s3sign
 from cli.verify.checks import UP, Platform
 from cli.verify.model import Verdict, failed, passed
-from cli.verify.services import TIMEOUT, _openbao_props, _password
+from cli.verify.services import TIMEOUT, kv_read
 from stacks import outputs
 
 if TYPE_CHECKING:
@@ -69,38 +69,31 @@ def postgres_check(platform: Platform) -> Verdict:
 
 
 def _kv_entries(platform: Platform, names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The KV entry holding each credential of `names` (credentials.py's names), by name, read as
-    `blueprint secrets --show` reads them (user blueprint, one login for all); {} for an entry that
-    cannot be read. The caller registers the values that are secret (`_secret_of`): an entry also holds
-    names, which masking would hide wherever they appear.
+    """The KV entry holding each credential of `names` (credentials.py's names), by name ({} where
+    OpenBao holds none): services.py `kv_read`. The caller registers the values that are secret
+    (`_kv_secrets`): an entry also holds names, which masking would hide wherever they appear.
     """
-    from components.openbao import KV_MOUNT, WRITER_USER
-    from credentials import PLATFORM
-    from providers.openbao_api import OpenBao
-
-    paths = {entry.name: str(entry.path) for entry in PLATFORM if entry.name in names}
-    bao = OpenBao(_openbao_props(platform))
-    password, file = _password(platform, outputs.OPENBAO_WRITER_PASSWORD_FILE)
-    read: dict[str, dict[str, Any]] = {}
-    with bao.logged_in(WRITER_USER, password, file) as token:
-        platform.secrets.add(token)
-        for name, path in paths.items():
-            response = bao.get(f"{KV_MOUNT}/data/{path}", token)
-            read[name] = (response.json().get("data") or {}).get("data") or {} if response.status_code == 200 else {}
-    return read
-
-
-def _secret_of(platform: Platform, name: str, entry: Mapping[str, Any]) -> str:
-    """Credential `name`'s value in its KV `entry` ("" when it has none), registered as a secret of the run."""
     from credentials import PLATFORM
 
-    key = next(credential.key for credential in PLATFORM if credential.name == name)
-    return platform.secrets.add(str(entry.get(key, "")))
+    paths = {credential.name: str(credential.path) for credential in PLATFORM if credential.name in names}
+    read, _ = kv_read(platform, paths.values())
+    return {name: read.get(path, {}) for name, path in paths.items()}
 
 
-def _redis_password(platform: Platform) -> str:
-    """Valkey's password, read from OpenBao as `blueprint secrets --show redis-password` reads it."""
-    return _secret_of(platform, "redis-password", _kv_entries(platform, ["redis-password"])["redis-password"])
+def _kv_secrets(platform: Platform, names: Sequence[str]) -> dict[str, str]:
+    """The value of each credential of `names` in its KV entry ("" when it has none), registered as a secret of the run."""
+    from credentials import PLATFORM
+
+    keys = {credential.name: credential.key for credential in PLATFORM if credential.name in names}
+    return {name: platform.secrets.add(str(entry.get(keys[name], ""))) for name, entry in _kv_entries(platform, names).items()}
+
+
+def _service(platform: Platform, host: str, port: int) -> Target:
+    """Port `port` of the Service whose name in the cluster is `host` (<service>.<namespace>.svc.cluster.local)."""
+    from providers.cluster_access import Target
+
+    service, namespace = (host.split(".") + [""])[:2]
+    return Target(context=platform.context, namespace=namespace, service=service, port=port)
 
 
 @contextlib.contextmanager
@@ -124,22 +117,18 @@ def _auth(port: int, password: str) -> str:
 
 def valkey_check(platform: Platform) -> Verdict:
     """Valkey answers AUTH with the recorded password, through a port-forward to its Service."""
-    from providers.cluster_access import Target
-
-    host = str(platform.of("phase2").get(outputs.REDIS_HOST))  # <service>.<namespace>.svc.cluster.local
-    service, namespace = (host.split(".") + [""])[:2]
-    password = _redis_password(platform)
+    target = _service(platform, str(platform.of("phase2").get(outputs.REDIS_HOST)), VALKEY_PORT)
+    password = _kv_secrets(platform, ["redis-password"])["redis-password"]
     if not password:
         return failed("OpenBao holds no Valkey password (secret/redis)", f"`{UP} --phase 2` writes it again")
-    target = Target(context=platform.context, namespace=namespace, service=service, port=VALKEY_PORT)
     with _forward(platform, target) as port:
         said = platform.secrets.masked(_auth(port, password))
     if said != "+OK":
         return failed(
             f"Valkey refused the recorded password: {said[:120]}",
-            f"{platform.kubectl_said('logs', f'deploy/{service}', namespace=namespace)}; `{UP} --phase 2`",
+            f"{platform.kubectl_said('logs', f'deploy/{target.service}', namespace=target.namespace)}; `{UP} --phase 2`",
         )
-    return passed(f"{service}.{namespace} accepts the recorded password")
+    return passed(f"{target.service}.{target.namespace} accepts the recorded password")
 
 
 MINIO_BUCKETS, MINIO_USERS = "MinIO buckets", "MinIO users"
@@ -209,11 +198,9 @@ def _minio_target(platform: Platform) -> Target:
     from urllib.parse import urlsplit
 
     from components import minio as mn
-    from providers.cluster_access import Target
 
     endpoint = urlsplit(str(platform.of("phase2").get(outputs.MINIO_ENDPOINT)))
-    service, namespace = (str(endpoint.hostname).split(".") + [""])[:2]
-    return Target(context=platform.context, namespace=namespace, service=service, port=endpoint.port or mn.API_PORT)
+    return _service(platform, str(endpoint.hostname), endpoint.port or mn.API_PORT)
 
 
 def _minio_fix(platform: Platform, namespace: str) -> str:
@@ -243,9 +230,8 @@ def _ask_minio(platform: Platform, target: Target, probes: Mapping[str, Sequence
     from components import minio as mn
     from providers.cluster_access import ForwardError
 
-    names = {consumer: f"minio-{consumer}-secret-key" for consumer in probes}
-    read = _kv_entries(platform, list(names.values()))
-    keys = {consumer: _secret_of(platform, name, read[name]) for consumer, name in names.items()}
+    read = _kv_secrets(platform, [f"minio-{consumer}-secret-key" for consumer in probes])
+    keys = {consumer: read[f"minio-{consumer}-secret-key"] for consumer in probes}
     if unread := [f"secret/minio/{consumer}" for consumer, key in keys.items() if not key]:
         raise _NoAnswer(f"OpenBao holds no secret key at {', '.join(unread)}")
     missing = f"blueprint-verify-{secrets.token_hex(8)}"  # a key no bucket holds

@@ -6,13 +6,13 @@ password, signed in with over Git HTTP; and with `--deep`, an empty commit timed
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from cli.verify.checks import UP, Platform
 from cli.verify.model import Verdict, failed, passed, skipped, warned
-from cli.verify.services import TIMEOUT, TOKEN_WARN_DAYS, _connected
+from cli.verify.services import TIMEOUT, TOKEN_WARN_DAYS, _connected, gateway_ca
 from stacks import outputs
 
 ROOT_PASSWORD, EDIT_TO_DEPLOYED = "GitLab root password", "edit to deployed"
@@ -56,6 +56,21 @@ def _group(platform: Platform, gitlab: Any) -> dict[str, Any]:
     from providers.gitlab_api import encode
 
     return dict(gitlab.get(f"/groups/{encode(platform.of('phase2').get(outputs.APPS_GROUP_ID))}"))
+
+
+def _gateway_ask(platform: Platform, url: str, headers: Mapping[str, str] | None = None) -> Any:
+    """`url`'s answer from this laptop through the gateway (GitLab, its registry, the apps, Headlamp),
+    trusting the gateway's CA alone, through phase2's port-forward on an existing cluster.
+    """
+    forward = platform.of("phase2").get(outputs.GITLAB_FORWARD)
+    return platform.ask(url, ca_file=gateway_ca(platform), headers=headers or {}, forward=forward)
+
+
+def _basic(platform: Platform, user: str, secret: str) -> dict[str, str]:
+    """The Basic `Authorization` header of `user` and `secret` (registered as a secret of the run)."""
+    import base64
+
+    return {"Authorization": f"Basic {platform.secrets.add(base64.b64encode(f'{user}:{secret}'.encode()).decode())}"}
 
 
 def _manifest() -> list[Any] | Verdict:
@@ -291,8 +306,7 @@ def apps_check(platform: Platform) -> Verdict:
     urls = sorted((platform.of("phase3").get(outputs.APP_URLS) or {}).items())
     if not urls:
         return skipped("no app has a host")
-    forward = platform.of("phase2").get(outputs.GITLAB_FORWARD)
-    answers = check_apps(platform.outputs, lambda url, ca, headers: platform.ask(url, ca_file=ca, headers=headers, forward=forward))
+    answers = check_apps(platform.outputs, lambda url, _gateway_ca, headers: _gateway_ask(platform, url, headers))
     if not answers:  # check_apps asks nothing without a CA to trust
         return failed("phase2 names no CA file that verifies the gateway", f"`{UP} --phase 2` writes it again")
     wrong = [f"{name}: {answer.said}" for name, answer in answers.items() if answer.status != 200]
@@ -306,7 +320,7 @@ def headlamp_check(platform: Platform) -> Verdict:
         return skipped("Headlamp is off (blueprint:headlamp)")
     gitlab = urlsplit(str(platform.of("phase2").get(outputs.GITLAB_URL)))
     url = f"https://headlamp.{platform.of('phase1').get(outputs.DOMAIN)}{f':{gitlab.port}' if gitlab.port else ''}/"
-    answer = platform.ask(url, ca_file=str(outputs.gateway_ca_file(platform.of("phase2"))))
+    answer = _gateway_ask(platform, url)
     if answer.status != 200:
         return failed(
             f"{url}: {answer.said}", f"{platform.kubectl_said('get', 'pods', namespace='headlamp')}; docs/guide/access.md, 'Headlamp'"
@@ -328,8 +342,6 @@ def root_password_check(platform: Platform) -> Verdict:
     there (the setting `password_authentication_enabled_for_git` off, or root with two-factor
     authentication): a warning, as is a refusal while GitLab requires two-factor authentication.
     """
-    import base64
-
     from components.gitlab import TOOLBOX
     from stacks.outputs import SecretFileUnavailable
 
@@ -357,11 +369,8 @@ def root_password_check(platform: Platform) -> Verdict:
             )
         group = _group(platform, gitlab)
         project = f"{group.get('full_path')}/{manifest[0].name}"
-        basic = platform.secrets.add(base64.b64encode(f"{root.get('username') or 'root'}:{password}".encode()).decode())
-        answer = platform.ask(
-            f"{url}/{project}.git/info/refs?service=git-upload-pack", ca_file=str(outputs.gateway_ca_file(phase2)),
-            headers={"Authorization": f"Basic {basic}"}, forward=phase2.get(outputs.GITLAB_FORWARD),
-        )  # fmt: skip
+        basic = _basic(platform, root.get("username") or "root", password)
+        answer = _gateway_ask(platform, f"{url}/{project}.git/info/refs?service=git-upload-pack", basic)
         where = f"Git over HTTP to {project}: {answer.said or answer.status}"
         if answer.status == 200:
             return passed(f"GitLab takes root's password ({where}; no token or session made)")
@@ -457,10 +466,8 @@ def _answering(platform: Platform, url: str) -> Any:
     """The app's answer at `url` from this laptop, asked again until it is 200 or HEALTHZ_SECONDS have passed."""
     from providers import poll
 
-    phase2 = platform.of("phase2")
-
     def asked() -> Any:
-        answer = platform.ask(url, ca_file=str(outputs.gateway_ca_file(phase2)), headers={}, forward=phase2.get(outputs.GITLAB_FORWARD))
+        answer = _gateway_ask(platform, url)
         if answer.status != 200:
             raise poll.NotYet(str(answer.said), outcome=answer)
         return answer
@@ -481,8 +488,6 @@ def registry_login_check(platform: Platform) -> Verdict:
     Auth::ContainerRegistryAuthenticationService), then the registry's `/v2/` takes it: 200. Nothing
     is made: the token is a short-lived signed JWT GitLab keeps no record of.
     """
-    import base64
-
     from cli.report import admin_token
     from stacks.outputs import SecretFileUnavailable
 
@@ -493,17 +498,15 @@ def registry_login_check(platform: Platform) -> Verdict:
         token = platform.secrets.add(admin_token(phase2))
     except SecretFileUnavailable as error:
         return failed(str(error), f"`{UP} --phase 2` writes it again")
-    ca, forward = str(outputs.gateway_ca_file(phase2)), phase2.get(outputs.GITLAB_FORWARD)
-    basic = platform.secrets.add(base64.b64encode(f"root:{token}".encode()).decode())
     realm = f"{url.geturl().rstrip('/')}/jwt/auth?service=container_registry"
-    issued = platform.ask(realm, ca_file=ca, headers={"Authorization": f"Basic {basic}"}, forward=forward)
+    issued = _gateway_ask(platform, realm, _basic(platform, "root", token))
     jwt = issued.body.get("token") if issued.status == 200 and isinstance(issued.body, dict) else None
     if not isinstance(jwt, str) or not jwt:
         return failed(
             f"GitLab issued no registry token for root's admin token ({realm}: {issued.said})", f"`{UP} --phase 2`; docs/guide/access.md"
         )
     platform.secrets.add(jwt)
-    answer = platform.ask(registry, ca_file=ca, headers={"Authorization": f"Bearer {jwt}"}, forward=forward)
+    answer = _gateway_ask(platform, registry, {"Authorization": f"Bearer {jwt}"})
     if answer.status != 200:
         logs = platform.kubectl_said("logs", "deploy/gitlab-registry", "-c", "registry", namespace="gitlab")
         return failed(f"{registry} refuses the token GitLab issued: {answer.said}", f"{logs}; `{UP} --phase 2`")

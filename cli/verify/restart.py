@@ -20,7 +20,7 @@ import tempfile
 from typing import Any
 
 from cli.doctor.machine import first_line
-from cli.verify.checks import Platform
+from cli.verify.checks import Platform, ready
 from cli.verify.model import Verdict, failed, passed, skipped
 from cli.verify.services import TIMEOUT as HTTP_SECONDS
 from components.openbao import RELEASE
@@ -54,11 +54,6 @@ def _pod(platform: Platform) -> tuple[dict[str, Any] | None, str]:
     return (pod, "") if isinstance(pod, dict) else (None, "kubectl's answer was not a pod")
 
 
-def _ready(pod: dict[str, Any]) -> bool:
-    conditions = (pod.get("status") or {}).get("conditions") or []
-    return any(condition.get("type") == "Ready" and condition.get("status") == "True" for condition in conditions)
-
-
 def _evict(platform: Platform) -> tuple[int, str]:
     """Ask the API server to evict the pod (policy/v1 Eviction, POSTed to the pod's `eviction` subresource)."""
     body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": POD, "namespace": NAMESPACE}}
@@ -81,7 +76,7 @@ def _back(platform: Platform, old_uid: str) -> None:
         raise NotYet(f"no {POD} yet ({said})")
     if (pod.get("metadata") or {}).get("uid") == old_uid:
         raise NotYet(f"the old {POD} is still there")
-    if not _ready(pod):
+    if not ready(pod):
         raise NotYet(f"the new {POD} is not Ready ({(pod.get('status') or {}).get('phase', '?')})")
     try:
         seal = OpenBao(_openbao_props(platform)).seal_status()  # a new session: a port-forward finds the new pod
@@ -102,6 +97,7 @@ def openbao_restart_check(platform: Platform) -> Verdict:
             f"kubectl could not read {POD}: {said}", f"{platform.kubectl_said('get', 'pods', namespace=NAMESPACE)}; {TROUBLESHOOTING}"
         )
     old_uid = str((pod.get("metadata") or {}).get("uid"))
+    platform.close()  # the run's OpenBao tokens, their checks all done (`after`): revoked while OpenBao answers
     code, said = _evict(platform)
     if code != 0:
         return _refused(platform, said)

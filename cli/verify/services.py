@@ -11,7 +11,7 @@ import contextlib
 import socket
 import ssl
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -139,11 +139,6 @@ def _certificate(platform: Platform, host: str, port: int, context: ssl.SSLConte
         return f"not reached ({type(error).__name__})", 0
 
 
-def _handshake(platform: Platform, host: str, port: int, context: ssl.SSLContext) -> str | None:
-    """None when `host` proves itself under `context`'s trust; else why not, in a few words."""
-    return _certificate(platform, host, port, context)[0]
-
-
 def _expiring(platform: Platform, hosts: list[tuple[str, int]], expiries: list[float], now: float) -> Verdict | None:
     """The warning for the certificates that expire within EXPIRY_WARN_DAYS of `now`, or None."""
     import datetime
@@ -197,7 +192,7 @@ def ca_trust_check(platform: Platform) -> Verdict:
     from cli.report import trust_ca_lines
 
     host, port = _hosts(platform)[0]
-    if _handshake(platform, host, port, platform.system_trust()) is None:
+    if _certificate(platform, host, port, platform.system_trust())[0] is None:
         return passed(f"the system trusts {host}'s certificate")
     from cli.os_family import MACOS
 
@@ -242,24 +237,33 @@ def openbao_check(platform: Platform) -> Verdict:
     return passed(f"initialised and unsealed (OpenBao {seal.get('version', '?')})")
 
 
-def _password(platform: Platform, key: str) -> tuple[str, str]:
-    """(the password, its file) of the OpenBao user whose file phase2's output `key` names."""
-    file = str(_phase2(platform).get(key))
-    return platform.secrets.add(outputs.read_required_secret(file, f"the password in {file}")), file
-
-
-def openbao_logins_check(platform: Platform) -> Verdict:
-    """The writer (`blueprint`) and `admin` users log in with their recorded passwords (each token revoked after)."""
-    from components.openbao import ADMIN_USER, WRITER_USER
+def _token(platform: Platform, user: str) -> str:
+    """A token of OpenBao's `user` (the writer, `blueprint`, or `admin`), logged in with its recorded
+    password once for the run (a login costs OpenBao a password hash): by the logins check, which the
+    others that read OpenBao need, its token then shared, and revoked when the run ends (`Platform.close`).
+    """
+    from components.openbao import ADMIN_USER
     from providers.openbao_api import OpenBao
 
     bao = OpenBao(_openbao_props(platform))
+    key = outputs.OPENBAO_ADMIN_PASSWORD_FILE if user == ADMIN_USER else outputs.OPENBAO_WRITER_PASSWORD_FILE
+    file = str(_phase2(platform).get(key))
+
+    def login() -> str:
+        password = platform.secrets.add(outputs.read_required_secret(file, f"the password in {file}"))
+        return platform.secrets.add(bao.login(user, password, file))
+
+    return platform.kept(f"OpenBao token of {user}", login, lambda token: bao.revoke(token, user))
+
+
+def openbao_logins_check(platform: Platform) -> Verdict:
+    """The writer (`blueprint`) and `admin` users log in with their recorded passwords (`_token`)."""
+    from components.openbao import ADMIN_USER, WRITER_USER
+
     wrong = []
-    for user, key in ((WRITER_USER, outputs.OPENBAO_WRITER_PASSWORD_FILE), (ADMIN_USER, outputs.OPENBAO_ADMIN_PASSWORD_FILE)):
+    for user in (WRITER_USER, ADMIN_USER):
         try:
-            password, file = _password(platform, key)
-            with bao.logged_in(user, password, file) as token:
-                platform.secrets.add(token)
+            _token(platform, user)
         except Exception as error:
             wrong.append(f"{user}: {platform.secrets.masked(str(error))[:300]}")
     if wrong:
@@ -267,32 +271,40 @@ def openbao_logins_check(platform: Platform) -> Verdict:
     return passed(f"{WRITER_USER} and {ADMIN_USER} log in")
 
 
-def openbao_kv_check(platform: Platform) -> Verdict:
-    """Every KV path `blueprint secrets` lists holds its key, read as `blueprint secrets --show` reads it
-    (user blueprint), with one login for all of them (a login costs OpenBao a password hash).
+def kv_read(platform: Platform, paths: Iterable[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """(the latest data at each of `paths` of OpenBao's KV that holds some, what OpenBao answered at each it
+    refused), read as user `blueprint` with the run's token (`_token`). The reads of the KV provider's
+    `current` (providers/openbao_kv.py, which `blueprint secrets --show` uses), without its login per
+    path and its wait for an OpenBao not ready. The caller registers the secret values (an entry also
+    holds names, which masking would hide).
     """
-    from cli.secrets import catalogue
     from components.openbao import KV_MOUNT, WRITER_USER
     from providers.openbao_api import OpenBao
 
+    bao, token = OpenBao(_openbao_props(platform)), _token(platform, WRITER_USER)
+    read, refused = {}, {}  # type: dict[str, dict[str, Any]], dict[str, str]
+    for path in sorted(set(paths)):
+        response = bao.get(f"{KV_MOUNT}/data/{path}", token)
+        if response.status_code == 200:
+            read[path] = (response.json().get("data") or {}).get("data") or {}
+        elif response.status_code != 404:
+            refused[path] = f"{KV_MOUNT}/{path}: HTTP {response.status_code}"
+    return read, refused
+
+
+def openbao_kv_check(platform: Platform) -> Verdict:
+    """Every KV path `blueprint secrets` lists holds its key (`kv_read`)."""
+    from cli.secrets import catalogue
+    from components.openbao import KV_MOUNT
+
     entries, problem = catalogue()
     in_kv = [entry for entry in entries if entry.path is not None]
-    bao = OpenBao(_openbao_props(platform))
-    password, file = _password(platform, outputs.OPENBAO_WRITER_PASSWORD_FILE)
-    read, errors = {}, {}  # type: dict[str, Any], dict[str, str]
-    with bao.logged_in(WRITER_USER, password, file) as token:
-        platform.secrets.add(token)
-        for path in sorted({str(entry.path) for entry in in_kv}):
-            response = bao.get(f"{KV_MOUNT}/data/{path}", token)
-            if response.status_code == 200:
-                read[path] = (response.json().get("data") or {}).get("data") or {}
-            elif response.status_code != 404:
-                errors[path] = f"{KV_MOUNT}/{path}: HTTP {response.status_code}"
-    unread = list(errors.values())
+    read, refused = kv_read(platform, (str(entry.path) for entry in in_kv))
+    unread = list(refused.values())
     for entry in in_kv:
         if entry.key in read.get(str(entry.path), {}):
             platform.secrets.add(str(read[str(entry.path)][entry.key]))
-        elif str(entry.path) not in errors:
+        elif str(entry.path) not in refused:
             unread.append(f"{entry.name} ({KV_MOUNT}/{entry.path}, {entry.key})")
     if unread:
         return failed(f"{len(unread)} of {len(in_kv)} not readable: " + ", ".join(unread[:6]), f"`{UP}` writes them again")
@@ -306,17 +318,14 @@ def openbao_root_check(platform: Platform) -> Verdict:
     from components.openbao import ADMIN_USER
     from providers.openbao_api import OpenBao
 
-    bao = OpenBao(_openbao_props(platform))
-    password, file = _password(platform, outputs.OPENBAO_ADMIN_PASSWORD_FILE)
-    with bao.logged_in(ADMIN_USER, password, file) as token:
-        platform.secrets.add(token)
-        listed = bao.request("LIST", "auth/token/accessors", token).json()
-        accessors = (listed.get("data") or {}).get("keys") or []
-        roots = []
-        for accessor in accessors:
-            looked = bao.request("POST", "auth/token/lookup-accessor", token, {"accessor": accessor}).json()
-            if "root" in ((looked.get("data") or {}).get("policies") or []):
-                roots.append(accessor)
+    bao, token = OpenBao(_openbao_props(platform)), _token(platform, ADMIN_USER)
+    listed = bao.request("LIST", "auth/token/accessors", token).json()
+    accessors = (listed.get("data") or {}).get("keys") or []
+    roots = []
+    for accessor in accessors:
+        looked = bao.request("POST", "auth/token/lookup-accessor", token, {"accessor": accessor}).json()
+        if "root" in ((looked.get("data") or {}).get("policies") or []):
+            roots.append(accessor)
     if roots:
         props = _openbao_props(platform)
         where = f"BAO_ADDR={props['address']} BAO_CACERT={props['ca_file']} BAO_TLS_SERVER_NAME={props['server_name']}"

@@ -6,6 +6,7 @@ and failing with its fix. No secret read shows in what they say."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -486,3 +487,88 @@ def test_minio_stops_at_the_first_request_that_gets_no_answer(bao: BaoServer, wr
     assert verdict.status == FAIL
     assert "did not answer" in verdict.saw
     assert len(taken) == 1
+
+
+@pytest.fixture(scope="module")
+def admin(bao: BaoServer) -> hvac.Client:
+    """OpenBao's admin, logged in once for the module: it lists the tokens that exist."""
+    from components.openbao import ADMIN_USER
+
+    client = hvac.Client(url=bao.address)
+    client.auth.userpass.login(ADMIN_USER, bao.admin_password)
+    return client
+
+
+@contextlib.contextmanager
+def _forward_to(port: int) -> Iterator[int]:
+    yield port
+
+
+def _tokens(admin: hvac.Client) -> set[str]:
+    """The accessor of every token OpenBao holds."""
+    return set(admin.list("auth/token/accessors")["data"]["keys"])
+
+
+def test_a_run_logs_in_to_openbao_once_per_user_and_revokes_both_tokens_when_it_ends(
+    bao: BaoServer, writer: hvac.Client, admin: hvac.Client, valkey: int, s3: S3StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each login costs OpenBao a password hash (bcrypt): the checks of a healthy run share the two
+    tokens the logins check took, and none is left valid after the run."""
+    import dataclasses
+
+    from cli.verify import _run, specs
+    from providers.openbao_api import OpenBao
+
+    by_path: dict[str, dict[str, str]] = {}
+    for entry in catalogue()[0]:
+        if entry.path is not None:
+            by_path.setdefault(entry.path, {})[entry.key] = f"value-of-{entry.name}-0123"
+    for path, values in by_path.items():
+        writer.secrets.kv.v2.create_or_update_secret(path=path, secret=values, mount_point="secret")
+    platform, _ = _valkey_platform(bao, tmp_path, valkey, VALKEY_PASSWORD)  # Valkey's password and MinIO's keys over them
+    minio, _ = _minio_platform(bao, writer, tmp_path, s3)
+    platform.outputs["phase2"].update(minio.outputs["phase2"])
+    platform.forward = lambda target: _forward_to(valkey if target.port == data.VALKEY_PORT else s3.port)
+    s3.hold(MINIO_KEYS, mn.CONSUMERS)
+    logins: list[str] = []
+    real = OpenBao.login
+
+    def login(self: OpenBao, user: str, password: str, password_file: str) -> str:
+        logins.append(user)
+        return real(self, user, password, password_file)
+
+    monkeypatch.setattr(OpenBao, "login", login)
+    names = {services.OPENBAO, services.OPENBAO_LOGINS, services.OPENBAO_KV, services.OPENBAO_ROOT}
+    names |= {data.VALKEY, data.MINIO_BUCKETS, data.MINIO_USERS}
+    chosen = [spec for _, spec in specs(platform) if spec.name in names]
+    held = _tokens(admin)
+    results = _run(platform, [dataclasses.replace(spec, needs=tuple(set(spec.needs) & names)) for spec in chosen])
+    assert [(result.name, result.status) for result in results if result.status != PASS] == []
+    assert sorted(logins) == sorted(["admin", WRITER_USER])
+    assert _tokens(admin) == held
+
+
+def test_a_login_the_runs_end_overtook_is_revoked_at_once(bao: BaoServer, admin: hvac.Client, tmp_path: Path) -> None:
+    """The logins check, cut at the run's deadline and still running, logs in after the run ended."""
+    platform, held = platform_on(stacks={"phase2": _phase2(bao, tmp_path)}), _tokens(admin)
+    platform.close()
+    assert services.openbao_logins_check(platform).status == FAIL
+    assert _tokens(admin) == held
+
+
+def test_the_restart_revokes_the_runs_tokens_before_it_evicts_openbao(
+    bao: BaoServer, admin: hvac.Client, tmp_path: Path, driven: list[float]
+) -> None:
+    """OpenBao answers nothing while it restarts, and may not come back: the tokens go while it answers."""
+
+    class Counted(Restarted):
+        def run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+            if "--raw" in argv:
+                at_eviction.append(_tokens(admin))
+            return super().run(argv, timeout)
+
+    at_eviction: list[set[str]] = []
+    platform, held = _restarted(Counted([("uid-new", True)]), _phase2(bao, tmp_path)), _tokens(admin)
+    assert services.openbao_logins_check(platform).status == PASS
+    assert restart.openbao_restart_check(platform).status == PASS
+    assert at_eviction == [held]
