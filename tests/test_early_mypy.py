@@ -61,13 +61,15 @@ def hanging(monkeypatch: pytest.MonkeyPatch) -> Any:
     """A whole-suite run whose first worker has started an early mypy that hangs, once it has printed."""
     monkeypatch.setattr(early_mypy, "COMMAND", HANGS)
     run = a_run()
-    early_mypy.start(as_worker(run))
     folder = early_mypy._folder(run)
     assert folder is not None
-    until(lambda: (folder / "out").read_text() == "checking\n", "the background command printed")
-    with held(folder / "lock") as lock:
-        yield run, folder, lock
-    early_mypy.stop(run)  # whatever the test left
+    try:
+        early_mypy.start(as_worker(run))
+        until(lambda: (folder / "out").exists() and (folder / "out").read_text() == "checking\n", "the background command printed")
+        with held(folder / "lock") as lock:
+            yield run, folder, lock
+    finally:
+        early_mypy.stop(run)  # whatever the test left
 
 
 def test_an_early_mypy_that_does_not_end_in_time_is_killed_and_fails_with_what_it_printed(hanging: Any) -> None:
