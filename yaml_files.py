@@ -18,6 +18,7 @@ import errno
 import os
 import re
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -261,14 +262,21 @@ _PARSED: dict[tuple[str, int], Any] = {}
 file it came from (only a refusal names the file, and a refusal is not kept)."""
 
 
+_PARSED_LOCK = threading.Lock()
+"""Held to look up, add and evict: `verify` reads files from several threads at once."""
+
+
 def _parsed(text: str, where: str, max_bytes: int) -> Any:
     key = (text, max_bytes)
-    if key not in _PARSED:
-        document = load_text(text, where, max_bytes=max_bytes)
-        if len(_PARSED) >= 16:
+    with _PARSED_LOCK:
+        if key in _PARSED:
+            return _PARSED[key]
+    document = load_text(text, where, max_bytes=max_bytes)  # outside the lock: a parse holds no other thread up
+    with _PARSED_LOCK:
+        if key not in _PARSED and len(_PARSED) >= 16:
             del _PARSED[next(iter(_PARSED))]  # the oldest
         _PARSED[key] = document
-    return _PARSED[key]
+    return document
 
 
 def load_text(text: str, where: str, *, pulumi_rules: bool = True, max_bytes: int = MAX_BYTES) -> Any:

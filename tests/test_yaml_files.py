@@ -3,7 +3,10 @@ is, and no stricter where a file is fine. The refusals themselves are rows of te
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +134,69 @@ def test_a_text_read_again_from_another_file_is_not_parsed_again(tmp_path: Path,
         with pytest.raises(YamlFileError) as error:
             load_file(tmp_path / name)
         assert str(error.value).startswith(f"{tmp_path / name} is not valid YAML")
+
+
+def test_threads_reading_files_at_once_never_use_the_parse_cache_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`verify` reads files from several threads: one thread's eviction while another looks up or adds
+    lost a parse (KeyError) or broke the iteration. The first thread is held inside the cache until
+    the second has reached it, at the cache's lock or inside it: inside, the two would overlap."""
+    reached = threading.Event()  # the second thread is at the cache
+    held = threading.Event()  # the first thread is inside it
+    state = {"inside": 0, "most": 0}
+    count = threading.Lock()
+
+    class Watched(dict[Any, Any]):
+        def __contains__(self, key: object) -> bool:
+            with at_the_cache():
+                return super().__contains__(key)
+
+        def __getitem__(self, key: Any) -> Any:
+            with at_the_cache():
+                return super().__getitem__(key)
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            with at_the_cache():
+                super().__setitem__(key, value)
+
+    @contextlib.contextmanager
+    def at_the_cache() -> Iterator[None]:
+        with count:
+            state["inside"] += 1
+            state["most"] = max(state["most"], state["inside"])
+        if threading.current_thread().name == "second":
+            reached.set()
+        elif not held.is_set():
+            held.set()
+            assert reached.wait(30), "the second thread never reached the cache"
+        yield
+        with count:
+            state["inside"] -= 1
+
+    class Signalling:
+        """The cache's lock, which says when the second thread has reached it."""
+
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+
+        def __enter__(self) -> None:
+            if threading.current_thread().name == "second":
+                reached.set()
+            self.lock.acquire()
+
+        def __exit__(self, *_: object) -> None:
+            self.lock.release()
+
+    monkeypatch.setattr(yaml_files, "_PARSED", Watched())
+    monkeypatch.setattr(yaml_files, "_PARSED_LOCK", Signalling(), raising=False)
+    read: dict[str, Any] = {}
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.yaml").write_text(f"config:\n  blueprint:{name}: 1\n")
+    first = threading.Thread(target=lambda: read.update(first=load_file(tmp_path / "first.yaml")), name="first")
+    second = threading.Thread(target=lambda: read.update(second=load_file(tmp_path / "second.yaml")), name="second")
+    first.start()
+    assert held.wait(30)
+    second.start()
+    first.join()
+    second.join()
+    assert read == {name: {"config": {f"blueprint:{name}": 1}} for name in ("first", "second")}
+    assert state["most"] == 1

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import apps_manifest
 from apps_manifest import APPS_DIR, AppProject, ProjectFiles, load_manifest
 from cli.plan import plan
 from components.gitlab_projects import project_files, render_ci, templates_digest
@@ -218,10 +219,15 @@ def test_every_rendered_ci_file_and_the_templates_are_valid_gitlab_ci(tmp_path: 
 
 
 def test_editing_one_app_file_changes_at_most_its_sync_and_its_pipeline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Both plans over an apps/ of the test's own, in this process: the plan reads the apps' files anew each time.
+    # Both plans over an apps/ of the test's own, in this process: the plan reads the apps' files anew
+    # each time. Every module that holds the checkout's apps/ or manifest by name sees the copy instead.
     apps = tmp_path / "apps"
     copy_apps(apps)
-    monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
+    copies = {apps_manifest.APPS_DIR: apps, apps_manifest.MANIFEST: apps / "apps_manifest.yaml"}
+    for module in list(sys.modules.values()):
+        for name in ("APPS_DIR", "MANIFEST"):
+            if isinstance(held := vars(module).get(name), Path) and held in copies:  # vars: no lazy import
+                monkeypatch.setattr(module, name, copies[held])
 
     def inputs() -> dict[str, str]:
         return {r["name"]: json.dumps(r["inputs"], sort_keys=True) for r in plan("phase3").resources}

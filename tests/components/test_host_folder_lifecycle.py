@@ -130,10 +130,12 @@ class Claims:
         self.data = folder / "data"
         self.before: list[Path | None] = [None]
         self.calls: list[int] = []
+        self.left: list[crash.Left] = []  # what each claim left, owners too (a copy in `before` is the test's own)
         for which, command in enumerate(_folders(self.data)):
             done = crash.run(command, "create", *self.tools, None)
             assert done.returncode == 0, (command["name"], done.stderr)
             self.calls.append(crash.calls(counter))
+            self.left.append(crash.left(self.data))
             self.before.append(shutil.copytree(self.data, folder / f"claimed {which}", symlinks=True))
         (self.data / POSTGRES).parent.mkdir()
         (self.data / POSTGRES).write_text("17\n")
@@ -159,15 +161,20 @@ def claims() -> Iterator[Callable[[], Claims]]:
 def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(claims: Callable[[], Claims], which: int) -> None:
     ups = claims()
     data, tools, command = ups.data, ups.tools, _folders(ups.data)[which]
+    uncut = ups.left[which] or ()
     failures = []
-    again: dict[crash.Left, subprocess.CompletedProcess[str]] = {}  # by what the cut left: the next up runs once for each
+    again: dict[crash.Left, tuple[subprocess.CompletedProcess[str], crash.Left]] = {}  # the next up runs once for each cut's leftovers
     for cut in range(1, ups.calls[which] + 1):
         _restore(data, ups.before[which])
         crash.run(command, "create", *tools, cut)
         if (left := crash.left(data)) not in again:
-            again[left] = crash.run(command, "create", *tools, None)
-        if again[left].returncode != 0:
-            failures.append((cut, again[left].stderr))
+            again[left] = (crash.run(command, "create", *tools, None), crash.left(data))
+        done, finished = again[left]
+        # each path the uncut claim leaves, as it leaves it: its type, mode, owner and bytes
+        found = {entry[0]: entry for entry in finished or ()}
+        wrong = [entry[:4] for entry in uncut if found.get(entry[0]) != entry]
+        if done.returncode != 0 or wrong:
+            failures.append((cut, done.stderr, wrong))
     assert failures == []
 
 

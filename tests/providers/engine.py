@@ -234,11 +234,15 @@ def _cheap_hash(password: str) -> str | None:
 def cheapen_logins(server: BaoServer) -> None:
     """The users `blueprint` and `admin` keep their passwords, hashed again at bcrypt cost 5 instead of
     OpenBao's 10: each login then costs the server about 1 ms of CPU instead of about 60, and the
-    tests log in hundreds of times. What logs in, and with which password, is unchanged. The admin
-    token it takes is revoked: the server keeps no token it did not have."""
+    tests log in hundreds of times. What logs in, and with which password, is unchanged: each user
+    first logs in once with the password the test expects, at the server's own hash, so a server set
+    up with another password fails here instead of being given the test's. The tokens it takes are
+    revoked: the server keeps no token it did not have."""
     hashes = {WRITER_USER: _cheap_hash(server.writer_password), ADMIN_USER: _cheap_hash(server.admin_password)}
     if None in hashes.values():
         return
+    writer = writer_token(server)
+    assert call(server, "POST", "auth/token/revoke-self", writer).status_code == 204
     token = admin_token(server)
     for user, hashed in hashes.items():
         changed = call(server, "POST", f"auth/userpass/users/{user}/password", token, {"password_hash": hashed})

@@ -457,6 +457,13 @@ def test_a_kv_version_1_engine_where_kv_v2_belongs_is_refused_with_the_upgrade(f
     assert "upgrade it in place, its data kept: uv run bao kv enable-versioning secret/" in message
 
 
+def test_a_kv_mount_disabled_by_hand_is_enabled_again_by_the_next_up(fresh: BaoServer, tmp_path: Path) -> None:
+    """Converge enables a mount the requests name and the vault lacks, as self-initialisation did."""
+    assert call(fresh, "DELETE", "sys/mounts/secret", admin_token(fresh)).status_code == 204
+    init_provider().create(init_inputs(fresh, tmp_path))
+    an_up_succeeds(fresh, tmp_path, "after-secret-came-back")
+
+
 def test_a_user_that_refuses_its_files_password_keeps_its_policies(fresh: BaoServer, tmp_path: Path) -> None:
     """Configuring never gives an existing account blueprint's settings under a password blueprint does not hold."""
     admin = admin_token(fresh)
