@@ -165,9 +165,11 @@ def _dies_with_its_parent() -> Callable[[], None] | None:
 
 
 def _drain(stream: IO[str] | None, into: list[str]) -> None:
-    for line in stream or ():
-        into.append(line)
-        del into[:-20]
+    # `_ended` closes the pipe once kubectl ended, maybe while this thread still reads it: that ends it too.
+    with contextlib.suppress(ValueError, OSError):
+        for line in stream or ():
+            into.append(line)
+            del into[:-20]
 
 
 def _ended(process: subprocess.Popen[str]) -> None:

@@ -282,3 +282,17 @@ def test_kubectl_ends_when_the_process_that_started_it_is_killed_outright(tmp_pa
     if not gone:
         os.kill(kubectl, signal.SIGKILL)  # the orphan this test found, ended
     assert gone
+
+
+def test_a_forwards_error_reader_ends_quietly_when_the_forward_closes_its_pipe() -> None:
+    # The forward's end closes kubectl's pipes, maybe while the thread reading its errors still reads:
+    # that ends the thread, never an "Exception in thread" on the user's terminal.
+    import io
+
+    from providers import cluster_access
+
+    closed = io.StringIO("portforward.go: error forwarding port 443 to pod abc: container not found\n")
+    closed.close()
+    said: list[str] = []
+    cluster_access._drain(closed, said)
+    assert said == []
