@@ -235,14 +235,15 @@ class RealMachine:
 
 
 _RUNNING: set[subprocess.Popen[str]] = set()
-"""The processes `run_argv` runs right now, from whichever thread: what `end_runs` kills."""
+"""The processes `in_own_group` runs right now (`run_argv`'s and `pulumi`'s reads), from whichever
+thread: what `end_runs` kills."""
 _RUNS = threading.Lock()
 _ENDED: list[bool] = []
-"""Not empty once this process ends: `run_argv` then starts nothing more."""
+"""Not empty once this process ends: `in_own_group` then starts nothing more."""
 
 
 def end_runs(*, for_good: bool = False) -> int:
-    """Kill every process `run_argv` runs now, its group whole; how many. `blueprint verify` calls it
+    """Kill every process `in_own_group` runs now, its group whole; how many. `blueprint verify` calls it
     once it gave up on a check (a check's thread cannot be stopped, and its kubectl would outlive it);
     at this process's exit (`for_good`) it also refuses any later start, from a thread still running.
     """
