@@ -22,3 +22,10 @@ def parse(source: str) -> ast.Module:
         return ast.parse(source)
     except SystemError:
         return ast.parse(source)
+
+
+@functools.cache
+def nodes(source: str) -> tuple[ast.AST, ...]:
+    """Every node of `source`'s tree, in `ast.walk`'s order: walked once a process, where each rule
+    that reads every module walked it again (and test_call_sites twice a module)."""
+    return tuple(ast.walk(parse(source)))

@@ -1127,9 +1127,20 @@ def apps_state(apps: Path) -> list[tuple[str, int, int, int]]:
     return sorted(state)
 
 
+@pytest.fixture(scope="session")
+def unchanged_apps_state(unchanged_apps: Path) -> list[tuple[str, int, int, int]]:
+    """apps_state of the shared apps folder, as made: each case that shares it must leave it so (read
+    once, not before each case: the case before left it as made, or failed)."""
+    return apps_state(unchanged_apps)
+
+
 @pytest.fixture
 def world(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, unchanged_apps: Path
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    unchanged_apps: Path,
+    unchanged_apps_state: list[tuple[str, int, int, int]],
 ) -> Iterator[list[list[dict[str, Any]]]]:
     """Stack files of the test's own, an apps folder (the test's own when its case changes it, else
     one the cases share, checked unchanged after each), a fake machine for the doctor, and the
@@ -1143,7 +1154,6 @@ def world(
     apps = unchanged_apps if shared else tmp_path / "apps"
     if not shared:
         copy_apps(apps)
-    before = apps_state(apps) if shared else []
     monkeypatch.setattr("apps_manifest.MANIFEST", apps / "apps_manifest.yaml")
     machine = FakeMachine()
     monkeypatch.setattr(doctor, "RealMachine", lambda: machine)
@@ -1166,7 +1176,7 @@ def world(
     monkeypatch.setattr(cli.plan, "_run", recorded)
     yield runs
     if shared:
-        assert apps_state(apps) == before, "a case changed the apps folder the cases share"
+        assert apps_state(apps) == unchanged_apps_state, "a case changed the apps folder the cases share"
 
 
 def given(case: Bad, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from types import MappingProxyType
 import pytest
 
 from stacks.config import PROJECT_DIR
-from tests.python_source import parse
+from tests.python_source import nodes
 from tests.test_shape import program_files
 
 ONLY_HERE = {
@@ -27,10 +27,10 @@ ONLY_HERE = {
 }
 
 
-def _imported(tree: ast.AST) -> dict[str, str]:
+def _imported(source: str) -> dict[str, str]:
     """Each name a module binds by an import -> the dotted name it stands for."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in nodes(source):
         if isinstance(node, ast.Import):
             names.update(
                 {alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0] for alias in node.names}
@@ -51,9 +51,8 @@ def _dotted(node: ast.expr, names: dict[str, str]) -> str | None:
 
 def called(source: str) -> Iterator[str]:
     """The dotted name of every callee in `source` that names one."""
-    tree = parse(source)
-    names = _imported(tree)
-    for node in ast.walk(tree):
+    names = _imported(source)
+    for node in nodes(source):
         if isinstance(node, ast.Call) and (name := _dotted(node.func, names)) is not None:
             yield name
 
@@ -90,10 +89,9 @@ def http_calls_outside_the_session(source: str) -> list[str]:
     """Each call in `source` that could send a request past providers/http.py's session: any callable
     of `requests` (`requests.post`, `requests.api.request`, `requests.session()`...), and an hvac client
     not handed a session (hvac makes a bare `requests.Session` of its own then: hvac/adapters.py)."""
-    tree = parse(source)
-    names = _imported(tree)
+    names = _imported(source)
     found = []
-    for node in ast.walk(tree):
+    for node in nodes(source):
         if not isinstance(node, ast.Call) or (name := _dotted(node.func, names)) is None:
             continue
         if name.startswith("requests.") and not name.startswith("requests.exceptions."):
@@ -131,7 +129,7 @@ def decoded_strictly(source: str) -> list[int]:
     byte that is not UTF-8 (a kubectl's, a package manager's) would end the command in a UnicodeDecodeError."""
     return [
         node.lineno
-        for node in ast.walk(parse(source))
+        for node in nodes(source)
         if isinstance(node, ast.Call)
         and any(keyword.arg == "text" and isinstance(keyword.value, ast.Constant) and keyword.value.value for keyword in node.keywords)
         and "errors" not in {keyword.arg for keyword in node.keywords}

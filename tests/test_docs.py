@@ -65,8 +65,9 @@ def shown_commands(text: str) -> list[str]:
     return found
 
 
-def parse_error(command: str) -> str | None:
-    """What the real parser says of `command`, or None when it takes it."""
+def parse_error(command: str, tree: argparse.ArgumentParser) -> str | None:
+    """What the real parser (`tree`, built by cli.main's parser(), one for every command: parsing changes
+    nothing in it) says of `command`, or None when it takes it."""
     for placeholder, value in PLACEHOLDERS.items():
         command = command.replace(placeholder, value)
     if re.search(r"<[^>]+>", command):
@@ -77,7 +78,7 @@ def parse_error(command: str) -> str | None:
     stderr = io.StringIO()
     with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
         try:
-            parser().parse_args(words[1:])
+            tree.parse_args(words[1:])
         except SystemExit as exit_:
             return stderr.getvalue().strip().splitlines()[-1] if exit_.code else "prints help instead of running"
     return None
@@ -107,7 +108,8 @@ def test_every_blueprint_command_the_docs_show_parses() -> None:
     # The extraction itself: the README's own first command, and one inside `eval "$(...)"`, are found.
     assert ("README.md", "uv run blueprint up") in shown
     assert ("README.md", "uv run blueprint env") in shown
-    failed = sorted(f"{page}: `{command}`: {error}" for page, command in shown if (error := parse_error(command)))
+    tree = parser()
+    failed = sorted(f"{page}: `{command}`: {error}" for page, command in shown if (error := parse_error(command, tree)))
     assert not failed, "\n".join(failed)
 
 

@@ -19,7 +19,7 @@ from cli.main import VERBS
 from providers.http import PLAIN_PULUMI
 from stacks.config import PROJECT_DIR
 from stacks.config.schema import ENV_STEP
-from tests.python_source import parse
+from tests.python_source import nodes
 
 PROGRAM = ("cli", "stacks", "providers", "components")
 """The folders of the program's own code (apps/ holds the sample apps, not blueprint's)."""
@@ -37,10 +37,10 @@ def strings(source: str, name: str) -> Iterator[tuple[str, str]]:
     """(where, text) for every string of the module `name`, whose code is `source`, a user may read: each literal, and each f-string
     with its fields as `{}` (one that is `ENV_STEP` or `PLAIN_PULUMI`, as what it says). Not the docstrings, nor any
     string that is a statement of its own (an attribute's docstring): those are for its readers."""
-    nodes = list(ast.walk(parse(source)))
-    for_readers = {id(node.value) for node in nodes if isinstance(node, ast.Expr)}
-    inside = {id(part) for node in nodes if isinstance(node, ast.JoinedStr) for part in node.values}
-    for node in nodes:
+    walked = nodes(source)
+    for_readers = {id(node.value) for node in walked if isinstance(node, ast.Expr)}
+    inside = {id(part) for node in walked if isinstance(node, ast.JoinedStr) for part in node.values}
+    for node in walked:
         if id(node) in for_readers or id(node) in inside:
             continue
         if isinstance(node, ast.JoinedStr):

@@ -8,6 +8,9 @@ one back under its limit (remove it, so it cannot grow back unseen).
 from __future__ import annotations
 
 import ast
+import fnmatch
+import functools
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -32,7 +35,24 @@ SKIPPED = {".venv", ".git", "tests", "node_modules", ".pytest_cache", ".mypy_cac
 
 def program_files(root: Path, pattern: str = "*.py") -> list[Path]:
     """Every Python file (or other `pattern`) of the program (the tests are not the program)."""
-    return sorted(p for p in root.rglob(pattern) if not SKIPPED & set(p.relative_to(root).parts))
+    if root == PROJECT_DIR or PROJECT_DIR in root.parents:
+        return list(_checkouts_files(root, pattern))
+    return list(_walked(root, pattern))
+
+
+@functools.cache
+def _checkouts_files(root: Path, pattern: str) -> tuple[Path, ...]:
+    """The checkout's files, listed once a process: a dozen rules list them, and no test changes them."""
+    return _walked(root, pattern)
+
+
+def _walked(root: Path, pattern: str) -> tuple[Path, ...]:
+    """The skipped folders are never entered: walking .venv, .git and the caches cost more than the rest."""
+    found = []
+    for folder, folders, files in os.walk(root):
+        folders[:] = [name for name in folders if name not in SKIPPED]
+        found += [Path(folder, name) for name in files if name not in SKIPPED and fnmatch.fnmatchcase(name, pattern)]
+    return tuple(sorted(found))
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
@@ -42,7 +62,7 @@ def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
             if not isinstance(node, ast.ClassDef):
                 yield name, (node.end_lineno or node.lineno) - node.lineno + 1
             yield from _functions(node, f"{name}.")
-        else:
+        elif not isinstance(node, ast.expr):  # an expression holds no statement, so no def: not walked (most of a tree)
             yield from _functions(node, prefix)
 
 

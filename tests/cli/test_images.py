@@ -3,6 +3,7 @@ their shapes), and every image the nodes or BuildKit pull comes through the imag
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -31,8 +32,11 @@ def phase_plans() -> list[Plan]:
     return [planned(stack) for stack in STACK_PHASES["dev"]]
 
 
-def listed() -> list[Image]:
-    return images.images(phase_plans())
+@functools.cache
+def listed() -> tuple[Image, ...]:
+    """`blueprint images`' list of the plans, made once a process: six rules read it (read-only), and
+    listing reads every file phase3 pushes."""
+    return tuple(images.images(phase_plans()))
 
 
 def _usable(ref: str) -> bool:
