@@ -24,9 +24,10 @@ from providers.gitlab_api import GitLab
 from providers.openbao_kv import PROVIDER_VERSION as KV_VERSION
 from providers.openbao_kv import OpenBaoKvProvider, current
 from stacks import preflight
-from tests.providers.bao_tls import SERVER_NAME, Pki, issue
-from tests.providers.engine import BaoServer, as_engine_loads, init_inputs, init_provider, running_bao
+from tests.providers.bao_tls import SERVER_NAME
+from tests.providers.engine import BaoServer, as_engine_loads, init_inputs, init_provider
 from tests.providers.gitlab_stub import TOKEN, GitLabState, gitlab_stub
+from tests.providers.shared_bao import shared_server
 
 CONTEXT = "team-cluster"
 IN_CLUSTER = "https://openbao.openbao.svc.cluster.local:8200"
@@ -114,17 +115,11 @@ def ended(pid: int, within: float = 60.0) -> bool:
     return False
 
 
-@pytest.fixture(scope="module")
-def ours(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    return issue(tmp_path_factory.mktemp("ours"))
-
-
-@pytest.fixture(scope="module")
-def bao(ours: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
-    """One server for the module: each test converges it (which changes nothing in a converged vault)
-    and writes only a path of its own."""
-    with running_bao(tmp_path_factory.mktemp("bao") / "bao", persistent=False, pki=ours) as server:
-        yield server
+@pytest.fixture(scope="session")
+def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
+    """The TLS server this process shares with other modules (tests/providers/shared_bao.py): each test
+    converges it (which changes nothing in a converged vault) and writes only a path of its own."""
+    yield from shared_server(tmp_path_factory, tls=True)
 
 
 def test_an_up_reaches_openbao_through_a_port_forward_of_its_service(

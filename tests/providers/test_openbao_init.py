@@ -50,6 +50,7 @@ from tests.providers.engine import (
     stateful_set,
     writer_token,
 )
+from tests.providers.shared_bao import shared_server
 
 ANSWER_SECONDS = 5.0
 """A client timeout that every answer of the tests' real server comes within, on a machine kept busy
@@ -62,11 +63,11 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{fake_cluster(tmp_path / 'cluster-bin')}:{os.environ['PATH']}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
-    """One server for the checks that change nothing in it (never restarted: in memory, quick to start)."""
-    with running_bao(tmp_path_factory.mktemp("shared") / "bao", persistent=False) as server:
-        yield server
+    """One server for the checks that change nothing in it but paths of their own (never restarted), shared
+    with other modules (tests/providers/shared_bao.py)."""
+    yield from shared_server(tmp_path_factory, tls=False)
 
 
 @pytest.fixture

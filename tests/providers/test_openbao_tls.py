@@ -23,7 +23,8 @@ from providers.openbao_errors import OpenBaoInitError, bao_env
 from providers.openbao_kv import IMPOSTOR, NO_CA_FILE, OpenBaoUnavailable, current
 from stacks import preflight
 from tests.providers.bao_tls import SERVER_NAME, Impostor, Pki, issue
-from tests.providers.engine import BaoServer, an_up_succeeds, fake_cluster, init_inputs, init_provider, running_bao
+from tests.providers.engine import BaoServer, an_up_succeeds, fake_cluster, init_inputs, init_provider
+from tests.providers.shared_bao import our_pki, shared_server
 
 FAST = preflight.Waits(attempts=1, pause=0.0, runner_wait=0.0, runner_poll=0.0)
 
@@ -37,15 +38,14 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def ours(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     """The platform's CA, and OpenBao's certificate from it (files no test changes)."""
-    return issue(tmp_path_factory.mktemp("ours"))
+    return our_pki(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def openbao(tmp_path_factory: pytest.TempPathFactory, ours: Pki) -> Iterator[BaoServer]:
-    """The real `bao` with phase2's kind of certificate, for the module: the tests only read its
-    status, or write a path of their own through an `up`."""
-    with running_bao(tmp_path_factory.mktemp("tls") / "bao", persistent=False, pki=ours) as server:
-        yield server
+@pytest.fixture(scope="session")
+def openbao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
+    """The real `bao` with phase2's kind of certificate (`ours`), shared with other modules
+    (tests/providers/shared_bao.py): the tests only read its status, or write a path of their own through an `up`."""
+    yield from shared_server(tmp_path_factory, tls=True)
 
 
 @pytest.fixture(params=["another CA", "our CA, another name"])

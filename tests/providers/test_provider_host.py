@@ -31,11 +31,12 @@ from providers.gitlab_group import GroupProvider
 from providers.host_secret import HostSecretProvider
 from providers.openbao_kv import OpenBaoKvProvider
 from tests.plans import planned, planned_as
-from tests.providers.bao_tls import SERVER_NAME, issue
-from tests.providers.engine import call, login, running_bao
+from tests.providers.bao_tls import SERVER_NAME
+from tests.providers.engine import BaoServer, call, login
 from tests.providers.gitlab_stub import TOKEN, GitLabState
 from tests.providers.host_cases import CASES, DYNAMIC, World
 from tests.providers.provider_host import PROVIDER, Host, Journey, Registered, configured, registered, started
+from tests.providers.shared_bao import shared_server
 
 DIFF_NONE, DIFF_SOME = provider_pb2.DiffResponse.DIFF_NONE, provider_pb2.DiffResponse.DIFF_SOME
 GROUP = f"{DYNAMIC}/gitlab:Group"
@@ -43,17 +44,24 @@ HOST_SECRET = f"{DYNAMIC}/blueprint:HostSecret"
 KV = f"{DYNAMIC}/openbao:KvSecret"
 
 
+@pytest.fixture(scope="session")
+def openbao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
+    """The TLS server this process shares with other modules (tests/providers/shared_bao.py): the
+    cases converge it (which changes nothing in a converged vault) and write KV paths of their own."""
+    yield from shared_server(tmp_path_factory, tls=True)
+
+
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    """Two provider hosts for the module (an `up`'s, and a later command's), one OpenBao server over TLS."""
+def world(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[World]:
+    """Two provider hosts for the module (an `up`'s, and a later command's), and the OpenBao server over TLS."""
     folder = tmp_path_factory.mktemp("host")
     (folder / "bin").mkdir()
     logs = [folder / "up.log", folder / "later.log"]
     with ExitStack() as servers:
         hosts = servers.enter_context(started(logs, folder / "bin"))
-        bao = servers.enter_context(running_bao(folder / "bao", persistent=False, pki=issue(folder / "pki")))  # while they start
+        openbao: BaoServer = request.getfixturevalue("openbao")  # while they start
         up, later = (servers.enter_context(configured(process, log)) for process, log in zip(hosts, logs, strict=True))
-        yield World(up, later, folder, folder / "bin", bao, servers)
+        yield World(up, later, folder, folder / "bin", openbao, servers)
 
 
 class Journeys:

@@ -25,13 +25,14 @@ from tests.cli.doctor.fakes import FakeMachine
 from tests.cli.verify.platforms import platform_on
 from tests.cli.verify.s3 import S3StandIn, running_s3
 from tests.providers.engine import BaoServer, free_port, running_bao
+from tests.providers.shared_bao import shared_server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
-    with running_bao(tmp_path_factory.mktemp("verify-bao") / "bao", persistent=False) as server:
-        server.wait_until_active()
-        yield server
+    """The plain server this process shares with other modules (tests/providers/shared_bao.py): no
+    test here seals or reconfigures it, and none elsewhere writes a path of `blueprint secrets`."""
+    yield from shared_server(tmp_path_factory, tls=False)
 
 
 def _phase2(bao: BaoServer, folder: Path, *, writer: str | None = None, admin: str | None = None) -> dict[str, Any]:
