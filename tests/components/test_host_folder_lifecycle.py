@@ -5,16 +5,19 @@ a `destroy` may leave them."""
 
 from __future__ import annotations
 
+import fcntl
+import pickle
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import pytest
 
+import tests.plans
 from cli.plan import ProgramFailed, plan
 from components.host_folder import PRESERVE_DATA
 from components.markers import LAYOUT_MARKER, OWNER_MARKER
@@ -61,6 +64,8 @@ def _folders(data: Path, stack: str = "phase2") -> list[dict[str, Any]]:
         moved.append({**command, "inputs": {**command["inputs"], "environment": {**environment, "FOLDER": str(folder)}}})
     return moved
 
+
+T = TypeVar("T")
 
 POSTGRES = Path("volumes", "platform", "postgres", "postgresql-cnpg-1", "pgdata", "PG_VERSION")
 """A file a pod wrote in its volume."""
@@ -117,29 +122,57 @@ def _saved(parent: Path, data: Path) -> Path:
     return saved
 
 
+def _made_once(store: Path, name: str, make: Callable[[Path], T]) -> T:
+    """What `make(folder)` returns (pickled), and the folders it keeps in `folder`, made once in `store`
+    by whichever worker asks first (under a lock; the others wait, then read it): each worker cuts its
+    own folders short from these copies, none changes them."""
+    done = store / name
+    store.mkdir(parents=True, exist_ok=True)
+    with (store / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (done / "made.pickle").exists():
+            shutil.rmtree(done, ignore_errors=True)
+            done.mkdir()
+            (done / "made.pickle").write_bytes(pickle.dumps(make(done)))
+        return cast(T, pickle.loads((done / "made.pickle").read_bytes()))
+
+
+def _store(folder: Path) -> Path:
+    """Where `_made_once` keeps what it made: under xdist, a folder of this run its workers share
+    (tests/conftest.py), else one of this module's own."""
+    return tests.plans.SHARED_PLANS.parent / "lifecycle" if tests.plans.SHARED_PLANS else folder / "made once"
+
+
 class Claims:
     """phase1's data folder claimed, then phase2's platform and volumes folders in it, each by one
     uncut run over what the one before left, at the data folder `data`: what each claim started
     from (kept aside), how many outside calls it made, and the platform up that the last one left
     (a pod's file written in its volume). The claims cut short start from the same folders, and the
-    wipes cut short from that up."""
+    wipes cut short from that up. Made once a run (`_made_once`): each worker cuts its own `data`."""
 
     def __init__(self, folder: Path) -> None:
         counter = folder / "counter"
         self.tools = crash.wrap_tools(folder / "tools", counter, {"docker": crash.docker_that_does_the_work(folder / "docker")}), counter
         self.data = folder / "data"
-        self.before: list[Path | None] = [None]
-        self.calls: list[int] = []
-        self.left: list[crash.Left] = []  # what each claim left, owners too (a copy in `before` is the test's own)
+        self.store = _store(folder)
+        self.before: list[Path | None]
+        self.calls: list[int]
+        self.left: list[crash.Left]  # what each claim left, owners too (a copy in `before` is the test's own)
+        self.before, self.calls, self.left, self.up = _made_once(self.store, "claims", self._claimed)
+
+    def _claimed(self, kept: Path) -> tuple[list[Path | None], list[int], list[crash.Left], Path]:
+        before: list[Path | None] = [None]
+        calls: list[int] = []
+        left: list[crash.Left] = []
         for which, command in enumerate(_folders(self.data)):
             done = crash.run(command, "create", *self.tools, None)
             assert done.returncode == 0, (command["name"], done.stderr)
-            self.calls.append(crash.calls(counter))
-            self.left.append(crash.left(self.data))
-            self.before.append(shutil.copytree(self.data, folder / f"claimed {which}", symlinks=True))
+            calls.append(crash.calls(self.tools[1]))
+            left.append(crash.left(self.data))
+            before.append(shutil.copytree(self.data, kept / f"claimed {which}", symlinks=True))
         (self.data / POSTGRES).parent.mkdir()
         (self.data / POSTGRES).write_text("17\n")
-        self.up = _saved(folder, self.data)
+        return before, calls, left, _saved(kept, self.data)
 
 
 @pytest.fixture(scope="module")
@@ -180,28 +213,32 @@ def test_a_claim_cut_short_anywhere_is_finished_by_the_next_up(claims: Callable[
 
 class WipeCuts:
     """For each call the wipe of one folder makes, the data folder as that wipe cut short after it
-    left it, made once and kept aside: every test of a half-done wipe restores each of them in turn.
-    Cuts that left the same data folder (`crash.left`) are kept as one: a script run over it runs
-    alike for each."""
+    left it, made once a run (`_made_once`) and kept aside: every test of a half-done wipe restores
+    each of them in turn. Cuts that left the same data folder (`crash.left`) are kept as one: a
+    script run over it runs alike for each."""
 
-    def __init__(self, base: Path, tools: tuple[Path, Path], which: int, saved: Path) -> None:
+    def __init__(self, base: Path, tools: tuple[Path, Path], which: int, saved: Path, store: Path) -> None:
         """`saved`: the platform up at `base / "data"`, kept aside (one up serves every folder's wipe)."""
         self.tools = tools
         self.data = base / "data"
         self.command = _folders(self.data)[which]
+        self.left: list[tuple[list[int], Path | None]] = _made_once(store, f"wipe of {which}", lambda kept: self._cut(saved, kept))
+
+    def _cut(self, saved: Path, kept: Path) -> list[tuple[list[int], Path | None]]:
         _restore(self.data, saved)
-        crash.run(self.command, "delete", *tools, None)
-        self.left: list[tuple[list[int], Path | None]] = []
+        crash.run(self.command, "delete", *self.tools, None)
+        left: list[tuple[list[int], Path | None]] = []
         by_left: dict[crash.Left, list[int]] = {}
-        for cut in range(1, crash.calls(tools[1]) + 1):
+        for cut in range(1, crash.calls(self.tools[1]) + 1):
             _restore(self.data, saved)
-            crash.run(self.command, "delete", *tools, cut)
-            if (left := crash.left(self.data)) in by_left:
-                by_left[left].append(cut)
+            crash.run(self.command, "delete", *self.tools, cut)
+            if (found := crash.left(self.data)) in by_left:
+                by_left[found].append(cut)
                 continue
-            by_left[left] = [cut]
-            kept = base / f"wipe of {which}, cut {cut}"
-            self.left.append((by_left[left], shutil.copytree(self.data, kept, symlinks=True) if self.data.exists() else None))
+            by_left[found] = [cut]
+            copy = kept / f"cut {cut}"
+            left.append((by_left[found], shutil.copytree(self.data, copy, symlinks=True) if self.data.exists() else None))
+        return left
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +251,7 @@ def wipe_cuts(claims: Callable[[], Claims]) -> Callable[[int], WipeCuts]:
     def cuts(which: int) -> WipeCuts:
         if which not in made:
             ups = claims()
-            made[which] = WipeCuts(ups.data.parent, ups.tools, which, ups.up)
+            made[which] = WipeCuts(ups.data.parent, ups.tools, which, ups.up, ups.store)
         return made[which]
 
     return cuts
