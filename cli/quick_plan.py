@@ -63,8 +63,8 @@ class _Inline(ThreadPoolExecutor):
     """The plan loop's executor, which runs each call at once on the loop's thread. The SDK sends every
     monitor call (RegisterResource, Invoke, ...) through `run_in_executor`: to the recording monitor,
     which answers at once, a thread hop each is pure cost (a tenth of a plan, waiting on threads).
-    The call runs as on a thread of its own: the plan's loop hidden (MockMonitor pumps a loop of the
-    thread's own to serialise its answer), its error set on the future the SDK awaits.
+    The call runs as on a thread of its own: the plan's loop hidden (the mock monitor pumps a loop of
+    the thread's own to serialise its answer), its error set on the future the SDK awaits.
     (A ThreadPoolExecutor that starts no thread: `set_default_executor` takes no other kind.)
     """
 
