@@ -89,10 +89,14 @@ def test_phase2_gets_its_kubeconfig_from_kind_get_kubeconfig_of_phase1s_cluster(
     assert _plain(recorded.provider_inputs["kubeconfig"]) == (recorded.answers[0]["stdout"], True)
 
 
-def test_the_kubeconfig_kind_prints_for_phase2_is_logged_nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
+def runs_of(result: Plan) -> list[dict[str, Any]]:
+    """The commands `result`'s program ran on the way (`local.run` invokes), as it made them."""
+    return [invoke for invoke in result.invokes if invoke["token"] == cli.plan.RUN_TOKEN]
+
+
+def test_the_kubeconfig_kind_prints_for_phase2_is_logged_nowhere() -> None:
     """pulumi-command logs a command's stdout unless told otherwise (provider/pkg/provider/local/logging.go)."""
-    _, recorded = plan_recording(monkeypatch, "phase2", {"phase1": planned("phase1")})
-    assert [invoke["logging"] for invoke in recorded.invokes] == ["none"]
+    assert [invoke["logging"] for invoke in runs_of(planned("phase2"))] == ["none"]
 
 
 def run_as_pulumi_command(invoke: Mapping[str, Any], kind: Path) -> subprocess.CompletedProcess[str]:
@@ -109,12 +113,11 @@ def test_the_kubeconfig_command_passes_the_cluster_name_to_kind_as_one_word(tmp_
     assert (done.returncode, done.stdout) == (0, "get|kubeconfig|--name|blue print; rm -rf x|")
 
 
-def test_a_failed_kind_reaches_phase2_as_what_it_said_not_as_a_failed_invoke(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_failed_kind_reaches_phase2_as_what_it_said_not_as_a_failed_invoke(tmp_path: Path) -> None:
     """pulumi-command fails the invoke of a command that exits non-zero, and the program would stop with
     a traceback; phase2's command never does, and phase2 stops with what kind said (next test)."""
     fake_command(tmp_path, "kind", 'echo "ERROR: no such cluster" >&2\nexit 1\n')
-    _, recorded = plan_recording(monkeypatch, "phase2", {"phase1": planned("phase1")})
-    done = run_as_pulumi_command(recorded.invokes[0], tmp_path)
+    done = run_as_pulumi_command(runs_of(planned("phase2"))[0], tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "ERROR: no such cluster\n")
 
 
