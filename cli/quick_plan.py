@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from pulumi.runtime import known_types, rpc
 from pulumi.runtime import resource as sdk_resource
 from pulumi.runtime.proto import source_pb2
 
@@ -36,27 +35,6 @@ class _Echoes:
         held, self.held, self.failed = self.held or [], None, failed
         for context in [] if failed else held:
             loop.default_exception_handler(context)
-
-
-def _contains_unknowns(val: Any) -> bool:
-    """The SDK's `rpc.contains_unknowns`, whose recursive closure is a reference cycle at each of its
-    thousands of calls in a plan: the same answer, with none, so no collection has them to find.
-    """
-    return _unknown_in(val, set())
-
-
-def _unknown_in(val: Any, seen_ids: set[int]) -> bool:
-    if known_types.is_unknown(val):
-        return True
-    val_id = id(val)
-    if val_id in seen_ids:
-        return False
-    seen_ids.add(val_id)
-    if isinstance(val, dict):
-        return any(_unknown_in(val[k], seen_ids) for k in val)
-    if isinstance(val, list):
-        return any(_unknown_in(x, seen_ids) for x in val)
-    return False
 
 
 class _Inline(ThreadPoolExecutor):
@@ -98,17 +76,16 @@ def quick_registrations(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
     position (the SDK's `_get_stack_trace`: the plan records none) and no garbage collection while
     the program runs on `loop` (the SDK's futures and callbacks make cycles by the thousand, and each
     collection walks the whole heap: a quarter of a plan's time). The cycles go at the next
-    collection after the plan, the echoes of a failed program's error with them unsaid (`_Echoes`),
-    fewer of them (`_contains_unknowns`); and no thread hop for each monitor call (`_Inline`).
+    collection after the plan, the echoes of a failed program's error with them unsaid (`_Echoes`);
+    and no thread hop for each monitor call (`_Inline`).
     """
-    stack_trace, contains_unknowns = sdk_resource._get_stack_trace, rpc.contains_unknowns
+    stack_trace = sdk_resource._get_stack_trace
     collecting = gc.isenabled()
     echoes = _Echoes()
     loop.set_exception_handler(echoes)
     inline = _Inline()
     loop.set_default_executor(inline)
     sdk_resource._get_stack_trace = source_pb2.StackTrace
-    rpc.contains_unknowns = _contains_unknowns
     gc.disable()
     failed = True
     try:
@@ -117,6 +94,6 @@ def quick_registrations(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
     finally:
         echoes.ended(loop, failed=failed)
         inline.shutdown()
-        sdk_resource._get_stack_trace, rpc.contains_unknowns = stack_trace, contains_unknowns
+        sdk_resource._get_stack_trace = stack_trace
         if collecting:
             gc.enable()
