@@ -273,8 +273,9 @@ class _StandInMocks(Mocks):
 
 
 def _with_thread_loop(call: Callable[[], Any]) -> Any:
-    """Run a MockMonitor method on an executor thread with an event loop that is closed after it:
-    the method would otherwise leave a new, never-closed loop on every thread it runs on.
+    """Run a MockMonitor method on a thread other than the main one with an event loop that is
+    closed after it: the method would otherwise leave a new, never-closed loop on every thread it runs
+    on. A plan's own calls run inline on the main thread (cli/quick_plan.py `_Inline`).
     """
     if threading.current_thread() is threading.main_thread():
         return call()
@@ -293,7 +294,7 @@ class _Recorder(MockMonitor):
     def __init__(self, mocks: _StandInMocks) -> None:
         super().__init__(mocks)
         self.stand_ins = mocks
-        self.lock = threading.Lock()  # the SDK calls the monitor from executor threads
+        self.lock = threading.Lock()  # the SDK may call the monitor from executor threads
         self.records: dict[str, dict[str, Any]] = {}
         self.stack_outputs: dict[str, tuple[Any, bool]] = {}
 

@@ -43,7 +43,9 @@ class _Inline(ThreadPoolExecutor):
     which answers at once, a thread hop each is pure cost (a tenth of a plan, waiting on threads).
     The call runs as on a thread of its own: the plan's loop hidden (the mock monitor pumps a loop of
     the thread's own to serialise its answer), its error set on the future the SDK awaits.
-    (A ThreadPoolExecutor that starts no thread: `set_default_executor` takes no other kind.)
+    (A ThreadPoolExecutor that starts no thread: `set_default_executor` takes no other kind.) Every
+    `run_in_executor(None, ...)` of the plan's loop runs so: a call that waited on the loop from there
+    would wait forever, and the program makes none (tests/test_call_sites.py).
     """
 
     def __init__(self) -> None:

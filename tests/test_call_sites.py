@@ -147,3 +147,37 @@ def test_the_commands_read_what_a_tool_prints_whatever_its_bytes() -> None:
 
 def test_a_process_run_as_text_without_errors_is_found() -> None:
     assert decoded_strictly("import subprocess\nsubprocess.run(['kubectl'], capture_output=True, text=True)\n") == [2]
+
+
+LOOP_HOPS = frozenset({"run_in_executor", "to_thread", "run_coroutine_threadsafe"})
+"""What hands a call from the event loop to a thread: in a plan that call runs inline on the loop's
+own thread (cli/quick_plan.py `_Inline`), so one that waited on the loop would wait forever."""
+
+
+def hops(source: str) -> list[str]:
+    """Each call of LOOP_HOPS in `source`, on whatever it is called (a loop from a call included)."""
+    names = _imported(source)
+    found = []
+    for node in nodes(source):
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else _dotted(node.func, names) or ""
+            if callee.rsplit(".", 1)[-1] in LOOP_HOPS:
+                found.append(callee)
+    return found
+
+
+def test_the_program_hands_no_call_from_its_event_loop_to_a_thread() -> None:
+    found = {str(path.relative_to(PROJECT_DIR)): calls for path in program_files(PROJECT_DIR) if (calls := hops(path.read_text()))}
+    assert found == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import asyncio\nasyncio.get_running_loop().run_in_executor(None, print)\n",
+        "from asyncio import to_thread\nto_thread(print)\n",
+        "import asyncio as a\na.run_coroutine_threadsafe(c, loop)\n",
+    ],
+)
+def test_a_hop_to_a_thread_however_it_is_written_is_found(source: str) -> None:
+    assert hops(source)

@@ -133,7 +133,9 @@ def _made_once(store: Path, name: str, make: Callable[[Path], T]) -> T:
         if not (done / "made.pickle").exists():
             shutil.rmtree(done, ignore_errors=True)
             done.mkdir()
-            (done / "made.pickle").write_bytes(pickle.dumps(make(done)))
+            made = done / "made.partial"
+            made.write_bytes(pickle.dumps(make(done)))
+            made.replace(done / "made.pickle")  # whole or not at all: a worker killed writing it leaves none
         return cast(T, pickle.loads((done / "made.pickle").read_bytes()))
 
 
@@ -157,7 +159,7 @@ class Claims:
         self.store = _store(folder)
         self.before: list[Path | None]
         self.calls: list[int]
-        self.left: list[crash.Left]  # what each claim left, owners too (a copy in `before` is the test's own)
+        self.left: list[crash.Left]  # what each claim left, owners too (the copies in `before` are shared: read only)
         self.before, self.calls, self.left, self.up = _made_once(self.store, "claims", self._claimed)
 
     def _claimed(self, kept: Path) -> tuple[list[Path | None], list[int], list[crash.Left], Path]:

@@ -6,7 +6,10 @@ Why: a start costs the server about 0.4 CPU-s (its self-initialisation hashes tw
 `running_bao` logs both users in once), and under xdist a module's own server is started again in
 every worker that runs any of its tests. Only tests that read the server, converge it (which changes
 nothing in a converged vault) or write a KV path no other test reads may use these: a test that
-seals, restarts or reconfigures a server keeps one of its own.
+seals, restarts or reconfigures a server keeps one of its own. Two things last the whole session
+here, whichever module made them: failed logins (OpenBao locks a user out after 5 in a row with no
+good one between: a test that means to fail a login fails one, and every converge logs in well) and
+tokens (a writer's lives 15 minutes: a test compares the tokens it made, never all there are).
 
 Each module asks through a session-scoped fixture of its own (`shared_server`); pytest makes one
 fixture per module that defines it, so the sharing is here, in this process, not in pytest's cache.
