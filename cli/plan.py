@@ -19,9 +19,8 @@ import json
 import logging
 import runpy
 import sys
-import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,29 +271,15 @@ class _StandInMocks(Mocks):
         return {"stdout": "", "stderr": "ERROR: could not locate any control plane nodes"}
 
 
-def _with_thread_loop(call: Callable[[], Any]) -> Any:
-    """Run a MockMonitor method on a thread other than the main one with an event loop that is
-    closed after it: the method would otherwise leave a new, never-closed loop on every thread it runs
-    on. A plan's own calls run inline on the main thread (cli/quick_plan.py `_Inline`).
-    """
-    if threading.current_thread() is threading.main_thread():
-        return call()
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        return call()
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
-
-
 class _Recorder(MockMonitor):
-    """A mock monitor that keeps every registration as plan JSON."""
+    """A mock monitor that keeps every registration as plan JSON. The SDK calls it on the plan's own
+    thread, one call at a time, each with an event loop of its own to serialise its answer on
+    (cli/quick_plan.py `_Inline`).
+    """
 
     def __init__(self, mocks: _StandInMocks) -> None:
         super().__init__(mocks)
         self.stand_ins = mocks
-        self.lock = threading.Lock()  # the SDK may call the monitor from executor threads
         self.records: dict[str, dict[str, Any]] = {}
         self.stack_outputs: dict[str, tuple[Any, bool]] = {}
 
@@ -331,19 +316,17 @@ class _Recorder(MockMonitor):
             # too, keep their own rule (cli/lifecycle.py `fate`), and their records as they were.
             **({"read": True} if read and request.type != STACK_REFERENCE_TYPE else {}),
         }
-        with self.lock:
-            if urn in self.records:
-                # The engine refuses a second registration of one URN; so does the plan.
-                raise ValueError(f"duplicate resource URN {urn}: give the resource a unique name")
-            self.records[urn] = record
+        if urn in self.records:
+            # The engine refuses a second registration of one URN; so does the plan.
+            raise ValueError(f"duplicate resource URN {urn}: give the resource a unique name")
+        self.records[urn] = record
 
     def RegisterResource(self, request: Any) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
         self._record(urn, request, custom=bool(request.custom), inputs=request.object)
         if request.type.startswith("pulumi:providers:") and _has_unknown(json_format.MessageToDict(request.object)):
-            with self.lock:
-                self.stand_ins.unconfigured.add(urn)
-        response = _with_thread_loop(lambda: super(_Recorder, self).RegisterResource(request))
+            self.stand_ins.unconfigured.add(urn)
+        response = super().RegisterResource(request)
         if request.additionalSecretOutputs:
             # The engine marks these outputs secret, known or not; MockMonitor ignores the option.
             state = json_format.MessageToDict(response.object)
@@ -354,19 +337,15 @@ class _Recorder(MockMonitor):
             response.object.update(state)
         return response
 
-    def Invoke(self, request: Any) -> Any:
-        return _with_thread_loop(lambda: super(_Recorder, self).Invoke(request))
-
     def ReadResource(self, request: Any) -> Any:
         urn = self.make_urn(request.parent, request.type, request.name)
         self._record(urn, request, custom=True, inputs=request.properties, read=True)
-        return _with_thread_loop(lambda: super(_Recorder, self).ReadResource(request))
+        return super().ReadResource(request)
 
     def RegisterResourceOutputs(self, request: Any) -> Any:
-        with self.lock:
-            if self.records.get(request.urn, {}).get("type") == STACK_TYPE:
-                outputs = json_format.MessageToDict(request.outputs)
-                self.stack_outputs = {key: _plain(value) for key, value in outputs.items()}
+        if self.records.get(request.urn, {}).get("type") == STACK_TYPE:
+            outputs = json_format.MessageToDict(request.outputs)
+            self.stack_outputs = {key: _plain(value) for key, value in outputs.items()}
         return empty_pb2.Empty()
 
 
