@@ -37,22 +37,14 @@ def our_pki(factory: pytest.TempPathFactory) -> Pki:
     return _pki[0]
 
 
-def shared_bao(factory: pytest.TempPathFactory, *, tls: bool) -> BaoServer:
-    """This process's shared server, over TLS (`our_pki`) or plain HTTP, started at the first call."""
+def shared_server(factory: pytest.TempPathFactory, *, tls: bool) -> Iterator[BaoServer]:
+    """The body of a module's session-scoped fixture: this process's server over TLS (`our_pki`) or
+    plain HTTP, started at the first ask; all of them stopped when the session ends (at the first of
+    these fixtures torn down: the session is over, no module asks again)."""
     if tls not in _servers:
         folder = factory.mktemp("shared-tls" if tls else "shared") / "bao"
         _servers[tls] = _running.enter_context(running_bao(folder, persistent=False, pki=our_pki(factory) if tls else None))
         _servers[tls].wait_until_active()
-    return _servers[tls]
-
-
-def stop_shared() -> None:
-    """Stop every shared server (the session is over: no module asks again)."""
+    yield _servers[tls]
     _running.close()
     _servers.clear()
-
-
-def shared_server(factory: pytest.TempPathFactory, *, tls: bool) -> Iterator[BaoServer]:
-    """The body of a module's session-scoped fixture: the shared server, all of them stopped when the session ends."""
-    yield shared_bao(factory, tls=tls)
-    stop_shared()
