@@ -128,13 +128,10 @@ class BaoServer:
         tls = (
             f'  tls_cert_file = "{self.pki.cert_file}"\n  tls_key_file = "{self.pki.key_file}"\n' if self.pki else "  tls_disable = true\n"
         )
-        # The cluster port named, not left to OpenBao's default of the API port + 1, which no probe
-        # found free: another server or client of the run may hold it, and the server then exits.
-        cluster = free_port()
-        listener = f'listener "tcp" {{\n  address = "127.0.0.1:{self.port}"\n  cluster_address = "127.0.0.1:{cluster}"\n{tls}}}\n'
+        listener = f'listener "tcp" {{\n  address = "127.0.0.1:{self.port}"\n{tls}}}\n'
         storage = (
             f'storage "raft" {{\n  path = "{self.folder / "raft"}"\n  node_id = "test"\n  performance_multiplier = 1\n}}\n'
-            f'api_addr = "{self.address}"\ncluster_addr = "http://127.0.0.1:{cluster}"\n'
+            f'api_addr = "{self.address}"\ncluster_addr = "http://127.0.0.1:{free_port()}"\n'
             if self.persistent
             else f'storage "inmem" {{\n}}\napi_addr = "{self.address}"\n'
         )
