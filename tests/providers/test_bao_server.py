@@ -3,6 +3,7 @@ machine's environment names, and never left running by a start that gave up on i
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,3 +56,19 @@ def test_a_start_that_gets_no_answer_kills_the_server_it_started(tmp_path: Path,
         for process in started:
             process.kill()
             process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("may_exit", [False, True], ids=["a start", "a start that may exit"])
+def test_a_port_taken_between_its_probe_and_the_start_is_traded_for_another(tmp_path: Path, may_exit: bool) -> None:
+    """The probe lets the port go (as a server does that exits before its restart): whoever takes
+    it meanwhile costs the test nothing but the port."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        server = BaoServer(tmp_path / "bao", port=taken.getsockname()[1], persistent=False)
+        try:
+            server.start(may_exit=may_exit)
+            assert server.process is not None
+            assert server.process.poll() is None, server.log_since_start()
+            assert server.port != taken.getsockname()[1]
+            assert writer_token(server)
+        finally:
+            server.stop()
