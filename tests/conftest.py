@@ -45,7 +45,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    with compiled_once(session.config), out_of_the_collectors_sight():
+    # The collector's one pass after collection runs once the other workers may collect (the lock
+    # of `compiled_once` let go): they need the .pyc files, not this worker's heap tidied.
+    with out_of_the_collectors_sight(), compiled_once(session.config):
         return (yield)
 
 
