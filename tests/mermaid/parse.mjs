@@ -3,14 +3,19 @@
 // writes a JSON list of {"where": ..., "type": <diagram type> | null, "error": <message> | null}
 // to the file named by the first argument (stdout stays free for whatever Mermaid logs).
 //
-// Mermaid sanitises labels with DOMPurify, which needs a `window` when it loads: without one,
-// some diagram types (stateDiagram-v2) fail with "DOMPurify.addHook is not a function". A small
-// DOM (linkedom) is put on `globalThis.window` before Mermaid is imported.
+// Mermaid is its self-contained build, mermaid.min.js, beside this script (tests/test_mermaid.py
+// takes it from the pinned release's tarball): run as a browser runs it, it sets `mermaid` on the
+// global object. It sanitises labels with DOMPurify, which needs a `window` when it loads: without
+// one, some diagram types (stateDiagram-v2) fail with "DOMPurify.addHook is not a function". A small
+// DOM (linkedom) is put on `globalThis.window` first.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { runInThisContext } from 'node:vm';
 import { parseHTML } from 'linkedom';
 
 globalThis.window = parseHTML('<!doctype html><html><body></body></html>').window;
-const { default: mermaid } = await import('mermaid');
+const bundle = new URL('./mermaid.min.js', import.meta.url);
+runInThisContext(readFileSync(bundle, 'utf8'), { filename: bundle.pathname });
+const { mermaid } = globalThis;
 
 const diagrams = JSON.parse(readFileSync(0, 'utf8'));
 const results = [];
