@@ -86,8 +86,8 @@ def _npm(args: list[str], folder: Path, target: Path) -> None:
         pytest.fail(
             f"`npm {' '.join(args)}` (into {target}) could not install the Mermaid parser that checks the docs' "
             f"diagrams (exit {done.returncode}):\n{said}\n"
-            "It installs the packages of tests/mermaid/package-lock.json and the tarball of MERMAID from the npm "
-            "registry: check that this machine reaches it (a proxy goes in ~/.npmrc), then run the tests again."
+            f"It installs the packages of tests/mermaid/package-lock.json and mermaid@{MERMAID[0]}'s tarball from the "
+            "npm registry: check that this machine reaches it (a proxy goes in ~/.npmrc), then run the tests again."
         )
 
 
