@@ -151,9 +151,9 @@ class BaoServer:
         makes the server exit at once, saying so, and it starts again on a port probed anew (its
         `address` changes with it)."""
         (self.folder / "raft").mkdir(parents=True, exist_ok=True)
+        config = self.folder / "server.hcl"
         for _ in range(3):
-            config = self.folder / "server.hcl"
-            config.write_text(self.config())
+            config.write_text(self.config())  # again for each port
             self.log_start = self.log.stat().st_size if self.log.exists() else 0
             with self.log.open("ab") as log:  # the child keeps its own copy
                 self.process = subprocess.Popen(
