@@ -52,6 +52,8 @@ from tests.providers.engine import (
 )
 from tests.providers.shared_bao import shared_server
 
+pytestmark = pytest.mark.early  # most of these tests wait on a real server: run first (tests/conftest.py)
+
 ANSWER_SECONDS = 5.0
 """A client timeout that every answer of the tests' real server comes within, on a machine kept busy
 by other programs: no test depends on an answer coming sooner."""

@@ -28,6 +28,8 @@ from providers.openbao_kv import PROVIDER_VERSION, OpenBaoKvProvider
 from tests.providers.clock import FakeClock
 from tests.providers.engine import BaoServer, as_engine_loads, free_port, outputs_of, running_bao
 
+pytestmark = pytest.mark.early  # most of these tests wait on a real server: run first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def bao(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaoServer]:
