@@ -17,6 +17,8 @@ import pytest
 from stacks.config.schema import defaults_only
 from tests import early_mypy
 
+pytest_plugins = ["pytester"]  # tests/test_test_order.py runs pytest on suites of its own
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker more than the cores. Many tests wait on a real server (bao, the GitLab
@@ -51,13 +53,14 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
         return (yield)
 
 
+@pytest.hookimpl(tryfirst=True)  # before stepwise (and inside --lf/--ff wrappers): they pick from this order
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `early` (modules whose tests mostly wait on a real OpenBao) run first, in their
-    order; the rest keep theirs. xdist hands out consecutive tests in chunks, and the OpenBao modules,
-    63% of the way down the collection, came out in one late chunk: about 47 s of one worker, most of
-    it waiting, while the others ran out of tests (the run ended 5 to 11 s after them). First, their
-    waits are filled by the other workers' tests."""
-    items.sort(key=lambda item: item.get_closest_marker("early") is None)
+    """Tests marked `run_first` (modules whose tests mostly wait on a real OpenBao) run first, in
+    their order; the rest keep theirs. xdist hands out consecutive tests in chunks, and the OpenBao
+    modules, 63% of the way down the collection, came out in one late chunk: about 47 s of one worker,
+    most of it waiting, while the others ran out of tests (the run ended 5 to 12 s after them). Run
+    first, their waits are filled by the other workers' tests."""
+    items.sort(key=lambda item: item.get_closest_marker("run_first") is None)
 
 
 @contextlib.contextmanager

@@ -1,40 +1,46 @@
-"""The order the suite runs its tests in (tests/conftest.py `pytest_collection_modifyitems`)."""
+"""The order the suite runs its tests in (tests/conftest.py `pytest_collection_modifyitems`), on
+suites of their own: a plain module, then one marked `run_first` whose test may fail."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import cast
+import re
 
 import pytest
 
-from tests.conftest import pytest_collection_modifyitems
+SUITE = {
+    "conftest.py": "from tests.conftest import pytest_collection_modifyitems  # the suite's own order\n",
+    "test_a_plain.py": "def test_one():\n    pass\n\ndef test_two():\n    pass\n",
+    "test_b_waits.py": (
+        "import pathlib\nimport pytest\n\npytestmark = pytest.mark.run_first\n\n"
+        "def test_three():\n    assert not pathlib.Path('fail').exists()\n\ndef test_four():\n    pass\n"
+    ),
+    "test_c_plain.py": "def test_five():\n    pass\n",
+}
+OPTIONS = ["-p", "no:xdist", "-p", "no:valkey", "-o", "markers=run_first: first", "-v"]
 
 
-@dataclass
-class Collected:
-    """A collected test, as far as the ordering reads it: its name and whether it is marked `early`."""
-
-    nodeid: str
-    early: bool = False
-
-    def get_closest_marker(self, name: str) -> object | None:
-        return pytest.mark.early.mark if name == "early" and self.early else None
+def ran(result: pytest.RunResult) -> list[str]:
+    """The tests a run ran, in its order (from the lines `-v` prints as each one ends)."""
+    return [match[1] for line in result.outlines if (match := re.match(r"test_\w+\.py::(\w+) (PASSED|FAILED)", line))]
 
 
-def test_tests_marked_early_run_first_and_every_test_keeps_its_order_among_its_kind() -> None:
-    items = [
-        Collected("test_a.py::one"),
-        Collected("test_bao.py::waits", early=True),
-        Collected("test_b.py::two"),
-        Collected("test_bao.py::waits_too", early=True),
-        Collected("test_c.py::three"),
-    ]
-    collected = cast(list[pytest.Item], items)
-    pytest_collection_modifyitems(collected)
-    assert [item.nodeid for item in collected] == [
-        "test_bao.py::waits",
-        "test_bao.py::waits_too",
-        "test_a.py::one",
-        "test_b.py::two",
-        "test_c.py::three",
-    ]
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(**{name.removesuffix(".py"): text for name, text in SUITE.items()})
+    return pytester
+
+
+def test_tests_marked_run_first_run_before_the_others_each_kind_in_its_order(suite: pytest.Pytester) -> None:
+    result = suite.runpytest(*OPTIONS)
+    assert ran(result) == ["test_three", "test_four", "test_one", "test_two", "test_five"]
+
+
+def test_a_stepwise_run_after_a_marked_test_failed_runs_the_tests_that_never_ran(
+    suite: pytest.Pytester,
+) -> None:
+    """`--sw` stops at the failure, which came first: the tests after it never ran, and the next
+    `--sw` runs them, rather than skipping them as passed."""
+    (suite.path / "fail").touch()
+    assert ran(suite.runpytest(*OPTIONS, "--sw")) == ["test_three"]
+    (suite.path / "fail").unlink()
+    assert ran(suite.runpytest(*OPTIONS, "--sw")) == ["test_three", "test_four", "test_one", "test_two", "test_five"]

@@ -52,7 +52,7 @@ from tests.providers.engine import (
 )
 from tests.providers.shared_bao import shared_server
 
-pytestmark = pytest.mark.early  # most of these tests wait on a real server: run first (tests/conftest.py)
+pytestmark = pytest.mark.run_first  # most of these tests wait on a real server (tests/conftest.py)
 
 ANSWER_SECONDS = 5.0
 """A client timeout that every answer of the tests' real server comes within, on a machine kept busy

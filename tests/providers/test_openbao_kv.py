@@ -28,7 +28,7 @@ from providers.openbao_kv import PROVIDER_VERSION, OpenBaoKvProvider
 from tests.providers.clock import FakeClock
 from tests.providers.engine import BaoServer, as_engine_loads, free_port, outputs_of, running_bao
 
-pytestmark = pytest.mark.early  # most of these tests wait on a real server: run first (tests/conftest.py)
+pytestmark = pytest.mark.run_first  # most of these tests wait on a real server (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

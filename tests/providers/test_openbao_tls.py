@@ -26,7 +26,7 @@ from tests.providers.bao_tls import SERVER_NAME, Impostor, Pki, issue
 from tests.providers.engine import BaoServer, an_up_succeeds, fake_cluster, init_inputs, init_provider
 from tests.providers.shared_bao import our_pki, shared_server
 
-pytestmark = pytest.mark.early  # most of these tests wait on a real server: run first (tests/conftest.py)
+pytestmark = pytest.mark.run_first  # most of these tests wait on a real server (tests/conftest.py)
 
 FAST = preflight.Waits(attempts=1, pause=0.0, runner_wait=0.0, runner_poll=0.0)
 
