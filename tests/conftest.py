@@ -55,11 +55,10 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
 
 @pytest.hookimpl(tryfirst=True)  # before stepwise (and inside --lf/--ff wrappers): they pick from this order
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `run_first` (modules whose tests mostly wait on a real OpenBao) run first, in
-    their order; the rest keep theirs. xdist hands out consecutive tests in chunks, and the OpenBao
-    modules, 63% of the way down the collection, came out in one late chunk: about 47 s of one worker,
-    most of it waiting, while the others ran out of tests (the run ended 5 to 12 s after them). Run
-    first, their waits are filled by the other workers' tests."""
+    """Tests marked `run_first` (modules whose tests mostly wait on a real server) run first, in their
+    order; the rest keep theirs. xdist hands out consecutive tests in chunks: a module of long waits
+    late in the collection came out in one late chunk, and the run ended on that one worker, waiting,
+    long after the others had run out of tests. Run first, their waits are filled by the others."""
     items.sort(key=lambda item: item.get_closest_marker("run_first") is None)
 
 

@@ -1,46 +1,43 @@
-"""The order the suite runs its tests in (tests/conftest.py `pytest_collection_modifyitems`), on
-suites of their own: a plain module, then one marked `run_first` whose test may fail."""
+"""The order the suite runs its tests in (tests/conftest.py `pytest_collection_modifyitems`), on a
+suite of its own: a module marked `run_first` between two plain ones, its first test failing while
+a file `fail` exists."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-SUITE = {
-    "conftest.py": "from tests.conftest import pytest_collection_modifyitems  # the suite's own order\n",
-    "test_a_plain.py": "def test_one():\n    pass\n\ndef test_two():\n    pass\n",
-    "test_b_waits.py": (
-        "import pathlib\nimport pytest\n\npytestmark = pytest.mark.run_first\n\n"
-        "def test_three():\n    assert not pathlib.Path('fail').exists()\n\ndef test_four():\n    pass\n"
-    ),
-    "test_c_plain.py": "def test_five():\n    pass\n",
-}
-OPTIONS = ["-p", "no:xdist", "-p", "no:valkey", "-o", "markers=run_first: first", "-v"]
+OPTIONS = ["-p", "no:xdist", "-p", "no:valkey", "-o", "markers=run_first: first"]
+"""What the suite's own ini gives, which the inner run does not read. The marker too: the inner run
+is in this process, where `filterwarnings = error` makes an unregistered one an error."""
+
+IN_ORDER_RUN = ["test_three", "test_four", "test_one", "test_two", "test_five"]
 
 
-def ran(result: pytest.RunResult) -> list[str]:
-    """The tests a run ran, in its order (from the lines `-v` prints as each one ends)."""
-    return [match[1] for line in result.outlines if (match := re.match(r"test_\w+\.py::(\w+) (PASSED|FAILED)", line))]
+def ran(run: pytest.HookRecorder) -> list[str]:
+    """The tests a run ran, in its order."""
+    return [report.nodeid.split("::")[1] for report in run.getreports("pytest_runtest_logreport") if report.when == "call"]
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(**{name.removesuffix(".py"): text for name, text in SUITE.items()})
+    pytester.makeconftest("from tests.conftest import pytest_collection_modifyitems")
+    pytester.makepyfile(
+        test_a_plain="def test_one(): pass\ndef test_two(): pass",
+        test_b_waits="import pathlib, pytest\npytestmark = pytest.mark.run_first\n"
+        "def test_three(): assert not pathlib.Path('fail').exists()\ndef test_four(): pass",
+        test_c_plain="def test_five(): pass",
+    )
     return pytester
 
 
 def test_tests_marked_run_first_run_before_the_others_each_kind_in_its_order(suite: pytest.Pytester) -> None:
-    result = suite.runpytest(*OPTIONS)
-    assert ran(result) == ["test_three", "test_four", "test_one", "test_two", "test_five"]
+    assert ran(suite.inline_run(*OPTIONS)) == IN_ORDER_RUN
 
 
-def test_a_stepwise_run_after_a_marked_test_failed_runs_the_tests_that_never_ran(
-    suite: pytest.Pytester,
-) -> None:
+def test_a_stepwise_run_after_a_marked_test_failed_runs_the_tests_that_never_ran(suite: pytest.Pytester) -> None:
     """`--sw` stops at the failure, which came first: the tests after it never ran, and the next
     `--sw` runs them, rather than skipping them as passed."""
     (suite.path / "fail").touch()
-    assert ran(suite.runpytest(*OPTIONS, "--sw")) == ["test_three"]
+    assert ran(suite.inline_run(*OPTIONS, "--sw")) == ["test_three"]
     (suite.path / "fail").unlink()
-    assert ran(suite.runpytest(*OPTIONS, "--sw")) == ["test_three", "test_four", "test_one", "test_two", "test_five"]
+    assert ran(suite.inline_run(*OPTIONS, "--sw")) == IN_ORDER_RUN
